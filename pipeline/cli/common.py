@@ -1,0 +1,61 @@
+"""Helpers shared by the subcommands: opening the store and config, printing errors."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..errors import UnspecificError
+    from ..store import Store
+
+
+def open_store_from(args: argparse.Namespace, *, create: bool = True, readonly: bool = False) -> Store:
+    from ..store import open_store
+    from . import store_path
+
+    return open_store(store_path(args), create=create, readonly=readonly)
+
+
+def load_config_from(args: argparse.Namespace) -> Config:
+    from ..config import load_config
+
+    return load_config(args.config)
+
+
+def print_error(exc: UnspecificError) -> None:
+    from rich.console import Console
+    from rich.panel import Panel
+
+    Console(stderr=True).print(Panel(exc.msg, title=exc.title, border_style="red", expand=False))
+
+
+def console():
+    from rich.console import Console
+
+    return Console()
+
+
+def parse_csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {number}")
+    return number
+
+
+def ratio(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value!r}") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (exclusive), got {number}")
+    return number

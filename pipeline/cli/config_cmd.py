@@ -1,0 +1,42 @@
+"""`unspecific config show|check`: the effective configuration, keys masked."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("config", help="show or check the configuration (keys masked)")
+    p.add_argument("action", choices=["show", "check"], nargs="?", default="show")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from .common import console, load_config_from
+
+    config = load_config_from(args)
+    data = config.public_dict()
+    out = console()
+    if args.action == "check":
+        out.print(f"config OK: {len(config.endpoints)} endpoint(s), source {data['path'] or '(built-in default)'}")
+        return 0
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return 0
+    from rich.table import Table
+
+    out.print(f"config: [bold]{data['path'] or '(built-in default: every role on the embedded local model)'}[/]")
+    table = Table("endpoint", "base_url", "model", "key", "concurrency", "rpm", "$/M in", "$/M out")
+    for name, ep in data["endpoints"].items():
+        key = f"${ep['api_key_env']} {ep.get('api_key', '')}" if ep["api_key_env"] else "-"
+        table.add_row(name, ep["base_url"], ep["model"], key, str(ep["concurrency"]), str(ep["requests_per_minute"] or "-"),
+                      f"{ep['price_prompt_per_mtok']:g}", f"{ep['price_completion_per_mtok']:g}")
+    out.print(table)
+    roles = Table("role", "endpoint(s)")
+    for role, value in data["roles"].items():
+        roles.add_row(role, ", ".join(value) if isinstance(value, list) else value)
+    out.print(roles)
+    return 0

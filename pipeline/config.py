@@ -1,0 +1,267 @@
+"""unspecific.toml: endpoints, roles and stage settings.
+
+Keys never live in the file: an endpoint names the environment variable that holds its key
+(``api_key_env``), and the value is read only when a request is made. With no config file,
+every role uses the embedded local model (``base_url = "local"``), started by the run itself.
+
+Example::
+
+    [endpoints.gpt]
+    base_url = "https://api.openai.com/v1"
+    model = "gpt-4o-mini"
+    api_key_env = "OPENAI_API_KEY"
+    concurrency = 8
+    requests_per_minute = 500
+    price_prompt_per_mtok = 0.15
+    price_completion_per_mtok = 0.60
+
+    [roles]
+    generator = "gpt"
+    judges = ["gpt", "local"]
+    summarizer = "gpt"
+    models_under_test = ["local", "gpt"]
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from .errors import ConfigError
+
+DEFAULT_CONFIG = Path("unspecific.toml")
+LOCAL = "local"  # base_url meaning "the embedded llama.cpp server"
+
+ROLES_SINGLE = ("generator", "summarizer", "naturalness_judge")
+ROLES_MANY = ("judges", "models_under_test")
+STRUCTURED_MODES = ("json_object_schema", "json_schema", "json_object", "none")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    concurrency: int = 4
+    requests_per_minute: float | None = None
+    price_prompt_per_mtok: float = 0.0
+    price_completion_per_mtok: float = 0.0
+    timeout_s: float = 300.0
+    max_retries: int = 5
+    # How the endpoint takes structured output: llama.cpp's server wants
+    # {"type": "json_object", "schema": ...}; OpenAI wants {"type": "json_schema", ...}.
+    structured: str = "json_object_schema"
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        return self.base_url == LOCAL
+
+    def api_key(self) -> str:
+        """The key's value, read from the environment at call time. Never stored."""
+        if not self.api_key_env:
+            return "not-needed"
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise ConfigError(
+                f"endpoint '{self.name}': environment variable {self.api_key_env} (api_key_env) is not set"
+            )
+        return value
+
+    def public_dict(self) -> dict[str, Any]:
+        """What may be shown, stored or exported: the key's variable name, masked value."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.api_key_env:
+            present = bool(os.environ.get(self.api_key_env))
+            out["api_key"] = "****" + ("(set)" if present else "(NOT SET)")
+        return out
+
+
+def local_endpoint() -> Endpoint:
+    return Endpoint(
+        name=LOCAL,
+        base_url=LOCAL,
+        model="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        concurrency=1,  # llama.cpp's server answers one request at a time on 2 cores
+        timeout_s=900.0,
+        max_retries=2,
+        structured="json_object_schema",
+    )
+
+
+@dataclass(frozen=True)
+class Roles:
+    generator: str = LOCAL
+    judges: tuple[str, ...] = (LOCAL,)
+    summarizer: str = LOCAL
+    naturalness_judge: str = LOCAL
+    models_under_test: tuple[str, ...] = (LOCAL,)
+
+
+@dataclass(frozen=True)
+class Config:
+    endpoints: dict[str, Endpoint]
+    roles: Roles
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # [build], [evaluate], ...
+    path: Path | None = None
+
+    def endpoint(self, name: str) -> Endpoint:
+        try:
+            return self.endpoints[name]
+        except KeyError:
+            raise ConfigError(
+                f"{self.path or 'config'}: no endpoint named '{name}' (known: {', '.join(sorted(self.endpoints))})"
+            ) from None
+
+    def role(self, role: str) -> Endpoint:
+        return self.endpoint(getattr(self.roles, role))
+
+    def setting(self, section: str, key: str, default: Any) -> Any:
+        return self.settings.get(section, {}).get(key, default)
+
+    @property
+    def uses_local(self) -> bool:
+        names = {self.roles.generator, self.roles.summarizer, self.roles.naturalness_judge}
+        names |= set(self.roles.judges) | set(self.roles.models_under_test)
+        return any(self.endpoints[n].is_local for n in names)
+
+    def public_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path) if self.path else None,
+            "endpoints": {n: e.public_dict() for n, e in self.endpoints.items()},
+            "roles": {
+                "generator": self.roles.generator,
+                "judges": list(self.roles.judges),
+                "summarizer": self.roles.summarizer,
+                "naturalness_judge": self.roles.naturalness_judge,
+                "models_under_test": list(self.roles.models_under_test),
+            },
+            "settings": self.settings,
+        }
+
+
+def default_config() -> Config:
+    return Config(endpoints={LOCAL: local_endpoint()}, roles=Roles())
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load a config file. ``None`` means unspecific.toml if present, else the local default."""
+    if path is None:
+        if not DEFAULT_CONFIG.exists():
+            return default_config()
+        path = DEFAULT_CONFIG
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    return parse_config(raw, path)
+
+
+_SECTIONS = {"endpoints", "roles", "build", "evaluate", "corpus", "pair", "report"}
+
+
+def parse_config(raw: dict[str, Any], path: Path | None = None) -> Config:
+    where = str(path) if path else "config"
+    unknown = set(raw) - _SECTIONS
+    if unknown:
+        raise ConfigError(f"{where}: unknown section(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(_SECTIONS))})")
+    endpoints = {LOCAL: local_endpoint()}
+    for name, spec in (raw.get("endpoints") or {}).items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where}: [endpoints.{name}] must be a table")
+        endpoints[name] = _parse_endpoint(name, spec, where)
+    roles = _parse_roles(raw.get("roles") or {}, endpoints, where)
+    settings = {k: v for k, v in raw.items() if k not in ("endpoints", "roles")}
+    for section, value in settings.items():
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: [{section}] must be a table")
+    return Config(endpoints=endpoints, roles=roles, settings=settings, path=path)
+
+
+def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
+    known = {f.name for f in fields(Endpoint)} - {"name"}
+    field_at = f"{where}: endpoints.{name}"
+    for key in spec:
+        if key not in known:
+            raise ConfigError(f"{field_at}.{key}: unknown field (known: {', '.join(sorted(known))})")
+    if "api_key" in spec:  # pragma: no cover - caught above; kept for the message's sake
+        raise ConfigError(f"{field_at}.api_key: put the key in an environment variable and name it in api_key_env")
+    base_url = spec.get("base_url")
+    if not isinstance(base_url, str) or not base_url:
+        raise ConfigError(f"{field_at}.base_url: required (an http(s) URL, or \"local\")")
+    if base_url != LOCAL:
+        parsed = urlparse(base_url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ConfigError(f"{field_at}.base_url: '{base_url}' is not an http(s) URL")
+    model = spec.get("model", local_endpoint().model if base_url == LOCAL else None)
+    if not isinstance(model, str) or not model:
+        raise ConfigError(f"{field_at}.model: required")
+    key_env = spec.get("api_key_env")
+    if key_env is not None:
+        if not isinstance(key_env, str) or not key_env:
+            raise ConfigError(f"{field_at}.api_key_env: must name an environment variable")
+        if not os.environ.get(key_env):
+            raise ConfigError(f"{field_at}.api_key_env: environment variable {key_env} is not set")
+    values: dict[str, Any] = {"name": name, "base_url": base_url, "model": model, "api_key_env": key_env}
+    numeric = {
+        "concurrency": (int, 1),
+        "requests_per_minute": (float, None),
+        "price_prompt_per_mtok": (float, 0.0),
+        "price_completion_per_mtok": (float, 0.0),
+        "timeout_s": (float, None),
+        "max_retries": (int, 0),
+    }
+    for key, (kind, minimum) in numeric.items():
+        if key not in spec:
+            continue
+        value = spec[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+            raise ConfigError(f"{field_at}.{key}: must be a{'n integer' if kind is int else ' number'}, got {value!r}")
+        if (minimum is not None and value < minimum) or value < 0 or (key in ("timeout_s", "requests_per_minute") and value <= 0):
+            raise ConfigError(f"{field_at}.{key}: must be positive, got {value!r}")
+        values[key] = kind(value)
+    if "structured" in spec:
+        if spec["structured"] not in STRUCTURED_MODES:
+            raise ConfigError(f"{field_at}.structured: one of {', '.join(STRUCTURED_MODES)}")
+        values["structured"] = spec["structured"]
+    if "extra_body" in spec:
+        if not isinstance(spec["extra_body"], dict):
+            raise ConfigError(f"{field_at}.extra_body: must be a table")
+        values["extra_body"] = spec["extra_body"]
+    if base_url == LOCAL:
+        defaults = local_endpoint()
+        values.setdefault("concurrency", defaults.concurrency)
+        values.setdefault("timeout_s", defaults.timeout_s)
+    return Endpoint(**values)
+
+
+def _parse_roles(spec: dict[str, Any], endpoints: dict[str, Endpoint], where: str) -> Roles:
+    values: dict[str, Any] = {}
+    for key, value in spec.items():
+        at = f"{where}: roles.{key}"
+        if key in ROLES_SINGLE:
+            if not isinstance(value, str):
+                raise ConfigError(f"{at}: must name one endpoint")
+            names: list[str] = [value]
+            values[key] = value
+        elif key in ROLES_MANY:
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{at}: must be a non-empty list of endpoint names")
+            names = value
+            values[key] = tuple(value)
+        else:
+            raise ConfigError(f"{at}: unknown role (known: {', '.join(ROLES_SINGLE + ROLES_MANY)})")
+        for n in names:
+            if n not in endpoints:
+                raise ConfigError(f"{at}: no endpoint named '{n}' (known: {', '.join(sorted(endpoints))})")
+    return Roles(**values)

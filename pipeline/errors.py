@@ -1,0 +1,58 @@
+"""One error family for users: each carries a title and a message.
+
+The CLI prints it as a panel and the app shows it as a modal, so one place decides how a
+failure reads. Anything that is not an UnspecificError is a bug and shows a traceback.
+"""
+
+from __future__ import annotations
+
+
+class UnspecificError(Exception):
+    """Base of every error a user can cause or fix."""
+
+    title = "Error"
+
+    def __init__(self, msg: str, *, title: str | None = None) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        if title is not None:
+            self.title = title
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+class ConfigError(UnspecificError):
+    title = "Configuration error"
+
+
+class StoreError(UnspecificError):
+    title = "Store error"
+
+
+class CorpusError(UnspecificError):
+    title = "Corpus error"
+
+
+class EndpointError(UnspecificError):
+    """An LLM endpoint refused us for good (401/403/404) or kept failing past retries."""
+
+    title = "LLM endpoint error"
+
+
+class ParseError(UnspecificError):
+    """An LLM reply broke the output contract, even after the repair round."""
+
+    title = "Unparseable LLM reply"
+
+
+class PromptError(UnspecificError):
+    title = "Prompt template error"
+
+
+class LocalModelError(UnspecificError):
+    title = "Local model error"
+
+
+class StageError(UnspecificError):
+    title = "Stage error"

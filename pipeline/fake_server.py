@@ -1,0 +1,209 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1, for tests and benchmarks.
+
+It answers ``POST /v1/chat/completions`` (and ``GET /v1/models``). What it answers is decided by
+a *responder*: a function of the request body returning a ``Reply``: a text, an HTTP status,
+a delay, a malformed or truncated body, an empty reply. A script (a list of replies served in
+order, then the responder) drives exact sequences; ``fault_rate`` injects a share of random
+faults (429, 500, timeouts, truncated bodies, wrong-format and empty replies) for soak tests.
+
+Every request is recorded in ``requests`` so tests can count calls and inspect prompt layout.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULT_KINDS = ("429", "500", "timeout", "truncated", "wrong_format", "empty")
+
+
+@dataclass
+class Reply:
+    text: str = "ok"
+    status: int = 200
+    delay_s: float = 0.0
+    body: bytes | None = None  # raw body, bypassing the JSON envelope (malformed replies)
+    headers: dict[str, str] = field(default_factory=dict)
+    hang: bool = False  # never answer within the client's timeout
+
+    @staticmethod
+    def error(status: int, message: str = "scripted error", retry_after: float | None = None) -> Reply:
+        headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+        body = json.dumps({"error": {"message": message, "type": "scripted", "code": status}}).encode()
+        return Reply(status=status, body=body, headers=headers)
+
+
+Responder = Callable[[dict[str, Any]], Reply | str]
+
+
+def last_user_message(request: dict[str, Any]) -> str:
+    for message in reversed(request.get("messages", [])):
+        if message.get("role") == "user":
+            return str(message.get("content", ""))
+    return ""
+
+
+def echo_responder(request: dict[str, Any]) -> Reply:
+    return Reply(text="echo: " + last_user_message(request)[:200])
+
+
+class FakeOpenAIServer:
+    def __init__(
+        self,
+        responder: Responder = echo_responder,
+        *,
+        latency_s: float = 0.0,
+        fault_rate: float = 0.0,
+        fault_kinds: tuple[str, ...] = FAULT_KINDS,
+        seed: int = 0,
+        hang_s: float = 5.0,
+    ) -> None:
+        self.responder = responder
+        self.latency_s = latency_s
+        self.fault_rate = fault_rate
+        self.fault_kinds = fault_kinds
+        self.hang_s = hang_s
+        self.script: list[Reply | str] = []
+        self.requests: list[dict[str, Any]] = []
+        self.faults_served: dict[str, int] = {}
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> FakeOpenAIServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:
+                body = json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode()
+                self._send(200, body, {})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    request = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    self._send(400, b'{"error": {"message": "bad json"}}', {})
+                    return
+                request["_headers"] = {"authorization": self.headers.get("authorization", "")}
+                reply = server._next_reply(request)
+                delay = server.latency_s + reply.delay_s
+                if reply.hang:
+                    delay += server.hang_s
+                if delay:
+                    time.sleep(delay)
+                if reply.body is not None:
+                    self._send(reply.status, reply.body, reply.headers)
+                    return
+                body = json.dumps(_envelope(request, reply.text)).encode()
+                self._send(reply.status, body, reply.headers)
+
+            def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(body)))
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and went away
+
+        ThreadingHTTPServer.daemon_threads = True
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.request_queue_size = 128
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    # -- behaviour ---------------------------------------------------------------------
+    def push(self, *replies: Reply | str) -> None:
+        """Queue replies served before the responder is asked."""
+        with self._lock:
+            self.script.extend(replies)
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    def _next_reply(self, request: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            scripted = self.script.pop(0) if self.script else None
+            fault = None
+            if scripted is None and self.fault_rate and self._rng.random() < self.fault_rate:
+                fault = self._rng.choice(self.fault_kinds)
+                self.faults_served[fault] = self.faults_served.get(fault, 0) + 1
+        if scripted is not None:
+            return _as_reply(scripted)
+        if fault is not None:
+            return _fault(fault, self.responder, request)
+        return _as_reply(self.responder(request))
+
+
+def _as_reply(value: Reply | str) -> Reply:
+    return value if isinstance(value, Reply) else Reply(text=value)
+
+
+def _fault(kind: str, responder: Responder, request: dict[str, Any]) -> Reply:
+    if kind == "429":
+        return Reply.error(429, "rate limited", retry_after=0.01)
+    if kind == "500":
+        return Reply.error(500, "internal error")
+    if kind == "timeout":
+        return Reply(hang=True)
+    if kind == "truncated":
+        return Reply(body=b'{"id": "x", "choices": [{"message": {"content": "cut of')
+    if kind == "empty":
+        return Reply(text="")
+    # wrong_format: a reply in prose where the caller wanted its contract
+    return Reply(text="I am sorry, but as a language model I would rather write a poem about the sea.")
+
+
+def _envelope(request: dict[str, Any], text: str) -> dict[str, Any]:
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        # about four characters a token, as a stand-in for a tokenizer
+        "usage": {
+            "prompt_tokens": max(1, prompt_chars // 4),
+            "completion_tokens": max(1, len(text) // 4) if text else 0,
+            "total_tokens": max(1, prompt_chars // 4) + (len(text) // 4),
+        },
+    }

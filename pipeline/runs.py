@@ -1,0 +1,79 @@
+"""Runs: one record per build or evaluation, with its config (no secrets), status and cost.
+
+And ``open_client``: the one way a stage gets an LLM client. When a role uses the embedded
+local model and no server is running, it starts llama.cpp's server for the run and stops it
+after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from .config import Config
+from .llm import EventHook, LLMClient, Usage
+from .store import Store, now
+
+
+def create_run(store: Store, kind: str, config: Config, *, name: str = "", options: dict[str, Any] | None = None,
+               run_id: str | None = None) -> str:
+    """Create (or reopen, when ``run_id`` exists) a run and mark it running."""
+    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:8]}"
+    existing = store.one("SELECT id FROM runs WHERE id = ?", [run_id])
+    cfg = json.dumps({"options": options or {}, "config": config.public_dict()}, default=str)
+    if existing:
+        store.db["runs"].update(run_id, {"status": "running", "error": None, "finished_at": None, "config": cfg})
+    else:
+        store.db["runs"].insert(
+            {
+                "id": run_id, "kind": kind, "name": name or run_id, "config": cfg, "status": "running",
+                "started_at": now(), "finished_at": None, "calls": 0, "cache_hits": 0,
+                "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "error": None,
+            }
+        )
+    store.commit()
+    return run_id
+
+
+def add_usage(store: Store, run_id: str, usage: Usage) -> None:
+    """Add a client's usage since the last call to the run's totals."""
+    store.conn.execute(
+        "UPDATE runs SET calls = calls + ?, cache_hits = cache_hits + ?, prompt_tokens = prompt_tokens + ?,"
+        " completion_tokens = completion_tokens + ?, cost = cost + ? WHERE id = ?",
+        (usage.calls, usage.cache_hits, usage.prompt_tokens, usage.completion_tokens, usage.cost, run_id),
+    )
+    store.commit()
+
+
+def finish_run(store: Store, run_id: str, status: str = "done", error: str | None = None) -> None:
+    store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": error})
+    store.commit()
+
+
+@asynccontextmanager
+async def open_client(
+    config: Config, store: Store, *, run_id: str | None = None, on_event: EventHook | None = None
+) -> AsyncIterator[LLMClient]:
+    """An LLM client for a stage; starts the embedded server when a role needs it."""
+    import asyncio
+
+    local_url = os.environ.get("UNSPECIFIC_LOCAL_URL")
+    lease = None
+    if config.uses_local and not local_url:
+        from .local_model import acquire_server
+
+        if on_event:
+            on_event("local", "starting the embedded llama.cpp server (first start assembles the model)")
+        lease = await asyncio.to_thread(acquire_server)
+        local_url = lease.base_url
+    client = LLMClient(config, store, run_id=run_id, local_base_url=local_url, on_event=on_event)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+        if lease is not None:
+            await asyncio.to_thread(lease.release)

@@ -1,0 +1,361 @@
+"""The store: one SQLite file (sqlite-utils, WAL) holding every stage's inputs and results.
+
+Each stage reads from here and writes back as each unit of work completes, so a killed run
+loses nothing it had finished. The schema carries a version (``PRAGMA user_version``);
+``MIGRATIONS`` moves an older store forward, and a store written by a newer version of this
+program is refused rather than guessed at.
+
+Tables (see DESIGN.md):
+  texts          every body of text, once, keyed by its sha256
+  articles       corpus articles (domain, cleaning status) -> texts
+  embeddings     one vector per (text, embedding model)
+  pairs          article A, partner B, cosine, rank, rule, next candidates
+  runs           a build or evaluation run: config (no secrets), status, accounting
+  instructions   main task + constraints for one condition of one pair/article
+  constraints    the constraints, with lineage (which one a revision replaced, and why)
+  constraint_flags  quality flags per constraint (proper noun, leak, copied n-gram ...)
+  contradictions pairs of constraints an LLM found jointly unsatisfiable
+  generations    base articles, responses, summaries -> texts
+  verdicts       judge x text x constraint: yes/no, quote, quote found?
+  annotations    human labels of flipped constraints
+  naturalness    pairwise preferences between constraint sets
+  llm_calls      every finished LLM call; the cache
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .errors import StoreError
+
+DEFAULT_STORE = Path("store.sqlite")
+
+
+def text_hash(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    db["texts"].create({"hash": str, "body": str}, pk="hash")
+    db["articles"].create(
+        {
+            "id": int,
+            "corpus": str,
+            "domain": str,
+            "source_id": str,
+            "title": str,
+            "text_hash": str,
+            "words": int,
+            "status": str,  # kept | duplicate | near_duplicate | too_short | too_long
+            "duplicate_of": int,
+            "imported_at": str,
+        },
+        pk="id",
+        foreign_keys=[("text_hash", "texts", "hash")],
+    )
+    db["articles"].create_index(["corpus", "source_id"], unique=True)
+    db["articles"].create_index(["domain", "status"])
+    db["embeddings"].create(
+        {"text_hash": str, "model": str, "dim": int, "vector": bytes},
+        pk=("text_hash", "model"),
+    )
+    db["pairs"].create(
+        {
+            "id": int,
+            "domain": str,
+            "rule": str,  # paper | research
+            "params": str,  # JSON: thresholds, model
+            "article_a": int,
+            "article_b": int,
+            "cosine": float,
+            "rank": int,  # partner's rank among A's neighbours (1 = most similar)
+            "candidates": str,  # JSON: [{"article": id, "cosine": c}, ...] next candidates
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("article_a", "articles", "id"), ("article_b", "articles", "id")],
+    )
+    db["pairs"].create_index(["domain", "rule", "article_a"], unique=True)
+    db["runs"].create(
+        {
+            "id": str,
+            "kind": str,  # build | evaluate | naturalness
+            "name": str,
+            "config": str,  # JSON, never holds key values
+            "status": str,  # running | paused | done | failed
+            "started_at": str,
+            "finished_at": str,
+            "calls": int,
+            "cache_hits": int,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost": float,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["instructions"].create(
+        {
+            "id": int,
+            "run_id": str,
+            "domain": str,
+            "condition": str,  # single | none | direct | eval
+            "pair_id": int,
+            "article_a": int,
+            "article_b": int,
+            "main_task": str,
+            "n_constraints": int,
+            "status": str,  # pending | synthesized | base_judged | done | failed
+            "error": str,
+            "base_generation_id": int,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["instructions"].create_index(["run_id", "condition", "article_a", "article_b"], unique=True)
+    db["instructions"].create_index(["domain", "condition"])
+    db["constraints"].create(
+        {
+            "id": int,
+            "instruction_id": int,
+            "position": int,  # 1-based place in the final list; NULL when replaced
+            "text": str,
+            "origin": str,  # synthesized | revised
+            "active": int,  # 1 = part of the final list
+            "replaces_id": int,  # the constraint this one replaced
+            "replaced_reason": str,  # why the replaced one went: "too easy: base article satisfied it"
+            "base_verdict": int,  # the base article's verdict on this constraint
+            "base_quote": str,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("instruction_id", "instructions", "id")],
+    )
+    db["constraints"].create_index(["instruction_id", "active", "position"])
+    db["constraint_flags"].create(
+        {"constraint_id": int, "flag": str, "detail": str},
+        pk=("constraint_id", "flag"),
+        foreign_keys=[("constraint_id", "constraints", "id")],
+    )
+    db["constraint_flags"].create_index(["flag"])
+    db["contradictions"].create(
+        {"instruction_id": int, "constraint_a": int, "constraint_b": int, "reason": str},
+        pk=("instruction_id", "constraint_a", "constraint_b"),
+    )
+    db["generations"].create(
+        {
+            "id": int,
+            "kind": str,  # base | response | summary
+            "instruction_id": int,
+            "model": str,  # endpoint/model name of the writer
+            "mode": str,  # direct | edit ('' for base and summaries)
+            "ratio": float,  # summaries: target share of the response's words
+            "parent_id": int,  # summaries: the response summarised
+            "text_hash": str,
+            "words": int,
+            "achieved_ratio": float,
+            "call_id": int,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("instruction_id", "instructions", "id"), ("text_hash", "texts", "hash")],
+    )
+    db["generations"].create_index(
+        ["kind", "instruction_id", "model", "mode", "ratio", "parent_id"], unique=True
+    )
+    db["verdicts"].create(
+        {
+            "id": int,
+            "generation_id": int,
+            "constraint_id": int,
+            "judge": str,
+            "judging_mode": str,  # batched | per_constraint
+            "prompt_hash": str,  # the judge template's hash: a new prompt judges anew
+            "verdict": int,  # 1 yes, 0 no
+            "quote": str,
+            "reason": str,
+            "quote_found": str,  # exact | fuzzy | missing | NULL (no quote)
+            "quote_score": float,
+            "call_id": int,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[
+            ("generation_id", "generations", "id"),
+            ("constraint_id", "constraints", "id"),
+        ],
+    )
+    db["verdicts"].create_index(
+        ["generation_id", "constraint_id", "judge", "judging_mode", "prompt_hash"], unique=True
+    )
+    db["verdicts"].create_index(["constraint_id"])
+    db["annotations"].create(
+        {
+            "id": int,
+            "constraint_id": int,
+            "generation_id": int,  # the response whose summary flipped
+            "annotator": str,
+            "label": str,  # integrated | superficial | ambiguous
+            "note": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["annotations"].create_index(["constraint_id", "generation_id", "annotator"], unique=True)
+    db["naturalness"].create(
+        {
+            "id": int,
+            "judge": str,
+            "instruction_a": int,
+            "instruction_b": int,
+            "shown_first": int,  # which instruction the judge saw first
+            "winner": int,  # instruction id, or NULL for a tie
+            "reason": str,
+            "call_id": int,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["naturalness"].create_index(["judge", "instruction_a", "instruction_b"], unique=True)
+    db["llm_calls"].create(
+        {
+            "id": int,
+            "cache_key": str,
+            "endpoint": str,
+            "model": str,
+            "template": str,
+            "template_hash": str,
+            "request": str,  # JSON: messages and parameters (no key)
+            "response": str,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost": float,
+            "latency_s": float,
+            "run_id": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["llm_calls"].create_index(["cache_key"], unique=True)
+    db["llm_calls"].create_index(["run_id"])
+
+
+# Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass
+class Store:
+    """A handle on the store file. ``db`` is the sqlite-utils Database for queries."""
+
+    path: Path
+    db: sqlite_utils.Database
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.db.conn
+
+    # -- texts ---------------------------------------------------------------
+    def put_text(self, body: str) -> str:
+        """Store a text once; return its hash."""
+        h = text_hash(body)
+        self.conn.execute("INSERT OR IGNORE INTO texts(hash, body) VALUES (?, ?)", (h, body))
+        return h
+
+    def get_text(self, h: str) -> str:
+        row = self.conn.execute("SELECT body FROM texts WHERE hash = ?", (h,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no text with hash {h}")
+        return row[0]
+
+    # -- convenience -----------------------------------------------------------
+    def query(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
+        return list(self.db.query(sql, params))
+
+    def one(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> dict[str, Any] | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> Any:
+        row = self.conn.execute(sql, tuple(params) if not isinstance(params, dict) else params).fetchone()
+        return row[0] if row else None
+
+    def commit(self) -> None:
+        self.conn.commit()
+
+    def close(self) -> None:
+        self.db.close()
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonly: bool = False) -> Store:
+    """Open (and if needed create or migrate) a store.
+
+    Raises StoreError naming the file for: a missing file when ``create`` is false, a file that
+    is not SQLite, a store written by a newer schema, or a read-only file that needs writing.
+    """
+    path = Path(path)
+    if not path.exists() and (not create or readonly):
+        raise StoreError(f"{path}: no store here (run `unspecific init` or pass --store)")
+    if path.exists() and path.is_dir():
+        raise StoreError(f"{path}: is a folder, not a store file")
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(str(path), check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a readable SQLite store ({exc})") from exc
+    if version > SCHEMA_VERSION:
+        conn.close()
+        raise StoreError(
+            f"{path}: written by a newer unspecific (schema {version}, this one knows {SCHEMA_VERSION}); "
+            "upgrade unspecific to open it"
+        )
+    db = sqlite_utils.Database(conn)
+    store = Store(path=path, db=db)
+    if readonly:
+        if version < SCHEMA_VERSION:
+            raise StoreError(f"{path}: schema {version} needs migrating, but the store is opened read-only")
+        return store
+    try:
+        if version == 0 and _has_foreign_tables(conn):
+            raise StoreError(f"{path}: an SQLite file, but not an unspecific store")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        for step in range(version, SCHEMA_VERSION):
+            with conn:
+                MIGRATIONS[step](db)
+                conn.execute(f"PRAGMA user_version = {step + 1}")
+    except sqlite3.OperationalError as exc:
+        if "readonly" in str(exc) or "read-only" in str(exc):
+            raise StoreError(f"{path}: the file is read-only; open it with readonly=True or fix its permissions") from exc
+        raise StoreError(f"{path}: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a readable SQLite store ({exc})") from exc
+    return store
+
+
+def _has_foreign_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
+
+
+def now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
