@@ -1,0 +1,362 @@
+"""Judging: does a text satisfy each constraint? Yes/No, with a quote for Yes.
+
+Two modes, both worth offering and comparing (METHOD.md, "Judging"):
+- ``batched``: all constraints of one text in one call (the research code's way, cheap).
+  Constraints the judge left out are asked again in one follow-up call; those still
+  missing are recorded as No with the reason "no verdict" (strict: uncertain = No).
+- ``per_constraint``: one call per constraint (expensive, more robust).
+
+A reply may be JSON (``{"verdicts": [...]}``) or the research code's lines
+(``3. Yes - "quote"`` / ``4. No - reason``); both parse. A duplicated item keeps the
+first. Every Yes quote is checked against the judged text: exact (after normalising
+whitespace, quotes and case), else fuzzy (rapidfuzz partial alignment >= 90), else
+``missing``, which the app flags as a possibly hallucinated quote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ParseError
+from .llm import LLMClient, ReplyError, parse_json_lenient
+from .prompts import defuse, load_template, numbered
+from .store import Store, now
+
+MODES = ("batched", "per_constraint")
+FUZZY_MIN_SCORE = 90.0
+
+BATCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdicts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "verdict": {"type": "string", "enum": ["yes", "no"]},
+                    "quote": {"type": "string"},
+                    "reason": {"type": "string"},
+                },
+                "required": ["id", "verdict"],
+            },
+        }
+    },
+    "required": ["verdicts"],
+}
+SINGLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["yes", "no"]},
+        "quote": {"type": "string"},
+        "reason": {"type": "string"},
+    },
+    "required": ["verdict"],
+}
+
+
+@dataclass
+class Judgement:
+    index: int  # 0-based position in the constraints given
+    verdict: bool
+    quote: str
+    reason: str
+    quote_found: str | None  # exact | fuzzy | missing | None (no quote)
+    quote_score: float | None
+    quote_span: tuple[int, int] | None  # where the quote sits in the judged text
+    call_id: int | None
+    answered: bool = True  # False: the judge never gave a verdict; recorded as No
+
+
+@dataclass
+class QuoteMatch:
+    found: str | None
+    score: float | None
+    span: tuple[int, int] | None
+
+
+# -- quote checking --------------------------------------------------------------------------
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
+
+
+def _normalise(text: str) -> tuple[str, list[int]]:
+    """Lower-case, unify quotes and collapse whitespace; keep a map back to original offsets."""
+    out: list[str] = []
+    index: list[int] = []
+    prev_space = False
+    for i, ch in enumerate(unicodedata.normalize("NFC", text)):
+        ch = ch.translate(_QUOTES).lower()
+        if ch.isspace():
+            if prev_space:
+                continue
+            ch, prev_space = " ", True
+        else:
+            prev_space = False
+        out.append(ch)
+        index.append(i)
+    return "".join(out), index
+
+
+def find_quote(quote: str, text: str) -> QuoteMatch:
+    """Where a judge's quote occurs in the text: exact, fuzzy or missing."""
+    q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
+    if not q:
+        return QuoteMatch(None, None, None)
+    q = q.rstrip(".").strip() or q
+    nq, _ = _normalise(q)
+    nt, idx = _normalise(text)
+    pos = nt.find(nq)
+    if pos != -1:
+        return QuoteMatch("exact", 100.0, (idx[pos], idx[pos + len(nq) - 1] + 1))
+    from rapidfuzz import fuzz
+
+    alignment = fuzz.partial_ratio_alignment(nq, nt, score_cutoff=0)
+    if alignment is not None and alignment.score >= FUZZY_MIN_SCORE and alignment.dest_end > alignment.dest_start:
+        span = (idx[alignment.dest_start], idx[alignment.dest_end - 1] + 1)
+        return QuoteMatch("fuzzy", round(alignment.score, 1), span)
+    score = round(alignment.score, 1) if alignment is not None else 0.0
+    return QuoteMatch("missing", score, None)
+
+
+# -- reply parsing ---------------------------------------------------------------------------
+
+_LINE = re.compile(
+    r"^\s*(?:\*\*)?\s*(\d{1,3})\s*[.):\]]\s*(?:\*\*)?\s*(yes|no)\b\s*[-:\u2013\u2014,]?\s*(.*)$",
+    re.IGNORECASE,
+)
+
+
+def _item(verdict: str, quote: str, reason: str) -> dict[str, Any]:
+    return {"verdict": verdict.strip().lower() == "yes", "quote": quote.strip(), "reason": reason.strip()}
+
+
+def parse_batched_reply(text: str, n: int) -> dict[int, dict[str, Any]]:
+    """Map 1-based constraint id -> {verdict, quote, reason}. Raises ReplyError when nothing
+    usable is in the reply. Ids outside 1..n are dropped; a duplicated id keeps the first."""
+    items: dict[int, dict[str, Any]] = {}
+    try:
+        data = parse_json_lenient(text)
+    except ReplyError:
+        data = None
+    if isinstance(data, dict):
+        data = data.get("verdicts", data.get("results"))
+    if isinstance(data, list):
+        for raw in data:
+            if not isinstance(raw, dict):
+                continue
+            try:
+                cid = int(raw.get("id"))
+            except (TypeError, ValueError):
+                continue
+            verdict = str(raw.get("verdict", "")).strip().lower()
+            if verdict not in ("yes", "no") or not 1 <= cid <= n or cid in items:
+                continue
+            items[cid] = _item(verdict, str(raw.get("quote") or ""), str(raw.get("reason") or ""))
+    else:
+        for line in text.splitlines():
+            m = _LINE.match(line)
+            if not m:
+                continue
+            cid, verdict, rest = int(m.group(1)), m.group(2), m.group(3).strip()
+            if not 1 <= cid <= n or cid in items:
+                continue
+            quoted = re.match(r'^["\u201c](.*?)["\u201d]', rest)
+            if verdict.lower() == "yes":
+                items[cid] = _item(verdict, quoted.group(1) if quoted else rest, "")
+            else:
+                items[cid] = _item(verdict, "", rest)
+    if not items:
+        snippet = text.strip().replace("\n", " ")[:120]
+        raise ReplyError(f"no verdicts found for constraints 1..{n} (reply starts: {snippet!r})", reply=text)
+    return items
+
+
+def parse_single_reply(text: str) -> dict[str, Any]:
+    try:
+        data = parse_json_lenient(text)
+    except ReplyError:
+        m = re.match(r"^\s*(yes|no)\b\s*[-:,]?\s*(.*)$", text.strip(), re.IGNORECASE | re.DOTALL)
+        if not m:
+            raise
+        rest = m.group(2).strip()
+        return _item(m.group(1), rest if m.group(1).lower() == "yes" else "", rest)
+    if not isinstance(data, dict) or str(data.get("verdict", "")).strip().lower() not in ("yes", "no"):
+        raise ReplyError('expected {"verdict": "yes" or "no", ...}', reply=text)
+    return _item(str(data["verdict"]), str(data.get("quote") or ""), str(data.get("reason") or ""))
+
+
+# -- judging a text ----------------------------------------------------------------------------
+
+
+def _judgement(index: int, item: dict[str, Any] | None, text: str, call_id: int | None) -> Judgement:
+    if item is None:
+        return Judgement(index, False, "", "no verdict from the judge", None, None, None, call_id, answered=False)
+    match = find_quote(item["quote"], text) if item["verdict"] and item["quote"] else QuoteMatch(None, None, None)
+    return Judgement(index, item["verdict"], item["quote"], item["reason"], match.found, match.score, match.span, call_id)
+
+
+async def judge_text(
+    client: LLMClient,
+    judge: str,
+    text: str,
+    constraints: Sequence[str],
+    *,
+    mode: str = "batched",
+    max_tokens: int | None = None,
+) -> list[Judgement]:
+    """Judge ``text`` against each constraint with one judge endpoint. One Judgement per constraint."""
+    if mode not in MODES:
+        raise ValueError(f"judging mode must be one of {MODES}, got {mode!r}")
+    if not constraints:
+        return []
+    if mode == "per_constraint":
+        return list(await asyncio.gather(*(_judge_one(client, judge, text, c, i, max_tokens) for i, c in enumerate(constraints))))
+    return await _judge_batched(client, judge, text, list(constraints), max_tokens)
+
+
+async def _judge_one(client: LLMClient, judge: str, text: str, constraint: str, index: int,
+                     max_tokens: int | None) -> Judgement:
+    from .llm import Params
+
+    template = load_template("judge_single")
+    messages = template.render(text=defuse(text), constraint=defuse(constraint))
+    try:
+        item, completion = await client.chat_json(
+            judge, messages, schema=SINGLE_SCHEMA, validate=_validate_single, template=template,
+            params=Params(max_tokens=max_tokens or 400),
+        )
+    except ParseError:
+        return _judgement(index, None, text, None)  # unusable after repair: recorded as No
+    return _judgement(index, item, text, completion.call_id)
+
+
+def _validate_single(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict) or str(data.get("verdict", "")).strip().lower() not in ("yes", "no"):
+        raise ValueError('expected {"verdict": "yes" or "no", "quote": ..., "reason": ...}')
+    return _item(str(data["verdict"]), str(data.get("quote") or ""), str(data.get("reason") or ""))
+
+
+async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: list[str],
+                         max_tokens: int | None) -> list[Judgement]:
+    from .llm import Params, structured_format
+
+    template = load_template("judge_batched")
+    endpoint = client.config.endpoint(judge)
+    fmt = structured_format(endpoint, BATCH_SCHEMA)
+    results: dict[int, Judgement] = {}
+    pending = list(range(len(constraints)))  # 0-based indices still without a verdict
+    for _round in range(2):  # the first ask, then one follow-up for what was left out
+        if not pending:
+            break
+        subset = [constraints[i] for i in pending]
+        messages = template.render(text=defuse(text), constraints=numbered(subset), n=len(subset))
+        budget = max_tokens or min(8000, 120 + 90 * len(subset))
+        try:
+            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, len(subset), budget)
+        except ReplyError:
+            break  # unusable twice (with the client's repair round): the rest are recorded as No
+        for local_id, item in items.items():
+            index = pending[local_id - 1]
+            results[index] = _judgement(index, item, text, completion.call_id)
+        pending = [i for i in pending if i not in results]
+    for index in pending:
+        results[index] = _judgement(index, None, text, None)
+    return [results[i] for i in range(len(constraints))]
+
+
+async def _ask_batched(client: LLMClient, endpoint: Any, messages: list[dict[str, str]], template: Any,
+                       fmt: dict[str, Any] | None, n: int, max_tokens: int) -> tuple[dict[int, dict[str, Any]], Any]:
+    from .llm import Params, repair_message
+
+    convo = list(messages)
+    last: ReplyError | None = None
+    for _attempt in range(2):  # one repair round for a reply with no usable verdict at all
+        try:
+            return await client.chat(
+                endpoint, convo, template=template, params=Params(max_tokens=max_tokens),
+                response_format=fmt, accept=lambda t: parse_batched_reply(t, n),
+            )  # type: ignore[return-value]
+        except ReplyError as exc:
+            last = exc
+            convo = list(messages) + [
+                {"role": "assistant", "content": exc.reply or "(unusable reply)"},
+                {"role": "user", "content": repair_message(str(exc), BATCH_SCHEMA)},
+            ]
+    assert last is not None
+    raise last
+
+
+# -- judging a stored generation -----------------------------------------------------------------
+
+
+@dataclass
+class JudgeSummary:
+    judged: int = 0  # verdict rows written
+    skipped: int = 0  # already stored for this judge, mode and prompt
+    unanswered: int = 0  # recorded as No because the judge never answered
+
+
+def prompt_hash(mode: str) -> str:
+    return load_template("judge_batched" if mode == "batched" else "judge_single").hash
+
+
+def judge_generation_pending(store: Store, generation_id: int, constraint_ids: Sequence[int], judge: str,
+                             mode: str) -> list[int]:
+    """Constraint ids not yet judged on this generation by this judge, mode and prompt."""
+    ph = prompt_hash(mode)
+    done = {
+        row[0]
+        for row in store.conn.execute(
+            "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ? AND prompt_hash = ?",
+            (generation_id, judge, mode, ph),
+        )
+    }
+    return [c for c in constraint_ids if c not in done]
+
+
+async def judge_generation(
+    store: Store,
+    client: LLMClient,
+    judge: str,
+    generation_id: int,
+    constraints: Sequence[tuple[int, str]],
+    *,
+    mode: str = "batched",
+) -> JudgeSummary:
+    """Judge a stored generation against (constraint id, text) pairs; writes ``verdicts`` rows and
+    commits. Constraints already judged by this judge, mode and prompt are skipped, so a changed
+    judge prompt re-judges and an unchanged one costs nothing."""
+    summary = JudgeSummary()
+    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints], judge, mode))
+    todo = [(cid, text) for cid, text in constraints if cid in todo_ids]
+    summary.skipped = len(constraints) - len(todo)
+    if not todo:
+        return summary
+    row = store.conn.execute(
+        "SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", (generation_id,)
+    ).fetchone()
+    if row is None:
+        raise ValueError(f"no generation {generation_id} in {store.path}")
+    text = row[0]
+    judgements = await judge_text(client, judge, text, [t for _, t in todo], mode=mode)
+    ph = prompt_hash(mode)
+    stamp = now()
+    rows = []
+    for (cid, _), j in zip(todo, judgements, strict=True):
+        rows.append((generation_id, cid, judge, mode, ph, int(j.verdict), j.quote or None, j.reason or None,
+                     j.quote_found, j.quote_score, j.call_id, stamp))
+        summary.judged += 1
+        summary.unanswered += 0 if j.answered else 1
+    store.conn.executemany(
+        "INSERT OR REPLACE INTO verdicts (generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
+        " quote, reason, quote_found, quote_score, call_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        rows,
+    )
+    store.commit()
+    return summary
