@@ -46,6 +46,12 @@ class ParseError(UnspecificError):
     title = "Unparseable LLM reply"
 
 
+class EmbeddingError(UnspecificError):
+    """An embedding model is missing or would not load."""
+
+    title = "Embedding model error"
+
+
 class PromptError(UnspecificError):
     title = "Prompt template error"
 
