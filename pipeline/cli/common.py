@@ -27,8 +27,10 @@ def load_config_from(args: argparse.Namespace) -> Config:
 def print_error(exc: UnspecificError) -> None:
     from rich.console import Console
     from rich.panel import Panel
+    from rich.text import Text
 
-    Console(stderr=True).print(Panel(exc.msg, title=exc.title, border_style="red", expand=False))
+    # Text, not markup: messages hold brackets ("[endpoints.gpt]", "'.[local]'") rich would eat.
+    Console(stderr=True).print(Panel(Text(exc.msg), title=exc.title, border_style="red", expand=False))
 
 
 def console():
