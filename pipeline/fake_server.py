@@ -127,7 +127,8 @@ class FakeOpenAIServer:
         ThreadingHTTPServer.daemon_threads = True
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.request_queue_size = 128
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll interval: stop() waits up to one interval, and tests stop many servers.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 

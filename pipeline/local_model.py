@@ -386,11 +386,14 @@ class Lease:
         self.release()
 
 
-def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = None) -> Lease:
-    """Reuse the server of `unspecific local serve`, or start one for this run."""
+def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = None, **server_options: Any) -> Lease:
+    """Reuse the server of `unspecific local serve`, or start one for this run.
+
+    ``server_options`` go to LocalServer (n_ctx, n_threads, python, ...) when one is started.
+    """
     state = running_server()
     if state is not None:
         return Lease(base_url=str(state["base_url"]))
-    server = LocalServer(model=model_path(progress))
+    server = LocalServer(model=model_path(progress), **server_options)
     server.start(timeout_s=timeout_s)
     return Lease(base_url=server.base_url, server=server)

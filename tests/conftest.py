@@ -1,0 +1,49 @@
+"""Shared fixtures: a store in tmp_path, the scripted fake OpenAI server, the real local server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.sqlite"
+
+
+@pytest.fixture
+def store(store_path: Path):
+    from pipeline.store import open_store
+
+    s = open_store(store_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def fake_server():
+    from pipeline.fake_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def local_server_url() -> Iterator[str]:
+    """The embedded llama.cpp server, started once per session (or borrowed from a running
+    `unspecific local serve`). Never skipped: without llama-cpp-python the test fails, which is
+    what CI must report, since `make test` installs it."""
+    from pipeline.local_model import acquire_server
+
+    lease = acquire_server(timeout_s=300)
+    try:
+        yield lease.base_url
+    finally:
+        lease.release()
