@@ -1,0 +1,166 @@
+"""unspecific.toml: refusals name the field; a valid file loads as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import LOCAL, default_config, load_config, parse_config
+from pipeline.errors import ConfigError
+
+
+def endpoint(**fields):
+    spec = {"base_url": "https://api.example.com/v1", "model": "m"}
+    spec.update(fields)
+    return {"endpoints": {"ex": spec}}
+
+
+def test_missing_key_variable_names_the_field(monkeypatch):
+    monkeypatch.delenv("UNSPECIFIC_TEST_NO_SUCH_KEY", raising=False)
+    with pytest.raises(ConfigError) as err:
+        parse_config(endpoint(api_key_env="UNSPECIFIC_TEST_NO_SUCH_KEY"))
+    assert "endpoints.ex.api_key_env" in str(err.value)
+    assert "UNSPECIFIC_TEST_NO_SUCH_KEY" in str(err.value)
+
+
+def test_unknown_role_names_the_field():
+    with pytest.raises(ConfigError, match=r"roles\.judge: unknown role"):
+        parse_config({"roles": {"judge": "local"}})
+
+
+def test_role_naming_an_unknown_endpoint():
+    with pytest.raises(ConfigError, match=r"roles\.judges: no endpoint named 'gpt'"):
+        parse_config({"roles": {"judges": ["local", "gpt"]}})
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/v1", "api.example.com/v1", "http://", ""])
+def test_bad_url_names_the_field(url):
+    with pytest.raises(ConfigError, match=r"endpoints\.ex\.base_url"):
+        parse_config(endpoint(base_url=url))
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("concurrency", -1), ("concurrency", 0), ("concurrency", 2.5), ("requests_per_minute", -5),
+     ("price_prompt_per_mtok", -0.1), ("timeout_s", 0), ("max_retries", -1), ("concurrency", "4")],
+)
+def test_bad_numbers_name_the_field(field, value):
+    with pytest.raises(ConfigError, match=rf"endpoints\.ex\.{field}"):
+        parse_config(endpoint(**{field: value}))
+
+
+def test_unknown_field_names_the_field():
+    with pytest.raises(ConfigError, match=r"endpoints\.ex\.temprature: unknown field"):
+        parse_config(endpoint(temprature=0.2))
+
+
+def test_a_key_in_the_file_is_refused():
+    with pytest.raises(ConfigError, match=r"endpoints\.ex\.api_key"):
+        parse_config(endpoint(api_key="sk-in-the-file"))
+
+
+def test_unknown_section_and_bad_structured_mode():
+    with pytest.raises(ConfigError, match="unknown section"):
+        parse_config({"endpoint": {}})
+    with pytest.raises(ConfigError, match=r"endpoints\.ex\.structured"):
+        parse_config(endpoint(structured="yaml"))
+
+
+def test_errors_from_a_file_name_the_file(tmp_path):
+    path = tmp_path / "unspecific.toml"
+    path.write_text('[endpoints.ex]\nbase_url = "nope"\nmodel = "m"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value) and "endpoints.ex.base_url" in str(err.value)
+    path.write_text("[endpoints.ex\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "absent.toml")
+
+
+VALID = """
+[endpoints.gpt]
+base_url = "https://api.openai.com/v1"
+model = "gpt-4o-mini"
+api_key_env = "UNSPECIFIC_TEST_KEY"
+concurrency = 8
+requests_per_minute = 500
+price_prompt_per_mtok = 0.15
+price_completion_per_mtok = 0.6
+structured = "json_schema"
+
+[endpoints.vllm]
+base_url = "http://10.0.0.5:8000/v1"
+model = "qwen"
+extra_body = { top_k = 20 }
+
+[roles]
+generator = "gpt"
+judges = ["gpt", "local"]
+summarizer = "vllm"
+models_under_test = "vllm"
+
+[build]
+n_constraints = 39
+"""
+
+
+def test_valid_config_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("UNSPECIFIC_TEST_KEY", "sk-value")
+    path = tmp_path / "unspecific.toml"
+    path.write_text(VALID)
+    config = load_config(path)
+    gpt = config.endpoint("gpt")
+    assert (gpt.base_url, gpt.model, gpt.concurrency, gpt.requests_per_minute) == (
+        "https://api.openai.com/v1", "gpt-4o-mini", 8, 500.0)
+    assert (gpt.price_prompt_per_mtok, gpt.price_completion_per_mtok, gpt.structured) == (0.15, 0.6, "json_schema")
+    assert gpt.api_key() == "sk-value"
+    assert config.endpoint("vllm").extra_body == {"top_k": 20}
+    assert config.roles.judges == ("gpt", "local")
+    assert config.roles.models_under_test == ("vllm",)
+    assert config.roles.naturalness_judge == LOCAL  # unset roles fall back to the local model
+    assert config.role("summarizer").name == "vllm"
+    assert config.setting("build", "n_constraints", 0) == 39
+    assert config.uses_local
+    # The public form carries everything but the key, and parses back to the same endpoints.
+    public = config.public_dict()
+    assert "sk-value" not in repr(public)
+    back = {
+        name: {k: v for k, v in ep.items() if k not in ("name", "api_key") and v is not None}  # TOML has no null
+        for name, ep in public["endpoints"].items() if name != LOCAL
+    }
+    again = parse_config({"endpoints": back, "roles": public["roles"], **public["settings"]})
+    assert again.endpoints == config.endpoints
+    assert again.roles == config.roles
+
+
+def test_no_file_means_every_role_on_the_local_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = load_config(None)
+    assert config == default_config()
+    assert config.role("generator").is_local and config.uses_local
+    assert config.endpoint(LOCAL).concurrency == 1
+
+
+def test_unknown_endpoint_lookup():
+    with pytest.raises(ConfigError, match="no endpoint named 'gpt'"):
+        default_config().endpoint("gpt")
+
+
+def test_api_key_read_at_call_time(monkeypatch):
+    monkeypatch.setenv("UNSPECIFIC_TEST_KEY", "first")
+    config = parse_config(endpoint(api_key_env="UNSPECIFIC_TEST_KEY"))
+    monkeypatch.delenv("UNSPECIFIC_TEST_KEY")
+    with pytest.raises(ConfigError, match="UNSPECIFIC_TEST_KEY"):
+        config.endpoint("ex").api_key()
+
+
+def test_example_in_init_template_is_valid(tmp_path):
+    from pipeline.cli.init_cmd import TEMPLATE
+
+    path = Path(tmp_path / "unspecific.toml")
+    path.write_text(TEMPLATE)
+    config = load_config(path)
+    assert config.role("generator").is_local
