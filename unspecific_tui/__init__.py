@@ -1,0 +1,1 @@
+"""The Textual app: step through a build, audit constraints, compare models, annotate."""

@@ -1,0 +1,181 @@
+"""The app: one store, six screens (Textual modes), work in workers, errors as modals.
+
+Screens live in ``screens/``; the events they exchange in ``messages.py``; what they read
+from the store in ``data.py``; the stages the Build screen runs in ``stages.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from .data import Analysis, StoreView, compute_analysis, connect
+from .messages import AnalysisReady, StoreChanged
+from .stages import Registry
+
+SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
+HERE = Path(__file__).parent
+
+
+def _mode(name: str):
+    """A lazy factory: each screen module is imported the first time its mode opens."""
+
+    def make() -> Screen:
+        import importlib
+
+        module = importlib.import_module(f"unspecific_tui.screens.{name}")
+        return getattr(module, f"{name.capitalize()}Screen")()
+
+    return make
+
+
+class UnspecificApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "unspecific"
+    MODES = {name: _mode(name) for name in SCREENS_ORDER}
+    DEFAULT_MODE = "build"
+    BINDINGS = [
+        Binding("1", "switch_mode('build')", "Build", show=True),
+        Binding("2", "switch_mode('instructions')", "Instr.", show=True),
+        Binding("3", "switch_mode('audit')", "Audit", show=True),
+        Binding("4", "switch_mode('compare')", "Compare", show=True),
+        Binding("5", "switch_mode('annotate')", "Annotate", show=True),
+        Binding("6", "switch_mode('report')", "Report", show=True),
+        Binding("question_mark", "help", "Keys", show=True, key_display="?"),
+        Binding("ctrl+r", "refresh_store", "Reload", show=False),
+        Binding("q", "quit", "Quit", show=False),
+    ]
+
+    run_id: reactive[str | None] = reactive(None)
+    analysis: reactive[Analysis | None] = reactive(None, always_update=True)
+    model: reactive[str | None] = reactive(None)
+
+    def __init__(
+        self,
+        store_path: str | Path,
+        *,
+        config_path: str | None = None,
+        config: Any = None,
+        run_id: str | None = None,
+        annotator: str | None = None,
+        stages: Registry | None = None,
+        display_path: str | None = None,
+        readonly: bool = False,
+        ratio: float | None = None,
+        sample_seed: int = 0,
+    ) -> None:
+        super().__init__()
+        from pipeline.store import open_store
+
+        self.store_path = Path(store_path)
+        self.readonly = readonly
+        self.store = open_store(self.store_path, readonly=readonly)
+        self.view = StoreView(self.store.conn, self.store_path)
+        self.config_path = config_path
+        self._config = config
+        self.annotator = annotator or os.environ.get("USER") or "annotator"
+        self.stage_registry = stages
+        self.ratio = ratio
+        self.sample_seed = sample_seed
+        self.display_path = display_path or str(self.store_path)
+        self.title = f"unspecific — {self.display_path}"
+        # Where Audit/Compare open next: (instruction id, model, constraint id or None).
+        self.target: tuple[int, str | None, int | None] | None = None
+        first = self.store.one("SELECT id FROM runs ORDER BY started_at DESC, id LIMIT 1")
+        self.set_reactive(UnspecificApp.run_id, run_id or (first["id"] if first else None))
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self._update_subtitle()
+        self.refresh_analysis()
+
+    def on_unmount(self) -> None:
+        self.store.close()
+
+    def watch_run_id(self) -> None:
+        self._update_subtitle()
+
+    def _update_subtitle(self) -> None:
+        self.sub_title = f"run: {self.run_id or '(none)'}" + ("  [read-only]" if self.readonly else "")
+
+    # -- config ------------------------------------------------------------------------
+    def get_config(self) -> Any:
+        """The config for stages; raises ConfigError (shown as a modal by the caller)."""
+        if self._config is None:
+            from pipeline.config import load_config
+
+            self._config = load_config(self.config_path)
+        return self._config
+
+    # -- store-wide analysis -------------------------------------------------------------
+    def refresh_analysis(self) -> None:
+        self._analysis_worker()
+
+    @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
+    def _analysis_worker(self) -> None:
+        conn = connect(self.store_path)
+        try:
+            analysis = compute_analysis(conn, ratio=self.ratio)
+        finally:
+            conn.close()
+        self.post_message(AnalysisReady(analysis))
+
+    def on_analysis_ready(self, message: AnalysisReady) -> None:
+        if self.model is None and message.analysis.models:
+            self.model = message.analysis.models[0]
+        self.analysis = message.analysis
+
+    def on_store_changed(self, message: StoreChanged) -> None:
+        self.view.forget()
+        self.refresh_analysis()
+
+    def action_refresh_store(self) -> None:
+        self.post_message(StoreChanged())
+        self.notify("reloading the store")
+
+    # -- navigation ----------------------------------------------------------------------
+    def open_audit(self, instruction_id: int, model: str | None = None, constraint_id: int | None = None) -> None:
+        self.target = (instruction_id, model, constraint_id)
+        self.switch_mode("audit")
+
+    def open_compare(self, instruction_id: int) -> None:
+        self.target = (instruction_id, None, None)
+        self.switch_mode("compare")
+
+    def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+            return
+        self.push_screen(HelpScreen(self.screen, self.current_mode))
+
+    def show_error(self, title: str, msg: str) -> None:
+        from .screens.help import ErrorScreen
+
+        self.push_screen(ErrorScreen(title, msg))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for name in SCREENS_ORDER:
+            yield SystemCommand(f"Screen: {name.capitalize()}", f"switch to the {name} screen",
+                                lambda name=name: self.switch_mode(name))
+        yield SystemCommand("Reload store", "re-read the store (after a build wrote to it)", self.action_refresh_store)
+        yield SystemCommand("Keys of this screen", "show the keys of the current screen", self.action_help)
+        for binding in getattr(screen, "BINDINGS", []):
+            if isinstance(binding, Binding) and binding.description:
+                yield SystemCommand(f"{self.current_mode.capitalize()}: {binding.description}",
+                                    f"key {binding.key_display or binding.key}",
+                                    lambda b=binding: self.run_action(b.action, screen))
+
+
+def run_app(store_path: str | Path, **kwargs: Any) -> None:
+    UnspecificApp(store_path, **kwargs).run()

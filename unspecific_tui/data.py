@@ -1,0 +1,345 @@
+"""What the screens read from the store: queries by indexed keys, with small caches.
+
+The app never rebuilds the world on a key press. ``StoreView`` answers the per-constraint
+questions of the Audit screen with a handful of primary-key / indexed lookups and caches
+each instruction's texts. ``Analysis`` is the store-wide pass (every verdict once, grouped
+in SQL) that the Instructions, Annotate and Report screens share; it runs in a worker
+thread on its own connection.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FLAG_NAMES = ("proper_noun", "specificity_leak", "copied_ngram")
+# A constraint passes a text when more than half the judges said yes (two judges: both).
+PASS_THRESHOLD = 0.5
+DEFAULT_RATIO = 0.25
+
+
+def passes(score: float | None) -> bool:
+    return score is not None and score > PASS_THRESHOLD
+
+
+def connect(path: str | Path, *, readonly: bool = True) -> sqlite3.Connection:
+    """A connection for a worker thread; read-only ones never block a writer under WAL."""
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    else:
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+# -- per-constraint audit data -------------------------------------------------------------
+
+
+@dataclass
+class Constraint:
+    id: int
+    instruction_id: int
+    position: int | None
+    text: str
+    origin: str
+    active: bool
+    replaces_id: int | None
+    replaced_reason: str | None
+    base_verdict: int | None
+    base_quote: str | None
+
+
+@dataclass
+class Generation:
+    id: int
+    kind: str
+    model: str
+    ratio: float | None
+    parent_id: int | None
+    text_hash: str
+    text: str
+    words: int | None
+
+
+@dataclass
+class InstructionData:
+    id: int
+    run_id: str
+    domain: str
+    condition: str
+    main_task: str
+    article_a: str
+    article_b: str
+    base: Generation | None
+    responses: dict[str, Generation]  # model -> response
+    summaries: dict[tuple[str, float], Generation]  # (model, ratio) -> summary
+    constraints: dict[int, Constraint]  # every constraint, replaced ones too
+
+    @property
+    def models(self) -> list[str]:
+        return sorted(self.responses)
+
+    @property
+    def ratios(self) -> list[float]:
+        return sorted({r for _, r in self.summaries}, reverse=True)
+
+    def summary(self, model: str, ratio: float) -> Generation | None:
+        return self.summaries.get((model, ratio))
+
+
+@dataclass
+class Verdict:
+    generation_id: int
+    judge: str
+    kind: str  # response | summary | base
+    model: str
+    ratio: float | None
+    verdict: int
+    quote: str
+    reason: str
+    quote_found: str | None
+    quote_score: float | None
+
+
+class StoreView:
+    """Read access for the UI thread: indexed lookups, cached per instruction."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, *, cache_size: int = 64) -> None:
+        self.conn = conn
+        self.path = path
+        self._instructions: OrderedDict[int, InstructionData] = OrderedDict()
+        self._cache_size = cache_size
+        self._order: list[tuple[int, int]] | None = None
+
+    def _rows(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        cur = self.conn.execute(sql, params)
+        cur.row_factory = sqlite3.Row
+        return cur.fetchall()
+
+    def forget(self) -> None:
+        """Drop the caches: the store changed under us (a stage wrote)."""
+        self._instructions.clear()
+        self._order = None
+
+    # -- ordering ------------------------------------------------------------------------
+    def constraint_order(self, run_id: str | None = None) -> list[tuple[int, int]]:
+        """Active constraints as (constraint id, instruction id), in instruction then list order."""
+        if self._order is None:
+            sql = ("SELECT c.id, c.instruction_id FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
+                   " WHERE c.active = 1" + (" AND i.run_id = ?" if run_id else "") +
+                   " ORDER BY c.instruction_id, c.position")
+            self._order = [(r[0], r[1]) for r in self.conn.execute(sql, (run_id,) if run_id else ())]
+        return self._order
+
+    def flagged_ids(self) -> dict[int, set[str]]:
+        out: dict[int, set[str]] = {}
+        for cid, flag in self.conn.execute("SELECT constraint_id, flag FROM constraint_flags"):
+            out.setdefault(cid, set()).add(flag)
+        return out
+
+    # -- one instruction -----------------------------------------------------------------
+    def instruction(self, iid: int) -> InstructionData:
+        hit = self._instructions.get(iid)
+        if hit is not None:
+            self._instructions.move_to_end(iid)
+            return hit
+        data = self._load_instruction(iid)
+        self._instructions[iid] = data
+        if len(self._instructions) > self._cache_size:
+            self._instructions.popitem(last=False)
+        return data
+
+    def _text(self, h: str | None) -> str:
+        if not h:
+            return ""
+        row = self.conn.execute("SELECT body FROM texts WHERE hash = ?", (h,)).fetchone()
+        return row[0] if row else ""
+
+    def _load_instruction(self, iid: int) -> InstructionData:
+        row = self.conn.execute(
+            "SELECT i.id, i.run_id, i.domain, i.condition, i.main_task, a.text_hash, b.text_hash"
+            " FROM instructions i LEFT JOIN articles a ON a.id = i.article_a LEFT JOIN articles b ON b.id = i.article_b"
+            " WHERE i.id = ?", (iid,)).fetchone()
+        if row is None:
+            raise KeyError(iid)
+        gens = [Generation(r["id"], r["kind"], r["model"] or "", r["ratio"], r["parent_id"], r["text_hash"],
+                           self._text(r["text_hash"]), r["words"])
+                for r in self._rows("SELECT id, kind, model, ratio, parent_id, text_hash, words FROM generations"
+                                    " WHERE instruction_id = ?", (iid,))]
+        by_id = {g.id: g for g in gens}
+        responses = {g.model: g for g in gens if g.kind == "response"}
+        summaries: dict[tuple[str, float], Generation] = {}
+        for g in gens:
+            if g.kind == "summary" and g.parent_id in by_id:
+                summaries[(by_id[g.parent_id].model, g.ratio or 0.0)] = g
+        base = next((g for g in gens if g.kind == "base"), None)
+        constraints = {
+            r["id"]: Constraint(r["id"], iid, r["position"], r["text"], r["origin"] or "", bool(r["active"]),
+                                r["replaces_id"], r["replaced_reason"], r["base_verdict"], r["base_quote"])
+            for r in self._rows("SELECT * FROM constraints WHERE instruction_id = ?", (iid,))
+        }
+        return InstructionData(row[0], row[1] or "", row[2] or "", row[3] or "", row[4] or "", self._text(row[5]),
+                               self._text(row[6]), base, responses, summaries, constraints)
+
+    # -- one constraint ------------------------------------------------------------------
+    def verdicts(self, cid: int) -> list[Verdict]:
+        return [
+            Verdict(r["generation_id"], r["judge"], r["kind"], r["model"] or "", r["ratio"], r["verdict"],
+                    r["quote"] or "", r["reason"] or "", r["quote_found"], r["quote_score"])
+            for r in self._rows(
+                "SELECT v.generation_id, v.judge, v.verdict, v.quote, v.reason, v.quote_found, v.quote_score,"
+                " g.kind, g.model, g.ratio FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+                " WHERE v.constraint_id = ? ORDER BY v.judge", (cid,))
+        ]
+
+    def flags(self, cid: int) -> dict[str, str]:
+        return {r[0]: r[1] or "" for r in self.conn.execute(
+            "SELECT flag, detail FROM constraint_flags WHERE constraint_id = ?", (cid,))}
+
+    def embedding(self, h: str, model: str | None = None) -> tuple[str, list[float]] | None:
+        sql = "SELECT model, vector FROM embeddings WHERE text_hash = ?" + (" AND model = ?" if model else "")
+        row = self.conn.execute(sql, (h, model) if model else (h,)).fetchone()
+        if row is None:
+            return None
+        import numpy as np
+
+        return row[0], np.frombuffer(row[1], dtype=np.float32).tolist()
+
+    def annotations(self, cid: int, gen_id: int) -> list[sqlite3.Row]:
+        return self._rows("SELECT annotator, label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?",
+                          (cid, gen_id))
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+# -- store-wide analysis ---------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """One constraint on one model's response and its summary, judges averaged."""
+
+    full: float | None
+    summary: float | None
+    disagree: bool
+    quote_missing: bool
+
+    @property
+    def flipped(self) -> bool:
+        return passes(self.full) and self.summary is not None and not passes(self.summary)
+
+    @property
+    def pass_both(self) -> bool:
+        return passes(self.full) and passes(self.summary)
+
+
+@dataclass
+class InstructionRow:
+    instruction_id: int
+    run_id: str
+    domain: str
+    condition: str
+    model: str
+    response_id: int
+    n: int
+    org: float | None
+    core: float | None
+    passed: int  # constraints satisfied on the full response
+    flipped: int
+    superficial: float | None  # flipped / passed
+    flags: dict[str, int]
+    disagree: int
+    quote_missing: int
+
+
+@dataclass
+class Analysis:
+    ratio: float
+    models: list[str]
+    ratios: list[float]
+    rows: list[InstructionRow]
+    outcomes: dict[tuple[int, str], Outcome]  # (constraint id, model) -> outcome
+    constraint_instruction: dict[int, int]
+    response_of: dict[tuple[int, str], int]  # (instruction id, model) -> response generation id
+    flags: dict[int, set[str]] = field(default_factory=dict)
+
+    def flipped(self, model: str | None = None) -> list[tuple[int, str]]:
+        return [k for k, o in self.outcomes.items() if o.flipped and (model is None or k[1] == model)]
+
+
+def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, ratio: float | None = None) -> Analysis:
+    """Every verdict once (grouped per text and constraint in SQL) into per-constraint outcomes."""
+    gens = conn.execute(
+        "SELECT g.id, g.kind, g.instruction_id, g.model, g.ratio, g.parent_id FROM generations g"
+        " JOIN instructions i ON i.id = g.instruction_id WHERE g.kind IN ('response', 'summary')"
+        + (" AND i.run_id = ?" if run_id else ""), (run_id,) if run_id else ()).fetchall()
+    ratios = sorted({g[4] for g in gens if g[1] == "summary" and g[4] is not None}, reverse=True)
+    if ratio is None or ratio not in ratios:
+        ratio = DEFAULT_RATIO if DEFAULT_RATIO in ratios or not ratios else ratios[0]
+    response = {g[0]: (g[2], g[3] or "") for g in gens if g[1] == "response"}
+    summary_of = {g[0]: g[5] for g in gens if g[1] == "summary" and g[4] == ratio}
+    response_of = {(iid, model): gid for gid, (iid, model) in response.items()}
+
+    active: dict[int, int] = {}
+    sql = ("SELECT c.id, c.instruction_id FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
+           " WHERE c.active = 1" + (" AND i.run_id = ?" if run_id else ""))
+    for cid, iid in conn.execute(sql, (run_id,) if run_id else ()):
+        active[cid] = iid
+
+    full: dict[tuple[int, str], tuple[float, bool, bool]] = {}
+    summ: dict[tuple[int, str], float] = {}
+    cur = conn.execute(
+        "SELECT generation_id, constraint_id, avg(verdict), min(verdict) != max(verdict),"
+        " sum(quote_found = 'missing') FROM verdicts GROUP BY generation_id, constraint_id")
+    for gid, cid, score, disagree, missing in cur:
+        if cid not in active:
+            continue
+        if gid in response:
+            full[(cid, response[gid][1])] = (score, bool(disagree), bool(missing))
+        elif gid in summary_of:
+            parent = response.get(summary_of[gid])
+            if parent:
+                summ[(cid, parent[1])] = score
+
+    outcomes: dict[tuple[int, str], Outcome] = {}
+    for key, (score, disagree, missing) in full.items():
+        outcomes[key] = Outcome(score, summ.get(key), disagree, missing)
+
+    flags: dict[int, set[str]] = {}
+    for cid, flag in conn.execute("SELECT constraint_id, flag FROM constraint_flags"):
+        if cid in active:
+            flags.setdefault(cid, set()).add(flag)
+
+    by_instruction: dict[int, list[int]] = {}
+    for cid, iid in active.items():
+        by_instruction.setdefault(iid, []).append(cid)
+    meta = {r[0]: r[1:] for r in conn.execute(
+        "SELECT id, run_id, domain, condition FROM instructions" + (" WHERE run_id = ?" if run_id else ""),
+        (run_id,) if run_id else ())}
+    rows: list[InstructionRow] = []
+    for (iid, model), gid in sorted(response_of.items()):
+        cids = by_instruction.get(iid, [])
+        outs = [outcomes[(c, model)] for c in cids if (c, model) in outcomes]
+        fulls = [o.full for o in outs if o.full is not None]
+        summs = [o.summary for o in outs if o.summary is not None]
+        n_pass = sum(1 for o in outs if passes(o.full))
+        n_flip = sum(1 for o in outs if o.flipped)
+        run, domain, condition = meta.get(iid, ("", "", ""))
+        flag_counts = {f: sum(1 for c in cids if f in flags.get(c, ())) for f in FLAG_NAMES}
+        rows.append(InstructionRow(
+            iid, run or "", domain or "", condition or "", model, gid, len(cids),
+            sum(fulls) / len(fulls) if fulls else None, sum(summs) / len(summs) if summs else None,
+            n_pass, n_flip, n_flip / n_pass if n_pass else None, flag_counts,
+            sum(1 for o in outs if o.disagree), sum(1 for o in outs if o.quote_missing)))
+    models = sorted({m for _, m in response_of})
+    return Analysis(ratio, models, ratios, rows, outcomes, active, response_of, flags)

@@ -1,0 +1,265 @@
+"""Annotate: label flipped constraints (and a seeded sample of pass-both ones) by hand.
+
+Items are shown blind (the metric's call is not on screen) in a seeded shuffled order. Each
+label is saved at once to ``annotations`` for this annotator. The side panel shows the
+metric's precision and recall against the labels (the metric calls a constraint superficial
+when it flipped; people say superficial / integrated; ambiguous is left out) and Cohen's
+kappa between every pair of annotators on the items both labelled.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from itertools import combinations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Static
+
+from ..data import Analysis
+from ..messages import AnnotationSaved
+from ..widgets.text_pane import TextPane
+
+LABELS = {"i": "integrated", "s": "superficial", "a": "ambiguous"}
+SAMPLE_SHARE = 0.25  # pass-both items mixed in, relative to the flipped ones
+SAMPLE_MIN = 10
+
+
+@dataclass(frozen=True)
+class Item:
+    constraint_id: int
+    generation_id: int  # the response
+    instruction_id: int
+    model: str
+    flipped: bool  # the metric's call: superficial
+
+
+def build_items(analysis: Analysis, seed: int) -> list[Item]:
+    """Every flipped constraint plus a seeded sample of pass-both ones, shuffled (seeded)."""
+    flipped, both = [], []
+    for (cid, model), outcome in sorted(analysis.outcomes.items()):
+        iid = analysis.constraint_instruction.get(cid)
+        gid = analysis.response_of.get((iid, model)) if iid is not None else None
+        if gid is None:
+            continue
+        if outcome.flipped:
+            flipped.append(Item(cid, gid, iid, model, True))
+        elif outcome.pass_both:
+            both.append(Item(cid, gid, iid, model, False))
+    rng = random.Random(seed)
+    k = min(len(both), max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * len(flipped))))
+    items = flipped + rng.sample(both, k)
+    rng.shuffle(items)
+    return items
+
+
+@dataclass
+class Scores:
+    precision: float
+    recall: float
+    n: int
+
+
+def metric_vs_labels(pairs: list[tuple[bool, str]]) -> Scores:
+    """Precision/recall of the metric's superficial call against labels (ambiguous dropped)."""
+    kept = [(call, label == "superficial") for call, label in pairs if label in ("superficial", "integrated")]
+    predicted = [c for c, _ in kept]
+    truth = [t for _, t in kept]
+    try:
+        from pipeline.stats import precision_recall
+
+        pr = precision_recall(predicted, truth)
+        return Scores(pr.precision, pr.recall, pr.n)
+    except ImportError:
+        tp = sum(1 for p, t in kept if p and t)
+        fp = sum(1 for p, t in kept if p and not t)
+        fn = sum(1 for p, t in kept if not p and t)
+        return Scores(tp / (tp + fp) if tp + fp else math.nan, tp / (tp + fn) if tp + fn else math.nan, len(kept))
+
+
+def kappa(a: list[str], b: list[str]) -> float:
+    try:
+        from pipeline.stats import cohen_kappa
+
+        return cohen_kappa(a, b).kappa
+    except ImportError:
+        n = len(a)
+        if not n:
+            return math.nan
+        labels = set(a) | set(b)
+        p_o = sum(x == y for x, y in zip(a, b)) / n
+        p_e = sum((a.count(lab) / n) * (b.count(lab) / n) for lab in labels)
+        return math.nan if p_e == 1 else (p_o - p_e) / (1 - p_e)
+
+
+def _f(x: float) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+
+
+class AnnotateScreen(Screen):
+    BINDINGS = [
+        Binding("i", "label('i')", "Integrated"),
+        Binding("s", "label('s')", "Superficial"),
+        Binding("a", "label('a')", "Ambiguous"),
+        Binding("e", "note", "Note"),
+        Binding("j,n", "move(1)", "Next"),
+        Binding("k,p", "move(-1)", "Prev"),
+        Binding("u", "next_unlabelled", "Unlabelled"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[Item] = []
+        self.index = 0
+        self.scores: dict[str, Scores] = {}
+        self.kappas: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="ann-top"):
+            yield Static(id="ann-head")
+            yield Static(id="ann-stats")
+        with Horizontal(id="ann-panes"):
+            yield TextPane("Response", id="ann-response")
+            yield TextPane("Summary", id="ann-summary")
+        yield Input(placeholder="note (enter saves it with the current label)", id="ann-note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "analysis", self._on_analysis)
+
+    def _on_analysis(self, analysis: Analysis | None) -> None:
+        if analysis is None:
+            self.query_one("#ann-head", Static).update("computing the flipped constraints…")
+            return
+        current = self.items[self.index] if self.items else None
+        self.items = build_items(analysis, self.app.sample_seed)
+        if current in self.items:
+            self.index = self.items.index(current)
+        else:
+            self.index = 0
+        self.refresh_stats()
+        self.show()
+
+    # -- labels --------------------------------------------------------------------------
+    def _labels(self) -> dict[tuple[int, int], dict[str, tuple[str, str]]]:
+        out: dict[tuple[int, int], dict[str, tuple[str, str]]] = {}
+        for cid, gid, who, label, note in self.app.store.conn.execute(
+                "SELECT constraint_id, generation_id, annotator, label, note FROM annotations"):
+            out.setdefault((cid, gid), {})[who] = (label, note or "")
+        return out
+
+    def refresh_stats(self) -> None:
+        analysis = self.app.analysis
+        if analysis is None:
+            return
+        labels = self._labels()
+        model_of = {gid: model for (_, model), gid in analysis.response_of.items()}
+        per: dict[str, list[tuple[bool, str]]] = {}
+        for (cid, gid), by in labels.items():
+            model = model_of.get(gid)
+            outcome = analysis.outcomes.get((cid, model)) if model else None
+            if outcome is None:
+                continue
+            for who, (label, _) in by.items():
+                per.setdefault(who, []).append((outcome.flipped, label))
+        self.scores = {who: metric_vs_labels(pairs) for who, pairs in sorted(per.items())}
+        self.scores["all"] = metric_vs_labels([p for pairs in per.values() for p in pairs])
+        self.kappas = {}
+        for x, y in combinations(sorted(per), 2):
+            both = [(by[x][0], by[y][0]) for by in labels.values() if x in by and y in by]
+            self.kappas[(x, y)] = (kappa([p for p, _ in both], [q for _, q in both]), len(both))
+        table = Table(box=None, pad_edge=False, header_style="bold", title="metric vs people", title_justify="left")
+        for col in ("annotator", "n", "prec.", "recall"):
+            table.add_column(col, no_wrap=True)
+        for who, sc in self.scores.items():
+            table.add_row(who, str(sc.n), _f(sc.precision), _f(sc.recall))
+        lines = Text.assemble(("κ ", "bold"), *(f"{x}/{y} {_f(k)} (n={n})  " for (x, y), (k, n) in self.kappas.items()))
+        mine = sum(1 for it in self.items if self.app.annotator in labels.get((it.constraint_id, it.generation_id), {}))
+        stats = Table.grid()
+        stats.add_row(table)
+        stats.add_row(lines if self.kappas else Text("κ needs two annotators", style="dim"))
+        stats.add_row(Text(f"{self.app.annotator}: {mine}/{len(self.items)} labelled", style="dim"))
+        self.query_one("#ann-stats", Static).update(stats)
+
+    def show(self) -> None:
+        if not self.items:
+            self.query_one("#ann-head", Static).update("Nothing to annotate: no flipped constraints yet.")
+            return
+        item = self.items[self.index]
+        data = self.app.view.instruction(item.instruction_id)
+        con = data.constraints[item.constraint_id]
+        ratio = self.app.analysis.ratio if self.app.analysis else 0.25
+        resp = data.responses.get(item.model)
+        summ = data.summary(item.model, ratio)
+        mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
+        label = f"[b]{mine[0]}[/]" + (f" — {mine[1]}" if mine[1] else "") if mine else "[dim]unlabelled[/]"
+        self.query_one("#ann-head", Static).update(
+            f"item {self.index + 1}/{len(self.items)} · #{data.id} {data.domain} · {data.condition} · {item.model}"
+            f" · your label: {label}\n[b]{con.text.replace('[', chr(92) + '[')}[/]\n"
+            "[dim]Is this constraint integrated in the response's spine, or only in its details? "
+            "i integrated · s superficial · a ambiguous · e note[/]")
+        self.query_one("#ann-response", TextPane).show(Text(resp.text if resp else "(missing)"),
+                                                        key=(item.generation_id,))
+        self.query_one("#ann-summary", TextPane).show(Text(summ.text if summ else "(no summary)"),
+                                                       key=(item.generation_id, ratio))
+        self.query_one("#ann-note", Input).value = mine[1] if mine else ""
+
+    def save(self, label: str, note: str | None = None) -> None:
+        if not self.items:
+            return
+        if self.app.readonly:
+            self.app.show_error("Read-only", "The store is open read-only; labels cannot be saved.")
+            return
+        from pipeline.store import now
+
+        item = self.items[self.index]
+        if note is None:
+            note = self.query_one("#ann-note", Input).value
+        conn = self.app.store.conn
+        conn.execute(
+            "INSERT INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
+            " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
+            (item.constraint_id, item.generation_id, self.app.annotator, label, note, now()))
+        conn.commit()
+        self.post_message(AnnotationSaved(item.constraint_id, item.generation_id, self.app.annotator, label))
+        self.refresh_stats()
+
+    def action_label(self, key: str) -> None:
+        self.save(LABELS[key])
+        self.action_move(1)
+
+    def action_note(self) -> None:
+        self.query_one("#ann-note", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        item = self.items[self.index] if self.items else None
+        if item is None:
+            return
+        mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
+        self.save(mine[0] if mine else "ambiguous", event.value)
+        self.set_focus(None)
+        self.show()
+
+    def action_move(self, step: int) -> None:
+        if self.items:
+            self.index = max(0, min(len(self.items) - 1, self.index + step))
+            self.show()
+
+    def action_next_unlabelled(self) -> None:
+        labels = self._labels()
+        for k in range(1, len(self.items) + 1):
+            i = (self.index + k) % len(self.items)
+            it = self.items[i]
+            if self.app.annotator not in labels.get((it.constraint_id, it.generation_id), {}):
+                self.index = i
+                self.show()
+                return
+        self.notify("every item has your label")

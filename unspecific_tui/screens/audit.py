@@ -1,0 +1,295 @@
+"""Audit: one constraint beside reference A, reference B, the response and its summary.
+
+Moving between constraints costs a few indexed lookups (the constraint's verdicts and flags)
+plus cached texts and spans: the widgets are built once and updated in place.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from ..data import Constraint, InstructionData, Verdict, cosine, passes
+from ..widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, copied_spans, lexical_overlap, quote_span, render
+from ..widgets.text_pane import TextPane
+
+PANES = ("ref-a", "ref-b", "response", "summary")
+_EMPTY: dict[str, str] = {}
+PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
+CONSTRAINT_N = 3  # a constraint is short: three shared words in a row already say "copied"
+REFERENCE_N = 5  # between long texts, the paper's 5-gram
+
+
+@dataclass
+class Shown:
+    """What the screen shows now: tests read it instead of parsing the SVG."""
+
+    constraint_id: int | None = None
+    instruction_id: int | None = None
+    model: str | None = None
+    copies: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    quotes: dict[str, list[tuple[str, tuple[int, int] | None]]] = field(default_factory=dict)
+    similarities: dict[str, tuple[str, float]] = field(default_factory=dict)
+
+
+class AuditScreen(Screen):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (200, "-wide")]
+    BINDINGS = [
+        Binding("j,n", "move(1)", "Next"),
+        Binding("k,p", "move(-1)", "Prev"),
+        Binding("f", "next_flagged", "Flagged"),
+        Binding("x", "next_flipped", "Flipped"),
+        Binding("m", "cycle_model", "Model"),
+        Binding("c", "toggle_copy", "Copy mode"),
+        Binding("t", "next_pane", "Pane"),
+        Binding("r", "cycle_ratio", "Ratio", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[tuple[int, int]] = []
+        self.index = 0
+        self.copy_mode = "constraint"  # constraint | references
+        self.pane = 0
+        self.ratio: float | None = None
+        self.model: str | None = None
+        self.shown = Shown()
+        self._flagged: dict[int, set[str]] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="audit-head")
+        yield Static(id="audit-tabs")
+        with Container(id="panes"):
+            for i, pane in enumerate(PANES):
+                yield TextPane(PANE_TITLES[pane], id=pane, classes="-current" if i == 0 else "")
+        yield Static(id="audit-verdicts")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.order = self.app.view.constraint_order()
+        self.ratio = self.app.ratio
+        self._show_target()
+
+    def on_screen_resume(self) -> None:
+        self._show_target()
+
+    def _show_target(self) -> None:
+        target = self.app.target
+        if target is not None:
+            self.app.target = None
+            iid, model, cid = target
+            if model:
+                self.model = model
+            if cid is None:
+                keys = [o[1] for o in self.order]
+                pos = bisect.bisect_left(keys, iid)
+                self.index = pos if pos < len(self.order) else 0
+            else:
+                self.index = next((i for i, o in enumerate(self.order) if o[0] == cid), 0)
+        self.refresh_constraint()
+
+    # -- actions -------------------------------------------------------------------------
+    def action_move(self, step: int) -> None:
+        if self.order:
+            self.index = max(0, min(len(self.order) - 1, self.index + step))
+            self.refresh_constraint()
+
+    def _seek(self, test, what: str) -> None:
+        n = len(self.order)
+        for k in range(1, n):
+            i = (self.index + k) % n
+            if test(self.order[i][0]):
+                self.index = i
+                self.refresh_constraint()
+                return
+        self.notify(f"no {what} constraint", severity="warning")
+
+    def action_next_flagged(self) -> None:
+        if self._flagged is None:
+            self._flagged = self.app.view.flagged_ids()
+        flagged = self._flagged
+        self._seek(lambda cid: cid in flagged, "flagged")
+
+    def action_next_flipped(self) -> None:
+        model = self.model
+        analysis = self.app.analysis
+        if analysis is not None and analysis.ratio == self._ratio(None):
+            outcomes = analysis.outcomes
+            self._seek(lambda cid: (o := outcomes.get((cid, model))) is not None and o.flipped, "flipped")
+            return
+        # Before the store-wide analysis is ready: ask the store per constraint (indexed).
+        self._seek(lambda cid: self._flipped_now(cid), "flipped")
+
+    def _flipped_now(self, cid: int) -> bool:
+        full, summ = self._scores(self.app.view.verdicts(cid), self._ratio(None))
+        return passes(full) and summ is not None and not passes(summ)
+
+    def action_cycle_model(self) -> None:
+        if not self.order:
+            return
+        models = self.app.view.instruction(self.order[self.index][1]).models
+        if models:
+            i = models.index(self.model) if self.model in models else -1
+            self.model = models[(i + 1) % len(models)]
+            self.refresh_constraint()
+
+    def action_cycle_ratio(self) -> None:
+        if not self.order:
+            return
+        ratios = self.app.view.instruction(self.order[self.index][1]).ratios
+        if ratios:
+            cur = self._ratio(None)
+            self.ratio = ratios[(ratios.index(cur) + 1) % len(ratios)] if cur in ratios else ratios[0]
+            self.refresh_constraint()
+
+    def action_toggle_copy(self) -> None:
+        self.copy_mode = "references" if self.copy_mode == "constraint" else "constraint"
+        self.notify(f"copied n-grams: {'response vs references' if self.copy_mode == 'references' else 'constraint vs each text'}")
+        self.refresh_constraint()
+
+    def action_next_pane(self) -> None:
+        self.pane = (self.pane + 1) % len(PANES)
+        for i, pane in enumerate(PANES):
+            self.query_one(f"#{pane}", TextPane).set_class(i == self.pane, "-current")
+        self._render_tabs()
+
+    # -- rendering -----------------------------------------------------------------------
+    def _ratio(self, data: InstructionData | None) -> float:
+        if self.ratio is not None:
+            return self.ratio
+        analysis = self.app.analysis
+        if analysis is not None:
+            return analysis.ratio
+        if data is not None and data.ratios:
+            return 0.25 if 0.25 in data.ratios else data.ratios[0]
+        return 0.25
+
+    def _scores(self, verdicts: list[Verdict], ratio: float) -> tuple[float | None, float | None]:
+        full = [v.verdict for v in verdicts if v.kind == "response" and v.model == self.model]
+        summ = [v.verdict for v in verdicts if v.kind == "summary" and v.model == self.model and v.ratio == ratio]
+        return (sum(full) / len(full) if full else None, sum(summ) / len(summ) if summ else None)
+
+    def _render_tabs(self) -> None:
+        parts = [f"[reverse] {PANE_TITLES[p]} [/]" if i == self.pane else f" {PANE_TITLES[p]} "
+                 for i, p in enumerate(PANES)]
+        self.query_one("#audit-tabs", Static).update("  ".join(parts) + "   [dim](t: next pane)[/]")
+
+    def refresh_constraint(self) -> None:
+        view = self.app.view
+        if not self.order:
+            self.query_one("#audit-head", Static).update(
+                "No constraints in this store yet. Build a run (1), then come back.")
+            return
+        cid, iid = self.order[self.index]
+        data = view.instruction(iid)
+        con = data.constraints[cid]
+        if self.model not in data.responses:
+            self.model = self.app.model if self.app.model in data.responses else (data.models or [None])[0]
+        ratio = self._ratio(data)
+        response = data.responses.get(self.model) if self.model else None
+        summary = data.summary(self.model, ratio) if self.model else None
+        verdicts = view.verdicts(cid)
+        flags = view.flags(cid)
+        texts = {"ref-a": data.article_a, "ref-b": data.article_b,
+                 "response": response.text if response else "", "summary": summary.text if summary else ""}
+        shown = Shown(cid, iid, self.model)
+
+        for pane in PANES:
+            text = texts[pane]
+            if self.copy_mode == "constraint":
+                copies = copied_spans(con.text, text, CONSTRAINT_N) if text else ()
+            elif pane in ("response", "summary"):
+                copies = tuple(sorted(set(copied_spans(data.article_a, text, REFERENCE_N))
+                                      | set(copied_spans(data.article_b, text, REFERENCE_N)))) if text else ()
+            else:
+                copies = copied_spans(texts["response"], text, REFERENCE_N) if text and texts["response"] else ()
+            kind = {"response": "response", "summary": "summary"}.get(pane)
+            quotes: list[tuple[tuple[int, int], str]] = []
+            found: list[tuple[str, tuple[int, int] | None]] = []
+            if kind:
+                for v in verdicts:
+                    if v.kind == kind and v.model == self.model and v.verdict and v.quote and (
+                            kind == "response" or v.ratio == ratio):
+                        how, span = quote_span(v.quote, text)
+                        found.append((v.judge, span))
+                        if span:
+                            quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
+            shown.copies[pane] = tuple(copies)
+            shown.quotes[pane] = found
+            words = len(text.split())
+            body = render(text, copies, quotes) if text else Text(_EMPTY.get(pane, "(not generated yet)") if pane != "ref-b" or data.condition != "single" else "(single condition: one reference only)", style="dim")
+            sim = self._similarity(con, text, pane, data, response, summary)
+            shown.similarities[pane] = sim
+            self.query_one(f"#{pane}", TextPane).show(
+                body, key=(iid, pane, self.model, ratio),
+                subtitle=f"{words} words · {sim[0]} {sim[1]:.2f} · {len(copies)} copied")
+        self.shown = shown
+        self._render_head(data, con, flags, verdicts, ratio)
+        self._render_verdicts(verdicts, ratio)
+        self._render_tabs()
+
+    def _similarity(self, con: Constraint, text: str, pane: str, data: InstructionData, response, summary
+                    ) -> tuple[str, float]:
+        """Embedding cosine when both vectors are stored, else lexical overlap."""
+        if not text:
+            return ("lex", 0.0)
+        from pipeline.store import text_hash
+
+        view = self.app.view
+        c_vec = view.embedding(text_hash(con.text))
+        if c_vec is not None:
+            h = {"response": response.text_hash if response else None,
+                 "summary": summary.text_hash if summary else None}.get(pane) or text_hash(text)
+            t_vec = view.embedding(h, c_vec[0])
+            if t_vec is not None:
+                return ("cos", cosine(c_vec[1], t_vec[1]))
+        return ("lex", lexical_overlap(con.text, text))
+
+    def _render_head(self, data: InstructionData, con: Constraint, flags: dict[str, str], verdicts: list[Verdict],
+                     ratio: float) -> None:
+        full, summ = self._scores(verdicts, ratio)
+        state = ("[b red]FLIPPED[/]" if passes(full) and summ is not None and not passes(summ)
+                 else "[green]pass both[/]" if passes(full) and passes(summ)
+                 else "[yellow]fails full[/]" if full is not None else "[dim]not judged[/]")
+        flag_txt = " ".join(f"[black on yellow] {f} [/]" for f in sorted(flags)) or "[dim]no flags[/]"
+        lineage = ""
+        if con.replaces_id and con.replaces_id in data.constraints:
+            old = data.constraints[con.replaces_id]
+            lineage = (f"\n[dim]replaced #{old.id}:[/] {_esc(old.text)}  [dim]because[/] "
+                       f"{_esc(old.replaced_reason or '?')}")
+        elif con.origin:
+            lineage = f"\n[dim]{con.origin}; base article verdict: " \
+                       f"{'-' if con.base_verdict is None else 'yes' if con.base_verdict else 'no'}[/]"
+        self.query_one("#audit-head", Static).update(
+            f"[b]#{data.id}[/] {data.domain} · {data.condition} · constraint {con.position}/"
+            f"{sum(1 for c in data.constraints.values() if c.active)} · [b]{self.model or '-'}[/] · summary {ratio:g}"
+            f" · {state} · {flag_txt} · copy: {self.copy_mode} ({self.index + 1}/{len(self.order)})\n"
+            f"[b]{_esc(con.text)}[/]{lineage}")
+
+    def _render_verdicts(self, verdicts: list[Verdict], ratio: float) -> None:
+        table = Table(box=None, pad_edge=False, expand=True, show_header=True, header_style="bold")
+        for col, kw in (("judge", {"no_wrap": True}), ("text", {"no_wrap": True}), ("", {"no_wrap": True}),
+                        ("quote", {"no_wrap": True}), ("evidence", {"ratio": 1, "overflow": "ellipsis", "no_wrap": True})):
+            table.add_column(col, **kw)
+        for v in verdicts:
+            if v.model != self.model or (v.kind == "summary" and v.ratio != ratio) or v.kind not in ("response", "summary"):
+                continue
+            mark = "[green]yes[/]" if v.verdict else "[red]no[/]"
+            found = {"exact": "[green]found[/]", "fuzzy": "[magenta]fuzzy[/]", "missing": "[b red]MISSING[/]"}.get(
+                v.quote_found or "", "[dim]-[/]")
+            table.add_row(v.judge, "full" if v.kind == "response" else f"summary {v.ratio:g}", mark, found,
+                          _esc(v.quote if v.verdict else v.reason))
+        self.query_one("#audit-verdicts", Static).update(table)
+
+
+def _esc(text: str) -> str:
+    return text.replace("[", r"\[")

@@ -1,0 +1,320 @@
+"""Build: pick or create a run, run its stages (whole, or one unit at a time), pause, resume.
+
+A stage runs in a thread worker with its own store connection and event loop; it reports
+through messages (StageProgress / StageFinished / StageFailed), so the screen never blocks.
+After a step the screen lists what the step wrote (rows added per table, newest first).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
+
+from pipeline.progress import ProgressEvent, StopFlag
+
+from ..data import connect
+from ..messages import RunSelected, StageFailed, StageFinished, StageProgress, StageStarted, StoreChanged
+from ..stages import STAGES, StageSpec, default_registry, make_options, run_stage_blocking
+
+WATCHED = ("articles", "pairs", "instructions", "constraints", "generations", "verdicts")
+BAR = 12
+
+
+def text_bar(done: int, total: int) -> str:
+    if total <= 0:
+        return "·" * BAR
+    filled = round(BAR * min(done, total) / total)
+    return "█" * filled + "░" * (BAR - filled)
+
+
+class BuildScreen(Screen):
+    BINDINGS = [
+        Binding("enter,s", "start", "Start stage"),
+        Binding("period", "step", "Step (1 unit)", key_display="."),
+        Binding("space", "pause", "Pause"),
+        Binding("c", "start", "Continue", show=False),
+        Binding("n", "new_run", "New run"),
+        Binding("tab", "focus_next", "Switch table", show=False),
+        Binding("r", "reload", "Refresh", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.states: dict[str, str] = {s.name: "idle" for s in STAGES}
+        self.progress: dict[str, tuple[int, int]] = {}
+        self.counts: dict[str, int] = {}
+        self.running: str | None = None
+        self.stop_flag: StopFlag | None = None
+        self._before: dict[str, int] = {}
+        self._last_refresh = 0.0
+        self.registry = self.app.stage_registry if self.app.stage_registry is not None else default_registry()
+        for spec in STAGES:
+            if self.registry.get(spec.name) is None:
+                self.states[spec.name] = "missing"
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="build-top"):
+            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            yield Static(id="run-totals")
+        yield DataTable(id="stages", cursor_type="row")
+        with Horizontal(id="build-progress"):
+            yield Static("idle", id="stage-status")
+            yield ProgressBar(id="stage-bar", show_eta=False)
+        with Horizontal(id="build-bottom"):
+            yield RichLog(id="build-log", markup=True, wrap=True, max_lines=500)
+            yield Static(id="step-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        runs = self.query_one("#runs", DataTable)
+        runs.add_columns("run", "kind", "status", "instr.", "started")
+        stages = self.query_one("#stages", DataTable)
+        for label, key in (("stage", "stage"), ("state", "state"), ("in store", "store"), ("progress", "bar"),
+                           ("", "count")):
+            stages.add_column(label, key=key)
+        for spec in STAGES:
+            stages.add_row(spec.label, "", "", "", "", key=spec.name)
+        self.query_one("#step-view", Static).update("[dim]step mode: `.` runs one unit of the selected stage; "
+                                                    "what it wrote shows here[/]")
+        self.load_runs()
+        stages.focus()
+
+    # -- data --------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="build-counts", exit_on_error=False)
+    def load_runs(self) -> None:
+        """Runs and per-stage counts, read on a separate connection (big stores take a moment)."""
+        conn = connect(self.app.store_path)
+        try:
+            runs = [tuple(r) for r in conn.execute(
+                "SELECT r.id, r.kind, r.status, (SELECT count(*) FROM instructions i WHERE i.run_id = r.id),"
+                " r.started_at, r.calls, r.cache_hits, r.prompt_tokens, r.completion_tokens, r.cost, r.error"
+                " FROM runs r ORDER BY r.started_at DESC, r.id")]
+            run_id = self.app.run_id
+            counts = {spec.name: conn.execute(spec.count_sql, {"run": run_id}).fetchone()[0]
+                      for spec in STAGES if spec.count_sql}
+        finally:
+            conn.close()
+        self.app.call_from_thread(self._show_runs, runs, counts)
+
+    def _show_runs(self, runs: list[tuple], counts: dict[str, int]) -> None:
+        table = self.query_one("#runs", DataTable)
+        table.clear()
+        for r in runs:
+            table.add_row(r[0], r[1], r[2], str(r[3]), (r[4] or "")[:16].replace("T", " "), key=r[0])
+        current = next((r for r in runs if r[0] == self.app.run_id), None)
+        if current:
+            table.move_cursor(row=table.get_row_index(current[0]), animate=False)
+            tokens = (current[7] or 0) + (current[8] or 0)
+            error = f"\n[red]last error: {current[10]}[/]" if current[10] else ""
+            self.query_one("#run-totals", Static).update(
+                f"[b]{current[0]}[/] {current[2]}\ncalls {current[5] or 0}  cache hits {current[6] or 0}\n"
+                f"tokens {tokens:,}  cost ${current[9] or 0:.4f}{error}")
+        else:
+            self.query_one("#run-totals", Static).update("[dim]no run yet: n creates one[/]")
+        self.counts = counts
+        self._render_stages()
+
+    def _render_stages(self) -> None:
+        table = self.query_one("#stages", DataTable)
+        for spec in STAGES:
+            state = self.states[spec.name]
+            done, total = self.progress.get(spec.name, (0, 0))
+            style = {"running": "[b yellow]", "failed": "[b red]", "done": "[green]", "paused": "[cyan]",
+                     "missing": "[dim]"}.get(state, "")
+            table.update_cell(spec.name, "state", f"{style}{state}[/]" if style else state)
+            table.update_cell(spec.name, "store", f"{self.counts.get(spec.name, 0):,}")
+            table.update_cell(spec.name, "bar", text_bar(done, total))
+            table.update_cell(spec.name, "count", f"{done}/{total}" if total else (str(done) if done else ""))
+
+    # -- selection ---------------------------------------------------------------------
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "runs":
+            self.app.run_id = str(event.row_key.value)
+            self.post_message(RunSelected(self.app.run_id))
+            self.load_runs()
+        else:
+            self.action_start()
+
+    def _selected_stage(self) -> StageSpec:
+        table = self.query_one("#stages", DataTable)
+        return STAGES[max(0, table.cursor_row)]
+
+    # -- actions -----------------------------------------------------------------------
+    def action_reload(self) -> None:
+        self.load_runs()
+
+    def action_new_run(self) -> None:
+        if self.app.readonly:
+            self.app.show_error("Read-only", "The store is open read-only; a new run needs write access.")
+            return
+        from pipeline.errors import UnspecificError
+        from pipeline.runs import create_run, finish_run
+
+        try:
+            config = self.app.get_config()
+            run_id = create_run(self.app.store, "build", config)
+            finish_run(self.app.store, run_id, status="paused")
+        except UnspecificError as exc:
+            self.app.show_error(exc.title, exc.msg)
+            return
+        self.app.run_id = run_id
+        self.log_line(f"created run [b]{run_id}[/]")
+        self.load_runs()
+
+    def action_start(self) -> None:
+        self._launch(self._selected_stage(), max_units=None)
+
+    def action_step(self) -> None:
+        self._launch(self._selected_stage(), max_units=1)
+
+    def action_pause(self) -> None:
+        if self.running and self.stop_flag is not None:
+            self.stop_flag.stop("paused from the app")
+            self.log_line(f"pausing {self.running} after the current unit…")
+        else:
+            self.notify("nothing is running")
+
+    def _launch(self, spec: StageSpec, *, max_units: int | None) -> None:
+        if self.running:
+            self.notify(f"{self.running} is running; pause it first (space)", severity="warning")
+            return
+        fn = self.registry.get(spec.name)
+        if fn is None:
+            self.app.show_error("Stage not available", f"The {spec.label} stage ({spec.module}.{spec.function}) "
+                                "is not installed in this version.")
+            return
+        if self.app.readonly:
+            self.app.show_error("Read-only", "The store is open read-only; running a stage needs write access.")
+            return
+        if not self.app.run_id:
+            self.action_new_run()
+            if not self.app.run_id:
+                return
+        from pipeline.errors import UnspecificError
+
+        try:
+            config = self.app.get_config() if spec.needs_client else self.app._config
+        except UnspecificError as exc:
+            self.app.show_error(exc.title, exc.msg)
+            return
+        self.running = spec.name
+        self.stop_flag = StopFlag()
+        self._before = self._high_water()
+        self.states[spec.name] = "running"
+        self.progress[spec.name] = (0, 0)
+        self._render_stages()
+        self.query_one("#stage-status", Static).update(f"[b yellow]{spec.label}[/] {'step' if max_units else 'running'}")
+        self.post_message(StageStarted(spec.name, self.app.run_id, max_units is not None))
+        self._stage_worker(spec, fn, config, self.app.run_id, self.stop_flag, max_units)
+
+    @work(thread=True, exclusive=True, group="stage", exit_on_error=False)
+    def _stage_worker(self, spec: StageSpec, fn: Any, config: Any, run_id: str, stop: StopFlag,
+                      max_units: int | None) -> None:
+        def progress(event: ProgressEvent) -> None:
+            self.post_message(StageProgress(event.stage or spec.name, event.done, event.total, event.message,
+                                            event.kind))
+
+        try:
+            options = make_options(fn, run_id)
+            summary = run_stage_blocking(fn, store_path=self.app.store_path, config=config, run_id=run_id,
+                                         options=options, progress=progress, stop=stop, max_units=max_units,
+                                         needs_client=spec.needs_client)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a message, never a crash
+            from pipeline.errors import UnspecificError
+
+            bug = not isinstance(exc, UnspecificError)
+            title = getattr(exc, "title", None) if not bug else f"{spec.label} failed ({type(exc).__name__})"
+            self.post_message(StageFailed(spec.name, run_id, title or "Error", getattr(exc, "msg", None) or str(exc),
+                                          bug))
+            return
+        self.post_message(StageFinished(spec.name, run_id, summary, bool(stop), max_units is not None))
+
+    # -- messages from the worker -------------------------------------------------------
+    def on_stage_progress(self, message: StageProgress) -> None:
+        name = message.stage if message.stage in self.states else (self.running or message.stage)
+        self.progress[name] = (message.done, message.total)
+        bar = self.query_one("#stage-bar", ProgressBar)
+        bar.update(total=message.total or None, progress=message.done)
+        if message.message:
+            style = "red" if message.kind == "error" else "dim" if message.kind == "log" else ""
+            self.log_line(f"[{style}]{message.message}[/]" if style else message.message)
+        now = time.monotonic()
+        if now - self._last_refresh > 0.25:  # a burst of events must not flood the table
+            self._last_refresh = now
+            self._render_stages()
+
+    def on_stage_finished(self, message: StageFinished) -> None:
+        spec = next(s for s in STAGES if s.name == message.stage)
+        self.running = None
+        self.states[spec.name] = "paused" if message.paused or message.step else "done"
+        verb = "paused" if message.paused else "one step done" if message.step else "finished"
+        self.log_line(f"[green]{spec.label}: {verb}[/] {_describe(message.summary)}")
+        self.query_one("#stage-status", Static).update(f"{spec.label}: {verb}")
+        self._show_written()
+        self.load_runs()
+        self.app.post_message(StoreChanged())
+
+    def on_stage_failed(self, message: StageFailed) -> None:
+        self.running = None
+        self.states[message.stage] = "failed"
+        self.log_line(f"[b red]{message.title}[/]: {message.msg}")
+        self.query_one("#stage-status", Static).update(f"[red]{message.stage} failed[/] (the run can go on: s)")
+        self.app.show_error(message.title, message.msg)
+        self._show_written()
+        self.load_runs()
+        self.app.post_message(StoreChanged())
+
+    def log_line(self, text: str) -> None:
+        self.query_one("#build-log", RichLog).write(text)
+
+    # -- what a step wrote ---------------------------------------------------------------
+    def _high_water(self) -> dict[str, int]:
+        return {t: self.app.store.scalar(f"SELECT coalesce(max(rowid), 0) FROM {t}") or 0 for t in WATCHED}
+
+    def _show_written(self) -> None:
+        after = self._high_water()
+        lines: list[str] = []
+        for table in WATCHED:
+            before = self._before.get(table, 0)
+            added = after[table] - before
+            if added <= 0:
+                continue
+            lines.append(f"[b]{table}[/] +{added}")
+            for row in self.app.store.query(f"SELECT * FROM {table} WHERE rowid > ? ORDER BY rowid DESC LIMIT 3",
+                                            [before]):
+                lines.append("  " + _row_line(table, row, self.app.store))
+        self.query_one("#step-view", Static).update("\n".join(lines) or "[dim]the step wrote nothing new[/]")
+
+
+def _describe(summary: Any) -> str:
+    if summary is None:
+        return ""
+    if hasattr(summary, "__dataclass_fields__"):
+        return ", ".join(f"{k}={getattr(summary, k)}" for k in summary.__dataclass_fields__
+                         if isinstance(getattr(summary, k), (int, float, str)))[:200]
+    return str(summary)[:200]
+
+
+def _row_line(table: str, row: dict[str, Any], store: Any) -> str:
+    from rich.markup import escape
+
+    if table == "generations":
+        text = store.get_text(row["text_hash"]) if row.get("text_hash") else ""
+        return escape(f"#{row['id']} {row['kind']} {row.get('model') or ''} {row.get('words') or 0} words: "
+                      f"{text[:160]}…")
+    if table == "constraints":
+        return escape(f"#{row['id']} [{row.get('origin')}] {row['text'][:160]}")
+    if table == "verdicts":
+        return escape(f"gen {row['generation_id']} c{row['constraint_id']} {row['judge']}: "
+                      f"{'yes' if row['verdict'] else 'no'} {(row.get('quote') or row.get('reason') or '')[:100]}")
+    if table == "instructions":
+        return escape(f"#{row['id']} {row['condition']}: {row['main_task'][:160]}")
+    return escape(", ".join(f"{k}={v}" for k, v in row.items() if k in ("id", "domain", "title", "cosine", "status")))

@@ -1,0 +1,67 @@
+"""Modal screens: the keys of the current screen (``?``) and a user-facing error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Markdown, Static
+
+HELP_DIR = Path(__file__).resolve().parent.parent / "help"
+
+
+def bindings_table(screen: Screen) -> Table:
+    """Every key active on ``screen``: its own bindings first, then the app's."""
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    table.add_column("key", style="bold cyan", no_wrap=True)
+    table.add_column("does")
+    seen: set[str] = set()
+    for source in (screen, screen.app):
+        for b in getattr(source, "BINDINGS", []):
+            if not isinstance(b, Binding) or not b.description:
+                continue
+            key = b.key_display or b.key
+            if key in seen:
+                continue
+            seen.add(key)
+            table.add_row(key, b.description)
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    def __init__(self, screen: Screen, mode: str) -> None:
+        super().__init__()
+        self._target = screen
+        self._mode = mode
+
+    def compose(self) -> ComposeResult:
+        path = HELP_DIR / f"{self._mode}.md"
+        text = path.read_text(encoding="utf-8") if path.exists() else f"# {self._mode.capitalize()}\n"
+        with Vertical(id="help-box"):
+            with VerticalScroll():
+                yield Markdown(text, id="help-text")
+                yield Static(bindings_table(self._target), id="help-keys")
+            yield Static("[dim]esc or ? to close[/]", id="help-close")
+
+
+class ErrorScreen(ModalScreen[None]):
+    """One way every failure reads in the app: UnspecificError's title and message."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
+
+    def __init__(self, title: str, msg: str) -> None:
+        super().__init__()
+        self._title = title
+        self._msg = msg
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="error-box") as box:
+            box.border_title = self._title
+            yield Static(self._msg, id="error-msg", markup=False)
+            yield Static("[dim]esc or enter to close; the app keeps running[/]", id="error-close")

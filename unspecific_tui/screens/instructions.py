@@ -1,0 +1,196 @@
+"""Instructions: one row per instruction and model, filterable, sortable by any column.
+
+Rows come from the store-wide Analysis (computed in a worker). Enter opens the Audit screen
+on the row's instruction and model; ``c`` opens Compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Select, Static
+
+from ..data import Analysis, InstructionRow
+
+ANY = "__any__"
+# flag filter -> test on a row
+FLAGS: dict[str, tuple[str, Callable[[InstructionRow], bool]]] = {
+    "proper_noun": ("proper noun", lambda r: r.flags.get("proper_noun", 0) > 0),
+    "specificity_leak": ("specificity leak", lambda r: r.flags.get("specificity_leak", 0) > 0),
+    "copied_ngram": ("copied n-grams", lambda r: r.flags.get("copied_ngram", 0) > 0),
+    "flipped": ("flipped Org->Core", lambda r: r.flipped > 0),
+    "disagree": ("judges disagree", lambda r: r.disagree > 0),
+    "quote_missing": ("quote not found", lambda r: r.quote_missing > 0),
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    value: Callable[[InstructionRow], object]
+    fmt: Callable[[object], str] = str
+
+
+def _pct(x: object) -> str:
+    return "-" if x is None else f"{100 * float(x):.0f}"
+
+
+COLUMNS = (
+    Column("id", "#", lambda r: r.instruction_id),
+    Column("domain", "domain", lambda r: r.domain),
+    Column("condition", "cond.", lambda r: r.condition),
+    Column("model", "model", lambda r: r.model),
+    Column("org", "Org%", lambda r: r.org, _pct),
+    Column("core", "Core%", lambda r: r.core, _pct),
+    Column("superficial", "sup.%", lambda r: r.superficial, _pct),
+    Column("flipped", "flip", lambda r: r.flipped),
+    Column("proper_noun", "PN", lambda r: r.flags.get("proper_noun", 0)),
+    Column("specificity_leak", "leak", lambda r: r.flags.get("specificity_leak", 0)),
+    Column("copied_ngram", "copy", lambda r: r.flags.get("copied_ngram", 0)),
+    Column("disagree", "disag.", lambda r: r.disagree),
+    Column("quote_missing", "q.miss", lambda r: r.quote_missing),
+)
+BY_KEY = {c.key: c for c in COLUMNS}
+
+
+def _sort_key(value: object) -> tuple:
+    return (value is None, value if value is not None else 0)
+
+
+class InstructionsScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "audit", "Audit", show=True),
+        Binding("c", "compare", "Compare"),
+        Binding("s", "sort", "Sort: next column"),
+        Binding("S", "reverse", "Sort: reverse"),
+        Binding("slash", "focus_filters", "Filters", key_display="/"),
+        Binding("escape", "clear_filters", "Clear filters"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filters: dict[str, str] = {"domain": ANY, "condition": ANY, "model": ANY, "flag": ANY}
+        self.sort_key: str = "id"
+        self.sort_reverse = False
+        self.rows: list[InstructionRow] = []  # what the table shows now, in order
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="filters"):
+            yield Select([], prompt="domain", id="f-domain", allow_blank=True)
+            yield Select([], prompt="condition", id="f-condition", allow_blank=True)
+            yield Select([], prompt="model", id="f-model", allow_blank=True)
+            yield Select([(label, key) for key, (label, _) in FLAGS.items()], prompt="flag", id="f-flag",
+                         allow_blank=True)
+        yield Static(id="instr-status")
+        yield DataTable(id="instr-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#instr-table", DataTable)
+        for col in COLUMNS:
+            table.add_column(col.label, key=col.key)
+        self.watch(self.app, "analysis", self._on_analysis)
+        if self.app.analysis is None:
+            table.loading = True
+        table.focus()
+
+    def _on_analysis(self, analysis: Analysis | None) -> None:
+        table = self.query_one("#instr-table", DataTable)
+        if analysis is None:
+            return
+        table.loading = False
+        rows = analysis.rows
+        for name, values in (("domain", sorted({r.domain for r in rows})),
+                             ("condition", sorted({r.condition for r in rows})), ("model", analysis.models)):
+            select = self.query_one(f"#f-{name}", Select)
+            with self.prevent(Select.Changed):
+                select.set_options([(v, v) for v in values])
+                if self.filters[name] in values:
+                    select.value = self.filters[name]
+        self.apply()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        name = (event.select.id or "").removeprefix("f-")
+        if name in self.filters:
+            self.filters[name] = ANY if event.value is Select.BLANK else str(event.value)
+            self.apply()
+
+    def set_filter(self, name: str, value: str | None) -> None:
+        """Programmatic filtering (tests, the command palette)."""
+        self.query_one(f"#f-{name}", Select).value = value if value is not None else Select.BLANK
+        self.filters[name] = value or ANY
+        self.apply()
+
+    def apply(self) -> None:
+        analysis = self.app.analysis
+        if analysis is None:
+            return
+        f = self.filters
+        flag_test = FLAGS[f["flag"]][1] if f["flag"] in FLAGS else None
+        rows = [r for r in analysis.rows
+                if (f["domain"] == ANY or r.domain == f["domain"])
+                and (f["condition"] == ANY or r.condition == f["condition"])
+                and (f["model"] == ANY or r.model == f["model"])
+                and (flag_test is None or flag_test(r))]
+        col = BY_KEY[self.sort_key]
+        rows.sort(key=lambda r: _sort_key(col.value(r)), reverse=self.sort_reverse)
+        self.rows = rows
+        table = self.query_one("#instr-table", DataTable)
+        table.clear()
+        table.add_rows([tuple(c.fmt(c.value(r)) for c in COLUMNS) for r in rows])
+        arrow = "↓" if self.sort_reverse else "↑"
+        active = ", ".join(f"{k}={v}" for k, v in f.items() if v != ANY) or "none"
+        self.query_one("#instr-status", Static).update(
+            f"{len(rows):,} of {len(analysis.rows):,} rows · filters: {active} · sorted by {col.label} {arrow}"
+            f" · summary ratio {analysis.ratio:g}")
+
+    def sort_by(self, key: str, reverse: bool | None = None) -> None:
+        if reverse is None:
+            reverse = not self.sort_reverse if key == self.sort_key else key not in ("id", "domain", "condition",
+                                                                                     "model")
+        self.sort_key, self.sort_reverse = key, reverse
+        self.apply()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        self.sort_by(str(event.column_key.value))
+
+    def action_sort(self) -> None:
+        keys = [c.key for c in COLUMNS]
+        self.sort_by(keys[(keys.index(self.sort_key) + 1) % len(keys)])
+
+    def action_reverse(self) -> None:
+        self.sort_by(self.sort_key, not self.sort_reverse)
+
+    def action_focus_filters(self) -> None:
+        self.query_one("#f-domain", Select).focus()
+
+    def action_clear_filters(self) -> None:
+        for name in self.filters:
+            self.set_filter(name, None)
+        self.query_one("#instr-table", DataTable).focus()
+
+    def _current(self) -> InstructionRow | None:
+        table = self.query_one("#instr-table", DataTable)
+        if not self.rows or table.cursor_row < 0:
+            return None
+        return self.rows[min(table.cursor_row, len(self.rows) - 1)]
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_audit()
+
+    def action_audit(self) -> None:
+        row = self._current()
+        if row is not None:
+            self.app.open_audit(row.instruction_id, row.model)
+
+    def action_compare(self) -> None:
+        row = self._current()
+        if row is not None:
+            self.app.open_compare(row.instruction_id)

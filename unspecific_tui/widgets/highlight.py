@@ -1,0 +1,66 @@
+"""Spans to highlight: copied word n-grams and judges' quotes, as character offsets.
+
+The span logic is ``pipeline.copying``'s; this module turns it into styled Rich text and
+caches results by content, so moving back to a constraint costs nothing.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from rich.text import Text
+
+Span = tuple[int, int]
+
+COPY_STYLE = "bold black on #e5c07b"  # copied n-grams
+QUOTE_STYLE = "bold white on #3465a4"  # a judge's quote where it occurs
+QUOTE_FUZZY_STYLE = "bold white on #75507b"
+
+
+@lru_cache(maxsize=1024)
+def copied_spans(source: str, target: str, n: int = 3) -> tuple[Span, ...]:
+    """Character spans of ``target`` made of runs of >= n words that also occur in ``source``."""
+    from pipeline.copying import copied_ngrams
+
+    return tuple(merge([(s.a_start, s.a_end) for s in copied_ngrams(target, source, n=n)]))
+
+
+def merge(spans: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+@lru_cache(maxsize=2048)
+def quote_span(quote: str, text: str) -> tuple[str | None, Span | None]:
+    """Where a judge's quote sits in ``text``: (exact|fuzzy|missing|None, span)."""
+    if not quote.strip():
+        return None, None
+    try:
+        from pipeline.judging import find_quote
+    except ImportError:
+        pos = text.lower().find(quote.lower().strip())
+        return ("exact", (pos, pos + len(quote.strip()))) if pos >= 0 else ("missing", None)
+    match = find_quote(quote, text)
+    return match.found, match.span
+
+
+def lexical_overlap(constraint: str, text: str) -> float:
+    """Share of the constraint's content words that occur in the text."""
+    from pipeline.copying import lexical_overlap as overlap
+
+    return overlap(constraint, text)
+
+
+def render(text: str, copies: tuple[Span, ...] | list[Span] = (), quotes: list[tuple[Span, str]] = ()) -> Text:
+    """A Rich Text with copied spans and quote spans styled (quotes drawn over copies)."""
+    out = Text(text)
+    for start, end in copies:
+        out.stylize(COPY_STYLE, start, end)
+    for (start, end), style in quotes:
+        out.stylize(style, start, end)
+    return out

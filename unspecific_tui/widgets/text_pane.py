@@ -1,0 +1,34 @@
+"""A titled, scrollable pane of highlighted text, updated in place (never rebuilt)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+
+class TextPane(VerticalScroll, can_focus=True):
+    DEFAULT_CSS = """
+    TextPane { border: round $panel-lighten-2; padding: 0 1; }
+    TextPane:focus { border: round $accent; }
+    TextPane > Static { width: 1fr; }
+    """
+
+    def __init__(self, title: str, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.border_title = title
+        self._key: object = None
+        self.spans: list[tuple[int, int]] = []  # what is highlighted now (for tests and the footer)
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="pane-body")
+
+    def show(self, text: Text, *, key: object = None, subtitle: str = "") -> None:
+        """Replace the content; scroll to the top only when a different text arrives."""
+        self.query_one(".pane-body", Static).update(text)
+        self.spans = [(s.start, s.end) for s in text.spans]
+        self.border_subtitle = subtitle
+        if key != self._key:
+            self._key = key
+            self.scroll_home(animate=False)
