@@ -1,0 +1,220 @@
+"""`unspecific evaluate`: responses, summaries and verdicts; `--rejudge` re-scores stored texts.
+`unspecific naturalness` (or `evaluate --naturalness`): pairwise preference between constraint sets.
+
+Thin layers over pipeline.evaluate and pipeline.naturalness, with rich progress bars.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    from .common import parse_csv
+
+    p.add_argument("--run", dest="build_run", default=None, metavar="BUILD_RUN",
+                   help="only instructions of this build run (default: every finished instruction)")
+    p.add_argument("--conditions", type=parse_csv, default=None, metavar="C1,C2",
+                   help="only these conditions (single, none, direct, eval)")
+    p.add_argument("--domain", default=None, help="only this domain")
+    p.add_argument("--judges", type=parse_csv, default=None, metavar="J1,J2",
+                   help="judge endpoints (default: the config's judges role)")
+    p.add_argument("--max-units", type=int, default=None, metavar="N", help="stop after N units of work (step mode)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .common import parse_csv
+
+    p = sub.add_parser("evaluate", help="responses of the models under test, summaries, and judges' verdicts",
+                       description="For each finished instruction and model under test: a response (direct or edit "
+                       "mode), a summary at each ratio, and every judge's verdict on every constraint, on the "
+                       "response and on each summary. Stored work is skipped; run again to resume.")
+    _common(p)
+    p.add_argument("--models", type=parse_csv, default=None, metavar="A,B",
+                   help="models under test (endpoint names; default: the config's models_under_test)")
+    p.add_argument("--mode", choices=["direct", "edit"], default=None,
+                   help="direct: write from the instruction; edit: revise the constraint-blind base article")
+    p.add_argument("--ratios", type=_ratios, default=None, metavar="0.5,0.25,0.1",
+                   help="summary ratios (default: [evaluate] ratios, else 0.25)")
+    p.add_argument("--judging", choices=["batched", "per_constraint"], default=None,
+                   help="batched: all constraints in one call; per_constraint: one call each")
+    p.add_argument("--words", dest="response_words", type=int, default=None, help="response length asked for (default 500)")
+    p.add_argument("--instructions", type=_ids, default=None, metavar="1,2", help="only these instruction ids")
+    p.add_argument("--rejudge", action="store_true",
+                   help="judge stored responses and summaries only (a new judge or judge prompt); no new texts")
+    p.add_argument("--naturalness", action="store_true",
+                   help="instead: pairwise naturalness of constraint sets (see `unspecific naturalness -h`)")
+    p.add_argument("--human", default=None, metavar="FILE.jsonl", help="with --naturalness: human-written sets")
+    p.set_defaults(func=run)
+
+    n = sub.add_parser("naturalness", help="which constraint set reads more like a person's request (pairwise)",
+                       description="For each reference article, each pair of constraint sets (conditions, and a "
+                       "human-written set from --human) is judged for naturalness; the order shown is randomised "
+                       "(seeded). Prints win rates per condition pair with 95%% bootstrap intervals.")
+    _common(n)
+    n.add_argument("--human", default=None, metavar="FILE.jsonl",
+                   help='human-written sets: {"article_id": N, "main_task": "...", "constraints": [...]} per line')
+    n.add_argument("--seed", type=int, default=0, help="seed of the order shown (default 0)")
+    n.add_argument("--show", action="store_true", help="only print the win rates of stored comparisons")
+    n.set_defaults(func=run_naturalness)
+
+
+def _ratios(value: str) -> list[float]:
+    from .common import parse_csv, ratio
+
+    return [ratio(v) for v in parse_csv(value)]
+
+
+def _ids(value: str) -> list[int]:
+    from .common import parse_csv, positive_int
+
+    return [positive_int(v) for v in parse_csv(value)]
+
+
+class _Bars:
+    """ProgressEvents -> one rich progress bar per stage, errors and logs printed above."""
+
+    def __init__(self, progress: Any) -> None:
+        self.progress = progress
+        self.tasks: dict[str, Any] = {}
+
+    def __call__(self, event: Any) -> None:
+        if event.kind in ("error", "log") and event.message:
+            style = "red" if event.kind == "error" else "dim"
+            self.progress.console.print(f"[{style}]{event.stage}[/] {event.message}", markup=True, highlight=False)
+        if event.kind == "log" and not event.total:
+            return
+        task = self.tasks.get(event.stage)
+        if task is None:
+            task = self.tasks[event.stage] = self.progress.add_task(event.stage, total=event.total or None)
+        self.progress.update(task, completed=event.done, total=event.total or None)
+
+
+def _progress():
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    transient=False)
+
+
+def _on_event(console: Any):
+    def hook(kind: str, detail: str) -> None:
+        if kind in ("retry", "repair", "local"):
+            console.print(f"[dim]{kind}: {detail}[/]", highlight=False)
+
+    return hook
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.naturalness:
+        args.seed, args.show = 0, False
+        return run_naturalness(args)
+    import asyncio
+
+    from ..evaluate import EvaluateOptions, evaluate
+    from .common import console, load_config_from, open_store_from
+
+    config = load_config_from(args)
+    options = EvaluateOptions(
+        build_run=args.build_run, models=args.models, mode=args.mode, ratios=args.ratios, judges=args.judges,
+        judging=args.judging, conditions=args.conditions, domain=args.domain, instruction_ids=args.instructions,
+        rejudge=args.rejudge, response_words=args.response_words,
+    )
+    store = open_store_from(args)
+    out = console()
+    try:
+        with _progress() as progress:
+            result = asyncio.run(evaluate(store, config, options, progress=_Bars(progress), max_units=args.max_units,
+                                          on_event=_on_event(progress.console)))
+        _print_summary(out, store, result)
+    finally:
+        store.close()
+    return 1 if result.failed else 0
+
+
+def _print_summary(out: Any, store: Any, result: Any) -> None:
+    from rich.table import Table
+
+    table = Table("step", "to do", "done", "already stored", "failed", title=f"evaluate run {result.run_id}")
+    for name, s in result.stages.items():
+        table.add_row(name, str(s.total), str(s.done), str(s.skipped), f"[red]{s.failed}[/]" if s.failed else "0")
+    out.print(table)
+    run = store.one("SELECT calls, cache_hits, prompt_tokens, completion_tokens, cost FROM runs WHERE id = ?", [result.run_id])
+    if run:
+        out.print(f"LLM calls {run['calls']}, cache hits {run['cache_hits']}, tokens {run['prompt_tokens']:,} in / "
+                  f"{run['completion_tokens']:,} out, cost ${run['cost']:.4f}")
+    if result.stopped:
+        out.print("[yellow]stopped before the end[/]: run the same command again to continue")
+    if result.failed:
+        out.print(f"[red]{result.failed} unit(s) failed[/] (the rest is stored; run again to retry them):")
+        for f in result.failures[:10]:
+            out.print(f"  {f.stage}: {f.unit}: {f.error}", highlight=False, markup=False)
+        if result.failed > 10:
+            out.print(f"  ... and {result.failed - 10} more (see `runs.error` of run {result.run_id})")
+
+
+def run_naturalness(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ..naturalness import NaturalnessOptions, position_bias, win_rates
+    from .common import console, load_config_from, open_store_from
+
+    config = load_config_from(args)
+    options = NaturalnessOptions(build_run=args.build_run, conditions=args.conditions, domain=args.domain,
+                                 judges=args.judges, human_file=args.human, seed=args.seed)
+    store = open_store_from(args)
+    out = console()
+    try:
+        if not args.show:
+            summary = asyncio.run(_naturalness(store, config, options, args.max_units, out))
+            if summary.failed:
+                out.print(f"[red]{summary.failed} comparison(s) failed[/]; run again to retry them")
+        _print_win_rates(out, win_rates(store, judges=args.judges, domain=args.domain), position_bias(store, judges=args.judges))
+    finally:
+        store.close()
+    return 0
+
+
+async def _naturalness(store: Any, config: Any, options: Any, max_units: int | None, out: Any) -> Any:
+    from ..naturalness import run_naturalness as run_stage
+    from ..runs import add_usage, create_run, finish_run, open_client
+
+    judges = options.judges or [config.roles.naturalness_judge]
+    run_id = create_run(store, "naturalness", config, options={k: v for k, v in options.__dict__.items() if v})
+    status, error = "failed", None
+    try:
+        async with open_client(config, store, run_id=run_id, on_event=_on_event(out), endpoints=judges) as client:
+            try:
+                with _progress() as progress:
+                    summary = await run_stage(store, config, client, options, progress=_Bars(progress),
+                                              max_units=max_units)
+            finally:
+                add_usage(store, run_id, client.usage)
+        status = "paused" if summary.stopped else "done"
+        u = client.usage
+        out.print(f"LLM calls {u.calls}, cache hits {u.cache_hits}, tokens {u.prompt_tokens:,} in / "
+                  f"{u.completion_tokens:,} out, cost ${u.cost:.4f}")
+        return summary
+    except BaseException as exc:
+        error = str(exc) or type(exc).__name__
+        raise
+    finally:
+        finish_run(store, run_id, status, error=error)
+
+
+def _print_win_rates(out: Any, rates: list[Any], bias: tuple[float, int]) -> None:
+    from rich.table import Table
+
+    if not rates:
+        out.print("no naturalness comparisons stored yet")
+        return
+    table = Table("A", "B", "A's win rate [95% CI]", "A wins", "B wins", "ties", "comparisons", "articles",
+                  title="naturalness: how often A's constraints read more like a person's request (tie = half)")
+    for r in rates:
+        table.add_row(r.condition_a, r.condition_b, r.rate_a.fmt(), str(r.wins_a), str(r.wins_b), str(r.ties),
+                      str(r.comparisons), str(r.articles))
+    out.print(table)
+    share, n = bias
+    if n:
+        out.print(f"position bias: the set shown first won {share:.0%} of {n} decided comparisons (50% = none)")

@@ -1,0 +1,432 @@
+"""The evaluation stage: responses, summaries and verdicts (METHOD.md part 3, "Judging").
+
+Three steps, each runnable alone (the app's step mode) and all three by ``run_evaluate``:
+- ``run_respond``: a response per selected instruction and model under test (mode direct or edit);
+- ``run_summarize``: a summary of each response at each ratio (default 0.25);
+- ``run_judge``: every active constraint judged on each response and summary by every judge.
+
+A unit of work is one response, one summary, or one (text, judge) judging; each is committed
+as it finishes and found again on a re-run, so a killed run resumes without paying twice.
+A unit that fails (the endpoint gave up, a reply that stayed unusable) is logged and counted,
+and the others go on; only a string of failures in a row (a dead endpoint, a wrong key)
+stops the step. ``rejudge`` skips the first two steps: a new judge, or a changed judge
+prompt (its hash is part of each verdict's key), re-scores stored texts without
+regenerating them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .config import Config
+from .errors import StageError, UnspecificError
+from .generation import MODES as RESPONSE_MODES
+from .generation import active_constraints, respond, summarize
+from .judging import MODES as JUDGING_MODES
+from .judging import judge_generation, judge_generation_pending
+from .llm import LLMClient
+from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
+from .store import Store
+
+DEFAULT_RATIOS = (0.25,)
+DEFAULT_WORDS = 500
+MAX_FAILURES_IN_A_ROW = 5  # then the endpoint is taken to be down and the step stops
+MAX_PARALLEL = 32
+
+
+@dataclass
+class EvaluateOptions:
+    """What to evaluate. ``None`` means: the config's default (roles and [evaluate])."""
+
+    build_run: str | None = None
+    models: list[str] | None = None
+    mode: str | None = None  # direct | edit
+    ratios: list[float] | None = None
+    judges: list[str] | None = None
+    judging: str | None = None  # batched | per_constraint
+    conditions: list[str] | None = None
+    domain: str | None = None
+    instruction_ids: list[int] | None = None
+    rejudge: bool = False  # judge stored texts only: no new responses or summaries
+    response_words: int | None = None
+    parallel: int | None = None  # units in flight at once (the client limits each endpoint)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Options resolved against the config and checked."""
+
+    build_run: str | None
+    models: tuple[str, ...] | None  # None: every model with stored responses (rejudge)
+    mode: str | None  # None: both modes (rejudge)
+    ratios: tuple[float, ...] | None  # None: every stored ratio (rejudge)
+    judges: tuple[str, ...]
+    judging: str
+    summarizer: str
+    conditions: tuple[str, ...] | None
+    domain: str | None
+    instruction_ids: tuple[int, ...] | None
+    rejudge: bool
+    response_words: int
+    parallel: int
+
+
+def resolve(config: Config, options: EvaluateOptions) -> Plan:
+    """Fill defaults from the config and check every name, mode and ratio."""
+    section = "evaluate"
+    rejudge = options.rejudge
+    models = options.models or (None if rejudge else list(config.roles.models_under_test))
+    judges = options.judges or list(config.roles.judges)
+    for name in [*(models or []), *judges, config.roles.summarizer]:
+        config.endpoint(name)  # ConfigError naming the unknown endpoint
+    mode = options.mode or (None if rejudge else str(config.setting(section, "mode", "direct")))
+    if mode is not None and mode not in RESPONSE_MODES:
+        raise StageError(f"evaluate: mode must be one of {', '.join(RESPONSE_MODES)}, got {mode!r}")
+    ratios = options.ratios or (None if rejudge else list(config.setting(section, "ratios", list(DEFAULT_RATIOS))))
+    for r in ratios or []:
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
+            raise StageError(f"evaluate: each summary ratio must be a number between 0 and 1, got {r!r}")
+    judging = options.judging or str(config.setting(section, "judging", "batched"))
+    if judging not in JUDGING_MODES:
+        raise StageError(f"evaluate: judging must be one of {', '.join(JUDGING_MODES)}, got {judging!r}")
+    words = options.response_words or int(config.setting(section, "response_words", DEFAULT_WORDS))
+    if words < 20:
+        raise StageError(f"evaluate: response_words must be at least 20, got {words}")
+    names = set(models or config.roles.models_under_test) | set(judges) | {config.roles.summarizer}
+    parallel = options.parallel or min(MAX_PARALLEL, sum(config.endpoint(n).concurrency for n in names))
+    return Plan(
+        build_run=options.build_run,
+        models=tuple(dict.fromkeys(models)) if models else None,
+        mode=mode,
+        ratios=tuple(sorted({float(r) for r in ratios}, reverse=True)) if ratios else None,
+        judges=tuple(dict.fromkeys(judges)),
+        judging=judging,
+        summarizer=config.roles.summarizer,
+        conditions=tuple(options.conditions) if options.conditions else None,
+        domain=options.domain,
+        instruction_ids=tuple(options.instruction_ids) if options.instruction_ids else None,
+        rejudge=rejudge,
+        response_words=words,
+        parallel=max(1, parallel),
+    )
+
+
+# -- summaries of what happened ---------------------------------------------------------------
+
+
+@dataclass
+class Failure:
+    stage: str
+    unit: str  # "instruction 12, model gpt" ...
+    error: str
+
+
+@dataclass
+class StageSummary:
+    stage: str
+    total: int = 0  # units this step had to do when it started
+    done: int = 0
+    skipped: int = 0  # already stored
+    failed: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    stopped: bool = False  # paused by the stop flag or the unit budget before the end
+
+
+@dataclass
+class EvaluateSummary:
+    stages: dict[str, StageSummary] = field(default_factory=dict)
+    run_id: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    halted: bool = False  # later steps were not run (stop flag or unit budget)
+
+    @property
+    def failed(self) -> int:
+        return sum(s.failed for s in self.stages.values())
+
+    @property
+    def stopped(self) -> bool:
+        return self.halted or any(s.stopped for s in self.stages.values())
+
+    @property
+    def failures(self) -> list[Failure]:
+        return [f for s in self.stages.values() for f in s.failures]
+
+
+class Budget:
+    """At most ``limit`` units across the steps of one call (the app's step mode)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+
+    def take(self) -> bool:
+        if self.left is None:
+            return True
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+    @property
+    def exhausted(self) -> bool:
+        return self.left is not None and self.left <= 0
+
+
+@dataclass(frozen=True)
+class Unit:
+    label: str
+    work: Callable[[], Awaitable[str]]  # returns a one-line log message
+
+
+async def run_units(
+    stage: str, units: Sequence[Unit], summary: StageSummary, *, parallel: int, progress: ProgressHook,
+    stop: StopFlag | None, budget: Budget,
+) -> StageSummary:
+    """Run units with ``parallel`` workers; failures are recorded, not raised, unless they
+    come ``MAX_FAILURES_IN_A_ROW`` in a row."""
+    queue = list(reversed(units))
+    summary.total = len(units) + summary.skipped
+    in_a_row = 0
+    fatal: list[str] = []
+    progress(ProgressEvent(stage, summary.done + summary.skipped, summary.total,
+                           f"{stage}: {len(units)} to do, {summary.skipped} already stored"))
+
+    def finished() -> int:
+        return summary.done + summary.skipped + summary.failed
+
+    async def worker() -> None:
+        nonlocal in_a_row
+        while queue and not fatal:
+            if stop is not None and stop.stopped:
+                summary.stopped = True
+                return
+            if not budget.take():
+                summary.stopped = True
+                return
+            unit = queue.pop()
+            try:
+                message = await unit.work()
+            except (UnspecificError, ValueError) as exc:
+                summary.failed += 1
+                in_a_row += 1
+                summary.failures.append(Failure(stage, unit.label, str(exc)))
+                progress(ProgressEvent(stage, finished(), summary.total, f"{unit.label}: failed: {exc}", kind="error"))
+                if in_a_row >= MAX_FAILURES_IN_A_ROW:
+                    fatal.append(str(exc))
+                continue
+            in_a_row = 0
+            summary.done += 1
+            progress(ProgressEvent(stage, finished(), summary.total, message))
+
+    await asyncio.gather(*(worker() for _ in range(min(parallel, max(1, len(units))))))
+    if queue and not fatal:
+        summary.stopped = True
+    if fatal:
+        raise StageError(
+            f"{stage}: {MAX_FAILURES_IN_A_ROW} units failed in a row, stopping (finished work is stored; "
+            f"run again to resume). Last error: {fatal[0]}"
+        )
+    return summary
+
+
+# -- selection ----------------------------------------------------------------------------------
+
+
+def select_instructions(store: Store, plan: Plan) -> list[int]:
+    """Finished instructions matching the filters, in id order."""
+    sql = "SELECT id FROM instructions WHERE status = 'done'"
+    params: list[Any] = []
+    if plan.build_run:
+        sql += " AND run_id = ?"
+        params.append(plan.build_run)
+    if plan.conditions:
+        sql += f" AND condition IN ({', '.join('?' for _ in plan.conditions)})"
+        params += list(plan.conditions)
+    if plan.domain:
+        sql += " AND domain = ?"
+        params.append(plan.domain)
+    if plan.instruction_ids:
+        sql += f" AND id IN ({', '.join('?' for _ in plan.instruction_ids)})"
+        params += list(plan.instruction_ids)
+    return [r[0] for r in store.conn.execute(sql + " ORDER BY id", params)]
+
+
+def _stored_responses(store: Store, plan: Plan, instructions: Sequence[int]) -> list[dict[str, Any]]:
+    if not instructions:
+        return []
+    sql = (f"SELECT id, instruction_id, model, mode FROM generations WHERE kind = 'response'"
+           f" AND instruction_id IN ({', '.join('?' for _ in instructions)})")
+    params: list[Any] = list(instructions)
+    if plan.models:
+        sql += f" AND model IN ({', '.join('?' for _ in plan.models)})"
+        params += list(plan.models)
+    if plan.mode:
+        sql += " AND mode = ?"
+        params.append(plan.mode)
+    return store.query(sql + " ORDER BY instruction_id, model, id", params)
+
+
+def _stored_summaries(store: Store, plan: Plan, response_ids: Sequence[int]) -> list[dict[str, Any]]:
+    if not response_ids:
+        return []
+    rows = store.query(
+        f"SELECT id, instruction_id, parent_id, ratio, model FROM generations WHERE kind = 'summary'"
+        f" AND parent_id IN ({', '.join('?' for _ in response_ids)}) ORDER BY parent_id, ratio DESC, id",
+        list(response_ids),
+    )
+    if plan.ratios is None:
+        return rows
+    return [r for r in rows if any(abs(r["ratio"] - x) < 1e-9 for x in plan.ratios) and r["model"] == plan.summarizer]
+
+
+# -- the three steps --------------------------------------------------------------------------
+
+
+async def run_respond(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
+                      progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                      max_units: int | None = None, _budget: Budget | None = None) -> StageSummary:
+    """A response per selected instruction and model under test."""
+    plan = resolve(config, options)
+    summary = StageSummary("respond")
+    if plan.rejudge:
+        return summary
+    assert plan.models is not None and plan.mode is not None
+    mode = plan.mode
+    instructions = select_instructions(store, plan)
+    stored = {(r["instruction_id"], r["model"]) for r in _stored_responses(store, plan, instructions)}
+    units = []
+    for iid in instructions:
+        for model in plan.models:
+            if (iid, model) in stored:
+                summary.skipped += 1
+                continue
+
+            async def work(iid: int = iid, model: str = model) -> str:
+                gid, _ = await respond(store, client, iid, model, mode, words=plan.response_words)
+                return f"instruction {iid}: {model} responded ({mode}), generation {gid}"
+
+            units.append(Unit(f"instruction {iid}, model {model} ({mode})", work))
+    return await run_units("respond", units, summary, parallel=plan.parallel, progress=progress, stop=stop,
+                            budget=_budget or Budget(max_units))
+
+
+async def run_summarize(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
+                        progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                        max_units: int | None = None, _budget: Budget | None = None) -> StageSummary:
+    """A summary of each stored response of the selection at each ratio."""
+    plan = resolve(config, options)
+    summary = StageSummary("summarize")
+    if plan.rejudge:
+        return summary
+    assert plan.ratios is not None
+    responses = _stored_responses(store, plan, select_instructions(store, plan))
+    have = {(r["parent_id"], r["ratio"]) for r in _stored_summaries(store, plan, [r["id"] for r in responses])}
+    units = []
+    for resp in responses:
+        for ratio in plan.ratios:
+            if (resp["id"], ratio) in have:
+                summary.skipped += 1
+                continue
+
+            async def work(resp: dict[str, Any] = resp, ratio: float = ratio) -> str:
+                gid, _ = await summarize(store, client, resp["id"], ratio, plan.summarizer)
+                achieved = store.scalar("SELECT achieved_ratio FROM generations WHERE id = ?", [gid])
+                return (f"instruction {resp['instruction_id']}: {resp['model']}'s response summarised at {ratio:g}"
+                        f" (achieved {achieved:.2f})")
+
+            units.append(Unit(f"response {resp['id']} (instruction {resp['instruction_id']}), ratio {ratio:g}", work))
+    return await run_units("summarize", units, summary, parallel=plan.parallel, progress=progress, stop=stop,
+                            budget=_budget or Budget(max_units))
+
+
+async def run_judge(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
+                    progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                    max_units: int | None = None, _budget: Budget | None = None) -> StageSummary:
+    """Every active constraint judged on each response and summary of the selection by every judge.
+    Verdicts already stored for the same judge, mode and judge prompt are skipped."""
+    plan = resolve(config, options)
+    summary = StageSummary("judge")
+    responses = _stored_responses(store, plan, select_instructions(store, plan))
+    summaries = _stored_summaries(store, plan, [r["id"] for r in responses])
+    texts = [(r["id"], r["instruction_id"], f"response {r['id']} ({r['model']})") for r in responses]
+    texts += [(s["id"], s["instruction_id"], f"summary {s['id']} at {s['ratio']:g} of response {s['parent_id']}")
+              for s in summaries]
+    constraints_of: dict[int, list[tuple[int, str]]] = {}
+    units = []
+    for gid, iid, what in texts:
+        constraints = constraints_of.setdefault(iid, active_constraints(store, iid))
+        for judge in plan.judges:
+            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.judging):
+                summary.skipped += 1
+                continue
+
+            async def work(gid: int = gid, judge: str = judge, what: str = what,
+                           constraints: list[tuple[int, str]] = constraints) -> str:
+                result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
+                yes = store.scalar(
+                    "SELECT sum(verdict) FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ?",
+                    [gid, judge, plan.judging],
+                ) or 0
+                extra = f", {result.unanswered} unanswered (recorded No)" if result.unanswered else ""
+                return f"{what}: {judge} judged {result.judged} constraint(s), {yes} satisfied{extra}"
+
+            units.append(Unit(f"{what}, judge {judge}", work))
+    return await run_units("judge", units, summary, parallel=plan.parallel, progress=progress, stop=stop,
+                            budget=_budget or Budget(max_units))
+
+
+async def run_evaluate(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
+                       progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                       max_units: int | None = None) -> EvaluateSummary:
+    """Respond, summarise, judge (or only judge, with ``rejudge``). Stops early on the stop flag
+    or after ``max_units`` units across the three steps."""
+    resolve(config, options)  # fail on a bad option before any call
+    budget = Budget(max_units)
+    result = EvaluateSummary(run_id=client.run_id)
+    steps = (("respond", run_respond), ("summarize", run_summarize), ("judge", run_judge))
+    for name, step in steps:
+        if options.rejudge and name != "judge":
+            continue
+        if (stop is not None and stop.stopped) or budget.exhausted:
+            result.halted = True
+            break
+        result.stages[name] = await step(store, config, client, options, progress=progress, stop=stop, _budget=budget)
+    result.usage = client.usage.as_dict()
+    return result
+
+
+async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, progress: ProgressHook = no_progress,
+                   stop: StopFlag | None = None, max_units: int | None = None,
+                   on_event: Callable[[str, str], None] | None = None, name: str = "") -> EvaluateSummary:
+    """``run_evaluate`` inside a run record (kind 'evaluate') with its own client: the CLI's entry."""
+    from .runs import add_usage, create_run, finish_run, open_client
+
+    plan = resolve(config, options)
+    endpoints = list(plan.judges) if plan.rejudge else [*(plan.models or ()), plan.summarizer, *plan.judges]
+    run_id = create_run(store, "evaluate", config, name=name, options=_public_options(options))
+    try:
+        async with open_client(config, store, run_id=run_id, on_event=on_event, endpoints=endpoints) as client:
+            try:
+                result = await run_evaluate(store, config, client, options, progress=progress, stop=stop,
+                                            max_units=max_units)
+            finally:
+                add_usage(store, run_id, client.usage)
+    except BaseException as exc:
+        finish_run(store, run_id, "failed" if not isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "paused",
+                   error=str(exc) or type(exc).__name__)
+        raise
+    result.run_id = run_id
+    error = None
+    if result.failures:
+        lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures[:50]]
+        more = len(result.failures) - len(lines)
+        error = f"{len(result.failures)} unit(s) failed (run again to retry them):\n" + "\n".join(lines)
+        error += f"\n... and {more} more" if more > 0 else ""
+    finish_run(store, run_id, "paused" if result.stopped else "done", error=error)
+    return result
+
+
+def _public_options(options: EvaluateOptions) -> dict[str, Any]:
+    return {k: v for k, v in replace(options).__dict__.items() if v not in (None, False)}

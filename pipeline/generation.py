@@ -1,0 +1,206 @@
+"""Responses of the models under test, and summaries of those responses.
+
+Stored as ``generations`` rows (the conventions the metrics read):
+- ``kind='response'``: ``instruction_id``, ``model`` = the endpoint name of the model under
+  test, ``mode`` = ``direct`` (written from the instruction) or ``edit`` (the instruction's
+  constraint-blind base article revised to satisfy the constraints: the research code's
+  "fit" step); ``ratio`` and ``parent_id`` are NULL.
+- ``kind='summary'``: ``parent_id`` = the response summarised, ``ratio`` = the target share of
+  its words, ``achieved_ratio`` = summary words / response words, ``model`` = the summarizer's
+  endpoint name, ``mode`` = the response's mode (so a summary row alone says what it summarises).
+Each finished generation is committed at once; an existing one is found and reused, never
+paid for twice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import StageError
+from .llm import LLMClient, Params
+from .prompts import defuse, load_template, numbered
+from .store import Store, now
+
+MODES = ("direct", "edit")
+_WORD = re.compile(r"\S+")
+# A chat model's wrapper around the text it was asked for: a fence, a "Here is ..." line.
+_FENCED = re.compile(r"^```[^\n]*\n(.*?)\n?```\s*$", re.DOTALL)
+_PREAMBLE = re.compile(r"^(?:sure|certainly|of course|okay|ok)?[,!.]?\s*here(?:'s| is| are)\b[^\n]{0,120}:\s*\n", re.IGNORECASE)
+
+
+def count_words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def clean_reply(text: str) -> str:
+    """The text itself, without a surrounding code fence or a one-line "Here is..." preamble."""
+    text = text.strip()
+    fenced = _FENCED.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    return _PREAMBLE.sub("", text, count=1).strip()
+
+
+def _accept_text(text: str) -> str:
+    cleaned = clean_reply(text)
+    if count_words(cleaned) < 3:
+        raise ValueError("reply holds no text")  # refused replies are not cached
+    return cleaned
+
+
+@dataclass(frozen=True)
+class InstructionText:
+    id: int
+    main_task: str
+    constraints: list[tuple[int, str]]  # (constraint id, text), in the final order
+    base_generation_id: int | None
+
+
+def load_instruction(store: Store, instruction_id: int) -> InstructionText:
+    row = store.one("SELECT id, main_task, base_generation_id FROM instructions WHERE id = ?", [instruction_id])
+    if row is None:
+        raise StageError(f"{store.path}: no instruction {instruction_id}")
+    return InstructionText(
+        id=row["id"],
+        main_task=row["main_task"] or "",
+        constraints=active_constraints(store, instruction_id),
+        base_generation_id=row["base_generation_id"],
+    )
+
+
+def active_constraints(store: Store, instruction_id: int) -> list[tuple[int, str]]:
+    rows = store.conn.execute(
+        "SELECT id, text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position, id",
+        (instruction_id,),
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def base_article(store: Store, instruction: InstructionText) -> tuple[int, str]:
+    """The instruction's constraint-blind base article (id, text): edit mode revises it."""
+    gid = instruction.base_generation_id
+    if gid is None:
+        row = store.one(
+            "SELECT id FROM generations WHERE kind = 'base' AND instruction_id = ? ORDER BY id LIMIT 1", [instruction.id]
+        )
+        gid = row["id"] if row else None
+    if gid is None:
+        raise StageError(f"instruction {instruction.id}: no base article to edit (edit mode needs the build's base article)")
+    return gid, generation_text(store, gid)
+
+
+def generation_text(store: Store, generation_id: int) -> str:
+    row = store.conn.execute(
+        "SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", (generation_id,)
+    ).fetchone()
+    if row is None:
+        raise StageError(f"{store.path}: no generation {generation_id}")
+    return row[0]
+
+
+def find_response(store: Store, instruction_id: int, model: str, mode: str) -> int | None:
+    return store.scalar(
+        "SELECT id FROM generations WHERE kind = 'response' AND instruction_id = ? AND model = ? AND mode = ?"
+        " ORDER BY id LIMIT 1",
+        [instruction_id, model, mode],
+    )
+
+
+def find_summary(store: Store, response_id: int, ratio: float, summarizer: str) -> int | None:
+    # Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
+    return store.scalar(
+        "SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND model = ? AND abs(ratio - ?) < 1e-9"
+        " ORDER BY id LIMIT 1",
+        [response_id, summarizer, ratio],
+    )
+
+
+def _insert_generation(store: Store, values: dict[str, object]) -> int:
+    cur = store.conn.execute(
+        "INSERT INTO generations (kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
+        " achieved_ratio, call_id, created_at) VALUES (:kind, :instruction_id, :model, :mode, :ratio, :parent_id,"
+        " :text_hash, :words, :achieved_ratio, :call_id, :created_at)",
+        {"ratio": None, "parent_id": None, "achieved_ratio": None, **values, "created_at": now()},
+    )
+    store.commit()
+    return int(cur.lastrowid)
+
+
+def response_messages(store: Store, instruction: InstructionText, mode: str, words: int) -> tuple[object, list[dict[str, str]]]:
+    """The template and messages for a response; edit mode carries the base article."""
+    if mode not in MODES:
+        raise StageError(f"response mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if not instruction.constraints:
+        raise StageError(f"instruction {instruction.id}: no active constraints")
+    constraints = numbered([t for _, t in instruction.constraints])
+    if mode == "direct":
+        template = load_template("respond_direct")
+        return template, template.render(main_task=defuse(instruction.main_task), constraints=constraints, words=words)
+    template = load_template("respond_edit")
+    _, base = base_article(store, instruction)
+    return template, template.render(
+        main_task=defuse(instruction.main_task), base=defuse(base), constraints=constraints, words=words
+    )
+
+
+def _token_budget(words: int) -> int:
+    # About 1.4 tokens a word in English, with room for a model that runs long.
+    return int(words * 2.2) + 200
+
+
+async def respond(
+    store: Store, client: LLMClient, instruction_id: int, model: str, mode: str = "direct", *,
+    words: int = 500, temperature: float = 0.0,
+) -> tuple[int, bool]:
+    """The response of ``model`` (an endpoint name) to an instruction: (generation id, created now?)."""
+    existing = find_response(store, instruction_id, model, mode)
+    if existing is not None:
+        return existing, False
+    instruction = load_instruction(store, instruction_id)
+    template, messages = response_messages(store, instruction, mode, words)
+    text, completion = await client.chat(
+        model, messages, template=template,  # type: ignore[arg-type]
+        params=Params(temperature=temperature, max_tokens=_token_budget(words)), accept=_accept_text,
+    )
+    body = str(text)
+    gid = _insert_generation(store, {
+        "kind": "response", "instruction_id": instruction_id, "model": model, "mode": mode,
+        "text_hash": store.put_text(body), "words": count_words(body), "call_id": completion.call_id,
+    })
+    return gid, True
+
+
+def target_words(response_words: int, ratio: float) -> int:
+    return max(10, round(response_words * ratio))
+
+
+async def summarize(
+    store: Store, client: LLMClient, response_id: int, ratio: float, summarizer: str,
+) -> tuple[int, bool]:
+    """A summary of a stored response at ``ratio`` of its words: (generation id, created now?)."""
+    if not 0 < ratio < 1:
+        raise StageError(f"summary ratio must be between 0 and 1, got {ratio}")
+    existing = find_summary(store, response_id, ratio, summarizer)
+    if existing is not None:
+        return existing, False
+    parent = store.one("SELECT id, instruction_id, mode, words FROM generations WHERE id = ? AND kind = 'response'", [response_id])
+    if parent is None:
+        raise StageError(f"{store.path}: no response generation {response_id}")
+    text = generation_text(store, response_id)
+    words = parent["words"] or count_words(text)
+    target = target_words(words, ratio)
+    template = load_template("summarize")
+    messages = template.render(text=defuse(text), words=words, target_words=target)
+    summary, completion = await client.chat(
+        summarizer, messages, template=template,
+        params=Params(temperature=0.0, max_tokens=_token_budget(target)), accept=_accept_text,
+    )
+    body = str(summary)
+    n = count_words(body)
+    gid = _insert_generation(store, {
+        "kind": "summary", "instruction_id": parent["instruction_id"], "model": summarizer, "mode": parent["mode"],
+        "ratio": ratio, "parent_id": response_id, "text_hash": store.put_text(body), "words": n,
+        "achieved_ratio": round(n / words, 4) if words else None, "call_id": completion.call_id,
+    })
+    return gid, True

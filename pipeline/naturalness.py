@@ -1,0 +1,303 @@
+"""Naturalness (the paper's Table 1): which of two constraint sets written for the same
+reference article reads more like what a person would ask for?
+
+For each reference article, every pair of conditions present (e.g. common+eval vs
+common+direct vs single, and a human-written set when the user imports one) is shown to an
+LLM judge, which prefers one. Which set the judge sees first is drawn at random, seeded per
+(seed, judge, pair) so a re-run draws the same, and recorded (``shown_first``): over many
+pairs each side is first about half the time, which cancels the judge's position bias, and the
+stored order lets the report measure that bias. Results go to the ``naturalness`` table
+(``winner`` NULL = tie); ``win_rates`` turns them into a win rate per condition pair with
+bootstrap intervals over articles.
+
+Human-written sets come from a JSONL file, one line per reference article:
+``{"article_id": 12, "main_task": "...", "constraints": ["...", ...]}`` (``article_id`` is the
+store's article id; ``source_id`` plus an optional ``corpus`` works instead). They are stored as
+instructions of condition ``human`` with status ``imported`` (the evaluation never picks them up).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .errors import CorpusError, StageError
+from .evaluate import Budget, StageSummary, Unit, run_units
+from .llm import LLMClient, Params
+from .progress import ProgressHook, StopFlag, no_progress
+from .prompts import defuse, load_template, numbered
+from .store import Store, now
+
+HUMAN = "human"
+# The order conditions are named in a pair: the method's own first, so rates read "eval beats ...".
+CONDITION_ORDER = ("eval", "direct", "none", "single", HUMAN)
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"preferred": {"type": "integer", "enum": [0, 1, 2]}, "reason": {"type": "string"}},
+    "required": ["preferred"],
+}
+
+
+@dataclass
+class NaturalnessOptions:
+    build_run: str | None = None
+    conditions: list[str] | None = None  # compare only these (default: every condition present)
+    domain: str | None = None
+    judges: list[str] | None = None  # default: the naturalness_judge role
+    human_file: str | None = None  # JSONL of human-written sets to import first
+    seed: int = 0
+    parallel: int | None = None
+
+
+# -- human-written sets -----------------------------------------------------------------------
+
+
+def import_human_sets(store: Store, path: str | Path) -> tuple[int, int]:
+    """Store each line of a JSONL file as a ``human`` instruction: (added, already there)."""
+    path = Path(path)
+    if not path.exists():
+        raise CorpusError(f"{path}: file not found")
+    run_id = f"human:{path.name}"
+    added = kept = 0
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {lineno}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(item, dict):
+            raise CorpusError(f"{where}: expected an object with article_id, main_task, constraints")
+        article = _article_of(store, item, where)
+        constraints = item.get("constraints")
+        if not isinstance(constraints, list) or not constraints or not all(isinstance(c, str) and c.strip() for c in constraints):
+            raise CorpusError(f"{where}: field 'constraints' must be a non-empty list of strings")
+        main_task = item.get("main_task", "")
+        if not isinstance(main_task, str):
+            raise CorpusError(f"{where}: field 'main_task' must be a string")
+        if store.scalar("SELECT id FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ?",
+                        [run_id, HUMAN, article["id"]]) is not None:
+            kept += 1
+            continue
+        stamp = now()
+        iid = store.conn.execute(
+            "INSERT INTO instructions (run_id, domain, condition, article_a, main_task, n_constraints, status, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'imported', ?)",
+            (run_id, article["domain"], HUMAN, article["id"], main_task.strip(), len(constraints), stamp),
+        ).lastrowid
+        store.conn.executemany(
+            "INSERT INTO constraints (instruction_id, position, text, origin, active, created_at) VALUES (?, ?, ?, ?, 1, ?)",
+            [(iid, pos, c.strip(), HUMAN, stamp) for pos, c in enumerate(constraints, 1)],
+        )
+        added += 1
+    store.commit()
+    return added, kept
+
+
+def _article_of(store: Store, item: dict[str, Any], where: str) -> dict[str, Any]:
+    if "article_id" in item:
+        row = store.one("SELECT id, domain FROM articles WHERE id = ?", [item["article_id"]])
+        what = f"article_id {item['article_id']!r}"
+    elif "source_id" in item:
+        sql, params = "SELECT id, domain FROM articles WHERE source_id = ?", [str(item["source_id"])]
+        if "corpus" in item:
+            sql, params = sql + " AND corpus = ?", params + [item["corpus"]]
+        rows = store.query(sql, params)
+        if len(rows) > 1:
+            raise CorpusError(f"{where}: source_id {item['source_id']!r} is in several corpora; add a 'corpus' field")
+        row = rows[0] if rows else None
+        what = f"source_id {item['source_id']!r}"
+    else:
+        raise CorpusError(f"{where}: needs 'article_id' (or 'source_id') naming the reference article")
+    if row is None:
+        raise CorpusError(f"{where}: {what} is not an article in {store.path}")
+    return row
+
+
+# -- which sets to compare --------------------------------------------------------------------
+
+
+def condition_rank(condition: str) -> tuple[int, str]:
+    return (CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER), condition)
+
+
+def comparison_pairs(store: Store, options: NaturalnessOptions) -> list[tuple[int, int]]:
+    """(instruction a, instruction b) pairs to compare: per reference article, one set per
+    condition (the newest), every two conditions. ``a`` holds the condition named first."""
+    sql = ("SELECT id, condition, article_a FROM instructions WHERE article_a IS NOT NULL AND"
+           " ((status = 'done'" + (" AND run_id = ?" if options.build_run else "") + ")"
+           " OR (status = 'imported' AND condition = ?))")
+    params: list[Any] = ([options.build_run] if options.build_run else []) + [HUMAN]
+    if options.domain:
+        sql += " AND domain = ?"
+        params.append(options.domain)
+    by_article: dict[int, dict[str, int]] = defaultdict(dict)
+    for row in store.conn.execute(sql + " ORDER BY id", params):
+        iid, condition, article = row
+        if options.conditions and condition not in options.conditions:
+            continue
+        by_article[article][condition] = iid  # ordered by id: the newest set wins
+    pairs = []
+    for article in sorted(by_article):
+        sets = by_article[article]
+        for c1, c2 in combinations(sorted(sets, key=condition_rank), 2):
+            pairs.append((sets[c1], sets[c2]))
+    return pairs
+
+
+# -- one comparison -------------------------------------------------------------------------------
+
+
+def shown_first(seed: int, judge: str, a: int, b: int) -> int:
+    """Which of the pair the judge sees first: a fair coin, fixed per (seed, judge, pair)."""
+    return a if random.Random(f"{seed}:{judge}:{a}:{b}").random() < 0.5 else b
+
+
+def _validate(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError('expected {"preferred": 1 or 2, "reason": "..."}')
+    raw = data.get("preferred")
+    if isinstance(raw, str):
+        raw = {"1": 1, "2": 2, "0": 0, "tie": 0, "none": 0}.get(raw.strip().lower(), raw)
+    if raw not in (0, 1, 2) or isinstance(raw, bool):
+        raise ValueError(f'"preferred" must be 1, 2 (or 0 for a tie), got {data.get("preferred")!r}')
+    return {"preferred": int(raw), "reason": str(data.get("reason") or "")}
+
+
+def _instruction(store: Store, iid: int) -> tuple[str, list[str]]:
+    task = store.scalar("SELECT main_task FROM instructions WHERE id = ?", [iid]) or ""
+    texts = [r[0] for r in store.conn.execute(
+        "SELECT text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position, id", (iid,))]
+    if not texts:
+        raise StageError(f"instruction {iid}: no active constraints to compare")
+    return task, texts
+
+
+async def compare(store: Store, client: LLMClient, judge: str, a: int, b: int, *, seed: int = 0) -> int | None:
+    """Judge one pair and store it; returns the winner's instruction id (None for a tie)."""
+    first = shown_first(seed, judge, a, b)
+    second = b if first == a else a
+    (task_1, cons_1), (task_2, cons_2) = _instruction(store, first), _instruction(store, second)
+    template = load_template("naturalness")
+    messages = template.render(task_1=defuse(task_1), constraints_1=numbered(cons_1),
+                               task_2=defuse(task_2), constraints_2=numbered(cons_2))
+    reply, completion = await client.chat_json(judge, messages, schema=SCHEMA, validate=_validate, template=template,
+                                               params=Params(max_tokens=300))
+    winner = {1: first, 2: second, 0: None}[reply["preferred"]]
+    store.conn.execute(
+        "INSERT OR REPLACE INTO naturalness (judge, instruction_a, instruction_b, shown_first, winner, reason, call_id,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (judge, a, b, first, winner, reply["reason"], completion.call_id, now()),
+    )
+    store.commit()
+    return winner
+
+
+async def run_naturalness(store: Store, config: Config, client: LLMClient, options: NaturalnessOptions, *,
+                          progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                          max_units: int | None = None) -> StageSummary:
+    """Compare every pair of constraint sets for the same reference with each judge; a unit is
+    one (pair, judge). Pairs already judged are skipped."""
+    if options.human_file:
+        added, kept = import_human_sets(store, options.human_file)
+        progress_msg = f"human-written sets: {added} imported, {kept} already stored"
+        from .progress import ProgressEvent
+
+        progress(ProgressEvent("naturalness", 0, 0, progress_msg, kind="log"))
+    judges = list(dict.fromkeys(options.judges or [config.roles.naturalness_judge]))
+    for j in judges:
+        config.endpoint(j)
+    summary = StageSummary("naturalness")
+    done = {(r[0], r[1], r[2]) for r in store.conn.execute("SELECT judge, instruction_a, instruction_b FROM naturalness")}
+    units = []
+    for a, b in comparison_pairs(store, options):
+        for judge in judges:
+            if (judge, a, b) in done:
+                summary.skipped += 1
+                continue
+
+            async def work(a: int = a, b: int = b, judge: str = judge) -> str:
+                winner = await compare(store, client, judge, a, b, seed=options.seed)
+                return f"instructions {a} vs {b}: {judge} preferred {winner if winner is not None else 'neither (tie)'}"
+
+            units.append(Unit(f"instructions {a} vs {b}, judge {judge}", work))
+    parallel = options.parallel or sum(config.endpoint(j).concurrency for j in judges)
+    return await run_units("naturalness", units, summary, parallel=parallel, progress=progress, stop=stop,
+                           budget=Budget(max_units))
+
+
+# -- win rates ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WinRate:
+    condition_a: str
+    condition_b: str
+    comparisons: int
+    articles: int
+    wins_a: int
+    wins_b: int
+    ties: int
+    rate_a: Any  # stats.Interval: share of comparisons condition_a won (a tie counts half)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**{k: getattr(self, k) for k in ("condition_a", "condition_b", "comparisons", "articles", "wins_a",
+                                                 "wins_b", "ties")}, "rate_a": self.rate_a.as_dict()}
+
+
+def comparisons(store: Store, *, judges: Sequence[str] | None = None, domain: str | None = None) -> list[dict[str, Any]]:
+    """Every stored comparison with the two conditions, the reference article and the order shown."""
+    sql = ("SELECT n.judge, n.instruction_a, n.instruction_b, n.shown_first, n.winner, ia.condition AS condition_a,"
+           " ib.condition AS condition_b, ia.article_a AS article, ia.domain AS domain FROM naturalness n"
+           " JOIN instructions ia ON ia.id = n.instruction_a JOIN instructions ib ON ib.id = n.instruction_b")
+    rows = store.query(sql + " ORDER BY n.id")
+    if judges:
+        rows = [r for r in rows if r["judge"] in judges]
+    if domain:
+        rows = [r for r in rows if r["domain"] == domain]
+    return rows
+
+
+def win_rates(store: Store, *, judges: Sequence[str] | None = None, domain: str | None = None, seed: int = 0,
+              n_resamples: int = 1000) -> list[WinRate]:
+    """Per condition pair: how often the first-named condition's set was judged more natural,
+    with a 95% bootstrap interval resampling reference articles (an article's comparisons by
+    several judges move together)."""
+    from .stats import bootstrap_mean
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in comparisons(store, judges=judges, domain=domain):
+        ca, cb = row["condition_a"], row["condition_b"]
+        a_id, b_id = row["instruction_a"], row["instruction_b"]
+        if condition_rank(cb) < condition_rank(ca):
+            ca, cb, a_id, b_id = cb, ca, b_id, a_id
+        score = 0.5 if row["winner"] is None else (1.0 if row["winner"] == a_id else 0.0)
+        groups[(ca, cb)].append({"article": row["article"], "score": score})
+    out = []
+    for (ca, cb), items in sorted(groups.items(), key=lambda kv: (condition_rank(kv[0][0]), condition_rank(kv[0][1]))):
+        per_article: dict[int, list[float]] = defaultdict(list)
+        for item in items:
+            per_article[item["article"]].append(item["score"])
+        means = [sum(v) / len(v) for v in per_article.values()]
+        interval = bootstrap_mean(means, n_resamples=n_resamples, seed=seed)
+        wins_a = sum(1 for i in items if i["score"] == 1.0)
+        wins_b = sum(1 for i in items if i["score"] == 0.0)
+        out.append(WinRate(ca, cb, len(items), len(per_article), wins_a, wins_b, len(items) - wins_a - wins_b, interval))
+    return out
+
+
+def position_bias(store: Store, *, judges: Sequence[str] | None = None) -> tuple[float, int]:
+    """Share of decided comparisons won by the set shown first (0.5 = no bias), and how many."""
+    decided = [r for r in comparisons(store, judges=judges) if r["winner"] is not None]
+    if not decided:
+        return float("nan"), 0
+    return sum(1 for r in decided if r["winner"] == r["shown_first"]) / len(decided), len(decided)

@@ -1,0 +1,331 @@
+"""The evaluation stage end to end on the fake server: respond -> summarize -> judge, resume,
+rejudge, failures that do not stop the run, the CLI, and one small real run."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from pipeline.config import parse_config
+from pipeline.errors import StageError
+from pipeline.evaluate import EvaluateOptions, evaluate, resolve, run_evaluate, run_judge, run_respond
+from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message
+from pipeline.llm import LLMClient
+from pipeline.progress import StopFlag
+from pipeline.store import now
+
+KEYWORDS = ["harbour", "lantern", "ferry", "market", "storm", "bridge"]
+
+
+def _system(request: dict) -> str:
+    return str(request["messages"][0]["content"]) if request["messages"][0]["role"] == "system" else ""
+
+
+def role_of(request: dict) -> str:
+    system = _system(request)
+    if "skilled writer" in system:
+        return "respond_direct"
+    if "skilled editor" in system:
+        return "respond_edit"
+    if "summarise texts" in system:
+        return "summarize"
+    if "numbered constraint" in system:
+        return "judge_batched"
+    if "one CONSTRAINT" in system:
+        return "judge_single"
+    raise AssertionError(f"unknown prompt: {system[:80]}")
+
+
+def _between(text: str, name: str) -> str:
+    return text.split(f"<<<{name}", 1)[1].split(f"{name}>>>", 1)[0]
+
+
+def world(request: dict) -> str:
+    """A deterministic fake world: the writer mentions each constraint's keyword in its own
+    sentence, in constraint order; the summarizer keeps the first words; a judge says Yes when
+    the keyword is in the text, quoting its sentence. Judge 'jb' disagrees on constraint 1."""
+    role = role_of(request)
+    prompt = last_user_message(request)
+    if role.startswith("respond"):
+        block = _between(prompt, "REQUIREMENTS")
+        words = [w for w in re.findall(r"the (\w+)\.", block)]
+        return " ".join(f"In this part the {w} matters a great deal to everyone." for w in words)
+    if role == "summarize":
+        target = int(prompt.split("Summarise it in about ")[1].split()[0])
+        return " ".join(_between(prompt, "TEXT").split()[:target])
+    text = _between(prompt, "TEXT")
+    sentences = re.split(r"(?<=\.)\s+", text.strip())
+
+    def verdict(constraint: str) -> dict:
+        word = re.search(r"the (\w+)\.", constraint).group(1)
+        hit = next((s for s in sentences if word in s), None)
+        yes = hit is not None
+        if request["model"] == "model-jb" and word == KEYWORDS[0]:
+            yes = not yes
+        return {"verdict": "yes" if yes else "no", "quote": (hit or "an invented line about nothing") if yes else "",
+                "reason": "" if yes else "absent"}
+
+    if role == "judge_single":
+        return json.dumps(verdict(_between(prompt, "CONSTRAINT")))
+    block = _between(prompt, "CONSTRAINTS")
+    items = re.findall(r"^(\d+)\. (.*)$", block, re.MULTILINE)
+    return json.dumps({"verdicts": [{"id": int(i), **verdict(c)} for i, c in items]})
+
+
+def make_instructions(store, n: int = 2, k: int = 4, *, condition: str = "eval", run_id: str = "build-1") -> list[int]:
+    ids = []
+    for i in range(n):
+        iid = store.db["instructions"].insert({"run_id": run_id, "domain": "news", "condition": condition,
+                                               "article_a": 100 + i, "main_task": f"Write a news article number {i}.",
+                                               "n_constraints": k, "status": "done", "created_at": now()}).last_pk
+        base = f"A plain draft number {i} about a town, with no particular details."
+        gid = store.db["generations"].insert({"kind": "base", "instruction_id": iid, "model": "gen", "mode": "",
+                                              "text_hash": store.put_text(base), "words": len(base.split())}).last_pk
+        store.db["instructions"].update(iid, {"base_generation_id": gid})
+        for pos in range(1, k + 1):
+            store.db["constraints"].insert({"instruction_id": iid, "position": pos, "origin": "synthesized",
+                                            "active": 1, "text": f"Mention the {KEYWORDS[(pos - 1 + i) % len(KEYWORDS)]}."})
+        ids.append(iid)
+    # An unfinished instruction: never evaluated.
+    store.db["instructions"].insert({"run_id": run_id, "domain": "news", "condition": condition, "article_a": 999,
+                                     "main_task": "x", "n_constraints": 0, "status": "synthesized", "created_at": now()})
+    store.commit()
+    return ids
+
+
+def make_config(server: FakeOpenAIServer, *, models=("ma", "mb"), judges=("ja", "jb"), extra: dict | None = None,
+                retries: int = 0):
+    names = set(models) | set(judges) | {"summ"}
+    endpoints = {n: {"base_url": server.base_url, "model": f"model-{n}", "concurrency": 3, "max_retries": retries}
+                 for n in names}
+    return parse_config({"endpoints": endpoints,
+                         "roles": {"models_under_test": list(models), "judges": list(judges), "summarizer": "summ"},
+                         "evaluate": {"response_words": 60, **(extra or {})}})
+
+
+def roles_called(server: FakeOpenAIServer) -> Counter:
+    return Counter(role_of(r) for r in server.requests)
+
+
+async def _evaluate(store, config, options=None, **kw):
+    client = LLMClient(config, store, backoff_base_s=0.01)
+    try:
+        return await run_evaluate(store, config, client, options or EvaluateOptions(), **kw)
+    finally:
+        await client.aclose()
+
+
+async def test_full_run_and_resume_without_repeated_calls(store):
+    ids = make_instructions(store, n=2, k=4)
+    with FakeOpenAIServer(world) as server:
+        config = make_config(server, extra={"ratios": [0.5, 0.25]})
+        result = await _evaluate(store, config)
+        calls = roles_called(server)
+        # 2 instructions x 2 models; 4 responses x 2 ratios; 12 texts x 2 judges, one batched call each.
+        assert calls == Counter(respond_direct=4, summarize=8, judge_batched=24)
+        assert result.failed == 0 and not result.stopped
+        assert result.stages["judge"].done == 24
+        n_calls = server.calls
+        again = await _evaluate(store, config)
+        assert server.calls == n_calls  # nothing paid twice
+        assert again.stages["respond"].skipped == 4 and again.stages["summarize"].skipped == 8
+        assert again.stages["judge"].skipped == 24 and again.stages["judge"].done == 0
+    responses = store.query("SELECT * FROM generations WHERE kind = 'response' ORDER BY id")
+    assert {(r["instruction_id"], r["model"], r["mode"]) for r in responses} == {(i, m, "direct") for i in ids for m in ("ma", "mb")}
+    summaries = store.query("SELECT * FROM generations WHERE kind = 'summary'")
+    assert sorted({s["ratio"] for s in summaries}) == [0.25, 0.5]
+    for s in summaries:
+        parent_words = store.scalar("SELECT words FROM generations WHERE id = ?", [s["parent_id"]])
+        assert s["achieved_ratio"] == pytest.approx(s["words"] / parent_words, abs=1e-4)
+    # 12 texts x 2 judges x 4 constraints.
+    assert store.scalar("SELECT count(*) FROM verdicts") == 96
+    # The response mentions every keyword: judge ja says yes to all on the full response...
+    full = store.query("SELECT v.verdict, v.quote_found FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+                       " WHERE g.kind = 'response' AND v.judge = 'ja'")
+    assert all(r["verdict"] == 1 and r["quote_found"] == "exact" for r in full)
+    # ...and the 25% summary keeps only the first sentence: later constraints are superficial.
+    short = store.query("SELECT c.position, v.verdict FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+                        " JOIN constraints c ON c.id = v.constraint_id WHERE g.kind = 'summary' AND g.ratio = 0.25"
+                        " AND v.judge = 'ja' ORDER BY c.position")
+    assert {r["position"] for r in short if r["verdict"] == 1} == {1}
+    assert any(r["verdict"] == 0 for r in short)
+    # The two judges disagree on the first keyword's constraint: both rows kept.
+    disagree = store.scalar(
+        "SELECT count(*) FROM verdicts a JOIN verdicts b ON a.generation_id = b.generation_id"
+        " AND a.constraint_id = b.constraint_id AND a.judge = 'ja' AND b.judge = 'jb' AND a.verdict != b.verdict")
+    assert disagree > 0
+
+
+async def test_step_mode_and_stop_resume_to_the_same_result(store):
+    make_instructions(store, n=2, k=3)
+    with FakeOpenAIServer(world) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        first = await _evaluate(store, config, max_units=3)
+        assert first.stopped and server.calls == 3
+        assert first.stages["respond"].done == 2 and first.stages["summarize"].done == 1
+        stop = StopFlag()
+        stop.stop("pause")
+        paused = await _evaluate(store, config, stop=stop)
+        assert paused.stopped and server.calls == 3
+        await _evaluate(store, config)
+        # 2 responses + 2 summaries + 4 judgings, each paid once.
+        assert server.calls == 8 and roles_called(server) == Counter(respond_direct=2, summarize=2, judge_batched=4)
+
+
+async def test_rejudge_calls_only_the_judge(store):
+    make_instructions(store, n=2, k=3)
+    with FakeOpenAIServer(world) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        await _evaluate(store, config)
+        before = server.calls
+        new = make_config(server, models=("ma",), judges=("ja", "jb"))
+        result = await _evaluate(store, new, EvaluateOptions(rejudge=True, judges=["jb"]))
+        later = server.requests[before:]
+        assert {role_of(r) for r in later} == {"judge_batched"} and {r["model"] for r in later} == {"model-jb"}
+        assert len(later) == 4 and set(result.stages) == {"judge"}
+        # per-constraint judging is another mode: stored texts judged again, one call per constraint.
+        before = server.calls
+        await _evaluate(store, new, EvaluateOptions(rejudge=True, judges=["ja"], judging="per_constraint"))
+        assert server.calls - before == 4 * 3
+        assert {role_of(r) for r in server.requests[before:]} == {"judge_single"}
+    modes = Counter((r["judge"], r["judging_mode"]) for r in store.query("SELECT judge, judging_mode FROM verdicts"))
+    assert modes == Counter({("ja", "batched"): 12, ("jb", "batched"): 12, ("ja", "per_constraint"): 12})
+
+
+async def test_edit_mode_and_filters(store):
+    ids = make_instructions(store, n=2, k=2)
+    other = make_instructions(store, n=1, k=2, condition="single", run_id="build-2")
+    with FakeOpenAIServer(world) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        await _evaluate(store, config, EvaluateOptions(mode="edit", conditions=["eval"], ratios=[0.1]))
+        assert roles_called(server)["respond_edit"] == 2 and "respond_direct" not in roles_called(server)
+        edit_prompts = [last_user_message(r) for r in server.requests if role_of(r) == "respond_edit"]
+        assert all("A plain draft number" in p for p in edit_prompts)
+        await _evaluate(store, config, EvaluateOptions(build_run="build-2"))
+    rows = store.query("SELECT instruction_id, mode FROM generations WHERE kind = 'response' ORDER BY instruction_id")
+    assert rows == [{"instruction_id": ids[0], "mode": "edit"}, {"instruction_id": ids[1], "mode": "edit"},
+                    {"instruction_id": other[0], "mode": "direct"}]
+    assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary' AND ratio = 0.1") == 2
+
+
+async def test_a_failed_instruction_does_not_stop_the_run(store):
+    ids = make_instructions(store, n=3, k=2)
+
+    def flaky(request: dict) -> Reply | str:
+        if role_of(request).startswith("respond") and "number 1." in last_user_message(request):
+            return Reply.error(500, "the model fell over")
+        return world(request)
+
+    with FakeOpenAIServer(flaky) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        events = []
+        result = await _evaluate(store, config, progress=events.append)
+        assert result.failed == 1 and result.stages["respond"].done == 2
+        assert "instruction %d" % ids[1] in result.failures[0].unit and "500" in result.failures[0].error
+        assert any(e.kind == "error" for e in events)
+        # The others went all the way through.
+        assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 2
+        server.responder = world
+        again = await _evaluate(store, config)
+        assert again.failed == 0 and again.stages["respond"].done == 1 and again.stages["respond"].skipped == 2
+
+
+async def test_a_dead_endpoint_stops_the_step(store):
+    make_instructions(store, n=8, k=2)
+    with FakeOpenAIServer(lambda r: Reply.error(500, "down")) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        with pytest.raises(StageError, match="in a row"):
+            await _evaluate(store, config, EvaluateOptions(parallel=1))
+        assert server.calls == 5
+
+
+def test_resolve_checks_names_and_values(store):
+    config = parse_config({"evaluate": {"ratios": [0.5, 0.25]}})
+    plan = resolve(config, EvaluateOptions())
+    assert plan.models == ("local",) and plan.ratios == (0.5, 0.25) and plan.judging == "batched" and plan.mode == "direct"
+    assert resolve(config, EvaluateOptions(rejudge=True)).models is None
+    from pipeline.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="nope"):
+        resolve(config, EvaluateOptions(models=["nope"]))
+    with pytest.raises(StageError, match="ratio"):
+        resolve(config, EvaluateOptions(ratios=[1.5]))
+    with pytest.raises(StageError, match="judging"):
+        resolve(config, EvaluateOptions(judging="vibes"))
+
+
+async def test_evaluate_records_a_run(store):
+    make_instructions(store, n=1, k=2)
+    with FakeOpenAIServer(world) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        result = await evaluate(store, config, EvaluateOptions())
+    run = store.one("SELECT * FROM runs WHERE id = ?", [result.run_id])
+    assert run["kind"] == "evaluate" and run["status"] == "done" and run["calls"] == 4 and run["error"] is None
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE run_id = ?", [result.run_id]) == 4
+
+
+def test_cli_evaluate(store_path, tmp_path, capsys):
+    from pipeline.cli import main
+    from pipeline.store import open_store
+
+    s = open_store(store_path)
+    make_instructions(s, n=2, k=3)
+    s.close()
+    with FakeOpenAIServer(world) as server:
+        cfg = tmp_path / "unspecific.toml"
+        cfg.write_text(
+            "\n".join(f'[endpoints.{n}]\nbase_url = "{server.base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
+                      for n in ("ma", "ja", "jb", "summ"))
+            + '[roles]\nmodels_under_test = ["ma"]\njudges = ["ja"]\nsummarizer = "summ"\n'
+            + "[evaluate]\nresponse_words = 60\n"
+        )
+        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--ratios", "0.5,0.25"])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert server.calls == 2 + 4 + 6
+        assert "judge" in out and "calls" in out
+        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--rejudge", "--judges", "jb",
+                     "--judging", "per_constraint"])
+        assert code == 0
+        assert server.calls == 12 + 6 * 3
+        assert main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--models", "nope"]) == 2
+
+
+@pytest.mark.real_model
+async def test_real_local_model_build_evaluate_report(store, local_server_url, tmp_path):
+    """Small and real: 1 instruction with 5 constraints (through build when it exists), one
+    model, one ratio, batched judging, then the report when it exists."""
+    import importlib.util
+
+    config = parse_config({"evaluate": {"response_words": 150, "ratios": [0.25]}})
+    iid = make_instructions(store, n=1, k=5)[0]
+    texts = ["Open with a description of the weather on the day.",
+             "Quote a local resident who is worried about the changes.",
+             "Explain how the decision affects families with young children.",
+             "Mention a budget figure in the second paragraph.",
+             "End with what happens next and when."]
+    for pos, text in enumerate(texts, 1):
+        store.conn.execute("UPDATE constraints SET text = ? WHERE instruction_id = ? AND position = ?", (text, iid, pos))
+    store.conn.execute("UPDATE instructions SET main_task = ? WHERE id = ?",
+                       ("Write a short local news article about a town council closing a library.", iid))
+    store.commit()
+    client = LLMClient(config, store, local_base_url=local_server_url)
+    try:
+        result = await run_evaluate(store, config, client, EvaluateOptions())
+    finally:
+        await client.aclose()
+    assert result.failed == 0, result.failures
+    response = store.one("SELECT * FROM generations WHERE kind = 'response'")
+    summary = store.one("SELECT * FROM generations WHERE kind = 'summary'")
+    assert response["words"] > 40 and 0 < summary["achieved_ratio"] < 1
+    assert store.scalar("SELECT count(*) FROM verdicts") == 10  # 5 constraints x (response + summary)
+    print("real run:", client.usage.as_dict(), "response words", response["words"],
+          "summary achieved", summary["achieved_ratio"])
+    if importlib.util.find_spec("pipeline.report") is not None:
+        from pipeline import report
+
+        if hasattr(report, "write_report"):
+            report.write_report(store, tmp_path / "report")

@@ -1,0 +1,130 @@
+"""Responses (direct and edit) and summaries against the fake server."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.config import parse_config
+from pipeline.errors import StageError
+from pipeline.fake_server import FakeOpenAIServer, last_user_message
+from pipeline.generation import clean_reply, count_words, respond, summarize
+from pipeline.llm import LLMClient
+from pipeline.store import now
+
+BASE = "A constraint-blind draft about the harbour festival and its crowded quay at dawn."
+CONSTRAINTS = ["Open with the weather.", "Quote a fisherman.", "End with the tide."]
+
+
+def _setup(store, *, with_base: bool = True) -> int:
+    base_id = None
+    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval",
+                                     "main_task": "Write a news article about a harbour festival.",
+                                     "n_constraints": 3, "status": "done", "created_at": now()})
+    if with_base:
+        base_id = store.db["generations"].insert({"kind": "base", "instruction_id": 1, "model": "gen", "mode": "",
+                                                  "text_hash": store.put_text(BASE), "words": count_words(BASE)}).last_pk
+        store.db["instructions"].update(1, {"base_generation_id": base_id})
+    for pos, text in enumerate(CONSTRAINTS, 1):
+        store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text, "origin": "synthesized",
+                                        "active": 1})
+    # A replaced constraint: never shown to the model under test.
+    store.db["constraints"].insert({"instruction_id": 1, "position": None, "text": "Mention the mayor.",
+                                    "origin": "synthesized", "active": 0})
+    store.commit()
+    return 1
+
+
+def _config(server: FakeOpenAIServer):
+    ep = {"base_url": server.base_url, "concurrency": 2, "max_retries": 0}
+    return parse_config({"endpoints": {"m": {**ep, "model": "writer"}, "s": {**ep, "model": "summ"}},
+                         "roles": {"models_under_test": ["m"], "summarizer": "s"}})
+
+
+def _writer(request: dict) -> str:
+    prompt = last_user_message(request)
+    if "Summarise it in about" in prompt:
+        target = int(prompt.split("Summarise it in about ")[1].split()[0])
+        return "Here is the summary:\n" + " ".join(["gist"] * target)
+    return "```\n" + " ".join(["word"] * 200) + "\n```"
+
+
+async def test_direct_response_and_summary(store):
+    _setup(store)
+    with FakeOpenAIServer(_writer) as server:
+        client = LLMClient(_config(server), store)
+        gid, created = await respond(store, client, 1, "m", "direct", words=200)
+        prompt = last_user_message(server.requests[0])
+        assert created and "harbour festival" in prompt and BASE not in prompt
+        assert "1. Open with the weather." in prompt and "3. End with the tide." in prompt
+        assert "Mention the mayor" not in prompt  # inactive constraints stay out
+        assert "about 200 words" in prompt
+        sid, created = await summarize(store, client, gid, 0.25, "s")
+        assert created and "about 50 words" in last_user_message(server.requests[1])
+        assert "The text has 200 words" in last_user_message(server.requests[1])
+        # Stored ones are found again: no call.
+        assert (await respond(store, client, 1, "m", "direct", words=200)) == (gid, False)
+        assert (await summarize(store, client, gid, 0.25, "s")) == (sid, False)
+        await client.aclose()
+        assert server.calls == 2
+    response = store.one("SELECT * FROM generations WHERE id = ?", [gid])
+    assert response["kind"] == "response" and response["model"] == "m" and response["mode"] == "direct"
+    assert response["words"] == 200 and response["ratio"] is None and response["call_id"] is not None
+    assert store.get_text(response["text_hash"]) == " ".join(["word"] * 200)  # fence stripped
+    summary = store.one("SELECT * FROM generations WHERE id = ?", [sid])
+    assert summary["kind"] == "summary" and summary["parent_id"] == gid and summary["ratio"] == 0.25
+    assert summary["words"] == 50 and summary["achieved_ratio"] == pytest.approx(0.25)
+    assert store.get_text(summary["text_hash"]).startswith("gist")  # preamble stripped
+
+
+async def test_achieved_ratio_is_measured_not_assumed(store):
+    _setup(store)
+    with FakeOpenAIServer(_writer) as server:
+        server.push(" ".join(["word"] * 120), " ".join(["short"] * 9))  # a summary far shorter than asked
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=120)
+        sid, _ = await summarize(store, client, gid, 0.5, "s")
+        await client.aclose()
+    assert "about 60 words" in last_user_message(server.requests[1])
+    assert store.scalar("SELECT achieved_ratio FROM generations WHERE id = ?", [sid]) == pytest.approx(9 / 120, abs=1e-4)
+
+
+async def test_edit_mode_prompt_carries_the_base_article(store):
+    _setup(store)
+    with FakeOpenAIServer(_writer) as server:
+        client = LLMClient(_config(server), store)
+        direct, _ = await respond(store, client, 1, "m", "direct", words=200)
+        edit, created = await respond(store, client, 1, "m", "edit", words=200)
+        await client.aclose()
+        prompt = last_user_message(server.requests[1])
+    assert created and edit != direct
+    assert BASE in prompt and "<<<DRAFT" in prompt and "2. Quote a fisherman." in prompt
+    assert store.scalar("SELECT mode FROM generations WHERE id = ?", [edit]) == "edit"
+
+
+async def test_edit_mode_without_base_article_is_a_stage_error(store):
+    _setup(store, with_base=False)
+    with FakeOpenAIServer(_writer) as server:
+        client = LLMClient(_config(server), store)
+        with pytest.raises(StageError, match="no base article"):
+            await respond(store, client, 1, "m", "edit")
+        await client.aclose()
+        assert server.calls == 0
+
+
+async def test_empty_text_reply_is_refused_and_not_stored(store):
+    _setup(store)
+    with FakeOpenAIServer(_writer) as server:
+        server.push("```\n```")
+        client = LLMClient(_config(server), store)
+        with pytest.raises(ValueError):
+            await respond(store, client, 1, "m", "direct")
+        gid, created = await respond(store, client, 1, "m", "direct")  # the next reply is fine, no cache of the bad one
+        await client.aclose()
+    assert created and store.scalar("SELECT count(*) FROM generations WHERE kind = 'response'") == 1
+
+
+def test_clean_reply():
+    assert clean_reply("Sure! Here is the article:\nThe quay was busy.") == "The quay was busy."
+    assert clean_reply("```markdown\nThe quay.\n```") == "The quay."
+    assert clean_reply("Here is a thought: the quay was busy.") == "Here is a thought: the quay was busy."
+    assert count_words("one  two\nthree") == 3
