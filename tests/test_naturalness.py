@@ -1,0 +1,188 @@
+"""Naturalness: pairwise preference between constraint sets for the same reference article."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+
+from pipeline.config import parse_config
+from pipeline.errors import CorpusError
+from pipeline.fake_server import FakeOpenAIServer, last_user_message
+from pipeline.llm import LLMClient
+from pipeline.naturalness import (
+    NaturalnessOptions,
+    comparison_pairs,
+    import_human_sets,
+    position_bias,
+    run_naturalness,
+    shown_first,
+    win_rates,
+)
+from pipeline.store import now
+
+# Marker words: the fake judge prefers sets by these, whatever order they are shown in.
+STYLE = {"eval": "natural", "direct": "contrived", "single": "plain", "human": "homely"}
+PREFERENCE = ["homely", "natural", "plain", "contrived"]  # most natural first
+
+
+def _articles(store, n: int) -> list[int]:
+    ids = []
+    for i in range(n):
+        h = store.put_text(f"article {i}")
+        ids.append(store.db["articles"].insert({"corpus": "c", "domain": "news", "source_id": f"s{i}", "title": f"t{i}",
+                                                "text_hash": h, "words": 2, "status": "kept"}).last_pk)
+    store.commit()
+    return ids
+
+
+def _sets(store, articles: list[int], conditions=("eval", "direct", "single")) -> None:
+    for a in articles:
+        for c in conditions:
+            iid = store.db["instructions"].insert({"run_id": "b1", "domain": "news", "condition": c, "article_a": a,
+                                                   "article_b": None if c == "single" else a + 1000,
+                                                   "main_task": f"Write about {a}.", "n_constraints": 2,
+                                                   "status": "done", "created_at": now()}).last_pk
+            for pos in (1, 2):
+                store.db["constraints"].insert({"instruction_id": iid, "position": pos, "active": 1,
+                                                "origin": "synthesized", "text": f"A {STYLE[c]} request number {pos}."})
+    store.commit()
+
+
+def judge(request: dict) -> str:
+    prompt = last_user_message(request)
+    one = prompt.split("<<<REQUEST1", 1)[1].split("REQUEST1>>>", 1)[0]
+    two = prompt.split("<<<REQUEST2", 1)[1].split("REQUEST2>>>", 1)[0]
+    rank = [next(i for i, w in enumerate(PREFERENCE) if w in block) for block in (one, two)]
+    return json.dumps({"preferred": 1 if rank[0] < rank[1] else 2, "reason": "reads like a person"})
+
+
+def first_shown_judge(request: dict) -> str:
+    return json.dumps({"preferred": 1, "reason": "always the first"})
+
+
+def _config(server, judges=("na",)):
+    return parse_config({"endpoints": {j: {"base_url": server.base_url, "model": f"model-{j}", "max_retries": 0}
+                                       for j in judges}, "roles": {"naturalness_judge": judges[0]}})
+
+
+async def _run(store, config, options):
+    client = LLMClient(config, store)
+    try:
+        return await run_naturalness(store, config, client, options)
+    finally:
+        await client.aclose()
+
+
+async def test_pairs_judged_with_randomised_order_and_win_rates(store):
+    articles = _articles(store, 12)
+    _sets(store, articles)
+    with FakeOpenAIServer(judge) as server:
+        summary = await _run(store, _config(server), NaturalnessOptions(seed=3))
+        assert summary.done == 12 * 3 and server.calls == 36
+        # Re-run: all stored, no call.
+        again = await _run(store, _config(server), NaturalnessOptions(seed=3))
+        assert again.skipped == 36 and server.calls == 36
+    rows = store.query("SELECT * FROM naturalness")
+    firsts = Counter(r["shown_first"] == r["instruction_a"] for r in rows)
+    assert firsts[True] > 5 and firsts[False] > 5  # the order shown really varies
+    assert all(r["shown_first"] == shown_first(3, "na", r["instruction_a"], r["instruction_b"]) for r in rows)
+    rates = {(r.condition_a, r.condition_b): r for r in win_rates(store)}
+    assert set(rates) == {("eval", "direct"), ("eval", "single"), ("direct", "single")}
+    assert rates[("eval", "direct")].rate_a.value == 1.0 and rates[("eval", "direct")].wins_a == 12
+    assert rates[("direct", "single")].rate_a.value == 0.0 and rates[("direct", "single")].wins_b == 12
+    assert rates[("eval", "single")].articles == 12
+    # The judge here has no position bias: the first-shown set wins about as often as the order was drawn.
+    share, n = position_bias(store)
+    assert n == 36 and 0.2 < share < 0.8
+
+
+async def test_position_bias_is_visible_and_cancels(store):
+    """A judge that always picks the first set shown: each condition wins about half the time."""
+    articles = _articles(store, 40)
+    _sets(store, articles, conditions=("eval", "direct"))
+    with FakeOpenAIServer(first_shown_judge) as server:
+        await _run(store, _config(server), NaturalnessOptions())
+    share, n = position_bias(store)
+    assert share == 1.0 and n == 40
+    (rate,) = win_rates(store)
+    assert 0.3 < rate.rate_a.value < 0.7
+    assert rate.rate_a.low < 0.5 < rate.rate_a.high  # no significant preference
+
+
+async def test_human_sets_from_jsonl(store, tmp_path):
+    articles = _articles(store, 3)
+    _sets(store, articles, conditions=("eval",))
+    path = tmp_path / "human.jsonl"
+    lines = [{"article_id": articles[0], "main_task": "Write about it.", "constraints": ["A homely ask.", "Another homely ask."]},
+             {"source_id": "s1", "main_task": "Write.", "constraints": ["A homely one."]}]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    with FakeOpenAIServer(judge) as server:
+        summary = await _run(store, _config(server), NaturalnessOptions(human_file=str(path)))
+        assert summary.done == 2
+    assert import_human_sets(store, path) == (0, 2)  # idempotent
+    (rate,) = win_rates(store)
+    assert (rate.condition_a, rate.condition_b, rate.wins_b, rate.comparisons) == ("eval", "human", 2, 2)
+    assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'human' AND status = 'imported'") == 2
+
+
+def test_human_file_errors_name_the_line(store, tmp_path):
+    _articles(store, 1)
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"article_id": 1, "constraints": ["x"]}\n{"article_id": 99, "constraints": ["x"]}\n')
+    with pytest.raises(CorpusError, match=r"bad.jsonl, line 2: article_id 99"):
+        import_human_sets(store, path)
+    path.write_text('{"article_id": 1, "constraints": []}\n')
+    with pytest.raises(CorpusError, match="line 1: field 'constraints'"):
+        import_human_sets(store, path)
+
+
+def test_comparison_pairs_filters(store):
+    articles = _articles(store, 2)
+    _sets(store, articles)
+    assert len(comparison_pairs(store, NaturalnessOptions())) == 6
+    assert len(comparison_pairs(store, NaturalnessOptions(conditions=["eval", "single"]))) == 2
+    assert comparison_pairs(store, NaturalnessOptions(build_run="other")) == []
+
+
+async def test_two_judges_and_ties(store):
+    articles = _articles(store, 2)
+    _sets(store, articles, conditions=("eval", "direct"))
+
+    def responder(request: dict) -> str:
+        if request["model"] == "model-nb":
+            return json.dumps({"preferred": 0, "reason": "cannot tell"})
+        return judge(request)
+
+    with FakeOpenAIServer(responder) as server:
+        await _run(store, _config(server, ("na", "nb")), NaturalnessOptions(judges=["na", "nb"]))
+        assert server.calls == 4
+    (rate,) = win_rates(store)
+    assert rate.ties == 2 and rate.wins_a == 2 and rate.rate_a.value == pytest.approx(0.75)
+    (only_nb,) = win_rates(store, judges=["nb"])
+    assert only_nb.rate_a.value == 0.5
+    assert math.isnan(position_bias(store, judges=["nb"])[0])
+
+
+def test_cli_naturalness(store_path, tmp_path, capsys):
+    from pipeline.cli import main
+    from pipeline.store import open_store
+
+    s = open_store(store_path)
+    _sets(s, _articles(s, 4))
+    s.close()
+    with FakeOpenAIServer(judge) as server:
+        cfg = tmp_path / "unspecific.toml"
+        cfg.write_text(f'[endpoints.na]\nbase_url = "{server.base_url}"\nmodel = "m"\nmax_retries = 0\n'
+                       '[roles]\nnaturalness_judge = "na"\n')
+        args = ["--store", str(store_path), "--config", str(cfg)]
+        assert main([*args, "naturalness"]) == 0
+        assert server.calls == 12
+        out = capsys.readouterr().out
+        assert "eval" in out and "100.0" in out and "position bias" in out
+        assert main([*args, "evaluate", "--naturalness"]) == 0 and server.calls == 12  # all stored
+        assert main([*args, "naturalness", "--show"]) == 0
+    s = open_store(store_path)
+    assert s.scalar("SELECT count(*) FROM runs WHERE kind = 'naturalness' AND status = 'done'") == 2
