@@ -16,6 +16,7 @@ What it does for every call:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import random
@@ -382,7 +383,7 @@ class LLMClient:
         return self.usage_by_endpoint.setdefault(name, Usage())
 
     def _account(self, name: str, c: Completion, *, cached: bool) -> None:
-        for u in (self.usage, self._usage(name)):
+        for u in (self.usage, self._usage(name), *_SCOPES.get()):
             if cached:
                 u.cache_hits += 1
             else:
@@ -394,6 +395,27 @@ class LLMClient:
     def _emit(self, kind: str, detail: str) -> None:
         if self.on_event is not None:
             self.on_event(kind, detail)
+
+
+# Extra Usage records the calls of the current task are also counted in (see usage_scope).
+_SCOPES: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("usage_scopes", default=())
+
+
+class usage_scope:
+    """``with usage_scope(u):`` counts every call made in this task (and tasks it starts) in ``u``
+    too, so a stage can report usage per condition while calls for several run concurrently."""
+
+    def __init__(self, usage: Usage) -> None:
+        self.usage = usage
+        self._token: contextvars.Token[tuple[Usage, ...]] | None = None
+
+    def __enter__(self) -> Usage:
+        self._token = _SCOPES.set(_SCOPES.get() + (self.usage,))
+        return self.usage
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _SCOPES.reset(self._token)
 
 
 class _EmptyReply(Exception):

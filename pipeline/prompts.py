@@ -23,7 +23,7 @@ from .errors import PromptError
 
 FIELD = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 SECTION = re.compile(r"^###\s*(system|user)\s*$", re.MULTILINE)
-FENCE_LIKE = re.compile(r"^(\s*)(<<<|>>>)", re.MULTILINE)
+FENCE_LIKE = re.compile(r"^(\s*)(<<<|>>>|\w+(?=>>>))", re.MULTILINE)
 
 
 def prompts_dir() -> Path:
@@ -69,8 +69,12 @@ def _as_text(value: object) -> str:
 
 
 def defuse(data: str) -> str:
-    """Make a data block unable to close its fence: lines starting <<< or >>> get a space."""
-    return FENCE_LIKE.sub(lambda m: f"{m.group(1)} {m.group(2)}", data)
+    """Make a data block unable to open or close a fence: a line starting <<< or >>> gets a
+    space before it, and a closing marker such as ``TEXT>>>`` becomes ``TEXT >>>``."""
+    return FENCE_LIKE.sub(
+        lambda m: f"{m.group(1)} {m.group(2)}" if m.group(2) in ("<<<", ">>>") else f"{m.group(1)}{m.group(2)} ",
+        data,
+    )
 
 
 def numbered(items: list[str]) -> str:

@@ -56,14 +56,19 @@ def finish_run(store: Store, run_id: str, status: str = "done", error: str | Non
 
 @asynccontextmanager
 async def open_client(
-    config: Config, store: Store, *, run_id: str | None = None, on_event: EventHook | None = None
+    config: Config, store: Store, *, run_id: str | None = None, on_event: EventHook | None = None,
+    endpoints: list[str] | None = None,
 ) -> AsyncIterator[LLMClient]:
-    """An LLM client for a stage; starts the embedded server when a role needs it."""
+    """An LLM client for a stage; starts the embedded server when a role needs it.
+
+    ``endpoints``: the endpoint names the stage will call (default: every role's), so a stage
+    that only needs a remote endpoint never starts the local server."""
     import asyncio
 
     local_url = os.environ.get("UNSPECIFIC_LOCAL_URL")
     lease = None
-    if config.uses_local and not local_url:
+    needs_local = config.uses_local if endpoints is None else any(config.endpoint(n).is_local for n in endpoints)
+    if needs_local and not local_url:
         from .local_model import acquire_server
 
         if on_event:

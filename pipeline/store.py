@@ -131,6 +131,7 @@ def _v1(db: sqlite_utils.Database) -> None:
             "origin": str,  # synthesized | revised
             "active": int,  # 1 = part of the final list
             "replaces_id": int,  # the constraint this one replaced
+            "source_id": int,  # the shared common-synthesis constraint this one is a copy of
             "replaced_reason": str,  # why the replaced one went: "too easy: base article satisfied it"
             "base_verdict": int,  # the base article's verdict on this constraint
             "base_quote": str,

@@ -1,0 +1,540 @@
+"""A build: instructions for the chosen conditions (single | none | direct | eval) of each pair.
+
+Three stages, each resumable and usable alone (the app's step mode):
+- ``run_synthesize``: per pair, the single-article synthesis (from A) and the common synthesis
+  (from A and B), done ONCE and copied into each common condition's instruction. The shared
+  synthesis lives in the ``none`` instruction, or, when ``none`` is not built, in an
+  instruction of condition ``common`` (status ``source``) that is never a condition itself.
+- ``run_base``: per eval instruction, the constraint-blind base article (once per pair) and
+  the base article's verdicts on every constraint.
+- ``run_revise``: direct and eval revision with lineage, then for every instruction the
+  quality flags (and, optionally, the LLM contradiction check); status ``done``.
+
+Every unit commits as it finishes (and every LLM call is cached by the client), so a killed
+build started again with the same run id repeats no paid call for stored work. Units run
+concurrently up to the generator endpoint's concurrency; ``stop`` is checked before each
+unit starts and ``max_units`` bounds how many a call processes.
+
+Instruction status: pending -> synthesized -> [base_judged ->] [revised ->] done, or failed
+(with ``error``); a failed instruction is retried by the next build of the same run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from .config import Config
+from .errors import ParseError, StageError
+from .flags import FlagSettings, check_contradictions, flag_instruction
+from .judging import MODES
+from .llm import LLMClient, Usage, usage_scope
+from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
+from .revision import revise_direct, revise_eval, judge_base, write_base_article
+from .runs import add_usage, create_run, finish_run
+from .store import Store
+from .synthesis import (
+    COMMON_CONDITIONS,
+    COMMON_SOURCE,
+    CONDITIONS,
+    copy_synthesis,
+    get_or_create_instruction,
+    set_status,
+    synthesize_common,
+    synthesize_single,
+    write_synthesis,
+)
+
+RULES = ("paper", "research")
+STAGES = ("synthesize", "base", "revise")
+# Statuses of an instruction whose constraints are in place.
+_HAS_CONSTRAINTS = ("synthesized", "base_judged", "revised", "done", "source")
+
+
+@dataclass
+class BuildOptions:
+    domain: str = "news"
+    n: int = 25  # pairs (one instruction per pair and condition)
+    conditions: tuple[str, ...] = CONDITIONS
+    n_constraints: int = 39
+    words: int = 500  # base article length
+    rule: str = "paper"  # which pairing to build on
+    run_id: str | None = None
+    contradictions: bool = False
+    embedder: str | None = None  # for the specificity-leak flag; None = lexical only
+    judging_mode: str = "batched"
+    generator: str | None = None  # endpoint name (default: roles.generator)
+    base_judge: str | None = None  # endpoint name (default: the first of roles.judges)
+
+    @classmethod
+    def from_config(cls, config: Config, **overrides: Any) -> BuildOptions:
+        """Defaults from the [build] section of the config, then the given overrides (None = unset)."""
+        section = config.settings.get("build", {})
+        values: dict[str, Any] = {}
+        for key, setting in (("n", "n_instructions"), ("n_constraints", "n_constraints"), ("words", "article_words"),
+                             ("rule", "rule"), ("contradictions", "contradictions"), ("embedder", "embedder"),
+                             ("judging_mode", "judging_mode"), ("generator", "generator"), ("base_judge", "base_judge"),
+                             ("domain", "domain"), ("conditions", "conditions")):
+            if setting in section:
+                values[key] = section[setting]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if isinstance(values.get("conditions"), str):
+            values["conditions"] = [c.strip() for c in values["conditions"].split(",") if c.strip()]
+        if "conditions" in values:
+            values["conditions"] = tuple(values["conditions"])
+        options = cls(**values)
+        options.validate(config)
+        return options
+
+    def validate(self, config: Config) -> None:
+        where = f"{config.path or 'config'} [build] / command line"
+        unknown = [c for c in self.conditions if c not in CONDITIONS]
+        if unknown or not self.conditions:
+            raise StageError(f"{where}: conditions must be some of {', '.join(CONDITIONS)}, got {', '.join(self.conditions) or 'none'}")
+        for name, value, low in (("n", self.n, 1), ("n_constraints", self.n_constraints, 1), ("words", self.words, 30)):
+            if not isinstance(value, int) or value < low:
+                raise StageError(f"{where}: {name} must be a whole number >= {low}, got {value!r}")
+        if self.rule not in RULES:
+            raise StageError(f"{where}: rule must be one of {', '.join(RULES)}, got {self.rule!r}")
+        if self.judging_mode not in MODES:
+            raise StageError(f"{where}: judging_mode must be one of {', '.join(MODES)}, got {self.judging_mode!r}")
+        config.endpoint(self.generator_name(config))
+        config.endpoint(self.judge_name(config))
+
+    def generator_name(self, config: Config) -> str:
+        return self.generator or config.roles.generator
+
+    def judge_name(self, config: Config) -> str:
+        return self.base_judge or config.roles.judges[0]
+
+    def endpoints(self, config: Config) -> list[str]:
+        """The endpoints a build calls (so only those decide whether the local server starts)."""
+        names = [self.generator_name(config)]
+        if "eval" in self.conditions:
+            names.append(self.judge_name(config))
+        return names
+
+    @property
+    def common(self) -> list[str]:
+        return [c for c in COMMON_CONDITIONS if c in self.conditions]
+
+    @property
+    def holder(self) -> str:
+        return "none" if "none" in self.conditions else COMMON_SOURCE
+
+
+@dataclass
+class StageSummary:
+    stage: str
+    processed: int = 0  # units finished in this call
+    failed: int = 0  # units recorded as failed in this call
+    remaining: int = 0  # units still to do after this call
+    stopped: bool = False
+    usage: dict[str, Usage] = field(default_factory=dict)  # by condition ("common" = the shared synthesis)
+
+
+@dataclass
+class ConditionReport:
+    condition: str
+    instructions: int  # done
+    failed: int
+    unfinished: int  # pending or between stages
+    constraints: int  # active constraints of done instructions
+    replaced: int  # of those, revisions
+    flags: dict[str, int]
+    usage: Usage
+
+    @property
+    def replaced_share(self) -> float:
+        return self.replaced / self.constraints if self.constraints else 0.0
+
+
+@dataclass
+class BuildSummary:
+    run_id: str
+    stages: list[StageSummary]
+    conditions: list[ConditionReport]
+    usage: Usage  # this invocation
+    complete: bool
+
+
+# -- pairs and runs ------------------------------------------------------------------------------
+
+
+def select_pairs(store: Store, options: BuildOptions) -> list[dict[str, Any]]:
+    pairs = store.query(
+        "SELECT * FROM pairs WHERE domain = ? AND rule = ? ORDER BY id LIMIT ?", [options.domain, options.rule, options.n]
+    )
+    if not pairs:
+        raise StageError(
+            f"{store.path}: no pairs for domain '{options.domain}' with rule '{options.rule}'; "
+            f"run `unspecific pair --domain {options.domain}` first"
+        )
+    return pairs
+
+
+def start_build_run(store: Store, config: Config, options: BuildOptions) -> BuildOptions:
+    """Create (or reopen) the run record; returns the options with ``run_id`` set."""
+    opts = asdict(options)
+    opts["conditions"] = list(options.conditions)
+    run_id = create_run(store, "build", config, name=f"build {options.domain}", options=opts, run_id=options.run_id)
+    return replace(options, run_id=run_id)
+
+
+def _run_id(options: BuildOptions) -> str:
+    if not options.run_id:
+        raise StageError("a build stage needs a run id: start the run first (start_build_run)")
+    return options.run_id
+
+
+def _text(store: Store, article_id: int) -> str:
+    row = store.one("SELECT text_hash FROM articles WHERE id = ?", [article_id])
+    if row is None:
+        raise StageError(f"{store.path}: article {article_id} named by a pair is not in the store")
+    return store.get_text(row["text_hash"])
+
+
+# -- running units --------------------------------------------------------------------------------
+
+
+class _UsageFlusher:
+    """Adds the client's usage to the run's totals after each unit, so a killed run keeps them."""
+
+    def __init__(self, store: Store, run_id: str, client: LLMClient) -> None:
+        self.store, self.run_id, self.client = store, run_id, client
+        self.last = Usage(**client.usage.as_dict())
+
+    def flush(self) -> None:
+        now = self.client.usage
+        delta = Usage(**{k: getattr(now, k) - getattr(self.last, k) for k in now.as_dict()})
+        if delta.calls or delta.cache_hits:
+            add_usage(self.store, self.run_id, delta)
+        self.last = Usage(**now.as_dict())
+
+
+async def _run_units(
+    stage: str,
+    units: Sequence[Any],
+    work: Callable[[Any], Awaitable[bool]],
+    *,
+    concurrency: int,
+    progress: ProgressHook,
+    stop: StopFlag | None,
+    max_units: int | None,
+    flusher: _UsageFlusher,
+    summary: StageSummary,
+) -> None:
+    """Run ``work`` on each unit (True = finished, False = failed and recorded), ``concurrency`` at a time."""
+    todo = list(units) if max_units is None else list(units)[: max(0, max_units)]
+    total = len(units)
+    halt = StopFlag()  # set when an endpoint fails for good: the other units should not start
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    progress(ProgressEvent(stage, 0, total, f"{stage}: {total} to do"))
+
+    async def one(unit: Any) -> None:
+        async with semaphore:
+            if (stop is not None and stop) or halt:
+                return
+            try:
+                ok = await work(unit)
+            except BaseException:
+                halt.stop("error")
+                raise
+            finally:
+                flusher.flush()
+            summary.processed += 1
+            summary.failed += 0 if ok else 1
+            progress(ProgressEvent(stage, summary.processed, total))
+
+    results = await asyncio.gather(*(one(u) for u in todo), return_exceptions=True)
+    summary.remaining = total - summary.processed
+    summary.stopped = bool(stop) or summary.remaining > 0
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+
+
+def _usage_for(summary: StageSummary, condition: str) -> Usage:
+    return summary.usage.setdefault(condition, Usage())
+
+
+def _concurrency(config: Config, options: BuildOptions) -> int:
+    return config.endpoint(options.generator_name(config)).concurrency
+
+
+def _fail(store: Store, instruction_id: int, exc: Exception, progress: ProgressHook, stage: str) -> bool:
+    set_status(store, instruction_id, "failed", str(exc))
+    progress(ProgressEvent(stage, 0, 0, f"instruction {instruction_id} failed: {exc}", kind="error"))
+    return False
+
+
+def _has_constraints(store: Store, instruction_id: int) -> bool:
+    return bool(store.scalar("SELECT count(*) FROM constraints WHERE instruction_id = ?", [instruction_id]))
+
+
+# -- stage 1: synthesis ---------------------------------------------------------------------------
+
+
+def _pair_instructions(store: Store, run_id: str, pair: dict[str, Any], options: BuildOptions) -> list[tuple[str, int | None]]:
+    """(condition, article_b) of every instruction this pair needs, the shared holder included."""
+    wanted: list[tuple[str, int | None]] = []
+    if "single" in options.conditions:
+        wanted.append(("single", None))
+    if options.common:
+        wanted.append((options.holder, pair["article_b"]))
+        wanted += [(c, pair["article_b"]) for c in options.common if c != options.holder]
+    return wanted
+
+
+def _needs_synthesis(store: Store, run_id: str, pair: dict[str, Any], options: BuildOptions) -> bool:
+    for condition, b in _pair_instructions(store, run_id, pair, options):
+        row = store.one(
+            "SELECT status FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ? AND article_b IS ?",
+            [run_id, condition, pair["article_a"], b],
+        )
+        if row is None or row["status"] in ("pending", "failed"):
+            return True
+    return False
+
+
+async def run_synthesize(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
+                         progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                         max_units: int | None = None) -> StageSummary:
+    """Per pair: the single synthesis and the shared common synthesis, copied into each common
+    condition. One unit = one pair."""
+    run_id = _run_id(options)
+    summary = StageSummary("synthesize")
+    generator = options.generator_name(config)
+    n = options.n_constraints
+    units = [p for p in select_pairs(store, options) if _needs_synthesis(store, run_id, p, options)]
+
+    def instruction(condition: str, pair: dict[str, Any], b: int | None) -> dict[str, Any]:
+        return get_or_create_instruction(store, run_id, condition, domain=options.domain, pair_id=pair["id"],
+                                         article_a=pair["article_a"], article_b=b, n=n)
+
+    def reopen(inst: dict[str, Any], status: str) -> bool:
+        """A failed instruction whose constraints are stored failed later on: go back one stage."""
+        if inst["status"] == "failed" and _has_constraints(store, inst["id"]):
+            # A revision is committed with status 'revised': never judge or revise twice.
+            revised = store.scalar(
+                "SELECT count(*) FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]]
+            )
+            set_status(store, inst["id"], "revised" if revised else status)
+            return True
+        return inst["status"] not in ("pending", "failed")
+
+    async def work(pair: dict[str, Any]) -> bool:
+        ok = True
+        if "single" in options.conditions:
+            inst = instruction("single", pair, None)
+            if not reopen(inst, "synthesized"):
+                with usage_scope(_usage_for(summary, "single")):
+                    try:
+                        result = await synthesize_single(client, generator, _text(store, pair["article_a"]), n,
+                                                         domain=options.domain)
+                    except ParseError as exc:
+                        ok = _fail(store, inst["id"], exc, progress, "synthesize")
+                    else:
+                        write_synthesis(store, inst["id"], result, status="synthesized")
+        if not options.common:
+            return ok
+        b = pair["article_b"]
+        holder_status = "synthesized" if options.holder == "none" else "source"
+        holder = instruction(options.holder, pair, b)
+        if not reopen(holder, holder_status):
+            with usage_scope(_usage_for(summary, "common")):
+                try:
+                    result = await synthesize_common(
+                        client, generator, _text(store, pair["article_a"]), _text(store, b), n,
+                        domain=options.domain, seed=f"{pair['article_a']}-{b}",
+                    )
+                except ParseError as exc:
+                    ok = _fail(store, holder["id"], exc, progress, "synthesize")
+                else:
+                    write_synthesis(store, holder["id"], result, status=holder_status)
+        holder = instruction(options.holder, pair, b)
+        for condition in options.common:
+            if condition == options.holder:
+                continue
+            inst = instruction(condition, pair, b)
+            if reopen(inst, "synthesized"):
+                continue
+            if holder["status"] in _HAS_CONSTRAINTS:
+                copy_synthesis(store, holder["id"], inst["id"])
+            else:
+                ok = _fail(store, inst["id"], StageError(f"the common synthesis failed: {holder['error']}"), progress,
+                           "synthesize")
+        return ok
+
+    await _run_units("synthesize", units, work, concurrency=_concurrency(config, options), progress=progress,
+                     stop=stop, max_units=max_units, flusher=_UsageFlusher(store, run_id, client), summary=summary)
+    return summary
+
+
+# -- stage 2: the base article ----------------------------------------------------------------------
+
+
+async def run_base(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
+                   progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                   max_units: int | None = None) -> StageSummary:
+    """Per eval instruction: the base article (written once) and its verdicts on every constraint."""
+    run_id = _run_id(options)
+    summary = StageSummary("base")
+    units = store.query(
+        "SELECT * FROM instructions WHERE run_id = ? AND condition = 'eval' AND status = 'synthesized' ORDER BY id", [run_id]
+    ) if "eval" in options.conditions else []
+    generator, judge = options.generator_name(config), options.judge_name(config)
+
+    async def work(inst: dict[str, Any]) -> bool:
+        with usage_scope(_usage_for(summary, "eval")):
+            try:
+                gen_id = await write_base_article(store, client, generator, inst["id"], inst["main_task"] or "", options.words)
+                await judge_base(store, client, judge, inst["id"], gen_id, options.judging_mode)
+            except ParseError as exc:
+                return _fail(store, inst["id"], exc, progress, "base")
+        set_status(store, inst["id"], "base_judged", base_generation_id=gen_id)
+        return True
+
+    await _run_units("base", units, work, concurrency=_concurrency(config, options), progress=progress, stop=stop,
+                     max_units=max_units, flusher=_UsageFlusher(store, run_id, client), summary=summary)
+    return summary
+
+
+# -- stage 3: revision, flags, contradictions ---------------------------------------------------------
+
+
+async def run_revise(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
+                     progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                     max_units: int | None = None) -> StageSummary:
+    """Revise direct and eval instructions (lineage kept), then flag every instruction; status done."""
+    run_id = _run_id(options)
+    summary = StageSummary("revise")
+    conditions = list(options.conditions)
+    marks = ",".join("?" * len(conditions))
+    units = store.query(
+        f"SELECT * FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND ("
+        " (condition IN ('single', 'none') AND status = 'synthesized')"
+        " OR (condition = 'direct' AND status IN ('synthesized', 'revised'))"
+        " OR (condition = 'eval' AND status IN ('base_judged', 'revised'))) ORDER BY id",
+        [run_id, *conditions],
+    )
+    generator, judge = options.generator_name(config), options.judge_name(config)
+    settings = FlagSettings.from_config(config.settings.get("build", {}))
+    embedder = None
+    if options.embedder:
+        from .embeddings import get_embedder
+
+        embedder = get_embedder(options.embedder)
+
+    async def work(inst: dict[str, Any]) -> bool:
+        condition = inst["condition"]
+        with usage_scope(_usage_for(summary, condition)):
+            try:
+                if inst["status"] != "revised":
+                    if condition == "direct":
+                        result = await revise_direct(store, client, generator, inst)
+                    elif condition == "eval":
+                        result = await revise_eval(store, client, generator, inst, judge=judge, mode=options.judging_mode)
+                    else:
+                        result = None
+                    if result is not None:
+                        progress(ProgressEvent("revise", 0, 0, f"instruction {inst['id']} ({condition}): "
+                                               f"{result.replaced} constraints replaced", kind="log"))
+                flag_instruction(store, inst["id"], settings, embedder)
+                if options.contradictions:
+                    await check_contradictions(store, client, generator, inst["id"])
+            except ParseError as exc:
+                return _fail(store, inst["id"], exc, progress, "revise")
+        set_status(store, inst["id"], "done")
+        return True
+
+    await _run_units("revise", units, work, concurrency=_concurrency(config, options), progress=progress, stop=stop,
+                     max_units=max_units, flusher=_UsageFlusher(store, run_id, client), summary=summary)
+    return summary
+
+
+# -- the whole build -------------------------------------------------------------------------------------
+
+STAGE_FUNCTIONS = {"synthesize": run_synthesize, "base": run_base, "revise": run_revise}
+
+
+async def run_build(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
+                    progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                    max_units: int | None = None, stages: Sequence[str] = STAGES) -> BuildSummary:
+    """Run the stages in order over the chosen conditions, recording the run and its usage."""
+    options = start_build_run(store, config, options)  # creates the run, or reopens it as running
+    run_id = _run_id(options)
+    if client.run_id is None:
+        client.run_id = run_id
+    start = Usage(**client.usage.as_dict())
+    budget = max_units
+    summaries: list[StageSummary] = []
+    status, error = "failed", None
+    try:
+        for name in stages:
+            if (stop is not None and stop) or (budget is not None and budget <= 0):
+                break
+            s = await STAGE_FUNCTIONS[name](store, config, client, options, progress=progress, stop=stop, max_units=budget)
+            summaries.append(s)
+            if budget is not None:
+                budget -= s.processed
+        complete = is_complete(store, run_id, options)
+        status = "done" if complete else "paused"
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        status = "paused"
+        raise
+    except Exception as exc:
+        error = str(exc)
+        raise
+    finally:
+        finish_run(store, run_id, status, error)
+    usage = Usage(**{k: getattr(client.usage, k) - getattr(start, k) for k in start.as_dict()})
+    merged: dict[str, Usage] = {}
+    for s in summaries:
+        for cond, u in s.usage.items():
+            merged.setdefault(cond, Usage()).add(u)
+    return BuildSummary(run_id, summaries, condition_reports(store, run_id, options, merged), usage, complete)
+
+
+def is_complete(store: Store, run_id: str, options: BuildOptions) -> bool:
+    """Every chosen condition has a finished (done or failed) instruction for every selected pair."""
+    pairs = select_pairs(store, options)
+    marks = ",".join("?" * len(options.conditions))
+    finished = store.scalar(
+        f"SELECT count(*) FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND status IN ('done', 'failed')",
+        [run_id, *options.conditions],
+    )
+    return finished >= len(pairs) * len(options.conditions)
+
+
+def condition_reports(store: Store, run_id: str, options: BuildOptions,
+                      usage: dict[str, Usage] | None = None) -> list[ConditionReport]:
+    """Per condition, from the store (so a resumed run reports all of its work) and this call's usage.
+    The shared common synthesis is reported as its own row, ``common``."""
+    usage = usage or {}
+    reports = []
+    rows = list(options.conditions)
+    if options.common:
+        rows.insert(1 if "single" in rows else 0, "common")
+    for cond in rows:
+        if cond == "common":
+            reports.append(ConditionReport("common", 0, 0, 0, 0, 0, {}, usage.get("common", Usage())))
+            continue
+        counts = {r["status"]: r["n"] for r in store.query(
+            "SELECT status, count(*) AS n FROM instructions WHERE run_id = ? AND condition = ? GROUP BY status", [run_id, cond])}
+        done_ids = "SELECT id FROM instructions WHERE run_id = ? AND condition = ? AND status = 'done'"
+        constraints = store.scalar(
+            f"SELECT count(*) FROM constraints WHERE active = 1 AND instruction_id IN ({done_ids})", [run_id, cond])
+        replaced = store.scalar(
+            f"SELECT count(*) FROM constraints WHERE active = 1 AND origin = 'revised' AND instruction_id IN ({done_ids})",
+            [run_id, cond])
+        flags = {r["flag"]: r["n"] for r in store.query(
+            "SELECT f.flag, count(*) AS n FROM constraint_flags f JOIN constraints c ON c.id = f.constraint_id"
+            f" WHERE c.active = 1 AND c.instruction_id IN ({done_ids}) GROUP BY f.flag", [run_id, cond])}
+        done, failed = counts.get("done", 0), counts.get("failed", 0)
+        unfinished = sum(counts.values()) - done - failed
+        reports.append(ConditionReport(cond, done, failed, unfinished, constraints or 0, replaced or 0, flags,
+                                       usage.get(cond, Usage())))
+    return reports

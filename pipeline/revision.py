@@ -1,0 +1,346 @@
+"""Revision of the common constraints, with lineage.
+
+- ``eval`` (UNSPECIFIC): a constraint-blind *base article* is written from the main task alone
+  and judged against every constraint (pipeline.judging). Only the constraints it satisfies
+  ("too easy") are replaced, by harder ones it does not satisfy; the rest are kept: still N.
+- ``direct``: every constraint is hardened, with no base article (adversarial-filtering style).
+
+Lineage: a replacement is a new row (origin ``revised``) at the old one's position, with
+``replaces_id`` (the row it replaced), ``replaced_reason``, and for ``eval`` the base
+article's ``base_verdict`` and ``base_quote`` that made the old one too easy. The replaced
+row stays, ``active = 0`` and ``position`` NULL. In an ``eval`` instruction every original
+row also carries the base article's verdict and quote on itself.
+
+Replies: JSON ``{"replacements": [{"id": i, "constraint": ...}]}``, a list of strings in id
+order, or numbered lines. Ids with no usable replacement (missing, identical to the
+original, or a duplicate of another constraint) are asked for once more, by id; still
+missing, the revision fails with a CountError.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ParseError
+from .judging import judge_generation, prompt_hash
+from .llm import LLMClient, Params, ReplyError, parse_json_lenient, repair_message, structured_format
+from .prompts import Template, defuse, load_template, numbered
+from .store import Store, now
+from .synthesis import CountError, active_constraints, clean_item, item_key
+
+EASY_REASON = "too easy: the base article satisfied it"
+DIRECT_REASON = "direct revision: every constraint hardened"
+
+REPLACEMENTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "replacements": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"id": {"type": "integer"}, "constraint": {"type": "string"}},
+                "required": ["id", "constraint"],
+            },
+        }
+    },
+    "required": ["replacements"],
+}
+
+_NUMBERED = re.compile(r"^\s*[*_]*\s*(?:id\s*)?(\d{1,3})\s*[.):\]]\s*[*_]*\s*(.+)$", re.IGNORECASE)
+
+
+def parse_replacements(text: str, k: int) -> dict[int, str]:
+    """Map id (1..k) -> replacement text. Raises ReplyError when the reply holds none."""
+    out: dict[int, str] = {}
+    try:
+        data = parse_json_lenient(text)
+    except ReplyError:
+        data = None
+    if isinstance(data, dict):
+        lowered = {str(key).lower(): v for key, v in data.items()}
+        data = next((lowered[key] for key in ("replacements", "constraints", "items") if isinstance(lowered.get(key), list)), None)
+    if isinstance(data, list):
+        for pos, item in enumerate(data, 1):
+            if isinstance(item, str):
+                cid, body = pos, item
+            elif isinstance(item, dict):
+                body = next((item[key] for key in ("constraint", "text", "new", "replacement") if isinstance(item.get(key), str)), None)
+                try:
+                    cid = int(item.get("id", pos))
+                except (TypeError, ValueError):
+                    continue
+                if body is None:
+                    continue
+            else:
+                continue
+            body = clean_item(body)
+            if body and 1 <= cid <= k and cid not in out:
+                out[cid] = body
+    else:
+        for line in text.replace("```", "\n").splitlines():
+            m = _NUMBERED.match(line)
+            if m:
+                cid, body = int(m.group(1)), clean_item(m.group(2))
+                if body and 1 <= cid <= k and cid not in out:
+                    out[cid] = body
+    if not out:
+        snippet = text.strip().replace("\n", " ")[:120]
+        raise ReplyError(f"no replacements found for ids 1..{k} (reply starts: {snippet!r})", reply=text)
+    return out
+
+
+@dataclass
+class Replacements:
+    texts: list[str]  # one per original, in order
+    call_ids: list[int]
+    asked_again: int  # ids the repair round asked for
+
+
+async def ask_replacements(
+    client: LLMClient,
+    endpoint: str,
+    template: Template,
+    fields: dict[str, Any],
+    originals: Sequence[str],
+    *,
+    keep: Sequence[str] = (),
+    repair_rounds: int = 1,
+) -> Replacements:
+    """One replacement per original (ids 1..k). ``keep``: constraints that stay in the list, which
+    a replacement must not duplicate."""
+    ep = client.config.endpoint(endpoint)
+    k = len(originals)
+    fmt = structured_format(ep, REPLACEMENTS_SCHEMA)
+    messages = template.render(**fields)
+    params = Params(max_tokens=300 + 80 * k)
+    convo = list(messages)
+    last: ReplyError | None = None
+    for _ in range(2):  # one repair round for a reply with no usable item at all
+        try:
+            got, completion = await client.chat(
+                ep, convo, template=template, params=params, response_format=fmt,
+                accept=lambda t: parse_replacements(t, k),
+            )
+            break
+        except ReplyError as exc:
+            last = exc
+            convo = list(messages) + [
+                {"role": "assistant", "content": exc.reply or "(unusable reply)"},
+                {"role": "user", "content": repair_message(str(exc), REPLACEMENTS_SCHEMA)},
+            ]
+    else:
+        assert last is not None
+        raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable replacements after a repair round: {last}")
+    call_ids = [completion.call_id] if completion.call_id else []
+    chosen = _usable(got, originals, keep, {})  # type: ignore[arg-type]
+    convo = convo + [{"role": "assistant", "content": completion.text}]
+    asked = 0
+    rounds = 0
+    while len(chosen) < k and rounds < repair_rounds:
+        rounds += 1
+        missing = [i for i in range(1, k + 1) if i not in chosen]
+        asked += len(missing)
+        more_template = load_template("revise_missing")
+        ask = more_template.render(
+            missing="\n".join(f"{i}. {defuse(originals[i - 1])}" for i in missing),
+            k=len(missing), ids=", ".join(map(str, missing)),
+        )[-1]
+        try:
+            more, more_completion = await client.chat(
+                ep, convo + [ask], template=more_template, params=Params(max_tokens=300 + 80 * len(missing)),
+                response_format=fmt, accept=lambda t: parse_replacements(t, k),
+            )
+        except ReplyError:
+            break
+        if more_completion.call_id:
+            call_ids.append(more_completion.call_id)
+        chosen = _usable({i: t for i, t in more.items() if i in missing}, originals, keep, chosen)  # type: ignore[union-attr]
+    if len(chosen) < k:
+        absent = [i for i in range(1, k + 1) if i not in chosen]
+        raise CountError(
+            f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: {len(chosen)} usable replacements of the {k} "
+            f"needed after {rounds} repair round(s); missing ids {absent[:10]}"
+        )
+    return Replacements([chosen[i] for i in range(1, k + 1)], call_ids, asked)
+
+
+def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], chosen: dict[int, str]) -> dict[int, str]:
+    """Add the replacements that are new: not the original, not a kept constraint, not another pick."""
+    out = dict(chosen)
+    taken = {item_key(t) for t in keep} | {item_key(t) for t in out.values()}
+    for cid in sorted(got):
+        key = item_key(got[cid])
+        if cid in out or key == item_key(originals[cid - 1]) or key in taken:
+            continue
+        out[cid] = got[cid]
+        taken.add(key)
+    return out
+
+
+# -- the base article ------------------------------------------------------------------------------
+
+
+def base_generation(store: Store, instruction_id: int) -> dict[str, Any] | None:
+    return store.one("SELECT * FROM generations WHERE kind = 'base' AND instruction_id = ? ORDER BY id LIMIT 1", [instruction_id])
+
+
+def clean_article(text: str) -> str:
+    """Strip what small models wrap around an article: fences and a 'Sure, here is...' line."""
+    body = text.strip()
+    fenced = re.fullmatch(r"```[\w-]*\s*(.*?)```", body, re.DOTALL)
+    if fenced:
+        body = fenced.group(1).strip()
+    lines = body.splitlines()
+    if lines and re.match(r"^(sure|certainly|here('s| is)|of course)\b.*:\s*$", lines[0].strip(), re.IGNORECASE):
+        body = "\n".join(lines[1:]).strip()
+    return body
+
+
+async def write_base_article(store: Store, client: LLMClient, endpoint: str, instruction_id: int, main_task: str,
+                             words: int) -> int:
+    """The constraint-blind article for an eval instruction, written once and stored; returns its id."""
+    existing = base_generation(store, instruction_id)
+    if existing is not None:
+        return int(existing["id"])
+    ep = client.config.endpoint(endpoint)
+    template = load_template("base_article")
+    minimum = max(20, int(words * 0.3))
+
+    def accept(text: str) -> str:
+        body = clean_article(text)
+        n = len(body.split())
+        if n < minimum:
+            raise ReplyError(f"the article has {n} words; about {words} were asked for", reply=text)
+        return body
+
+    messages = template.render(main_task=defuse(main_task), words=words)
+    body, completion = await client.chat(
+        ep, messages, template=template, params=Params(max_tokens=int(words * 2.2) + 200), accept=accept
+    )
+    h = store.put_text(body)  # type: ignore[arg-type]
+    store.db["generations"].insert(
+        {
+            "kind": "base", "instruction_id": instruction_id, "model": f"{ep.name}/{ep.model}", "mode": "",
+            "ratio": None, "parent_id": None, "text_hash": h, "words": len(body.split()),  # type: ignore[union-attr]
+            "achieved_ratio": None, "call_id": completion.call_id, "created_at": now(),
+        }
+    )
+    gen_id = int(store.db["generations"].last_pk)
+    store.conn.execute("UPDATE instructions SET base_generation_id = ? WHERE id = ?", (gen_id, instruction_id))
+    store.commit()
+    return gen_id
+
+
+async def judge_base(store: Store, client: LLMClient, judge: str, instruction_id: int, generation_id: int,
+                     mode: str) -> None:
+    """Verdicts of the base article on every active constraint (stored; already judged ones skipped)."""
+    rows = active_constraints(store, instruction_id)
+    await judge_generation(store, client, judge, generation_id, [(r["id"], r["text"]) for r in rows], mode=mode)
+
+
+def base_verdicts(store: Store, instruction_id: int, generation_id: int, judge: str, mode: str) -> dict[int, dict[str, Any]]:
+    """constraint id -> the stored verdict row of the base article, for this judge and prompt."""
+    rows = store.query(
+        "SELECT v.* FROM verdicts v JOIN constraints c ON c.id = v.constraint_id"
+        " WHERE c.instruction_id = ? AND v.generation_id = ? AND v.judge = ? AND v.judging_mode = ? AND v.prompt_hash = ?",
+        [instruction_id, generation_id, judge, mode, prompt_hash(mode)],
+    )
+    return {r["constraint_id"]: r for r in rows}
+
+
+# -- applying a revision ------------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    old: dict[str, Any]  # the constraint row replaced
+    new_text: str
+    reason: str
+    verdict: int | None = None
+    quote: str | None = None
+
+
+def apply_revision(store: Store, instruction_id: int, changes: Sequence[Change], *,
+                   verdicts: dict[int, dict[str, Any]] | None = None) -> None:
+    """Write the replacements with their lineage, retire the replaced rows and mark the
+    instruction revised, in one transaction (a killed run never leaves half a revision)."""
+    stamp = now()
+    with store.conn:
+        for cid, v in (verdicts or {}).items():
+            store.conn.execute(
+                "UPDATE constraints SET base_verdict = ?, base_quote = ? WHERE id = ?", (v["verdict"], v["quote"], cid)
+            )
+        for ch in changes:
+            store.conn.execute("UPDATE constraints SET active = 0, position = NULL WHERE id = ?", (ch.old["id"],))
+            store.conn.execute(
+                "INSERT INTO constraints (instruction_id, position, text, origin, active, replaces_id, replaced_reason,"
+                " base_verdict, base_quote, created_at) VALUES (?, ?, ?, 'revised', 1, ?, ?, ?, ?, ?)",
+                (instruction_id, ch.old["position"], ch.new_text, ch.old["id"], ch.reason, ch.verdict, ch.quote, stamp),
+            )
+        store.conn.execute("UPDATE instructions SET status = 'revised', error = NULL WHERE id = ?", (instruction_id,))
+
+
+def _articles(store: Store, instruction: dict[str, Any]) -> tuple[str, str]:
+    def body(article_id: int | None) -> str:
+        row = store.one("SELECT text_hash FROM articles WHERE id = ?", [article_id])
+        return store.get_text(row["text_hash"]) if row else ""
+
+    return body(instruction["article_a"]), body(instruction["article_b"])
+
+
+@dataclass
+class RevisionResult:
+    replaced: int
+    asked_again: int
+
+
+async def revise_eval(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any], *, judge: str,
+                      mode: str) -> RevisionResult:
+    """Replace the constraints the base article satisfies; keep the rest."""
+    gen_id = instruction["base_generation_id"] or (base_generation(store, instruction["id"]) or {}).get("id")
+    if gen_id is None:
+        raise ValueError(f"instruction {instruction['id']}: no base article yet (run the base stage first)")
+    rows = active_constraints(store, instruction["id"])
+    verdicts = base_verdicts(store, instruction["id"], gen_id, judge, mode)
+    easy = [r for r in rows if verdicts.get(r["id"], {}).get("verdict") == 1]
+    changes: list[Change] = []
+    asked = 0
+    if easy:
+        article_a, article_b = _articles(store, instruction)
+        base = store.one("SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", [gen_id])
+        too_easy = "\n".join(
+            f"{i}. {defuse(r['text'])}\n   base article: \"{defuse(verdicts[r['id']].get('quote') or '')}\""
+            for i, r in enumerate(easy, 1)
+        )
+        template = load_template("revise_eval")
+        fields = {
+            "main_task": defuse(instruction["main_task"] or ""), "article_a": defuse(article_a),
+            "article_b": defuse(article_b), "base_article": defuse(base["body"] if base else ""),
+            "constraints": numbered([r["text"] for r in rows]), "n": len(rows), "too_easy": too_easy, "k": len(easy),
+        }
+        easy_ids = {r["id"] for r in easy}
+        kept = [r["text"] for r in rows if r["id"] not in easy_ids]
+        got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in easy], keep=kept)
+        asked = got.asked_again
+        changes = [
+            Change(r, text, EASY_REASON, 1, verdicts[r["id"]].get("quote")) for r, text in zip(easy, got.texts, strict=True)
+        ]
+    apply_revision(store, instruction["id"], changes, verdicts=verdicts)
+    return RevisionResult(len(changes), asked)
+
+
+async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any]) -> RevisionResult:
+    """Harden every constraint."""
+    rows = active_constraints(store, instruction["id"])
+    article_a, article_b = _articles(store, instruction)
+    template = load_template("revise_direct")
+    fields = {
+        "main_task": defuse(instruction["main_task"] or ""), "article_a": defuse(article_a),
+        "article_b": defuse(article_b), "constraints": numbered([r["text"] for r in rows]), "n": len(rows),
+    }
+    got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in rows])
+    apply_revision(store, instruction["id"], [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True)])
+    return RevisionResult(len(rows), got.asked_again)

@@ -1,0 +1,347 @@
+"""Constraint synthesis: a main task and exactly N constraints, from one article or two.
+
+- ``single``: back-translated from article A alone (the CS4-style baseline).
+- ``common``: a main task implied by both A and B, and constraints satisfied by both (no
+  proper nouns, each driving several sentences, content first). The list is scrambled here
+  with a seed fixed by the pair, so the order never follows A's narrative even when the
+  model ignores that rule, and a re-run gives the same order.
+
+Replies are parsed leniently (JSON in any of a few shapes, fences, preambles, numbered or
+bulleted lists). Exact duplicates are dropped. Too many items: the first N are kept. Too
+few: ONE repair round asks for exactly the missing number, in the same conversation; still
+short, the synthesis fails with a ``CountError`` (the caller records it), never a short list.
+
+Store helpers for instructions and constraints live here too; the stages are in build.py.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ParseError
+from .llm import LLMClient, Params, ReplyError, parse_json_lenient, repair_message, structured_format
+from .prompts import Template, defuse, load_template, numbered
+from .store import Store, now
+
+CONDITIONS = ("single", "none", "direct", "eval")
+COMMON_CONDITIONS = ("none", "direct", "eval")
+# Holds the shared common synthesis when the `none` condition is not built (never a condition).
+COMMON_SOURCE = "common"
+
+
+class CountError(ParseError):
+    """A list still has the wrong number of usable items after the repair round."""
+
+
+def list_schema(n: int | None, *, with_task: bool) -> dict[str, Any]:
+    items: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+    if n is not None:
+        items |= {"minItems": n, "maxItems": n}
+    if not with_task:
+        return {"type": "object", "properties": {"constraints": items}, "required": ["constraints"]}
+    return {
+        "type": "object",
+        "properties": {"main_task": {"type": "string"}, "constraints": items},
+        "required": ["main_task", "constraints"],
+    }
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+_TASK_KEYS = ("main_task", "maintask", "task", "main task", "instruction")
+_LIST_KEYS = ("constraints", "items", "list", "requirements")
+_ITEM_KEYS = ("constraint", "text", "requirement", "description")
+_TASK_LINE = re.compile(r"^\s*[#*_\s]*(?:main\s+task|task)\s*[*_]*\s*[:\-\u2013]\s*[*_]*\s*(.+)$", re.IGNORECASE)
+_ITEM_LINE = re.compile(
+    r"^\s*(?:[-*\u2022]\s+|\(?\d{1,3}\s*[.):\]]\s*|constraint\s*\d{1,3}\s*[:.)\-]\s*)(.+)$", re.IGNORECASE
+)
+_LIST_HEADING = re.compile(r"^\s*[#*_\s]*constraints?\s*[*_]*\s*:?\s*[*_]*\s*$", re.IGNORECASE)
+
+
+def clean_item(text: str) -> str:
+    """One constraint as plain text: no numbering, markdown emphasis, wrapping quotes or list commas."""
+    s = " ".join(str(text).split())
+    s = re.sub(r"^(?:constraint\s*\d{1,3}\s*[:.)\-]\s*)", "", s, flags=re.IGNORECASE)
+    s = re.sub(r"\*\*|__", "", s).strip().strip("*").strip()
+    s = s.rstrip(",").strip()
+    if len(s) >= 2 and s[0] in "\"'\u201c" and s[-1] in "\"'\u201d":
+        s = s[1:-1].strip()
+    return s
+
+
+def item_key(text: str) -> str:
+    """What makes two constraints 'the same' for de-duplication: words, case-folded."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def _text_of(item: Any) -> str | None:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict):
+        for key in _ITEM_KEYS:
+            if isinstance(item.get(key), str):
+                return item[key]
+    return None
+
+
+def parse_constraint_list(text: str) -> tuple[str | None, list[str]]:
+    """(main task or None, items) from a reply in JSON or as a (numbered) list."""
+    try:
+        data = parse_json_lenient(text)
+    except ReplyError:
+        data = None
+    task: str | None = None
+    raw: list[Any] | None = None
+    if isinstance(data, dict):
+        lowered = {str(k).strip().lower(): v for k, v in data.items()}
+        for key in _TASK_KEYS:
+            if isinstance(lowered.get(key), str):
+                task = lowered[key]
+                break
+        for key in _LIST_KEYS:
+            if isinstance(lowered.get(key), list):
+                raw = lowered[key]
+                break
+    elif isinstance(data, list):
+        raw = data
+    if raw is not None:
+        items = [clean_item(t) for t in (_text_of(x) for x in raw) if t is not None]
+        return (clean_item(task) if task else None), [i for i in items if i]
+    # Not JSON: a list in prose, maybe with a preamble, a "Main task:" line and fences.
+    items = []
+    for line in text.replace("```", "\n").splitlines():
+        m = _TASK_LINE.match(line)
+        if m and task is None:
+            task = clean_item(m.group(1))
+            continue
+        if _LIST_HEADING.match(line):
+            continue
+        m = _ITEM_LINE.match(line)
+        if m:
+            item = clean_item(m.group(1))
+            if item:
+                items.append(item)
+    return task, items
+
+
+def dedupe(items: Sequence[str], existing: Sequence[str] = ()) -> list[str]:
+    seen = {item_key(x) for x in existing}
+    out = []
+    for item in items:
+        key = item_key(item)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+# -- asking for a list -----------------------------------------------------------------------------
+
+
+@dataclass
+class Synthesis:
+    main_task: str
+    constraints: list[str]
+    call_ids: list[int] = field(default_factory=list)
+    asked_more: int = 0  # items the repair round asked for (0: the first reply had enough)
+    dropped: int = 0  # items past N that were cut, plus exact duplicates
+
+
+def _max_tokens(n: int) -> int:
+    return 300 + 60 * n
+
+
+async def ask_constraints(
+    client: LLMClient,
+    endpoint: str,
+    template: Template,
+    fields: dict[str, Any],
+    n: int,
+    *,
+    params: Params | None = None,
+    repair_rounds: int = 1,
+) -> Synthesis:
+    """Ask ``template`` for a main task and exactly ``n`` constraints; repair a short list once."""
+    ep = client.config.endpoint(endpoint)
+    schema = list_schema(n, with_task=True)
+    fmt = structured_format(ep, schema)
+    params = params or Params(max_tokens=_max_tokens(n))
+    messages = template.render(**fields)
+
+    def accept(text: str) -> tuple[str, list[str]]:
+        task, items = parse_constraint_list(text)
+        if not items:
+            raise ReplyError("no constraints found: expected a JSON object with a 'constraints' list", reply=text)
+        if not task:
+            raise ReplyError("no main task found: expected a 'main_task' string", reply=text)
+        return task, items
+
+    convo = list(messages)
+    last: ReplyError | None = None
+    for _ in range(2):  # one repair round for a reply with no usable list at all
+        try:
+            (task, items), completion = await client.chat(
+                ep, convo, template=template, params=params, response_format=fmt, accept=accept
+            )
+            break
+        except ReplyError as exc:
+            last = exc
+            convo = list(messages) + [
+                {"role": "assistant", "content": exc.reply or "(unusable reply)"},
+                {"role": "user", "content": repair_message(str(exc), schema)},
+            ]
+    else:
+        assert last is not None
+        raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable list after a repair round: {last}")
+
+    call_ids = [completion.call_id] if completion.call_id else []
+    kept = dedupe(items)
+    result = Synthesis(main_task=task, constraints=kept[:n], call_ids=call_ids, dropped=len(items) - len(kept[:n]))
+    rounds = 0
+    reply_text = completion.text
+    convo = convo + [{"role": "assistant", "content": reply_text}]
+    while len(result.constraints) < n and rounds < repair_rounds:
+        rounds += 1
+        missing = n - len(result.constraints)
+        result.asked_more += missing
+        more = await _ask_more(client, ep, convo, result.constraints, n, missing)
+        if more is None:
+            break
+        new_items, more_completion = more
+        if more_completion.call_id:
+            result.call_ids.append(more_completion.call_id)
+        added = dedupe(new_items, result.constraints)
+        result.dropped += len(new_items) - len(added[:missing])
+        result.constraints += added[:missing]
+    if len(result.constraints) < n:
+        raise CountError(
+            f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: {len(result.constraints)} usable "
+            f"constraints of the {n} needed, after {rounds} repair round(s) asking for the missing ones"
+        )
+    return result
+
+
+async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], have: list[str], n: int,
+                    k: int) -> tuple[list[str], Any] | None:
+    """The repair round: ask for exactly ``k`` more items in the same conversation."""
+    template = load_template("constraints_more")
+    ask = template.render(have=len(have), n=n, k=k, constraints=numbered(have))[-1]
+    schema = list_schema(k, with_task=False)
+
+    def accept(text: str) -> list[str]:
+        _task, items = parse_constraint_list(text)
+        if not items:
+            raise ReplyError("no constraints found", reply=text)
+        return items
+
+    try:
+        items, completion = await client.chat(
+            ep, convo + [ask], template=template, params=Params(max_tokens=_max_tokens(k)),
+            response_format=structured_format(ep, schema), accept=accept,
+        )
+    except ReplyError:
+        return None
+    return items, completion  # type: ignore[return-value]
+
+
+def scramble(items: Sequence[str], seed: str) -> list[str]:
+    """A fixed shuffle of the list for this seed: not the narrative order, and reproducible."""
+    out = list(items)
+    random.Random(seed).shuffle(out)
+    return out
+
+
+async def synthesize_single(client: LLMClient, endpoint: str, article: str, n: int, *, domain: str) -> Synthesis:
+    template = load_template("synthesize_single")
+    return await ask_constraints(client, endpoint, template, {"article": defuse(article), "n": n, "domain": domain}, n)
+
+
+async def synthesize_common(client: LLMClient, endpoint: str, article_a: str, article_b: str, n: int, *,
+                            domain: str, seed: str) -> Synthesis:
+    template = load_template("synthesize_common")
+    fields = {"article_a": defuse(article_a), "article_b": defuse(article_b), "n": n, "domain": domain}
+    result = await ask_constraints(client, endpoint, template, fields, n)
+    result.constraints = scramble(result.constraints, seed)
+    return result
+
+
+# -- the store: instructions and their constraints --------------------------------------------------
+
+
+def find_instruction(store: Store, run_id: str, condition: str, article_a: int, article_b: int | None) -> dict[str, Any] | None:
+    return store.one(
+        "SELECT * FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ? AND article_b IS ?",
+        [run_id, condition, article_a, article_b],
+    )
+
+
+def get_or_create_instruction(store: Store, run_id: str, condition: str, *, domain: str, pair_id: int,
+                              article_a: int, article_b: int | None, n: int) -> dict[str, Any]:
+    row = find_instruction(store, run_id, condition, article_a, article_b)
+    if row is not None:
+        return row
+    store.db["instructions"].insert(
+        {
+            "run_id": run_id, "domain": domain, "condition": condition, "pair_id": pair_id,
+            "article_a": article_a, "article_b": article_b, "main_task": None, "n_constraints": n,
+            "status": "pending", "error": None, "base_generation_id": None, "created_at": now(),
+        }
+    )
+    store.commit()
+    found = find_instruction(store, run_id, condition, article_a, article_b)
+    assert found is not None
+    return found
+
+
+def set_status(store: Store, instruction_id: int, status: str, error: str | None = None, **extra: Any) -> None:
+    store.db["instructions"].update(instruction_id, {"status": status, "error": error, **extra})
+    store.commit()
+
+
+def active_constraints(store: Store, instruction_id: int) -> list[dict[str, Any]]:
+    return store.query(
+        "SELECT * FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position", [instruction_id]
+    )
+
+
+def write_synthesis(store: Store, instruction_id: int, synthesis: Synthesis, *, status: str) -> None:
+    """The main task and the constraints, in one transaction with the new status."""
+    stamp = now()
+    with store.conn:
+        store.conn.execute("DELETE FROM constraints WHERE instruction_id = ?", (instruction_id,))
+        store.conn.executemany(
+            "INSERT INTO constraints (instruction_id, position, text, origin, active, created_at)"
+            " VALUES (?, ?, ?, 'synthesized', 1, ?)",
+            [(instruction_id, i, text, stamp) for i, text in enumerate(synthesis.constraints, 1)],
+        )
+        store.conn.execute(
+            "UPDATE instructions SET main_task = ?, n_constraints = ?, status = ?, error = NULL WHERE id = ?",
+            (synthesis.main_task, len(synthesis.constraints), status, instruction_id),
+        )
+
+
+def copy_synthesis(store: Store, source_id: int, instruction_id: int, *, status: str = "synthesized") -> int:
+    """Copy the shared common synthesis into another condition's instruction; each copy points
+    back to its source constraint (``source_id``). Returns the number of constraints copied."""
+    source = store.one("SELECT main_task FROM instructions WHERE id = ?", [source_id])
+    rows = store.query(
+        "SELECT id, position, text FROM constraints WHERE instruction_id = ? AND origin = 'synthesized' ORDER BY position",
+        [source_id],
+    )
+    stamp = now()
+    with store.conn:
+        store.conn.execute("DELETE FROM constraints WHERE instruction_id = ?", (instruction_id,))
+        store.conn.executemany(
+            "INSERT INTO constraints (instruction_id, position, text, origin, active, source_id, created_at)"
+            " VALUES (?, ?, ?, 'synthesized', 1, ?, ?)",
+            [(instruction_id, r["position"], r["text"], r["id"], stamp) for r in rows],
+        )
+        store.conn.execute(
+            "UPDATE instructions SET main_task = ?, n_constraints = ?, status = ?, error = NULL WHERE id = ?",
+            (source["main_task"] if source else None, len(rows), status, instruction_id),
+        )
+    return len(rows)
