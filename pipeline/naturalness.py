@@ -7,8 +7,8 @@ LLM judge, which prefers one. Which set the judge sees first is drawn at random,
 (seed, judge, pair) so a re-run draws the same, and recorded (``shown_first``): over many
 pairs each side is first about half the time, which cancels the judge's position bias, and the
 stored order lets the report measure that bias. Results go to the ``naturalness`` table
-(``winner`` NULL = tie); ``win_rates`` turns them into a win rate per condition pair with
-bootstrap intervals over articles.
+(``winner`` NULL = tie); ``pipeline.metrics.naturalness_rates`` turns them into win rates per
+condition pair with bootstrap intervals, and the share won by the set shown first.
 
 Human-written sets come from a JSONL file, one line per reference article:
 ``{"article_id": 12, "main_task": "...", "constraints": ["...", ...]}`` (``article_id`` is the
@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -233,71 +232,3 @@ async def run_naturalness(store: Store, config: Config, client: LLMClient, optio
     parallel = options.parallel or sum(config.endpoint(j).concurrency for j in judges)
     return await run_units("naturalness", units, summary, parallel=parallel, progress=progress, stop=stop,
                            budget=Budget(max_units))
-
-
-# -- win rates ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WinRate:
-    condition_a: str
-    condition_b: str
-    comparisons: int
-    articles: int
-    wins_a: int
-    wins_b: int
-    ties: int
-    rate_a: Any  # stats.Interval: share of comparisons condition_a won (a tie counts half)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**{k: getattr(self, k) for k in ("condition_a", "condition_b", "comparisons", "articles", "wins_a",
-                                                 "wins_b", "ties")}, "rate_a": self.rate_a.as_dict()}
-
-
-def comparisons(store: Store, *, judges: Sequence[str] | None = None, domain: str | None = None) -> list[dict[str, Any]]:
-    """Every stored comparison with the two conditions, the reference article and the order shown."""
-    sql = ("SELECT n.judge, n.instruction_a, n.instruction_b, n.shown_first, n.winner, ia.condition AS condition_a,"
-           " ib.condition AS condition_b, ia.article_a AS article, ia.domain AS domain FROM naturalness n"
-           " JOIN instructions ia ON ia.id = n.instruction_a JOIN instructions ib ON ib.id = n.instruction_b")
-    rows = store.query(sql + " ORDER BY n.id")
-    if judges:
-        rows = [r for r in rows if r["judge"] in judges]
-    if domain:
-        rows = [r for r in rows if r["domain"] == domain]
-    return rows
-
-
-def win_rates(store: Store, *, judges: Sequence[str] | None = None, domain: str | None = None, seed: int = 0,
-              n_resamples: int = 1000) -> list[WinRate]:
-    """Per condition pair: how often the first-named condition's set was judged more natural,
-    with a 95% bootstrap interval resampling reference articles (an article's comparisons by
-    several judges move together)."""
-    from .stats import bootstrap_mean
-
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in comparisons(store, judges=judges, domain=domain):
-        ca, cb = row["condition_a"], row["condition_b"]
-        a_id, b_id = row["instruction_a"], row["instruction_b"]
-        if condition_rank(cb) < condition_rank(ca):
-            ca, cb, a_id, b_id = cb, ca, b_id, a_id
-        score = 0.5 if row["winner"] is None else (1.0 if row["winner"] == a_id else 0.0)
-        groups[(ca, cb)].append({"article": row["article"], "score": score})
-    out = []
-    for (ca, cb), items in sorted(groups.items(), key=lambda kv: (condition_rank(kv[0][0]), condition_rank(kv[0][1]))):
-        per_article: dict[int, list[float]] = defaultdict(list)
-        for item in items:
-            per_article[item["article"]].append(item["score"])
-        means = [sum(v) / len(v) for v in per_article.values()]
-        interval = bootstrap_mean(means, n_resamples=n_resamples, seed=seed)
-        wins_a = sum(1 for i in items if i["score"] == 1.0)
-        wins_b = sum(1 for i in items if i["score"] == 0.0)
-        out.append(WinRate(ca, cb, len(items), len(per_article), wins_a, wins_b, len(items) - wins_a - wins_b, interval))
-    return out
-
-
-def position_bias(store: Store, *, judges: Sequence[str] | None = None) -> tuple[float, int]:
-    """Share of decided comparisons won by the set shown first (0.5 = no bias), and how many."""
-    decided = [r for r in comparisons(store, judges=judges) if r["winner"] is not None]
-    if not decided:
-        return float("nan"), 0
-    return sum(1 for r in decided if r["winner"] == r["shown_first"]) / len(decided), len(decided)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 
 import pytest
@@ -12,15 +11,8 @@ from pipeline.config import parse_config
 from pipeline.errors import CorpusError
 from pipeline.fake_server import FakeOpenAIServer, last_user_message
 from pipeline.llm import LLMClient
-from pipeline.naturalness import (
-    NaturalnessOptions,
-    comparison_pairs,
-    import_human_sets,
-    position_bias,
-    run_naturalness,
-    shown_first,
-    win_rates,
-)
+from pipeline.metrics import naturalness_rates
+from pipeline.naturalness import NaturalnessOptions, comparison_pairs, import_human_sets, run_naturalness, shown_first
 from pipeline.store import now
 
 # Marker words: the fake judge prefers sets by these, whatever order they are shown in.
@@ -68,6 +60,15 @@ def _config(server, judges=("na",)):
                                        for j in judges}, "roles": {"naturalness_judge": judges[0]}})
 
 
+def rates_of(store) -> dict:
+    return {(r.condition, r.opponent): r for r in naturalness_rates(store)}
+
+
+def first_shown_share(store) -> tuple[float, int]:
+    decided = store.query("SELECT shown_first, winner FROM naturalness WHERE winner IS NOT NULL")
+    return sum(r["winner"] == r["shown_first"] for r in decided) / max(1, len(decided)), len(decided)
+
+
 async def _run(store, config, options):
     client = LLMClient(config, store)
     try:
@@ -89,13 +90,12 @@ async def test_pairs_judged_with_randomised_order_and_win_rates(store):
     firsts = Counter(r["shown_first"] == r["instruction_a"] for r in rows)
     assert firsts[True] > 5 and firsts[False] > 5  # the order shown really varies
     assert all(r["shown_first"] == shown_first(3, "na", r["instruction_a"], r["instruction_b"]) for r in rows)
-    rates = {(r.condition_a, r.condition_b): r for r in win_rates(store)}
-    assert set(rates) == {("eval", "direct"), ("eval", "single"), ("direct", "single")}
-    assert rates[("eval", "direct")].rate_a.value == 1.0 and rates[("eval", "direct")].wins_a == 12
-    assert rates[("direct", "single")].rate_a.value == 0.0 and rates[("direct", "single")].wins_b == 12
-    assert rates[("eval", "single")].articles == 12
+    rates = rates_of(store)
+    assert rates[("eval", "direct")].rate.value == 1.0 and rates[("eval", "direct")].wins == 12
+    assert rates[("direct", "single")].rate.value == 0.0 and rates[("direct", "single")].losses == 12
+    assert rates[("eval", "any")].n == 24 and rates[("single", "any")].wins == 12
     # The judge here has no position bias: the first-shown set wins about as often as the order was drawn.
-    share, n = position_bias(store)
+    share, n = first_shown_share(store)
     assert n == 36 and 0.2 < share < 0.8
 
 
@@ -105,11 +105,10 @@ async def test_position_bias_is_visible_and_cancels(store):
     _sets(store, articles, conditions=("eval", "direct"))
     with FakeOpenAIServer(first_shown_judge) as server:
         await _run(store, _config(server), NaturalnessOptions())
-    share, n = position_bias(store)
-    assert share == 1.0 and n == 40
-    (rate,) = win_rates(store)
-    assert 0.3 < rate.rate_a.value < 0.7
-    assert rate.rate_a.low < 0.5 < rate.rate_a.high  # no significant preference
+    rate = rates_of(store)[("eval", "direct")]
+    assert rate.first_shown_wins == 1.0 and rate.n == 40
+    assert 0.3 < rate.rate.value < 0.7
+    assert rate.rate.low < 0.5 < rate.rate.high  # no significant preference
 
 
 async def test_human_sets_from_jsonl(store, tmp_path):
@@ -123,8 +122,10 @@ async def test_human_sets_from_jsonl(store, tmp_path):
         summary = await _run(store, _config(server), NaturalnessOptions(human_file=str(path)))
         assert summary.done == 2
     assert import_human_sets(store, path) == (0, 2)  # idempotent
-    (rate,) = win_rates(store)
-    assert (rate.condition_a, rate.condition_b, rate.wins_b, rate.comparisons) == ("eval", "human", 2, 2)
+    rate = rates_of(store)[("human", "eval")]
+    assert (rate.wins, rate.n) == (2, 2)
+    assert {r["instruction_a"] for r in store.query("SELECT instruction_a FROM naturalness")} <= set(
+        r[0] for r in store.conn.execute("SELECT id FROM instructions WHERE condition = 'eval'"))
     assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'human' AND status = 'imported'") == 2
 
 
@@ -159,11 +160,9 @@ async def test_two_judges_and_ties(store):
     with FakeOpenAIServer(responder) as server:
         await _run(store, _config(server, ("na", "nb")), NaturalnessOptions(judges=["na", "nb"]))
         assert server.calls == 4
-    (rate,) = win_rates(store)
-    assert rate.ties == 2 and rate.wins_a == 2 and rate.rate_a.value == pytest.approx(0.75)
-    (only_nb,) = win_rates(store, judges=["nb"])
-    assert only_nb.rate_a.value == 0.5
-    assert math.isnan(position_bias(store, judges=["nb"])[0])
+    rate = rates_of(store)[("eval", "direct")]
+    assert rate.ties == 2 and rate.wins == 2 and rate.rate.value == pytest.approx(0.75)
+    assert store.scalar("SELECT count(*) FROM naturalness WHERE judge = 'nb' AND winner IS NULL") == 2
 
 
 def test_cli_naturalness(store_path, tmp_path, capsys):
@@ -181,7 +180,7 @@ def test_cli_naturalness(store_path, tmp_path, capsys):
         assert main([*args, "naturalness"]) == 0
         assert server.calls == 12
         out = capsys.readouterr().out
-        assert "eval" in out and "100.0" in out and "position bias" in out
+        assert "eval" in out and "100.0" in out and "first shown won" in out
         assert main([*args, "evaluate", "--naturalness"]) == 0 and server.calls == 12  # all stored
         assert main([*args, "naturalness", "--show"]) == 0
     s = open_store(store_path)

@@ -157,7 +157,8 @@ def _print_summary(out: Any, store: Any, result: Any) -> None:
 def run_naturalness(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..naturalness import NaturalnessOptions, position_bias, win_rates
+    from ..metrics import Filters, naturalness_rates
+    from ..naturalness import NaturalnessOptions
     from .common import console, load_config_from, open_store_from
 
     config = load_config_from(args)
@@ -165,15 +166,17 @@ def run_naturalness(args: argparse.Namespace) -> int:
                                  judges=args.judges, human_file=args.human, seed=args.seed)
     store = open_store_from(args)
     out = console()
+    failed = 0
     try:
         if not args.show:
             summary = asyncio.run(_naturalness(store, config, options, args.max_units, out))
-            if summary.failed:
-                out.print(f"[red]{summary.failed} comparison(s) failed[/]; run again to retry them")
-        _print_win_rates(out, win_rates(store, judges=args.judges, domain=args.domain), position_bias(store, judges=args.judges))
+            failed = summary.failed
+            if failed:
+                out.print(f"[red]{failed} comparison(s) failed[/]; run again to retry them")
+        _print_win_rates(out, naturalness_rates(store, Filters(run=args.build_run, domain=args.domain)))
     finally:
         store.close()
-    return 0
+    return 1 if failed else 0
 
 
 async def _naturalness(store: Any, config: Any, options: Any, max_units: int | None, out: Any) -> Any:
@@ -203,18 +206,18 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
         finish_run(store, run_id, status, error=error)
 
 
-def _print_win_rates(out: Any, rates: list[Any], bias: tuple[float, int]) -> None:
+def _print_win_rates(out: Any, rates: list[Any]) -> None:
     from rich.table import Table
 
     if not rates:
         out.print("no naturalness comparisons stored yet")
         return
-    table = Table("A", "B", "A's win rate [95% CI]", "A wins", "B wins", "ties", "comparisons", "articles",
-                  title="naturalness: how often A's constraints read more like a person's request (tie = half)")
+    table = Table("condition", "against", "win rate [95% CI]", "wins", "ties", "losses", "comparisons",
+                  "first shown won", title="naturalness: how often a condition's constraints read more like "
+                  "a person's request (a tie counts half)")
     for r in rates:
-        table.add_row(r.condition_a, r.condition_b, r.rate_a.fmt(), str(r.wins_a), str(r.wins_b), str(r.ties),
-                      str(r.comparisons), str(r.articles))
+        bias = "-" if r.first_shown_wins != r.first_shown_wins else f"{r.first_shown_wins:.0%}"
+        table.add_row(r.condition, r.opponent, r.rate.fmt(), str(r.wins), str(r.ties), str(r.losses), str(r.n), bias)
     out.print(table)
-    share, n = bias
-    if n:
-        out.print(f"position bias: the set shown first won {share:.0%} of {n} decided comparisons (50% = none)")
+    out.print("[dim]first shown won: share of decided comparisons won by the set the judge saw first "
+              "(50% = no position bias; the order is randomised, so the bias cancels in the win rates)[/]")
