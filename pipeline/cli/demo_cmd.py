@@ -1,6 +1,6 @@
 """`unspecific demo`: a small real benchmark, built offline with the embedded model, then the app.
 
-The same commands a user would type, in order: import BBC News (one topic), embed and pair
+The same commands a user would type, in order: import the first BBC News articles (business), embed and pair
 with all-mpnet-base-v2, build 2 pairs under conditions eval and single with 39 constraints,
 evaluate one model at one summary ratio, then open the app on the store. Every step resumes:
 running the demo again after an interruption pays only for what is missing.
@@ -15,8 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="build a small real benchmark with the embedded model, then open the app")
     p.add_argument("--pairs", type=int, default=2, help="pairs to build (default 2)")
     p.add_argument("--constraints", type=int, default=39, help="constraints per instruction (default 39)")
-    p.add_argument("--topic", default="business", help="BBC News topic to import (default business)")
-    p.add_argument("--articles", type=int, default=120, help="articles to import from the topic (default 120)")
+    p.add_argument("--articles", type=int, default=120,
+                   help="BBC News articles to import, in file order: the first topic is business (default 120)")
     p.add_argument("--no-app", action="store_true", help="stop after the build and evaluation")
     p.set_defaults(func=run)
 
@@ -30,8 +30,7 @@ def steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         glob += ["--config", args.config]
     run_id = "demo"
     return [
-        ("Import BBC News", glob + ["corpus", "add", "--format", "bbc-news", "--domain", "news", "--topic", args.topic,
-                                    "--limit", str(args.articles)]),
+        ("Import BBC News", glob + ["corpus", "add", "--format", "bbc-news", "--domain", "news", "--limit", str(args.articles)]),
         ("Pair similar-but-different articles", glob + ["pair", "--domain", "news", "--rule", "paper"]),
         ("Build: synthesis, base article, revision", glob + [
             "build", "--domain", "news", "--n", str(args.pairs), "--conditions", "eval,single",
