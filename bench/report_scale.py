@@ -1,0 +1,152 @@
+"""How long do metrics and the report take on a store of benchmark scale?
+
+Builds a synthetic store (default: 10,000 instructions x 39 constraints, 2 models under test,
+one summary ratio, 2 judges: 390k constraints, 40k generations, 3.1M verdicts; ``--judges 1``
+gives the 1.5M of a single judge) with executemany inserts of numpy-drawn verdicts, then
+times compute_metrics, the copy metrics, and `unspecific report --out`.
+
+    .venv/bin/python bench/report_scale.py [--instructions 10000] [--judges 2] [--keep PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.store import open_store, text_hash  # noqa: E402
+
+DOMAINS = ("news", "story", "blog")
+CONDITIONS = ("single", "none", "direct", "eval")
+WORDS = ("council budget shortfall residents mayor plan flood road school funding vote meeting officials report "
+         "police hospital housing tax rates library park bridge transport jobs factory workers union strike").split()
+STAMP = "2026-01-01T00:00:00+00:00"
+
+
+def _text(rng: np.random.Generator, words: int) -> str:
+    picks = rng.choice(WORDS, size=words)
+    sentences = [" ".join(picks[i : i + 12]).capitalize() + "." for i in range(0, words, 12)]
+    return " ".join(sentences)
+
+
+def build_scale_store(path: Path, *, instructions: int = 10_000, constraints: int = 39,
+                      models: tuple[str, ...] = ("model-a", "model-b"), judges: tuple[str, ...] = ("judge-a", "judge-b"),
+                      ratios: tuple[float, ...] = (0.25,), seed: int = 0, text_pool: int = 300) -> dict[str, int]:
+    rng = np.random.default_rng(seed)
+    store = open_store(path)
+    conn = store.conn
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
+    # A pool of texts: generations share bodies so the file stays small; copying still has work.
+    pool = [_text(rng, 500) for _ in range(text_pool)]
+    summaries = [_text(rng, 125) for _ in range(text_pool)]
+    hashes = [text_hash(t) for t in pool]
+    s_hashes = [text_hash(t) for t in summaries]
+    conn.executemany("INSERT OR IGNORE INTO texts(hash, body) VALUES (?, ?)", list(zip(hashes + s_hashes, pool + summaries)))
+    n_pairs = -(-instructions // len(CONDITIONS))
+    conn.executemany(
+        "INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status, imported_at)"
+        " VALUES (?, 'scale', ?, ?, '', ?, 500, 'kept', ?)",
+        [(a, DOMAINS[(a - 1) // 2 % 3], str(a), hashes[a % text_pool], STAMP) for a in range(1, 2 * n_pairs + 1)],
+    )
+    conn.execute("INSERT INTO runs(id, kind, name, config, status, started_at) VALUES ('scale', 'build', 'scale', '{}', 'done', ?)",
+                 (STAMP,))
+    inst_rows, cons_rows, gen_rows = [], [], []
+    verdict_batches: list[np.ndarray] = []
+    cid = gid = 0
+    skill = {m: (0.9 - 0.08 * k, 0.55 - 0.1 * k) for k, m in enumerate(models)}
+    for i in range(1, instructions + 1):
+        p = (i - 1) // len(CONDITIONS)
+        condition = CONDITIONS[(i - 1) % len(CONDITIONS)]
+        domain = DOMAINS[p % 3]
+        inst_rows.append((i, "scale", domain, condition, p + 1, 2 * p + 1, None if condition == "single" else 2 * p + 2,
+                          f"Write a {domain} piece.", constraints, "done", STAMP))
+        first = cid + 1
+        for pos in range(1, constraints + 1):
+            cid += 1
+            cons_rows.append((cid, i, pos, f"Constraint {pos} of instruction {i}.", "synthesized", 1, STAMP))
+        cids = np.arange(first, cid + 1)
+        for model in models:
+            p_full, p_keep = skill[model]
+            gid += 1
+            rid = gid
+            gen_rows.append((rid, "response", i, model, "direct", None, None, hashes[rng.integers(text_pool)], 500, None, STAMP))
+            truth = rng.random(constraints) < p_full
+            for j, _ in enumerate(judges):
+                seen = truth ^ (rng.random(constraints) < 0.08)
+                verdict_batches.append(np.column_stack([np.full(constraints, rid), cids, np.full(constraints, j), seen]))
+            for ratio in ratios:
+                gid += 1
+                gen_rows.append((gid, "summary", i, "summarizer", "", ratio, rid, s_hashes[rng.integers(text_pool)], 125,
+                                 round(ratio + rng.normal(0, 0.02), 3), STAMP))
+                kept = truth & (rng.random(constraints) < p_keep)
+                for j, _ in enumerate(judges):
+                    seen = kept ^ (rng.random(constraints) < 0.05)
+                    verdict_batches.append(np.column_stack([np.full(constraints, gid), cids, np.full(constraints, j), seen]))
+    conn.executemany(
+        "INSERT INTO instructions(id, run_id, domain, condition, pair_id, article_a, article_b, main_task, n_constraints,"
+        " status, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)", inst_rows)
+    conn.executemany(
+        "INSERT INTO constraints(id, instruction_id, position, text, origin, active, created_at) VALUES (?,?,?,?,?,?,?)",
+        cons_rows)
+    conn.executemany(
+        "INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
+        " achieved_ratio, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)", gen_rows)
+    allv = np.concatenate(verdict_batches).astype(np.int64)
+    names = list(judges)
+    conn.executemany(
+        "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, created_at)"
+        " VALUES (?, ?, ?, 'batched', 'p1', ?, ?)",
+        ((int(g), int(c), names[j], int(y), STAMP) for g, c, j, y in allv.tolist()),
+    )
+    conn.commit()
+    store.close()
+    return {"instructions": instructions, "constraints": len(cons_rows), "generations": len(gen_rows),
+            "verdicts": int(len(allv))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instructions", type=int, default=10_000)
+    parser.add_argument("--judges", type=int, default=2)
+    parser.add_argument("--keep", help="write the store here and keep it")
+    parser.add_argument("--copy", action="store_true", help="also time the copy metrics (reads every text)")
+    args = parser.parse_args()
+
+    from pipeline.cli import main as cli_main
+    from pipeline.metrics import compute_metrics
+
+    tmp = tempfile.TemporaryDirectory()
+    path = Path(args.keep) if args.keep else Path(tmp.name) / "scale.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    t = time.perf_counter()
+    sizes = build_scale_store(path, instructions=args.instructions,
+                              judges=tuple(f"judge-{chr(97 + k)}" for k in range(args.judges)))
+    print(f"built store: {sizes} in {time.perf_counter() - t:.1f}s ({path.stat().st_size / 1e6:.0f} MB)")
+
+    store = open_store(path)
+    t = time.perf_counter()
+    metrics = compute_metrics(store)
+    print(f"compute_metrics: {time.perf_counter() - t:.2f}s ({len(metrics.rows)} rows, {len(metrics.groups)} groups,"
+          f" 1000 bootstrap resamples per interval)")
+    if args.copy:
+        t = time.perf_counter()
+        compute_metrics(store, copy=True, n_resamples=200)
+        print(f"compute_metrics with copy metrics: {time.perf_counter() - t:.2f}s")
+    store.close()
+    out = Path(tmp.name) / "report"
+    t = time.perf_counter()
+    cli_main(["--store", str(path), "report", "--out", str(out), "--compare", "model-a,model-b"])
+    print(f"unspecific report --out --compare (terminal tables, CSV/JSON/PNG): {time.perf_counter() - t:.2f}s")
+    tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""`unspecific export`: the benchmark as JSONL, one instruction per line."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write the benchmark as JSONL (instruction, constraints, lineage) for other harnesses",
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="JSONL file to write ('-' for standard output)")
+    p.add_argument("--run", help="only instructions of this build run")
+    p.add_argument("--domain", help="only this domain")
+    p.add_argument("--condition", help="only this condition (single | none | direct | eval)")
+    p.add_argument("--with-references", action="store_true",
+                   help="include the reference articles' texts (mind the corpus licence)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..export import export_jsonl
+    from .common import console, open_store_from
+
+    store = open_store_from(args, create=False)
+    try:
+        if args.out == "-":
+            n = export_jsonl(store, sys.stdout, run=args.run, domain=args.domain, condition=args.condition,
+                             with_references=args.with_references)
+            return 0 if n else 1
+        n = export_jsonl(store, args.out, run=args.run, domain=args.domain, condition=args.condition,
+                         with_references=args.with_references)
+    finally:
+        store.close()
+    out = console()
+    if not n:
+        out.print("Nothing to export: no instructions with active constraints match (check --run / --condition).")
+        return 1
+    out.print(f"wrote {n} instructions to [bold]{args.out}[/]")
+    return 0

@@ -1,0 +1,76 @@
+"""`unspecific report`: condition x model tables per domain; --out writes CSV, JSON and charts."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .common import ratio
+
+    p = sub.add_parser(
+        "report",
+        help="Org, Core, superficial share with bootstrap intervals, judge agreement, comparisons",
+        description="Condition x model tables per domain: Org and Core with bootstrap 95%% intervals over "
+        "instructions, the superficial share, judge kappa; with --out, CSV/JSON tables, per-instruction rows "
+        "and PNG charts (Org vs Core bars, the depth profile across summary ratios).",
+    )
+    p.add_argument("--run", help="only instructions of this build run")
+    p.add_argument("--domain", help="only this domain")
+    p.add_argument("--condition", help="only this condition (single | none | direct | eval)")
+    p.add_argument("--models", help="only these models under test (comma-separated)")
+    p.add_argument("--judges", help="only these judges (comma-separated)")
+    p.add_argument("--judging-mode", choices=["batched", "per_constraint"], help="only verdicts of this judging mode")
+    p.add_argument("--ratio", type=ratio, default=0.25, help="summary ratio of the main table (default 0.25)")
+    p.add_argument("--out", metavar="DIR", help="write CSV, JSON and PNG files here")
+    p.add_argument("--compare", metavar="A,B",
+                   help="paired test of two models (or two conditions) on the same instructions")
+    p.add_argument("--similarity", nargs="?", const="mpnet", metavar="EMBEDDER",
+                   help="add constraint-reference and constraint-response similarity (slow on CPU; "
+                   "embedder mpnet by default, or minilm)")
+    p.add_argument("--no-copy", action="store_true", help="skip copied n-grams between responses and references")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import UnspecificError
+    from ..metrics import Filters
+    from ..report import ReportOptions, build_report, empty_message, render, write_outputs
+    from .common import console, open_store_from, parse_csv
+
+    pair = None
+    if args.compare:
+        names = parse_csv(args.compare)
+        if len(names) != 2 or names[0] == names[1]:
+            raise UnspecificError(f"--compare {args.compare!r}: give two different names, like model_a,model_b")
+        pair = (names[0], names[1])
+    filters = Filters(
+        run=args.run, domain=args.domain, condition=args.condition,
+        models=tuple(parse_csv(args.models)) if args.models else None,
+        judges=tuple(parse_csv(args.judges)) if args.judges else None,
+        judging_mode=args.judging_mode,
+    )
+    options = ReportOptions(filters=filters, ratio=args.ratio, compare=pair, copy=not args.no_copy,
+                            n_resamples=max(1, args.resamples), seed=args.seed)
+    store = open_store_from(args, create=False)
+    out = console()
+    try:
+        embedder = None
+        if args.similarity:
+            from ..embeddings import get_embedder
+
+            embedder = get_embedder(args.similarity)
+        with out.status("computing metrics..."):
+            report = build_report(store, options, embedder=embedder)
+        if report.empty:
+            out.print(empty_message(filters))
+            return 1
+        render(report, out)
+        if args.out:
+            files = write_outputs(report, args.out)
+            out.print(f"wrote {len(files)} files to [bold]{args.out}[/]")
+    finally:
+        store.close()
+    return 0

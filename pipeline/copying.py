@@ -1,0 +1,220 @@
+"""Copied text between two texts: shared word n-grams as character spans, and lexical overlap.
+
+Used by the report (how much of a response was pasted from its references), by the app
+(highlighting copied spans side by side) and by the synthesis quality flags (a constraint
+that quotes its reference).
+
+Words are ``\\w+`` runs compared case-insensitively; punctuation and spacing between words
+are ignored, so "the mayor, who" matches "The mayor who". A *copied span* is a maximal run
+of words of ``a`` that also occurs, word for word, in ``b`` and is at least ``n`` words long.
+Spans are returned as character offsets into both texts (``a[a_start:a_end]`` is the copied
+passage as written in ``a``), do not overlap in ``a``, and are ordered by ``a_start``.
+
+API:
+  copied_ngrams(a, b, n=5) -> list[Span]          spans copied from b into a
+  shared_ngram_count(a, b, n=5) -> int             distinct word n-grams in both
+  copy_stats(a, b, n=5) -> CopyStats               counts, share of a's words in copied spans
+  longest_common_substring(a, b) -> Span | None    longest run of words shared
+  lexical_overlap(a, b) -> float                   share of a's content words found in b
+  split_sentences(text) -> list[str]               a plain regex sentence splitter
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+
+WORD = re.compile(r"\w+", re.UNICODE)
+# A sentence ends at . ! ? (and any closing quotes/brackets) before whitespace, or at a blank line.
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+|\n\s*\n+|\n(?=\s*[-*\u2022]\s)")
+
+# Function words left out of lexical overlap: sharing "the" says nothing about copying.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves one also may must might shall""".split()
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    word: str  # lower-cased
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """A passage of ``a`` found word for word in ``b``: character offsets into both texts."""
+
+    a_start: int
+    a_end: int
+    b_start: int
+    b_end: int
+    words: int
+
+    def in_a(self, a: str) -> str:
+        return a[self.a_start : self.a_end]
+
+    def in_b(self, b: str) -> str:
+        return b[self.b_start : self.b_end]
+
+
+@dataclass(frozen=True)
+class CopyStats:
+    shared_ngrams: int  # distinct word n-grams present in both texts
+    copied_words: int  # words of a inside copied spans
+    words: int  # words of a
+    longest: int  # longest copied span, in words (0 if none)
+    spans: tuple[Span, ...]
+
+    @property
+    def share(self) -> float:
+        """Share of a's words that sit inside copied spans."""
+        return self.copied_words / self.words if self.words else 0.0
+
+
+def tokenize(text: str) -> list[Token]:
+    words, starts, ends = _tokens(text)
+    return [Token(w, s, e) for w, s, e in zip(words, starts, ends)]
+
+
+@lru_cache(maxsize=2048)
+def _tokens(text: str) -> tuple[list[str], list[int], list[int]]:
+    """(lower-cased words, start offsets, end offsets); cached: a reference is compared with
+    every response written for it."""
+    words, starts, ends = [], [], []
+    for m in WORD.finditer(text):
+        words.append(m.group(0).lower())
+        start, end = m.span()
+        starts.append(start)
+        ends.append(end)
+    return words, starts, ends
+
+
+def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
+    return list(zip(*(words[k:] for k in range(n)))) if n > 0 else []
+
+
+def shared_ngram_count(a: str, b: str, n: int = 5) -> int:
+    return len(set(_ngrams(_tokens(a)[0], n)) & set(_ngrams(_tokens(b)[0], n)))
+
+
+def _spans(a: str, b: str, n: int) -> list[Span]:
+    wa, a_starts, a_ends = _tokens(a)
+    wb, b_starts, b_ends = _tokens(b)
+    if n < 1 or len(wa) < n or len(wb) < n:
+        return []
+    where: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for j, gram in enumerate(_ngrams(wb, n)):
+        where[gram].append(j)
+    spans: list[Span] = []
+    covered = 0  # a's words before this index already belong to a span
+    for i, gram in enumerate(_ngrams(wa, n)):
+        starts = where.get(gram)
+        if not starts:
+            continue
+        # The longest match starting here, over every place b has this n-gram.
+        best_len, best_j = 0, 0
+        for j in starts:
+            k = n
+            while i + k < len(wa) and j + k < len(wb) and wa[i + k] == wb[j + k]:
+                k += 1
+            if k > best_len:
+                best_len, best_j = k, j
+        end = i + best_len
+        if end <= covered:
+            continue  # inside a span already found
+        # Clip the part already covered, keeping a and b aligned, so spans never overlap in a.
+        skip = max(0, covered - i)
+        ai, bj = i + skip, best_j + skip
+        spans.append(Span(a_starts[ai], a_ends[end - 1], b_starts[bj], b_ends[best_j + best_len - 1], end - ai))
+        covered = end
+    return spans
+
+
+def copied_ngrams(a: str, b: str, n: int = 5) -> list[Span]:
+    """Maximal passages of ``a`` (>= n words) that occur word for word in ``b``."""
+    return _spans(a, b, n)
+
+
+def copy_stats(a: str, b: str, n: int = 5) -> CopyStats:
+    spans = _spans(a, b, n)
+    return CopyStats(
+        shared_ngrams=shared_ngram_count(a, b, n),
+        copied_words=sum(s.words for s in spans),
+        words=len(_tokens(a)[0]),
+        longest=max((s.words for s in spans), default=0),
+        spans=tuple(spans),
+    )
+
+
+def longest_common_substring(a: str, b: str) -> Span | None:
+    """The longest run of words shared by ``a`` and ``b`` (None if no word is shared).
+
+    Binary search on the length: a shared run of length L implies one of every length < L.
+    """
+    wa, a_starts, a_ends = _tokens(a)
+    wb, b_starts, b_ends = _tokens(b)
+
+    def find(length: int) -> tuple[int, int] | None:
+        seen: dict[tuple[str, ...], int] = {}
+        for j, gram in enumerate(_ngrams(wb, length)):
+            seen.setdefault(gram, j)
+        for i, gram in enumerate(_ngrams(wa, length)):
+            if gram in seen:
+                return i, seen[gram]
+        return None
+
+    lo, hi, found = 1, min(len(wa), len(wb)), None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        hit = find(mid)
+        if hit:
+            found, lo = (mid, *hit), mid + 1
+        else:
+            hi = mid - 1
+    if found is None:
+        return None
+    length, i, j = found
+    return Span(a_starts[i], a_ends[i + length - 1], b_starts[j], b_ends[j + length - 1], length)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a text, by a plain regex: ends at . ! ? followed by space, at blank lines and
+    before bullet lines. Abbreviations ("Dr. Smith") split too; for a max-cosine over sentences
+    that costs little."""
+    out = []
+    pos = 0
+    for m in SENTENCE_END.finditer(text):
+        end = m.start() if text[m.start()] in "\n" else m.end()
+        piece = text[pos:end].strip()
+        if piece:
+            out.append(piece)
+        pos = m.end()
+    tail = text[pos:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in _tokens(text)[0] if w not in STOPWORDS}
+
+
+def lexical_overlap(a: str, b: str) -> float:
+    """Share of ``a``'s distinct content words (stopwords left out) that also occur in ``b``.
+
+    Asymmetric on purpose: for a constraint ``a`` and its reference ``b`` it reads "how much
+    of the constraint's vocabulary comes from the reference". 0.0 when ``a`` has no content word.
+    """
+    wa = content_words(a)
+    if not wa:
+        return 0.0
+    return len(wa & content_words(b)) / len(wa)

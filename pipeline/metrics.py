@@ -1,0 +1,917 @@
+"""Metrics read from the store: Org, Core, superficial share, judge agreement, copying, similarity.
+
+Definitions (METHOD.md, "Core satisfaction"):
+
+- A *rater* is a judge model in one judging mode. When the selected verdicts hold one mode
+  per judge, the rater is named by the judge; when a judge has both ``batched`` and
+  ``per_constraint`` verdicts, each mode is its own rater ("judge [batched]"), so the two
+  modes can be compared by kappa; pass ``Filters(judging_mode=...)`` to keep one. For each
+  (text, constraint, rater) the latest verdict counts (a re-judge with a new prompt wins).
+- Only the instruction's active constraints (``constraints.active = 1``) are scored.
+- **Org** of a response r = share of its constraints judged Yes on r, per rater, then the
+  mean over raters (the paper averages two judges): equal to the mean over constraints of
+  the judges' mean verdict. Constraints a rater has not judged yet are left out of that
+  rater's share rather than counted as No (the judging stage records a missing reply line
+  as No itself); ``coverage`` = judged / active says how complete a response is.
+- **Core@ratio** = the same on r's summary at that ratio, over the constraints the rater
+  judged on both texts. Several summaries of r at one ratio (two summarizers) are averaged.
+- **Superficial share** of r at a ratio: among constraints a rater judged Yes on the full
+  response, the share judged No on the summary. Per response: ``flipped / satisfied`` with
+  both counts averaged over raters. In aggregates it is pooled: sum(flipped) / sum(satisfied)
+  over the group's responses, which is the paper's "X% of satisfied constraints survive";
+  **survival** = 1 - superficial.
+- A constraint **flipped** on r when the raters' mean verdict is >= 0.5 on the full
+  response and < 0.5 on the summary: the items the Annotate screen asks people about.
+- Aggregates are per (domain, condition, model, mode, ratio): the mean of per-response
+  Org and Core and the pooled superficial share, each with a bootstrap 95% interval that
+  resamples responses = instructions (one response per instruction, model and mode), the
+  unit of independence. Rows with ``ratio = None`` hold Org over every judged response,
+  summarised or not; rows with a ratio hold Org and Core over the same responses, so the
+  Org-Core gap compares like with like.
+- **Judge agreement**: for each pair of raters, Cohen's kappa and percent agreement over
+  the (text, constraint) items both judged; per group over the full responses and the
+  summaries at the group's ratio. With more than two raters, a group shows the mean over pairs.
+- **Human validation** (``annotator_agreement``, ``metric_validation``): kappa between
+  annotators on shared items (all three labels), and precision/recall of the metric's
+  "superficial" call (= flipped) against human labels, with label ``superficial`` the
+  positive class, ``integrated`` the negative and ``ambiguous`` left out (counted apart).
+- **Copying** (``copying=True``): word 5-grams a response shares with reference A and with
+  B (distinct n-grams), the share of its words inside copied spans, and the longest span.
+- **Similarity** (only when an embedder is given; slow on CPU): constraint-reference cosine
+  (mean over the active constraints of cos(constraint, reference A) and likewise B) and
+  lexical overlap (share of a constraint's content words found in the reference, averaged);
+  constraint-response similarity = for each constraint the max cosine over the response's
+  sentences, averaged over constraints (as the research code).
+- Comparisons (``compare``): two models on the same instructions, or two conditions on
+  the same reference article A, by a paired bootstrap interval of the mean difference and
+  a sign-flip permutation p-value (pipeline.stats.paired_test).
+
+Aggregation runs in SQL (temp tables and GROUP BY) down to one row per (text, rater);
+Python only touches per-response rows.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from itertools import combinations
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import copying
+from .stats import (
+    DEFAULT_RESAMPLES,
+    NAN_INTERVAL,
+    Agreement,
+    Interval,
+    PairedTest,
+    PrecisionRecall,
+    bootstrap_mean,
+    bootstrap_ratio,
+    cohen_kappa,
+    kappa_from_counts,
+    paired_test,
+    precision_recall,
+)
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+    from .store import Store
+
+# Temp tables live on the store's connection; one metrics computation at a time per process.
+_LOCK = threading.RLock()
+CONDITION_ORDER = ("single", "none", "direct", "eval")
+LABELS = ("integrated", "superficial", "ambiguous")
+
+
+@dataclass(frozen=True)
+class Filters:
+    run: str | None = None  # instructions.run_id
+    domain: str | None = None
+    condition: str | None = None
+    models: tuple[str, ...] | None = None  # models under test (the response's writer)
+    mode: str | None = None  # direct | edit
+    judges: tuple[str, ...] | None = None
+    judging_mode: str | None = None  # batched | per_constraint
+
+
+@dataclass
+class Row:
+    """One response at one summary ratio (``ratio = None``: the response alone)."""
+
+    instruction_id: int
+    run_id: str
+    domain: str
+    condition: str
+    article_a: int | None
+    article_b: int | None
+    model: str
+    mode: str
+    response_id: int
+    ratio: float | None
+    n_active: int
+    judged: float  # constraints judged on the full response, mean over raters
+    org: float
+    core: float = math.nan
+    satisfied: float = math.nan  # constraints Yes on full (of those judged on the summary), mean over raters
+    flipped: float = math.nan  # of those, No on the summary, mean over raters
+    achieved_ratio: float | None = None
+    raters: int = 0
+    extra: dict[str, float] = field(default_factory=dict)  # copying and similarity columns
+
+    @property
+    def superficial(self) -> float:
+        return self.flipped / self.satisfied if self.satisfied and self.satisfied > 0 else math.nan
+
+    @property
+    def coverage(self) -> float:
+        return self.judged / self.n_active if self.n_active else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if k != "extra"}
+        out["superficial"] = self.superficial
+        out["coverage"] = self.coverage
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class Group:
+    domain: str
+    condition: str
+    model: str
+    mode: str
+    ratio: float | None
+    n: int
+    org: Interval
+    core: Interval = NAN_INTERVAL
+    superficial: Interval = NAN_INTERVAL
+    kappa: float = math.nan
+    agreement: float = math.nan
+    agreement_items: int = 0
+    achieved_ratio: float = math.nan
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str, str, float | None]:
+        return (self.domain, self.condition, self.model, self.mode, self.ratio)
+
+    @property
+    def survival(self) -> Interval:
+        s = self.superficial
+        return Interval(1 - s.value, 1 - s.high, 1 - s.low, s.n)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "domain": self.domain, "condition": self.condition, "model": self.model, "mode": self.mode,
+            "ratio": self.ratio, "n": self.n, "achieved_ratio": self.achieved_ratio,
+        }
+        for name in ("org", "core", "superficial", "survival"):
+            iv: Interval = getattr(self, name)
+            out[name], out[f"{name}_low"], out[f"{name}_high"] = iv.value, iv.low, iv.high
+        out.update({"kappa": self.kappa, "agreement": self.agreement, "agreement_items": self.agreement_items})
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    rater_a: str
+    rater_b: str
+    kind: str  # response | summary | all
+    kappa: float
+    percent: float
+    n: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Metrics:
+    raters: list[str]
+    rows: list[Row]  # per response x ratio, plus one ratio=None row per response
+    groups: list[Group]
+    agreement: list[JudgeAgreement]
+    ratios: list[float]
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+    def response_rows(self) -> list[Row]:
+        return [r for r in self.rows if r.ratio is None]
+
+    def at_ratio(self, ratio: float | None) -> list[Row]:
+        return [r for r in self.rows if _same_ratio(r.ratio, ratio)]
+
+    def group(self, domain: str, condition: str, model: str, mode: str, ratio: float | None) -> Group | None:
+        for g in self.groups:
+            if g.key[:4] == (domain, condition, model, mode) and _same_ratio(g.ratio, ratio):
+                return g
+        return None
+
+
+def _same_ratio(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) < 1e-9
+
+
+def _ratio_key(ratio: float | None) -> float | None:
+    return None if ratio is None else round(float(ratio), 6)
+
+
+# -- the SQL side -------------------------------------------------------------------------------
+
+
+def _prepare(store: Store, f: Filters) -> list[str]:
+    """Fill temp tables: m_gen (the selected responses and summaries) and m_p (one row per text
+    and active constraint, one verdict column y0, y1, ... per rater, NULL where that rater has
+    not judged). Return the rater names, in column order."""
+    conn = store.conn
+    _cleanup(store)
+    if not conn.in_transaction:
+        # Sorting millions of verdicts for the GROUP BY: in memory, not in a temp file. The pragma
+        # can change only outside a transaction; _cleanup restores it.
+        _TEMP_STORE[id(conn)] = conn.execute("PRAGMA temp_store").fetchone()[0]
+        conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("CREATE TEMP TABLE m_gen(gid INTEGER PRIMARY KEY, kind TEXT, rid INTEGER, ratio REAL)")
+    where, params = [], []
+    for column, value in (("i.run_id", f.run), ("i.domain", f.domain), ("i.condition", f.condition), ("r.mode", f.mode)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if f.models:
+        where.append(f"r.model IN ({','.join('?' * len(f.models))})")
+        params.extend(f.models)
+    conn.execute(
+        "INSERT INTO m_gen SELECT g.id, g.kind, r.id, g.ratio FROM generations g"
+        " JOIN generations r ON r.id = CASE WHEN g.kind = 'summary' THEN g.parent_id ELSE g.id END"
+        " JOIN instructions i ON i.id = r.instruction_id"
+        " WHERE g.kind IN ('response', 'summary') AND r.kind = 'response'" + "".join(f" AND {w}" for w in where),
+        params,
+    )
+    vwhere, vparams = [], []
+    if f.judges:
+        vwhere.append(f"judge IN ({','.join('?' * len(f.judges))})")
+        vparams.extend(f.judges)
+    if f.judging_mode:
+        vwhere.append("judging_mode = ?")
+        vparams.append(f.judging_mode)
+    vsql = "".join(f" AND v.{w}" for w in vwhere)
+    selected = conn.execute("SELECT count(*) FROM m_gen").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM generations WHERE kind IN ('response', 'summary')").fetchone()[0]
+    # Most texts selected: one sequential scan of verdicts beats an index walk with a row lookup
+    # per verdict. A narrow selection (one run of many): walk the index from the selected texts.
+    if selected > 0.2 * total:
+        source = "verdicts v NOT INDEXED WHERE v.generation_id IN (SELECT gid FROM m_gen)"
+    else:
+        source = "m_gen g JOIN verdicts v ON v.generation_id = g.gid WHERE 1"
+    combos = conn.execute(
+        f"SELECT DISTINCT v.judge, v.judging_mode, v.prompt_hash FROM {source} AND v.verdict IS NOT NULL{vsql}",
+        vparams).fetchall()
+    prompts: dict[tuple[str, str], int] = defaultdict(int)
+    for judge, mode, _ in combos:
+        prompts[(judge, mode)] += 1
+    raters = sorted(prompts)
+    modes_per_judge: dict[str, int] = defaultdict(int)
+    for judge, _ in raters:
+        modes_per_judge[judge] += 1
+    names = [judge if modes_per_judge[judge] == 1 else f"{judge} [{mode}]" for judge, mode in raters]
+    columns = ", ".join(f"y{k} INTEGER" for k in range(len(raters)))
+    conn.execute(f"CREATE TEMP TABLE m_p(gid INTEGER, cid INTEGER{', ' + columns if columns else ''},"
+                 " PRIMARY KEY(gid, cid)) WITHOUT ROWID")
+    if not raters:
+        return names
+    pivot = ", ".join("max(CASE WHEN v.judge = ? AND v.judging_mode = ? THEN v.verdict END)" for _ in raters)
+    pivot_params = [x for judge, mode in raters for x in (judge, mode)]
+    latest = ""
+    if any(n > 1 for n in prompts.values()):
+        # Several judge prompts for a rater (a re-judge): the latest verdict per item counts.
+        latest = (" AND v.id IN (SELECT max(id) FROM verdicts WHERE verdict IS NOT NULL"
+                  " GROUP BY generation_id, constraint_id, judge, judging_mode)")
+    conn.execute(
+        f"INSERT INTO m_p SELECT v.generation_id, v.constraint_id, {pivot} FROM {source}"
+        " AND v.verdict IS NOT NULL AND v.constraint_id NOT IN (SELECT id FROM constraints WHERE active = 0)"
+        f"{vsql}{latest} GROUP BY v.generation_id, v.constraint_id",
+        pivot_params + vparams,
+    )
+    return names
+
+
+def _cleanup(store: Store) -> None:
+    conn = store.conn
+    for table in ("m_gen", "m_p"):
+        conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+    previous = _TEMP_STORE.pop(id(conn), None)
+    if previous is not None:
+        # The transaction was opened by our temp-table writes alone (none was open before).
+        conn.commit()
+        conn.execute(f"PRAGMA temp_store = {int(previous)}")
+
+
+_TEMP_STORE: dict[int, int] = {}
+
+
+# -- the computation ------------------------------------------------------------------------------
+
+
+def compute_metrics(
+    store: Store,
+    filters: Filters | None = None,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    copy: bool = False,
+    ngram: int = 5,
+    embedder: Embedder | None = None,
+) -> Metrics:
+    """Every per-response row and per-group aggregate for the selected instructions.
+
+    ``copy`` adds copied n-gram columns; ``embedder`` (pipeline.embeddings) adds similarity
+    columns. Both read texts, so they cost more than the verdict arithmetic."""
+    f = filters or Filters()
+    with _LOCK:
+        try:
+            raters = _prepare(store, f)
+            rows, kappa_counts = _rows(store, len(raters))
+        finally:
+            _cleanup(store)
+    if copy and rows:
+        _add_copying(store, rows, ngram)
+    if embedder is not None and rows:
+        _add_similarity(store, rows, embedder)
+    groups = _groups(rows, kappa_counts, n_resamples=n_resamples, seed=seed)
+    agreement = _agreement(raters, kappa_counts)
+    ratios = sorted({r.ratio for r in rows if r.ratio is not None})
+    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios)
+
+
+@dataclass
+class _KappaCounts:
+    by_gid: dict[int, list[tuple[int, int, np.ndarray]]]  # gid -> [(rater_a, rater_b, [n11, n10, n01, n00])]
+    kind: dict[int, str]
+    rid: dict[int, int]
+    ratio: dict[int, float | None]
+
+
+def _both(a: str, b: str) -> str:
+    """SQL: 1 when both verdicts exist, else NULL (so count/sum skip the item)."""
+    return f"(({a}) + ({b}) - ({a}) - ({b}) + 1)"
+
+
+def _rows(store: Store, n_raters: int) -> tuple[list[Row], _KappaCounts]:
+    conn = store.conn
+    counts = _KappaCounts(by_gid=defaultdict(list), kind={}, rid={}, ratio={})
+    if n_raters == 0:
+        return [], counts
+    meta = conn.execute(
+        "SELECT r.id, r.instruction_id, i.run_id, i.domain, i.condition, i.article_a, i.article_b, r.model,"
+        " COALESCE(r.mode, ''), (SELECT count(*) FROM constraints c WHERE c.instruction_id = r.instruction_id"
+        " AND c.active = 1) FROM m_gen g JOIN generations r ON r.id = g.gid JOIN instructions i ON i.id = r.instruction_id"
+        " WHERE g.kind = 'response'"
+    ).fetchall()
+    pairs = list(combinations(range(n_raters), 2))
+    # One pass over m_p: per text, each rater's judged count and Yes count, and for each pair of
+    # raters the 2x2 agreement cells over the items both judged.
+    per_rater = ", ".join(f"count(y{k}), sum(y{k})" for k in range(n_raters))
+    cells = ", ".join(
+        f"sum(y{a} * y{b}), sum(y{a} * (1 - y{b})), sum((1 - y{a}) * y{b}), sum((1 - y{a}) * (1 - y{b}))"
+        for a, b in pairs)
+    full: dict[int, list[tuple[int, int]]] = {}
+    for gid, kind, rid, ratio, *values in conn.execute(
+        f"SELECT p.gid, g.kind, g.rid, g.ratio, {per_rater}{', ' + cells if cells else ''}"
+        " FROM m_p p JOIN m_gen g ON g.gid = p.gid GROUP BY p.gid"
+    ):
+        counts.kind[gid], counts.rid[gid], counts.ratio[gid] = kind, rid, _ratio_key(ratio)
+        if kind == "response":
+            full[gid] = [(values[2 * k], values[2 * k + 1] or 0) for k in range(n_raters) if values[2 * k]]
+        base = 2 * n_raters
+        for index, (a, b) in enumerate(pairs):
+            cell = values[base + 4 * index : base + 4 * index + 4]
+            if cell[0] is not None:
+                counts.by_gid[gid].append((a, b, np.asarray(cell, dtype=float)))
+    # Summaries against their response, per rater, over the constraints judged on both.
+    per_rater_summary = ", ".join(
+        f"count({_both(f's.y{k}', f'f.y{k}')}), sum(s.y{k} * {_both(f's.y{k}', f'f.y{k}')}),"
+        f" sum(f.y{k} * {_both(f's.y{k}', f'f.y{k}')}), sum(f.y{k} * (1 - s.y{k}))"
+        for k in range(n_raters))
+    summ: dict[tuple[int, float], list[tuple[int, int, int, int]]] = defaultdict(list)
+    for _sid, rid, ratio, *values in conn.execute(
+        f"SELECT g.gid, g.rid, g.ratio, {per_rater_summary} FROM m_gen g JOIN m_p s ON s.gid = g.gid"
+        " JOIN m_p f ON f.gid = g.rid AND f.cid = s.cid WHERE g.kind = 'summary' GROUP BY g.gid"
+    ):
+        for k in range(n_raters):
+            n, core_yes, full_yes, flipped = values[4 * k : 4 * k + 4]
+            if n:
+                summ[(rid, _ratio_key(ratio))].append((n, core_yes or 0, full_yes or 0, flipped or 0))
+    achieved: dict[tuple[int, float], list[float]] = defaultdict(list)
+    for rid, ratio, value in conn.execute(
+        "SELECT g.rid, g.ratio, s.achieved_ratio FROM m_gen g JOIN generations s ON s.id = g.gid"
+        " WHERE g.kind = 'summary' AND s.achieved_ratio IS NOT NULL"
+    ):
+        achieved[(rid, _ratio_key(ratio))].append(value)
+    by_response: dict[int, list[float]] = defaultdict(list)
+    for rid, ratio in summ:
+        by_response[rid].append(ratio)
+
+    rows: list[Row] = []
+    for rid, iid, run_id, domain, condition, art_a, art_b, model, mode, n_active in meta:
+        judged = full.get(rid)
+        if not judged:
+            continue  # not judged yet
+        base = Row(
+            instruction_id=iid, run_id=run_id or "", domain=domain or "", condition=condition or "",
+            article_a=art_a, article_b=art_b, model=model or "", mode=mode, response_id=rid, ratio=None,
+            n_active=n_active, judged=_mean([n for n, _ in judged]),
+            org=_mean([yes / n for n, yes in judged]), raters=len(judged),
+        )
+        rows.append(base)
+        for ratio in sorted(by_response.get(rid, [])):
+            parts = summ[(rid, ratio)]
+            reached = achieved.get((rid, ratio))
+            rows.append(replace(
+                base, ratio=ratio, extra={}, raters=len(parts),
+                core=_mean([cy / n for n, cy, _, _ in parts]),
+                satisfied=_mean([fy for _, _, fy, _ in parts]),
+                flipped=_mean([fl for _, _, _, fl in parts]),
+                achieved_ratio=_mean(reached) if reached else None,
+            ))
+    return rows, counts
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _groups(rows: list[Row], counts: _KappaCounts, *, n_resamples: int, seed: int) -> list[Group]:
+    buckets: dict[tuple, list[Row]] = defaultdict(list)
+    for row in rows:
+        buckets[(row.domain, row.condition, row.model, row.mode, row.ratio)].append(row)
+    # Judge agreement per group: counts of the group's responses, plus summaries at its ratio.
+    gids_of_response: dict[int, list[int]] = defaultdict(list)
+    for gid, rid in counts.rid.items():
+        if gid in counts.by_gid:
+            gids_of_response[rid].append(gid)
+    groups: list[Group] = []
+    for key in sorted(buckets, key=_group_sort_key):
+        members = buckets[key]
+        domain, condition, model, mode, ratio = key
+        org = bootstrap_mean([r.org for r in members], n_resamples=n_resamples, seed=seed)
+        g = Group(domain, condition, model, mode, ratio, n=len(members), org=org)
+        if ratio is not None:
+            g.core = bootstrap_mean([r.core for r in members], n_resamples=n_resamples, seed=seed)
+            g.superficial = bootstrap_ratio([r.flipped for r in members], [r.satisfied for r in members],
+                                            n_resamples=n_resamples, seed=seed)
+            reached = [r.achieved_ratio for r in members if r.achieved_ratio is not None]
+            g.achieved_ratio = float(np.mean(reached)) if reached else math.nan
+        tables: dict[tuple[int, int], np.ndarray] = defaultdict(lambda: np.zeros(4))
+        for row in members:
+            for gid in gids_of_response.get(row.response_id, []):
+                if counts.kind[gid] == "response" or (ratio is not None and counts.ratio[gid] == ratio):
+                    for ra, rb, cells in counts.by_gid[gid]:
+                        tables[(ra, rb)] += cells
+        if tables:
+            results = [kappa_from_counts(t.reshape(2, 2)) for t in tables.values()]
+            kappas = [a.kappa for a in results if not math.isnan(a.kappa)]
+            g.kappa = float(np.mean(kappas)) if kappas else math.nan
+            g.agreement = float(np.mean([a.percent for a in results]))
+            g.agreement_items = int(sum(a.n for a in results))
+        extras = defaultdict(list)
+        for row in members:
+            for name, value in row.extra.items():
+                if value is not None and not math.isnan(value):
+                    extras[name].append(value)
+        g.extra = {name: float(np.mean(values)) for name, values in extras.items()}
+        groups.append(g)
+    return groups
+
+
+def _group_sort_key(key: tuple) -> tuple:
+    domain, condition, model, mode, ratio = key
+    order = CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER)
+    return (domain, order, condition, model, mode, -1.0 if ratio is None else -ratio)
+
+
+def _agreement(raters: list[str], counts: _KappaCounts) -> list[JudgeAgreement]:
+    tables: dict[tuple[int, int, str], np.ndarray] = defaultdict(lambda: np.zeros(4))
+    for gid, items in counts.by_gid.items():
+        for ra, rb, cells in items:
+            tables[(ra, rb, counts.kind[gid])] += cells
+            tables[(ra, rb, "all")] += cells
+    out = []
+    for (ra, rb, kind), t in sorted(tables.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        a = kappa_from_counts(t.reshape(2, 2))
+        out.append(JudgeAgreement(raters[ra], raters[rb], kind, a.kappa, a.percent, a.n))
+    return out
+
+
+# -- copying and similarity (read texts) ---------------------------------------------------------
+
+
+def _texts(store: Store, hashes: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    unique = [h for h in dict.fromkeys(hashes) if h]
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        out.update(store.conn.execute(
+            f"SELECT hash, body FROM texts WHERE hash IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+    return out
+
+
+def _response_and_reference_hashes(store: Store, rows: list[Row]) -> tuple[dict[int, str], dict[int, str]]:
+    response_ids = sorted({r.response_id for r in rows})
+    article_ids = sorted({a for r in rows for a in (r.article_a, r.article_b) if a is not None})
+    resp: dict[int, str] = {}
+    arts: dict[int, str] = {}
+    for start in range(0, len(response_ids), 500):
+        chunk = response_ids[start : start + 500]
+        resp.update(store.conn.execute(
+            f"SELECT id, text_hash FROM generations WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+    for start in range(0, len(article_ids), 500):
+        chunk = article_ids[start : start + 500]
+        arts.update(store.conn.execute(
+            f"SELECT id, text_hash FROM articles WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+    return resp, arts
+
+
+def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
+    """copy_a_ngrams, copy_a_share, copy_b_ngrams, copy_b_share, copy_longest per response."""
+    resp, arts = _response_and_reference_hashes(store, rows)
+    bodies = _texts(store, [*resp.values(), *arts.values()])
+    cache: dict[tuple[str, str], copying.CopyStats] = {}
+    per_response: dict[int, dict[str, float]] = {}
+    for row in rows:
+        if row.response_id in per_response:
+            row.extra.update(per_response[row.response_id])
+            continue
+        values: dict[str, float] = {}
+        r_hash = resp.get(row.response_id)
+        longest = 0
+        for label, article in (("a", row.article_a), ("b", row.article_b)):
+            a_hash = arts.get(article) if article is not None else None
+            if not r_hash or not a_hash or r_hash not in bodies or a_hash not in bodies:
+                continue
+            stats = cache.get((r_hash, a_hash))
+            if stats is None:
+                stats = cache[(r_hash, a_hash)] = copying.copy_stats(bodies[r_hash], bodies[a_hash], ngram)
+            values[f"copy_{label}_ngrams"] = float(stats.shared_ngrams)
+            values[f"copy_{label}_share"] = stats.share
+            longest = max(longest, stats.longest)
+        if values:
+            values["copy_longest"] = float(longest)
+        per_response[row.response_id] = values
+        row.extra.update(values)
+
+
+def _active_constraints(store: Store, instruction_ids: Sequence[int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = defaultdict(list)
+    ids = sorted(set(instruction_ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for iid, text in store.conn.execute(
+            f"SELECT instruction_id, text FROM constraints WHERE active = 1 AND instruction_id IN"
+            f" ({','.join('?' * len(chunk))}) ORDER BY instruction_id, position, id", chunk):
+            out[iid].append(text)
+    return out
+
+
+def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
+    """sim_ref_a / sim_ref_b (cosine), lex_ref_a / lex_ref_b (lexical overlap) per instruction;
+    sim_response (mean over constraints of the max cosine over response sentences) per response."""
+    from .embeddings import embed_texts
+
+    resp, arts = _response_and_reference_hashes(store, rows)
+    bodies = _texts(store, [*resp.values(), *arts.values()])
+    constraints = _active_constraints(store, [r.instruction_id for r in rows])
+    sentences = {rid: copying.split_sentences(bodies.get(h, "")) for rid, h in resp.items()}
+    # One embedding call for every distinct text: the cache makes repeats free anyway.
+    all_texts = list(dict.fromkeys(
+        [t for ts in constraints.values() for t in ts]
+        + [bodies[h] for h in arts.values() if h in bodies]
+        + [s for ss in sentences.values() for s in ss]
+    ))
+    if not all_texts:
+        return
+    vectors = embed_texts(store, embedder, all_texts)
+    index = {t: i for i, t in enumerate(all_texts)}
+
+    def vecs(texts: Sequence[str]) -> np.ndarray:
+        return vectors[[index[t] for t in texts]] if texts else np.zeros((0, vectors.shape[1]), dtype=np.float32)
+
+    per_instruction: dict[int, dict[str, float]] = {}
+    per_response: dict[int, float] = {}
+    for row in rows:
+        cons = constraints.get(row.instruction_id, [])
+        if row.instruction_id not in per_instruction:
+            values: dict[str, float] = {}
+            cv = vecs(cons)
+            for label, article in (("a", row.article_a), ("b", row.article_b)):
+                body = bodies.get(arts.get(article, ""), "") if article is not None else ""
+                if not body or not cons:
+                    continue
+                values[f"sim_ref_{label}"] = float((cv @ vectors[index[body]]).mean())
+                values[f"lex_ref_{label}"] = float(np.mean([copying.lexical_overlap(c, body) for c in cons]))
+            per_instruction[row.instruction_id] = values
+        if row.response_id not in per_response:
+            sv = vecs(sentences.get(row.response_id, []))
+            per_response[row.response_id] = (
+                float((vecs(cons) @ sv.T).max(axis=1).mean()) if cons and len(sv) else math.nan
+            )
+        row.extra.update(per_instruction[row.instruction_id])
+        row.extra["sim_response"] = per_response[row.response_id]
+
+
+# -- comparisons ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    by: str  # model | condition
+    a: str
+    b: str
+    domain: str
+    within: str  # the condition (model comparison) or model/mode (condition comparison)
+    metric: str  # org | core | superficial
+    ratio: float | None
+    test: PairedTest
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"by": self.by, "a": self.a, "b": self.b, "domain": self.domain, "within": self.within,
+                "metric": self.metric, "ratio": self.ratio, **self.test.as_dict()}
+
+
+def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: float | None = 0.25,
+            n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[Comparison]:
+    """Paired tests of ``a`` against ``b``: two models (units: the same instructions, per domain,
+    condition and mode) or two conditions (units: the same reference article A, per domain,
+    model and mode). ``by`` defaults to "condition" when both names are conditions in the data."""
+    conditions = {r.condition for r in metrics.rows}
+    if by is None:
+        by = "condition" if a in conditions and b in conditions else "model"
+    if by not in ("model", "condition"):
+        raise ValueError(f"compare: by must be 'model' or 'condition', not {by!r}")
+    rows = metrics.at_ratio(ratio) if ratio is not None else metrics.response_rows()
+    if ratio is not None and not rows:
+        rows, ratio = metrics.response_rows(), None  # nothing summarised at that ratio: Org only
+    metric_names = ["org"] if ratio is None else ["org", "core", "superficial"]
+    # strata -> unit -> side -> [rows]
+    cells: dict[tuple[str, str], dict[Any, dict[str, list[Row]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    several_modes = len({r.mode for r in rows}) > 1
+    for row in rows:
+        mode = f"/{row.mode}" if several_modes and row.mode else ""
+        if by == "model":
+            side, stratum, unit = row.model, (row.domain, f"{row.condition}{mode}"), row.instruction_id
+        else:
+            side, stratum, unit = row.condition, (row.domain, f"{row.model}{mode}"), row.article_a
+        if side in (a, b):
+            cells[stratum][unit][side].append(row)
+    out: list[Comparison] = []
+    for (domain, within), units in sorted(cells.items()):
+        paired = [(sides[a], sides[b]) for sides in units.values() if sides.get(a) and sides.get(b)]
+        if not paired:
+            continue
+        for metric in metric_names:
+            xa = np.array([np.nanmean([_metric(r, metric) for r in ra]) if _any_value(ra, metric) else math.nan
+                           for ra, _ in paired])
+            xb = np.array([np.nanmean([_metric(r, metric) for r in rb]) if _any_value(rb, metric) else math.nan
+                           for _, rb in paired])
+            test = paired_test(xa, xb, n_resamples=n_resamples, seed=seed)
+            out.append(Comparison(by, a, b, domain, within, metric, ratio, test))
+    return out
+
+
+def _metric(row: Row, metric: str) -> float:
+    return row.superficial if metric == "superficial" else getattr(row, metric)
+
+
+def _any_value(rows: list[Row], metric: str) -> bool:
+    return any(not math.isnan(_metric(r, metric)) for r in rows)
+
+
+# -- constraint-level: flipped items, human validation ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """One constraint on one response, with the raters' mean verdicts on full and summary."""
+
+    constraint_id: int
+    response_id: int
+    summary_id: int
+    instruction_id: int
+    model: str
+    ratio: float
+    full_score: float
+    summary_score: float
+
+    @property
+    def flipped(self) -> bool:
+        return self.full_score >= 0.5 and self.summary_score < 0.5
+
+    @property
+    def passed_both(self) -> bool:
+        return self.full_score >= 0.5 and self.summary_score >= 0.5
+
+
+def constraint_items(store: Store, filters: Filters | None = None, *, ratio: float = 0.25) -> list[Item]:
+    """Every (constraint, response) judged on the full response and on its summary at ``ratio``
+    by at least one rater; scores are the mean verdict over the raters who judged both."""
+    with _LOCK:
+        try:
+            n = len(_prepare(store, filters or Filters()))
+            if n == 0:
+                return []
+            both = [_both(f"s.y{k}", f"f.y{k}") for k in range(n)]
+            judged = " + ".join(f"coalesce({b}, 0)" for b in both)
+            full = " + ".join(f"coalesce(f.y{k} * {b}, 0)" for k, b in enumerate(both))
+            summ = " + ".join(f"coalesce(s.y{k} * {b}, 0)" for k, b in enumerate(both))
+            rows = store.conn.execute(
+                f"SELECT s.cid, g.rid, g.gid, r.instruction_id, r.model, g.ratio,"
+                f" ({full}) * 1.0 / ({judged}), ({summ}) * 1.0 / ({judged})"
+                " FROM m_gen g JOIN m_p s ON s.gid = g.gid JOIN m_p f ON f.gid = g.rid AND f.cid = s.cid"
+                " JOIN generations r ON r.id = g.rid"
+                f" WHERE g.kind = 'summary' AND abs(g.ratio - ?) < 1e-9 AND ({judged}) > 0 ORDER BY g.rid, s.cid",
+                (ratio,),
+            ).fetchall()
+        finally:
+            _cleanup(store)
+    return [Item(*row) for row in rows]
+
+
+def items_to_annotate(store: Store, filters: Filters | None = None, *, ratio: float = 0.25,
+                      passed_sample: int = 0, seed: int = 0) -> list[Item]:
+    """The flipped items, plus a seeded random sample of ``passed_sample`` items that passed on
+    both texts (the control set reviewers asked for), shuffled together so labellers cannot
+    tell which is which."""
+    items = constraint_items(store, filters, ratio=ratio)
+    flipped = [i for i in items if i.flipped]
+    passed = [i for i in items if i.passed_both]
+    rng = random.Random(seed)
+    chosen = flipped + rng.sample(passed, min(passed_sample, len(passed)))
+    rng.shuffle(chosen)
+    return chosen
+
+
+@dataclass(frozen=True)
+class AnnotatorAgreement:
+    annotator_a: str
+    annotator_b: str
+    kappa: float
+    percent: float
+    n: int  # items both labelled
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _annotations(store: Store) -> dict[tuple[int, int], dict[str, str]]:
+    out: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
+    for cid, gid, annotator, label in store.conn.execute(
+        "SELECT constraint_id, generation_id, annotator, label FROM annotations WHERE label IS NOT NULL"
+    ):
+        out[(cid, gid)][annotator] = label
+    return out
+
+
+def annotator_agreement(store: Store, *, exclude_ambiguous: bool = False) -> list[AnnotatorAgreement]:
+    """Cohen's kappa and percent agreement for each pair of annotators over the items both
+    labelled, on the three labels (or two, with ``exclude_ambiguous``: items either person
+    called ambiguous are left out)."""
+    labels = _annotations(store)
+    annotators = sorted({a for by in labels.values() for a in by})
+    out = []
+    for i, a in enumerate(annotators):
+        for b in annotators[i + 1 :]:
+            shared = [(by[a], by[b]) for by in labels.values() if a in by and b in by]
+            if exclude_ambiguous:
+                shared = [(x, y) for x, y in shared if "ambiguous" not in (x, y)]
+            if not shared:
+                out.append(AnnotatorAgreement(a, b, math.nan, math.nan, 0))
+                continue
+            ag: Agreement = cohen_kappa([x for x, _ in shared], [y for _, y in shared])
+            out.append(AnnotatorAgreement(a, b, ag.kappa, ag.percent, ag.n))
+    return out
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The metric's "superficial" call (= flipped at the ratio) against human labels."""
+
+    result: PrecisionRecall
+    ratio: float
+    annotator: str | None  # None: the majority label over annotators (ties left out)
+    ambiguous: int  # items labelled ambiguous: left out
+    ties: int  # items whose annotators split evenly: left out
+    not_applicable: int  # labelled items the metric did not call Yes on the full response, or unjudged
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.result.as_dict(), "ratio": self.ratio, "annotator": self.annotator,
+                "ambiguous_excluded": self.ambiguous, "ties_excluded": self.ties,
+                "not_applicable": self.not_applicable}
+
+
+def metric_validation(store: Store, *, ratio: float = 0.25, annotator: str | None = None,
+                      filters: Filters | None = None) -> Validation:
+    """Precision and recall of the metric's superficial call against people.
+
+    Positive = label ``superficial``, negative = ``integrated``; ``ambiguous`` is left out and
+    counted. An item is (constraint, response); the metric's call is "flipped at ``ratio``".
+    Items the judges did not pass on the full response are outside the metric's scope."""
+    labels = _annotations(store)
+    items = {(i.constraint_id, i.response_id): i for i in constraint_items(store, filters, ratio=ratio)}
+    predicted, truth = [], []
+    ambiguous = ties = not_applicable = 0
+    for key, by in labels.items():
+        if annotator is not None:
+            if annotator not in by:
+                continue
+            label = by[annotator]
+        else:
+            votes = defaultdict(int)
+            for value in by.values():
+                votes[value] += 1
+            best = max(votes.values())
+            top = [v for v, c in votes.items() if c == best]
+            if len(top) > 1:
+                ties += 1
+                continue
+            label = top[0]
+        if label == "ambiguous":
+            ambiguous += 1
+            continue
+        item = items.get(key)
+        if item is None or item.full_score < 0.5 or label not in ("superficial", "integrated"):
+            not_applicable += 1
+            continue
+        predicted.append(item.flipped)
+        truth.append(label == "superficial")
+    return Validation(precision_recall(predicted, truth), ratio, annotator, ambiguous, ties, not_applicable)
+
+
+# -- naturalness ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WinRate:
+    condition: str
+    opponent: str  # another condition, or "any" for all opponents together
+    n: int
+    wins: int
+    ties: int
+    losses: int
+    rate: Interval  # (wins + ties / 2) / n, bootstrap over comparisons
+    first_shown_wins: float  # share of decided comparisons won by the set shown first (position bias)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"condition": self.condition, "opponent": self.opponent, "n": self.n, "wins": self.wins,
+                "ties": self.ties, "losses": self.losses, "rate": self.rate.value, "rate_low": self.rate.low,
+                "rate_high": self.rate.high, "first_shown_wins": self.first_shown_wins}
+
+
+def naturalness_rates(store: Store, filters: Filters | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
+                      seed: int = 0) -> list[WinRate]:
+    """Win rates of each condition's constraint sets in the pairwise naturalness judgments."""
+    f = filters or Filters()
+    where, params = [], []
+    for column, value in (("ia.run_id", f.run), ("ia.domain", f.domain)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    rows = store.conn.execute(
+        "SELECT ia.condition, ib.condition, n.instruction_a, n.instruction_b, n.shown_first, n.winner"
+        " FROM naturalness n JOIN instructions ia ON ia.id = n.instruction_a"
+        " JOIN instructions ib ON ib.id = n.instruction_b" + (" WHERE " + " AND ".join(where) if where else ""),
+        params,
+    ).fetchall()
+    scores: dict[tuple[str, str], list[float]] = defaultdict(list)
+    first: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for ca, cb, ia, ib, shown_first, winner in rows:
+        if ca == cb:
+            continue
+        score_a = 0.5 if winner is None else (1.0 if winner == ia else 0.0)
+        for cond, opp, score in ((ca, cb, score_a), (cb, ca, 1.0 - score_a)):
+            for key in ((cond, opp), (cond, "any")):
+                scores[key].append(score)
+                if winner is not None and shown_first is not None:
+                    first[key].append(1.0 if winner == shown_first else 0.0)
+    out = []
+    for (cond, opp), values in sorted(scores.items(), key=lambda kv: (_cond_order(kv[0][0]), kv[0][1] != "any", kv[0][1])):
+        arr = np.asarray(values)
+        out.append(WinRate(
+            cond, opp, len(arr), int((arr == 1).sum()), int((arr == 0.5).sum()), int((arr == 0).sum()),
+            bootstrap_mean(arr, n_resamples=n_resamples, seed=seed),
+            float(np.mean(first[(cond, opp)])) if first[(cond, opp)] else math.nan,
+        ))
+    return out
+
+
+def _cond_order(condition: str) -> int:
+    return CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER)
+

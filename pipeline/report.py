@@ -1,0 +1,451 @@
+"""The report: condition x model tables per domain, agreement, comparisons, naturalness, charts.
+
+``build_report`` gathers everything from the store (pipeline.metrics); ``render`` prints it
+with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
+
+  summary.csv / .json          one row per (domain, condition, model, mode, ratio); ratio empty =
+                               Org over every judged response; intervals as *_low / *_high
+  per_instruction.csv / .json  one row per response and ratio (the bootstrap's units)
+  agreement.csv                Cohen's kappa and percent agreement per pair of judges
+  comparisons.csv              paired tests: every pair of models within a condition and every
+                               pair of conditions within a model, at the report ratio
+  naturalness.csv              win rates of each condition's constraint sets (if judged)
+  validation.json              human labels: annotator kappa, the metric's precision/recall
+  report.json                  all of the above together, with the filters used
+  org_core_<domain>.png        Org and Core bars with 95% whiskers per condition x model
+  depth_<domain>.png           Core across summary ratios, one line per model (Org at 1.0)
+
+Rates are shares in [0, 1] in the files and percentages on screen.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .metrics import (
+    CONDITION_ORDER,
+    AnnotatorAgreement,
+    Comparison,
+    Filters,
+    Group,
+    Metrics,
+    Validation,
+    WinRate,
+    annotator_agreement,
+    compare,
+    compute_metrics,
+    metric_validation,
+    naturalness_rates,
+)
+from .stats import DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .embeddings import Embedder
+    from .store import Store
+
+
+@dataclass
+class ReportOptions:
+    filters: Filters = field(default_factory=Filters)
+    ratio: float = 0.25  # the summary ratio of the main table
+    compare: tuple[str, str] | None = None  # two models or two conditions to test on screen
+    copy: bool = True  # copied n-grams between responses and references
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+
+
+@dataclass
+class Report:
+    options: ReportOptions
+    metrics: Metrics
+    comparisons: list[Comparison]  # every model pair and condition pair (files)
+    requested: list[Comparison]  # the --compare pair (screen)
+    naturalness: list[WinRate]
+    annotators: list[AnnotatorAgreement]
+    validation: Validation | None
+
+    @property
+    def empty(self) -> bool:
+        return self.metrics.empty and not self.naturalness
+
+    @property
+    def ratio(self) -> float | None:
+        """The ratio the main table shows: the requested one if summarised, else the nearest."""
+        ratios = self.metrics.ratios
+        if not ratios:
+            return None
+        return min(ratios, key=lambda r: abs(r - self.options.ratio))
+
+
+def build_report(store: Store, options: ReportOptions | None = None, *, embedder: Embedder | None = None) -> Report:
+    options = options or ReportOptions()
+    metrics = compute_metrics(store, options.filters, n_resamples=options.n_resamples, seed=options.seed,
+                              copy=options.copy, embedder=embedder)
+    report = Report(options, metrics, [], [], [], [], None)
+    ratio = report.ratio
+    kw = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
+    models = sorted({r.model for r in metrics.rows})
+    conditions = sorted({r.condition for r in metrics.rows}, key=_cond_key)
+    for a, b in combinations(models, 2):
+        report.comparisons += compare(metrics, a, b, by="model", **kw)
+    for a, b in combinations(conditions, 2):
+        report.comparisons += compare(metrics, a, b, by="condition", **kw)
+    if options.compare:
+        report.requested = compare(metrics, *options.compare, **kw)
+    report.naturalness = naturalness_rates(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
+    if store.scalar("SELECT count(*) FROM annotations"):
+        report.annotators = annotator_agreement(store)
+        report.validation = metric_validation(store, ratio=ratio or options.ratio, filters=options.filters)
+    return report
+
+
+def _cond_key(condition: str) -> tuple[int, str]:
+    return (CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER), condition)
+
+
+def _pct(x: float, digits: int = 1) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}"
+
+
+def _ci(iv: Any) -> str:
+    """'83.7 [81.2-87.1]' in percent: short enough for a terminal column."""
+    if math.isnan(iv.value):
+        return "-"
+    if math.isnan(iv.low):
+        return f"{100 * iv.value:.1f}"
+    return f"{100 * iv.value:.1f} [{100 * iv.low:.1f}-{100 * iv.high:.1f}]"
+
+
+def _label(model: str, mode: str, modes: set[str]) -> str:
+    return f"{model}/{mode}" if len(modes) > 1 and mode else model
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+# -- the terminal ---------------------------------------------------------------------------------
+
+
+def main_groups(report: Report) -> list[Group]:
+    """The main table's rows: each (domain, condition, model, mode) at the report ratio, or its
+    Org-only row when it has no summary at that ratio."""
+    ratio = report.ratio
+    chosen: dict[tuple, Group] = {}
+    for g in report.metrics.groups:
+        key = g.key[:4]
+        if g.ratio is None:
+            chosen.setdefault(key, g)
+        elif ratio is not None and abs(g.ratio - ratio) < 1e-9:
+            chosen[key] = g
+    return list(chosen.values())
+
+
+def render(report: Report, console: Console) -> None:
+    from rich.table import Table
+
+    m = report.metrics
+    if report.empty:
+        console.print(empty_message(report.options.filters))
+        return
+    ratio = report.ratio
+    if ratio is not None and abs(ratio - report.options.ratio) > 1e-9:
+        console.print(f"[yellow]no summaries at ratio {report.options.ratio:g}; showing ratio {ratio:g}[/]")
+    groups = main_groups(report)
+    modes = {g.mode for g in groups}
+    extra_names = sorted({name for g in groups for name in g.extra})
+    core_label = f"Core@{ratio:g}" if ratio is not None else "Core"
+    for domain in sorted({g.domain for g in groups}):
+        table = Table(title=f"{domain}: Org and Core (% of constraints, bootstrap 95% CI over instructions)",
+                      title_justify="left")
+        table.add_column("condition", no_wrap=True)
+        table.add_column("model", no_wrap=True)
+        for col in ("Org", core_label, "superficial"):
+            table.add_column(col, justify="right", no_wrap=True)
+        for col in ("judge κ", "n"):
+            table.add_column(col, justify="right")
+        if "copy_a_ngrams" in extra_names:
+            table.add_column("copied 5-grams A/B", justify="right")
+            table.add_column("copied words A/B %", justify="right")
+        if "sim_ref_a" in extra_names:
+            table.add_column("c-ref cos A/B", justify="right")
+            table.add_column("c-ref lex A/B", justify="right")
+            table.add_column("c-resp cos", justify="right")
+        for g in (g for g in groups if g.domain == domain):
+            row = [g.condition, _label(g.model, g.mode, modes)]
+            row += [_ci(g.org), _ci(g.core), _ci(g.superficial), _num(g.kappa), str(g.n)]
+            e = g.extra
+            if "copy_a_ngrams" in extra_names:
+                row.append(f"{_num(e.get('copy_a_ngrams'), 1)} / {_num(e.get('copy_b_ngrams'), 1)}")
+                row.append(f"{_pct(e.get('copy_a_share', math.nan))} / {_pct(e.get('copy_b_share', math.nan))}")
+            if "sim_ref_a" in extra_names:
+                row.append(f"{_num(e.get('sim_ref_a'))} / {_num(e.get('sim_ref_b'))}")
+                row.append(f"{_pct(e.get('lex_ref_a', math.nan))} / {_pct(e.get('lex_ref_b', math.nan))}")
+                row.append(_num(e.get("sim_response")))
+            table.add_row(*row)
+        console.print(table)
+    if len(m.ratios) > 1:
+        _render_depth(report, console)
+    if m.agreement:
+        table = Table("judge", "judge", "texts", "κ", "agree %", "items", title="Judge agreement", title_justify="left")
+        for a in m.agreement:
+            table.add_row(a.rater_a, a.rater_b, a.kind, _num(a.kappa), _pct(a.percent), str(a.n))
+        console.print(table)
+    elif len(m.raters) == 1:
+        console.print(f"one judge ({m.raters[0]}): no judge agreement to report; the paper averages two")
+    if report.requested:
+        _render_comparisons(report.requested, console)
+    elif report.options.compare:
+        a, b = report.options.compare
+        console.print(f"[yellow]--compare {a},{b}: no instructions where both were judged[/]")
+    if report.naturalness:
+        table = Table("condition", "vs", "n", "win rate % [CI]", "W/T/L", "first shown wins %",
+                      title="Naturalness (pairwise preference; ties count half)", title_justify="left")
+        for w in report.naturalness:
+            table.add_row(w.condition, w.opponent, str(w.n), _ci(w.rate), f"{w.wins}/{w.ties}/{w.losses}",
+                          _pct(w.first_shown_wins))
+        console.print(table)
+    if report.validation is not None:
+        v = report.validation
+        r = v.result
+        console.print(
+            f"Human validation at ratio {v.ratio:g} (label superficial = positive; ambiguous left out: {v.ambiguous}; "
+            f"ties: {v.ties}; outside the metric's scope: {v.not_applicable}): precision {_pct(r.precision)}%, "
+            f"recall {_pct(r.recall)}%, n = {r.n}"
+        )
+        for a in report.annotators:
+            console.print(f"  annotators {a.annotator_a} / {a.annotator_b}: κ {_num(a.kappa)}, "
+                          f"agree {_pct(a.percent)}%, n = {a.n}")
+
+
+def _render_depth(report: Report, console: Console) -> None:
+    from rich.table import Table
+
+    m = report.metrics
+    ratios = sorted(m.ratios, reverse=True)
+    table = Table("domain", "condition", "model", "Org", *[f"Core@{r:g}" for r in ratios],
+                  title="Depth profile: Core across summary ratios (%)", title_justify="left")
+    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], _cond_key(k[1]), k[2], k[3]))
+    modes = {k[3] for k in keys}
+    for domain, condition, model, mode in keys:
+        org = m.group(domain, condition, model, mode, None)
+        cells = []
+        for r in ratios:
+            g = m.group(domain, condition, model, mode, r)
+            cells.append(_pct(g.core.value) if g else "-")
+        table.add_row(domain, condition, _label(model, mode, modes), _pct(org.org.value) if org else "-", *cells)
+    console.print(table)
+    changed = ranking_changes(m)
+    if changed:
+        console.print("[bold]model ranking by Core changes with the ratio[/] in: " + "; ".join(changed))
+    else:
+        console.print("model ranking by Core is the same at every ratio")
+
+
+def ranking_changes(metrics: Metrics) -> list[str]:
+    """(domain, condition) cells whose ordering of models by Core differs between ratios."""
+    out = []
+    cells: dict[tuple[str, str], dict[float, list[tuple[float, str]]]] = {}
+    for g in metrics.groups:
+        if g.ratio is None or math.isnan(g.core.value):
+            continue
+        cells.setdefault((g.domain, g.condition), {}).setdefault(g.ratio, []).append((g.core.value, f"{g.model}/{g.mode}"))
+    for (domain, condition), by_ratio in sorted(cells.items()):
+        orders = {tuple(name for _, name in sorted(v, reverse=True)) for v in by_ratio.values() if len(v) > 1}
+        if len(orders) > 1:
+            out.append(f"{domain}/{condition}")
+    return out
+
+
+def _render_comparisons(comparisons: list[Comparison], console: Console) -> None:
+    from rich.table import Table
+
+    first = comparisons[0]
+    table = Table("domain", "within", "metric", first.a, first.b, "difference [95% CI]", "p",
+                  title=f"{first.a} vs {first.b} (paired by {'instruction' if first.by == 'model' else 'reference article'};"
+                        " sign-flip permutation test)", title_justify="left")
+    for c in comparisons:
+        t = c.test
+        diff = "-" if math.isnan(t.diff) else f"{100 * t.diff:+.1f} [{_pct(t.low)}, {_pct(t.high)}]"
+        p = "-" if math.isnan(t.p_value) else (f"{t.p_value:.3f}" + (" *" if t.significant() else ""))
+        table.add_row(c.domain, c.within, c.metric, _pct(t.mean_a), _pct(t.mean_b), diff, p)
+    console.print(table)
+    console.print("* p < 0.05 (not corrected for multiple comparisons)")
+
+
+def empty_message(filters: Filters) -> str:
+    active = {k: v for k, v in vars(filters).items() if v}
+    where = f" matching {active}" if active else ""
+    return (f"Nothing to report: no judged responses{where} in this store. Run `unspecific build` and "
+            "`unspecific evaluate` first (or check --run / --domain).")
+
+
+# -- files ----------------------------------------------------------------------------------------
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN becomes null."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns: list[str] = []
+    for row in rows:
+        for key in row:
+            if key not in columns:
+                columns.append(key)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else v) for k, v in _clean(row).items()})
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(_clean(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def write_outputs(report: Report, out_dir: str | Path) -> list[Path]:
+    """Write the tables, per-instruction rows and charts; return the files written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    m = report.metrics
+    written: list[Path] = []
+
+    def emit(name: str, rows: list[dict[str, Any]]) -> None:
+        _write_csv(out / f"{name}.csv", rows)
+        written.append(out / f"{name}.csv")
+
+    summary = [g.as_dict() for g in m.groups]
+    rows = [r.as_dict() for r in m.rows]
+    emit("summary", summary)
+    _write_json(out / "summary.json", summary)
+    written.append(out / "summary.json")
+    emit("per_instruction", rows)
+    _write_json(out / "per_instruction.json", rows)
+    written.append(out / "per_instruction.json")
+    emit("agreement", [a.as_dict() for a in m.agreement])
+    emit("comparisons", [c.as_dict() for c in report.comparisons])
+    if report.naturalness:
+        emit("naturalness", [w.as_dict() for w in report.naturalness])
+    validation = None
+    if report.validation is not None:
+        validation = {"metric": report.validation.as_dict(), "annotators": [a.as_dict() for a in report.annotators]}
+        _write_json(out / "validation.json", validation)
+        written.append(out / "validation.json")
+    _write_json(out / "report.json", {
+        "filters": vars(report.options.filters), "ratio": report.ratio, "raters": m.raters, "ratios": m.ratios,
+        "summary": summary, "agreement": [a.as_dict() for a in m.agreement],
+        "comparisons": [c.as_dict() for c in report.comparisons],
+        "requested_comparison": [c.as_dict() for c in report.requested],
+        "naturalness": [w.as_dict() for w in report.naturalness], "validation": validation,
+        "ranking_changes_with_ratio": ranking_changes(m),
+    })
+    written.append(out / "report.json")
+    if not m.empty:
+        written += charts(report, out)
+    return written
+
+
+def charts(report: Report, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    m = report.metrics
+    written = []
+    groups = main_groups(report)
+    for domain in sorted({g.domain for g in groups}):
+        mine = [g for g in groups if g.domain == domain]
+        conditions = sorted({g.condition for g in mine}, key=_cond_key)
+        systems = sorted({(g.model, g.mode) for g in mine})
+        modes = {mode for _, mode in systems}
+        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(conditions) * max(1, len(systems))), 4.2))
+        width = 0.8 / (2 * len(systems))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for s, (model, mode) in enumerate(systems):
+            color = colors[s % len(colors)]
+            for k, (metric, hatch, alpha) in enumerate((("org", "", 1.0), ("core", "//", 0.55))):
+                xs, ys, err_lo, err_hi = [], [], [], []
+                for c, condition in enumerate(conditions):
+                    g = next((g for g in mine if g.condition == condition and (g.model, g.mode) == (model, mode)), None)
+                    if g is None:
+                        continue
+                    iv = getattr(g, metric)
+                    if math.isnan(iv.value):
+                        continue
+                    xs.append(c + (2 * s + k) * width - 0.4 + width / 2)
+                    ys.append(100 * iv.value)
+                    err_lo.append(0 if math.isnan(iv.low) else 100 * (iv.value - iv.low))
+                    err_hi.append(0 if math.isnan(iv.high) else 100 * (iv.high - iv.value))
+                label = f"{_label(model, mode, modes)} {'Org' if metric == 'org' else 'Core'}"
+                ax.bar(xs, ys, width, yerr=[err_lo, err_hi], capsize=3, color=color, alpha=alpha, hatch=hatch,
+                       edgecolor=color, label=label)
+        ax.set_xticks(range(len(conditions)), conditions)
+        ax.set_ylim(0, 105)
+        ratio = report.ratio
+        ax.set_ylabel("constraints satisfied (%)")
+        ax.set_title(f"{domain}: Org vs Core{f'@{ratio:g}' if ratio is not None else ''} (95% bootstrap CI)")
+        ax.legend(fontsize=8, ncol=2, loc="lower right")
+        fig.tight_layout()
+        path = out / f"org_core_{_slug(domain)}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+        if m.ratios:
+            conds = sorted({g.condition for g in m.groups if g.domain == domain and g.ratio is not None}, key=_cond_key)
+            fig, axes = plt.subplots(1, max(1, len(conds)), figsize=(3.6 * max(1, len(conds)), 3.6), squeeze=False,
+                                     sharey=True)
+            modes = {g.mode for g in m.groups if g.domain == domain}
+            for ax, condition in zip(axes[0], conds):
+                for model, mode in sorted({(g.model, g.mode) for g in m.groups if g.domain == domain
+                                           and g.condition == condition}):
+                    xs, ys, lo, hi = [], [], [], []
+                    org = m.group(domain, condition, model, mode, None)
+                    if org is not None:
+                        xs.append(1.0)
+                        ys.append(100 * org.org.value)
+                        lo.append(0 if math.isnan(org.org.low) else 100 * (org.org.value - org.org.low))
+                        hi.append(0 if math.isnan(org.org.high) else 100 * (org.org.high - org.org.value))
+                    for r in sorted(m.ratios, reverse=True):
+                        g = m.group(domain, condition, model, mode, r)
+                        if g is None or math.isnan(g.core.value):
+                            continue
+                        xs.append(r)
+                        ys.append(100 * g.core.value)
+                        lo.append(0 if math.isnan(g.core.low) else 100 * (g.core.value - g.core.low))
+                        hi.append(0 if math.isnan(g.core.high) else 100 * (g.core.high - g.core.value))
+                    ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=_label(model, mode, modes))
+                ax.set_title(condition)
+                ax.set_xlabel("summary ratio (1.0 = full response)")
+                ax.set_xlim(1.05, 0)
+                ax.set_ylim(0, 105)
+            axes[0][0].set_ylabel("constraints satisfied (%)")
+            axes[0][-1].legend(fontsize=8)
+            fig.suptitle(f"{domain}: depth profile (Core across summary ratios)")
+            fig.tight_layout()
+            path = out / f"depth_{_slug(domain)}.png"
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name) or "all"
