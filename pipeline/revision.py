@@ -221,14 +221,13 @@ async def write_base_article(store: Store, client: LLMClient, endpoint: str, ins
         ep, messages, template=template, params=Params(max_tokens=int(words * 2.2) + 200), accept=accept
     )
     h = store.put_text(body)  # type: ignore[arg-type]
-    store.db["generations"].insert(
+    gen_id = store.db["generations"].insert(
         {
             "kind": "base", "instruction_id": instruction_id, "model": f"{ep.name}/{ep.model}", "mode": "",
             "ratio": None, "parent_id": None, "text_hash": h, "words": len(body.split()),  # type: ignore[union-attr]
             "achieved_ratio": None, "call_id": completion.call_id, "created_at": now(),
         }
-    )
-    gen_id = int(store.db["generations"].last_pk)
+    ).last_pk
     store.conn.execute("UPDATE instructions SET base_generation_id = ? WHERE id = ?", (gen_id, instruction_id))
     store.commit()
     return gen_id

@@ -42,11 +42,10 @@ def make_store(path: Path, n_pairs: int = 1, *, domain: str = "news", rule: str 
         for label, body in (("a", ARTICLE_A), ("b", ARTICLE_B)):
             text = body + f" (story {i}{label})"
             h = store.put_text(text)
-            store.db["articles"].insert({
+            ids.append(store.db["articles"].insert({
                 "corpus": "test", "domain": domain, "source_id": f"{i}{label}", "title": f"story {i}{label}",
                 "text_hash": h, "words": len(text.split()), "status": "kept", "duplicate_of": None, "imported_at": now(),
-            })
-            ids.append(store.db["articles"].last_pk)
+            }).last_pk)
         store.db["pairs"].insert({
             "domain": domain, "rule": rule, "params": "{}", "article_a": ids[0], "article_b": ids[1],
             "cosine": 0.8, "rank": 1, "candidates": "[]", "created_at": now(),
@@ -153,7 +152,8 @@ class ScriptedModel:
                 return Reply(text="I would rather write a poem about the sea.")
             n = int(re.search(r"exactly (\d+) constraints", first).group(1))
             items = self.constraints(n, common=kind == "synthesize_common")[: n - self.short_by]
-            task = "Write a news article about a local authority arguing over a budget gap."
+            story = re.search(r"\(story (\d+)a\)", first)  # one main task per pair, so base articles differ
+            task = f"Write a news article about a local authority arguing over a budget gap ({story.group(1) if story else '?'})."
             return Reply(text=json.dumps({"main_task": task, "constraints": items}))
         if kind == "constraints_more":
             if self.always_bad:

@@ -1,0 +1,139 @@
+"""`unspecific build`: instructions for the chosen conditions (single, none, direct, eval).
+
+Shows a progress bar per stage and prints, per condition: instructions made, constraints
+replaced (share), flags raised, calls, tokens, cost and cache hits. Killed or interrupted,
+the same command with --run RUN_ID resumes without repeating stored work.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+CONDITION_HELP = "comma-separated: single (one article, CS4 style), none (common, no revision), " \
+    "direct (common, all hardened), eval (common, only what the base article satisfies replaced)"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .common import positive_int
+
+    p = sub.add_parser("build", help="synthesize and revise instructions per condition (single, none, direct, eval)")
+    p.add_argument("--domain", default=None, help="domain of the pairs to build on (default: news)")
+    p.add_argument("--n", type=positive_int, default=None, help="number of pairs, one instruction each per condition (default 25)")
+    p.add_argument("--conditions", default=None, help=CONDITION_HELP + " (default: all four)")
+    p.add_argument("--constraints", type=positive_int, default=None, dest="n_constraints",
+                   help="constraints per instruction (default 39, config [build] n_constraints)")
+    p.add_argument("--words", type=positive_int, default=None, help="base article length in words (default 500)")
+    p.add_argument("--rule", choices=["paper", "research"], default=None, help="which pairing rule's pairs to use (default paper)")
+    p.add_argument("--run", default=None, dest="run_id", help="run id: resume this run (default: a new run)")
+    p.add_argument("--contradictions", action="store_true", default=None,
+                   help="also ask the LLM which constraint pairs contradict each other")
+    p.add_argument("--embedder", default=None, help="embedding model for the specificity-leak flag (mpnet, minilm); default lexical only")
+    p.add_argument("--judging-mode", choices=["batched", "per_constraint"], default=None, dest="judging_mode",
+                   help="how the base article is judged (default batched)")
+    p.add_argument("--step", action="store_true", help="run one stage at a time and show what it wrote before going on")
+    p.add_argument("--max-units", type=positive_int, default=None, help="stop after this many units of work (pairs / instructions)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ..build import BuildOptions
+    from .common import console, load_config_from, open_store_from, parse_csv
+
+    config = load_config_from(args)
+    store = open_store_from(args)
+    options = BuildOptions.from_config(
+        config, domain=args.domain, n=args.n, conditions=parse_csv(args.conditions) if args.conditions else None,
+        n_constraints=args.n_constraints, words=args.words, rule=args.rule, run_id=args.run_id,
+        contradictions=args.contradictions, embedder=args.embedder, judging_mode=args.judging_mode,
+    )
+    try:
+        return asyncio.run(_build(store, config, options, args, console()))
+    finally:
+        store.close()
+
+
+async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CLI glue
+    import sys
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.prompt import Confirm
+
+    from ..build import STAGES, BuildSummary, run_build, select_pairs, start_build_run
+    from ..progress import ProgressEvent, StopFlag
+    from ..runs import open_client
+
+    select_pairs(store, options)  # fail early, before any server starts, when there is nothing to build
+    options = start_build_run(store, config, options)
+    out.print(f"build run [bold]{options.run_id}[/]: {options.domain}, {options.n} pair(s), conditions "
+              f"{','.join(options.conditions)}, {options.n_constraints} constraints, store {store.path}")
+    stop = StopFlag()
+    summaries: list[BuildSummary] = []
+
+    def on_event(kind: str, detail: str) -> None:
+        if kind in ("retry", "repair", "local"):
+            out.print(f"[dim]{kind}: {detail}[/]")
+
+    async with open_client(config, store, run_id=options.run_id, on_event=on_event,
+                           endpoints=options.endpoints(config)) as client:
+        stages_to_run = [[s] for s in STAGES] if args.step else [list(STAGES)]
+        for i, stages in enumerate(stages_to_run):
+            with Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=out, transient=False) as bars:
+                tasks: dict[str, int] = {}
+
+                def progress(event: ProgressEvent) -> None:
+                    if event.kind in ("error", "log"):
+                        style = "red" if event.kind == "error" else "dim"
+                        bars.console.print(f"[{style}]{event.message}[/]")
+                        return
+                    if event.stage not in tasks:
+                        tasks[event.stage] = bars.add_task(event.stage, total=event.total or None)
+                    bars.update(tasks[event.stage], completed=event.done, total=event.total or None)
+
+                summary = await run_build(store, config, client, options, progress=progress, stop=stop,
+                                          max_units=args.max_units, stages=stages)
+            summaries.append(summary)
+            if args.step:
+                _print_stage(out, store, summary)
+                last = i == len(stages_to_run) - 1
+                if not last and not (sys.stdin.isatty() and Confirm.ask(f"continue with {STAGES[i + 1]}?", default=True)):
+                    out.print(f"stopped after {stages[0]}; resume with --run {options.run_id}")
+                    break
+    final = summaries[-1]
+    _print_report(out, final)
+    failed = sum(r.failed for r in final.conditions)
+    if not final.complete:
+        out.print(f"[yellow]not finished[/]: resume with `unspecific build --run {final.run_id}` (same options)")
+    return 1 if failed else 0
+
+
+def _print_stage(out, store, summary) -> None:  # noqa: ANN001
+    for s in summary.stages:
+        out.print(f"stage [bold]{s.stage}[/]: {s.processed} unit(s) done, {s.failed} failed, {s.remaining} left")
+
+
+def _print_report(out, summary) -> None:  # noqa: ANN001
+    from rich.table import Table
+
+    table = Table(title=f"build {summary.run_id}", title_justify="left")
+    for col in ("condition", "instructions", "failed", "replaced (share)", "flags raised", "calls", "tokens", "cost $",
+                "cache hits"):
+        table.add_column(col, justify="left" if col in ("condition", "flags raised") else "right")
+    for r in summary.conditions:
+        u = r.usage
+        tokens = f"{u.prompt_tokens + u.completion_tokens:,}"
+        if r.condition == "common":
+            table.add_row("common (shared synthesis)", "-", "-", "-", "-", str(u.calls), tokens, f"{u.cost:.4f}", str(u.cache_hits))
+            continue
+        replaced = f"{r.replaced}/{r.constraints} ({r.replaced_share:.0%})" if r.condition in ("direct", "eval") else "-"
+        flags = ", ".join(f"{k} {v}" for k, v in sorted(r.flags.items())) or "none"
+        made = f"{r.instructions}" + (f" (+{r.unfinished} unfinished)" if r.unfinished else "")
+        table.add_row(r.condition, made, str(r.failed), replaced, f"{sum(r.flags.values())}: {flags}", str(u.calls), tokens,
+                      f"{u.cost:.4f}", str(u.cache_hits))
+    u = summary.usage
+    table.add_section()
+    table.add_row("total (this run)", "", "", "", "", str(u.calls), f"{u.prompt_tokens + u.completion_tokens:,}",
+                  f"{u.cost:.4f}", str(u.cache_hits))
+    out.print(table)

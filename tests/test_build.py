@@ -1,0 +1,251 @@
+"""The build over all four conditions with a scripted model: counts, sharing, lineage, flags,
+failures, usage per condition, step mode, and the CLI report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from build_fakes import DUPLICATE, LEAKY, NEAR_DUPLICATE, ScriptedModel, config_toml, fake_config, make_store
+from pipeline.build import BuildOptions, run_base, run_build, run_revise, run_synthesize, start_build_run
+from pipeline.fake_server import FakeOpenAIServer
+from pipeline.llm import LLMClient
+from pipeline.progress import StopFlag
+
+N = 10
+
+
+async def _build(tmp_path, model, *, n_pairs=2, conditions=("single", "none", "direct", "eval"), **opts):
+    store = make_store(tmp_path / "store.sqlite", n_pairs)
+    server = FakeOpenAIServer(model).start()
+    config = fake_config(server.base_url)
+    client = LLMClient(config, store, backoff_base_s=0.01)
+    options = BuildOptions.from_config(config, n=n_pairs, conditions=conditions, n_constraints=N, words=60, **opts)
+    try:
+        summary = await run_build(store, config, client, options)
+    finally:
+        await client.aclose()
+        server.stop()
+    return store, server, summary
+
+
+def _instructions(store, condition):
+    return store.query("SELECT * FROM instructions WHERE condition = ? ORDER BY id", [condition])
+
+
+def _active(store, instruction_id):
+    return store.query("SELECT * FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position", [instruction_id])
+
+
+async def test_all_four_conditions_counts_sharing_and_calls(tmp_path) -> None:
+    model = ScriptedModel()
+    store, server, summary = await _build(tmp_path, model, contradictions=True)
+    assert summary.complete
+    for cond in ("single", "none", "direct", "eval"):
+        rows = _instructions(store, cond)
+        assert len(rows) == 2 and all(r["status"] == "done" for r in rows), cond
+        for r in rows:
+            active = _active(store, r["id"])
+            assert [c["position"] for c in active] == list(range(1, N + 1))
+            assert r["main_task"]
+    # the common synthesis happened once per pair; single once per pair; base once per pair
+    assert model.kinds["synthesize_common"] == 2
+    assert model.kinds["synthesize_single"] == 2
+    assert model.kinds["base_article"] == 2
+    assert model.kinds["judge_batched"] == 2
+    assert model.kinds["revise_direct"] == 2
+    assert model.kinds["revise_eval"] == 2
+    assert model.kinds["contradictions"] == 8
+    assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'common'") == 0  # none holds it
+    assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'base'") == 2
+    # direct and eval start from the same constraints as none, copied with a pointer back
+    by_pair = lambda cond: sorted(_instructions(store, cond), key=lambda r: r["pair_id"])  # noqa: E731
+    for none, direct, ev in zip(by_pair("none"), by_pair("direct"), by_pair("eval")):
+        originals = {c["id"]: c["text"] for c in _active(store, none["id"])}
+        for inst in (direct, ev):
+            copies = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
+            assert len(copies) == N
+            assert all(originals[c["source_id"]] == c["text"] for c in copies)
+            assert inst["main_task"] == none["main_task"]
+    report = {r.condition: r for r in summary.conditions}
+    assert report["direct"].replaced == 2 * N and report["direct"].replaced_share == 1.0
+    assert report["none"].replaced == 0
+    assert report["common"].usage.calls == 2
+    assert report["single"].usage.calls == 2 + 2  # synthesis, contradictions
+    assert report["none"].usage.calls == 2  # contradictions only: its synthesis is the shared one
+    assert report["direct"].usage.calls == 2 + 2  # revision, contradictions
+    assert report["eval"].usage.calls == 2 + 2 + 2 + 2  # base, judge, revise, contradictions
+    assert summary.usage.calls == server.calls
+    run = store.one("SELECT * FROM runs WHERE id = ?", [summary.run_id])
+    assert run["status"] == "done" and run["calls"] == server.calls and run["prompt_tokens"] > 0
+
+
+async def test_eval_replaces_only_what_the_base_article_satisfies_with_lineage(tmp_path) -> None:
+    model = ScriptedModel()
+    store, server, summary = await _build(tmp_path, model, n_pairs=1, conditions=("eval",))
+    inst = _instructions(store, "eval")[0]
+    # the holder of the shared synthesis is a 'common' instruction when none is not built
+    holder = store.one("SELECT * FROM instructions WHERE condition = 'common'")
+    assert holder["status"] == "source"
+    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
+    easy = [c for c in originals if "(easy)" in c["text"]]
+    assert easy, "the script marks some constraints easy"
+    gen = store.one("SELECT * FROM generations WHERE kind = 'base'")
+    assert gen["instruction_id"] == inst["id"] and inst["base_generation_id"] == gen["id"]
+    assert store.scalar("SELECT count(*) FROM verdicts WHERE generation_id = ?", [gen["id"]]) == N
+    for c in originals:
+        assert c["base_verdict"] == (1 if c in easy else 0)
+        assert c["active"] == (0 if c in easy else 1)
+        if c in easy:
+            assert c["position"] is None
+    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
+    assert len(revised) == len(easy)
+    by_old = {c["id"]: c for c in easy}
+    old_positions = {r["replaces_id"] for r in revised}
+    assert old_positions == set(by_old)
+    for r in revised:
+        old = by_old[r["replaces_id"]]
+        assert r["active"] == 1 and r["text"].startswith("Harder:")
+        assert r["replaced_reason"].startswith("too easy")
+        assert r["base_verdict"] == 1 and r["base_quote"] == "The council met and argued about money"
+    assert len(_active(store, inst["id"])) == N
+    report = {r.condition: r for r in summary.conditions}
+    assert report["eval"].replaced == len(easy)
+    assert report["eval"].replaced_share == pytest.approx(len(easy) / N)
+
+
+async def test_flags_raised_on_the_planted_constraints(tmp_path) -> None:
+    store, server, summary = await _build(tmp_path, ScriptedModel(easy_every=0), n_pairs=1, conditions=("none",))
+    inst = _instructions(store, "none")[0]
+    rows = {c["text"]: c["id"] for c in _active(store, inst["id"])}
+    flags = {(r["constraint_id"], r["flag"]): json.loads(r["detail"]) for r in store.query("SELECT * FROM constraint_flags")}
+    leaky = rows[LEAKY]
+    assert (leaky, "proper_noun") in flags
+    words = {w["word"] for w in flags[(leaky, "proper_noun")]["words"]}
+    assert "Dawson" in words
+    assert "Councillor" not in words  # starts a sentence in the reference: not evidence of a name
+    copied = flags[(leaky, "copied_ngram")]["spans"]
+    assert copied[0]["reference"] == "a" and copied[0]["words"] >= 5
+    s, e = copied[0]["constraint_span"]
+    assert LEAKY[s:e].lower() in "the gap of two hundred thousand pounds came from rising heating costs"
+    assert (leaky, "specificity_leak") in flags and flags[(leaky, "specificity_leak")]["closer_to"] == "a"
+    dup = flags[(rows[DUPLICATE], "duplicate")]
+    assert dup["with"][0]["constraint_id"] == rows[NEAR_DUPLICATE]
+    assert (rows[NEAR_DUPLICATE], "duplicate") in flags
+    generic = [cid for text, cid in rows.items() if text.startswith("Discuss")]
+    assert not any((cid, f) in flags for cid in generic for f in ("proper_noun", "copied_ngram", "duplicate"))
+    report = {r.condition: r for r in summary.conditions}
+    assert report["none"].flags["proper_noun"] == 1 and report["none"].flags["duplicate"] == 2
+
+
+async def test_contradictions_stored_and_flagged(tmp_path) -> None:
+    store, server, summary = await _build(tmp_path, ScriptedModel(contradict=(2, 5)), n_pairs=1, conditions=("none",),
+                                          contradictions=True)
+    inst = _instructions(store, "none")[0]
+    active = _active(store, inst["id"])
+    row = store.one("SELECT * FROM contradictions")
+    assert (row["constraint_a"], row["constraint_b"]) == (active[1]["id"], active[4]["id"])
+    flagged = {r["constraint_id"] for r in store.query("SELECT * FROM constraint_flags WHERE flag = 'contradiction'")}
+    assert flagged == {active[1]["id"], active[4]["id"]}
+
+
+async def test_37_of_39_repaired_inside_a_build(tmp_path) -> None:
+    model = ScriptedModel(short_by=2)
+    store = make_store(tmp_path / "s.sqlite", 1)
+    with FakeOpenAIServer(model) as server:
+        config = fake_config(server.base_url)
+        client = LLMClient(config, store)
+        options = BuildOptions.from_config(config, n=1, conditions=("single", "none"), n_constraints=39)
+        summary = await run_build(store, config, client, options)
+        await client.aclose()
+    assert model.kinds["constraints_more"] == 2  # one per synthesis (single and common)
+    asks = [r["messages"][-1]["content"] for r in server.requests if "more constraints" in r["messages"][-1]["content"]]
+    assert all("Write EXACTLY 2 more" in a for a in asks)
+    for cond in ("single", "none"):
+        inst = _instructions(store, cond)[0]
+        assert inst["status"] == "done" and len(_active(store, inst["id"])) == 39
+
+
+async def test_repeated_bad_replies_recorded_as_failed_instructions(tmp_path) -> None:
+    store, server, summary = await _build(tmp_path, ScriptedModel(always_bad=True), n_pairs=1)
+    for cond in ("single", "none", "direct", "eval"):
+        inst = _instructions(store, cond)[0]
+        assert inst["status"] == "failed" and inst["error"], cond
+        assert store.scalar("SELECT count(*) FROM constraints WHERE instruction_id = ?", [inst["id"]]) == 0
+    assert "no usable list" in _instructions(store, "single")[0]["error"]
+    assert "common synthesis failed" in _instructions(store, "eval")[0]["error"]
+    assert {r.condition: r.failed for r in summary.conditions if r.condition != "common"} == {
+        "single": 1, "none": 1, "direct": 1, "eval": 1}
+    assert server.calls == 4  # two tries for single, two for common; nothing after
+
+
+async def test_short_revision_asks_only_missing_ids_then_fails(tmp_path) -> None:
+    class DropOne(ScriptedModel):
+        def __call__(self, request):
+            reply = super().__call__(request)
+            from build_fakes import kind_of
+
+            if kind_of(request) in ("revise_direct", "revise_missing"):
+                data = json.loads(reply.text)
+                data["replacements"] = [r for r in data["replacements"] if r["id"] != 4]
+                reply.text = json.dumps(data)
+            return reply
+
+    model = DropOne(easy_every=0)
+    store, server, summary = await _build(tmp_path, model, n_pairs=1, conditions=("direct",))
+    missing = [r for r in server.requests if "<<<MISSING" in r["messages"][-1]["content"]]
+    assert len(missing) == 1 and "ids 4 only" in missing[0]["messages"][-1]["content"]
+    inst = _instructions(store, "direct")[0]
+    assert inst["status"] == "failed" and "missing ids [4]" in inst["error"]
+    # nothing half-written: the copied constraints are all still active, none revised
+    assert len(_active(store, inst["id"])) == N
+    assert store.scalar("SELECT count(*) FROM constraints WHERE origin = 'revised'") == 0
+
+
+async def test_stages_one_at_a_time_with_max_units_and_stop(tmp_path) -> None:
+    store = make_store(tmp_path / "s.sqlite", 3)
+    model = ScriptedModel()
+    with FakeOpenAIServer(model) as server:
+        config = fake_config(server.base_url)
+        client = LLMClient(config, store)
+        options = start_build_run(store, config, BuildOptions.from_config(config, n=3, conditions=("eval",), n_constraints=N))
+        s1 = await run_synthesize(store, config, client, options, max_units=2)
+        assert (s1.processed, s1.remaining) == (2, 1)
+        assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'eval' AND status = 'synthesized'") == 2
+        stopped = StopFlag()
+        stopped.stop("pause")
+        s_stop = await run_synthesize(store, config, client, options, stop=stopped)
+        assert s_stop.processed == 0 and s_stop.stopped
+        await run_synthesize(store, config, client, options)
+        b = await run_base(store, config, client, options)
+        assert b.processed == 3
+        assert store.scalar("SELECT count(*) FROM instructions WHERE status = 'base_judged'") == 3
+        r = await run_revise(store, config, client, options)
+        assert r.processed == 3
+        again = await run_build(store, config, client, options)  # nothing left: no new call
+        await client.aclose()
+    assert again.complete and sum(s.processed for s in again.stages) == 0
+    assert model.kinds["synthesize_common"] == 3 and model.kinds["base_article"] == 3
+
+
+def test_cli_build_prints_per_condition_report(tmp_path, capsys, monkeypatch) -> None:
+    from pipeline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    store = make_store(tmp_path / "store.sqlite", 1)
+    store.close()
+    with FakeOpenAIServer(ScriptedModel()) as server:
+        (tmp_path / "c.toml").write_text(config_toml(server.base_url))
+        code = main(["--store", str(tmp_path / "store.sqlite"), "--config", str(tmp_path / "c.toml"), "build",
+                     "--n", "1", "--constraints", "6", "--words", "50", "--run", "r1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    for word in ("single", "none", "direct", "eval", "common (shared synthesis)", "cache hits", "replaced"):
+        assert word in out
+    assert "6/6 (100%)" in out  # direct: all replaced
+    with FakeOpenAIServer(ScriptedModel()) as server2:
+        (tmp_path / "c.toml").write_text(config_toml(server2.base_url))
+        main(["--store", str(tmp_path / "store.sqlite"), "--config", str(tmp_path / "c.toml"), "build",
+              "--n", "1", "--constraints", "6", "--words", "50", "--run", "r1"])
+    assert server2.calls == 0  # the same run again: all stored
