@@ -16,10 +16,10 @@ Definitions (METHOD.md, "Core satisfaction"):
 - **Core@ratio** = the same on r's summary at that ratio, over the constraints the rater
   judged on both texts. Several summaries of r at one ratio (two summarizers) are averaged.
 - **Superficial share** of r at a ratio: among constraints a rater judged Yes on the full
-  response, the share judged No on the summary. Per response: ``flipped / satisfied`` with
-  both counts averaged over raters. In aggregates it is pooled: sum(flipped) / sum(satisfied)
-  over the group's responses, which is the paper's "X% of satisfied constraints survive";
-  **survival** = 1 - superficial.
+  response, the share that rater judged No on the summary; per rater, then averaged over
+  raters. In aggregates each rater's share is pooled over the group's responses,
+  sum(flipped) / sum(satisfied) (the paper's "X% of satisfied constraints survive"), then
+  averaged over raters; **survival** = 1 - superficial.
 - A constraint **flipped** on r when the raters' mean verdict is >= 0.5 on the full
   response and < 0.5 on the summary: the items the Annotate screen asks people about.
 - Aggregates are per (domain, condition, model, mode, ratio): the mean of per-response
@@ -120,20 +120,24 @@ class Row:
     core: float = math.nan
     satisfied: float = math.nan  # constraints Yes on full (of those judged on the summary), mean over raters
     flipped: float = math.nan  # of those, No on the summary, mean over raters
+    # Per rater (index = rater column; NaN = not judged): satisfied and flipped counts.
+    satisfied_by: tuple[float, ...] = ()
+    flipped_by: tuple[float, ...] = ()
     achieved_ratio: float | None = None
     raters: int = 0
     extra: dict[str, float] = field(default_factory=dict)  # copying and similarity columns
 
     @property
     def superficial(self) -> float:
-        return self.flipped / self.satisfied if self.satisfied and self.satisfied > 0 else math.nan
+        shares = [f / s for s, f in zip(self.satisfied_by, self.flipped_by) if not math.isnan(s) and s > 0]
+        return sum(shares) / len(shares) if shares else math.nan
 
     @property
     def coverage(self) -> float:
         return self.judged / self.n_active if self.n_active else math.nan
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k != "extra"}
+        out = {k: v for k, v in asdict(self).items() if k not in ("extra", "satisfied_by", "flipped_by")}
         out["superficial"] = self.superficial
         out["coverage"] = self.coverage
         out.update(self.extra)
@@ -410,7 +414,7 @@ def _rows(store: Store, n_raters: int) -> tuple[list[Row], _KappaCounts]:
         for k in range(n_raters):
             n, core_yes, full_yes, flipped = values[4 * k : 4 * k + 4]
             if n:
-                summ[(rid, _ratio_key(ratio))].append((n, core_yes or 0, full_yes or 0, flipped or 0))
+                summ[(rid, _ratio_key(ratio))].append((k, n, core_yes or 0, full_yes or 0, flipped or 0))
     achieved: dict[tuple[int, float], list[float]] = defaultdict(list)
     for rid, ratio, value in conn.execute(
         "SELECT g.rid, g.ratio, s.achieved_ratio FROM m_gen g JOIN generations s ON s.id = g.gid"
@@ -436,11 +440,19 @@ def _rows(store: Store, n_raters: int) -> tuple[list[Row], _KappaCounts]:
         for ratio in sorted(by_response.get(rid, [])):
             parts = summ[(rid, ratio)]
             reached = achieved.get((rid, ratio))
+            # Per rater (averaged over summaries when two summarizers wrote one at this ratio).
+            sat: dict[int, list[int]] = defaultdict(list)
+            flip: dict[int, list[int]] = defaultdict(list)
+            for k, _, _, fy, fl in parts:
+                sat[k].append(fy)
+                flip[k].append(fl)
             rows.append(replace(
-                base, ratio=ratio, extra={}, raters=len(parts),
-                core=_mean([cy / n for n, cy, _, _ in parts]),
-                satisfied=_mean([fy for _, _, fy, _ in parts]),
-                flipped=_mean([fl for _, _, _, fl in parts]),
+                base, ratio=ratio, extra={}, raters=len(sat),
+                core=_mean([cy / n for _, n, cy, _, _ in parts]),
+                satisfied=_mean([fy for _, _, _, fy, _ in parts]),
+                flipped=_mean([fl for _, _, _, _, fl in parts]),
+                satisfied_by=tuple(_mean(sat[k]) if k in sat else math.nan for k in range(n_raters)),
+                flipped_by=tuple(_mean(flip[k]) if k in flip else math.nan for k in range(n_raters)),
                 achieved_ratio=_mean(reached) if reached else None,
             ))
     return rows, counts
@@ -467,7 +479,9 @@ def _groups(rows: list[Row], counts: _KappaCounts, *, n_resamples: int, seed: in
         g = Group(domain, condition, model, mode, ratio, n=len(members), org=org)
         if ratio is not None:
             g.core = bootstrap_mean([r.core for r in members], n_resamples=n_resamples, seed=seed)
-            g.superficial = bootstrap_ratio([r.flipped for r in members], [r.satisfied for r in members],
+            # Units x raters; a rater who did not judge a response adds nothing to either sum.
+            g.superficial = bootstrap_ratio(np.nan_to_num(np.array([r.flipped_by for r in members], dtype=float)),
+                                            np.nan_to_num(np.array([r.satisfied_by for r in members], dtype=float)),
                                             n_resamples=n_resamples, seed=seed)
             reached = [r.achieved_ratio for r in members if r.achieved_ratio is not None]
             g.achieved_ratio = float(np.mean(reached)) if reached else math.nan

@@ -7,7 +7,8 @@ within a few tens of MB. Every function takes a ``seed`` so results are reproduc
 - ``bootstrap_mean``: the mean of per-unit values, with a 95% interval.
 - ``bootstrap_ratio``: a pooled rate sum(num) / sum(den) (e.g. the superficial share: flipped
   constraints over satisfied constraints), resampling units, so units with more satisfied
-  constraints weigh more, as in the paper's pooled rates.
+  constraints weigh more, as in the paper's pooled rates; with one column per judge, the
+  mean of the judges' pooled rates.
 - ``paired_test``: two systems measured on the same units (two models on the same
   instructions, two conditions on the same reference article). The difference of means with
   a bootstrap interval, and a two-sided sign-flip permutation p-value on the per-unit
@@ -117,21 +118,38 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, *, n_resamples: int = D
 def bootstrap_ratio(num: Sequence[float] | np.ndarray, den: Sequence[float] | np.ndarray, *,
                     n_resamples: int = DEFAULT_RESAMPLES, seed: int | np.random.Generator | None = 0,
                     alpha: float = 0.05) -> Interval:
-    """Pooled rate sum(num) / sum(den), resampling units (pairs num[i], den[i])."""
+    """Pooled rate sum(num) / sum(den), resampling units (rows num[i], den[i]).
+
+    With 2-D inputs (units x raters) the statistic is the mean over raters of each rater's
+    pooled rate (raters whose den sums to 0 are skipped): "per judge, then averaged"."""
     a = np.asarray(num, dtype=float)
     b = np.asarray(den, dtype=float)
-    keep = ~(np.isnan(a) | np.isnan(b))
+    if a.ndim == 1:
+        a, b = a[:, None], b[:, None]
+    if a.shape != b.shape:
+        raise ValueError(f"bootstrap_ratio: num {a.shape} and den {b.shape} differ")
+    keep = ~(np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1))
     a, b = a[keep], b[keep]
-    if a.size == 0 or b.sum() == 0:
-        return Interval(math.nan, math.nan, math.nan, int(a.size))
-    point = float(a.sum() / b.sum())
-    if a.size == 1:
+    n = int(a.shape[0])
+
+    def statistic(sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+        # sa, sb: (..., raters) sums; mean over raters with a positive denominator.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = np.where(sb > 0, sa / np.where(sb > 0, sb, 1), np.nan)
+        valid = ~np.isnan(rates)
+        counts = valid.sum(axis=-1)
+        total = np.where(valid, rates, 0).sum(axis=-1)
+        return np.where(counts > 0, total / np.maximum(counts, 1), np.nan)
+
+    if n == 0 or not (b.sum(axis=0) > 0).any():
+        return Interval(math.nan, math.nan, math.nan, n)
+    point = float(statistic(a.sum(axis=0), b.sum(axis=0)))
+    if n == 1:
         return Interval(point, math.nan, math.nan, 1)
-    sa, sb = _resampled_sums([a, b], n_resamples, _rng(seed))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = np.where(sb > 0, sa / np.where(sb > 0, sb, 1), np.nan)
-    low, high = _percentiles(ratios, alpha)
-    return Interval(point, low, high, int(a.size))
+    sums = _resampled_sums([*a.T, *b.T], n_resamples, _rng(seed))
+    k = a.shape[1]
+    low, high = _percentiles(statistic(np.stack(sums[:k], axis=-1), np.stack(sums[k:], axis=-1)), alpha)
+    return Interval(point, low, high, n)
 
 
 def paired_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,

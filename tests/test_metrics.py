@@ -1,0 +1,255 @@
+"""Metrics on a hand-built store whose every number is worked out below.
+
+The case (``build_hand_store``): one news/eval instruction with 4 active constraints c1..c4
+and one replaced (inactive) constraint c0; model m1's response R (ratio None) and its
+summary S at 0.25; judges J1 and J2.
+
+    verdicts      c1 c2 c3 c4
+    R  J1          1  1  1  0     Org J1 = 3/4
+    R  J2          1  1  0  0     Org J2 = 2/4        Org = (0.75 + 0.5) / 2 = 0.625
+    S  J1          1  0  0  0     Core J1 = 1/4
+    S  J2          1  1  0  1     Core J2 = 3/4       Core = (0.25 + 0.75) / 2 = 0.5
+
+  Superficial: J1 satisfied {c1,c2,c3} on R, of which c2,c3 are No on S: 2/3.
+               J2 satisfied {c1,c2}, both still Yes on S: 0/2.
+               superficial = (2/3 + 0) / 2 = 1/3; survival = 2/3.
+  Flipped items (judges' mean >= 0.5 on R and < 0.5 on S): means on R c1=1 c2=1 c3=.5 c4=0,
+               on S c1=1 c2=.5 c3=0 c4=.5 -> only c3 (c2 stays at .5 on S).
+  Kappa J1 vs J2:
+    on R: pairs (1,1)(1,1)(1,0)(0,0): p_o = 3/4; P(J1 yes) = 3/4, P(J2 yes) = 1/2,
+          p_e = 3/4*1/2 + 1/4*1/2 = 1/2; kappa = (3/4 - 1/2) / (1/2) = 0.5
+    on S: pairs (1,1)(0,1)(0,0)(0,1): p_o = 1/2; P(J1) = 1/4, P(J2) = 3/4,
+          p_e = 1/4*3/4 + 3/4*1/4 = 3/8; kappa = (1/2 - 3/8) / (5/8) = 0.2
+    both: n11=3 n10=1 n01=2 n00=2: p_o = 5/8; P(J1) = 4/8, P(J2) = 5/8,
+          p_e = 1/2*5/8 + 1/2*3/8 = 1/2; kappa = (5/8 - 1/2) / (1/2) = 0.25
+  c0 (inactive) has Yes verdicts from both judges everywhere: they must not count.
+  J1 also has an older verdict on (R, c4) under a previous judge prompt, saying Yes: the
+  newer No must win.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.metrics import (
+    Filters,
+    annotator_agreement,
+    compare,
+    compute_metrics,
+    constraint_items,
+    items_to_annotate,
+    metric_validation,
+    naturalness_rates,
+)
+from pipeline.store import Store, open_store
+
+STAMP = "2026-01-01T00:00:00+00:00"
+ARTICLE_A = ("The council met on Monday to discuss the budget shortfall. Residents asked why the library "
+             "would close early. The mayor said the flood plan will cost the town a great deal of money.")
+ARTICLE_B = ("A town council in the north argued over a budget gap. The mayor defended cuts to the bus "
+             "service while residents protested outside the hall.")
+RESPONSE = ("The council met on Monday to discuss the budget shortfall. Many residents were angry. "
+            "The mayor said the flood plan will cost the town a great deal of money. Officials promised a vote.")
+SUMMARY = "The council discussed the budget shortfall and the cost of the flood plan."
+
+R_VERDICTS = {"J1": [1, 1, 1, 0], "J2": [1, 1, 0, 0]}
+S_VERDICTS = {"J1": [1, 0, 0, 0], "J2": [1, 1, 0, 1]}
+
+
+def build_hand_store(path: Path) -> Store:
+    store = open_store(path)
+    c = store.conn
+    a, b = store.put_text(ARTICLE_A), store.put_text(ARTICLE_B)
+    c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status) VALUES"
+              " (1, 'hand', 'news', 'a1', 'Council', ?, 30, 'kept'), (2, 'hand', 'news', 'b1', 'Gap', ?, 25, 'kept')",
+              (a, b))
+    c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task, n_constraints,"
+              " status) VALUES (1, 'r1', 'news', 'eval', 1, 2, 'Write a news article about a council budget.', 4, 'done')")
+    # A second instruction of the same reference for the naturalness comparison; no responses.
+    c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task, n_constraints,"
+              " status) VALUES (2, 'r1', 'news', 'none', 1, 2, 'Write a news article about a council.', 0, 'done')")
+    c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active, replaces_id, replaced_reason)"
+              " VALUES (10, 1, NULL, 'Mention the council.', 'synthesized', 0, NULL, NULL)")
+    texts = ["Explain why the budget shortfall matters to residents.", "Describe the mayor's flood plan.",
+             "Include a vote by officials.", "Close with a quote from a protester."]
+    for k, text in enumerate(texts, 1):
+        c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active, replaces_id, replaced_reason)"
+                  " VALUES (?, 1, ?, ?, ?, 1, ?, ?)",
+                  (k, k, text, "revised" if k == 1 else "synthesized", 10 if k == 1 else None,
+                   "too easy: base article satisfied it" if k == 1 else None))
+    r, s = store.put_text(RESPONSE), store.put_text(SUMMARY)
+    c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, text_hash, words) VALUES"
+              " (100, 'response', 1, 'm1', 'direct', ?, 40)", (r,))
+    c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
+              " achieved_ratio) VALUES (101, 'summary', 1, 'summ', '', 0.25, 100, ?, 13, 0.3)", (s,))
+    rows = [(100, 4, "J1", "old", 1)]  # the stale verdict under an earlier judge prompt: inserted first
+    for gid, table in ((100, R_VERDICTS), (101, S_VERDICTS)):
+        for judge, verdicts in table.items():
+            rows += [(gid, cid, judge, "new", y) for cid, y in enumerate(verdicts, 1)]
+            rows.append((gid, 10, judge, "new", 1))  # the inactive constraint
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
+                  " VALUES (?, ?, ?, 'batched', ?, ?)", rows)
+    # Annotations (worked out in test_human_validation).
+    labels = {"A1": {3: "superficial", 1: "integrated", 2: "superficial", 4: "ambiguous"},
+              "A2": {3: "superficial", 1: "integrated", 2: "integrated", 4: "superficial"}}
+    for annotator, by in labels.items():
+        for cid, label in by.items():
+            c.execute("INSERT INTO annotations(constraint_id, generation_id, annotator, label) VALUES (?, 100, ?, ?)",
+                      (cid, annotator, label))
+    # Naturalness: eval (1) vs none (2): a win, a loss and a tie for eval; the first shown wins once of twice.
+    c.executemany("INSERT INTO naturalness(judge, instruction_a, instruction_b, shown_first, winner) VALUES (?, 1, 2, ?, ?)",
+                  [("N1", 1, 1), ("N2", 1, 2), ("N3", 2, None)])
+    store.commit()
+    return store
+
+
+@pytest.fixture
+def hand(tmp_path: Path) -> Store:
+    store = build_hand_store(tmp_path / "hand.sqlite")
+    yield store
+    store.close()
+
+
+def test_org_core_superficial_by_hand(hand: Store) -> None:
+    m = compute_metrics(hand, n_resamples=200)
+    assert m.raters == ["J1", "J2"]
+    assert m.ratios == [0.25]
+    full = m.response_rows()
+    assert len(full) == 1
+    assert full[0].org == pytest.approx(0.625)
+    assert full[0].n_active == 4 and full[0].judged == 4  # c0 and the stale verdict left out
+    (row,) = m.at_ratio(0.25)
+    assert row.org == pytest.approx(0.625)
+    assert row.core == pytest.approx(0.5)
+    assert row.superficial == pytest.approx(1 / 3)
+    assert row.satisfied_by == (3, 2) and row.flipped_by == (2, 0)
+    assert row.achieved_ratio == pytest.approx(0.3)
+    g = m.group("news", "eval", "m1", "direct", 0.25)
+    assert g.n == 1 and g.org.value == pytest.approx(0.625) and g.core.value == pytest.approx(0.5)
+    assert g.superficial.value == pytest.approx(1 / 3)
+    assert g.survival.value == pytest.approx(2 / 3)
+    # Judge kappa per group: response + summary at the group's ratio; Org-only group: response alone.
+    assert g.kappa == pytest.approx(0.25)
+    assert g.agreement == pytest.approx(5 / 8)
+    assert m.group("news", "eval", "m1", "direct", None).kappa == pytest.approx(0.5)
+    by_kind = {a.kind: a for a in m.agreement}
+    assert by_kind["response"].kappa == pytest.approx(0.5)
+    assert by_kind["summary"].kappa == pytest.approx(0.2)
+    assert by_kind["all"].kappa == pytest.approx(0.25) and by_kind["all"].n == 8
+
+
+def test_one_judge_and_filters(hand: Store) -> None:
+    j1 = compute_metrics(hand, Filters(judges=("J1",)), n_resamples=50)
+    (row,) = j1.at_ratio(0.25)
+    assert (row.org, row.core, row.superficial) == pytest.approx((0.75, 0.25, 2 / 3))
+    assert j1.agreement == []
+    assert compute_metrics(hand, Filters(domain="story")).empty
+    assert compute_metrics(hand, Filters(models=("m1",))).rows
+    assert compute_metrics(hand, Filters(run="nope")).empty
+
+
+def test_flipped_items(hand: Store) -> None:
+    items = {i.constraint_id: i for i in constraint_items(hand, ratio=0.25)}
+    assert set(items) == {1, 2, 3, 4}
+    assert [i for i in items if items[i].flipped] == [3]
+    assert items[2].full_score == 1.0 and items[2].summary_score == 0.5
+    assert items[1].passed_both and not items[4].passed_both
+    chosen = items_to_annotate(hand, ratio=0.25, passed_sample=5, seed=1)
+    assert {i.constraint_id for i in chosen} == {3, 1, 2}  # the flipped one, and the passed-both ones
+    assert constraint_items(hand, ratio=0.5) == []
+
+
+def test_human_validation(hand: Store) -> None:
+    # Annotator kappa on 4 items, labels S/I/A: pairs (S,S)(I,I)(S,I)(A,S): p_o = 1/2;
+    # A1 S=1/2 I=1/4 A=1/4, A2 S=1/2 I=1/2: p_e = 1/4 + 1/8 = 3/8; kappa = (1/8) / (5/8) = 0.2.
+    (agree,) = annotator_agreement(hand)
+    assert agree.kappa == pytest.approx(0.2) and agree.percent == pytest.approx(0.5) and agree.n == 4
+    # A1: c3 superficial + flipped = TP; c1 integrated + not flipped = TN; c2 superficial + not
+    # flipped = FN; c4 ambiguous: left out. precision 1/1, recall 1/2.
+    v1 = metric_validation(hand, annotator="A1")
+    assert (v1.result.tp, v1.result.fp, v1.result.fn, v1.result.tn) == (1, 0, 1, 1)
+    assert v1.result.precision == 1.0 and v1.result.recall == 0.5 and v1.ambiguous == 1
+    # A2: c4 is labelled superficial but the judges never passed it on the full response.
+    v2 = metric_validation(hand, annotator="A2")
+    assert v2.not_applicable == 1 and v2.result.recall == 1.0 and v2.result.tn == 2
+    # Majority: c2 (S vs I) and c4 (A vs S) split evenly: left out as ties.
+    v = metric_validation(hand)
+    assert v.ties == 2 and (v.result.tp, v.result.tn) == (1, 1)
+
+
+def test_naturalness_rates(hand: Store) -> None:
+    rates = {(w.condition, w.opponent): w for w in naturalness_rates(hand, n_resamples=100)}
+    w = rates[("eval", "none")]
+    assert (w.n, w.wins, w.ties, w.losses) == (3, 1, 1, 1)
+    assert w.rate.value == pytest.approx(0.5)
+    assert w.first_shown_wins == pytest.approx(0.5)
+    assert rates[("none", "any")].rate.value == pytest.approx(0.5)
+
+
+def test_copy_and_similarity_columns(hand: Store) -> None:
+    from pipeline.embeddings import HashEmbedder
+
+    m = compute_metrics(hand, copy=True, embedder=HashEmbedder(), n_resamples=20)
+    (row,) = m.at_ratio(0.25)
+    # Two sentences of the response are copied from A: 10 + 15 words of 33, holding 6 + 11
+    # word 5-grams; B shares no 5-gram.
+    assert row.extra["copy_a_share"] == pytest.approx(25 / 33)
+    assert row.extra["copy_a_ngrams"] == 6 + 11
+    assert row.extra["copy_b_ngrams"] == 0 and row.extra["copy_longest"] == 15
+    for name in ("sim_ref_a", "sim_ref_b", "sim_response"):
+        assert -1.0 <= row.extra[name] <= 1.0
+    assert 0.0 <= row.extra["lex_ref_a"] <= 1.0
+    # The constraints share more content words with article A than with B.
+    assert row.extra["lex_ref_a"] > row.extra["lex_ref_b"]
+    g = m.group("news", "eval", "m1", "direct", 0.25)
+    assert g.extra["copy_a_share"] == pytest.approx(25 / 33)
+
+
+def _many(tmp_path: Path, skill: dict[str, float], n: int = 40, seed: int = 0) -> Store:
+    """n instructions, one response per model, verdicts drawn with the model's skill."""
+    rng = np.random.default_rng(seed)
+    store = open_store(tmp_path / "many.sqlite")
+    c = store.conn
+    h = store.put_text("text")
+    gid = 0
+    for i in range(1, n + 1):
+        c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, main_task) VALUES (?, 'r', 'news',"
+                  " 'eval', ?, 'task')", (i, i))
+        for k in range(1, 11):
+            c.execute("INSERT INTO constraints(id, instruction_id, position, text, active) VALUES (?, ?, ?, 'c', 1)",
+                      (i * 100 + k, i, k))
+        for model, p in skill.items():
+            gid += 1
+            c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, text_hash) VALUES"
+                      " (?, 'response', ?, ?, 'direct', ?)", (gid, i, model, h))
+            ys = rng.random(10) < p
+            c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
+                          " VALUES (?, ?, 'J', 'batched', 'p', ?)", [(gid, i * 100 + k, int(y)) for k, y in enumerate(ys, 1)])
+    store.commit()
+    return store
+
+
+def test_compare_models_on_the_store(tmp_path: Path) -> None:
+    store = _many(tmp_path, {"strong": 0.9, "weak": 0.5, "twin": 0.9})
+    m = compute_metrics(store, n_resamples=300)
+    (real,) = compare(m, "strong", "weak", ratio=None, n_resamples=2000, seed=3)
+    assert real.by == "model" and real.metric == "org" and real.test.n == 40
+    assert real.test.diff > 0.25 and real.test.p_value < 0.01 and real.test.low > 0
+    (null,) = compare(m, "strong", "twin", ratio=None, n_resamples=2000, seed=3)
+    assert null.test.p_value > 0.05 and null.test.low < 0 < null.test.high
+    g = m.group("news", "eval", "strong", "direct", None)
+    assert g.org.contains(g.org.value) and g.org.high - g.org.low < 0.15
+    store.close()
+
+
+def test_empty_store(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "empty.sqlite")
+    m = compute_metrics(store)
+    assert m.empty and m.groups == [] and m.raters == []
+    assert constraint_items(store) == [] and naturalness_rates(store) == []
+    assert math.isnan(metric_validation(store).result.precision)
+    store.close()
