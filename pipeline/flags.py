@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .copying import copied_ngrams, lexical_overlap
+from .copying import content_words, copied_ngrams, lexical_overlap
 from .store import Store
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ _OPENERS = "\"'\u201c\u2018([ \t\r*-"
 class FlagSettings:
     ngram_n: int = 5
     leak_lexical_gap: float = 0.3
+    leak_min_words: int = 3  # and this many more content words from one reference: short lists are noisy
     leak_embedding_gap: float = 0.1
     duplicate_score: float = 85.0
 
@@ -47,6 +48,7 @@ class FlagSettings:
         return cls(
             ngram_n=int(settings.get("flag_ngram_n", cls.ngram_n)),
             leak_lexical_gap=float(settings.get("leak_lexical_gap", cls.leak_lexical_gap)),
+            leak_min_words=int(settings.get("leak_min_words", cls.leak_min_words)),
             leak_embedding_gap=float(settings.get("leak_embedding_gap", cls.leak_embedding_gap)),
             duplicate_score=float(settings.get("duplicate_score", cls.duplicate_score)),
         )
@@ -89,8 +91,11 @@ def proper_noun_flag(constraint: str, references: dict[str, str], names: dict[st
 def leak_flag(constraint: str, ref_a: str, ref_b: str, settings: FlagSettings,
               cosines: tuple[float, float] | None = None) -> Flag | None:
     lex_a, lex_b = lexical_overlap(constraint, ref_a), lexical_overlap(constraint, ref_b)
-    detail: dict[str, Any] = {"lexical": {"a": round(lex_a, 3), "b": round(lex_b, 3), "gap": round(abs(lex_a - lex_b), 3)}}
-    leaked = abs(lex_a - lex_b) >= settings.leak_lexical_gap
+    words = content_words(constraint)
+    only_a, only_b = len(words & content_words(ref_a) - content_words(ref_b)), len(words & content_words(ref_b) - content_words(ref_a))
+    detail: dict[str, Any] = {"lexical": {"a": round(lex_a, 3), "b": round(lex_b, 3), "gap": round(abs(lex_a - lex_b), 3),
+                                          "only_a": only_a, "only_b": only_b}}
+    leaked = abs(lex_a - lex_b) >= settings.leak_lexical_gap and abs(only_a - only_b) >= settings.leak_min_words
     closer = "a" if lex_a >= lex_b else "b"
     if cosines is not None:
         cos_a, cos_b = cosines

@@ -249,3 +249,55 @@ def test_cli_build_prints_per_condition_report(tmp_path, capsys, monkeypatch) ->
         main(["--store", str(tmp_path / "store.sqlite"), "--config", str(tmp_path / "c.toml"), "build",
               "--n", "1", "--constraints", "6", "--words", "50", "--run", "r1"])
     assert server2.calls == 0  # the same run again: all stored
+
+
+@pytest.mark.real_model
+async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
+    """1 pair, condition eval, 10 constraints, ~150-word articles, on the embedded model."""
+    import time
+
+    from build_fakes import ARTICLE_A, ARTICLE_B
+    from pipeline.config import parse_config
+
+    extra_a = (" The library's manager said staff had been moved to other branches for now. A local charity offered to run"
+               " a homework club in a church hall. Some councillors argued that the fees would hit the poorest families"
+               " hardest, while others said the pool was losing money every month.")
+    extra_b = (" Staff at the centre have been told their jobs are safe until spring. A youth group that met there twice a"
+               " week has moved to a school gym. Some board members said parking charges would drive shoppers away,"
+               " while others warned that bus cuts would leave villages cut off.")
+    store = make_store(tmp_path / "store.sqlite", 1)
+    # the pair's articles, lengthened to about 150 words each
+    for row, extra in zip(store.query("SELECT id, text_hash FROM articles ORDER BY id"), (extra_a, extra_b)):
+        body = store.get_text(row["text_hash"]) + extra
+        store.db["articles"].update(row["id"], {"text_hash": store.put_text(body), "words": len(body.split())})
+    store.commit()
+    config = parse_config({})  # every role on the embedded model
+    client = LLMClient(config, store, local_base_url=local_server_url)
+    options = BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=10, words=150)
+    started = time.monotonic()
+    summary = await run_build(store, config, client, options)
+    elapsed = time.monotonic() - started
+    await client.aclose()
+    inst = store.one("SELECT * FROM instructions WHERE condition = 'eval'")
+    report = {r.condition: r for r in summary.conditions}
+    u = summary.usage
+    print(f"\nreal eval build: {elapsed:.1f}s, {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion "
+          f"tokens, status {inst['status']}, replaced {report['eval'].replaced}/{report['eval'].constraints}, "
+          f"flags {report['eval'].flags}, error {inst['error']}")
+    assert inst["status"] in ("done", "failed")
+    if inst["status"] == "failed":  # a recorded failure is allowed from a 1.5B model; a silent short list is not
+        assert inst["error"]
+        return
+    assert inst["main_task"]
+    active = _active(store, inst["id"])
+    assert len(active) == 10 and [c["position"] for c in active] == list(range(1, 11))
+    gen = store.one("SELECT * FROM generations WHERE kind = 'base' AND instruction_id = ?", [inst["id"]])
+    assert gen is not None and gen["words"] >= 45
+    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
+    assert len(originals) == 10 and all(c["base_verdict"] in (0, 1) for c in originals)
+    assert store.scalar("SELECT count(*) FROM verdicts WHERE generation_id = ?", [gen["id"]]) == 10
+    satisfied = [c for c in originals if c["base_verdict"] == 1]
+    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
+    assert len(revised) == len(satisfied) == report["eval"].replaced
+    assert all(r["replaces_id"] in {c["id"] for c in satisfied} for r in revised)
+    assert store.scalar("SELECT count(*) FROM llm_calls") == u.calls
