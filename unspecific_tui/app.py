@@ -7,6 +7,7 @@ from the store in ``data.py``; the stages the Build screen runs in ``stages.py``
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -73,12 +74,11 @@ class UnspecificApp(App[None]):
         sample_seed: int = 0,
     ) -> None:
         super().__init__()
-        from pipeline.store import open_store
-
         self.store_path = Path(store_path)
         self.readonly = readonly
-        self.store = open_store(self.store_path, readonly=readonly)
-        self.view = StoreView(self.store.conn, self.store_path)
+        self._store: Any = None
+        self.conn = self._connect()
+        self.view = StoreView(self.conn, self.store_path)
         self.config_path = config_path
         self._config = config
         self.annotator = annotator or os.environ.get("USER") or "annotator"
@@ -89,16 +89,71 @@ class UnspecificApp(App[None]):
         self.title = f"unspecific — {self.display_path}"
         # Where Audit/Compare open next: (instruction id, model, constraint id or None).
         self.target: tuple[int, str | None, int | None] | None = None
-        first = self.store.one("SELECT id FROM runs ORDER BY started_at DESC, id LIMIT 1")
-        self.set_reactive(UnspecificApp.run_id, run_id or (first["id"] if first else None))
+        first = self.conn.execute("SELECT id FROM runs ORDER BY started_at DESC, id LIMIT 1").fetchone()
+        self.set_reactive(UnspecificApp.run_id, run_id or (first[0] if first else None))
+
+    def _connect(self) -> sqlite3.Connection:
+        """A plain connection for the UI thread, so the first screen does not wait for sqlite-utils.
+
+        A new or empty file goes through ``open_store`` at once (it creates the schema); an
+        existing store is validated (and migrated) by ``open_store`` right after the first paint.
+        """
+        if not self.store_path.exists() or self.store_path.stat().st_size == 0:
+            self._store = self._open_store()
+            return self._store.conn
+        try:
+            conn = connect(self.store_path, readonly=self.readonly)
+            conn.row_factory = None
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError:
+            version = 0
+        if version == 0:
+            self._store = self._open_store()  # raises StoreError with the reason
+            return self._store.conn
+        return conn
+
+    def _open_store(self) -> Any:
+        from pipeline.store import open_store
+
+        return open_store(self.store_path, readonly=self.readonly)
+
+    @property
+    def store(self) -> Any:
+        """The pipeline Store (sqlite-utils), for writes through pipeline functions."""
+        if self._store is None:
+            self._store = self._open_store()
+        return self._store
 
     # -- lifecycle ---------------------------------------------------------------------
     def on_mount(self) -> None:
         self._update_subtitle()
+        # The first screen paints before the store-wide pass starts competing for the CPU.
+        self.call_after_refresh(self._after_first_paint)
+
+    def _after_first_paint(self) -> None:
+        self._validate_store()
         self.refresh_analysis()
 
+    @work(thread=True, exclusive=True, group="open-store", exit_on_error=False)
+    def _validate_store(self) -> None:
+        """Open the store properly (schema checks, migrations) off the UI thread."""
+        from pipeline.errors import UnspecificError
+
+        try:
+            store = self._open_store()
+        except UnspecificError as exc:
+            self.call_from_thread(self.show_error, exc.title, exc.msg)
+            return
+        if self._store is None:
+            self._store = store
+        else:
+            store.close()
+
     def on_unmount(self) -> None:
-        self.store.close()
+        if self._store is not None:
+            self._store.close()
+        if self._store is None or self._store.conn is not self.conn:
+            self.conn.close()
 
     def watch_run_id(self) -> None:
         self._update_subtitle()

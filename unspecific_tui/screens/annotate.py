@@ -150,7 +150,7 @@ class AnnotateScreen(Screen):
     # -- labels --------------------------------------------------------------------------
     def _labels(self) -> dict[tuple[int, int], dict[str, tuple[str, str]]]:
         out: dict[tuple[int, int], dict[str, tuple[str, str]]] = {}
-        for cid, gid, who, label, note in self.app.store.conn.execute(
+        for cid, gid, who, label, note in self.app.conn.execute(
                 "SELECT constraint_id, generation_id, annotator, label, note FROM annotations"):
             out.setdefault((cid, gid), {})[who] = (label, note or "")
         return out
@@ -222,7 +222,7 @@ class AnnotateScreen(Screen):
         item = self.items[self.index]
         if note is None:
             note = self.query_one("#ann-note", Input).value
-        conn = self.app.store.conn
+        conn = self.app.conn
         conn.execute(
             "INSERT INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"

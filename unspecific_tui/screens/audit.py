@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -63,6 +62,7 @@ class AuditScreen(Screen):
         self.model: str | None = None
         self.shown = Shown()
         self._flagged: dict[int, set[str]] | None = None
+        self._verdict_lines = 0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -181,7 +181,7 @@ class AuditScreen(Screen):
     def _render_tabs(self) -> None:
         parts = [f"[reverse] {PANE_TITLES[p]} [/]" if i == self.pane else f" {PANE_TITLES[p]} "
                  for i, p in enumerate(PANES)]
-        self.query_one("#audit-tabs", Static).update("  ".join(parts) + "   [dim](t: next pane)[/]")
+        self.query_one("#audit-tabs", Static).update("  ".join(parts) + "   [dim](t: next pane)[/]", layout=False)
 
     def refresh_constraint(self) -> None:
         view = self.app.view
@@ -273,22 +273,26 @@ class AuditScreen(Screen):
             f"[b]#{data.id}[/] {data.domain} · {data.condition} · constraint {con.position}/"
             f"{sum(1 for c in data.constraints.values() if c.active)} · [b]{self.model or '-'}[/] · summary {ratio:g}"
             f" · {state} · {flag_txt} · copy: {self.copy_mode} ({self.index + 1}/{len(self.order)})\n"
-            f"[b]{_esc(con.text)}[/]{lineage}")
+            f"[b]{_esc(con.text)}[/]{lineage}", layout=False)  # fixed height in app.tcss
 
     def _render_verdicts(self, verdicts: list[Verdict], ratio: float) -> None:
-        table = Table(box=None, pad_edge=False, expand=True, show_header=True, header_style="bold")
-        for col, kw in (("judge", {"no_wrap": True}), ("text", {"no_wrap": True}), ("", {"no_wrap": True}),
-                        ("quote", {"no_wrap": True}), ("evidence", {"ratio": 1, "overflow": "ellipsis", "no_wrap": True})):
-            table.add_column(col, **kw)
+        """Plain aligned lines, not a Rich Table: a table re-measures itself on every move."""
+        lines = [Text("judge        text          verdict quote    evidence", style="bold")]
         for v in verdicts:
             if v.model != self.model or (v.kind == "summary" and v.ratio != ratio) or v.kind not in ("response", "summary"):
                 continue
-            mark = "[green]yes[/]" if v.verdict else "[red]no[/]"
-            found = {"exact": "[green]found[/]", "fuzzy": "[magenta]fuzzy[/]", "missing": "[b red]MISSING[/]"}.get(
-                v.quote_found or "", "[dim]-[/]")
-            table.add_row(v.judge, "full" if v.kind == "response" else f"summary {v.ratio:g}", mark, found,
-                          _esc(v.quote if v.verdict else v.reason))
-        self.query_one("#audit-verdicts", Static).update(table)
+            found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"),
+                            "missing": ("MISSING", "bold red")}.get(v.quote_found or "", ("-", "dim"))
+            where = "full" if v.kind == "response" else f"summary {v.ratio:g}"
+            lines.append(Text.assemble(
+                f"{v.judge[:12]:<12} {where:<13} ", ("yes    " if v.verdict else "no     ", "green" if v.verdict else "red"),
+                " ", (f"{found:<8}", style), " ", (v.quote if v.verdict else v.reason).replace("\n", " "),
+                no_wrap=True, overflow="ellipsis"))
+        # Same number of lines, same height: skip the layout pass.
+        same = len(lines) == self._verdict_lines
+        self._verdict_lines = len(lines)
+        self.query_one("#audit-verdicts", Static).update(Text("\n", no_wrap=True, overflow="ellipsis").join(lines),
+                                                         layout=not same)
 
 
 def _esc(text: str) -> str:

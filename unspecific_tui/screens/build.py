@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -75,7 +76,9 @@ class BuildScreen(Screen):
 
     def on_mount(self) -> None:
         runs = self.query_one("#runs", DataTable)
-        runs.add_columns("run", "kind", "status", "instr.", "started")
+        for label, key in (("run", "run"), ("kind", "kind"), ("status", "status"), ("instr.", "instr"),
+                           ("started", "started")):
+            runs.add_column(label, key=key)
         stages = self.query_one("#stages", DataTable)
         for label, key in (("stage", "stage"), ("state", "state"), ("in store", "store"), ("progress", "bar"),
                            ("", "count")):
@@ -90,35 +93,41 @@ class BuildScreen(Screen):
     # -- data --------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="build-counts", exit_on_error=False)
     def load_runs(self) -> None:
-        """Runs and per-stage counts, read on a separate connection (big stores take a moment)."""
+        """Runs first, then per-stage counts (big stores take a moment), on a separate connection."""
         conn = connect(self.app.store_path)
         try:
             runs = [tuple(r) for r in conn.execute(
-                "SELECT r.id, r.kind, r.status, (SELECT count(*) FROM instructions i WHERE i.run_id = r.id),"
-                " r.started_at, r.calls, r.cache_hits, r.prompt_tokens, r.completion_tokens, r.cost, r.error"
-                " FROM runs r ORDER BY r.started_at DESC, r.id")]
+                "SELECT r.id, r.kind, r.status, r.started_at, r.calls, r.cache_hits, r.prompt_tokens,"
+                " r.completion_tokens, r.cost, r.error FROM runs r ORDER BY r.started_at DESC, r.id")]
+            self.app.call_from_thread(self._show_runs, runs)
             run_id = self.app.run_id
             counts = {spec.name: conn.execute(spec.count_sql, {"run": run_id}).fetchone()[0]
                       for spec in STAGES if spec.count_sql}
+            per_run = dict(conn.execute("SELECT run_id, count(*) FROM instructions GROUP BY run_id").fetchall())
         finally:
             conn.close()
-        self.app.call_from_thread(self._show_runs, runs, counts)
+        self.app.call_from_thread(self._show_counts, counts, per_run)
 
-    def _show_runs(self, runs: list[tuple], counts: dict[str, int]) -> None:
+    def _show_runs(self, runs: list[tuple]) -> None:
         table = self.query_one("#runs", DataTable)
         table.clear()
         for r in runs:
-            table.add_row(r[0], r[1], r[2], str(r[3]), (r[4] or "")[:16].replace("T", " "), key=r[0])
+            table.add_row(r[0], r[1], r[2], "", (r[3] or "")[:16].replace("T", " "), key=r[0])
         current = next((r for r in runs if r[0] == self.app.run_id), None)
         if current:
             table.move_cursor(row=table.get_row_index(current[0]), animate=False)
-            tokens = (current[7] or 0) + (current[8] or 0)
-            error = f"\n[red]last error: {current[10]}[/]" if current[10] else ""
+            tokens = (current[6] or 0) + (current[7] or 0)
+            error = f"\n[red]last error: {escape(current[9])}[/]" if current[9] else ""
             self.query_one("#run-totals", Static).update(
-                f"[b]{current[0]}[/] {current[2]}\ncalls {current[5] or 0}  cache hits {current[6] or 0}\n"
-                f"tokens {tokens:,}  cost ${current[9] or 0:.4f}{error}")
+                f"[b]{current[0]}[/] {current[2]}\ncalls {current[4] or 0}  cache hits {current[5] or 0}\n"
+                f"tokens {tokens:,}  cost ${current[8] or 0:.4f}{error}")
         else:
             self.query_one("#run-totals", Static).update("[dim]no run yet: n creates one[/]")
+
+    def _show_counts(self, counts: dict[str, int], per_run: dict[str, int]) -> None:
+        table = self.query_one("#runs", DataTable)
+        for key in list(table.rows):
+            table.update_cell(key, "instr", f"{per_run.get(key.value, 0):,}")
         self.counts = counts
         self._render_stages()
 
@@ -277,7 +286,7 @@ class BuildScreen(Screen):
 
     # -- what a step wrote ---------------------------------------------------------------
     def _high_water(self) -> dict[str, int]:
-        return {t: self.app.store.scalar(f"SELECT coalesce(max(rowid), 0) FROM {t}") or 0 for t in WATCHED}
+        return {t: self.app.conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {t}").fetchone()[0] for t in WATCHED}
 
     def _show_written(self) -> None:
         after = self._high_water()
@@ -288,9 +297,10 @@ class BuildScreen(Screen):
             if added <= 0:
                 continue
             lines.append(f"[b]{table}[/] +{added}")
-            for row in self.app.store.query(f"SELECT * FROM {table} WHERE rowid > ? ORDER BY rowid DESC LIMIT 3",
-                                            [before]):
-                lines.append("  " + _row_line(table, row, self.app.store))
+            cur = self.app.conn.execute(f"SELECT * FROM {table} WHERE rowid > ? ORDER BY rowid DESC LIMIT 3", (before,))
+            names = [d[0] for d in cur.description]
+            for values in cur.fetchall():
+                lines.append("  " + _row_line(table, dict(zip(names, values)), self.app.view))
         self.query_one("#step-view", Static).update("\n".join(lines) or "[dim]the step wrote nothing new[/]")
 
 
@@ -307,7 +317,7 @@ def _row_line(table: str, row: dict[str, Any], store: Any) -> str:
     from rich.markup import escape
 
     if table == "generations":
-        text = store.get_text(row["text_hash"]) if row.get("text_hash") else ""
+        text = store._text(row.get("text_hash"))
         return escape(f"#{row['id']} {row['kind']} {row.get('model') or ''} {row.get('words') or 0} words: "
                       f"{text[:160]}…")
     if table == "constraints":

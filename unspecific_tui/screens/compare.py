@@ -63,7 +63,7 @@ class CompareScreen(Screen):
         for label, key in (("#", "pos"), ("constraint", "text"), ("A Org", "a_org"), ("A Core", "a_core"),
                            ("B Org", "b_org"), ("B Core", "b_core")):
             table.add_column(label, key=key)
-        self.instruction_ids = [r[0] for r in self.app.store.conn.execute("SELECT id FROM instructions ORDER BY id")]
+        self.instruction_ids = [r[0] for r in self.app.conn.execute("SELECT id FROM instructions ORDER BY id")]
         self._take_target()
         table.focus()
 
@@ -120,7 +120,7 @@ class CompareScreen(Screen):
         self.verdicts = {}
         if gens:
             marks = ",".join("?" * len(gens))
-            for gid, cid, judge, verdict, quote in self.app.store.conn.execute(
+            for gid, cid, judge, verdict, quote in self.app.conn.execute(
                     f"SELECT generation_id, constraint_id, judge, verdict, quote FROM verdicts"
                     f" WHERE generation_id IN ({marks})", tuple(gens)):
                 self.verdicts.setdefault((cid, gid), []).append((judge, verdict, quote or ""))

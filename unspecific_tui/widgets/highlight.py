@@ -35,16 +35,31 @@ def merge(spans: list[Span]) -> list[Span]:
     return out
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=256)
+def _normalised(text: str) -> tuple[str, list[int]]:
+    from pipeline.judging import _normalise
+
+    return _normalise(text)
+
+
+@lru_cache(maxsize=4096)
 def quote_span(quote: str, text: str) -> tuple[str | None, Span | None]:
-    """Where a judge's quote sits in ``text``: (exact|fuzzy|missing|None, span)."""
-    if not quote.strip():
+    """Where a judge's quote sits in ``text``: (exact|fuzzy|missing|None, span).
+
+    The exact case searches the text normalised once per text (judging's normalisation);
+    anything else goes to ``pipeline.judging.find_quote`` (fuzzy alignment).
+    """
+    q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
+    if not q:
         return None, None
-    try:
-        from pipeline.judging import find_quote
-    except ImportError:
-        pos = text.lower().find(quote.lower().strip())
-        return ("exact", (pos, pos + len(quote.strip()))) if pos >= 0 else ("missing", None)
+    q = q.rstrip(".").strip() or q
+    from pipeline.judging import _normalise, find_quote
+
+    nq, _ = _normalise(q)
+    nt, idx = _normalised(text)
+    pos = nt.find(nq)
+    if pos != -1:
+        return "exact", (idx[pos], idx[pos + len(nq) - 1] + 1)
     match = find_quote(quote, text)
     return match.found, match.span
 

@@ -19,16 +19,27 @@ class TextPane(VerticalScroll, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.border_title = title
         self._key: object = None
+        self._signature: object = None
         self.spans: list[tuple[int, int]] = []  # what is highlighted now (for tests and the footer)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="pane-body")
 
     def show(self, text: Text, *, key: object = None, subtitle: str = "") -> None:
-        """Replace the content; scroll to the top only when a different text arrives."""
-        self.query_one(".pane-body", Static).update(text)
-        self.spans = [(s.start, s.end) for s in text.spans]
-        self.border_subtitle = subtitle
+        """Replace the content; scroll to the top only when a different text arrives.
+
+        Identical content (same text, same highlights) is not re-rendered: a long wrapped text
+        is the costliest thing on screen.
+        """
+        signature = (text.plain, tuple((s.start, s.end, str(s.style)) for s in text.spans))
+        if signature != self._signature:
+            # Same words, new highlights: the height cannot change, so no layout pass.
+            same_text = self._signature is not None and self._signature[0] == signature[0]
+            self._signature = signature
+            self.query_one(".pane-body", Static).update(text, layout=not same_text)
+            self.spans = [(s.start, s.end) for s in text.spans]
+        if subtitle != self.border_subtitle:
+            self.border_subtitle = subtitle
         if key != self._key:
             self._key = key
             self.scroll_home(animate=False)

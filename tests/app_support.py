@@ -1,0 +1,118 @@
+"""Stores for the app's tests: a hand-made one with known overlaps, and synthetic ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.store import open_store
+
+STAMP = "2026-01-01T00:00:00+00:00"
+
+A = ("The mayor unveiled a flood defence plan for the river district. "
+     "Residents argued about the budget shortfall at a packed meeting.")
+B = "A town council debated a budget shortfall for weeks. The flood defence plan was delayed again."
+RESPONSE = ("Our town faced a budget shortfall this year. The council promised a flood defence plan for the "
+            "river district, and residents argued about it at a packed meeting.")
+SUMMARY = "The council promised a flood defence plan."
+RESPONSE_2 = "Weather was calm that week. In the end the flood defence plan passed without a vote."
+SUMMARY_2 = "The flood defence plan passed."
+
+C1 = "Describe the flood defence plan and who opposed it."
+C2_OLD = "Mention the council."
+C2 = "Mention the weather during the meeting."
+C3 = "Explain the budget shortfall, naming Harrowgate."
+QUOTE_1 = "a flood defence plan for the river district"
+QUOTE_MISSING = "the mayor approved it"
+
+
+@dataclass
+class Known:
+    path: Path
+    instruction: int
+    c1: int
+    c2: int
+    c2_old: int
+    c3: int
+    response: int
+    summary: int
+    response_2: int
+    summary_2: int
+
+
+def make_known_store(path: Path) -> Known:
+    """One instruction (condition eval), three active constraints, two models, two judges.
+
+    - C1 copies "flood defence plan" into every text; judge-a quotes QUOTE_1 in the response
+      (exact), judge-b quotes QUOTE_MISSING (not in the text).
+    - C2 replaced C2_OLD ("too easy"); satisfied on both responses, failed on model m1's
+      summary by both judges: flipped for m1.
+    - C3 carries a proper-noun flag; fails everywhere.
+    """
+    store = open_store(path)
+    put = store.put_text
+    c = store.conn
+    c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status, imported_at)"
+              " VALUES (1, 't', 'news', 'a', 'A', ?, 20, 'kept', ?), (2, 't', 'news', 'b', 'B', ?, 18, 'kept', ?)",
+              (put(A), STAMP, put(B), STAMP))
+    c.execute("INSERT INTO pairs(id, domain, rule, params, article_a, article_b, cosine, rank, candidates, created_at)"
+              " VALUES (1, 'news', 'paper', '{}', 1, 2, 0.8, 1, '[]', ?)", (STAMP,))
+    c.execute("INSERT INTO runs(id, kind, name, config, status, started_at, calls, cache_hits, prompt_tokens,"
+              " completion_tokens, cost) VALUES ('r1', 'build', 'r1', '{}', 'done', ?, 12, 3, 4000, 900, 0.0123)",
+              (STAMP,))
+    c.execute("INSERT INTO instructions(id, run_id, domain, condition, pair_id, article_a, article_b, main_task,"
+              " n_constraints, status, created_at) VALUES (1, 'r1', 'news', 'eval', 1, 1, 2,"
+              " 'Write a news article about a town fighting over a flood plan.', 3, 'done', ?)", (STAMP,))
+    rows = [
+        (1, 1, 1, C1, "synthesized", 1, None, None, 0),
+        (2, 1, None, C2_OLD, "synthesized", 0, None, "too easy: base article satisfied it", 1),
+        (3, 1, 2, C2, "revised", 1, 2, None, 0),
+        (4, 1, 3, C3, "synthesized", 1, None, None, 0),
+    ]
+    c.executemany("INSERT INTO constraints(id, instruction_id, position, text, origin, active, replaces_id,"
+                  " replaced_reason, base_verdict, created_at) VALUES (?,?,?,?,?,?,?,?,?,'" + STAMP + "')", rows)
+    c.execute("INSERT INTO constraint_flags VALUES (4, 'proper_noun', 'Harrowgate')")
+    gens = [
+        (1, "response", "m1", "direct", None, None, put(RESPONSE)),
+        (2, "summary", "m1", "", 0.25, 1, put(SUMMARY)),
+        (3, "response", "m2", "direct", None, None, put(RESPONSE_2)),
+        (4, "summary", "m2", "", 0.25, 3, put(SUMMARY_2)),
+    ]
+    c.executemany("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash,"
+                  " created_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, '" + STAMP + "')", gens)
+    v = []
+
+    def verdict(gen: int, con: int, judge: str, yes: int, quote: str = "", found: str | None = None) -> None:
+        v.append((gen, con, judge, "batched", "h", yes, quote, "" if yes else "not there", found))
+
+    verdict(1, 1, "judge-a", 1, QUOTE_1, "exact")
+    verdict(1, 1, "judge-b", 1, QUOTE_MISSING, "missing")
+    verdict(2, 1, "judge-a", 1, "a flood defence plan", "exact")
+    verdict(2, 1, "judge-b", 1, "a flood defence plan", "exact")
+    verdict(1, 3, "judge-a", 1, "residents argued about it at a packed meeting", "exact")
+    verdict(1, 3, "judge-b", 1, "at a packed meeting", "exact")
+    verdict(2, 3, "judge-a", 0)
+    verdict(2, 3, "judge-b", 0)
+    for judge in ("judge-a", "judge-b"):
+        verdict(1, 4, judge, 0)
+        verdict(2, 4, judge, 0)
+        verdict(3, 1, judge, 1, "the flood defence plan passed", "exact")
+        verdict(4, 1, judge, 1, "The flood defence plan passed", "exact")
+        verdict(3, 3, judge, 1, "Weather was calm that week", "exact")
+        verdict(4, 3, judge, 0)
+        verdict(3, 4, judge, 0)
+        verdict(4, 4, judge, 0)
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
+                  " quote, reason, quote_found, created_at) VALUES (?,?,?,?,?,?,?,?,?,'" + STAMP + "')", v)
+    store.commit()
+    store.close()
+    return Known(path, 1, 1, 3, 2, 4, 1, 2, 3, 4)
+
+
+async def settle(app, pilot) -> None:  # noqa: ANN001
+    """Wait for workers (analysis, counts) and the messages they post."""
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()

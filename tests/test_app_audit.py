@@ -1,0 +1,113 @@
+"""Audit screen: highlighted spans on a store with known overlaps, quotes, lineage, keys."""
+
+from __future__ import annotations
+
+from app_support import A, B, C1, QUOTE_1, RESPONSE, SUMMARY, make_known_store, settle
+
+from unspecific_tui.app import UnspecificApp
+
+
+def span(text: str, part: str) -> tuple[int, int]:
+    start = text.index(part)
+    return (start, start + len(part))
+
+
+async def open_audit(tmp_path, size=(160, 48)):
+    known = make_known_store(tmp_path / "s.sqlite")
+    app = UnspecificApp(known.path, stages={}, annotator="ann")
+    return known, app
+
+
+async def test_copied_ngrams_and_quotes_highlighted(tmp_path):
+    known, app = await open_audit(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await settle(app, pilot)
+        screen = app.screen
+        shown = screen.shown
+        assert shown.constraint_id == known.c1 and shown.model == "m1"
+        # "flood defence plan" copied from C1 into each text; in B the run also takes "The".
+        assert shown.copies["ref-a"] == (span(A, "flood defence plan"),)
+        assert shown.copies["ref-b"] == (span(B, "The flood defence plan"),)
+        assert shown.copies["response"] == (span(RESPONSE, "flood defence plan"),)
+        assert shown.copies["summary"] == (span(SUMMARY, "flood defence plan"),)
+        # judge-a's quote sits in the response; judge-b's quote is nowhere in it.
+        assert dict(shown.quotes["response"]) == {"judge-a": span(RESPONSE, QUOTE_1), "judge-b": None}
+        assert dict(shown.quotes["summary"])["judge-a"] == span(SUMMARY, "a flood defence plan")
+        # The pane really carries those styles.
+        pane = screen.query_one("#response")
+        assert span(RESPONSE, QUOTE_1) in pane.spans
+        verdicts = str(screen.query_one("#audit-verdicts").render())
+        assert "MISSING" in verdicts and "found" in verdicts
+        assert C1 in str(screen.query_one("#audit-head").render())
+
+
+async def test_reference_copy_mode(tmp_path):
+    known, app = await open_audit(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3", "c")
+        await pilot.pause()
+        shown = app.screen.shown
+        # Response vs references, runs of >= 5 words: the response copies two passages of A.
+        # ("at a packed meeting" is shared too, but only 4 words long.)
+        assert shown.copies["response"] == (span(RESPONSE, "a flood defence plan for the river district"),)
+        assert span(A, "a flood defence plan for the river district") in shown.copies["ref-a"]
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.screen.shown.copies["ref-a"] == (span(A, "flood defence plan"),)
+
+
+async def test_keys_move_flag_flip_and_lineage(tmp_path):
+    known, app = await open_audit(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        screen = app.screen
+        await pilot.press("j")
+        await pilot.pause()
+        assert screen.shown.constraint_id == known.c2
+        head = str(screen.query_one("#audit-head").render())
+        assert "replaced #2" in head and "too easy" in head and "FLIPPED" in head
+        await pilot.press("k")
+        await pilot.pause()
+        assert screen.shown.constraint_id == known.c1
+        await pilot.press("f")  # the proper-noun flag is on C3
+        await pilot.pause()
+        assert screen.shown.constraint_id == known.c3
+        assert "proper_noun" in str(screen.query_one("#audit-head").render())
+        await pilot.press("x")  # the only flipped one for m1 is C2
+        await pilot.pause()
+        assert screen.shown.constraint_id == known.c2
+        await pilot.press("m")
+        await pilot.pause()
+        assert screen.shown.model == "m2"
+
+
+async def test_flipped_before_analysis_is_ready(tmp_path):
+    """`x` works from per-constraint queries while the store-wide pass has not finished."""
+    known, app = await open_audit(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        app.analysis = None
+        await pilot.press("3", "x")
+        await pilot.pause()
+        assert app.screen.shown.constraint_id == known.c2
+
+
+async def test_narrow_terminal_shows_one_pane_and_cycles(tmp_path):
+    known, app = await open_audit(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.has_class("-narrow")
+        visible = [p.id for p in screen.query("TextPane") if p.display and p.styles.display != "none"]
+        assert visible == ["ref-a"]
+        await pilot.press("t", "t")
+        await pilot.pause()
+        visible = [p.id for p in screen.query("TextPane") if p.styles.display != "none"]
+        assert visible == ["response"]
