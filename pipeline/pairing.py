@@ -230,7 +230,9 @@ def pair_domain(
 
     if options.rule not in RULES:
         raise CorpusError(f"unknown pairing rule {options.rule!r}; one of {', '.join(RULES)}")
-    if not -1 <= options.min_cos < options.max_cos <= 1:
+    if not -1 < options.max_cos <= 1:
+        raise CorpusError(f"--max-cos {options.max_cos}: need a cosine in (-1, 1]")
+    if options.rule == "research" and not -1 <= options.min_cos < options.max_cos:
         raise CorpusError(f"cosine window [{options.min_cos}, {options.max_cos}): need -1 <= min < max <= 1")
     articles = kept_articles(store, options.domain)
     pending = store.scalar("SELECT count(*) FROM articles WHERE domain = ? AND status = 'pending'", [options.domain])
