@@ -102,8 +102,21 @@ def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
     return list(zip(*(words[k:] for k in range(n)))) if n > 0 else []
 
 
+@lru_cache(maxsize=512)
+def _gram_index(text: str, n: int) -> tuple[list[tuple[str, ...]], dict[tuple[str, ...], list[int]]]:
+    """The text's word n-grams in order, and where each occurs; cached like _tokens."""
+    grams = _ngrams(_tokens(text)[0], n)
+    where: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for j, gram in enumerate(grams):
+        where[gram].append(j)
+    return grams, dict(where)
+
+
 def shared_ngram_count(a: str, b: str, n: int = 5) -> int:
-    return len(set(_ngrams(_tokens(a)[0], n)) & set(_ngrams(_tokens(b)[0], n)))
+    if n < 1:
+        return 0
+    small, large = sorted((_gram_index(a, n)[1], _gram_index(b, n)[1]), key=len)
+    return sum(1 for gram in small if gram in large)
 
 
 def _spans(a: str, b: str, n: int) -> list[Span]:
@@ -111,23 +124,28 @@ def _spans(a: str, b: str, n: int) -> list[Span]:
     wb, b_starts, b_ends = _tokens(b)
     if n < 1 or len(wa) < n or len(wb) < n:
         return []
-    where: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for j, gram in enumerate(_ngrams(wb, n)):
-        where[gram].append(j)
+    where = _gram_index(b, n)[1]
+    la, lb = len(wa), len(wb)
     spans: list[Span] = []
     covered = 0  # a's words before this index already belong to a span
-    for i, gram in enumerate(_ngrams(wa, n)):
+    # Diagonal (j - i) -> where in a the run of matching words through it ends. A match inside a
+    # known run ends where that run ends, so each run is walked once (no O(n^2) on repeats).
+    run_end: dict[int, int] = {}
+    for i, gram in enumerate(_gram_index(a, n)[0]):
         starts = where.get(gram)
         if not starts:
             continue
         # The longest match starting here, over every place b has this n-gram.
         best_len, best_j = 0, 0
         for j in starts:
-            k = n
-            while i + k < len(wa) and j + k < len(wb) and wa[i + k] == wb[j + k]:
-                k += 1
-            if k > best_len:
-                best_len, best_j = k, j
+            end = run_end.get(j - i, -1)
+            if end <= i:
+                k = n
+                while i + k < la and j + k < lb and wa[i + k] == wb[j + k]:
+                    k += 1
+                end = run_end[j - i] = i + k
+            if end - i > best_len:
+                best_len, best_j = end - i, j
         end = i + best_len
         if end <= covered:
             continue  # inside a span already found

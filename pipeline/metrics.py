@@ -85,7 +85,7 @@ if TYPE_CHECKING:
 
 # Temp tables live on the store's connection; one metrics computation at a time per process.
 _LOCK = threading.RLock()
-CONDITION_ORDER = ("single", "none", "direct", "eval")
+CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
 LABELS = ("integrated", "superficial", "ambiguous")
 
 
@@ -655,10 +655,11 @@ class Comparison:
     metric: str  # org | core | superficial
     ratio: float | None
     test: PairedTest
+    p_holm: float = math.nan  # Holm-adjusted over the family the report tested together
 
     def as_dict(self) -> dict[str, Any]:
         return {"by": self.by, "a": self.a, "b": self.b, "domain": self.domain, "within": self.within,
-                "metric": self.metric, "ratio": self.ratio, **self.test.as_dict()}
+                "metric": self.metric, "ratio": self.ratio, **self.test.as_dict(), "p_holm": self.p_holm}
 
 
 def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: float | None = 0.25,
@@ -894,10 +895,13 @@ def naturalness_rates(store: Store, filters: Filters | None = None, *, n_resampl
     """Win rates of each condition's constraint sets in the pairwise naturalness judgments."""
     f = filters or Filters()
     where, params = [], []
-    for column, value in (("ia.run_id", f.run), ("ia.domain", f.domain)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
+    if f.run is not None:
+        # A human-written set is imported outside any build run: keep pairs where either side is in it.
+        where.append("(ia.run_id = ? OR ib.run_id = ?)")
+        params += [f.run, f.run]
+    if f.domain is not None:
+        where.append("ia.domain = ?")
+        params.append(f.domain)
     rows = store.conn.execute(
         "SELECT ia.condition, ib.condition, n.instruction_a, n.instruction_b, n.shown_first, n.winner"
         " FROM naturalness n JOIN instructions ia ON ia.id = n.instruction_a"

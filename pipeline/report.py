@@ -8,7 +8,8 @@ with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
   per_instruction.csv / .json  one row per response and ratio (the bootstrap's units)
   agreement.csv                Cohen's kappa and percent agreement per pair of judges
   comparisons.csv              paired tests: every pair of models within a condition and every
-                               pair of conditions within a model, at the report ratio
+                               pair of conditions within a model, at the report ratio; p_value
+                               per test and p_holm adjusted over all of them
   naturalness.csv              win rates of each condition's constraint sets (if judged)
   validation.json              human labels: annotator kappa, the metric's precision/recall
   report.json                  all of the above together, with the filters used
@@ -23,7 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ from .metrics import (
     metric_validation,
     naturalness_rates,
 )
-from .stats import DEFAULT_RESAMPLES
+from .stats import DEFAULT_RESAMPLES, holm
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -98,6 +99,8 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
         report.comparisons += compare(metrics, a, b, by="model", **kw)
     for a, b in combinations(conditions, 2):
         report.comparisons += compare(metrics, a, b, by="condition", **kw)
+    adjusted = holm([c.test.p_value for c in report.comparisons])
+    report.comparisons = [replace(c, p_holm=p) for c, p in zip(report.comparisons, adjusted)]
     if options.compare:
         report.requested = compare(metrics, *options.compare, **kw)
     report.naturalness = naturalness_rates(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
@@ -201,6 +204,16 @@ def render(report: Report, console: Console) -> None:
         console.print(table)
     elif len(m.raters) == 1:
         console.print(f"one judge ({m.raters[0]}): no judge agreement to report; the paper averages two")
+    tested = [c for c in report.comparisons if not math.isnan(c.test.p_value)]
+    if tested:
+        significant = [c for c in tested if c.p_holm < 0.05]
+        console.print(f"{len(significant)} of {len(tested)} paired comparisons (model pairs within a condition, "
+                      "condition pairs within a model) differ at p < 0.05 after Holm correction"
+                      + (":" if significant and len(significant) <= 12 else "; see comparisons.csv"))
+        if significant and len(significant) <= 12:
+            for c in significant:
+                console.print(f"  {c.domain} {c.within}: {c.metric} {c.a} {_pct(c.test.mean_a)} vs {c.b} "
+                              f"{_pct(c.test.mean_b)} ({100 * c.test.diff:+.1f} points, p_holm {c.p_holm:.3f})")
     if report.requested:
         _render_comparisons(report.requested, console)
     elif report.options.compare:

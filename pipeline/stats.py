@@ -14,6 +14,7 @@ within a few tens of MB. Every function takes a ``seed`` so results are reproduc
   a bootstrap interval, and a two-sided sign-flip permutation p-value on the per-unit
   differences (exact under the null that each difference is symmetric around 0).
 - ``unpaired_test``: two independent samples; a label-permutation p-value.
+- ``holm``: Holm-Bonferroni adjusted p-values for a family of tests (the report's comparisons).
 - ``cohen_kappa`` / ``kappa_from_counts``: chance-corrected agreement of two raters on the
   same items. NaN when chance agreement is 1 (both raters gave one label to every item):
   kappa is undefined there; percent agreement still says they agree.
@@ -213,6 +214,20 @@ def unpaired_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarr
             hits += 1
     p = (1 + hits) / (1 + n_resamples)
     return PairedTest(observed, low, high, float(p), int(min(x.size, y.size)), float(x.mean()), float(y.mean()))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (family-wise error over all the tests given); NaN stays NaN."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, math.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    if valid.size == 0:
+        return out.tolist()
+    order = valid[np.argsort(p[valid], kind="stable")]
+    m = order.size
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adjusted, 1.0)
+    return out.tolist()
 
 
 # -- agreement -----------------------------------------------------------------------------

@@ -117,3 +117,12 @@ def test_bootstrap_is_fast_at_scale() -> None:
     paired_test(values, values[::-1], n_resamples=1000)
     assert time.perf_counter() - start < 10  # vectorized: about a second on a busy 2-core machine
     assert iv.high - iv.low < 0.02
+
+
+def test_holm() -> None:
+    from pipeline.stats import holm
+
+    # Sorted 0.01, 0.02, 0.04 times 3, 2, 1 -> 0.03, 0.04, 0.04 (monotone), NaN kept.
+    assert holm([0.04, 0.01, float("nan"), 0.02]) == pytest.approx([0.04, 0.03, float("nan"), 0.04], nan_ok=True)
+    assert holm([0.9, 0.8]) == [1.0, 1.0]
+    assert holm([]) == []

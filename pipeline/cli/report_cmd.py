@@ -11,7 +11,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="Org, Core, superficial share with bootstrap intervals, judge agreement, comparisons",
-        description="Condition x model tables per domain: Org and Core with bootstrap 95%% intervals over "
+        description="Condition x model tables per domain: Org and Core with bootstrap 95% intervals over "
         "instructions, the superficial share, judge kappa; with --out, CSV/JSON tables, per-instruction rows "
         "and PNG charts (Org vs Core bars, the depth profile across summary ratios).",
     )
