@@ -54,7 +54,7 @@ def _v1(db: sqlite_utils.Database) -> None:
             "title": str,
             "text_hash": str,
             "words": int,
-            "status": str,  # kept | duplicate | near_duplicate | too_short | too_long
+            "status": str,  # kept | duplicate | near_duplicate | too_short | too_long | pending (near-dup check due)
             "duplicate_of": int,
             "imported_at": str,
         },

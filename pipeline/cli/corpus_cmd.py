@@ -101,6 +101,8 @@ def run_add(args: argparse.Namespace) -> int:
     try:
         with rich_progress(out) as hook:
             summary = import_corpus(store, options, embedder, progress=hook)
+        now_counts = dict(store.conn.execute(
+            "SELECT status, count(*) FROM articles WHERE corpus = ? GROUP BY status", (summary.corpus,)).fetchall())
     finally:
         store.close()
     s = summary.statuses
@@ -108,13 +110,14 @@ def run_add(args: argparse.Namespace) -> int:
         f"[bold]{summary.corpus}[/] -> domain [bold]{summary.domain}[/]: {summary.read} read, "
         f"{summary.added} added, {summary.already} already imported, {len(summary.skipped)} skipped"
     )
-    settled = s["pending"]  # the near-duplicate pass settles these into kept / near_duplicate
     out.print(
-        f"  of the added: {s['duplicate']} exact duplicates, {s['too_short']} under {options.min_words} words, "
-        f"{s['too_long']} over {options.max_words} words, {settled} in the window"
+        f"  added: {s['duplicate']} exact duplicates, {s['too_short']} under {options.min_words} words, "
+        f"{s['too_long']} over {options.max_words} words, {s['pending']} in the window; near-duplicates found "
+        + (f"(cosine > {near_dup:g}): {summary.near_duplicates}" if near_dup is not None else "(check off): 0")
     )
-    out.print(f"  near-duplicates marked in domain {summary.domain}: {summary.near_duplicates}"
-              + ("" if near_dup is not None else " (check off)"))
+    order = ("kept", "duplicate", "near_duplicate", "too_short", "too_long", "pending")
+    out.print(f"  corpus {summary.corpus} now: " + ", ".join(
+        f"{now_counts[k]} {k.replace('_', ' ')}" for k in order if now_counts.get(k)))
     for skip in summary.skipped[: args.show_skips]:
         out.print(f"  [yellow]skipped[/] {skip.where}: {skip.reason}")
     if len(summary.skipped) > args.show_skips:
