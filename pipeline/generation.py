@@ -20,30 +20,19 @@ from dataclasses import dataclass
 from .errors import StageError
 from .llm import LLMClient, Params
 from .prompts import defuse, load_template, numbered
+from .revision import clean_article
 from .store import Store, now
 
 MODES = ("direct", "edit")
 _WORD = re.compile(r"\S+")
-# A chat model's wrapper around the text it was asked for: a fence, a "Here is ..." line.
-_FENCED = re.compile(r"^```[^\n]*\n(.*?)\n?```\s*$", re.DOTALL)
-_PREAMBLE = re.compile(r"^(?:sure|certainly|of course|okay|ok)?[,!.]?\s*here(?:'s| is| are)\b[^\n]{0,120}:\s*\n", re.IGNORECASE)
 
 
 def count_words(text: str) -> int:
     return len(_WORD.findall(text))
 
 
-def clean_reply(text: str) -> str:
-    """The text itself, without a surrounding code fence or a one-line "Here is..." preamble."""
-    text = text.strip()
-    fenced = _FENCED.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    return _PREAMBLE.sub("", text, count=1).strip()
-
-
 def _accept_text(text: str) -> str:
-    cleaned = clean_reply(text)
+    cleaned = clean_article(text)  # no fence, no "Here is the article:" line
     if count_words(cleaned) < 3:
         raise ValueError("reply holds no text")  # refused replies are not cached
     return cleaned
@@ -78,15 +67,21 @@ def active_constraints(store: Store, instruction_id: int) -> list[tuple[int, str
 
 
 def base_article(store: Store, instruction: InstructionText) -> tuple[int, str]:
-    """The instruction's constraint-blind base article (id, text): edit mode revises it."""
+    """The constraint-blind base article (id, text) that edit mode revises: the instruction's
+    own, else (the build writes one per pair, for ``eval``) the one of an instruction of the same
+    run and pair with the same main task, as the common conditions share their synthesis."""
     gid = instruction.base_generation_id
     if gid is None:
-        row = store.one(
-            "SELECT id FROM generations WHERE kind = 'base' AND instruction_id = ? ORDER BY id LIMIT 1", [instruction.id]
+        gid = store.scalar(
+            "SELECT g.id FROM generations g JOIN instructions i ON i.id = g.instruction_id"
+            " JOIN instructions me ON me.id = ? WHERE g.kind = 'base' AND (i.id = me.id OR (i.run_id = me.run_id"
+            " AND i.article_a IS me.article_a AND i.article_b IS me.article_b AND i.main_task = me.main_task))"
+            " ORDER BY i.id = me.id DESC, g.id LIMIT 1",
+            [instruction.id],
         )
-        gid = row["id"] if row else None
     if gid is None:
-        raise StageError(f"instruction {instruction.id}: no base article to edit (edit mode needs the build's base article)")
+        raise StageError(f"instruction {instruction.id}: no base article to edit (edit mode revises the build's "
+                         "constraint-blind base article, written for the eval condition of each pair)")
     return gid, generation_text(store, gid)
 
 

@@ -295,37 +295,37 @@ def test_cli_evaluate(store_path, tmp_path, capsys):
 
 
 @pytest.mark.real_model
-async def test_real_local_model_build_evaluate_report(store, local_server_url, tmp_path):
-    """Small and real: 1 instruction with 5 constraints (through build when it exists), one
-    model, one ratio, batched judging, then the report when it exists."""
-    import importlib.util
+async def test_real_local_model_build_evaluate_report(tmp_path, local_server_url):
+    """Small and real: build 1 eval instruction with 5 constraints from one pair, evaluate it
+    with the local model (one model, ratio 0.25, batched), then the report."""
+    from build_fakes import make_store
+    from rich.console import Console
 
-    config = parse_config({"evaluate": {"response_words": 150, "ratios": [0.25]}})
-    iid = make_instructions(store, n=1, k=5)[0]
-    texts = ["Open with a description of the weather on the day.",
-             "Quote a local resident who is worried about the changes.",
-             "Explain how the decision affects families with young children.",
-             "Mention a budget figure in the second paragraph.",
-             "End with what happens next and when."]
-    for pos, text in enumerate(texts, 1):
-        store.conn.execute("UPDATE constraints SET text = ? WHERE instruction_id = ? AND position = ?", (text, iid, pos))
-    store.conn.execute("UPDATE instructions SET main_task = ? WHERE id = ?",
-                       ("Write a short local news article about a town council closing a library.", iid))
-    store.commit()
+    from pipeline.build import BuildOptions, run_build
+    from pipeline.report import ReportOptions, build_report, render, write_outputs
+
+    store = make_store(tmp_path / "real.sqlite", 1)
+    config = parse_config({"build": {"n_constraints": 5, "article_words": 150},
+                           "evaluate": {"response_words": 150, "ratios": [0.25]}})
     client = LLMClient(config, store, local_base_url=local_server_url)
     try:
-        result = await run_evaluate(store, config, client, EvaluateOptions())
+        build = await run_build(store, config, client, BuildOptions.from_config(config, n=1, conditions=("eval",)))
+        instruction = store.one("SELECT * FROM instructions WHERE condition = 'eval'")
+        assert instruction["status"] == "done", instruction["error"]
+        result = await run_evaluate(store, config, client, EvaluateOptions(build_run=build.run_id))
     finally:
         await client.aclose()
     assert result.failed == 0, result.failures
+    n = store.scalar("SELECT count(*) FROM constraints WHERE instruction_id = ? AND active = 1", [instruction["id"]])
     response = store.one("SELECT * FROM generations WHERE kind = 'response'")
     summary = store.one("SELECT * FROM generations WHERE kind = 'summary'")
-    assert response["words"] > 40 and 0 < summary["achieved_ratio"] < 1
-    assert store.scalar("SELECT count(*) FROM verdicts") == 10  # 5 constraints x (response + summary)
-    print("real run:", client.usage.as_dict(), "response words", response["words"],
-          "summary achieved", summary["achieved_ratio"])
-    if importlib.util.find_spec("pipeline.report") is not None:
-        from pipeline import report
-
-        if hasattr(report, "write_report"):
-            report.write_report(store, tmp_path / "report")
+    assert response["model"] == "local" and response["words"] > 40 and 0 < summary["achieved_ratio"] < 1
+    assert store.scalar("SELECT count(*) FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+                        " WHERE g.kind IN ('response', 'summary')") == 2 * n
+    report = build_report(store, ReportOptions(n_resamples=200))
+    console = Console(record=True, width=160)
+    render(report, console)
+    assert "local" in console.export_text()
+    assert write_outputs(report, tmp_path / "report")
+    print(f"real run: {client.usage.as_dict()}; response {response['words']} words, summary achieved "
+          f"{summary['achieved_ratio']:.2f}; {n} constraints")

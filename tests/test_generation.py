@@ -7,7 +7,7 @@ import pytest
 from pipeline.config import parse_config
 from pipeline.errors import StageError
 from pipeline.fake_server import FakeOpenAIServer, last_user_message
-from pipeline.generation import clean_reply, count_words, respond, summarize
+from pipeline.generation import count_words, respond, summarize
 from pipeline.llm import LLMClient
 from pipeline.store import now
 
@@ -123,8 +123,23 @@ async def test_empty_text_reply_is_refused_and_not_stored(store):
     assert created and store.scalar("SELECT count(*) FROM generations WHERE kind = 'response'") == 1
 
 
-def test_clean_reply():
-    assert clean_reply("Sure! Here is the article:\nThe quay was busy.") == "The quay was busy."
-    assert clean_reply("```markdown\nThe quay.\n```") == "The quay."
-    assert clean_reply("Here is a thought: the quay was busy.") == "Here is a thought: the quay was busy."
+async def test_edit_mode_borrows_the_pair_base_article(store):
+    """The build writes the base article for the eval condition; a direct-condition instruction of
+    the same run and pair (same main task) is edited from it."""
+    _setup(store)
+    store.conn.execute("UPDATE instructions SET article_a = 5, article_b = 6 WHERE id = 1")
+    store.db["instructions"].insert({"id": 2, "run_id": "b", "domain": "news", "condition": "direct", "article_a": 5,
+                                     "article_b": 6, "main_task": "Write a news article about a harbour festival.",
+                                     "n_constraints": 1, "status": "done", "created_at": now()})
+    store.db["constraints"].insert({"instruction_id": 2, "position": 1, "text": "Quote a sailor.", "origin": "revised",
+                                    "active": 1})
+    store.commit()
+    with FakeOpenAIServer(_writer) as server:
+        client = LLMClient(_config(server), store)
+        await respond(store, client, 2, "m", "edit", words=200)
+        await client.aclose()
+        assert BASE in last_user_message(server.requests[0])
+
+
+def test_count_words():
     assert count_words("one  two\nthree") == 3
