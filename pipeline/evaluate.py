@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .config import Config
-from .errors import StageError, UnspecificError
+from .errors import EndpointError, StageError, UnspecificError
 from .generation import MODES as RESPONSE_MODES
 from .generation import active_constraints, respond, summarize
 from .judging import MODES as JUDGING_MODES
@@ -184,8 +184,8 @@ async def run_units(
     stage: str, units: Sequence[Unit], summary: StageSummary, *, parallel: int, progress: ProgressHook,
     stop: StopFlag | None, budget: Budget,
 ) -> StageSummary:
-    """Run units with ``parallel`` workers; failures are recorded, not raised, unless they
-    come ``MAX_FAILURES_IN_A_ROW`` in a row."""
+    """Run units with ``parallel`` workers; failures are recorded, not raised, unless the
+    endpoint fails ``MAX_FAILURES_IN_A_ROW`` times in a row."""
     queue = list(reversed(units))
     summary.total = len(units) + summary.skipped
     in_a_row = 0
@@ -210,7 +210,9 @@ async def run_units(
                 message = await unit.work()
             except (UnspecificError, ValueError) as exc:
                 summary.failed += 1
-                in_a_row += 1
+                # Only the endpoint failing again and again means it is down; a unit's own problem
+                # (no base article to edit, a reply that stayed unusable) says nothing about the next.
+                in_a_row = in_a_row + 1 if isinstance(exc, EndpointError) else 0
                 summary.failures.append(Failure(stage, unit.label, str(exc)))
                 progress(ProgressEvent(stage, finished(), summary.total, f"{unit.label}: failed: {exc}", kind="error"))
                 if in_a_row >= MAX_FAILURES_IN_A_ROW:

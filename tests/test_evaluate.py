@@ -242,6 +242,18 @@ async def test_a_dead_endpoint_stops_the_step(store):
         assert server.calls == 5
 
 
+async def test_edit_mode_without_base_articles_fails_units_not_the_run(store):
+    ids = make_instructions(store, n=7, k=2, condition="single")
+    store.conn.execute("DELETE FROM generations")
+    store.conn.execute("UPDATE instructions SET base_generation_id = NULL")
+    store.commit()
+    with FakeOpenAIServer(world) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        result = await _evaluate(store, config, EvaluateOptions(mode="edit"))
+        assert server.calls == 0
+    assert result.failed == len(ids) and all("no base article" in f.error for f in result.failures)
+
+
 def test_resolve_checks_names_and_values(store):
     config = parse_config({"evaluate": {"ratios": [0.5, 0.25]}})
     plan = resolve(config, EvaluateOptions())
