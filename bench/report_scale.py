@@ -5,7 +5,7 @@ one summary ratio, 2 judges: 390k constraints, 40k generations, 3.1M verdicts; `
 gives the 1.5M of a single judge) with executemany inserts of numpy-drawn verdicts, then
 times compute_metrics, the copy metrics, and `unspecific report --out`.
 
-    .venv/bin/python bench/report_scale.py [--instructions 10000] [--judges 2] [--keep PATH]
+    .venv/bin/python bench/report_scale.py [--instructions 10000] [--judges 2] [--copy] [--keep PATH [--reuse]]
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ def main() -> None:
     parser.add_argument("--instructions", type=int, default=10_000)
     parser.add_argument("--judges", type=int, default=2)
     parser.add_argument("--keep", help="write the store here and keep it")
+    parser.add_argument("--reuse", action="store_true", help="with --keep: reuse the store there if it exists")
     parser.add_argument("--copy", action="store_true", help="also time the copy metrics (reads every text)")
     args = parser.parse_args()
 
@@ -124,12 +125,15 @@ def main() -> None:
 
     tmp = tempfile.TemporaryDirectory()
     path = Path(args.keep) if args.keep else Path(tmp.name) / "scale.sqlite"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    t = time.perf_counter()
-    sizes = build_scale_store(path, instructions=args.instructions,
-                              judges=tuple(f"judge-{chr(97 + k)}" for k in range(args.judges)))
-    print(f"built store: {sizes} in {time.perf_counter() - t:.1f}s ({path.stat().st_size / 1e6:.0f} MB)")
+    if args.reuse and path.exists():
+        print(f"reusing {path} ({path.stat().st_size / 1e6:.0f} MB)")
+    else:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        t = time.perf_counter()
+        sizes = build_scale_store(path, instructions=args.instructions,
+                                  judges=tuple(f"judge-{chr(97 + k)}" for k in range(args.judges)))
+        print(f"built store: {sizes} in {time.perf_counter() - t:.1f}s ({path.stat().st_size / 1e6:.0f} MB)")
 
     store = open_store(path)
     t = time.perf_counter()
@@ -143,8 +147,10 @@ def main() -> None:
     store.close()
     out = Path(tmp.name) / "report"
     t = time.perf_counter()
-    cli_main(["--store", str(path), "report", "--out", str(out), "--compare", "model-a,model-b"])
-    print(f"unspecific report --out --compare (terminal tables, CSV/JSON/PNG): {time.perf_counter() - t:.2f}s")
+    cli_main(["--store", str(path), "report", "--out", str(out), "--compare", "model-a,model-b"]
+             + ([] if args.copy else ["--no-copy"]))
+    print(f"unspecific report --out --compare{'' if args.copy else ' --no-copy'} (terminal tables, CSV/JSON/PNG):"
+          f" {time.perf_counter() - t:.2f}s")
     tmp.cleanup()
 
 

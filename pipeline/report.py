@@ -118,13 +118,13 @@ def _pct(x: float, digits: int = 1) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}"
 
 
-def _ci(iv: Any) -> str:
-    """'83.7 [81.2-87.1]' in percent: short enough for a terminal column."""
+def _ci(iv: Any, sep: str = " ") -> str:
+    """'83.7 [81.2-87.1]' in percent; ``sep="\n"`` puts the interval under the value."""
     if math.isnan(iv.value):
         return "-"
     if math.isnan(iv.low):
         return f"{100 * iv.value:.1f}"
-    return f"{100 * iv.value:.1f} [{100 * iv.low:.1f}-{100 * iv.high:.1f}]"
+    return f"{100 * iv.value:.1f}{sep}[{100 * iv.low:.1f}-{100 * iv.high:.1f}]"
 
 
 def _label(model: str, mode: str, modes: set[str]) -> str:
@@ -182,9 +182,11 @@ def render(report: Report, console: Console) -> None:
             table.add_column("c-ref cos A/B", justify="right")
             table.add_column("c-ref lex A/B", justify="right")
             table.add_column("c-resp cos", justify="right")
+        # A narrow terminal gets each interval on its own line rather than squeezed columns.
+        sep = "\n" if console.width < 100 + 30 * bool(extra_names) else " "
         for g in (g for g in groups if g.domain == domain):
             row = [g.condition, _label(g.model, g.mode, modes)]
-            row += [_ci(g.org), _ci(g.core), _ci(g.superficial), _num(g.kappa), str(g.n)]
+            row += [_ci(g.org, sep), _ci(g.core, sep), _ci(g.superficial, sep), _num(g.kappa), str(g.n)]
             e = g.extra
             if "copy_a_ngrams" in extra_names:
                 row.append(f"{_num(e.get('copy_a_ngrams'), 1)} / {_num(e.get('copy_b_ngrams'), 1)}")
