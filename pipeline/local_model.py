@@ -242,9 +242,14 @@ class LocalServer:
             self.log_path = cache_root() / "logs" / f"llama-server-{self.port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
+        env = dict(os.environ)
+        # OpenMP threads spin while waiting by default; on a small shared machine (another
+        # server, a test run) spinning threads starve each other: measured 1.3 tokens/s spinning
+        # against 10.6 passive on 2 busy cores.
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True,  # Ctrl-C in the terminal reaches us, and we stop it in order
             )
         deadline = t0 + timeout_s
