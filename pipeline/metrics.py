@@ -58,7 +58,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import combinations
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -137,11 +137,14 @@ class Row:
         return self.judged / self.n_active if self.n_active else math.nan
 
     def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k not in ("extra", "satisfied_by", "flipped_by")}
+        out = {name: getattr(self, name) for name in _ROW_COLUMNS}
         out["superficial"] = self.superficial
         out["coverage"] = self.coverage
         out.update(self.extra)
         return out
+
+
+_ROW_COLUMNS = [f.name for f in fields(Row) if f.name not in ("extra", "satisfied_by", "flipped_by")]
 
 
 @dataclass
@@ -693,10 +696,8 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
         if not paired:
             continue
         for metric in metric_names:
-            xa = np.array([np.nanmean([_metric(r, metric) for r in ra]) if _any_value(ra, metric) else math.nan
-                           for ra, _ in paired])
-            xb = np.array([np.nanmean([_metric(r, metric) for r in rb]) if _any_value(rb, metric) else math.nan
-                           for _, rb in paired])
+            xa = np.array([_unit_mean(ra, metric) for ra, _ in paired])
+            xb = np.array([_unit_mean(rb, metric) for _, rb in paired])
             test = paired_test(xa, xb, n_resamples=n_resamples, seed=seed)
             out.append(Comparison(by, a, b, domain, within, metric, ratio, test))
     return out
@@ -706,8 +707,10 @@ def _metric(row: Row, metric: str) -> float:
     return row.superficial if metric == "superficial" else getattr(row, metric)
 
 
-def _any_value(rows: list[Row], metric: str) -> bool:
-    return any(not math.isnan(_metric(r, metric)) for r in rows)
+def _unit_mean(rows: list[Row], metric: str) -> float:
+    """A unit's value: the mean over its rows (several runs of one reference), NaNs left out."""
+    values = [v for v in (_metric(r, metric) for r in rows) if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
 
 
 # -- constraint-level: flipped items, human validation ------------------------------------------

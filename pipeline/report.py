@@ -308,8 +308,8 @@ def empty_message(filters: Filters) -> str:
 
 def _clean(value: Any) -> Any:
     """JSON-safe: NaN becomes null."""
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -330,8 +330,8 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
             writer.writerow({k: ("" if v is None else v) for k, v in _clean(row).items()})
 
 
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(_clean(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+def _write_json(path: Path, data: Any, *, indent: int | None = 2) -> None:
+    path.write_text(json.dumps(_clean(data), indent=indent, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def write_outputs(report: Report, out_dir: str | Path) -> list[Path]:
@@ -351,7 +351,7 @@ def write_outputs(report: Report, out_dir: str | Path) -> list[Path]:
     _write_json(out / "summary.json", summary)
     written.append(out / "summary.json")
     emit("per_instruction", rows)
-    _write_json(out / "per_instruction.json", rows)
+    _write_json(out / "per_instruction.json", rows, indent=None)  # can be 10^5 rows: compact
     written.append(out / "per_instruction.json")
     emit("agreement", [a.as_dict() for a in m.agreement])
     emit("comparisons", [c.as_dict() for c in report.comparisons])
