@@ -312,3 +312,107 @@ class ScriptedModel:
         if self.with_flags and n >= 4:
             items[0], items[1], items[2] = LEAKY, DUPLICATE, NEAR_DUPLICATE
         return items
+
+
+# -- auditing a finished run on the fake server ------------------------------------------------
+
+
+@dataclass
+class RowCount:
+    """One kind of result row: how many a complete run has, how many distinct ones are stored,
+    and how many extra copies of a stored one exist (duplicates)."""
+
+    kind: str
+    expected: int
+    present: int
+    duplicates: int
+
+    @property
+    def complete(self) -> bool:
+        return self.present == self.expected and self.duplicates == 0
+
+
+def audit_rows(store: Store, *, build_run: str, n_pairs: int, conditions: tuple[str, ...], n_constraints: int,
+               models: int, judges: int, ratios: int = 1) -> list[RowCount]:
+    """Every result row a complete build + evaluate of ``n_pairs`` pairs should have, counted in
+    the store by its natural key (so a duplicate under a new id shows)."""
+    q = store.scalar
+    n_inst = n_pairs * len(conditions)
+    marks = ",".join("?" * len(conditions))
+    inst = f"SELECT id FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND status = 'done'"
+    params = [build_run, *conditions]
+    out = [RowCount(
+        "instructions", n_inst,
+        q(f"SELECT count(*) FROM (SELECT DISTINCT condition, article_a, article_b FROM instructions"
+          f" WHERE run_id = ? AND condition IN ({marks}) AND status = 'done')", params),
+        q(f"SELECT count(*) - count(DISTINCT condition || '/' || article_a || '/' || ifnull(article_b, '-'))"
+          f" FROM instructions WHERE run_id = ? AND condition IN ({marks})", params),
+    )]
+    out.append(RowCount(
+        "active constraints", n_inst * n_constraints,
+        q(f"SELECT count(*) FROM (SELECT DISTINCT instruction_id, position FROM constraints WHERE active = 1"
+          f" AND instruction_id IN ({inst}))", params),
+        q(f"SELECT count(*) - count(DISTINCT instruction_id || '/' || position) FROM constraints WHERE active = 1"
+          f" AND instruction_id IN ({inst})", params),
+    ))
+    if "eval" in conditions:
+        out.append(RowCount(
+            "base articles", n_pairs,
+            q("SELECT count(DISTINCT g.instruction_id) FROM generations g JOIN instructions i ON i.id = g.instruction_id"
+              " WHERE g.kind = 'base' AND i.run_id = ?", [build_run]),
+            q("SELECT count(*) - count(DISTINCT g.instruction_id) FROM generations g JOIN instructions i"
+              " ON i.id = g.instruction_id WHERE g.kind = 'base' AND i.run_id = ?", [build_run]),
+        ))
+    gen = (f"FROM generations WHERE instruction_id IN ({inst})")
+    out.append(RowCount(
+        "responses", n_inst * models,
+        q(f"SELECT count(*) FROM (SELECT DISTINCT instruction_id, model, mode {gen} AND kind = 'response')", params),
+        q(f"SELECT count(*) - count(DISTINCT instruction_id || '/' || model || '/' || mode) {gen} AND kind = 'response'",
+          params),
+    ))
+    out.append(RowCount(
+        "summaries", n_inst * models * ratios,
+        q(f"SELECT count(*) FROM (SELECT DISTINCT parent_id, ratio, model {gen} AND kind = 'summary')", params),
+        q(f"SELECT count(*) - count(DISTINCT parent_id || '/' || ratio || '/' || model) {gen} AND kind = 'summary'",
+          params),
+    ))
+    judged = (f"FROM verdicts v JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id"
+              f" WHERE g.kind IN ('response', 'summary') AND c.active = 1 AND g.instruction_id IN ({inst})")
+    key = "v.generation_id || '/' || v.constraint_id || '/' || v.judge || '/' || v.judging_mode"
+    out.append(RowCount(
+        "verdicts", n_inst * models * (1 + ratios) * n_constraints * judges,
+        q(f"SELECT count(DISTINCT {key}) {judged} AND v.call_id IS NOT NULL", params),
+        q(f"SELECT count(*) - count(DISTINCT {key}) {judged}", params),
+    ))
+    return out
+
+
+def result_fingerprint(store: Store, build_run: str) -> dict[str, Any]:
+    """What a run produced, keyed by natural keys rather than row ids, so two stores built by
+    different runs (one killed and resumed, one not) can be compared for equality."""
+    inst_key = {r["id"]: f"{r['condition']}/{r['article_a']}/{r['article_b']}" for r in store.query(
+        "SELECT id, condition, article_a, article_b FROM instructions WHERE run_id = ?", [build_run])}
+    out: dict[str, Any] = {"instructions": {}, "constraints": {}, "generations": {}, "verdicts": {}}
+    for r in store.query("SELECT id, status, main_task FROM instructions WHERE run_id = ?", [build_run]):
+        out["instructions"][inst_key[r["id"]]] = (r["status"], r["main_task"])
+    cons_key: dict[int, str] = {}
+    for r in store.query("SELECT id, instruction_id, position, text, origin, active FROM constraints"):
+        if r["instruction_id"] not in inst_key:
+            continue
+        k = f"{inst_key[r['instruction_id']]}#{r['position'] if r['active'] else 'old:' + r['text']}"
+        cons_key[r["id"]] = k
+        out["constraints"][k] = (r["text"], r["origin"], r["active"])
+    gen_key: dict[int, str] = {}
+    rows = store.query("SELECT id, kind, instruction_id, model, mode, ratio, parent_id, text_hash FROM generations ORDER BY id")
+    for r in rows:
+        if r["instruction_id"] not in inst_key:
+            continue
+        parent = gen_key.get(r["parent_id"], "") if r["parent_id"] else ""
+        k = f"{r['kind']}/{inst_key[r['instruction_id']]}/{r['model']}/{r['mode']}/{r['ratio']}/{parent}"
+        gen_key[r["id"]] = k
+        out["generations"][k] = r["text_hash"]
+    for r in store.query("SELECT generation_id, constraint_id, judge, judging_mode, verdict, quote FROM verdicts"):
+        if r["generation_id"] in gen_key and r["constraint_id"] in cons_key:
+            k = f"{gen_key[r['generation_id']]}|{cons_key[r['constraint_id']]}|{r['judge']}|{r['judging_mode']}"
+            out["verdicts"][k] = (r["verdict"], r["quote"])
+    return out
