@@ -274,42 +274,50 @@ def _prepare(store: Store, f: Filters) -> list[str]:
     vsql = "".join(f" AND v.{w}" for w in vwhere)
     selected = conn.execute("SELECT count(*) FROM m_gen").fetchone()[0]
     total = conn.execute("SELECT count(*) FROM generations WHERE kind IN ('response', 'summary')").fetchone()[0]
+    wide = selected > 0.2 * total
     # Most texts selected: one sequential scan of verdicts beats an index walk with a row lookup
-    # per verdict. A narrow selection (one run of many): walk the index from the selected texts.
-    if selected > 0.2 * total:
+    # per verdict. A narrow selection (one run of many): the selected texts drive the index.
+    if wide:
         source = "verdicts v NOT INDEXED WHERE v.generation_id IN (SELECT gid FROM m_gen)"
+        # Raters over all verdicts: much cheaper than checking each row's text.
+        raters_from = "verdicts v WHERE 1"
     else:
-        source = "m_gen g JOIN verdicts v ON v.generation_id = g.gid WHERE 1"
-    combos = conn.execute(
-        f"SELECT DISTINCT v.judge, v.judging_mode, v.prompt_hash FROM {source} AND v.verdict IS NOT NULL{vsql}",
-        vparams).fetchall()
-    prompts: dict[tuple[str, str], int] = defaultdict(int)
-    for judge, mode, _ in combos:
-        prompts[(judge, mode)] += 1
-    raters = sorted(prompts)
+        source = raters_from = "m_gen g CROSS JOIN verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: g drives
+    # No ORDER BY and no test of the verdict here: SQLite then reads a covering index instead of
+    # sorting every row (6x faster). A rater with no usable verdict is dropped after the pivot.
+    raters = sorted(conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {raters_from}{vsql}", vparams))
+    _pivot(conn, raters, source, vsql, vparams)
+    if raters:
+        used = conn.execute(f"SELECT {', '.join(f'count(y{k})' for k in range(len(raters)))} FROM m_p").fetchone()
+        if not all(used):
+            raters = [r for r, n in zip(raters, used) if n]
+            conn.execute("DROP TABLE temp.m_p")
+            _pivot(conn, raters, source, vsql, vparams)
     modes_per_judge: dict[str, int] = defaultdict(int)
     for judge, _ in raters:
         modes_per_judge[judge] += 1
-    names = [judge if modes_per_judge[judge] == 1 else f"{judge} [{mode}]" for judge, mode in raters]
+    return [judge if modes_per_judge[judge] == 1 else f"{judge} [{mode}]" for judge, mode in raters]
+
+
+def _pivot(conn: Any, raters: list[tuple[str, str]], source: str, vsql: str, vparams: list[Any]) -> None:
+    """m_p: one row per (text, active constraint), rater k's verdict in column y{k}."""
     columns = ", ".join(f"y{k} INTEGER" for k in range(len(raters)))
     conn.execute(f"CREATE TEMP TABLE m_p(gid INTEGER, cid INTEGER{', ' + columns if columns else ''},"
                  " PRIMARY KEY(gid, cid)) WITHOUT ROWID")
     if not raters:
-        return names
-    pivot = ", ".join("max(CASE WHEN v.judge = ? AND v.judging_mode = ? THEN v.verdict END)" for _ in raters)
-    pivot_params = [x for judge, mode in raters for x in (judge, mode)]
-    latest = ""
-    if any(n > 1 for n in prompts.values()):
-        # Several judge prompts for a rater (a re-judge): the latest verdict per item counts.
-        latest = (" AND v.id IN (SELECT max(id) FROM verdicts WHERE verdict IS NOT NULL"
-                  " GROUP BY generation_id, constraint_id, judge, judging_mode)")
+        return
+    # One row per verdict, its value in its rater's column, merged into the (text, constraint)
+    # row by an upsert: no sort of millions of rows, unlike a GROUP BY. Rows come in id order,
+    # so when a rater judged an item twice (a re-judge with a new prompt) the latest one wins.
+    cases = ", ".join("CASE WHEN v.judge = ? AND v.judging_mode = ? THEN v.verdict END" for _ in raters)
+    case_params = [x for judge, mode in raters for x in (judge, mode)]
+    updates = ", ".join(f"y{k} = coalesce(excluded.y{k}, y{k})" for k in range(len(raters)))
     conn.execute(
-        f"INSERT INTO m_p SELECT v.generation_id, v.constraint_id, {pivot} FROM {source}"
+        f"INSERT INTO m_p SELECT v.generation_id, v.constraint_id, {cases} FROM {source}"
         " AND v.verdict IS NOT NULL AND v.constraint_id NOT IN (SELECT id FROM constraints WHERE active = 0)"
-        f"{vsql}{latest} GROUP BY v.generation_id, v.constraint_id",
-        pivot_params + vparams,
+        f"{vsql} ORDER BY v.id ON CONFLICT(gid, cid) DO UPDATE SET {updates}",
+        case_params + vparams,
     )
-    return names
 
 
 def _cleanup(store: Store) -> None:
