@@ -64,10 +64,12 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
     from ..progress import ProgressEvent, StopFlag
     from ..runs import open_client
 
-    select_pairs(store, options)  # fail early, before any server starts, when there is nothing to build
+    pairs = select_pairs(store, options)  # fail early, before any server starts, when there is nothing to build
     options = start_build_run(store, config, options)
-    out.print(f"build run [bold]{options.run_id}[/]: {options.domain}, {options.n} pair(s), conditions "
+    out.print(f"build run [bold]{options.run_id}[/]: {options.domain}, {len(pairs)} pair(s) ({options.rule} rule), conditions "
               f"{','.join(options.conditions)}, {options.n_constraints} constraints, store {store.path}")
+    if len(pairs) < options.n:
+        out.print(f"[yellow]only {len(pairs)} of the {options.n} pairs asked for exist[/]; `unspecific pair` makes more")
     stop = StopFlag()
     summaries: list[BuildSummary] = []
 
