@@ -253,3 +253,14 @@ def test_empty_store(tmp_path: Path) -> None:
     assert constraint_items(store) == [] and naturalness_rates(store) == []
     assert math.isnan(metric_validation(store).result.precision)
     store.close()
+
+
+def test_narrow_selection_reads_the_same_numbers(tmp_path: Path) -> None:
+    # One model of five is 20% of the texts: the index-driven path; all five: the table scan.
+    store = _many(tmp_path, {"m1": 0.9, "m2": 0.7, "m3": 0.5, "m4": 0.6, "m5": 0.8}, n=10)
+    whole = {(r.model, r.instruction_id): r.org for r in compute_metrics(store, n_resamples=10).rows}
+    narrow = compute_metrics(store, Filters(models=("m3",)), n_resamples=10)
+    assert narrow.raters == ["J"] and len(narrow.rows) == 10
+    for row in narrow.rows:
+        assert row.org == whole[("m3", row.instruction_id)]
+    store.close()
