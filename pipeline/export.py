@@ -5,14 +5,15 @@ Each line:
     {"id": 12, "run_id": "build-1a2b", "domain": "news", "condition": "eval",
      "main_task": "Write a news article about ...",
      "constraints": [{"id": 301, "position": 1, "text": "...", "origin": "revised",
-                      "replaced": [{"id": 290, "text": "...", "reason": "too easy: base article satisfied it"}]},
+                      "replaced": [{"id": 290, "text": "...", "reason": "too easy: base article satisfied it"}],
+                      "flags": [{"flag": "proper_noun", "detail": "Harrowgate"}]},
                      ...],
      "references": {"a": {"id": 5, "corpus": "bbc", "source_id": "...", "title": "..."}, "b": {...} | null},
      "instruction": "Write a news article about ...\\n\\n1. ...\\n2. ..."}
 
 ``constraints`` holds the active (final) list in order; ``replaced`` is the lineage, newest
 first: the constraint this one replaced, what that one replaced, and so on, each with the
-reason it went. ``instruction`` is the main task and the numbered constraints, ready to send
+reason it went; ``flags`` are the quality flags the build raised (proper noun, copied n-gram...). ``instruction`` is the main task and the numbered constraints, ready to send
 to a model. Only benchmark content is written: no config, endpoints or keys. Reference texts
 are included only on request (``with_references``), since corpus licences vary.
 """
@@ -70,10 +71,16 @@ def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None =
             " WHERE instruction_id = ? AND active = 1 ORDER BY position, id", (iid,)).fetchall()
         if not rows:
             continue
+        flags: dict[int, list[dict[str, str]]] = {}
+        for cid, flag, detail in conn.execute(
+            "SELECT f.constraint_id, f.flag, f.detail FROM constraint_flags f JOIN constraints c"
+            " ON c.id = f.constraint_id WHERE c.instruction_id = ? AND c.active = 1 ORDER BY f.constraint_id, f.flag",
+            (iid,)):
+            flags.setdefault(cid, []).append({"flag": flag, "detail": detail})
         constraints = []
         for cid, position, text, origin, replaces_id, reason in rows:
             constraints.append({"id": cid, "position": position, "text": text, "origin": origin,
-                                "replaced": _lineage(store, replaces_id, reason)})
+                                "replaced": _lineage(store, replaces_id, reason), "flags": flags.get(cid, [])})
         yield {
             "id": iid, "run_id": run_id, "domain": dom, "condition": cond, "pair_id": pair_id,
             "main_task": main_task or "", "constraints": constraints,

@@ -87,7 +87,10 @@ def test_report_rejects_a_bad_compare(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_export_jsonl_parses_back_with_lineage(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
-    build_hand_store(path).close()
+    store = build_hand_store(path)
+    store.conn.execute("INSERT INTO constraint_flags VALUES (1, 'proper_noun', 'Harrowgate')")
+    store.commit()
+    store.close()
     out = tmp_path / "bench.jsonl"
     assert main(["--store", str(path), "export", "--out", str(out)]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
@@ -97,7 +100,8 @@ def test_export_jsonl_parses_back_with_lineage(tmp_path: Path) -> None:
     assert [c["position"] for c in rec["constraints"]] == [1, 2, 3, 4]
     first = rec["constraints"][0]
     assert first["replaced"] == [{"id": 10, "text": "Mention the council.", "reason": "too easy: base article satisfied it"}]
-    assert rec["constraints"][1]["replaced"] == []
+    assert rec["constraints"][1]["replaced"] == [] and rec["constraints"][1]["flags"] == []
+    assert rec["constraints"][0]["flags"] == [{"flag": "proper_noun", "detail": "Harrowgate"}]
     assert rec["references"]["a"]["source_id"] == "a1" and "text" not in rec["references"]["a"]
     assert rec["instruction"].startswith("Write a news article about a council budget.\n\n1. Explain why")
     assert rec["instruction"].endswith("4. Close with a quote from a protester.")
