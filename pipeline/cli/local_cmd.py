@@ -54,10 +54,12 @@ def serve(args: argparse.Namespace) -> int:
     )
 
     # `local stop` and service managers send SIGTERM: stop the server in order, as for Ctrl-C.
-    def on_term(signum: int, frame: object) -> None:
+    # SIGINT too, explicitly: a shell starting us in the background would have it ignored.
+    def on_signal(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     try:
         with out.status("starting the llama.cpp server..."):
             server.start()
