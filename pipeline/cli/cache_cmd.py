@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cache", help="list, count, prune or clear the LLM call cache")
+    p = sub.add_parser(
+        "cache",
+        help="list, count, prune or clear the LLM call cache",
+        description="The LLM call cache (table llm_calls in the store). A call is answered from it when the "
+        "endpoint's base_url, the model, the messages, the sampling parameters (with the structured-output "
+        "schema) and the prompt template's hash are all the same. Errors, empty and refused replies are never "
+        "cached; keys are never stored. Deleting cached calls loses no results, only the saving on a rerun.",
+    )
     p.add_argument("action", choices=["list", "stats", "prune", "clear"])
     p.add_argument("--endpoint", default=None, help="only this endpoint (list, prune)")
     p.add_argument("--template", default=None, help="only calls rendered from this prompt template (list, prune)")
