@@ -17,6 +17,7 @@ get the same things; that is what the crash bench compares. The world it answers
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -146,13 +147,15 @@ _numbered_items = numbered_items
 
 
 def _users(request: dict[str, Any]) -> list[str]:
-    return [str(m["content"]) for m in request["messages"] if m["role"] == "user"]
+    return [str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "user"]
 
 
 def kind_of(request: dict[str, Any]) -> str:
     """Which template a request was rendered from, by its fences (the first user message) and,
     for a follow-up in the same conversation, by what the last user message asks."""
     users = _users(request)
+    if not users:
+        return "unknown"  # a request torn by a killed client
     first, last = users[0], users[-1]
     if len(users) > 1:
         if fenced(last, "MISSING"):
@@ -246,6 +249,8 @@ class ScriptedModel:
     def __call__(self, request: dict[str, Any]) -> Reply:
         kind = kind_of(request)
         self.kinds[kind] += 1
+        if kind == "unknown":
+            return Reply(text="unknown prompt")
         users = _users(request)
         first, last = users[0], users[-1]
         if kind == "format_repair" and self.answer_repairs:
@@ -279,7 +284,12 @@ class ScriptedModel:
             return Reply(text=json.dumps(judge_verdict(block(first, "CONSTRAINT"), block(first, "TEXT"))))
         if kind in ("respond_direct", "respond_edit"):
             words = int(re.search(r"about (\d+) words", first).group(1))
-            opening = block(first, "DRAFT").split(".")[0] + "." if kind == "respond_edit" else ""
+            # Each model writes its own text for its own task, so no two responses (or summaries) are alike.
+            task = first.strip().splitlines()[0].removeprefix("Task: ").rstrip(".")
+            brief = hashlib.sha256(first.encode()).hexdigest()[:8]  # its own task and requirements
+            opening = f"Brief {brief}: a text by {request.get('model', 'a model')} for the task: {task}."
+            if kind == "respond_edit":
+                opening += " " + block(first, "DRAFT").split(".")[0] + "."
             return Reply(text=write_response(numbered_items(block(first, "REQUIREMENTS")), words, opening))
         if kind == "summarize":
             target = int(re.search(r"Summarise it in about (\d+) words", first).group(1))
@@ -416,3 +426,34 @@ def result_fingerprint(store: Store, build_run: str) -> dict[str, Any]:
             k = f"{gen_key[r['generation_id']]}|{cons_key[r['constraint_id']]}|{r['judge']}|{r['judging_mode']}"
             out["verdicts"][k] = (r["verdict"], r["quote"])
     return out
+
+
+async def build_and_evaluate(store: Store, config: Config, *, n_pairs: int, n_constraints: int, words: int = 60,
+                             conditions: tuple[str, ...] = ("single", "none", "direct", "eval"), run_id: str = "b1",
+                             passes: int = 4, backoff_base_s: float = 0.005, backoff_cap_s: float = 0.05,
+                             audit: dict[str, int] | None = None) -> tuple[int, int]:
+    """Build, then evaluate, each run again while anything is unfinished or failed: the
+    documented way to resume. ``audit`` (models, judges) also re-runs evaluate while
+    ``audit_rows`` finds a row missing. Returns the passes build and evaluate took."""
+    from .build import BuildOptions, run_build
+    from .evaluate import EvaluateOptions, run_evaluate
+    from .llm import LLMClient
+
+    client = LLMClient(config, store, backoff_base_s=backoff_base_s, backoff_cap_s=backoff_cap_s)
+    options = BuildOptions.from_config(config, n=n_pairs, n_constraints=n_constraints, words=words, run_id=run_id,
+                                       conditions=conditions)
+    build_passes = eval_passes = 0
+    try:
+        for build_passes in range(1, passes + 1):
+            summary = await run_build(store, config, client, options)
+            if summary.complete and not any(r.failed for r in summary.conditions):
+                break
+        for eval_passes in range(1, passes + 1):
+            result = await run_evaluate(store, config, client, EvaluateOptions(build_run=run_id))
+            done = audit is None or all(r.complete for r in audit_rows(
+                store, build_run=run_id, n_pairs=n_pairs, conditions=conditions, n_constraints=n_constraints, **audit))
+            if not result.failed and done:
+                break
+    finally:
+        await client.aclose()
+    return build_passes, eval_passes

@@ -1,0 +1,123 @@
+"""Soak: a full build + evaluate against the fake server with a share of faults.
+
+25 pairs x 4 conditions (100 instructions) x 39 constraints, 2 models under test, 2 judges,
+one summary ratio, with 15% of requests answered by a fault (429, 500, a hang past the
+client's timeout, a truncated body, prose instead of the contract, an empty reply). Run first
+fault-free (what the work needs: calls and wall time), then with faults, each resumed the
+documented way (the same command again) while anything failed. Prints:
+
+- completed results / expected: every result row present exactly once (must be 1.0);
+- calls made / calls needed (needed = the fault-free run's requests);
+- wall time / ideal (ideal = the fault-free run's wall time);
+- how many results differ from the fault-free run, and why.
+
+    .venv/bin/python bench/soak.py [--pairs 25] [--constraints 39] [--fault-rate 0.15] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.config import parse_config  # noqa: E402
+from pipeline.fake_responders import (  # noqa: E402
+    ScriptedModel,
+    audit_rows,
+    build_and_evaluate,
+    make_store,
+    multi_config_toml,
+    result_fingerprint,
+)
+from pipeline.fake_server import FakeOpenAIServer  # noqa: E402
+
+CONDITIONS = ("single", "none", "direct", "eval")
+
+
+def run(args: argparse.Namespace, folder: Path, name: str, fault_rate: float) -> dict:
+    server = FakeOpenAIServer(ScriptedModel(answer_repairs=True), fault_rate=fault_rate, seed=args.seed,
+                              hang_s=args.timeout * 2, latency_s=args.latency)
+    with server:
+        store = make_store(folder / f"{name}.sqlite", args.pairs)
+        raw = tomllib.loads(multi_config_toml(server.base_url, models=args.models, judges=args.judges,
+                                              concurrency=args.concurrency, max_retries=args.retries,
+                                              timeout_s=args.timeout, evaluate={"response_words": args.words}))
+        started = time.perf_counter()
+        passes = asyncio.run(build_and_evaluate(
+            store, parse_config(raw), n_pairs=args.pairs, n_constraints=args.constraints, words=args.words,
+            conditions=CONDITIONS, passes=args.passes, backoff_base_s=args.backoff, backoff_cap_s=args.backoff * 10,
+            audit={"models": args.models, "judges": args.judges}))
+        wall = time.perf_counter() - started
+        calls, faults = server.calls, dict(server.faults_served)
+    rows = audit_rows(store, build_run="b1", n_pairs=args.pairs, conditions=CONDITIONS, n_constraints=args.constraints,
+                      models=args.models, judges=args.judges)
+    return {"store": store, "wall": wall, "calls": calls, "faults": faults, "rows": rows, "passes": passes}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=25)
+    parser.add_argument("--constraints", type=int, default=39)
+    parser.add_argument("--models", type=int, default=2)
+    parser.add_argument("--judges", type=int, default=2)
+    parser.add_argument("--words", type=int, default=120, help="response and base article length asked for")
+    parser.add_argument("--fault-rate", type=float, default=0.15)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--concurrency", type=int, default=4, help="per endpoint")
+    parser.add_argument("--retries", type=int, default=8, help="max_retries per endpoint")
+    parser.add_argument("--timeout", type=float, default=1.0, help="client timeout (s); a hang lasts twice that")
+    parser.add_argument("--backoff", type=float, default=0.02, help="first retry delay (s); the cap is 10x")
+    parser.add_argument("--latency", type=float, default=0.0, help="fake server latency per request (s)")
+    parser.add_argument("--passes", type=int, default=4, help="resumes allowed per stage")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        print(f"soak: {args.pairs} pairs x {len(CONDITIONS)} conditions x {args.constraints} constraints, "
+              f"{args.models} models, {args.judges} judges, faults {args.fault_rate:.0%}")
+        run(argparse.Namespace(**{**vars(args), "pairs": 1, "constraints": 4}), folder, "warmup", 0.0)  # imports, caches
+        clean = run(args, folder, "clean", 0.0)
+        print(f"fault-free run: {clean['calls']} calls, {clean['wall']:.1f} s, passes (build, evaluate) {clean['passes']}")
+        soak = run(args, folder, "soak", args.fault_rate)
+        print(f"faulty run:     {soak['calls']} calls, {soak['wall']:.1f} s, passes (build, evaluate) {soak['passes']}")
+        print(f"faults served:  {sum(soak['faults'].values())} "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(soak['faults'].items()))})")
+        print(f"{'result rows':<20} {'expected':>9} {'present':>9} {'dupes':>6}")
+        for r in soak["rows"]:
+            print(f"{r.kind:<20} {r.expected:>9} {r.present:>9} {r.duplicates:>6}")
+        expected = sum(r.expected for r in soak["rows"])
+        present = sum(min(r.present, r.expected) for r in soak["rows"])
+        dupes = sum(r.duplicates for r in soak["rows"])
+
+        ref, got = result_fingerprint(clean["store"], "b1"), result_fingerprint(soak["store"], "b1")
+        prose = {h for (h,) in soak["store"].conn.execute("SELECT hash FROM texts WHERE body LIKE '%as a language model%'")}
+        diff_gen = [k for k in ref["generations"] if got["generations"].get(k) != ref["generations"][k]]
+        prose_gen = [k for k in diff_gen if got["generations"].get(k) in prose]
+        followers = [k for k in diff_gen if k not in prose_gen and any(k.endswith("/" + p) for p in prose_gen)]
+        unexplained = len(diff_gen) - len(prose_gen) - len(followers)
+        tainted = set(prose_gen) | set(followers)
+        diff_other = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v and k.split("|")[0] not in tainted)
+        diff_verdicts = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v)
+        same_build = got["instructions"] == ref["instructions"] and got["constraints"] == ref["constraints"]
+
+        print()
+        print(f"completed results / expected: {present}/{expected} = {present / expected:.4f}  (duplicates {dupes})")
+        print(f"calls made / calls needed:    {soak['calls']}/{clean['calls']} = {soak['calls'] / clean['calls']:.3f}")
+        print(f"wall time / ideal:            {soak['wall']:.1f}/{clean['wall']:.1f} s = {soak['wall'] / clean['wall']:.2f}")
+        print(f"build identical to fault-free: {same_build}")
+        print(f"generations differing from fault-free: {len(diff_gen)} = {len(prose_gen)} wrong-format prose taken as a "
+              f"response/summary + {len(followers)} summaries of those + {unexplained} unexplained")
+        print(f"verdicts differing: {diff_verdicts} of {len(ref['verdicts'])}, {diff_other} of them on texts that do not differ")
+        clean["store"].close()
+        soak["store"].close()
+    return 0 if present == expected and not dupes and same_build and not unexplained and not diff_other else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
