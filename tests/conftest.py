@@ -39,11 +39,20 @@ def fake_server():
 def local_server_url() -> Iterator[str]:
     """The embedded llama.cpp server, started once per session (or borrowed from a running
     `unspecific local serve`). Never skipped: without llama-cpp-python the test fails, which is
-    what CI must report, since `make test` installs it."""
+    what CI must report, since `make test` installs it.
+
+    While it is up, UNSPECIFIC_LOCAL_URL points at it, so `runs.open_client` in a test that asks
+    for this fixture uses it instead of starting a server of its own."""
     from pipeline.local_model import acquire_server
 
     lease = acquire_server(timeout_s=300)
+    previous = os.environ.get("UNSPECIFIC_LOCAL_URL")
+    os.environ["UNSPECIFIC_LOCAL_URL"] = lease.base_url
     try:
         yield lease.base_url
     finally:
+        if previous is None:
+            os.environ.pop("UNSPECIFIC_LOCAL_URL", None)
+        else:
+            os.environ["UNSPECIFIC_LOCAL_URL"] = previous
         lease.release()

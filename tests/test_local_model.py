@@ -258,8 +258,10 @@ os._exit(0)
 
 @pytest.mark.real_model
 async def test_real_json_reply_through_the_client(local_server_url, store):
+    """The path every stage takes: default config (every role local) -> open_client -> chat_json."""
     from pipeline.config import parse_config
-    from pipeline.llm import LLMClient, Params
+    from pipeline.llm import Params
+    from pipeline.runs import open_client
 
     schema = {
         "type": "object",
@@ -272,13 +274,15 @@ async def test_real_json_reply_through_the_client(local_server_url, store):
             raise ValueError("expected {'colour': str, 'legs': int}")
         return value
 
-    client = LLMClient(parse_config({}), store, local_base_url=local_server_url)
+    config = parse_config({})
     messages = [{"role": "user", "content": "A typical zebra: its main colour and how many legs it has. Reply in JSON."}]
-    value, completion = await client.chat_json("local", messages, schema=schema, validate=validate,
-                                               params=Params(max_tokens=64, temperature=0.0))
-    _, again = await client.chat_json("local", messages, schema=schema, validate=validate,
-                                      params=Params(max_tokens=64, temperature=0.0))
-    await client.aclose()
+    async with open_client(config, store) as client:
+        assert client.local_base_url == local_server_url
+        endpoint = config.role("generator")
+        value, completion = await client.chat_json(endpoint, messages, schema=schema, validate=validate,
+                                                   params=Params(max_tokens=64, temperature=0.0))
+        _, again = await client.chat_json(endpoint, messages, schema=schema, validate=validate,
+                                          params=Params(max_tokens=64, temperature=0.0))
     assert value["legs"] == 4
     assert completion.prompt_tokens > 10 and 0 < completion.completion_tokens <= 64
     assert not completion.cached and again.cached
