@@ -690,8 +690,9 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
     if ratio is not None and not rows:
         rows, ratio = metrics.response_rows(), None  # nothing summarised at that ratio: Org only
     metric_names = ["org"] if ratio is None else ["org", "core", "superficial"]
-    # strata -> unit -> side -> [rows]
-    cells: dict[tuple[str, str], dict[Any, dict[str, list[Row]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    # strata -> unit -> side -> [(org, core, superficial) of each row]
+    cells: dict[tuple[str, str], dict[Any, dict[str, list[tuple[float, float, float]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
     several_modes = len({r.mode for r in rows}) > 1
     for row in rows:
         mode = f"/{row.mode}" if several_modes and row.mode else ""
@@ -700,28 +701,27 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
         else:
             side, stratum, unit = row.condition, (row.domain, f"{row.model}{mode}"), row.article_a
         if side in (a, b):
-            cells[stratum][unit][side].append(row)
+            cells[stratum][unit][side].append((row.org, row.core, row.superficial))
     out: list[Comparison] = []
     for (domain, within), units in sorted(cells.items()):
         paired = [(sides[a], sides[b]) for sides in units.values() if sides.get(a) and sides.get(b)]
         if not paired:
             continue
-        for metric in metric_names:
-            xa = np.array([_unit_mean(ra, metric) for ra, _ in paired])
-            xb = np.array([_unit_mean(rb, metric) for _, rb in paired])
+        for k, metric in enumerate(metric_names):
+            xa = np.array([_unit_mean(ra, k) for ra, _ in paired])
+            xb = np.array([_unit_mean(rb, k) for _, rb in paired])
             test = paired_test(xa, xb, n_resamples=n_resamples, seed=seed)
             out.append(Comparison(by, a, b, domain, within, metric, ratio, test))
     return out
 
 
-def _metric(row: Row, metric: str) -> float:
-    return row.superficial if metric == "superficial" else getattr(row, metric)
-
-
-def _unit_mean(rows: list[Row], metric: str) -> float:
-    """A unit's value: the mean over its rows (several runs of one reference), NaNs left out."""
-    values = [v for v in (_metric(r, metric) for r in rows) if not math.isnan(v)]
-    return sum(values) / len(values) if values else math.nan
+def _unit_mean(values: list[tuple[float, float, float]], k: int) -> float:
+    """A unit's value of metric k: the mean over its rows (several runs of one reference),
+    NaNs left out."""
+    if len(values) == 1:
+        return values[0][k]
+    kept = [v[k] for v in values if not math.isnan(v[k])]
+    return sum(kept) / len(kept) if kept else math.nan
 
 
 # -- constraint-level: flipped items, human validation ------------------------------------------
