@@ -264,3 +264,19 @@ def test_narrow_selection_reads_the_same_numbers(tmp_path: Path) -> None:
     for row in narrow.rows:
         assert row.org == whole[("m3", row.instruction_id)]
     store.close()
+
+
+def test_two_judging_modes_are_two_raters(hand: Store) -> None:
+    # J1 re-judges the response one constraint at a time and now passes c4 too.
+    hand.conn.executemany(
+        "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
+        " VALUES (100, ?, 'J1', 'per_constraint', 'single', ?)", [(1, 1), (2, 1), (3, 1), (4, 1)])
+    hand.commit()
+    m = compute_metrics(hand, n_resamples=20)
+    assert m.raters == ["J1 [batched]", "J1 [per_constraint]", "J2"]
+    pair = next(a for a in m.agreement if a.rater_b == "J1 [per_constraint]" and a.kind == "response")
+    assert pair.rater_a == "J1 [batched]" and pair.percent == 0.75 and pair.n == 4
+    # Org over three raters: (3/4 + 4/4 + 2/4) / 3; the summary has no per-constraint verdicts.
+    assert m.response_rows()[0].org == pytest.approx(0.75)
+    batched = compute_metrics(hand, Filters(judging_mode="batched"), n_resamples=20)
+    assert batched.raters == ["J1", "J2"] and batched.response_rows()[0].org == pytest.approx(0.625)
