@@ -205,6 +205,16 @@ class UnspecificApp(App[None]):
         self.target = (instruction_id, None, None)
         self.switch_mode("compare")
 
+    async def action_quit(self) -> None:
+        """Quitting asks a running stage to stop after its current unit (finished work is kept)."""
+        from .screens.build import BuildScreen
+
+        for stack in self._screen_stacks.values():
+            for screen in stack:
+                if isinstance(screen, BuildScreen) and screen.stop_flag is not None:
+                    screen.stop_flag.stop("app closed")
+        self.exit()
+
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 

@@ -38,7 +38,7 @@ def text_bar(done: int, total: int) -> str:
 class BuildScreen(Screen):
     BINDINGS = [
         Binding("enter,s", "start", "Start stage"),
-        Binding("period", "step", "Step (1 unit)", key_display="."),
+        Binding("full_stop", "step", "Step (1 unit)", key_display="."),
         Binding("space", "pause", "Pause"),
         Binding("c", "start", "Continue", show=False),
         Binding("n", "new_run", "New run"),
