@@ -102,7 +102,10 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     adjusted = holm([c.test.p_value for c in report.comparisons])
     report.comparisons = [replace(c, p_holm=p) for c, p in zip(report.comparisons, adjusted)]
     if options.compare:
-        report.requested = compare(metrics, *options.compare, **kw)
+        family = {(c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric): c.p_holm for c in report.comparisons}
+        report.requested = [replace(c, p_holm=family.get((c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric),
+                                                         math.nan))
+                            for c in compare(metrics, *options.compare, **kw)]
     report.naturalness = naturalness_rates(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
     if store.scalar("SELECT count(*) FROM annotations"):
         report.annotators = annotator_agreement(store)
@@ -284,16 +287,17 @@ def _render_comparisons(comparisons: list[Comparison], console: Console) -> None
     from rich.table import Table
 
     first = comparisons[0]
-    table = Table("domain", "within", "metric", first.a, first.b, "difference [95% CI]", "p",
+    table = Table("domain", "within", "metric", first.a, first.b, "difference [95% CI]", "p", "p Holm",
                   title=f"{first.a} vs {first.b} (paired by {'instruction' if first.by == 'model' else 'reference article'};"
                         " sign-flip permutation test)", title_justify="left")
     for c in comparisons:
         t = c.test
         diff = "-" if math.isnan(t.diff) else f"{100 * t.diff:+.1f} [{_pct(t.low)}, {_pct(t.high)}]"
         p = "-" if math.isnan(t.p_value) else (f"{t.p_value:.3f}" + (" *" if t.significant() else ""))
-        table.add_row(c.domain, c.within, c.metric, _pct(t.mean_a), _pct(t.mean_b), diff, p)
+        holm_p = "-" if math.isnan(c.p_holm) else (f"{c.p_holm:.3f}" + (" *" if c.p_holm < 0.05 else ""))
+        table.add_row(c.domain, c.within, c.metric, _pct(t.mean_a), _pct(t.mean_b), diff, p, holm_p)
     console.print(table)
-    console.print("* p < 0.05 (not corrected for multiple comparisons)")
+    console.print("* p < 0.05; p Holm corrects for every comparison the report made (see comparisons.csv)")
 
 
 def empty_message(filters: Filters) -> str:

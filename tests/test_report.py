@@ -110,3 +110,20 @@ def test_export_jsonl_parses_back_with_lineage(tmp_path: Path) -> None:
     assert main(["--store", str(path), "export", "--out", str(out), "--condition", "single"]) == 1
     assert main(["--store", str(path), "export", "--out", str(out), "--with-references"]) == 0
     assert json.loads(out.read_text())["references"]["a"]["text"].startswith("The council met")
+
+
+def test_requested_comparison_carries_the_holm_p(tmp_path: Path) -> None:
+    from test_metrics import _many
+
+    from pipeline.report import ReportOptions, build_report
+
+    store = _many(tmp_path, {"strong": 0.9, "weak": 0.5, "twin": 0.9})
+    report = build_report(store, ReportOptions(compare=("weak", "strong"), n_resamples=200, copy=False))
+    (requested,) = report.requested
+    assert (requested.a, requested.b, requested.metric) == ("weak", "strong", "org") and requested.test.diff < 0
+    family = {frozenset((c.a, c.b)): c for c in report.comparisons}
+    assert len(family) == 3  # the three model pairs, Org only (no summaries)
+    same = family[frozenset(("weak", "strong"))]
+    assert requested.p_holm == same.p_holm and same.p_holm >= same.test.p_value
+    assert same.p_holm < 0.05 and family[frozenset(("strong", "twin"))].p_holm > 0.05
+    store.close()
