@@ -28,6 +28,9 @@ from .prompts import defuse, load_template, numbered
 from .store import Store, now
 
 MODES = ("batched", "per_constraint")
+# The reason of a No the judge never gave (left out, or its reply stayed unusable): recorded so
+# metrics stay strict, but asked again by the next run, since the cause may have been transient.
+UNANSWERED = "no verdict from the judge"
 FUZZY_MIN_SCORE = 90.0
 
 BATCH_SCHEMA: dict[str, Any] = {
@@ -196,7 +199,7 @@ def parse_single_reply(text: str) -> dict[str, Any]:
 
 def _judgement(index: int, item: dict[str, Any] | None, text: str, call_id: int | None) -> Judgement:
     if item is None:
-        return Judgement(index, False, "", "no verdict from the judge", None, None, None, call_id, answered=False)
+        return Judgement(index, False, "", UNANSWERED, None, None, None, call_id, answered=False)
     match = find_quote(item["quote"], text) if item["verdict"] and item["quote"] else QuoteMatch(None, None, None)
     return Judgement(index, item["verdict"], item["quote"], item["reason"], match.found, match.score, match.span, call_id)
 
@@ -308,13 +311,15 @@ def prompt_hash(mode: str) -> str:
 
 def judge_generation_pending(store: Store, generation_id: int, constraint_ids: Sequence[int], judge: str,
                              mode: str) -> list[int]:
-    """Constraint ids not yet judged on this generation by this judge, mode and prompt."""
+    """Constraint ids not yet judged on this generation by this judge, mode and prompt (a No the
+    judge never gave counts as not judged)."""
     ph = prompt_hash(mode)
     done = {
         row[0]
         for row in store.conn.execute(
-            "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ? AND prompt_hash = ?",
-            (generation_id, judge, mode, ph),
+            "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ? AND prompt_hash = ?"
+            " AND NOT (call_id IS NULL AND reason IS ?)",
+            (generation_id, judge, mode, ph, UNANSWERED),
         )
     }
     return [c for c in constraint_ids if c not in done]

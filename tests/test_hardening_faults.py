@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import tomllib
 
-from pipeline.build import BuildOptions, run_build
 from pipeline.config import parse_config
-from pipeline.evaluate import EvaluateOptions, run_evaluate
-from pipeline.fake_responders import ScriptedModel, audit_rows, make_store, multi_config_toml, result_fingerprint
+from pipeline.fake_responders import (
+    ScriptedModel,
+    audit_rows,
+    build_and_evaluate,
+    make_store,
+    multi_config_toml,
+    result_fingerprint,
+)
 from pipeline.fake_server import FAULT_KINDS, FakeOpenAIServer
 from pipeline.llm import LLMClient
 
@@ -18,28 +23,13 @@ PAIRS, N, MODELS, JUDGES = 3, 8, 2, 2
 CONDITIONS = ("single", "none", "direct", "eval")
 
 
-async def build_and_evaluate(tmp_path, name: str, server: FakeOpenAIServer, *, passes: int = 4) -> tuple:
-    """Build, then evaluate, each run again while anything is unfinished (the documented way to
-    resume after failures). Returns (store, passes used by build, passes used by evaluate)."""
+async def run_all(tmp_path, name: str, server: FakeOpenAIServer) -> tuple:
     store = make_store(tmp_path / f"{name}.sqlite", PAIRS)
     raw = tomllib.loads(multi_config_toml(server.base_url, models=MODELS, judges=JUDGES, timeout_s=0.5,
                                           evaluate={"response_words": 60}))
-    config = parse_config(raw)
-    client = LLMClient(config, store, backoff_base_s=0.005, backoff_cap_s=0.05)
-    options = BuildOptions.from_config(config, n=PAIRS, n_constraints=N, words=60, run_id="b1", conditions=CONDITIONS)
-    try:
-        for build_passes in range(1, passes + 1):
-            summary = await run_build(store, config, client, options)
-            if summary.complete and not any(r.failed for r in summary.conditions):
-                break
-            # failed instructions are retried by the next build of the same run
-        for eval_passes in range(1, passes + 1):
-            result = await run_evaluate(store, config, client, EvaluateOptions(build_run="b1"))
-            if not result.failed and complete(store):
-                break
-    finally:
-        await client.aclose()
-    return store, build_passes, eval_passes
+    passes = await build_and_evaluate(store, parse_config(raw), n_pairs=PAIRS, n_constraints=N, conditions=CONDITIONS,
+                                      audit={"models": MODELS, "judges": JUDGES})
+    return store, *passes
 
 
 def rows(store) -> list:
@@ -53,12 +43,12 @@ def complete(store) -> bool:
 
 async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) -> None:
     with FakeOpenAIServer(ScriptedModel(answer_repairs=True)) as clean:
-        reference, _, _ = await build_and_evaluate(tmp_path, "clean", clean)
+        reference, _, _ = await run_all(tmp_path, "clean", clean)
         needed = clean.calls
     assert complete(reference), rows(reference)
 
     with FakeOpenAIServer(ScriptedModel(answer_repairs=True), fault_rate=0.2, seed=7, hang_s=1.0) as faulty:
-        store, build_passes, eval_passes = await build_and_evaluate(tmp_path, "faulty", faulty)
+        store, build_passes, eval_passes = await run_all(tmp_path, "faulty", faulty)
         made, served = faulty.calls, dict(faulty.faults_served)
 
     table = rows(store)
@@ -91,3 +81,35 @@ async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) 
     print(f"  {len(tainted)} texts were the wrong-format prose taken as an answer (set aside); the rest equal the clean run")
     reference.close()
     store.close()
+
+
+async def test_a_no_the_judge_never_gave_is_asked_again_by_the_next_run(store) -> None:
+    """A judge reply that stays unusable through the repair round is recorded as No (strict),
+    but the next run asks again: the cause (a drifting model, a cut reply) is often transient."""
+    from pipeline.judging import UNANSWERED, judge_generation
+
+    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval", "main_task": "t",
+                                     "n_constraints": 2, "status": "done", "created_at": "x"})
+    constraints = [(store.db["constraints"].insert({"instruction_id": 1, "position": p, "text": t, "origin": "synthesized",
+                                                    "active": 1}).last_pk, t)
+                   for p, t in enumerate(["Cover angle number 1.", "Cover angle number 2."], 1)]
+    text = "This part of the story turns to angle number 1 and what it meant for the town."
+    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m", "mode": "direct",
+                                          "text_hash": store.put_text(text), "words": 16}).last_pk
+    store.commit()
+    with FakeOpenAIServer(ScriptedModel(answer_repairs=True)) as server:
+        server.push("I would rather write a poem.", "Still a poem.")  # the ask and its repair round
+        config = parse_config({"endpoints": {"j": {"base_url": server.base_url, "model": "mj", "max_retries": 0}},
+                               "roles": {"judges": ["j"]}})
+        client = LLMClient(config, store)
+        first = await judge_generation(store, client, "j", gid, constraints)
+        stored = store.query("SELECT verdict, reason, call_id FROM verdicts ORDER BY constraint_id")
+        second = await judge_generation(store, client, "j", gid, constraints)
+        third = await judge_generation(store, client, "j", gid, constraints)
+        await client.aclose()
+        calls = server.calls
+    assert first.unanswered == 2 and [r["reason"] for r in stored] == [UNANSWERED] * 2
+    assert second.judged == 2 and second.unanswered == 0
+    assert [r["verdict"] for r in store.query("SELECT verdict FROM verdicts ORDER BY constraint_id")] == [1, 0]
+    assert third.judged == 0 and third.skipped == 2 and calls == 3  # answered now: never asked again
+    assert store.scalar("SELECT count(*) FROM verdicts") == 2
