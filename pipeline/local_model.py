@@ -180,6 +180,18 @@ def server_answers(base_url: str, timeout_s: float = 2.0) -> bool:
         return False
 
 
+def server_alive(base_url: str, timeout_s: float = 3.0) -> bool:
+    """True when the server at base_url answers at all, busy or not. (llama-cpp-python serves
+    /v1/models under the model's lock, so while it generates, that request waits; its OpenAPI
+    document does not.)"""
+    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+    try:
+        with urllib.request.urlopen(f"{root}/openapi.json", timeout=timeout_s) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
 # Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
 # leaves no server eating the CPU), then llama_cpp.server runs as if started with -m.
 _BOOTSTRAP = """
@@ -230,7 +242,24 @@ class LocalServer:
         return cmd
 
     def start(self, timeout_s: float = 180.0) -> str:
-        """Start and wait until the server answers; returns its base URL."""
+        """Start and wait until the server answers; returns its base URL.
+
+        With no port given, a free one is picked; if another program takes it before the server
+        binds it, the start is tried again on another port.
+        """
+        pick_port, pick_log = self.port is None, self.log_path is None
+        for attempt in range(3):
+            try:
+                return self._start(timeout_s)
+            except LocalModelError as exc:
+                if not (pick_port and attempt < 2 and "address already in use" in str(exc).lower()):
+                    raise
+                self.port = None
+                if pick_log:
+                    self.log_path = None
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout_s: float) -> str:
         if not llama_cpp_available_for(self.python):
             raise LocalModelError(
                 "llama-cpp-python is not installed; install it with `pip install 'llama-cpp-python[server]==0.3.36'` "
@@ -363,7 +392,7 @@ def running_server() -> dict[str, Any] | None:
     state = read_state()
     if not state or not pid_alive(state.get("server_pid")):
         return None
-    if not server_answers(str(state.get("base_url")), timeout_s=2.0):
+    if not server_alive(str(state.get("base_url"))):
         return None
     return state
 

@@ -118,22 +118,31 @@ print("fake llama: loading", args[args.index("--model") + 1], flush=True)
 if mode == "die":
     print("error: failed to load model", flush=True)
     sys.exit(3)
+if mode == "portrace" and not os.path.exists(os.environ["FAKE_LLAMA_MARKER"]):
+    open(os.environ["FAKE_LLAMA_MARKER"], "w").write(str(port))
+    print("ERROR: [Errno 98] error while attempting to bind on address: address already in use", flush=True)
+    sys.exit(1)
 if mode == "hang":
     time.sleep(60)
 if mode == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
+served = []
+
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if mode == "busy" and self.path == "/v1/models" and served:
+            time.sleep(30)  # like llama-cpp-python while it generates: /v1/models waits for the model
+        served.append(self.path)
         body = json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode()
-        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.send_response(200 if self.path in ("/v1/models", "/openapi.json") else 404)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
     def log_message(self, *a):
         pass
 
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
 '''
 
 
@@ -191,6 +200,42 @@ def test_stop_kills_a_server_that_ignores_sigterm(cache, fake_python, tmp_path, 
     server.stop(grace_s=0.5)
     assert proc.returncode == -9  # SIGKILL after the grace period
     assert time.monotonic() - t0 < 5
+
+
+def test_a_port_taken_meanwhile_is_retried_on_another(cache, fake_python, tmp_path, monkeypatch):
+    marker = tmp_path / "first-port"
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "portrace")
+    monkeypatch.setenv("FAKE_LLAMA_MARKER", str(marker))
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    try:
+        server.start(timeout_s=20)
+        assert marker.exists() and server.port != int(marker.read_text())
+        assert lm.server_answers(server.base_url)
+    finally:
+        server.stop()
+
+
+def test_a_fixed_port_in_use_is_reported(cache, fake_python, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "portrace")
+    monkeypatch.setenv("FAKE_LLAMA_MARKER", str(tmp_path / "first-port"))
+    with pytest.raises(LocalModelError, match="address already in use"):
+        lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python, port=lm.free_port()).start(timeout_s=20)
+
+
+def test_a_busy_served_server_is_still_found(cache, fake_python, tmp_path, monkeypatch):
+    """While the model generates, /v1/models waits; a run must still borrow the server."""
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "busy")
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    server.start(timeout_s=20)
+    try:
+        lm.write_state(server)
+        assert not lm.server_answers(server.base_url, timeout_s=0.5)  # busy
+        t0 = time.monotonic()
+        lease = lm.acquire_server()
+        assert lease.base_url == server.base_url and not lease.owned
+        assert time.monotonic() - t0 < 5
+    finally:
+        server.stop()
 
 
 def test_missing_llama_cpp_is_a_clear_error(cache, tmp_path):
