@@ -42,9 +42,10 @@ Definitions (METHOD.md, "Core satisfaction"):
   lexical overlap (share of a constraint's content words found in the reference, averaged);
   constraint-response similarity = for each constraint the max cosine over the response's
   sentences, averaged over constraints (as the research code).
-- Comparisons (``compare``): two models on the same instructions, or two conditions on
-  the same reference article A, by a paired bootstrap interval of the mean difference and
-  a sign-flip permutation p-value (pipeline.stats.paired_test).
+- Comparisons (``compare``): two models on the same instructions, two conditions on the
+  same reference article A, or two response modes (direct vs edit: does editing widen the
+  Org-Core gap?) on the same instructions, by a paired bootstrap interval of the mean
+  difference and a sign-flip permutation p-value (pipeline.stats.paired_test).
 
 Aggregation runs in SQL: the selected verdicts are pivoted into a temp table with one row per
 (text, constraint) and one column per rater, then GROUP BY text gives each rater's counts and
@@ -184,6 +185,7 @@ class Group:
         for name in ("org", "core", "superficial", "survival"):
             iv: Interval = getattr(self, name)
             out[name], out[f"{name}_low"], out[f"{name}_high"] = iv.value, iv.low, iv.high
+        out["gap"] = self.org.value - self.core.value  # Org - Core over the same responses
         out.update({"kappa": self.kappa, "agreement": self.agreement, "agreement_items": self.agreement_items})
         out.update(self.extra)
         return out
@@ -661,12 +663,12 @@ def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
 
 @dataclass(frozen=True)
 class Comparison:
-    by: str  # model | condition
+    by: str  # model | condition | mode
     a: str
     b: str
     domain: str
     within: str  # the condition (model comparison) or model/mode (condition comparison)
-    metric: str  # org | core | superficial
+    metric: str  # org | core | superficial | gap (org - core)
     ratio: float | None
     test: PairedTest
     p_holm: float = math.nan  # Holm-adjusted over the family the report tested together
@@ -679,29 +681,35 @@ class Comparison:
 def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: float | None = 0.25,
             n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[Comparison]:
     """Paired tests of ``a`` against ``b``: two models (units: the same instructions, per domain,
-    condition and mode) or two conditions (units: the same reference article A, per domain,
-    model and mode). ``by`` defaults to "condition" when both names are conditions in the data."""
+    condition and mode), two conditions (units: the same reference article A, per domain, model
+    and mode) or two response modes, direct vs edit (units: the same instructions, per domain,
+    condition and model). ``by`` defaults to whichever of condition / mode both names are in the
+    data, else model. Metrics: org, and at a ratio core, superficial and gap (= org - core)."""
     conditions = {r.condition for r in metrics.rows}
+    modes_present = {r.mode for r in metrics.rows}
     if by is None:
-        by = "condition" if a in conditions and b in conditions else "model"
-    if by not in ("model", "condition"):
-        raise ValueError(f"compare: by must be 'model' or 'condition', not {by!r}")
+        by = ("condition" if a in conditions and b in conditions
+              else "mode" if a in modes_present and b in modes_present else "model")
+    if by not in ("model", "condition", "mode"):
+        raise ValueError(f"compare: by must be 'model', 'condition' or 'mode', not {by!r}")
     rows = metrics.at_ratio(ratio) if ratio is not None else metrics.response_rows()
     if ratio is not None and not rows:
         rows, ratio = metrics.response_rows(), None  # nothing summarised at that ratio: Org only
-    metric_names = ["org"] if ratio is None else ["org", "core", "superficial"]
-    # strata -> unit -> side -> [(org, core, superficial) of each row]
-    cells: dict[tuple[str, str], dict[Any, dict[str, list[tuple[float, float, float]]]]] = defaultdict(
+    metric_names = ["org"] if ratio is None else ["org", "core", "superficial", "gap"]
+    # strata -> unit -> side -> [(org, core, superficial, gap) of each row]
+    cells: dict[tuple[str, str], dict[Any, dict[str, list[tuple[float, ...]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))
     several_modes = len({r.mode for r in rows}) > 1
     for row in rows:
         mode = f"/{row.mode}" if several_modes and row.mode else ""
         if by == "model":
             side, stratum, unit = row.model, (row.domain, f"{row.condition}{mode}"), row.instruction_id
+        elif by == "mode":
+            side, stratum, unit = row.mode, (row.domain, f"{row.condition}/{row.model}"), row.instruction_id
         else:
             side, stratum, unit = row.condition, (row.domain, f"{row.model}{mode}"), row.article_a
         if side in (a, b):
-            cells[stratum][unit][side].append((row.org, row.core, row.superficial))
+            cells[stratum][unit][side].append((row.org, row.core, row.superficial, row.org - row.core))
     out: list[Comparison] = []
     for (domain, within), units in sorted(cells.items()):
         paired = [(sides[a], sides[b]) for sides in units.values() if sides.get(a) and sides.get(b)]
@@ -715,7 +723,7 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
     return out
 
 
-def _unit_mean(values: list[tuple[float, float, float]], k: int) -> float:
+def _unit_mean(values: list[tuple[float, ...]], k: int) -> float:
     """A unit's value of metric k: the mean over its rows (several runs of one reference),
     NaNs left out."""
     if len(values) == 1:

@@ -7,9 +7,10 @@ with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
                                Org over every judged response; intervals as *_low / *_high
   per_instruction.csv / .json  one row per response and ratio (the bootstrap's units)
   agreement.csv                Cohen's kappa and percent agreement per pair of judges
-  comparisons.csv              paired tests: every pair of models within a condition and every
-                               pair of conditions within a model, at the report ratio; p_value
-                               per test and p_holm adjusted over all of them
+  comparisons.csv              paired tests: every pair of models within a condition, every pair
+                               of conditions within a model, direct vs edit mode, at the report
+                               ratio (org, core, superficial, gap = org - core); p_value per test
+                               and p_holm adjusted over all of them
   naturalness.csv              win rates of each condition's constraint sets (if judged)
   validation.json              human labels: annotator kappa, the metric's precision/recall
   report.json                  all of the above together, with the filters used
@@ -99,6 +100,8 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
         report.comparisons += compare(metrics, a, b, by="model", **kw)
     for a, b in combinations(conditions, 2):
         report.comparisons += compare(metrics, a, b, by="condition", **kw)
+    for a, b in combinations(sorted({r.mode for r in metrics.rows}), 2):
+        report.comparisons += compare(metrics, a, b, by="mode", **kw)
     adjusted = holm([c.test.p_value for c in report.comparisons])
     report.comparisons = [replace(c, p_holm=p) for c, p in zip(report.comparisons, adjusted)]
     if options.compare:
@@ -213,7 +216,7 @@ def render(report: Report, console: Console) -> None:
     if tested:
         significant = [c for c in tested if c.p_holm < 0.05]
         console.print(f"{len(significant)} of {len(tested)} paired comparisons (model pairs within a condition, "
-                      "condition pairs within a model) differ at p < 0.05 after Holm correction"
+                      "condition pairs within a model, response modes) differ at p < 0.05 after Holm correction"
                       + (":" if significant and len(significant) <= 12 else "; see comparisons.csv"))
         if significant and len(significant) <= 12:
             for c in significant:
@@ -288,7 +291,7 @@ def _render_comparisons(comparisons: list[Comparison], console: Console) -> None
 
     first = comparisons[0]
     table = Table("domain", "within", "metric", first.a, first.b, "difference [95% CI]", "p", "p Holm",
-                  title=f"{first.a} vs {first.b} (paired by {'instruction' if first.by == 'model' else 'reference article'};"
+                  title=f"{first.a} vs {first.b} (paired by {'reference article' if first.by == 'condition' else 'instruction'};"
                         " sign-flip permutation test)", title_justify="left")
     for c in comparisons:
         t = c.test

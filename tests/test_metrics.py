@@ -280,3 +280,35 @@ def test_two_judging_modes_are_two_raters(hand: Store) -> None:
     assert m.response_rows()[0].org == pytest.approx(0.75)
     batched = compute_metrics(hand, Filters(judging_mode="batched"), n_resamples=20)
     assert batched.raters == ["J1", "J2"] and batched.response_rows()[0].org == pytest.approx(0.625)
+
+
+def test_edit_mode_widens_the_gap(tmp_path: Path) -> None:
+    # 30 instructions; each has a direct and an edit response from one model, both with Org 0.8
+    # (8 of 10 constraints); the direct summary keeps 6 of them, the edit summary 3.
+    store = open_store(tmp_path / "modes.sqlite")
+    c = store.conn
+    h = store.put_text("t")
+    rows, gid = [], 0
+    for i in range(1, 31):
+        c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, main_task) VALUES (?, 'r', 'news',"
+                  " 'eval', ?, 'task')", (i, i))
+        c.executemany("INSERT INTO constraints(id, instruction_id, position, text, active) VALUES (?, ?, ?, 'c', 1)",
+                      [(i * 100 + k, i, k) for k in range(1, 11)])
+        for mode, kept in (("direct", 6 + (i % 2)), ("edit", 3 + (i % 3 == 0))):
+            rid, sid, gid = gid + 1, gid + 2, gid + 2
+            c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, text_hash) VALUES"
+                      " (?, 'response', ?, 'm', ?, ?)", (rid, i, mode, h))
+            c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash)"
+                      " VALUES (?, 'summary', ?, 's', '', 0.25, ?, ?)", (sid, i, rid, h))
+            rows += [(rid, i * 100 + k, int(k <= 8)) for k in range(1, 11)]
+            rows += [(sid, i * 100 + k, int(k <= kept)) for k in range(1, 11)]
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
+                  " VALUES (?, ?, 'J', 'batched', 'p', ?)", rows)
+    store.commit()
+    m = compute_metrics(store, n_resamples=200)
+    tests = {t.metric: t for t in compare(m, "edit", "direct", n_resamples=500)}
+    assert all(t.by == "mode" for t in tests.values())
+    assert tests["org"].test.diff == pytest.approx(0.0) and math.isnan(tests["org"].test.p_value) is False
+    assert tests["gap"].test.diff > 0.2 and tests["gap"].test.p_value < 0.01
+    assert tests["core"].test.diff == pytest.approx(-tests["gap"].test.diff)
+    store.close()
