@@ -244,19 +244,25 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute("PRAGMA cache_size = -200000")
     conn.executemany("INSERT OR IGNORE INTO texts(hash, body) VALUES (?, ?)", list(texts.items()))
-    conn.executemany("INSERT INTO articles VALUES (?,?,?,?,?,?,?,?,?,?)", articles)
-    conn.executemany("INSERT INTO pairs VALUES (?,?,?,?,?,?,?,?,?,?)", pairs)
+    conn.executemany("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status, duplicate_of,"
+                     " imported_at) VALUES (?,?,?,?,?,?,?,?,?,?)", articles)
+    conn.executemany("INSERT INTO pairs(id, domain, rule, params, article_a, article_b, cosine, rank, candidates, created_at)"
+                     " VALUES (?,?,?,?,?,?,?,?,?,?)", pairs)
     conn.execute(
         "INSERT INTO runs(id, kind, name, config, status, started_at, finished_at, calls, cache_hits, prompt_tokens,"
         " completion_tokens, cost, error) VALUES (?, 'build', ?, '{}', 'done', ?, ?, ?, ?, ?, ?, ?, NULL)",
         (spec.run_id, spec.run_id, STAMP, STAMP, len(generations) + made, made // 3, 1000 * made, 400 * made,
          round(0.002 * made, 4)),
     )
-    conn.executemany("INSERT INTO instructions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", instructions)
-    conn.executemany("INSERT INTO constraints VALUES (?,?,?,?,?,?,?,?,?,?,?)", constraints)
-    conn.executemany("INSERT INTO constraint_flags VALUES (?,?,?)", flags)
-    conn.executemany("INSERT INTO generations VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", generations)
-    conn.executemany("INSERT INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", verdicts)
+    conn.executemany("INSERT INTO instructions(id, run_id, domain, condition, pair_id, article_a, article_b, main_task,"
+                     " n_constraints, status, error, base_generation_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", instructions)
+    conn.executemany("INSERT INTO constraints(id, instruction_id, position, text, origin, active, replaces_id, replaced_reason,"
+                     " base_verdict, base_quote, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)", constraints)
+    conn.executemany("INSERT INTO constraint_flags(constraint_id, flag, detail) VALUES (?,?,?)", flags)
+    conn.executemany("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
+                     " achieved_ratio, call_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", generations)
+    conn.executemany("INSERT INTO verdicts(id, generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote,"
+                     " reason, quote_found, quote_score, call_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", verdicts)
     conn.executemany(
         "INSERT OR IGNORE INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"
         " VALUES (?,?,?,?,?,?)", annotations)

@@ -116,3 +116,19 @@ async def settle(app, pilot) -> None:  # noqa: ANN001
     await pilot.pause()
     await app.workers.wait_for_complete()
     await pilot.pause()
+
+
+def text_of(widget) -> str:  # noqa: ANN001
+    """The plain text a Static shows, whatever it was given (markup, Text, a Rich table)."""
+    from rich.console import Console
+    from rich.text import Text
+    from textual.content import Content
+
+    content = widget.content
+    if isinstance(content, str):
+        return Content.from_markup(content).plain
+    if isinstance(content, (Text, Content)):
+        return content.plain
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(content)
+    return console.export_text()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app_support import A, B, C1, QUOTE_1, RESPONSE, SUMMARY, make_known_store, settle
+from app_support import A, B, C1, QUOTE_1, RESPONSE, SUMMARY, make_known_store, settle, text_of
 
 from unspecific_tui.app import UnspecificApp
 
@@ -38,9 +38,9 @@ async def test_copied_ngrams_and_quotes_highlighted(tmp_path):
         # The pane really carries those styles.
         pane = screen.query_one("#response")
         assert span(RESPONSE, QUOTE_1) in pane.spans
-        verdicts = str(screen.query_one("#audit-verdicts").render())
+        verdicts = text_of(screen.query_one("#audit-verdicts"))
         assert "MISSING" in verdicts and "found" in verdicts
-        assert C1 in str(screen.query_one("#audit-head").render())
+        assert C1 in text_of(screen.query_one("#audit-head"))
 
 
 async def test_reference_copy_mode(tmp_path):
@@ -69,7 +69,7 @@ async def test_keys_move_flag_flip_and_lineage(tmp_path):
         await pilot.press("j")
         await pilot.pause()
         assert screen.shown.constraint_id == known.c2
-        head = str(screen.query_one("#audit-head").render())
+        head = text_of(screen.query_one("#audit-head"))
         assert "replaced #2" in head and "too easy" in head and "FLIPPED" in head
         await pilot.press("k")
         await pilot.pause()
@@ -77,7 +77,7 @@ async def test_keys_move_flag_flip_and_lineage(tmp_path):
         await pilot.press("f")  # the proper-noun flag is on C3
         await pilot.pause()
         assert screen.shown.constraint_id == known.c3
-        assert "proper_noun" in str(screen.query_one("#audit-head").render())
+        assert "proper_noun" in text_of(screen.query_one("#audit-head"))
         await pilot.press("x")  # the only flipped one for m1 is C2
         await pilot.pause()
         assert screen.shown.constraint_id == known.c2

@@ -6,7 +6,7 @@ import asyncio
 import threading
 from dataclasses import dataclass
 
-from app_support import make_known_store, settle
+from app_support import make_known_store, settle, text_of
 
 from pipeline.config import parse_config
 from pipeline.errors import EndpointError
@@ -91,7 +91,7 @@ async def test_runs_and_counts_shown(tmp_path):
         assert runs.row_count == 1 and runs.get_row_at(0)[0] == "r1"
         assert screen.counts["synthesize"] == 1 and screen.counts["respond"] == 2
         assert screen.counts["summarize"] == 2 and screen.counts["judge"] == 24
-        assert "calls 12" in str(screen.query_one("#run-totals").render())
+        assert "calls 12" in text_of(screen.query_one("#run-totals"))
         assert str(app.title).endswith(str(known.path)) and "r1" in app.sub_title
         # Stages absent from the registry are marked, not hidden.
         assert screen.states["respond"] == "missing"
@@ -112,7 +112,7 @@ async def test_step_then_continue(tmp_path):
         await wait_idle(app, pilot)
         assert calls == [1] and instructions_in(app, run_id) == 1
         assert app.screen.states["synthesize"] == "paused"
-        step_view = str(app.screen.query_one("#step-view").render())
+        step_view = text_of(app.screen.query_one("#step-view"))
         assert "instructions +1" in step_view and "fake task 0" in step_view
         await pilot.press("s")  # continue to the end
         await wait_idle(app, pilot)
@@ -157,7 +157,7 @@ async def test_failed_stage_shows_error_and_app_keeps_running(tmp_path):
                 break
             await asyncio.sleep(0.02)
         assert isinstance(app.screen, ErrorScreen)
-        assert "401 Unauthorized" in str(app.screen.query_one("#error-msg").render())
+        assert "401 Unauthorized" in text_of(app.screen.query_one("#error-msg"))
         assert app.screen.query_one("#error-box").border_title == "LLM endpoint error"
         await pilot.press("escape")
         await pilot.pause()

@@ -18,8 +18,8 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from .data import Analysis, StoreView, compute_analysis, connect
-from .messages import AnalysisReady, StoreChanged
+from .data import Analysis, StoreView, compute_analysis, connect, merge_metrics
+from .messages import AnalysisReady, MetricsReady, StoreChanged
 from .stages import Registry
 
 SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
@@ -176,16 +176,31 @@ class UnspecificApp(App[None]):
 
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def _analysis_worker(self) -> None:
+        """Per-constraint outcomes first (navigation, flags), then pipeline.metrics' numbers."""
         conn = connect(self.store_path)
         try:
             analysis = compute_analysis(conn, ratio=self.ratio)
         finally:
             conn.close()
         self.post_message(AnalysisReady(analysis))
+        if not analysis.rows:
+            return
+        from pipeline.metrics import compute_metrics
+        from pipeline.store import open_store
+
+        store = open_store(self.store_path, readonly=True)
+        try:
+            metrics = compute_metrics(store, seed=self.sample_seed)
+        finally:
+            store.close()
+        self.post_message(MetricsReady(merge_metrics(analysis, metrics)))
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
         if self.model is None and message.analysis.models:
             self.model = message.analysis.models[0]
+        self.analysis = message.analysis
+
+    def on_metrics_ready(self, message: MetricsReady) -> None:
         self.analysis = message.analysis
 
     def on_store_changed(self, message: StoreChanged) -> None:

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 FLAG_NAMES = ("proper_noun", "specificity_leak", "copied_ngram")
-# A constraint passes a text when more than half the judges said yes (two judges: both).
+# A constraint passes a text when the judges' mean verdict is >= 0.5 (pipeline.metrics.Item).
 PASS_THRESHOLD = 0.5
 DEFAULT_RATIO = 0.25
 
 
 def passes(score: float | None) -> bool:
-    return score is not None and score > PASS_THRESHOLD
+    return score is not None and score >= PASS_THRESHOLD
 
 
 def connect(path: str | Path, *, readonly: bool = True) -> sqlite3.Connection:
@@ -245,6 +245,9 @@ class Outcome:
 
 @dataclass
 class InstructionRow:
+    """Org / Core / superficial start as the judges' mean per constraint and are replaced by
+    pipeline.metrics' per-rater values when those are computed (``merge_metrics``)."""
+
     instruction_id: int
     run_id: str
     domain: str
@@ -272,6 +275,7 @@ class Analysis:
     constraint_instruction: dict[int, int]
     response_of: dict[tuple[int, str], int]  # (instruction id, model) -> response generation id
     flags: dict[int, set[str]] = field(default_factory=dict)
+    metrics: Any = None  # pipeline.metrics.Metrics, once computed
 
     def flipped(self, model: str | None = None) -> list[tuple[int, str]]:
         return [k for k, o in self.outcomes.items() if o.flipped and (model is None or k[1] == model)]
@@ -343,3 +347,19 @@ def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, rat
             sum(1 for o in outs if o.disagree), sum(1 for o in outs if o.quote_missing)))
     models = sorted({m for _, m in response_of})
     return Analysis(ratio, models, ratios, rows, outcomes, active, response_of, flags)
+
+
+def merge_metrics(analysis: Analysis, metrics: Any) -> Analysis:
+    """Take Org, Core and the superficial share from pipeline.metrics (the report's numbers)."""
+    by_response = {r.response_id: r for r in metrics.rows if r.ratio is not None and abs(r.ratio - analysis.ratio) < 1e-9}
+    full_only = {r.response_id: r for r in metrics.rows if r.ratio is None}
+    for row in analysis.rows:
+        m = by_response.get(row.response_id)
+        if m is not None:
+            row.org, row.core = m.org, m.core
+            sup = m.superficial
+            row.superficial = None if math.isnan(sup) else sup
+        elif row.response_id in full_only:
+            row.org = full_only[row.response_id].org
+    analysis.metrics = metrics
+    return analysis

@@ -55,6 +55,14 @@ class AnalysisReady(Message):
         self.analysis = analysis
 
 
+class MetricsReady(Message):
+    """pipeline.metrics finished; ``analysis`` now carries its Org/Core/superficial values."""
+
+    def __init__(self, analysis: Any) -> None:
+        super().__init__()
+        self.analysis = analysis
+
+
 class RunSelected(Message):
     """The user picked (or created) the current run on the Build screen."""
 

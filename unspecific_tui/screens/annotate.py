@@ -10,12 +10,11 @@ kappa between every pair of annotators on the items both labelled.
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass
-from itertools import combinations
 
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -40,23 +39,14 @@ class Item:
     flipped: bool  # the metric's call: superficial
 
 
-def build_items(analysis: Analysis, seed: int) -> list[Item]:
-    """Every flipped constraint plus a seeded sample of pass-both ones, shuffled (seeded)."""
-    flipped, both = [], []
-    for (cid, model), outcome in sorted(analysis.outcomes.items()):
-        iid = analysis.constraint_instruction.get(cid)
-        gid = analysis.response_of.get((iid, model)) if iid is not None else None
-        if gid is None:
-            continue
-        if outcome.flipped:
-            flipped.append(Item(cid, gid, iid, model, True))
-        elif outcome.pass_both:
-            both.append(Item(cid, gid, iid, model, False))
-    rng = random.Random(seed)
-    k = min(len(both), max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * len(flipped))))
-    items = flipped + rng.sample(both, k)
-    rng.shuffle(items)
-    return items
+def load_items(store, analysis: Analysis, seed: int) -> list[Item]:  # noqa: ANN001
+    """pipeline.metrics' items: every flipped constraint plus a seeded sample of pass-both ones."""
+    from pipeline.metrics import items_to_annotate
+
+    n_flipped = sum(1 for o in analysis.outcomes.values() if o.flipped)
+    sample = max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * n_flipped))
+    return [Item(i.constraint_id, i.response_id, i.instruction_id, i.model, i.flipped)
+            for i in items_to_annotate(store, ratio=analysis.ratio, passed_sample=sample, seed=seed)]
 
 
 @dataclass
@@ -67,35 +57,19 @@ class Scores:
 
 
 def metric_vs_labels(pairs: list[tuple[bool, str]]) -> Scores:
-    """Precision/recall of the metric's superficial call against labels (ambiguous dropped)."""
+    """Precision/recall of the metric's superficial call against labels (ambiguous left out)."""
+    from pipeline.stats import precision_recall
+
     kept = [(call, label == "superficial") for call, label in pairs if label in ("superficial", "integrated")]
-    predicted = [c for c, _ in kept]
-    truth = [t for _, t in kept]
-    try:
-        from pipeline.stats import precision_recall
-
-        pr = precision_recall(predicted, truth)
-        return Scores(pr.precision, pr.recall, pr.n)
-    except ImportError:
-        tp = sum(1 for p, t in kept if p and t)
-        fp = sum(1 for p, t in kept if p and not t)
-        fn = sum(1 for p, t in kept if not p and t)
-        return Scores(tp / (tp + fp) if tp + fp else math.nan, tp / (tp + fn) if tp + fn else math.nan, len(kept))
+    pr = precision_recall([c for c, _ in kept], [t for _, t in kept])
+    return Scores(pr.precision, pr.recall, pr.n)
 
 
-def kappa(a: list[str], b: list[str]) -> float:
-    try:
-        from pipeline.stats import cohen_kappa
+@dataclass
+class _LabelStore:
+    """The one attribute pipeline.metrics' annotation readers use, on the app's connection."""
 
-        return cohen_kappa(a, b).kappa
-    except ImportError:
-        n = len(a)
-        if not n:
-            return math.nan
-        labels = set(a) | set(b)
-        p_o = sum(x == y for x, y in zip(a, b)) / n
-        p_e = sum((a.count(lab) / n) * (b.count(lab) / n) for lab in labels)
-        return math.nan if p_e == 1 else (p_o - p_e) / (1 - p_e)
+    conn: object
 
 
 def _f(x: float) -> str:
@@ -118,6 +92,8 @@ class AnnotateScreen(Screen):
         self.items: list[Item] = []
         self.index = 0
         self.scores: dict[str, Scores] = {}
+        self._calls: dict[tuple[int, int], bool] = {}
+        self._ratio: float | None = None
         self.kappas: dict[tuple[str, str], tuple[float, int]] = {}
 
     def compose(self) -> ComposeResult:
@@ -138,12 +114,27 @@ class AnnotateScreen(Screen):
         if analysis is None:
             self.query_one("#ann-head", Static).update("computing the flipped constraints…")
             return
+        if self._ratio != analysis.ratio or not self.items:
+            self._ratio = analysis.ratio
+            self.query_one("#ann-head", Static).update("collecting the items to label…")
+            self._load_items(analysis)
+
+    @work(thread=True, exclusive=True, group="annotate-items", exit_on_error=False)
+    def _load_items(self, analysis: Analysis) -> None:
+        from pipeline.store import open_store
+
+        store = open_store(self.app.store_path, readonly=True)
+        try:
+            items = load_items(store, analysis, self.app.sample_seed)
+        finally:
+            store.close()
+        self.app.call_from_thread(self._set_items, items)
+
+    def _set_items(self, items: list[Item]) -> None:
         current = self.items[self.index] if self.items else None
-        self.items = build_items(analysis, self.app.sample_seed)
-        if current in self.items:
-            self.index = self.items.index(current)
-        else:
-            self.index = 0
+        self.items = items
+        self._calls = {(i.constraint_id, i.generation_id): i.flipped for i in items}
+        self.index = self.items.index(current) if current in self.items else 0
         self.refresh_stats()
         self.show()
 
@@ -156,25 +147,20 @@ class AnnotateScreen(Screen):
         return out
 
     def refresh_stats(self) -> None:
-        analysis = self.app.analysis
-        if analysis is None:
-            return
+        """Precision/recall per annotator over the labelled items, and kappa between annotators."""
+        from pipeline.metrics import annotator_agreement
+
         labels = self._labels()
-        model_of = {gid: model for (_, model), gid in analysis.response_of.items()}
         per: dict[str, list[tuple[bool, str]]] = {}
-        for (cid, gid), by in labels.items():
-            model = model_of.get(gid)
-            outcome = analysis.outcomes.get((cid, model)) if model else None
-            if outcome is None:
+        for key, by in labels.items():
+            call = self._calls.get(key)
+            if call is None:  # labelled at another ratio or run: outside this list
                 continue
             for who, (label, _) in by.items():
-                per.setdefault(who, []).append((outcome.flipped, label))
+                per.setdefault(who, []).append((call, label))
         self.scores = {who: metric_vs_labels(pairs) for who, pairs in sorted(per.items())}
-        self.scores["all"] = metric_vs_labels([p for pairs in per.values() for p in pairs])
-        self.kappas = {}
-        for x, y in combinations(sorted(per), 2):
-            both = [(by[x][0], by[y][0]) for by in labels.values() if x in by and y in by]
-            self.kappas[(x, y)] = (kappa([p for p, _ in both], [q for _, q in both]), len(both))
+        store = _LabelStore(self.app.conn)
+        self.kappas = {(a.annotator_a, a.annotator_b): (a.kappa, a.n) for a in annotator_agreement(store) if a.n}
         table = Table(box=None, pad_edge=False, header_style="bold", title="metric vs people", title_justify="left")
         for col in ("annotator", "n", "prec.", "recall"):
             table.add_column(col, no_wrap=True)

@@ -166,6 +166,6 @@ class CompareScreen(Screen):
                     how, span = quote_span(quote, resp.text)
                     if span:
                         quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
-            self.highlighted[pane_id] = [s for s, _ in quotes]
+            self.highlighted[pane_id] = sorted({s for s, _ in quotes})
             pane.show(render(resp.text, (), quotes), key=(data.id, model),
                       subtitle=f"{resp.words or len(resp.text.split())} words · {len(quotes)} quote(s)")

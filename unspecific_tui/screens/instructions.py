@@ -119,12 +119,17 @@ class InstructionsScreen(Screen):
     def on_select_changed(self, event: Select.Changed) -> None:
         name = (event.select.id or "").removeprefix("f-")
         if name in self.filters:
-            self.filters[name] = ANY if event.value is Select.BLANK else str(event.value)
+            self.filters[name] = ANY if event.select.is_blank() else str(event.value)
             self.apply()
 
     def set_filter(self, name: str, value: str | None) -> None:
         """Programmatic filtering (tests, the command palette)."""
-        self.query_one(f"#f-{name}", Select).value = value if value is not None else Select.BLANK
+        select = self.query_one(f"#f-{name}", Select)
+        with self.prevent(Select.Changed):
+            if value is None:
+                select.clear()
+            else:
+                select.value = value
         self.filters[name] = value or ANY
         self.apply()
 

@@ -1,8 +1,8 @@
 """Report: condition x model tables with 95% bootstrap intervals, and a chart of Org vs Core.
 
-Intervals resample instructions (the unit of independence): Org and Core are means of
-per-instruction shares; the superficial rate is pooled (flipped over satisfied), as in the
-paper, via ``pipeline.stats``.
+The numbers are pipeline.metrics' groups (the same the `unspecific report` command prints):
+Org and Core are means of per-response shares, the superficial share is pooled per rater,
+intervals resample instructions.
 """
 
 from __future__ import annotations
@@ -10,55 +10,40 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from ..data import Analysis, InstructionRow
+from ..data import Analysis
 
-CONDITION_ORDER = ("single", "none", "direct", "eval")
+CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
 
 
 @dataclass
 class Cell:
+    domain: str
     condition: str
     model: str
     n: int
     org: tuple[float, float, float]  # value, low, high
     core: tuple[float, float, float]
     superficial: tuple[float, float, float]
+    kappa: float
 
 
-def _interval(values: list[float], seed: int) -> tuple[float, float, float]:
-    from pipeline.stats import bootstrap_mean
-
-    iv = bootstrap_mean(values, seed=seed)
-    return iv.value, iv.low, iv.high
-
-
-def _ratio(num: list[float], den: list[float], seed: int) -> tuple[float, float, float]:
-    from pipeline.stats import bootstrap_ratio
-
-    iv = bootstrap_ratio(num, den, seed=seed)
-    return iv.value, iv.low, iv.high
-
-
-def report_cells(analysis: Analysis, seed: int = 0) -> list[Cell]:
-    groups: dict[tuple[str, str], list[InstructionRow]] = {}
-    for row in analysis.rows:
-        groups.setdefault((row.condition, row.model), []).append(row)
+def report_cells(analysis: Analysis) -> list[Cell]:
+    """pipeline.metrics groups at the analysis' summary ratio, in the paper's condition order."""
+    metrics = analysis.metrics
+    if metrics is None:
+        return []
     order = {c: i for i, c in enumerate(CONDITION_ORDER)}
-    cells = []
-    for (condition, model), rows in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
-        cells.append(Cell(
-            condition, model, len(rows),
-            _interval([r.org for r in rows if r.org is not None], seed),
-            _interval([r.core for r in rows if r.core is not None], seed),
-            _ratio([float(r.flipped) for r in rows], [float(r.passed) for r in rows], seed)))
-    return cells
+    groups = [g for g in metrics.groups if g.ratio is not None and abs(g.ratio - analysis.ratio) < 1e-9]
+    groups.sort(key=lambda g: (g.domain, order.get(g.condition, 99), g.condition, g.model, g.mode))
+    return [Cell(g.domain, g.condition, g.model if g.mode in ("", "direct") else f"{g.model} [{g.mode}]", g.n,
+                 (g.org.value, g.org.low, g.org.high), (g.core.value, g.core.low, g.core.high),
+                 (g.superficial.value, g.superficial.low, g.superficial.high), g.kappa) for g in groups]
 
 
 def _fmt(iv: tuple[float, float, float]) -> str:
@@ -90,31 +75,26 @@ class ReportScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#report-table", DataTable)
-        for label, key in (("condition", "condition"), ("model", "model"), ("n", "n"), ("Org %", "org"),
-                           ("Core %", "core"), ("superficial %", "sup")):
+        for label, key in (("domain", "domain"), ("condition", "condition"), ("model", "model"), ("n", "n"),
+                           ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("judges κ", "kappa")):
             table.add_column(label, key=key)
         self.watch(self.app, "analysis", self._on_analysis)
 
     def _on_analysis(self, analysis: Analysis | None) -> None:
-        if analysis is None:
-            self.query_one("#report-head", Static).update("computing…")
+        if analysis is None or analysis.metrics is None:
+            self.query_one("#report-head", Static).update("computing the metrics…")
             return
-        self._compute(analysis)
-
-    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
-    def _compute(self, analysis: Analysis) -> None:
-        cells = report_cells(analysis, seed=self.app.sample_seed)
-        self.app.call_from_thread(self._show, analysis, cells)
+        self._show(analysis, report_cells(analysis))
 
     def _show(self, analysis: Analysis, cells: list[Cell]) -> None:
         self.cells = cells
         table = self.query_one("#report-table", DataTable)
         table.clear()
-        table.add_rows([(c.condition, c.model, str(c.n), _fmt(c.org), _fmt(c.core), _fmt(c.superficial))
-                        for c in cells])
+        table.add_rows([(c.domain, c.condition, c.model, str(c.n), _fmt(c.org), _fmt(c.core), _fmt(c.superficial),
+                         "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}") for c in cells])
         self.query_one("#report-head", Static).update(
-            f"{len(analysis.rows):,} instruction x model rows · summary ratio {analysis.ratio:g} · "
-            "95% bootstrap intervals over instructions (1,000 resamples, seeded)")
+            f"{len(cells)} groups · summary ratio {analysis.ratio:g} · judges {', '.join(analysis.metrics.raters)} · "
+            "95% bootstrap intervals over instructions")
         self._plot()
 
     def action_toggle_chart(self) -> None:
@@ -131,7 +111,7 @@ class ReportScreen(Screen):
         if not self.cells:
             widget.refresh()
             return
-        labels = [f"{c.condition[:4]}/{c.model[-6:]}" for c in self.cells]
+        labels = [f"{c.domain[:1]}{c.condition[:4]}/{c.model[-6:]}" for c in self.cells]
         if self.chart == "org_core":
             plt.multiple_bar(labels, [[100 * c.org[0] for c in self.cells], [100 * c.core[0] for c in self.cells]],
                              labels=["Org", "Core"])
