@@ -34,11 +34,16 @@ if TYPE_CHECKING:
 
 RULES = ("paper", "research")
 BRUTE_FORCE_LIMIT = 4000
-# HNSW settings tuned on 20,000 random 768-dim unit vectors (bench/pairing.py): random
-# high-dimensional data is the hard case, real embeddings cluster and are easier.
-INDEX_CONNECTIVITY = 32
-INDEX_EXPANSION_ADD = 128
-INDEX_EXPANSION_SEARCH = 256
+# HNSW settings. Real sentence embeddings have a low intrinsic dimension, where a small
+# graph is accurate (bench/pairing.py: >= 0.99 agreement with brute force at expansion 64).
+# Random 768-dim vectors are the opposite: no affordable setting reaches 0.99 there, so every
+# search checks itself on a sample and falls back to exact search when it falls short.
+INDEX_CONNECTIVITY = 16
+INDEX_EXPANSION_ADD = 64
+INDEX_EXPANSION_SEARCH = 64
+INDEX_MAX_EXPANSION = 1024
+INDEX_MIN_RECALL = 0.99  # share of sampled articles whose nearest neighbour the index finds
+INDEX_CHECK_SAMPLE = 500
 
 
 @dataclass
@@ -71,7 +76,7 @@ class PairSummary:
     domain: str
     rule: str
     model: str
-    search: str  # brute | index
+    search: str  # brute | index | index->brute
     articles: int  # kept articles in the domain
     pairs: int = 0
     unpaired: list[int] = field(default_factory=list)  # articles with no partner under the rule
@@ -83,6 +88,7 @@ class PairSummary:
     pending: int = 0  # articles of the domain still awaiting the near-duplicate check
     seconds: dict[str, float] = field(default_factory=dict)
     mean_cosine: float = 0.0
+    search_detail: str = ""  # the index's expansion and sampled recall
 
 
 # -- neighbour search ------------------------------------------------------------------------
@@ -106,20 +112,33 @@ def neighbours_brute(vectors: np.ndarray, k: int, chunk: int = 1024) -> tuple[np
     return ids, sims
 
 
-def neighbours_index(
-    vectors: np.ndarray, k: int, *, connectivity: int = INDEX_CONNECTIVITY,
-    expansion_add: int = INDEX_EXPANSION_ADD, expansion_search: int = INDEX_EXPANSION_SEARCH,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Approximate top-k neighbours (self excluded) from a usearch HNSW index on inner
-    product (rows are unit length, so inner product = cosine). Missing slots get id -1."""
+@dataclass
+class SearchReport:
+    """How the neighbours were found, for the summary and the bench."""
+
+    method: str  # brute | index | index->brute (the index missed the recall target)
+    expansion: int | None = None  # the index's final expansion_search
+    recalls: dict[int, float] = field(default_factory=dict)  # sampled recall per expansion tried
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def build_index(vectors: np.ndarray, *, connectivity: int = INDEX_CONNECTIVITY, expansion_add: int = INDEX_EXPANSION_ADD):
+    """A usearch HNSW index on inner product (rows are unit length: inner product = cosine)."""
     from usearch.index import Index
 
-    n, dim = vectors.shape
-    k = min(k, n - 1)
-    index = Index(ndim=dim, metric="ip", dtype="f32", connectivity=connectivity,
-                  expansion_add=expansion_add, expansion_search=max(expansion_search, k + 1))
-    index.add(np.arange(n, dtype=np.uint64), np.ascontiguousarray(vectors, dtype=np.float32))
-    matches = index.search(np.ascontiguousarray(vectors, dtype=np.float32), k + 1)
+    index = Index(ndim=vectors.shape[1], metric="ip", dtype="f32", connectivity=connectivity,
+                  expansion_add=expansion_add)
+    index.add(np.arange(len(vectors), dtype=np.uint64), np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+def search_index(index: Any, queries: np.ndarray, query_ids: np.ndarray, k: int,
+                 expansion_search: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k neighbours of ``queries`` (rows ``query_ids`` of the index), self excluded;
+    missing slots get id -1 and cosine -inf."""
+    n = len(queries)
+    index.expansion_search = max(expansion_search, k + 1)
+    matches = index.search(np.ascontiguousarray(queries, dtype=np.float32), k + 1)
     keys = np.asarray(matches.keys).astype(np.int64).reshape(n, -1)
     dist = np.asarray(matches.distances, dtype=np.float32).reshape(n, -1)
     counts = np.asarray(matches.counts).reshape(n)
@@ -127,17 +146,60 @@ def neighbours_index(
     sims = np.full((n, k), -np.inf, dtype=np.float32)
     for i in range(n):
         row_keys, row_sims = keys[i, : counts[i]], 1.0 - dist[i, : counts[i]]
-        keep = row_keys != i
+        keep = row_keys != query_ids[i]
         row_keys, row_sims = row_keys[keep][:k], row_sims[keep][:k]
         ids[i, : len(row_keys)] = row_keys
         sims[i, : len(row_keys)] = row_sims
     return ids, sims
 
 
-def nearest(vectors: np.ndarray, k: int, brute_force_limit: int = BRUTE_FORCE_LIMIT) -> tuple[np.ndarray, np.ndarray, str]:
+def neighbours_index(
+    vectors: np.ndarray, k: int, *, connectivity: int = INDEX_CONNECTIVITY, expansion_add: int = INDEX_EXPANSION_ADD,
+    expansion_search: int = INDEX_EXPANSION_SEARCH, max_expansion: int = INDEX_MAX_EXPANSION,
+    min_recall: float = INDEX_MIN_RECALL, sample: int = INDEX_CHECK_SAMPLE, fallback: bool = True,
+) -> tuple[np.ndarray, np.ndarray, SearchReport]:
+    """Top-k neighbours (self excluded) from an HNSW index, checked against exact search.
+
+    The index answers a random sample first; while its nearest neighbours agree with the
+    exact ones on less than ``min_recall`` of the sample, expansion_search doubles up to
+    ``max_expansion``. Past that, exact search (``fallback``) or the best index answer."""
+    n = len(vectors)
+    k = min(k, n - 1)
+    report = SearchReport("index")
+    t0 = time.perf_counter()
+    index = build_index(vectors, connectivity=connectivity, expansion_add=expansion_add)
+    report.seconds["build"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    picks = np.random.default_rng(0).choice(n, size=min(sample, n), replace=False)
+    exact = vectors[picks] @ vectors.T
+    exact[np.arange(len(picks)), picks] = -np.inf
+    truth = np.argmax(exact, axis=1)
+    es = expansion_search
+    while True:
+        got, _ = search_index(index, vectors[picks], picks, 1, es)
+        report.recalls[es] = float((got[:, 0] == truth).mean())
+        if report.recalls[es] >= min_recall or es >= max_expansion:
+            break
+        es *= 2
+    report.expansion = es
+    report.seconds["check"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if report.recalls[es] < min_recall and fallback:
+        ids, sims = neighbours_brute(vectors, k)
+        report.method = "index->brute"
+        report.seconds["brute"] = time.perf_counter() - t0
+    else:
+        ids, sims = search_index(index, vectors, np.arange(n), k, es)
+        report.seconds["search"] = time.perf_counter() - t0
+    return ids, sims, report
+
+
+def nearest(vectors: np.ndarray, k: int, brute_force_limit: int = BRUTE_FORCE_LIMIT) -> tuple[np.ndarray, np.ndarray, SearchReport]:
     if len(vectors) <= brute_force_limit:
-        return (*neighbours_brute(vectors, k), "brute")
-    return (*neighbours_index(vectors, k), "index")
+        t0 = time.perf_counter()
+        ids, sims = neighbours_brute(vectors, k)
+        return ids, sims, SearchReport("brute", seconds={"brute": time.perf_counter() - t0})
+    return neighbours_index(vectors, k)
 
 
 def _exact_row(vectors: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -256,7 +318,8 @@ def pair_domain(
     k = min(n - 1, max(32, 4 * (options.candidates + 1)))
     progress(ProgressEvent("pair", 0, n, f"{n} articles, rule {options.rule}, finding {k} neighbours each"))
     t0 = time.perf_counter()
-    ids, sims, search = nearest(vectors, k, options.brute_force_limit)
+    ids, sims, report = nearest(vectors, k, options.brute_force_limit)
+    search = report.method
     timings["search"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if options.rule == "paper":
@@ -277,6 +340,9 @@ def pair_domain(
     paired = {c.article_a for c in choices}
     summary.unpaired = [i for i in aid if i not in paired]
     summary.mean_cosine = float(np.mean([c.cosine for c in choices])) if choices else 0.0
+    if report.recalls:
+        tried = ", ".join(f"{es}: {r:.3f}" for es, r in report.recalls.items())
+        summary.search_detail = f"index sampled recall by expansion_search {{{tried}}}"
     _store_pairs(store, options, options.params(embedder.name, search), choices, summary)
     return summary
 

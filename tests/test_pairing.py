@@ -88,10 +88,22 @@ def test_brute_force_neighbours_match_a_full_sort():
 def test_index_neighbours_agree_with_brute_force():
     v = clustered(1500, 48)
     bi, _ = neighbours_brute(v, 8)
-    ii, isims = neighbours_index(v, 8)
+    ii, isims, report = neighbours_index(v, 8)
+    assert report.method == "index" and min(report.recalls.values()) > 0
     assert (ii[:, 0] == bi[:, 0]).mean() >= 0.99
     assert (ii != np.arange(1500)[:, None]).all()
     assert np.allclose(isims[:, 0], np.einsum("ij,ij->i", v, v[ii[:, 0]]), atol=1e-4)
+
+
+def test_index_falls_back_to_exact_search_when_its_recall_is_short():
+    rng = np.random.default_rng(8)
+    v = unit(rng.standard_normal((1200, 256)))  # random high-dimensional: HNSW's worst case
+    bi, _ = neighbours_brute(v, 4)
+    ii, _, report = neighbours_index(v, 4, connectivity=4, expansion_add=8, expansion_search=2, max_expansion=4,
+                                     min_recall=0.999)
+    assert report.method == "index->brute" and list(report.recalls) == [2, 4]
+    assert max(report.recalls.values()) < 0.999
+    assert np.array_equal(ii, bi)
 
 
 def test_paper_rule_skips_near_duplicates_and_records_rank():

@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if stats and stats["n"]:
         out.print(f"  cosine min {stats['lo']:.3f} / mean {stats['mean']:.3f} / max {stats['hi']:.3f}; "
                   f"mean partner rank {stats['rank']:.2f}")
+    if s.search_detail:
+        out.print(f"  {s.search_detail}")
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in s.seconds.items())
     out.print(f"  time: {timing}")
     if s.pending:
