@@ -24,7 +24,7 @@ from typing import Any
 from .config import Config
 from .errors import EndpointError, StageError, UnspecificError
 from .generation import MODES as RESPONSE_MODES
-from .generation import active_constraints, respond, summarize
+from .generation import SUMMARY_SLACK, active_constraints, respond, summarize
 from .judging import MODES as JUDGING_MODES
 from .judging import judge_generation, judge_generation_pending
 from .llm import LLMClient
@@ -72,6 +72,7 @@ class Plan:
     rejudge: bool
     response_words: int
     parallel: int
+    summary_slack: float | None  # None: never ask a long summary to shorten
 
 
 def resolve(config: Config, options: EvaluateOptions) -> Plan:
@@ -85,16 +86,27 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     mode = options.mode or (None if rejudge else str(config.setting(section, "mode", "direct")))
     if mode is not None and mode not in RESPONSE_MODES:
         raise StageError(f"evaluate: mode must be one of {', '.join(RESPONSE_MODES)}, got {mode!r}")
-    ratios = options.ratios or (None if rejudge else list(config.setting(section, "ratios", list(DEFAULT_RATIOS))))
+    where = f"{config.path or 'config'} [evaluate]"
+    raw_ratios = config.setting(section, "ratios", list(DEFAULT_RATIOS))
+    if not isinstance(raw_ratios, list):
+        raise StageError(f"{where} ratios: a list of numbers between 0 and 1 (e.g. [0.5, 0.25]), got {raw_ratios!r}")
+    ratios = options.ratios or (None if rejudge else list(raw_ratios))
     for r in ratios or []:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
-            raise StageError(f"evaluate: each summary ratio must be a number between 0 and 1, got {r!r}")
+            raise StageError(f"{where} ratios / --ratios: each summary ratio must be a number between 0 and 1, got {r!r}")
     judging = options.judging or str(config.setting(section, "judging", "batched"))
     if judging not in JUDGING_MODES:
         raise StageError(f"evaluate: judging must be one of {', '.join(JUDGING_MODES)}, got {judging!r}")
-    words = options.response_words or int(config.setting(section, "response_words", DEFAULT_WORDS))
+    words = options.response_words or config.setting(section, "response_words", DEFAULT_WORDS)
+    if isinstance(words, bool) or not isinstance(words, int):
+        raise StageError(f"{where} response_words: a whole number of words, got {words!r}")
     if words < 20:
         raise StageError(f"evaluate: response_words must be at least 20, got {words}")
+    slack = config.setting(section, "summary_slack", SUMMARY_SLACK)
+    if slack is False or (slack is not None and (isinstance(slack, bool) or not isinstance(slack, (int, float)) or slack < 0)):
+        if slack is not False:
+            raise StageError(f"evaluate: summary_slack must be a number >= 0 (or false), got {slack!r}")
+        slack = None
     names = set(models or config.roles.models_under_test) | set(judges) | {config.roles.summarizer}
     parallel = options.parallel or min(MAX_PARALLEL, sum(config.endpoint(n).concurrency for n in names))
     return Plan(
@@ -111,6 +123,7 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
         rejudge=rejudge,
         response_words=words,
         parallel=max(1, parallel),
+        summary_slack=None if slack is None else float(slack),
     )
 
 
@@ -333,7 +346,7 @@ async def run_summarize(store: Store, config: Config, client: LLMClient, options
                 continue
 
             async def work(resp: dict[str, Any] = resp, ratio: float = ratio) -> str:
-                gid, _ = await summarize(store, client, resp["id"], ratio, plan.summarizer)
+                gid, _ = await summarize(store, client, resp["id"], ratio, plan.summarizer, slack=plan.summary_slack)
                 achieved = store.scalar("SELECT achieved_ratio FROM generations WHERE id = ?", [gid])
                 return (f"instruction {resp['instruction_id']}: {resp['model']}'s response summarised at {ratio:g}"
                         f" (achieved {achieved:.2f})")

@@ -267,6 +267,10 @@ def test_resolve_checks_names_and_values(store):
         resolve(config, EvaluateOptions(ratios=[1.5]))
     with pytest.raises(StageError, match="judging"):
         resolve(config, EvaluateOptions(judging="vibes"))
+    assert resolve(config, EvaluateOptions()).summary_slack == 0.5
+    assert resolve(parse_config({"evaluate": {"summary_slack": False}}), EvaluateOptions()).summary_slack is None
+    with pytest.raises(StageError, match="summary_slack"):
+        resolve(parse_config({"evaluate": {"summary_slack": "lots"}}), EvaluateOptions())
 
 
 async def test_evaluate_records_a_run(store):

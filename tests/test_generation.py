@@ -143,3 +143,26 @@ async def test_edit_mode_borrows_the_pair_base_article(store):
 
 def test_count_words():
     assert count_words("one  two\nthree") == 3
+
+
+async def test_a_long_summary_is_asked_once_to_shorten(store):
+    _setup(store)
+    with FakeOpenAIServer(_writer) as server:
+        # response of 200 words; summary at 0.25 (target 50): 120 words, then 55 after the shorten request.
+        server.push(" ".join(["word"] * 200), " ".join(["long"] * 120), " ".join(["gist"] * 55))
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=200)
+        sid, _ = await summarize(store, client, gid, 0.25, "s")
+        # Within the slack: no second request.
+        server.push(" ".join(["fine"] * 70))
+        sid2, _ = await summarize(store, client, gid, 0.3, "s")
+        # slack=None: never shortened.
+        server.push(" ".join(["long"] * 150))
+        sid3, _ = await summarize(store, client, gid, 0.1, "s", slack=None)
+        await client.aclose()
+        assert server.calls == 5
+        follow_up = server.requests[2]["messages"]
+        assert follow_up[-1]["role"] == "user" and "has 120 words" in follow_up[-1]["content"]
+        assert follow_up[-2] == {"role": "assistant", "content": " ".join(["long"] * 120)}
+    words = {r["id"]: (r["words"], r["achieved_ratio"]) for r in store.query("SELECT * FROM generations")}
+    assert words[sid] == (55, pytest.approx(0.275)) and words[sid2][0] == 70 and words[sid3][0] == 150
