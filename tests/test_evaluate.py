@@ -195,6 +195,26 @@ async def test_rejudge_calls_only_the_judge(store):
     assert modes == Counter({("ja", "batched"): 12, ("jb", "batched"): 12, ("ja", "per_constraint"): 12})
 
 
+async def test_changed_judge_prompt_rejudges_without_regenerating(store, tmp_path, monkeypatch):
+    import shutil
+
+    from pipeline.prompts import prompts_dir
+
+    make_instructions(store, n=2, k=3)
+    with FakeOpenAIServer(world) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        await _evaluate(store, config)
+        before = server.calls
+        copy = tmp_path / "prompts"
+        shutil.copytree(prompts_dir(), copy)
+        (copy / "judge_batched.md").write_text((copy / "judge_batched.md").read_text() + "\nQuote exactly.\n")
+        monkeypatch.setenv("UNSPECIFIC_PROMPTS", str(copy))
+        result = await _evaluate(store, config)  # a plain re-run: texts are stored, verdicts are not
+        assert {role_of(r) for r in server.requests[before:]} == {"judge_batched"} and server.calls - before == 4
+        assert result.stages["respond"].skipped == 2 and result.stages["summarize"].skipped == 2
+    assert store.scalar("SELECT count(DISTINCT prompt_hash) FROM verdicts") == 2
+
+
 async def test_edit_mode_and_filters(store):
     ids = make_instructions(store, n=2, k=2)
     other = make_instructions(store, n=1, k=2, condition="single", run_id="build-2")
