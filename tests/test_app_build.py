@@ -179,3 +179,44 @@ async def test_missing_stage_reports_instead_of_crashing(tmp_path):
         await pilot.press("s")
         await pilot.pause()
         assert isinstance(app.screen, ErrorScreen)
+
+
+async def test_real_build_stages_step_through_fake_server(tmp_path):
+    """The real synthesize/base/revise stages (pipeline.build), driven from the Build screen
+    against the scripted fake server: step one pair, inspect, continue, then audit the result."""
+    from pipeline.fake_responders import ScriptedModel, fake_config, make_store
+    from pipeline.fake_server import FakeOpenAIServer
+
+    make_store(tmp_path / "s.sqlite", n_pairs=2).close()
+    with FakeOpenAIServer(ScriptedModel(with_flags=False)) as server:
+        config = fake_config(server.base_url, build={"conditions": ["eval", "single"], "n_instructions": 2})
+        app = UnspecificApp(tmp_path / "s.sqlite", config=config)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(app, pilot)
+            assert app.screen.states["synthesize"] == "idle"  # the real module is found
+            await pilot.press("n")
+            await settle(app, pilot)
+            run_id = app.run_id
+            await select_stage(pilot, app, "synthesize")
+            await pilot.press("full_stop")  # one pair: its single and eval instructions
+            await wait_idle(app, pilot)
+            assert app.screen.states["synthesize"] == "paused", app.screen.query_one("#build-log").lines
+            per_pair = instructions_in(app, run_id)  # single, eval (and the shared common source)
+            assert per_pair >= 2
+            step_view = text_of(app.screen.query_one("#step-view"))
+            assert f"instructions +{per_pair}" in step_view and "constraints +" in step_view
+            await pilot.press("s")
+            await wait_idle(app, pilot)
+            assert instructions_in(app, run_id) == 2 * per_pair
+            for stage in ("base", "revise"):
+                await select_stage(pilot, app, stage)
+                await pilot.press("s")
+                await wait_idle(app, pilot)
+                assert app.screen.states[stage] == "done", app.screen.query_one("#build-log").lines
+            calls = app.conn.execute("SELECT calls FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            assert calls > 0  # usage recorded once, by the stages themselves
+            revised = app.conn.execute("SELECT count(*) FROM constraints WHERE origin = 'revised'").fetchone()[0]
+            assert revised > 0
+            await pilot.press("3")
+            await settle(app, pilot)
+            assert app.screen.shown.constraint_id is not None

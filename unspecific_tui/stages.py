@@ -29,10 +29,12 @@ StageFn = Callable[..., Any]
 class StageSpec:
     name: str
     label: str
-    module: str  # pipeline module holding run_<name> (or ``function``)
+    module: str  # pipeline module holding the stage function
     function: str
     needs_client: bool = True
     count_sql: str = ""  # how many units the store already holds for this stage in a run (param: run id)
+    records_usage: bool = False  # the stage adds its LLM usage to the run itself
+    hint: str = ""  # shown when the stage cannot run from the app
 
     def load(self) -> StageFn | None:
         """The stage function, or None while its module does not exist yet."""
@@ -48,49 +50,87 @@ class StageSpec:
 _RUN = "SELECT id FROM instructions WHERE run_id = :run"
 STAGES: tuple[StageSpec, ...] = (
     StageSpec("corpus", "Corpus", "pipeline.corpus", "run_corpus", False,
-              "SELECT count(*) FROM articles WHERE status = 'kept'"),
-    StageSpec("pair", "Pair", "pipeline.pairing", "run_pair", False, "SELECT count(*) FROM pairs"),
-    StageSpec("synthesize", "Synthesize", "pipeline.synthesis", "run_synthesize", True,
-              "SELECT count(*) FROM instructions WHERE run_id = :run AND status != 'pending'"),
-    StageSpec("revise", "Base / revise", "pipeline.revision", "run_revise", True,
-              f"SELECT count(*) FROM generations WHERE kind = 'base' AND instruction_id IN ({_RUN})"),
-    StageSpec("respond", "Respond", "pipeline.generation", "run_respond", True,
+              "SELECT count(*) FROM articles WHERE status = 'kept'",
+              hint="importing articles needs files: run `unspecific corpus add` in a shell"),
+    StageSpec("pair", "Pair", "unspecific_tui.stages", "run_pair", False, "SELECT count(*) FROM pairs"),
+    StageSpec("synthesize", "Synthesize", "pipeline.build", "run_synthesize", True,
+              "SELECT count(*) FROM instructions WHERE run_id = :run AND status NOT IN ('pending', 'failed')",
+              records_usage=True),
+    StageSpec("base", "Base article", "pipeline.build", "run_base", True,
+              f"SELECT count(*) FROM generations WHERE kind = 'base' AND instruction_id IN ({_RUN})",
+              records_usage=True),
+    StageSpec("revise", "Revise", "pipeline.build", "run_revise", True,
+              f"SELECT count(*) FROM constraints WHERE origin = 'revised' AND instruction_id IN ({_RUN})",
+              records_usage=True),
+    StageSpec("respond", "Respond", "pipeline.evaluate", "run_respond", True,
               f"SELECT count(*) FROM generations WHERE kind = 'response' AND instruction_id IN ({_RUN})"),
-    StageSpec("summarize", "Summarize", "pipeline.generation", "run_summarize", True,
+    StageSpec("summarize", "Summarize", "pipeline.evaluate", "run_summarize", True,
               f"SELECT count(*) FROM generations WHERE kind = 'summary' AND instruction_id IN ({_RUN})"),
-    StageSpec("judge", "Judge", "pipeline.judging", "run_judge", True,
+    StageSpec("judge", "Judge", "pipeline.evaluate", "run_judge", True,
               "SELECT count(*) FROM verdicts WHERE generation_id IN (SELECT id FROM generations WHERE"
               f" kind IN ('response', 'summary') AND instruction_id IN ({_RUN}))"),
 )
+SPECS = {s.name: s for s in STAGES}
+
+
+async def run_pair(store: Any, config: Any, client: Any, options: Any, *, progress: ProgressHook,
+                   stop: StopFlag | None = None, max_units: int | None = None) -> Any:
+    """Pairing behind the stage convention: one domain is one unit ([pair] domain/model in the config)."""
+    from pipeline.embeddings import get_embedder
+    from pipeline.pairing import PairOptions, pair_domain
+
+    section = config.settings.get("pair", {}) if config is not None else {}
+    embedder = await asyncio.to_thread(get_embedder, section.get("model"))
+    opts = PairOptions(domain=section.get("domain", "news"), rule=section.get("rule", "paper"))
+    return await asyncio.to_thread(pair_domain, store, embedder, opts, progress=progress, stop=stop)
+
 
 Registry = dict[str, StageFn | None]
 
 
-def default_registry() -> Registry:
-    """Name -> stage function for the stage modules that exist now (None for the others)."""
-    out: Registry = {}
-    for spec in STAGES:
-        try:
-            out[spec.name] = spec.load()
-        except Exception:  # noqa: BLE001 - a broken stage module must not keep the app closed
-            out[spec.name] = None
-    return out
+def available(spec: StageSpec) -> bool:
+    """Whether the stage's module exists, without importing it (imports wait until a stage runs,
+    so the first screen does not pay for openai and friends)."""
+    import importlib.util
+
+    if spec.hint:
+        return False
+    try:
+        return importlib.util.find_spec(spec.module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
-def make_options(fn: StageFn, run_id: str, overrides: dict[str, Any] | None = None) -> Any:
-    """Default options for a stage: its ``options`` parameter's dataclass, with the run id filled in."""
-    overrides = dict(overrides or {})
+def make_options(fn: StageFn, run_id: str, config: Any = None, stored: dict[str, Any] | None = None) -> Any:
+    """Options for a stage: its ``options`` parameter's dataclass, from the run's stored options
+    (what the run was created with), the run id filled in, and the config's defaults."""
     try:
         hints = inspect.get_annotations(fn, eval_str=True)
     except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to a plain dict
         hints = {}
     kind = hints.get("options")
-    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        names = {f.name for f in dataclasses.fields(kind)}
-        if "run_id" in names:
-            overrides.setdefault("run_id", run_id)
-        return kind(**{k: v for k, v in overrides.items() if k in names})
-    return {"run_id": run_id, **overrides}
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+        return {**(stored or {}), "run_id": run_id}
+    names = {f.name for f in dataclasses.fields(kind)}
+    values = {k: v for k, v in (stored or {}).items() if k in names}
+    if "run_id" in names:
+        values["run_id"] = run_id
+    if "build_run" in names:
+        values["build_run"] = run_id
+    from_config = getattr(kind, "from_config", None)
+    if config is not None and callable(from_config):
+        return from_config(config, **values)
+    return kind(**values)
+
+
+def stored_options(store: Any, run_id: str) -> dict[str, Any]:
+    import json
+
+    row = store.conn.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
+    try:
+        return dict(json.loads(row[0]).get("options") or {}) if row and row[0] else {}
+    except (ValueError, AttributeError):
+        return {}
 
 
 def run_stage_blocking(
@@ -99,25 +139,27 @@ def run_stage_blocking(
     store_path: Path,
     config: Any,
     run_id: str,
-    options: Any,
     progress: ProgressHook,
     stop: StopFlag,
     max_units: int | None,
-    needs_client: bool = True,
+    spec: StageSpec | None = None,
+    options: Any = None,
 ) -> Any:
     """Run one stage to completion (or to ``max_units``/``stop``) on this thread's own loop."""
     from pipeline.store import open_store
 
     store = open_store(store_path)
     try:
-        return asyncio.run(_run(fn, store, config, run_id, options, progress, stop, max_units, needs_client))
+        if options is None:
+            options = make_options(fn, run_id, config, stored_options(store, run_id))
+        return asyncio.run(_run(fn, store, config, run_id, options, progress, stop, max_units, spec))
     finally:
         store.close()
 
 
 async def _run(fn: StageFn, store: Any, config: Any, run_id: str, options: Any, progress: ProgressHook,
-               stop: StopFlag, max_units: int | None, needs_client: bool) -> Any:
-    if not needs_client:
+               stop: StopFlag, max_units: int | None, spec: StageSpec | None) -> Any:
+    if spec is not None and not spec.needs_client:
         return await fn(store, config, None, options, progress=progress, stop=stop, max_units=max_units)
     from pipeline.runs import add_usage, open_client
 
@@ -125,6 +167,6 @@ async def _run(fn: StageFn, store: Any, config: Any, run_id: str, options: Any, 
         try:
             return await fn(store, config, client, options, progress=progress, stop=stop, max_units=max_units)
         finally:
-            usage = getattr(client, "usage", None)
-            if usage is not None and not getattr(client, "usage_recorded", False):
-                add_usage(store, run_id, usage)
+            # Build stages add their usage unit by unit; for the others the app adds it here.
+            if not (spec is not None and spec.records_usage):
+                add_usage(store, run_id, client.usage)

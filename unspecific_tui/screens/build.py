@@ -22,7 +22,7 @@ from pipeline.progress import ProgressEvent, StopFlag
 
 from ..data import connect
 from ..messages import RunSelected, StageFailed, StageFinished, StageProgress, StageStarted, StoreChanged
-from ..stages import STAGES, StageSpec, default_registry, make_options, run_stage_blocking
+from ..stages import STAGES, StageSpec, available, run_stage_blocking
 
 WATCHED = ("articles", "pairs", "instructions", "constraints", "generations", "verdicts")
 BAR = 12
@@ -55,9 +55,11 @@ class BuildScreen(Screen):
         self.stop_flag: StopFlag | None = None
         self._before: dict[str, int] = {}
         self._last_refresh = 0.0
-        self.registry = self.app.stage_registry if self.app.stage_registry is not None else default_registry()
+        # Tests inject stage callables; otherwise each stage's module is imported when it first runs.
+        self.registry = self.app.stage_registry
         for spec in STAGES:
-            if self.registry.get(spec.name) is None:
+            present = self.registry.get(spec.name) is not None if self.registry is not None else available(spec)
+            if not present:
                 self.states[spec.name] = "missing"
 
     def compose(self) -> ComposeResult:
@@ -195,10 +197,14 @@ class BuildScreen(Screen):
         if self.running:
             self.notify(f"{self.running} is running; pause it first (space)", severity="warning")
             return
-        fn = self.registry.get(spec.name)
+        try:
+            fn = self.registry.get(spec.name) if self.registry is not None else spec.load()
+        except Exception as exc:  # noqa: BLE001 - a broken stage module must not take the app down
+            self.app.show_error(f"{spec.label}: cannot load", f"{spec.module}: {type(exc).__name__}: {exc}")
+            return
         if fn is None:
-            self.app.show_error("Stage not available", f"The {spec.label} stage ({spec.module}.{spec.function}) "
-                                "is not installed in this version.")
+            self.app.show_error("Stage not available", spec.hint or f"The {spec.label} stage ({spec.module}."
+                                f"{spec.function}) is not installed in this version.")
             return
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; running a stage needs write access.")
@@ -210,7 +216,7 @@ class BuildScreen(Screen):
         from pipeline.errors import UnspecificError
 
         try:
-            config = self.app.get_config() if spec.needs_client else self.app._config
+            config = self.app.get_config()
         except UnspecificError as exc:
             self.app.show_error(exc.title, exc.msg)
             return
@@ -232,10 +238,8 @@ class BuildScreen(Screen):
                                             event.kind))
 
         try:
-            options = make_options(fn, run_id)
             summary = run_stage_blocking(fn, store_path=self.app.store_path, config=config, run_id=run_id,
-                                         options=options, progress=progress, stop=stop, max_units=max_units,
-                                         needs_client=spec.needs_client)
+                                         progress=progress, stop=stop, max_units=max_units, spec=spec)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message, never a crash
             from pipeline.errors import UnspecificError
 
