@@ -281,6 +281,14 @@ class LocalServer:
                 self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True,  # Ctrl-C in the terminal reaches us, and we stop it in order
             )
+        try:
+            return self._wait_ready(t0, timeout_s)
+        except BaseException:
+            self.stop()  # Ctrl-C or a failure while waiting: leave no half-started server
+            raise
+
+    def _wait_ready(self, t0: float, timeout_s: float) -> str:
+        assert self.process is not None
         deadline = t0 + timeout_s
         while True:
             code = self.process.poll()
@@ -293,7 +301,6 @@ class LocalServer:
                 self.started_s = time.monotonic() - t0
                 return self.base_url
             if time.monotonic() > deadline:
-                self.stop()
                 raise LocalModelError(
                     f"the llama.cpp server did not answer within {timeout_s:.0f}s (log {self.log_path}):\n{self.log_tail()}"
                 )
