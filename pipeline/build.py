@@ -83,6 +83,9 @@ class BuildOptions:
         if isinstance(values.get("conditions"), str):
             values["conditions"] = [c.strip() for c in values["conditions"].split(",") if c.strip()]
         if "conditions" in values:
+            if not isinstance(values["conditions"], (list, tuple)) or not all(isinstance(c, str) for c in values["conditions"]):
+                raise StageError(f"{config.path or 'config'} [build] conditions: a list of condition names "
+                                 f"(single, none, direct, eval), got {values['conditions']!r}")
             values["conditions"] = tuple(values["conditions"])
         options = cls(**values)
         options.validate(config)

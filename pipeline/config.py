@@ -162,6 +162,8 @@ def load_config(path: str | Path | None = None) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    except OSError as exc:  # a folder, no permission
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror})") from exc
     return parse_config(raw, path)
 
 

@@ -350,6 +350,7 @@ def import_corpus(
         if options.limit is not None and len(items) >= options.limit:
             break
     summary.read = len(items)
+    _check_unique_ids(items)
 
     known = {r[0] for r in store.conn.execute("SELECT source_id FROM articles WHERE corpus = ?", (name,))}
     originals: dict[str, int] = {}  # text hash -> first non-duplicate article of the domain
@@ -385,6 +386,20 @@ def import_corpus(
         )
         summary.stopped = bool(stop)
     return summary
+
+
+def _check_unique_ids(items: list[RawArticle | Skip]) -> None:
+    """Ids are how a re-import knows what it has: two records sharing one would silently drop
+    the second, so a source with a repeated id is refused before anything is written."""
+    first: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, RawArticle):
+            if item.source_id in first:
+                raise CorpusError(
+                    f"{item.where}: id '{item.source_id}' repeats ({first[item.source_id]} has it too); ids must be "
+                    "unique within a corpus: fix the source, or name another field with --id-field"
+                )
+            first[item.source_id] = item.where
 
 
 def _add_article(store: Store, item: RawArticle, options: ImportOptions, corpus: str,

@@ -320,6 +320,9 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
         conn.execute("PRAGMA busy_timeout = 10000")
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.DatabaseError as exc:
+        if "readonly" in str(exc):  # a WAL store needs its folder writable even to be read
+            raise StoreError(f"{path}: the store or its folder is read-only ({exc}); fix the permissions, "
+                             "or copy the store somewhere writable") from exc
         raise StoreError(f"{path}: not a readable SQLite store ({exc})") from exc
     if version > SCHEMA_VERSION:
         conn.close()

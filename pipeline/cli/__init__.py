@@ -64,7 +64,32 @@ def main(argv: list[str] | None = None) -> int:
 
             print_error(exc)
             return 2
+        store_exc = _store_failure(exc, args)
+        if store_exc is not None:
+            from .common import print_error
+
+            print_error(store_exc)
+            return 2
         raise
+
+
+# SQLite errors a user's file or disk causes (damage found past opening, a read-only or full
+# disk, another writer): shown as a store error naming the file. Any other is a bug: traceback.
+_STORE_TROUBLE = ("malformed", "not a database", "readonly", "read-only", "disk i/o", "disk is full", "locked",
+                  "unable to open")
+
+
+def _store_failure(exc: BaseException, args: argparse.Namespace):  # noqa: ANN202 - StoreError | None
+    import sqlite3
+
+    if not isinstance(exc, sqlite3.DatabaseError) or not any(t in str(exc).lower() for t in _STORE_TROUBLE):
+        return None
+    from ..errors import StoreError
+
+    hint = "the file is damaged: restore it from a copy" if "malformed" in str(exc).lower() else \
+        "check the file's permissions, the free disk space, and that no other program holds it; work finished " \
+        "before this is stored"
+    return StoreError(f"{store_path(args)}: {exc} ({hint})")
 
 
 if __name__ == "__main__":  # pragma: no cover

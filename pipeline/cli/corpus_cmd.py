@@ -105,6 +105,13 @@ def run_add(args: argparse.Namespace) -> int:
             "SELECT status, count(*) FROM articles WHERE corpus = ? GROUP BY status", (summary.corpus,)).fetchall())
     finally:
         store.close()
+    if not summary.added and not summary.already and not summary.stopped:
+        # Nothing came in: say why as an error (exit code 2), not as a quiet "0 added".
+        where = args.path or fmt
+        reasons = "; ".join(f"{k.where}: {k.reason}" for k in summary.skipped[:3])
+        more = f" (and {len(summary.skipped) - 3} more)" if len(summary.skipped) > 3 else ""
+        raise CorpusError(f"{where}: no articles imported: {summary.read} item(s) read"
+                          + (f", all skipped: {reasons}{more}" if summary.skipped else ""))
     s = summary.statuses
     out.print(
         f"[bold]{summary.corpus}[/] -> domain [bold]{summary.domain}[/]: {summary.read} read, "
