@@ -21,7 +21,6 @@ from ..widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, copied_spans, le
 from ..widgets.text_pane import TextPane
 
 PANES = ("ref-a", "ref-b", "response", "summary")
-_EMPTY: dict[str, str] = {}
 PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
 CONSTRAINT_N = 3  # a constraint is short: three shared words in a row already say "copied"
 REFERENCE_N = 5  # between long texts, the paper's 5-gram
@@ -226,7 +225,12 @@ class AuditScreen(Screen):
             shown.copies[pane] = tuple(copies)
             shown.quotes[pane] = found
             words = len(text.split())
-            body = render(text, copies, quotes) if text else Text(_EMPTY.get(pane, "(not generated yet)") if pane != "ref-b" or data.condition != "single" else "(single condition: one reference only)", style="dim")
+            if text:
+                body = render(text, copies, quotes)
+            elif pane == "ref-b" and data.condition == "single":
+                body = Text("(single condition: one reference only)", style="dim")
+            else:
+                body = Text("(not generated yet)", style="dim")
             sim = self._similarity(con, text, pane, data, response, summary)
             shown.similarities[pane] = sim
             self.query_one(f"#{pane}", TextPane).show(
@@ -291,8 +295,9 @@ class AuditScreen(Screen):
         # Same number of lines, same height: skip the layout pass.
         same = len(lines) == self._verdict_lines
         self._verdict_lines = len(lines)
-        self.query_one("#audit-verdicts", Static).update(Text("\n", no_wrap=True, overflow="ellipsis").join(lines),
-                                                         layout=not same)
+        body = Text("\n").join(lines)
+        body.no_wrap, body.overflow = True, "ellipsis"
+        self.query_one("#audit-verdicts", Static).update(body, layout=not same)
 
 
 def _esc(text: str) -> str:

@@ -87,8 +87,12 @@ class BuildScreen(Screen):
             stages.add_column(label, key=key)
         for spec in STAGES:
             stages.add_row(spec.label, "", "", "", "", key=spec.name)
+        self.query_one("#build-log", RichLog).border_title = "log"
+        self.query_one("#step-view", Static).border_title = "what the last step wrote"
         self.query_one("#step-view", Static).update("[dim]step mode: `.` runs one unit of the selected stage; "
                                                     "what it wrote shows here[/]")
+        # The bar shows only while a stage runs (an idle indeterminate bar would animate forever).
+        self.query_one("#stage-bar", ProgressBar).display = False
         self.load_runs()
         stages.focus()
 
@@ -129,7 +133,7 @@ class BuildScreen(Screen):
     def _show_counts(self, counts: dict[str, int], per_run: dict[str, int]) -> None:
         table = self.query_one("#runs", DataTable)
         for key in list(table.rows):
-            table.update_cell(key, "instr", f"{per_run.get(key.value, 0):,}")
+            table.update_cell(key, "instr", f"{per_run.get(key.value, 0):,}", update_width=True)
         self.counts = counts
         self._render_stages()
 
@@ -140,10 +144,11 @@ class BuildScreen(Screen):
             done, total = self.progress.get(spec.name, (0, 0))
             style = {"running": "[b yellow]", "failed": "[b red]", "done": "[green]", "paused": "[cyan]",
                      "missing": "[dim]"}.get(state, "")
-            table.update_cell(spec.name, "state", f"{style}{state}[/]" if style else state)
-            table.update_cell(spec.name, "store", f"{self.counts.get(spec.name, 0):,}")
+            table.update_cell(spec.name, "state", f"{style}{state}[/]" if style else state, update_width=True)
+            table.update_cell(spec.name, "store", f"{self.counts.get(spec.name, 0):,}", update_width=True)
             table.update_cell(spec.name, "bar", text_bar(done, total))
-            table.update_cell(spec.name, "count", f"{done}/{total}" if total else (str(done) if done else ""))
+            table.update_cell(spec.name, "count", f"{done}/{total}" if total else (str(done) if done else ""),
+                              update_width=True)
 
     # -- selection ---------------------------------------------------------------------
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -227,6 +232,9 @@ class BuildScreen(Screen):
         self.progress[spec.name] = (0, 0)
         self._render_stages()
         self.query_one("#stage-status", Static).update(f"[b yellow]{spec.label}[/] {'step' if max_units else 'running'}")
+        bar = self.query_one("#stage-bar", ProgressBar)
+        bar.update(total=None, progress=0)
+        bar.display = True
         self.post_message(StageStarted(spec.name, self.app.run_id, max_units is not None))
         self._stage_worker(spec, fn, config, self.app.run_id, self.stop_flag, max_units)
 
@@ -267,6 +275,7 @@ class BuildScreen(Screen):
     def on_stage_finished(self, message: StageFinished) -> None:
         spec = next(s for s in STAGES if s.name == message.stage)
         self.running = None
+        self.query_one("#stage-bar", ProgressBar).display = False
         self.states[spec.name] = "paused" if message.paused or message.step else "done"
         verb = "paused" if message.paused else "one step done" if message.step else "finished"
         self.log_line(f"[green]{spec.label}: {verb}[/] {_describe(message.summary)}")
@@ -277,6 +286,7 @@ class BuildScreen(Screen):
 
     def on_stage_failed(self, message: StageFailed) -> None:
         self.running = None
+        self.query_one("#stage-bar", ProgressBar).display = False
         self.states[message.stage] = "failed"
         self.log_line(f"[b red]{message.title}[/]: {message.msg}")
         self.query_one("#stage-status", Static).update(f"[red]{message.stage} failed[/] (the run can go on: s)")
