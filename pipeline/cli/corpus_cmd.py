@@ -131,6 +131,13 @@ def run_add(args: argparse.Namespace) -> int:
         out.print(f"  ... and {len(summary.skipped) - args.show_skips} more skipped")
     if summary.stopped:
         out.print("[yellow]stopped early; run the same command again to finish[/]")
+    elif summary.added and not s["pending"]:
+        # Rows were added, but none can be paired: an error, so a script does not go on to `pair`.
+        raise CorpusError(
+            f"{args.path or fmt}: no usable article among the {summary.added} added: {s['duplicate']} exact duplicates, "
+            f"{s['too_short']} under {options.min_words} words, {s['too_long']} over {options.max_words} words "
+            "(recorded with that status; see `unspecific corpus list`)"
+        )
     return 0
 
 
