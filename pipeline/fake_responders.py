@@ -45,7 +45,10 @@ ARTICLE_B = (
 )
 
 # A constraint that copies six words of ARTICLE_A and names its councillor: flagged twice.
-LEAKY = "Explain what Councillor Dawson said about the gap of two hundred thousand pounds came from rising costs."
+# Copies seven words of ARTICLE_A and names its councillor: flagged, yet mostly its own words, so
+# still a usable constraint (an item mostly copied from an article is dropped as not a constraint).
+LEAKY = ("Explain what Councillor Dawson said about the gap of two hundred thousand pounds and how the town "
+         "plans to respond to it.")
 DUPLICATE = "Describe how residents reacted to the closure of a public service."
 NEAR_DUPLICATE = "Describe how the residents reacted to the closure of the public service."
 BASE_QUOTE = "The council met and argued about money"

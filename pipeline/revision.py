@@ -13,7 +13,8 @@ row also carries the base article's verdict and quote on itself.
 
 Replies: JSON ``{"replacements": [{"id": i, "constraint": ...}]}``, a list of strings in id
 order, or numbered lines. Ids with no usable replacement (missing, identical to the
-original, or a duplicate of another constraint) are asked for once more, by id; still
+original, a duplicate of another constraint, or not a constraint at all: a fragment, a
+paragraph, a passage copied from the articles) are asked for once more, by id; still
 missing, the revision fails with a CountError.
 """
 
@@ -29,7 +30,7 @@ from .judging import judge_generation, prompt_hash
 from .llm import LLMClient, Params, ReplyError, parse_json_lenient, repair_message, structured_format
 from .prompts import Template, defuse, load_template, numbered
 from .store import Store, now
-from .synthesis import CountError, active_constraints, clean_item, item_key
+from .synthesis import CountError, active_constraints, clean_item, item_key, usable
 
 EASY_REASON = "too easy: the base article satisfied it"
 DIRECT_REASON = "direct revision: every constraint hardened"
@@ -107,10 +108,12 @@ async def ask_replacements(
     originals: Sequence[str],
     *,
     keep: Sequence[str] = (),
+    sources: Sequence[str] = (),
     repair_rounds: int = 1,
 ) -> Replacements:
     """One replacement per original (ids 1..k). ``keep``: constraints that stay in the list, which
-    a replacement must not duplicate."""
+    a replacement must not duplicate. ``sources``: texts (the articles) a replacement must not
+    mostly copy; the originals are not among them, since hardening may reuse their words."""
     ep = client.config.endpoint(endpoint)
     k = len(originals)
     fmt = structured_format(ep, REPLACEMENTS_SCHEMA)
@@ -135,7 +138,8 @@ async def ask_replacements(
         assert last is not None
         raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable replacements after a repair round: {last}")
     call_ids = [completion.call_id] if completion.call_id else []
-    chosen = _usable(got, originals, keep, {})  # type: ignore[arg-type]
+    prompt = "\n".join(sources)
+    chosen = _usable(got, originals, keep, {}, prompt)  # type: ignore[arg-type]
     convo = convo + [{"role": "assistant", "content": completion.text}]
     asked = 0
     rounds = 0
@@ -157,7 +161,7 @@ async def ask_replacements(
             break
         if more_completion.call_id:
             call_ids.append(more_completion.call_id)
-        chosen = _usable({i: t for i, t in more.items() if i in missing}, originals, keep, chosen)  # type: ignore[union-attr]
+        chosen = _usable({i: t for i, t in more.items() if i in missing}, originals, keep, chosen, prompt)  # type: ignore[union-attr]
     if len(chosen) < k:
         absent = [i for i in range(1, k + 1) if i not in chosen]
         raise CountError(
@@ -167,13 +171,15 @@ async def ask_replacements(
     return Replacements([chosen[i] for i in range(1, k + 1)], call_ids, asked)
 
 
-def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], chosen: dict[int, str]) -> dict[int, str]:
-    """Add the replacements that are new: not the original, not a kept constraint, not another pick."""
+def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], chosen: dict[int, str],
+            prompt: str) -> dict[int, str]:
+    """Add the replacements that are new constraints: not the original, not a kept constraint,
+    not another pick, and not a fragment, paragraph or passage copied from the prompt."""
     out = dict(chosen)
     taken = {item_key(t) for t in keep} | {item_key(t) for t in out.values()}
     for cid in sorted(got):
         key = item_key(got[cid])
-        if cid in out or key == item_key(originals[cid - 1]) or key in taken:
+        if cid in out or key == item_key(originals[cid - 1]) or key in taken or not usable(got[cid], prompt):
             continue
         out[cid] = got[cid]
         taken.add(key)
@@ -334,7 +340,8 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
         }
         easy_ids = {r["id"] for r in easy}
         kept = [r["text"] for r in rows if r["id"] not in easy_ids]
-        got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in easy], keep=kept)
+        got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in easy], keep=kept,
+                                     sources=[article_a, article_b, base["body"] if base else ""])
         asked = got.asked_again
         changes = [
             Change(r, text, EASY_REASON, 1, verdicts[r["id"]].get("quote")) for r, text in zip(easy, got.texts, strict=True)
@@ -352,6 +359,7 @@ async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruct
         "main_task": defuse(instruction["main_task"] or ""), "article_a": defuse(article_a),
         "article_b": defuse(article_b), "constraints": numbered([r["text"] for r in rows]), "n": len(rows),
     }
-    got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in rows])
+    got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in rows],
+                                 sources=[article_a, article_b])
     apply_revision(store, instruction["id"], [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True)])
     return RevisionResult(len(rows), got.asked_again)

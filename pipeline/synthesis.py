@@ -7,7 +7,9 @@
   model ignores that rule, and a re-run gives the same order.
 
 Replies are parsed leniently (JSON in any of a few shapes, fences, preambles, numbered or
-bulleted lists). Exact duplicates are dropped. Too many items: the first N are kept. Too
+bulleted lists). Exact duplicates are dropped, and so are items that are not constraints:
+fragments, whole paragraphs, and passages mostly copied from the prompt (its rules or the
+articles it shows; small models do both). Too many items: the first N are kept. Too
 few: ONE repair round asks for exactly the missing number, in the same conversation; still
 short, the synthesis fails with a ``CountError`` (the caller records it), never a short list.
 
@@ -128,6 +130,31 @@ def parse_constraint_list(text: str) -> tuple[str | None, list[str]]:
     return task, items
 
 
+def copies_prompt(item: str, prompt: str, *, n: int = 6, share: float = 0.5) -> bool:
+    """True when most of an item is copied from the prompt's own wording (its rules or
+    examples): small models restate the instructions instead of following them."""
+    from .copying import copied_ngrams
+
+    words = len(re.findall(r"\w+", item))
+    copied = sum(s.words for s in copied_ngrams(item, prompt, n=n))
+    return words > 0 and copied / words >= share
+
+
+MIN_WORDS = 3  # shorter is a placeholder ("Describe ...") or a fragment, not a constraint
+MAX_WORDS = 60  # longer is a pasted paragraph, not a constraint
+
+
+def usable(item: str, prompt: str) -> bool:
+    """An item is a constraint, not a fragment, a paragraph, or a passage copied from the prompt
+    (its rules, or the articles it shows): a copy is not an instruction."""
+    words = len(re.findall(r"\w+", item))
+    return MIN_WORDS <= words <= MAX_WORDS and not copies_prompt(item, prompt)
+
+
+def prompt_text(messages: Sequence[dict[str, str]]) -> str:
+    return "\n".join(m["content"] for m in messages if m["role"] in ("system", "user"))
+
+
 def dedupe(items: Sequence[str], existing: Sequence[str] = ()) -> list[str]:
     seen = {item_key(x) for x in existing}
     out = []
@@ -199,7 +226,8 @@ async def ask_constraints(
         raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable list after a repair round: {last}")
 
     call_ids = [completion.call_id] if completion.call_id else []
-    kept = dedupe(items)
+    instructions = prompt_text(messages)
+    kept = dedupe([i for i in items if usable(i, instructions)])
     result = Synthesis(main_task=task, constraints=kept[:n], call_ids=call_ids, dropped=len(items) - len(kept[:n]))
     rounds = 0
     reply_text = completion.text
@@ -214,7 +242,7 @@ async def ask_constraints(
         new_items, more_completion = more
         if more_completion.call_id:
             result.call_ids.append(more_completion.call_id)
-        added = dedupe(new_items, result.constraints)
+        added = dedupe([i for i in new_items if usable(i, instructions)], result.constraints)
         result.dropped += len(new_items) - len(added[:missing])
         result.constraints += added[:missing]
     if len(result.constraints) < n:

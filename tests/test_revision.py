@@ -41,9 +41,9 @@ async def test_identical_or_missing_replacements_asked_again_by_id(tmp_path) -> 
     store = make_store(tmp_path / "s.sqlite", 1)
     originals = ["Old one.", "Old two.", "Old three."]
     replies = [
-        json.dumps({"replacements": [{"id": 1, "constraint": "New one."}, {"id": 2, "constraint": "old TWO"}]}),
-        json.dumps({"replacements": [{"id": 2, "constraint": "New two."}, {"id": 3, "constraint": "New three."},
-                                     {"id": 1, "constraint": "Not asked for."}]}),
+        json.dumps({"replacements": [{"id": 1, "constraint": "The new one."}, {"id": 2, "constraint": "old TWO"}]}),
+        json.dumps({"replacements": [{"id": 2, "constraint": "The new two."}, {"id": 3, "constraint": "The new three."},
+                                     {"id": 1, "constraint": "This was not asked for."}]}),
     ]
     with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
         client = LLMClient(fake_config(server.base_url), store)
@@ -51,7 +51,7 @@ async def test_identical_or_missing_replacements_asked_again_by_id(tmp_path) -> 
         fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "1. Old one.", "n": 3}
         got = await ask_replacements(client, "fake", template, fields, originals)
         await client.aclose()
-    assert got.texts == ["New one.", "New two.", "New three."]
+    assert got.texts == ["The new one.", "The new two.", "The new three."]
     assert got.asked_again == 2
     ask = server.requests[1]["messages"][-1]["content"]
     assert "for ids 2, 3 only" in ask and "2. Old two." in ask and "1. Old one." not in ask
@@ -59,7 +59,7 @@ async def test_identical_or_missing_replacements_asked_again_by_id(tmp_path) -> 
 
 async def test_still_missing_after_repair_fails(tmp_path) -> None:
     store = make_store(tmp_path / "s.sqlite", 1)
-    with FakeOpenAIServer(lambda r: Reply(text='{"replacements": [{"id": 1, "constraint": "New."}]}')) as server:
+    with FakeOpenAIServer(lambda r: Reply(text='{"replacements": [{"id": 1, "constraint": "A new constraint."}]}')) as server:
         client = LLMClient(fake_config(server.base_url), store)
         fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 2}
         with pytest.raises(CountError, match=r"missing ids \[2\]"):
@@ -148,3 +148,17 @@ def test_revise_eval_prompt_keeps_the_base_article_fenced() -> None:
     user = messages[-1]["content"]
     assert len(re.findall(r"^BASE_ARTICLE>>>$", user, re.MULTILINE)) == 1
     assert "one item for every TOO EASY id" in messages[0]["content"]
+
+
+async def test_pasted_article_passages_are_not_replacements(tmp_path) -> None:
+    """A weak model pastes sentences of the articles as 'constraints': asked again, then failed."""
+    store = make_store(tmp_path / "s.sqlite", 1)
+    pasted = "Residents who rely on the library for internet access told the meeting they felt abandoned."
+    with FakeOpenAIServer(lambda r: Reply(text=json.dumps({"replacements": [{"id": 1, "constraint": pasted}]}))) as server:
+        client = LLMClient(fake_config(server.base_url), store)
+        fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 1}
+        with pytest.raises(CountError, match=r"missing ids \[1\]"):
+            await ask_replacements(client, "fake", load_template("revise_direct"), fields, ["One two three."],
+                                   sources=[ARTICLE_A, ARTICLE_B])
+        await client.aclose()
+    assert server.calls == 2

@@ -124,14 +124,14 @@ async def test_duplicates_count_as_missing_and_get_repaired(tmp_path) -> None:
     def responder(request):
         calls.append(kind_of(request))
         if len(calls) == 1:
-            return Reply(text=json.dumps({"main_task": "T.", "constraints": ["Same thing.", "same  THING", "Other."]}))
-        return Reply(text=json.dumps({"constraints": ["Third one."]}))
+            return Reply(text=json.dumps({"main_task": "T.", "constraints": ["The same thing.", "the same  THING", "Another one here."]}))
+        return Reply(text=json.dumps({"constraints": ["The third one."]}))
 
     with FakeOpenAIServer(responder) as server:
         store, client = await _client(tmp_path, server)
         result = await synthesize_single(client, "fake", ARTICLE_A, 3, domain="news")
         await client.aclose()
-    assert result.constraints == ["Same thing.", "Other.", "Third one."]
+    assert result.constraints == ["The same thing.", "Another one here.", "The third one."]
     assert "Write EXACTLY 1 more" in server.requests[1]["messages"][-1]["content"]
 
 
@@ -169,3 +169,23 @@ def test_article_cannot_break_out_of_its_fence() -> None:
     body = re.search(r"<<<TEXT_A\n(.*?)\nTEXT_A>>>", user, re.DOTALL).group(1)
     assert "Ignore previous instructions" in body  # still there, but as data inside the fence
     assert "do not follow them" in messages[0]["content"]
+
+
+async def test_items_restating_the_prompt_or_placeholders_are_not_constraints(tmp_path) -> None:
+    """A small model copies the prompt's rules or its "Describe ..." placeholders: those are
+    dropped and asked for again as missing items."""
+    first = {"main_task": "Write a news article about a budget gap.", "constraints": [
+        "In your own words: never five or more words in a row copied from a text.",
+        "Describe ...",
+        "Explain why the money ran out and who is blamed.",
+    ]}
+    replies = [json.dumps(first), json.dumps({"constraints": ["Describe how people who use the service reacted.",
+                                                            "Report what happens next and when."]})]
+    with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
+        store, client = await _client(tmp_path, server)
+        result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 3, domain="news", seed="x")
+        await client.aclose()
+    assert sorted(result.constraints) == sorted(["Explain why the money ran out and who is blamed.",
+                                                 "Describe how people who use the service reacted.",
+                                                 "Report what happens next and when."])
+    assert "Write EXACTLY 2 more" in server.requests[1]["messages"][-1]["content"]
