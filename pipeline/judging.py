@@ -219,7 +219,13 @@ async def judge_text(
     if not constraints:
         return []
     if mode == "per_constraint":
-        return list(await asyncio.gather(*(_judge_one(client, judge, text, c, i, max_tokens) for i, c in enumerate(constraints))))
+        # Let every call finish (each is cached) before an endpoint failure propagates: no orphaned tasks.
+        results = await asyncio.gather(*(_judge_one(client, judge, text, c, i, max_tokens) for i, c in enumerate(constraints)),
+                                       return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return list(results)  # type: ignore[arg-type]
     return await _judge_batched(client, judge, text, list(constraints), max_tokens)
 
 

@@ -207,3 +207,24 @@ def test_parse_bold_verdict_lines():
     """Small models bold the verdict: '1. **Yes** - "quote"' keeps the quote clean."""
     items = parse_batched_reply('1. **Yes** - "Residents crowded the hall"\n2. **No**: absent', 2)
     assert items[1]["quote"] == "Residents crowded the hall" and items[2]["reason"] == "absent"
+
+
+async def test_per_constraint_failure_keeps_the_other_calls_cached(store):
+    from pipeline.errors import EndpointError
+
+    def responder(request: dict):
+        if "financial officer" in last_user_message(request) and not getattr(responder, "healed", False):
+            return Reply.error(500, "down")
+        return json.dumps({"verdict": "no", "quote": "", "reason": "absent"})
+
+    with FakeOpenAIServer(responder) as server:
+        client = LLMClient(_config(server), store)
+        gid, constraints = _generation(store)
+        with pytest.raises(EndpointError):
+            await judge_generation(store, client, "ja", gid, constraints, mode="per_constraint")
+        assert server.calls == 3 and not _verdicts(store, gid)
+        responder.healed = True
+        await judge_generation(store, client, "ja", gid, constraints, mode="per_constraint")
+        await client.aclose()
+        assert server.calls == 4  # the two answered calls came from the cache
+    assert [r["verdict"] for r in _verdicts(store, gid)] == [0, 0, 0]
