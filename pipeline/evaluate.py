@@ -12,6 +12,11 @@ and the others go on; only a string of failures in a row (a dead endpoint, a wro
 stops the step. ``rejudge`` skips the first two steps: a new judge, or a changed judge
 prompt (its hash is part of each verdict's key), re-scores stored texts without
 regenerating them.
+
+Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` ("batched" or
+"per_constraint"), ``mode`` ("direct" or "edit"), ``response_words`` (500),
+``summary_slack`` (0.5: a summary over 1.5x its target is asked once to shorten; false: never).
+Roles: ``models_under_test``, ``judges``, ``summarizer``.
 """
 
 from __future__ import annotations
