@@ -111,3 +111,27 @@ async def test_narrow_terminal_shows_one_pane_and_cycles(tmp_path):
         await pilot.pause()
         visible = [p.id for p in screen.query("TextPane") if p.styles.display != "none"]
         assert visible == ["response"]
+
+
+async def test_similarity_uses_stored_embeddings_else_lexical(tmp_path):
+    import numpy as np
+
+    from pipeline.store import text_hash
+
+    known, app = await open_audit(tmp_path)
+    conn = app.conn
+    vectors = {C1: [1.0, 0.0, 0.0], A: [0.6, 0.8, 0.0]}
+    conn.executemany("INSERT INTO embeddings(text_hash, model, dim, vector) VALUES (?, 'mini', 3, ?)",
+                     [(text_hash(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()])
+    conn.commit()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        sims = app.screen.shown.similarities
+        assert sims["ref-a"][0] == "cos" and abs(sims["ref-a"][1] - 0.6) < 1e-6
+        # No vector for B: lexical overlap (share of C1's content words found in B).
+        from pipeline.copying import lexical_overlap
+
+        assert sims["ref-b"] == ("lex", lexical_overlap(C1, B))
+        assert "cos 0.60" in app.screen.query_one("#ref-a").border_subtitle

@@ -206,3 +206,28 @@ async def test_kappa_between_annotators(tmp_path):
             await pilot.pause()
         k, n = screen.kappas[("alice", "bob")]
         assert n == 4 and k == pytest.approx(1.0)
+
+
+async def test_report_shows_metrics_groups_with_intervals(synthetic):
+    from pipeline.metrics import compute_metrics
+    from pipeline.store import open_store
+
+    store = open_store(synthetic, readonly=True)
+    metrics = compute_metrics(store, seed=0)
+    store.close()
+    groups = [g for g in metrics.groups if g.ratio == 0.25]
+    want = {(g.domain, g.condition, g.model, f"{100 * g.org.value:.1f} [{100 * g.org.low:.1f}, {100 * g.org.high:.1f}]",
+             f"{100 * g.core.value:.1f} [{100 * g.core.low:.1f}, {100 * g.core.high:.1f}]") for g in groups}
+    app = UnspecificApp(synthetic, stages={})
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("6")
+        await settle(app, pilot)
+        table = app.screen.query_one("#report-table")
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert {(r[0], r[1], r[2], r[4], r[5]) for r in rows} == want
+        conditions = [r[1] for r in rows if r[0] == rows[0][0] and r[2] == rows[0][2]]
+        assert conditions == ["single", "none", "direct", "eval"]  # the paper's order
+        await pilot.press("g")
+        await pilot.pause()
+        assert app.screen.chart == "superficial"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FLAG_NAMES = ("proper_noun", "specificity_leak", "copied_ngram")
+FLAG_NAMES = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")  # pipeline.flags names
 # A constraint passes a text when the judges' mean verdict is >= 0.5 (pipeline.metrics.Item).
 PASS_THRESHOLD = 0.5
 DEFAULT_RATIO = 0.25

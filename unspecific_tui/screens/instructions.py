@@ -23,6 +23,7 @@ FLAGS: dict[str, tuple[str, Callable[[InstructionRow], bool]]] = {
     "proper_noun": ("proper noun", lambda r: r.flags.get("proper_noun", 0) > 0),
     "specificity_leak": ("specificity leak", lambda r: r.flags.get("specificity_leak", 0) > 0),
     "copied_ngram": ("copied n-grams", lambda r: r.flags.get("copied_ngram", 0) > 0),
+    "duplicate": ("duplicate constraint", lambda r: r.flags.get("duplicate", 0) > 0),
     "flipped": ("flipped Org->Core", lambda r: r.flipped > 0),
     "disagree": ("judges disagree", lambda r: r.disagree > 0),
     "quote_missing": ("quote not found", lambda r: r.quote_missing > 0),
@@ -53,6 +54,7 @@ COLUMNS = (
     Column("proper_noun", "PN", lambda r: r.flags.get("proper_noun", 0)),
     Column("specificity_leak", "leak", lambda r: r.flags.get("specificity_leak", 0)),
     Column("copied_ngram", "copy", lambda r: r.flags.get("copied_ngram", 0)),
+    Column("duplicate", "dup", lambda r: r.flags.get("duplicate", 0)),
     Column("disagree", "disag.", lambda r: r.disagree),
     Column("quote_missing", "q.miss", lambda r: r.quote_missing),
 )
