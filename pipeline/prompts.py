@@ -68,9 +68,15 @@ def _as_text(value: object) -> str:
     return str(value)
 
 
+# Every line break str.splitlines() knows (and a model's tokenizer may take as one): made "\n"
+# first, so a fence-like line cannot hide behind "\r" or U+2028.
+LINE_BREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def defuse(data: str) -> str:
     """Make a data block unable to open or close a fence: a line starting <<< or >>> gets a
     space before it, and a closing marker such as ``TEXT>>>`` becomes ``TEXT >>>``."""
+    data = LINE_BREAKS.sub("\n", data)
     return FENCE_LIKE.sub(
         lambda m: f"{m.group(1)} {m.group(2)}" if m.group(2) in ("<<<", ">>>") else f"{m.group(1)}{m.group(2)} ",
         data,
