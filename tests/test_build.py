@@ -246,9 +246,9 @@ def test_cli_build_prints_per_condition_report(tmp_path, capsys, monkeypatch) ->
     assert "6/6 (100%)" in out  # direct: all replaced
     with FakeOpenAIServer(ScriptedModel()) as server2:
         (tmp_path / "c.toml").write_text(config_toml(server2.base_url))
-        main(["--store", str(tmp_path / "store.sqlite"), "--config", str(tmp_path / "c.toml"), "build",
-              "--n", "1", "--constraints", "6", "--words", "50", "--run", "r1"])
-    assert server2.calls == 0  # the same run again: all stored
+        main(["--store", str(tmp_path / "store.sqlite"), "--config", str(tmp_path / "c.toml"), "build", "--run", "r1"])
+    assert server2.calls == 0  # the same run again, its options from the store: all stored
+    assert "6 constraints" in capsys.readouterr().out  # not the default 39: the run's own options
 
 
 @pytest.mark.real_model

@@ -2,7 +2,8 @@
 
 Shows a progress bar per stage and prints, per condition: instructions made, constraints
 replaced (share), flags raised, calls, tokens, cost and cache hits. Killed or interrupted,
-the same command with --run RUN_ID resumes without repeating stored work.
+`unspecific build --run RUN_ID` resumes with the run's stored options, without repeating
+stored work.
 """
 
 from __future__ import annotations
@@ -43,15 +44,33 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config_from(args)
     store = open_store_from(args)
-    options = BuildOptions.from_config(
-        config, domain=args.domain, n=args.n, conditions=parse_csv(args.conditions) if args.conditions else None,
+    given = dict(
+        domain=args.domain, n=args.n, conditions=parse_csv(args.conditions) if args.conditions else None,
         n_constraints=args.n_constraints, words=args.words, rule=args.rule, run_id=args.run_id,
         contradictions=args.contradictions, embedder=args.embedder, judging_mode=args.judging_mode,
     )
+    # Resuming a run: its stored options, with what the command line gives on top.
+    stored = _stored_options(store, args.run_id) if args.run_id else {}
+    options = BuildOptions.from_config(config, **{**stored, **{k: v for k, v in given.items() if v is not None}})
     try:
         return asyncio.run(_build(store, config, options, args, console()))
     finally:
         store.close()
+
+
+def _stored_options(store, run_id: str) -> dict:  # noqa: ANN001
+    import dataclasses
+    import json
+
+    from ..build import BuildOptions
+
+    row = store.one("SELECT config FROM runs WHERE id = ? AND kind = 'build'", [run_id])
+    try:
+        options = json.loads(row["config"]).get("options") or {} if row else {}
+    except ValueError:
+        return {}
+    names = {f.name for f in dataclasses.fields(BuildOptions)}
+    return {k: v for k, v in options.items() if k in names and v is not None}
 
 
 async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CLI glue
@@ -107,7 +126,7 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
     _print_report(out, final)
     failed = sum(r.failed for r in final.conditions)
     if not final.complete:
-        out.print(f"[yellow]not finished[/]: resume with `unspecific build --run {final.run_id}` (same options)")
+        out.print(f"[yellow]not finished[/]: resume with `unspecific build --run {final.run_id}`")
     return 1 if failed else 0
 
 
