@@ -230,23 +230,37 @@ class HashEmbedder:
         return normalize_rows(out)
 
 
-@lru_cache(maxsize=None)
 def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
     """``mpnet`` | ``minilm`` | ``hash`` | a folder holding a sentence-transformers model.
 
-    One instance per name per process, so the model loads once."""
+    One instance per model per process (aliases included), so each model loads once."""
     key = name.strip().lower()
     if key in ("mpnet", MODELS["mpnet"].lower()):
-        return SentenceTransformerEmbedder(MODELS["mpnet"], mpnet_path())
+        return _embedder("mpnet")
     if key in ("minilm", MODELS["minilm"].lower()):
-        return SentenceTransformerEmbedder(MODELS["minilm"], minilm_path())
+        return _embedder("minilm")
     if key == "hash" or key.startswith("hash-"):
-        dim = int(key.split("-", 1)[1]) if "-" in key else 256
-        return HashEmbedder(dim=dim, name=f"hash-{dim}")
+        try:
+            dim = int(key.split("-", 1)[1]) if "-" in key else 256
+        except ValueError:
+            raise EmbeddingError(f"embedding model {name!r}: hash-N needs a whole number of dimensions") from None
+        return _embedder(f"hash-{dim}")
     path = Path(name).expanduser()
     if (path / "modules.json").is_file():
-        return SentenceTransformerEmbedder(path.name, path.resolve())
+        return _embedder(str(path.resolve()))
     raise EmbeddingError(f"unknown embedding model {name!r}: use mpnet, minilm, or a folder with a sentence-transformers model")
+
+
+@lru_cache(maxsize=None)
+def _embedder(canonical: str) -> Embedder:
+    if canonical == "mpnet":
+        return SentenceTransformerEmbedder(MODELS["mpnet"], mpnet_path())
+    if canonical == "minilm":
+        return SentenceTransformerEmbedder(MODELS["minilm"], minilm_path())
+    if canonical.startswith("hash-"):
+        dim = int(canonical.split("-", 1)[1])
+        return HashEmbedder(dim=dim, name=canonical)
+    return SentenceTransformerEmbedder(Path(canonical).name, Path(canonical))
 
 
 # -- the vector cache ------------------------------------------------------------------------

@@ -144,3 +144,10 @@ def test_mpnet_loads_from_the_split_packages(store):
     v = embed_texts(store, e, ["A council fights over a budget.", "A footballer scores a goal."])
     assert v.shape == (2, 768)
     assert -1.0 <= cosine(v[0], v[1]) < 0.6
+
+
+def test_aliases_share_one_instance():
+    assert get_embedder("hash") is get_embedder("HASH-256")
+    assert get_embedder("hash-32").dim == 32
+    with pytest.raises(EmbeddingError, match="hash-N"):
+        get_embedder("hash-x")
