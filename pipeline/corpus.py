@@ -182,7 +182,8 @@ def read_jsonl(path: Path, text_field: str = "text", title_field: str | None = N
     if isinstance(decoded, Skip):
         raise CorpusError(f"{path}: {decoded.reason}")
     fields: tuple[str | None, str | None] | None = None
-    for lineno, line in enumerate(decoded.splitlines(), 1):
+    # split on "\n" only: str.splitlines() would also break at U+2028 inside a JSON string
+    for lineno, line in enumerate(decoded.split("\n"), 1):
         if not line.strip():
             continue
         where = f"{path} line {lineno}"

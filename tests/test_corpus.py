@@ -286,3 +286,11 @@ def test_cli_reports_bad_input_as_an_error_panel(tmp_path, capsys):
     rc = main(["--store", str(tmp_path / "s.sqlite"), "corpus", "add", str(path), "--domain", "news", "--model", "hash"])
     assert rc == 2
     assert "no field 'text'" in capsys.readouterr().err
+
+
+def test_jsonl_text_with_line_separator_characters(store, tmp_path):
+    text = make_text(11) + " end\u2028of line"
+    path = tmp_path / "u.jsonl"
+    path.write_text(json.dumps({"id": "u", "text": text}, ensure_ascii=False) + "\r\n", encoding="utf-8")
+    summary = import_corpus(store, opts(path, "jsonl"), HashEmbedder())
+    assert summary.added == 1 and statuses(store) == {"u": "kept"}

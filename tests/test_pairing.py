@@ -230,6 +230,9 @@ def test_cli_pair_with_hash_model(tmp_path, capsys):
     s.close()
     assert main(["--store", str(db), "pair", "--domain", "nothing", "--model", "hash"]) == 2
     assert "0 kept article(s)" in capsys.readouterr().err
+    assert main(["--store", str(tmp_path / "missing.sqlite"), "pair", "--model", "hash"]) == 2
+    assert "no store here" in capsys.readouterr().err
+    assert not (tmp_path / "missing.sqlite").exists()
 
 
 def test_bbc_import_and_pair_with_minilm(store):

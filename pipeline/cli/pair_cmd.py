@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     options = PairOptions(domain=args.domain, rule=args.rule, max_cos=args.max_cos, min_cos=args.min_cos,
                           candidates=max(0, args.candidates), brute_force_limit=args.brute_force_limit)
     embedder = get_embedder(args.model)
-    store = open_store_from(args)
+    store = open_store_from(args, create=False)
     out = console()
     try:
         with rich_progress(out) as hook:
