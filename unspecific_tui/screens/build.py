@@ -60,7 +60,7 @@ class BuildScreen(Screen):
         for spec in STAGES:
             present = self.registry.get(spec.name) is not None if self.registry is not None else available(spec)
             if not present:
-                self.states[spec.name] = "missing"
+                self.states[spec.name] = "cli only" if spec.hint else "missing"
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -143,7 +143,7 @@ class BuildScreen(Screen):
             state = self.states[spec.name]
             done, total = self.progress.get(spec.name, (0, 0))
             style = {"running": "[b yellow]", "failed": "[b red]", "done": "[green]", "paused": "[cyan]",
-                     "missing": "[dim]"}.get(state, "")
+                     "missing": "[dim]", "cli only": "[dim]"}.get(state, "")
             table.update_cell(spec.name, "state", f"{style}{state}[/]" if style else state, update_width=True)
             table.update_cell(spec.name, "store", f"{self.counts.get(spec.name, 0):,}", update_width=True)
             table.update_cell(spec.name, "bar", text_bar(done, total))

@@ -76,7 +76,7 @@ class ReportScreen(Screen):
     def on_mount(self) -> None:
         table = self.query_one("#report-table", DataTable)
         for label, key in (("domain", "domain"), ("condition", "condition"), ("model", "model"), ("n", "n"),
-                           ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("judges κ", "kappa")):
+                           ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("κ judges", "kappa")):
             table.add_column(label, key=key)
         self.watch(self.app, "analysis", self._on_analysis)
 
@@ -97,6 +97,10 @@ class ReportScreen(Screen):
             "95% bootstrap intervals over instructions")
         self._plot()
 
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if self.cells:
+            self._plot()
+
     def action_toggle_chart(self) -> None:
         self.chart = "superficial" if self.chart == "org_core" else "org_core"
         self._plot()
@@ -111,13 +115,18 @@ class ReportScreen(Screen):
         if not self.cells:
             widget.refresh()
             return
-        labels = [f"{c.domain[:1]}{c.condition[:4]}/{c.model[-6:]}" for c in self.cells]
+        # One domain at a time (the highlighted row's): 4 conditions x models stay readable.
+        table = self.query_one("#report-table", DataTable)
+        row = min(max(table.cursor_row, 0), len(self.cells) - 1)
+        domain = self.cells[row].domain
+        cells = [c for c in self.cells if c.domain == domain]
+        labels = [f"{c.condition[:4]}/{c.model[-7:]}" for c in cells]
         if self.chart == "org_core":
-            plt.multiple_bar(labels, [[100 * c.org[0] for c in self.cells], [100 * c.core[0] for c in self.cells]],
+            plt.multiple_bar(labels, [[100 * c.org[0] for c in cells], [100 * c.core[0] for c in cells]],
                              labels=["Org", "Core"])
-            plt.title("Org vs Core (%)")
+            plt.title(f"{domain}: Org vs Core (%)")
         else:
-            plt.bar(labels, [100 * (0 if math.isnan(c.superficial[0]) else c.superficial[0]) for c in self.cells])
-            plt.title("superficial (% of satisfied)")
+            plt.bar(labels, [100 * (0 if math.isnan(c.superficial[0]) else c.superficial[0]) for c in cells])
+            plt.title(f"{domain}: superficial (% of satisfied)")
         plt.ylim(0, 100)
         widget.refresh()
