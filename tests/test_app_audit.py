@@ -135,3 +135,23 @@ async def test_similarity_uses_stored_embeddings_else_lexical(tmp_path):
 
         assert sims["ref-b"] == ("lex", lexical_overlap(C1, B))
         assert "cos 0.60" in app.screen.query_one("#ref-a").border_subtitle
+
+
+async def test_instruction_jumps(tmp_path):
+    from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+
+    path = tmp_path / "syn.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=3, n_constraints=5))
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3", "j", "right_square_bracket")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.shown.instruction_id == 2 and screen.index == 5
+        await pilot.press("right_square_bracket", "right_square_bracket")  # stays on the last
+        await pilot.pause()
+        assert screen.shown.instruction_id == 3 and screen.index == 10
+        await pilot.press("j", "j", "left_square_bracket")
+        await pilot.pause()
+        assert screen.shown.instruction_id == 2 and screen.index == 5

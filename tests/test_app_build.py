@@ -205,6 +205,13 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
             assert per_pair >= 2
             step_view = text_of(app.screen.query_one("#step-view"))
             assert f"instructions +{per_pair}" in step_view and "constraints +" in step_view
+            written = app.screen.last_instruction
+            assert written is not None
+            await pilot.press("a")  # inspect what the step wrote
+            await settle(app, pilot)
+            assert app.current_mode == "audit" and app.screen.shown.instruction_id == written
+            await pilot.press("1")
+            await settle(app, pilot)
             await pilot.press("s")
             await wait_idle(app, pilot)
             assert instructions_in(app, run_id) == 2 * per_pair

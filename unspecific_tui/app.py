@@ -17,6 +17,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.worker import Worker, WorkerState
 
 from .data import Analysis, StoreView, compute_analysis, connect, merge_metrics
 from .messages import AnalysisReady, MetricsReady, StoreChanged
@@ -202,6 +203,18 @@ class UnspecificApp(App[None]):
 
     def on_metrics_ready(self, message: MetricsReady) -> None:
         self.analysis = message.analysis
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A background job that failed shows why; the app keeps running."""
+        if event.state != WorkerState.ERROR:
+            return
+        from pipeline.errors import UnspecificError
+
+        error = event.worker.error
+        if isinstance(error, UnspecificError):
+            self.show_error(error.title, error.msg)
+        else:
+            self.show_error(f"{event.worker.group or 'background'} failed ({type(error).__name__})", str(error))
 
     def on_store_changed(self, message: StoreChanged) -> None:
         self.view.forget()

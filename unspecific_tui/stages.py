@@ -161,9 +161,15 @@ async def _run(fn: StageFn, store: Any, config: Any, run_id: str, options: Any, 
                stop: StopFlag, max_units: int | None, spec: StageSpec | None) -> Any:
     if spec is not None and not spec.needs_client:
         return await fn(store, config, None, options, progress=progress, stop=stop, max_units=max_units)
+    from pipeline.progress import ProgressEvent
     from pipeline.runs import add_usage, open_client
 
-    async with open_client(config, store, run_id=run_id) as client:
+    stage = spec.name if spec is not None else ""
+
+    def on_event(kind: str, detail: str) -> None:  # the client's retries, waits, local server start
+        progress(ProgressEvent(stage, 0, 0, f"{kind}: {detail}", kind="log"))
+
+    async with open_client(config, store, run_id=run_id, on_event=on_event) as client:
         try:
             return await fn(store, config, client, options, progress=progress, stop=stop, max_units=max_units)
         finally:

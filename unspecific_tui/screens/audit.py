@@ -43,6 +43,8 @@ class AuditScreen(Screen):
     BINDINGS = [
         Binding("j,n", "move(1)", "Next"),
         Binding("k,p", "move(-1)", "Prev"),
+        Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
+        Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
         Binding("f", "next_flagged", "Flagged"),
         Binding("x", "next_flipped", "Flipped"),
         Binding("m", "cycle_model", "Model"),
@@ -74,7 +76,6 @@ class AuditScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.order = self.app.view.constraint_order()
         self.ratio = self.app.ratio
         self._show_target()
 
@@ -82,6 +83,11 @@ class AuditScreen(Screen):
         self._show_target()
 
     def _show_target(self) -> None:
+        # The view re-reads the order after a stage wrote (StoreChanged); otherwise it is cached.
+        current = self.order[self.index][0] if self.order else None
+        self.order = self.app.view.constraint_order()
+        if current is not None:
+            self.index = next((i for i, o in enumerate(self.order) if o[0] == current), min(self.index, len(self.order) - 1))
         target = self.app.target
         if target is not None:
             self.app.target = None
@@ -101,6 +107,21 @@ class AuditScreen(Screen):
         if self.order:
             self.index = max(0, min(len(self.order) - 1, self.index + step))
             self.refresh_constraint()
+
+    def action_instruction(self, step: int) -> None:
+        """First constraint of the next (or previous) instruction."""
+        if not self.order:
+            return
+        keys = [o[1] for o in self.order]
+        current = self.order[self.index][1]
+        if step > 0:
+            i = bisect.bisect_right(keys, current)
+            self.index = i if i < len(self.order) else self.index
+        else:
+            start = bisect.bisect_left(keys, current)
+            prev = keys[start - 1] if start > 0 else current
+            self.index = bisect.bisect_left(keys, prev)
+        self.refresh_constraint()
 
     def _seek(self, test, what: str) -> None:
         n = len(self.order)

@@ -42,6 +42,7 @@ class BuildScreen(Screen):
         Binding("space", "pause", "Pause"),
         Binding("c", "start", "Continue", show=False),
         Binding("n", "new_run", "New run"),
+        Binding("a", "audit_written", "Audit what it wrote"),
         Binding("tab", "focus_next", "Switch table", show=False),
         Binding("r", "reload", "Refresh", show=False),
     ]
@@ -54,6 +55,7 @@ class BuildScreen(Screen):
         self.running: str | None = None
         self.stop_flag: StopFlag | None = None
         self._before: dict[str, int] = {}
+        self.last_instruction: int | None = None  # the newest instruction the last step touched
         self._last_refresh = 0.0
         # Tests inject stage callables; otherwise each stage's module is imported when it first runs.
         self.registry = self.app.stage_registry
@@ -261,9 +263,9 @@ class BuildScreen(Screen):
     # -- messages from the worker -------------------------------------------------------
     def on_stage_progress(self, message: StageProgress) -> None:
         name = message.stage if message.stage in self.states else (self.running or message.stage)
-        self.progress[name] = (message.done, message.total)
-        bar = self.query_one("#stage-bar", ProgressBar)
-        bar.update(total=message.total or None, progress=message.done)
+        if message.kind == "progress":
+            self.progress[name] = (message.done, message.total)
+            self.query_one("#stage-bar", ProgressBar).update(total=message.total or None, progress=message.done)
         if message.message:
             style = "red" if message.kind == "error" else "dim" if message.kind == "log" else ""
             self.log_line(f"[{style}]{message.message}[/]" if style else message.message)
@@ -302,9 +304,25 @@ class BuildScreen(Screen):
     def _high_water(self) -> dict[str, int]:
         return {t: self.app.conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {t}").fetchone()[0] for t in WATCHED}
 
+    def action_audit_written(self) -> None:
+        if self.last_instruction is None:
+            self.notify("run a step first (.)")
+            return
+        self.app.view.forget()  # the Audit must see what was just written
+        self.app.open_audit(self.last_instruction)
+
     def _show_written(self) -> None:
         after = self._high_water()
         lines: list[str] = []
+        self.last_instruction = None
+        for table, column in (("instructions", "id"), ("constraints", "instruction_id"),
+                              ("generations", "instruction_id")):
+            if after[table] > self._before.get(table, 0):
+                row = self.app.conn.execute(f"SELECT {column} FROM {table} WHERE rowid > ? ORDER BY rowid DESC LIMIT 1",
+                                            (self._before.get(table, 0),)).fetchone()
+                if row and row[0] is not None:
+                    self.last_instruction = row[0]
+                    break
         for table in WATCHED:
             before = self._before.get(table, 0)
             added = after[table] - before
@@ -315,6 +333,8 @@ class BuildScreen(Screen):
             names = [d[0] for d in cur.description]
             for values in cur.fetchall():
                 lines.append("  " + _row_line(table, dict(zip(names, values)), self.app.view))
+        if self.last_instruction is not None:
+            lines.append(f"[dim]a: audit instruction #{self.last_instruction}[/]")
         self.query_one("#step-view", Static).update("\n".join(lines) or "[dim]the step wrote nothing new[/]")
 
 

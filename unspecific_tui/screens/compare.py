@@ -63,7 +63,6 @@ class CompareScreen(Screen):
         for label, key in (("#", "pos"), ("constraint", "text"), ("A Org", "a_org"), ("A Core", "a_core"),
                            ("B Org", "b_org"), ("B Core", "b_core")):
             table.add_column(label, key=key)
-        self.instruction_ids = [r[0] for r in self.app.conn.execute("SELECT id FROM instructions ORDER BY id")]
         self._take_target()
         table.focus()
 
@@ -71,6 +70,7 @@ class CompareScreen(Screen):
         self._take_target()
 
     def _take_target(self) -> None:
+        self.instruction_ids = [r[0] for r in self.app.conn.execute("SELECT id FROM instructions ORDER BY id")]
         target = self.app.target
         if target is not None:
             self.app.target = None
