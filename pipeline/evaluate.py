@@ -88,10 +88,10 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     judges = options.judges or list(config.roles.judges)
     for name in [*(models or []), *judges, config.roles.summarizer]:
         config.endpoint(name)  # ConfigError naming the unknown endpoint
-    mode = options.mode or (None if rejudge else str(config.setting(section, "mode", "direct")))
-    if mode is not None and mode not in RESPONSE_MODES:
-        raise StageError(f"evaluate: mode must be one of {', '.join(RESPONSE_MODES)}, got {mode!r}")
     where = f"{config.path or 'config'} [evaluate]"
+    mode = options.mode or (None if rejudge else config.setting(section, "mode", "direct"))
+    if mode is not None and mode not in RESPONSE_MODES:
+        raise StageError(f"{where} mode / --mode: one of {', '.join(RESPONSE_MODES)}, got {mode!r}")
     raw_ratios = config.setting(section, "ratios", list(DEFAULT_RATIOS))
     if not isinstance(raw_ratios, list):
         raise StageError(f"{where} ratios: a list of numbers between 0 and 1 (e.g. [0.5, 0.25]), got {raw_ratios!r}")
@@ -99,18 +99,18 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     for r in ratios or []:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
             raise StageError(f"{where} ratios / --ratios: each summary ratio must be a number between 0 and 1, got {r!r}")
-    judging = options.judging or str(config.setting(section, "judging", "batched"))
+    judging = options.judging or config.setting(section, "judging", "batched")
     if judging not in JUDGING_MODES:
-        raise StageError(f"evaluate: judging must be one of {', '.join(JUDGING_MODES)}, got {judging!r}")
+        raise StageError(f"{where} judging / --judging: one of {', '.join(JUDGING_MODES)}, got {judging!r}")
     words = options.response_words or config.setting(section, "response_words", DEFAULT_WORDS)
     if isinstance(words, bool) or not isinstance(words, int):
         raise StageError(f"{where} response_words: a whole number of words, got {words!r}")
     if words < 20:
-        raise StageError(f"evaluate: response_words must be at least 20, got {words}")
+        raise StageError(f"{where} response_words / --words: at least 20, got {words}")
     slack = config.setting(section, "summary_slack", SUMMARY_SLACK)
     if slack is False or (slack is not None and (isinstance(slack, bool) or not isinstance(slack, (int, float)) or slack < 0)):
         if slack is not False:
-            raise StageError(f"evaluate: summary_slack must be a number >= 0 (or false), got {slack!r}")
+            raise StageError(f"{where} summary_slack: a number >= 0 (or false), got {slack!r}")
         slack = None
     names = set(models or config.roles.models_under_test) | set(judges) | {config.roles.summarizer}
     parallel = options.parallel or min(MAX_PARALLEL, sum(config.endpoint(n).concurrency for n in names))
