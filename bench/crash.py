@@ -135,7 +135,9 @@ def crash_phase(setup: Setup, server: FakeOpenAIServer, store: Path, config: Pat
                 kills: int, rng: random.Random) -> PhaseResult:
     result = PhaseResult(name, reference_calls)
     start = server.calls
-    points = sorted(rng.randrange(0, max(1, reference_calls)) for _ in range(kills))
+    # One kill always lands in start-up (point 0: a random moment before any call), the rest
+    # at a random number of answered calls.
+    points = [0] + sorted(rng.randrange(1, max(2, reference_calls)) for _ in range(kills - 1))
     answered: set[str] = set()  # canonical requests answered so far
     seen = start
 
