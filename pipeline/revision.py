@@ -30,7 +30,7 @@ from .judging import judge_generation, prompt_hash
 from .llm import LLMClient, Params, ReplyError, parse_json_lenient, repair_message, structured_format
 from .prompts import Template, defuse, load_template, numbered
 from .store import Store, now
-from .synthesis import CountError, active_constraints, clean_item, item_key, usable
+from .synthesis import CountError, active_constraints, clean_item, item_key, unusable_reason
 
 EASY_REASON = "too easy: the base article satisfied it"
 DIRECT_REASON = "direct revision: every constraint hardened"
@@ -139,7 +139,7 @@ async def ask_replacements(
         raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable replacements after a repair round: {last}")
     call_ids = [completion.call_id] if completion.call_id else []
     prompt = "\n".join(sources)
-    chosen = _usable(got, originals, keep, {}, prompt)  # type: ignore[arg-type]
+    chosen, why = _usable(got, originals, keep, {}, prompt)  # type: ignore[arg-type]
     convo = convo + [{"role": "assistant", "content": completion.text}]
     asked = 0
     rounds = 0
@@ -149,7 +149,8 @@ async def ask_replacements(
         asked += len(missing)
         more_template = load_template("revise_missing")
         ask = more_template.render(
-            missing="\n".join(f"{i}. {defuse(originals[i - 1])}" for i in missing),
+            missing="\n".join(f"{i}. {defuse(originals[i - 1])}\n   (your reply for {i}: {why.get(i, 'none given')})"
+                              for i in missing),
             k=len(missing), ids=", ".join(map(str, missing)),
         )[-1]
         try:
@@ -161,7 +162,7 @@ async def ask_replacements(
             break
         if more_completion.call_id:
             call_ids.append(more_completion.call_id)
-        chosen = _usable({i: t for i, t in more.items() if i in missing}, originals, keep, chosen, prompt)  # type: ignore[union-attr]
+        chosen, why = _usable({i: t for i, t in more.items() if i in missing}, originals, keep, chosen, prompt)  # type: ignore[union-attr]
     if len(chosen) < k:
         absent = [i for i in range(1, k + 1) if i not in chosen]
         raise CountError(
@@ -172,18 +173,29 @@ async def ask_replacements(
 
 
 def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], chosen: dict[int, str],
-            prompt: str) -> dict[int, str]:
+            prompt: str) -> tuple[dict[int, str], dict[int, str]]:
     """Add the replacements that are new constraints: not the original, not a kept constraint,
-    not another pick, and not a fragment, paragraph or passage copied from the prompt."""
+    not another pick, and not a fragment, paragraph or passage copied from the articles.
+    Returns (chosen so far, why each refused id was refused)."""
     out = dict(chosen)
+    why: dict[int, str] = {}
     taken = {item_key(t) for t in keep} | {item_key(t) for t in out.values()}
     for cid in sorted(got):
-        key = item_key(got[cid])
-        if cid in out or key == item_key(originals[cid - 1]) or key in taken or not usable(got[cid], prompt):
+        if cid in out:
             continue
-        out[cid] = got[cid]
-        taken.add(key)
-    return out
+        key = item_key(got[cid])
+        if key == item_key(originals[cid - 1]):
+            why[cid] = "the same as the original"
+        elif key in taken:
+            why[cid] = "repeats another constraint of the list"
+        else:
+            reason = unusable_reason(got[cid], prompt)
+            if reason is None:
+                out[cid] = got[cid]
+                taken.add(key)
+            else:
+                why[cid] = reason
+    return out, why
 
 
 # -- the base article ------------------------------------------------------------------------------

@@ -144,11 +144,21 @@ MIN_WORDS = 3  # shorter is a placeholder ("Describe ...") or a fragment, not a 
 MAX_WORDS = 60  # longer is a pasted paragraph, not a constraint
 
 
-def usable(item: str, prompt: str) -> bool:
-    """An item is a constraint, not a fragment, a paragraph, or a passage copied from the prompt
-    (its rules, or the articles it shows): a copy is not an instruction."""
+def unusable_reason(item: str, prompt: str) -> str | None:
+    """Why an item is not a constraint (a fragment, a paragraph, a passage copied from the
+    prompt's rules or the articles it shows: a copy is not an instruction), or None."""
     words = len(re.findall(r"\w+", item))
-    return MIN_WORDS <= words <= MAX_WORDS and not copies_prompt(item, prompt)
+    if words < MIN_WORDS:
+        return "too short to be a constraint"
+    if words > MAX_WORDS:
+        return "a whole paragraph, not one requirement"
+    if copies_prompt(item, prompt):
+        return "copied from the texts or the instructions instead of written in your own words"
+    return None
+
+
+def usable(item: str, prompt: str) -> bool:
+    return unusable_reason(item, prompt) is None
 
 
 def prompt_text(messages: Sequence[dict[str, str]]) -> str:

@@ -55,6 +55,7 @@ async def test_identical_or_missing_replacements_asked_again_by_id(tmp_path) -> 
     assert got.asked_again == 2
     ask = server.requests[1]["messages"][-1]["content"]
     assert "for ids 2, 3 only" in ask and "2. Old two." in ask and "1. Old one." not in ask
+    assert "(your reply for 2: the same as the original)" in ask and "(your reply for 3: none given)" in ask
 
 
 async def test_still_missing_after_repair_fails(tmp_path) -> None:
