@@ -132,9 +132,9 @@ async def test_compare_highlights_evidence_in_both(tmp_path):
         table = screen.query_one("#compare-table")
         assert table.row_count == 3 and screen.models == ["m1", "m2"]
         # C1: both models satisfy it on the full response and the summary.
-        assert [str(c) for c in table.get_row_at(0)[2:]] == ["yes", "yes", "yes", "yes"]
+        assert [str(c) for c in table.get_row_at(0)[1:5]] == ["yes", "yes", "yes", "yes"]
         # C2 (row 2) flipped for both.
-        assert [str(c) for c in table.get_row_at(1)[2:]] == ["yes", "no", "yes", "no"]
+        assert [str(c) for c in table.get_row_at(1)[1:5]] == ["yes", "no", "yes", "no"]
         assert screen.highlighted["cmp-a"] == [span(RESPONSE, "a flood defence plan for the river district")]
         assert screen.highlighted["cmp-b"] == [span(RESPONSE_2, "the flood defence plan passed")]
         table.focus()

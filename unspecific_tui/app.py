@@ -44,6 +44,8 @@ class UnspecificApp(App[None]):
     TITLE = "unspecific"
     MODES = {name: _mode(name) for name in SCREENS_ORDER}
     DEFAULT_MODE = "build"
+    # Screens get -narrow / -medium / -wide classes; app.tcss lays them out per width.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (200, "-wide")]
     BINDINGS = [
         Binding("1", "switch_mode('build')", "Build", show=True),
         Binding("2", "switch_mode('instructions')", "Instr.", show=True),

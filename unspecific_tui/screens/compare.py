@@ -60,8 +60,8 @@ class CompareScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#compare-table", DataTable)
-        for label, key in (("#", "pos"), ("constraint", "text"), ("A Org", "a_org"), ("A Core", "a_core"),
-                           ("B Org", "b_org"), ("B Core", "b_core")):
+        for label, key in (("#", "pos"), ("A Org", "a_org"), ("A Core", "a_core"), ("B Org", "b_org"),
+                           ("B Core", "b_core"), ("constraint", "text")):
             table.add_column(label, key=key)
         self._take_target()
         table.focus()
@@ -130,13 +130,13 @@ class CompareScreen(Screen):
         table.clear()
         rows = []
         for c in active:
-            cells: list[object] = [str(c.position), c.text]
+            cells: list[object] = [str(c.position)]
             for slot in (0, 1):
                 for kind in ("full", "core"):
                     gid = next((g for g, (s, k) in gens.items() if s == slot and k == kind), None)
                     vs = self.verdicts.get((c.id, gid), []) if gid else []
                     cells.append(_mark(sum(v[1] for v in vs) / len(vs) if vs else None))
-            rows.append(cells)
+            rows.append([*cells, c.text])
         table.add_rows(rows)
         self._gens = gens
         self.query_one("#compare-head", Static).update(
