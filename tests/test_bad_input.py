@@ -307,7 +307,7 @@ def test_read_only_store(folder_writable, seeded, capsys) -> None:
         (folder / "dead.toml").write_text(DEAD)
         _jsonl(folder / "new.jsonl", [{"id": "n1", "text": _words(400)}])
         store.chmod(0o444)
-        folder.chmod(0o777 if folder_writable else 0o755)
+        folder.chmod(0o777 if folder_writable else 0o555)
         digest = hashlib.sha256(store.read_bytes()).hexdigest()
         results = {}
         for name, argv in COMMANDS.items():
