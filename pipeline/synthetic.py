@@ -197,7 +197,7 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
                     flags.append((next_constraint, flag, detail))
                 active.append((next_constraint, text))
                 next_constraint += 1
-            for m_index, model in enumerate(spec.models):
+            for model in spec.models:
                 p_full, p_keep = skill[model]
                 sents = [_sentence(rng, words) for _ in range(rng.randint(22, 30))]
                 # A response echoes some constraints' wording and some article sentences.
@@ -209,13 +209,14 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
                 generations.append((resp_id, "response", iid, model, "direct", None, None, put(body),
                                     len(body.split()), None, None, STAMP))
                 next_gen += 1
+                sent_words = [x.rstrip(".").split() for x in sents]
                 full_pass: dict[int, int] = {}
                 for cid, _ in active:
                     yes = rng.random() < p_full
                     full_pass[cid] = int(yes)
-                    for j_index, judge in enumerate(spec.judges):
+                    for judge in spec.judges:
                         v = yes if rng.random() > 0.08 else not yes  # judges disagree now and then
-                        verdicts.append(_verdict(rng, next_verdict, resp_id, cid, judge, v, sents))
+                        verdicts.append(_verdict(rng, next_verdict, resp_id, cid, judge, v, sent_words))
                         next_verdict += 1
                 for ratio in spec.ratios:
                     keep = max(2, int(len(sents) * ratio))
@@ -227,11 +228,12 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
                                         STAMP))
                     next_gen += 1
                     keep_p = min(1.0, p_keep / max(ratio / 0.25, 0.4))
+                    summ_words = [x.rstrip(".").split() for x in summ_sents]
                     for cid, _ in active:
                         yes = full_pass[cid] and rng.random() < keep_p
                         for judge in spec.judges:
                             v = yes if rng.random() > 0.05 else not yes
-                            verdicts.append(_verdict(rng, next_verdict, sid, cid, judge, v, summ_sents))
+                            verdicts.append(_verdict(rng, next_verdict, sid, cid, judge, v, summ_words))
                             next_verdict += 1
                         if yes is False and full_pass[cid] and spec.annotators and rng.random() < 0.3:
                             for a_name in spec.annotators:
@@ -272,14 +274,16 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
     return made, len(constraints), len(generations), len(verdicts)
 
 
-def _verdict(rng: random.Random, vid: int, gen_id: int, cid: int, judge: str, yes: bool, sents: list[str]) -> tuple:
+def _verdict(rng: random.Random, vid: int, gen_id: int, cid: int, judge: str, yes: bool,
+             words_of: list[list[str]]) -> tuple:
     if not yes:
         return (vid, gen_id, cid, judge, "batched", "synthetic", 0, "", "not addressed", None, None, None, STAMP)
-    words = rng.choice(sents).rstrip(".").split()
-    if rng.random() < 0.06:  # a hallucinated quote: words that are nowhere in the text
+    r = rng.random
+    words = words_of[int(r() * len(words_of))]
+    if r() < 0.06:  # a hallucinated quote: words that are nowhere in the text
         return (vid, gen_id, cid, judge, "batched", "synthetic", 1, "the committee later confirmed it", "",
                 "missing", 40.0, None, STAMP)
-    start = rng.randrange(max(1, len(words) - 5))
+    start = int(r() * max(1, len(words) - 5))
     quote = " ".join(words[start:start + 6])
     return (vid, gen_id, cid, judge, "batched", "synthetic", 1, quote, "", "exact", 100.0, None, STAMP)
 
