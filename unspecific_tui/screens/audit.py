@@ -254,9 +254,12 @@ class AuditScreen(Screen):
                 body = Text("(not generated yet)", style="dim")
             sim = self._similarity(con, text, pane, data, response, summary)
             shown.similarities[pane] = sim
-            self.query_one(f"#{pane}", TextPane).show(
-                body, key=(iid, pane, self.model, ratio),
-                subtitle=f"{words} words · {sim[0]} {sim[1]:.2f} · {len(copies)} copied")
+            widget = self.query_one(f"#{pane}", TextPane)
+            widget.show(body, key=(iid, pane, self.model, ratio),
+                        subtitle=f"{words} words · {sim[0]} {sim[1]:.2f} · {len(copies)} copied")
+            first = min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
+            if first is not None:
+                widget.reveal(first, len(text))
         self.shown = shown
         self._render_head(data, con, flags, verdicts, ratio)
         self._render_verdicts(verdicts, ratio)

@@ -169,3 +169,5 @@ class CompareScreen(Screen):
             self.highlighted[pane_id] = sorted({s for s, _ in quotes})
             pane.show(render(resp.text, (), quotes), key=(data.id, model),
                       subtitle=f"{resp.words or len(resp.text.split())} words · {len(quotes)} quote(s)")
+            if quotes:
+                pane.reveal(min(s[0] for s, _ in quotes), len(resp.text))

@@ -25,6 +25,19 @@ class TextPane(VerticalScroll, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static("", classes="pane-body")
 
+    def reveal(self, offset: int | None, length: int) -> None:
+        """Scroll so that character ``offset`` is in view (estimated from its share of the text)."""
+        if offset is None or length <= 0:
+            return
+
+        def go() -> None:
+            height = self.virtual_size.height
+            if height > self.size.height:
+                target = int(height * offset / length) - self.size.height // 3
+                self.scroll_to(y=max(0, target), animate=False)
+
+        self.call_after_refresh(go)
+
     def show(self, text: Text, *, key: object = None, subtitle: str = "") -> None:
         """Replace the content; scroll to the top only when a different text arrives.
 
