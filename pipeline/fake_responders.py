@@ -392,6 +392,8 @@ def audit_rows(store: Store, *, build_run: str, n_pairs: int, conditions: tuple[
     judged = (f"FROM verdicts v JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id"
               f" WHERE g.kind IN ('response', 'summary') AND c.active = 1 AND g.instruction_id IN ({inst})")
     key = "v.generation_id || '/' || v.constraint_id || '/' || v.judge || '/' || v.judging_mode"
+    # A verdict counts when the judge gave it (it carries its call): a No recorded because the
+    # judge never answered is a missing result, asked again by the next run.
     out.append(RowCount(
         "verdicts", n_inst * models * (1 + ratios) * n_constraints * judges,
         q(f"SELECT count(DISTINCT {key}) {judged} AND v.call_id IS NOT NULL", params),
