@@ -348,7 +348,10 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
         fields = {
             "main_task": defuse(instruction["main_task"] or ""), "article_a": defuse(article_a),
             "article_b": defuse(article_b), "base_article": defuse(base["body"] if base else ""),
-            "constraints": numbered([r["text"] for r in rows]), "n": len(rows), "too_easy": too_easy, "k": len(easy),
+            # bullets, not numbers: the ids a reply uses are the TOO EASY ones, and a small model
+            # mixes up two numbered lists
+            "constraints": "\n".join(f"- {defuse(r['text'])}" for r in rows), "n": len(rows), "too_easy": too_easy,
+            "k": len(easy),
         }
         easy_ids = {r["id"] for r in easy}
         kept = [r["text"] for r in rows if r["id"] not in easy_ids]
