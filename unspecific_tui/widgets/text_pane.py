@@ -31,10 +31,10 @@ class TextPane(VerticalScroll, can_focus=True):
             return
 
         def go() -> None:
-            height = self.virtual_size.height
-            if height > self.size.height:
-                target = int(height * offset / length) - self.size.height // 3
-                self.scroll_to(y=max(0, target), animate=False)
+            height, view = self.virtual_size.height, self.size.height
+            line = int(height * offset / length)
+            if height > view and not self.scroll_y + 1 <= line < self.scroll_y + view - 2:  # already in view: stay
+                self.scroll_to(y=max(0, line - view // 3), animate=False)
 
         self.call_after_refresh(go)
 
