@@ -271,6 +271,3 @@ class UnspecificApp(App[None]):
                                     f"key {binding.key_display or binding.key}",
                                     lambda b=binding: self.run_action(b.action, screen))
 
-
-def run_app(store_path: str | Path, **kwargs: Any) -> None:
-    UnspecificApp(store_path, **kwargs).run()

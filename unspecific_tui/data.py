@@ -210,10 +210,6 @@ class StoreView:
 
         return row[0], np.frombuffer(row[1], dtype=np.float32).tolist()
 
-    def annotations(self, cid: int, gen_id: int) -> list[sqlite3.Row]:
-        return self._rows("SELECT annotator, label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?",
-                          (cid, gen_id))
-
 
 def cosine(a: list[float], b: list[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b))
@@ -237,10 +233,6 @@ class Outcome:
     @property
     def flipped(self) -> bool:
         return passes(self.full) and self.summary is not None and not passes(self.summary)
-
-    @property
-    def pass_both(self) -> bool:
-        return passes(self.full) and passes(self.summary)
 
 
 @dataclass
@@ -276,9 +268,6 @@ class Analysis:
     response_of: dict[tuple[int, str], int]  # (instruction id, model) -> response generation id
     flags: dict[int, set[str]] = field(default_factory=dict)
     metrics: Any = None  # pipeline.metrics.Metrics, once computed
-
-    def flipped(self, model: str | None = None) -> list[tuple[int, str]]:
-        return [k for k, o in self.outcomes.items() if o.flipped and (model is None or k[1] == model)]
 
 
 def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, ratio: float | None = None) -> Analysis:
