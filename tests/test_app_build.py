@@ -224,6 +224,27 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
             assert calls > 0  # usage recorded once, by the stages themselves
             revised = app.conn.execute("SELECT count(*) FROM constraints WHERE origin = 'revised'").fetchone()[0]
             assert revised > 0
+            # Evaluation from the same screen: respond, summarize, judge (pipeline.evaluate).
+            for stage in ("respond", "summarize", "judge"):
+                await select_stage(pilot, app, stage)
+                await pilot.press("s")
+                await wait_idle(app, pilot)
+                assert app.screen.states[stage] == "done", app.screen.query_one("#build-log").lines
+            judged = app.conn.execute("SELECT count(*), sum(quote_found IS NOT NULL) FROM verdicts"
+                                      " WHERE generation_id IN (SELECT id FROM generations WHERE kind = 'summary')"
+                                      ).fetchone()
+            assert judged[0] > 0 and judged[1] > 0
+            calls_after = app.conn.execute("SELECT calls FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            assert calls_after > calls  # the app added the evaluation stages' usage
+            # Every screen reads what the real stages wrote.
             await pilot.press("3")
             await settle(app, pilot)
-            assert app.screen.shown.constraint_id is not None
+            shown = app.screen.shown
+            assert shown.constraint_id is not None and shown.model == "fake"
+            assert any(span for _, span in shown.quotes["response"])  # judges' quotes found in the response
+            await pilot.press("2")
+            await settle(app, pilot)
+            assert app.screen.query_one("#instr-table").row_count == 2 * 2  # 2 pairs x (eval, single) x 1 model
+            await pilot.press("6")
+            await settle(app, pilot)
+            assert app.screen.cells and {c.condition for c in app.screen.cells} == {"eval", "single"}
