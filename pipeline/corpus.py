@@ -235,18 +235,19 @@ def read_folder(path: Path) -> Iterator[RawArticle | Skip]:
         yield _file_article(file, file.relative_to(path).with_suffix("").as_posix())
 
 
-def _file_article(file: Path, source_id: str) -> RawArticle | Skip:
-    decoded = _decode(_read_file(file), str(file))
+def _file_article(file: Path, source_id: str, where: str | None = None) -> RawArticle | Skip:
+    where = where or str(file)
+    decoded = _decode(_read_file(file), where)
     if isinstance(decoded, Skip):
         return decoded
     if not decoded.strip():
-        return Skip(str(file), "empty file")
+        return Skip(where, "empty file")
     if looks_binary(decoded):
-        return Skip(str(file), "binary content")
+        return Skip(where, "binary content")
     title, body = split_title(decoded, file.suffix.lower())
     if not body:
-        return Skip(str(file), "a title but no body")
-    return RawArticle(source_id, body, title, str(file))
+        return Skip(where, "a title but no body")
+    return RawArticle(source_id, body, title, where)
 
 
 def _read_file(path: Path) -> bytes:
@@ -287,7 +288,7 @@ def news_articles_zip() -> Path:
 def read_bbc_news() -> Iterator[RawArticle | Skip]:
     data = bbc_news_dir()
     for file in sorted(data.glob("*/*.txt")):
-        yield _file_article(file, f"{file.parent.name}/{file.stem}")
+        yield _file_article(file, f"{file.parent.name}/{file.stem}", f"bbc-news {file.parent.name}/{file.name}")
 
 
 def read_news_articles() -> Iterator[RawArticle | Skip]:
@@ -297,7 +298,7 @@ def read_news_articles() -> Iterator[RawArticle | Skip]:
         if not names:
             raise CorpusError(f"{path}: no CSV inside")
         raw = zf.read(names[0])
-    where = f"{path}!{names[0]}"
+    where = f"news-articles {path.name}!{names[0]}"
     decoded = _decode(raw, where)
     if isinstance(decoded, Skip):
         raise CorpusError(f"{where}: {decoded.reason}")

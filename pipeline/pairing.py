@@ -79,7 +79,7 @@ class PairSummary:
     search: str  # brute | index | index->brute
     articles: int  # kept articles in the domain
     pairs: int = 0
-    unpaired: list[int] = field(default_factory=list)  # articles with no partner under the rule
+    unpaired: list[int] = field(default_factory=list)  # articles in no pair (neither A nor B)
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
@@ -337,7 +337,7 @@ def pair_domain(
     ]
     summary = PairSummary(options.domain, options.rule, embedder.name, search, n, pairs=len(choices),
                           pending=pending, seconds=timings)
-    paired = {c.article_a for c in choices}
+    paired = {c.article_a for c in choices} | {c.article_b for c in choices}
     summary.unpaired = [i for i in aid if i not in paired]
     summary.mean_cosine = float(np.mean([c.cosine for c in choices])) if choices else 0.0
     if report.recalls:

@@ -192,15 +192,16 @@ def run_list(args: argparse.Namespace) -> int:
 
     table = Table(title="articles per domain and corpus (min/med/mean/max: words of kept ones)",
                   box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
-    for col in ("domain", "corpus", "total", "kept", "dup", "near", "short", "long", "min", "med", "mean", "max"):
-        table.add_column(col, justify="left" if col in ("domain", "corpus") else "right", no_wrap=True)
+    for col in ("domain", "corpus", "kept", "dup", "near", "short", "long", "min", "med", "mean", "max"):
+        text = col in ("domain", "corpus")  # names may wrap; numbers never
+        table.add_column(col, justify="left" if text else "right", no_wrap=not text, overflow="fold")
     for s in stats:
         c = s.counts
         w = s.kept_words
         name = "[italic]all corpora[/]" if s.corpus == "*" else s.corpus
         pending = f" (+{c['pending']} pending)" if c.get("pending") else ""
         table.add_row(
-            s.domain, name, str(s.total), f"{c.get('kept', 0)}{pending}", str(c.get("duplicate", 0)),
+            s.domain, name, f"{c.get('kept', 0)}{pending}", str(c.get("duplicate", 0)),
             str(c.get("near_duplicate", 0)), str(c.get("too_short", 0)), str(c.get("too_long", 0)),
             *([f"{w['min']:.0f}", f"{w['median']:.0f}", f"{w['mean']:.0f}", f"{w['max']:.0f}"] if w else ["-"] * 4),
             end_section=s.corpus == "*",

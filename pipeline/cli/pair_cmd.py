@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     window = f"[{args.min_cos}, {args.max_cos})" if args.rule == "research" else f"< {args.max_cos}"
     out.print(f"domain [bold]{s.domain}[/], rule [bold]{s.rule}[/] (cosine {window}), {s.model}, "
-              f"{s.search} search: {s.articles} kept articles -> {s.pairs} pairs, {len(s.unpaired)} without a partner")
+              f"{s.search} search: {s.articles} kept articles -> {s.pairs} pairs, {len(s.unpaired)} articles in no pair")
     out.print(f"  stored: {s.inserted} new, {s.updated} changed, {s.unchanged} unchanged, {s.removed} removed"
               + (f", {s.kept_in_use} old pairs kept (used by instructions)" if s.kept_in_use else ""))
     if stats and stats["n"]:
