@@ -106,7 +106,7 @@ async def test_instructions_filters_and_sort(synthetic):
         await pilot.pause()
         orgs = [r.org for r in screen.rows]
         assert orgs == sorted(orgs, reverse=True) and orgs[0] > orgs[-1]
-        assert table.get_row_at(0)[4] == f"{100 * orgs[0]:.0f}"
+        assert str(table.get_row_at(0)[4]) == f"{100 * orgs[0]:.0f}"
         screen.sort_by("superficial", reverse=False)
         await pilot.pause()
         sups = [r.superficial for r in screen.rows if r.superficial is not None]
@@ -231,3 +231,27 @@ async def test_report_shows_metrics_groups_with_intervals(synthetic):
         await pilot.press("g")
         await pilot.pause()
         assert app.screen.chart == "superficial"
+
+
+async def test_instructions_pages_of_rows(tmp_path, monkeypatch):
+    from unspecific_tui.screens import instructions
+
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=12, seed=4))
+    monkeypatch.setattr(instructions, "PAGE", 10)
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("2")
+        await settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one("#instr-table")
+        assert len(screen.rows) == 24 and table.row_count == 10
+        assert "+ for more" in text_of(screen.query_one("#instr-status"))
+        screen.sort_by("core", reverse=True)  # sorting runs over every row, not the page
+        await pilot.pause()
+        cores = sorted((r.core for r in screen.rows), reverse=True)
+        assert float(str(table.get_row_at(0)[5])) == round(100 * cores[0])
+        await pilot.press("plus", "plus")
+        await pilot.pause()
+        assert table.row_count == 24 and "+ for more" not in text_of(screen.query_one("#instr-status"))

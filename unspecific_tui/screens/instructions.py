@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -18,6 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Select, Static
 from ..data import Analysis, InstructionRow
 
 ANY = "__any__"
+PAGE = 300
 # flag filter -> test on a row
 FLAGS: dict[str, tuple[str, Callable[[InstructionRow], bool]]] = {
     "proper_noun": ("proper noun", lambda r: r.flags.get("proper_noun", 0) > 0),
@@ -73,6 +75,7 @@ class InstructionsScreen(Screen):
         Binding("S", "reverse", "Sort: reverse"),
         Binding("slash", "focus_filters", "Filters", key_display="/"),
         Binding("escape", "clear_filters", "Clear filters"),
+        Binding("plus", "more", "More rows", key_display="+"),
     ]
 
     def __init__(self) -> None:
@@ -81,6 +84,7 @@ class InstructionsScreen(Screen):
         self.sort_key: str = "id"
         self.sort_reverse = False
         self.rows: list[InstructionRow] = []  # what the table shows now, in order
+        self.shown = 0  # rows added to the table (a page at a time)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -151,12 +155,33 @@ class InstructionsScreen(Screen):
         self.rows = rows
         table = self.query_one("#instr-table", DataTable)
         table.clear()
-        table.add_rows([tuple(c.fmt(c.value(r)) for c in COLUMNS) for r in rows])
+        # A page of rows (DataTable's cost grows with rows): sorting and filtering run over all of
+        # them, so the rows worth reading come up; `+` shows the next page.
+        self.shown = 0
+        self._add_page()
+
+    def _add_page(self) -> None:
+        table = self.query_one("#instr-table", DataTable)
+        page = self.rows[self.shown:self.shown + PAGE]
+        table.add_rows([tuple(Text(c.fmt(c.value(r))) for c in COLUMNS) for r in page])
+        self.shown += len(page)
+        self._status()
+
+    def action_more(self) -> None:
+        if self.shown < len(self.rows):
+            self._add_page()
+        else:
+            self.notify("every row is shown")
+
+    def _status(self) -> None:
+        analysis = self.app.analysis
+        col = BY_KEY[self.sort_key]
         arrow = "↓" if self.sort_reverse else "↑"
-        active = ", ".join(f"{k}={v}" for k, v in f.items() if v != ANY) or "none"
+        active = ", ".join(f"{k}={v}" for k, v in self.filters.items() if v != ANY) or "none"
+        more = f" (showing {self.shown:,}: + for more)" if self.shown < len(self.rows) else ""
         self.query_one("#instr-status", Static).update(
-            f"{len(rows):,} of {len(analysis.rows):,} rows · filters: {active} · sorted by {col.label} {arrow}"
-            f" · summary ratio {analysis.ratio:g}")
+            f"{len(self.rows):,} of {len(analysis.rows) if analysis else 0:,} rows{more} · filters: {active}"
+            f" · sorted by {col.label} {arrow} · summary ratio {analysis.ratio if analysis else 0:g}")
 
     def sort_by(self, key: str, reverse: bool | None = None) -> None:
         if reverse is None:
