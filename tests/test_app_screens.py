@@ -255,3 +255,20 @@ async def test_instructions_pages_of_rows(tmp_path, monkeypatch):
         await pilot.press("plus", "plus")
         await pilot.pause()
         assert table.row_count == 24 and "+ for more" not in text_of(screen.query_one("#instr-status"))
+
+
+async def test_every_screen_on_an_empty_store(tmp_path):
+    app = UnspecificApp(tmp_path / "new.sqlite", stages={})  # created on open
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert "no run yet" in text_of(app.screen.query_one("#run-totals"))
+        expected = {"audit": ("#audit-head", "No constraints"), "compare": ("#compare-head", "No instructions"),
+                    "annotate": ("#ann-head", "Nothing to annotate"), "report": ("#report-head", "No judged")}
+        for key, name in zip("23456", SCREENS_ORDER[1:]):
+            await pilot.press(key)
+            await settle(app, pilot)
+            assert app.current_mode == name
+            if name in expected:
+                widget, words = expected[name]
+                assert words in text_of(app.screen.query_one(widget))
+        assert app.return_code is None

@@ -81,6 +81,9 @@ class ReportScreen(Screen):
         self.watch(self.app, "analysis", self._on_analysis)
 
     def _on_analysis(self, analysis: Analysis | None) -> None:
+        if analysis is not None and not analysis.rows:
+            self.query_one("#report-head", Static).update("No judged responses yet: run the evaluation stages (1).")
+            return
         if analysis is None or analysis.metrics is None:
             self.query_one("#report-head", Static).update("computing the metrics…")
             return
