@@ -77,29 +77,31 @@ class AuditScreen(Screen):
 
     def on_mount(self) -> None:
         self.ratio = self.app.ratio
-        self._show_target()
 
     def on_screen_resume(self) -> None:
         self._show_target()
 
     def _show_target(self) -> None:
-        # The view re-reads the order after a stage wrote (StoreChanged); otherwise it is cached.
-        current = self.order[self.index][0] if self.order else None
-        self.order = self.app.view.constraint_order()
-        if current is not None:
-            self.index = next((i for i, o in enumerate(self.order) if o[0] == current), min(self.index, len(self.order) - 1))
+        """Show the constraint another screen asked for, or stay where we were."""
+        order = self.app.view.constraint_order()  # cached; re-read after a stage wrote
         target = self.app.target
+        if target is None and order is self.order and self.shown.constraint_id is not None:
+            return  # nothing changed while we were away
+        current = self.order[self.index][0] if self.order else None
+        if order is not self.order:
+            self.order = order
+            if current is not None:
+                self.index = next((i for i, o in enumerate(order) if o[0] == current), 0)
         if target is not None:
             self.app.target = None
             iid, model, cid = target
             if model:
                 self.model = model
             if cid is None:
-                keys = [o[1] for o in self.order]
-                pos = bisect.bisect_left(keys, iid)
-                self.index = pos if pos < len(self.order) else 0
+                pos = bisect.bisect_left(order, iid, key=_instruction)
+                self.index = pos if pos < len(order) else 0
             else:
-                self.index = next((i for i, o in enumerate(self.order) if o[0] == cid), 0)
+                self.index = next((i for i, o in enumerate(order) if o[0] == cid), 0)
         self.refresh_constraint()
 
     # -- actions -------------------------------------------------------------------------
@@ -112,15 +114,15 @@ class AuditScreen(Screen):
         """First constraint of the next (or previous) instruction."""
         if not self.order:
             return
-        keys = [o[1] for o in self.order]
-        current = self.order[self.index][1]
+        order = self.order
+        current = order[self.index][1]
         if step > 0:
-            i = bisect.bisect_right(keys, current)
-            self.index = i if i < len(self.order) else self.index
+            i = bisect.bisect_right(order, current, key=_instruction)
+            self.index = i if i < len(order) else self.index
         else:
-            start = bisect.bisect_left(keys, current)
-            prev = keys[start - 1] if start > 0 else current
-            self.index = bisect.bisect_left(keys, prev)
+            start = bisect.bisect_left(order, current, key=_instruction)
+            prev = order[start - 1][1] if start > 0 else current
+            self.index = bisect.bisect_left(order, prev, key=_instruction)
         self.refresh_constraint()
 
     def _seek(self, test, what: str) -> None:
@@ -173,7 +175,8 @@ class AuditScreen(Screen):
 
     def action_toggle_copy(self) -> None:
         self.copy_mode = "references" if self.copy_mode == "constraint" else "constraint"
-        self.notify(f"copied n-grams: {'response vs references' if self.copy_mode == 'references' else 'constraint vs each text'}")
+        what = "response vs references" if self.copy_mode == "references" else "constraint vs each text"
+        self.notify(f"copied n-grams: {what}")
         self.refresh_constraint()
 
     def action_next_pane(self) -> None:
@@ -322,6 +325,10 @@ class AuditScreen(Screen):
         body = Text("\n").join(lines)
         body.no_wrap, body.overflow = True, "ellipsis"
         self.query_one("#audit-verdicts", Static).update(body, layout=not same)
+
+
+def _instruction(entry: tuple[int, int]) -> int:
+    return entry[1]
 
 
 def _esc(text: str) -> str:
