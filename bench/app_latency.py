@@ -34,13 +34,13 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-async def measure(store: Path, moves: int) -> dict[str, float]:
+async def measure(store: Path, moves: int, size: tuple[int, int] = (160, 48)) -> dict[str, float]:
     from unspecific_tui.app import UnspecificApp
 
     t0, c0 = time.perf_counter(), time.process_time()
     app = UnspecificApp(store, stages={})
     out: dict[str, float] = {}
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.pause()
         while not app.screen.query("#runs") or not app.screen.query_one("#runs").row_count:
             await asyncio.sleep(0.005)
@@ -129,6 +129,7 @@ def main() -> int:
     parser.add_argument("--instructions", type=int, default=2000)
     parser.add_argument("--store", default=None, help="reuse/create the synthetic store here")
     parser.add_argument("--moves", type=int, default=200)
+    parser.add_argument("--size", default="160x48", help="terminal size, WIDTHxHEIGHT (default 160x48)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from pipeline.synthetic import SyntheticSpec, build_synthetic_store
@@ -139,13 +140,14 @@ def main() -> int:
         summary = build_synthetic_store(path, SyntheticSpec(n_instructions=args.instructions))
         print(f"built {summary.instructions:,} instructions, {summary.constraints:,} constraints, "
               f"{summary.verdicts:,} verdicts in {time.perf_counter() - t:.1f} s -> {path}")
-    result = asyncio.run(measure(path, args.moves))
+    width, height = (int(x) for x in args.size.lower().split("x"))
+    result = asyncio.run(measure(path, args.moves, (width, height)))
     cold = [cold_start(path) for _ in range(3)]
     result["cold_s"] = statistics.median(c[0] for c in cold)
     result["cold_cpu_s"] = statistics.median(c[1] for c in cold)
     ok_first = result["first_screen_s"] < FIRST_SCREEN_TARGET_S
     ok_move = result["move_press_p95_ms"] < MOVE_TARGET_MS
-    print(f"store: {path} ({int(result['constraints']):,} active constraints); load average "
+    print(f"store: {path} ({int(result['constraints']):,} active constraints), terminal {args.size}; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"first screen      {result['first_screen_s'] * 1000:7.0f} ms   target < {FIRST_SCREEN_TARGET_S * 1000:.0f} ms"
           f"   {'OK' if ok_first else 'SLOW'}")
