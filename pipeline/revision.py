@@ -154,8 +154,11 @@ async def ask_replacements(
             k=len(missing), ids=", ".join(map(str, missing)),
         )[-1]
         try:
+            # Asked again at temperature 0, a model tends to repeat itself: sample instead (a fixed
+            # seed keeps the call reproducible, and it is cached like any other).
             more, more_completion = await client.chat(
-                ep, convo + [ask], template=more_template, params=Params(max_tokens=300 + 80 * len(missing)),
+                ep, convo + [ask], template=more_template,
+                params=Params(temperature=0.7, seed=rounds, max_tokens=300 + 80 * len(missing)),
                 response_format=fmt, accept=lambda t: parse_replacements(t, k),
             )
         except ReplyError:
@@ -179,7 +182,8 @@ def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], 
     Returns (chosen so far, why each refused id was refused)."""
     out = dict(chosen)
     why: dict[int, str] = {}
-    taken = {item_key(t) for t in keep} | {item_key(t) for t in out.values()}
+    # The originals too: swapping one too-easy constraint for another is no revision.
+    taken = {item_key(t) for t in (*keep, *originals, *out.values())}
     for cid in sorted(got):
         if cid in out:
             continue
@@ -187,7 +191,7 @@ def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], 
         if key == item_key(originals[cid - 1]):
             why[cid] = "the same as the original"
         elif key in taken:
-            why[cid] = "repeats another constraint of the list"
+            why[cid] = "repeats another constraint of the list (or one being replaced)"
         else:
             reason = unusable_reason(got[cid], prompt)
             if reason is None:
