@@ -278,7 +278,8 @@ async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], hav
 
     try:
         items, completion = await client.chat(
-            ep, convo + [ask], template=template, params=Params(max_tokens=_max_tokens(k)),
+            # sampled at a fixed seed: asked again at temperature 0, a model tends to repeat itself
+            ep, convo + [ask], template=template, params=Params(temperature=0.7, seed=1, max_tokens=_max_tokens(k)),
             response_format=structured_format(ep, schema), accept=accept,
         )
     except ReplyError:
