@@ -65,6 +65,9 @@ class BuildOptions:
     contradictions: bool = False
     embedder: str | None = None  # for the specificity-leak flag; None = lexical only
     judging_mode: str = "batched"
+    # Rounds asking for exactly the missing items when a reply is short; then a recorded failure.
+    # One is the method's contract; small local models need a few more to reach 39.
+    repair_rounds: int = 1
     generator: str | None = None  # endpoint name (default: roles.generator)
     base_judge: str | None = None  # endpoint name (default: the first of roles.judges)
 
@@ -76,7 +79,8 @@ class BuildOptions:
         for key, setting in (("n", "n_instructions"), ("n_constraints", "n_constraints"), ("words", "article_words"),
                              ("rule", "rule"), ("contradictions", "contradictions"), ("embedder", "embedder"),
                              ("judging_mode", "judging_mode"), ("generator", "generator"), ("base_judge", "base_judge"),
-                             ("domain", "domain"), ("conditions", "conditions")):
+                             ("domain", "domain"), ("conditions", "conditions"),
+                             ("repair_rounds", "repair_rounds")):
             if setting in section:
                 values[key] = section[setting]
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -96,7 +100,8 @@ class BuildOptions:
         unknown = [c for c in self.conditions if c not in CONDITIONS]
         if unknown or not self.conditions:
             raise StageError(f"{where}: conditions must be some of {', '.join(CONDITIONS)}, got {', '.join(self.conditions) or 'none'}")
-        for name, value, low in (("n", self.n, 1), ("n_constraints", self.n_constraints, 1), ("words", self.words, 30)):
+        for name, value, low in (("n", self.n, 1), ("n_constraints", self.n_constraints, 1), ("words", self.words, 30),
+                                 ("repair_rounds", self.repair_rounds, 0)):
             if not isinstance(value, int) or value < low:
                 raise StageError(f"{where}: {name} must be a whole number >= {low}, got {value!r}")
         if self.rule not in RULES:
@@ -336,7 +341,7 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                 with usage_scope(_usage_for(summary, "single")):
                     try:
                         result = await synthesize_single(client, generator, _text(store, pair["article_a"]), n,
-                                                         domain=options.domain)
+                                                         domain=options.domain, repair_rounds=options.repair_rounds)
                     except ParseError as exc:
                         ok = _fail(store, inst["id"], exc, progress, "synthesize")
                     else:
@@ -352,6 +357,7 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                     result = await synthesize_common(
                         client, generator, _text(store, pair["article_a"]), _text(store, b), n,
                         domain=options.domain, seed=f"{pair['article_a']}-{b}",
+                        repair_rounds=options.repair_rounds,
                     )
                 except ParseError as exc:
                     ok = _fail(store, holder["id"], exc, progress, "synthesize")
@@ -437,9 +443,10 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
             try:
                 if inst["status"] != "revised":
                     if condition == "direct":
-                        result = await revise_direct(store, client, generator, inst)
+                        result = await revise_direct(store, client, generator, inst, repair_rounds=options.repair_rounds)
                     elif condition == "eval":
-                        result = await revise_eval(store, client, generator, inst, judge=judge, mode=options.judging_mode)
+                        result = await revise_eval(store, client, generator, inst, judge=judge, mode=options.judging_mode,
+                                                   repair_rounds=options.repair_rounds)
                     else:
                         result = None
                     if result is not None:

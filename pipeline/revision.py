@@ -331,7 +331,7 @@ class RevisionResult:
 
 
 async def revise_eval(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any], *, judge: str,
-                      mode: str) -> RevisionResult:
+                      mode: str, repair_rounds: int = 1) -> RevisionResult:
     """Replace the constraints the base article satisfies; keep the rest."""
     gen_id = instruction["base_generation_id"] or (base_generation(store, instruction["id"]) or {}).get("id")
     if gen_id is None:
@@ -360,7 +360,8 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
         easy_ids = {r["id"] for r in easy}
         kept = [r["text"] for r in rows if r["id"] not in easy_ids]
         got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in easy], keep=kept,
-                                     sources=[article_a, article_b, base["body"] if base else ""])
+                                     sources=[article_a, article_b, base["body"] if base else ""],
+                                     repair_rounds=repair_rounds)
         asked = got.asked_again
         changes = [
             Change(r, text, EASY_REASON, 1, verdicts[r["id"]].get("quote")) for r, text in zip(easy, got.texts, strict=True)
@@ -369,7 +370,8 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
     return RevisionResult(len(changes), asked)
 
 
-async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any]) -> RevisionResult:
+async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any], *,
+                        repair_rounds: int = 1) -> RevisionResult:
     """Harden every constraint."""
     rows = active_constraints(store, instruction["id"])
     article_a, article_b = _articles(store, instruction)
@@ -379,6 +381,6 @@ async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruct
         "article_b": defuse(article_b), "constraints": numbered([r["text"] for r in rows]), "n": len(rows),
     }
     got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in rows],
-                                 sources=[article_a, article_b])
+                                 sources=[article_a, article_b], repair_rounds=repair_rounds)
     apply_revision(store, instruction["id"], [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True)])
     return RevisionResult(len(rows), got.asked_again)

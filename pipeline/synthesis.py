@@ -294,16 +294,18 @@ def scramble(items: Sequence[str], seed: str) -> list[str]:
     return out
 
 
-async def synthesize_single(client: LLMClient, endpoint: str, article: str, n: int, *, domain: str) -> Synthesis:
+async def synthesize_single(client: LLMClient, endpoint: str, article: str, n: int, *, domain: str,
+                            repair_rounds: int = 1) -> Synthesis:
     template = load_template("synthesize_single")
-    return await ask_constraints(client, endpoint, template, {"article": defuse(article), "n": n, "domain": domain}, n)
+    fields = {"article": defuse(article), "n": n, "domain": domain}
+    return await ask_constraints(client, endpoint, template, fields, n, repair_rounds=repair_rounds)
 
 
 async def synthesize_common(client: LLMClient, endpoint: str, article_a: str, article_b: str, n: int, *,
-                            domain: str, seed: str) -> Synthesis:
+                            domain: str, seed: str, repair_rounds: int = 1) -> Synthesis:
     template = load_template("synthesize_common")
     fields = {"article_a": defuse(article_a), "article_b": defuse(article_b), "n": n, "domain": domain}
-    result = await ask_constraints(client, endpoint, template, fields, n)
+    result = await ask_constraints(client, endpoint, template, fields, n, repair_rounds=repair_rounds)
     result.constraints = scramble(result.constraints, seed)
     return result
 

@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embedder", default=None, help="embedding model for the specificity-leak flag (mpnet, minilm); default lexical only")
     p.add_argument("--judging-mode", choices=["batched", "per_constraint"], default=None, dest="judging_mode",
                    help="how the base article is judged (default batched)")
+    p.add_argument("--repair-rounds", type=positive_int, default=None, dest="repair_rounds",
+                   help="rounds asking for exactly the missing items of a short list before the instruction "
+                        "is recorded as failed (default 1; small local models need 3-4 to reach 39)")
     p.add_argument("--step", action="store_true", help="run one stage at a time and show what it wrote before going on")
     p.add_argument("--max-units", type=positive_int, default=None, help="stop after this many units of work (pairs / instructions)")
     p.set_defaults(func=run)
@@ -48,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         domain=args.domain, n=args.n, conditions=parse_csv(args.conditions) if args.conditions else None,
         n_constraints=args.n_constraints, words=args.words, rule=args.rule, run_id=args.run_id,
         contradictions=args.contradictions, embedder=args.embedder, judging_mode=args.judging_mode,
+        repair_rounds=args.repair_rounds,
     )
     # Resuming a run: its stored options, with what the command line gives on top.
     stored = _stored_options(store, args.run_id) if args.run_id else {}
