@@ -189,3 +189,29 @@ async def test_items_restating_the_prompt_or_placeholders_are_not_constraints(tm
                                                  "Describe how people who use the service reacted.",
                                                  "Report what happens next and when."])
     assert "Write EXACTLY 2 more" in server.requests[1]["messages"][-1]["content"]
+
+
+async def test_several_repair_rounds_reach_the_count_when_asked_for(tmp_path) -> None:
+    """A weak model adds only part of what is missing each round; repair_rounds > 1 keeps asking
+    for exactly what is still missing, and each round's prompt says how many that is."""
+    topics = ["a named public body", "money figures", "the reaction of residents", "a timeline of events",
+              "an expert's view", "a comparison with last year", "the next steps planned", "a local business"]
+    model = ScriptedModel(short_by=5, with_flags=False)
+
+    def responder(request):
+        if kind_of(request) == "constraints_more":
+            model.kinds["constraints_more"] += 1
+            k = int(re.search(r"Write EXACTLY (\d+) more", request["messages"][-1]["content"]).group(1))
+            start = model.kinds["constraints_more"] * 2
+            picked = topics[start:start + min(2, k)]  # at most two usable items a round
+            return Reply(text=json.dumps({"constraints": [f"Describe {t} in several sentences of the text." for t in picked]}))
+        return model(request)
+
+    with FakeOpenAIServer(responder) as server:
+        store, client = await _client(tmp_path, server)
+        result = await synthesize_single(client, "fake", ARTICLE_A, 39, domain="news", repair_rounds=4)
+        await client.aclose()
+    asks = [int(re.search(r"Write EXACTLY (\d+) more", r["messages"][-1]["content"]).group(1))
+            for r in server.requests if kind_of(r) == "constraints_more"]
+    assert asks == [5, 3, 1]  # 34 -> 36 -> 38 -> 39
+    assert len(result.constraints) == 39 and len(set(result.constraints)) == 39
