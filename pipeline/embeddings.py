@@ -236,10 +236,12 @@ class HashEmbedder:
         return normalize_rows(out)
 
 
-def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
-    """``mpnet`` | ``minilm`` | ``hash`` | a folder holding a sentence-transformers model.
+def get_embedder(name: str | None = DEFAULT_MODEL) -> Embedder:
+    """``mpnet`` | ``minilm`` | ``hash`` | a folder holding a sentence-transformers model;
+    None or "" means the default (mpnet).
 
     One instance per model per process (aliases included), so each model loads once."""
+    name = name or DEFAULT_MODEL
     key = name.strip().lower()
     if key in ("mpnet", MODELS["mpnet"].lower()):
         return _embedder("mpnet")

@@ -148,6 +148,7 @@ def test_mpnet_loads_from_the_split_packages(store):
 
 def test_aliases_share_one_instance():
     assert get_embedder("hash") is get_embedder("HASH-256")
+    assert get_embedder(None) is get_embedder("all-mpnet-base-v2")  # None: the default, mpnet
     assert get_embedder("hash-32").dim == 32
     with pytest.raises(EmbeddingError, match="hash-N"):
         get_embedder("hash-x")
