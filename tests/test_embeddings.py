@@ -140,6 +140,7 @@ def test_minilm_loads_offline_and_separates_topics(store):
 @pytest.mark.real_embeddings
 def test_mpnet_loads_from_the_split_packages(store):
     e = get_embedder("mpnet")
+    assert get_embedder(None) is e is get_embedder("all-mpnet-base-v2")  # None: the default
     assert e.name == "all-mpnet-base-v2" and e.dim == 768
     v = embed_texts(store, e, ["A council fights over a budget.", "A footballer scores a goal."])
     assert v.shape == (2, 768)
@@ -148,7 +149,6 @@ def test_mpnet_loads_from_the_split_packages(store):
 
 def test_aliases_share_one_instance():
     assert get_embedder("hash") is get_embedder("HASH-256")
-    assert get_embedder(None) is get_embedder("all-mpnet-base-v2")  # None: the default, mpnet
     assert get_embedder("hash-32").dim == 32
     with pytest.raises(EmbeddingError, match="hash-N"):
         get_embedder("hash-x")
