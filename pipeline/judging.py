@@ -253,7 +253,7 @@ def _validate_single(data: Any) -> dict[str, Any]:
 
 async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: list[str],
                          max_tokens: int | None) -> list[Judgement]:
-    from .llm import Params, structured_format
+    from .llm import structured_format
 
     template = load_template("judge_batched")
     endpoint = client.config.endpoint(judge)
@@ -268,7 +268,7 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
         budget = max_tokens or min(8000, 120 + 90 * len(subset))
         try:
             items, completion = await _ask_batched(client, endpoint, messages, template, fmt, len(subset), budget)
-        except ReplyError:
+        except ParseError:
             break  # unusable twice (with the client's repair round): the rest are recorded as No
         for local_id, item in items.items():
             index = pending[local_id - 1]
@@ -281,24 +281,13 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
 
 async def _ask_batched(client: LLMClient, endpoint: Any, messages: list[dict[str, str]], template: Any,
                        fmt: dict[str, Any] | None, n: int, max_tokens: int) -> tuple[dict[int, dict[str, Any]], Any]:
-    from .llm import Params, repair_message
+    """One batched ask, with one repair round for a reply holding no usable verdict at all."""
+    from .llm import Params
 
-    convo = list(messages)
-    last: ReplyError | None = None
-    for _attempt in range(2):  # one repair round for a reply with no usable verdict at all
-        try:
-            return await client.chat(
-                endpoint, convo, template=template, params=Params(max_tokens=max_tokens),
-                response_format=fmt, accept=lambda t: parse_batched_reply(t, n),
-            )  # type: ignore[return-value]
-        except ReplyError as exc:
-            last = exc
-            convo = list(messages) + [
-                {"role": "assistant", "content": exc.reply or "(unusable reply)"},
-                {"role": "user", "content": repair_message(str(exc), BATCH_SCHEMA)},
-            ]
-    assert last is not None
-    raise last
+    return await client.chat_repaired(
+        endpoint, messages, accept=lambda t: parse_batched_reply(t, n), schema=BATCH_SCHEMA, template=template,
+        params=Params(max_tokens=max_tokens), response_format=fmt, what="verdicts",
+    )
 
 
 # -- judging a stored generation -----------------------------------------------------------------

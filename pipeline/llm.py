@@ -194,12 +194,31 @@ class LLMClient:
             except ValueError as exc:
                 raise ReplyError(str(exc), reply=text) from None
 
+        return await self.chat_repaired(ep, messages, accept=accept, schema=schema, template=template,
+                                        params=params, response_format=fmt, repair_rounds=repair_rounds)
+
+    async def chat_repaired(
+        self,
+        endpoint: str | Endpoint,
+        messages: list[dict[str, str]],
+        *,
+        accept: Callable[[str], T],
+        schema: dict[str, Any],
+        template: Template | None = None,
+        params: Params | None = None,
+        response_format: dict[str, Any] | None = None,
+        repair_rounds: int = 1,
+        what: str = "reply",
+    ) -> tuple[T, Completion]:
+        """``chat`` with repair rounds: a refused reply goes back to the model with what was wrong
+        and the schema. Still refused after ``repair_rounds``: ParseError naming the prompt."""
+        ep = self.config.endpoint(endpoint) if isinstance(endpoint, str) else endpoint
         convo = list(messages)
         last_error = ""
         for attempt in range(repair_rounds + 1):
             try:
                 value, completion = await self.chat(
-                    ep, convo, template=template, params=params, response_format=fmt, accept=accept
+                    ep, convo, template=template, params=params, response_format=response_format, accept=accept
                 )
                 return value, completion  # type: ignore[return-value]
             except ValueError as exc:
@@ -210,7 +229,9 @@ class LLMClient:
                     {"role": "assistant", "content": reply if reply is not None else "(unusable reply)"},
                     {"role": "user", "content": repair_message(last_error, schema)},
                 ]
-        raise ParseError(f"endpoint '{ep.name}' ({ep.model}): reply still unusable after {repair_rounds} repair round(s): {last_error}")
+        prompt = f", prompt {template.name}" if template else ""
+        raise ParseError(f"endpoint '{ep.name}' ({ep.model}){prompt}: no usable {what} after {repair_rounds} "
+                         f"repair round(s): {last_error}")
 
     async def aclose(self) -> None:
         for state in self._states.values():

@@ -27,7 +27,7 @@ from typing import Any
 
 from .errors import ParseError
 from .judging import judge_generation, prompt_hash
-from .llm import LLMClient, Params, ReplyError, parse_json_lenient, repair_message, structured_format
+from .llm import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from .prompts import Template, defuse, load_template, numbered
 from .store import Store, now
 from .synthesis import CountError, active_constraints, clean_item, item_key, unusable_reason
@@ -119,28 +119,15 @@ async def ask_replacements(
     fmt = structured_format(ep, REPLACEMENTS_SCHEMA)
     messages = template.render(**fields)
     params = Params(max_tokens=300 + 80 * k)
-    convo = list(messages)
-    last: ReplyError | None = None
-    for _ in range(2):  # one repair round for a reply with no usable item at all
-        try:
-            got, completion = await client.chat(
-                ep, convo, template=template, params=params, response_format=fmt,
-                accept=lambda t: parse_replacements(t, k),
-            )
-            break
-        except ReplyError as exc:
-            last = exc
-            convo = list(messages) + [
-                {"role": "assistant", "content": exc.reply or "(unusable reply)"},
-                {"role": "user", "content": repair_message(str(exc), REPLACEMENTS_SCHEMA)},
-            ]
-    else:
-        assert last is not None
-        raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable replacements after a repair round: {last}")
+    # One repair round for a reply with no usable item at all.
+    got, completion = await client.chat_repaired(
+        ep, messages, accept=lambda t: parse_replacements(t, k), schema=REPLACEMENTS_SCHEMA, template=template,
+        params=params, response_format=fmt, what="replacements",
+    )
     call_ids = [completion.call_id] if completion.call_id else []
     prompt = "\n".join(sources)
     chosen, why = _usable(got, originals, keep, {}, prompt)  # type: ignore[arg-type]
-    convo = convo + [{"role": "assistant", "content": completion.text}]
+    convo = list(messages) + [{"role": "assistant", "content": completion.text}]
     asked = 0
     rounds = 0
     while len(chosen) < k and rounds < repair_rounds:

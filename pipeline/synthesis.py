@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ParseError
-from .llm import LLMClient, Params, ReplyError, parse_json_lenient, repair_message, structured_format
+from .llm import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from .prompts import Template, defuse, load_template, numbered
 from .store import Store, now
 
@@ -217,23 +217,12 @@ async def ask_constraints(
             raise ReplyError("no main task found: expected a 'main_task' string", reply=text)
         return task, items
 
+    # One repair round for a reply with no usable list at all (count repairs come after).
+    (task, items), completion = await client.chat_repaired(
+        ep, messages, accept=accept, schema=schema, template=template, params=params, response_format=fmt,
+        what="list",
+    )
     convo = list(messages)
-    last: ReplyError | None = None
-    for _ in range(2):  # one repair round for a reply with no usable list at all
-        try:
-            (task, items), completion = await client.chat(
-                ep, convo, template=template, params=params, response_format=fmt, accept=accept
-            )
-            break
-        except ReplyError as exc:
-            last = exc
-            convo = list(messages) + [
-                {"role": "assistant", "content": exc.reply or "(unusable reply)"},
-                {"role": "user", "content": repair_message(str(exc), schema)},
-            ]
-    else:
-        assert last is not None
-        raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable list after a repair round: {last}")
 
     call_ids = [completion.call_id] if completion.call_id else []
     instructions = prompt_text(messages)
