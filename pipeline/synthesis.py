@@ -10,8 +10,9 @@ Replies are parsed leniently (JSON in any of a few shapes, fences, preambles, nu
 bulleted lists). Exact duplicates are dropped, and so are items that are not constraints:
 fragments, whole paragraphs, and passages mostly copied from the prompt (its rules or the
 articles it shows; small models do both). Too many items: the first N are kept. Too
-few: ONE repair round asks for exactly the missing number, in the same conversation; still
-short, the synthesis fails with a ``CountError`` (the caller records it), never a short list.
+few: repair rounds (one by default) ask for the missing ones, at most ``MORE_CHUNK`` at a time and
+each round about another aspect of the story, in the same conversation; still short, the
+synthesis fails with a ``CountError`` (the caller records it), never a short list.
 
 Store helpers for instructions and constraints live here too; the stages are in build.py.
 """
@@ -188,6 +189,20 @@ class Synthesis:
     dropped: int = 0  # items past N that were cut, plus exact duplicates
 
 
+# A repair round asks for at most this many items, each round about other aspects of the story:
+# asked for 15 more at once, a 1.5B model loops over the list it already wrote.
+MORE_CHUNK = 10
+ASPECTS = (
+    "the people or groups involved and affected, by their role (never by name)",
+    "the causes and the background that led to the events",
+    "the consequences, the risks and what is expected to happen next",
+    "the reactions, opinions and disagreements the texts report",
+    "the scale of things in general terms: amounts, changes, comparisons",
+    "the sequence of events, the setting and how the situation developed",
+    "how the text is written: its tone, the sources it cites, how it opens and ends",
+)
+
+
 def _max_tokens(n: int) -> int:
     return 300 + 60 * n
 
@@ -234,16 +249,18 @@ async def ask_constraints(
     while len(result.constraints) < n and rounds < repair_rounds:
         rounds += 1
         missing = n - len(result.constraints)
-        result.asked_more += missing
-        more = await _ask_more(client, ep, convo, result.constraints, n, missing)
+        ask = min(missing, MORE_CHUNK)
+        result.asked_more += ask
+        more = await _ask_more(client, ep, convo, result.constraints, n, ask, ASPECTS[(rounds - 1) % len(ASPECTS)],
+                               seed=rounds)
         if more is None:
             break
         new_items, more_completion = more
         if more_completion.call_id:
             result.call_ids.append(more_completion.call_id)
         added = dedupe([i for i in new_items if usable(i, instructions)], result.constraints)
-        result.dropped += len(new_items) - len(added[:missing])
-        result.constraints += added[:missing]
+        result.dropped += len(new_items) - len(added[:ask])
+        result.constraints += added[:ask]
     if len(result.constraints) < n:
         raise CountError(
             f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: {len(result.constraints)} usable "
@@ -253,10 +270,10 @@ async def ask_constraints(
 
 
 async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], have: list[str], n: int,
-                    k: int) -> tuple[list[str], Any] | None:
-    """The repair round: ask for exactly ``k`` more items in the same conversation."""
+                    k: int, focus: str, *, seed: int) -> tuple[list[str], Any] | None:
+    """The repair round: ask for exactly ``k`` more items about ``focus``, in the same conversation."""
     template = load_template("constraints_more")
-    ask = template.render(have=len(have), n=n, k=k, constraints=numbered(have))[-1]
+    ask = template.render(have=len(have), n=n, k=k, focus=focus, constraints=numbered(have))[-1]
     schema = list_schema(k, with_task=False)
 
     def accept(text: str) -> list[str]:
@@ -268,7 +285,7 @@ async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], hav
     try:
         items, completion = await client.chat(
             # sampled at a fixed seed: asked again at temperature 0, a model tends to repeat itself
-            ep, convo + [ask], template=template, params=Params(temperature=0.7, seed=1, max_tokens=_max_tokens(k)),
+            ep, convo + [ask], template=template, params=Params(temperature=0.7, seed=seed, max_tokens=_max_tokens(k)),
             response_format=structured_format(ep, schema), accept=accept,
         )
     except ReplyError:

@@ -34,7 +34,7 @@ def steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
         ("Pair similar-but-different articles", glob + ["pair", "--domain", "news", "--rule", "paper"]),
         ("Build: synthesis, base article, revision", glob + [
             "build", "--domain", "news", "--n", str(args.pairs), "--conditions", "eval,single",
-            "--constraints", str(args.constraints), "--run", run_id, "--repair-rounds", "4"]),
+            "--constraints", str(args.constraints), "--run", run_id, "--repair-rounds", "8"]),
         ("Evaluate: response, 25% summary, judging", glob + [
             "evaluate", "--run", run_id, "--ratios", "0.25"]),
         ("Report", glob + ["report"]),
