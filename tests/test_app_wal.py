@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
@@ -14,23 +15,33 @@ from unspecific_tui.app import UnspecificApp
 
 
 def writer(path, stop: threading.Event, counter: list[int]) -> None:
-    """A build writing as stages do: small transactions, one unit at a time."""
+    """A build writing as stages do: small transactions, one unit at a time, and now and then a new
+    run. ``counter[0]``: the runs written so far."""
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA busy_timeout = 10000")
     i = 0
     while not stop.is_set():
         i += 1
-        conn.execute("INSERT INTO runs(id, kind, name, config, status, started_at) VALUES (?, 'build', ?, '{}',"
-                     " 'running', ?)", (f"w{i}", f"w{i}", STAMP))
+        run = f"w{i // 20}"
+        conn.execute("INSERT OR IGNORE INTO runs(id, kind, name, config, status, started_at) VALUES (?, 'build', ?,"
+                     " '{}', 'running', ?)", (run, run, STAMP))
         cur = conn.execute("INSERT INTO instructions(run_id, domain, condition, main_task, status, created_at)"
-                           " VALUES (?, 'news', 'eval', 'task', 'synthesized', ?)", (f"w{i}", STAMP))
+                           " VALUES (?, 'news', 'eval', 'task', 'synthesized', ?)", (run, STAMP))
         conn.executemany("INSERT INTO constraints(instruction_id, position, text, origin, active, created_at)"
                          " VALUES (?, ?, ?, 'synthesized', 1, ?)",
-                         [(cur.lastrowid, p, f"constraint {p} of w{i}", STAMP) for p in range(1, 40)])
+                         [(cur.lastrowid, p, f"constraint {p} of {run}", STAMP) for p in range(1, 40)])
         conn.commit()
-        counter[0] = i
+        counter[0] = i // 20 + 1
         time.sleep(0.01)
     conn.close()
+
+
+async def wait_for_more_runs(counter: list[int], seen: int) -> None:
+    for _ in range(500):
+        if counter[0] > seen:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the writer thread started no new run in 5 s")
 
 
 @pytest.mark.parametrize("readonly", [True, False])
@@ -56,10 +67,15 @@ async def test_viewing_while_a_build_writes(tmp_path, readonly):
                     await pilot.press("s")
                     await pilot.pause()
                     assert app.conn.execute("SELECT count(*) FROM annotations").fetchone()[0] == 1
-            await pilot.press("1")
+            await wait_for_more_runs(counter, 0)
+            await pilot.press("1")  # showing the Build screen again re-reads the run list
             await settle(app, pilot)
             runs = app.screen.query_one("#runs").row_count
-            assert counter[0] > 0 and runs > 1  # the writer's runs show up after a reload
+            assert runs > 1
+            await wait_for_more_runs(counter, counter[0])
+            await pilot.press("ctrl+r")  # and so does ctrl+r on it
+            await settle(app, pilot)
+            assert app.screen.query_one("#runs").row_count > runs
             assert app.return_code is None  # still running, nothing crashed
     finally:
         stop.set()

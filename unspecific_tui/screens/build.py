@@ -45,6 +45,7 @@ class BuildScreen(Screen):
         Binding("a", "audit_written", "Audit what it wrote"),
         Binding("tab", "focus_next", "Switch table", show=False),
         Binding("r", "reload", "Refresh", show=False),
+        Binding("ctrl+r", "reload_store", "Reload", show=False),
     ]
 
     def __init__(self) -> None:
@@ -95,7 +96,6 @@ class BuildScreen(Screen):
                                                     "what it wrote shows here[/]")
         # The bar shows only while a stage runs (an idle indeterminate bar would animate forever).
         self.query_one("#stage-bar", ProgressBar).display = False
-        self.load_runs()
         stages.focus()
 
     # -- data --------------------------------------------------------------------------
@@ -167,6 +167,15 @@ class BuildScreen(Screen):
 
     # -- actions -----------------------------------------------------------------------
     def action_reload(self) -> None:
+        self.load_runs()
+
+    def action_reload_store(self) -> None:
+        """The app's ctrl+r (analysis) plus this screen's run list."""
+        self.load_runs()
+        self.app.action_refresh_store()
+
+    def on_screen_resume(self) -> None:
+        # Another process (a CLI build) may have added runs while another screen was shown.
         self.load_runs()
 
     def action_new_run(self) -> None:
