@@ -103,20 +103,20 @@ def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
 
 
 @lru_cache(maxsize=512)
-def _gram_index(text: str, n: int) -> tuple[list[tuple[str, ...]], dict[tuple[str, ...], list[int]]]:
-    """The text's word n-grams in order, and where each occurs; cached like _tokens."""
+def _gram_index(text: str, n: int) -> tuple[list[tuple[str, ...]], dict[tuple[str, ...], list[int]], frozenset]:
+    """The text's word n-grams in order, where each occurs, and the set of them (intersecting
+    two sets runs in C: most response/reference pairs share no n-gram); cached like _tokens."""
     grams = _ngrams(_tokens(text)[0], n)
     where: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for j, gram in enumerate(grams):
         where[gram].append(j)
-    return grams, dict(where)
+    return grams, dict(where), frozenset(where)
 
 
 def shared_ngram_count(a: str, b: str, n: int = 5) -> int:
     if n < 1:
         return 0
-    small, large = sorted((_gram_index(a, n)[1], _gram_index(b, n)[1]), key=len)
-    return sum(1 for gram in small if gram in large)
+    return len(_gram_index(a, n)[2] & _gram_index(b, n)[2])
 
 
 def _spans(a: str, b: str, n: int) -> list[Span]:
@@ -124,17 +124,20 @@ def _spans(a: str, b: str, n: int) -> list[Span]:
     wb, b_starts, b_ends = _tokens(b)
     if n < 1 or len(wa) < n or len(wb) < n:
         return []
-    where = _gram_index(b, n)[1]
+    grams, where_a, keys_a = _gram_index(a, n)
+    _, where, keys_b = _gram_index(b, n)
+    shared = keys_a & keys_b
+    if not shared:
+        return []
     la, lb = len(wa), len(wb)
     spans: list[Span] = []
     covered = 0  # a's words before this index already belong to a span
     # Diagonal (j - i) -> where in a the run of matching words through it ends. A match inside a
     # known run ends where that run ends, so each run is walked once (no O(n^2) on repeats).
     run_end: dict[int, int] = {}
-    for i, gram in enumerate(_gram_index(a, n)[0]):
-        starts = where.get(gram)
-        if not starts:
-            continue
+    # Only the positions of a whose n-gram b has: the rest would be skipped anyway.
+    for i in sorted(i for gram in shared for i in where_a[gram]):
+        starts = where[grams[i]]
         # The longest match starting here, over every place b has this n-gram.
         best_len, best_j = 0, 0
         for j in starts:
