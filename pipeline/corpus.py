@@ -175,13 +175,13 @@ def _record_article(record: dict[str, Any], where: str, fallback_id: str, text_f
     return RawArticle(str(ident).strip() if id_field else fallback_id, text, str(title or "").strip(), where)
 
 
-def read_jsonl(path: Path, text_field: str = "text", title_field: str | None = None,
-               id_field: str | None = None) -> Iterator[RawArticle | Skip]:
+def jsonl_records(path: Path, expected: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, where, object) for each non-blank line of a JSONL file; ``expected`` says what an object
+    must hold, for the error about a line that is JSON but not an object."""
     data = _read_file(path)
     decoded = _decode(data, str(path))
     if isinstance(decoded, Skip):
         raise CorpusError(f"{path}: {decoded.reason}")
-    fields: tuple[str | None, str | None] | None = None
     # split on "\n" only: str.splitlines() would also break at U+2028 inside a JSON string
     for lineno, line in enumerate(decoded.split("\n"), 1):
         if not line.strip():
@@ -192,7 +192,14 @@ def read_jsonl(path: Path, text_field: str = "text", title_field: str | None = N
         except json.JSONDecodeError as exc:
             raise CorpusError(f"{where}: not JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(record, dict):
-            raise CorpusError(f"{where}: a JSON {type(record).__name__}, expected an object with a '{text_field}' field")
+            raise CorpusError(f"{where}: a JSON {type(record).__name__}, expected an object with {expected}")
+        yield lineno, where, record
+
+
+def read_jsonl(path: Path, text_field: str = "text", title_field: str | None = None,
+               id_field: str | None = None) -> Iterator[RawArticle | Skip]:
+    fields: tuple[str | None, str | None] | None = None
+    for lineno, where, record in jsonl_records(path, f"a '{text_field}' field"):
         if fields is None:
             fields = _field_names(record, text_field, title_field, id_field, where)
         elif text_field not in record:

@@ -18,7 +18,6 @@ instructions of condition ``human`` with status ``imported`` (the evaluation nev
 
 from __future__ import annotations
 
-import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass
@@ -61,43 +60,39 @@ class NaturalnessOptions:
 
 def import_human_sets(store: Store, path: str | Path) -> tuple[int, int]:
     """Store each line of a JSONL file as a ``human`` instruction: (added, already there)."""
+    from .corpus import jsonl_records
+
     path = Path(path)
-    if not path.exists():
-        raise CorpusError(f"{path}: file not found")
     run_id = f"human:{path.name}"
     added = kept = 0
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}, line {lineno}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(item, dict):
-            raise CorpusError(f"{where}: expected an object with article_id, main_task, constraints")
-        article = _article_of(store, item, where)
-        constraints = item.get("constraints")
-        if not isinstance(constraints, list) or not constraints or not all(isinstance(c, str) and c.strip() for c in constraints):
-            raise CorpusError(f"{where}: field 'constraints' must be a non-empty list of strings")
-        main_task = item.get("main_task", "")
-        if not isinstance(main_task, str):
-            raise CorpusError(f"{where}: field 'main_task' must be a string")
-        if store.scalar("SELECT id FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ?",
-                        [run_id, HUMAN, article["id"]]) is not None:
-            kept += 1
-            continue
-        stamp = now()
-        iid = store.conn.execute(
-            "INSERT INTO instructions (run_id, domain, condition, article_a, main_task, n_constraints, status, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'imported', ?)",
-            (run_id, article["domain"], HUMAN, article["id"], main_task.strip(), len(constraints), stamp),
-        ).lastrowid
-        store.conn.executemany(
-            "INSERT INTO constraints (instruction_id, position, text, origin, active, created_at) VALUES (?, ?, ?, ?, 1, ?)",
-            [(iid, pos, c.strip(), HUMAN, stamp) for pos, c in enumerate(constraints, 1)],
-        )
-        added += 1
+    # A file with a bad line imports nothing: fix it and import it again.
+    try:
+        for _lineno, where, item in jsonl_records(path, "article_id, main_task, constraints"):
+            article = _article_of(store, item, where)
+            constraints = item.get("constraints")
+            if not isinstance(constraints, list) or not constraints or not all(isinstance(c, str) and c.strip() for c in constraints):
+                raise CorpusError(f"{where}: field 'constraints' must be a non-empty list of strings")
+            main_task = item.get("main_task", "")
+            if not isinstance(main_task, str):
+                raise CorpusError(f"{where}: field 'main_task' must be a string")
+            if store.scalar("SELECT id FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ?",
+                            [run_id, HUMAN, article["id"]]) is not None:
+                kept += 1
+                continue
+            stamp = now()
+            iid = store.conn.execute(
+                "INSERT INTO instructions (run_id, domain, condition, article_a, main_task, n_constraints, status, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'imported', ?)",
+                (run_id, article["domain"], HUMAN, article["id"], main_task.strip(), len(constraints), stamp),
+            ).lastrowid
+            store.conn.executemany(
+                "INSERT INTO constraints (instruction_id, position, text, origin, active, created_at) VALUES (?, ?, ?, ?, 1, ?)",
+                [(iid, pos, c.strip(), HUMAN, stamp) for pos, c in enumerate(constraints, 1)],
+            )
+            added += 1
+    except BaseException:
+        store.conn.rollback()
+        raise
     store.commit()
     return added, kept
 

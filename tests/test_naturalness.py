@@ -133,11 +133,19 @@ def test_human_file_errors_name_the_line(store, tmp_path):
     _articles(store, 1)
     path = tmp_path / "bad.jsonl"
     path.write_text('{"article_id": 1, "constraints": ["x"]}\n{"article_id": 99, "constraints": ["x"]}\n')
-    with pytest.raises(CorpusError, match=r"bad.jsonl, line 2: article_id 99"):
+    with pytest.raises(CorpusError, match=r"bad.jsonl line 2: article_id 99"):
         import_human_sets(store, path)
+    assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'human'") == 0  # all or nothing
     path.write_text('{"article_id": 1, "constraints": []}\n')
     with pytest.raises(CorpusError, match="line 1: field 'constraints'"):
         import_human_sets(store, path)
+    path.write_bytes('{"article_id": 1, "constraints": ["caf\u00e9"]}\n'.encode("latin-1"))
+    with pytest.raises(CorpusError, match=r"bad.jsonl: not UTF-8: byte 0xe9 at line 1"):
+        import_human_sets(store, path)
+    # U+2028 inside a JSON string is not a line break: the set is read whole
+    path.write_text(json.dumps({"article_id": 1, "constraints": ["one\u2028two"]}, ensure_ascii=False) + "\n")
+    assert import_human_sets(store, path) == (1, 0)
+    assert store.scalar("SELECT text FROM constraints WHERE origin = 'human'") == "one\u2028two"
 
 
 def test_comparison_pairs_filters(store):
