@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from app_timing import paint_event, wait_for_first_screen  # noqa: E402
 
 FIRST_SCREEN_TARGET_S = 1.0
 MOVE_TARGET_MS = 50.0
@@ -42,8 +45,7 @@ async def measure(store: Path, moves: int, size: tuple[int, int] = (160, 48)) ->
     out: dict[str, float] = {}
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        while not app.screen.query("#runs") or not app.screen.query_one("#runs").row_count:
-            await asyncio.sleep(0.005)
+        await wait_for_first_screen(app)
         out["first_screen_s"] = time.perf_counter() - t0
         out["first_screen_cpu_s"] = time.process_time() - c0
         await app.workers.wait_for_complete()
@@ -55,17 +57,7 @@ async def measure(store: Path, moves: int, size: tuple[int, int] = (160, 48)) ->
         out["open_audit_s"] = time.perf_counter() - t
         screen = app.screen
 
-        # A move: the key's action runs, then the screen repaints. Time until the paint that
-        # follows the action (the app's _display hook), not pilot.press, whose idle detection
-        # waits on whole-process CPU time and measures the machine's load instead.
-        painted = asyncio.Event()
-        display = app._display
-
-        def hook(screen_, renderable):  # noqa: ANN001
-            display(screen_, renderable)
-            painted.set()
-
-        app._display = hook
+        painted = paint_event(app)  # a move is timed to the paint that follows it
         press_ms: list[float] = []
         cpu_ms: list[float] = []
         handler_ms: list[float] = []

@@ -27,6 +27,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from app_timing import paint_event, wait_for_first_screen  # noqa: E402
+
 INTERACTIVE_S = 3.0  # "a few seconds": the most a user should wait for a command's answer or a screen
 
 
@@ -43,8 +45,7 @@ async def measure_app(store: Path, moves: int) -> dict[str, float]:
     app = UnspecificApp(store, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        while not app.screen.query("#runs") or not app.screen.query_one("#runs").row_count:
-            await asyncio.sleep(0.005)
+        await wait_for_first_screen(app)
         out["first_screen_s"] = time.perf_counter() - t0
         out["first_screen_cpu_s"] = time.process_time() - c0
         # Is the app responsive while the analysis works in the background? Open Instructions.
@@ -62,14 +63,7 @@ async def measure_app(store: Path, moves: int) -> dict[str, float]:
         await app.workers.wait_for_complete()
         out["open_audit_s"] = time.perf_counter() - t
         screen = app.screen
-        painted = asyncio.Event()
-        display = app._display
-
-        def hook(screen_, renderable):  # noqa: ANN001
-            display(screen_, renderable)
-            painted.set()
-
-        app._display = hook
+        painted = paint_event(app)  # a move is timed to the paint that follows it
         times: list[float] = []
         for i in range(moves):
             painted.clear()
