@@ -3,17 +3,18 @@
 Builds a synthetic store (default: 10,000 instructions x 39 constraints, 2 models under test,
 one summary ratio, 2 judges: 390k constraints, 40k generations, 3.1M verdicts; ``--judges 1``
 gives the 1.5M of a single judge) with executemany inserts of numpy-drawn verdicts, then
-times compute_metrics, the copy metrics, and `unspecific report --out`.
+times each step of `unspecific report --out` (compute_metrics, the copied n-grams, the paired
+tests, the files, the charts) and the whole command in a fresh process.
 
-    .venv/bin/python bench/report_scale.py [--instructions 10000] [--judges 2] [--copy] [--keep PATH [--reuse]]
+    .venv/bin/python bench/report_scale.py [--instructions 10000] [--judges 2] [--no-copy] [--keep PATH [--reuse]]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -120,7 +121,8 @@ def main() -> None:
     parser.add_argument("--judges", type=int, default=2)
     parser.add_argument("--keep", help="write the store here and keep it")
     parser.add_argument("--reuse", action="store_true", help="with --keep: reuse the store there if it exists")
-    parser.add_argument("--copy", action="store_true", help="also time the copy metrics (reads every text)")
+    parser.add_argument("--no-copy", dest="copy", action="store_false",
+                        help="leave out the copied n-gram metrics (read every text), as `report --no-copy`")
     args = parser.parse_args()
 
     from pipeline.cli import main as cli_main
@@ -140,24 +142,42 @@ def main() -> None:
 
     # Wall time depends on what else the machine runs; process CPU time much less so.
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    store = open_store(path)
-    t, c = time.perf_counter(), time.process_time()
-    metrics = compute_metrics(store)
-    print(f"compute_metrics: wall {time.perf_counter() - t:.2f}s, cpu {time.process_time() - c:.2f}s"
-          f" ({len(metrics.rows)} rows, {len(metrics.groups)} groups, 1000 bootstrap resamples per interval)")
-    if args.copy:
+    from pipeline.metrics import _add_copying
+    from pipeline.report import Report, ReportOptions, all_comparisons, charts, write_tables
+
+    def step(label: str, fn, *fn_args, **fn_kwargs):
         t, c = time.perf_counter(), time.process_time()
-        compute_metrics(store, copy=True)
-        print(f"compute_metrics with copy metrics: wall {time.perf_counter() - t:.2f}s, cpu {time.process_time() - c:.2f}s")
+        result = fn(*fn_args, **fn_kwargs)
+        print(f"  {label:<58} wall {time.perf_counter() - t:6.2f}s  cpu {time.process_time() - c:6.2f}s")
+        return result
+
+    print("the steps of `unspecific report --out` (in one process, in order):")
+    store = open_store(path)
+    metrics = step("compute_metrics (verdict pivot, per-text SQL, group CIs)", compute_metrics, store)
+    if args.copy:
+        step("copied 5-grams, every response x reference", _add_copying, store, metrics.rows, 5)
     store.close()
+    options = ReportOptions(copy=args.copy)
+    report = Report(options, metrics, [], [], [], [], None)
+    report.comparisons = step("paired tests (model/condition pairs x metrics)", all_comparisons, metrics, options,
+                              report.ratio)
+    out = Path(tmp.name) / "steps"
+    step("CSV and JSON files", write_tables, report, out)
+    step("PNG charts (matplotlib import included)", charts, report, out)
+    print(f"  ({len(metrics.rows)} rows, {len(metrics.groups)} groups, {len(report.comparisons)} paired tests,"
+          " 1000 resamples each)")
+
+    # The command as a user runs it: a fresh process, start-up included.
     out = Path(tmp.name) / "report"
-    t, c = time.perf_counter(), time.process_time()
-    with contextlib.redirect_stdout(io.StringIO()):  # the tables themselves are not the point here
-        cli_main(["--store", str(path), "report", "--out", str(out), "--compare", "model-a,model-b"]
-                 + ([] if args.copy else ["--no-copy"]))
-    print(f"unspecific report --out --compare{'' if args.copy else ' --no-copy'} (tables, 144 paired tests,"
-          f" CSV/JSON/PNG): wall {time.perf_counter() - t:.2f}s, cpu {time.process_time() - c:.2f}s;"
-          f" {len(list(out.iterdir()))} files")
+    command = ["--store", str(path), "report", "--out", str(out)] + ([] if args.copy else ["--no-copy"])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main(sys.argv[1:]))",
+                    *command], check=True, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    print(f"unspecific {' '.join(command[2:4])} <dir>{'' if args.copy else ' --no-copy'} (fresh process): wall"
+          f" {time.perf_counter() - t:.2f}s, cpu {cpu:.2f}s; {len(list(out.iterdir()))} files")
     print(f"load average {os.getloadavg()[0]:.1f}")
     tmp.cleanup()
 

@@ -63,6 +63,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from itertools import combinations
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -131,7 +132,7 @@ class Row:
     raters: int = 0
     extra: dict[str, float] = field(default_factory=dict)  # copying and similarity columns
 
-    @property
+    @cached_property  # read for every comparison the report makes; the counts are set once
     def superficial(self) -> float:
         shares = [f / s for s, f in zip(self.satisfied_by, self.flipped_by) if not math.isnan(s) and s > 0]
         return sum(shares) / len(shares) if shares else math.nan
@@ -715,12 +716,17 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
         paired = [(sides[a], sides[b]) for sides in units.values() if sides.get(a) and sides.get(b)]
         if not paired:
             continue
+        # units x (org, core, superficial, gap), for each side
+        xa = np.array([_unit_values(ra) for ra, _ in paired], dtype=float)
+        xb = np.array([_unit_values(rb) for _, rb in paired], dtype=float)
         for k, metric in enumerate(metric_names):
-            xa = np.array([_unit_mean(ra, k) for ra, _ in paired])
-            xb = np.array([_unit_mean(rb, k) for _, rb in paired])
-            test = paired_test(xa, xb, n_resamples=n_resamples, seed=seed)
+            test = paired_test(xa[:, k], xb[:, k], n_resamples=n_resamples, seed=seed)
             out.append(Comparison(by, a, b, domain, within, metric, ratio, test))
     return out
+
+
+def _unit_values(values: list[tuple[float, ...]]) -> tuple[float, ...]:
+    return values[0] if len(values) == 1 else tuple(_unit_mean(values, k) for k in range(len(values[0])))
 
 
 def _unit_mean(values: list[tuple[float, ...]], k: int) -> float:

@@ -94,16 +94,7 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report = Report(options, metrics, [], [], [], [], None)
     ratio = report.ratio
     kw = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
-    models = sorted({r.model for r in metrics.rows})
-    conditions = sorted({r.condition for r in metrics.rows}, key=_cond_key)
-    for a, b in combinations(models, 2):
-        report.comparisons += compare(metrics, a, b, by="model", **kw)
-    for a, b in combinations(conditions, 2):
-        report.comparisons += compare(metrics, a, b, by="condition", **kw)
-    for a, b in combinations(sorted({r.mode for r in metrics.rows}), 2):
-        report.comparisons += compare(metrics, a, b, by="mode", **kw)
-    adjusted = holm([c.test.p_value for c in report.comparisons])
-    report.comparisons = [replace(c, p_holm=p) for c, p in zip(report.comparisons, adjusted)]
+    report.comparisons = all_comparisons(metrics, options, ratio)
     if options.compare:
         family = {(c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric): c.p_holm for c in report.comparisons}
         report.requested = [replace(c, p_holm=family.get((c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric),
@@ -114,6 +105,21 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
         report.annotators = annotator_agreement(store)
         report.validation = metric_validation(store, ratio=ratio or options.ratio, filters=options.filters)
     return report
+
+
+def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | None) -> list[Comparison]:
+    """Every model pair within a condition, condition pair within a model and mode pair, Holm-adjusted
+    together."""
+    kw = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
+    out: list[Comparison] = []
+    for a, b in combinations(sorted({r.model for r in metrics.rows}), 2):
+        out += compare(metrics, a, b, by="model", **kw)
+    for a, b in combinations(sorted({r.condition for r in metrics.rows}, key=_cond_key), 2):
+        out += compare(metrics, a, b, by="condition", **kw)
+    for a, b in combinations(sorted({r.mode for r in metrics.rows}), 2):
+        out += compare(metrics, a, b, by="mode", **kw)
+    adjusted = holm([c.test.p_value for c in out])
+    return [replace(c, p_holm=p) for c, p in zip(out, adjusted)]
 
 
 def _cond_key(condition: str) -> tuple[int, str]:
@@ -316,25 +322,25 @@ def empty_message(filters: Filters) -> str:
 def _clean(value: Any) -> Any:
     """JSON-safe: NaN becomes null."""
     if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        # Scalars inline: per-instruction files hold millions of values.
+        return {k: (v if math.isfinite(v) else None) if isinstance(v, float)
+                else _clean(v) if isinstance(v, (dict, list, tuple)) else v for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    columns: list[str] = []
-    for row in rows:
-        for key in row:
-            if key not in columns:
-                columns.append(key)
+    columns = list(dict.fromkeys(key for row in rows for key in row))
     with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
+        writer = csv.writer(fh)
+        writer.writerow(columns)
         for row in rows:
-            writer.writerow({k: ("" if v is None else v) for k, v in _clean(row).items()})
+            values = (row.get(k) for k in columns)
+            # NaN and None as empty cells.
+            writer.writerow(["" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v for v in values])
 
 
 def _write_json(path: Path, data: Any, *, indent: int | None = 2) -> None:
@@ -343,6 +349,14 @@ def _write_json(path: Path, data: Any, *, indent: int | None = 2) -> None:
 
 def write_outputs(report: Report, out_dir: str | Path) -> list[Path]:
     """Write the tables, per-instruction rows and charts; return the files written."""
+    written = write_tables(report, out_dir)
+    if not report.metrics.empty:
+        written += charts(report, Path(out_dir))
+    return written
+
+
+def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
+    """The CSV and JSON files of write_outputs."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     m = report.metrics
@@ -378,8 +392,6 @@ def write_outputs(report: Report, out_dir: str | Path) -> list[Path]:
         "ranking_changes_with_ratio": ranking_changes(m),
     })
     written.append(out / "report.json")
-    if not m.empty:
-        written += charts(report, out)
     return written
 
 

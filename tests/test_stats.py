@@ -129,3 +129,20 @@ def test_holm() -> None:
     assert holm([0.04, 0.01, float("nan"), 0.02]) == pytest.approx([0.04, 0.03, float("nan"), 0.04], nan_ok=True)
     assert holm([0.9, 0.8]) == [1.0, 1.0]
     assert holm([]) == []
+
+
+def test_reused_draws_give_the_numbers_of_fresh_draws() -> None:
+    # An int seed reuses the draws a fresh generator makes for a sample size (pipeline.stats
+    # _fresh_draws); a Generator seed always draws anew. Both must give identical results,
+    # also when the cache is warm from an earlier call on other data of the same size.
+    rng = np.random.default_rng(11)
+    for n in (2, 37, 833):
+        a = rng.integers(0, 40, n) / 39
+        b = np.clip(a + rng.integers(-4, 3, n) / 39, 0, 1)
+        num = rng.integers(0, 5, (n, 2)).astype(float)
+        den = num + rng.integers(0, 9, (n, 2))
+        for _ in range(2):  # cold, then warm
+            assert paired_test(a, b, seed=5) == paired_test(a, b, seed=np.random.default_rng(5))
+            assert bootstrap_mean(a, seed=5) == bootstrap_mean(a, seed=np.random.default_rng(5))
+            assert bootstrap_ratio(num, den, seed=5) == bootstrap_ratio(num, den, seed=np.random.default_rng(5))
+        assert paired_test(a, b, seed=5) != paired_test(a, b, seed=6) or n == 2
