@@ -333,18 +333,17 @@ def _clean(value: Any) -> Any:
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` already _clean: the csv module writes None (and a missing column) as ''."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)
-        for row in rows:
-            values = (row.get(k) for k in columns)
-            # NaN and None as empty cells.
-            writer.writerow(["" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v for v in values])
+        writer.writerows([row.get(k) for k in columns] for row in rows)
 
 
-def _write_json(path: Path, data: Any, *, indent: int | None = 2) -> None:
-    path.write_text(json.dumps(_clean(data), indent=indent, allow_nan=False) + "\n", encoding="utf-8")
+def _write_json(path: Path, data: Any, *, indent: int | None = 2, clean: bool = True) -> None:
+    path.write_text(json.dumps(_clean(data) if clean else data, indent=indent, allow_nan=False) + "\n",
+                    encoding="utf-8")
 
 
 def write_outputs(report: Report, out_dir: str | Path) -> list[Path]:
@@ -363,16 +362,17 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
     written: list[Path] = []
 
     def emit(name: str, rows: list[dict[str, Any]]) -> None:
-        _write_csv(out / f"{name}.csv", rows)
+        _write_csv(out / f"{name}.csv", _clean(rows))
         written.append(out / f"{name}.csv")
 
     summary = [g.as_dict() for g in m.groups]
-    rows = [r.as_dict() for r in m.rows]
+    rows = _clean([r.as_dict() for r in m.rows])  # once, for the CSV and the JSON
     emit("summary", summary)
     _write_json(out / "summary.json", summary)
     written.append(out / "summary.json")
-    emit("per_instruction", rows)
-    _write_json(out / "per_instruction.json", rows, indent=None)  # can be 10^5 rows: compact
+    _write_csv(out / "per_instruction.csv", rows)
+    written.append(out / "per_instruction.csv")
+    _write_json(out / "per_instruction.json", rows, indent=None, clean=False)  # can be 10^5 rows: compact
     written.append(out / "per_instruction.json")
     emit("agreement", [a.as_dict() for a in m.agreement])
     emit("comparisons", [c.as_dict() for c in report.comparisons])
