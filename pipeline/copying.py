@@ -123,19 +123,22 @@ def _gram_index(text: str, n: int) -> tuple[list[tuple[str, ...]], dict[tuple[st
 def shared_ngram_count(a: str, b: str, n: int = 5) -> int:
     if n < 1:
         return 0
-    return len(_gram_index(a, n)[2] & _gram_index(b, n)[2])
+    return len(_shared(a, b, n))
 
 
-def _spans(a: str, b: str, n: int) -> list[Span]:
-    if n < 1:
-        return []
-    grams, where_a, keys_a = _gram_index(a, n)
-    _, where, keys_b = _gram_index(b, n)
-    shared = keys_a & keys_b
+def _shared(a: str, b: str, n: int) -> frozenset:
+    """The distinct word n-grams of a that b has too."""
+    return _gram_index(a, n)[2] & _gram_index(b, n)[2] if n >= 1 else frozenset()
+
+
+def _spans(a: str, b: str, n: int, shared: frozenset | None = None) -> list[Span]:
+    shared = _shared(a, b, n) if shared is None else shared
     if not shared:
         return []
     wa, a_starts, a_ends = _tokens(a)
     wb, b_starts, b_ends = _tokens(b)
+    grams, where_a, _ = _gram_index(a, n)
+    where = _gram_index(b, n)[1]
     la, lb = len(wa), len(wb)
     spans: list[Span] = []
     covered = 0  # a's words before this index already belong to a span
@@ -173,9 +176,10 @@ def copied_ngrams(a: str, b: str, n: int = 5) -> list[Span]:
 
 
 def copy_stats(a: str, b: str, n: int = 5) -> CopyStats:
-    spans = _spans(a, b, n)
+    shared = _shared(a, b, n)
+    spans = _spans(a, b, n, shared)
     return CopyStats(
-        shared_ngrams=shared_ngram_count(a, b, n),
+        shared_ngrams=len(shared),
         copied_words=sum(s.words for s in spans),
         words=len(_words(a)),
         longest=max((s.words for s in spans), default=0),
