@@ -30,7 +30,7 @@ from .judging import judge_generation, prompt_hash
 from .llm import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from .prompts import Template, defuse, load_template, numbered
 from .store import Store, now
-from .synthesis import CountError, active_constraints, clean_item, item_key, unusable_reason
+from .synthesis import MIN_CHARS, CountError, active_constraints, clean_item, item_key, unusable_reason
 
 EASY_REASON = "too easy: the base article satisfied it"
 DIRECT_REASON = "direct revision: every constraint hardened"
@@ -42,7 +42,7 @@ REPLACEMENTS_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"id": {"type": "integer"}, "constraint": {"type": "string"}},
+                "properties": {"id": {"type": "integer"}, "constraint": {"type": "string", "minLength": MIN_CHARS}},
                 "required": ["id", "constraint"],
             },
         }
@@ -125,7 +125,8 @@ async def ask_replacements(
         params=params, response_format=fmt, what="replacements",
     )
     call_ids = [completion.call_id] if completion.call_id else []
-    prompt = "\n".join(sources)
+    # The system prompt too: a small model copies its example instead of writing a replacement.
+    prompt = "\n".join([*sources, messages[0]["content"]])
     chosen, why = _usable(got, originals, keep, {}, prompt)  # type: ignore[arg-type]
     convo = list(messages) + [{"role": "assistant", "content": completion.text}]
     asked = 0

@@ -40,8 +40,12 @@ class CountError(ParseError):
     """A list still has the wrong number of usable items after the repair round."""
 
 
+MIN_CHARS = 15  # the shortest real constraint: "Quote a resident." is 17
+
+
 def list_schema(n: int | None, *, with_task: bool) -> dict[str, Any]:
-    items: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+    # minLength: under a grammar (llama.cpp), a small model cannot answer with the "..." placeholder
+    items: dict[str, Any] = {"type": "array", "items": {"type": "string", "minLength": MIN_CHARS}}
     if n is not None:
         items |= {"minItems": n, "maxItems": n}
     if not with_task:
@@ -149,6 +153,8 @@ def unusable_reason(item: str, prompt: str) -> str | None:
     """Why an item is not a constraint (a fragment, a paragraph, a passage copied from the
     prompt's rules or the articles it shows: a copy is not an instruction), or None."""
     words = len(re.findall(r"\w+", item))
+    if words == 0:
+        return f"{item!r} is a placeholder: write the constraint itself, a whole sentence"
     if words < MIN_WORDS:
         return "too short to be a constraint"
     if words > MAX_WORDS:

@@ -163,3 +163,28 @@ async def test_pasted_article_passages_are_not_replacements(tmp_path) -> None:
                                    sources=[ARTICLE_A, ARTICLE_B])
         await client.aclose()
     assert server.calls == 2
+
+
+async def test_placeholders_and_the_prompts_example_are_not_replacements(tmp_path) -> None:
+    """A 1.5B model answered every id with "..." (the form's placeholder) eight rounds running:
+    the schema now asks for a minimum length, the repair names the placeholder, and a copy of
+    the prompt's own example is refused like a pasted article."""
+    store = make_store(tmp_path / "s.sqlite", 1)
+    replies = [
+        json.dumps({"replacements": [{"id": 1, "constraint": "..."},
+                                     {"id": 2, "constraint": "<a harder constraint in place of id 2>"}]}),
+        json.dumps({"replacements": [{"id": 1, "constraint": "Contrast how two groups of residents judged the plan."},
+                                     {"id": 2, "constraint": "Explain what the closure costs families each month."}]}),
+    ]
+    with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
+        client = LLMClient(fake_config(server.base_url), store)
+        fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 2}
+        got = await ask_replacements(client, "fake", load_template("revise_direct"), fields, ["One two.", "Three four."])
+        await client.aclose()
+    assert got.texts == ["Contrast how two groups of residents judged the plan.",
+                         "Explain what the closure costs families each month."]
+    ask = server.requests[1]["messages"][-1]["content"]
+    assert "(your reply for 1: '...' is a placeholder: write the constraint itself" in ask
+    assert "(your reply for 2: copied from the texts or the instructions" in ask
+    schema = server.requests[0]["response_format"]["schema"]
+    assert schema["properties"]["replacements"]["items"]["properties"]["constraint"]["minLength"] >= 15
