@@ -203,15 +203,17 @@ class LLMClient:
         messages: list[dict[str, str]],
         *,
         accept: Callable[[str], T],
-        schema: dict[str, Any],
+        schema: dict[str, Any] | None,
         template: Template | None = None,
         params: Params | None = None,
         response_format: dict[str, Any] | None = None,
         repair_rounds: int = 1,
         what: str = "reply",
+        repair: Callable[[str], str] | None = None,
     ) -> tuple[T, Completion]:
         """``chat`` with repair rounds: a refused reply goes back to the model with what was wrong
-        and the schema. Still refused after ``repair_rounds``: ParseError naming the prompt."""
+        and the schema (or ``repair(error)``, for replies in prose). Still refused after
+        ``repair_rounds``: ParseError naming the prompt."""
         ep = self.config.endpoint(endpoint) if isinstance(endpoint, str) else endpoint
         convo = list(messages)
         last_error = ""
@@ -227,7 +229,7 @@ class LLMClient:
                 self._emit("repair", f"{ep.name}: reply refused ({last_error}); repair round {attempt + 1}")
                 convo = list(messages) + [
                     {"role": "assistant", "content": reply if reply is not None else "(unusable reply)"},
-                    {"role": "user", "content": repair_message(last_error, schema)},
+                    {"role": "user", "content": repair(last_error) if repair else repair_message(last_error, schema)},
                 ]
         prompt = f", prompt {template.name}" if template else ""
         raise ParseError(f"endpoint '{ep.name}' ({ep.model}){prompt}: no usable {what} after {repair_rounds} "
@@ -546,7 +548,9 @@ def parse_json_lenient(text: str) -> Any:
     raise ReplyError(f"no JSON found in the reply (starts: {snippet!r})", reply=text)
 
 
-def repair_message(error: str, schema: dict[str, Any]) -> str:
+def repair_message(error: str, schema: dict[str, Any] | None) -> str:
+    if schema is None:
+        return f"Your previous reply could not be used: {error}.\nReply again with only what was asked for."
     return (
         "Your previous reply could not be used: "
         f"{error}.\nReply again with only a JSON value that matches this schema, and nothing else:\n"

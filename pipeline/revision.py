@@ -227,21 +227,13 @@ async def write_base_article(store: Store, client: LLMClient, endpoint: str, ins
         return body
 
     messages = template.render(main_task=defuse(main_task), words=words)
-    convo = list(messages)
-    for attempt in range(2):  # one repair round for an empty or stub article
-        try:
-            body, completion = await client.chat(
-                ep, convo, template=template, params=Params(max_tokens=int(words * 2.2) + 200), accept=accept
-            )
-            break
-        except ReplyError as exc:
-            if attempt:
-                raise ParseError(f"endpoint '{ep.name}' ({ep.model}): no usable base article after a repair round: {exc}") from None
-            convo = list(messages) + [
-                {"role": "assistant", "content": exc.reply or "(unusable reply)"},
-                {"role": "user", "content": f"That reply cannot be used: {exc}. Write the whole text now, about {words} words, "
-                                            "and nothing else."},
-            ]
+    # One repair round for an empty or stub article.
+    body, completion = await client.chat_repaired(
+        ep, messages, accept=accept, schema=None, template=template, params=Params(max_tokens=int(words * 2.2) + 200),
+        what="base article",
+        repair=lambda error: f"That reply cannot be used: {error}. Write the whole text now, about {words} words, "
+                             "and nothing else.",
+    )
     h = store.put_text(body)  # type: ignore[arg-type]
     gen_id = store.db["generations"].insert(
         {
