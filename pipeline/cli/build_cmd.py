@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judging-mode", choices=["batched", "per_constraint"], default=None, dest="judging_mode",
                    help="how the base article is judged (default batched)")
     p.add_argument("--repair-rounds", type=positive_int, default=None, dest="repair_rounds",
-                   help="rounds asking for exactly the missing items of a short list before the instruction "
-                        "is recorded as failed (default 1; small local models need 3-4 to reach 39)")
+                   help="rounds asking for the missing items of a short list (at most 10 a round) before the "
+                        "instruction is recorded as failed (default 1; a 1.5B local model needs up to 8 to reach 39)")
     p.add_argument("--step", action="store_true", help="run one stage at a time and show what it wrote before going on")
     p.add_argument("--max-units", type=positive_int, default=None, help="stop after this many units of work (pairs / instructions)")
     p.set_defaults(func=run)
