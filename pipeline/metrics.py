@@ -50,16 +50,13 @@ Definitions (METHOD.md, "Core satisfaction"):
 Aggregation runs in SQL: the selected verdicts are pivoted into a temp table with one row per
 (text, constraint) and one column per rater, then GROUP BY text gives each rater's counts and
 each judge pair's 2x2 agreement cells, and a join of each summary with its response gives Core
-and the flips. Python only touches per-response rows. On a large store with an idle core, the
-responses are split in two by id and each half runs that SQL on its own read-only connection
-in a thread (SQLite releases the GIL), then the halves are merged. On a synthetic store of
-10,000 instructions x 39 constraints (3.1M verdicts) this takes seconds (bench/report_scale.py).
+and the flips. Python only touches per-response rows. On a synthetic store of 10,000
+instructions x 39 constraints (3.1M verdicts) this takes seconds (bench/report_scale.py).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import random
 import sqlite3
 import threading
@@ -403,7 +400,7 @@ def _both(a: str, b: str) -> str:
     return f"(({a}) + ({b}) - ({a}) - ({b}) + 1)"
 
 
-_PARTS = 2  # connections reading verdicts at once (SQLite releases the GIL), when a core is idle
+_PARTS = 2  # connections reading verdicts at once: SQLite releases the GIL while it works
 _PARALLEL_MIN_TEXTS = 4000  # below this, a second connection and scan cost more than they save
 
 
@@ -466,21 +463,13 @@ def _parallel_path(store: Store) -> Path | None:
     """The store's file when it is worth reading in parts and other connections see what this
     one sees (a file, no uncommitted writes); else None."""
     conn = store.conn
-    if _PARTS < 2 or conn.in_transaction or not _spare_core():
+    if _PARTS < 2 or conn.in_transaction:
         return None
     files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
     if not files or not files[0]:
         return None  # in memory
     texts = conn.execute("SELECT count(*) FROM generations WHERE kind IN ('response', 'summary')").fetchone()[0]
     return Path(files[0]) if texts >= _PARALLEL_MIN_TEXTS else None
-
-
-def _spare_core() -> bool:
-    """Is a core idle? On a machine busy with other work a second part only adds its own scan."""
-    try:
-        return os.getloadavg()[0] <= (os.cpu_count() or 1) - 1
-    except (AttributeError, OSError):  # no load average (Windows)
-        return (os.cpu_count() or 1) > 1
 
 
 def _rows(conn: Any, n_raters: int) -> tuple[list[Row], _KappaCounts]:

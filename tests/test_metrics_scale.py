@@ -45,7 +45,6 @@ def test_parts_give_the_single_connection_numbers(store, monkeypatch, filters: F
     single = compute_metrics(store, filters, n_resamples=50, seed=3)
     monkeypatch.setattr(metrics, "_PARTS", 2)
     monkeypatch.setattr(metrics, "_PARALLEL_MIN_TEXTS", 0)
-    monkeypatch.setattr(metrics, "_spare_core", lambda: True)
     assert metrics._parallel_path(store) is not None
     parts = compute_metrics(store, filters, n_resamples=50, seed=3)
     assert single.rows and ("judge-0" in single.raters or filters.models)
@@ -56,7 +55,6 @@ def test_parts_give_the_single_connection_numbers(store, monkeypatch, filters: F
 
 def test_uncommitted_writes_keep_one_connection(store, monkeypatch) -> None:
     monkeypatch.setattr(metrics, "_PARALLEL_MIN_TEXTS", 0)
-    monkeypatch.setattr(metrics, "_spare_core", lambda: True)
     store.conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE judge = 'judge-b'")
     assert store.conn.in_transaction
     # Other connections would not see the change: this one computes alone, and sees it.
