@@ -58,15 +58,12 @@ from __future__ import annotations
 
 import math
 import random
-import sqlite3
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -250,20 +247,8 @@ def _prepare(store: Store, f: Filters) -> list[str]:
     """Fill temp tables: m_gen (the selected responses and summaries) and m_p (one row per text
     and active constraint, one verdict column y0, y1, ... per rater, NULL where that rater has
     not judged). Return the rater names, in column order."""
-    return _rater_names(_prepare_raters(store.conn, f))
-
-
-def _rater_names(raters: list[tuple[str, str]]) -> list[str]:
-    modes_per_judge: dict[str, int] = defaultdict(int)
-    for judge, _ in raters:
-        modes_per_judge[judge] += 1
-    return [judge if modes_per_judge[judge] == 1 else f"{judge} [{mode}]" for judge, mode in raters]
-
-
-def _prepare_raters(conn: Any, f: Filters, part: tuple[int, int] | None = None) -> list[tuple[str, str]]:
-    """_prepare on a connection; with ``part = (k, parts)`` only the responses whose id is k
-    modulo parts (and their summaries). Return the (judge, judging mode) of each column."""
-    _cleanup_conn(conn)
+    conn = store.conn
+    _cleanup(store)
     if not conn.in_transaction:
         # Sorting millions of verdicts for the GROUP BY: in memory, not in a temp file. The pragma
         # can change only outside a transaction; _cleanup restores it.
@@ -278,9 +263,6 @@ def _prepare_raters(conn: Any, f: Filters, part: tuple[int, int] | None = None) 
     if f.models:
         where.append(f"r.model IN ({','.join('?' * len(f.models))})")
         params.extend(f.models)
-    if part is not None:
-        where.append("r.id % ? = ?")
-        params.extend([part[1], part[0]])
     conn.execute(
         "INSERT INTO m_gen SELECT g.id, g.kind, r.id, g.ratio FROM generations g"
         " JOIN generations r ON r.id = CASE WHEN g.kind = 'summary' THEN g.parent_id ELSE g.id END"
@@ -317,7 +299,10 @@ def _prepare_raters(conn: Any, f: Filters, part: tuple[int, int] | None = None) 
             raters = [r for r, n in zip(raters, used) if n]
             conn.execute("DROP TABLE temp.m_p")
             _pivot(conn, raters, source, vsql, vparams)
-    return raters
+    modes_per_judge: dict[str, int] = defaultdict(int)
+    for judge, _ in raters:
+        modes_per_judge[judge] += 1
+    return [judge if modes_per_judge[judge] == 1 else f"{judge} [{mode}]" for judge, mode in raters]
 
 
 def _pivot(conn: Any, raters: list[tuple[str, str]], source: str, vsql: str, vparams: list[Any]) -> None:
@@ -342,10 +327,7 @@ def _pivot(conn: Any, raters: list[tuple[str, str]], source: str, vsql: str, vpa
 
 
 def _cleanup(store: Store) -> None:
-    _cleanup_conn(store.conn)
-
-
-def _cleanup_conn(conn: Any) -> None:
+    conn = store.conn
     for table in ("m_gen", "m_p"):
         conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
     previous = _TEMP_STORE.pop(id(conn), None)
@@ -376,7 +358,12 @@ def compute_metrics(
     ``copy`` adds copied n-gram columns; ``embedder`` (pipeline.embeddings) adds similarity
     columns. Both read texts, so they cost more than the verdict arithmetic."""
     f = filters or Filters()
-    raters, rows, kappa_counts = _judged_rows(store, f)
+    with _LOCK:
+        try:
+            raters = _prepare(store, f)
+            rows, kappa_counts = _rows(store, len(raters))
+        finally:
+            _cleanup(store)
     if copy and rows:
         _add_copying(store, rows, ngram)
     if embedder is not None and rows:
@@ -400,79 +387,8 @@ def _both(a: str, b: str) -> str:
     return f"(({a}) + ({b}) - ({a}) - ({b}) + 1)"
 
 
-_PARTS = 2  # connections reading verdicts at once: SQLite releases the GIL while it works
-_PARALLEL_MIN_TEXTS = 4000  # below this, a second connection and scan cost more than they save
-
-
-def _judged_rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]:
-    """The rater names, the per-response rows and the agreement counts. On a large store the
-    responses are split in _PARTS by id, each part pivoted and aggregated on its own read-only
-    connection in a thread, and the results merged: the same rows in the same order (by
-    response id), the same counts."""
-    path = _parallel_path(store)
-    if path is not None:
-        try:
-            return _judged_rows_in_parts(path, f)
-        except sqlite3.Error:
-            pass  # e.g. a read-only folder refuses a second reader of a WAL store: one connection then
-    with _LOCK:
-        try:
-            raters = _prepare_raters(store.conn, f)
-            rows, counts = _rows(store.conn, len(raters))
-        finally:
-            _cleanup(store)
-    return _rater_names(raters), rows, counts
-
-
-def _judged_rows_in_parts(path: Path, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]:
-    def run_part(k: int) -> tuple[list[tuple[str, str]], list[Row], _KappaCounts]:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        try:
-            conn.execute("PRAGMA busy_timeout = 10000")
-            part_raters = _prepare_raters(conn, f, (k, _PARTS))
-            return (part_raters, *_rows(conn, len(part_raters)))
-        finally:
-            _cleanup_conn(conn)
-            conn.close()
-
-    with ThreadPoolExecutor(max_workers=_PARTS) as pool:
-        parts = list(pool.map(run_part, range(_PARTS)))
-    raters = sorted({r for part_raters, _, _ in parts for r in part_raters})
-    rows: list[Row] = []
-    counts = _KappaCounts(by_gid=defaultdict(list), kind={}, rid={}, ratio={})
-    for part_raters, part_rows, part_counts in parts:
-        # A part's rater columns are a subset of the merged ones, in the same (sorted) order.
-        to_global = [raters.index(r) for r in part_raters]
-        for row in part_rows:
-            if row.ratio is not None:
-                sat, flip = [math.nan] * len(raters), [math.nan] * len(raters)
-                for k, g in enumerate(to_global):
-                    sat[g], flip[g] = row.satisfied_by[k], row.flipped_by[k]
-                row.satisfied_by, row.flipped_by = tuple(sat), tuple(flip)
-            rows.append(row)
-        for gid, cells in part_counts.by_gid.items():
-            counts.by_gid[gid] = [(to_global[a], to_global[b], c) for a, b, c in cells]
-        counts.kind.update(part_counts.kind)
-        counts.rid.update(part_counts.rid)
-        counts.ratio.update(part_counts.ratio)
-    rows.sort(key=lambda r: r.response_id)  # stable: a response's rows keep their order
-    return _rater_names(raters), rows, counts
-
-
-def _parallel_path(store: Store) -> Path | None:
-    """The store's file when it is worth reading in parts and other connections see what this
-    one sees (a file, no uncommitted writes); else None."""
+def _rows(store: Store, n_raters: int) -> tuple[list[Row], _KappaCounts]:
     conn = store.conn
-    if _PARTS < 2 or conn.in_transaction:
-        return None
-    files = [row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
-    if not files or not files[0]:
-        return None  # in memory
-    texts = conn.execute("SELECT count(*) FROM generations WHERE kind IN ('response', 'summary')").fetchone()[0]
-    return Path(files[0]) if texts >= _PARALLEL_MIN_TEXTS else None
-
-
-def _rows(conn: Any, n_raters: int) -> tuple[list[Row], _KappaCounts]:
     counts = _KappaCounts(by_gid=defaultdict(list), kind={}, rid={}, ratio={})
     if n_raters == 0:
         return [], counts
@@ -480,7 +396,7 @@ def _rows(conn: Any, n_raters: int) -> tuple[list[Row], _KappaCounts]:
         "SELECT r.id, r.instruction_id, i.run_id, i.domain, i.condition, i.article_a, i.article_b, r.model,"
         " COALESCE(r.mode, ''), (SELECT count(*) FROM constraints c WHERE c.instruction_id = r.instruction_id"
         " AND c.active = 1) FROM m_gen g JOIN generations r ON r.id = g.gid JOIN instructions i ON i.id = r.instruction_id"
-        " WHERE g.kind = 'response' ORDER BY r.id"
+        " WHERE g.kind = 'response'"
     ).fetchall()
     pairs = list(combinations(range(n_raters), 2))
     # One pass over m_p: per text, each rater's judged count and Yes count, and for each pair of
