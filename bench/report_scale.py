@@ -125,7 +125,6 @@ def main() -> None:
                         help="leave out the copied n-gram metrics (read every text), as `report --no-copy`")
     args = parser.parse_args()
 
-    from pipeline.cli import main as cli_main
     from pipeline.metrics import compute_metrics
 
     tmp = tempfile.TemporaryDirectory()
