@@ -121,8 +121,6 @@ def _gram_index(text: str, n: int) -> tuple[list[tuple[str, ...]], dict[tuple[st
 
 
 def shared_ngram_count(a: str, b: str, n: int = 5) -> int:
-    if n < 1:
-        return 0
     return len(_shared(a, b, n))
 
 
