@@ -58,17 +58,18 @@ from __future__ import annotations
 
 import math
 import random
+import sqlite3
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from itertools import combinations
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import copying
+from .scores import both_judged, current_text_scores, drop_temp_scores, pivot
 from .stats import (
     DEFAULT_RESAMPLES,
     NAN_INTERVAL,
@@ -243,10 +244,8 @@ def _ratio_key(ratio: float | None) -> float | None:
 # -- the SQL side -------------------------------------------------------------------------------
 
 
-def _prepare(store: Store, f: Filters) -> list[str]:
-    """Fill temp tables: m_gen (the selected responses and summaries) and m_p (one row per text
-    and active constraint, one verdict column y0, y1, ... per rater, NULL where that rater has
-    not judged). Return the rater names, in column order."""
+def _start(store: Store) -> None:
+    """Before any temp table: changing temp_store drops every temp table of the connection."""
     conn = store.conn
     _cleanup(store)
     if not conn.in_transaction:
@@ -254,6 +253,11 @@ def _prepare(store: Store, f: Filters) -> list[str]:
         # can change only outside a transaction; _cleanup restores it.
         _TEMP_STORE[id(conn)] = conn.execute("PRAGMA temp_store").fetchone()[0]
         conn.execute("PRAGMA temp_store = MEMORY")
+
+
+def _select_texts(store: Store, f: Filters) -> None:
+    """Fill temp table m_gen: the selected responses and summaries (gid, kind, rid, ratio)."""
+    conn = store.conn
     conn.execute("CREATE TEMP TABLE m_gen(gid INTEGER PRIMARY KEY, kind TEXT, rid INTEGER, ratio REAL)")
     where, params = [], []
     for column, value in (("i.run_id", f.run), ("i.domain", f.domain), ("i.condition", f.condition), ("r.mode", f.mode)):
@@ -270,13 +274,37 @@ def _prepare(store: Store, f: Filters) -> list[str]:
         " WHERE g.kind IN ('response', 'summary') AND r.kind = 'response'" + "".join(f" AND {w}" for w in where),
         params,
     )
-    vwhere, vparams = [], []
+
+
+def _verdict_filter(f: Filters) -> tuple[list[str], list[Any]]:
+    """SQL conditions on a verdict's judge and judging_mode columns, and their parameters."""
+    where, params = [], []
     if f.judges:
-        vwhere.append(f"judge IN ({','.join('?' * len(f.judges))})")
-        vparams.extend(f.judges)
+        where.append(f"judge IN ({','.join('?' * len(f.judges))})")
+        params.extend(f.judges)
     if f.judging_mode:
-        vwhere.append("judging_mode = ?")
-        vparams.append(f.judging_mode)
+        where.append("judging_mode = ?")
+        params.append(f.judging_mode)
+    return where, params
+
+
+def _rater_names(raters: Sequence[tuple[str, str]]) -> list[str]:
+    """A judge's name, or "judge [mode]" when the judge appears in both judging modes."""
+    modes_per_judge: dict[str, int] = defaultdict(int)
+    for judge, _ in raters:
+        modes_per_judge[judge] += 1
+    return [judge if modes_per_judge[judge] == 1 else f"{judge} [{mode}]" for judge, mode in raters]
+
+
+def _prepare(store: Store, f: Filters) -> list[str]:
+    """Fill temp tables: m_gen (the selected texts) and m_p (one row per text and active
+    constraint, one verdict column y0, y1, ... per rater, NULL where that rater has not judged).
+    Return the rater names, in column order. For per-item questions; totals per text come from
+    pipeline.scores instead."""
+    conn = store.conn
+    _start(store)
+    _select_texts(store, f)
+    vwhere, vparams = _verdict_filter(f)
     vsql = "".join(f" AND v.{w}" for w in vwhere)
     selected = conn.execute("SELECT count(*) FROM m_gen").fetchone()[0]
     total = conn.execute("SELECT count(*) FROM generations WHERE kind IN ('response', 'summary')").fetchone()[0]
@@ -292,38 +320,14 @@ def _prepare(store: Store, f: Filters) -> list[str]:
     # No ORDER BY and no test of the verdict here: SQLite then reads a covering index instead of
     # sorting every row (6x faster). A rater with no usable verdict is dropped after the pivot.
     raters = sorted(conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {raters_from}{vsql}", vparams))
-    _pivot(conn, raters, source, vsql, vparams)
+    pivot(conn, "m_p", raters, source, vsql, vparams)
     if raters:
         used = conn.execute(f"SELECT {', '.join(f'count(y{k})' for k in range(len(raters)))} FROM m_p").fetchone()
         if not all(used):
             raters = [r for r, n in zip(raters, used) if n]
             conn.execute("DROP TABLE temp.m_p")
-            _pivot(conn, raters, source, vsql, vparams)
-    modes_per_judge: dict[str, int] = defaultdict(int)
-    for judge, _ in raters:
-        modes_per_judge[judge] += 1
-    return [judge if modes_per_judge[judge] == 1 else f"{judge} [{mode}]" for judge, mode in raters]
-
-
-def _pivot(conn: Any, raters: list[tuple[str, str]], source: str, vsql: str, vparams: list[Any]) -> None:
-    """m_p: one row per (text, active constraint), rater k's verdict in column y{k}."""
-    columns = ", ".join(f"y{k} INTEGER" for k in range(len(raters)))
-    conn.execute(f"CREATE TEMP TABLE m_p(gid INTEGER, cid INTEGER{', ' + columns if columns else ''},"
-                 " PRIMARY KEY(gid, cid)) WITHOUT ROWID")
-    if not raters:
-        return
-    # One row per verdict, its value in its rater's column, merged into the (text, constraint)
-    # row by an upsert: no sort of millions of rows, unlike a GROUP BY. Rows come in id order,
-    # so when a rater judged an item twice (a re-judge with a new prompt) the latest one wins.
-    cases = ", ".join("CASE WHEN v.judge = ? AND v.judging_mode = ? THEN v.verdict END" for _ in raters)
-    case_params = [x for judge, mode in raters for x in (judge, mode)]
-    updates = ", ".join(f"y{k} = coalesce(excluded.y{k}, y{k})" for k in range(len(raters)))
-    conn.execute(
-        f"INSERT INTO m_p SELECT v.generation_id, v.constraint_id, {cases} FROM {source}"
-        " AND v.verdict IS NOT NULL AND v.constraint_id NOT IN (SELECT id FROM constraints WHERE active = 0)"
-        f"{vsql} ORDER BY v.id ON CONFLICT(gid, cid) DO UPDATE SET {updates}",
-        case_params + vparams,
-    )
+            pivot(conn, "m_p", raters, source, vsql, vparams)
+    return _rater_names(raters)
 
 
 def _cleanup(store: Store) -> None:
@@ -360,10 +364,13 @@ def compute_metrics(
     f = filters or Filters()
     with _LOCK:
         try:
-            raters = _prepare(store, f)
-            rows, kappa_counts = _rows(store, len(raters))
+            _start(store)
+            current_text_scores(store)
+            _select_texts(store, f)
+            raters, rows, kappa_counts = _rows(store, f)
         finally:
             _cleanup(store)
+            drop_temp_scores(store.conn)
     if copy and rows:
         _add_copying(store, rows, ngram)
     if embedder is not None and rows:
@@ -376,62 +383,62 @@ def compute_metrics(
 
 @dataclass
 class _KappaCounts:
-    by_gid: dict[int, list[tuple[int, int, np.ndarray]]]  # gid -> [(rater_a, rater_b, [n11, n10, n01, n00])]
-    kind: dict[int, str]
-    rid: dict[int, int]
-    ratio: dict[int, float | None]
+    """The 2x2 agreement cells [n11, n10, n01, n00] of each (text, pair of raters), one row each."""
+
+    rid: np.ndarray  # the text's response (the text itself, or the response a summary shortens)
+    summary: np.ndarray  # bool: the text is a summary
+    ratio: np.ndarray  # a summary's ratio (NaN for responses)
+    pair: np.ndarray  # (rows, 2): rater indices a < b
+    cells: np.ndarray  # (rows, 4)
+
+    @classmethod
+    def empty(cls) -> _KappaCounts:
+        return cls(np.zeros(0, int), np.zeros(0, bool), np.zeros(0), np.zeros((0, 2), int), np.zeros((0, 4)))
+
+    def tables(self, mask: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+        """Summed cells of the masked rows, per pair of raters."""
+        out: dict[tuple[int, int], np.ndarray] = {}
+        pairs, cells = self.pair[mask], self.cells[mask]
+        for ra, rb in sorted({(int(a), int(b)) for a, b in np.unique(pairs, axis=0)}):
+            out[(ra, rb)] = cells[(pairs[:, 0] == ra) & (pairs[:, 1] == rb)].sum(axis=0)
+        return out
 
 
-def _both(a: str, b: str) -> str:
-    """SQL: 1 when both verdicts exist, else NULL (so count/sum skip the item)."""
-    return f"(({a}) + ({b}) - ({a}) - ({b}) + 1)"
-
-
-def _rows(store: Store, n_raters: int) -> tuple[list[Row], _KappaCounts]:
+def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]:
+    """Per-response rows from the kept per-text totals (pipeline.scores) of the texts in m_gen."""
     conn = store.conn
-    counts = _KappaCounts(by_gid=defaultdict(list), kind={}, rid={}, ratio={})
-    if n_raters == 0:
-        return [], counts
+    vwhere, vparams = _verdict_filter(f)
+    vsql = "".join(f" AND s.{w}" for w in vwhere)
+    scores = conn.execute(
+        "SELECT s.gid, g.kind, g.rid, g.ratio, s.judge, s.judging_mode, s.judged, s.yes, s.both, s.core_yes,"
+        f" s.full_yes, s.flipped FROM m_gen g JOIN text_scores s ON s.gid = g.gid WHERE 1{vsql}", vparams
+    ).fetchall()
+    keys = sorted({(judge, mode) for _, _, _, _, judge, mode, *_ in scores})
+    raters = _rater_names(keys)
+    if not keys:
+        return raters, [], _KappaCounts.empty()
+    index = {key: k for k, key in enumerate(keys)}
     meta = conn.execute(
         "SELECT r.id, r.instruction_id, i.run_id, i.domain, i.condition, i.article_a, i.article_b, r.model,"
         " COALESCE(r.mode, ''), (SELECT count(*) FROM constraints c WHERE c.instruction_id = r.instruction_id"
         " AND c.active = 1) FROM m_gen g JOIN generations r ON r.id = g.gid JOIN instructions i ON i.id = r.instruction_id"
         " WHERE g.kind = 'response'"
     ).fetchall()
-    pairs = list(combinations(range(n_raters), 2))
-    # One pass over m_p: per text, each rater's judged count and Yes count, and for each pair of
-    # raters the 2x2 agreement cells over the items both judged.
-    per_rater = ", ".join(f"count(y{k}), sum(y{k})" for k in range(n_raters))
-    cells = ", ".join(
-        f"sum(y{a} * y{b}), sum(y{a} * (1 - y{b})), sum((1 - y{a}) * y{b}), sum((1 - y{a}) * (1 - y{b}))"
-        for a, b in pairs)
-    full: dict[int, list[tuple[int, int]]] = {}
-    for gid, kind, rid, ratio, *values in conn.execute(
-        f"SELECT p.gid, g.kind, g.rid, g.ratio, {per_rater}{', ' + cells if cells else ''}"
-        " FROM m_p p JOIN m_gen g ON g.gid = p.gid GROUP BY p.gid"
-    ):
-        counts.kind[gid], counts.rid[gid], counts.ratio[gid] = kind, rid, _ratio_key(ratio)
+    # Per response, each rater's (judged, yes); per summary, each rater's counts against its response.
+    full: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    summ: dict[tuple[int, float], list[tuple[int, int, int, int, int]]] = defaultdict(list)
+    ratio_keys: dict[float, float | None] = {}
+    for gid, kind, rid, ratio, judge, mode, judged, yes, both, core_yes, full_yes, flipped in scores:
+        k = index[(judge, mode)]
         if kind == "response":
-            full[gid] = [(values[2 * k], values[2 * k + 1] or 0) for k in range(n_raters) if values[2 * k]]
-        base = 2 * n_raters
-        for index, (a, b) in enumerate(pairs):
-            cell = values[base + 4 * index : base + 4 * index + 4]
-            if cell[0] is not None:
-                counts.by_gid[gid].append((a, b, np.asarray(cell, dtype=float)))
-    # Summaries against their response, per rater, over the constraints judged on both.
-    per_rater_summary = ", ".join(
-        f"count({_both(f's.y{k}', f'f.y{k}')}), sum(s.y{k} * {_both(f's.y{k}', f'f.y{k}')}),"
-        f" sum(f.y{k} * {_both(f's.y{k}', f'f.y{k}')}), sum(f.y{k} * (1 - s.y{k}))"
-        for k in range(n_raters))
-    summ: dict[tuple[int, float], list[tuple[int, int, int, int]]] = defaultdict(list)
-    for _sid, rid, ratio, *values in conn.execute(
-        f"SELECT g.gid, g.rid, g.ratio, {per_rater_summary} FROM m_gen g JOIN m_p s ON s.gid = g.gid"
-        " JOIN m_p f ON f.gid = g.rid AND f.cid = s.cid WHERE g.kind = 'summary' GROUP BY g.gid"
-    ):
-        for k in range(n_raters):
-            n, core_yes, full_yes, flipped = values[4 * k : 4 * k + 4]
-            if n:
-                summ[(rid, _ratio_key(ratio))].append((k, n, core_yes or 0, full_yes or 0, flipped or 0))
+            full[gid].append((k, judged, yes))
+        elif both:
+            key = ratio_keys.get(ratio) or ratio_keys.setdefault(ratio, _ratio_key(ratio))
+            summ[(rid, key)].append((k, both, core_yes, full_yes, flipped))
+    for parts in (*full.values(), *summ.values()):
+        if len(parts) > 1:
+            parts.sort()  # rater order, as the means were always taken
+    counts = _kappa_counts(conn, index)
     achieved: dict[tuple[int, float], list[float]] = defaultdict(list)
     for rid, ratio, value in conn.execute(
         "SELECT g.rid, g.ratio, s.achieved_ratio FROM m_gen g JOIN generations s ON s.id = g.gid"
@@ -443,18 +450,21 @@ def _rows(store: Store, n_raters: int) -> tuple[list[Row], _KappaCounts]:
         by_response[rid].append(ratio)
 
     rows: list[Row] = []
+    n_raters = len(keys)
     for rid, iid, run_id, domain, condition, art_a, art_b, model, mode, n_active in meta:
         judged = full.get(rid)
         if not judged:
             continue  # not judged yet
-        base = Row(
-            instruction_id=iid, run_id=run_id or "", domain=domain or "", condition=condition or "",
-            article_a=art_a, article_b=art_b, model=model or "", mode=mode, response_id=rid, ratio=None,
-            n_active=n_active, judged=_mean([n for n, _ in judged]),
-            org=_mean([yes / n for n, yes in judged]), raters=len(judged),
-        )
-        rows.append(base)
-        for ratio in sorted(by_response.get(rid, [])):
+        # The fields a response shares with its rows at each ratio (a dict: Row(**...) is much
+        # cheaper than dataclasses.replace, which shows at 40,000 rows).
+        shared = {
+            "instruction_id": iid, "run_id": run_id or "", "domain": domain or "", "condition": condition or "",
+            "article_a": art_a, "article_b": art_b, "model": model or "", "mode": mode, "response_id": rid,
+            "n_active": n_active, "judged": _mean([n for _, n, _ in judged]),
+            "org": _mean([yes / n for _, n, yes in judged]),
+        }
+        rows.append(Row(**shared, ratio=None, raters=len(judged)))
+        for ratio in sorted(by_response.get(rid, ())):
             parts = summ[(rid, ratio)]
             reached = achieved.get((rid, ratio))
             # Per rater (averaged over summaries when two summarizers wrote one at this ratio).
@@ -463,8 +473,8 @@ def _rows(store: Store, n_raters: int) -> tuple[list[Row], _KappaCounts]:
             for k, _, _, fy, fl in parts:
                 sat[k].append(fy)
                 flip[k].append(fl)
-            rows.append(replace(
-                base, ratio=ratio, extra={}, raters=len(sat),
+            rows.append(Row(
+                **shared, ratio=ratio, raters=len(sat),
                 core=_mean([cy / n for _, n, cy, _, _ in parts]),
                 satisfied=_mean([fy for _, _, _, fy, _ in parts]),
                 flipped=_mean([fl for _, _, _, _, fl in parts]),
@@ -472,7 +482,22 @@ def _rows(store: Store, n_raters: int) -> tuple[list[Row], _KappaCounts]:
                 flipped_by=tuple(_mean(flip[k]) if k in flip else math.nan for k in range(n_raters)),
                 achieved_ratio=_mean(reached) if reached else None,
             ))
-    return rows, counts
+    return raters, rows, counts
+
+
+def _kappa_counts(conn: sqlite3.Connection, index: dict[tuple[str, str], int]) -> _KappaCounts:
+    """The agreement cells of the texts in m_gen, for pairs of the selected raters."""
+    kept = [row for row in conn.execute(
+        "SELECT g.rid, g.kind = 'summary', coalesce(g.ratio, 'nan'), a.judge_a, a.mode_a, a.judge_b, a.mode_b,"
+        " a.n11, a.n10, a.n01, a.n00 FROM m_gen g JOIN text_agreement a ON a.gid = g.gid ORDER BY a.gid"
+    ) if (row[3], row[4]) in index and (row[5], row[6]) in index]
+    if not kept:
+        return _KappaCounts.empty()
+    return _KappaCounts(
+        rid=np.array([r[0] for r in kept]), summary=np.array([r[1] for r in kept], dtype=bool),
+        ratio=np.array([round(float(r[2]), 6) for r in kept]),  # as _ratio_key
+        pair=np.array([(index[(r[3], r[4])], index[(r[5], r[6])]) for r in kept]),
+        cells=np.array([r[7:] for r in kept], dtype=float))
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -483,11 +508,6 @@ def _groups(rows: list[Row], counts: _KappaCounts, *, n_resamples: int, seed: in
     buckets: dict[tuple, list[Row]] = defaultdict(list)
     for row in rows:
         buckets[(row.domain, row.condition, row.model, row.mode, row.ratio)].append(row)
-    # Judge agreement per group: counts of the group's responses, plus summaries at its ratio.
-    gids_of_response: dict[int, list[int]] = defaultdict(list)
-    for gid, rid in counts.rid.items():
-        if gid in counts.by_gid:
-            gids_of_response[rid].append(gid)
     groups: list[Group] = []
     for key in sorted(buckets, key=_group_sort_key):
         members = buckets[key]
@@ -502,12 +522,9 @@ def _groups(rows: list[Row], counts: _KappaCounts, *, n_resamples: int, seed: in
                                             n_resamples=n_resamples, seed=seed)
             reached = [r.achieved_ratio for r in members if r.achieved_ratio is not None]
             g.achieved_ratio = float(np.mean(reached)) if reached else math.nan
-        tables: dict[tuple[int, int], np.ndarray] = defaultdict(lambda: np.zeros(4))
-        for row in members:
-            for gid in gids_of_response.get(row.response_id, []):
-                if counts.kind[gid] == "response" or (ratio is not None and counts.ratio[gid] == ratio):
-                    for ra, rb, cells in counts.by_gid[gid]:
-                        tables[(ra, rb)] += cells
+        # Judge agreement: cells of the group's responses, plus their summaries at its ratio.
+        texts = ~counts.summary if ratio is None else ~counts.summary | (counts.ratio == ratio)
+        tables = counts.tables(np.isin(counts.rid, [r.response_id for r in members]) & texts)
         if tables:
             results = [kappa_from_counts(t.reshape(2, 2)) for t in tables.values()]
             kappas = [a.kappa for a in results if not math.isnan(a.kappa)]
@@ -531,14 +548,11 @@ def _group_sort_key(key: tuple) -> tuple:
 
 
 def _agreement(raters: list[str], counts: _KappaCounts) -> list[JudgeAgreement]:
-    tables: dict[tuple[int, int, str], np.ndarray] = defaultdict(lambda: np.zeros(4))
-    for gid, items in counts.by_gid.items():
-        for ra, rb, cells in items:
-            tables[(ra, rb, counts.kind[gid])] += cells
-            tables[(ra, rb, "all")] += cells
     out = []
-    for (ra, rb, kind), t in sorted(tables.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
-        a = kappa_from_counts(t.reshape(2, 2))
+    by_kind = {"all": counts.tables(np.ones(len(counts.rid), dtype=bool)),
+               "response": counts.tables(~counts.summary), "summary": counts.tables(counts.summary)}
+    for (ra, rb), kind in sorted((pair, kind) for kind, tables in by_kind.items() for pair in tables):
+        a = kappa_from_counts(by_kind[kind][(ra, rb)].reshape(2, 2))
         out.append(JudgeAgreement(raters[ra], raters[rb], kind, a.kappa, a.percent, a.n))
     return out
 
@@ -573,32 +587,79 @@ def _response_and_reference_hashes(store: Store, rows: list[Row]) -> tuple[dict[
 
 
 def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
-    """copy_a_ngrams, copy_a_share, copy_b_ngrams, copy_b_share, copy_longest per response."""
+    """copy_a_ngrams, copy_a_share, copy_b_ngrams, copy_b_share, copy_longest per response.
+
+    Counts are kept in the store's copy_stats table by the texts' hashes; only new pairs of
+    texts are read and compared."""
     resp, arts = _response_and_reference_hashes(store, rows)
-    bodies = _texts(store, [*resp.values(), *arts.values()])
-    cache: dict[tuple[str, str], copying.CopyStats] = {}
+    known = _stored_copy_stats(store, ngram)
+    needed = {(resp.get(r.response_id), arts.get(article)) for r in rows for article in (r.article_a, r.article_b)
+              if article is not None}
+    missing = sorted(pair for pair in needed if all(pair) and pair not in known)
+    if missing:
+        bodies = _texts(store, [h for pair in missing for h in pair])
+        fresh = {(r, a): _CopyCounts.of(copying.copy_stats(bodies[r], bodies[a], ngram))
+                 for r, a in missing if r in bodies and a in bodies}
+        _keep_copy_stats(store, ngram, fresh)
+        known.update(fresh)
     per_response: dict[int, dict[str, float]] = {}
     for row in rows:
-        if row.response_id in per_response:
-            row.extra.update(per_response[row.response_id])
-            continue
-        values: dict[str, float] = {}
-        r_hash = resp.get(row.response_id)
-        longest = 0
-        for label, article in (("a", row.article_a), ("b", row.article_b)):
-            a_hash = arts.get(article) if article is not None else None
-            if not r_hash or not a_hash or r_hash not in bodies or a_hash not in bodies:
-                continue
-            stats = cache.get((r_hash, a_hash))
-            if stats is None:
-                stats = cache[(r_hash, a_hash)] = copying.copy_stats(bodies[r_hash], bodies[a_hash], ngram)
-            values[f"copy_{label}_ngrams"] = float(stats.shared_ngrams)
-            values[f"copy_{label}_share"] = stats.share
-            longest = max(longest, stats.longest)
-        if values:
-            values["copy_longest"] = float(longest)
-        per_response[row.response_id] = values
+        values = per_response.get(row.response_id)
+        if values is None:
+            values = per_response[row.response_id] = _copy_values(
+                known, resp.get(row.response_id), [(label, arts.get(article)) for label, article
+                                                   in (("a", row.article_a), ("b", row.article_b)) if article is not None])
         row.extra.update(values)
+
+
+@dataclass(frozen=True)
+class _CopyCounts:
+    shared_ngrams: int
+    copied_words: int
+    words: int
+    longest: int
+
+    @classmethod
+    def of(cls, stats: copying.CopyStats) -> _CopyCounts:
+        return cls(stats.shared_ngrams, stats.copied_words, stats.words, stats.longest)
+
+
+def _copy_values(known: dict[tuple[str, str], _CopyCounts], r_hash: str | None,
+                 references: list[tuple[str, str | None]]) -> dict[str, float]:
+    values: dict[str, float] = {}
+    longest = 0
+    for label, a_hash in references:
+        counts = known.get((r_hash, a_hash)) if r_hash and a_hash else None
+        if counts is None:
+            continue
+        values[f"copy_{label}_ngrams"] = float(counts.shared_ngrams)
+        values[f"copy_{label}_share"] = counts.copied_words / counts.words if counts.words else 0.0
+        longest = max(longest, counts.longest)
+    if values:
+        values["copy_longest"] = float(longest)
+    return values
+
+
+def _stored_copy_stats(store: Store, ngram: int) -> dict[tuple[str, str], _CopyCounts]:
+    return {(r, a): _CopyCounts(*counts) for r, a, *counts in store.conn.execute(
+        "SELECT text_hash, reference_hash, shared_ngrams, copied_words, words, longest FROM copy_stats"
+        " WHERE ngram = ?", (ngram,))}
+
+
+def _keep_copy_stats(store: Store, ngram: int, fresh: dict[tuple[str, str], _CopyCounts]) -> None:
+    """Store new counts; a read-only store, or a caller's open transaction, just goes without."""
+    conn = store.conn
+    if not fresh or conn.in_transaction:
+        return
+    try:
+        with conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO copy_stats(text_hash, reference_hash, ngram, shared_ngrams, copied_words,"
+                " words, longest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(r, a, ngram, c.shared_ngrams, c.copied_words, c.words, c.longest) for (r, a), c in fresh.items()])
+    except sqlite3.OperationalError as exc:
+        if "readonly" not in str(exc):
+            raise
 
 
 def _active_constraints(store: Store, instruction_ids: Sequence[int]) -> dict[int, list[str]]:
@@ -771,7 +832,7 @@ def constraint_items(store: Store, filters: Filters | None = None, *, ratio: flo
             n = len(_prepare(store, filters or Filters()))
             if n == 0:
                 return []
-            both = [_both(f"s.y{k}", f"f.y{k}") for k in range(n)]
+            both = [both_judged(f"s.y{k}", f"f.y{k}") for k in range(n)]
             judged = " + ".join(f"coalesce({b}, 0)" for b in both)
             full = " + ".join(f"coalesce(f.y{k} * {b}, 0)" for k, b in enumerate(both))
             summ = " + ".join(f"coalesce(s.y{k} * {b}, 0)" for k, b in enumerate(both))

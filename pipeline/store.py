@@ -20,6 +20,9 @@ Tables (see DESIGN.md):
   annotations    human labels of flipped constraints
   naturalness    pairwise preferences between constraint sets
   llm_calls      every finished LLM call; the cache
+  text_scores, text_agreement, text_scores_stale
+                 per-text verdict totals for the metrics, kept fresh (pipeline.scores)
+  copy_stats     copied n-grams of a response against a reference, by the texts' hashes
 """
 
 from __future__ import annotations
@@ -249,8 +252,21 @@ def _v1(db: sqlite_utils.Database) -> None:
     db["llm_calls"].create_index(["run_id"])
 
 
+def _v2(db: sqlite_utils.Database) -> None:
+    """Derived data that makes reports at scale fast: per-text verdict totals, copy statistics."""
+    from .scores import create_tables
+
+    create_tables(db.conn)
+    # Keyed by the two texts' hashes: a text never changes, so an entry never goes stale.
+    db["copy_stats"].create(
+        {"text_hash": str, "reference_hash": str, "ngram": int, "shared_ngrams": int, "copied_words": int,
+         "words": int, "longest": int},
+        pk=("text_hash", "reference_hash", "ngram"),
+    )
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

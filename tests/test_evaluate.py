@@ -142,6 +142,9 @@ async def test_full_run_and_resume_without_repeated_calls(store):
         assert s["achieved_ratio"] == pytest.approx(s["words"] / parent_words, abs=1e-4)
     # 12 texts x 2 judges x 4 constraints.
     assert store.scalar("SELECT count(*) FROM verdicts") == 96
+    # The report's per-text totals were kept current as the verdicts arrived.
+    assert store.scalar("SELECT count(*) FROM text_scores_stale") == 0
+    assert store.scalar("SELECT count(DISTINCT gid) FROM text_scores") == 12
     # The response mentions every keyword: judge ja says yes to all on the full response...
     full = store.query("SELECT v.verdict, v.quote_found FROM verdicts v JOIN generations g ON g.id = v.generation_id"
                        " WHERE g.kind = 'response' AND v.judge = 'ja'")

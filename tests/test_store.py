@@ -95,7 +95,7 @@ def test_newer_schema_is_refused(store_path):
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.commit()
     conn.close()
-    with pytest.raises(StoreError, match=r"newer unspecific \(schema 2"):
+    with pytest.raises(StoreError, match=rf"newer unspecific \(schema {SCHEMA_VERSION + 1}"):
         open_store(store_path)
     with pytest.raises(StoreError) as err:
         open_store(store_path, readonly=True)

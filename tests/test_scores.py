@@ -1,0 +1,185 @@
+"""Per-text verdict totals kept in the store (pipeline.scores) give the metrics of a full pivot.
+
+Every check compares ``compute_metrics`` on the store, whose totals were kept up to date
+incrementally, with the same computation after every total was thrown away and rebuilt from
+the verdicts, and also checks that the change made a visible difference.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import pipeline.store as store_mod
+from pipeline import copying
+from pipeline.metrics import Filters, Metrics, compute_metrics
+from pipeline.scores import refresh_text_scores, stale_count
+from pipeline.store import Store, open_store
+from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+
+SPEC = SyntheticSpec(n_instructions=16, n_constraints=6, ratios=(0.25, 0.5))
+
+
+def _plain(m: Metrics) -> dict:
+    def clean(d: dict) -> dict:
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+    return {"raters": m.raters,
+            "rows": [clean(r.as_dict()) | {"by": [list(map(str, r.satisfied_by)), list(map(str, r.flipped_by))]}
+                     for r in m.rows],
+            "groups": [clean(g.as_dict()) for g in m.groups], "agreement": [clean(a.as_dict()) for a in m.agreement]}
+
+
+def _rebuilt(path: Path, tmp_path: Path, filters: Filters | None = None) -> dict:
+    """The metrics of a copy of the store whose totals are all thrown away and scored anew."""
+    copy = tmp_path / f"rebuilt-{len(list(tmp_path.iterdir()))}.sqlite"
+    with sqlite3.connect(path) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)
+    store = open_store(copy)
+    try:
+        with store.conn:
+            store.conn.execute("DELETE FROM text_scores")
+            store.conn.execute("DELETE FROM text_agreement")
+            store.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT id FROM generations")
+        return _plain(compute_metrics(store, filters, n_resamples=50))
+    finally:
+        store.close()
+
+
+def _kept(store: Store, filters: Filters | None = None) -> dict:
+    return _plain(compute_metrics(store, filters, n_resamples=50))
+
+
+@pytest.fixture
+def synthetic(tmp_path: Path) -> tuple[Path, Store]:
+    path = tmp_path / "store.sqlite"
+    build_synthetic_store(path, SPEC)
+    store = open_store(path)
+    yield path, store
+    store.close()
+
+
+def test_kept_totals_follow_every_kind_of_change(synthetic, tmp_path):
+    path, store = synthetic
+    conn = store.conn
+    first = _kept(store)
+    assert stale_count(store) == 0 and first == _rebuilt(path, tmp_path)
+    assert len(first["raters"]) == 2 and first["agreement"]
+
+    # A re-judge under a new prompt: the latest verdict wins over the stored one.
+    response = conn.execute("SELECT id, instruction_id FROM generations WHERE kind = 'response' ORDER BY id").fetchone()
+    with conn:
+        conn.execute(
+            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, created_at)"
+            " SELECT generation_id, constraint_id, judge, judging_mode, 'new-prompt', 1 - verdict, created_at"
+            " FROM verdicts WHERE generation_id = ? AND judge = 'judge-a'", (response[0],))
+    assert stale_count(store) == 1
+    rejudged = _kept(store)
+    assert rejudged != first and rejudged == _rebuilt(path, tmp_path)
+
+    # A constraint replaced by revision: its verdicts stop counting on every text of the instruction.
+    with conn:
+        conn.execute("UPDATE constraints SET active = 0 WHERE id = (SELECT min(id) FROM constraints"
+                     " WHERE instruction_id = ? AND active = 1)", (response[1],))
+    assert stale_count(store) > 1
+    replaced = _kept(store)
+    assert replaced != rejudged and replaced == _rebuilt(path, tmp_path)
+
+    # A third rater (another judging mode of judge-a) on some texts.
+    with conn:
+        conn.execute(
+            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, created_at)"
+            " SELECT generation_id, constraint_id, judge, 'per_constraint', 'p', verdict, created_at FROM verdicts"
+            " WHERE judge = 'judge-a' AND generation_id <= 12 AND prompt_hash != 'new-prompt'")
+    three = _kept(store)
+    assert "judge-a [per_constraint]" in three["raters"] and three == _rebuilt(path, tmp_path)
+    for filters in (Filters(judging_mode="batched"), Filters(judges=("judge-a",)), Filters(domain="news")):
+        assert _kept(store, filters) == _rebuilt(path, tmp_path, filters)
+
+    # Verdicts of a response deleted: its summaries lose the constraints judged on both.
+    with conn:
+        conn.execute("DELETE FROM verdicts WHERE generation_id = ? AND judge = 'judge-b'", (response[0],))
+    deleted = _kept(store)
+    assert deleted != three and deleted == _rebuilt(path, tmp_path)
+    assert stale_count(store) == 0
+
+
+def test_a_read_only_store_reads_fresh_totals_without_writing(synthetic, tmp_path):
+    path, store = synthetic
+    compute_metrics(store, n_resamples=50)
+    with store.conn:
+        store.conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE generation_id <= 5")
+    stale = stale_count(store)
+    assert stale >= 5
+    readonly = open_store(path, readonly=True)
+    try:
+        assert refresh_text_scores(readonly) is None
+        assert _kept(readonly) == _rebuilt(path, tmp_path)
+        assert stale_count(readonly) == stale  # nothing written
+        temp = readonly.conn.execute("SELECT name FROM sqlite_temp_master WHERE type = 'table'").fetchall()
+        assert temp == []  # the shadowing temp tables are gone after the computation
+        assert not readonly.conn.in_transaction
+    finally:
+        readonly.close()
+
+
+def test_a_locked_store_still_gives_fresh_metrics(synthetic, tmp_path):
+    path, store = synthetic
+    with store.conn:
+        store.conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE generation_id <= 3")
+    writer = sqlite3.connect(path)
+    writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        store.conn.execute("PRAGMA busy_timeout = 50")
+        assert refresh_text_scores(store) is None
+        assert _kept(store) == _rebuilt(path, tmp_path)
+        assert stale_count(store) > 0
+    finally:
+        writer.rollback()
+        writer.close()
+    assert refresh_text_scores(store) > 0 and stale_count(store) == 0
+
+
+def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path, monkeypatch):
+    path = tmp_path / "old.sqlite"
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 1)
+    build_synthetic_store(path, SPEC)
+    monkeypatch.undo()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    store = open_store(path)
+    try:
+        assert stale_count(store) == store.scalar("SELECT count(DISTINCT generation_id) FROM verdicts") > 0
+        assert _kept(store) == _rebuilt(path, tmp_path)
+        assert stale_count(store) == 0
+    finally:
+        store.close()
+
+
+def test_copy_statistics_are_kept_and_reused(synthetic, monkeypatch):
+    path, store = synthetic
+    first = compute_metrics(store, n_resamples=20, copy=True)
+    kept = store.scalar("SELECT count(*) FROM copy_stats")
+    assert kept > 0 and any(r.extra.get("copy_a_ngrams") for r in first.rows)
+
+    def no_more(*_args, **_kwargs):
+        raise AssertionError("copy statistics computed again")
+
+    monkeypatch.setattr(copying, "copy_stats", no_more)
+    again = compute_metrics(store, n_resamples=20, copy=True)
+    assert [r.extra for r in again.rows] == [r.extra for r in first.rows]
+    assert store.scalar("SELECT count(*) FROM copy_stats") == kept
+
+
+def test_copy_statistics_on_a_read_only_store_are_computed_not_stored(synthetic):
+    path, store = synthetic
+    readonly = open_store(path, readonly=True)
+    try:
+        rows = compute_metrics(readonly, n_resamples=20, copy=True).rows
+        assert any(r.extra.get("copy_a_share") for r in rows)
+        assert readonly.scalar("SELECT count(*) FROM copy_stats") == 0
+    finally:
+        readonly.close()
