@@ -170,4 +170,4 @@ class CompareScreen(Screen):
             pane.show(render(resp.text, (), quotes), key=(data.id, model),
                       subtitle=f"{resp.words or len(resp.text.split())} words · {len(quotes)} quote(s)")
             if quotes:
-                pane.reveal(min(s[0] for s, _ in quotes), len(resp.text))
+                pane.reveal(min(s[0] for s, _ in quotes))

@@ -1,18 +1,50 @@
-"""A titled, scrollable pane of highlighted text, updated in place (never rebuilt)."""
+"""A titled, scrollable pane of highlighted text, updated in place (never rebuilt).
+
+A Line API widget: the text is wrapped once per (text, width) into character ranges, and only
+the lines in view are styled and rendered. New highlights on the same text (the Audit screen's
+every move) then cost the ~40 visible lines, not a re-wrap and re-render of the whole article.
+"""
 
 from __future__ import annotations
 
+import bisect
+from functools import lru_cache
+
+from rich._wrap import divide_line
+from rich.style import Style
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual import events
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+Line = tuple[int, int]  # [start, end) character offsets of one wrapped line
 
 
-class TextPane(VerticalScroll, can_focus=True):
+@lru_cache(maxsize=64)
+def wrap_lines(plain: str, width: int) -> tuple[Line, ...]:
+    """Character ranges of ``plain`` wrapped at ``width`` cells (words kept whole, long words folded).
+
+    Cached by content, so going back to an instruction does not wrap its articles again.
+    """
+    lines: list[Line] = []
+    start = 0
+    for paragraph in plain.split("\n"):
+        breaks = divide_line(paragraph, width) if paragraph else []  # what Rich's Text.wrap does
+        edges = [0, *breaks, len(paragraph)]
+        lines.extend((start + a, start + b) for a, b in zip(edges, edges[1:]))
+        start += len(paragraph) + 1
+    return tuple(lines)
+
+
+class TextPane(ScrollView, can_focus=True):
     DEFAULT_CSS = """
-    TextPane { border: round $panel-lighten-2; padding: 0 1; }
+    TextPane {
+        border: round $panel-lighten-2; padding: 0 1;
+        overflow-x: hidden; overflow-y: auto;
+        scrollbar-gutter: stable;  /* a scrollbar appearing must not change the wrap width */
+    }
     TextPane:focus { border: round $accent; }
-    TextPane > Static { width: 1fr; }
     """
 
     def __init__(self, title: str, *, id: str | None = None, classes: str | None = None) -> None:
@@ -20,39 +52,127 @@ class TextPane(VerticalScroll, can_focus=True):
         self.border_title = title
         self._key: object = None
         self._signature: object = None
+        self._text = Text()
+        self._lines: tuple[Line, ...] = ()
+        self._starts: list[int] = []
+        self._width = 0
+        self._strips: dict[int, Strip] = {}  # rendered lines of the current text and highlights
+        self._pending_reveal: int | None = None
+        self._rich_style: Style | None = None
         self.spans: list[tuple[int, int]] = []  # what is highlighted now (for tests and the footer)
 
-    def compose(self) -> ComposeResult:
-        yield Static("", classes="pane-body")
+    @property
+    def lines(self) -> tuple[Line, ...]:
+        """The wrapped lines as character ranges of the text (empty until the pane has a size)."""
+        return self._lines
 
-    def reveal(self, offset: int | None, length: int) -> None:
-        """Scroll so that character ``offset`` is in view (estimated from its share of the text)."""
-        if offset is None or length <= 0:
-            return
-
-        def go() -> None:
-            height, view = self.virtual_size.height, self.size.height
-            line = int(height * offset / length)
-            if height > view and not self.scroll_y + 1 <= line < self.scroll_y + view - 2:  # already in view: stay
-                self.scroll_to(y=max(0, line - view // 3), animate=False)
-
-        self.call_after_refresh(go)
+    def line_of(self, offset: int) -> int:
+        """Index of the wrapped line holding character ``offset``."""
+        return max(0, bisect.bisect_right(self._starts, offset) - 1)
 
     def show(self, text: Text, *, key: object = None, subtitle: str = "") -> None:
         """Replace the content; scroll to the top only when a different text arrives.
 
-        Identical content (same text, same highlights) is not re-rendered: a long wrapped text
-        is the costliest thing on screen.
+        Identical content (same text, same highlights) is not re-rendered. Same words with new
+        highlights keep the wrap (and the height): only the lines in view whose highlights changed
+        are drawn again.
         """
-        signature = (text.plain, tuple((s.start, s.end, str(s.style)) for s in text.spans))
+        spans = tuple((s.start, s.end, str(s.style)) for s in text.spans)
+        signature = (text.plain, spans)
         if signature != self._signature:
-            # Same words, new highlights: the height cannot change, so no layout pass.
-            same_text = self._signature is not None and self._signature[0] == signature[0]
+            old = self._signature
             self._signature = signature
-            self.query_one(".pane-body", Static).update(text, layout=not same_text)
+            if "\t" in text.plain:  # one cell per tab keeps character offsets (spans, reveal) valid
+                text = text.copy()
+                text.plain = text.plain.replace("\t", " ")
+            self._text = text
+            if old is not None and old[0] == text.plain and self._width:
+                self._restyle(set(old[1]).symmetric_difference(spans))
+            else:
+                self._wrap()
             self.spans = [(s.start, s.end) for s in text.spans]
         if subtitle != self.border_subtitle:
-            self.border_subtitle = subtitle
+            self._set_subtitle(subtitle)
         if key != self._key:
             self._key = key
-            self.scroll_home(animate=False)
+            self._pending_reveal = None
+            self.scroll_to(y=0, animate=False, immediate=True)
+
+    def _set_subtitle(self, subtitle: str) -> None:
+        """Repaint only the bottom border row: setting ``border_subtitle`` repaints the whole pane."""
+        if not self._width:
+            self.border_subtitle = subtitle
+            return
+        self._border_subtitle = self.render_str(subtitle).expand_tabs(4).split()[0]  # as the descriptor stores it
+        offset, outer = self.content_offset, self.outer_size
+        self.refresh(Region(-offset.x, outer.height - 1 - offset.y, outer.width, 1))
+
+    def _restyle(self, changed: set[tuple[int, int, str]]) -> None:
+        """Forget the rendered lines that changed spans touch; repaint those in view."""
+        top, height = round(self.scroll_y), self.scrollable_content_region.height
+        dirty = {y for start, end, _ in changed
+                 for y in range(self.line_of(start), self.line_of(max(start, end - 1)) + 1)}
+        for y in dirty:
+            self._strips.pop(y, None)
+            if top <= y < top + height:
+                self.refresh(Region(0, y - top, self._width, 1))
+
+    def reveal(self, offset: int | None) -> None:
+        """Scroll so that the line holding character ``offset`` is in view (a third from the top)."""
+        if offset is None:
+            return
+        if not self._width:  # not laid out yet: reveal once the text is wrapped
+            self._pending_reveal = offset
+            return
+        line, view = self.line_of(offset), self.scrollable_content_region.height
+        if not self.scroll_y + 1 <= line < self.scroll_y + view - 2:  # already in view: stay
+            self.scroll_to(y=max(0, line - view // 3), animate=False, immediate=True)
+
+    def _wrap(self) -> None:
+        """Wrap the text at the current width and repaint; the virtual height follows."""
+        self._strips.clear()
+        self.refresh()
+        width = self.scrollable_content_region.width
+        self._width = width
+        if width <= 0:
+            return
+        self._lines = wrap_lines(self._text.plain, width)
+        self._starts = [start for start, _ in self._lines]
+        size = Size(width, len(self._lines))
+        if size != self.virtual_size:
+            # The pane's box does not depend on its text, so no layout pass (what assigning
+            # virtual_size asks for); only the scrollbar follows, laid out if it appears or goes.
+            self.set_reactive(TextPane.virtual_size, size)
+            self._scroll_update(size)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.scrollable_content_region.width != self._width:
+            self._wrap()
+            if self._pending_reveal is not None and self._width:
+                offset, self._pending_reveal = self._pending_reveal, None
+                self.reveal(offset)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+        self._rich_style = None
+
+    def _style(self) -> Style:
+        """The pane's own colours (``rich_style`` walks the ancestors on every call)."""
+        if self._rich_style is None:
+            self._rich_style = self.rich_style
+        return self._rich_style
+
+    def render_line(self, y: int) -> Strip:
+        index = round(self.scroll_y) + y
+        style = self._style()
+        if index >= len(self._lines):
+            return Strip.blank(self._width, style)
+        strip = self._strips.get(index)
+        if strip is None:
+            start, end = self._lines[index]
+            piece = self._text[start:end]
+            piece.rstrip()
+            strip = Strip(piece.render(self.app.console)).apply_style(style).crop_extend(0, self._width, style)
+            self._strips[index] = strip
+        return strip

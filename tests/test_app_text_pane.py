@@ -1,0 +1,129 @@
+"""TextPane (Line API): what the screen draws is the wrapped text with the current highlights,
+re-drawn when highlights change, re-wrapped when the width changes, scrolled to what is revealed."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.geometry import Region
+
+from unspecific_tui.widgets.text_pane import TextPane, wrap_lines
+
+HIGHLIGHT = "bold white on #3465a4"
+# 120 numbered sentences: long enough to scroll, each line findable by its number.
+TEXT = " ".join(f"Sentence {i:03d} says the plan for the river is late." for i in range(120))
+
+
+class PaneApp(App):
+    CSS = "TextPane { height: 1fr; }"
+
+    def compose(self) -> ComposeResult:
+        yield TextPane("T", id="pane")
+
+
+def styled(text: str, *spans: tuple[int, int]) -> Text:
+    out = Text(text)
+    for start, end in spans:
+        out.stylize(HIGHLIGHT, start, end)
+    return out
+
+
+def span_of(part: str) -> tuple[int, int]:
+    start = TEXT.index(part)
+    return start, start + len(part)
+
+
+def screen_rows(pane: TextPane) -> list[list[tuple[str, Style | None]]]:
+    """The pane's content rows as the compositor gets them (through Textual's line cache)."""
+    region = pane.scrollable_content_region.translate(-pane.region.offset)
+    rows = pane.render_lines(Region(0, 0, pane.outer_size.width, pane.outer_size.height))[region.y:region.bottom]
+    return [[(seg.text, seg.style) for seg in row.crop(region.x, region.right)] for row in rows]
+
+
+def highlighted(rows: list[list[tuple[str, Style | None]]]) -> list[str]:
+    """The words drawn in the highlight colour, in reading order."""
+    blue = Style.parse(HIGHLIGHT).bgcolor
+    return " ".join(t for row in rows for t, style in row if style is not None and style.bgcolor == blue).split()
+
+
+def plain(rows: list[list[tuple[str, Style | None]]]) -> list[str]:
+    return ["".join(t for t, _ in row).rstrip() for row in rows]
+
+
+async def test_rows_are_the_wrapped_text_and_highlights_follow_changes():
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        pane = app.query_one(TextPane)
+        first, second = span_of("Sentence 001 says"), span_of("Sentence 003 says")
+        pane.show(styled(TEXT, first), key=1)
+        await pilot.pause()
+        rows = screen_rows(pane)
+        width = pane.scrollable_content_region.width
+        assert plain(rows) == [TEXT[a:b].rstrip() for a, b in pane.lines[: len(rows)]]
+        assert all(len(row) <= width for row in plain(rows))
+        assert highlighted(rows) == ["Sentence", "001", "says"]
+        # Same words, another highlight: only that changes on screen (no stale cached line).
+        pane.show(styled(TEXT, second), key=1)
+        await pilot.pause()
+        rows = screen_rows(pane)
+        assert highlighted(rows) == ["Sentence", "003", "says"]
+        assert plain(rows) == [TEXT[a:b].rstrip() for a, b in pane.lines[: len(rows)]]
+        assert pane.spans == [second]
+
+
+async def test_reveal_scrolls_the_offsets_line_into_view():
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        pane = app.query_one(TextPane)
+        target = span_of("Sentence 090 says")
+        pane.show(styled(TEXT, target), key=1)
+        pane.reveal(target[0])
+        await pilot.pause()
+        line, top, height = pane.line_of(target[0]), round(pane.scroll_y), pane.scrollable_content_region.height
+        assert line > height  # it was out of view at the top
+        assert top <= line < top + height
+        assert "Sentence 090" in "\n".join(plain(screen_rows(pane)))
+        assert highlighted(screen_rows(pane)) == ["Sentence", "090", "says"]
+        # A new text (new key) starts at the top again.
+        pane.show(Text("short"), key=2)
+        await pilot.pause()
+        assert pane.scroll_y == 0 and plain(screen_rows(pane))[0] == "short"
+
+
+async def test_reveal_before_the_first_layout_is_kept_until_the_pane_has_a_width():
+    class Early(PaneApp):
+        def on_mount(self) -> None:
+            pane = self.query_one(TextPane)
+            pane.show(Text(TEXT), key=1)
+            pane.reveal(span_of("Sentence 100")[0])
+
+    app = Early()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(TextPane)
+        assert "Sentence 100" in "\n".join(plain(screen_rows(pane)))
+
+
+async def test_a_width_change_rewraps():
+    app = PaneApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        pane = app.query_one(TextPane)
+        pane.show(Text(TEXT), key=1)
+        await pilot.pause()
+        wide, wide_lines = pane.scrollable_content_region.width, len(pane.lines)
+        await pilot.resize_terminal(40, 20)
+        await pilot.pause()
+        narrow = pane.scrollable_content_region.width
+        assert narrow < wide and len(pane.lines) > wide_lines
+        assert pane.lines == wrap_lines(TEXT, narrow)
+        rows = plain(screen_rows(pane))
+        assert rows == [TEXT[a:b].rstrip() for a, b in pane.lines[: len(rows)]]
+        assert all(len(row) <= narrow for row in rows)
+
+
+def test_wrap_lines_cover_the_text_and_keep_words_whole():
+    text = "alpha beta gamma\n\ndelta " + "x" * 25
+    lines = wrap_lines(text, 10)
+    assert "".join(text[a:b] for a, b in lines).replace("\n", "") == text.replace("\n", "")
+    assert [text[a:b].rstrip() for a, b in lines] == ["alpha beta", "gamma", "", "delta", "x" * 10, "x" * 10, "x" * 5]
