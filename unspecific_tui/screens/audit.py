@@ -262,7 +262,7 @@ class AuditScreen(Screen):
                         subtitle=f"{words} words · {sim[0]} {sim[1]:.2f} · {len(copies)} copied")
             first = min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
             if first is not None:
-                widget.reveal(first, len(text))
+                widget.reveal(first)
         self.shown = shown
         self._render_head(data, con, flags, verdicts, ratio)
         self._render_verdicts(verdicts, ratio)
@@ -319,12 +319,13 @@ class AuditScreen(Screen):
                 f"{v.judge[:12]:<12} {where:<13} ", ("yes    " if v.verdict else "no     ", "green" if v.verdict else "red"),
                 " ", (f"{found:<8}", style), " ", (v.quote if v.verdict else v.reason).replace("\n", " "),
                 no_wrap=True, overflow="ellipsis"))
-        # Same number of lines, same height: skip the layout pass.
-        same = len(lines) == self._verdict_lines
-        self._verdict_lines = len(lines)
-        body = Text("\n").join(lines)
+        # Padded to the most lines shown so far: a move that shows fewer verdicts keeps the height,
+        # so it does not lay out (and re-wrap) the panes again, and the panes do not jump.
+        grew = len(lines) > self._verdict_lines
+        self._verdict_lines = max(self._verdict_lines, len(lines))
+        body = Text("\n").join(lines + [Text()] * (self._verdict_lines - len(lines)))
         body.no_wrap, body.overflow = True, "ellipsis"
-        self.query_one("#audit-verdicts", Static).update(body, layout=not same)
+        self.query_one("#audit-verdicts", Static).update(body, layout=grew)
 
 
 def _instruction(entry: tuple[int, int]) -> int:
