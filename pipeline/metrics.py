@@ -213,6 +213,9 @@ class Metrics:
     groups: list[Group]
     agreement: list[JudgeAgreement]
     ratios: list[float]
+    # compare's rows by stratum, unit and side, per (by, ratio): a report compares many pairs.
+    _sides: dict[tuple[str, float | None], tuple[_SideTable, float | None]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @property
     def empty(self) -> bool:
@@ -332,7 +335,7 @@ def _prepare(store: Store, f: Filters) -> list[str]:
 
 def _cleanup(store: Store) -> None:
     conn = store.conn
-    for table in ("m_gen", "m_p"):
+    for table in ("m_gen", "m_p", "m_raters"):
         conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
     previous = _TEMP_STORE.pop(id(conn), None)
     if previous is not None:
@@ -408,37 +411,39 @@ def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]
     """Per-response rows from the kept per-text totals (pipeline.scores) of the texts in m_gen."""
     conn = store.conn
     vwhere, vparams = _verdict_filter(f)
-    vsql = "".join(f" AND s.{w}" for w in vwhere)
-    scores = conn.execute(
-        "SELECT s.gid, g.kind, g.rid, g.ratio, s.judge, s.judging_mode, s.judged, s.yes, s.both, s.core_yes,"
-        f" s.full_yes, s.flipped FROM m_gen g JOIN text_scores s ON s.gid = g.gid WHERE 1{vsql}", vparams
-    ).fetchall()
-    keys = sorted({(judge, mode) for _, _, _, _, judge, mode, *_ in scores})
+    keys = sorted(conn.execute(
+        "SELECT DISTINCT s.judge, s.judging_mode FROM m_gen g JOIN text_scores s ON s.gid = g.gid"
+        + "".join(f" AND s.{w}" for w in vwhere), vparams))
     raters = _rater_names(keys)
     if not keys:
         return raters, [], _KappaCounts.empty()
-    index = {key: k for k, key in enumerate(keys)}
+    # The selected raters and their column index k, for the joins below.
+    conn.execute("CREATE TEMP TABLE m_raters(judge TEXT, judging_mode TEXT, k INTEGER, PRIMARY KEY(judge, judging_mode))")
+    conn.executemany("INSERT INTO m_raters VALUES (?, ?, ?)", [(j, m, k) for k, (j, m) in enumerate(keys)])
     meta = conn.execute(
         "SELECT r.id, r.instruction_id, i.run_id, i.domain, i.condition, i.article_a, i.article_b, r.model,"
         " COALESCE(r.mode, ''), (SELECT count(*) FROM constraints c WHERE c.instruction_id = r.instruction_id"
         " AND c.active = 1) FROM m_gen g JOIN generations r ON r.id = g.gid JOIN instructions i ON i.id = r.instruction_id"
         " WHERE g.kind = 'response'"
     ).fetchall()
-    # Per response, each rater's (judged, yes); per summary, each rater's counts against its response.
-    full: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    # Per response, each rater's (judged, yes); per summary, each rater's counts against its
+    # response. In rater order, as the means were always taken.
+    full: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for gid, judged, yes in conn.execute(
+        "SELECT s.gid, s.judged, s.yes FROM m_gen g JOIN text_scores s ON s.gid = g.gid JOIN m_raters r"
+        " ON r.judge = s.judge AND r.judging_mode = s.judging_mode WHERE g.kind = 'response' ORDER BY s.gid, r.k"
+    ):
+        full[gid].append((judged, yes))
     summ: dict[tuple[int, float], list[tuple[int, int, int, int, int]]] = defaultdict(list)
     ratio_keys: dict[float, float | None] = {}
-    for gid, kind, rid, ratio, judge, mode, judged, yes, both, core_yes, full_yes, flipped in scores:
-        k = index[(judge, mode)]
-        if kind == "response":
-            full[gid].append((k, judged, yes))
-        elif both:
-            key = ratio_keys.get(ratio) or ratio_keys.setdefault(ratio, _ratio_key(ratio))
-            summ[(rid, key)].append((k, both, core_yes, full_yes, flipped))
-    for parts in (*full.values(), *summ.values()):
-        if len(parts) > 1:
-            parts.sort()  # rater order, as the means were always taken
-    counts = _kappa_counts(conn, index)
+    for rid, ratio, k, both, core_yes, full_yes, flipped in conn.execute(
+        "SELECT g.rid, g.ratio, r.k, s.both, s.core_yes, s.full_yes, s.flipped FROM m_gen g"
+        " JOIN text_scores s ON s.gid = g.gid JOIN m_raters r ON r.judge = s.judge AND r.judging_mode = s.judging_mode"
+        " WHERE g.kind = 'summary' AND s.both > 0 ORDER BY g.rid, g.ratio, r.k, g.gid"
+    ):
+        key = ratio_keys[ratio] if ratio in ratio_keys else ratio_keys.setdefault(ratio, _ratio_key(ratio))
+        summ[(rid, key)].append((k, both, core_yes, full_yes, flipped))
+    counts = _kappa_counts(conn)
     achieved: dict[tuple[int, float], list[float]] = defaultdict(list)
     for rid, ratio, value in conn.execute(
         "SELECT g.rid, g.ratio, s.achieved_ratio FROM m_gen g JOIN generations s ON s.id = g.gid"
@@ -460,44 +465,45 @@ def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]
         shared = {
             "instruction_id": iid, "run_id": run_id or "", "domain": domain or "", "condition": condition or "",
             "article_a": art_a, "article_b": art_b, "model": model or "", "mode": mode, "response_id": rid,
-            "n_active": n_active, "judged": _mean([n for _, n, _ in judged]),
-            "org": _mean([yes / n for _, n, yes in judged]),
+            "n_active": n_active, "judged": _mean([n for n, _ in judged]),
+            "org": _mean([yes / n for n, yes in judged]),
         }
         rows.append(Row(**shared, ratio=None, raters=len(judged)))
         for ratio in sorted(by_response.get(rid, ())):
             parts = summ[(rid, ratio)]
             reached = achieved.get((rid, ratio))
             # Per rater (averaged over summaries when two summarizers wrote one at this ratio).
-            sat: dict[int, list[int]] = defaultdict(list)
-            flip: dict[int, list[int]] = defaultdict(list)
+            sat: list[list[int]] = [[] for _ in range(n_raters)]
+            flip: list[list[int]] = [[] for _ in range(n_raters)]
             for k, _, _, fy, fl in parts:
                 sat[k].append(fy)
                 flip[k].append(fl)
             rows.append(Row(
-                **shared, ratio=ratio, raters=len(sat),
+                **shared, ratio=ratio, raters=sum(1 for values in sat if values),
                 core=_mean([cy / n for _, n, cy, _, _ in parts]),
                 satisfied=_mean([fy for _, _, _, fy, _ in parts]),
                 flipped=_mean([fl for _, _, _, _, fl in parts]),
-                satisfied_by=tuple(_mean(sat[k]) if k in sat else math.nan for k in range(n_raters)),
-                flipped_by=tuple(_mean(flip[k]) if k in flip else math.nan for k in range(n_raters)),
+                satisfied_by=tuple(map(_mean, sat)), flipped_by=tuple(map(_mean, flip)),
                 achieved_ratio=_mean(reached) if reached else None,
             ))
     return raters, rows, counts
 
 
-def _kappa_counts(conn: sqlite3.Connection, index: dict[tuple[str, str], int]) -> _KappaCounts:
-    """The agreement cells of the texts in m_gen, for pairs of the selected raters."""
-    kept = [row for row in conn.execute(
-        "SELECT g.rid, g.kind = 'summary', coalesce(g.ratio, 'nan'), a.judge_a, a.mode_a, a.judge_b, a.mode_b,"
-        " a.n11, a.n10, a.n01, a.n00 FROM m_gen g JOIN text_agreement a ON a.gid = g.gid ORDER BY a.gid"
-    ) if (row[3], row[4]) in index and (row[5], row[6]) in index]
-    if not kept:
+def _kappa_counts(conn: sqlite3.Connection) -> _KappaCounts:
+    """The agreement cells of the texts in m_gen, for pairs of the raters in m_raters."""
+    rows = conn.execute(
+        "SELECT g.rid, g.kind = 'summary', coalesce(g.ratio, 'nan'), ra.k, rb.k,"
+        " a.n11, a.n10, a.n01, a.n00 FROM m_gen g JOIN text_agreement a ON a.gid = g.gid"
+        " JOIN m_raters ra ON ra.judge = a.judge_a AND ra.judging_mode = a.mode_a"
+        " JOIN m_raters rb ON rb.judge = a.judge_b AND rb.judging_mode = a.mode_b ORDER BY a.gid"
+    ).fetchall()
+    if not rows:
         return _KappaCounts.empty()
-    return _KappaCounts(
-        rid=np.array([r[0] for r in kept]), summary=np.array([r[1] for r in kept], dtype=bool),
-        ratio=np.array([round(float(r[2]), 6) for r in kept]),  # as _ratio_key
-        pair=np.array([(index[(r[3], r[4])], index[(r[5], r[6])]) for r in kept]),
-        cells=np.array([r[7:] for r in kept], dtype=float))
+    table = np.array(rows, dtype=float)
+    ratios, where = np.unique(table[:, 2], return_inverse=True)
+    keyed = np.array([math.nan if math.isnan(r) else _ratio_key(r) for r in ratios])  # as the rows' ratios
+    return _KappaCounts(rid=table[:, 0].astype(np.int64), summary=table[:, 1].astype(bool), ratio=keyed[where],
+                        pair=table[:, 3:5].astype(np.int64), cells=table[:, 5:])
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -754,15 +760,42 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
               else "mode" if a in modes_present and b in modes_present else "model")
     if by not in ("model", "condition", "mode"):
         raise ValueError(f"compare: by must be 'model', 'condition' or 'mode', not {by!r}")
+    table, ratio = _side_table(metrics, by, ratio)
+    metric_names = ["org"] if ratio is None else ["org", "core", "superficial", "gap"]
+    out: list[Comparison] = []
+    for (domain, within), units in sorted(table.items()):
+        # Units with both sides, in the order their first row of either side came.
+        paired = sorted((min(sa[0], sb[0]), sa[1], sb[1]) for sides in units.values()
+                        if (sa := sides.get(a)) and (sb := sides.get(b)))
+        if not paired:
+            continue
+        # units x (org, core, superficial, gap), for each side
+        xa = np.array([_unit_values(ra) for _, ra, _ in paired], dtype=float)
+        xb = np.array([_unit_values(rb) for _, _, rb in paired], dtype=float)
+        for k, metric in enumerate(metric_names):
+            test = paired_test(xa[:, k], xb[:, k], n_resamples=n_resamples, seed=seed)
+            out.append(Comparison(by, a, b, domain, within, metric, ratio, test))
+    return out
+
+
+# stratum (domain, within) -> unit -> side -> (position of the side's first row, [(org, core,
+# superficial, gap) of each of its rows])
+_SideTable = dict[tuple[str, str], dict[Any, dict[str, tuple[int, list[tuple[float, ...]]]]]]
+
+
+def _side_table(metrics: Metrics, by: str, ratio: float | None) -> tuple[_SideTable, float | None]:
+    """Every side's rows per stratum and unit, for ``by``; and the ratio they are at (None when
+    nothing is summarised at ``ratio``: Org only)."""
+    cached = metrics._sides.get((by, ratio))
+    if cached is not None:
+        return cached
+    asked = ratio
     rows = metrics.at_ratio(ratio) if ratio is not None else metrics.response_rows()
     if ratio is not None and not rows:
-        rows, ratio = metrics.response_rows(), None  # nothing summarised at that ratio: Org only
-    metric_names = ["org"] if ratio is None else ["org", "core", "superficial", "gap"]
-    # strata -> unit -> side -> [(org, core, superficial, gap) of each row]
-    cells: dict[tuple[str, str], dict[Any, dict[str, list[tuple[float, ...]]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list)))
+        rows, ratio = metrics.response_rows(), None
+    table: _SideTable = defaultdict(lambda: defaultdict(dict))
     several_modes = len({r.mode for r in rows}) > 1
-    for row in rows:
+    for position, row in enumerate(rows):
         mode = f"/{row.mode}" if several_modes and row.mode else ""
         if by == "model":
             side, stratum, unit = row.model, (row.domain, f"{row.condition}{mode}"), row.instruction_id
@@ -770,20 +803,14 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
             side, stratum, unit = row.mode, (row.domain, f"{row.condition}/{row.model}"), row.instruction_id
         else:
             side, stratum, unit = row.condition, (row.domain, f"{row.model}{mode}"), row.article_a
-        if side in (a, b):
-            cells[stratum][unit][side].append((row.org, row.core, row.superficial, row.org - row.core))
-    out: list[Comparison] = []
-    for (domain, within), units in sorted(cells.items()):
-        paired = [(sides[a], sides[b]) for sides in units.values() if sides.get(a) and sides.get(b)]
-        if not paired:
-            continue
-        # units x (org, core, superficial, gap), for each side
-        xa = np.array([_unit_values(ra) for ra, _ in paired], dtype=float)
-        xb = np.array([_unit_values(rb) for _, rb in paired], dtype=float)
-        for k, metric in enumerate(metric_names):
-            test = paired_test(xa[:, k], xb[:, k], n_resamples=n_resamples, seed=seed)
-            out.append(Comparison(by, a, b, domain, within, metric, ratio, test))
-    return out
+        values = (row.org, row.core, row.superficial, row.org - row.core)
+        sides = table[stratum][unit]
+        if side in sides:
+            sides[side][1].append(values)
+        else:
+            sides[side] = (position, [values])
+    metrics._sides[(by, asked)] = (table, ratio)
+    return table, ratio
 
 
 def _unit_values(values: list[tuple[float, ...]]) -> tuple[float, ...]:

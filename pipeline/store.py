@@ -253,10 +253,14 @@ def _v1(db: sqlite_utils.Database) -> None:
 
 
 def _v2(db: sqlite_utils.Database) -> None:
-    """Derived data that makes reports at scale fast: per-text verdict totals, copy statistics."""
+    """Per-text verdict totals, so that reports at scale do not re-read every verdict."""
     from .scores import create_tables
 
     create_tables(db.conn)
+
+
+def _v3(db: sqlite_utils.Database) -> None:
+    """Copy statistics of a response against a reference, computed once."""
     # Keyed by the two texts' hashes: a text never changes, so an entry never goes stale.
     db["copy_stats"].create(
         {"text_hash": str, "reference_hash": str, "ngram": int, "shared_ngrams": int, "copied_words": int,
@@ -266,7 +270,7 @@ def _v2(db: sqlite_utils.Database) -> None:
 
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
