@@ -2,9 +2,14 @@
 
 Builds a synthetic store (default: 10,000 instructions x 39 constraints, 2 models under test,
 one summary ratio, 2 judges: 390k constraints, 40k generations, 3.1M verdicts; ``--judges 1``
-gives the 1.5M of a single judge) with executemany inserts of numpy-drawn verdicts, then
-times each step of `unspecific report --out` (compute_metrics, the copied n-grams, the paired
-tests, the files, the charts) and the whole command in a fresh process.
+gives the 1.5M of a single judge) with executemany inserts of numpy-drawn verdicts, then times:
+
+- scoring every text once (pipeline.scores): what a bulk import or a migrated store pays on its
+  first report, and what every report paid before the totals were kept;
+- each step of `unspecific report --out` on the kept totals (compute_metrics, copied n-grams
+  first and again, the paired tests, the files, the charts), side by side with the first;
+- keeping the totals current after one more instruction is judged (what evaluate does);
+- `unspecific report` and `unspecific report --out` as a user runs them, in fresh processes.
 
     .venv/bin/python bench/report_scale.py [--instructions 10000] [--judges 2] [--no-copy] [--keep PATH [--reuse]]
 """
@@ -125,8 +130,6 @@ def main() -> None:
                         help="leave out the copied n-gram metrics (read every text), as `report --no-copy`")
     args = parser.parse_args()
 
-    from pipeline.metrics import compute_metrics
-
     tmp = tempfile.TemporaryDirectory()
     path = Path(args.keep) if args.keep else Path(tmp.name) / "scale.sqlite"
     if args.reuse and path.exists():
@@ -141,42 +144,65 @@ def main() -> None:
 
     # Wall time depends on what else the machine runs; process CPU time much less so.
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    from pipeline.metrics import _add_copying
+    from pipeline.metrics import _add_copying, compute_metrics
     from pipeline.report import Report, ReportOptions, all_comparisons, charts, write_tables
+    from pipeline.scores import refresh_text_scores, stale_count
 
     def step(label: str, fn, *fn_args, **fn_kwargs):
         t, c = time.perf_counter(), time.process_time()
         result = fn(*fn_args, **fn_kwargs)
-        print(f"  {label:<58} wall {time.perf_counter() - t:6.2f}s  cpu {time.process_time() - c:6.2f}s")
-        return result
+        wall = time.perf_counter() - t
+        print(f"  {label:<62} wall {wall:6.2f}s  cpu {time.process_time() - c:6.2f}s")
+        return result, wall
 
-    print("the steps of `unspecific report --out` (in one process, in order):")
     store = open_store(path)
-    metrics = step("compute_metrics (verdict pivot, per-text SQL, group CIs)", compute_metrics, store)
+    with store.conn:  # a reused store starts from scratch too: nothing scored, no copy counts
+        for table in ("text_scores", "text_agreement", "copy_stats"):
+            store.conn.execute(f"DELETE FROM {table}")
+        store.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT generation_id FROM verdicts")
+    print(f"per-text totals: {stale_count(store)} texts to score")
+    _, scoring = step("score every text (once; before, every report re-read all verdicts)", refresh_text_scores, store)
+
+    print("the steps of `unspecific report --out`, on the kept totals (in one process, in order):")
+    metrics, reading = step("compute_metrics (kept totals, per-text rows, group CIs)", compute_metrics, store)
     if args.copy:
-        step("copied 5-grams, every response x reference", _add_copying, store, metrics.rows, 5)
-    store.close()
+        step("copied 5-grams, every response x reference (first: computed, stored)", _add_copying, store,
+             metrics.rows, 5)
+        for row in metrics.rows:
+            row.extra.clear()
+        step("copied 5-grams again (read from copy_stats)", _add_copying, store, metrics.rows, 5)
     options = ReportOptions(copy=args.copy)
     report = Report(options, metrics, [], [], [], [], None)
-    report.comparisons = step("paired tests (model/condition pairs x metrics)", all_comparisons, metrics, options,
-                              report.ratio)
+    report.comparisons, _ = step("paired tests (model/condition pairs x metrics)", all_comparisons, metrics, options,
+                                 report.ratio)
     out = Path(tmp.name) / "steps"
     step("CSV and JSON files", write_tables, report, out)
     step("PNG charts (matplotlib import included)", charts, report, out)
     print(f"  ({len(metrics.rows)} rows, {len(metrics.groups)} groups, {len(report.comparisons)} paired tests,"
           " 1000 resamples each)")
+    print(f"metrics: scoring every verdict {scoring + reading:.2f}s vs kept totals {reading:.2f}s"
+          f" = {(scoring + reading) / reading:.1f}x")
 
-    # The command as a user runs it: a fresh process, start-up included.
-    out = Path(tmp.name) / "report"
-    command = ["--store", str(path), "report", "--out", str(out)] + ([] if args.copy else ["--no-copy"])
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main(sys.argv[1:]))",
-                    *command], check=True, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    print(f"unspecific {' '.join(command[2:4])} <dir>{'' if args.copy else ' --no-copy'} (fresh process): wall"
-          f" {time.perf_counter() - t:.2f}s, cpu {cpu:.2f}s; {len(list(out.iterdir()))} files")
+    # One more instruction judged: its texts' verdicts change, the triggers mark them stale.
+    last = store.conn.execute("SELECT max(instruction_id) FROM generations").fetchone()[0]
+    with store.conn:
+        store.conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE generation_id IN"
+                           " (SELECT id FROM generations WHERE instruction_id = ?)", (last,))
+    stale = stale_count(store)
+    step(f"keep the totals current after one instruction is re-judged ({stale} texts)", refresh_text_scores, store)
+    store.close()
+
+    # The commands as a user runs them: fresh processes, start-up included.
+    for extra in ([], ["--out", str(Path(tmp.name) / "report")]):
+        command = ["--store", str(path), "report", *extra] + ([] if args.copy else ["--no-copy"])
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main(sys.argv[1:]))",
+                        *command], check=True, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        shown = "report" + (" --out <dir>" if extra else "") + ("" if args.copy else " --no-copy")
+        print(f"unspecific {shown} (fresh process): wall {time.perf_counter() - t:.2f}s, cpu {cpu:.2f}s")
     print(f"load average {os.getloadavg()[0]:.1f}")
     tmp.cleanup()
 

@@ -134,8 +134,10 @@ def _cannot_write(exc: sqlite3.OperationalError) -> bool:
 
 def _score_into_temp(conn: sqlite3.Connection) -> int:
     """The stored totals of fresh texts plus new totals of the stale ones, in temp tables."""
-    opened = not conn.in_transaction
     drop_temp_scores(conn)
+    if conn.execute("SELECT 1 FROM main.text_scores_stale LIMIT 1").fetchone() is None:
+        return 0  # the stored totals are current
+    opened = not conn.in_transaction
     for statement in _tables("temp."):
         conn.execute(statement)
     stale = "(SELECT gid FROM main.text_scores_stale UNION SELECT g.id FROM main.generations g" \
