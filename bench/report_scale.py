@@ -160,8 +160,8 @@ def main() -> None:
         for table in ("text_scores", "text_agreement", "copy_stats"):
             store.conn.execute(f"DELETE FROM {table}")
         store.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT generation_id FROM verdicts")
-    print(f"per-text totals: {stale_count(store)} texts to score")
-    _, scoring = step("score every text (once; before, every report re-read all verdicts)", refresh_text_scores, store)
+    print(f"per-text totals: {stale_count(store.conn)} texts to score")
+    _, scoring = step("score every text (once; before, every report re-read all verdicts)", refresh_text_scores, store.conn)
 
     print("the steps of `unspecific report --out`, on the kept totals (in one process, in order):")
     metrics, reading = step("compute_metrics (kept totals, per-text rows, group CIs)", compute_metrics, store)
@@ -188,8 +188,8 @@ def main() -> None:
     with store.conn:
         store.conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE generation_id IN"
                            " (SELECT id FROM generations WHERE instruction_id = ?)", (last,))
-    stale = stale_count(store)
-    step(f"keep the totals current after one instruction is re-judged ({stale} texts)", refresh_text_scores, store)
+    stale = stale_count(store.conn)
+    step(f"keep the totals current after one instruction is re-judged ({stale} texts)", refresh_text_scores, store.conn)
     store.close()
 
     # The commands as a user runs them: fresh processes, start-up included.

@@ -386,7 +386,7 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
             async def work(gid: int = gid, judge: str = judge, what: str = what,
                            constraints: list[tuple[int, str]] = constraints) -> str:
                 result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
-                refresh_text_scores(store)  # the report's totals stay current as verdicts arrive
+                refresh_text_scores(store.conn)  # the report's totals stay current as verdicts arrive
                 yes = store.scalar(
                     "SELECT sum(verdict) FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ?",
                     [gid, judge, plan.judging],

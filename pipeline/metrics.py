@@ -368,7 +368,7 @@ def compute_metrics(
     with _LOCK:
         try:
             _start(store)
-            current_text_scores(store)
+            current_text_scores(store.conn)
             _select_texts(store, f)
             raters, rows, kappa_counts = _rows(store, f)
         finally:

@@ -12,6 +12,11 @@ texts whose verdicts changed since, and read as some 100,000 rows.
                      on the response) and ``flipped`` (Yes on the response, No on the summary)
   text_agreement     per text and pair of raters (a < b in (judge, mode) order), the 2x2 cells
                      over the items both judged: n11, n10, n01, n00
+  text_items         per text, its constraints (items) with every rater together, as the app's
+                     tables count them: ``judged``, ``passed`` (the raters' mean verdict >= 0.5),
+                     ``score_sum`` (the sum of those means), ``disagree`` (raters differ),
+                     ``missing`` (a latest verdict's quote is not in the text); on a summary,
+                     ``flipped``: items passed on its response and not on the summary
   text_scores_stale  texts to rescore. Triggers on verdicts, constraints (``active``) and
                      generations add to it; ``refresh_text_scores`` empties it, in chunks. The
                      evaluate stage refreshes after each judging; a report refreshes what is left
@@ -26,10 +31,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .store import Store
+from typing import Any
 
 # Texts per write transaction: short enough that a build writing beside a refresh waits well
 # under a second, long enough that the per-chunk overhead does not show.
@@ -44,7 +46,13 @@ def _tables(schema: str) -> list[str]:
         " mode_a TEXT NOT NULL, judge_b TEXT NOT NULL, mode_b TEXT NOT NULL, n11 INTEGER NOT NULL,"
         " n10 INTEGER NOT NULL, n01 INTEGER NOT NULL, n00 INTEGER NOT NULL,"
         " PRIMARY KEY (gid, judge_a, mode_a, judge_b, mode_b)) WITHOUT ROWID",
+        f"CREATE TABLE IF NOT EXISTS {schema}text_items(gid INTEGER PRIMARY KEY, judged INTEGER NOT NULL,"
+        " passed INTEGER NOT NULL, score_sum REAL NOT NULL, disagree INTEGER NOT NULL, missing INTEGER NOT NULL,"
+        " flipped INTEGER)",
     ]
+
+
+TABLES = ("text_scores", "text_agreement", "text_items")
 
 
 def _mark(*gids: str) -> str:
@@ -77,18 +85,17 @@ def create_tables(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts")
 
 
-def stale_count(store: Store) -> int:
-    return store.conn.execute("SELECT count(*) FROM text_scores_stale").fetchone()[0]
+def stale_count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM text_scores_stale").fetchone()[0]
 
 
-def refresh_text_scores(store: Store, *, chunk: int = CHUNK) -> int | None:
+def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK) -> int | None:
     """Rescore every stale text and commit, ``chunk`` texts per transaction; return how many.
 
     None when the store cannot be written now: opened read-only, locked by another writer, or
     this connection holds someone's uncommitted writes (never commit those for them). The marks
     then stay for the next refresh; ``current_text_scores`` can still read fresh totals.
     """
-    conn = store.conn
     if conn.in_transaction:
         return None
     try:
@@ -118,13 +125,13 @@ def refresh_text_scores(store: Store, *, chunk: int = CHUNK) -> int | None:
         return None
 
 
-def current_text_scores(store: Store) -> int:
+def current_text_scores(conn: sqlite3.Connection) -> int:
     """Make ``text_scores`` and ``text_agreement`` current for this connection; return how many
     texts were rescored. Refreshes the store when it can be written; otherwise the fresh totals
     go to temp tables of the same names, which shadow the stored ones on this connection until
     ``drop_temp_scores``."""
-    done = refresh_text_scores(store)
-    return _score_into_temp(store.conn) if done is None else done
+    done = refresh_text_scores(conn)
+    return _score_into_temp(conn) if done is None else done
 
 
 def _cannot_write(exc: sqlite3.OperationalError) -> bool:
@@ -142,8 +149,8 @@ def _score_into_temp(conn: sqlite3.Connection) -> int:
         conn.execute(statement)
     stale = "(SELECT gid FROM main.text_scores_stale UNION SELECT g.id FROM main.generations g" \
             " JOIN main.text_scores_stale s ON s.gid = g.parent_id WHERE g.kind = 'summary')"
-    conn.execute(f"INSERT INTO temp.text_scores SELECT * FROM main.text_scores WHERE gid NOT IN {stale}")
-    conn.execute(f"INSERT INTO temp.text_agreement SELECT * FROM main.text_agreement WHERE gid NOT IN {stale}")
+    for table in TABLES:
+        conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} WHERE gid NOT IN {stale}")
     gids = [g for (g,) in conn.execute(f"SELECT gid FROM {stale} ORDER BY gid")]
     for start in range(0, len(gids), CHUNK):
         _score(conn, gids[start : start + CHUNK], schema="temp.")
@@ -153,14 +160,14 @@ def _score_into_temp(conn: sqlite3.Connection) -> int:
 
 
 def drop_temp_scores(conn: sqlite3.Connection) -> None:
-    for table in ("text_scores", "text_agreement"):
+    for table in TABLES:
         conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
 def _score(conn: sqlite3.Connection, gids: Sequence[int], *, schema: str) -> None:
-    """Replace the totals of ``gids`` in ``{schema}text_scores`` and ``{schema}text_agreement``."""
+    """Replace the totals of ``gids`` in the ``{schema}`` tables of TABLES."""
     marks = ",".join("?" * len(gids))
-    for table in ("text_scores", "text_agreement"):
+    for table in TABLES:
         conn.execute(f"DELETE FROM {schema}{table} WHERE gid IN ({marks})", list(gids))
     try:
         conn.execute("CREATE TEMP TABLE s_gen(gid INTEGER PRIMARY KEY, kind TEXT, rid INTEGER)")
@@ -171,12 +178,14 @@ def _score(conn: sqlite3.Connection, gids: Sequence[int], *, schema: str) -> Non
         conn.execute("CREATE TEMP TABLE s_need(gid INTEGER PRIMARY KEY)")
         conn.execute("INSERT OR IGNORE INTO s_need SELECT gid FROM s_gen UNION SELECT rid FROM s_gen")
         source = "s_need g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: the texts drive
-        raters = sorted(conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {source}"))
+        raters = sorted(tuple(r) for r in conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {source}"))
         pivot(conn, "s_p", raters, source)
         if raters:
             conn.executemany(f"INSERT INTO {schema}text_scores VALUES (?,?,?,?,?,?,?,?,?)", _rater_rows(conn, raters))
             conn.executemany(f"INSERT INTO {schema}text_agreement VALUES (?,?,?,?,?,?,?,?,?)",
                              _pair_rows(conn, raters))
+            conn.executemany(f"INSERT INTO {schema}text_items VALUES (?,?,?,?,?,?,?)",
+                             _item_rows(conn, len(raters), source))
     finally:
         for table in ("s_gen", "s_need", "s_p"):
             conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
@@ -236,6 +245,37 @@ def _rater_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list
                 extra = (both, core_yes or 0, full_yes or 0, flipped or 0)
             rows.append((gid, judge, mode, judged, yes, *extra))
     return rows
+
+
+def _item_rows(conn: sqlite3.Connection, n_raters: int, source: str) -> list[tuple[Any, ...]]:
+    """text_items rows of the texts in s_gen, from s_p (every rater's latest verdict per item)."""
+
+    def judged(p: str) -> str:  # raters with a verdict on the item
+        return "(" + " + ".join(f"({p}.y{k} IS NOT NULL)" for k in range(n_raters)) + ")"
+
+    def yes(p: str) -> str:  # raters saying Yes
+        return "(" + " + ".join(f"coalesce({p}.y{k}, 0)" for k in range(n_raters)) + ")"
+
+    def passed(p: str) -> str:  # the raters' mean >= 0.5, in integers
+        return f"({judged(p)} > 0 AND 2 * {yes(p)} >= {judged(p)})"
+
+    own = {gid: values for gid, *values in conn.execute(
+        f"SELECT p.gid, sum({judged('p')} > 0), sum({passed('p')}),"
+        f" total(CASE WHEN {judged('p')} > 0 THEN {yes('p')} * 1.0 / {judged('p')} END),"
+        f" sum({yes('p')} > 0 AND {yes('p')} < {judged('p')}) FROM s_p p JOIN s_gen g ON g.gid = p.gid GROUP BY p.gid")}
+    # Items where a rater's latest verdict quotes text that is not in the judged text.
+    missing = dict(conn.execute(
+        f"SELECT v.generation_id, count(DISTINCT v.constraint_id) FROM {source} AND v.quote_found = 'missing'"
+        " AND v.constraint_id NOT IN (SELECT id FROM main.constraints WHERE active = 0) AND v.id = ("
+        "SELECT max(w.id) FROM main.verdicts w WHERE w.generation_id = v.generation_id"
+        " AND w.constraint_id = v.constraint_id AND w.judge = v.judge AND w.judging_mode = v.judging_mode)"
+        " GROUP BY v.generation_id"))
+    flipped = dict(conn.execute(
+        f"SELECT g.gid, sum({passed('f')} AND {judged('s')} > 0 AND NOT {passed('s')}) FROM s_gen g"
+        " JOIN s_p s ON s.gid = g.gid JOIN s_p f ON f.gid = g.rid AND f.cid = s.cid WHERE g.kind = 'summary'"
+        " GROUP BY g.gid"))
+    return [(gid, n, n_passed, score_sum, disagree, missing.get(gid, 0), flipped.get(gid))
+            for gid, (n, n_passed, score_sum, disagree) in own.items()]
 
 
 def _pair_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list[tuple[Any, ...]]:

@@ -270,7 +270,7 @@ def _v3(db: sqlite_utils.Database) -> None:
 
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -66,7 +66,7 @@ def test_kept_totals_follow_every_kind_of_change(synthetic, tmp_path):
     path, store = synthetic
     conn = store.conn
     first = _kept(store)
-    assert stale_count(store) == 0 and first == _rebuilt(path, tmp_path)
+    assert stale_count(store.conn) == 0 and first == _rebuilt(path, tmp_path)
     assert len(first["raters"]) == 2 and first["agreement"]
 
     # A re-judge under a new prompt: the latest verdict wins over the stored one.
@@ -76,7 +76,7 @@ def test_kept_totals_follow_every_kind_of_change(synthetic, tmp_path):
             "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, created_at)"
             " SELECT generation_id, constraint_id, judge, judging_mode, 'new-prompt', 1 - verdict, created_at"
             " FROM verdicts WHERE generation_id = ? AND judge = 'judge-a'", (response[0],))
-    assert stale_count(store) == 1
+    assert stale_count(store.conn) == 1
     rejudged = _kept(store)
     assert rejudged != first and rejudged == _rebuilt(path, tmp_path)
 
@@ -84,7 +84,7 @@ def test_kept_totals_follow_every_kind_of_change(synthetic, tmp_path):
     with conn:
         conn.execute("UPDATE constraints SET active = 0 WHERE id = (SELECT min(id) FROM constraints"
                      " WHERE instruction_id = ? AND active = 1)", (response[1],))
-    assert stale_count(store) > 1
+    assert stale_count(store.conn) > 1
     replaced = _kept(store)
     assert replaced != rejudged and replaced == _rebuilt(path, tmp_path)
 
@@ -104,7 +104,7 @@ def test_kept_totals_follow_every_kind_of_change(synthetic, tmp_path):
         conn.execute("DELETE FROM verdicts WHERE generation_id = ? AND judge = 'judge-b'", (response[0],))
     deleted = _kept(store)
     assert deleted != three and deleted == _rebuilt(path, tmp_path)
-    assert stale_count(store) == 0
+    assert stale_count(store.conn) == 0
 
 
 def test_a_read_only_store_reads_fresh_totals_without_writing(synthetic, tmp_path):
@@ -112,13 +112,13 @@ def test_a_read_only_store_reads_fresh_totals_without_writing(synthetic, tmp_pat
     compute_metrics(store, n_resamples=50)
     with store.conn:
         store.conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE generation_id <= 5")
-    stale = stale_count(store)
+    stale = stale_count(store.conn)
     assert stale >= 5
     readonly = open_store(path, readonly=True)
     try:
-        assert refresh_text_scores(readonly) is None
+        assert refresh_text_scores(readonly.conn) is None
         assert _kept(readonly) == _rebuilt(path, tmp_path)
-        assert stale_count(readonly) == stale  # nothing written
+        assert stale_count(readonly.conn) == stale  # nothing written
         temp = readonly.conn.execute("SELECT name FROM sqlite_temp_master WHERE type = 'table'").fetchall()
         assert temp == []  # the shadowing temp tables are gone after the computation
         assert not readonly.conn.in_transaction
@@ -134,13 +134,13 @@ def test_a_locked_store_still_gives_fresh_metrics(synthetic, tmp_path):
     writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     try:
         store.conn.execute("PRAGMA busy_timeout = 50")
-        assert refresh_text_scores(store) is None
+        assert refresh_text_scores(store.conn) is None
         assert _kept(store) == _rebuilt(path, tmp_path)
-        assert stale_count(store) > 0
+        assert stale_count(store.conn) > 0
     finally:
         writer.rollback()
         writer.close()
-    assert refresh_text_scores(store) > 0 and stale_count(store) == 0
+    assert refresh_text_scores(store.conn) > 0 and stale_count(store.conn) == 0
 
 
 def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path, monkeypatch):
@@ -152,9 +152,9 @@ def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path, monkeyp
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     store = open_store(path)
     try:
-        assert stale_count(store) == store.scalar("SELECT count(DISTINCT generation_id) FROM verdicts") > 0
+        assert stale_count(store.conn) == store.scalar("SELECT count(DISTINCT generation_id) FROM verdicts") > 0
         assert _kept(store) == _rebuilt(path, tmp_path)
-        assert stale_count(store) == 0
+        assert stale_count(store.conn) == 0
     finally:
         store.close()
 

@@ -2,9 +2,9 @@
 
 The app never rebuilds the world on a key press. ``StoreView`` answers the per-constraint
 questions of the Audit screen with a handful of primary-key / indexed lookups and caches
-each instruction's texts. ``Analysis`` is the store-wide pass (every verdict once, grouped
-in SQL) that the Instructions, Annotate and Report screens share; it runs in a worker
-thread on its own connection.
+each instruction's texts. ``Analysis`` is the store-wide pass (the per-text totals the store
+keeps, pipeline.scores) that the Instructions, Annotate and Report screens share; it runs in
+a worker thread on its own connection.
 """
 
 from __future__ import annotations
@@ -194,7 +194,9 @@ class StoreView:
             for r in self._rows(
                 "SELECT v.generation_id, v.judge, v.verdict, v.quote, v.reason, v.quote_found, v.quote_score,"
                 " g.kind, g.model, g.ratio FROM verdicts v JOIN generations g ON g.id = v.generation_id"
-                " WHERE v.constraint_id = ? ORDER BY v.judge", (cid,))
+                " WHERE v.constraint_id = ? AND v.id = (SELECT max(w.id) FROM verdicts w"  # a re-judge replaces
+                " WHERE w.generation_id = v.generation_id AND w.constraint_id = v.constraint_id"
+                " AND w.judge = v.judge AND w.judging_mode = v.judging_mode) ORDER BY v.judge", (cid,))
         ]
 
     def flags(self, cid: int) -> dict[str, str]:
@@ -219,20 +221,6 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 
 # -- store-wide analysis ---------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    """One constraint on one model's response and its summary, judges averaged."""
-
-    full: float | None
-    summary: float | None
-    disagree: bool
-    quote_missing: bool
-
-    @property
-    def flipped(self) -> bool:
-        return passes(self.full) and self.summary is not None and not passes(self.summary)
 
 
 @dataclass
@@ -263,79 +251,63 @@ class Analysis:
     models: list[str]
     ratios: list[float]
     rows: list[InstructionRow]
-    outcomes: dict[tuple[int, str], Outcome]  # (constraint id, model) -> outcome
-    constraint_instruction: dict[int, int]
-    response_of: dict[tuple[int, str], int]  # (instruction id, model) -> response generation id
-    flags: dict[int, set[str]] = field(default_factory=dict)
     metrics: Any = None  # pipeline.metrics.Metrics, once computed
+
+    def flipped_instructions(self, model: str | None) -> set[int]:
+        """Instructions with a constraint that flipped on ``model``'s response at the ratio."""
+        return {r.instruction_id for r in self.rows if r.model == model and r.flipped}
+
+    @property
+    def n_flipped(self) -> int:
+        return sum(r.flipped for r in self.rows)
 
 
 def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, ratio: float | None = None) -> Analysis:
-    """Every verdict once (grouped per text and constraint in SQL) into per-constraint outcomes."""
-    gens = conn.execute(
-        "SELECT g.id, g.kind, g.instruction_id, g.model, g.ratio, g.parent_id FROM generations g"
-        " JOIN instructions i ON i.id = g.instruction_id WHERE g.kind IN ('response', 'summary')"
-        + (" AND i.run_id = ?" if run_id else ""), (run_id,) if run_id else ()).fetchall()
+    """One row per (instruction, model) from the store's per-text totals (pipeline.scores):
+    some 40,000 rows for a benchmark of 10,000 instructions, never its millions of verdicts.
+    Per-constraint outcomes are read when a screen shows a constraint."""
+    from pipeline.scores import current_text_scores, drop_temp_scores
+
+    run_sql, run_args = (" AND i.run_id = ?", (run_id,)) if run_id else ("", ())
+    current_text_scores(conn)  # read-only: fresh totals of changed texts on the side
+    try:
+        gens = conn.execute(
+            "SELECT g.id, g.kind, g.instruction_id, g.model, g.ratio, g.parent_id, t.judged, t.passed, t.score_sum,"
+            " t.disagree, t.missing, t.flipped FROM generations g JOIN instructions i ON i.id = g.instruction_id"
+            " LEFT JOIN text_items t ON t.gid = g.id WHERE g.kind IN ('response', 'summary')" + run_sql,
+            run_args).fetchall()
+    finally:
+        drop_temp_scores(conn)
     ratios = sorted({g[4] for g in gens if g[1] == "summary" and g[4] is not None}, reverse=True)
     if ratio is None or ratio not in ratios:
         ratio = DEFAULT_RATIO if DEFAULT_RATIO in ratios or not ratios else ratios[0]
-    response = {g[0]: (g[2], g[3] or "") for g in gens if g[1] == "response"}
-    summary_of = {g[0]: g[5] for g in gens if g[1] == "summary" and g[4] == ratio}
-    response_of = {(iid, model): gid for gid, (iid, model) in response.items()}
-
-    active: dict[int, int] = {}
-    sql = ("SELECT c.id, c.instruction_id FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
-           " WHERE c.active = 1" + (" AND i.run_id = ?" if run_id else ""))
-    for cid, iid in conn.execute(sql, (run_id,) if run_id else ()):
-        active[cid] = iid
-
-    full: dict[tuple[int, str], tuple[float, bool, bool]] = {}
-    summ: dict[tuple[int, str], float] = {}
-    cur = conn.execute(
-        "SELECT generation_id, constraint_id, avg(verdict), min(verdict) != max(verdict),"
-        " sum(quote_found = 'missing') FROM verdicts GROUP BY generation_id, constraint_id")
-    for gid, cid, score, disagree, missing in cur:
-        if cid not in active:
-            continue
-        if gid in response:
-            full[(cid, response[gid][1])] = (score, bool(disagree), bool(missing))
-        elif gid in summary_of:
-            parent = response.get(summary_of[gid])
-            if parent:
-                summ[(cid, parent[1])] = score
-
-    outcomes: dict[tuple[int, str], Outcome] = {}
-    for key, (score, disagree, missing) in full.items():
-        outcomes[key] = Outcome(score, summ.get(key), disagree, missing)
-
-    flags: dict[int, set[str]] = {}
-    for cid, flag in conn.execute("SELECT constraint_id, flag FROM constraint_flags"):
-        if cid in active:
-            flags.setdefault(cid, set()).add(flag)
-
-    by_instruction: dict[int, list[int]] = {}
-    for cid, iid in active.items():
-        by_instruction.setdefault(iid, []).append(cid)
+    summary_of = {g[5]: g for g in gens if g[1] == "summary" and g[4] == ratio}
+    n_active = dict(conn.execute(
+        "SELECT c.instruction_id, count(*) FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
+        " WHERE c.active = 1" + run_sql + " GROUP BY c.instruction_id", run_args).fetchall())
+    flag_counts: dict[int, dict[str, int]] = {}
+    for iid, flag, count in conn.execute(
+        "SELECT c.instruction_id, f.flag, count(DISTINCT c.id) FROM constraint_flags f"
+        " JOIN constraints c ON c.id = f.constraint_id JOIN instructions i ON i.id = c.instruction_id"
+        " WHERE c.active = 1" + run_sql + " GROUP BY c.instruction_id, f.flag", run_args):
+        flag_counts.setdefault(iid, {})[flag] = count
     meta = {r[0]: r[1:] for r in conn.execute(
-        "SELECT id, run_id, domain, condition FROM instructions" + (" WHERE run_id = ?" if run_id else ""),
-        (run_id,) if run_id else ())}
+        "SELECT id, run_id, domain, condition FROM instructions" + (" WHERE run_id = ?" if run_id else ""), run_args)}
     rows: list[InstructionRow] = []
-    for (iid, model), gid in sorted(response_of.items()):
-        cids = by_instruction.get(iid, [])
-        outs = [outcomes[(c, model)] for c in cids if (c, model) in outcomes]
-        fulls = [o.full for o in outs if o.full is not None]
-        summs = [o.summary for o in outs if o.summary is not None]
-        n_pass = sum(1 for o in outs if passes(o.full))
-        n_flip = sum(1 for o in outs if o.flipped)
+    for gid, _, iid, model, _, _, judged, passed, score_sum, disagree, missing, _ in sorted(
+            (g for g in gens if g[1] == "response"), key=lambda g: (g[2], g[3] or "")):
+        summary = summary_of.get(gid)
+        flipped = (summary[11] or 0) if summary is not None else 0
+        core = summary[8] / summary[6] if summary is not None and summary[6] else None
         run, domain, condition = meta.get(iid, ("", "", ""))
-        flag_counts = {f: sum(1 for c in cids if f in flags.get(c, ())) for f in FLAG_NAMES}
+        flags = flag_counts.get(iid, {})
         rows.append(InstructionRow(
-            iid, run or "", domain or "", condition or "", model, gid, len(cids),
-            sum(fulls) / len(fulls) if fulls else None, sum(summs) / len(summs) if summs else None,
-            n_pass, n_flip, n_flip / n_pass if n_pass else None, flag_counts,
-            sum(1 for o in outs if o.disagree), sum(1 for o in outs if o.quote_missing)))
-    models = sorted({m for _, m in response_of})
-    return Analysis(ratio, models, ratios, rows, outcomes, active, response_of, flags)
+            iid, run or "", domain or "", condition or "", model or "", gid, n_active.get(iid, 0),
+            score_sum / judged if judged else None, core, passed or 0, flipped,
+            flipped / passed if passed else None, {f: flags.get(f, 0) for f in FLAG_NAMES},
+            disagree or 0, missing or 0))
+    models = sorted({r.model for r in rows})
+    return Analysis(ratio, models, ratios, rows)
 
 
 def merge_metrics(analysis: Analysis, metrics: Any) -> Analysis:

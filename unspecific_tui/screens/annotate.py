@@ -43,8 +43,7 @@ def load_items(store, analysis: Analysis, seed: int) -> list[Item]:  # noqa: ANN
     """pipeline.metrics' items: every flipped constraint plus a seeded sample of pass-both ones."""
     from pipeline.metrics import items_to_annotate
 
-    n_flipped = sum(1 for o in analysis.outcomes.values() if o.flipped)
-    sample = max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * n_flipped))
+    sample = max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * analysis.n_flipped))
     return [Item(i.constraint_id, i.response_id, i.instruction_id, i.model, i.flipped)
             for i in items_to_annotate(store, ratio=analysis.ratio, passed_sample=sample, seed=seed)]
 

@@ -7,6 +7,7 @@ plus cached texts and spans: the widgets are built once and updated in place.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rich.text import Text
@@ -125,11 +126,11 @@ class AuditScreen(Screen):
             self.index = bisect.bisect_left(order, prev, key=_instruction)
         self.refresh_constraint()
 
-    def _seek(self, test, what: str) -> None:
+    def _seek(self, test: Callable[[int, int], bool], what: str) -> None:
         n = len(self.order)
         for k in range(1, n):
             i = (self.index + k) % n
-            if test(self.order[i][0]):
+            if test(*self.order[i]):
                 self.index = i
                 self.refresh_constraint()
                 return
@@ -139,17 +140,17 @@ class AuditScreen(Screen):
         if self._flagged is None:
             self._flagged = self.app.view.flagged_ids()
         flagged = self._flagged
-        self._seek(lambda cid: cid in flagged, "flagged")
+        self._seek(lambda cid, _: cid in flagged, "flagged")
 
     def action_next_flipped(self) -> None:
-        model = self.model
+        """Asks the store per constraint (indexed); once the analysis is ready, only about the
+        instructions it counted a flip in."""
         analysis = self.app.analysis
         if analysis is not None and analysis.ratio == self._ratio(None):
-            outcomes = analysis.outcomes
-            self._seek(lambda cid: (o := outcomes.get((cid, model))) is not None and o.flipped, "flipped")
+            candidates = analysis.flipped_instructions(self.model)
+            self._seek(lambda cid, iid: iid in candidates and self._flipped_now(cid), "flipped")
             return
-        # Before the store-wide analysis is ready: ask the store per constraint (indexed).
-        self._seek(lambda cid: self._flipped_now(cid), "flipped")
+        self._seek(lambda cid, _: self._flipped_now(cid), "flipped")
 
     def _flipped_now(self, cid: int) -> bool:
         full, summ = self._scores(self.app.view.verdicts(cid), self._ratio(None))
