@@ -183,3 +183,51 @@ def test_copy_statistics_on_a_read_only_store_are_computed_not_stored(synthetic)
         assert readonly.scalar("SELECT count(*) FROM copy_stats") == 0
     finally:
         readonly.close()
+
+
+def _items_by_hand(conn: sqlite3.Connection, ratio: float) -> dict[tuple[int, str], tuple]:
+    """The app's per-(instruction, model) counts straight from the verdicts, in Python."""
+    latest: dict[tuple[int, int, str, str], tuple[int, int, str]] = {}
+    for vid, gid, cid, judge, mode, verdict, found in conn.execute(
+            "SELECT id, generation_id, constraint_id, judge, judging_mode, verdict, quote_found FROM verdicts"):
+        key = (gid, cid, judge, mode)
+        if key not in latest or latest[key][0] < vid:
+            latest[key] = (vid, verdict, found)
+    active = {cid for (cid,) in conn.execute("SELECT id FROM constraints WHERE active = 1")}
+    items: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    for (gid, cid, _, _), (_, verdict, found) in latest.items():
+        if cid in active:
+            items.setdefault((gid, cid), []).append((verdict, found))
+    mean = {k: sum(v for v, _ in vs) / len(vs) for k, vs in items.items()}
+    out = {}
+    for gid, iid, model in conn.execute("SELECT id, instruction_id, model FROM generations WHERE kind = 'response'"):
+        summary = conn.execute("SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND ratio = ?",
+                               (gid, ratio)).fetchone()
+        mine = {cid: m for (g, cid), m in mean.items() if g == gid}
+        passed = {cid for cid, m in mine.items() if m >= 0.5}
+        flipped = 0 if summary is None else sum(
+            1 for cid in passed if (summary[0], cid) in mean and mean[(summary[0], cid)] < 0.5)
+        disagree = sum(1 for (g, _), vs in items.items() if g == gid and len({v for v, _ in vs}) > 1)
+        missing = sum(1 for (g, _), vs in items.items() if g == gid and any(f == "missing" for _, f in vs))
+        out[(iid, model)] = (len(passed), flipped, disagree, missing)
+    return out
+
+
+def test_the_apps_counts_match_the_verdicts_after_rejudging(synthetic):
+    from unspecific_tui.data import compute_analysis
+
+    path, store = synthetic
+    conn = store.conn
+    with conn:  # a re-judge of some texts under a new prompt, with other verdicts and quotes
+        conn.execute(
+            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote_found,"
+            " created_at) SELECT generation_id, constraint_id, judge, judging_mode, 'new', 1 - verdict,"
+            " CASE WHEN quote_found = 'missing' THEN 'exact' ELSE 'missing' END, created_at FROM verdicts"
+            " WHERE generation_id % 3 = 0 AND constraint_id % 2 = 0")
+        conn.execute("UPDATE constraints SET active = 0 WHERE id % 7 = 0")
+    analysis = compute_analysis(conn)
+    by_hand = _items_by_hand(conn, analysis.ratio)
+    got = {(r.instruction_id, r.model): (r.passed, r.flipped, r.disagree, r.quote_missing) for r in analysis.rows}
+    assert got == by_hand
+    assert sum(f for _, f, _, _ in got.values()) > 0 and sum(d for _, _, d, _ in got.values()) > 0
+    assert analysis.n_flipped == sum(f for _, f, _, _ in got.values())
