@@ -74,9 +74,10 @@ def make_known_store(path: Path) -> Known:
     c.execute("INSERT INTO constraint_flags VALUES (4, 'proper_noun', 'Harrowgate')")
     gens = [
         (1, "response", "m1", "direct", None, None, put(RESPONSE)),
-        (2, "summary", "m1", "", 0.25, 1, put(SUMMARY)),
+        # A summary's model is its summarizer's (pipeline.generation), not the response's.
+        (2, "summary", "summarizer", "", 0.25, 1, put(SUMMARY)),
         (3, "response", "m2", "direct", None, None, put(RESPONSE_2)),
-        (4, "summary", "m2", "", 0.25, 3, put(SUMMARY_2)),
+        (4, "summary", "summarizer", "", 0.25, 3, put(SUMMARY_2)),
     ]
     c.executemany("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash,"
                   " created_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, '" + STAMP + "')", gens)

@@ -97,7 +97,7 @@ class Verdict:
     generation_id: int
     judge: str
     kind: str  # response | summary | base
-    model: str
+    model: str  # the model under test (for a summary, its response's)
     ratio: float | None
     verdict: int
     quote: str
@@ -192,8 +192,11 @@ class StoreView:
             Verdict(r["generation_id"], r["judge"], r["kind"], r["model"] or "", r["ratio"], r["verdict"],
                     r["quote"] or "", r["reason"] or "", r["quote_found"], r["quote_score"])
             for r in self._rows(
+                # A summary's own model is the summarizer; the model under test is its response's.
                 "SELECT v.generation_id, v.judge, v.verdict, v.quote, v.reason, v.quote_found, v.quote_score,"
-                " g.kind, g.model, g.ratio FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+                " g.kind, coalesce(r.model, g.model) AS model, g.ratio FROM verdicts v"
+                " JOIN generations g ON g.id = v.generation_id"
+                " LEFT JOIN generations r ON r.id = g.parent_id AND g.kind = 'summary'"
                 " WHERE v.constraint_id = ? AND v.id = (SELECT max(w.id) FROM verdicts w"  # a re-judge replaces
                 " WHERE w.generation_id = v.generation_id AND w.constraint_id = v.constraint_id"
                 " AND w.judge = v.judge AND w.judging_mode = v.judging_mode) ORDER BY v.judge", (cid,))
