@@ -604,8 +604,11 @@ def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
     missing = sorted(pair for pair in needed if all(pair) and pair not in known)
     if missing:
         bodies = _texts(store, [h for pair in missing for h in pair])
-        fresh = {(r, a): _CopyCounts.of(copying.copy_stats(bodies[r], bodies[a], ngram))
-                 for r, a in missing if r in bodies and a in bodies}
+        fresh = {}
+        for r, a in missing:
+            if r in bodies and a in bodies:
+                stats = copying.copy_stats(bodies[r], bodies[a], ngram)
+                fresh[(r, a)] = (stats.shared_ngrams, stats.copied_words, stats.words, stats.longest)
         _keep_copy_stats(store, ngram, fresh)
         known.update(fresh)
     per_response: dict[int, dict[str, float]] = {}
@@ -618,41 +621,33 @@ def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
         row.extra.update(values)
 
 
-@dataclass(frozen=True)
-class _CopyCounts:
-    shared_ngrams: int
-    copied_words: int
-    words: int
-    longest: int
-
-    @classmethod
-    def of(cls, stats: copying.CopyStats) -> _CopyCounts:
-        return cls(stats.shared_ngrams, stats.copied_words, stats.words, stats.longest)
+# (response hash, reference hash) -> (shared n-grams, copied words, words, longest span)
+_CopyCounts = dict[tuple[str, str], tuple[int, int, int, int]]
 
 
-def _copy_values(known: dict[tuple[str, str], _CopyCounts], r_hash: str | None,
-                 references: list[tuple[str, str | None]]) -> dict[str, float]:
+def _copy_values(known: _CopyCounts, r_hash: str | None, references: list[tuple[str, str | None]]) -> dict[str, float]:
     values: dict[str, float] = {}
     longest = 0
     for label, a_hash in references:
         counts = known.get((r_hash, a_hash)) if r_hash and a_hash else None
         if counts is None:
             continue
-        values[f"copy_{label}_ngrams"] = float(counts.shared_ngrams)
-        values[f"copy_{label}_share"] = counts.copied_words / counts.words if counts.words else 0.0
-        longest = max(longest, counts.longest)
+        shared, copied, words, span = counts
+        values[f"copy_{label}_ngrams"] = float(shared)
+        values[f"copy_{label}_share"] = copied / words if words else 0.0
+        longest = max(longest, span)
     if values:
         values["copy_longest"] = float(longest)
     return values
 
 
-def _stored_copy_stats(store: Store, ngram: int) -> dict[tuple[str, str], _CopyCounts]:
-    return {(r, a): _CopyCounts(*counts) for r, a, *counts in store.conn.execute(
+def _stored_copy_stats(store: Store, ngram: int) -> _CopyCounts:
+    return {(r, a): counts for r, a, *counts in store.conn.execute(
         "SELECT text_hash, reference_hash, shared_ngrams, copied_words, words, longest FROM copy_stats"
         " WHERE ngram = ?", (ngram,))}
 
 
-def _keep_copy_stats(store: Store, ngram: int, fresh: dict[tuple[str, str], _CopyCounts]) -> None:
+def _keep_copy_stats(store: Store, ngram: int, fresh: _CopyCounts) -> None:
     """Store new counts; a read-only store, or a caller's open transaction, just goes without."""
     conn = store.conn
     if not fresh or conn.in_transaction:
@@ -662,7 +657,7 @@ def _keep_copy_stats(store: Store, ngram: int, fresh: dict[tuple[str, str], _Cop
             conn.executemany(
                 "INSERT OR IGNORE INTO copy_stats(text_hash, reference_hash, ngram, shared_ngrams, copied_words,"
                 " words, longest) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(r, a, ngram, c.shared_ngrams, c.copied_words, c.words, c.longest) for (r, a), c in fresh.items()])
+                [(r, a, ngram, *counts) for (r, a), counts in fresh.items()])
     except sqlite3.OperationalError as exc:
         if "readonly" not in str(exc):
             raise
