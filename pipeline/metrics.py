@@ -63,7 +63,6 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -132,11 +131,8 @@ class Row:
     achieved_ratio: float | None = None
     raters: int = 0
     extra: dict[str, float] = field(default_factory=dict)  # copying and similarity columns
-
-    @cached_property  # read for every comparison the report makes; the counts are set once
-    def superficial(self) -> float:
-        shares = [f / s for s, f in zip(self.satisfied_by, self.flipped_by) if not math.isnan(s) and s > 0]
-        return sum(shares) / len(shares) if shares else math.nan
+    # Mean over raters of flipped / satisfied: superficial_share(satisfied_by, flipped_by).
+    superficial: float = math.nan
 
     @property
     def coverage(self) -> float:
@@ -150,7 +146,13 @@ class Row:
         return out
 
 
-_ROW_COLUMNS = [f.name for f in fields(Row) if f.name not in ("extra", "satisfied_by", "flipped_by")]
+_ROW_COLUMNS = [f.name for f in fields(Row) if f.name not in ("extra", "satisfied_by", "flipped_by", "superficial")]
+
+
+def superficial_share(satisfied_by: Sequence[float], flipped_by: Sequence[float]) -> float:
+    """Per rater, the share of its satisfied constraints that flipped; the mean over raters."""
+    shares = [f / s for s, f in zip(satisfied_by, flipped_by) if not math.isnan(s) and s > 0]
+    return sum(shares) / len(shares) if shares else math.nan
 
 
 @dataclass
@@ -483,8 +485,8 @@ def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]
                 core=_mean([cy / n for _, n, cy, _, _ in parts]),
                 satisfied=_mean([fy for _, _, _, fy, _ in parts]),
                 flipped=_mean([fl for _, _, _, _, fl in parts]),
-                satisfied_by=tuple(map(_mean, sat)), flipped_by=tuple(map(_mean, flip)),
-                achieved_ratio=_mean(reached) if reached else None,
+                satisfied_by=(sat_by := tuple(map(_mean, sat))), flipped_by=(flip_by := tuple(map(_mean, flip))),
+                superficial=superficial_share(sat_by, flip_by), achieved_ratio=_mean(reached) if reached else None,
             ))
     return raters, rows, counts
 
@@ -748,9 +750,9 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
     and mode) or two response modes, direct vs edit (units: the same instructions, per domain,
     condition and model). ``by`` defaults to whichever of condition / mode both names are in the
     data, else model. Metrics: org, and at a ratio core, superficial and gap (= org - core)."""
-    conditions = {r.condition for r in metrics.rows}
-    modes_present = {r.mode for r in metrics.rows}
     if by is None:
+        conditions = {r.condition for r in metrics.rows}
+        modes_present = {r.mode for r in metrics.rows}
         by = ("condition" if a in conditions and b in conditions
               else "mode" if a in modes_present and b in modes_present else "model")
     if by not in ("model", "condition", "mode"):
