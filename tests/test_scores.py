@@ -231,3 +231,36 @@ def test_the_apps_counts_match_the_verdicts_after_rejudging(synthetic):
     assert got == by_hand
     assert sum(f for _, f, _, _ in got.values()) > 0 and sum(d for _, _, d, _ in got.values()) > 0
     assert analysis.n_flipped == sum(f for _, f, _, _ in got.values())
+
+
+def test_no_change_is_lost_while_a_writer_and_refreshes_interleave(synthetic, tmp_path):
+    """A judge writing verdicts in its own process while reports refresh the totals: every
+    change the writer commits is in the totals once both are done."""
+    import threading
+
+    path, store = synthetic
+    compute_metrics(store, n_resamples=20)
+    texts = [g for (g,) in store.conn.execute("SELECT id FROM generations WHERE kind IN ('response', 'summary')")]
+    done = threading.Event()
+
+    def writer() -> None:
+        conn = sqlite3.connect(path, timeout=10)
+        try:
+            for k in range(60):
+                with conn:  # one judging unit: a text's verdicts flipped, committed together
+                    conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE generation_id = ?",
+                                 (texts[(7 * k) % len(texts)],))
+        finally:
+            conn.close()
+            done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    refreshes = 0
+    while not done.is_set():
+        refresh_text_scores(store.conn, chunk=3)  # small chunks: many transactions to interleave with
+        refreshes += 1
+    thread.join()
+    refresh_text_scores(store.conn)
+    assert refreshes > 1 and stale_count(store.conn) == 0
+    assert _kept(store) == _rebuilt(path, tmp_path)
