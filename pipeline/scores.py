@@ -179,36 +179,41 @@ def _score(conn: sqlite3.Connection, gids: Sequence[int], *, schema: str) -> Non
         conn.execute("INSERT OR IGNORE INTO s_need SELECT gid FROM s_gen UNION SELECT rid FROM s_gen")
         source = "s_need g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: the texts drive
         raters = sorted(tuple(r) for r in conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {source}"))
-        pivot(conn, "s_p", raters, source)
+        pivot(conn, "s_p", raters, source, missing=True)
         if raters:
             conn.executemany(f"INSERT INTO {schema}text_scores VALUES (?,?,?,?,?,?,?,?,?)", _rater_rows(conn, raters))
             conn.executemany(f"INSERT INTO {schema}text_agreement VALUES (?,?,?,?,?,?,?,?,?)",
                              _pair_rows(conn, raters))
             conn.executemany(f"INSERT INTO {schema}text_items VALUES (?,?,?,?,?,?,?)",
-                             _item_rows(conn, len(raters), source))
+                             _item_rows(conn, len(raters)))
     finally:
         for table in ("s_gen", "s_need", "s_p"):
             conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
 def pivot(conn: Any, table: str, raters: list[tuple[str, str]], source: str, vsql: str = "",
-          vparams: Sequence[Any] = ()) -> None:
-    """Temp ``table``: one row per (text, active constraint), rater k's verdict in column y{k}.
+          vparams: Sequence[Any] = (), *, missing: bool = False) -> None:
+    """Temp ``table``: one row per (text, active constraint), rater k's verdict in column y{k};
+    with ``missing``, also m{k}: 1 when that verdict's quote is not in the text.
 
     ``source`` is a FROM clause over ``verdicts v`` ending in a WHERE; ``vsql`` adds conditions."""
-    columns = ", ".join(f"y{k} INTEGER" for k in range(len(raters)))
-    conn.execute(f"CREATE TEMP TABLE {table}(gid INTEGER, cid INTEGER{', ' + columns if columns else ''},"
-                 " PRIMARY KEY(gid, cid)) WITHOUT ROWID")
+    n = len(raters)
+    names = [f"y{k}" for k in range(n)] + ([f"m{k}" for k in range(n)] if missing else [])
+    columns = "".join(f", {name} INTEGER" for name in names)
+    conn.execute(f"CREATE TEMP TABLE {table}(gid INTEGER, cid INTEGER{columns}, PRIMARY KEY(gid, cid)) WITHOUT ROWID")
     if not raters:
         return
     # One row per verdict, its value in its rater's column, merged into the (text, constraint)
     # row by an upsert: no sort of millions of rows, unlike a GROUP BY. Rows come in id order,
     # so when a rater judged an item twice (a re-judge with a new prompt) the latest one wins.
-    cases = ", ".join("CASE WHEN v.judge = ? AND v.judging_mode = ? THEN v.verdict END" for _ in raters)
-    case_params = [x for judge, mode in raters for x in (judge, mode)]
-    updates = ", ".join(f"y{k} = coalesce(excluded.y{k}, y{k})" for k in range(len(raters)))
+    rater = "CASE WHEN v.judge = ? AND v.judging_mode = ? THEN {} END"
+    cases = [rater.format("v.verdict")] * n
+    if missing:  # never NULL for the rater's row, so that the latest verdict's flag wins too
+        cases += [rater.format("coalesce(v.quote_found = 'missing', 0)")] * n
+    case_params = [x for judge, mode in raters for x in (judge, mode)] * (2 if missing else 1)
+    updates = ", ".join(f"{name} = coalesce(excluded.{name}, {name})" for name in names)
     conn.execute(
-        f"INSERT INTO {table} SELECT v.generation_id, v.constraint_id, {cases} FROM {source}"
+        f"INSERT INTO {table} SELECT v.generation_id, v.constraint_id, {', '.join(cases)} FROM {source}"
         " AND v.verdict IS NOT NULL AND v.constraint_id NOT IN (SELECT id FROM main.constraints WHERE active = 0)"
         f"{vsql} ORDER BY v.id ON CONFLICT(gid, cid) DO UPDATE SET {updates}",
         [*case_params, *vparams],
@@ -247,7 +252,7 @@ def _rater_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list
     return rows
 
 
-def _item_rows(conn: sqlite3.Connection, n_raters: int, source: str) -> list[tuple[Any, ...]]:
+def _item_rows(conn: sqlite3.Connection, n_raters: int) -> list[tuple[Any, ...]]:
     """text_items rows of the texts in s_gen, from s_p (every rater's latest verdict per item)."""
 
     def judged(p: str) -> str:  # raters with a verdict on the item
@@ -259,23 +264,17 @@ def _item_rows(conn: sqlite3.Connection, n_raters: int, source: str) -> list[tup
     def passed(p: str) -> str:  # the raters' mean >= 0.5, in integers
         return f"({judged(p)} > 0 AND 2 * {yes(p)} >= {judged(p)})"
 
+    missing = "(" + " + ".join(f"coalesce(p.m{k}, 0)" for k in range(n_raters)) + ") > 0"
     own = {gid: values for gid, *values in conn.execute(
         f"SELECT p.gid, sum({judged('p')} > 0), sum({passed('p')}),"
         f" total(CASE WHEN {judged('p')} > 0 THEN {yes('p')} * 1.0 / {judged('p')} END),"
-        f" sum({yes('p')} > 0 AND {yes('p')} < {judged('p')}) FROM s_p p JOIN s_gen g ON g.gid = p.gid GROUP BY p.gid")}
-    # Items where a rater's latest verdict quotes text that is not in the judged text.
-    missing = dict(conn.execute(
-        f"SELECT v.generation_id, count(DISTINCT v.constraint_id) FROM {source} AND v.quote_found = 'missing'"
-        " AND v.constraint_id NOT IN (SELECT id FROM main.constraints WHERE active = 0) AND v.id = ("
-        "SELECT max(w.id) FROM main.verdicts w WHERE w.generation_id = v.generation_id"
-        " AND w.constraint_id = v.constraint_id AND w.judge = v.judge AND w.judging_mode = v.judging_mode)"
-        " GROUP BY v.generation_id"))
+        f" sum({yes('p')} > 0 AND {yes('p')} < {judged('p')}), sum({missing})"
+        " FROM s_p p JOIN s_gen g ON g.gid = p.gid GROUP BY p.gid")}
     flipped = dict(conn.execute(
         f"SELECT g.gid, sum({passed('f')} AND {judged('s')} > 0 AND NOT {passed('s')}) FROM s_gen g"
         " JOIN s_p s ON s.gid = g.gid JOIN s_p f ON f.gid = g.rid AND f.cid = s.cid WHERE g.kind = 'summary'"
         " GROUP BY g.gid"))
-    return [(gid, n, n_passed, score_sum, disagree, missing.get(gid, 0), flipped.get(gid))
-            for gid, (n, n_passed, score_sum, disagree) in own.items()]
+    return [(gid, *values, flipped.get(gid)) for gid, values in own.items()]
 
 
 def _pair_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list[tuple[Any, ...]]:
