@@ -99,15 +99,15 @@ def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK) -> int 
     if conn.in_transaction:
         return None
     try:
-        with conn:  # a response's summaries are scored against its verdicts
-            conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT g.id FROM generations g"
-                         " JOIN text_scores_stale s ON s.gid = g.parent_id WHERE g.kind = 'summary'")
         done = 0
         while True:
             # An immediate transaction: no writer can mark a text stale between reading the marks
             # and clearing them, so a mark is never lost.
             conn.execute("BEGIN IMMEDIATE")
             try:
+                # A response's summaries are scored against its verdicts: they are stale with it.
+                conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT g.id FROM generations g"
+                             " JOIN text_scores_stale s ON s.gid = g.parent_id WHERE g.kind = 'summary'")
                 gids = [g for (g,) in conn.execute("SELECT gid FROM text_scores_stale ORDER BY gid LIMIT ?", (chunk,))]
                 if gids:
                     _score(conn, gids, schema="main.")

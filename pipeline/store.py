@@ -31,12 +31,14 @@ import hashlib
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from .errors import StoreError
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 DEFAULT_STORE = Path("store.sqlite")
 
@@ -276,14 +278,18 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 @dataclass
 class Store:
-    """A handle on the store file. ``db`` is the sqlite-utils Database for queries."""
+    """A handle on the store file: ``conn``, and ``db``, the sqlite-utils Database on it."""
 
     path: Path
-    db: sqlite_utils.Database
+    conn: sqlite3.Connection
 
-    @property
-    def conn(self) -> sqlite3.Connection:
-        return self.db.conn
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        # Imported when first needed: sqlite-utils takes a quarter of a second to import, and
+        # reading commands (report, the app) never need it.
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     # -- texts ---------------------------------------------------------------
     def put_text(self, body: str) -> str:
@@ -300,7 +306,9 @@ class Store:
 
     # -- convenience -----------------------------------------------------------
     def query(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
-        return list(self.db.query(sql, params))
+        cursor = self.conn.execute(sql, params if isinstance(params, dict) else tuple(params))
+        names = [d[0] for d in cursor.description or ()]
+        return [dict(zip(names, row)) for row in cursor]
 
     def one(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> dict[str, Any] | None:
         rows = self.query(sql, params)
@@ -314,7 +322,7 @@ class Store:
         self.conn.commit()
 
     def close(self) -> None:
-        self.db.close()
+        self.conn.close()
 
     @property
     def schema_version(self) -> int:
@@ -350,8 +358,7 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
             f"{path}: written by a newer unspecific (schema {version}, this one knows {SCHEMA_VERSION}); "
             "upgrade unspecific to open it"
         )
-    db = sqlite_utils.Database(conn)
-    store = Store(path=path, db=db)
+    store = Store(path=path, conn=conn)
     if readonly:
         if version < SCHEMA_VERSION:
             raise StoreError(f"{path}: schema {version} needs migrating, but the store is opened read-only")
@@ -364,7 +371,7 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
         conn.execute("PRAGMA foreign_keys = ON")
         for step in range(version, SCHEMA_VERSION):
             with conn:
-                MIGRATIONS[step](db)
+                MIGRATIONS[step](store.db)
                 conn.execute(f"PRAGMA user_version = {step + 1}")
     except sqlite3.OperationalError as exc:
         if "readonly" in str(exc) or "read-only" in str(exc):

@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .scores import refresh_text_scores
 from .store import Store, open_store, text_hash
 
 STAMP = "2026-01-01T00:00:00+00:00"  # fixed, so snapshots and tests never see the clock
@@ -102,6 +103,7 @@ def build_synthetic_store(path: str | Path, spec: SyntheticSpec | None = None) -
     store = open_store(path)
     try:
         counts = _fill(store, spec)
+        refresh_text_scores(store.conn)  # as the evaluate stage leaves a store: totals current
     finally:
         store.close()
     return SyntheticSummary(path, *counts)

@@ -240,9 +240,17 @@ def _truncated(path: Path) -> None:
 
 
 def _damaged_pages(path: Path) -> None:
+    """Scribble over the b-tree pages of the tables every command reads (found by their root
+    pages in the schema, which stays readable): reading them must fail, not return garbage."""
+    conn = sqlite3.connect(path)
+    roots = [r for (r,) in conn.execute(
+        "SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name IN"
+        " ('articles', 'texts', 'instructions', 'generations', 'verdicts', 'runs', 'llm_calls')")]
+    conn.close()
     data = bytearray(path.read_bytes())
-    for page in range(2, len(data) // 4096, 3):  # scribble over every third page past the schema
-        data[page * 4096 + 100: page * 4096 + 400] = b"\xab" * 300
+    for page in roots:
+        start = (page - 1) * 4096
+        data[start : start + 400] = b"\xab" * 400  # the page header and its first cells
     path.write_bytes(bytes(data))
 
 
@@ -261,7 +269,6 @@ def test_damaged_store(damage, command, store_copy, tmp_path, capsys, monkeypatc
     _jsonl(tmp_path / "new.jsonl", [{"id": "n1", "text": _words(400)}])
     conn = sqlite3.connect(store_copy)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file, so damage hits real pages
-    conn.execute("PRAGMA journal_mode = DELETE")
     conn.close()
     spoil(store_copy)
     digest = hashlib.sha256(store_copy.read_bytes()).hexdigest()
