@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import pipeline.store as store_mod
 from pipeline import copying
 from pipeline.metrics import Filters, Metrics, compute_metrics
 from pipeline.scores import refresh_text_scores, stale_count
@@ -143,13 +142,17 @@ def test_a_locked_store_still_gives_fresh_metrics(synthetic, tmp_path):
     assert refresh_text_scores(store.conn) > 0 and stale_count(store.conn) == 0
 
 
-def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path, monkeypatch):
+def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path):
     path = tmp_path / "old.sqlite"
-    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 1)
     build_synthetic_store(path, SPEC)
-    monkeypatch.undo()
+    with sqlite3.connect(path) as conn:  # back to schema 1: what the first release wrote
+        for kind, name in conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger')"
+                                       " AND (name LIKE 'text_%' OR name LIKE '%_stale_%' OR name = 'copy_stats')"
+                                       " ORDER BY type = 'table'").fetchall():
+            conn.execute(f"DROP {kind} {name}")
+        conn.execute("PRAGMA user_version = 1")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'text_%'").fetchone()[0] == 0
     store = open_store(path)
     try:
         assert stale_count(store.conn) == store.scalar("SELECT count(DISTINCT generation_id) FROM verdicts") > 0
