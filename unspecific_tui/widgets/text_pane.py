@@ -41,8 +41,8 @@ class TextPane(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     TextPane {
         border: round $panel-lighten-2; padding: 0 1;
-        overflow-x: hidden; overflow-y: auto;
-        scrollbar-gutter: stable;  /* a scrollbar appearing must not change the wrap width */
+        /* Always a scrollbar: one appearing or going would change the wrap width and lay out the screen. */
+        overflow-x: hidden; overflow-y: scroll;
     }
     TextPane:focus { border: round $accent; }
     """
