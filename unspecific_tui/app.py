@@ -6,6 +6,7 @@ from the store in ``data.py``; the stages the Build screen runs in ``stages.py``
 
 from __future__ import annotations
 
+import gc
 import os
 import sqlite3
 from collections.abc import Iterable
@@ -202,9 +203,13 @@ class UnspecificApp(App[None]):
         if self.model is None and message.analysis.models:
             self.model = message.analysis.models[0]
         self.analysis = message.analysis
+        gc.freeze()
 
     def on_metrics_ready(self, message: MetricsReady) -> None:
         self.analysis = message.analysis
+        # The analysis, the store's caches and the imported libraries live as long as the app:
+        # out of the collector's sight, a full collection no longer stalls a keypress (~100 ms).
+        gc.freeze()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A background job that failed shows why; the app keeps running."""
