@@ -141,7 +141,7 @@ class TextPane(ScrollView, can_focus=True):
         size = Size(width, len(self._lines))
         if size != self.virtual_size:
             # The pane's box does not depend on its text, so no layout pass (what assigning
-            # virtual_size asks for); only the scrollbar follows, laid out if it appears or goes.
+            # virtual_size asks for): the scrollbar (always shown) only resizes its thumb.
             self.set_reactive(TextPane.virtual_size, size)
             self._scroll_update(size)
 
