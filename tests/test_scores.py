@@ -267,3 +267,26 @@ def test_no_change_is_lost_while_a_writer_and_refreshes_interleave(synthetic, tm
     refresh_text_scores(store.conn)
     assert refreshes > 1 and stale_count(store.conn) == 0
     assert _kept(store) == _rebuilt(path, tmp_path)
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+async def test_the_app_scores_changed_texts_into_the_store_unless_read_only(synthetic, readonly):
+    from app_support import settle
+
+    from unspecific_tui.app import UnspecificApp
+
+    path, store = synthetic
+    with store.conn:
+        store.conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE generation_id <= 6")
+    stale = stale_count(store.conn)
+    assert stale > 0
+    app = UnspecificApp(path, stages={}, readonly=readonly)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        assert app.analysis is not None and app.analysis.metrics is not None
+        shown = {(r.instruction_id, r.model): (r.passed, r.flipped) for r in app.analysis.rows}
+    assert stale_count(store.conn) == (stale if readonly else 0)
+    from unspecific_tui.data import compute_analysis
+
+    refresh_text_scores(store.conn)
+    assert shown == {(r.instruction_id, r.model): (r.passed, r.flipped) for r in compute_analysis(store.conn).rows}

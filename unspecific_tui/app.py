@@ -180,7 +180,17 @@ class UnspecificApp(App[None]):
 
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def _analysis_worker(self) -> None:
-        """Per-constraint outcomes first (navigation, flags), then pipeline.metrics' numbers."""
+        """Per-instruction counts first (the tables, navigation), then pipeline.metrics' numbers."""
+        if not self.readonly:
+            # Texts judged since the last refresh are scored once, into the store, for this pass
+            # and every later one (in short transactions: a build writing beside us barely waits).
+            from pipeline.scores import refresh_text_scores
+
+            writer = connect(self.store_path, readonly=False)
+            try:
+                refresh_text_scores(writer)
+            finally:
+                writer.close()
         conn = connect(self.store_path)
         try:
             analysis = compute_analysis(conn, ratio=self.ratio)
