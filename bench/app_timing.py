@@ -21,7 +21,12 @@ def paint_event(app: Any) -> asyncio.Event:
     return painted
 
 
-async def wait_for_first_screen(app: Any) -> None:
-    """Until the Build screen lists the runs: what a user sees first."""
+async def wait_for_first_screen(app: Any, timeout_s: float = 60.0) -> None:
+    """Until the Build screen lists the runs: what a user sees first. A store the app cannot
+    show (an error screen instead) fails after ``timeout_s`` rather than waiting forever."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
     while not app.screen.query("#runs") or not app.screen.query_one("#runs").row_count:
+        if loop.time() > deadline:
+            raise TimeoutError(f"no first screen after {timeout_s:.0f} s; the app shows {type(app.screen).__name__}")
         await asyncio.sleep(0.005)

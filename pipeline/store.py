@@ -255,24 +255,22 @@ def _v1(db: sqlite_utils.Database) -> None:
 
 
 def _v2(db: sqlite_utils.Database) -> None:
-    """Per-text verdict totals, so that reports at scale do not re-read every verdict."""
+    """Derived data that keeps reports fast at scale: per-text verdict totals kept current
+    (pipeline.scores) and copy statistics computed once."""
     from .scores import create_tables
 
     create_tables(db.conn)
-
-
-def _v3(db: sqlite_utils.Database) -> None:
-    """Copy statistics of a response against a reference, computed once."""
     # Keyed by the two texts' hashes: a text never changes, so an entry never goes stale.
     db["copy_stats"].create(
         {"text_hash": str, "reference_hash": str, "ngram": int, "shared_ngrams": int, "copied_words": int,
          "words": int, "longest": int},
         pk=("text_hash", "reference_hash", "ngram"),
+        if_not_exists=True,
     )
 
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v2]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -142,10 +142,10 @@ def test_a_locked_store_still_gives_fresh_metrics(synthetic, tmp_path):
     assert refresh_text_scores(store.conn) > 0 and stale_count(store.conn) == 0
 
 
-def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path):
-    path = tmp_path / "old.sqlite"
+def _schema_1_store(path: Path) -> Path:
+    """A synthetic store as the first release wrote it: without what schema 2 added."""
     build_synthetic_store(path, SPEC)
-    with sqlite3.connect(path) as conn:  # back to schema 1: what the first release wrote
+    with sqlite3.connect(path) as conn:
         for kind, name in conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger')"
                                        " AND (name LIKE 'text_%' OR name LIKE '%_stale_%' OR name = 'copy_stats')"
                                        " ORDER BY type = 'table'").fetchall():
@@ -153,6 +153,27 @@ def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path):
         conn.execute("PRAGMA user_version = 1")
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'text_%'").fetchone()[0] == 0
+    return path
+
+
+async def test_the_app_migrates_before_its_store_wide_pass(tmp_path):
+    from app_support import settle
+
+    from pipeline.store import SCHEMA_VERSION
+    from unspecific_tui.app import UnspecificApp
+
+    path = _schema_1_store(tmp_path / "old.sqlite")
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        assert type(app.screen).__name__ == "BuildScreen"  # no error on top
+        assert app.analysis is not None and app.analysis.rows and app.analysis.metrics is not None
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path):
+    path = _schema_1_store(tmp_path / "old.sqlite")
     store = open_store(path)
     try:
         assert stale_count(store.conn) == store.scalar("SELECT count(DISTINCT generation_id) FROM verdicts") > 0
@@ -240,6 +261,7 @@ def test_no_change_is_lost_while_a_writer_and_refreshes_interleave(synthetic, tm
     """A judge writing verdicts in its own process while reports refresh the totals: every
     change the writer commits is in the totals once both are done."""
     import threading
+    import time
 
     path, store = synthetic
     compute_metrics(store, n_resamples=20)
@@ -253,6 +275,7 @@ def test_no_change_is_lost_while_a_writer_and_refreshes_interleave(synthetic, tm
                 with conn:  # one judging unit: a text's verdicts flipped, committed together
                     conn.execute("UPDATE verdicts SET verdict = 1 - verdict WHERE generation_id = ?",
                                  (texts[(7 * k) % len(texts)],))
+                time.sleep(0.002)  # as units arrive: refreshes run between them, not only after
         finally:
             conn.close()
             done.set()

@@ -136,11 +136,11 @@ class UnspecificApp(App[None]):
 
     def _after_first_paint(self) -> None:
         self._validate_store()
-        self.refresh_analysis()
 
     @work(thread=True, exclusive=True, group="open-store", exit_on_error=False)
     def _validate_store(self) -> None:
-        """Open the store properly (schema checks, migrations) off the UI thread."""
+        """Open the store properly (schema checks, migrations) off the UI thread; then the
+        store-wide pass, which reads tables a migration may have to add."""
         from pipeline.errors import UnspecificError
 
         try:
@@ -152,6 +152,7 @@ class UnspecificApp(App[None]):
             self._store = store
         else:
             store.close()
+        self.call_from_thread(self.refresh_analysis)
 
     def on_unmount(self) -> None:
         if self._store is not None:
