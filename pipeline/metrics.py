@@ -613,8 +613,7 @@ def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
         values = per_response.get(row.response_id)
         if values is None:
             values = per_response[row.response_id] = _copy_values(
-                known, resp.get(row.response_id), [(label, arts.get(article)) for label, article
-                                                   in (("a", row.article_a), ("b", row.article_b)) if article is not None])
+                known, resp.get(row.response_id), (("a", arts.get(row.article_a)), ("b", arts.get(row.article_b))))
         row.extra.update(values)
 
 
@@ -622,7 +621,8 @@ def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
 _CopyCounts = dict[tuple[str, str], tuple[int, int, int, int]]
 
 
-def _copy_values(known: _CopyCounts, r_hash: str | None, references: list[tuple[str, str | None]]) -> dict[str, float]:
+def _copy_values(known: _CopyCounts, r_hash: str | None,
+                 references: Sequence[tuple[str, str | None]]) -> dict[str, float]:
     values: dict[str, float] = {}
     longest = 0
     for label, a_hash in references:
@@ -639,7 +639,7 @@ def _copy_values(known: _CopyCounts, r_hash: str | None, references: list[tuple[
 
 
 def _stored_copy_stats(store: Store, ngram: int) -> _CopyCounts:
-    return {(r, a): counts for r, a, *counts in store.conn.execute(
+    return {(r, a): (shared, copied, words, longest) for r, a, shared, copied, words, longest in store.conn.execute(
         "SELECT text_hash, reference_hash, shared_ngrams, copied_words, words, longest FROM copy_stats"
         " WHERE ngram = ?", (ngram,))}
 
