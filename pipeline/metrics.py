@@ -47,11 +47,12 @@ Definitions (METHOD.md, "Core satisfaction"):
   Org-Core gap?) on the same instructions, by a paired bootstrap interval of the mean
   difference and a sign-flip permutation p-value (pipeline.stats.paired_test).
 
-Aggregation runs in SQL: the selected verdicts are pivoted into a temp table with one row per
-(text, constraint) and one column per rater, then GROUP BY text gives each rater's counts and
-each judge pair's 2x2 agreement cells, and a join of each summary with its response gives Core
-and the flips. Python only touches per-response rows. On a synthetic store of 10,000
-instructions x 39 constraints (3.1M verdicts) this takes seconds (bench/report_scale.py).
+Aggregation reads the per-text totals the store keeps (pipeline.scores: each rater's counts,
+each judge pair's 2x2 agreement cells, each summary's counts against its response), brought up
+to date first for texts judged since; means over raters run in SQL, and Python only touches
+per-response rows. On a synthetic store of 10,000 instructions x 39 constraints (3.1M verdicts)
+this takes about 1.5 s; per-item questions (``constraint_items``) still pivot the verdicts
+(bench/report_scale.py).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from typing import Any
 # under a second, long enough that the per-chunk overhead does not show.
 CHUNK = 2000
 
+
 def _tables(schema: str) -> list[str]:
     return [
         f"CREATE TABLE IF NOT EXISTS {schema}text_scores(gid INTEGER NOT NULL, judge TEXT NOT NULL,"
