@@ -3,6 +3,8 @@ filters and sorting; Compare highlights; Annotate saves labels and updates preci
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from app_support import RESPONSE, RESPONSE_2, make_known_store, settle, text_of
 
@@ -146,6 +148,25 @@ async def test_compare_highlights_evidence_in_both(tmp_path):
         await pilot.press("a")  # audit that constraint
         await settle(app, pilot)
         assert app.current_mode == "audit" and app.screen.shown.constraint_id == known.c2
+
+
+async def test_compare_shows_a_rejudged_verdict_not_the_one_it_replaced(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    conn = sqlite3.connect(known.path)
+    with conn:  # every verdict on C1 judged again under a new prompt, now No
+        conn.execute(
+            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote,"
+            " created_at) SELECT generation_id, constraint_id, judge, judging_mode, 'new', 0, NULL, created_at"
+            " FROM verdicts WHERE constraint_id = ?", (known.c1,))
+    conn.close()
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("4")
+        await settle(app, pilot)
+        table = app.screen.query_one("#compare-table")
+        assert [str(c) for c in table.get_row_at(0)[1:5]] == ["no", "no", "no", "no"]
+        assert all(len(v) == 2 for (cid, _), v in app.screen.verdicts.items() if cid == known.c1)  # two judges
 
 
 async def test_annotation_saved_and_scores_update(tmp_path):

@@ -22,6 +22,11 @@ PASS_THRESHOLD = 0.5
 DEFAULT_RATIO = 0.25
 
 
+# SQL on ``verdicts v``: only each judge's latest verdict on an item (a re-judge replaces it).
+LATEST_VERDICT = ("v.id = (SELECT max(w.id) FROM verdicts w WHERE w.generation_id = v.generation_id"
+                  " AND w.constraint_id = v.constraint_id AND w.judge = v.judge AND w.judging_mode = v.judging_mode)")
+
+
 def passes(score: float | None) -> bool:
     return score is not None and score >= PASS_THRESHOLD
 
@@ -197,9 +202,7 @@ class StoreView:
                 " g.kind, coalesce(r.model, g.model) AS model, g.ratio FROM verdicts v"
                 " JOIN generations g ON g.id = v.generation_id"
                 " LEFT JOIN generations r ON r.id = g.parent_id AND g.kind = 'summary'"
-                " WHERE v.constraint_id = ? AND v.id = (SELECT max(w.id) FROM verdicts w"  # a re-judge replaces
-                " WHERE w.generation_id = v.generation_id AND w.constraint_id = v.constraint_id"
-                " AND w.judge = v.judge AND w.judging_mode = v.judging_mode) ORDER BY v.judge", (cid,))
+                f" WHERE v.constraint_id = ? AND {LATEST_VERDICT} ORDER BY v.judge", (cid,))
         ]
 
     def flags(self, cid: int) -> dict[str, str]:

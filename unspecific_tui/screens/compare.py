@@ -16,7 +16,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from ..data import InstructionData, passes
+from ..data import LATEST_VERDICT, InstructionData, passes
 from ..widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
 from ..widgets.text_pane import TextPane
 
@@ -121,8 +121,8 @@ class CompareScreen(Screen):
         if gens:
             marks = ",".join("?" * len(gens))
             for gid, cid, judge, verdict, quote in self.app.conn.execute(
-                    f"SELECT generation_id, constraint_id, judge, verdict, quote FROM verdicts"
-                    f" WHERE generation_id IN ({marks})", tuple(gens)):
+                    f"SELECT v.generation_id, v.constraint_id, v.judge, v.verdict, v.quote FROM verdicts v"
+                    f" WHERE v.generation_id IN ({marks}) AND {LATEST_VERDICT}", tuple(gens)):
                 self.verdicts.setdefault((cid, gid), []).append((judge, verdict, quote or ""))
         active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
         self.row_cids = [c.id for c in active]
