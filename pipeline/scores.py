@@ -127,8 +127,8 @@ def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK) -> int 
 
 
 def current_text_scores(conn: sqlite3.Connection) -> int:
-    """Make ``text_scores`` and ``text_agreement`` current for this connection; return how many
-    texts were rescored. Refreshes the store when it can be written; otherwise the fresh totals
+    """Make the tables of TABLES current for this connection; return how many texts were
+    rescored. Refreshes the store when it can be written; otherwise the fresh totals
     go to temp tables of the same names, which shadow the stored ones on this connection until
     ``drop_temp_scores``."""
     done = refresh_text_scores(conn)

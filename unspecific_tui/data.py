@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
