@@ -60,5 +60,11 @@ class LocalModelError(UnspecificError):
     title = "Local model error"
 
 
+class LocalServerDied(LocalModelError):
+    """The embedded llama.cpp server ended by itself: a run stops at once, never retries."""
+
+    title = "Local model server died"
+
+
 class StageError(UnspecificError):
     title = "Stage error"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .config import Config, Endpoint
-from .errors import EndpointError, ParseError
+from .errors import EndpointError, LocalServerDied, ParseError
 from .prompts import Template
 from .store import Store, now
 
@@ -116,6 +116,7 @@ class LLMClient:
         backoff_base_s: float = 0.5,
         backoff_cap_s: float = 30.0,
         use_cache: bool = True,
+        local_death: Callable[[], str | None] | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -125,6 +126,8 @@ class LLMClient:
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.use_cache = use_cache
+        # Asked on a connection error to the local endpoint: a report when its server died.
+        self.local_death = local_death
         self.usage = Usage()
         self.usage_by_endpoint: dict[str, Usage] = {}
         self._states: dict[str, _EndpointState] = {}
@@ -333,8 +336,15 @@ class LLMClient:
                     _EmptyReply,
                     json.JSONDecodeError,
                 ) as exc:
+                    if ep.is_local and self.local_death is not None and isinstance(exc, openai.APIConnectionError):
+                        # A dead server is never retried into a timeout: stop the run, say why.
+                        death = await asyncio.to_thread(self.local_death)
+                        if death is not None:
+                            self._usage(ep.name).failures += 1
+                            self.usage.failures += 1
+                            raise LocalServerDied(death) from None
                     retry_after = _retry_after(exc)
-                    reason = _describe(exc)
+                    reason = _describe(exc, _safe_url(ep, self.local_base_url))
                 else:
                     latency = time.monotonic() - started
                     usage = response.get("usage") or {}
@@ -349,7 +359,8 @@ class LLMClient:
                 self._usage(ep.name).failures += 1
                 self.usage.failures += 1
                 raise EndpointError(
-                    f"endpoint '{ep.name}' (model {ep.model}): gave up after {attempt} attempt(s); last error: {reason}"
+                    f"endpoint '{ep.name}' ({_safe_url(ep, self.local_base_url)}, model {ep.model}): "
+                    f"gave up after {attempt} attempt(s); last error: {reason}"
                 )
             delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
             delay = delay * (0.5 + random.random())  # jitter: spread retries of concurrent calls
@@ -480,10 +491,30 @@ def _retry_after(exc: Exception) -> float | None:
         return None
 
 
-def _describe(exc: Exception) -> str:
+def _describe(exc: Exception, url: str) -> str:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
-    return f"HTTP {status} ({name})" if status else name + (f": {exc}" if str(exc) else "")
+    if status:
+        return f"HTTP {status} ({name})"
+    cause = _root_cause(exc)
+    if isinstance(cause, ConnectionRefusedError) or "connection refused" in str(cause).lower():
+        return f"connection refused at {url} (nothing listens there)"
+    if name == "APITimeoutError":
+        return f"no reply from {url} within the timeout"
+    if name == "APIConnectionError":
+        return f"connection to {url} failed: {type(cause).__name__}: {cause}" if cause is not exc else f"connection to {url} failed"
+    return name + (f": {exc}" if str(exc) else "")
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost cause: openai wraps httpx/aiohttp errors, which wrap the OSError."""
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__ or exc.__context__
+        if inner is None or id(inner) in seen:
+            return exc
+        seen.add(id(inner))
+        exc = inner
 
 
 def _short(exc: Exception) -> str:

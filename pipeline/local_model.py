@@ -6,9 +6,12 @@ joins them once into the cache folder and reuses the file afterwards; the join w
 file and renames it only when the size is exact, so a killed assembly never leaves a bad model.
 
 ``LocalServer`` runs ``python -m llama_cpp.server`` as a child process (log in the cache
-folder), waits until ``GET /v1/models`` answers and stops it with SIGTERM, then SIGKILL. The
-child watches its parent and exits when the parent dies, so a killed run leaves no server
-behind.
+folder), waits until ``GET /v1/models`` answers, then proves it can work: a real prompt of
+300+ tokens must get a reply before anyone is told the server is up (a 1-token health check
+passes on a build whose batched matrix code the CPU forbids). It stops it with SIGTERM, then
+SIGKILL. The child watches its parent and exits when the parent dies, so a killed run leaves no
+server behind. ``death_report`` turns an exit into a message: signal or code, the log, its last
+lines and the likely cause.
 
 ``acquire_server`` is what a run calls: it reuses the server of ``unspecific local serve``
 (found through a state file in the cache folder) or starts one for the run.
@@ -20,6 +23,7 @@ Cache folder: ``$UNSPECIFIC_CACHE``, else ``~/.cache/unspecific``; the model liv
 from __future__ import annotations
 
 import contextlib
+import http.client
 import importlib
 import json
 import os
@@ -35,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import LocalModelError
+from .errors import LocalModelError, LocalServerDied
 
 PARTS = 22
 MODEL_BYTES = 1_117_320_768
@@ -221,6 +225,9 @@ class LocalServer:
     python: str = sys.executable
     process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     started_s: float = field(default=0.0, init=False)
+    proof: Proof | None = field(default=None, init=False)
+    # The process we stopped on purpose is not a death; one that ended by itself is kept to report.
+    _ended: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -291,20 +298,45 @@ class LocalServer:
         assert self.process is not None
         deadline = t0 + timeout_s
         while True:
-            code = self.process.poll()
-            if code is not None:
-                self.process = None
-                raise LocalModelError(
-                    f"the llama.cpp server exited with code {code} while starting (log {self.log_path}):\n{self.log_tail()}"
-                )
+            self._raise_if_dead("while starting")
             if server_answers(self.base_url, timeout_s=1.0):
-                self.started_s = time.monotonic() - t0
-                return self.base_url
+                break
             if time.monotonic() > deadline:
                 raise LocalModelError(
                     f"the llama.cpp server did not answer within {timeout_s:.0f}s (log {self.log_path}):\n{self.log_tail()}"
                 )
             time.sleep(0.25)
+        try:
+            self.proof = prove(self.base_url, timeout_s=max(5.0, deadline - time.monotonic()))
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            self._raise_if_dead("on its first real prompt", wait_s=3.0)
+            raise LocalModelError(
+                f"the llama.cpp server answered its health check but not a real prompt of "
+                f"{PROOF_MIN_PROMPT_TOKENS}+ tokens: {exc} (log {self.log_path}):\n{self.log_tail()}"
+            ) from None
+        self._raise_if_dead("on its first real prompt")
+        self.started_s = time.monotonic() - t0
+        return self.base_url
+
+    def _raise_if_dead(self, when: str, wait_s: float = 0.0) -> None:
+        message = self.death(wait_s=wait_s, when=when)
+        if message is not None:
+            raise LocalServerDied(message)
+
+    def death(self, *, wait_s: float = 0.0, when: str = "") -> str | None:
+        """The death report when the server ended by itself, else None. ``wait_s``: how long to
+        wait for it to be reaped (a dropped connection comes a moment before the exit status)."""
+        proc = self.process or self._ended
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(wait_s) if wait_s > 0 else proc.poll()
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is None:
+            return None
+        self.process, self._ended = None, proc
+        return death_report(code, self.log_path, self.log_tail(), when=when)
 
     def stop(self, grace_s: float = 10.0) -> None:
         proc, self.process = self.process, None
@@ -322,10 +354,7 @@ class LocalServer:
         return self.process is not None and self.process.poll() is None
 
     def log_tail(self, lines: int = 20) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return "(no log)"
-        text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return "\n".join(text[-lines:]) or "(empty log)"
+        return _tail(self.log_path, lines)
 
     def __enter__(self) -> LocalServer:
         self.start()
@@ -340,6 +369,104 @@ def llama_cpp_available_for(python: str) -> bool:
         return llama_cpp_available()
     result = subprocess.run([python, "-c", "import llama_cpp.server"], capture_output=True)
     return result.returncode == 0
+
+
+# -- proving the server works, and reporting its death ------------------------------------
+
+# A real prompt, processed in one batch as every stage's prompts are: at least 300 tokens, as
+# the failures seen so far (AMX code in a native build) only show on a batched prompt.
+PROOF_MIN_PROMPT_TOKENS = 300
+_PROOF_FACTS = [
+    "The council met on {d} to discuss the {n} budget lines that the treasurer had flagged.",
+    "Residents from {d} districts asked why the library hours were cut for the {n}th time.",
+    "A teacher said that {n} classrooms still had no heating after the storm on {d}.",
+    "The mayor's office promised a written answer within {n} days of the {d} meeting.",
+    "Local shop owners counted {n} empty storefronts along the high street by {d}.",
+]
+_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+def proof_messages() -> list[dict[str, str]]:
+    lines = [_PROOF_FACTS[i % len(_PROOF_FACTS)].format(d=_DAYS[i % 7], n=3 + 7 * i) for i in range(24)]
+    notes = "\n".join(f"{i + 1}. {line}" for i, line in enumerate(lines))
+    return [
+        {"role": "system", "content": "You answer with one word."},
+        {"role": "user", "content": f"Notes from a town meeting:\n{notes}\n\nIn one word, what is the topic of these notes?"},
+    ]
+
+
+@dataclass(frozen=True)
+class Proof:
+    prompt_tokens: int
+    seconds: float
+
+
+def prove(base_url: str, timeout_s: float) -> Proof:
+    """Send one real chat request (300+ prompt tokens, 4 tokens out); raise OSError, ValueError
+    or HTTPException (a reply cut off by the server's death) when no usable reply comes back."""
+    body = json.dumps({
+        "model": MODEL_ALIAS, "messages": proof_messages(), "max_tokens": 4, "temperature": 0.0,
+    }).encode("utf-8")
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions", data=body, headers={"content-type": "application/json"}, method="POST",
+    )
+    t0 = time.monotonic()
+    with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+        reply = json.loads(resp.read().decode("utf-8"))
+    choices = reply.get("choices") or []
+    if not choices or not isinstance(choices[0].get("message"), dict):
+        raise ValueError(f"the reply to a test prompt has no message: {str(reply)[:200]}")
+    tokens = int((reply.get("usage") or {}).get("prompt_tokens") or 0)
+    return Proof(prompt_tokens=tokens, seconds=time.monotonic() - t0)
+
+
+def _likely_cause(returncode: int | None, tail: str) -> str:
+    low = tail.lower()
+    if "address already in use" in low:
+        return "another program holds the port; pick another with --port, or stop it"
+    if "failed to load model" in low or ("gguf" in low and "error" in low):
+        return "the model file could not be loaded; delete it from the cache folder and run again to reassemble it"
+    if returncode is not None and returncode < 0:
+        sig = -returncode
+        if sig in (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS):
+            return (
+                "llama.cpp ran CPU instructions this machine (or its VM) does not allow: a build with native "
+                "CPU flags holds AMX or AVX-512 code. Rebuild it portable: `rm -rf .wheels .venv && make install` "
+                "(see the Makefile's LLAMA_CMAKE_ARGS)"
+            )
+        if sig == signal.SIGKILL:
+            return "it was killed from outside, most often by the kernel's out-of-memory killer (the model needs about 2 GB)"
+        return "it was stopped by a signal from outside"
+    return "see the log"
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "is gone"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"was killed by signal {-returncode} ({name})"
+    return f"exited with code {returncode}"
+
+
+def death_report(returncode: int | None, log_path: Path | None, tail: str, *, when: str = "") -> str:
+    """What a person needs when the server died: how, where its log is, its last lines, why."""
+    when = f" {when}" if when else ""
+    return (
+        f"the llama.cpp server {describe_exit(returncode)}{when}.\n"
+        f"likely cause: {_likely_cause(returncode, tail)}\n"
+        f"log: {log_path}\nlast lines of the log:\n{tail}"
+    )
+
+
+def _tail(path: Path | None, lines: int = 20) -> str:
+    if path is None or not path.exists():
+        return "(no log)"
+    text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(text[-lines:]) or "(empty log)"
 
 
 # -- the serve state and leases -----------------------------------------------------------
@@ -410,10 +537,29 @@ class Lease:
 
     base_url: str
     server: LocalServer | None = None  # None: borrowed from `unspecific local serve`
+    borrowed: dict[str, Any] | None = None  # the serve state of a borrowed server
 
     @property
     def owned(self) -> bool:
         return self.server is not None
+
+    def death(self, wait_s: float = 1.0) -> str | None:
+        """A report when the server behind this lease died, else None (the client asks on a
+        connection error, so a dead server stops the run at once instead of being retried)."""
+        if self.server is not None:
+            return self.server.death(wait_s=wait_s, when="during the run")
+        state = self.borrowed
+        if state is None:
+            return None
+        deadline = time.monotonic() + wait_s
+        while pid_alive(state.get("server_pid")):
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+        log = Path(str(state["log"])) if state.get("log") else None
+        return death_report(None, log, _tail(log), when="during the run") + (
+            "\n(the server of `unspecific local serve`: its terminal shows how it ended)"
+        )
 
     def release(self) -> None:
         if self.server is not None:
@@ -434,7 +580,7 @@ def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = 
     """
     state = running_server()
     if state is not None:
-        return Lease(base_url=str(state["base_url"]))
+        return Lease(base_url=str(state["base_url"]), borrowed=state)
     server = LocalServer(model=model_path(progress), **server_options)
     server.start(timeout_s=timeout_s)
     return Lease(base_url=server.base_url, server=server)

@@ -75,7 +75,8 @@ async def open_client(
             on_event("local", "starting the embedded llama.cpp server (first start assembles the model)")
         lease = await asyncio.to_thread(acquire_server)
         local_url = lease.base_url
-    client = LLMClient(config, store, run_id=run_id, local_base_url=local_url, on_event=on_event)
+    client = LLMClient(config, store, run_id=run_id, local_base_url=local_url, on_event=on_event,
+                       local_death=lease.death if lease is not None else None)
     try:
         yield client
     finally:

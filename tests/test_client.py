@@ -175,8 +175,9 @@ async def test_timeout_is_retried_then_reported(store):
         client = make_client(make_config(server.base_url, timeout_s=0.3, max_retries=1), store)
         server.push(Reply(hang=True), Reply(hang=True))
         t0 = time.monotonic()
-        with pytest.raises(EndpointError, match="APITimeoutError"):
+        with pytest.raises(EndpointError) as err:
             await client.chat("fake", user("slow"))
+        assert f"no reply from {server.base_url} within the timeout" in str(err.value)
         assert time.monotonic() - t0 < 2.5  # the client's timeout, not the server's hang
         assert server.calls == 2
         server.push(Reply(hang=True))
@@ -184,6 +185,22 @@ async def test_timeout_is_retried_then_reported(store):
         await client.aclose()
         assert text == "echo: slow" and server.calls == 4
         assert cached_rows(store) == 1
+
+
+async def test_a_refused_connection_says_refused_with_the_url(store):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    client = make_client(make_config(url, max_retries=2), store)
+    with pytest.raises(EndpointError) as err:
+        await client.chat("fake", user("anyone there?"))
+    await client.aclose()
+    message = str(err.value)
+    assert f"connection refused at {url}" in message and "gave up after 3 attempt(s)" in message
+    assert "timed out" not in message.lower() and "timeout" not in message.lower()
+    assert cached_rows(store) == 0
 
 
 # -- structured output -------------------------------------------------------------------------

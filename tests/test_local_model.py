@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from pipeline import local_model as lm
-from pipeline.errors import LocalModelError
+from pipeline.errors import LocalModelError, LocalServerDied
 from pipeline.fake_server import FakeOpenAIServer
 
 
@@ -105,6 +106,45 @@ def test_cache_folder_defaults_and_override(monkeypatch, tmp_path):
     assert lm.state_path() == tmp_path / lm.STATE_FILE
 
 
+# -- the installed llama.cpp is portable ---------------------------------------------------------
+
+# AMX tile instructions, and AVX-512 (zmm registers, mask registers, AVX-512-only opcodes): a
+# VM may forbid them although its CPU lists them, and the server then dies on its first prompt.
+FORBIDDEN = re.compile(
+    r"\b(ldtilecfg|sttilecfg|tileloadd\w*|tilestored|tilezero|tilerelease|tdp\w+ps|tdpb\w+)\b|%zmm\d|\{%k[1-7]\}|\bvpternlog[dq]\b"
+)
+
+
+def test_installed_llama_cpp_holds_no_amx_or_avx512_code():
+    """Never skipped: `make install` installs llama-cpp-python, built portable (the Makefile)."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    spec = importlib.util.find_spec("llama_cpp")
+    assert spec is not None and spec.origin, "llama-cpp-python is not installed: run `make install`"
+    objdump = shutil.which("objdump")
+    assert objdump, "objdump (binutils) is needed to check the llama.cpp build"
+    libs = sorted({p.resolve() for p in Path(spec.origin).parent.rglob("lib*.so*") if p.is_file()})  # not symlinks twice
+    assert any("ggml" in p.name for p in libs), f"no ggml libraries under {Path(spec.origin).parent}"
+    found: dict[str, list[str]] = {}
+    for lib in libs:
+        proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True, check=True)
+        hits = [line.strip() for line in proc.stdout.splitlines() if FORBIDDEN.search(line)]
+        if hits:
+            found[lib.name] = hits[:3] + [f"... {len(hits)} in all"]
+    assert not found, f"AMX/AVX-512 code in the installed llama.cpp (rebuild portable: `rm -rf .wheels .venv && make install`): {found}"
+
+
+def test_the_scan_finds_what_it_looks_for():
+    assert FORBIDDEN.search("  4c1a2b:\tldtilecfg (%rax)")
+    assert FORBIDDEN.search("  4c1a2b:\tvfmadd231ps %zmm1,%zmm2,%zmm3")
+    assert FORBIDDEN.search("  4c1a2b:\ttdpbssd %tmm2,%tmm1,%tmm0")
+    assert FORBIDDEN.search("  4c1a2b:\tvmovups %ymm0,(%rax){%k1}")
+    assert not FORBIDDEN.search("  4c1a2b:\tvfmadd231ps %ymm1,%ymm2,%ymm3")
+    assert not FORBIDDEN.search("  4c1a2b:\tcall 4c1000 <ggml_compute_forward_mul_mat@plt>")
+
+
 # -- the server's lifecycle, with a stand-in for llama_cpp.server --------------------------------
 
 FAKE_LLAMA = '''
@@ -139,6 +179,29 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        prompt = sum(len(m["content"].split()) for m in body["messages"])
+        served.append(self.path)
+        posts = served.count(self.path)
+        print(f"fake llama: prompt of {prompt} words", flush=True)
+        # Like a native llama.cpp build on a CPU whose VM forbids AMX: a batched prompt kills it.
+        if (mode == "crash_on_prompt" and prompt > 50) or (mode == "crash_later" and posts > 1):
+            print("ggml: computing a batch", flush=True)
+            os.kill(os.getpid(), signal.SIGSEGV)
+            time.sleep(5)  # the signal lands on another thread a moment later
+        if mode == "junk_on_prompt":
+            reply = {"error": "not today"}
+        else:
+            reply = {"id": "x", "object": "chat.completion", "model": "fake",
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "meeting"}, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": prompt * 4 // 3, "completion_tokens": 1, "total_tokens": prompt * 4 // 3 + 1}}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
     def log_message(self, *a):
         pass
 
@@ -169,6 +232,78 @@ def test_server_starts_answers_and_stops(cache, fake_python, tmp_path):
         server.stop()
     assert not server.running
     assert not lm.server_answers(url, timeout_s=0.5)
+
+
+def test_server_proves_itself_with_a_real_prompt_before_it_is_up(cache, fake_python, tmp_path):
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    server.start(timeout_s=20)
+    try:
+        assert server.proof is not None and server.proof.prompt_tokens >= lm.PROOF_MIN_PROMPT_TOKENS
+        assert "fake llama: prompt of" in server.log_tail()
+    finally:
+        server.stop()
+    assert server.death() is None  # stopped on purpose: not a death
+
+
+def test_proof_prompt_is_long_enough_for_a_batch():
+    words = sum(len(m["content"].split()) for m in lm.proof_messages())
+    # about 4/3 tokens a word in English for Qwen's tokenizer; 300 tokens needs 225+ words
+    assert words * 4 // 3 >= lm.PROOF_MIN_PROMPT_TOKENS
+
+
+def test_server_that_crashes_on_its_first_real_prompt_is_never_reported_up(cache, fake_python, tmp_path, monkeypatch):
+    """The AMX failure: /v1/models answers, the first batched prompt kills the process."""
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "crash_on_prompt")
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    t0 = time.monotonic()
+    with pytest.raises(LocalServerDied) as err:
+        server.start(timeout_s=60)
+    assert time.monotonic() - t0 < 20
+    message = str(err.value)
+    assert "killed by signal 11 (SIGSEGV)" in message and "first real prompt" in message
+    assert f"log: {server.log_path}" in message
+    assert "ggml: computing a batch" in message  # the log's last lines
+    assert "AMX" in message and "make install" in message  # the likely cause and the way out
+    assert server.process is None
+
+
+def test_server_that_answers_junk_to_the_real_prompt_is_not_up(cache, fake_python, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "junk_on_prompt")
+    server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
+    with pytest.raises(LocalModelError, match="not a real prompt"):
+        server.start(timeout_s=20)
+    assert server.process is None
+
+
+async def test_a_server_dying_mid_run_stops_the_client_at_once(cache, small_parts, fake_python, store, monkeypatch):
+    """Never a timeout after retries: the first failed call reports the death and the log."""
+    from pipeline.config import parse_config
+    from pipeline.llm import LLMClient
+
+    monkeypatch.setenv("FAKE_LLAMA_MODE", "crash_later")
+    lease = lm.acquire_server(python=fake_python, timeout_s=20)
+    config = parse_config({"endpoints": {"local": {"base_url": "local", "max_retries": 5, "timeout_s": 60.0}}})
+    client = LLMClient(config, store, local_base_url=lease.base_url, local_death=lease.death, backoff_base_s=1.0)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(LocalServerDied) as err:
+            await client.chat("local", [{"role": "user", "content": "write a short article about the harbour"}])
+    finally:
+        await client.aclose()
+        lease.release()
+    assert time.monotonic() - t0 < 10
+    assert client.usage.retries == 0
+    assert "killed by signal 11 (SIGSEGV) during the run" in str(err.value)
+    assert "ggml: computing a batch" in str(err.value)
+    assert store.scalar("SELECT count(*) FROM llm_calls") == 0
+
+
+def test_a_borrowed_server_that_is_gone_is_reported_with_its_log(cache, tmp_path):
+    log = tmp_path / "served.log"
+    log.write_text("llama: loaded\nSegmentation fault\n")
+    lease = lm.Lease(base_url="http://127.0.0.1:9/v1", borrowed={"server_pid": 2**22 + 12345, "log": str(log)})
+    report = lease.death(wait_s=0.1)
+    assert report is not None and "Segmentation fault" in report and str(log) in report
 
 
 def test_server_that_dies_reports_its_log(cache, fake_python, tmp_path, monkeypatch):

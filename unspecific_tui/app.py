@@ -76,8 +76,12 @@ class UnspecificApp(App[None]):
         readonly: bool = False,
         ratio: float | None = None,
         sample_seed: int = 0,
+        demo_command: list[str] | None = None,
     ) -> None:
         super().__init__()
+        # `unspecific demo`: the Build screen runs this command as a child and shows its events.
+        self.demo_command = demo_command
+        self.demo: Any = None  # the DemoChild while it exists
         self.store_path = Path(store_path)
         self.readonly = readonly
         self._store: Any = None
@@ -155,6 +159,8 @@ class UnspecificApp(App[None]):
         self.call_from_thread(self.refresh_analysis)
 
     def on_unmount(self) -> None:
+        if self.demo is not None:
+            self.demo.stop()  # quitting keeps everything: each unit was committed as it finished
         if self._store is not None:
             self._store.close()
         if self._store is None or self._store.conn is not self.conn:

@@ -76,3 +76,20 @@ class AnnotationSaved(Message):
         super().__init__()
         self.constraint_id, self.generation_id, self.annotator, self.label = (
             constraint_id, generation_id, annotator, label)
+
+
+class InstructionAuditable(Message):
+    """The demo judged an instruction's response and its summary: the Audit has all it shows."""
+
+    def __init__(self, instruction_id: int) -> None:
+        super().__init__()
+        self.instruction_id = instruction_id
+
+
+class DemoFinished(Message):
+    """The demo's child process ended; ``code`` is its exit code, ``summary`` its last report
+    (None when it ended without one), ``log`` the file holding its error output."""
+
+    def __init__(self, code: int, summary: dict[str, Any] | None, log: str, tail: str) -> None:
+        super().__init__()
+        self.code, self.summary, self.log, self.tail = code, summary, log, tail

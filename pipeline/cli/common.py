@@ -29,8 +29,14 @@ def print_error(exc: UnspecificError) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        # Piped or logged: one plain, unwrapped block, so a path or URL stays whole for grep
+        # and for whoever reads the log (a panel wraps at the console's width).
+        err.print(f"{exc.title}: {exc.msg}", markup=False, highlight=False, soft_wrap=True)
+        return
     # Text, not markup: messages hold brackets ("[endpoints.gpt]", "'.[local]'") rich would eat.
-    Console(stderr=True).print(Panel(Text(exc.msg), title=exc.title, border_style="red", expand=False))
+    err.print(Panel(Text(exc.msg), title=exc.title, border_style="red", expand=False))
 
 
 def console():

@@ -1,71 +1,137 @@
-"""`unspecific demo`: a small real benchmark, built offline with the embedded model, then the app.
+"""`unspecific demo`: a small real benchmark, built offline with the embedded model, depth-first.
 
-The same commands a user would type, in order: import the first BBC News articles (business), embed and pair
-with all-mpnet-base-v2, build 2 pairs under conditions eval and single with 39 constraints,
-evaluate one model at one summary ratio, then open the app on the store. Every step resumes:
-running the demo again after an interruption pays only for what is missing.
+By default the app opens at once and the demo runs inside its Build screen (as a child process
+of the app, so quitting is instant and loses nothing). `--no-app` runs the same demo in the
+terminal with progress bars and prints the report. The demo imports the first BBC News
+articles, pairs them with all-mpnet-base-v2, then takes one pair at a time through synthesis,
+base article, revision, response, 25% summary and judging (pipeline/demo.py). Every step
+resumes: running the demo again pays only for what is missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="build a small real benchmark with the embedded model, then open the app")
-    p.add_argument("--pairs", type=int, default=2, help="pairs to build (default 2)")
-    p.add_argument("--constraints", type=int, default=39, help="constraints per instruction (default 39)")
-    p.add_argument("--articles", type=int, default=120,
+    from .common import positive_int
+
+    p = sub.add_parser("demo", help="build a small real benchmark with the embedded model, inside the app")
+    p.add_argument("--pairs", type=positive_int, default=2, help="pairs to build (default 2)")
+    p.add_argument("--constraints", type=positive_int, default=39, help="constraints per instruction (default 39)")
+    p.add_argument("--articles", type=positive_int, default=120,
                    help="BBC News articles to import, in file order: the first topic is business (default 120)")
-    p.add_argument("--no-app", action="store_true", help="stop after the build and evaluation")
+    p.add_argument("--embedder", default=None, help="embedding model for pairing (default mpnet; minilm is faster)")
+    p.add_argument("--no-app", action="store_true", help="run in the terminal with progress bars, then print the report")
+    # The app runs the demo as `demo --no-app --events` and reads one JSON object a line.
+    p.add_argument("--events", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
-def steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """The demo as the CLI commands it runs, global options first."""
-    glob: list[str] = []
+def demo_options(args: argparse.Namespace):  # noqa: ANN201 - DemoOptions, imported lazily
+    from ..demo import DemoOptions
+
+    return DemoOptions(pairs=args.pairs, constraints=args.constraints, articles=args.articles, embedder=args.embedder)
+
+
+def child_argv(args: argparse.Namespace) -> list[str]:
+    """The command the app runs for the demo: the same options, headless, events on stdout."""
+    argv = [sys.executable, "-m", "pipeline.cli"]
     if args.store:
-        glob += ["--store", args.store]
+        argv += ["--store", args.store]
     if args.config:
-        glob += ["--config", args.config]
-    run_id = "demo"
-    return [
-        ("Import BBC News", glob + ["corpus", "add", "--format", "bbc-news", "--domain", "news", "--limit", str(args.articles)]),
-        ("Pair similar-but-different articles", glob + ["pair", "--domain", "news", "--rule", "paper"]),
-        ("Build: synthesis, base article, revision", glob + [
-            "build", "--domain", "news", "--n", str(args.pairs), "--conditions", "eval,single",
-            "--constraints", str(args.constraints), "--run", run_id, "--repair-rounds", "8"]),
-        ("Evaluate: response, 25% summary, judging", glob + [
-            "evaluate", "--run", run_id, "--ratios", "0.25"]),
-        ("Report", glob + ["report"]),
-    ]
+        argv += ["--config", args.config]
+    argv += ["demo", "--no-app", "--events", "--pairs", str(args.pairs), "--constraints", str(args.constraints),
+             "--articles", str(args.articles)]
+    if args.embedder:
+        argv += ["--embedder", args.embedder]
+    return argv
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
+    from . import store_path
 
-    from rich.rule import Rule
+    if not args.no_app:
+        return _in_app(args, store_path(args))
+    if args.events:
+        return _headless(args, store_path(args), _json_events())
+    return _in_terminal(args, store_path(args))
+
+
+def _in_app(args: argparse.Namespace, path: str) -> int:
+    from ..store import open_store
+
+    open_store(path).close()  # create the store (and its schema) before the app opens it
+    from unspecific_tui.app import UnspecificApp
+
+    UnspecificApp(path, config_path=args.config, run_id=demo_options(args).run_id, demo_command=child_argv(args)).run()
+    return 0
+
+
+def _json_events():  # noqa: ANN202 - (progress hook, auditable hook)
+    def emit(obj: dict) -> None:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    def progress(event) -> None:  # noqa: ANN001 - ProgressEvent
+        emit({"stage": event.stage, "done": event.done, "total": event.total, "message": event.message,
+              "kind": event.kind})
+
+    def auditable(instruction_id: int) -> None:
+        emit({"auditable": instruction_id})
+
+    return progress, auditable
+
+
+def _headless(args: argparse.Namespace, path: str, hooks) -> int:  # noqa: ANN001
+    import signal
+
+    from ..demo import run_demo_blocking
+    from ..progress import StopFlag
+    from .common import load_config_from
+
+    progress, auditable = hooks
+    stop = StopFlag()
+    # The app stops its child with SIGTERM: finish in order (runs marked paused, server stopped).
+    signal.signal(signal.SIGTERM, _interrupt)
+    result = run_demo_blocking(path, load_config_from(args), demo_options(args), progress=progress, stop=stop,
+                               on_auditable=auditable)
+    if args.events:
+        sys.stdout.write(json.dumps({"finished": {
+            "auditable": result.auditable, "failed": result.failed, "seconds": result.seconds,
+            "first_auditable_s": result.first_auditable_s}}) + "\n")
+        sys.stdout.flush()
+    return 1 if result.failed else 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _in_terminal(args: argparse.Namespace, path: str) -> int:
+    import time
 
     from . import main
     from .common import console
+    from .corpus_cmd import rich_progress
 
     out = console()
     started = time.monotonic()
-    partial = False
-    for title, argv in steps(args):
-        out.print(Rule(f"[bold]{title}[/]  [dim]unspecific {' '.join(argv)}[/]"))
-        code = main(argv)
-        if code == 1:
-            # Some units failed (a small model missed the format or the count); they are recorded
-            # with their error, and the rest is worth evaluating and looking at.
-            partial = True
-            out.print(f"[yellow]{title}: some units failed (recorded in the store, shown in the app); "
-                      "going on with the rest. `make demo` again retries them.[/]")
-        elif code != 0:
-            out.print(f"[red]demo stopped at: {title} (exit {code}). Run `make demo` again to resume.[/]")
-            return code
+
+    def auditable(instruction_id: int) -> None:
+        minutes = (time.monotonic() - started) / 60
+        out.print(f"[green]instruction #{instruction_id} is judged on its response and summary "
+                  f"({minutes:.1f} min): `unspecific tui` opens it in the Audit screen[/]")
+
+    with rich_progress(out) as hook:
+        code = _headless(args, path, (hook, auditable))
     minutes = (time.monotonic() - started) / 60
-    out.print(f"[green]demo built in {minutes:.1f} min[/]" + (" [yellow](some units failed)[/]" if partial else ""))
-    if args.no_app:
-        return 0
-    return main((["--store", args.store] if args.store else []) + ["tui"])
+    if code == 1:
+        out.print(f"[yellow]demo built in {minutes:.1f} min; some units failed (recorded in the store, shown in the "
+                  "app): `make demo` again retries them[/]")
+    else:
+        out.print(f"[green]demo built in {minutes:.1f} min[/]")
+    main((["--store", args.store] if args.store else []) + ["report"])
+    return code

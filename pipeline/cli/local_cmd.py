@@ -30,7 +30,7 @@ def serve(args: argparse.Namespace) -> int:
     import time
 
     from .. import local_model as lm
-    from ..errors import LocalModelError
+    from ..errors import LocalModelError, LocalServerDied
     from .common import console
 
     out = console()
@@ -64,12 +64,13 @@ def serve(args: argparse.Namespace) -> int:
         with out.status("starting the llama.cpp server..."):
             server.start()
         lm.write_state(server)
-        out.print(f"serving [bold]{server.base_url}[/] (model {lm.MODEL_ALIAS}, started in {server.started_s:.1f}s)")
+        proof = server.proof
+        proved = f", answered a {proof.prompt_tokens}-token prompt in {proof.seconds:.1f}s" if proof else ""
+        out.print(f"serving [bold]{server.base_url}[/] (model {lm.MODEL_ALIAS}, started in {server.started_s:.1f}s{proved})")
         out.print(f"log: {server.log_path}\nruns started now use this server; Ctrl-C stops it")
-        while server.running:
+        while (death := server.death(when="while serving")) is None:
             time.sleep(1.0)
-        out.print(f"[red]the server exited on its own[/]; log tail:\n{server.log_tail()}")
-        return 1
+        raise LocalServerDied(death)
     except KeyboardInterrupt:
         out.print("stopping the server...")
         return 0

@@ -21,7 +21,16 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Sta
 from pipeline.progress import ProgressEvent, StopFlag
 
 from ..data import connect
-from ..messages import RunSelected, StageFailed, StageFinished, StageProgress, StageStarted, StoreChanged
+from ..messages import (
+    DemoFinished,
+    InstructionAuditable,
+    RunSelected,
+    StageFailed,
+    StageFinished,
+    StageProgress,
+    StageStarted,
+    StoreChanged,
+)
 from ..stages import STAGES, StageSpec, available, run_stage_blocking
 
 WATCHED = ("articles", "pairs", "instructions", "constraints", "generations", "verdicts")
@@ -42,6 +51,7 @@ class BuildScreen(Screen):
         Binding("space", "pause", "Pause"),
         Binding("c", "start", "Continue", show=False),
         Binding("n", "new_run", "New run"),
+        Binding("d", "demo", "Demo", show=False),
         Binding("a", "audit_written", "Audit what it wrote"),
         Binding("tab", "focus_next", "Switch table", show=False),
         Binding("r", "reload", "Refresh", show=False),
@@ -97,6 +107,8 @@ class BuildScreen(Screen):
         # The bar shows only while a stage runs (an idle indeterminate bar would animate forever).
         self.query_one("#stage-bar", ProgressBar).display = False
         stages.focus()
+        if self.app.demo_command and self.app.demo is None:
+            self.call_after_refresh(self.action_demo)  # the screen paints first, then the demo starts
 
     # -- data --------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="build-counts", exit_on_error=False)
@@ -202,7 +214,88 @@ class BuildScreen(Screen):
     def action_step(self) -> None:
         self._launch(self._selected_stage(), max_units=1)
 
+    def action_demo(self) -> None:
+        """Run (or resume) the demo in a child process; its events drive this screen."""
+        if not self.app.demo_command:
+            self.notify("the demo runs from `unspecific demo` (or `make demo`)")
+            return
+        if self.running:
+            self.notify(f"{self.running} is running; pause it first (space)", severity="warning")
+            return
+        from pipeline.local_model import cache_root
+
+        from ..demo_child import DemoChild
+
+        self.app.demo = DemoChild(self.app.demo_command, cache_root() / "logs" / "demo.log")
+        self.running = "demo"
+        self._before = self._high_water()
+        self.query_one("#stage-status", Static).update("[b yellow]demo[/] starting: articles, pairs, then one pair "
+                                                       "at a time through every stage")
+        bar = self.query_one("#stage-bar", ProgressBar)
+        bar.update(total=None, progress=0)
+        bar.display = True
+        self.log_line("[b]demo[/]: depth-first, so the first instruction can be audited while the rest is written; "
+                      "q quits and keeps everything, `make demo` again resumes")
+        self._demo_worker(self.app.demo)
+
+    @work(thread=True, exclusive=True, group="stage", exit_on_error=False)
+    def _demo_worker(self, child: Any) -> None:
+        summary: dict[str, Any] | None = None
+        try:
+            child.start()
+            for event in child.events():
+                if "auditable" in event:
+                    self.post_message(InstructionAuditable(int(event["auditable"])))
+                elif "finished" in event:
+                    summary = event["finished"]
+                else:
+                    self.post_message(StageProgress(str(event.get("stage", "")), int(event.get("done", 0)),
+                                                    int(event.get("total", 0)), str(event.get("message", "")),
+                                                    str(event.get("kind", "progress"))))
+            code = child.wait()
+        except OSError as exc:
+            code, summary = 2, None
+            self.post_message(DemoFinished(code, summary, str(child.log_path), f"could not start the demo: {exc}"))
+            return
+        self.post_message(DemoFinished(code, summary, str(child.log_path), child.log_tail()))
+
+    def on_instruction_auditable(self, message: InstructionAuditable) -> None:
+        self.last_instruction = message.instruction_id
+        self.app.view.forget()  # the Audit must see what was just written
+        self.log_line(f"[b green]instruction #{message.instruction_id} is judged on its response and summary: "
+                      "press a to audit it[/]")
+        self.notify(f"Instruction #{message.instruction_id} can be audited now: press a", timeout=15)
+        self.load_runs()
+        self.app.post_message(StoreChanged())
+
+    def on_demo_finished(self, message: DemoFinished) -> None:
+        self.running = None
+        self.query_one("#stage-bar", ProgressBar).display = False
+        for name, state in self.states.items():
+            if state == "running":
+                self.states[name] = "done" if message.code in (0, 1) else "paused"
+        self._render_stages()
+        ready = len((message.summary or {}).get("auditable") or [])
+        if message.code == 0:
+            line = f"[green]demo finished: {ready} instruction(s) ready to audit[/]"
+        elif message.code == 1:
+            line = (f"[yellow]demo finished with failed units ({ready} instruction(s) ready); they are recorded, "
+                    "d retries them[/]")
+        elif message.code in (-15, 130, -9):
+            line = "[cyan]demo stopped; everything finished is stored: d resumes[/]"
+        else:
+            line = f"[b red]demo stopped (exit {message.code})[/]; its log: {message.log}"
+            self.app.show_error("Demo stopped", f"{message.tail}\n\n(log: {message.log}; d resumes)")
+        self.log_line(line)
+        self.query_one("#stage-status", Static).update(line)
+        self.load_runs()
+        self.app.post_message(StoreChanged())
+
     def action_pause(self) -> None:
+        if self.running == "demo" and self.app.demo is not None:
+            self.log_line("stopping the demo; finished units are stored (d resumes)…")
+            self.run_worker(self.app.demo.stop, thread=True, group="demo-stop")
+            return
         if self.running and self.stop_flag is not None:
             self.stop_flag.stop("paused from the app")
             self.log_line(f"pausing {self.running} after the current unit…")
@@ -272,6 +365,12 @@ class BuildScreen(Screen):
     # -- messages from the worker -------------------------------------------------------
     def on_stage_progress(self, message: StageProgress) -> None:
         name = message.stage if message.stage in self.states else (self.running or message.stage)
+        if self.running == "demo" and name in self.states and self.states[name] != "running":
+            # Depth-first: one stage at a time, over and over, one pair after another.
+            for other, state in self.states.items():
+                if state == "running":
+                    self.states[other] = "done"
+            self.states[name] = "running"
         if message.kind == "progress":
             self.progress[name] = (message.done, message.total)
             self.query_one("#stage-bar", ProgressBar).update(total=message.total or None, progress=message.done)

@@ -1,0 +1,198 @@
+"""The demo: a small real benchmark built depth-first, so the first instruction can be audited
+while the rest is still being written.
+
+``prepare`` imports the first BBC News articles and pairs them (each resumes: a second run
+imports and embeds nothing). ``run_demo`` then takes one pair at a time through every stage:
+synthesis, base article and revision (the build stages, for the demo's conditions), then the
+response, its summary and the judging of both. Only then does the next pair start. Each
+instruction whose response and summary are judged is announced through ``on_auditable``.
+
+Everything is written as it completes, through the same stage functions `build` and `evaluate`
+use, so a killed demo resumes where it stopped and pays only for what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .build import BuildOptions, run_build, select_pairs
+from .config import Config
+from .evaluate import EvaluateOptions, run_evaluate
+from .llm import LLMClient, Usage
+from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
+from .runs import add_usage, create_run, finish_run
+from .store import Store
+
+AuditableHook = Callable[[int], None]
+
+# The order a person sees the stages in, on the Build screen and in the CLI.
+DEMO_STAGES = ("corpus", "pair", "synthesize", "base", "revise", "respond", "summarize", "judge")
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    pairs: int = 2
+    constraints: int = 39
+    articles: int = 120  # BBC News articles imported, in file order (the first topic is business)
+    ratio: float = 0.25
+    conditions: tuple[str, ...] = ("eval", "single")
+    run_id: str = "demo"
+    domain: str = "news"
+    repair_rounds: int = 8  # a 1.5B model needs several rounds to reach 39 constraints
+    embedder: str | None = None  # None: the config's default (all-mpnet-base-v2)
+
+    @property
+    def evaluate_run(self) -> str:
+        return f"{self.run_id}-evaluate"
+
+
+@dataclass
+class DemoSummary:
+    auditable: list[int] = field(default_factory=list)  # instructions judged on response and summary
+    failed: list[str] = field(default_factory=list)  # units recorded as failed (they retry on the next run)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per phase
+    first_auditable_s: float | None = None  # from the start of run_demo
+    stopped: bool = False
+
+
+def prepare(store: Store, options: DemoOptions, *, progress: ProgressHook = no_progress,
+            stop: StopFlag | None = None) -> None:
+    """Import the demo's articles and pair them; nothing is repeated on a second run."""
+    from .corpus import ImportOptions, import_corpus
+    from .embeddings import get_embedder
+    from .pairing import PairOptions, pair_domain
+
+    embedder = get_embedder(options.embedder)  # loads lazily: a resumed demo embeds nothing
+    summary = import_corpus(
+        store, ImportOptions(fmt="bbc-news", domain=options.domain, limit=options.articles), embedder,
+        progress=progress, stop=stop,
+    )
+    have_pairs = store.scalar("SELECT count(*) FROM pairs WHERE domain = ? AND rule = 'paper'", [options.domain])
+    if summary.added or not have_pairs:
+        pair_domain(store, embedder, PairOptions(domain=options.domain, rule="paper"), progress=progress, stop=stop)
+
+
+def build_options(config: Config, options: DemoOptions, n: int) -> BuildOptions:
+    return BuildOptions.from_config(
+        config, domain=options.domain, n=n, conditions=tuple(options.conditions), n_constraints=options.constraints,
+        run_id=options.run_id, repair_rounds=options.repair_rounds,
+    )
+
+
+def pair_instructions(store: Store, run_id: str, pair_id: int) -> list[int]:
+    rows = store.conn.execute(
+        "SELECT id FROM instructions WHERE run_id = ? AND pair_id = ? AND status = 'done' ORDER BY id",
+        (run_id, pair_id),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def judged_on_both(store: Store, instruction_id: int) -> bool:
+    """A response and a summary of it exist, and each has verdicts: the Audit has all it shows."""
+    row = store.conn.execute(
+        "SELECT count(*) FROM generations r JOIN generations s ON s.parent_id = r.id AND s.kind = 'summary'"
+        " WHERE r.instruction_id = ? AND r.kind = 'response'"
+        " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.generation_id = r.id)"
+        " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.generation_id = s.id)",
+        (instruction_id,),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+async def run_demo(store: Store, config: Config, client: LLMClient, options: DemoOptions, *,
+                   progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                   on_auditable: AuditableHook | None = None) -> DemoSummary:
+    """Depth-first: each pair through build and evaluation before the next pair starts."""
+    started = time.monotonic()
+    result = DemoSummary()
+    pairs = select_pairs(store, build_options(config, options, options.pairs))
+    for k, pair in enumerate(pairs, 1):
+        if stop is not None and stop.stopped:
+            result.stopped = True
+            break
+        progress(ProgressEvent("demo", k - 1, len(pairs), f"pair {k} of {len(pairs)}: articles "
+                               f"{pair['article_a']} and {pair['article_b']} (cosine {pair['cosine']:.3f})", kind="log"))
+        t0 = time.monotonic()
+        client.run_id = options.run_id
+        built = await run_build(store, config, client, build_options(config, options, k), progress=progress, stop=stop)
+        _add_seconds(result, "build", t0)
+        result.failed += [f"build: {s.stage}: {s.failed} unit(s) failed" for s in built.stages if s.failed]
+        ids = pair_instructions(store, options.run_id, int(pair["id"]))
+        if ids and not (stop is not None and stop.stopped):
+            t0 = time.monotonic()
+            evaluated = await _evaluate(store, config, client, options, ids, progress=progress, stop=stop)
+            _add_seconds(result, "evaluate", t0)
+            result.failed += [f"{f.stage}: {f.unit}: {f.error}" for f in evaluated.failures]
+        for iid in ids:
+            if iid not in result.auditable and judged_on_both(store, iid):
+                result.auditable.append(iid)
+                if result.first_auditable_s is None:
+                    result.first_auditable_s = time.monotonic() - started
+                if on_auditable is not None:
+                    on_auditable(iid)
+    else:
+        result.stopped = bool(stop is not None and stop.stopped)
+    progress(ProgressEvent("demo", len(result.auditable), len(pairs) * len(options.conditions),
+                           f"demo: {len(result.auditable)} instruction(s) ready to audit", kind="log"))
+    return result
+
+
+async def _evaluate(store: Store, config: Config, client: LLMClient, options: DemoOptions, ids: list[int], *,
+                    progress: ProgressHook, stop: StopFlag | None) -> Any:
+    run_id = create_run(store, "evaluate", config, name="demo evaluate", run_id=options.evaluate_run,
+                        options={"build_run": options.run_id, "ratios": [options.ratio]})
+    client.run_id = run_id
+    before = Usage(**client.usage.as_dict())
+    status, error = "failed", None
+    try:
+        result = await run_evaluate(
+            store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids),
+            progress=progress, stop=stop,
+        )
+        status = "paused" if result.stopped else "done"
+        return result
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        status = "paused"
+        raise
+    except Exception as exc:
+        error = str(exc)
+        raise
+    finally:
+        add_usage(store, run_id, Usage(**{k: getattr(client.usage, k) - getattr(before, k) for k in before.as_dict()}))
+        finish_run(store, run_id, status, error)
+
+
+def _add_seconds(result: DemoSummary, phase: str, t0: float) -> None:
+    result.seconds[phase] = result.seconds.get(phase, 0.0) + time.monotonic() - t0
+
+
+def run_demo_blocking(store_path: str, config: Config, options: DemoOptions, *,
+                      progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                      on_auditable: AuditableHook | None = None) -> DemoSummary:
+    """The whole demo on this thread: prepare, then the depth-first build and evaluation."""
+    from .runs import open_client
+    from .store import open_store
+
+    store = open_store(store_path)
+    try:
+        t0 = time.monotonic()
+        prepare(store, options, progress=progress, stop=stop)
+        prepared_s = time.monotonic() - t0
+
+        async def go() -> DemoSummary:
+            def on_event(kind: str, detail: str) -> None:
+                progress(ProgressEvent("demo", 0, 0, f"{kind}: {detail}", kind="log"))
+
+            async with open_client(config, store, on_event=on_event) as client:
+                return await run_demo(store, config, client, options, progress=progress, stop=stop,
+                                      on_auditable=on_auditable)
+
+        result = asyncio.run(go())
+        result.seconds["prepare"] = prepared_s
+        return result
+    finally:
+        store.close()

@@ -1,0 +1,154 @@
+"""The demo: depth-first (one pair through every stage before the next), resumable, and run
+inside the app's Build screen as a child process that quitting stops at once."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from app_support import settle
+
+from pipeline.config import load_config
+from pipeline.demo import DemoOptions, run_demo_blocking
+from pipeline.fake_responders import ScriptedModel, config_toml
+from pipeline.fake_server import FakeOpenAIServer
+from pipeline.progress import ProgressEvent
+from pipeline.store import open_store
+from unspecific_tui.app import UnspecificApp
+from unspecific_tui.screens.audit import AuditScreen
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = DemoOptions(pairs=2, constraints=6, articles=30, embedder="hash")
+
+
+def _config(tmp_path: Path, base_url: str) -> Path:
+    path = tmp_path / "unspecific.toml"
+    path.write_text(config_toml(base_url))
+    return path
+
+
+def test_the_demo_takes_one_pair_through_every_stage_before_the_next(tmp_path):
+    events: list[ProgressEvent | int] = []
+    store_path = tmp_path / "demo.sqlite"
+    written_when_ready: list[int] = []
+
+    def on_auditable(instruction_id: int) -> None:
+        events.append(instruction_id)
+        conn = sqlite3.connect(store_path)
+        written_when_ready.append(conn.execute("SELECT count(*) FROM instructions WHERE run_id = 'demo'").fetchone()[0])
+        conn.close()
+
+    with FakeOpenAIServer(ScriptedModel()) as server:
+        config = load_config(str(_config(tmp_path, server.base_url)))
+        result = run_demo_blocking(str(store_path), config, SMALL, progress=events.append, on_auditable=on_auditable)
+        calls = server.calls
+        assert calls > 0
+
+        # Depth-first: pair 1's instructions are judged (auditable) before pair 2 starts.
+        first_ready = next(i for i, e in enumerate(events) if isinstance(e, int))
+        pair_two = next(i for i, e in enumerate(events)
+                        if isinstance(e, ProgressEvent) and e.message.startswith("pair 2 of 2"))
+        assert first_ready < pair_two
+        stages_before = [e.stage for e in events[:first_ready] if isinstance(e, ProgressEvent)]
+        for stage in ("synthesize", "base", "revise", "respond", "summarize", "judge"):
+            assert stage in stages_before, stage
+        # When pair 1's instructions are ready, pair 2 has not been touched: half the rows exist
+        # (each pair's eval, single and the shared common synthesis they start from).
+        assert written_when_ready == [3, 3, 6, 6]
+
+        assert result.failed == []
+        assert len(result.auditable) == 4  # 2 pairs x (eval, single)
+        assert result.first_auditable_s is not None and result.first_auditable_s > 0
+        store = open_store(store_path)
+        try:
+            done = store.scalar("SELECT count(*) FROM instructions WHERE run_id = 'demo' AND status = 'done'")
+            runs = dict(store.conn.execute("SELECT id, status FROM runs").fetchall())
+        finally:
+            store.close()
+        assert done == 4
+        assert runs == {"demo": "done", "demo-evaluate": "done"}
+
+        # Again: nothing is paid for twice, nothing is added.
+        again = run_demo_blocking(str(store_path), config, SMALL)
+        assert server.calls == calls
+        assert sorted(again.auditable) == sorted(result.auditable)
+
+
+def test_demo_events_come_as_json_lines_from_the_command(tmp_path):
+    store_path = tmp_path / "demo.sqlite"
+    with FakeOpenAIServer(ScriptedModel()) as server:
+        cfg = _config(tmp_path, server.base_url)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", "--store", str(store_path), "--config", str(cfg), "demo", "--no-app",
+             "--events", "--pairs", "1", "--constraints", "5", "--articles", "30", "--embedder", "hash"],
+            capture_output=True, text=True, cwd=ROOT, timeout=300,
+        )
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    ready = [e["auditable"] for e in events if "auditable" in e]
+    assert len(ready) == 2
+    assert events[-1]["finished"]["auditable"] == ready
+    assert {e.get("stage") for e in events} >= {"synthesize", "respond", "judge"}
+
+
+FAKE_DEMO = """
+import json, sys, time
+def emit(o):
+    print(json.dumps(o), flush=True)
+emit({"stage": "synthesize", "done": 1, "total": 1, "message": "instruction 1 written", "kind": "progress"})
+emit({"stage": "judge", "done": 1, "total": 1, "message": "judged", "kind": "progress"})
+emit({"auditable": 1})
+print("a stray line that is not JSON", flush=True)
+if "--hang" in sys.argv:
+    time.sleep(120)
+emit({"finished": {"auditable": [1], "failed": [], "seconds": {}, "first_auditable_s": 1.0}})
+"""
+
+
+def _fake_demo(tmp_path: Path, *extra: str) -> list[str]:
+    script = tmp_path / "fake_demo.py"
+    script.write_text(FAKE_DEMO)
+    return [sys.executable, str(script), *extra]
+
+
+async def test_the_app_runs_the_demo_and_offers_the_first_instruction_to_audit(tmp_path, monkeypatch):
+    from app_support import make_known_store
+
+    monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path / "cache"))
+    known = make_known_store(tmp_path / "s.sqlite")
+    app = UnspecificApp(known.path, demo_command=_fake_demo(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        screen = app.screen
+        assert screen.running is None  # the demo finished
+        log = "\n".join(str(line.text) for line in screen.query_one("#build-log").lines)
+        assert "instruction #1 is judged on its response and summary" in log
+        assert "demo finished: 1 instruction(s) ready to audit" in log
+        assert screen.states["judge"] == "done"
+        await pilot.press("a")
+        await settle(app, pilot)
+        assert isinstance(app.screen, AuditScreen)
+
+
+async def test_quitting_stops_a_running_demo_at_once(tmp_path, monkeypatch):
+    from app_support import make_known_store
+
+    monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path / "cache"))
+    known = make_known_store(tmp_path / "s.sqlite")
+    app = UnspecificApp(known.path, demo_command=_fake_demo(tmp_path, "--hang"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 20
+        while app.demo is None or not app.demo.running:
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        while app.screen.last_instruction != 1:  # its first events arrived while it runs on
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        child = app.demo
+        t0 = time.monotonic()
+    assert not child.running
+    assert time.monotonic() - t0 < 6
