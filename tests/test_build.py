@@ -285,10 +285,9 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     print(f"\nreal eval build: {elapsed:.1f}s, {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion "
           f"tokens, status {inst['status']}, replaced {report['eval'].replaced}/{report['eval'].constraints}, "
           f"flags {report['eval'].flags}, error {inst['error']}")
-    assert inst["status"] in ("done", "failed")
-    if inst["status"] == "failed":  # a recorded failure is allowed from a 1.5B model; a silent short list is not
-        assert inst["error"]
-        return
+    # No early return: a build the embedded model could not finish fails this test, with its reason,
+    # instead of passing without testing the rest of the method.
+    assert inst["status"] == "done", f"the embedded model did not finish the build: {inst['error']}"
     assert inst["main_task"]
     active = _active(store, inst["id"])
     assert len(active) == 10 and [c["position"] for c in active] == list(range(1, 11))
