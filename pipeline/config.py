@@ -39,6 +39,7 @@ LOCAL = "local"  # base_url meaning "the embedded llama.cpp server"
 ROLES_SINGLE = ("generator", "summarizer", "naturalness_judge")
 ROLES_MANY = ("judges", "models_under_test")
 STRUCTURED_MODES = ("json_object_schema", "json_schema", "json_object", "none")
+JUDGE_FORMATS = ("json", "lines")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class Endpoint:
     # How the endpoint takes structured output: llama.cpp's server wants
     # {"type": "json_object", "schema": ...}; OpenAI wants {"type": "json_schema", ...}.
     structured: str = "json_object_schema"
+    # How a batched judge replies: "json" (a verdicts object, under the structured format above)
+    # or "lines" (the research code's `3. Yes - "quote"` lines, free text: no grammar, fewer
+    # tokens; what a small local model writes fastest).
+    judge_format: str = "json"
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -91,6 +96,7 @@ def local_endpoint() -> Endpoint:
         timeout_s=900.0,
         max_retries=2,
         structured="json_object_schema",
+        judge_format="lines",
     )
 
 
@@ -234,6 +240,10 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
         if spec["structured"] not in STRUCTURED_MODES:
             raise ConfigError(f"{field_at}.structured: one of {', '.join(STRUCTURED_MODES)}")
         values["structured"] = spec["structured"]
+    if "judge_format" in spec:
+        if spec["judge_format"] not in JUDGE_FORMATS:
+            raise ConfigError(f"{field_at}.judge_format: one of {', '.join(JUDGE_FORMATS)}")
+        values["judge_format"] = spec["judge_format"]
     if "extra_body" in spec:
         if not isinstance(spec["extra_body"], dict):
             raise ConfigError(f"{field_at}.extra_body: must be a table")
@@ -242,6 +252,7 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
         defaults = local_endpoint()
         values.setdefault("concurrency", defaults.concurrency)
         values.setdefault("timeout_s", defaults.timeout_s)
+        values.setdefault("judge_format", defaults.judge_format)
     return Endpoint(**values)
 
 

@@ -379,7 +379,8 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
     for gid, iid, what in texts:
         constraints = constraints_of.setdefault(iid, active_constraints(store, iid))
         for judge in plan.judges:
-            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.judging):
+            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.judging,
+                                            config.endpoint(judge).judge_format):
                 summary.skipped += 1
                 continue
 

@@ -213,6 +213,10 @@ def judge_verdict(constraint: str, text: str) -> dict[str, Any]:
     return {"verdict": "no", "quote": "", "reason": "not covered"}
 
 
+def _verdict_line(i: int, v: dict[str, Any]) -> str:
+    return f'{i}. Yes - "{v["quote"]}"' if v["verdict"] == "yes" else f"{i}. No - {v['reason'] or 'not there'}"
+
+
 def write_response(requirements: list[tuple[int, str]], words: int, opening: str = "") -> str:
     """Mentions the angle of each odd-numbered requirement in its own sentence, in order, then
     pads to about ``words`` words."""
@@ -282,6 +286,9 @@ class ScriptedModel:
         if kind == "judge_batched":
             text = block(first, "TEXT")
             items = numbered_items(block(first, "CONSTRAINTS"))
+            system = " ".join(str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "system")
+            if "one line per constraint" in system:  # the lines format (judge_format = "lines")
+                return Reply(text="\n".join(_verdict_line(i, judge_verdict(c, text)) for i, c in items))
             return Reply(text=json.dumps({"verdicts": [{"id": i, **judge_verdict(c, text)} for i, c in items]}))
         if kind == "judge_single":
             return Reply(text=json.dumps(judge_verdict(block(first, "CONSTRAINT"), block(first, "TEXT"))))

@@ -255,9 +255,12 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
                          max_tokens: int | None) -> list[Judgement]:
     from .llm import structured_format
 
-    template = load_template("judge_batched")
     endpoint = client.config.endpoint(judge)
-    fmt = structured_format(endpoint, BATCH_SCHEMA)
+    lines = endpoint.judge_format == "lines"
+    template = load_template(template_name("batched", endpoint.judge_format))
+    # Lines are free text: no grammar, and no JSON keys to write for every constraint.
+    fmt = None if lines else structured_format(endpoint, BATCH_SCHEMA)
+    schema = None if lines else BATCH_SCHEMA
     results: dict[int, Judgement] = {}
     pending = list(range(len(constraints)))  # 0-based indices still without a verdict
     for _round in range(2):  # the first ask, then one follow-up for what was left out
@@ -265,9 +268,9 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
             break
         subset = [constraints[i] for i in pending]
         messages = template.render(text=defuse(text), constraints=numbered(subset), n=len(subset))
-        budget = max_tokens or min(8000, 120 + 90 * len(subset))
+        budget = max_tokens or min(8000, (60 + 50 * len(subset)) if lines else (120 + 90 * len(subset)))
         try:
-            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, len(subset), budget)
+            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, schema, len(subset), budget)
         except ParseError:
             break  # unusable twice (with the client's repair round): the rest are recorded as No
         for local_id, item in items.items():
@@ -280,12 +283,13 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
 
 
 async def _ask_batched(client: LLMClient, endpoint: Any, messages: list[dict[str, str]], template: Any,
-                       fmt: dict[str, Any] | None, n: int, max_tokens: int) -> tuple[dict[int, dict[str, Any]], Any]:
+                       fmt: dict[str, Any] | None, schema: dict[str, Any] | None, n: int,
+                       max_tokens: int) -> tuple[dict[int, dict[str, Any]], Any]:
     """One batched ask, with one repair round for a reply holding no usable verdict at all."""
     from .llm import Params
 
     return await client.chat_repaired(
-        endpoint, messages, accept=lambda t: parse_batched_reply(t, n), schema=BATCH_SCHEMA, template=template,
+        endpoint, messages, accept=lambda t: parse_batched_reply(t, n), schema=schema, template=template,
         params=Params(max_tokens=max_tokens), response_format=fmt, what="verdicts",
     )
 
@@ -300,15 +304,21 @@ class JudgeSummary:
     unanswered: int = 0  # recorded as No because the judge never answered
 
 
-def prompt_hash(mode: str) -> str:
-    return load_template("judge_batched" if mode == "batched" else "judge_single").hash
+def template_name(mode: str, judge_format: str = "json") -> str:
+    if mode != "batched":
+        return "judge_single"
+    return "judge_lines" if judge_format == "lines" else "judge_batched"
+
+
+def prompt_hash(mode: str, judge_format: str = "json") -> str:
+    return load_template(template_name(mode, judge_format)).hash
 
 
 def judge_generation_pending(store: Store, generation_id: int, constraint_ids: Sequence[int], judge: str,
-                             mode: str) -> list[int]:
+                             mode: str, judge_format: str = "json") -> list[int]:
     """Constraint ids not yet judged on this generation by this judge, mode and prompt (a No the
     judge never gave counts as not judged)."""
-    ph = prompt_hash(mode)
+    ph = prompt_hash(mode, judge_format)
     done = {
         row[0]
         for row in store.conn.execute(
@@ -333,7 +343,8 @@ async def judge_generation(
     commits. Constraints already judged by this judge, mode and prompt are skipped, so a changed
     judge prompt re-judges and an unchanged one costs nothing."""
     summary = JudgeSummary()
-    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints], judge, mode))
+    judge_format = client.config.endpoint(judge).judge_format
+    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints], judge, mode, judge_format))
     todo = [(cid, text) for cid, text in constraints if cid in todo_ids]
     summary.skipped = len(constraints) - len(todo)
     if not todo:
@@ -345,7 +356,7 @@ async def judge_generation(
         raise ValueError(f"no generation {generation_id} in {store.path}")
     text = row[0]
     judgements = await judge_text(client, judge, text, [t for _, t in todo], mode=mode)
-    ph = prompt_hash(mode)
+    ph = prompt_hash(mode, judge_format)
     stamp = now()
     rows = []
     for (cid, _), j in zip(todo, judgements, strict=True):

@@ -254,12 +254,13 @@ async def judge_base(store: Store, client: LLMClient, judge: str, instruction_id
     await judge_generation(store, client, judge, generation_id, [(r["id"], r["text"]) for r in rows], mode=mode)
 
 
-def base_verdicts(store: Store, instruction_id: int, generation_id: int, judge: str, mode: str) -> dict[int, dict[str, Any]]:
+def base_verdicts(store: Store, instruction_id: int, generation_id: int, judge: str, mode: str,
+                  judge_format: str = "json") -> dict[int, dict[str, Any]]:
     """constraint id -> the stored verdict row of the base article, for this judge and prompt."""
     rows = store.query(
         "SELECT v.* FROM verdicts v JOIN constraints c ON c.id = v.constraint_id"
         " WHERE c.instruction_id = ? AND v.generation_id = ? AND v.judge = ? AND v.judging_mode = ? AND v.prompt_hash = ?",
-        [instruction_id, generation_id, judge, mode, prompt_hash(mode)],
+        [instruction_id, generation_id, judge, mode, prompt_hash(mode, judge_format)],
     )
     return {r["constraint_id"]: r for r in rows}
 
@@ -317,7 +318,7 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
     if gen_id is None:
         raise ValueError(f"instruction {instruction['id']}: no base article yet (run the base stage first)")
     rows = active_constraints(store, instruction["id"])
-    verdicts = base_verdicts(store, instruction["id"], gen_id, judge, mode)
+    verdicts = base_verdicts(store, instruction["id"], gen_id, judge, mode, client.config.endpoint(judge).judge_format)
     easy = [r for r in rows if verdicts.get(r["id"], {}).get("verdict") == 1]
     changes: list[Change] = []
     asked = 0

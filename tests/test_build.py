@@ -274,7 +274,8 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     store.commit()
     config = parse_config({})  # every role on the embedded model
     client = LLMClient(config, store, local_base_url=local_server_url)
-    options = BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=10, words=150)
+    # repair rounds as the demo gives the 1.5B model: one round left 1 of 5 replacements missing here
+    options = BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=10, words=150, repair_rounds=4)
     started = time.monotonic()
     summary = await run_build(store, config, client, options)
     elapsed = time.monotonic() - started

@@ -228,3 +228,35 @@ async def test_per_constraint_failure_keeps_the_other_calls_cached(store):
         await client.aclose()
         assert server.calls == 4  # the two answered calls came from the cache
     assert [r["verdict"] for r in _verdicts(store, gid)] == [0, 0, 0]
+
+
+async def test_a_lines_judge_asks_for_lines_without_a_grammar_and_keeps_its_own_prompt_hash(store):
+    """judge_format = "lines" (the local model's default): the research code's line format, free
+    text, and verdicts stored under that prompt's hash, so a JSON judge's verdicts are not reused."""
+    with FakeOpenAIServer() as server:
+        server.push('1. Yes - "council met on Tuesday to argue over a budget shortfall"\n'
+                    '2. Yes - "The treasurer warned that reserves would run out"\n3. No - no dragon\n')
+        config = parse_config({"endpoints": {"ja": {"base_url": server.base_url, "model": "m", "max_retries": 0,
+                                                    "judge_format": "lines"}}, "roles": {"judges": ["ja"]}})
+        client = LLMClient(config, store)
+        gid, constraints = _generation(store)
+        result = await judge_generation(store, client, "ja", gid, constraints)
+        again = await judge_generation(store, client, "ja", gid, constraints)  # stored: no call
+        await client.aclose()
+        assert server.calls == 1
+        request = server.requests[0]
+    assert "response_format" not in request
+    system = request["messages"][0]["content"]
+    assert "one line per constraint" in system and "JSON" not in system
+    assert result.judged == 3 and again.skipped == 3
+    rows = _verdicts(store, gid)
+    assert [r["verdict"] for r in rows] == [1, 1, 0]
+    assert all(r["prompt_hash"] == prompt_hash("batched", "lines") != prompt_hash("batched") for r in rows)
+
+
+def test_the_local_model_judges_in_lines_and_a_bad_format_is_refused():
+    from pipeline.errors import ConfigError
+
+    assert parse_config({}).endpoint("local").judge_format == "lines"
+    with pytest.raises(ConfigError, match="judge_format: one of json, lines"):
+        parse_config({"endpoints": {"x": {"base_url": "http://127.0.0.1:1/v1", "model": "m", "judge_format": "xml"}}})
