@@ -3,9 +3,10 @@ while the rest is still being written.
 
 ``prepare`` imports the first BBC News articles and pairs them (each resumes: a second run
 imports and embeds nothing). ``run_demo`` then takes one pair at a time through every stage:
-synthesis, base article and revision (the build stages, for the demo's conditions), then the
-response, its summary and the judging of both. Only then does the next pair start. Each
-instruction whose response and summary are judged is announced through ``on_auditable``.
+synthesis, base article and revision (the build stages), then the response, its summary and
+the judging of both. Within a pair the cheapest condition goes first (*single* needs no base
+article or revision), and only then does the next pair start. Each instruction whose response
+and summary are judged is announced through ``on_auditable``.
 
 Everything is written as it completes, through the same stage functions `build` and `evaluate`
 use, so a killed demo resumes where it stopped and pays only for what is missing.
@@ -76,10 +77,23 @@ def prepare(store: Store, options: DemoOptions, *, progress: ProgressHook = no_p
         pair_domain(store, embedder, PairOptions(domain=options.domain, rule="paper"), progress=progress, stop=stop)
 
 
-def build_options(config: Config, options: DemoOptions, n: int) -> BuildOptions:
+# What a condition costs beyond synthesis: single nothing; the common ones a shared synthesis,
+# and direct and eval a revision (eval also a base article and its judging).
+CONDITION_COST = {"single": 0, "none": 1, "direct": 2, "eval": 3}
+
+
+def cumulative(conditions: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The conditions cheapest first, as growing sets: ('eval', 'single') -> [('single',),
+    ('single', 'eval')]. Each build call names all the conditions so far, so the run's stored
+    options end up naming them all."""
+    ordered = sorted(conditions, key=lambda c: CONDITION_COST.get(c, 9))
+    return [tuple(ordered[: i + 1]) for i in range(len(ordered))]
+
+
+def build_options(config: Config, options: DemoOptions, n: int, conditions: tuple[str, ...] | None = None) -> BuildOptions:
     return BuildOptions.from_config(
-        config, domain=options.domain, n=n, conditions=tuple(options.conditions), n_constraints=options.constraints,
-        run_id=options.run_id, repair_rounds=options.repair_rounds,
+        config, domain=options.domain, n=n, conditions=tuple(conditions or options.conditions),
+        n_constraints=options.constraints, run_id=options.run_id, repair_rounds=options.repair_rounds,
     )
 
 
@@ -116,24 +130,30 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
             break
         progress(ProgressEvent("demo", k - 1, len(pairs), f"pair {k} of {len(pairs)}: articles "
                                f"{pair['article_a']} and {pair['article_b']} (cosine {pair['cosine']:.3f})", kind="log"))
-        t0 = time.monotonic()
-        client.run_id = options.run_id
-        built = await run_build(store, config, client, build_options(config, options, k), progress=progress, stop=stop)
-        _add_seconds(result, "build", t0)
-        result.failed += [f"build: {s.stage}: {s.failed} unit(s) failed" for s in built.stages if s.failed]
-        ids = pair_instructions(store, options.run_id, int(pair["id"]))
-        if ids and not (stop is not None and stop.stopped):
+        # Cheapest condition first: *single* needs no base article and no revision, so the
+        # pair's first instruction is ready minutes before its *eval* sibling.
+        for conditions in cumulative(options.conditions):
+            if stop is not None and stop.stopped:
+                break
             t0 = time.monotonic()
-            evaluated = await _evaluate(store, config, client, options, ids, progress=progress, stop=stop)
-            _add_seconds(result, "evaluate", t0)
-            result.failed += [f"{f.stage}: {f.unit}: {f.error}" for f in evaluated.failures]
-        for iid in ids:
-            if iid not in result.auditable and judged_on_both(store, iid):
-                result.auditable.append(iid)
-                if result.first_auditable_s is None:
-                    result.first_auditable_s = time.monotonic() - started
-                if on_auditable is not None:
-                    on_auditable(iid)
+            client.run_id = options.run_id
+            built = await run_build(store, config, client, build_options(config, options, k, conditions),
+                                    progress=progress, stop=stop)
+            _add_seconds(result, "build", t0)
+            result.failed += [f"build: {s.stage}: {s.failed} unit(s) failed" for s in built.stages if s.failed]
+            ids = [i for i in pair_instructions(store, options.run_id, int(pair["id"])) if i not in result.auditable]
+            if ids and not (stop is not None and stop.stopped):
+                t0 = time.monotonic()
+                evaluated = await _evaluate(store, config, client, options, ids, progress=progress, stop=stop)
+                _add_seconds(result, "evaluate", t0)
+                result.failed += [f"{f.stage}: {f.unit}: {f.error}" for f in evaluated.failures]
+            for iid in ids:
+                if judged_on_both(store, iid):
+                    result.auditable.append(iid)
+                    if result.first_auditable_s is None:
+                        result.first_auditable_s = time.monotonic() - started
+                    if on_auditable is not None:
+                        on_auditable(iid)
     else:
         result.stopped = bool(stop is not None and stop.stopped)
     progress(ProgressEvent("demo", len(result.auditable), len(pairs) * len(options.conditions),

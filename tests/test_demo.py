@@ -56,9 +56,9 @@ def test_the_demo_takes_one_pair_through_every_stage_before_the_next(tmp_path):
         stages_before = [e.stage for e in events[:first_ready] if isinstance(e, ProgressEvent)]
         for stage in ("synthesize", "base", "revise", "respond", "summarize", "judge"):
             assert stage in stages_before, stage
-        # When pair 1's instructions are ready, pair 2 has not been touched: half the rows exist
-        # (each pair's eval, single and the shared common synthesis they start from).
-        assert written_when_ready == [3, 3, 6, 6]
+        # Pair 1's single instruction is ready before its eval sibling (and the shared common
+        # synthesis it starts from) is written; pair 2 is untouched until pair 1 is all ready.
+        assert written_when_ready == [1, 3, 4, 6]
 
         assert result.failed == []
         assert len(result.auditable) == 4  # 2 pairs x (eval, single)
@@ -152,3 +152,10 @@ async def test_quitting_stops_a_running_demo_at_once(tmp_path, monkeypatch):
         t0 = time.monotonic()
     assert not child.running
     assert time.monotonic() - t0 < 6
+
+
+def test_conditions_go_cheapest_first_and_each_call_names_all_so_far():
+    from pipeline.demo import cumulative
+
+    assert cumulative(("eval", "single")) == [("single",), ("single", "eval")]
+    assert cumulative(("eval", "direct", "none", "single"))[-1] == ("single", "none", "direct", "eval")
