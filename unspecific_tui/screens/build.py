@@ -34,6 +34,8 @@ from ..messages import (
 from ..stages import STAGES, StageSpec, available, run_stage_blocking
 
 WATCHED = ("articles", "pairs", "instructions", "constraints", "generations", "verdicts")
+# Steps that report under their own name but belong to a row of the stage table.
+SUBSTAGES = {"embed": "corpus", "dedupe": "corpus"}
 BAR = 12
 
 
@@ -364,13 +366,16 @@ class BuildScreen(Screen):
 
     # -- messages from the worker -------------------------------------------------------
     def on_stage_progress(self, message: StageProgress) -> None:
-        name = message.stage if message.stage in self.states else (self.running or message.stage)
+        stage = SUBSTAGES.get(message.stage, message.stage)
+        name = stage if stage in self.states else (self.running or stage)
         if self.running == "demo" and name in self.states and self.states[name] != "running":
             # Depth-first: one stage at a time, over and over, one pair after another.
             for other, state in self.states.items():
                 if state == "running":
                     self.states[other] = "done"
             self.states[name] = "running"
+            self._last_refresh = 0.0  # shown at once, not at the next event's throttled refresh
+            self.load_runs()  # a stage of the demo began: its run and counts moved
         if message.kind == "progress":
             self.progress[name] = (message.done, message.total)
             self.query_one("#stage-bar", ProgressBar).update(total=message.total or None, progress=message.done)
