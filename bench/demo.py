@@ -129,7 +129,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=2)
     p.add_argument("--constraints", type=int, default=39)
-    p.add_argument("--articles", type=int, default=120)
+    p.add_argument("--articles", type=int, default=60)
     p.add_argument("--embedder", default=None)
     p.add_argument("--store", default=None, help="store to build into (default: a fresh temp file)")
     args = p.parse_args()

@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="build a small real benchmark with the embedded model, inside the app")
     p.add_argument("--pairs", type=positive_int, default=2, help="pairs to build (default 2)")
     p.add_argument("--constraints", type=positive_int, default=39, help="constraints per instruction (default 39)")
-    p.add_argument("--articles", type=positive_int, default=120,
-                   help="BBC News articles to import, in file order: the first topic is business (default 120)")
+    p.add_argument("--articles", type=positive_int, default=60,
+                   help="BBC News articles to import, in file order: the first topic is business (default 60)")
     p.add_argument("--embedder", default=None, help="embedding model for pairing (default mpnet; minilm is faster)")
     p.add_argument("--no-app", action="store_true", help="run in the terminal with progress bars, then print the report")
     # The app runs the demo as `demo --no-app --events` and reads one JSON object a line.
