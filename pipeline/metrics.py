@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import copying
-from .scores import both_judged, current_text_scores, drop_temp_scores, pivot
+from .scores import current_text_scores, drop_temp_scores, item_outcome_sql, pivot
 from .stats import (
     DEFAULT_RESAMPLES,
     NAN_INTERVAL,
@@ -98,6 +98,7 @@ LABELS = ("integrated", "superficial", "ambiguous")
 @dataclass(frozen=True)
 class Filters:
     run: str | None = None  # instructions.run_id
+    instruction: int | None = None  # one instruction (the app's per-instruction screens)
     domain: str | None = None
     condition: str | None = None
     models: tuple[str, ...] | None = None  # models under test (the response's writer)
@@ -266,7 +267,8 @@ def _select_texts(store: Store, f: Filters) -> None:
     conn = store.conn
     conn.execute("CREATE TEMP TABLE m_gen(gid INTEGER PRIMARY KEY, kind TEXT, rid INTEGER, ratio REAL)")
     where, params = [], []
-    for column, value in (("i.run_id", f.run), ("i.domain", f.domain), ("i.condition", f.condition), ("r.mode", f.mode)):
+    for column, value in (("i.run_id", f.run), ("i.id", f.instruction), ("i.domain", f.domain),
+                          ("i.condition", f.condition), ("coalesce(r.mode, '')", f.mode)):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
@@ -824,24 +826,21 @@ def _unit_mean(values: list[tuple[float, ...]], k: int) -> float:
 
 @dataclass(frozen=True)
 class Item:
-    """One constraint on one response, with the raters' mean verdicts on full and summary."""
+    """One constraint on one response (model and mode) and its summary at a ratio, with the
+    mean verdicts of the raters who judged it on both texts (pipeline.scores.item_outcome_sql,
+    the one definition every screen, report and export counts by)."""
 
     constraint_id: int
     response_id: int
     summary_id: int
     instruction_id: int
     model: str
+    mode: str
     ratio: float
     full_score: float
     summary_score: float
-
-    @property
-    def flipped(self) -> bool:
-        return self.full_score >= 0.5 and self.summary_score < 0.5
-
-    @property
-    def passed_both(self) -> bool:
-        return self.full_score >= 0.5 and self.summary_score >= 0.5
+    flipped: bool
+    passed_both: bool
 
 
 def constraint_items(store: Store, filters: Filters | None = None, *, ratio: float = 0.25) -> list[Item]:
@@ -852,21 +851,18 @@ def constraint_items(store: Store, filters: Filters | None = None, *, ratio: flo
             n = len(_prepare(store, filters or Filters()))
             if n == 0:
                 return []
-            both = [both_judged(f"s.y{k}", f"f.y{k}") for k in range(n)]
-            judged = " + ".join(f"coalesce({b}, 0)" for b in both)
-            full = " + ".join(f"coalesce(f.y{k} * {b}, 0)" for k, b in enumerate(both))
-            summ = " + ".join(f"coalesce(s.y{k} * {b}, 0)" for k, b in enumerate(both))
+            sql = item_outcome_sql(n)
             rows = store.conn.execute(
-                f"SELECT s.cid, g.rid, g.gid, r.instruction_id, r.model, g.ratio,"
-                f" ({full}) * 1.0 / ({judged}), ({summ}) * 1.0 / ({judged})"
+                f"SELECT s.cid, g.rid, g.gid, r.instruction_id, r.model, coalesce(r.mode, ''), g.ratio,"
+                f" {sql['full_score']}, {sql['summary_score']}, {sql['flipped']}, {sql['passed_both']}"
                 " FROM m_gen g JOIN m_p s ON s.gid = g.gid JOIN m_p f ON f.gid = g.rid AND f.cid = s.cid"
                 " JOIN generations r ON r.id = g.rid"
-                f" WHERE g.kind = 'summary' AND abs(g.ratio - ?) < 1e-9 AND ({judged}) > 0 ORDER BY g.rid, s.cid",
+                f" WHERE g.kind = 'summary' AND abs(g.ratio - ?) < 1e-9 AND {sql['judged']} > 0 ORDER BY g.rid, s.cid",
                 (ratio,),
             ).fetchall()
         finally:
             _cleanup(store)
-    return [Item(*row) for row in rows]
+    return [Item(*row[:9], bool(row[9]), bool(row[10])) for row in rows]
 
 
 def items_to_annotate(store: Store, filters: Filters | None = None, *, ratio: float = 0.25,
@@ -948,8 +944,14 @@ def metric_validation(store: Store, *, ratio: float = 0.25, annotator: str | Non
     Positive = label ``superficial``, negative = ``integrated``; ``ambiguous`` is left out and
     counted. An item is (constraint, response); the metric's call is "flipped at ``ratio``".
     Items the judges did not pass on the full response are outside the metric's scope."""
-    labels = _annotations(store)
     items = {(i.constraint_id, i.response_id): i for i in constraint_items(store, filters, ratio=ratio)}
+    return validate_labels(items, _annotations(store), ratio=ratio, annotator=annotator)
+
+
+def validate_labels(items: dict[tuple[int, int], Item], labels: dict[tuple[int, int], dict[str, str]], *,
+                    ratio: float, annotator: str | None = None) -> Validation:
+    """``metric_validation`` over items already read (keyed by (constraint, response)) and labels
+    (annotator -> label per item): the Annotate screen scores its own list by this same rule."""
     predicted, truth = [], []
     ambiguous = ties = not_applicable = 0
     for key, by in labels.items():

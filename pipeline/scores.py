@@ -16,7 +16,7 @@ texts whose verdicts changed since, and read as some 100,000 rows.
                      tables count them: ``judged``, ``passed`` (the raters' mean verdict >= 0.5),
                      ``score_sum`` (the sum of those means), ``disagree`` (raters differ),
                      ``missing`` (a latest verdict's quote is not in the text); on a summary,
-                     ``flipped``: items passed on its response and not on the summary
+                     ``flipped``: items that flipped from its response (``item_outcome_sql``)
   text_scores_stale  texts to rescore. Triggers on verdicts, constraints (``active``) and
                      generations add to it; ``refresh_text_scores`` empties it, in chunks. The
                      evaluate stage refreshes after each judging; a report refreshes what is left
@@ -32,6 +32,15 @@ import sqlite3
 from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
+
+# The one latest-verdict rule, as an SQL condition on ``verdicts v``: for each (text,
+# constraint, judge, judging mode) only the newest verdict (highest id) that holds a Yes/No
+# counts, so a re-judge with a new prompt replaces the earlier one. ``pivot`` applies the same
+# rule in bulk (rows in id order, the latest upserted last); per-item readers (the app's
+# Audit and Compare screens, pipeline.queries) use this condition.
+LATEST_VERDICT = ("v.verdict IS NOT NULL AND v.id = (SELECT max(w.id) FROM verdicts w"
+                  " WHERE w.generation_id = v.generation_id AND w.constraint_id = v.constraint_id"
+                  " AND w.judge = v.judge AND w.judging_mode = v.judging_mode AND w.verdict IS NOT NULL)")
 
 # Texts per write transaction: short enough that a build writing beside a refresh waits well
 # under a second, long enough that the per-chunk overhead does not show.
@@ -253,6 +262,33 @@ def _rater_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list
     return rows
 
 
+def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict[str, str]:
+    """SQL for the one definition of a constraint's outcome on a response and its summary.
+
+    ``full`` and ``summary`` name pivot rows (columns y0..y{n-1}) of the same constraint on the
+    response and on one of its summaries. Only the raters who judged the constraint on both texts
+    count, so a rater who has not judged the summary yet cannot make an item look flipped:
+      ``judged``   raters who judged both texts
+      ``full_yes`` / ``summary_yes``  of those, Yes on the response / on the summary
+      ``full_score`` / ``summary_score``  the raters' mean verdicts (NULL when none judged both)
+      ``flipped``  full_score >= 0.5 and summary_score < 0.5 (the "superficial" call)
+      ``passed_both``  both scores >= 0.5
+    Every consumer (text_items, pipeline.metrics.constraint_items and through them the app's
+    screens, the report and the export) uses these expressions."""
+    both = [both_judged(f"{summary}.y{k}", f"{full}.y{k}") for k in range(n_raters)]
+    judged = "(" + " + ".join(f"coalesce({b}, 0)" for b in both) + ")"
+    full_yes = "(" + " + ".join(f"coalesce({full}.y{k} * {b}, 0)" for k, b in enumerate(both)) + ")"
+    summary_yes = "(" + " + ".join(f"coalesce({summary}.y{k} * {b}, 0)" for k, b in enumerate(both)) + ")"
+    return {
+        "judged": judged, "full_yes": full_yes, "summary_yes": summary_yes,
+        "full_score": f"(CASE WHEN {judged} > 0 THEN {full_yes} * 1.0 / {judged} END)",
+        "summary_score": f"(CASE WHEN {judged} > 0 THEN {summary_yes} * 1.0 / {judged} END)",
+        # In integers: mean >= 0.5 <=> 2 * yes >= judged.
+        "flipped": f"({judged} > 0 AND 2 * {full_yes} >= {judged} AND 2 * {summary_yes} < {judged})",
+        "passed_both": f"({judged} > 0 AND 2 * {full_yes} >= {judged} AND 2 * {summary_yes} >= {judged})",
+    }
+
+
 def _item_rows(conn: sqlite3.Connection, n_raters: int) -> list[tuple[Any, ...]]:
     """text_items rows of the texts in s_gen, from s_p (every rater's latest verdict per item)."""
 
@@ -272,7 +308,7 @@ def _item_rows(conn: sqlite3.Connection, n_raters: int) -> list[tuple[Any, ...]]
         f" sum({yes('p')} > 0 AND {yes('p')} < {judged('p')}), sum({missing})"
         " FROM s_p p JOIN s_gen g ON g.gid = p.gid GROUP BY p.gid")}
     flipped = dict(conn.execute(
-        f"SELECT g.gid, sum({passed('f')} AND {judged('s')} > 0 AND NOT {passed('s')}) FROM s_gen g"
+        f"SELECT g.gid, sum({item_outcome_sql(n_raters)['flipped']}) FROM s_gen g"
         " JOIN s_p s ON s.gid = g.gid JOIN s_p f ON f.gid = g.rid AND f.cid = s.cid WHERE g.kind = 'summary'"
         " GROUP BY g.gid"))
     return [(gid, *values, flipped.get(gid)) for gid, values in own.items()]

@@ -133,3 +133,32 @@ def text_of(widget) -> str:  # noqa: ANN001
     console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(content)
     return console.export_text()
+
+
+EDIT_RESPONSE = ("Edited draft: the flood defence plan was opposed by the river district. Weather was stormy "
+                 "during the meeting, and the budget shortfall came up again.")
+EDIT_SUMMARY = "Edited: the weather was stormy at the meeting."
+
+
+def make_two_mode_store(path: Path) -> tuple[Known, int, int]:
+    """The known store plus model m1's *edit* response (and its summary at 0.25), a different text
+    from its direct one with different verdicts: C1 flips on the edit response (it passes both
+    texts of the direct one), C2 passes both there (it flips on the direct one). Returns the
+    known ids and the edit response's and summary's ids."""
+    known = make_known_store(path)
+    store = open_store(path)
+    c = store.conn
+    c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash, created_at)"
+              " VALUES (5, 'response', 1, 'm1', 'edit', NULL, NULL, ?, ?)", (store.put_text(EDIT_RESPONSE), STAMP))
+    c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash, created_at)"
+              " VALUES (6, 'summary', 1, 'summarizer', '', 0.25, 5, ?, ?)", (store.put_text(EDIT_SUMMARY), STAMP))
+    rows = []
+    for judge in ("judge-a", "judge-b"):
+        rows += [(5, known.c1, judge, 1, "the flood defence plan was opposed"), (6, known.c1, judge, 0, ""),
+                 (5, known.c2, judge, 1, "Weather was stormy"), (6, known.c2, judge, 1, "the weather was stormy"),
+                 (5, known.c3, judge, 0, ""), (6, known.c3, judge, 0, "")]
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote,"
+                  " created_at) VALUES (?, ?, ?, 'batched', 'h', ?, ?, '" + STAMP + "')", rows)
+    store.commit()
+    store.close()
+    return known, 5, 6

@@ -26,7 +26,7 @@ async def test_copied_ngrams_and_quotes_highlighted(tmp_path):
         await settle(app, pilot)
         screen = app.screen
         shown = screen.shown
-        assert shown.constraint_id == known.c1 and shown.model == "m1"
+        assert shown.constraint_id == known.c1 and shown.writer == ("m1", "direct")
         # "flood defence plan" copied from C1 into each text; in B the run also takes "The".
         assert shown.copies["ref-a"] == (span(A, "flood defence plan"),)
         assert shown.copies["ref-b"] == (span(B, "The flood defence plan"),)
@@ -83,7 +83,7 @@ async def test_keys_move_flag_flip_and_lineage(tmp_path):
         assert screen.shown.constraint_id == known.c2
         await pilot.press("m")
         await pilot.pause()
-        assert screen.shown.model == "m2"
+        assert screen.shown.writer == ("m2", "direct")
 
 
 async def test_flipped_before_analysis_is_ready(tmp_path):

@@ -240,7 +240,7 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
             await pilot.press("3")
             await settle(app, pilot)
             shown = app.screen.shown
-            assert shown.constraint_id is not None and shown.model == "fake"
+            assert shown.constraint_id is not None and shown.writer.model == "fake"
             assert any(span for _, span in shown.quotes["response"])  # judges' quotes found in the response
             await pilot.press("2")
             await settle(app, pilot)

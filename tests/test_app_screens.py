@@ -108,7 +108,7 @@ async def test_instructions_filters_and_sort(synthetic):
         await pilot.pause()
         orgs = [r.org for r in screen.rows]
         assert orgs == sorted(orgs, reverse=True) and orgs[0] > orgs[-1]
-        assert str(table.get_row_at(0)[4]) == f"{100 * orgs[0]:.0f}"
+        assert str(table.get_row_at(0)[5]) == f"{100 * orgs[0]:.0f}"
         screen.sort_by("superficial", reverse=False)
         await pilot.pause()
         sups = [r.superficial for r in screen.rows if r.superficial is not None]
@@ -120,7 +120,7 @@ async def test_instructions_filters_and_sort(synthetic):
         await settle(app, pilot)
         assert app.current_mode == "audit"
         assert app.screen.shown.instruction_id == first.instruction_id
-        assert app.screen.shown.model == first.model
+        assert app.screen.shown.writer == (first.model, first.mode)
 
 
 async def test_compare_highlights_evidence_in_both(tmp_path):
@@ -132,11 +132,11 @@ async def test_compare_highlights_evidence_in_both(tmp_path):
         await settle(app, pilot)
         screen = app.screen
         table = screen.query_one("#compare-table")
-        assert table.row_count == 3 and screen.models == ["m1", "m2"]
+        assert table.row_count == 3 and screen.writers == [("m1", "direct"), ("m2", "direct")]
         # C1: both models satisfy it on the full response and the summary.
         assert [str(c) for c in table.get_row_at(0)[1:5]] == ["yes", "yes", "yes", "yes"]
-        # C2 (row 2) flipped for both.
-        assert [str(c) for c in table.get_row_at(1)[1:5]] == ["yes", "no", "yes", "no"]
+        # C2 (row 2) flipped for both: Core says so, as Audit and the report count it.
+        assert [str(c) for c in table.get_row_at(1)[1:5]] == ["yes", "FLIP", "yes", "FLIP"]
         assert screen.highlighted["cmp-a"] == [span(RESPONSE, "a flood defence plan for the river district")]
         assert screen.highlighted["cmp-b"] == [span(RESPONSE_2, "the flood defence plan passed")]
         table.focus()
@@ -246,8 +246,9 @@ async def test_report_shows_metrics_groups_with_intervals(synthetic):
         await settle(app, pilot)
         table = app.screen.query_one("#report-table")
         rows = [table.get_row_at(i) for i in range(table.row_count)]
-        assert {(r[0], r[1], r[2], r[4], r[5]) for r in rows} == want
-        conditions = [r[1] for r in rows if r[0] == rows[0][0] and r[2] == rows[0][2]]
+        assert {(str(r[0]), str(r[1]), str(r[2]), r[5], r[6]) for r in rows} == want
+        assert {str(r[3]) for r in rows} == {g.mode for g in groups}  # the mode has its own column
+        conditions = [str(r[1]) for r in rows if r[0] == rows[0][0] and r[2] == rows[0][2]]
         assert conditions == ["single", "none", "direct", "eval"]  # the paper's order
         await pilot.press("g")
         await pilot.pause()
@@ -272,7 +273,7 @@ async def test_instructions_pages_of_rows(tmp_path, monkeypatch):
         screen.sort_by("core", reverse=True)  # sorting runs over every row, not the page
         await pilot.pause()
         cores = sorted((r.core for r in screen.rows), reverse=True)
-        assert float(str(table.get_row_at(0)[5])) == round(100 * cores[0])
+        assert float(str(table.get_row_at(0)[6])) == round(100 * cores[0])
         await pilot.press("plus", "plus")
         await pilot.pause()
         assert table.row_count == 24 and "+ for more" not in text_of(screen.query_one("#instr-status"))

@@ -20,6 +20,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from pipeline.queries import Writer, latest_run_id
+
 from .data import Analysis, StoreView, compute_analysis, connect, merge_metrics
 from .messages import AnalysisReady, MetricsReady, StoreChanged
 from .stages import Registry
@@ -61,7 +63,8 @@ class UnspecificApp(App[None]):
 
     run_id: reactive[str | None] = reactive(None)
     analysis: reactive[Analysis | None] = reactive(None, always_update=True)
-    model: reactive[str | None] = reactive(None)
+    # The response the screens start on: (model under test, response mode).
+    writer: reactive[Writer | None] = reactive(None)
 
     def __init__(
         self,
@@ -95,10 +98,9 @@ class UnspecificApp(App[None]):
         self.sample_seed = sample_seed
         self.display_path = display_path or str(self.store_path)
         self.title = f"unspecific — {self.display_path}"
-        # Where Audit/Compare open next: (instruction id, model, constraint id or None).
-        self.target: tuple[int, str | None, int | None] | None = None
-        first = self.conn.execute("SELECT id FROM runs ORDER BY started_at DESC, id LIMIT 1").fetchone()
-        self.set_reactive(UnspecificApp.run_id, run_id or (first[0] if first else None))
+        # Where Audit/Compare open next: (instruction id, writer, constraint id or None).
+        self.target: tuple[int, Writer | None, int | None] | None = None
+        self.set_reactive(UnspecificApp.run_id, run_id or latest_run_id(self.conn))
 
     def _connect(self) -> sqlite3.Connection:
         """A plain connection for the UI thread, so the first screen does not wait for sqlite-utils.
@@ -217,8 +219,8 @@ class UnspecificApp(App[None]):
         self.post_message(MetricsReady(merge_metrics(analysis, metrics)))
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
-        if self.model is None and message.analysis.models:
-            self.model = message.analysis.models[0]
+        if self.writer is None and message.analysis.writers:
+            self.writer = message.analysis.writers[0]
         self.analysis = message.analysis
         gc.freeze()
 
@@ -249,8 +251,8 @@ class UnspecificApp(App[None]):
         self.notify("reloading the store")
 
     # -- navigation ----------------------------------------------------------------------
-    def open_audit(self, instruction_id: int, model: str | None = None, constraint_id: int | None = None) -> None:
-        self.target = (instruction_id, model, constraint_id)
+    def open_audit(self, instruction_id: int, writer: Writer | None = None, constraint_id: int | None = None) -> None:
+        self.target = (instruction_id, writer, constraint_id)
         self.switch_mode("audit")
 
     def open_compare(self, instruction_id: int) -> None:

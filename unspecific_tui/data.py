@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.queries import Writer
+from pipeline.scores import LATEST_VERDICT
+
 FLAG_NAMES = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")  # pipeline.flags names
 # A constraint passes a text when the judges' mean verdict is >= 0.5 (pipeline.metrics.Item).
 PASS_THRESHOLD = 0.5
 DEFAULT_RATIO = 0.25
 
 
-# SQL on ``verdicts v``: only each judge's latest verdict on an item (a re-judge replaces it).
-LATEST_VERDICT = ("v.id = (SELECT max(w.id) FROM verdicts w WHERE w.generation_id = v.generation_id"
-                  " AND w.constraint_id = v.constraint_id AND w.judge = v.judge AND w.judging_mode = v.judging_mode)")
 
 
 def passes(score: float | None) -> bool:
@@ -64,6 +64,7 @@ class Generation:
     id: int
     kind: str
     model: str
+    mode: str  # a response's direct | edit; '' for base articles and summaries
     ratio: float | None
     parent_id: int | None
     text_hash: str
@@ -81,20 +82,22 @@ class InstructionData:
     article_a: str
     article_b: str
     base: Generation | None
-    responses: dict[str, Generation]  # model -> response
-    summaries: dict[tuple[str, float], Generation]  # (model, ratio) -> summary
+    # Keyed by writer (model, mode): one model's direct and edit responses are different texts.
+    responses: dict[Writer, Generation]
+    summaries: dict[tuple[Writer, float], Generation]  # (writer, ratio) -> summary
     constraints: dict[int, Constraint]  # every constraint, replaced ones too
+    generations: dict[int, Generation]  # every text of the instruction, by id
 
     @property
-    def models(self) -> list[str]:
+    def writers(self) -> list[Writer]:
         return sorted(self.responses)
 
     @property
     def ratios(self) -> list[float]:
         return sorted({r for _, r in self.summaries}, reverse=True)
 
-    def summary(self, model: str, ratio: float) -> Generation | None:
-        return self.summaries.get((model, ratio))
+    def summary(self, writer: Writer, ratio: float) -> Generation | None:
+        return self.summaries.get((writer, ratio))
 
 
 @dataclass
@@ -103,6 +106,7 @@ class Verdict:
     judge: str
     kind: str  # response | summary | base
     model: str  # the model under test (for a summary, its response's)
+    mode: str  # the response's mode (for a summary, its response's)
     ratio: float | None
     verdict: int
     quote: str
@@ -120,6 +124,7 @@ class StoreView:
         self._instructions: OrderedDict[int, InstructionData] = OrderedDict()
         self._cache_size = cache_size
         self._order: list[tuple[int, int]] | None = None
+        self._outcomes: OrderedDict[tuple[int, Writer, float], dict[int, Any]] = OrderedDict()
 
     def _rows(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
         cur = self.conn.execute(sql, params)
@@ -129,6 +134,7 @@ class StoreView:
     def forget(self) -> None:
         """Drop the caches: the store changed under us (a stage wrote)."""
         self._instructions.clear()
+        self._outcomes.clear()
         self._order = None
 
     # -- ordering ------------------------------------------------------------------------
@@ -172,16 +178,18 @@ class StoreView:
             " WHERE i.id = ?", (iid,)).fetchone()
         if row is None:
             raise KeyError(iid)
-        gens = [Generation(r["id"], r["kind"], r["model"] or "", r["ratio"], r["parent_id"], r["text_hash"],
-                           self._text(r["text_hash"]), r["words"])
-                for r in self._rows("SELECT id, kind, model, ratio, parent_id, text_hash, words FROM generations"
-                                    " WHERE instruction_id = ?", (iid,))]
+        gens = [Generation(r["id"], r["kind"], r["model"] or "", r["mode"] or "", r["ratio"], r["parent_id"],
+                           r["text_hash"], self._text(r["text_hash"]), r["words"])
+                for r in self._rows("SELECT id, kind, model, mode, ratio, parent_id, text_hash, words FROM generations"
+                                    " WHERE instruction_id = ? ORDER BY id", (iid,))]
         by_id = {g.id: g for g in gens}
-        responses = {g.model: g for g in gens if g.kind == "response"}
-        summaries: dict[tuple[str, float], Generation] = {}
+        responses = {Writer(g.model, g.mode): g for g in gens if g.kind == "response"}
+        summaries: dict[tuple[Writer, float], Generation] = {}
         for g in gens:
-            if g.kind == "summary" and g.parent_id in by_id:
-                summaries[(by_id[g.parent_id].model, g.ratio or 0.0)] = g
+            parent = by_id.get(g.parent_id) if g.kind == "summary" else None
+            if parent is not None:
+                # The first summary at a ratio, as pipeline.queries.item_outcomes keeps.
+                summaries.setdefault((Writer(parent.model, parent.mode), g.ratio or 0.0), g)
         base = next((g for g in gens if g.kind == "base"), None)
         constraints = {
             r["id"]: Constraint(r["id"], iid, r["position"], r["text"], r["origin"] or "", bool(r["active"]),
@@ -189,17 +197,32 @@ class StoreView:
             for r in self._rows("SELECT * FROM constraints WHERE instruction_id = ?", (iid,))
         }
         return InstructionData(row[0], row[1] or "", row[2] or "", row[3] or "", row[4] or "", self._text(row[5]),
-                               self._text(row[6]), base, responses, summaries, constraints)
+                               self._text(row[6]), base, responses, summaries, constraints, by_id)
+
+    def outcomes(self, iid: int, writer: Writer, ratio: float) -> dict[int, Any]:
+        """pipeline.metrics.Item per constraint of ``writer``'s response to ``iid`` at ``ratio``:
+        the flipped / pass-both call every screen and report shares, read once per response."""
+        key = (iid, writer, ratio)
+        hit = self._outcomes.get(key)
+        if hit is None:
+            from pipeline.queries import item_outcomes
+
+            hit = self._outcomes[key] = item_outcomes(self.conn, self.path, iid, writer, ratio)
+            if len(self._outcomes) > self._cache_size:
+                self._outcomes.popitem(last=False)
+        self._outcomes.move_to_end(key)
+        return hit
 
     # -- one constraint ------------------------------------------------------------------
     def verdicts(self, cid: int) -> list[Verdict]:
         return [
-            Verdict(r["generation_id"], r["judge"], r["kind"], r["model"] or "", r["ratio"], r["verdict"],
+            Verdict(r["generation_id"], r["judge"], r["kind"], r["model"] or "", r["mode"] or "", r["ratio"],
+                    r["verdict"],
                     r["quote"] or "", r["reason"] or "", r["quote_found"], r["quote_score"])
             for r in self._rows(
                 # A summary's own model is the summarizer; the model under test is its response's.
                 "SELECT v.generation_id, v.judge, v.verdict, v.quote, v.reason, v.quote_found, v.quote_score,"
-                " g.kind, coalesce(r.model, g.model) AS model, g.ratio FROM verdicts v"
+                " g.kind, coalesce(r.model, g.model) AS model, coalesce(r.mode, g.mode) AS mode, g.ratio FROM verdicts v"
                 " JOIN generations g ON g.id = v.generation_id"
                 " LEFT JOIN generations r ON r.id = g.parent_id AND g.kind = 'summary'"
                 f" WHERE v.constraint_id = ? AND {LATEST_VERDICT} ORDER BY v.judge", (cid,))
@@ -239,6 +262,7 @@ class InstructionRow:
     domain: str
     condition: str
     model: str
+    mode: str  # direct | edit: the model's two responses are two rows
     response_id: int
     n: int
     org: float | None
@@ -250,6 +274,10 @@ class InstructionRow:
     disagree: int
     quote_missing: int
 
+    @property
+    def writer(self) -> Writer:
+        return Writer(self.model, self.mode)
+
 
 @dataclass
 class Analysis:
@@ -259,9 +287,17 @@ class Analysis:
     rows: list[InstructionRow]
     metrics: Any = None  # pipeline.metrics.Metrics, once computed
 
-    def flipped_instructions(self, model: str | None) -> set[int]:
-        """Instructions with a constraint that flipped on ``model``'s response at the ratio."""
-        return {r.instruction_id for r in self.rows if r.model == model and r.flipped}
+    @property
+    def writers(self) -> list[Writer]:
+        return sorted({r.writer for r in self.rows})
+
+    @property
+    def modes(self) -> list[str]:
+        return sorted({r.mode for r in self.rows})
+
+    def flipped_instructions(self, writer: Writer | None) -> set[int]:
+        """Instructions with a constraint that flipped on ``writer``'s response at the ratio."""
+        return {r.instruction_id for r in self.rows if r.writer == writer and r.flipped}
 
     @property
     def n_flipped(self) -> int:
@@ -269,7 +305,7 @@ class Analysis:
 
 
 def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, ratio: float | None = None) -> Analysis:
-    """One row per (instruction, model) from the store's per-text totals (pipeline.scores):
+    """One row per (instruction, model, mode) from the store's per-text totals (pipeline.scores):
     some 40,000 rows for a benchmark of 10,000 instructions, never its millions of verdicts.
     Per-constraint outcomes are read when a screen shows a constraint."""
     from pipeline.scores import current_text_scores, drop_temp_scores
@@ -279,7 +315,7 @@ def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, rat
     try:
         gens = conn.execute(
             "SELECT g.id, g.kind, g.instruction_id, g.model, g.ratio, g.parent_id, t.judged, t.passed, t.score_sum,"
-            " t.disagree, t.missing, t.flipped FROM generations g JOIN instructions i ON i.id = g.instruction_id"
+            " t.disagree, t.missing, t.flipped, coalesce(g.mode, '') FROM generations g JOIN instructions i ON i.id = g.instruction_id"
             " LEFT JOIN text_items t ON t.gid = g.id WHERE g.kind IN ('response', 'summary')" + run_sql,
             run_args).fetchall()
     finally:
@@ -287,7 +323,10 @@ def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, rat
     ratios = sorted({g[4] for g in gens if g[1] == "summary" and g[4] is not None}, reverse=True)
     if ratio is None or ratio not in ratios:
         ratio = DEFAULT_RATIO if DEFAULT_RATIO in ratios or not ratios else ratios[0]
-    summary_of = {g[5]: g for g in gens if g[1] == "summary" and g[4] == ratio}
+    summary_of: dict[int, Any] = {}
+    for g in sorted(gens, key=lambda g: g[0]):  # the first summary at the ratio (by id), as Audit shows
+        if g[1] == "summary" and g[4] == ratio:
+            summary_of.setdefault(g[5], g)
     n_active = dict(conn.execute(
         "SELECT c.instruction_id, count(*) FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
         " WHERE c.active = 1" + run_sql + " GROUP BY c.instruction_id", run_args).fetchall())
@@ -300,15 +339,15 @@ def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, rat
     meta = {r[0]: r[1:] for r in conn.execute(
         "SELECT id, run_id, domain, condition FROM instructions" + (" WHERE run_id = ?" if run_id else ""), run_args)}
     rows: list[InstructionRow] = []
-    for gid, _, iid, model, _, _, judged, passed, score_sum, disagree, missing, _ in sorted(
-            (g for g in gens if g[1] == "response"), key=lambda g: (g[2], g[3] or "")):
+    for gid, _, iid, model, _, _, judged, passed, score_sum, disagree, missing, _, mode in sorted(
+            (g for g in gens if g[1] == "response"), key=lambda g: (g[2], g[3] or "", g[12])):
         summary = summary_of.get(gid)
         flipped = (summary[11] or 0) if summary is not None else 0
         core = summary[8] / summary[6] if summary is not None and summary[6] else None
         run, domain, condition = meta.get(iid, ("", "", ""))
         flags = flag_counts.get(iid, {})
         rows.append(InstructionRow(
-            iid, run or "", domain or "", condition or "", model or "", gid, n_active.get(iid, 0),
+            iid, run or "", domain or "", condition or "", model or "", mode, gid, n_active.get(iid, 0),
             score_sum / judged if judged else None, core, passed or 0, flipped,
             flipped / passed if passed else None, {f: flags.get(f, 0) for f in FLAG_NAMES},
             disagree or 0, missing or 0))

@@ -1,7 +1,9 @@
 """Annotate: label flipped constraints (and a seeded sample of pass-both ones) by hand.
 
-Items are shown blind (the metric's call is not on screen) in a seeded shuffled order. Each
-label is saved at once to ``annotations`` for this annotator. The side panel shows the
+Items are shown blind (the metric's call is not on screen) in a seeded shuffled order. An item
+names one response by id (a model answers in direct and in edit mode: two texts) and the summary
+the metric compared it with; the panes show exactly those two texts, and the label is saved at
+once to ``annotations`` for that response and this annotator. The side panel shows the
 metric's precision and recall against the labels (the metric calls a constraint superficial
 when it flipped; people say superficial / integrated; ambiguous is left out) and Cohen's
 kappa between every pair of annotators on the items both labelled.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
@@ -21,9 +24,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
+from pipeline.queries import Label, Writer, annotations, save_annotation
+
 from ..data import Analysis
 from ..messages import AnnotationSaved
 from ..widgets.text_pane import TextPane
+
+if TYPE_CHECKING:
+    from pipeline.stats import PrecisionRecall
 
 LABELS = {"i": "integrated", "s": "superficial", "a": "ambiguous"}
 SAMPLE_SHARE = 0.25  # pass-both items mixed in, relative to the flipped ones
@@ -34,9 +42,16 @@ SAMPLE_MIN = 10
 class Item:
     constraint_id: int
     generation_id: int  # the response
+    summary_id: int  # the summary the metric compared it with
     instruction_id: int
     model: str
+    mode: str
     flipped: bool  # the metric's call: superficial
+    full_score: float
+
+    @property
+    def writer(self) -> Writer:
+        return Writer(self.model, self.mode)
 
 
 def load_items(store, analysis: Analysis, seed: int) -> list[Item]:  # noqa: ANN001
@@ -44,24 +59,9 @@ def load_items(store, analysis: Analysis, seed: int) -> list[Item]:  # noqa: ANN
     from pipeline.metrics import items_to_annotate
 
     sample = max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * analysis.n_flipped))
-    return [Item(i.constraint_id, i.response_id, i.instruction_id, i.model, i.flipped)
+    return [Item(i.constraint_id, i.response_id, i.summary_id, i.instruction_id, i.model, i.mode, i.flipped,
+                 i.full_score)
             for i in items_to_annotate(store, ratio=analysis.ratio, passed_sample=sample, seed=seed)]
-
-
-@dataclass
-class Scores:
-    precision: float
-    recall: float
-    n: int
-
-
-def metric_vs_labels(pairs: list[tuple[bool, str]]) -> Scores:
-    """Precision/recall of the metric's superficial call against labels (ambiguous left out)."""
-    from pipeline.stats import precision_recall
-
-    kept = [(call, label == "superficial") for call, label in pairs if label in ("superficial", "integrated")]
-    pr = precision_recall([c for c, _ in kept], [t for _, t in kept])
-    return Scores(pr.precision, pr.recall, pr.n)
 
 
 @dataclass
@@ -90,9 +90,11 @@ class AnnotateScreen(Screen):
         super().__init__()
         self.items: list[Item] = []
         self.index = 0
-        self.scores: dict[str, Scores] = {}
-        self._calls: dict[tuple[int, int], bool] = {}
+        self.scores: dict[str, PrecisionRecall] = {}
+        # The metric's items of this list, keyed (constraint, response), for validate_labels.
+        self._calls: dict[tuple[int, int], Any] = {}
         self._ratio: float | None = None
+        self.shown: tuple[int, int] | None = None  # (response id, summary id) in the panes now
         self.kappas: dict[tuple[str, str], tuple[float, int]] = {}
 
     def compose(self) -> ComposeResult:
@@ -132,32 +134,26 @@ class AnnotateScreen(Screen):
     def _set_items(self, items: list[Item]) -> None:
         current = self.items[self.index] if self.items else None
         self.items = items
-        self._calls = {(i.constraint_id, i.generation_id): i.flipped for i in items}
+        self._calls = {(i.constraint_id, i.generation_id): i for i in items}
         self.index = self.items.index(current) if current in self.items else 0
         self.refresh_stats()
         self.show()
 
     # -- labels --------------------------------------------------------------------------
-    def _labels(self) -> dict[tuple[int, int], dict[str, tuple[str, str]]]:
-        out: dict[tuple[int, int], dict[str, tuple[str, str]]] = {}
-        for cid, gid, who, label, note in self.app.conn.execute(
-                "SELECT constraint_id, generation_id, annotator, label, note FROM annotations"):
-            out.setdefault((cid, gid), {})[who] = (label, note or "")
-        return out
+    def _labels(self) -> dict[tuple[int, int], dict[str, Label]]:
+        return annotations(self.app.conn)
 
     def refresh_stats(self) -> None:
-        """Precision/recall per annotator over the labelled items, and kappa between annotators."""
-        from pipeline.metrics import annotator_agreement
+        """Precision/recall per annotator over the labelled items (pipeline.metrics.validate_labels,
+        the report's rule), and kappa between annotators."""
+        from pipeline.metrics import annotator_agreement, validate_labels
 
         labels = self._labels()
-        per: dict[str, list[tuple[bool, str]]] = {}
-        for key, by in labels.items():
-            call = self._calls.get(key)
-            if call is None:  # labelled at another ratio or run: outside this list
-                continue
-            for who, (label, _) in by.items():
-                per.setdefault(who, []).append((call, label))
-        self.scores = {who: metric_vs_labels(pairs) for who, pairs in sorted(per.items())}
+        plain = {key: {who: lab.label for who, lab in by.items()} for key, by in labels.items()}
+        # Labels of items outside this list (another ratio or run) are out of the metric's scope here.
+        who_labelled = sorted({who for key, by in plain.items() if key in self._calls for who in by})
+        self.scores = {who: validate_labels(self._calls, plain, ratio=self._ratio or 0.25, annotator=who).result
+                       for who in who_labelled}
         store = _LabelStore(self.app.conn)
         self.kappas = {(a.annotator_a, a.annotator_b): (a.kappa, a.n) for a in annotator_agreement(store) if a.n}
         table = Table(box=None, pad_edge=False, header_style="bold", title="metric vs people", title_justify="left")
@@ -180,13 +176,16 @@ class AnnotateScreen(Screen):
         item = self.items[self.index]
         data = self.app.view.instruction(item.instruction_id)
         con = data.constraints[item.constraint_id]
-        ratio = self.app.analysis.ratio if self.app.analysis else 0.25
-        resp = data.responses.get(item.model)
-        summ = data.summary(item.model, ratio)
+        # Exactly the two texts the item names, by id: the label is stored against this response.
+        resp = data.generations.get(item.generation_id)
+        summ = data.generations.get(item.summary_id)
+        ratio = summ.ratio if summ is not None and summ.ratio is not None else self._ratio or 0.25
         mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
-        label = f"[b]{mine[0]}[/]" + (f" — {mine[1]}" if mine[1] else "") if mine else "[dim]unlabelled[/]"
+        label = f"[b]{mine.label}[/]" + (f" — {_esc(mine.note)}" if mine.note else "") if mine else "[dim]unlabelled[/]"
+        self.shown = (item.generation_id, item.summary_id)
         self.query_one("#ann-head", Static).update(
-            f"item {self.index + 1}/{len(self.items)} · #{data.id} {data.domain} · {data.condition} · {item.model}"
+            f"item {self.index + 1}/{len(self.items)} · #{data.id} {data.domain} · {data.condition}"
+            f" · {_esc(item.writer.label)} · response #{item.generation_id}"
             f" · your label: {label}\n[b]{con.text.replace('[', chr(92) + '[')}[/]\n"
             "[dim]Is this constraint integrated in the response's spine, or only in its details? "
             "i integrated · s superficial · a ambiguous · e note[/]")
@@ -194,7 +193,7 @@ class AnnotateScreen(Screen):
                                                         key=(item.generation_id,))
         self.query_one("#ann-summary", TextPane).show(Text(summ.text if summ else "(no summary)"),
                                                        key=(item.generation_id, ratio))
-        self.query_one("#ann-note", Input).value = mine[1] if mine else ""
+        self.query_one("#ann-note", Input).value = mine.note if mine else ""
 
     def save(self, label: str, note: str | None = None) -> None:
         if not self.items:
@@ -207,13 +206,7 @@ class AnnotateScreen(Screen):
         item = self.items[self.index]
         if note is None:
             note = self.query_one("#ann-note", Input).value
-        conn = self.app.conn
-        conn.execute(
-            "INSERT INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
-            " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
-            (item.constraint_id, item.generation_id, self.app.annotator, label, note, now()))
-        conn.commit()
+        save_annotation(self.app.conn, item.constraint_id, item.generation_id, self.app.annotator, label, note, now())
         self.post_message(AnnotationSaved(item.constraint_id, item.generation_id, self.app.annotator, label))
         self.refresh_stats()
 
@@ -229,7 +222,7 @@ class AnnotateScreen(Screen):
         if item is None:
             return
         mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
-        self.save(mine[0] if mine else "ambiguous", event.value)
+        self.save(mine.label if mine else "ambiguous", event.value)
         self.set_focus(None)
         self.show()
 
@@ -248,3 +241,7 @@ class AnnotateScreen(Screen):
                 self.show()
                 return
         self.notify("every item has your label")
+
+
+def _esc(text: str) -> str:
+    return text.replace("[", r"\[")

@@ -17,6 +17,8 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from pipeline.queries import Writer
+
 from ..data import Constraint, InstructionData, Verdict, cosine, passes
 from ..widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, copied_spans, lexical_overlap, quote_span, render
 from ..widgets.text_pane import TextPane
@@ -33,7 +35,10 @@ class Shown:
 
     constraint_id: int | None = None
     instruction_id: int | None = None
-    model: str | None = None
+    writer: Writer | None = None
+    response_id: int | None = None  # the texts in the panes, by id
+    summary_id: int | None = None
+    state: str = ""  # FLIPPED | pass both | fails full | not judged (pipeline.metrics.Item)
     copies: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     quotes: dict[str, list[tuple[str, tuple[int, int] | None]]] = field(default_factory=dict)
     similarities: dict[str, tuple[str, float]] = field(default_factory=dict)
@@ -48,7 +53,7 @@ class AuditScreen(Screen):
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
         Binding("f", "next_flagged", "Flagged"),
         Binding("x", "next_flipped", "Flipped"),
-        Binding("m", "cycle_model", "Model"),
+        Binding("m", "cycle_model", "Model/mode"),
         Binding("c", "toggle_copy", "Copy mode"),
         Binding("t", "next_pane", "Pane"),
         Binding("r", "cycle_ratio", "Ratio", show=False),
@@ -61,7 +66,7 @@ class AuditScreen(Screen):
         self.copy_mode = "constraint"  # constraint | references
         self.pane = 0
         self.ratio: float | None = None
-        self.model: str | None = None
+        self.writer: Writer | None = None
         self.shown = Shown()
         self._flagged: dict[int, set[str]] | None = None
         self._verdict_lines = 0
@@ -95,9 +100,9 @@ class AuditScreen(Screen):
                 self.index = next((i for i, o in enumerate(order) if o[0] == current), 0)
         if target is not None:
             self.app.target = None
-            iid, model, cid = target
-            if model:
-                self.model = model
+            iid, writer, cid = target
+            if writer:
+                self.writer = writer
             if cid is None:
                 pos = bisect.bisect_left(order, iid, key=_instruction)
                 self.index = pos if pos < len(order) else 0
@@ -147,22 +152,26 @@ class AuditScreen(Screen):
         instructions it counted a flip in."""
         analysis = self.app.analysis
         if analysis is not None and analysis.ratio == self._ratio(None):
-            candidates = analysis.flipped_instructions(self.model)
-            self._seek(lambda cid, iid: iid in candidates and self._flipped_now(cid), "flipped")
+            candidates = analysis.flipped_instructions(self.writer)
+            self._seek(lambda cid, iid: iid in candidates and self._flipped_now(cid, iid), "flipped")
             return
-        self._seek(lambda cid, _: self._flipped_now(cid), "flipped")
+        self._seek(self._flipped_now, "flipped")
 
-    def _flipped_now(self, cid: int) -> bool:
-        full, summ = self._scores(self.app.view.verdicts(cid), self._ratio(None))
-        return passes(full) and summ is not None and not passes(summ)
+    def _flipped_now(self, cid: int, iid: int) -> bool:
+        """pipeline.metrics' call on this constraint of the current writer's response."""
+        if self.writer is None:
+            return False
+        item = self.app.view.outcomes(iid, self.writer, self._ratio(None)).get(cid)
+        return item is not None and item.flipped
 
     def action_cycle_model(self) -> None:
+        """The next response of this instruction: every (model, mode) in turn."""
         if not self.order:
             return
-        models = self.app.view.instruction(self.order[self.index][1]).models
-        if models:
-            i = models.index(self.model) if self.model in models else -1
-            self.model = models[(i + 1) % len(models)]
+        writers = self.app.view.instruction(self.order[self.index][1]).writers
+        if writers:
+            i = writers.index(self.writer) if self.writer in writers else -1
+            self.writer = writers[(i + 1) % len(writers)]
             self.refresh_constraint()
 
     def action_cycle_ratio(self) -> None:
@@ -197,10 +206,16 @@ class AuditScreen(Screen):
             return 0.25 if 0.25 in data.ratios else data.ratios[0]
         return 0.25
 
-    def _scores(self, verdicts: list[Verdict], ratio: float) -> tuple[float | None, float | None]:
-        full = [v.verdict for v in verdicts if v.kind == "response" and v.model == self.model]
-        summ = [v.verdict for v in verdicts if v.kind == "summary" and v.model == self.model and v.ratio == ratio]
-        return (sum(full) / len(full) if full else None, sum(summ) / len(summ) if summ else None)
+    def _state(self, iid: int, cid: int, verdicts: list[Verdict], ratio: float) -> str:
+        """The constraint's outcome on the shown response, as pipeline.metrics counts it."""
+        item = self.app.view.outcomes(iid, self.writer, ratio).get(cid) if self.writer else None
+        if item is not None:
+            return "FLIPPED" if item.flipped else "pass both" if item.passed_both else "fails full"
+        # Not judged on both texts: only the response's own verdicts, for orientation.
+        full = [v.verdict for v in verdicts if v.generation_id == self.shown.response_id]
+        if not full:
+            return "not judged"
+        return "passes full" if passes(sum(full) / len(full)) else "fails full"
 
     def _render_tabs(self) -> None:
         parts = [f"[reverse] {PANE_TITLES[p]} [/]" if i == self.pane else f" {PANE_TITLES[p]} "
@@ -216,16 +231,19 @@ class AuditScreen(Screen):
         cid, iid = self.order[self.index]
         data = view.instruction(iid)
         con = data.constraints[cid]
-        if self.model not in data.responses:
-            self.model = self.app.model if self.app.model in data.responses else (data.models or [None])[0]
+        if self.writer not in data.responses:
+            self.writer = self.app.writer if self.app.writer in data.responses else (data.writers or [None])[0]
         ratio = self._ratio(data)
-        response = data.responses.get(self.model) if self.model else None
-        summary = data.summary(self.model, ratio) if self.model else None
-        verdicts = view.verdicts(cid)
+        response = data.responses.get(self.writer) if self.writer else None
+        summary = data.summary(self.writer, ratio) if self.writer else None
+        # Only the verdicts on the two texts shown: never another mode's response or summary.
+        shown_ids = {g.id for g in (response, summary) if g is not None}
+        verdicts = [v for v in view.verdicts(cid) if v.generation_id in shown_ids]
         flags = view.flags(cid)
         texts = {"ref-a": data.article_a, "ref-b": data.article_b,
                  "response": response.text if response else "", "summary": summary.text if summary else ""}
-        shown = Shown(cid, iid, self.model)
+        shown = Shown(cid, iid, self.writer, response.id if response else None, summary.id if summary else None)
+        self.shown = shown
 
         for pane in PANES:
             text = texts[pane]
@@ -241,8 +259,7 @@ class AuditScreen(Screen):
             found: list[tuple[str, tuple[int, int] | None]] = []
             if kind:
                 for v in verdicts:
-                    if v.kind == kind and v.model == self.model and v.verdict and v.quote and (
-                            kind == "response" or v.ratio == ratio):
+                    if v.kind == kind and v.verdict and v.quote:
                         how, span = quote_span(v.quote, text)
                         found.append((v.judge, span))
                         if span:
@@ -259,13 +276,13 @@ class AuditScreen(Screen):
             sim = self._similarity(con, text, pane, data, response, summary)
             shown.similarities[pane] = sim
             widget = self.query_one(f"#{pane}", TextPane)
-            widget.show(body, key=(iid, pane, self.model, ratio),
+            widget.show(body, key=(iid, pane, self.writer, ratio),
                         subtitle=f"{words} words · {sim[0]} {sim[1]:.2f} · {len(copies)} copied")
             first = min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
             if first is not None:
                 widget.reveal(first)
-        self.shown = shown
-        self._render_head(data, con, flags, verdicts, ratio)
+        shown.state = self._state(iid, cid, verdicts, ratio)
+        self._render_head(data, con, flags, shown.state, ratio)
         self._render_verdicts(verdicts, ratio)
         self._render_tabs()
 
@@ -286,24 +303,25 @@ class AuditScreen(Screen):
                 return ("cos", cosine(c_vec[1], t_vec[1]))
         return ("lex", lexical_overlap(con.text, text))
 
-    def _render_head(self, data: InstructionData, con: Constraint, flags: dict[str, str], verdicts: list[Verdict],
+    def _render_head(self, data: InstructionData, con: Constraint, flags: dict[str, str], outcome: str,
                      ratio: float) -> None:
-        full, summ = self._scores(verdicts, ratio)
-        state = ("[b red]FLIPPED[/]" if passes(full) and summ is not None and not passes(summ)
-                 else "[green]pass both[/]" if passes(full) and passes(summ)
-                 else "[yellow]fails full[/]" if full is not None else "[dim]not judged[/]")
+        state = {"FLIPPED": "[b red]FLIPPED[/]", "pass both": "[green]pass both[/]",
+                 "fails full": "[yellow]fails full[/]", "passes full": "[green]passes full[/] [dim](summary not judged)[/]"
+                 }.get(outcome, "[dim]not judged[/]")
         flag_txt = " ".join(f"[black on yellow] {f} [/]" for f in sorted(flags)) or "[dim]no flags[/]"
         lineage = ""
         if con.replaces_id and con.replaces_id in data.constraints:
             old = data.constraints[con.replaces_id]
-            lineage = (f"\n[dim]replaced #{old.id}:[/] {_esc(old.text)}  [dim]because[/] "
-                       f"{_esc(old.replaced_reason or '?')}")
+            # pipeline.revision keeps the reason on the new row (older stores: on the old one).
+            reason = con.replaced_reason or old.replaced_reason or "?"
+            lineage = f"\n[dim]replaced #{old.id}:[/] {_esc(old.text)}  [dim]because[/] {_esc(reason)}"
         elif con.origin:
             lineage = f"\n[dim]{con.origin}; base article verdict: " \
                        f"{'-' if con.base_verdict is None else 'yes' if con.base_verdict else 'no'}[/]"
         self.query_one("#audit-head", Static).update(
             f"[b]#{data.id}[/] {data.domain} · {data.condition} · constraint {con.position}/"
-            f"{sum(1 for c in data.constraints.values() if c.active)} · [b]{self.model or '-'}[/] · summary {ratio:g}"
+            f"{sum(1 for c in data.constraints.values() if c.active)} · [b]{_esc(self.writer.label) if self.writer else '-'}[/]"
+            f" · summary {ratio:g}"
             f" · {state} · {flag_txt} · copy: {self.copy_mode} ({self.index + 1}/{len(self.order)})\n"
             f"[b]{_esc(con.text)}[/]{lineage}", layout=False)  # fixed height in app.tcss
 
@@ -311,8 +329,6 @@ class AuditScreen(Screen):
         """Plain aligned lines, not a Rich Table: a table re-measures itself on every move."""
         lines = [Text("judge        text          verdict quote    evidence", style="bold")]
         for v in verdicts:
-            if v.model != self.model or (v.kind == "summary" and v.ratio != ratio) or v.kind not in ("response", "summary"):
-                continue
             found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"),
                             "missing": ("MISSING", "bold red")}.get(v.quote_found or "", ("-", "dim"))
             where = "full" if v.kind == "response" else f"summary {v.ratio:g}"

@@ -1,8 +1,10 @@
-"""Compare: two models' responses to one instruction, side by side, aligned on constraints.
+"""Compare: two responses to one instruction, side by side, aligned on constraints.
 
-The table lists every active constraint with both models' Org (full response) and Core
-(summary) verdicts, judges averaged; moving the cursor highlights that constraint's evidence
-quotes in both responses.
+A side is a writer, (model, mode): two models, or one model's direct and edit responses. The
+table lists every active constraint with both sides' Org verdict (the judges' mean on the full
+response) and Core call (pipeline.metrics.Item: the raters who judged both texts, FLIP when
+the constraint flipped, as Audit, Annotate and the report count it); moving the cursor
+highlights that constraint's evidence quotes in both responses.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from ..data import LATEST_VERDICT, InstructionData, passes
+from pipeline.queries import Writer, instruction_ids, latest_verdicts
+
+from ..data import InstructionData, passes
 from ..widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
 from ..widgets.text_pane import TextPane
 
@@ -29,12 +33,20 @@ def _mark(score: float | None) -> Text:
     return Text("no" if score == 0 else "½", style="red" if score == 0 else "yellow")
 
 
+def _core_mark(item) -> Text:  # noqa: ANN001 - pipeline.metrics.Item or None
+    if item is None:
+        return Text("·", style="dim")
+    if item.flipped:
+        return Text("FLIP", style="bold red")
+    return _mark(item.summary_score)
+
+
 class CompareScreen(Screen):
     BINDINGS = [
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="["),
-        Binding("m", "cycle(0)", "Model A"),
-        Binding("M", "cycle(1)", "Model B"),
+        Binding("m", "cycle(0)", "Side A"),
+        Binding("M", "cycle(1)", "Side B"),
         Binding("a", "audit", "Audit row"),
     ]
 
@@ -42,11 +54,13 @@ class CompareScreen(Screen):
         super().__init__()
         self.instruction_ids: list[int] = []
         self.pos = 0
-        self.models: list[str | None] = [None, None]
+        self.writers: list[Writer | None] = [None, None]
         self.data: InstructionData | None = None
         self.row_cids: list[int] = []
-        # (constraint, generation) -> judges' (verdict, quote)
+        # (constraint, generation) -> each rater's latest (judge, verdict, quote)
         self.verdicts: dict[tuple[int, int], list[tuple[str, int, str]]] = {}
+        # What the table shows per row: [(A Org, A Core, B Org, B Core)] as plain strings, for tests.
+        self.cells: list[tuple[str, ...]] = []
         self.highlighted: dict[str, list[tuple[int, int]]] = {}
 
     def compose(self) -> ComposeResult:
@@ -70,7 +84,7 @@ class CompareScreen(Screen):
         self._take_target()
 
     def _take_target(self) -> None:
-        self.instruction_ids = [r[0] for r in self.app.conn.execute("SELECT id FROM instructions ORDER BY id")]
+        self.instruction_ids = instruction_ids(self.app.conn)
         target = self.app.target
         if target is not None:
             self.app.target = None
@@ -83,17 +97,17 @@ class CompareScreen(Screen):
             self.load()
 
     def action_cycle(self, which: int) -> None:
-        if not self.data or not self.data.models:
+        if not self.data or not self.data.writers:
             return
-        models = self.data.models
-        cur = self.models[which]
-        self.models[which] = models[(models.index(cur) + 1) % len(models)] if cur in models else models[0]
+        writers = self.data.writers
+        cur = self.writers[which]
+        self.writers[which] = writers[(writers.index(cur) + 1) % len(writers)] if cur in writers else writers[0]
         self.load()
 
     def action_audit(self) -> None:
         table = self.query_one("#compare-table", DataTable)
         if self.data and self.row_cids:
-            self.app.open_audit(self.data.id, self.models[0], self.row_cids[table.cursor_row])
+            self.app.open_audit(self.data.id, self.writers[0], self.row_cids[table.cursor_row])
 
     def load(self) -> None:
         if not self.instruction_ids:
@@ -102,45 +116,42 @@ class CompareScreen(Screen):
         self.pos = min(self.pos, len(self.instruction_ids) - 1)
         data = self.app.view.instruction(self.instruction_ids[self.pos])
         self.data = data
-        models = data.models
-        if self.models[0] not in models:
-            self.models[0] = models[0] if models else None
-        if self.models[1] not in models or self.models[1] == self.models[0]:
-            others = [m for m in models if m != self.models[0]]
-            self.models[1] = others[0] if others else self.models[0]
+        writers = data.writers
+        if self.writers[0] not in writers:
+            self.writers[0] = writers[0] if writers else None
+        if self.writers[1] not in writers or self.writers[1] == self.writers[0]:
+            others = [w for w in writers if w != self.writers[0]]
+            self.writers[1] = others[0] if others else self.writers[0]
         ratio = self.app.analysis.ratio if self.app.analysis else (0.25 if 0.25 in data.ratios else
                                                                    (data.ratios or [0.25])[0])
         gens: dict[int, tuple[int, str]] = {}  # generation -> (model slot, kind)
-        for slot, model in enumerate(self.models):
-            if model and model in data.responses:
-                gens[data.responses[model].id] = (slot, "full")
-                summ = data.summary(model, ratio)
-                if summ:
-                    gens[summ.id] = (slot, "core")
+        outcomes = [self.app.view.outcomes(data.id, w, ratio) if w and w in data.responses else {}
+                    for w in self.writers]
+        for slot, writer in enumerate(self.writers):
+            if writer and writer in data.responses:
+                gens[data.responses[writer].id] = (slot, "full")
         self.verdicts = {}
-        if gens:
-            marks = ",".join("?" * len(gens))
-            for gid, cid, judge, verdict, quote in self.app.conn.execute(
-                    f"SELECT v.generation_id, v.constraint_id, v.judge, v.verdict, v.quote FROM verdicts v"
-                    f" WHERE v.generation_id IN ({marks}) AND {LATEST_VERDICT}", tuple(gens)):
-                self.verdicts.setdefault((cid, gid), []).append((judge, verdict, quote or ""))
+        for v in latest_verdicts(self.app.conn, tuple(gens)):
+            self.verdicts.setdefault((v.constraint_id, v.generation_id), []).append((v.judge, v.verdict, v.quote))
         active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
         self.row_cids = [c.id for c in active]
         table = self.query_one("#compare-table", DataTable)
         table.clear()
         rows = []
         for c in active:
-            cells: list[object] = [str(c.position)]
+            cells: list[Text] = []
             for slot in (0, 1):
-                for kind in ("full", "core"):
-                    gid = next((g for g, (s, k) in gens.items() if s == slot and k == kind), None)
-                    vs = self.verdicts.get((c.id, gid), []) if gid else []
-                    cells.append(_mark(sum(v[1] for v in vs) / len(vs) if vs else None))
-            rows.append([*cells, c.text])
+                gid = next((g for g, (s, _) in gens.items() if s == slot), None)
+                vs = self.verdicts.get((c.id, gid), []) if gid else []
+                cells.append(_mark(sum(v[1] for v in vs) / len(vs) if vs else None))
+                cells.append(_core_mark(outcomes[slot].get(c.id)))
+            rows.append([Text(str(c.position)), *cells, c.text])
+        self.cells = [tuple(cell.plain for cell in row[1:5]) for row in rows]
         table.add_rows(rows)
         self._gens = gens
         self.query_one("#compare-head", Static).update(
-            f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={self.models[0]}  [b]B[/]={self.models[1]}"
+            f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={_label(self.writers[0])}"
+            f"  [b]B[/]={_label(self.writers[1])}"
             f" · summary {ratio:g}\n{data.main_task}")
         self.highlight(0)
 
@@ -153,10 +164,10 @@ class CompareScreen(Screen):
             return
         cid = self.row_cids[row] if 0 <= row < len(self.row_cids) else None
         for slot, pane_id in ((0, "cmp-a"), (1, "cmp-b")):
-            model = self.models[slot]
-            resp = data.responses.get(model) if model else None
+            writer = self.writers[slot]
+            resp = data.responses.get(writer) if writer else None
             pane = self.query_one(f"#{pane_id}", TextPane)
-            pane.border_title = f"{'AB'[slot]}: {model or '-'}"
+            pane.border_title = f"{'AB'[slot]}: {_label(writer)}"
             if resp is None:
                 pane.show(Text("(no response)", style="dim"), key=(data.id, slot))
                 continue
@@ -167,7 +178,12 @@ class CompareScreen(Screen):
                     if span:
                         quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
             self.highlighted[pane_id] = sorted({s for s, _ in quotes})
-            pane.show(render(resp.text, (), quotes), key=(data.id, model),
+            pane.show(render(resp.text, (), quotes), key=(data.id, writer),
                       subtitle=f"{resp.words or len(resp.text.split())} words · {len(quotes)} quote(s)")
             if quotes:
                 pane.reveal(min(s[0] for s, _ in quotes))
+
+
+def _label(writer: Writer | None) -> str:
+    """The writer's name and mode, escaped for Rich markup ("m1 [edit]" is not a tag)."""
+    return writer.label.replace("[", r"\[") if writer else "-"

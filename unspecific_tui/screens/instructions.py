@@ -1,7 +1,7 @@
-"""Instructions: one row per instruction and model, filterable, sortable by any column.
+"""Instructions: one row per instruction, model and response mode, filterable, sortable by any column.
 
-Rows come from the store-wide Analysis (computed in a worker). Enter opens the Audit screen
-on the row's instruction and model; ``c`` opens Compare.
+Rows come from the store-wide Analysis (computed in a worker), one per response: (instruction,
+model, mode). Enter opens the Audit screen on the row's instruction and response; ``c`` opens Compare.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ COLUMNS = (
     Column("domain", "domain", lambda r: r.domain),
     Column("condition", "cond.", lambda r: r.condition),
     Column("model", "model", lambda r: r.model),
+    Column("mode", "mode", lambda r: r.mode),  # a model's direct and edit responses are two rows
     Column("org", "Org%", lambda r: r.org, _pct),
     Column("core", "Core%", lambda r: r.core, _pct),
     Column("superficial", "sup.%", lambda r: r.superficial, _pct),
@@ -186,7 +187,7 @@ class InstructionsScreen(Screen):
     def sort_by(self, key: str, reverse: bool | None = None) -> None:
         if reverse is None:
             reverse = not self.sort_reverse if key == self.sort_key else key not in ("id", "domain", "condition",
-                                                                                     "model")
+                                                                                     "model", "mode")
         self.sort_key, self.sort_reverse = key, reverse
         self.apply()
 
@@ -220,7 +221,7 @@ class InstructionsScreen(Screen):
     def action_audit(self) -> None:
         row = self._current()
         if row is not None:
-            self.app.open_audit(row.instruction_id, row.model)
+            self.app.open_audit(row.instruction_id, row.writer)
 
     def action_compare(self) -> None:
         row = self._current()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -26,6 +27,7 @@ class Cell:
     domain: str
     condition: str
     model: str
+    mode: str  # direct | edit: one model's two response modes are two rows
     n: int
     org: tuple[float, float, float]  # value, low, high
     core: tuple[float, float, float]
@@ -41,7 +43,7 @@ def report_cells(analysis: Analysis) -> list[Cell]:
     order = {c: i for i, c in enumerate(CONDITION_ORDER)}
     groups = [g for g in metrics.groups if g.ratio is not None and abs(g.ratio - analysis.ratio) < 1e-9]
     groups.sort(key=lambda g: (g.domain, order.get(g.condition, 99), g.condition, g.model, g.mode))
-    return [Cell(g.domain, g.condition, g.model if g.mode in ("", "direct") else f"{g.model} [{g.mode}]", g.n,
+    return [Cell(g.domain, g.condition, g.model, g.mode, g.n,
                  (g.org.value, g.org.low, g.org.high), (g.core.value, g.core.low, g.core.high),
                  (g.superficial.value, g.superficial.low, g.superficial.high), g.kappa) for g in groups]
 
@@ -75,7 +77,8 @@ class ReportScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#report-table", DataTable)
-        for label, key in (("domain", "domain"), ("condition", "condition"), ("model", "model"), ("n", "n"),
+        for label, key in (("domain", "domain"), ("condition", "condition"), ("model", "model"), ("mode", "mode"),
+                           ("n", "n"),
                            ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("κ judges", "kappa")):
             table.add_column(label, key=key)
         self.watch(self.app, "analysis", self._on_analysis)
@@ -93,7 +96,8 @@ class ReportScreen(Screen):
         self.cells = cells
         table = self.query_one("#report-table", DataTable)
         table.clear()
-        table.add_rows([(c.domain, c.condition, c.model, str(c.n), _fmt(c.org), _fmt(c.core), _fmt(c.superficial),
+        # Text cells: a model name with "[" in it is not Rich markup.
+        table.add_rows([(Text(c.domain), Text(c.condition), Text(c.model), Text(c.mode), str(c.n), _fmt(c.org), _fmt(c.core), _fmt(c.superficial),
                          "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}") for c in cells])
         self.query_one("#report-head", Static).update(
             f"{len(cells)} groups · summary ratio {analysis.ratio:g} · judges {', '.join(analysis.metrics.raters)} · "
@@ -123,7 +127,7 @@ class ReportScreen(Screen):
         row = min(max(table.cursor_row, 0), len(self.cells) - 1)
         domain = self.cells[row].domain
         cells = [c for c in self.cells if c.domain == domain]
-        labels = [f"{c.condition[:4]}/{c.model[-7:]}" for c in cells]
+        labels = [f"{c.condition[:4]}/{c.model[-7:]}" + (f"/{c.mode[:4]}" if c.mode else "") for c in cells]
         if self.chart == "org_core":
             plt.multiple_bar(labels, [[100 * c.org[0] for c in cells], [100 * c.core[0] for c in cells]],
                              labels=["Org", "Core"])
