@@ -2,7 +2,10 @@
 
 Two rules:
   paper     B = the most similar other kept article with cosine < max_cos (0.85), so
-            near-duplicates are passed over. Every article gets a partner; partners repeat.
+            near-duplicates are passed over. Every article gets a partner and partners repeat,
+            but each unordered pair is used once: when B already took A as its partner, A
+            takes its next candidate (a mirror pair would give two instructions the same two
+            texts and count one comparison twice).
   research  B = a partner with min_cos <= cosine < max_cos ([0.70, 0.85)), each article in
             at most one pair: greedy in article-id order, A takes its most similar free
             partner in the window. Deterministic; articles with no free partner stay unpaired.
@@ -213,26 +216,31 @@ def _exact_row(vectors: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
 # -- the rules -----------------------------------------------------------------------------------
 def choose_paper(vectors: np.ndarray, ids: np.ndarray, sims: np.ndarray, max_cos: float,
                  n_candidates: int) -> list[tuple[int, int, float, int, list[tuple[int, float, int]]]]:
-    """(a, b, cosine, rank, next candidates as (index, cosine, rank)) per row, in row order."""
+    """(a, b, cosine, rank, next candidates as (index, cosine, rank)) per row, in row order.
+    No unordered pair twice: a row skips the rows that already chose it as their partner."""
     out = []
+    chosen_by: dict[int, set[int]] = {}  # row -> the earlier rows that took it as partner B
     for i in range(len(vectors)):
         row_ids, row_sims = ids[i], sims[i]
-        picked = _first_below(row_ids, row_sims, max_cos, 1 + n_candidates)
+        skip = chosen_by.get(i, set())
+        picked = _first_below(row_ids, row_sims, max_cos, 1 + n_candidates, skip)
         if len(picked) < 1 + n_candidates and len(row_ids) < len(vectors) - 1:
-            row_ids, row_sims = _exact_row(vectors, i)  # the top-k was all near-duplicates
-            picked = _first_below(row_ids, row_sims, max_cos, 1 + n_candidates)
+            row_ids, row_sims = _exact_row(vectors, i)  # the top-k was all near-duplicates (or mirrors)
+            picked = _first_below(row_ids, row_sims, max_cos, 1 + n_candidates, skip)
         if picked:
             (b, c, r), rest = picked[0], picked[1:]
+            chosen_by.setdefault(b, set()).add(i)
             out.append((i, b, c, r, rest))
     return out
 
 
-def _first_below(row_ids: np.ndarray, row_sims: np.ndarray, max_cos: float, want: int) -> list[tuple[int, float, int]]:
+def _first_below(row_ids: np.ndarray, row_sims: np.ndarray, max_cos: float, want: int,
+                 skip: set[int] = frozenset()) -> list[tuple[int, float, int]]:  # type: ignore[assignment]
     picked = []
     for rank, (j, c) in enumerate(zip(row_ids.tolist(), row_sims.tolist()), 1):
         if j < 0:
             break
-        if c < max_cos:
+        if c < max_cos and j not in skip:
             picked.append((j, c, rank))
             if len(picked) == want:
                 break

@@ -129,6 +129,21 @@ def test_paper_rule_falls_back_to_all_articles_when_top_k_is_all_too_similar():
     assert chosen[0] == (7, 7)
 
 
+def test_paper_rule_uses_each_unordered_pair_once():
+    # Mutual nearest neighbours are common in clustered data: without the rule, A -> B and
+    # B -> A are both stored and two instructions share the same two texts.
+    v = clustered(120, 24, clusters=8, spread=0.9, seed=5)
+    ids, sims = neighbours_brute(v, 8)
+    chosen = choose_paper(v, ids, sims, 0.85, 2)
+    unordered = [frozenset((a, b)) for a, b, *_ in chosen]
+    assert len(unordered) == len(set(unordered))
+    assert len(chosen) >= 115  # a mirror's second article takes its next candidate instead
+    # The first article of a mutual pair keeps its nearest partner; the second moves down a rank.
+    first = {a: (b, r) for a, b, _, r, _ in chosen}
+    mutual = [(a, b) for a, (b, r) in first.items() if b > a and r == 1 and ids[b][0] == a]
+    assert mutual and all(first[b][0] != a and first[b][1] > 1 for a, b in mutual)
+
+
 def test_research_rule_window_and_one_pair_per_article():
     v = clustered(200, 24, clusters=6, spread=0.9, seed=3)
     ids, sims = neighbours_brute(v, 20)
@@ -149,12 +164,16 @@ def test_pair_domain_stores_auditable_pairs_and_reruns_cleanly(store):
     assert (s.pairs, s.inserted, s.search) == (40, 40, "brute")
     rows = store.query("SELECT * FROM pairs ORDER BY article_a")
     index = {aid: i for i, aid in enumerate(ids)}
+    partner = {index[r["article_a"]]: index[r["article_b"]] for r in rows}
     for row in rows:
         a, b = index[row["article_a"]], index[row["article_b"]]
         assert row["cosine"] == pytest.approx(float(v[a] @ v[b]), abs=1e-5) and row["cosine"] < 0.85
         others = [float(v[a] @ v[j]) for j in range(40) if j != a]
         assert row["rank"] == 1 + sum(c > row["cosine"] + 1e-5 for c in others)  # partner's rank among all
-        assert row["cosine"] == pytest.approx(max(c for c in others if c < 0.85), abs=1e-5)
+        # The most similar below 0.85, passing over the earlier articles that chose this one (no mirrors).
+        allowed = [float(v[a] @ v[j]) for j in range(40) if j != a and not (j < a and partner[j] == a)]
+        assert row["cosine"] == pytest.approx(max(c for c in allowed if c < 0.85), abs=1e-5)
+        assert not (b < a and partner[b] == a)
         cands = json.loads(row["candidates"])
         assert len(cands) == 3 and all(c["cosine"] <= row["cosine"] + 1e-6 for c in cands)
         assert json.loads(row["params"]) == {"max_cos": 0.85, "model": "table", "candidates": 3, "search": "brute"}
@@ -237,7 +256,7 @@ def test_cli_pair_with_hash_model(tmp_path, capsys):
 
 def test_bbc_import_and_pair_with_minilm(store):
     """The bundled BBC set, first 60 files, MiniLM: every kept article gets its most similar
-    partner below 0.85, checked against the cached vectors."""
+    partner below 0.85 that has not already chosen it, checked against the cached vectors."""
     summary = import_corpus(store, ImportOptions(fmt="bbc-news", limit=60), get_embedder("minilm"))
     kept = summary.statuses["pending"] - summary.near_duplicates
     assert summary.read == 60 and kept >= 15
@@ -247,10 +266,16 @@ def test_bbc_import_and_pair_with_minilm(store):
     arts = store.query("SELECT id, text_hash FROM articles WHERE status = 'kept' ORDER BY id")
     v = embed_stored(store, get_embedder("minilm"), [a["text_hash"] for a in arts])  # from the cache
     pos = {a["id"]: i for i, a in enumerate(arts)}
-    for row in store.query("SELECT article_a, article_b, cosine FROM pairs"):
+    rows = store.query("SELECT article_a, article_b, cosine FROM pairs")
+    partner = {pos[r["article_a"]]: pos[r["article_b"]] for r in rows}
+    for row in rows:
         a = pos[row["article_a"]]
         sims = v @ v[a]
         sims[a] = -1
+        for j in range(a):  # an earlier article that chose this one is not taken back (no mirror pair)
+            if partner.get(j) == a:
+                sims[j] = -1
         assert row["article_b"] == arts[int(np.argmax(np.where(sims < 0.85, sims, -1)))]["id"]
+    assert len({frozenset(p) for p in partner.items()}) == len(partner)
     # Vectors came from the import's near-duplicate check: pairing embedded nothing new.
     assert store.scalar("SELECT count(*) FROM embeddings WHERE model = 'all-MiniLM-L6-v2'") == summary.statuses["pending"]
