@@ -6,10 +6,11 @@
 - ``direct``: every constraint is hardened, with no base article (adversarial-filtering style).
 
 Lineage: a replacement is a new row (origin ``revised``) at the old one's position, with
-``replaces_id`` (the row it replaced), ``replaced_reason``, and for ``eval`` the base
-article's ``base_verdict`` and ``base_quote`` that made the old one too easy. The replaced
-row stays, ``active = 0`` and ``position`` NULL. In an ``eval`` instruction every original
-row also carries the base article's verdict and quote on itself.
+``replaces_id`` (the row it replaced) and ``replaced_reason``. The replaced row stays,
+``active = 0`` and ``position`` NULL. In an ``eval`` instruction every original row carries the
+base article's verdict and quote on itself, so the replaced row keeps the Yes and the quote
+that made it too easy. A replacement's ``base_verdict`` is its own: empty, as the base article
+was never judged on it (copying the old row's Yes would read as a judged, satisfied constraint).
 
 Replies: JSON ``{"replacements": [{"id": i, "constraint": ...}]}``, a list of strings in id
 order, or numbered lines. Ids with no usable replacement (missing, identical to the
@@ -273,7 +274,7 @@ class Change:
     old: dict[str, Any]  # the constraint row replaced
     new_text: str
     reason: str
-    verdict: int | None = None
+    verdict: int | None = None  # the base article's verdict on the new text, if it was judged on it
     quote: str | None = None
 
 
@@ -344,9 +345,9 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
                                      sources=[article_a, article_b, base["body"] if base else ""],
                                      repair_rounds=repair_rounds)
         asked = got.asked_again
-        changes = [
-            Change(r, text, EASY_REASON, 1, verdicts[r["id"]].get("quote")) for r, text in zip(easy, got.texts, strict=True)
-        ]
+        # No verdict on the new rows: the base article was judged on the old texts only (the
+        # old rows keep their Yes and quote, written below by apply_revision).
+        changes = [Change(r, text, EASY_REASON) for r, text in zip(easy, got.texts, strict=True)]
     apply_revision(store, instruction["id"], changes, verdicts=verdicts)
     return RevisionResult(len(changes), asked)
 

@@ -187,11 +187,14 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
                     old_text = rng.choice(_TEMPLATES).format(a=y, b=x, v=rng.choice(_VERBS))
                     reason = ("too easy: base article satisfied it" if condition == "eval"
                               else "direct: every constraint hardened")
-                    constraints.append((next_constraint, iid, None, old_text, "synthesized", 0, None, reason,
+                    # As pipeline.revision writes lineage: the reason on the new row, the base
+                    # article's Yes on the old one, no base verdict on the new one.
+                    constraints.append((next_constraint, iid, None, old_text, "synthesized", 0, None, None,
                                         1 if condition == "eval" else None, None, STAMP))
                     old_id = next_constraint
                     next_constraint += 1
-                    constraints.append((next_constraint, iid, pos, text, "revised", 1, old_id, None, 0, None, STAMP))
+                    constraints.append((next_constraint, iid, pos, text, "revised", 1, old_id, reason, None, None,
+                                        STAMP))
                 else:
                     constraints.append((next_constraint, iid, pos, text, "synthesized", 1, None, None,
                                         0 if base_id else None, None, STAMP))

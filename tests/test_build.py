@@ -108,7 +108,10 @@ async def test_eval_replaces_only_what_the_base_article_satisfies_with_lineage(t
         old = by_old[r["replaces_id"]]
         assert r["active"] == 1 and r["text"].startswith("Harder:")
         assert r["replaced_reason"].startswith("too easy")
-        assert r["base_verdict"] == 1 and r["base_quote"] == "The council met and argued about money"
+        # The new constraint was never judged on the base article: no verdict of its own, and
+        # the old row keeps the Yes and quote that made it too easy.
+        assert r["base_verdict"] is None and r["base_quote"] is None
+        assert old["base_verdict"] == 1 and old["base_quote"] == "The council met and argued about money"
     assert len(_active(store, inst["id"])) == N
     report = {r.condition: r for r in summary.conditions}
     assert report["eval"].replaced == len(easy)

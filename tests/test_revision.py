@@ -95,14 +95,15 @@ def test_apply_revision_lineage(tmp_path) -> None:
     rows = active_constraints(store, inst)
     verdicts = {rows[0]["id"]: {"verdict": 0, "quote": None}, rows[1]["id"]: {"verdict": 1, "quote": "the quote"},
                 rows[2]["id"]: {"verdict": 0, "quote": None}}
-    apply_revision(store, inst, [Change(rows[1], "Harder.", "too easy", 1, "the quote")], verdicts=verdicts)
+    apply_revision(store, inst, [Change(rows[1], "Harder.", "too easy")], verdicts=verdicts)
     active = active_constraints(store, inst)
     assert [c["text"] for c in active] == ["Keep me.", "Harder.", "Keep me too."]
     new = active[1]
     assert (new["origin"], new["replaces_id"], new["base_verdict"], new["base_quote"], new["position"]) == (
-        "revised", rows[1]["id"], 1, "the quote", 2)
+        "revised", rows[1]["id"], None, None, 2)
     old = store.one("SELECT * FROM constraints WHERE id = ?", [rows[1]["id"]])
     assert old["active"] == 0 and old["position"] is None and old["base_verdict"] == 1
+    assert old["base_quote"] == "the quote"
     assert store.one("SELECT * FROM constraints WHERE id = ?", [rows[0]["id"]])["base_verdict"] == 0
     assert store.scalar("SELECT status FROM instructions WHERE id = ?", [inst]) == "revised"
 
