@@ -36,7 +36,7 @@ def test_same_spec_same_store_and_shape(tmp_path):
     assert {r[0] for r in conn.execute("SELECT condition FROM instructions")} == {"single", "none", "direct", "eval"}
     # Revised constraints keep their lineage; single instructions have no reference B.
     assert one("SELECT count(*) FROM constraints c JOIN constraints o ON o.id = c.replaces_id"
-               " WHERE c.origin = 'revised' AND o.active = 0 AND o.replaced_reason != ''") > 0
+               " WHERE c.origin = 'revised' AND o.active = 0 AND c.replaced_reason != ''") > 0
     assert one("SELECT count(*) FROM instructions WHERE condition = 'single' AND article_b IS NOT NULL") == 0
     # Articles of a pair share sentences.
     a_text, b_text = conn.execute("SELECT ta.body, tb.body FROM pairs p JOIN articles a ON a.id = p.article_a"
