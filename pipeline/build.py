@@ -22,6 +22,8 @@ Instruction status: pending -> synthesized -> [base_judged ->] [revised ->] done
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -184,11 +186,34 @@ def select_pairs(store: Store, options: BuildOptions) -> list[dict[str, Any]]:
 
 
 def start_build_run(store: Store, config: Config, options: BuildOptions) -> BuildOptions:
-    """Create (or reopen) the run record; returns the options with ``run_id`` set."""
+    """Create (or reopen) the run record; returns the options with ``run_id`` set.
+
+    Without a run id, the id is derived from what the build makes (``build_identity``): an
+    identical command resumes its run, whose finished instructions are kept, rather than
+    building the same instructions a second time (which would count each pair twice)."""
     opts = asdict(options)
     opts["conditions"] = list(options.conditions)
-    run_id = create_run(store, "build", config, name=f"build {options.domain}", options=opts, run_id=options.run_id)
+    run_id = options.run_id or default_run_id(config, options)
+    run_id = create_run(store, "build", config, name=f"build {options.domain}", options=opts, run_id=run_id)
     return replace(options, run_id=run_id)
+
+
+def build_identity(config: Config, options: BuildOptions) -> dict[str, Any]:
+    """What decides a build's instructions: its options, and the generator's and base judge's
+    model and address. Not concurrency, timeouts, prices or keys: changing those is the same build."""
+    opts = asdict(options)
+    opts.pop("run_id")
+    opts["conditions"] = sorted(options.conditions)
+    endpoints = {}
+    for role, name in (("generator", options.generator_name(config)), ("base_judge", options.judge_name(config))):
+        endpoint = config.endpoint(name)
+        endpoints[role] = {"base_url": endpoint.base_url, "model": endpoint.model, "extra_body": endpoint.extra_body}
+    return {"options": opts, "endpoints": endpoints}
+
+
+def default_run_id(config: Config, options: BuildOptions) -> str:
+    digest = hashlib.sha256(json.dumps(build_identity(config, options), sort_keys=True, default=str).encode())
+    return f"build-{options.domain}-{digest.hexdigest()[:10]}"
 
 
 def _run_id(options: BuildOptions) -> str:

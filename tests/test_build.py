@@ -341,3 +341,24 @@ async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str,
     assert write_outputs(report, tmp_path / "report")
     print(f"\nreal evaluate: {elapsed:.1f}s, {client.usage.as_dict()}; response {response['words']} words, summary "
           f"{summary['words']} (achieved {summary['achieved_ratio']:.2f})\n{console.export_text()}")
+
+
+async def test_an_identical_build_resumes_its_run_instead_of_duplicating_it(tmp_path) -> None:
+    # The same command twice: one run, the same instructions, and no second call for any of them.
+    store = make_store(tmp_path / "s.sqlite", 2)
+    model = ScriptedModel()
+    with FakeOpenAIServer(model) as server:
+        config = fake_config(server.base_url)
+        client = LLMClient(config, store)
+        first = await run_build(store, config, client, BuildOptions.from_config(config, n=2, n_constraints=N))
+        calls = dict(model.kinds)
+        second = await run_build(store, config, client, BuildOptions.from_config(config, n=2, n_constraints=N))
+        assert dict(model.kinds) == calls  # the second command asked the model nothing
+        # A different build (another size) is another run.
+        other = await run_build(store, config, client, BuildOptions.from_config(config, n=1, n_constraints=N))
+        await client.aclose()
+    assert first.run_id == second.run_id != other.run_id
+    assert first.run_id.startswith("build-news-")
+    assert store.scalar("SELECT count(*) FROM runs WHERE id = ?", [first.run_id]) == 1
+    assert store.scalar("SELECT count(*) FROM instructions WHERE run_id = ?", [first.run_id]) == 2 * 4
+    assert sum(s.processed for s in second.stages) == 0 and second.complete

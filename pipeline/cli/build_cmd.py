@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="constraints per instruction (default 39, config [build] n_constraints)")
     p.add_argument("--words", type=positive_int, default=None, help="base article length in words (default 500)")
     p.add_argument("--rule", choices=["paper", "research"], default=None, help="which pairing rule's pairs to use (default paper)")
-    p.add_argument("--run", default=None, dest="run_id", help="run id: resume this run (default: a new run)")
+    p.add_argument("--run", default=None, dest="run_id", help="run id: resume this run (default: the id of an identical build, so repeating a command resumes it)")
     p.add_argument("--contradictions", action="store_true", default=None,
                    help="also ask the LLM which constraint pairs contradict each other")
     p.add_argument("--embedder", default=None, help="embedding model for the specificity-leak flag (mpnet, minilm); default lexical only")
