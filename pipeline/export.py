@@ -2,14 +2,20 @@
 
 Each line:
 
-    {"id": 12, "run_id": "build-1a2b", "domain": "news", "condition": "eval",
+    {"id": 12, "run_id": "build-1a2b", "status": "done", "domain": "news", "condition": "common+eval",
      "main_task": "Write a news article about ...",
      "constraints": [{"id": 301, "position": 1, "text": "...", "origin": "revised",
                       "replaced": [{"id": 290, "text": "...", "reason": "too easy: base article satisfied it"}],
-                      "flags": [{"flag": "proper_noun", "detail": "Harrowgate"}]},
+                      "flags": [{"flag": "specificity_leak", "detail": {"closer_to": "a", ...}}]},
                      ...],
      "references": {"a": {"id": 5, "corpus": "bbc", "source_id": "...", "title": "..."}, "b": {...} | null},
      "instruction": "Write a news article about ...\\n\\n1. ...\\n2. ..."}
+
+By default only the finished benchmark is written: instructions whose build is ``done``
+(``include_unfinished`` adds the pending, partly revised and failed ones, each line saying its
+``status``). ``condition`` is one of the four public names (``single``, ``common+none``,
+``common+direct``, ``common+eval``); the build's internal holder of a shared common synthesis
+is never written. A flag's ``detail`` is the object the build stored, not a JSON string.
 
 ``constraints`` holds the active (final) list in order; ``replaced`` is the lineage, newest
 first: the constraint this one replaced, what that one replaced, and so on, each with the
@@ -30,6 +36,26 @@ if TYPE_CHECKING:
     from .store import Store
 
 MAX_LINEAGE = 20  # guards against a cycle in replaces_id
+# Store condition -> the name a reader of the benchmark sees (METHOD.md's table).
+PUBLIC_CONDITIONS = {"single": "single", "none": "common+none", "direct": "common+direct", "eval": "common+eval"}
+FINISHED = "done"
+
+
+def public_condition(condition: str) -> str | None:
+    """The public name, or None for a condition that is not part of the benchmark (the
+    internal "common" holder of a shared synthesis)."""
+    return PUBLIC_CONDITIONS.get(condition)
+
+
+def _detail(raw: str | None) -> Any:
+    """A flag's detail as stored (JSON, from pipeline.flags) decoded; plain text stays text."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, (dict, list)) else raw
 
 
 def instruction_text(main_task: str, constraints: list[str]) -> str:
@@ -38,15 +64,20 @@ def instruction_text(main_task: str, constraints: list[str]) -> str:
 
 
 def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None = None, condition: str | None = None,
-                   with_references: bool = False) -> Iterator[dict[str, Any]]:
-    """The export records, one per instruction that has active constraints, in id order."""
-    where, params = [], []
-    for column, value in (("run_id", run), ("domain", domain), ("condition", condition)):
+                   with_references: bool = False, include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
+    """The export records, one per finished instruction (every one with ``include_unfinished``)
+    that has active constraints, in id order. ``condition`` takes a store or a public name."""
+    internal = {public: name for name, public in PUBLIC_CONDITIONS.items()}
+    where, params = ["condition IN (" + ",".join("?" * len(PUBLIC_CONDITIONS)) + ")"], list(PUBLIC_CONDITIONS)
+    for column, value in (("run_id", run), ("domain", domain), ("condition", internal.get(condition, condition))):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
-    sql = ("SELECT id, run_id, domain, condition, pair_id, article_a, article_b, main_task FROM instructions"
-           + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id")
+    if not include_unfinished:
+        where.append("status = ?")
+        params.append(FINISHED)
+    sql = ("SELECT id, run_id, domain, condition, pair_id, article_a, article_b, main_task, status FROM instructions"
+           " WHERE " + " AND ".join(where) + " ORDER BY id")
     conn = store.conn
     articles: dict[int, dict[str, Any] | None] = {}
 
@@ -65,7 +96,7 @@ def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None =
                 articles[article_id] = ref
         return articles[article_id]
 
-    for iid, run_id, dom, cond, pair_id, art_a, art_b, main_task in conn.execute(sql, params).fetchall():
+    for iid, run_id, dom, cond, pair_id, art_a, art_b, main_task, status in conn.execute(sql, params).fetchall():
         rows = conn.execute(
             "SELECT id, position, text, origin, replaces_id, replaced_reason FROM constraints"
             " WHERE instruction_id = ? AND active = 1 ORDER BY position, id", (iid,)).fetchall()
@@ -76,13 +107,14 @@ def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None =
             "SELECT f.constraint_id, f.flag, f.detail FROM constraint_flags f JOIN constraints c"
             " ON c.id = f.constraint_id WHERE c.instruction_id = ? AND c.active = 1 ORDER BY f.constraint_id, f.flag",
             (iid,)):
-            flags.setdefault(cid, []).append({"flag": flag, "detail": detail})
+            flags.setdefault(cid, []).append({"flag": flag, "detail": _detail(detail)})
         constraints = []
         for cid, position, text, origin, replaces_id, reason in rows:
             constraints.append({"id": cid, "position": position, "text": text, "origin": origin,
                                 "replaced": _lineage(store, replaces_id, reason), "flags": flags.get(cid, [])})
         yield {
-            "id": iid, "run_id": run_id, "domain": dom, "condition": cond, "pair_id": pair_id,
+            "id": iid, "run_id": run_id, "status": status or "", "domain": dom, "condition": PUBLIC_CONDITIONS[cond],
+            "pair_id": pair_id,
             "main_task": main_task or "", "constraints": constraints,
             "references": {"a": reference(art_a), "b": reference(art_b)},
             "instruction": instruction_text(main_task or "", [c["text"] for c in constraints]),

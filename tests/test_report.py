@@ -96,7 +96,7 @@ def test_export_jsonl_parses_back_with_lineage(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == 1  # instruction 2 has no constraints
     rec = lines[0]
-    assert (rec["id"], rec["domain"], rec["condition"]) == (1, "news", "eval")
+    assert (rec["id"], rec["domain"], rec["condition"], rec["status"]) == (1, "news", "common+eval", "done")
     assert [c["position"] for c in rec["constraints"]] == [1, 2, 3, 4]
     first = rec["constraints"][0]
     assert first["replaced"] == [{"id": 10, "text": "Mention the council.", "reason": "too easy: base article satisfied it"}]
@@ -127,3 +127,35 @@ def test_requested_comparison_carries_the_holm_p(tmp_path: Path) -> None:
     assert requested.p_holm == same.p_holm and same.p_holm >= same.test.p_value
     assert same.p_holm < 0.05 and family[frozenset(("strong", "twin"))].p_holm > 0.05
     store.close()
+
+
+def test_export_writes_the_finished_benchmark_with_public_names_and_flag_objects(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    store = build_hand_store(path)
+    c = store.conn
+    c.execute("INSERT INTO constraint_flags VALUES (2, 'specificity_leak', ?)",
+              (json.dumps({"closer_to": "a", "lexical": {"a": 0.5, "b": 0.1}}),))
+    # An eval instruction still holding its unrevised constraints, and the build's internal
+    # holder of a shared common synthesis: neither is part of the benchmark.
+    for iid, run, condition, status in ((3, "r2", "eval", "base_judged"), (4, "r2", "common", "done")):
+        c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task,"
+                  " n_constraints, status) VALUES (?, ?, 'news', ?, 1, 2, 'Write.', 1, ?)", (iid, run, condition, status))
+        c.execute("INSERT INTO constraints(instruction_id, position, text, origin, active) VALUES (?, 1, 'C.',"
+                  " 'synthesized', 1)", (iid,))
+    store.commit()
+    store.close()
+    out = tmp_path / "bench.jsonl"
+    assert main(["--store", str(path), "export", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["id"], r["condition"], r["status"]) for r in lines] == [(1, "common+eval", "done")]
+    leak = lines[0]["constraints"][1]["flags"]
+    assert leak == [{"flag": "specificity_leak", "detail": {"closer_to": "a", "lexical": {"a": 0.5, "b": 0.1}}}]
+    # --all adds the unfinished one with its status; the internal holder never appears.
+    assert main(["--store", str(path), "export", "--out", str(out), "--all"]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["id"], r["condition"], r["status"]) for r in lines] == [(1, "common+eval", "done"),
+                                                                        (3, "common+eval", "base_judged")]
+    assert "common\"" not in out.read_text()
+    # A public condition name selects.
+    assert main(["--store", str(path), "export", "--out", str(out), "--condition", "common+eval"]) == 0
+    assert len(out.read_text().splitlines()) == 1

@@ -13,7 +13,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="FILE", help="JSONL file to write ('-' for standard output)")
     p.add_argument("--run", help="only instructions of this build run")
     p.add_argument("--domain", help="only this domain")
-    p.add_argument("--condition", help="only this condition (single | none | direct | eval)")
+    p.add_argument("--condition", help="only this condition (single | common+none | common+direct | common+eval;"
+                                       " none | direct | eval also work)")
+    p.add_argument("--all", action="store_true", dest="include_unfinished",
+                   help="also unfinished and failed instructions (each line has a status); default: done ones only")
     p.add_argument("--with-references", action="store_true",
                    help="include the reference articles' texts (mind the corpus licence)")
     p.set_defaults(func=run)
@@ -29,15 +32,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.out == "-":
             n = export_jsonl(store, sys.stdout, run=args.run, domain=args.domain, condition=args.condition,
-                             with_references=args.with_references)
+                             with_references=args.with_references, include_unfinished=args.include_unfinished)
             return 0 if n else 1
         n = export_jsonl(store, args.out, run=args.run, domain=args.domain, condition=args.condition,
-                         with_references=args.with_references)
+                         with_references=args.with_references, include_unfinished=args.include_unfinished)
     finally:
         store.close()
     out = console()
     if not n:
-        out.print("Nothing to export: no instructions with active constraints match (check --run / --condition).")
+        out.print("Nothing to export: no finished instructions with active constraints match (check --run / --condition;"
+                  " --all adds unfinished ones).")
         return 1
     out.print(f"wrote {n} instructions to [bold]{args.out}[/]")
     return 0
