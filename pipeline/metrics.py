@@ -61,6 +61,7 @@ import math
 import random
 import sqlite3
 import threading
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -389,6 +390,11 @@ def compute_metrics(
     return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios)
 
 
+def runs_covered(metrics: Metrics) -> list[str]:
+    """The build runs whose judged responses the metrics count."""
+    return sorted({r.run_id for r in metrics.rows if r.run_id})
+
+
 @dataclass
 class _KappaCounts:
     """The 2x2 agreement cells [n11, n10, n01, n00] of each (text, pair of raters), one row each."""
@@ -518,14 +524,16 @@ def _groups(rows: list[Row], counts: _KappaCounts, *, n_resamples: int, seed: in
     for key in sorted(buckets, key=_group_sort_key):
         members = buckets[key]
         domain, condition, model, mode, ratio = key
-        org = bootstrap_mean([r.org for r in members], n_resamples=n_resamples, seed=seed)
-        g = Group(domain, condition, model, mode, ratio, n=len(members), org=org)
+        units = _pair_units(members)
+        org = bootstrap_mean([_nanmean([r.org for r in u]) for u in units], n_resamples=n_resamples, seed=seed)
+        g = Group(domain, condition, model, mode, ratio, n=len(units), org=org)
         if ratio is not None:
-            g.core = bootstrap_mean([r.core for r in members], n_resamples=n_resamples, seed=seed)
+            g.core = bootstrap_mean([_nanmean([r.core for r in u]) for u in units], n_resamples=n_resamples, seed=seed)
             # Units x raters; a rater who did not judge a response adds nothing to either sum.
-            g.superficial = bootstrap_ratio(np.nan_to_num(np.array([r.flipped_by for r in members], dtype=float)),
-                                            np.nan_to_num(np.array([r.satisfied_by for r in members], dtype=float)),
-                                            n_resamples=n_resamples, seed=seed)
+            g.superficial = bootstrap_ratio(
+                np.array([_unit_counts(u, "flipped_by") for u in units], dtype=float).reshape(len(units), -1),
+                np.array([_unit_counts(u, "satisfied_by") for u in units], dtype=float).reshape(len(units), -1),
+                n_resamples=n_resamples, seed=seed)
             reached = [r.achieved_ratio for r in members if r.achieved_ratio is not None]
             g.achieved_ratio = float(np.mean(reached)) if reached else math.nan
         # Judge agreement: cells of the group's responses, plus their summaries at its ratio.
@@ -545,6 +553,36 @@ def _groups(rows: list[Row], counts: _KappaCounts, *, n_resamples: int, seed: in
         g.extra = {name: float(np.mean(values)) for name, values in extras.items()}
         groups.append(g)
     return groups
+
+
+def _pair_units(rows: list[Row]) -> list[list[Row]]:
+    """A group's rows by pair of reference articles, the bootstrap's unit: each (pair, condition,
+    model, mode) counts once. Runs that built the same pair again (an identical build repeated
+    under another id, or two builds sharing pairs) give one unit, whose value is the mean over
+    its responses; counted apart, a repeated pair would narrow every interval. Rows without
+    reference articles (hand-made instructions) are units of their own."""
+    units: dict[Any, list[Row]] = {}
+    for row in rows:
+        key = (row.article_a, row.article_b) if row.article_a is not None else ("instruction", row.instruction_id)
+        units.setdefault(key, []).append(row)
+    return list(units.values())
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def _unit_counts(rows: list[Row], name: str) -> list[float]:
+    """Per rater, a unit's mean count over its responses (NaN = that rater judged none): 0 in
+    the pooled sums."""
+    columns = np.array([getattr(r, name) for r in rows], dtype=float)
+    if columns.size == 0:
+        return []
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a rater with no count in this unit
+        means = np.nanmean(columns, axis=0)
+    return np.nan_to_num(means).tolist()
 
 
 def _group_sort_key(key: tuple) -> tuple:

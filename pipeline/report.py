@@ -44,6 +44,7 @@ from .metrics import (
     compute_metrics,
     metric_validation,
     naturalness_rates,
+    runs_covered,
 )
 from .stats import DEFAULT_RESAMPLES, holm
 
@@ -140,7 +141,8 @@ def _ci(iv: Any, sep: str = " ") -> str:
 
 
 def _label(model: str, mode: str, modes: set[str]) -> str:
-    return f"{model}/{mode}" if len(modes) > 1 and mode else model
+    """The model and its response mode, always: a table of direct responses says so too."""
+    return f"{model}/{mode}" if mode else model
 
 
 def _num(x: float | None, digits: int = 2) -> str:
@@ -174,6 +176,10 @@ def render(report: Report, console: Console) -> None:
     ratio = report.ratio
     if ratio is not None and abs(ratio - report.options.ratio) > 1e-9:
         console.print(f"[yellow]no summaries at ratio {report.options.ratio:g}; showing ratio {ratio:g}[/]")
+    runs = runs_covered(m)
+    if runs:
+        console.print(f"runs: {', '.join(runs)} [dim](each pair of references counts once per condition, model"
+                      " and mode: see README, 'Counting')[/]")
     groups = main_groups(report)
     modes = {g.mode for g in groups}
     extra_names = sorted({name for g in groups for name in g.extra})
@@ -385,6 +391,7 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         written.append(out / "validation.json")
     _write_json(out / "report.json", {
         "filters": vars(report.options.filters), "ratio": report.ratio, "raters": m.raters, "ratios": m.ratios,
+        "runs": runs_covered(m),
         "summary": summary, "agreement": [a.as_dict() for a in m.agreement],
         "comparisons": [c.as_dict() for c in report.comparisons],
         "requested_comparison": [c.as_dict() for c in report.requested],
