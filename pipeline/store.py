@@ -269,8 +269,15 @@ def _v2(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v3(db: sqlite_utils.Database) -> None:
+    """Rescore every judged text: ``text_items.flipped`` now counts only the raters who judged
+    an item on both the response and its summary (pipeline.scores.item_outcome_sql), as every
+    other consumer does; totals kept under the old rule would disagree with them."""
+    db.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts")
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -313,3 +313,25 @@ async def test_the_app_scores_changed_texts_into_the_store_unless_read_only(synt
 
     refresh_text_scores(store.conn)
     assert shown == {(r.instruction_id, r.model): (r.passed, r.flipped) for r in compute_analysis(store.conn).rows}
+
+
+def test_a_store_scored_under_the_old_flipped_rule_is_rescored(tmp_path):
+    # Schema 2 kept text_items.flipped counting every rater on each text apart; schema 3 marks
+    # every judged text stale so the next refresh applies pipeline.scores.item_outcome_sql.
+    from pipeline import store as store_mod
+
+    path = tmp_path / "s.sqlite"
+    store = open_store(path)
+    store.conn.execute("PRAGMA foreign_keys = OFF")  # a bare verdict is enough here
+    store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
+                       " VALUES (7, 1, 'J', 'batched', 'p', 1)")
+    store.conn.execute("DELETE FROM text_scores_stale")
+    store.conn.execute("PRAGMA user_version = 2")
+    store.commit()
+    store.close()
+    assert store_mod.SCHEMA_VERSION == 3
+    again = open_store(path)
+    try:
+        assert [g for (g,) in again.conn.execute("SELECT gid FROM text_scores_stale")] == [7]
+    finally:
+        again.close()
