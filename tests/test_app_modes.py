@@ -47,10 +47,10 @@ async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
         await pilot.press("4")
         await settle(app, pilot)
         compare = app.screen
-        assert compare.writers[0] == DIRECT
-        compare.writers[1] = EDIT
-        compare.load()
+        assert compare.writers == [DIRECT, Writer("m2", "direct")]  # two models in one mode first
+        await pilot.press("M")  # B: the next response that is not A's: m1's edit one
         await pilot.pause()
+        assert compare.writers == [DIRECT, EDIT]
         # C1 passes both direct texts, flips on the edit ones; C2 the other way round.
         assert compare.cells[0] == ("yes", "yes", "yes", "FLIP")
         assert compare.cells[1] == ("yes", "FLIP", "yes", "yes")

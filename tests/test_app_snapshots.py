@@ -1,4 +1,5 @@
-"""SVG snapshots of the Audit, Compare and Build screens at fixed sizes (deterministic store,
+"""SVG snapshots of the six screens at fixed sizes (the last ones on a store where one model
+answered in both modes, direct and edit) (deterministic store,
 title, no clock, no cursor blink; workers awaited before the picture)."""
 
 from __future__ import annotations
@@ -50,3 +51,40 @@ def test_compare_snapshot(snap_compare, tmp_path):
         await pilot.pause()
 
     assert snap_compare(make_app(tmp_path), terminal_size=(140, 44), run_before=before)
+
+
+def _on(keys: tuple[str, ...]):
+    async def before(pilot) -> None:  # noqa: ANN001
+        await _ready(pilot)
+        await pilot.press(*keys)
+        await _ready(pilot)
+
+    return before
+
+
+def test_instructions_both_modes_snapshot(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path, both_modes=True), terminal_size=(140, 36), run_before=_on(("2",)))
+
+
+def test_audit_edit_mode_snapshot(snap_compare, tmp_path):
+    # m: from model-a's direct response to its edit response.
+    assert snap_compare(make_app(tmp_path, both_modes=True), terminal_size=(140, 44),
+                        run_before=_on(("3", "j", "j", "m")))
+
+
+def test_compare_both_modes_snapshot(snap_compare, tmp_path):
+    # A = model-a [direct]; M moves B from model-b [direct] to model-a [edit] (A's own is skipped).
+    assert snap_compare(make_app(tmp_path, both_modes=True), terminal_size=(140, 44),
+                        run_before=_on(("4", "M", "down")))
+
+
+def test_annotate_both_modes_snapshot(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path, both_modes=True), terminal_size=(140, 40), run_before=_on(("5",)))
+
+
+def test_report_both_modes_snapshot(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path, both_modes=True), terminal_size=(160, 40), run_before=_on(("6",)))
+
+
+def test_build_both_modes_snapshot(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path, both_modes=True), terminal_size=(120, 36), run_before=_ready)

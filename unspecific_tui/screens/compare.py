@@ -99,9 +99,12 @@ class CompareScreen(Screen):
     def action_cycle(self, which: int) -> None:
         if not self.data or not self.data.writers:
             return
-        writers = self.data.writers
+        other = self.writers[1 - which]
+        # Never the other side's response: the two sides are two different texts.
+        writers = [w for w in self.data.writers if w != other] or self.data.writers
         cur = self.writers[which]
-        self.writers[which] = writers[(writers.index(cur) + 1) % len(writers)] if cur in writers else writers[0]
+        later = [w for w in writers if cur is not None and w > cur]
+        self.writers[which] = later[0] if later else writers[0]
         self.load()
 
     def action_audit(self) -> None:
@@ -120,7 +123,9 @@ class CompareScreen(Screen):
         if self.writers[0] not in writers:
             self.writers[0] = writers[0] if writers else None
         if self.writers[1] not in writers or self.writers[1] == self.writers[0]:
-            others = [w for w in writers if w != self.writers[0]]
+            # Two models in the same mode first (the screen's main use); else the other mode.
+            others = sorted((w for w in writers if w != self.writers[0]),
+                            key=lambda w: (w.mode != self.writers[0].mode, w))
             self.writers[1] = others[0] if others else self.writers[0]
         ratio = self.app.analysis.ratio if self.app.analysis else (0.25 if 0.25 in data.ratios else
                                                                    (data.ratios or [0.25])[0])
