@@ -1,4 +1,4 @@
-"""SVG snapshots of the six screens at fixed sizes (the last ones on a store where one model
+"""SVG snapshots of the screens at fixed sizes (the last ones on a store where one model
 answered in both modes, direct and edit) (deterministic store,
 title, no clock, no cursor blink; workers awaited before the picture)."""
 
@@ -82,8 +82,8 @@ def test_annotate_both_modes_snapshot(snap_compare, tmp_path):
     assert snap_compare(make_app(tmp_path, both_modes=True), terminal_size=(140, 40), run_before=_on(("5",)))
 
 
-def test_report_both_modes_snapshot(snap_compare, tmp_path):
-    assert snap_compare(make_app(tmp_path, both_modes=True), terminal_size=(160, 40), run_before=_on(("6",)))
+# No Report snapshot: its plotext chart picks its x tick labels differently from run to run
+# (seen twice in three runs here); tests/test_app_modes.py checks the Report's mode column.
 
 
 def test_build_both_modes_snapshot(snap_compare, tmp_path):
