@@ -110,3 +110,68 @@ def save_annotation(conn: sqlite3.Connection, constraint_id: int, response_id: i
         " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
         (constraint_id, response_id, annotator, label, note, when))
     conn.commit()
+
+
+# -- runs and what a step wrote (the Build screen) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: str
+    kind: str
+    status: str
+    started_at: str | None
+    calls: int | None
+    cache_hits: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost: float | None
+    error: str | None
+
+
+def runs(conn: sqlite3.Connection) -> list[RunRow]:
+    """Every run, newest first."""
+    return [RunRow(*row) for row in conn.execute(
+        "SELECT id, kind, status, started_at, calls, cache_hits, prompt_tokens, completion_tokens, cost, error"
+        " FROM runs ORDER BY started_at DESC, id")]
+
+
+def instructions_per_run(conn: sqlite3.Connection) -> dict[str, int]:
+    return dict(conn.execute("SELECT run_id, count(*) FROM instructions GROUP BY run_id").fetchall())
+
+
+def count(conn: sqlite3.Connection, sql: str, params: dict[str, object]) -> int:
+    """A stage's unit count (unspecific_tui.stages' ``count_sql``, a registry entry)."""
+    return int(conn.execute(sql, params).fetchone()[0])
+
+
+# The tables a step may add rows to, by name: only these are ever put into SQL text.
+WRITTEN_TABLES = ("articles", "pairs", "instructions", "constraints", "generations", "verdicts")
+
+
+def high_water(conn: sqlite3.Connection, tables: Sequence[str] = WRITTEN_TABLES) -> dict[str, int]:
+    """The highest rowid of each table: rows above it were written later."""
+    return {t: conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {_table(t)}").fetchone()[0] for t in tables}
+
+
+def newest_rows(conn: sqlite3.Connection, table: str, after: int, limit: int = 3) -> list[dict[str, object]]:
+    """The newest rows of ``table`` written after rowid ``after``, newest first."""
+    cur = conn.execute(f"SELECT * FROM {_table(table)} WHERE rowid > ? ORDER BY rowid DESC LIMIT ?", (after, limit))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, values)) for values in cur.fetchall()]
+
+
+def instruction_written(conn: sqlite3.Connection, before: dict[str, int]) -> int | None:
+    """The instruction of the newest instruction, constraint or generation written since ``before``."""
+    for table, column in (("instructions", "id"), ("constraints", "instruction_id"), ("generations", "instruction_id")):
+        row = conn.execute(f"SELECT {column} FROM {_table(table)} WHERE rowid > ? ORDER BY rowid DESC LIMIT 1",
+                           (before.get(table, 0),)).fetchone()
+        if row and row[0] is not None:
+            return int(row[0])
+    return None
+
+
+def _table(name: str) -> str:
+    if name not in WRITTEN_TABLES:
+        raise ValueError(f"not a table a step writes: {name!r}")
+    return name

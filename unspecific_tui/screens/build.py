@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
+from pipeline import queries
 from pipeline.progress import ProgressEvent, StopFlag
 
 from ..data import connect
@@ -33,7 +34,7 @@ from ..messages import (
 )
 from ..stages import STAGES, StageSpec, available, run_stage_blocking
 
-WATCHED = ("articles", "pairs", "instructions", "constraints", "generations", "verdicts")
+WATCHED = queries.WRITTEN_TABLES
 # Steps that report under their own name but belong to a row of the stage table.
 SUBSTAGES = {"embed": "corpus", "dedupe": "corpus"}
 BAR = 12
@@ -118,14 +119,11 @@ class BuildScreen(Screen):
         """Runs first, then per-stage counts (big stores take a moment), on a separate connection."""
         conn = connect(self.app.store_path)
         try:
-            runs = [tuple(r) for r in conn.execute(
-                "SELECT r.id, r.kind, r.status, r.started_at, r.calls, r.cache_hits, r.prompt_tokens,"
-                " r.completion_tokens, r.cost, r.error FROM runs r ORDER BY r.started_at DESC, r.id")]
-            self.app.call_from_thread(self._show_runs, runs)
+            rows = [tuple(vars(r).values()) for r in queries.runs(conn)]
+            self.app.call_from_thread(self._show_runs, rows)
             run_id = self.app.run_id
-            counts = {spec.name: conn.execute(spec.count_sql, {"run": run_id}).fetchone()[0]
-                      for spec in STAGES if spec.count_sql}
-            per_run = dict(conn.execute("SELECT run_id, count(*) FROM instructions GROUP BY run_id").fetchall())
+            counts = {spec.name: queries.count(conn, spec.count_sql, {"run": run_id}) for spec in STAGES if spec.count_sql}
+            per_run = queries.instructions_per_run(conn)
         finally:
             conn.close()
         self.app.call_from_thread(self._show_counts, counts, per_run)
@@ -415,7 +413,7 @@ class BuildScreen(Screen):
 
     # -- what a step wrote ---------------------------------------------------------------
     def _high_water(self) -> dict[str, int]:
-        return {t: self.app.conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {t}").fetchone()[0] for t in WATCHED}
+        return queries.high_water(self.app.conn, WATCHED)
 
     def action_audit_written(self) -> None:
         if self.last_instruction is None:
@@ -427,25 +425,15 @@ class BuildScreen(Screen):
     def _show_written(self) -> None:
         after = self._high_water()
         lines: list[str] = []
-        self.last_instruction = None
-        for table, column in (("instructions", "id"), ("constraints", "instruction_id"),
-                              ("generations", "instruction_id")):
-            if after[table] > self._before.get(table, 0):
-                row = self.app.conn.execute(f"SELECT {column} FROM {table} WHERE rowid > ? ORDER BY rowid DESC LIMIT 1",
-                                            (self._before.get(table, 0),)).fetchone()
-                if row and row[0] is not None:
-                    self.last_instruction = row[0]
-                    break
+        self.last_instruction = queries.instruction_written(self.app.conn, self._before)
         for table in WATCHED:
             before = self._before.get(table, 0)
             added = after[table] - before
             if added <= 0:
                 continue
             lines.append(f"[b]{table}[/] +{added}")
-            cur = self.app.conn.execute(f"SELECT * FROM {table} WHERE rowid > ? ORDER BY rowid DESC LIMIT 3", (before,))
-            names = [d[0] for d in cur.description]
-            for values in cur.fetchall():
-                lines.append("  " + _row_line(table, dict(zip(names, values)), self.app.view))
+            for row in queries.newest_rows(self.app.conn, table, before):
+                lines.append("  " + _row_line(table, row, self.app.view))
         if self.last_instruction is not None:
             lines.append(f"[dim]a: audit instruction #{self.last_instruction}[/]")
         self.query_one("#step-view", Static).update("\n".join(lines) or "[dim]the step wrote nothing new[/]")
