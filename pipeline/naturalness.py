@@ -3,12 +3,14 @@ reference article reads more like what a person would ask for?
 
 For each reference article, every pair of conditions present (e.g. common+eval vs
 common+direct vs single, and a human-written set when the user imports one) is shown to an
-LLM judge, which prefers one. Which set the judge sees first is drawn at random, seeded per
-(seed, judge, pair) so a re-run draws the same, and recorded (``shown_first``): over many
-pairs each side is first about half the time, which cancels the judge's position bias, and the
-stored order lets the report measure that bias. Results go to the ``naturalness`` table
-(``winner`` NULL = tie); ``pipeline.metrics.naturalness_rates`` turns them into win rates per
-condition pair with bootstrap intervals, and the share won by the set shown first.
+LLM judge, which prefers one, **in both orders**: once with each set first (``shown_first``).
+Each side is first exactly half the time, which cancels the judge's position bias even with a
+few instructions, and the two orders of one comparison tell position bias apart from
+preference: a judge that prefers a set picks it in both orders, one that prefers a position
+changes its answer. Results go to the ``naturalness`` table (one row per judge, pair and order;
+``winner`` NULL = tie); ``pipeline.metrics.naturalness_rates`` turns them into win rates per
+condition pair, the share won by the set shown first and the share of comparisons whose two
+orders agree, each with a bootstrap interval.
 
 Human-written sets come from a JSONL file, one line per reference article:
 ``{"article_id": 12, "main_task": "...", "constraints": ["...", ...]}`` (``article_id`` is the
@@ -18,7 +20,6 @@ instructions of condition ``human`` with status ``imported`` (the evaluation nev
 
 from __future__ import annotations
 
-import random
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
@@ -51,7 +52,6 @@ class NaturalnessOptions:
     domain: str | None = None
     judges: list[str] | None = None  # default: the naturalness_judge role
     human_file: str | None = None  # JSONL of human-written sets to import first
-    seed: int = 0
     parallel: int | None = None
 
 
@@ -151,11 +151,6 @@ def comparison_pairs(store: Store, options: NaturalnessOptions) -> list[tuple[in
 # -- one comparison -------------------------------------------------------------------------------
 
 
-def shown_first(seed: int, judge: str, a: int, b: int) -> int:
-    """Which of the pair the judge sees first: a fair coin, fixed per (seed, judge, pair)."""
-    return a if random.Random(f"{seed}:{judge}:{a}:{b}").random() < 0.5 else b
-
-
 def _validate(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError('expected {"preferred": 1 or 2, "reason": "..."}')
@@ -176,9 +171,11 @@ def _instruction(store: Store, iid: int) -> tuple[str, list[str]]:
     return task, texts
 
 
-async def compare(store: Store, client: LLMClient, judge: str, a: int, b: int, *, seed: int = 0) -> int | None:
-    """Judge one pair and store it; returns the winner's instruction id (None for a tie)."""
-    first = shown_first(seed, judge, a, b)
+async def compare(store: Store, client: LLMClient, judge: str, a: int, b: int, *, first: int) -> int | None:
+    """Judge one pair in one order (``first``, a or b, shown first) and store it; returns the
+    winner's instruction id (None for a tie)."""
+    if first not in (a, b):
+        raise ValueError(f"shown first must be {a} or {b}, not {first}")
     second = b if first == a else a
     (task_1, cons_1), (task_2, cons_2) = _instruction(store, first), _instruction(store, second)
     template = load_template("naturalness")
@@ -199,8 +196,9 @@ async def compare(store: Store, client: LLMClient, judge: str, a: int, b: int, *
 async def run_naturalness(store: Store, config: Config, client: LLMClient, options: NaturalnessOptions, *,
                           progress: ProgressHook = no_progress, stop: StopFlag | None = None,
                           max_units: int | None = None) -> StageSummary:
-    """Compare every pair of constraint sets for the same reference with each judge; a unit is
-    one (pair, judge). Pairs already judged are skipped."""
+    """Compare every pair of constraint sets for the same reference with each judge, in both
+    orders; a unit is one (pair, judge, order). Orders already judged are skipped (a store
+    judged in one order only gets the other)."""
     if options.human_file:
         added, kept = import_human_sets(store, options.human_file)
         progress_msg = f"human-written sets: {added} imported, {kept} already stored"
@@ -211,19 +209,22 @@ async def run_naturalness(store: Store, config: Config, client: LLMClient, optio
     for j in judges:
         config.endpoint(j)
     summary = StageSummary("naturalness")
-    done = {(r[0], r[1], r[2]) for r in store.conn.execute("SELECT judge, instruction_a, instruction_b FROM naturalness")}
+    done = {tuple(r) for r in store.conn.execute(
+        "SELECT judge, instruction_a, instruction_b, shown_first FROM naturalness")}
     units = []
     for a, b in comparison_pairs(store, options):
         for judge in judges:
-            if (judge, a, b) in done:
-                summary.skipped += 1
-                continue
+            for first in (a, b):
+                if (judge, a, b, first) in done:
+                    summary.skipped += 1
+                    continue
 
-            async def work(a: int = a, b: int = b, judge: str = judge) -> str:
-                winner = await compare(store, client, judge, a, b, seed=options.seed)
-                return f"instructions {a} vs {b}: {judge} preferred {winner if winner is not None else 'neither (tie)'}"
+                async def work(a: int = a, b: int = b, judge: str = judge, first: int = first) -> str:
+                    winner = await compare(store, client, judge, a, b, first=first)
+                    return (f"instructions {a} vs {b} ({first} first): {judge} preferred "
+                            f"{winner if winner is not None else 'neither (tie)'}")
 
-            units.append(Unit(f"instructions {a} vs {b}, judge {judge}", work))
+                units.append(Unit(f"instructions {a} vs {b} ({first} first), judge {judge}", work))
     parallel = options.parallel or sum(config.endpoint(j).concurrency for j in judges)
     return await run_units("naturalness", units, summary, parallel=parallel, progress=progress, stop=stop,
                            budget=Budget(max_units))

@@ -240,11 +240,12 @@ def render(report: Report, console: Console) -> None:
         a, b = report.options.compare
         console.print(f"[yellow]--compare {a},{b}: no instructions where both were judged[/]")
     if report.naturalness:
-        table = Table("condition", "vs", "n", "win rate % [CI]", "W/T/L", "first shown wins %",
-                      title="Naturalness (pairwise preference; ties count half)", title_justify="left")
+        table = Table("condition", "vs", "n", "win rate % [CI]", "W/T/L", "first shown wins % [CI]",
+                      "orders agree % [CI]", "pairs",
+                      title="Naturalness (pairwise preference in both orders; ties count half)", title_justify="left")
         for w in report.naturalness:
             table.add_row(w.condition, w.opponent, str(w.n), _ci(w.rate), f"{w.wins}/{w.ties}/{w.losses}",
-                          _pct(w.first_shown_wins))
+                          _ci(w.first_shown), _ci(w.order_agreement), str(w.both_orders))
         console.print(table)
     if report.validation is not None:
         v = report.validation

@@ -272,8 +272,14 @@ def _v2(db: sqlite_utils.Database) -> None:
 def _v3(db: sqlite_utils.Database) -> None:
     """Rescore every judged text: ``text_items.flipped`` now counts only the raters who judged
     an item on both the response and its summary (pipeline.scores.item_outcome_sql), as every
-    other consumer does; totals kept under the old rule would disagree with them."""
+    other consumer does; totals kept under the old rule would disagree with them.
+
+    And naturalness judgments are kept per order: a pair is judged with each set shown first
+    (pipeline.naturalness), so the order is part of the key."""
     db.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts")
+    db.conn.execute("DROP INDEX IF EXISTS idx_naturalness_judge_instruction_a_instruction_b")
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS idx_naturalness_judge_pair_order"
+                    " ON naturalness(judge, instruction_a, instruction_b, shown_first)")
 
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.

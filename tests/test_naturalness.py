@@ -12,7 +12,7 @@ from pipeline.errors import CorpusError
 from pipeline.fake_server import FakeOpenAIServer, last_user_message
 from pipeline.llm import LLMClient
 from pipeline.metrics import naturalness_rates
-from pipeline.naturalness import NaturalnessOptions, comparison_pairs, import_human_sets, run_naturalness, shown_first
+from pipeline.naturalness import NaturalnessOptions, comparison_pairs, import_human_sets, run_naturalness
 from pipeline.store import now
 
 # Marker words: the fake judge prefers sets by these, whatever order they are shown in.
@@ -77,38 +77,57 @@ async def _run(store, config, options):
         await client.aclose()
 
 
-async def test_pairs_judged_with_randomised_order_and_win_rates(store):
+async def test_pairs_judged_in_both_orders_and_win_rates(store):
     articles = _articles(store, 12)
     _sets(store, articles)
     with FakeOpenAIServer(judge) as server:
-        summary = await _run(store, _config(server), NaturalnessOptions(seed=3))
-        assert summary.done == 12 * 3 and server.calls == 36
+        summary = await _run(store, _config(server), NaturalnessOptions())
+        assert summary.done == 12 * 3 * 2 and server.calls == 72
         # Re-run: all stored, no call.
-        again = await _run(store, _config(server), NaturalnessOptions(seed=3))
-        assert again.skipped == 36 and server.calls == 36
+        again = await _run(store, _config(server), NaturalnessOptions())
+        assert again.skipped == 72 and server.calls == 72
     rows = store.query("SELECT * FROM naturalness")
-    firsts = Counter(r["shown_first"] == r["instruction_a"] for r in rows)
-    assert firsts[True] > 5 and firsts[False] > 5  # the order shown really varies
-    assert all(r["shown_first"] == shown_first(3, "na", r["instruction_a"], r["instruction_b"]) for r in rows)
+    # Every pair once with each set first.
+    orders = Counter((r["instruction_a"], r["instruction_b"]) for r in rows)
+    assert len(orders) == 36 and set(orders.values()) == {2}
+    assert all({r["shown_first"] for r in rows if (r["instruction_a"], r["instruction_b"]) == pair} == set(pair)
+               for pair in orders)
     rates = rates_of(store)
-    assert rates[("eval", "direct")].rate.value == 1.0 and rates[("eval", "direct")].wins == 12
-    assert rates[("direct", "single")].rate.value == 0.0 and rates[("direct", "single")].losses == 12
-    assert rates[("eval", "any")].n == 24 and rates[("single", "any")].wins == 12
-    # The judge here has no position bias: the first-shown set wins about as often as the order was drawn.
+    assert rates[("eval", "direct")].rate.value == 1.0 and rates[("eval", "direct")].wins == 24
+    assert rates[("direct", "single")].rate.value == 0.0 and rates[("direct", "single")].losses == 24
+    assert rates[("eval", "any")].n == 48 and rates[("single", "any")].wins == 24
+    # The judge prefers by content: the first-shown set wins exactly half, and both orders agree.
     share, n = first_shown_share(store)
-    assert n == 36 and 0.2 < share < 0.8
+    assert n == 72 and share == 0.5
+    ed = rates[("eval", "direct")]
+    assert ed.first_shown.value == 0.5 and ed.first_shown.low < 0.5 < ed.first_shown.high
+    assert (ed.order_agreement.value, ed.both_orders) == (1.0, 12)
 
 
 async def test_position_bias_is_visible_and_cancels(store):
-    """A judge that always picks the first set shown: each condition wins about half the time."""
-    articles = _articles(store, 40)
+    """A judge that always picks the first set shown: each condition wins exactly half the time,
+    and the two orders of every pair disagree, which tells the bias apart from a preference."""
+    articles = _articles(store, 5)  # few instructions: one order each would leave [0, 100] intervals
     _sets(store, articles, conditions=("eval", "direct"))
     with FakeOpenAIServer(first_shown_judge) as server:
         await _run(store, _config(server), NaturalnessOptions())
     rate = rates_of(store)[("eval", "direct")]
-    assert rate.first_shown_wins == 1.0 and rate.n == 40
-    assert 0.3 < rate.rate.value < 0.7
-    assert rate.rate.low < 0.5 < rate.rate.high  # no significant preference
+    assert rate.first_shown_wins == 1.0 and rate.n == 10
+    assert rate.rate.value == 0.5 and rate.rate.low < 0.5 < rate.rate.high  # no preference
+    assert (rate.order_agreement.value, rate.both_orders) == (0.0, 5)
+
+
+async def test_a_store_judged_in_one_order_gets_the_other(store):
+    articles = _articles(store, 2)
+    _sets(store, articles, conditions=("eval", "direct"))
+    ((a, b), _) = comparison_pairs(store, NaturalnessOptions())
+    store.conn.execute("INSERT INTO naturalness(judge, instruction_a, instruction_b, shown_first, winner)"
+                       " VALUES ('na', ?, ?, ?, ?)", (a, b, a, a))
+    store.commit()
+    with FakeOpenAIServer(judge) as server:
+        summary = await _run(store, _config(server), NaturalnessOptions())
+        assert (summary.skipped, summary.done, server.calls) == (1, 3, 3)
+    assert store.scalar("SELECT count(*) FROM naturalness WHERE instruction_a = ? AND instruction_b = ?", [a, b]) == 2
 
 
 async def test_human_sets_from_jsonl(store, tmp_path):
@@ -120,10 +139,10 @@ async def test_human_sets_from_jsonl(store, tmp_path):
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     with FakeOpenAIServer(judge) as server:
         summary = await _run(store, _config(server), NaturalnessOptions(human_file=str(path)))
-        assert summary.done == 2
+        assert summary.done == 4  # two pairs, each in both orders
     assert import_human_sets(store, path) == (0, 2)  # idempotent
     rate = rates_of(store)[("human", "eval")]
-    assert (rate.wins, rate.n) == (2, 2)
+    assert (rate.wins, rate.n) == (4, 4)
     assert {r["instruction_a"] for r in store.query("SELECT instruction_a FROM naturalness")} <= set(
         r[0] for r in store.conn.execute("SELECT id FROM instructions WHERE condition = 'eval'"))
     assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'human' AND status = 'imported'") == 2
@@ -167,10 +186,11 @@ async def test_two_judges_and_ties(store):
 
     with FakeOpenAIServer(responder) as server:
         await _run(store, _config(server, ("na", "nb")), NaturalnessOptions(judges=["na", "nb"]))
-        assert server.calls == 4
+        assert server.calls == 8
     rate = rates_of(store)[("eval", "direct")]
-    assert rate.ties == 2 and rate.wins == 2 and rate.rate.value == pytest.approx(0.75)
-    assert store.scalar("SELECT count(*) FROM naturalness WHERE judge = 'nb' AND winner IS NULL") == 2
+    assert rate.ties == 4 and rate.wins == 4 and rate.rate.value == pytest.approx(0.75)
+    assert store.scalar("SELECT count(*) FROM naturalness WHERE judge = 'nb' AND winner IS NULL") == 4
+    assert rate.both_orders == 4 and rate.order_agreement.value == 1.0  # a tie in both orders agrees
 
 
 def test_cli_naturalness(store_path, tmp_path, capsys):
@@ -186,10 +206,10 @@ def test_cli_naturalness(store_path, tmp_path, capsys):
                        '[roles]\nnaturalness_judge = "na"\n')
         args = ["--store", str(store_path), "--config", str(cfg)]
         assert main([*args, "naturalness"]) == 0
-        assert server.calls == 12
+        assert server.calls == 24
         out = capsys.readouterr().out
-        assert "eval" in out and "100.0" in out and "first shown won" in out
-        assert main([*args, "evaluate", "--naturalness"]) == 0 and server.calls == 12  # all stored
+        assert "eval" in out and "100.0" in out and "first shown won" in out and "orders agree" in out
+        assert main([*args, "evaluate", "--naturalness"]) == 0 and server.calls == 24  # all stored
         assert main([*args, "naturalness", "--show"]) == 0
     s = open_store(store_path)
     assert s.scalar("SELECT count(*) FROM runs WHERE kind = 'naturalness' AND status = 'done'") == 2

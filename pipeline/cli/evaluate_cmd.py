@@ -50,12 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     n = sub.add_parser("naturalness", help="which constraint set reads more like a person's request (pairwise)",
                        description="For each reference article, each pair of constraint sets (conditions, and a "
-                       "human-written set from --human) is judged for naturalness; the order shown is randomised "
-                       "(seeded). Prints win rates per condition pair with 95%% bootstrap intervals.")
+                       "human-written set from --human) is judged for naturalness in both orders (each set shown first "
+                       "once). Prints win rates per condition pair, the judge's position bias and the agreement "
+                       "between the two orders, with 95%% bootstrap intervals.")
     _common(n)
     n.add_argument("--human", default=None, metavar="FILE.jsonl",
                    help='human-written sets: {"article_id": N, "main_task": "...", "constraints": [...]} per line')
-    n.add_argument("--seed", type=int, default=0, help="seed of the order shown (default 0)")
+    n.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals (default 0)")
     n.add_argument("--show", action="store_true", help="only print the win rates of stored comparisons")
     n.set_defaults(func=run_naturalness)
 
@@ -163,7 +164,7 @@ def run_naturalness(args: argparse.Namespace) -> int:
 
     config = load_config_from(args)
     options = NaturalnessOptions(build_run=args.build_run, conditions=args.conditions, domain=args.domain,
-                                 judges=args.judges, human_file=args.human, seed=args.seed)
+                                 judges=args.judges, human_file=args.human)
     store = open_store_from(args)
     out = console()
     failed = 0
@@ -173,7 +174,7 @@ def run_naturalness(args: argparse.Namespace) -> int:
             failed = summary.failed
             if failed:
                 out.print(f"[red]{failed} comparison(s) failed[/]; run again to retry them")
-        _print_win_rates(out, naturalness_rates(store, Filters(run=args.build_run, domain=args.domain)))
+        _print_win_rates(out, naturalness_rates(store, Filters(run=args.build_run, domain=args.domain), seed=args.seed))
     finally:
         store.close()
     return 1 if failed else 0
@@ -213,11 +214,13 @@ def _print_win_rates(out: Any, rates: list[Any]) -> None:
         out.print("no naturalness comparisons stored yet")
         return
     table = Table("condition", "against", "win rate [95% CI]", "wins", "ties", "losses", "comparisons",
-                  "first shown won", title="naturalness: how often a condition's constraints read more like "
-                  "a person's request (a tie counts half)")
+                  "first shown won [CI]", "orders agree [CI]", "pairs", title="naturalness: how often a "
+                  "condition's constraints read more like a person's request (a tie counts half)")
     for r in rates:
-        bias = "-" if r.first_shown_wins != r.first_shown_wins else f"{r.first_shown_wins:.0%}"
-        table.add_row(r.condition, r.opponent, r.rate.fmt(), str(r.wins), str(r.ties), str(r.losses), str(r.n), bias)
+        table.add_row(r.condition, r.opponent, r.rate.fmt(), str(r.wins), str(r.ties), str(r.losses), str(r.n),
+                      r.first_shown.fmt(), r.order_agreement.fmt(), str(r.both_orders))
     out.print(table)
-    out.print("[dim]first shown won: share of decided comparisons won by the set the judge saw first "
-              "(50% = no position bias; the order is randomised, so the bias cancels in the win rates)[/]")
+    out.print("[dim]first shown won: share of decided comparisons won by the set the judge saw first (50% = no "
+              "position bias; each pair is judged in both orders, so the bias cancels in the win rates). "
+              "orders agree: share of pairs whose two orders name the same winner (low = position, not "
+              "preference, decides).[/]")
