@@ -70,9 +70,14 @@ def item_outcomes(conn: sqlite3.Connection, path: Path, instruction_id: int, wri
     from .metrics import Filters, constraint_items
     from .store import Store
 
-    items = constraint_items(Store(path=path, conn=conn),
-                             Filters(instruction=instruction_id, models=(writer.model,), mode=writer.mode),
-                             ratio=ratio)
+    # pipeline.metrics reads plain tuples: a caller's row factory (sqlite3.Row) is set aside.
+    factory, conn.row_factory = conn.row_factory, None
+    try:
+        items = constraint_items(Store(path=path, conn=conn),
+                                 Filters(instruction=instruction_id, models=(writer.model,), mode=writer.mode),
+                                 ratio=ratio)
+    finally:
+        conn.row_factory = factory
     out: dict[int, Item] = {}
     for item in items:
         out.setdefault(item.constraint_id, item)

@@ -140,10 +140,12 @@ def test_every_consumer_counts_the_same_flipped_items(tmp_path: Path, seed: int)
         assert {(i.constraint_id, i.response_id) for i in items if i.flipped} == expected
         # The Audit and Compare screens' per-response items, one response at a time.
         per_response = set()
+        view_conn = connect(store.path)  # as the app reads: read-only, sqlite3.Row rows
         for response, iid, writer in responses:
-            outcomes = item_outcomes(conn, store.path, iid, writer, ratio)
+            outcomes = item_outcomes(view_conn, store.path, iid, writer, ratio)
             assert all(item.response_id == response for item in outcomes.values())  # never the other mode's
             per_response |= {(cid, response) for cid, item in outcomes.items() if item.flipped}
+        view_conn.close()
         assert per_response == expected
         # The Instructions screen's rows (the stored per-text totals), one per response.
         view = connect(store.path)
