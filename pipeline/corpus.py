@@ -546,3 +546,9 @@ def article_vectors(store: Store, embedder: Embedder, articles: Iterable[dict[st
     from .embeddings import embed_stored
 
     return embed_stored(store, embedder, [a["text_hash"] for a in articles], progress=progress)
+
+
+def status_counts(store: Store, corpus: str) -> dict[str, int]:
+    """Articles of one corpus per status (kept, duplicate, too_short ...)."""
+    return dict(store.conn.execute(
+        "SELECT status, count(*) FROM articles WHERE corpus = ? GROUP BY status", (corpus,)).fetchall())

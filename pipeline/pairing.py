@@ -393,3 +393,10 @@ def summary_dict(summary: PairSummary) -> dict[str, Any]:
     out = asdict(summary)
     out["unpaired"] = len(summary.unpaired)
     return out
+
+
+def pair_stats(store: Store, domain: str, rule: str) -> dict[str, Any] | None:
+    """The stored pairs of a domain and rule: how many, their cosine range and mean partner rank."""
+    return store.one(
+        "SELECT count(*) AS n, min(cosine) AS lo, avg(cosine) AS mean, max(cosine) AS hi, avg(rank) AS rank "
+        "FROM pairs WHERE domain = ? AND rule = ?", [domain, rule])

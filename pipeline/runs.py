@@ -49,6 +49,20 @@ def add_usage(store: Store, run_id: str, usage: Usage) -> None:
     store.commit()
 
 
+def stored_options(store: Store, run_id: str, kind: str) -> dict[str, Any]:
+    """The options a run of ``kind`` was started with ({} when unknown or unreadable)."""
+    row = store.one("SELECT config FROM runs WHERE id = ? AND kind = ?", [run_id, kind])
+    try:
+        return json.loads(row["config"]).get("options") or {} if row else {}
+    except ValueError:
+        return {}
+
+
+def run_usage(store: Store, run_id: str) -> dict[str, Any] | None:
+    """A run's accounting: calls, cache hits, prompt and completion tokens, cost."""
+    return store.one("SELECT calls, cache_hits, prompt_tokens, completion_tokens, cost FROM runs WHERE id = ?", [run_id])
+
+
 def finish_run(store: Store, run_id: str, status: str = "done", error: str | None = None) -> None:
     store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": error})
     store.commit()

@@ -11,12 +11,17 @@ import pytest
 
 from pipeline import queries
 
-SCREENS = sorted((Path(__file__).parent.parent / "unspecific_tui" / "screens").glob("*.py"))
-SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b[^\n]*\b(FROM|INTO|SET)\b|\.execute\(|LATEST_VERDICT")
+ROOT = Path(__file__).parent.parent
+SCREENS = sorted((ROOT / "unspecific_tui" / "screens").glob("*.py"))
+# CLI modules only parse and print. cache_cmd.py still holds the cache library, which moves into
+# the pipeline with the package restructure (issue 12, item 9).
+CLI = sorted(p for p in (ROOT / "pipeline" / "cli").glob("*.py") if p.name != "cache_cmd.py")
+SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b[^\n]*\b(FROM|INTO|SET)\b|\.execute\(|LATEST_VERDICT"
+                 r"|\bstore\.(one|query|scalar)\(")
 
 
-@pytest.mark.parametrize("path", SCREENS, ids=[p.name for p in SCREENS])
-def test_no_screen_runs_sql(path: Path) -> None:
+@pytest.mark.parametrize("path", SCREENS + CLI, ids=[f"{p.parent.name}/{p.name}" for p in SCREENS + CLI])
+def test_no_screen_or_cli_module_runs_sql(path: Path) -> None:
     hits = [line.strip() for line in path.read_text().splitlines() if SQL.search(line)]
     assert hits == [], f"{path.name} runs SQL of its own: {hits}"
 

@@ -64,15 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _stored_options(store, run_id: str) -> dict:  # noqa: ANN001
     import dataclasses
-    import json
 
     from ..build import BuildOptions
+    from ..runs import stored_options
 
-    row = store.one("SELECT config FROM runs WHERE id = ? AND kind = 'build'", [run_id])
-    try:
-        options = json.loads(row["config"]).get("options") or {} if row else {}
-    except ValueError:
-        return {}
+    options = stored_options(store, run_id, "build")
     names = {f.name for f in dataclasses.fields(BuildOptions)}
     return {k: v for k, v in options.items() if k in names and v is not None}
 

@@ -76,7 +76,7 @@ def _guess_format(path: str | None) -> str:
 def run_add(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..corpus import ImportOptions, import_corpus
+    from ..corpus import ImportOptions, import_corpus, status_counts
     from ..errors import CorpusError
     from .common import console, open_store_from
 
@@ -101,8 +101,7 @@ def run_add(args: argparse.Namespace) -> int:
     try:
         with rich_progress(out) as hook:
             summary = import_corpus(store, options, embedder, progress=hook)
-        now_counts = dict(store.conn.execute(
-            "SELECT status, count(*) FROM articles WHERE corpus = ? GROUP BY status", (summary.corpus,)).fetchall())
+        now_counts = status_counts(store, summary.corpus)
     finally:
         store.close()
     if not summary.added and not summary.already and not summary.stopped:

@@ -141,7 +141,9 @@ def _print_summary(out: Any, store: Any, result: Any) -> None:
     for name, s in result.stages.items():
         table.add_row(name, str(s.total), str(s.done), str(s.skipped), f"[red]{s.failed}[/]" if s.failed else "0")
     out.print(table)
-    run = store.one("SELECT calls, cache_hits, prompt_tokens, completion_tokens, cost FROM runs WHERE id = ?", [result.run_id])
+    from ..runs import run_usage
+
+    run = run_usage(store, result.run_id)
     if run:
         out.print(f"LLM calls {run['calls']}, cache hits {run['cache_hits']}, tokens {run['prompt_tokens']:,} in / "
                   f"{run['completion_tokens']:,} out, cost ${run['cost']:.4f}")

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from ..embeddings import get_embedder
-    from ..pairing import PairOptions, pair_domain, summary_dict
+    from ..pairing import PairOptions, pair_domain, pair_stats, summary_dict
     from .common import console, open_store_from
     from .corpus_cmd import rich_progress
 
@@ -42,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with rich_progress(out) as hook:
             s = pair_domain(store, embedder, options, progress=hook)
-        stats = store.one(
-            "SELECT count(*) AS n, min(cosine) AS lo, avg(cosine) AS mean, max(cosine) AS hi, avg(rank) AS rank "
-            "FROM pairs WHERE domain = ? AND rule = ?", [args.domain, args.rule])
+        stats = pair_stats(store, args.domain, args.rule)
     finally:
         store.close()
     if args.json:
