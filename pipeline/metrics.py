@@ -830,10 +830,12 @@ def _side_table(metrics: Metrics, by: str, ratio: float | None) -> tuple[_SideTa
     several_modes = len({r.mode for r in rows}) > 1
     for position, row in enumerate(rows):
         mode = f"/{row.mode}" if several_modes and row.mode else ""
+        # A pair of references built by several runs is one unit, as in the groups (_pair_units).
+        pair = (row.article_a, row.article_b) if row.article_a is not None else ("instruction", row.instruction_id)
         if by == "model":
-            side, stratum, unit = row.model, (row.domain, f"{row.condition}{mode}"), row.instruction_id
+            side, stratum, unit = row.model, (row.domain, f"{row.condition}{mode}"), pair
         elif by == "mode":
-            side, stratum, unit = row.mode, (row.domain, f"{row.condition}/{row.model}"), row.instruction_id
+            side, stratum, unit = row.mode, (row.domain, f"{row.condition}/{row.model}"), pair
         else:
             side, stratum, unit = row.condition, (row.domain, f"{row.model}{mode}"), row.article_a
         values = (row.org, row.core, row.superficial, row.org - row.core)

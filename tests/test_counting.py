@@ -10,7 +10,7 @@ from pipeline.report import ReportOptions, build_report, render
 from pipeline.store import Store, open_store
 
 
-def _store(path, runs: int, n_pairs: int = 12, seed: int = 0) -> Store:
+def _store(path, runs: int, n_pairs: int = 12, seed: int = 0, models: tuple[str, ...] = ("m",)) -> Store:
     """``n_pairs`` pairs of references, each built by every one of ``runs`` runs (the same
     build repeated under another id), one judged response per instruction."""
     rng = np.random.default_rng(seed)
@@ -24,14 +24,17 @@ def _store(path, runs: int, n_pairs: int = 12, seed: int = 0) -> Store:
             iid += 1
             c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task, status)"
                       " VALUES (?, ?, 'news', 'eval', ?, ?, 'task', 'done')", (iid, f"r{run}", 2 * pair + 1, 2 * pair + 2))
-            gid += 1
-            c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, text_hash) VALUES"
-                      " (?, 'response', ?, 'm', 'direct', ?)", (gid, iid, h))
             for k in range(1, 11):
                 c.execute("INSERT INTO constraints(id, instruction_id, position, text, active) VALUES (?, ?, ?, 'c', 1)",
                           (iid * 100 + k, iid, k))
-                c.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
-                          " VALUES (?, ?, 'J', 'batched', 'p', ?)", (gid, iid * 100 + k, int(k <= 10 * skill[pair])))
+            for m, model in enumerate(models):
+                gid += 1
+                c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, text_hash) VALUES"
+                          " (?, 'response', ?, ?, 'direct', ?)", (gid, iid, model, h))
+                for k in range(1, 11):
+                    c.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
+                              " verdict) VALUES (?, ?, 'J', 'batched', 'p', ?)",
+                              (gid, iid * 100 + k, int(k <= 10 * skill[pair] - 2 * m)))
     store.commit()
     return store
 
@@ -47,6 +50,19 @@ def test_a_pair_built_by_two_runs_counts_once(tmp_path) -> None:
     assert g2.org.value == pytest.approx(g1.org.value)
     assert (g2.org.low, g2.org.high) == pytest.approx((g1.org.low, g1.org.high))
     assert runs_covered(compute_metrics(twice, n_resamples=10)) == ["r0", "r1"]
+    once.close()
+    twice.close()
+
+
+def test_a_paired_comparison_counts_each_pair_once(tmp_path) -> None:
+    from pipeline.metrics import compare
+
+    once = _store(tmp_path / "once.sqlite", runs=1, models=("a", "b"))
+    twice = _store(tmp_path / "twice.sqlite", runs=2, models=("a", "b"))
+    (t1,) = compare(compute_metrics(once, n_resamples=200), "a", "b", ratio=None, n_resamples=500)
+    (t2,) = compare(compute_metrics(twice, n_resamples=200), "a", "b", ratio=None, n_resamples=500)
+    assert (t1.test.n, t2.test.n) == (12, 12)
+    assert t2.test.diff == pytest.approx(t1.test.diff)
     once.close()
     twice.close()
 
