@@ -198,3 +198,26 @@ def test_metrics_filter_by_instruction_and_mode(tmp_path: Path) -> None:
     assert {i.response_id for i in items} <= {response}
     assert all((i.model, i.mode) == writer for i in items)
     store.close()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_verdicts_screens_show_are_the_ones_that_count(tmp_path: Path, seed: int) -> None:
+    # The latest-verdict rule, as SQL (LATEST_VERDICT: Audit's and Compare's verdict lists) and
+    # in bulk (pivot: every count), picks the same verdict for every (text, constraint, rater).
+    from pipeline.queries import latest_verdicts
+
+    store = random_store(tmp_path / "s.sqlite", 200 + seed)
+    expected = _latest_by_hand(store.conn)
+    gids = [g for (g,) in store.conn.execute("SELECT id FROM generations")]
+    active = {c for (c,) in store.conn.execute("SELECT id FROM constraints WHERE active = 1")}
+    shown = {(v.generation_id, v.constraint_id, v.judge, v.judging_mode): v.verdict
+             for v in latest_verdicts(store.conn, gids) if v.constraint_id in active}
+    assert shown == expected
+    store.close()
+    conn = connect(store.path)
+    view = StoreView(conn, store.path)
+    for cid in sorted(active):
+        by_view = Counter((v.generation_id, v.judge) for v in view.verdicts(cid))
+        by_rule = Counter((g, j) for (g, c, j, _m) in expected if c == cid)
+        assert by_view == by_rule  # one latest verdict per rater, none where the rater has no Yes/No
+    conn.close()
