@@ -23,6 +23,10 @@ async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
             ("m1", "direct", known.response), ("m1", "edit", edit), ("m2", "direct", known.response_2)]
         # The flipped counts of the two m1 rows are their own responses' (C2 on direct, C1 on edit).
         assert {r.mode: r.flipped for r in rows if r.model == "m1"} == {"direct": 1, "edit": 1}
+        app.screen.set_filter("mode", "edit")
+        await pilot.pause()
+        assert [(r.model, r.mode) for r in app.screen.rows] == [("m1", "edit")]
+        app.screen.set_filter("mode", None)
 
         app.open_audit(known.instruction, DIRECT, known.c1)
         await settle(app, pilot)

@@ -81,7 +81,7 @@ class InstructionsScreen(Screen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.filters: dict[str, str] = {"domain": ANY, "condition": ANY, "model": ANY, "flag": ANY}
+        self.filters: dict[str, str] = {"domain": ANY, "condition": ANY, "model": ANY, "mode": ANY, "flag": ANY}
         self.sort_key: str = "id"
         self.sort_reverse = False
         self.rows: list[InstructionRow] = []  # what the table shows now, in order
@@ -93,6 +93,7 @@ class InstructionsScreen(Screen):
             yield Select([], prompt="domain", id="f-domain", allow_blank=True)
             yield Select([], prompt="condition", id="f-condition", allow_blank=True)
             yield Select([], prompt="model", id="f-model", allow_blank=True)
+            yield Select([], prompt="mode", id="f-mode", allow_blank=True)
             yield Select([(label, key) for key, (label, _) in FLAGS.items()], prompt="flag", id="f-flag",
                          allow_blank=True)
         yield Static(id="instr-status")
@@ -115,7 +116,8 @@ class InstructionsScreen(Screen):
         table.loading = False
         rows = analysis.rows
         for name, values in (("domain", sorted({r.domain for r in rows})),
-                             ("condition", sorted({r.condition for r in rows})), ("model", analysis.models)):
+                             ("condition", sorted({r.condition for r in rows})), ("model", analysis.models),
+                             ("mode", analysis.modes)):
             select = self.query_one(f"#f-{name}", Select)
             with self.prevent(Select.Changed):
                 select.set_options([(v, v) for v in values])
@@ -150,6 +152,7 @@ class InstructionsScreen(Screen):
                 if (f["domain"] == ANY or r.domain == f["domain"])
                 and (f["condition"] == ANY or r.condition == f["condition"])
                 and (f["model"] == ANY or r.model == f["model"])
+                and (f["mode"] == ANY or r.mode == f["mode"])
                 and (flag_test is None or flag_test(r))]
         col = BY_KEY[self.sort_key]
         rows.sort(key=lambda r: _sort_key(col.value(r)), reverse=self.sort_reverse)
