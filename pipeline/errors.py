@@ -68,3 +68,8 @@ class LocalServerDied(LocalModelError):
 
 class StageError(UnspecificError):
     title = "Stage error"
+
+
+class UnusableEndpointError(EndpointError):
+    """An endpoint answers, but reply after reply breaks the output contract (a judge returning
+    junk with 200 OK): the step stops at once rather than storing nothing but missing verdicts."""

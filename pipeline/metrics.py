@@ -11,8 +11,10 @@ Definitions (METHOD.md, "Core satisfaction"):
 - **Org** of a response r = share of its constraints judged Yes on r, per rater, then the
   mean over raters (the paper averages two judges): equal to the mean over constraints of
   the judges' mean verdict. Constraints a rater has not judged yet are left out of that
-  rater's share rather than counted as No (the judging stage records a missing reply line
-  as No itself); ``coverage`` = judged / active says how complete a response is.
+  rater's share rather than counted as No; so is a missing verdict (stored NULL: the judge
+  left the item out or its reply stayed unusable). ``coverage`` = judged / expected says how
+  complete a response (judged: the mean over raters, a rater without a verdict counting 0) or a
+  group (pipeline.coverage: every expected verdict of its texts) is.
 - **Core@ratio** = the same on r's summary at that ratio, over the constraints the rater
   judged on both texts. Several summaries of r at one ratio (two summarizers) are averaged.
 - **Superficial share** of r at a ratio: among constraints a rater judged Yes on the full
@@ -69,6 +71,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import copying
+from .coverage import Coverage, expected_raters, group_coverage
 from .scores import both_judged, current_text_scores, drop_temp_scores, pivot
 from .stats import (
     DEFAULT_RESAMPLES,
@@ -172,10 +175,18 @@ class Group:
     agreement_items: int = 0
     achieved_ratio: float = math.nan
     extra: dict[str, float] = field(default_factory=dict)
+    # Verdicts given / expected over the group's texts (pipeline.coverage); missing ones are
+    # left out of the rates above, so a low coverage makes them unsure in a way no interval shows.
+    judged_items: int = 0
+    expected_items: int = 0
 
     @property
     def key(self) -> tuple[str, str, str, str, float | None]:
         return (self.domain, self.condition, self.model, self.mode, self.ratio)
+
+    @property
+    def coverage(self) -> float:
+        return self.judged_items / self.expected_items if self.expected_items else math.nan
 
     @property
     def survival(self) -> Interval:
@@ -192,6 +203,7 @@ class Group:
             out[name], out[f"{name}_low"], out[f"{name}_high"] = iv.value, iv.low, iv.high
         out["gap"] = self.org.value - self.core.value  # Org - Core over the same responses
         out.update({"kappa": self.kappa, "agreement": self.agreement, "agreement_items": self.agreement_items})
+        out.update({"coverage": self.coverage, "judged_items": self.judged_items, "expected_items": self.expected_items})
         out.update(self.extra)
         return out
 
@@ -374,6 +386,8 @@ def compute_metrics(
             current_text_scores(store.conn)
             _select_texts(store, f)
             raters, rows, kappa_counts = _rows(store, f)
+            vwhere, vparams = _verdict_filter(f)
+            coverage = group_coverage(store.conn, "m_gen", expected_raters(store.conn, "m_gen", vwhere, vparams))
         finally:
             _cleanup(store)
             drop_temp_scores(store.conn)
@@ -381,10 +395,22 @@ def compute_metrics(
         _add_copying(store, rows, ngram)
     if embedder is not None and rows:
         _add_similarity(store, rows, embedder)
-    groups = _groups(rows, kappa_counts, n_resamples=n_resamples, seed=seed)
+    groups = _with_coverage(_groups(rows, kappa_counts, n_resamples=n_resamples, seed=seed), coverage)
     agreement = _agreement(raters, kappa_counts)
     ratios = sorted({r.ratio for r in rows if r.ratio is not None})
     return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios)
+
+
+def _with_coverage(groups: list[Group], coverage: dict[tuple, Coverage]) -> list[Group]:
+    """Each group with its coverage; a group of texts none of whose verdicts were given (all
+    missing) has no rates but is kept, with its coverage of 0, so that it cannot pass unseen."""
+    by_key = {(*g.key[:4], _ratio_key(g.ratio)): g for g in groups}
+    for key, c in coverage.items():
+        g = by_key.get(key)
+        if g is None:
+            g = by_key[key] = Group(*key, n=0, org=NAN_INTERVAL)
+        g.judged_items, g.expected_items = c.judged, c.expected
+    return sorted(by_key.values(), key=lambda g: _group_sort_key(g.key))
 
 
 @dataclass
@@ -439,7 +465,7 @@ def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]
     # builds the rows (10,000 instructions: 40,000 rows).
     rater_join = "JOIN m_raters r ON r.judge = s.judge AND r.judging_mode = s.judging_mode"
     full = {gid: values for gid, *values in conn.execute(
-        "SELECT g.gid, count(*), avg(s.judged), avg(s.yes * 1.0 / s.judged) FROM m_gen g"
+        f"SELECT g.gid, count(*), sum(s.judged) * 1.0 / {len(keys)}, avg(s.yes * 1.0 / s.judged) FROM m_gen g"
         f" JOIN text_scores s ON s.gid = g.gid {rater_join} WHERE g.kind = 'response' GROUP BY g.gid")}
     # Per rater k: its satisfied and flipped counts, averaged over the summaries at the ratio
     # (two summarizers); NULL when k judged none of them.

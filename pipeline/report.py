@@ -17,6 +17,10 @@ with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
   org_core_<domain>.png        Org and Core bars with 95% whiskers per condition x model
   depth_<domain>.png           Core across summary ratios, one line per model (Org at 1.0)
 
+Every group carries its coverage (verdicts given / expected; missing verdicts are left out of
+the rates, pipeline.coverage). ``warnings`` (on screen, in report.json and as ``warning`` in
+summary.csv) name the figures not to trust: a group under the minimum coverage.
+
 Rates are shares in [0, 1] in the files and percentages on screen.
 """
 
@@ -45,6 +49,7 @@ from .metrics import (
     metric_validation,
     naturalness_rates,
 )
+from .coverage import MIN_COVERAGE, describe
 from .stats import DEFAULT_RESAMPLES, holm
 
 if TYPE_CHECKING:
@@ -62,6 +67,31 @@ class ReportOptions:
     copy: bool = True  # copied n-grams between responses and references
     n_resamples: int = DEFAULT_RESAMPLES
     seed: int = 0
+    min_coverage: float = MIN_COVERAGE  # groups under it are marked
+
+
+@dataclass(frozen=True)
+class ReportWarning:
+    """A figure of the report not to trust as it stands, and why."""
+
+    kind: str  # low_coverage
+    group: tuple[str, str, str, str, float | None] | None  # the group's key, when it is about one
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "group": describe(self.group) if self.group else None, "message": self.message}
+
+
+def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarning]:
+    """What the report must say beside its figures, groups in the report's order."""
+    out = []
+    for g in metrics.groups:
+        if g.expected_items and g.judged_items < options.min_coverage * g.expected_items:
+            out.append(ReportWarning("low_coverage", g.key,
+                               f"{describe(g.key)}: coverage {_pct(g.coverage)}% ({g.judged_items} of "
+                               f"{g.expected_items} verdicts given, under {_pct(options.min_coverage, 0)}%); its rates "
+                               "leave the missing verdicts out"))
+    return out
 
 
 @dataclass
@@ -73,6 +103,10 @@ class Report:
     naturalness: list[WinRate]
     annotators: list[AnnotatorAgreement]
     validation: Validation | None
+    warnings: list[ReportWarning] = field(default_factory=list)
+
+    def warned(self, group: Group) -> list[ReportWarning]:
+        return [w for w in self.warnings if w.group == group.key]
 
     @property
     def empty(self) -> bool:
@@ -91,7 +125,7 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     options = options or ReportOptions()
     metrics = compute_metrics(store, options.filters, n_resamples=options.n_resamples, seed=options.seed,
                               copy=options.copy, embedder=embedder)
-    report = Report(options, metrics, [], [], [], [], None)
+    report = Report(options, metrics, [], [], [], [], None, report_warnings(metrics, options))
     ratio = report.ratio
     kw = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
     report.comparisons = all_comparisons(metrics, options, ratio)
@@ -159,8 +193,8 @@ def main_groups(report: Report) -> list[Group]:
         key = g.key[:4]
         if g.ratio is None:
             chosen.setdefault(key, g)
-        elif ratio is not None and abs(g.ratio - ratio) < 1e-9:
-            chosen[key] = g
+        elif ratio is not None and abs(g.ratio - ratio) < 1e-9 and (g.n or key not in chosen):
+            chosen[key] = g  # (summaries with no verdict at all keep the Org row; the warnings name them)
     return list(chosen.values())
 
 
@@ -185,7 +219,7 @@ def render(report: Report, console: Console) -> None:
         table.add_column("model", no_wrap=True)
         for col in ("Org", core_label, "superficial"):
             table.add_column(col, justify="right", no_wrap=True)
-        for col in ("judge κ", "n"):
+        for col in ("judge κ", "n", "coverage %"):
             table.add_column(col, justify="right")
         if "copy_a_ngrams" in extra_names:
             table.add_column("copied 5-grams A/B", justify="right")
@@ -198,7 +232,8 @@ def render(report: Report, console: Console) -> None:
         sep = "\n" if console.width < 100 + 30 * bool(extra_names) else " "
         for g in (g for g in groups if g.domain == domain):
             row = [g.condition, _label(g.model, g.mode, modes)]
-            row += [_ci(g.org, sep), _ci(g.core, sep), _ci(g.superficial, sep), _num(g.kappa), str(g.n)]
+            row += [_ci(g.org, sep), _ci(g.core, sep), _ci(g.superficial, sep), _num(g.kappa), str(g.n),
+                    _coverage_cell(g, report)]
             e = g.extra
             if "copy_a_ngrams" in extra_names:
                 row.append(f"{_num(e.get('copy_a_ngrams'), 1)} / {_num(e.get('copy_b_ngrams'), 1)}")
@@ -209,6 +244,7 @@ def render(report: Report, console: Console) -> None:
                 row.append(_num(e.get("sim_response")))
             table.add_row(*row)
         console.print(table)
+    _render_warnings(report, console)
     if len(m.ratios) > 1:
         _render_depth(report, console)
     if m.agreement:
@@ -251,6 +287,22 @@ def render(report: Report, console: Console) -> None:
         for a in report.annotators:
             console.print(f"  annotators {a.annotator_a} / {a.annotator_b}: κ {_num(a.kappa)}, "
                           f"agree {_pct(a.percent)}%, n = {a.n}")
+
+
+def _coverage_cell(g: Group, report: Report) -> str:
+    """The group's coverage; '!' marks a group the warnings name."""
+    mark = " [bold red]![/]" if report.warned(g) else ""
+    return f"{_pct(g.coverage)}{mark}"
+
+
+def _render_warnings(report: Report, console: Console) -> None:
+    from rich.text import Text
+
+    if not report.warnings:
+        return
+    console.print(Text(f"! {len(report.warnings)} warning(s): figures not to trust as they stand", style="bold red"))
+    for w in report.warnings:
+        console.print(Text(f"  ! {w.message}"))
 
 
 def _render_depth(report: Report, console: Console) -> None:
@@ -365,7 +417,7 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         _write_csv(out / f"{name}.csv", _clean(rows))
         written.append(out / f"{name}.csv")
 
-    summary = [g.as_dict() for g in m.groups]
+    summary = [{**g.as_dict(), "warning": "; ".join(w.kind for w in report.warned(g)) or None} for g in m.groups]
     rows = _clean([r.as_dict() for r in m.rows])  # once, for the CSV and the JSON
     emit("summary", summary)
     _write_json(out / "summary.json", summary)
@@ -389,7 +441,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         "comparisons": [c.as_dict() for c in report.comparisons],
         "requested_comparison": [c.as_dict() for c in report.requested],
         "naturalness": [w.as_dict() for w in report.naturalness], "validation": validation,
-        "ranking_changes_with_ratio": ranking_changes(m),
+        "ranking_changes_with_ratio": ranking_changes(m), "min_coverage": report.options.min_coverage,
+        "warnings": [w.as_dict() for w in report.warnings],
     })
     written.append(out / "report.json")
     return written

@@ -16,7 +16,7 @@ Tables (see DESIGN.md):
   constraint_flags  quality flags per constraint (proper noun, leak, copied n-gram ...)
   contradictions pairs of constraints an LLM found jointly unsatisfiable
   generations    base articles, responses, summaries -> texts
-  verdicts       judge x text x constraint: yes/no, quote, quote found?
+  verdicts       judge x text x constraint: yes/no (NULL: missing, never counted), quote, quote found?
   annotations    human labels of flipped constraints
   naturalness    pairwise preferences between constraint sets
   llm_calls      every finished LLM call; the cache
@@ -95,7 +95,7 @@ def _v1(db: sqlite_utils.Database) -> None:
             "kind": str,  # build | evaluate | naturalness
             "name": str,
             "config": str,  # JSON, never holds key values
-            "status": str,  # running | paused | done | failed
+            "status": str,  # running | paused | done | failed | interrupted (its process was gone)
             "started_at": str,
             "finished_at": str,
             "calls": int,
@@ -269,8 +269,25 @@ def _v2(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v3(db: sqlite_utils.Database) -> None:
+    """Missing is not No: a verdict the judge never gave was stored as No with the reason
+    ``judging.UNANSWERED``; it becomes NULL (missing), left out of every rate. The update
+    triggers of pipeline.scores mark those texts for rescoring. Runs record the process that
+    runs them (pid, host), so a run whose process is gone can be marked interrupted."""
+    from .judging import UNANSWERED
+
+    db.conn.execute("UPDATE verdicts SET verdict = NULL WHERE call_id IS NULL AND reason = ? AND verdict = 0",
+                    (UNANSWERED,))
+    # Small (only missing verdicts): finds the raters a coverage figure expects without a scan.
+    db.conn.execute("CREATE INDEX IF NOT EXISTS verdicts_missing ON verdicts(generation_id, judge, judging_mode)"
+                    " WHERE verdict IS NULL")
+    for column in ("pid", "host"):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, int if column == "pid" else str)
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -104,7 +104,7 @@ class Verdict:
     kind: str  # response | summary | base
     model: str  # the model under test (for a summary, its response's)
     ratio: float | None
-    verdict: int
+    verdict: int | None  # None: missing (no usable verdict from the judge), never a No
     quote: str
     reason: str
     quote_found: str | None

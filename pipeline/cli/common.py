@@ -49,6 +49,15 @@ def parse_csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def nonempty_csv(value: str) -> list[str]:
+    """A comma-separated list that must name something: `--conditions ,` is a mistake, not
+    "every condition" (and "none" is a real condition, so never say "got none")."""
+    names = parse_csv(value)
+    if not names:
+        raise argparse.ArgumentTypeError(f"the list is empty ({value!r}): give one or more names, comma-separated")
+    return names
+
+
 def positive_int(value: str) -> int:
     try:
         number = int(value)

@@ -198,8 +198,10 @@ class AuditScreen(Screen):
         return 0.25
 
     def _scores(self, verdicts: list[Verdict], ratio: float) -> tuple[float | None, float | None]:
-        full = [v.verdict for v in verdicts if v.kind == "response" and v.model == self.model]
-        summ = [v.verdict for v in verdicts if v.kind == "summary" and v.model == self.model and v.ratio == ratio]
+        # A missing verdict (None) is no verdict: left out, as the metrics leave it out.
+        full = [v.verdict for v in verdicts if v.kind == "response" and v.model == self.model and v.verdict is not None]
+        summ = [v.verdict for v in verdicts if v.kind == "summary" and v.model == self.model and v.ratio == ratio
+                and v.verdict is not None]
         return (sum(full) / len(full) if full else None, sum(summ) / len(summ) if summ else None)
 
     def _render_tabs(self) -> None:
@@ -316,8 +318,9 @@ class AuditScreen(Screen):
             found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"),
                             "missing": ("MISSING", "bold red")}.get(v.quote_found or "", ("-", "dim"))
             where = "full" if v.kind == "response" else f"summary {v.ratio:g}"
+            said = ("missing", "yellow") if v.verdict is None else ("yes    ", "green") if v.verdict else ("no     ", "red")
             lines.append(Text.assemble(
-                f"{v.judge[:12]:<12} {where:<13} ", ("yes    " if v.verdict else "no     ", "green" if v.verdict else "red"),
+                f"{v.judge[:12]:<12} {where:<13} ", said,
                 " ", (f"{found:<8}", style), " ", (v.quote if v.verdict else v.reason).replace("\n", " "),
                 no_wrap=True, overflow="ellipsis"))
         # Padded to the most lines shown so far: a move that shows fewer verdicts keeps the height,

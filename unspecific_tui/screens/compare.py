@@ -134,7 +134,8 @@ class CompareScreen(Screen):
             for slot in (0, 1):
                 for kind in ("full", "core"):
                     gid = next((g for g, (s, k) in gens.items() if s == slot and k == kind), None)
-                    vs = self.verdicts.get((c.id, gid), []) if gid else []
+                    # Missing verdicts (None) are left out, as the metrics leave them out.
+                    vs = [v for v in self.verdicts.get((c.id, gid), []) if v[1] is not None] if gid else []
                     cells.append(_mark(sum(v[1] for v in vs) / len(vs) if vs else None))
             rows.append([*cells, c.text])
         table.add_rows(rows)

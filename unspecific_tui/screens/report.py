@@ -16,6 +16,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from rich.text import Text
+
+from pipeline.coverage import MIN_COVERAGE
+
 from ..data import Analysis
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
@@ -31,6 +35,8 @@ class Cell:
     core: tuple[float, float, float]
     superficial: tuple[float, float, float]
     kappa: float
+    coverage: float = math.nan  # verdicts given / expected (pipeline.coverage)
+    low: bool = False  # under the minimum coverage: its rates leave too much out
 
 
 def report_cells(analysis: Analysis) -> list[Cell]:
@@ -43,7 +49,13 @@ def report_cells(analysis: Analysis) -> list[Cell]:
     groups.sort(key=lambda g: (g.domain, order.get(g.condition, 99), g.condition, g.model, g.mode))
     return [Cell(g.domain, g.condition, g.model if g.mode in ("", "direct") else f"{g.model} [{g.mode}]", g.n,
                  (g.org.value, g.org.low, g.org.high), (g.core.value, g.core.low, g.core.high),
-                 (g.superficial.value, g.superficial.low, g.superficial.high), g.kappa) for g in groups]
+                 (g.superficial.value, g.superficial.low, g.superficial.high), g.kappa, g.coverage,
+                 g.expected_items > 0 and g.judged_items < MIN_COVERAGE * g.expected_items) for g in groups]
+
+
+def _coverage(cell: Cell) -> Text:
+    text = "-" if math.isnan(cell.coverage) else f"{100 * cell.coverage:.1f}"
+    return Text(f"{text} !", style="bold red") if cell.low else Text(text)
 
 
 def _fmt(iv: tuple[float, float, float]) -> str:
@@ -76,7 +88,8 @@ class ReportScreen(Screen):
     def on_mount(self) -> None:
         table = self.query_one("#report-table", DataTable)
         for label, key in (("domain", "domain"), ("condition", "condition"), ("model", "model"), ("n", "n"),
-                           ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("κ judges", "kappa")):
+                           ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("κ judges", "kappa"),
+                           ("coverage %", "coverage")):
             table.add_column(label, key=key)
         self.watch(self.app, "analysis", self._on_analysis)
 
@@ -94,10 +107,13 @@ class ReportScreen(Screen):
         table = self.query_one("#report-table", DataTable)
         table.clear()
         table.add_rows([(c.domain, c.condition, c.model, str(c.n), _fmt(c.org), _fmt(c.core), _fmt(c.superficial),
-                         "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}") for c in cells])
+                         "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}", _coverage(c)) for c in cells])
+        low = sum(c.low for c in cells)
+        warning = (f" · [bold red]! {low} group(s) under {100 * MIN_COVERAGE:g}% coverage: their missing verdicts are "
+                   "left out of the rates[/]") if low else ""
         self.query_one("#report-head", Static).update(
             f"{len(cells)} groups · summary ratio {analysis.ratio:g} · judges {', '.join(analysis.metrics.raters)} · "
-            "95% bootstrap intervals over instructions")
+            f"95% bootstrap intervals over instructions{warning}")
         self._plot()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
