@@ -13,6 +13,10 @@ class UnspecificError(Exception):
     title = "Error"
 
     def __init__(self, msg: str, *, title: str | None = None) -> None:
+        from .redact import redact
+
+        # An endpoint may echo the key it was sent: no user-facing error ever carries one.
+        msg = redact(msg) or msg
         super().__init__(msg)
         self.msg = msg
         if title is not None:

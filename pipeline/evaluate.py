@@ -41,6 +41,7 @@ from .judging import MODES as JUDGING_MODES
 from .judging import JudgeSummary, judge_generation, judge_generation_pending
 from .llm import LLMClient
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
+from .redact import redact
 from .scores import refresh_text_scores
 from .store import Store
 
@@ -266,7 +267,7 @@ async def run_units(
                 # Only the endpoint failing again and again means it is down; a unit's own problem
                 # (no base article to edit, a reply that stayed unusable) says nothing about the next.
                 in_a_row = in_a_row + 1 if isinstance(exc, EndpointError) else 0
-                summary.failures.append(Failure(stage, unit.label, str(exc)))
+                summary.failures.append(Failure(stage, unit.label, redact(str(exc)) or ""))
                 progress(ProgressEvent(stage, finished(), summary.total, f"{unit.label}: failed: {exc}", kind="error"))
                 if in_a_row >= MAX_FAILURES_IN_A_ROW:
                     fatal.append(str(exc))

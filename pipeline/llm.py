@@ -428,7 +428,9 @@ class LLMClient:
 
     def _emit(self, kind: str, detail: str) -> None:
         if self.on_event is not None:
-            self.on_event(kind, detail)
+            from .redact import redact
+
+            self.on_event(kind, redact(detail) or detail)  # repair events quote replies, which may echo a key
 
 
 # Extra Usage records the calls of the current task are also counted in (see usage_scope).

@@ -50,7 +50,9 @@ def add_usage(store: Store, run_id: str, usage: Usage) -> None:
 
 
 def finish_run(store: Store, run_id: str, status: str = "done", error: str | None = None) -> None:
-    store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": error})
+    from .redact import redact
+
+    store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": redact(error)})
     store.commit()
 
 
