@@ -28,6 +28,7 @@ Tables (see DESIGN.md):
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -355,9 +356,13 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
         raise StoreError(f"{path}: no store here (run `unspecific init` or pass --store)")
     if path.exists() and path.is_dir():
         raise StoreError(f"{path}: is a folder, not a store file")
+    if not readonly and path.exists() and not writable_place(path):
+        raise StoreError(f"{path}: the store or its folder is read-only; commands that only read it (report, export, "
+                         "corpus list, the app with --read-only) work, but this one writes: fix the permissions, or "
+                         "copy the store somewhere writable")
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            conn = sqlite3.connect(_read_only_uri(path), uri=True, check_same_thread=False)
         else:
             conn = sqlite3.connect(str(path), check_same_thread=False)
         conn.execute("PRAGMA busy_timeout = 10000")
@@ -395,6 +400,24 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a readable SQLite store ({exc})") from exc
     return store
+
+
+def writable_place(path: Path) -> bool:
+    """The file and its folder can be written (SQLite's WAL mode writes beside the file)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _read_only_uri(path: Path) -> str:
+    """A read-only SQLite URI. In a folder nobody can write, a WAL store cannot make its -shm
+    file even to be read: opened as immutable then (no one can change it there), unless a -wal
+    file holds writes the main file lacks, which immutable would hide."""
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path))}?mode=ro"
+    wal = Path(f"{path}-wal")
+    if not os.access(path.parent, os.W_OK) and not (wal.exists() and wal.stat().st_size > 0):
+        uri += "&immutable=1"
+    return uri
 
 
 def _has_foreign_tables(conn: sqlite3.Connection) -> bool:

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                             n_resamples=max(1, args.resamples), seed=args.seed)
     if args.min_coverage is not None:
         options.min_coverage = args.min_coverage
-    store = open_store_from(args, create=False)
+    store = open_store_from(args, create=False, reading=True)
     out = console()
     try:
         embedder = None
