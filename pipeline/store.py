@@ -399,7 +399,50 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
         raise StoreError(f"{path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a readable SQLite store ({exc})") from exc
+    mark_interrupted(conn)
     return store
+
+
+def mark_interrupted(conn: sqlite3.Connection) -> list[str]:
+    """Runs still marked running whose process, on this host, is gone (killed, crashed, the
+    machine rebooted): marked ``interrupted``, with why, so no run says "running" forever.
+    Returns their ids. Runs of another host, or from before runs recorded their process, are
+    left alone: nothing here can tell whether they still run."""
+    import socket
+
+    host = socket.gethostname()
+    gone = [run_id for run_id, pid in conn.execute(
+        "SELECT id, pid FROM runs WHERE status = 'running' AND pid IS NOT NULL AND host = ?", (host,))
+            if not _alive(int(pid))]
+    if gone:
+        with conn:
+            conn.executemany(
+                "UPDATE runs SET status = 'interrupted', finished_at = ?, error = coalesce(error || char(10), '') || ?"
+                " WHERE id = ? AND status = 'running'",
+                [(now(), "interrupted: its process ended without finishing it (killed or crashed); run the same "
+                  "command again to resume", run_id) for run_id in gone])
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A killed child its parent has not reaped yet still answers kill(0)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def writable_place(path: Path) -> bool:
