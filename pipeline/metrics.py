@@ -228,6 +228,9 @@ class Metrics:
     groups: list[Group]
     agreement: list[JudgeAgreement]
     ratios: list[float]
+    # Per rater: (verdicts given, of them Yes) over the selected texts; a judge that always says
+    # the same is flagged by the report.
+    rater_totals: dict[str, tuple[int, int]] = field(default_factory=dict)
     # compare's rows by stratum, unit and side, per (by, ratio): a report compares many pairs.
     _sides: dict[tuple[str, float | None], tuple[_SideTable, float | None]] = field(
         default_factory=dict, repr=False, compare=False)
@@ -388,6 +391,7 @@ def compute_metrics(
             raters, rows, kappa_counts = _rows(store, f)
             vwhere, vparams = _verdict_filter(f)
             coverage = group_coverage(store.conn, "m_gen", expected_raters(store.conn, "m_gen", vwhere, vparams))
+            totals = _rater_totals(store.conn, raters) if rows else {}
         finally:
             _cleanup(store)
             drop_temp_scores(store.conn)
@@ -398,7 +402,14 @@ def compute_metrics(
     groups = _with_coverage(_groups(rows, kappa_counts, n_resamples=n_resamples, seed=seed), coverage)
     agreement = _agreement(raters, kappa_counts)
     ratios = sorted({r.ratio for r in rows if r.ratio is not None})
-    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios)
+    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios, rater_totals=totals)
+
+
+def _rater_totals(conn: sqlite3.Connection, raters: list[str]) -> dict[str, tuple[int, int]]:
+    """(judged, yes) per rater over the texts in m_gen, for the raters in m_raters (column k)."""
+    return {raters[k]: (int(judged or 0), int(yes or 0)) for k, judged, yes in conn.execute(
+        "SELECT r.k, sum(s.judged), sum(s.yes) FROM m_gen g JOIN text_scores s ON s.gid = g.gid"
+        " JOIN m_raters r ON r.judge = s.judge AND r.judging_mode = s.judging_mode GROUP BY r.k")}
 
 
 def _with_coverage(groups: list[Group], coverage: dict[tuple, Coverage]) -> list[Group]:

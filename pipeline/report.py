@@ -82,8 +82,18 @@ class ReportWarning:
         return {"kind": self.kind, "group": describe(self.group) if self.group else None, "message": self.message}
 
 
+# A judge with at least this many verdicts, all the same, is flagged: fewer can be chance.
+CONSTANT_JUDGE_MIN = 20
+
+
 def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarning]:
-    """What the report must say beside its figures, groups in the report's order."""
+    """What the report must say beside its figures: groups in the report's order, then judges.
+
+    - low_coverage: fewer verdicts given than ``min_coverage`` of those expected;
+    - core_above_org: Core above Org's 95% interval at a ratio; a summary cannot keep what its
+      response lacks, so a lenient judge on short texts or a summary that is not one;
+    - one_instruction: a group of one instruction has no interval, and is no benchmark figure;
+    - constant_judge: a judge whose every verdict is the same measures nothing."""
     out = []
     for g in metrics.groups:
         if g.expected_items and g.judged_items < options.min_coverage * g.expected_items:
@@ -91,7 +101,29 @@ def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarn
                                f"{describe(g.key)}: coverage {_pct(g.coverage)}% ({g.judged_items} of "
                                f"{g.expected_items} verdicts given, under {_pct(options.min_coverage, 0)}%); its rates "
                                "leave the missing verdicts out"))
+        if g.ratio is not None and _above(g.core, g.org):
+            out.append(ReportWarning("core_above_org", g.key,
+                               f"{describe(g.key)}: Core {_ci(g.core)} is above Org {_ci(g.org)}, beyond Org's "
+                               "interval; a summary cannot keep what its response lacks: suspect the judge (lenient "
+                               "on short texts) or the summaries"))
+        if g.n == 1 and g.ratio is None:
+            out.append(ReportWarning("one_instruction", g.key,
+                               f"{describe(g.key)}: one instruction only; no interval, and no benchmark figure"))
+    for rater, (judged, yes) in sorted(metrics.rater_totals.items()):
+        if judged >= CONSTANT_JUDGE_MIN and yes in (0, judged):
+            said = "Yes" if yes else "No"
+            out.append(ReportWarning("constant_judge", None,
+                               f"judge {rater} said {said} to every one of its {judged} verdicts: a judge that "
+                               "never varies measures nothing (check its model and prompt)"))
     return out
+
+
+def _above(core: Any, org: Any) -> bool:
+    """Core above Org beyond Org's interval (above Org itself when it has none)."""
+    if math.isnan(core.value) or math.isnan(org.value):
+        return False
+    ceiling = org.value if math.isnan(org.high) else org.high
+    return core.value > ceiling + 1e-9
 
 
 @dataclass

@@ -53,6 +53,16 @@ def report_cells(analysis: Analysis) -> list[Cell]:
                  g.expected_items > 0 and g.judged_items < MIN_COVERAGE * g.expected_items) for g in groups]
 
 
+def warning_lines(analysis: Analysis) -> list[str]:
+    """The report's warnings (pipeline.report: low coverage, Core above Org, one instruction, a
+    constant judge), as the `unspecific report` command prints them."""
+    from pipeline.report import ReportOptions, report_warnings
+
+    if analysis.metrics is None:
+        return []
+    return [w.message for w in report_warnings(analysis.metrics, ReportOptions())]
+
+
 def _coverage(cell: Cell) -> Text:
     text = "-" if math.isnan(cell.coverage) else f"{100 * cell.coverage:.1f}"
     return Text(f"{text} !", style="bold red") if cell.low else Text(text)
@@ -108,12 +118,12 @@ class ReportScreen(Screen):
         table.clear()
         table.add_rows([(c.domain, c.condition, c.model, str(c.n), _fmt(c.org), _fmt(c.core), _fmt(c.superficial),
                          "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}", _coverage(c)) for c in cells])
-        low = sum(c.low for c in cells)
-        warning = (f" · [bold red]! {low} group(s) under {100 * MIN_COVERAGE:g}% coverage: their missing verdicts are "
-                   "left out of the rates[/]") if low else ""
-        self.query_one("#report-head", Static).update(
+        head = Text.from_markup(
             f"{len(cells)} groups · summary ratio {analysis.ratio:g} · judges {', '.join(analysis.metrics.raters)} · "
-            f"95% bootstrap intervals over instructions{warning}")
+            "95% bootstrap intervals over instructions")
+        for line in warning_lines(analysis):
+            head.append("\n! " + line, style="bold red")
+        self.query_one("#report-head", Static).update(head)
         self._plot()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
