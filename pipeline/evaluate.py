@@ -20,7 +20,8 @@ with ``min_coverage``: the CLI exits non-zero when a group is under it.
 
 Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` ("batched" or
 "per_constraint"), ``mode`` ("direct" or "edit"), ``response_words`` (500),
-``summary_slack`` (0.5: a summary over 1.5x its target is asked once to shorten; false: never),
+``summary_slack`` (0.5: a summary outside 0.5x-1.5x of its target is asked again once, then fails;
+false: any length),
 ``min_coverage`` (0.95).
 Roles: ``models_under_test``, ``judges``, ``summarizer``.
 """

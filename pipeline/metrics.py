@@ -395,6 +395,8 @@ def compute_metrics(
         finally:
             _cleanup(store)
             drop_temp_scores(store.conn)
+    if rows:
+        _add_refusals(store, rows)
     if copy and rows:
         _add_copying(store, rows, ngram)
     if embedder is not None and rows:
@@ -403,6 +405,22 @@ def compute_metrics(
     agreement = _agreement(raters, kappa_counts)
     ratios = sorted({r.ratio for r in rows if r.ratio is not None})
     return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios, rater_totals=totals)
+
+
+def _add_refusals(store: Store, rows: list[Row]) -> None:
+    """extra["refusal"]: 1.0 when the response refused the task (pipeline.contract), so a group's
+    extra holds the share of refusals. Stores from before the flag have none to show."""
+    ids = sorted({r.response_id for r in rows})
+    flags: dict[int, int] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        flags.update(store.conn.execute(
+            f"SELECT id, refusal FROM generations WHERE refusal IS NOT NULL AND id IN ({','.join('?' * len(chunk))})",
+            chunk).fetchall())
+    for row in rows:
+        flag = flags.get(row.response_id)
+        if flag is not None:
+            row.extra["refusal"] = float(flag)
 
 
 def _rater_totals(conn: sqlite3.Connection, raters: list[str]) -> dict[str, tuple[int, int]]:

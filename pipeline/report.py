@@ -92,6 +92,7 @@ def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarn
     - low_coverage: fewer verdicts given than ``min_coverage`` of those expected;
     - core_above_org: Core above Org's 95% interval at a ratio; a summary cannot keep what its
       response lacks, so a lenient judge on short texts or a summary that is not one;
+    - refusals: responses that refuse the task (the model's answer, scored as such);
     - one_instruction: a group of one instruction has no interval, and is no benchmark figure;
     - constant_judge: a judge whose every verdict is the same measures nothing."""
     out = []
@@ -106,6 +107,11 @@ def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarn
                                f"{describe(g.key)}: Core {_ci(g.core)} is above Org {_ci(g.org)}, beyond Org's "
                                "interval; a summary cannot keep what its response lacks: suspect the judge (lenient "
                                "on short texts) or the summaries"))
+        refused = g.extra.get("refusal", 0.0)
+        if g.ratio is None and refused > 0:
+            out.append(ReportWarning("refusals", g.key,
+                               f"{describe(g.key)}: {_pct(refused)}% of the responses refuse the task (kept as the "
+                               "model's answers and scored so; 'refusal' in per_instruction marks them)"))
         if g.n == 1 and g.ratio is None:
             out.append(ReportWarning("one_instruction", g.key,
                                f"{describe(g.key)}: one instruction only; no interval, and no benchmark figure"))

@@ -285,6 +285,21 @@ def _v3(db: sqlite_utils.Database) -> None:
     for column in ("pid", "host"):
         if column not in db["runs"].columns_dict:
             db["runs"].add_column(column, int if column == "pid" else str)
+    # A response that refuses the task is the model's answer, kept and flagged (pipeline.contract).
+    if "refusal" not in db["generations"].columns_dict:
+        db["generations"].add_column("refusal", int)
+    _flag_refusals(db.conn)
+
+
+def _flag_refusals(conn: sqlite3.Connection) -> None:
+    from .contract import is_refusal
+
+    rows = conn.execute("SELECT g.id, t.body FROM generations g JOIN texts t ON t.hash = g.text_hash"
+                        " WHERE g.kind = 'response' AND g.refusal IS NULL AND g.words <= 200").fetchall()
+    flags = [(int(is_refusal(body)), gid) for gid, body in rows]
+    conn.executemany("UPDATE generations SET refusal = ? WHERE id = ?", flags)
+    # Longer responses cannot be refusals (pipeline.contract.REFUSAL_MAX_WORDS): no need to read them.
+    conn.execute("UPDATE generations SET refusal = 0 WHERE kind = 'response' AND refusal IS NULL")
 
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
