@@ -14,7 +14,7 @@ from test_evaluate import KEYWORDS, _between, make_config, make_instructions, ro
 from pipeline.coverage import Coverage, low_groups
 from pipeline.errors import UnusableEndpointError
 from pipeline.evaluate import EvaluateOptions, evaluate
-from pipeline.fake_server import FakeOpenAIServer, last_user_message
+from pipeline.fake_server import FakeOpenAIServer
 from pipeline.judging import UNANSWERED
 from pipeline.metrics import compute_metrics
 from pipeline.report import ReportOptions, build_report, render, write_outputs
@@ -25,7 +25,12 @@ JUNK = "%%%garbage%%% <html>502 upstream</html>"
 
 def _flat(text: str) -> str:
     """Rich wraps long lines: compare messages with whitespace collapsed."""
-    return " ".join(text.split())
+    return " ".join(text.replace("│", " ").split())  # rich panels: borders out, wrapped lines joined
+
+
+def _asked(request: dict) -> str:
+    """The judge prompt itself (in a repair round, the last user message is the repair note)."""
+    return next(m["content"] for m in request["messages"] if m["role"] == "user" and "<<<CONSTRAINTS" in m["content"])
 
 
 def partial_judge(request: dict) -> str:
@@ -33,7 +38,7 @@ def partial_judge(request: dict) -> str:
     lantern and says No to the harbour: every other item it leaves out, even when asked again."""
     if not role_of(request).startswith("judge"):
         return world(request)
-    block = _between(last_user_message(request), "CONSTRAINTS")
+    block = _between(_asked(request), "CONSTRAINTS")
     items = re.findall(r"^(\d+)\. .*the (\w+)\.$", block, re.MULTILINE)
     verdicts = [{"id": int(i), "verdict": "no" if w == KEYWORDS[0] else "yes", "quote": "", "reason": "checked"}
                 for i, w in items if w in KEYWORDS[:2]]

@@ -13,7 +13,7 @@ from pipeline.store import open_store
 
 
 def _flat(text: str) -> str:
-    return " ".join(text.split())
+    return " ".join(text.replace("│", " ").split())  # rich panels: borders out, wrapped lines joined
 
 
 def _config(tmp_path, server) -> str:

@@ -10,8 +10,13 @@ from rich.console import Console
 from test_evaluate import _between, make_config, make_instructions, role_of, world
 
 from pipeline.evaluate import EvaluateOptions, evaluate
-from pipeline.fake_server import FakeOpenAIServer, last_user_message
+from pipeline.fake_server import FakeOpenAIServer
 from pipeline.report import ReportOptions, build_report, render, write_outputs
+
+
+def _asked(request: dict) -> str:
+    """The judge prompt itself (in a repair round, the last user message is the repair note)."""
+    return next(m["content"] for m in request["messages"] if m["role"] == "user" and "<<<CONSTRAINTS" in m["content"])
 
 
 def lenient_on_short_texts(request: dict) -> str:
@@ -19,7 +24,7 @@ def lenient_on_short_texts(request: dict) -> str:
     constraints on a long one; judge 'jb' says Yes to everything, always."""
     if not role_of(request).startswith("judge"):
         return world(request)
-    prompt = last_user_message(request)
+    prompt = _asked(request)
     short = len(_between(prompt, "TEXT").split()) < 40
     ids = [int(i) for i in re.findall(r"^(\d+)\. ", _between(prompt, "CONSTRAINTS"), re.MULTILINE)]
     always = request["model"] == "model-jb"
