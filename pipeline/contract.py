@@ -18,19 +18,22 @@ from __future__ import annotations
 import re
 
 from .llm import ReplyError
+from .redact import redact
 
 # At least this share of a text's tokens must hold a letter: junk and markup fall under it.
 MIN_WORDY = 0.6
 _WORD = re.compile(r"\S+")
 _LETTER = re.compile(r"[^\W\d_]")
-# The openings of refusals, in the first sentences of a reply.
-_REFUSAL = re.compile(
-    r"^\W*(?:(?:i'?m|i am)\s+(?:so\s+|very\s+|really\s+)?sorry|sorry|i apologi[sz]e|unfortunately|as an ai\b[^.]*?)"
-    r"[^.!?]{0,80}?\b(?:i\s+(?:can(?:no|')t|cannot|am\s+(?:not\s+able|unable)|'m\s+(?:not\s+able|unable)|won'?t|"
-    r"will\s+not|must\s+decline)|(?:that|this)\s+(?:is\s+not\s+something|request\s+(?:is|goes)))"
-    r"|^\W*i\s+(?:can(?:no|')t|cannot|won'?t|will\s+not|am\s+unable\s+to|'m\s+unable\s+to|must\s+decline\s+to)\s+"
-    r"(?:help|assist|comply|provide|write|create|fulfil|fulfill|do\s+that|summari[sz]e|complete|produce)",
-    re.IGNORECASE)
+# A refusal opens by declining: an apology or an AI disclaimer followed by "I can't / I'd
+# rather not..." in the first sentences, or a flat "I cannot help with that". The declining must
+# be the writer's own ("I ..."): "the town cannot agree" is an answer.
+_APOLOGY = re.compile(r"^\W*(?:i'?m\s+(?:so\s+|very\s+|really\s+)?sorry|i\s+am\s+(?:so\s+|very\s+|really\s+)?sorry"
+                      r"|sorry\b|i\s+apologi[sz]e|unfortunately\b|as\s+an?\s+(?:ai|language\s+model))", re.IGNORECASE)
+_DECLINE = re.compile(r"\bi\s*(?:'m|am)?\s*(?:can(?:no|')t|cannot|unable|not\s+able|won'?t|will\s+not|would\s+rather"
+                      r"|'d\s+rather|must\s+decline|decline)|\bas\s+an?\s+(?:ai|language\s+model)", re.IGNORECASE)
+_FLAT_DECLINE = re.compile(
+    r"^\W*i\s*(?:can(?:no|')t|cannot|won'?t|will\s+not|am\s+unable\s+to|'m\s+unable\s+to|must\s+decline\s+to)\s+"
+    r"(?:help|assist|comply|provide|write|create|fulfil|fulfill|do\s+that|summari[sz]e|complete|produce)", re.IGNORECASE)
 # A refusal is short: a long text that quotes someone saying "I'm sorry, I can't" is an answer.
 REFUSAL_MAX_WORDS = 120
 
@@ -42,7 +45,11 @@ def words(text: str) -> int:
 def is_refusal(text: str) -> bool:
     """A short reply that opens by declining the task ("I'm sorry, but I can't help with that")."""
     body = text.strip()
-    return bool(body) and words(body) <= REFUSAL_MAX_WORDS and _REFUSAL.search(body[:400]) is not None
+    if not body or words(body) > REFUSAL_MAX_WORDS:
+        return False
+    head = body[:200]
+    return _FLAT_DECLINE.search(head) is not None or (
+        _APOLOGY.search(head) is not None and _DECLINE.search(head[:160]) is not None)
 
 
 def prose_problem(text: str) -> str | None:
@@ -56,6 +63,10 @@ def prose_problem(text: str) -> str | None:
     wordy = sum(1 for t in tokens if _LETTER.search(t))
     if wordy < MIN_WORDY * len(tokens):
         return f"the reply is not prose (only {wordy} of its {len(tokens)} tokens are words)"
+    if redact(body) != body:
+        # An endpoint's error page echoing a key ("Incorrect API key provided: sk-..."), not a text:
+        # storing it would put the key in the store.
+        return "the reply holds a credential (an endpoint's error message, not a text)"
     return None
 
 

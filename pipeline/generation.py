@@ -49,9 +49,12 @@ def _accept_response(text: str) -> str:
     return check_prose(_accept_text(text), what="response", refusal_fails=False)
 
 
-def _summary_contract(target: int, slack: float | None):  # noqa: ANN202 - an accept function
+def _summary_contract(target: int, slack: float | None, *, refusal_fails: bool = True):  # noqa: ANN202
+    """The accept function of a summary. ``refusal_fails`` is off when the response summarised
+    is itself a refusal: its faithful summary reads like one."""
+
     def accept(text: str) -> str:
-        body = check_prose(_accept_text(text), what="summary", refusal_fails=True)
+        body = check_prose(_accept_text(text), what="summary", refusal_fails=refusal_fails)
         return check_length(body, target, slack, what="summary")
 
     return accept
@@ -226,7 +229,7 @@ async def summarize(
     messages = template.render(text=defuse(text), words=words, target_words=target)
     params = Params(temperature=0.0, max_tokens=_token_budget(target))
     summary, completion = await client.chat_repaired(
-        summarizer, messages, accept=_summary_contract(target, slack), schema=None, template=template, params=params,
+        summarizer, messages, accept=_summary_contract(target, slack, refusal_fails=not is_refusal(text)), schema=None, template=template, params=params,
         what="summary", repair=lambda error: repair_summary_message(error, target),
     )
     body = str(summary)

@@ -115,3 +115,17 @@ async def test_junk_from_a_model_under_test_is_repaired(store):
         assert "cannot be used" in last_user_message(server.requests[1])
     assert store.scalar("SELECT refusal FROM generations WHERE id = ?", [gid]) == 0
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [JUNK]) == 0
+
+
+async def test_the_summary_of_a_refusing_response_may_read_as_a_refusal(store):
+    """Summarising a refusal faithfully gives a refusal: accepted then, or the unit could never finish."""
+    _setup(store)
+    with FakeOpenAIServer() as server:
+        server.push(REFUSAL)
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=200)
+        server.push("I'm sorry, but I can't help with that request at all.")
+        sid, created = await summarize(store, client, gid, 0.5, "s")
+        await client.aclose()
+        assert server.calls == 2  # no repair round
+    assert created and store.scalar("SELECT refusal FROM generations WHERE id = ?", [gid]) == 1
