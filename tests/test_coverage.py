@@ -196,3 +196,19 @@ def test_low_groups_orders_worst_first_and_ignores_groups_expecting_nothing():
               ("news", "eval", "c", "direct", None): Coverage(0, 0),
               ("news", "eval", "d", "direct", None): Coverage(96, 100)}
     assert [k[2] for k, _ in low_groups(groups, 0.95)] == ["b", "a"]
+
+
+async def test_a_run_stopped_early_is_paused_not_failed_for_its_coverage(store):
+    """Step mode stops with judging unfinished: that is not a judge failing."""
+    make_instructions(store, n=2, k=4)
+    with FakeOpenAIServer(world) as server:
+        config = make_config(server, models=("ma",), judges=("ja",))
+        result = await evaluate(store, config, EvaluateOptions(ratios=[0.25]), max_units=5)
+        assert result.stopped and result.low_coverage(0.95) == []
+        run = store.one("SELECT status, error FROM runs WHERE id = ?", [result.run_id])
+        assert run["status"] == "paused" and run["error"] is None
+        # Finished: full coverage, done.
+        again = await evaluate(store, config, EvaluateOptions(ratios=[0.25]))
+    assert not again.stopped and again.low_coverage(0.95) == []
+    assert all(c.rate == 1.0 for c in again.coverage.values())
+    assert store.scalar("SELECT status FROM runs WHERE id = ?", [again.run_id]) == "done"
