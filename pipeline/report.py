@@ -399,6 +399,27 @@ def _render_comparisons(comparisons: list[Comparison], console: Console) -> None
     console.print("* p < 0.05; p Holm corrects for every comparison the report made (see comparisons.csv)")
 
 
+def check_filters(store: Store, filters: Filters) -> None:
+    """A filter naming what the store does not hold is a typo: UnspecificError (exit 2) naming
+    it, rather than an empty report that reads as "nothing judged yet"."""
+    from .errors import UnspecificError
+
+    single = (("--run", "run_id", filters.run), ("--domain", "domain", filters.domain),
+              ("--condition", "condition", filters.condition))
+    for flag, column, value in single:
+        if value is not None and store.scalar(f"SELECT 1 FROM instructions WHERE {column} = ? LIMIT 1", [value]) is None:
+            known = [r[0] for r in store.conn.execute(
+                f"SELECT DISTINCT {column} FROM instructions WHERE {column} IS NOT NULL ORDER BY 1 LIMIT 12")]
+            raise UnspecificError(f"{flag} {value}: matches no instruction in {store.path}"
+                                  + (f" (here: {', '.join(map(str, known))})" if known else " (it has none yet)"))
+    lists = (("--models", "SELECT 1 FROM generations WHERE kind = 'response' AND model = ? LIMIT 1", filters.models),
+             ("--judges", "SELECT 1 FROM verdicts WHERE judge = ? LIMIT 1", filters.judges))
+    for flag, sql, values in lists:
+        unknown = [v for v in values or () if store.scalar(sql, [v]) is None]
+        if unknown:
+            raise UnspecificError(f"{flag}: {', '.join(unknown)} matches nothing in {store.path}")
+
+
 def empty_message(filters: Filters) -> str:
     active = {k: v for k, v in vars(filters).items() if v}
     where = f" matching {active}" if active else ""

@@ -90,3 +90,21 @@ def test_build_with_an_unknown_run_alone_is_an_error_not_a_new_default_build(tmp
     assert code == 2
     assert "--run build-typo: no build run of that name (this store has no build run yet)" in err
     assert _snapshot(path) == before
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--run", "nosuch"], "--run nosuch: matches no instruction in"),
+    (["--domain", "nosuch"], "--domain nosuch: matches no instruction in"),
+    (["--condition", "bogus"], "--condition bogus: matches no instruction in"),
+    (["--models", "m1,nope"], "--models: nope matches nothing in"),
+    (["--judges", "nobody"], "--judges: nobody matches nothing in"),
+])
+def test_report_filters_matching_nothing_exit_2(tmp_path, capsys, args, message):
+    from test_metrics import build_hand_store
+
+    path = tmp_path / "s.sqlite"
+    build_hand_store(path).close()
+    code = main(["--store", str(path), "report", "--no-copy", "--resamples", "10", *args])
+    err = _flat(capsys.readouterr().err)
+    assert code == 2 and message in err, err
+    assert main(["--store", str(path), "report", "--no-copy", "--resamples", "10"]) == 0  # the store is as it was

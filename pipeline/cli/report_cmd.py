@@ -49,7 +49,7 @@ def _share(value: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from ..errors import UnspecificError
     from ..metrics import Filters
-    from ..report import ReportOptions, build_report, empty_message, render, write_outputs
+    from ..report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
     from .common import console, open_store_from, parse_csv
 
     pair = None
@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     store = open_store_from(args, create=False, reading=True)
     out = console()
     try:
+        check_filters(store, filters)
         embedder = None
         if args.similarity:
             from ..embeddings import get_embedder
