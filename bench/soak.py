@@ -2,11 +2,16 @@
 
 25 pairs x 4 conditions (100 instructions) x 39 constraints, 2 models under test, 2 judges,
 one summary ratio, with 15% of requests answered by a fault (429, 500, a hang past the
-client's timeout, a truncated body, prose instead of the contract, an empty reply). Run first
+client's timeout, a truncated body, prose instead of the contract, an empty reply, and with
+200 OK: junk text, truncated JSON, a refusal, an error message echoing the key sent). Run first
 fault-free (what the work needs: calls and wall time), then with faults, each resumed the
 documented way (the same command again) while anything failed. Prints:
 
 - completed results / expected: every result row present exactly once (must be 1.0);
+- coverage: verdicts given / expected, as the report computes it (target 1.0);
+- junk accepted: results taken from a junk reply (target 0), and refusals of models under test
+  kept and flagged (their answers: not junk);
+- keys leaked: the key sent, found in the store's files (target 0);
 - calls made / calls needed (needed = the fault-free run's requests);
 - wall time / ideal (ideal = the fault-free run's wall time);
 - how many results differ from the fault-free run, and why.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -35,19 +41,31 @@ from pipeline.fake_responders import (  # noqa: E402
     multi_config_toml,
     result_fingerprint,
 )
-from pipeline.fake_server import FakeOpenAIServer  # noqa: E402
+from pipeline.fake_server import (  # noqa: E402
+    ALL_FAULT_KINDS,
+    ECHO_KEY_TEXT,
+    FAULT_KINDS,
+    JUNK_TEXT,
+    REFUSAL_TEXT,
+    TRUNCATED_JSON,
+    FakeOpenAIServer,
+)
 
 CONDITIONS = ("single", "none", "direct", "eval")
+KEY_ENV = "UNSPECIFIC_SOAK_KEY"
+KEY = "sk-soak-0123456789abcdefSECRET"  # sent with every request; the echo_key fault sends it back
 
 
 def run(args: argparse.Namespace, folder: Path, name: str, fault_rate: float) -> dict:
+    kinds = ALL_FAULT_KINDS if args.junk else FAULT_KINDS
     server = FakeOpenAIServer(ScriptedModel(answer_repairs=True), fault_rate=fault_rate, seed=args.seed,
-                              hang_s=args.timeout * 2, latency_s=args.latency)
+                              hang_s=args.timeout * 2, latency_s=args.latency, fault_kinds=kinds)
     with server:
         store = make_store(folder / f"{name}.sqlite", args.pairs)
         raw = tomllib.loads(multi_config_toml(server.base_url, models=args.models, judges=args.judges,
                                               concurrency=args.concurrency, max_retries=args.retries,
-                                              timeout_s=args.timeout, evaluate={"response_words": args.words}))
+                                              timeout_s=args.timeout, evaluate={"response_words": args.words},
+                                              key_env=KEY_ENV))
         started, cpu = time.perf_counter(), time.process_time()
         passes = asyncio.run(build_and_evaluate(
             store, parse_config(raw), n_pairs=args.pairs, n_constraints=args.constraints, words=args.words,
@@ -58,6 +76,50 @@ def run(args: argparse.Namespace, folder: Path, name: str, fault_rate: float) ->
     rows = audit_rows(store, build_run="b1", n_pairs=args.pairs, conditions=CONDITIONS, n_constraints=args.constraints,
                       models=args.models, judges=args.judges)
     return {"store": store, "wall": wall, "cpu": cpu, "calls": calls, "faults": faults, "rows": rows, "passes": passes}
+
+
+def junk_accepted(store) -> dict[str, int]:  # noqa: ANN001
+    """Results taken from a junk reply, by where they sit; and the refusals kept as answers."""
+    from pipeline.contract import is_refusal
+
+    echo = ECHO_KEY_TEXT.split("{key}")[0]
+    like = "body LIKE ? OR body LIKE ? OR body = ?"  # the truncated JSON only whole: it opens every good reply too
+    params = [f"%{JUNK_TEXT[:12]}%", f"%{echo}%", TRUNCATED_JSON]
+    out = {
+        "texts holding junk": store.scalar(
+            f"SELECT count(*) FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE {like}", params),
+        "cached junk replies (a result was made of each)": store.scalar(
+            f"SELECT count(*) FROM llm_calls WHERE {like.replace('body', 'response')}", params),
+    }
+    refused = {"base or summary refusing": 0, "response refusing, not flagged": 0}
+    kept = 0
+    rows = store.query("SELECT g.kind, g.refusal, t.body, p.body AS source FROM generations g JOIN texts t"
+                       " ON t.hash = g.text_hash LEFT JOIN generations r ON r.id = g.parent_id"
+                       " LEFT JOIN texts p ON p.hash = r.text_hash")
+    for r in rows:
+        if not is_refusal(r["body"]):
+            continue
+        if r["kind"] == "response":
+            kept += r["refusal"] == 1
+            refused["response refusing, not flagged"] += r["refusal"] != 1
+        elif not (r["kind"] == "summary" and r["source"] and is_refusal(r["source"])):
+            refused["base or summary refusing"] += 1
+    out.update(refused)
+    out["_refusals kept and flagged"] = kept
+    return out
+
+
+def keys_leaked(store) -> list[str]:  # noqa: ANN001
+    """Where the key sent sits in the store: table.column of every text column holding it, and
+    the store's files (freed pages keep deleted rows' bytes)."""
+    found = []
+    for (table,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        for column in [c[1] for c in store.conn.execute(f"PRAGMA table_info({table})") if c[2] in ("TEXT", "")]:
+            if store.scalar(f"SELECT count(*) FROM [{table}] WHERE CAST([{column}] AS TEXT) LIKE ?", [f"%{KEY}%"]):
+                found.append(f"{table}.{column}")
+    path = Path(store.path)
+    found += [f.name for f in (path, Path(f"{path}-wal")) if f.exists() and KEY.encode() in f.read_bytes()]
+    return found
 
 
 def main() -> int:
@@ -75,7 +137,10 @@ def main() -> int:
     parser.add_argument("--backoff", type=float, default=0.02, help="first retry delay (s); the cap is 10x")
     parser.add_argument("--latency", type=float, default=0.0, help="fake server latency per request (s)")
     parser.add_argument("--passes", type=int, default=4, help="resumes allowed per stage")
+    parser.add_argument("--no-junk", dest="junk", action="store_false",
+                        help="only the transport faults, no 200 OK junk, refusals or echoed keys")
     args = parser.parse_args()
+    os.environ[KEY_ENV] = KEY
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -102,7 +167,10 @@ def main() -> int:
         dupes = sum(r.duplicates for r in soak["rows"])
 
         ref, got = result_fingerprint(clean["store"], "b1"), result_fingerprint(soak["store"], "b1")
-        prose = {h for (h,) in soak["store"].conn.execute("SELECT hash FROM texts WHERE body LIKE '%as a language model%'")}
+        # Prose a model under test answered with in place of its response (the wrong_format and
+        # refusal faults): kept as its answer, so its summaries and verdicts differ too.
+        prose = {h for (h,) in soak["store"].conn.execute(
+            "SELECT hash FROM texts WHERE body LIKE '%as a language model%' OR body = ?", [REFUSAL_TEXT])}
         diff_gen = [k for k in ref["generations"] if got["generations"].get(k) != ref["generations"][k]]
         prose_gen = [k for k in diff_gen if got["generations"].get(k) in prose]
         followers = [k for k in diff_gen if k not in prose_gen and any(k.endswith("/" + p) for p in prose_gen)]
@@ -112,20 +180,36 @@ def main() -> int:
         diff_verdicts = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v)
         same_build = got["instructions"] == ref["instructions"] and got["constraints"] == ref["constraints"]
 
+        from pipeline.coverage import Coverage
+        from pipeline.metrics import compute_metrics
+
+        groups = compute_metrics(soak["store"], n_resamples=1).groups
+        coverage = sum((Coverage(g.judged_items, g.expected_items) for g in groups), Coverage())
+        junk = junk_accepted(soak["store"])
+        accepted = sum(v for k, v in junk.items() if not k.startswith("_"))
+        leaked = keys_leaked(soak["store"])
+
         print()
         print(f"completed results / expected: {present}/{expected} = {present / expected:.4f}  (duplicates {dupes})")
+        print(f"coverage (report):            {coverage.judged}/{coverage.expected} = {coverage.rate:.4f}")
+        print(f"junk accepted:                {accepted}  (target 0: "
+              + ", ".join(f"{k} {v}" for k, v in junk.items() if not k.startswith("_")) + ")")
+        print(f"refusals of models under test kept and flagged: {junk['_refusals kept and flagged']}")
+        print(f"keys leaked into the store:   {len(leaked)}  (target 0{': ' + ', '.join(leaked) if leaked else ''})")
         print(f"calls made / calls needed:    {soak['calls']}/{clean['calls']} = {soak['calls'] / clean['calls']:.3f}")
         print(f"wall time / ideal:            {soak['wall']:.1f}/{ideal:.1f} s = {soak['wall'] / ideal:.2f}  "
               f"(ideal: the mean of two fault-free runs, {clean['wall']:.1f} and {again['wall']:.1f} s)")
         print(f"CPU time / ideal:             {soak['cpu']:.1f}/{ideal_cpu:.1f} s = {soak['cpu'] / ideal_cpu:.2f}  "
               f"(this process, fake server included: less sensitive to other load)")
         print(f"build identical to fault-free: {same_build}")
-        print(f"generations differing from fault-free: {len(diff_gen)} = {len(prose_gen)} wrong-format prose taken as a "
-              f"response/summary + {len(followers)} summaries of those + {unexplained} unexplained")
+        print(f"generations differing from fault-free: {len(diff_gen)} = {len(prose_gen)} prose or refusals a model "
+              f"under test answered with (its answer, kept) + {len(followers)} summaries of those + {unexplained} "
+              "unexplained")
         print(f"verdicts differing: {diff_verdicts} of {len(ref['verdicts'])}, {diff_other} of them on texts that do not differ")
         clean["store"].close()
         soak["store"].close()
-    return 0 if present == expected and not dupes and same_build and not unexplained and not diff_other else 1
+    ok = present == expected and not dupes and same_build and not unexplained and not diff_other
+    return 0 if ok and not accepted and not leaked and coverage.rate == 1.0 else 1
 
 
 if __name__ == "__main__":

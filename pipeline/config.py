@@ -218,6 +218,9 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
             raise ConfigError(f"{field_at}.api_key_env: must name an environment variable")
         if not os.environ.get(key_env):
             raise ConfigError(f"{field_at}.api_key_env: environment variable {key_env} is not set")
+        from .redact import remember_env
+
+        remember_env(key_env)  # its value is never shown in an error
     values: dict[str, Any] = {"name": name, "base_url": base_url, "model": model, "api_key_env": key_env}
     numeric = {
         "concurrency": (int, 1),

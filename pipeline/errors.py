@@ -13,6 +13,10 @@ class UnspecificError(Exception):
     title = "Error"
 
     def __init__(self, msg: str, *, title: str | None = None) -> None:
+        from .redact import redact
+
+        # An endpoint may echo the key it was sent: no user-facing error ever carries one.
+        msg = redact(msg) or msg
         super().__init__(msg)
         self.msg = msg
         if title is not None:
@@ -68,3 +72,8 @@ class LocalServerDied(LocalModelError):
 
 class StageError(UnspecificError):
     title = "Stage error"
+
+
+class UnusableEndpointError(EndpointError):
+    """An endpoint answers, but reply after reply breaks the output contract (a judge returning
+    junk with 200 OK): the step stops at once rather than storing nothing but missing verdicts."""

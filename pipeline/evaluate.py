@@ -13,9 +13,16 @@ stops the step. ``rejudge`` skips the first two steps: a new judge, or a changed
 prompt (its hash is part of each verdict's key), re-scores stored texts without
 regenerating them.
 
+Judging is checked, not trusted: a judge whose every verdict on ``MAX_UNUSABLE_IN_A_ROW``
+texts in a row is missing (its replies could not be parsed) stops the step, showing one raw
+reply; and after judging, the coverage of each group judged (pipeline.coverage) is compared
+with ``min_coverage``: the CLI exits non-zero when a group is under it.
+
 Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` ("batched" or
 "per_constraint"), ``mode`` ("direct" or "edit"), ``response_words`` (500),
-``summary_slack`` (0.5: a summary over 1.5x its target is asked once to shorten; false: never).
+``summary_slack`` (0.5: a summary outside 0.5x-1.5x of its target is asked again once, then fails;
+false: any length),
+``min_coverage`` (0.95).
 Roles: ``models_under_test``, ``judges``, ``summarizer``.
 """
 
@@ -27,19 +34,25 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .config import Config
-from .errors import EndpointError, StageError, UnspecificError
+from .coverage import MIN_COVERAGE, Coverage, GroupKey, group_coverage, low_groups
+from .errors import EndpointError, StageError, UnspecificError, UnusableEndpointError
 from .generation import MODES as RESPONSE_MODES
 from .generation import SUMMARY_SLACK, active_constraints, respond, summarize
 from .judging import MODES as JUDGING_MODES
-from .judging import judge_generation, judge_generation_pending
+from .judging import JudgeSummary, judge_generation, judge_generation_pending
 from .llm import LLMClient
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
+from .redact import redact
 from .scores import refresh_text_scores
 from .store import Store
 
 DEFAULT_RATIOS = (0.25,)
 DEFAULT_WORDS = 500
 MAX_FAILURES_IN_A_ROW = 5  # then the endpoint is taken to be down and the step stops
+# Texts in a row on which a judge gave no usable verdict at all: then its replies are junk (a
+# wrong model, a proxy's error page with 200 OK) and judging stops. Three: one bad text is
+# chance, three in a row with repair rounds between is the endpoint.
+MAX_UNUSABLE_IN_A_ROW = 3
 MAX_PARALLEL = 32
 
 
@@ -79,6 +92,7 @@ class Plan:
     response_words: int
     parallel: int
     summary_slack: float | None  # None: never ask a long summary to shorten
+    min_coverage: float = MIN_COVERAGE  # a judged group under it fails the evaluation
 
 
 def resolve(config: Config, options: EvaluateOptions) -> Plan:
@@ -113,6 +127,9 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
         if slack is not False:
             raise StageError(f"{where} summary_slack: a number >= 0 (or false), got {slack!r}")
         slack = None
+    min_coverage = config.setting(section, "min_coverage", MIN_COVERAGE)
+    if isinstance(min_coverage, bool) or not isinstance(min_coverage, (int, float)) or not 0 <= min_coverage <= 1:
+        raise StageError(f"{where} min_coverage: a share between 0 and 1 (e.g. 0.95), got {min_coverage!r}")
     names = set(models or config.roles.models_under_test) | set(judges) | {config.roles.summarizer}
     parallel = options.parallel or min(MAX_PARALLEL, sum(config.endpoint(n).concurrency for n in names))
     return Plan(
@@ -130,6 +147,7 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
         response_words=words,
         parallel=max(1, parallel),
         summary_slack=None if slack is None else float(slack),
+        min_coverage=float(min_coverage),
     )
 
 
@@ -152,6 +170,7 @@ class StageSummary:
     failed: int = 0
     failures: list[Failure] = field(default_factory=list)
     stopped: bool = False  # paused by the stop flag or the unit budget before the end
+    coverage: dict[GroupKey, Coverage] = field(default_factory=dict)  # judge: per group judged
 
 
 @dataclass
@@ -160,6 +179,7 @@ class EvaluateSummary:
     run_id: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     halted: bool = False  # later steps were not run (stop flag or unit budget)
+    min_coverage: float = MIN_COVERAGE  # the plan's, for whoever prints the result
 
     @property
     def failed(self) -> int:
@@ -172,6 +192,15 @@ class EvaluateSummary:
     @property
     def failures(self) -> list[Failure]:
         return [f for s in self.stages.values() for f in s.failures]
+
+    @property
+    def coverage(self) -> dict[GroupKey, Coverage]:
+        judge = self.stages.get("judge")
+        return judge.coverage if judge is not None else {}
+
+    def low_coverage(self, threshold: float = MIN_COVERAGE) -> list[tuple[GroupKey, Coverage]]:
+        """Groups judged under ``threshold``; nothing when judging stopped early (not finished)."""
+        return [] if self.stopped else low_groups(self.coverage, threshold)
 
 
 class Budget:
@@ -209,6 +238,7 @@ async def run_units(
     summary.total = len(units) + summary.skipped
     in_a_row = 0
     fatal: list[str] = []
+    unusable: list[UnusableEndpointError] = []  # stops the step at once
     progress(ProgressEvent(stage, summary.done + summary.skipped, summary.total,
                            f"{stage}: {len(units)} to do, {summary.skipped} already stored"))
 
@@ -227,12 +257,18 @@ async def run_units(
             unit = queue.pop()
             try:
                 message = await unit.work()
+            except UnusableEndpointError as exc:
+                summary.failed += 1
+                summary.failures.append(Failure(stage, unit.label, str(exc)))
+                unusable.append(exc)
+                fatal.append(str(exc))
+                continue
             except (UnspecificError, ValueError) as exc:
                 summary.failed += 1
                 # Only the endpoint failing again and again means it is down; a unit's own problem
                 # (no base article to edit, a reply that stayed unusable) says nothing about the next.
                 in_a_row = in_a_row + 1 if isinstance(exc, EndpointError) else 0
-                summary.failures.append(Failure(stage, unit.label, str(exc)))
+                summary.failures.append(Failure(stage, unit.label, redact(str(exc)) or ""))
                 progress(ProgressEvent(stage, finished(), summary.total, f"{unit.label}: failed: {exc}", kind="error"))
                 if in_a_row >= MAX_FAILURES_IN_A_ROW:
                     fatal.append(str(exc))
@@ -244,6 +280,8 @@ async def run_units(
     await asyncio.gather(*(worker() for _ in range(min(parallel, max(1, len(units))))))
     if queue and not fatal:
         summary.stopped = True
+    if unusable:
+        raise unusable[0]
     if fatal:
         raise StageError(
             f"{stage}: {MAX_FAILURES_IN_A_ROW} units failed in a row, stopping (finished work is stored; "
@@ -272,6 +310,41 @@ def select_instructions(store: Store, plan: Plan) -> list[int]:
         sql += f" AND id IN ({', '.join('?' for _ in plan.instruction_ids)})"
         params += list(plan.instruction_ids)
     return [r[0] for r in store.conn.execute(sql + " ORDER BY id", params)]
+
+
+def check_selection(store: Store, plan: Plan) -> None:
+    """A filter that matches nothing is a mistake (a typo), not an order to do nothing: raise
+    StageError naming it. Each filter is checked alone first, so the message names the one that
+    is wrong; then together. Without filters an empty selection is left alone."""
+    checks: list[tuple[str, str, list[Any]]] = []
+    if plan.build_run:
+        checks.append((f"--run {plan.build_run}", "run_id = ?", [plan.build_run]))
+    if plan.domain:
+        checks.append((f"--domain {plan.domain}", "domain = ?", [plan.domain]))
+    for condition in plan.conditions or ():
+        checks.append((f"--conditions: {condition}", "condition = ?", [condition]))
+    for iid in plan.instruction_ids or ():
+        checks.append((f"--instructions: {iid}", "id = ?", [iid]))
+    if not checks:
+        return
+    for name, where, params in checks:
+        if store.scalar(f"SELECT 1 FROM instructions WHERE {where} LIMIT 1", params) is None:
+            raise StageError(f"{name} matches no instruction in {store.path}{_present(store, name)}; nothing was run")
+    if not select_instructions(store, plan):
+        given = ", ".join(name for name, _, _ in checks)
+        raise StageError(f"no finished instruction matches all of {given} together in {store.path} (each matches "
+                         "something alone; unfinished instructions are not evaluated); nothing was run")
+
+
+def _present(store: Store, name: str) -> str:
+    """What the filter could have named: ' (build runs: a, b)'."""
+    column = {"--run": "run_id", "--domain": "domain", "--conditions": "condition"}.get(name.split()[0].rstrip(":"))
+    if column is None:
+        return ""
+    values = [r[0] for r in store.conn.execute(
+        f"SELECT DISTINCT {column} FROM instructions WHERE {column} IS NOT NULL ORDER BY {column} LIMIT 12")]
+    label = {"run_id": "build runs", "domain": "domains", "condition": "conditions"}[column]
+    return f" ({label} here: {', '.join(values)})" if values else " (it has no instructions yet)"
 
 
 def _stored_responses(store: Store, plan: Plan, instructions: Sequence[int]) -> list[dict[str, Any]]:
@@ -375,6 +448,7 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
     texts += [(s["id"], s["instruction_id"], f"summary {s['id']} at {s['ratio']:g} of response {s['parent_id']}")
               for s in summaries]
     constraints_of: dict[int, list[tuple[int, str]]] = {}
+    unusable = _UnusableJudges()
     units = []
     for gid, iid, what in texts:
         constraints = constraints_of.setdefault(iid, active_constraints(store, iid))
@@ -388,16 +462,63 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
                            constraints: list[tuple[int, str]] = constraints) -> str:
                 result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
                 refresh_text_scores(store.conn)  # the report's totals stay current as verdicts arrive
+                unusable.check(judge, result)
                 yes = store.scalar(
                     "SELECT sum(verdict) FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ?",
                     [gid, judge, plan.judging],
                 ) or 0
-                extra = f", {result.unanswered} unanswered (recorded No)" if result.unanswered else ""
+                extra = f", {result.unanswered} missing (no usable verdict)" if result.unanswered else ""
                 return f"{what}: {judge} judged {result.judged} constraint(s), {yes} satisfied{extra}"
 
             units.append(Unit(f"{what}, judge {judge}", work))
-    return await run_units("judge", units, summary, parallel=plan.parallel, progress=progress, stop=stop,
-                            budget=_budget or Budget(max_units))
+    await run_units("judge", units, summary, parallel=plan.parallel, progress=progress, stop=stop,
+                    budget=_budget or Budget(max_units))
+    summary.coverage = judged_coverage(store, [gid for gid, _, _ in texts], [(j, plan.judging) for j in plan.judges])
+    return summary
+
+
+class _UnusableJudges:
+    """Counts, per judge, the texts in a row on which it gave no usable verdict at all."""
+
+    def __init__(self) -> None:
+        self.in_a_row: dict[str, int] = {}
+
+    def check(self, judge: str, result: JudgeSummary) -> None:
+        if not result.all_missing:
+            self.in_a_row[judge] = 0
+            return
+        self.in_a_row[judge] = self.in_a_row.get(judge, 0) + 1
+        if self.in_a_row[judge] >= MAX_UNUSABLE_IN_A_ROW:
+            raw = (result.unusable_reply or "").strip()
+            shown = raw if len(raw) <= 400 else raw[:400] + f"... ({len(raw)} characters)"
+            raise UnusableEndpointError(
+                f"judge '{judge}': no usable verdict on {self.in_a_row[judge]} texts in a row (each asked again "
+                f"with a repair round), so judging stops; its verdicts there are stored as missing, not No. "
+                f"Check that endpoint's model and output format. One raw reply: {shown!r}")
+
+
+def judged_coverage(store: Store, generation_ids: Sequence[int], raters: Sequence[tuple[str, str]]
+                    ) -> dict[GroupKey, Coverage]:
+    """Coverage per group of these texts by these raters (judge, judging mode), as the report
+    computes it (pipeline.coverage over the kept per-text totals)."""
+    from .scores import current_text_scores, drop_temp_scores
+
+    conn = store.conn
+    if not generation_ids:
+        return {}
+    try:
+        current_text_scores(conn)  # first: refreshing needs no transaction open, and the insert below opens one
+        conn.execute("DROP TABLE IF EXISTS temp.e_gen")
+        conn.execute("CREATE TEMP TABLE e_gen(gid INTEGER PRIMARY KEY, kind TEXT, rid INTEGER, ratio REAL)")
+        conn.executemany(
+            "INSERT OR IGNORE INTO e_gen SELECT id, kind, CASE WHEN kind = 'summary' THEN parent_id ELSE id END, ratio"
+            " FROM generations WHERE id = ?", [(g,) for g in generation_ids])
+        return group_coverage(conn, "e_gen", list(raters))
+    finally:
+        drop_temp_scores(conn)
+        conn.execute("DROP TABLE IF EXISTS temp.e_gen")
+        if conn.in_transaction:
+            conn.commit()  # only temp tables were written
 
 
 async def run_evaluate(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
@@ -427,6 +548,7 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
     from .runs import add_usage, create_run, finish_run, open_client
 
     plan = resolve(config, options)
+    check_selection(store, plan)  # before the run row: a typo leaves no trace
     endpoints = list(plan.judges) if plan.rejudge else [*(plan.models or ()), plan.summarizer, *plan.judges]
     run_id = create_run(store, "evaluate", config, name=name, options=_public_options(options))
     try:
@@ -441,14 +563,28 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
                    error=str(exc) or type(exc).__name__)
         raise
     result.run_id = run_id
-    error = None
+    result.min_coverage = plan.min_coverage
+    errors = []
     if result.failures:
         lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures[:50]]
         more = len(result.failures) - len(lines)
-        error = f"{len(result.failures)} unit(s) failed (run again to retry them):\n" + "\n".join(lines)
-        error += f"\n... and {more} more" if more > 0 else ""
-    finish_run(store, run_id, "paused" if result.stopped else "done", error=error)
+        errors.append(f"{len(result.failures)} unit(s) failed (run again to retry them):\n" + "\n".join(lines)
+                      + (f"\n... and {more} more" if more > 0 else ""))
+    low = result.low_coverage(plan.min_coverage)
+    if low:
+        errors.append(coverage_message(low, plan.min_coverage))
+    status = "paused" if result.stopped else "failed" if low else "done"
+    finish_run(store, run_id, status, error="\n".join(errors) or None)
     return result
+
+
+def coverage_message(low: Sequence[tuple[GroupKey, Coverage]], threshold: float) -> str:
+    """The groups judged under the minimum coverage, one line each."""
+    from .coverage import describe
+
+    lines = [f"  {describe(key)}: {c.judged} of {c.expected} verdicts given ({100 * c.rate:.1f}%)" for key, c in low]
+    return (f"judging coverage under {100 * threshold:g}% in {len(low)} group(s) (their missing verdicts are left "
+            "out of every rate; run again to ask the judges again, or fix the judge endpoint):\n" + "\n".join(lines))
 
 
 def _public_options(options: EvaluateOptions) -> dict[str, Any]:

@@ -104,14 +104,16 @@ models_under_test = ["fake"]
 
 
 def multi_config_toml(base_url: str, *, models: int = 2, judges: int = 2, concurrency: int = 2, max_retries: int = 8,
-                      timeout_s: float = 30.0, evaluate: dict[str, Any] | None = None) -> str:
+                      timeout_s: float = 30.0, evaluate: dict[str, Any] | None = None, key_env: str | None = None) -> str:
     """Every role on the fake server, with ``models`` models under test and ``judges`` judges,
-    each its own endpoint (and model name): what the soak and crash benches run."""
+    each its own endpoint (and model name): what the soak and crash benches run. ``key_env``:
+    every endpoint sends the key in that environment variable."""
     names = ["gen", "summ"] + [f"m{i}" for i in range(1, models + 1)] + [f"j{i}" for i in range(1, judges + 1)]
     lines = []
     for n in names:
         lines += [f"[endpoints.{n}]", f'base_url = "{base_url}"', f'model = "model-{n}"', f"concurrency = {concurrency}",
-                  f"max_retries = {max_retries}", f"timeout_s = {timeout_s}", ""]
+                  f"max_retries = {max_retries}", f"timeout_s = {timeout_s}"]
+        lines += [f'api_key_env = "{key_env}"', ""] if key_env else [""]
     lines += ["[roles]", 'generator = "gen"', 'summarizer = "summ"', 'naturalness_judge = "j1"',
               "judges = [" + ", ".join(f'"j{i}"' for i in range(1, judges + 1)) + "]",
               "models_under_test = [" + ", ".join(f'"m{i}"' for i in range(1, models + 1)) + "]", ""]
@@ -399,11 +401,11 @@ def audit_rows(store: Store, *, build_run: str, n_pairs: int, conditions: tuple[
     judged = (f"FROM verdicts v JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id"
               f" WHERE g.kind IN ('response', 'summary') AND c.active = 1 AND g.instruction_id IN ({inst})")
     key = "v.generation_id || '/' || v.constraint_id || '/' || v.judge || '/' || v.judging_mode"
-    # A verdict counts when the judge gave it (it carries its call): a No recorded because the
-    # judge never answered is a missing result, asked again by the next run.
+    # A verdict counts when the judge gave it (it carries its call and a value): a missing one
+    # (NULL: the judge never answered) is asked again by the next run.
     out.append(RowCount(
         "verdicts", n_inst * models * (1 + ratios) * n_constraints * judges,
-        q(f"SELECT count(DISTINCT {key}) {judged} AND v.call_id IS NOT NULL", params),
+        q(f"SELECT count(DISTINCT {key}) {judged} AND v.call_id IS NOT NULL AND v.verdict IS NOT NULL", params),
         q(f"SELECT count(*) - count(DISTINCT {key}) {judged}", params),
     ))
     return out

@@ -5,6 +5,8 @@ a *responder*: a function of the request body returning a ``Reply``: a text, an 
 a delay, a malformed or truncated body, an empty reply. A script (a list of replies served in
 order, then the responder) drives exact sequences; ``fault_rate`` injects a share of random
 faults (429, 500, timeouts, truncated bodies, wrong-format and empty replies) for soak tests.
+``JUNK_KINDS`` are the nastier ones, all with 200 OK: junk text, truncated JSON, a refusal, and
+an error message echoing the caller's key; none of them may ever be taken as a result.
 
 Every request is recorded in ``requests`` so tests can count calls and inspect prompt layout.
 """
@@ -21,6 +23,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULT_KINDS = ("429", "500", "timeout", "truncated", "wrong_format", "empty")
+JUNK_KINDS = ("junk", "truncated_json", "refusal", "echo_key")
+ALL_FAULT_KINDS = FAULT_KINDS + JUNK_KINDS
+# What the junk kinds answer (200 OK): a result holding one of these was taken from junk.
+JUNK_TEXT = "%%%garbage%%% <html><body>502 Bad Gateway</body></html>"
+TRUNCATED_JSON = '{"verdicts": [{"id": 1, "verdict": "ye'
+REFUSAL_TEXT = "I'm sorry, but I can't help with that."
+ECHO_KEY_TEXT = "Incorrect API key provided: {key}. You can find your API key at https://example.invalid/keys."
 
 
 @dataclass
@@ -198,6 +207,15 @@ def _fault(kind: str, responder: Responder, request: dict[str, Any]) -> Reply:
         return Reply(body=b'{"id": "x", "choices": [{"message": {"content": "cut of')
     if kind == "empty":
         return Reply(text="")
+    if kind == "junk":
+        return Reply(text=JUNK_TEXT)
+    if kind == "truncated_json":
+        return Reply(text=TRUNCATED_JSON)
+    if kind == "refusal":
+        return Reply(text=REFUSAL_TEXT)
+    if kind == "echo_key":
+        auth = str(request.get("_headers", {}).get("authorization", ""))
+        return Reply(text=ECHO_KEY_TEXT.format(key=auth.removeprefix("Bearer ").strip() or "sk-none"))
     # wrong_format: a reply in prose where the caller wanted its contract
     return Reply(text="I am sorry, but as a language model I would rather write a poem about the sea.")
 

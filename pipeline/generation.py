@@ -10,6 +10,11 @@ Stored as ``generations`` rows (the conventions the metrics read):
   endpoint name, ``mode`` = the response's mode (so a summary row alone says what it summarises).
 Each finished generation is committed at once; an existing one is found and reused, never
 paid for twice.
+
+Every reply keeps the output contract (pipeline.contract) before it is accepted, cached or
+stored: prose, not junk; a summary within ``1 +- slack`` of its target length and no refusal
+(else a repair round, then the unit fails and the next run asks again). A response that
+refuses is the model's answer: stored, with ``refusal = 1``.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .contract import check_length, check_prose, is_refusal
 from .errors import StageError
-from .llm import LLMClient, Params
+from .llm import LLMClient, Params, ReplyError
 from .prompts import defuse, load_template, numbered
 from .revision import clean_article
 from .store import Store, now
@@ -34,8 +40,24 @@ def count_words(text: str) -> int:
 def _accept_text(text: str) -> str:
     cleaned = clean_article(text)  # no fence, no "Here is the article:" line
     if count_words(cleaned) < 3:
-        raise ValueError("reply holds no text")  # refused replies are not cached
+        raise ReplyError("reply holds no text", reply=text)  # refused replies are not cached
     return cleaned
+
+
+def _accept_response(text: str) -> str:
+    """A model under test's reply: prose (a refusal is prose, and its answer)."""
+    return check_prose(_accept_text(text), what="response", refusal_fails=False)
+
+
+def _summary_contract(target: int, slack: float | None, *, refusal_fails: bool = True):  # noqa: ANN202
+    """The accept function of a summary. ``refusal_fails`` is off when the response summarised
+    is itself a refusal: its faithful summary reads like one."""
+
+    def accept(text: str) -> str:
+        body = check_prose(_accept_text(text), what="summary", refusal_fails=refusal_fails)
+        return check_length(body, target, slack, what="summary")
+
+    return accept
 
 
 @dataclass(frozen=True)
@@ -114,9 +136,9 @@ def find_summary(store: Store, response_id: int, ratio: float, summarizer: str) 
 def _insert_generation(store: Store, values: dict[str, object]) -> int:
     cur = store.conn.execute(
         "INSERT INTO generations (kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
-        " achieved_ratio, call_id, created_at) VALUES (:kind, :instruction_id, :model, :mode, :ratio, :parent_id,"
-        " :text_hash, :words, :achieved_ratio, :call_id, :created_at)",
-        {"ratio": None, "parent_id": None, "achieved_ratio": None, **values, "created_at": now()},
+        " achieved_ratio, call_id, refusal, created_at) VALUES (:kind, :instruction_id, :model, :mode, :ratio,"
+        " :parent_id, :text_hash, :words, :achieved_ratio, :call_id, :refusal, :created_at)",
+        {"ratio": None, "parent_id": None, "achieved_ratio": None, "refusal": None, **values, "created_at": now()},
     )
     store.commit()
     return int(cur.lastrowid)
@@ -154,14 +176,17 @@ async def respond(
         return existing, False
     instruction = load_instruction(store, instruction_id)
     template, messages = response_messages(store, instruction, mode, words)
-    text, completion = await client.chat(
-        model, messages, template=template,  # type: ignore[arg-type]
-        params=Params(temperature=temperature, max_tokens=_token_budget(words)), accept=_accept_text,
+    text, completion = await client.chat_repaired(
+        model, messages, template=template, schema=None,  # type: ignore[arg-type]
+        params=Params(temperature=temperature, max_tokens=_token_budget(words)), accept=_accept_response,
+        what="response", repair=lambda error: f"That reply cannot be used: {error}. Write the text asked for now, "
+                                               "and nothing else.",
     )
     body = str(text)
     gid = _insert_generation(store, {
         "kind": "response", "instruction_id": instruction_id, "model": model, "mode": mode,
         "text_hash": store.put_text(body), "words": count_words(body), "call_id": completion.call_id,
+        "refusal": int(is_refusal(body)),
     })
     return gid, True
 
@@ -170,11 +195,11 @@ def target_words(response_words: int, ratio: float) -> int:
     return max(10, round(response_words * ratio))
 
 
-SUMMARY_SLACK = 0.5  # a summary over 1.5x its target length is asked once to shorten
+SUMMARY_SLACK = 0.5  # a summary is accepted within 0.5x-1.5x of its target length
 
 
-def shorten_message(words: int, target: int) -> str:
-    return (f"That summary has {words} words; it must have about {target}. Shorten it to about {target} words, "
+def repair_summary_message(error: str, target: int) -> str:
+    return (f"That reply cannot be used as the summary: {error}. Write the summary now, about {target} words, "
             "keeping the main points. Reply with the summary only.")
 
 
@@ -184,9 +209,11 @@ async def summarize(
 ) -> tuple[int, bool]:
     """A summary of a stored response at ``ratio`` of its words: (generation id, created now?).
 
-    Small models overshoot the length asked for, and a summary at 45% is not a 25% one: a reply
-    more than ``slack`` over its target is asked once to shorten (``slack=None``: never). The
-    achieved ratio is measured on what is stored either way."""
+    Small models overshoot the length asked for, and a summary at 45% is not a 25% one; a junk
+    reply of 5 words is not one at all: a reply outside ``1 +- slack`` of its target, not prose,
+    or a refusal is asked once more with what was wrong (``slack=None``: any length). Still
+    wrong: ParseError, nothing cached or stored. The achieved ratio is measured on what is
+    stored."""
     if not 0 < ratio < 1:
         raise StageError(f"summary ratio must be between 0 and 1, got {ratio}")
     existing = find_summary(store, response_id, ratio, summarizer)
@@ -201,15 +228,12 @@ async def summarize(
     template = load_template("summarize")
     messages = template.render(text=defuse(text), words=words, target_words=target)
     params = Params(temperature=0.0, max_tokens=_token_budget(target))
-    summary, completion = await client.chat(summarizer, messages, template=template, params=params, accept=_accept_text)
+    summary, completion = await client.chat_repaired(
+        summarizer, messages, accept=_summary_contract(target, slack, refusal_fails=not is_refusal(text)), schema=None, template=template, params=params,
+        what="summary", repair=lambda error: repair_summary_message(error, target),
+    )
     body = str(summary)
     n = count_words(body)
-    if slack is not None and n > target * (1 + slack):
-        convo = [*messages, {"role": "assistant", "content": body}, {"role": "user", "content": shorten_message(n, target)}]
-        shorter, again = await client.chat(summarizer, convo, template=template, params=params, accept=_accept_text)
-        if count_words(str(shorter)) < n:  # keep the shorter of the two
-            body, completion = str(shorter), again
-            n = count_words(body)
     gid = _insert_generation(store, {
         "kind": "summary", "instruction_id": parent["instruction_id"], "model": summarizer, "mode": parent["mode"],
         "ratio": ratio, "parent_id": response_id, "text_hash": store.put_text(body), "words": n,

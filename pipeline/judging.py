@@ -3,7 +3,8 @@
 Two modes, both worth offering and comparing (METHOD.md, "Judging"):
 - ``batched``: all constraints of one text in one call (the research code's way, cheap).
   Constraints the judge left out are asked again in one follow-up call; those still
-  missing are recorded as No with the reason "no verdict" (strict: uncertain = No).
+  missing are recorded as *missing* (verdict NULL, reason UNANSWERED): never a No, so they are
+  left out of every rate and lower the coverage instead.
 - ``per_constraint``: one call per constraint (expensive, more robust).
 
 A reply may be JSON (``{"verdicts": [...]}``) or the research code's lines
@@ -28,8 +29,9 @@ from .prompts import defuse, load_template, numbered
 from .store import Store, now
 
 MODES = ("batched", "per_constraint")
-# The reason of a No the judge never gave (left out, or its reply stayed unusable): recorded so
-# metrics stay strict, but asked again by the next run, since the cause may have been transient.
+# The reason stored with a missing verdict (left out, or its reply stayed unusable). The verdict
+# itself is NULL: a judge that said nothing must not read as a judge that said No. Asked again by
+# the next run, since the cause may have been transient.
 UNANSWERED = "no verdict from the judge"
 FUZZY_MIN_SCORE = 90.0
 
@@ -66,14 +68,15 @@ SINGLE_SCHEMA: dict[str, Any] = {
 @dataclass
 class Judgement:
     index: int  # 0-based position in the constraints given
-    verdict: bool
+    verdict: bool | None  # None: missing (the judge gave no usable verdict)
     quote: str
     reason: str
     quote_found: str | None  # exact | fuzzy | missing | None (no quote)
     quote_score: float | None
     quote_span: tuple[int, int] | None  # where the quote sits in the judged text
     call_id: int | None
-    answered: bool = True  # False: the judge never gave a verdict; recorded as No
+    answered: bool = True  # False: the judge never gave a verdict; stored as missing (NULL)
+    raw_reply: str | None = None  # when unanswered because the reply was unusable: that reply
 
 
 @dataclass
@@ -197,9 +200,10 @@ def parse_single_reply(text: str) -> dict[str, Any]:
 # -- judging a text ----------------------------------------------------------------------------
 
 
-def _judgement(index: int, item: dict[str, Any] | None, text: str, call_id: int | None) -> Judgement:
+def _judgement(index: int, item: dict[str, Any] | None, text: str, call_id: int | None,
+               raw_reply: str | None = None) -> Judgement:
     if item is None:
-        return Judgement(index, False, "", UNANSWERED, None, None, None, call_id, answered=False)
+        return Judgement(index, None, "", UNANSWERED, None, None, None, call_id, answered=False, raw_reply=raw_reply)
     match = find_quote(item["quote"], text) if item["verdict"] and item["quote"] else QuoteMatch(None, None, None)
     return Judgement(index, item["verdict"], item["quote"], item["reason"], match.found, match.score, match.span, call_id)
 
@@ -231,18 +235,43 @@ async def judge_text(
 
 async def _judge_one(client: LLMClient, judge: str, text: str, constraint: str, index: int,
                      max_tokens: int | None) -> Judgement:
-    from .llm import Params
+    from .llm import Params, structured_format
 
     template = load_template("judge_single")
     messages = template.render(text=defuse(text), constraint=defuse(constraint))
+    endpoint = client.config.endpoint(judge)
+    # chat_json's contract (lenient JSON, then the schema), through a recorder that keeps the raw
+    # reply: a judge stopped for unusable replies is shown one of them.
+    recorder = _Recorder(_accept_single)
     try:
-        item, completion = await client.chat_json(
-            judge, messages, schema=SINGLE_SCHEMA, validate=_validate_single, template=template,
-            params=Params(max_tokens=max_tokens or 400),
+        item, completion = await client.chat_repaired(
+            endpoint, messages, accept=recorder, schema=SINGLE_SCHEMA, template=template,
+            params=Params(max_tokens=max_tokens or 400), response_format=structured_format(endpoint, SINGLE_SCHEMA),
         )
     except ParseError:
-        return _judgement(index, None, text, None)  # unusable after repair: recorded as No
+        return _judgement(index, None, text, None, recorder.last)  # unusable after repair: missing
     return _judgement(index, item, text, completion.call_id)
+
+
+class _Recorder:
+    """An accept function that remembers the last reply it was given."""
+
+    def __init__(self, accept: Any) -> None:
+        self.accept = accept
+        self.last: str | None = None
+
+    def __call__(self, text: str) -> Any:
+        self.last = text
+        return self.accept(text)
+
+
+def _accept_single(text: str) -> dict[str, Any]:
+    try:
+        return _validate_single(parse_json_lenient(text))
+    except ReplyError:
+        raise
+    except ValueError as exc:
+        raise ReplyError(str(exc), reply=text) from None
 
 
 def _validate_single(data: Any) -> dict[str, Any]:
@@ -263,33 +292,36 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
     schema = None if lines else BATCH_SCHEMA
     results: dict[int, Judgement] = {}
     pending = list(range(len(constraints)))  # 0-based indices still without a verdict
+    raw_reply: str | None = None  # the last unusable reply, if the asking ended on one
     for _round in range(2):  # the first ask, then one follow-up for what was left out
         if not pending:
             break
         subset = [constraints[i] for i in pending]
         messages = template.render(text=defuse(text), constraints=numbered(subset), n=len(subset))
         budget = max_tokens or min(8000, (60 + 50 * len(subset)) if lines else (120 + 90 * len(subset)))
+        recorder = _Recorder(lambda t, n=len(subset): parse_batched_reply(t, n))
         try:
-            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, schema, len(subset), budget)
+            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, schema, recorder, budget)
         except ParseError:
-            break  # unusable twice (with the client's repair round): the rest are recorded as No
+            raw_reply = recorder.last
+            break  # unusable twice (with the client's repair round): the rest are missing
         for local_id, item in items.items():
             index = pending[local_id - 1]
             results[index] = _judgement(index, item, text, completion.call_id)
         pending = [i for i in pending if i not in results]
     for index in pending:
-        results[index] = _judgement(index, None, text, None)
+        results[index] = _judgement(index, None, text, None, raw_reply)
     return [results[i] for i in range(len(constraints))]
 
 
 async def _ask_batched(client: LLMClient, endpoint: Any, messages: list[dict[str, str]], template: Any,
-                       fmt: dict[str, Any] | None, schema: dict[str, Any] | None, n: int,
+                       fmt: dict[str, Any] | None, schema: dict[str, Any] | None, accept: _Recorder,
                        max_tokens: int) -> tuple[dict[int, dict[str, Any]], Any]:
     """One batched ask, with one repair round for a reply holding no usable verdict at all."""
     from .llm import Params
 
     return await client.chat_repaired(
-        endpoint, messages, accept=lambda t: parse_batched_reply(t, n), schema=schema, template=template,
+        endpoint, messages, accept=accept, schema=schema, template=template,
         params=Params(max_tokens=max_tokens), response_format=fmt, what="verdicts",
     )
 
@@ -301,7 +333,13 @@ async def _ask_batched(client: LLMClient, endpoint: Any, messages: list[dict[str
 class JudgeSummary:
     judged: int = 0  # verdict rows written
     skipped: int = 0  # already stored for this judge, mode and prompt
-    unanswered: int = 0  # recorded as No because the judge never answered
+    unanswered: int = 0  # stored as missing because the judge gave no usable verdict
+    unusable_reply: str | None = None  # one raw reply that could not be parsed, if any
+
+    @property
+    def all_missing(self) -> bool:
+        """Every verdict of this judging is missing: the judge's replies were unusable."""
+        return self.judged > 0 and self.unanswered == self.judged
 
 
 def template_name(mode: str, judge_format: str = "json") -> str:
@@ -316,15 +354,15 @@ def prompt_hash(mode: str, judge_format: str = "json") -> str:
 
 def judge_generation_pending(store: Store, generation_id: int, constraint_ids: Sequence[int], judge: str,
                              mode: str, judge_format: str = "json") -> list[int]:
-    """Constraint ids not yet judged on this generation by this judge, mode and prompt (a No the
-    judge never gave counts as not judged)."""
+    """Constraint ids not yet judged on this generation by this judge, mode and prompt (a missing
+    verdict counts as not judged)."""
     ph = prompt_hash(mode, judge_format)
     done = {
         row[0]
         for row in store.conn.execute(
             "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ? AND prompt_hash = ?"
-            " AND NOT (call_id IS NULL AND reason IS ?)",
-            (generation_id, judge, mode, ph, UNANSWERED),
+            " AND verdict IS NOT NULL",
+            (generation_id, judge, mode, ph),
         )
     }
     return [c for c in constraint_ids if c not in done]
@@ -360,10 +398,12 @@ async def judge_generation(
     stamp = now()
     rows = []
     for (cid, _), j in zip(todo, judgements, strict=True):
-        rows.append((generation_id, cid, judge, mode, ph, int(j.verdict), j.quote or None, j.reason or None,
+        verdict = None if j.verdict is None else int(j.verdict)  # NULL: missing, never a No
+        rows.append((generation_id, cid, judge, mode, ph, verdict, j.quote or None, j.reason or None,
                      j.quote_found, j.quote_score, j.call_id, stamp))
         summary.judged += 1
         summary.unanswered += 0 if j.answered else 1
+        summary.unusable_reply = summary.unusable_reply or j.raw_reply
     store.conn.executemany(
         "INSERT OR REPLACE INTO verdicts (generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
         " quote, reason, quote_found, quote_score, call_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",

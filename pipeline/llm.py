@@ -400,7 +400,9 @@ class LLMClient:
                 ep.model,
                 template.name if template else None,
                 template.hash if template else None,
-                json.dumps({"messages": messages, "params": params}, ensure_ascii=False),
+                # A repair round carries the refused reply back, which may be an error page echoing
+                # the key: the stored request never holds one (the cache key is computed above).
+                _redacted(json.dumps({"messages": messages, "params": params}, ensure_ascii=False)),
                 completion.text,
                 completion.prompt_tokens,
                 completion.completion_tokens,
@@ -428,7 +430,9 @@ class LLMClient:
 
     def _emit(self, kind: str, detail: str) -> None:
         if self.on_event is not None:
-            self.on_event(kind, detail)
+            from .redact import redact
+
+            self.on_event(kind, redact(detail) or detail)  # repair events quote replies, which may echo a key
 
 
 # Extra Usage records the calls of the current task are also counted in (see usage_scope).
@@ -489,6 +493,12 @@ def _retry_after(exc: Exception) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _redacted(text: str) -> str:
+    from .redact import redact
+
+    return redact(text) or text
 
 
 def _describe(exc: Exception, url: str) -> str:

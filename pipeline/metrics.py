@@ -11,8 +11,10 @@ Definitions (METHOD.md, "Core satisfaction"):
 - **Org** of a response r = share of its constraints judged Yes on r, per rater, then the
   mean over raters (the paper averages two judges): equal to the mean over constraints of
   the judges' mean verdict. Constraints a rater has not judged yet are left out of that
-  rater's share rather than counted as No (the judging stage records a missing reply line
-  as No itself); ``coverage`` = judged / active says how complete a response is.
+  rater's share rather than counted as No; so is a missing verdict (stored NULL: the judge
+  left the item out or its reply stayed unusable). ``coverage`` = judged / expected says how
+  complete a response (judged: the mean over raters, a rater without a verdict counting 0) or a
+  group (pipeline.coverage: every expected verdict of its texts) is.
 - **Core@ratio** = the same on r's summary at that ratio, over the constraints the rater
   judged on both texts. Several summaries of r at one ratio (two summarizers) are averaged.
 - **Superficial share** of r at a ratio: among constraints a rater judged Yes on the full
@@ -70,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import copying
+from .coverage import Coverage, expected_raters, group_coverage
 from .scores import current_text_scores, drop_temp_scores, item_outcome_sql, pivot
 from .stats import (
     DEFAULT_RESAMPLES,
@@ -174,10 +177,18 @@ class Group:
     agreement_items: int = 0
     achieved_ratio: float = math.nan
     extra: dict[str, float] = field(default_factory=dict)
+    # Verdicts given / expected over the group's texts (pipeline.coverage); missing ones are
+    # left out of the rates above, so a low coverage makes them unsure in a way no interval shows.
+    judged_items: int = 0
+    expected_items: int = 0
 
     @property
     def key(self) -> tuple[str, str, str, str, float | None]:
         return (self.domain, self.condition, self.model, self.mode, self.ratio)
+
+    @property
+    def coverage(self) -> float:
+        return self.judged_items / self.expected_items if self.expected_items else math.nan
 
     @property
     def survival(self) -> Interval:
@@ -194,6 +205,7 @@ class Group:
             out[name], out[f"{name}_low"], out[f"{name}_high"] = iv.value, iv.low, iv.high
         out["gap"] = self.org.value - self.core.value  # Org - Core over the same responses
         out.update({"kappa": self.kappa, "agreement": self.agreement, "agreement_items": self.agreement_items})
+        out.update({"coverage": self.coverage, "judged_items": self.judged_items, "expected_items": self.expected_items})
         out.update(self.extra)
         return out
 
@@ -218,6 +230,9 @@ class Metrics:
     groups: list[Group]
     agreement: list[JudgeAgreement]
     ratios: list[float]
+    # Per rater: (verdicts given, of them Yes) over the selected texts; a judge that always says
+    # the same is flagged by the report.
+    rater_totals: dict[str, tuple[int, int]] = field(default_factory=dict)
     # compare's rows by stratum, unit and side, per (by, ratio): a report compares many pairs.
     _sides: dict[tuple[str, float | None], tuple[_SideTable, float | None]] = field(
         default_factory=dict, repr=False, compare=False)
@@ -377,17 +392,57 @@ def compute_metrics(
             current_text_scores(store.conn)
             _select_texts(store, f)
             raters, rows, kappa_counts = _rows(store, f)
+            vwhere, vparams = _verdict_filter(f)
+            coverage = group_coverage(store.conn, "m_gen", expected_raters(store.conn, "m_gen", vwhere, vparams))
+            totals = _rater_totals(store.conn, raters) if rows else {}
         finally:
             _cleanup(store)
             drop_temp_scores(store.conn)
+    if rows:
+        _add_refusals(store, rows)
     if copy and rows:
         _add_copying(store, rows, ngram)
     if embedder is not None and rows:
         _add_similarity(store, rows, embedder)
-    groups = _groups(rows, kappa_counts, n_resamples=n_resamples, seed=seed)
+    groups = _with_coverage(_groups(rows, kappa_counts, n_resamples=n_resamples, seed=seed), coverage)
     agreement = _agreement(raters, kappa_counts)
     ratios = sorted({r.ratio for r in rows if r.ratio is not None})
-    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios)
+    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios, rater_totals=totals)
+
+
+def _add_refusals(store: Store, rows: list[Row]) -> None:
+    """extra["refusal"]: 1.0 when the response refused the task (pipeline.contract), so a group's
+    extra holds the share of refusals. Stores from before the flag have none to show."""
+    ids = sorted({r.response_id for r in rows})
+    flags: dict[int, int] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        flags.update(store.conn.execute(
+            f"SELECT id, refusal FROM generations WHERE refusal IS NOT NULL AND id IN ({','.join('?' * len(chunk))})",
+            chunk).fetchall())
+    for row in rows:
+        flag = flags.get(row.response_id)
+        if flag is not None:
+            row.extra["refusal"] = float(flag)
+
+
+def _rater_totals(conn: sqlite3.Connection, raters: list[str]) -> dict[str, tuple[int, int]]:
+    """(judged, yes) per rater over the texts in m_gen, for the raters in m_raters (column k)."""
+    return {raters[k]: (int(judged or 0), int(yes or 0)) for k, judged, yes in conn.execute(
+        "SELECT r.k, sum(s.judged), sum(s.yes) FROM m_gen g JOIN text_scores s ON s.gid = g.gid"
+        " JOIN m_raters r ON r.judge = s.judge AND r.judging_mode = s.judging_mode GROUP BY r.k")}
+
+
+def _with_coverage(groups: list[Group], coverage: dict[tuple, Coverage]) -> list[Group]:
+    """Each group with its coverage; a group of texts none of whose verdicts were given (all
+    missing) has no rates but is kept, with its coverage of 0, so that it cannot pass unseen."""
+    by_key = {(*g.key[:4], _ratio_key(g.ratio)): g for g in groups}
+    for key, c in coverage.items():
+        g = by_key.get(key)
+        if g is None:
+            g = by_key[key] = Group(*key, n=0, org=NAN_INTERVAL)
+        g.judged_items, g.expected_items = c.judged, c.expected
+    return sorted(by_key.values(), key=lambda g: _group_sort_key(g.key))
 
 
 def runs_covered(metrics: Metrics) -> list[str]:
@@ -447,7 +502,7 @@ def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]
     # builds the rows (10,000 instructions: 40,000 rows).
     rater_join = "JOIN m_raters r ON r.judge = s.judge AND r.judging_mode = s.judging_mode"
     full = {gid: values for gid, *values in conn.execute(
-        "SELECT g.gid, count(*), avg(s.judged), avg(s.yes * 1.0 / s.judged) FROM m_gen g"
+        f"SELECT g.gid, count(*), sum(s.judged) * 1.0 / {len(keys)}, avg(s.yes * 1.0 / s.judged) FROM m_gen g"
         f" JOIN text_scores s ON s.gid = g.gid {rater_join} WHERE g.kind = 'response' GROUP BY g.gid")}
     # Per rater k: its satisfied and flipped counts, averaged over the summaries at the ratio
     # (two summarizers); NULL when k judged none of them.

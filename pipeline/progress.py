@@ -17,6 +17,12 @@ class ProgressEvent:
     message: str = ""  # one line for a live log ("instruction 12: 3 constraints replaced")
     kind: str = "progress"  # progress | log | error
 
+    def __post_init__(self) -> None:
+        if self.kind == "error":  # error lines quote endpoints' replies, which may echo a key
+            from .redact import redact
+
+            object.__setattr__(self, "message", redact(self.message) or self.message)
+
 
 ProgressHook = Callable[[ProgressEvent], None]
 

@@ -17,6 +17,10 @@ with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
   org_core_<domain>.png        Org and Core bars with 95% whiskers per condition x model
   depth_<domain>.png           Core across summary ratios, one line per model (Org at 1.0)
 
+Every group carries its coverage (verdicts given / expected; missing verdicts are left out of
+the rates, pipeline.coverage). ``warnings`` (on screen, in report.json and as ``warning`` in
+summary.csv) name the figures not to trust: a group under the minimum coverage.
+
 Rates are shares in [0, 1] in the files and percentages on screen.
 """
 
@@ -46,6 +50,7 @@ from .metrics import (
     naturalness_rates,
     runs_covered,
 )
+from .coverage import MIN_COVERAGE, describe
 from .stats import DEFAULT_RESAMPLES, holm
 
 if TYPE_CHECKING:
@@ -63,6 +68,69 @@ class ReportOptions:
     copy: bool = True  # copied n-grams between responses and references
     n_resamples: int = DEFAULT_RESAMPLES
     seed: int = 0
+    min_coverage: float = MIN_COVERAGE  # groups under it are marked
+
+
+@dataclass(frozen=True)
+class ReportWarning:
+    """A figure of the report not to trust as it stands, and why."""
+
+    kind: str  # low_coverage
+    group: tuple[str, str, str, str, float | None] | None  # the group's key, when it is about one
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "group": describe(self.group) if self.group else None, "message": self.message}
+
+
+# A judge with at least this many verdicts, all the same, is flagged: fewer can be chance.
+CONSTANT_JUDGE_MIN = 20
+
+
+def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarning]:
+    """What the report must say beside its figures: groups in the report's order, then judges.
+
+    - low_coverage: fewer verdicts given than ``min_coverage`` of those expected;
+    - core_above_org: Core above Org's 95% interval at a ratio; a summary cannot keep what its
+      response lacks, so a lenient judge on short texts or a summary that is not one;
+    - refusals: responses that refuse the task (the model's answer, scored as such);
+    - one_instruction: a group of one instruction has no interval, and is no benchmark figure;
+    - constant_judge: a judge whose every verdict is the same measures nothing."""
+    out = []
+    for g in metrics.groups:
+        if g.expected_items and g.judged_items < options.min_coverage * g.expected_items:
+            out.append(ReportWarning("low_coverage", g.key,
+                               f"{describe(g.key)}: coverage {_pct(g.coverage)}% ({g.judged_items} of "
+                               f"{g.expected_items} verdicts given, under {_pct(options.min_coverage, 0)}%); its rates "
+                               "leave the missing verdicts out"))
+        if g.ratio is not None and _above(g.core, g.org):
+            out.append(ReportWarning("core_above_org", g.key,
+                               f"{describe(g.key)}: Core {_ci(g.core)} is above Org {_ci(g.org)}, beyond Org's "
+                               "interval; a summary cannot keep what its response lacks: suspect the judge (lenient "
+                               "on short texts) or the summaries"))
+        refused = g.extra.get("refusal", 0.0)
+        if g.ratio is None and refused > 0:
+            out.append(ReportWarning("refusals", g.key,
+                               f"{describe(g.key)}: {_pct(refused)}% of the responses refuse the task (kept as the "
+                               "model's answers and scored so; 'refusal' in per_instruction marks them)"))
+        if g.n == 1 and g.ratio is None:
+            out.append(ReportWarning("one_instruction", g.key,
+                               f"{describe(g.key)}: one instruction only; no interval, and no benchmark figure"))
+    for rater, (judged, yes) in sorted(metrics.rater_totals.items()):
+        if judged >= CONSTANT_JUDGE_MIN and yes in (0, judged):
+            said = "Yes" if yes else "No"
+            out.append(ReportWarning("constant_judge", None,
+                               f"judge {rater} said {said} to every one of its {judged} verdicts: a judge that "
+                               "never varies measures nothing (check its model and prompt)"))
+    return out
+
+
+def _above(core: Any, org: Any) -> bool:
+    """Core above Org beyond Org's interval (above Org itself when it has none)."""
+    if math.isnan(core.value) or math.isnan(org.value):
+        return False
+    ceiling = org.value if math.isnan(org.high) else org.high
+    return core.value > ceiling + 1e-9
 
 
 @dataclass
@@ -74,6 +142,10 @@ class Report:
     naturalness: list[WinRate]
     annotators: list[AnnotatorAgreement]
     validation: Validation | None
+    warnings: list[ReportWarning] = field(default_factory=list)
+
+    def warned(self, group: Group) -> list[ReportWarning]:
+        return [w for w in self.warnings if w.group == group.key]
 
     @property
     def empty(self) -> bool:
@@ -92,7 +164,7 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     options = options or ReportOptions()
     metrics = compute_metrics(store, options.filters, n_resamples=options.n_resamples, seed=options.seed,
                               copy=options.copy, embedder=embedder)
-    report = Report(options, metrics, [], [], [], [], None)
+    report = Report(options, metrics, [], [], [], [], None, report_warnings(metrics, options))
     ratio = report.ratio
     kw = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
     report.comparisons = all_comparisons(metrics, options, ratio)
@@ -161,8 +233,8 @@ def main_groups(report: Report) -> list[Group]:
         key = g.key[:4]
         if g.ratio is None:
             chosen.setdefault(key, g)
-        elif ratio is not None and abs(g.ratio - ratio) < 1e-9:
-            chosen[key] = g
+        elif ratio is not None and abs(g.ratio - ratio) < 1e-9 and (g.n or key not in chosen):
+            chosen[key] = g  # (summaries with no verdict at all keep the Org row; the warnings name them)
     return list(chosen.values())
 
 
@@ -191,7 +263,7 @@ def render(report: Report, console: Console) -> None:
         table.add_column("model", no_wrap=True)
         for col in ("Org", core_label, "superficial"):
             table.add_column(col, justify="right", no_wrap=True)
-        for col in ("judge κ", "n"):
+        for col in ("judge κ", "n", "coverage %"):
             table.add_column(col, justify="right")
         if "copy_a_ngrams" in extra_names:
             table.add_column("copied 5-grams A/B", justify="right")
@@ -204,7 +276,8 @@ def render(report: Report, console: Console) -> None:
         sep = "\n" if console.width < 100 + 30 * bool(extra_names) else " "
         for g in (g for g in groups if g.domain == domain):
             row = [g.condition, _label(g.model, g.mode, modes)]
-            row += [_ci(g.org, sep), _ci(g.core, sep), _ci(g.superficial, sep), _num(g.kappa), str(g.n)]
+            row += [_ci(g.org, sep), _ci(g.core, sep), _ci(g.superficial, sep), _num(g.kappa), str(g.n),
+                    _coverage_cell(g, report)]
             e = g.extra
             if "copy_a_ngrams" in extra_names:
                 row.append(f"{_num(e.get('copy_a_ngrams'), 1)} / {_num(e.get('copy_b_ngrams'), 1)}")
@@ -215,6 +288,7 @@ def render(report: Report, console: Console) -> None:
                 row.append(_num(e.get("sim_response")))
             table.add_row(*row)
         console.print(table)
+    _render_warnings(report, console)
     if len(m.ratios) > 1:
         _render_depth(report, console)
     if m.agreement:
@@ -258,6 +332,22 @@ def render(report: Report, console: Console) -> None:
         for a in report.annotators:
             console.print(f"  annotators {a.annotator_a} / {a.annotator_b}: κ {_num(a.kappa)}, "
                           f"agree {_pct(a.percent)}%, n = {a.n}")
+
+
+def _coverage_cell(g: Group, report: Report) -> str:
+    """The group's coverage; '!' marks a group the warnings name."""
+    mark = " [bold red]![/]" if report.warned(g) else ""
+    return f"{_pct(g.coverage)}{mark}"
+
+
+def _render_warnings(report: Report, console: Console) -> None:
+    from rich.text import Text
+
+    if not report.warnings:
+        return
+    console.print(Text(f"! {len(report.warnings)} warning(s): figures not to trust as they stand", style="bold red"))
+    for w in report.warnings:
+        console.print(Text(f"  ! {w.message}"))
 
 
 def _render_depth(report: Report, console: Console) -> None:
@@ -316,6 +406,27 @@ def _render_comparisons(comparisons: list[Comparison], console: Console) -> None
     console.print("* p < 0.05; p Holm corrects for every comparison the report made (see comparisons.csv)")
 
 
+def check_filters(store: Store, filters: Filters) -> None:
+    """A filter naming what the store does not hold is a typo: UnspecificError (exit 2) naming
+    it, rather than an empty report that reads as "nothing judged yet"."""
+    from .errors import UnspecificError
+
+    single = (("--run", "run_id", filters.run), ("--domain", "domain", filters.domain),
+              ("--condition", "condition", filters.condition))
+    for flag, column, value in single:
+        if value is not None and store.scalar(f"SELECT 1 FROM instructions WHERE {column} = ? LIMIT 1", [value]) is None:
+            known = [r[0] for r in store.conn.execute(
+                f"SELECT DISTINCT {column} FROM instructions WHERE {column} IS NOT NULL ORDER BY 1 LIMIT 12")]
+            raise UnspecificError(f"{flag} {value}: matches no instruction in {store.path}"
+                                  + (f" (here: {', '.join(map(str, known))})" if known else " (it has none yet)"))
+    lists = (("--models", "SELECT 1 FROM generations WHERE kind = 'response' AND model = ? LIMIT 1", filters.models),
+             ("--judges", "SELECT 1 FROM verdicts WHERE judge = ? LIMIT 1", filters.judges))
+    for flag, sql, values in lists:
+        unknown = [v for v in values or () if store.scalar(sql, [v]) is None]
+        if unknown:
+            raise UnspecificError(f"{flag}: {', '.join(unknown)} matches nothing in {store.path}")
+
+
 def empty_message(filters: Filters) -> str:
     active = {k: v for k, v in vars(filters).items() if v}
     where = f" matching {active}" if active else ""
@@ -372,7 +483,7 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         _write_csv(out / f"{name}.csv", _clean(rows))
         written.append(out / f"{name}.csv")
 
-    summary = [g.as_dict() for g in m.groups]
+    summary = [{**g.as_dict(), "warning": "; ".join(w.kind for w in report.warned(g)) or None} for g in m.groups]
     rows = _clean([r.as_dict() for r in m.rows])  # once, for the CSV and the JSON
     emit("summary", summary)
     _write_json(out / "summary.json", summary)
@@ -397,7 +508,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         "comparisons": [c.as_dict() for c in report.comparisons],
         "requested_comparison": [c.as_dict() for c in report.requested],
         "naturalness": [w.as_dict() for w in report.naturalness], "validation": validation,
-        "ranking_changes_with_ratio": ranking_changes(m),
+        "ranking_changes_with_ratio": ranking_changes(m), "min_coverage": report.options.min_coverage,
+        "warnings": [w.as_dict() for w in report.warnings],
     })
     written.append(out / "report.json")
     return written

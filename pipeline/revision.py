@@ -221,11 +221,14 @@ async def write_base_article(store: Store, client: LLMClient, endpoint: str, ins
     minimum = max(20, int(words * 0.3))
 
     def accept(text: str) -> str:
+        from .contract import check_prose
+
         body = clean_article(text)
         n = len(body.split())
         if n < minimum:
             raise ReplyError(f"the article has {n} words; about {words} were asked for", reply=text)
-        return body
+        # Junk or a refusal is no base article: the constraints would be judged against nothing.
+        return check_prose(body, what="article", refusal_fails=True)
 
     messages = template.render(main_task=defuse(main_task), words=words)
     # One repair round for an empty or stub article.

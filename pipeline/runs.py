@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,18 +22,22 @@ from .store import Store, now
 
 def create_run(store: Store, kind: str, config: Config, *, name: str = "", options: dict[str, Any] | None = None,
                run_id: str | None = None) -> str:
-    """Create (or reopen, when ``run_id`` exists) a run and mark it running."""
+    """Create (or reopen, when ``run_id`` exists) a run and mark it running, recording the
+    process (pid, host) that runs it."""
     run_id = run_id or f"{kind}-{uuid.uuid4().hex[:8]}"
     existing = store.one("SELECT id FROM runs WHERE id = ?", [run_id])
     cfg = json.dumps({"options": options or {}, "config": config.public_dict()}, default=str)
+    # The process running it: a later command finding it gone marks the run interrupted.
+    process = {"pid": os.getpid(), "host": socket.gethostname()}
     if existing:
-        store.db["runs"].update(run_id, {"status": "running", "error": None, "finished_at": None, "config": cfg})
+        store.db["runs"].update(run_id, {"status": "running", "error": None, "finished_at": None, "config": cfg,
+                                         **process})
     else:
         store.db["runs"].insert(
             {
                 "id": run_id, "kind": kind, "name": name or run_id, "config": cfg, "status": "running",
                 "started_at": now(), "finished_at": None, "calls": 0, "cache_hits": 0,
-                "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "error": None,
+                "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "error": None, **process,
             }
         )
     store.commit()
@@ -64,7 +69,9 @@ def run_usage(store: Store, run_id: str) -> dict[str, Any] | None:
 
 
 def finish_run(store: Store, run_id: str, status: str = "done", error: str | None = None) -> None:
-    store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": error})
+    from .redact import redact
+
+    store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": redact(error)})
     store.commit()
 
 

@@ -16,7 +16,7 @@ Tables (see DESIGN.md):
   constraint_flags  quality flags per constraint (proper noun, leak, copied n-gram ...)
   contradictions pairs of constraints an LLM found jointly unsatisfiable
   generations    base articles, responses, summaries -> texts
-  verdicts       judge x text x constraint: yes/no, quote, quote found?
+  verdicts       judge x text x constraint: yes/no (NULL: missing, never counted), quote, quote found?
   annotations    human labels of flipped constraints
   naturalness    pairwise preferences between constraint sets
   llm_calls      every finished LLM call; the cache
@@ -28,6 +28,7 @@ Tables (see DESIGN.md):
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ def _v1(db: sqlite_utils.Database) -> None:
             "kind": str,  # build | evaluate | naturalness
             "name": str,
             "config": str,  # JSON, never holds key values
-            "status": str,  # running | paused | done | failed
+            "status": str,  # running | paused | done | failed | interrupted (its process was gone)
             "started_at": str,
             "finished_at": str,
             "calls": int,
@@ -282,8 +283,40 @@ def _v3(db: sqlite_utils.Database) -> None:
                     " ON naturalness(judge, instruction_a, instruction_b, shown_first)")
 
 
+def _v4(db: sqlite_utils.Database) -> None:
+    """Missing is not No: a verdict the judge never gave was stored as No with the reason
+    ``judging.UNANSWERED``; it becomes NULL (missing), left out of every rate. The update
+    triggers of pipeline.scores mark those texts for rescoring. Runs record the process that
+    runs them (pid, host), so a run whose process is gone can be marked interrupted."""
+    from .judging import UNANSWERED
+
+    db.conn.execute("UPDATE verdicts SET verdict = NULL WHERE call_id IS NULL AND reason = ? AND verdict = 0",
+                    (UNANSWERED,))
+    # Small (only missing verdicts): finds the raters a coverage figure expects without a scan.
+    db.conn.execute("CREATE INDEX IF NOT EXISTS verdicts_missing ON verdicts(generation_id, judge, judging_mode)"
+                    " WHERE verdict IS NULL")
+    for column in ("pid", "host"):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, int if column == "pid" else str)
+    # A response that refuses the task is the model's answer, kept and flagged (pipeline.contract).
+    if "refusal" not in db["generations"].columns_dict:
+        db["generations"].add_column("refusal", int)
+    _flag_refusals(db.conn)
+
+
+def _flag_refusals(conn: sqlite3.Connection) -> None:
+    from .contract import is_refusal
+
+    rows = conn.execute("SELECT g.id, t.body FROM generations g JOIN texts t ON t.hash = g.text_hash"
+                        " WHERE g.kind = 'response' AND g.refusal IS NULL AND g.words <= 200").fetchall()
+    flags = [(int(is_refusal(body)), gid) for gid, body in rows]
+    conn.executemany("UPDATE generations SET refusal = ? WHERE id = ?", flags)
+    # Longer responses cannot be refusals (pipeline.contract.REFUSAL_MAX_WORDS): no need to read them.
+    conn.execute("UPDATE generations SET refusal = 0 WHERE kind = 'response' AND refusal IS NULL")
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -351,9 +384,13 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
         raise StoreError(f"{path}: no store here (run `unspecific init` or pass --store)")
     if path.exists() and path.is_dir():
         raise StoreError(f"{path}: is a folder, not a store file")
+    if not readonly and path.exists() and not writable_place(path):
+        raise StoreError(f"{path}: the store or its folder is read-only; commands that only read it (report, export, "
+                         "corpus list, the app with --read-only) work, but this one writes: fix the permissions, or "
+                         "copy the store somewhere writable")
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            conn = sqlite3.connect(_read_only_uri(path), uri=True, check_same_thread=False)
         else:
             conn = sqlite3.connect(str(path), check_same_thread=False)
         conn.execute("PRAGMA busy_timeout = 10000")
@@ -390,7 +427,68 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
         raise StoreError(f"{path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a readable SQLite store ({exc})") from exc
+    mark_interrupted(conn)
     return store
+
+
+def mark_interrupted(conn: sqlite3.Connection) -> list[str]:
+    """Runs still marked running whose process, on this host, is gone (killed, crashed, the
+    machine rebooted): marked ``interrupted``, with why, so no run says "running" forever.
+    Returns their ids. Runs of another host, or from before runs recorded their process, are
+    left alone: nothing here can tell whether they still run."""
+    import socket
+
+    host = socket.gethostname()
+    gone = [run_id for run_id, pid in conn.execute(
+        "SELECT id, pid FROM runs WHERE status = 'running' AND pid IS NOT NULL AND host = ?", (host,))
+            if not _alive(int(pid))]
+    if gone:
+        with conn:
+            conn.executemany(
+                "UPDATE runs SET status = 'interrupted', finished_at = ?, error = coalesce(error || char(10), '') || ?"
+                " WHERE id = ? AND status = 'running'",
+                [(now(), "interrupted: its process ended without finishing it (killed or crashed); run the same "
+                  "command again to resume", run_id) for run_id in gone])
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A killed child its parent has not reaped yet still answers kill(0)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def writable_place(path: Path) -> bool:
+    """The file and its folder can be written (SQLite's WAL mode writes beside the file)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _read_only_uri(path: Path) -> str:
+    """A read-only SQLite URI. In a folder nobody can write, a WAL store cannot make its -shm
+    file even to be read: opened as immutable then (no one can change it there), unless a -wal
+    file holds writes the main file lacks, which immutable would hide."""
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path))}?mode=ro"
+    wal = Path(f"{path}-wal")
+    if not os.access(path.parent, os.W_OK) and not (wal.exists() and wal.stat().st_size > 0):
+        uri += "&immutable=1"
+    return uri
 
 
 def _has_foreign_tables(conn: sqlite3.Connection) -> bool:

@@ -351,7 +351,9 @@ def get_or_create_instruction(store: Store, run_id: str, condition: str, *, doma
 
 
 def set_status(store: Store, instruction_id: int, status: str, error: str | None = None, **extra: Any) -> None:
-    store.db["instructions"].update(instruction_id, {"status": status, "error": error, **extra})
+    from .redact import redact
+
+    store.db["instructions"].update(instruction_id, {"status": status, "error": redact(error), **extra})
     store.commit()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import parse_config
-from pipeline.errors import StageError
+from pipeline.errors import ParseError, StageError
 from pipeline.fake_server import FakeOpenAIServer, last_user_message
 from pipeline.generation import count_words, respond, summarize
 from pipeline.llm import LLMClient
@@ -82,7 +82,7 @@ async def test_achieved_ratio_is_measured_not_assumed(store):
         server.push(" ".join(["word"] * 120), " ".join(["short"] * 9))  # a summary far shorter than asked
         client = LLMClient(_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=120)
-        sid, _ = await summarize(store, client, gid, 0.5, "s")
+        sid, _ = await summarize(store, client, gid, 0.5, "s", slack=None)  # any length: measured as it is
         await client.aclose()
     assert "about 60 words" in last_user_message(server.requests[1])
     assert store.scalar("SELECT achieved_ratio FROM generations WHERE id = ?", [sid]) == pytest.approx(9 / 120, abs=1e-4)
@@ -114,9 +114,9 @@ async def test_edit_mode_without_base_article_is_a_stage_error(store):
 async def test_empty_text_reply_is_refused_and_not_stored(store):
     _setup(store)
     with FakeOpenAIServer(_writer) as server:
-        server.push("```\n```")
+        server.push("```\n```", "```\n```")  # the ask and its repair round
         client = LLMClient(_config(server), store)
-        with pytest.raises(ValueError):
+        with pytest.raises(ParseError, match="no usable response"):
             await respond(store, client, 1, "m", "direct")
         gid, created = await respond(store, client, 1, "m", "direct")  # the next reply is fine, no cache of the bad one
         await client.aclose()

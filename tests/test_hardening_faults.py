@@ -83,9 +83,9 @@ async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) 
     store.close()
 
 
-async def test_a_no_the_judge_never_gave_is_asked_again_by_the_next_run(store) -> None:
-    """A judge reply that stays unusable through the repair round is recorded as No (strict),
-    but the next run asks again: the cause (a drifting model, a cut reply) is often transient."""
+async def test_a_verdict_the_judge_never_gave_is_missing_and_asked_again_by_the_next_run(store) -> None:
+    """A judge reply that stays unusable through the repair round is stored as missing (never
+    No), and the next run asks again: the cause (a drifting model, a cut reply) is often transient."""
     from pipeline.judging import UNANSWERED, judge_generation
 
     store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval", "main_task": "t",
@@ -104,6 +104,7 @@ async def test_a_no_the_judge_never_gave_is_asked_again_by_the_next_run(store) -
         client = LLMClient(config, store)
         first = await judge_generation(store, client, "j", gid, constraints)
         stored = store.query("SELECT verdict, reason, call_id FROM verdicts ORDER BY constraint_id")
+        assert [r["verdict"] for r in stored] == [None, None]
         second = await judge_generation(store, client, "j", gid, constraints)
         third = await judge_generation(store, client, "j", gid, constraints)
         await client.aclose()

@@ -80,7 +80,7 @@ async def test_missing_duplicate_and_hallucinated_lines(store):
     assert all(r["prompt_hash"] == prompt_hash("batched") and r["judging_mode"] == "batched" for r in rows)
 
 
-async def test_still_missing_after_follow_up_is_no(store):
+async def test_still_missing_after_follow_up_is_missing_not_no(store):
     with FakeOpenAIServer() as server:
         server.push(
             '1. Yes - "Residents crowded the hall"\n3. No - no dragon anywhere\n',
@@ -94,7 +94,7 @@ async def test_still_missing_after_follow_up_is_no(store):
         assert server.calls == 3
     assert result.unanswered == 1
     rows = _verdicts(store, gid)
-    assert [r["verdict"] for r in rows] == [1, 0, 0]
+    assert [r["verdict"] for r in rows] == [1, None, 0]  # the judge never answered 2: missing, not No
     assert rows[1]["reason"] == "no verdict from the judge" and rows[1]["quote"] is None
     assert rows[2]["reason"] == "no dragon anywhere"
 
@@ -191,7 +191,7 @@ async def test_changed_prompt_rejudges(store, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("reply", [Reply(text=""), "no verdicts here at all"])
-async def test_unusable_reply_records_no_not_crash(store, reply):
+async def test_unusable_reply_records_missing_not_no_nor_crash(store, reply):
     with FakeOpenAIServer() as server:
         server.push(reply, "nothing", "nothing", "nothing", "nothing", "nothing")
         # An empty reply is an endpoint fault: retried (once here), then the text replies refuse.
@@ -199,8 +199,10 @@ async def test_unusable_reply_records_no_not_crash(store, reply):
         gid, constraints = _generation(store)
         result = await judge_generation(store, client, "ja", gid, constraints)
         await client.aclose()
-    assert result.judged == 3 and result.unanswered == 3
-    assert [r["verdict"] for r in _verdicts(store, gid)] == [0, 0, 0]
+    assert result.judged == 3 and result.unanswered == 3 and result.all_missing
+    assert [r["verdict"] for r in _verdicts(store, gid)] == [None, None, None]
+    # The raw reply is kept for the message that stops such a judge.
+    assert result.unusable_reply == "nothing"
 
 
 def test_parse_bold_verdict_lines():

@@ -143,16 +143,17 @@ def test_a_locked_store_still_gives_fresh_metrics(synthetic, tmp_path):
 
 
 def _schema_1_store(path: Path) -> Path:
-    """A synthetic store as the first release wrote it: without what schema 2 added."""
+    """A synthetic store as the first release wrote it: without what schema 2 added (and with its
+    texts table: '_' is a LIKE wildcard, so 'text_%' alone would drop `texts` too)."""
     build_synthetic_store(path, SPEC)
     with sqlite3.connect(path) as conn:
         for kind, name in conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger')"
-                                       " AND (name LIKE 'text_%' OR name LIKE '%_stale_%' OR name = 'copy_stats')"
+                                       " AND (name LIKE 'text\\_%' ESCAPE '\\' OR name LIKE '%_stale_%' OR name = 'copy_stats')"
                                        " ORDER BY type = 'table'").fetchall():
             conn.execute(f"DROP {kind} {name}")
         conn.execute("PRAGMA user_version = 1")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'text_%'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'text\\_%' ESCAPE '\\'").fetchone()[0] == 0
     return path
 
 

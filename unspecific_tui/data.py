@@ -108,7 +108,7 @@ class Verdict:
     model: str  # the model under test (for a summary, its response's)
     mode: str  # the response's mode (for a summary, its response's)
     ratio: float | None
-    verdict: int
+    verdict: int | None  # None: missing (no usable verdict from the judge), never a No
     quote: str
     reason: str
     quote_found: str | None

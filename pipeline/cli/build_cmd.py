@@ -15,12 +15,12 @@ CONDITION_HELP = "comma-separated: single (one article, CS4 style), none (common
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import positive_int
+    from .common import nonempty_csv, positive_int
 
     p = sub.add_parser("build", help="synthesize and revise instructions per condition (single, none, direct, eval)")
     p.add_argument("--domain", default=None, help="domain of the pairs to build on (default: news)")
     p.add_argument("--n", type=positive_int, default=None, help="number of pairs, one instruction each per condition (default 25)")
-    p.add_argument("--conditions", default=None, help=CONDITION_HELP + " (default: all four)")
+    p.add_argument("--conditions", type=nonempty_csv, default=None, help=CONDITION_HELP + " (default: all four)")
     p.add_argument("--constraints", type=positive_int, default=None, dest="n_constraints",
                    help="constraints per instruction (default 39, config [build] n_constraints)")
     p.add_argument("--words", type=positive_int, default=None, help="base article length in words (default 500)")
@@ -43,23 +43,49 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from ..build import BuildOptions
-    from .common import console, load_config_from, open_store_from, parse_csv
+    from .common import console, load_config_from, open_store_from
 
     config = load_config_from(args)
     store = open_store_from(args)
     given = dict(
-        domain=args.domain, n=args.n, conditions=parse_csv(args.conditions) if args.conditions else None,
+        domain=args.domain, n=args.n, conditions=args.conditions,
         n_constraints=args.n_constraints, words=args.words, rule=args.rule, run_id=args.run_id,
         contradictions=args.contradictions, embedder=args.embedder, judging_mode=args.judging_mode,
         repair_rounds=args.repair_rounds,
     )
     # Resuming a run: its stored options, with what the command line gives on top.
+    if args.run_id:
+        try:
+            _check_run(store, args.run_id, shaped=any(given[k] is not None for k in SHAPING))
+        except BaseException:
+            store.close()
+            raise
     stored = _stored_options(store, args.run_id) if args.run_id else {}
     options = BuildOptions.from_config(config, **{**stored, **{k: v for k, v in given.items() if v is not None}})
     try:
         return asyncio.run(_build(store, config, options, args, console()))
     finally:
         store.close()
+
+
+# Options that say what to build: with one of them, `--run NAME` may name a new run.
+SHAPING = ("domain", "n", "conditions", "n_constraints", "words", "rule")
+
+
+def _check_run(store, run_id: str, *, shaped: bool) -> None:  # noqa: ANN001
+    """`--run` names a stored build run to resume; an unknown name alone is a typo, not an order
+    to start a default build under that name."""
+    from ..errors import StageError
+
+    row = store.one("SELECT kind FROM runs WHERE id = ?", [run_id])
+    if row is not None and row["kind"] != "build":
+        raise StageError(f"--run {run_id}: that is a {row['kind']} run, not a build run")
+    if row is None and not shaped:
+        known = [r["id"] for r in store.query("SELECT id FROM runs WHERE kind = 'build' ORDER BY started_at DESC LIMIT 8")]
+        listed = f"build runs here: {', '.join(known)}" if known else "this store has no build run yet"
+        raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new run with this name, "
+                         "say what to build too (e.g. --n, --conditions or --domain); to start one with a new "
+                         "name, leave --run out.")
 
 
 def _stored_options(store, run_id: str) -> dict:  # noqa: ANN001

@@ -11,11 +11,19 @@ if TYPE_CHECKING:
     from ..store import Store
 
 
-def open_store_from(args: argparse.Namespace, *, create: bool = True, readonly: bool = False) -> Store:
-    from ..store import open_store
+def open_store_from(args: argparse.Namespace, *, create: bool = True, readonly: bool = False,
+                    reading: bool = False) -> Store:
+    """``reading``: the command only reads, so a store in a read-only place is opened read-only
+    rather than refused (the kept score totals are then computed in memory)."""
+    from pathlib import Path
+
+    from ..store import open_store, writable_place
     from . import store_path
 
-    return open_store(store_path(args), create=create, readonly=readonly)
+    path = Path(store_path(args))
+    if reading and path.exists() and not writable_place(path):
+        readonly = True
+    return open_store(path, create=create, readonly=readonly)
 
 
 def load_config_from(args: argparse.Namespace) -> Config:
@@ -47,6 +55,15 @@ def console():
 
 def parse_csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def nonempty_csv(value: str) -> list[str]:
+    """A comma-separated list that must name something: `--conditions ,` is a mistake, not
+    "every condition" (and "none" is a real condition, so never say "got none")."""
+    names = parse_csv(value)
+    if not names:
+        raise argparse.ArgumentTypeError(f"the list is empty ({value!r}): give one or more names, comma-separated")
+    return names
 
 
 def positive_int(value: str) -> int:

@@ -11,20 +11,20 @@ from typing import Any
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from .common import parse_csv
+    from .common import nonempty_csv
 
     p.add_argument("--run", dest="build_run", default=None, metavar="BUILD_RUN",
                    help="only instructions of this build run (default: every finished instruction)")
-    p.add_argument("--conditions", type=parse_csv, default=None, metavar="C1,C2",
+    p.add_argument("--conditions", type=nonempty_csv, default=None, metavar="C1,C2",
                    help="only these conditions (single, none, direct, eval)")
     p.add_argument("--domain", default=None, help="only this domain")
-    p.add_argument("--judges", type=parse_csv, default=None, metavar="J1,J2",
+    p.add_argument("--judges", type=nonempty_csv, default=None, metavar="J1,J2",
                    help="judge endpoints (default: the config's judges role)")
     p.add_argument("--max-units", type=int, default=None, metavar="N", help="stop after N units of work (step mode)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import parse_csv
+    from .common import nonempty_csv as parse_csv
 
     p = sub.add_parser("evaluate", help="responses of the models under test, summaries, and judges' verdicts",
                        description="For each finished instruction and model under test: a response (direct or edit "
@@ -129,9 +129,27 @@ def run(args: argparse.Namespace) -> int:
             result = asyncio.run(evaluate(store, config, options, progress=_Bars(progress), max_units=args.max_units,
                                           on_event=_on_event(progress.console)))
         _print_summary(out, store, result)
+        low = result.low_coverage(result.min_coverage)
+        _print_coverage(out, result, low)
     finally:
         store.close()
-    return 1 if result.failed else 0
+    # Under the minimum coverage the rates rest on too few verdicts: a failure, not a success.
+    return 1 if result.failed or low else 0
+
+
+def _print_coverage(out: Any, result: Any, low: list[Any]) -> None:
+    from rich.text import Text
+
+    from ..coverage import Coverage
+    from ..evaluate import coverage_message
+
+    if not result.coverage:
+        return
+    total = sum(result.coverage.values(), Coverage())
+    out.print(f"judging coverage: {total.judged:,} of {total.expected:,} verdicts given "
+              f"({100 * total.rate:.1f}%) over {len(result.coverage)} group(s)", highlight=False)
+    if low:
+        out.print(Text(coverage_message(low, result.min_coverage), style="red"))
 
 
 def _print_summary(out: Any, store: Any, result: Any) -> None:

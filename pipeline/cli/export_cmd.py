@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from ..export import export_jsonl
     from .common import console, open_store_from
 
-    store = open_store_from(args, create=False)
+    store = open_store_from(args, create=False, reading=True)
     try:
         if args.out == "-":
             n = export_jsonl(store, sys.stdout, run=args.run, domain=args.domain, condition=args.condition,

@@ -31,6 +31,8 @@ article_words = 500
 [evaluate]
 ratios = [0.25]
 judging = "batched"
+# evaluate fails when fewer verdicts than this share of those expected were given in a group
+min_coverage = 0.95
 '''
 
 

@@ -31,13 +31,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-copy", action="store_true", help="skip copied n-grams between responses and references")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--min-coverage", type=_share, default=None, metavar="SHARE",
+                   help="mark groups with fewer verdicts given than this share of those expected (default 0.95)")
     p.set_defaults(func=run)
+
+
+def _share(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {value!r}") from None
+    if not 0 <= number <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {number}")
+    return number
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import UnspecificError
     from ..metrics import Filters
-    from ..report import ReportOptions, build_report, empty_message, render, write_outputs
+    from ..report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
     from .common import console, open_store_from, parse_csv
 
     pair = None
@@ -54,9 +66,12 @@ def run(args: argparse.Namespace) -> int:
     )
     options = ReportOptions(filters=filters, ratio=args.ratio, compare=pair, copy=not args.no_copy,
                             n_resamples=max(1, args.resamples), seed=args.seed)
-    store = open_store_from(args, create=False)
+    if args.min_coverage is not None:
+        options.min_coverage = args.min_coverage
+    store = open_store_from(args, create=False, reading=True)
     out = console()
     try:
+        check_filters(store, filters)
         embedder = None
         if args.similarity:
             from ..embeddings import get_embedder

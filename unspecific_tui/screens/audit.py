@@ -212,7 +212,8 @@ class AuditScreen(Screen):
         if item is not None:
             return "FLIPPED" if item.flipped else "pass both" if item.passed_both else "fails full"
         # Not judged on both texts: only the response's own verdicts, for orientation.
-        full = [v.verdict for v in verdicts if v.generation_id == self.shown.response_id]
+        # A missing verdict (None) is no verdict: left out, as the metrics leave it out.
+        full = [v.verdict for v in verdicts if v.generation_id == self.shown.response_id and v.verdict is not None]
         if not full:
             return "not judged"
         return "passes full" if passes(sum(full) / len(full)) else "fails full"
@@ -332,8 +333,9 @@ class AuditScreen(Screen):
             found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"),
                             "missing": ("MISSING", "bold red")}.get(v.quote_found or "", ("-", "dim"))
             where = "full" if v.kind == "response" else f"summary {v.ratio:g}"
+            said = ("missing", "yellow") if v.verdict is None else ("yes    ", "green") if v.verdict else ("no     ", "red")
             lines.append(Text.assemble(
-                f"{v.judge[:12]:<12} {where:<13} ", ("yes    " if v.verdict else "no     ", "green" if v.verdict else "red"),
+                f"{v.judge[:12]:<12} {where:<13} ", said,
                 " ", (f"{found:<8}", style), " ", (v.quote if v.verdict else v.reason).replace("\n", " "),
                 no_wrap=True, overflow="ellipsis"))
         # Padded to the most lines shown so far: a move that shows fewer verdicts keeps the height,

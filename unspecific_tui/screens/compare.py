@@ -147,7 +147,8 @@ class CompareScreen(Screen):
             cells: list[Text] = []
             for slot in (0, 1):
                 gid = next((g for g, (s, _) in gens.items() if s == slot), None)
-                vs = self.verdicts.get((c.id, gid), []) if gid else []
+                # Missing verdicts (None) are left out, as the metrics leave them out.
+                vs = [v for v in self.verdicts.get((c.id, gid), []) if v[1] is not None] if gid else []
                 cells.append(_mark(sum(v[1] for v in vs) / len(vs) if vs else None))
                 cells.append(_core_mark(outcomes[slot].get(c.id)))
             rows.append([Text(str(c.position)), *cells, c.text])

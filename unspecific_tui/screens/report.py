@@ -17,6 +17,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from rich.text import Text
+
+from pipeline.coverage import MIN_COVERAGE
+
 from ..data import Analysis
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
@@ -33,6 +37,8 @@ class Cell:
     core: tuple[float, float, float]
     superficial: tuple[float, float, float]
     kappa: float
+    coverage: float = math.nan  # verdicts given / expected (pipeline.coverage)
+    low: bool = False  # under the minimum coverage: its rates leave too much out
 
 
 def report_cells(analysis: Analysis) -> list[Cell]:
@@ -45,7 +51,23 @@ def report_cells(analysis: Analysis) -> list[Cell]:
     groups.sort(key=lambda g: (g.domain, order.get(g.condition, 99), g.condition, g.model, g.mode))
     return [Cell(g.domain, g.condition, g.model, g.mode, g.n,
                  (g.org.value, g.org.low, g.org.high), (g.core.value, g.core.low, g.core.high),
-                 (g.superficial.value, g.superficial.low, g.superficial.high), g.kappa) for g in groups]
+                 (g.superficial.value, g.superficial.low, g.superficial.high), g.kappa, g.coverage,
+                 g.expected_items > 0 and g.judged_items < MIN_COVERAGE * g.expected_items) for g in groups]
+
+
+def warning_lines(analysis: Analysis) -> list[str]:
+    """The report's warnings (pipeline.report: low coverage, Core above Org, one instruction, a
+    constant judge), as the `unspecific report` command prints them."""
+    from pipeline.report import ReportOptions, report_warnings
+
+    if analysis.metrics is None:
+        return []
+    return [w.message for w in report_warnings(analysis.metrics, ReportOptions())]
+
+
+def _coverage(cell: Cell) -> Text:
+    text = "-" if math.isnan(cell.coverage) else f"{100 * cell.coverage:.1f}"
+    return Text(f"{text} !", style="bold red") if cell.low else Text(text)
 
 
 def _fmt(iv: tuple[float, float, float]) -> str:
@@ -79,7 +101,8 @@ class ReportScreen(Screen):
         table = self.query_one("#report-table", DataTable)
         for label, key in (("domain", "domain"), ("condition", "condition"), ("model", "model"), ("mode", "mode"),
                            ("n", "n"),
-                           ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("κ judges", "kappa")):
+                           ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("κ judges", "kappa"),
+                           ("coverage %", "coverage")):
             table.add_column(label, key=key)
         self.watch(self.app, "analysis", self._on_analysis)
 
@@ -97,11 +120,15 @@ class ReportScreen(Screen):
         table = self.query_one("#report-table", DataTable)
         table.clear()
         # Text cells: a model name with "[" in it is not Rich markup.
-        table.add_rows([(Text(c.domain), Text(c.condition), Text(c.model), Text(c.mode), str(c.n), _fmt(c.org), _fmt(c.core), _fmt(c.superficial),
-                         "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}") for c in cells])
-        self.query_one("#report-head", Static).update(
+        table.add_rows([(Text(c.domain), Text(c.condition), Text(c.model), Text(c.mode), str(c.n), _fmt(c.org),
+                         _fmt(c.core), _fmt(c.superficial), "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}",
+                         _coverage(c)) for c in cells])
+        head = Text.from_markup(
             f"{len(cells)} groups · summary ratio {analysis.ratio:g} · judges {', '.join(analysis.metrics.raters)} · "
             "95% bootstrap intervals over instructions")
+        for line in warning_lines(analysis):
+            head.append("\n! " + line, style="bold red")
+        self.query_one("#report-head", Static).update(head)
         self._plot()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -1,0 +1,131 @@
+"""The output contract of generated prose (issue 13, item 3): junk with 200 OK is repaired,
+never cached or stored; a summary keeps 0.5x-1.5x of its target; a refusal from the summarizer
+is a failure to retry, one from a model under test is its answer, kept and flagged."""
+
+from __future__ import annotations
+
+import pytest
+from test_generation import _config, _setup
+
+from pipeline.contract import is_refusal, prose_problem
+from pipeline.errors import ParseError
+from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message
+from pipeline.generation import respond, summarize
+from pipeline.llm import LLMClient
+
+RESPONSE = " ".join(["The harbour festival drew crowds to the quay at dawn."] * 20)  # 200 words
+JUNK = "%%%garbage%%% ### @@@ 0x00 ~~~"
+REFUSAL = "I'm sorry, but I can't help with that request."
+
+
+@pytest.mark.parametrize("text", [
+    "I'm sorry, but I can't help with that.",
+    "I am sorry, I cannot write this article.",
+    "Sorry, I can't assist with that request.",
+    "I cannot help with creating this content.",
+    "As an AI language model, I am unable to fulfil this request.",
+    "Unfortunately, I won't be able to do that.",
+])
+def test_refusals_are_recognised(text):
+    assert is_refusal(text)
+
+
+@pytest.mark.parametrize("text", [
+    RESPONSE,
+    "The mayor said: I'm sorry, but I can't fund the bridge. " + " ".join(["The council argued for hours."] * 30),
+    "Sorry state of the harbour: the quay is crumbling and the town cannot agree on repairs.",
+])
+def test_answers_are_not_refusals(text):
+    assert not is_refusal(text)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    (JUNK, "not prose"), ('{"summary": "the harbour"}', "JSON"), ("<html><body>502</body></html>", "markup"), ("", "empty"),
+])
+def test_junk_is_not_prose(text, problem):
+    assert problem in (prose_problem(text) or "")
+
+
+def test_prose_is_prose():
+    assert prose_problem(RESPONSE) is None
+    assert prose_problem("In 2019, 3 of 12 boats (25%) sank off the quay; the town rebuilt.") is None
+
+
+async def _response(store, server):
+    server.push(RESPONSE)
+    client = LLMClient(_config(server), store)
+    gid, _ = await respond(store, client, 1, "m", "direct", words=200)
+    return client, gid
+
+
+@pytest.mark.parametrize("bad", [JUNK, " ".join(["gist"] * 5), REFUSAL, " ".join(["long"] * 90)],
+                         ids=["junk", "5 words for 50", "refusal", "90 words for 50"])
+async def test_a_bad_summary_is_repaired_and_never_cached(store, bad):
+    _setup(store)
+    good = " ".join(["gist"] * 48)
+    with FakeOpenAIServer() as server:
+        client, gid = await _response(store, server)
+        server.push(bad, good)
+        sid, _ = await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+        repair = server.requests[2]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": bad}
+    assert "cannot be used as the summary" in repair[-1]["content"] and "about 50 words" in repair[-1]["content"]
+    assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [sid])) == good
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [bad]) == 0
+
+
+async def test_a_summary_bad_twice_fails_and_leaves_nothing_behind(store):
+    _setup(store)
+    with FakeOpenAIServer() as server:
+        client, gid = await _response(store, server)
+        server.push(JUNK, JUNK)
+        with pytest.raises(ParseError) as caught:
+            await summarize(store, client, gid, 0.25, "s")
+        # The next run asks again (nothing cached) and takes a good one.
+        server.push(" ".join(["gist"] * 50))
+        sid, created = await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+    assert "no usable summary" in caught.value.msg and "not prose" in caught.value.msg
+    assert created and store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 1
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [JUNK]) == 0
+    assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'response'") == 1  # the response kept
+
+
+async def test_a_refusal_from_a_model_under_test_is_kept_and_flagged(store):
+    _setup(store)
+    with FakeOpenAIServer() as server:
+        server.push(REFUSAL, RESPONSE)
+        client = LLMClient(_config(server), store)
+        refused, _ = await respond(store, client, 1, "m", "direct", words=200)
+        answered, _ = await respond(store, client, 1, "m", "edit", words=200)
+        await client.aclose()
+        assert server.calls == 2  # no repair round: the refusal is the answer
+    flags = {r["id"]: r["refusal"] for r in store.query("SELECT id, refusal FROM generations WHERE kind = 'response'")}
+    assert flags == {refused: 1, answered: 0}
+
+
+async def test_junk_from_a_model_under_test_is_repaired(store):
+    _setup(store)
+    with FakeOpenAIServer() as server:
+        server.push(Reply(text=JUNK), RESPONSE)
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=200)
+        await client.aclose()
+        assert "cannot be used" in last_user_message(server.requests[1])
+    assert store.scalar("SELECT refusal FROM generations WHERE id = ?", [gid]) == 0
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [JUNK]) == 0
+
+
+async def test_the_summary_of_a_refusing_response_may_read_as_a_refusal(store):
+    """Summarising a refusal faithfully gives a refusal: accepted then, or the unit could never finish."""
+    _setup(store)
+    with FakeOpenAIServer() as server:
+        server.push(REFUSAL)
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=200)
+        server.push("I'm sorry, but I can't help with that request at all.")
+        sid, created = await summarize(store, client, gid, 0.5, "s")
+        await client.aclose()
+        assert server.calls == 2  # no repair round
+    assert created and store.scalar("SELECT refusal FROM generations WHERE id = ?", [gid]) == 1
