@@ -104,3 +104,20 @@ async def open_client(
         await client.aclose()
         if lease is not None:
             await asyncio.to_thread(lease.release)
+
+
+def check_build_run(store: Store, run_id: str, *, shaped: bool) -> None:
+    """`build --run NAME` names a stored build run to resume; an unknown name alone is a typo,
+    not an order to start a default build under that name (``shaped``: the command also says
+    what to build, so NAME may start a new run)."""
+    from .errors import StageError
+
+    row = store.one("SELECT kind FROM runs WHERE id = ?", [run_id])
+    if row is not None and row["kind"] != "build":
+        raise StageError(f"--run {run_id}: that is a {row['kind']} run, not a build run")
+    if row is None and not shaped:
+        known = [r["id"] for r in store.query("SELECT id FROM runs WHERE kind = 'build' ORDER BY started_at DESC LIMIT 8")]
+        listed = f"build runs here: {', '.join(known)}" if known else "this store has no build run yet"
+        raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new run with this name, "
+                         "say what to build too (e.g. --n, --conditions or --domain); to start one with a new "
+                         "name, leave --run out.")

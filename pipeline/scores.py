@@ -41,6 +41,11 @@ from typing import Any
 LATEST_VERDICT = ("v.verdict IS NOT NULL AND v.id = (SELECT max(w.id) FROM verdicts w"
                   " WHERE w.generation_id = v.generation_id AND w.constraint_id = v.constraint_id"
                   " AND w.judge = v.judge AND w.judging_mode = v.judging_mode AND w.verdict IS NOT NULL)")
+# What a screen lists for a rater on an item: the verdict LATEST_VERDICT counts or, when the
+# rater never gave one, its latest missing row, listed as missing and counted nowhere.
+SHOWN_VERDICT = ("v.id = (SELECT w.id FROM verdicts w WHERE w.generation_id = v.generation_id"
+                 " AND w.constraint_id = v.constraint_id AND w.judge = v.judge AND w.judging_mode = v.judging_mode"
+                 " ORDER BY w.verdict IS NULL, w.id DESC LIMIT 1)")
 
 # Texts per write transaction: short enough that a build writing beside a refresh waits well
 # under a second, long enough that the per-chunk overhead does not show.

@@ -29,7 +29,7 @@ async def test_report_screen_shows_coverage_and_marks_low_groups(tmp_path):
         rows = {str(table.get_row_at(i)[2]): table.get_row_at(i) for i in range(table.row_count)}
         assert str(rows["m1"][-1]) == "50.0 !" and str(rows["m2"][-1]) == "100.0"
         # judge-a alone on m1's summary: C1 yes, C2 no, C3 no -> Core 1/3, not judge-b's missing read as No.
-        assert rows["m1"][5].startswith("33.3")
+        assert rows["m1"][6].startswith("33.3")  # after domain, condition, model, mode, n, Org
         head = " ".join(text_of(app.screen.query_one("#report-head")).split())
         assert "! news / eval / m1 (direct), responses: coverage 50.0% (3 of 6 verdicts given, under 95%)" in head
 

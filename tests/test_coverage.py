@@ -18,7 +18,7 @@ from pipeline.fake_server import FakeOpenAIServer
 from pipeline.judging import UNANSWERED
 from pipeline.metrics import compute_metrics
 from pipeline.report import ReportOptions, build_report, render, write_outputs
-from pipeline.store import open_store
+from pipeline.store import SCHEMA_VERSION, open_store
 
 JUNK = "%%%garbage%%% <html>502 upstream</html>"
 
@@ -180,7 +180,7 @@ def test_migration_turns_stored_unanswered_nos_into_missing(store_path):
     s.commit()
     s.close()
     s = open_store(store_path)
-    assert s.schema_version == 3
+    assert s.schema_version == SCHEMA_VERSION
     assert [r["verdict"] for r in s.query("SELECT verdict FROM verdicts ORDER BY constraint_id")] == [1, None]
     assert s.scalar("SELECT count(*) FROM verdicts") == 2  # nothing lost
     metrics = compute_metrics(s, n_resamples=10)

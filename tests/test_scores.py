@@ -330,7 +330,7 @@ def test_a_store_scored_under_the_old_flipped_rule_is_rescored(tmp_path):
     store.conn.execute("PRAGMA user_version = 2")
     store.commit()
     store.close()
-    assert store_mod.SCHEMA_VERSION == 3
+    assert store_mod.SCHEMA_VERSION >= 3  # the store above is at 2: steps 3 on run when it opens
     again = open_store(path)
     try:
         assert [g for (g,) in again.conn.execute("SELECT gid FROM text_scores_stale")] == [7]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.queries import Writer
-from pipeline.scores import LATEST_VERDICT
+from pipeline.scores import SHOWN_VERDICT
 
 FLAG_NAMES = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")  # pipeline.flags names
 # A constraint passes a text when the judges' mean verdict is >= 0.5 (pipeline.metrics.Item).
@@ -225,7 +225,7 @@ class StoreView:
                 " g.kind, coalesce(r.model, g.model) AS model, coalesce(r.mode, g.mode) AS mode, g.ratio FROM verdicts v"
                 " JOIN generations g ON g.id = v.generation_id"
                 " LEFT JOIN generations r ON r.id = g.parent_id AND g.kind = 'summary'"
-                f" WHERE v.constraint_id = ? AND {LATEST_VERDICT} ORDER BY v.judge", (cid,))
+                f" WHERE v.constraint_id = ? AND {SHOWN_VERDICT} ORDER BY v.judge", (cid,))
         ]
 
     def flags(self, cid: int) -> dict[str, str]:

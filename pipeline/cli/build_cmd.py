@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from ..build import BuildOptions
+    from ..runs import check_build_run
     from .common import console, load_config_from, open_store_from
 
     config = load_config_from(args)
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     # Resuming a run: its stored options, with what the command line gives on top.
     if args.run_id:
         try:
-            _check_run(store, args.run_id, shaped=any(given[k] is not None for k in SHAPING))
+            check_build_run(store, args.run_id, shaped=any(given[k] is not None for k in SHAPING))
         except BaseException:
             store.close()
             raise
@@ -70,22 +71,6 @@ def run(args: argparse.Namespace) -> int:
 
 # Options that say what to build: with one of them, `--run NAME` may name a new run.
 SHAPING = ("domain", "n", "conditions", "n_constraints", "words", "rule")
-
-
-def _check_run(store, run_id: str, *, shaped: bool) -> None:  # noqa: ANN001
-    """`--run` names a stored build run to resume; an unknown name alone is a typo, not an order
-    to start a default build under that name."""
-    from ..errors import StageError
-
-    row = store.one("SELECT kind FROM runs WHERE id = ?", [run_id])
-    if row is not None and row["kind"] != "build":
-        raise StageError(f"--run {run_id}: that is a {row['kind']} run, not a build run")
-    if row is None and not shaped:
-        known = [r["id"] for r in store.query("SELECT id FROM runs WHERE kind = 'build' ORDER BY started_at DESC LIMIT 8")]
-        listed = f"build runs here: {', '.join(known)}" if known else "this store has no build run yet"
-        raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new run with this name, "
-                         "say what to build too (e.g. --n, --conditions or --domain); to start one with a new "
-                         "name, leave --run out.")
 
 
 def _stored_options(store, run_id: str) -> dict:  # noqa: ANN001
