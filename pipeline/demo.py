@@ -22,7 +22,7 @@ from typing import Any
 
 from .build import BuildOptions, run_build, select_pairs
 from .config import Config
-from .evaluate import EvaluateOptions, run_evaluate
+from .evaluate import EvaluateOptions, coverage_message, run_evaluate
 from .llm import LLMClient, Usage
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from .runs import add_usage, create_run, finish_run
@@ -108,12 +108,13 @@ def pair_instructions(store: Store, run_id: str, pair_id: int) -> list[int]:
 
 
 def judged_on_both(store: Store, instruction_id: int) -> bool:
-    """A response and a summary of it exist, and each has verdicts: the Audit has all it shows."""
+    """A response and a summary of it exist, and each has verdicts the judge gave (a missing
+    verdict is not one): the Audit has all it shows."""
     row = store.conn.execute(
         "SELECT count(*) FROM generations r JOIN generations s ON s.parent_id = r.id AND s.kind = 'summary'"
         " WHERE r.instruction_id = ? AND r.kind = 'response'"
-        " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.generation_id = r.id)"
-        " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.generation_id = s.id)",
+        " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.generation_id = r.id AND v.verdict IS NOT NULL)"
+        " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.generation_id = s.id AND v.verdict IS NOT NULL)",
         (instruction_id,),
     ).fetchone()
     return bool(row and row[0])
@@ -146,9 +147,11 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
             ids = [i for i in pair_instructions(store, options.run_id, int(pair["id"])) if i not in result.auditable]
             if ids and not (stop is not None and stop.stopped):
                 t0 = time.monotonic()
-                evaluated = await _evaluate(store, config, client, options, ids, progress=progress, stop=stop)
+                evaluated, coverage_error = await _evaluate(store, config, client, options, ids, progress=progress,
+                                                            stop=stop)
                 _add_seconds(result, "evaluate", t0)
                 result.failed += [f"{f.stage}: {f.unit}: {f.error}" for f in evaluated.failures]
+                result.failed += [coverage_error] if coverage_error else []
             for iid in ids:
                 if judged_on_both(store, iid):
                     result.auditable.append(iid)
@@ -164,7 +167,9 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
 
 
 async def _evaluate(store: Store, config: Config, client: LLMClient, options: DemoOptions, ids: list[int], *,
-                    progress: ProgressHook, stop: StopFlag | None) -> Any:
+                    progress: ProgressHook, stop: StopFlag | None) -> tuple[Any, str | None]:
+    """The evaluation of these instructions in the demo's evaluate run; with the message naming
+    the groups judged under the coverage minimum, if any."""
     run_id = create_run(store, "evaluate", config, name="demo evaluate", run_id=options.evaluate_run,
                         options={"build_run": options.run_id, "ratios": [options.ratio]})
     client.run_id = run_id
@@ -175,8 +180,11 @@ async def _evaluate(store: Store, config: Config, client: LLMClient, options: De
             store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids),
             progress=progress, stop=stop,
         )
-        status = "paused" if result.stopped else "done"
-        return result
+        # As `evaluate` does: a judged group under the coverage minimum fails, it is not a result.
+        low = result.low_coverage(result.min_coverage)
+        error = coverage_message(low, result.min_coverage) if low else None
+        status = "paused" if result.stopped else "failed" if low else "done"
+        return result, error
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "paused"
         raise

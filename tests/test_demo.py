@@ -159,3 +159,34 @@ def test_conditions_go_cheapest_first_and_each_call_names_all_so_far():
 
     assert cumulative(("eval", "single")) == [("single",), ("single", "eval")]
     assert cumulative(("eval", "direct", "none", "single"))[-1] == ("single", "none", "direct", "eval")
+
+
+class JunkJudge(ScriptedModel):
+    """Every judge call answers 200 OK with prose that holds no verdict."""
+
+    def __call__(self, request):
+        from pipeline.fake_responders import kind_of
+        from pipeline.fake_server import Reply
+
+        if kind_of(request) in ("judge_batched", "format_repair") and "TEXT" in str(request["messages"]):
+            if kind_of(request) == "judge_batched" or "verdict" in str(request["messages"][-1]).lower():
+                return Reply(text="What a lovely text. I enjoyed reading it.")
+        return super().__call__(request)
+
+
+def test_a_demo_whose_judge_answers_junk_fails_loudly_and_counts_nothing_as_no(tmp_path):
+    store_path = tmp_path / "demo.sqlite"
+    with FakeOpenAIServer(JunkJudge()) as server:
+        config = load_config(str(_config(tmp_path, server.base_url)))
+        result = run_demo_blocking(str(store_path), config, DemoOptions(pairs=1, constraints=5, articles=30,
+                                                                        conditions=("single",), embedder="hash"))
+    assert result.auditable == []  # nothing was judged: nothing to audit
+    assert result.failed, "a judge answering junk must not pass as a finished demo"
+    store = open_store(store_path)
+    try:
+        no = store.scalar("SELECT count(*) FROM verdicts WHERE verdict = 0")
+        status = store.scalar("SELECT status FROM runs WHERE id = 'demo-evaluate'")
+    finally:
+        store.close()
+    assert no == 0
+    assert status == "failed"
