@@ -72,6 +72,9 @@ class EvaluateOptions:
     rejudge: bool = False  # judge stored texts only: no new responses or summaries
     response_words: int | None = None
     parallel: int | None = None  # units in flight at once (the client limits each endpoint)
+    # Models whose responses were imported (pipeline.importing.imported_models): named like
+    # endpoints in ``models``, but their responses are only summarised and judged, never written.
+    imported_models: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,15 +96,19 @@ class Plan:
     parallel: int
     summary_slack: float | None  # None: never ask a long summary to shorten
     min_coverage: float = MIN_COVERAGE  # a judged group under it fails the evaluation
+    imported: tuple[str, ...] = ()  # models of imported responses: no endpoint, never asked to respond
 
 
 def resolve(config: Config, options: EvaluateOptions) -> Plan:
     """Fill defaults from the config and check every name, mode and ratio."""
     section = "evaluate"
     rejudge = options.rejudge
-    models = options.models or (None if rejudge else list(config.roles.models_under_test))
+    imported = tuple(options.imported_models or ())
+    # Imported responses are evaluated by default, beside the models under test: they were
+    # brought in to be summarised and judged like the project's own.
+    models = options.models or (None if rejudge else list(dict.fromkeys([*config.roles.models_under_test, *imported])))
     judges = options.judges or list(config.roles.judges)
-    for name in [*(models or []), *judges, config.roles.summarizer]:
+    for name in [*(m for m in models or [] if m not in imported), *judges, config.roles.summarizer]:
         config.endpoint(name)  # ConfigError naming the unknown endpoint
     where = f"{config.path or 'config'} [evaluate]"
     mode = options.mode or (None if rejudge else config.setting(section, "mode", "direct"))
@@ -130,7 +137,8 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     min_coverage = config.setting(section, "min_coverage", MIN_COVERAGE)
     if isinstance(min_coverage, bool) or not isinstance(min_coverage, (int, float)) or not 0 <= min_coverage <= 1:
         raise StageError(f"{where} min_coverage: a share between 0 and 1 (e.g. 0.95), got {min_coverage!r}")
-    names = set(models or config.roles.models_under_test) | set(judges) | {config.roles.summarizer}
+    names = {m for m in models or config.roles.models_under_test if m not in imported} | set(judges) \
+        | {config.roles.summarizer}
     parallel = options.parallel or min(MAX_PARALLEL, sum(config.endpoint(n).concurrency for n in names))
     return Plan(
         build_run=options.build_run,
@@ -148,6 +156,7 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
         parallel=max(1, parallel),
         summary_slack=None if slack is None else float(slack),
         min_coverage=float(min_coverage),
+        imported=imported,
     )
 
 
@@ -396,6 +405,8 @@ async def run_respond(store: Store, config: Config, client: LLMClient, options: 
             if (iid, model) in stored:
                 summary.skipped += 1
                 continue
+            if model in plan.imported:
+                continue  # written elsewhere: only the instructions it answered have a response
 
             async def work(iid: int = iid, model: str = model) -> str:
                 gid, _ = await respond(store, client, iid, model, mode, words=plan.response_words)
@@ -526,6 +537,7 @@ async def run_evaluate(store: Store, config: Config, client: LLMClient, options:
                        max_units: int | None = None) -> EvaluateSummary:
     """Respond, summarise, judge (or only judge, with ``rejudge``). Stops early on the stop flag
     or after ``max_units`` units across the three steps."""
+    options = with_imported_models(store, options)
     resolve(config, options)  # fail on a bad option before any call
     budget = Budget(max_units)
     result = EvaluateSummary(run_id=client.run_id)
@@ -547,9 +559,11 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
     """``run_evaluate`` inside a run record (kind 'evaluate') with its own client: the CLI's entry."""
     from .runs import add_usage, create_run, finish_run, open_client
 
+    options = with_imported_models(store, options)
     plan = resolve(config, options)
     check_selection(store, plan)  # before the run row: a typo leaves no trace
-    endpoints = list(plan.judges) if plan.rejudge else [*(plan.models or ()), plan.summarizer, *plan.judges]
+    endpoints = list(plan.judges) if plan.rejudge else [
+        *(m for m in plan.models or () if m not in plan.imported), plan.summarizer, *plan.judges]
     run_id = create_run(store, "evaluate", config, name=name, options=_public_options(options))
     try:
         async with open_client(config, store, run_id=run_id, on_event=on_event, endpoints=endpoints) as client:
@@ -576,6 +590,15 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
     status = "paused" if result.stopped else "failed" if low else "done"
     finish_run(store, run_id, status, error="\n".join(errors) or None)
     return result
+
+
+def with_imported_models(store: Store, options: EvaluateOptions) -> EvaluateOptions:
+    """The options knowing which models' responses were imported (unless the caller said)."""
+    if options.imported_models is not None:
+        return options
+    from .importing import imported_models
+
+    return replace(options, imported_models=imported_models(store))
 
 
 def coverage_message(low: Sequence[tuple[GroupKey, Coverage]], threshold: float) -> str:

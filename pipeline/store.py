@@ -23,6 +23,9 @@ Tables (see DESIGN.md):
   text_scores, text_agreement, text_scores_stale
                  per-text verdict totals for the metrics, kept fresh (pipeline.scores)
   copy_stats     copied n-grams of a response against a reference, by the texts' hashes
+
+Imported work (pipeline.importing) lives in the same tables: a run of kind ``import``,
+instructions with their ``source_id``, generations with their ``import_run``.
 """
 
 from __future__ import annotations
@@ -315,8 +318,22 @@ def _flag_refusals(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE generations SET refusal = 0 WHERE kind = 'response' AND refusal IS NULL")
 
 
+def _v5(db: sqlite_utils.Database) -> None:
+    """Imports (pipeline.importing): an imported instruction keeps its id in the source file
+    (``instructions.source_id``), unique within its import run, so importing the same file again
+    finds it instead of adding it twice; a text written elsewhere (a response, a summary, a base
+    article) records the import run it came from (``generations.import_run``), so evaluation
+    summarises and judges it without asking an endpoint to write it."""
+    if "source_id" not in db["instructions"].columns_dict:
+        db["instructions"].add_column("source_id", str)
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS instructions_source ON instructions(run_id, source_id)"
+                    " WHERE source_id IS NOT NULL")
+    if "import_run" not in db["generations"].columns_dict:
+        db["generations"].add_column("import_run", str)
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

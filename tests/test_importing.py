@@ -1,0 +1,327 @@
+"""`unspecific import`: real files made to each format (byte-order marks, trailing spaces in
+headers, quoted multi-line cells, Windows line endings), idempotence, line-numbered errors and
+whole rollback, imported verdicts read by the report with no LLM call, and imported responses
+summarised and judged like the project's own."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.importing import ImportFailed, ImportOptions, ResearchColumns, import_file, imported_models, parse_numbered
+
+LONG = ("The old keeper climbed the stairs each night and lit the lamp while the harbour slept below him. "
+        "Ships passed in the dark and the storm came in from the west, bending the grass on the cliffs.")
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[str]], *, bom: bool = True, crlf: bool = True) -> Path:
+    buf = io.StringIO(newline="")
+    csv.writer(buf, lineterminator="\r\n" if crlf else "\n").writerows([header, *rows])
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + buf.getvalue().encode("utf-8"))
+    return path
+
+
+def numbered(items: list[str], sep: str = "\r\n") -> str:
+    return sep.join(f"{i}. {t}" for i, t in enumerate(items, 1))
+
+
+def cs4_rows(n: int = 3, first: int = 7) -> list[list[str]]:
+    rows = []
+    for i in range(1, n + 1):
+        k = first + i - 1
+        items = [f"The story should describe lighthouse detail number {j} in several sentences." for j in range(1, k + 1)]
+        rows.append([str(i), f"Write a story about keeper {i} and the storm.", str(k), numbered(items)])
+    return rows
+
+
+# The header exactly as CS4 ships it: a byte-order mark, and "Instruction " with a trailing space.
+CS4_HEADER = ["Instruction Number", "Instruction ", "Number of Constraints", "Constraints"]
+
+
+def run_cli(store_path: Path, *args: str) -> int:
+    return main(["--store", str(store_path), *args])
+
+
+def test_cs4_file_imports_once_and_exports_as_single(store, tmp_path):
+    path = write_csv(tmp_path / "Story-based Constraints.csv", CS4_HEADER, cs4_rows(3, first=7))
+    assert path.read_bytes().startswith(b"\xef\xbb\xbfInstruction Number,Instruction ,")
+    summary = import_file(store, ImportOptions("cs4", path, name="cs4-story"))
+    assert summary.added["instructions"] == 3 and summary.added["constraints"] == 7 + 8 + 9
+    assert (summary.domain, summary.condition) == ("story", "single")
+    rows = store.query("SELECT id, run_id, condition, status, n_constraints, source_id, main_task FROM instructions"
+                       " ORDER BY id")
+    assert [(r["condition"], r["status"], r["n_constraints"], r["source_id"]) for r in rows] == [
+        ("single", "done", 7, "1"), ("single", "done", 8, "2"), ("single", "done", 9, "3")]
+    assert rows[0]["main_task"] == "Write a story about keeper 1 and the storm."
+    # Multi-line quoted cells with CRLF inside: each numbered line is one constraint, no \r left.
+    texts = [r["text"] for r in store.query("SELECT text FROM constraints WHERE instruction_id = ? ORDER BY position",
+                                              [rows[0]["id"]])]
+    assert texts[0] == "The story should describe lighthouse detail number 1 in several sentences."
+    assert not any("\r" in t for t in texts)
+    assert store.one("SELECT kind, status FROM runs WHERE id = 'import-cs4-story'") == {"kind": "import", "status": "done"}
+    # Again: nothing added, every row skipped and why.
+    again = import_file(store, ImportOptions("cs4", path, name="cs4-story"))
+    assert not again.added and again.skipped == {"instruction already imported": 3}
+    assert store.scalar("SELECT count(*) FROM instructions") == 3
+    # export writes them as a built benchmark's instructions.
+    from pipeline.export import export_jsonl
+
+    out = io.StringIO()
+    assert export_jsonl(store, out) == 3
+    line = json.loads(out.getvalue().splitlines()[0])
+    assert line["condition"] == "single" and len(line["constraints"]) == 7
+
+
+def test_cs4_count_mismatch_names_file_line_and_column_and_writes_nothing(store, tmp_path):
+    rows = cs4_rows(4)
+    rows[2][2] = "12"  # says 12, lists 9
+    rows[3][3] = rows[3][3].replace("3. ", "4. ", 1)  # numbering skips
+    path = write_csv(tmp_path / "cs4.csv", CS4_HEADER, rows)
+    with pytest.raises(ImportFailed) as err:
+        import_file(store, ImportOptions("cs4", path))
+    msg = str(err.value)
+    # Rows 1 and 2 take lines 2-8 and 9-16 (their cells span lines); row 3 starts on line 17.
+    starts = [2]
+    for r in rows[:-1]:
+        starts.append(starts[-1] + r[3].count("\n") + 1)
+    assert f"{path}:{starts[2]}, column 4 ('Constraints'): 9 numbered constraints, but 'Number of Constraints' says 12" in msg
+    assert f"{path}:{starts[3]}, column 4 ('Constraints'): constraint number 4 where 3 was expected" in msg
+    assert "2 problem(s)" in msg and "nothing was imported" in msg
+    # Rolled back whole: not even the good rows or the run record.
+    assert store.scalar("SELECT count(*) FROM instructions") == 0
+    assert store.scalar("SELECT count(*) FROM runs") == 0
+
+
+def test_cs4_missing_columns_and_not_utf8(store, tmp_path):
+    path = write_csv(tmp_path / "other.csv", ["Number", "Prompt"], [["1", "x"]])
+    with pytest.raises(ImportFailed, match=r"other.csv:1: not a CS4 constraints file: no column 'Instruction Number'"):
+        import_file(store, ImportOptions("cs4", path))
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("Instruction Number,Instruction,Number of Constraints,Constraints\n1,caf\xe9,1,1. x\n".encode("latin-1"))
+    with pytest.raises(ImportFailed, match=r"latin.csv:2: not UTF-8"):
+        import_file(store, ImportOptions("cs4", latin))
+
+
+def test_parse_numbered_joins_wrapped_lines():
+    assert parse_numbered("1. Open with rain\n   that falls all day.\n2) Close at dawn.\n") == [
+        "Open with rain that falls all day.", "Close at dawn."]
+    with pytest.raises(ValueError, match="text before constraint 1"):
+        parse_numbered("Constraints:\n1. x")
+
+
+# -- the research code's CSVs ---------------------------------------------------------------------
+
+RESEARCH_CONSTRAINTS = ["Describe the storm's arrival over several sentences.", "Mention the harbour at night.",
+                        "Include a character who keeps a lamp lit."]
+
+
+def research_files(tmp_path: Path) -> dict[str, Path]:
+    """The research code's stage files, column names as configured there (here: custom ones)."""
+    files = {}
+    files["constraints"] = write_csv(tmp_path / "constraints.csv", ["story_id ", "main_task", "constraints", "story_a",
+                                                                     "story_b"],
+                                     [["s1", "Write a story about a lighthouse.", numbered(RESEARCH_CONSTRAINTS, "\n"),
+                                       LONG, "Another story about a storm and a ferry at the harbour."]])
+    files["fitted"] = write_csv(tmp_path / "fitted.csv", ["story_id ", "model", "fitted_content"],
+                                [["s1", "their-model", LONG]])
+    files["summary"] = write_csv(tmp_path / "summary.csv", ["story_id ", "model", "summary"],
+                                 [["s1", "their-model", "A keeper lit the lamp."]])
+    # Verdicts on the response; constraint 3 is left out: missing, never No.
+    files["evaluation"] = write_csv(
+        tmp_path / "evaluation.csv", ["story_id ", "model", "eval_model", "satisfaction_results", "evaluated"],
+        [["s1", "their-model", "gpt-4o", '1. Yes - "the storm came in from the west"\r\n2. No - never at night', "response"],
+         ["s2-does-not-exist", "their-model", "gpt-4o", "1. Yes - x", "response"]][:1])
+    files["evaluation_summary"] = write_csv(
+        tmp_path / "evaluation_summary.csv", ["story_id ", "model", "eval_model", "satisfaction_results", "evaluated"],
+        [["s1", "their-model", "gpt-4o", '1. No - no storm\n2. No - no harbour\n3. Yes - "A keeper lit the lamp"',
+          "summary"]])
+    return files
+
+
+def test_research_outputs_give_an_auditable_benchmark_without_llm_calls(store, tmp_path):
+    files = research_files(tmp_path)
+    cols = ResearchColumns(id="story_id", reference="story_a", reference_b="story_b", instruction="main_task")
+    for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
+        import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
+                                         domain="story", columns=cols))
+    inst = store.one("SELECT * FROM instructions")
+    assert (inst["condition"], inst["domain"], inst["status"], inst["run_id"]) == ("eval", "story", "done", "import-paper-run")
+    refs = store.query("SELECT a.status, t.body FROM articles a JOIN texts t ON t.hash = a.text_hash ORDER BY a.id")
+    assert [r["status"] for r in refs] == ["reference", "reference"] and refs[0]["body"] == LONG
+    assert (inst["article_a"], inst["article_b"]) == (1, 2)
+    gens = {g["kind"]: g for g in store.query("SELECT * FROM generations")}
+    assert gens["response"]["model"] == "their-model" and gens["response"]["import_run"] == "import-paper-run"
+    assert gens["summary"]["parent_id"] == gens["response"]["id"] and gens["summary"]["ratio"] == 0.25
+    verdicts = store.query("SELECT g.kind, c.position, v.judge, v.verdict, v.quote_found FROM verdicts v"
+                           " JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id"
+                           " ORDER BY g.kind, c.position")
+    assert [(v["kind"], v["position"], v["verdict"], v["quote_found"]) for v in verdicts] == [
+        ("response", 1, 1, "exact"), ("response", 2, 0, None), ("response", 3, None, None),
+        ("summary", 1, 0, None), ("summary", 2, 0, None), ("summary", 3, 1, "exact")]
+    assert {v["judge"] for v in verdicts} == {"gpt-4o"}
+    # The report reads them as a judge's verdicts: Org over the 2 given (1 of 2), coverage 2/3.
+    from pipeline.report import build_report
+
+    report = build_report(store)
+    groups = [g for g in report.metrics.groups if g.model == "their-model" and g.ratio is None]
+    assert len(groups) == 1 and store.scalar("SELECT count(*) FROM llm_calls") == 0
+    group = groups[0]
+    assert (group.domain, group.condition, group.mode, group.n) == ("story", "eval", "direct", 1)
+    assert group.org.value == pytest.approx(0.5)  # 1 Yes of the 2 verdicts given; the missing one left out
+    assert (group.judged_items, group.expected_items) == (2, 3)
+    summarised = [g for g in report.metrics.groups if g.model == "their-model" and g.ratio == 0.25]
+    assert len(summarised) == 1 and summarised[0].core.value == pytest.approx(0.0)
+    # Core counts constraints judged on both texts: 1 and 2 (3 is missing on the response), and
+    # neither holds on the summary.
+    # Importing every file again adds nothing.
+    for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
+        again = import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
+                                                 domain="story", columns=cols))
+        assert not again.added, key
+    assert store.scalar("SELECT count(*) FROM verdicts") == 6
+
+
+def test_research_row_for_an_unknown_id_or_without_columns_fails_whole(store, tmp_path):
+    files = research_files(tmp_path)
+    cols = ResearchColumns(id="story_id", reference="story_a", reference_b="story_b", instruction="main_task")
+    import_file(store, ImportOptions("research", files["constraints"], name="r", columns=cols))
+    bad = write_csv(tmp_path / "fitted2.csv", ["story_id", "model", "fitted_content"],
+                    [["s1", "m", LONG], ["nope", "m", LONG]], bom=False, crlf=False)
+    with pytest.raises(ImportFailed, match=r"fitted2.csv:3, column 1 \('story_id'\): no instruction nope in import 'r'"):
+        import_file(store, ImportOptions("research", bad, name="r", columns=cols))
+    assert store.scalar("SELECT count(*) FROM generations") == 0  # the good row went too
+    odd = write_csv(tmp_path / "odd.csv", ["story_id", "notes"], [["s1", "x"]])
+    with pytest.raises(ImportFailed, match="none of the research code's columns"):
+        import_file(store, ImportOptions("research", odd, name="r", columns=cols))
+
+
+# -- JSONL ----------------------------------------------------------------------------------------
+
+
+def write_jsonl(path: Path, lines: list[object], *, crlf: bool = False) -> Path:
+    text = ("\r\n" if crlf else "\n").join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n"
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def test_jsonl_instructions_with_references_and_line_numbered_errors(store, tmp_path):
+    good = [{"id": "a1", "instruction": "Write a blog post about gardening.", "constraints": ["Mention compost.",
+             "Describe a spring morning in the garden."], "condition": "common+none", "domain": "blog",
+             "reference": LONG, "reference_b": "Another text."},
+            {"id": 2, "main_task": "Write a blog post about bread.", "constraints": "1. Mention flour.\n2. Mention an oven."}]
+    path = write_jsonl(tmp_path / "bench.jsonl", good, crlf=True)
+    summary = import_file(store, ImportOptions("jsonl", path))
+    assert summary.added == {"instructions": 2, "constraints": 4, "references": 2}
+    rows = store.query("SELECT source_id, condition, domain, article_a FROM instructions ORDER BY id")
+    assert [(r["source_id"], r["condition"], r["domain"]) for r in rows] == [("a1", "none", "blog"), ("2", "single", "imported")]
+    assert rows[0]["article_a"] is not None and rows[1]["article_a"] is None
+    # The same ids with other constraints: an error, never an overwrite.
+    changed = write_jsonl(tmp_path / "bench2.jsonl", [{**good[1], "constraints": ["Mention salt."]}, "", "{not json",
+                                                      [1, 2], {"id": 3, "instruction": "x", "constraints": []},
+                                                      {"id": 4, "instruction": "x", "constraints": ["y"], "condition": "odd"}])
+    with pytest.raises(ImportFailed) as err:
+        import_file(store, ImportOptions("jsonl", changed, name="bench"))
+    msg = str(err.value)
+    assert f"{changed}:3: not JSON" in msg and f"{changed}:4: a JSON object is expected, got list" in msg
+    # Line 1 is only read once lines 3-4 parse; fix those and the row problems show.
+    fixed = write_jsonl(tmp_path / "bench2.jsonl", [{**good[1], "constraints": ["Mention salt."]},
+                                                    {"id": 3, "instruction": "x", "constraints": []},
+                                                    {"id": 4, "instruction": "x", "constraints": ["y"], "condition": "odd"}])
+    with pytest.raises(ImportFailed) as err:
+        import_file(store, ImportOptions("jsonl", fixed, name="bench"))
+    msg = str(err.value)
+    assert f"{fixed}:1, field 'id': instruction 2 was imported into import-bench before with another task" in msg
+    assert f"{fixed}:2, field 'constraints': the list is empty" in msg
+    assert f"{fixed}:3, field 'condition': unknown condition 'odd'" in msg
+    assert store.scalar("SELECT count(*) FROM instructions") == 2
+
+
+def test_export_then_import_round_trip(store, tmp_path):
+    path = write_jsonl(tmp_path / "src.jsonl", [{"id": "x", "instruction": "Write a note.", "reference": LONG,
+                                                 "constraints": ["Mention the storm.", "Mention the harbour."]}])
+    import_file(store, ImportOptions("jsonl", path))
+    from pipeline.export import export_jsonl
+
+    out = tmp_path / "benchmark.jsonl"
+    export_jsonl(store, str(out), with_references=True)
+    again = import_file(store, ImportOptions("jsonl", out, name="round-trip"))
+    assert again.added["instructions"] == 1 and again.added["references"] == 1
+    texts = store.query("SELECT i.run_id, c.text FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
+                        " ORDER BY i.id, c.position")
+    assert [t["text"] for t in texts[:2]] == [t["text"] for t in texts[2:]]
+
+
+# -- responses --------------------------------------------------------------------------------------
+
+
+def test_responses_import_then_summarised_and_judged_like_our_own(store, tmp_path):
+    import asyncio
+
+    from test_evaluate import KEYWORDS, make_config, roles_called, world
+
+    from pipeline.evaluate import EvaluateOptions, run_evaluate
+    from pipeline.fake_server import FakeOpenAIServer
+    from pipeline.llm import LLMClient
+
+    bench = write_jsonl(tmp_path / "bench.jsonl", [
+        {"id": f"q{i}", "instruction": f"Write a news article number {i}.",
+         "constraints": [f"Mention the {w}." for w in KEYWORDS[:3]]} for i in range(2)])
+    import_file(store, ImportOptions("jsonl", bench, name="mine", domain="news"))
+    text = " ".join(f"In this part the {w} matters a great deal to everyone." for w in KEYWORDS[:3])
+    responses = write_jsonl(tmp_path / "harness.jsonl", [
+        {"instruction": "q0", "model": "harness-x", "mode": "direct", "text": text},
+        {"instruction": "q1", "model": "harness-x", "text": text}])
+    summary = import_file(store, ImportOptions("responses", responses, run="mine"))
+    assert summary.added == {"responses": 2} and summary.run_id == "import-responses-harness"
+    assert imported_models(store) == ["harness-x"]
+    assert not import_file(store, ImportOptions("responses", responses, run="mine")).added
+
+    async def go():
+        with FakeOpenAIServer(world) as server:
+            config = make_config(server, models=("ma",), judges=("ja",))
+            client = LLMClient(config, store, backoff_base_s=0.01)
+            try:
+                result = await run_evaluate(store, config, client, EvaluateOptions(models=["harness-x"]))
+            finally:
+                await client.aclose()
+            return result, roles_called(server)
+
+    result, calls = asyncio.run(go())
+    # Nothing asked to write harness-x's responses: 2 summaries and 4 judgings only.
+    assert calls == {"summarize": 2, "judge_batched": 4} and result.failed == 0
+    assert store.scalar("SELECT count(*) FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+                        " WHERE g.model = 'harness-x' AND v.verdict = 1") == 6
+
+
+def test_responses_errors_name_line_and_field(store, tmp_path):
+    bench = write_jsonl(tmp_path / "bench.jsonl", [{"id": "q0", "instruction": "Write.", "constraints": ["Mention x."]}])
+    import_file(store, ImportOptions("jsonl", bench, name="mine"))
+    bad = write_jsonl(tmp_path / "r.jsonl", [{"instruction": "q9", "model": "m", "text": "t"},
+                                             {"instruction": "q0", "model": "", "text": "t"},
+                                             {"instruction": "q0", "model": "m", "mode": "sideways", "text": "t"},
+                                             {"instruction": "q0", "model": "m", "text": "ok"}])
+    with pytest.raises(ImportFailed) as err:
+        import_file(store, ImportOptions("responses", bad, run="mine"))
+    msg = str(err.value)
+    assert f"{bad}:1, field 'instruction': no instruction 'q9' in run import-mine" in msg
+    assert f"{bad}:2, field 'model'" in msg and f"{bad}:3, field 'mode'" in msg
+    assert store.scalar("SELECT count(*) FROM generations") == 0
+    with pytest.raises(ImportFailed, match="--run nope: no such run"):
+        import_file(store, ImportOptions("responses", bad, run="nope"))
+
+
+def test_cli_import_dry_run_and_json(store_path, tmp_path, capsys):
+    path = write_csv(tmp_path / "Instruction-based Constraints.csv", CS4_HEADER, cs4_rows(2))
+    assert run_cli(store_path, "import", "cs4", str(path), "--dry-run") == 0
+    assert "would add 2 instructions" in capsys.readouterr().out
+    assert run_cli(store_path, "import", "cs4", str(path), "--json") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["added"] == {"instructions": 2, "constraints": 15} and out["run_id"] == "import-Instruction-based Constraints"
+    bad = write_csv(tmp_path / "bad.csv", CS4_HEADER, [["1", "", "1", "1. x"]])
+    assert run_cli(store_path, "import", "cs4", str(bad)) == 2
+    assert "bad.csv:2, column 2 ('Instruction'): empty" in capsys.readouterr().err
