@@ -92,6 +92,12 @@ class ImportSummary:
     near_duplicates: int = 0  # found by this run's near-duplicate pass (any corpus of the domain)
     skipped: list[Skip] = field(default_factory=list)
     stopped: bool = False
+    # Stored articles of this corpus whose status the new word window changed: "too_short -> pending": n.
+    reclassified: Counter[str] = field(default_factory=Counter)
+    # Where the already-imported rows live when that is not this import's domain: domain -> rows.
+    stored_domains: Counter[str] = field(default_factory=Counter)
+    # The same item (id and text) already imported as another corpus: (corpus, domain) -> items.
+    elsewhere: Counter[tuple[str, str]] = field(default_factory=Counter)
 
 
 # -- cleaning ----------------------------------------------------------------------------
@@ -361,7 +367,18 @@ def import_corpus(
     summary.read = len(items)
     _check_unique_ids(items)
 
-    known = {r[0] for r in store.conn.execute("SELECT source_id FROM articles WHERE corpus = ?", (name,))}
+    known = {r[0]: (r[1], r[2], r[3], r[4]) for r in store.conn.execute(
+        "SELECT source_id, id, domain, status, words FROM articles WHERE corpus = ?", (name,))}
+    # Items another corpus already holds with the same id and text (the same file under a new
+    # --name): skipped and named, not added as exact duplicates of themselves.
+    others: dict[tuple[str, str], tuple[str, str]] = {}
+    # Only within the domain: in another domain the same text is no duplicate, and importing a
+    # file into a second domain under a new name is a choice.
+    for sid, h, corpus, domain in store.conn.execute(
+            "SELECT source_id, text_hash, corpus, domain FROM articles WHERE corpus != ? AND domain = ?"
+            " AND status != 'reference' ORDER BY id DESC", (name, options.domain)):
+        others[(sid, h)] = (corpus, domain)
+    domains = {options.domain}
     originals: dict[str, int] = {}  # text hash -> first non-duplicate article of the domain
     for h, aid in store.conn.execute(
         "SELECT text_hash, min(id) FROM articles WHERE domain = ? AND status != 'duplicate' GROUP BY text_hash",
@@ -379,8 +396,18 @@ def import_corpus(
             summary.skipped.append(item)
         elif item.source_id in known:
             summary.already += 1
+            article_id, domain, status, words = known[item.source_id]
+            if domain != options.domain:
+                summary.stored_domains[domain] += 1
+            domains.add(domain)
+            new = _reclassify(status, words, options)
+            if new != status:
+                store.conn.execute("UPDATE articles SET status = ? WHERE id = ?", (new, article_id))
+                summary.reclassified[f"{status} -> {new}"] += 1
+        elif (item.source_id, _hash_of(item.text)) in others:
+            summary.elsewhere[others[(item.source_id, _hash_of(item.text))]] += 1
         else:
-            known.add(item.source_id)
+            known[item.source_id] = (0, options.domain, "", 0)
             status = _add_article(store, item, options, name, originals, stamp, summary)
             if status:
                 summary.statuses[status] += 1
@@ -390,11 +417,53 @@ def import_corpus(
             progress(ProgressEvent("corpus", done, total))
     store.commit()
     if not summary.stopped:
-        summary.near_duplicates = mark_near_duplicates(
-            store, options.domain, embedder, options.near_dup, progress=progress, stop=stop
-        )
+        for domain in sorted(domains):  # a re-import may have moved stored articles into the window
+            summary.near_duplicates += mark_near_duplicates(
+                store, domain, embedder, options.near_dup, progress=progress, stop=stop
+            )
         summary.stopped = bool(stop)
     return summary
+
+
+def _hash_of(text: str) -> str:
+    from .store import text_hash
+
+    return text_hash(clean_text(text))
+
+
+def _reclassify(status: str, words: int, options: ImportOptions) -> str:
+    """A stored article's status under this import's word window. Duplicates stay duplicates
+    (that is about the text, not its length); an article entering the window waits for the
+    near-duplicate check like a new one."""
+    if status not in ("kept", "pending", "too_short", "too_long"):
+        return status
+    if words < options.min_words:
+        return "too_short"
+    if words > options.max_words:
+        return "too_long"
+    return status if status in ("kept", "pending") else "pending"
+
+
+def window_hint(store: Store, corpus: str, min_words: int, max_words: int) -> str:
+    """When no article of a corpus is in the word window: their lengths, and which thresholds
+    keep how many (duplicates never count), so the next command can be chosen, not guessed."""
+    words = sorted(r[0] for r in store.conn.execute(
+        "SELECT words FROM articles WHERE corpus = ? AND status IN ('too_short', 'too_long')", (corpus,)))
+    if not words:
+        return ""
+    short = [w for w in words if w < min_words]
+    long = [w for w in words if w > max_words]
+    parts = [f"their lengths: {words[0]}-{words[-1]} words, median {statistics.median(words):g}"]
+    if short:
+        # Thresholds at the longest, the median and the shortest of the short ones.
+        for cut in sorted({short[-1], int(statistics.median(short)), short[0]}, reverse=True):
+            keeps = sum(1 for w in words if cut <= w <= max_words)
+            parts.append(f"--min-words {cut} keeps {keeps}")
+    if long:
+        for cut in sorted({long[0], int(statistics.median(long)), long[-1]}):
+            keeps = sum(1 for w in words if min_words <= w <= cut)
+            parts.append(f"--max-words {cut} keeps {keeps}")
+    return "; ".join(parts)
 
 
 def _check_unique_ids(items: list[RawArticle | Skip]) -> None:

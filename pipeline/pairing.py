@@ -312,7 +312,8 @@ def pair_domain(
         raise CorpusError(
             f"domain '{options.domain}': {len(articles)} kept article(s) of {total} imported{hint}; "
             "pairing needs at least two (import more with `unspecific corpus add --domain "
-            f"{options.domain} ...`, or widen --min-words/--max-words)"
+            f"{options.domain} ...`, or run `unspecific corpus add` on the same file with a wider --min-words/"
+            "--max-words: the stored articles are re-classified; `unspecific corpus list` shows their lengths)"
         )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

@@ -294,3 +294,67 @@ def test_jsonl_text_with_line_separator_characters(store, tmp_path):
     path.write_text(json.dumps({"id": "u", "text": text}, ensure_ascii=False) + "\r\n", encoding="utf-8")
     summary = import_corpus(store, opts(path, "jsonl"), HashEmbedder())
     assert summary.added == 1 and statuses(store) == {"u": "kept"}
+
+
+# -- no dead ends (issue 14) ----------------------------------------------------------------------
+
+
+def stories(tmp_path: Path, n: int = 30) -> Path:
+    """30 stories of about 180 words (170-199), as a new user's first file."""
+    return write_jsonl(tmp_path / "stories.jsonl", [{"id": f"s{i}", "text": make_text(100 + i, words=170 + i)}
+                                                    for i in range(n)])
+
+
+def test_all_too_short_says_which_threshold_keeps_how_many(tmp_path, capsys):
+    path = stories(tmp_path)
+    db = str(tmp_path / "s.sqlite")
+    rc = main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2
+    assert "corpus stories (domain story): no usable article among its 30: 30 too short" in err
+    assert "their lengths: 170-199 words" in err
+    assert "--min-words 199 keeps 1" in err and "--min-words 170 keeps 30" in err
+    # Following the hint works: the stored articles are re-classified, not "already imported".
+    rc = main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash", "--min-words", "170"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert rc == 0 and "0 added, 30 already imported" in out
+    assert "re-classified by the word window 170-1000: 30 too short -> pending" in out
+    assert "corpus stories now: 30 kept" in out
+
+
+def test_reimport_with_a_narrower_window_moves_kept_ones_out(store, tmp_path):
+    path = stories(tmp_path, 10)
+    import_corpus(store, opts(path, "jsonl", min_words=100, max_words=300), HashEmbedder())
+    assert set(statuses(store).values()) == {"kept"}
+    again = import_corpus(store, opts(path, "jsonl", min_words=175, max_words=300), HashEmbedder())
+    assert again.reclassified == {"kept -> too_short": 5}
+    assert sorted(statuses(store).values()) == ["kept"] * 5 + ["too_short"] * 5
+
+
+def test_same_file_under_a_new_name_is_not_duplicates_of_itself(store, tmp_path, capsys):
+    path = stories(tmp_path, 5)
+    import_corpus(store, opts(path, "jsonl", domain="story", min_words=100), HashEmbedder())
+    again = import_corpus(store, opts(path, "jsonl", domain="story", min_words=100, name="fiction"), HashEmbedder())
+    assert again.added == 0 and again.elsewhere == {("stories", "story"): 5}
+    assert store.scalar("SELECT count(*) FROM articles WHERE status = 'duplicate'") == 0
+    # Through the CLI: said plainly, exit 0, the real corpus named.
+    db = str(tmp_path / "c.sqlite")
+    main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash", "--min-words", "100"])
+    capsys.readouterr()
+    rc = main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash", "--min-words", "100",
+               "--name", "fiction"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert rc == 0 and "5 item(s) already imported as corpus stories of domain story" in out
+    assert "corpus fiction now: no articles" in out
+
+
+def test_messages_name_the_domain_the_rows_live_in(tmp_path, capsys):
+    path = stories(tmp_path, 4)
+    db = str(tmp_path / "d.sqlite")
+    main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash", "--min-words", "100"])
+    capsys.readouterr()
+    rc = main(["--store", db, "corpus", "add", str(path), "--domain", "fiction-csv", "--model", "hash",
+               "--min-words", "100"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "4 already imported" in out
+    assert "4 of the already imported articles live in domain story, not fiction-csv" in " ".join(out.split())

@@ -76,7 +76,7 @@ def _guess_format(path: str | None) -> str:
 def run_add(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..corpus import ImportOptions, import_corpus, status_counts
+    from ..corpus import ImportOptions, import_corpus, status_counts, window_hint
     from ..errors import CorpusError
     from .common import console, open_store_from
 
@@ -102,11 +102,17 @@ def run_add(args: argparse.Namespace) -> int:
         with rich_progress(out) as hook:
             summary = import_corpus(store, options, embedder, progress=hook)
         now_counts = status_counts(store, summary.corpus)
+        hint = window_hint(store, summary.corpus, options.min_words, options.max_words)
     finally:
         store.close()
-    if not summary.added and not summary.already and not summary.stopped:
+    where = args.path or fmt
+    if summary.elsewhere:
+        for (corpus, domain), n in summary.elsewhere.items():
+            out.print(f"{where}: {n} item(s) already imported as corpus [bold]{corpus}[/] of domain [bold]{domain}[/] "
+                      f"(same ids and texts): not added again. To apply new word limits, run the same command with "
+                      f"--name {corpus}", highlight=False)
+    if not summary.added and not summary.already and not summary.stopped and not summary.elsewhere:
         # Nothing came in: say why as an error (exit code 2), not as a quiet "0 added".
-        where = args.path or fmt
         reasons = "; ".join(f"{k.where}: {k.reason}" for k in summary.skipped[:3])
         more = f" (and {len(summary.skipped) - 3} more)" if len(summary.skipped) > 3 else ""
         raise CorpusError(f"{where}: no articles imported: {summary.read} item(s) read"
@@ -114,28 +120,38 @@ def run_add(args: argparse.Namespace) -> int:
     s = summary.statuses
     out.print(
         f"[bold]{summary.corpus}[/] -> domain [bold]{summary.domain}[/]: {summary.read} read, "
-        f"{summary.added} added, {summary.already} already imported, {len(summary.skipped)} skipped"
+        f"{summary.added} added, {summary.already} already imported, {len(summary.skipped)} skipped", highlight=False
     )
+    for domain, n in summary.stored_domains.items():
+        out.print(f"  [yellow]{n} of the already imported articles live in domain [bold]{domain}[/], not "
+                  f"{summary.domain}[/]: they stay there (pair them with --domain {domain}); to have them in "
+                  f"{summary.domain} too, import the file with another --name", highlight=False)
     out.print(
         f"  added: {s['duplicate']} exact duplicates, {s['too_short']} under {options.min_words} words, "
         f"{s['too_long']} over {options.max_words} words, {s['pending']} in the window; near-duplicates found "
         + (f"(cosine > {near_dup:g}): {summary.near_duplicates}" if near_dup is not None else "(check off): 0")
     )
+    if summary.reclassified:
+        out.print(f"  re-classified by the word window {options.min_words}-{options.max_words}: " + ", ".join(
+            f"{n} {change.replace('_', ' ')}" for change, n in summary.reclassified.items()), highlight=False)
     order = ("kept", "duplicate", "near_duplicate", "too_short", "too_long", "pending")
-    out.print(f"  corpus {summary.corpus} now: " + ", ".join(
-        f"{now_counts[k]} {k.replace('_', ' ')}" for k in order if now_counts.get(k)))
+    out.print(f"  corpus {summary.corpus} now: " + (", ".join(
+        f"{now_counts[k]} {k.replace('_', ' ')}" for k in order if now_counts.get(k)) or "no articles"))
     for skip in summary.skipped[: args.show_skips]:
         out.print(f"  [yellow]skipped[/] {skip.where}: {skip.reason}")
     if len(summary.skipped) > args.show_skips:
         out.print(f"  ... and {len(summary.skipped) - args.show_skips} more skipped")
     if summary.stopped:
         out.print("[yellow]stopped early; run the same command again to finish[/]")
-    elif summary.added and not s["pending"]:
-        # Rows were added, but none can be paired: an error, so a script does not go on to `pair`.
+    elif sum(now_counts.values()) and not now_counts.get("kept") and not now_counts.get("pending"):
+        # Nothing in the corpus can be paired: an error, so a script does not go on to `pair`,
+        # with the thresholds that would change that.
+        stored_in = ", ".join(sorted(summary.stored_domains)) or summary.domain
         raise CorpusError(
-            f"{args.path or fmt}: no usable article among the {summary.added} added: {s['duplicate']} exact duplicates, "
-            f"{s['too_short']} under {options.min_words} words, {s['too_long']} over {options.max_words} words "
-            "(recorded with that status; see `unspecific corpus list`)"
+            f"corpus {summary.corpus} (domain {stored_in}): no usable article among its {sum(now_counts.values())}: "
+            + ", ".join(f"{now_counts[k]} {k.replace('_', ' ')}" for k in order if now_counts.get(k))
+            + f" for the window {options.min_words}-{options.max_words} words"
+            + (f". {hint}. Run the same command with that option: stored articles are re-classified" if hint else "")
         )
     return 0
 
