@@ -892,7 +892,10 @@ def _side_table(metrics: Metrics, by: str, ratio: float | None) -> tuple[_SideTa
         elif by == "mode":
             side, stratum, unit = row.mode, (row.domain, f"{row.condition}/{row.model}"), pair
         else:
-            side, stratum, unit = row.condition, (row.domain, f"{row.model}{mode}"), row.article_a
+            # Conditions pair on reference A; an imported instruction without one pairs with nothing
+            # (its own unit), rather than every such instruction merging into one unit "None".
+            unit = row.article_a if row.article_a is not None else ("instruction", row.instruction_id)
+            side, stratum = row.condition, (row.domain, f"{row.model}{mode}")
         values = (row.org, row.core, row.superficial, row.org - row.core)
         sides = table[stratum][unit]
         if side in sides:

@@ -325,3 +325,57 @@ def test_cli_import_dry_run_and_json(store_path, tmp_path, capsys):
     bad = write_csv(tmp_path / "bad.csv", CS4_HEADER, [["1", "", "1", "1. x"]])
     assert run_cli(store_path, "import", "cs4", str(bad)) == 2
     assert "bad.csv:2, column 2 ('Instruction'): empty" in capsys.readouterr().err
+
+
+# -- the app on imported work ------------------------------------------------------------------
+
+
+async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdicts(tmp_path):
+    from app_support import settle
+
+    from pipeline.store import open_store
+    from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
+
+    path = tmp_path / "imported.sqlite"
+    store = open_store(path)
+    files = research_files(tmp_path)
+    cols = ResearchColumns(id="story_id", reference="story_a", reference_b="story_b", instruction="main_task")
+    for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
+        import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
+                                         domain="story", columns=cols))
+    # A second benchmark with neither references nor responses: listed, never in the way.
+    import_file(store, ImportOptions("cs4", write_csv(tmp_path / "cs4.csv", CS4_HEADER, cs4_rows(2))))
+    constraint_1 = store.scalar("SELECT id FROM constraints WHERE position = 1 ORDER BY id LIMIT 1")
+    store.close()
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        for key, name in zip("123456", SCREENS_ORDER):
+            await pilot.press(key)
+            await settle(app, pilot)
+            assert app.current_mode == name
+        await pilot.press("3")
+        await settle(app, pilot)
+        shown = app.screen.shown
+        assert shown.constraint_id == constraint_1 and shown.writer == ("their-model", "direct")
+        # The imported judge's quote, found in the response it judged.
+        start = LONG.index("the storm came in from the west")
+        assert dict(shown.quotes["response"]) == {"gpt-4o": (start, start + len("the storm came in from the west"))}
+
+
+def test_conditions_without_references_are_never_paired_as_one_unit(store, tmp_path):
+    """Two imports (single, common+eval) of two instructions each, none with a reference: a
+    condition comparison has no shared unit to pair on, so it pairs nothing (before, every
+    reference-less instruction was one unit "None" and the four were averaged into one pair)."""
+    from pipeline.metrics import _side_table, compute_metrics
+
+    for condition in ("single", "common+eval"):
+        rows = [[f"i{k}", f"Write story {k}.", numbered(RESEARCH_CONSTRAINTS, "\n"), "m", LONG, "gpt-4o",
+                 "1. Yes - \"the storm came in\"\n2. No - x\n3. No - y"] for k in range(2)]
+        path = write_csv(tmp_path / f"{condition}.csv", ["id", "instruction", "constraints", "model", "fitted_content",
+                                                         "eval_model", "satisfaction_results"], rows)
+        import_file(store, ImportOptions("research", path, name=condition, condition=condition))
+    metrics = compute_metrics(store)
+    table, _ = _side_table(metrics, "condition", None)
+    units = [sides for stratum in table.values() for sides in stratum.values()]
+    assert len(units) == 4 and all(len(sides) == 1 for sides in units)
