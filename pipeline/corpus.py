@@ -589,7 +589,9 @@ def _word_stats(words: list[int]) -> dict[str, float]:
 
 def corpus_stats(store: Store) -> list[CorpusStats]:
     """Per corpus and domain, then one row per domain (corpus '*') when it has several corpora."""
-    rows = store.query("SELECT corpus, domain, status, words FROM articles ORDER BY domain, corpus")
+    # Imported references (pipeline.importing) belong to their benchmark, not to a corpus to pair.
+    rows = store.query("SELECT corpus, domain, status, words FROM articles WHERE status != 'reference'"
+                       " ORDER BY domain, corpus")
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["domain"], row["corpus"]), []).append(row)
