@@ -211,7 +211,10 @@ def read_jsonl(path: Path) -> list[Row]:
     """One JSON object a line; blank lines are skipped."""
     problems = _Problems(path)
     rows = []
-    for number, line in enumerate(_decode(path).splitlines(), 1):
+    # Split on newlines only: str.splitlines would also split on U+2028 and friends, which a JSON
+    # string may hold raw.
+    for number, line in enumerate(_decode(path).split("\n"), 1):
+        line = line.rstrip("\r")
         if not line.strip():
             continue
         try:

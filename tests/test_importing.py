@@ -214,7 +214,10 @@ def test_jsonl_instructions_with_references_and_line_numbered_errors(store, tmp_
              "Describe a spring morning in the garden."], "condition": "common+none", "domain": "blog",
              "reference": LONG, "reference_b": "Another text."},
             {"id": 2, "main_task": "Write a blog post about bread.", "constraints": "1. Mention flour.\n2. Mention an oven."}]
-    path = write_jsonl(tmp_path / "bench.jsonl", good, crlf=True)
+    # A raw U+2028 inside a JSON string is legal JSON: it must not split the line.
+    good[1]["main_task"] += "\u2028"
+    path = tmp_path / "bench.jsonl"
+    path.write_bytes("\r\n".join(json.dumps(x, ensure_ascii=False) for x in good).encode("utf-8") + b"\r\n")
     summary = import_file(store, ImportOptions("jsonl", path))
     assert summary.added == {"instructions": 2, "constraints": 4, "references": 2}
     rows = store.query("SELECT source_id, condition, domain, article_a FROM instructions ORDER BY id")
