@@ -93,6 +93,7 @@ class ImportOptions:
     condition: str | None = None  # default per format: single (cs4, jsonl), none (research)
     run: str | None = None  # responses: the run (import name or run id) whose instruction ids the file uses
     ratio: float = DEFAULT_RATIO  # research summaries without a ratio column
+    evaluated: str = "response"  # research: the text results judge when no column says (response | summary | base)
     columns: ResearchColumns = field(default_factory=ResearchColumns)
     dry_run: bool = False
 
@@ -638,7 +639,7 @@ def _research_texts(writer: _Writer, options: ImportOptions, row: Row, iid: int,
     model = cell(row, "model")
     mode = (cell(row, "mode") or "direct").lower()
     needs_response = bool(cell(row, "content") or cell(row, "summary")
-                          or (cell(row, "results") and (cell(row, "evaluated") or "response").lower() != "base"))
+                          or (cell(row, "results") and (cell(row, "evaluated") or options.evaluated).lower() != "base"))
     if needs_response:
         if not model:
             writer.problems.add(row, "empty (responses are named by the model that wrote them)", found["model"] or cols.model)
@@ -671,14 +672,14 @@ def _research_texts(writer: _Writer, options: ImportOptions, row: Row, iid: int,
     if cell(row, "summary"):
         generated["summary"] = _guard(writer, row, found["summary"], lambda: writer.generation(
             "summary", iid, cell(row, "summary"), model=IMPORTED_WRITER, ratio=ratio, parent_id=generated["response"]))
-    elif cell(row, "results") and (cell(row, "evaluated") or "").lower() == "summary":
+    elif cell(row, "results") and (cell(row, "evaluated") or options.evaluated).lower() == "summary":
         stored = writer.conn.execute(
             "SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND abs(ratio - ?) < 1e-9"
             " ORDER BY id LIMIT 1", (generated["response"], ratio)).fetchone()
         generated["summary"] = stored[0] if stored else None
     if cell(row, "results"):
         judge = cell(row, "eval_model")
-        target = (cell(row, "evaluated") or "response").lower()
+        target = (cell(row, "evaluated") or options.evaluated).lower()
         if not judge:
             writer.problems.add(row, "empty (verdicts are named by the judge model that gave them)",
                                 found["eval_model"] or cols.eval_model)
@@ -757,6 +758,8 @@ def import_file(store: Store, options: ImportOptions) -> ImportSummary:
         _condition(options.condition, "single")
     except ValueError as exc:
         raise ImportFailed(f"--condition: {exc}") from None
+    if options.evaluated not in ("response", "summary", "base"):
+        raise ImportFailed(f"--evaluated: one of response, summary, base, got {options.evaluated!r}")
     name = options.name or options.path.stem
     if options.format == "responses":
         name = options.name or f"responses-{options.path.stem}"

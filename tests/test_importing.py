@@ -136,10 +136,10 @@ def research_files(tmp_path: Path) -> dict[str, Path]:
         tmp_path / "evaluation.csv", ["story_id ", "model", "eval_model", "satisfaction_results", "evaluated"],
         [["s1", "their-model", "gpt-4o", '1. Yes - "the storm came in from the west"\r\n2. No - never at night', "response"],
          ["s2-does-not-exist", "their-model", "gpt-4o", "1. Yes - x", "response"]][:1])
+    # No "evaluated" column here: --evaluated summary says what the results judge.
     files["evaluation_summary"] = write_csv(
-        tmp_path / "evaluation_summary.csv", ["story_id ", "model", "eval_model", "satisfaction_results", "evaluated"],
-        [["s1", "their-model", "gpt-4o", '1. No - no storm\n2. No - no harbour\n3. Yes - "A keeper lit the lamp"',
-          "summary"]])
+        tmp_path / "evaluation_summary.csv", ["story_id ", "model", "eval_model", "satisfaction_results"],
+        [["s1", "their-model", "gpt-4o", '1. No - no storm\n2. No - no harbour\n3. Yes - "A keeper lit the lamp"']])
     return files
 
 
@@ -148,7 +148,8 @@ def test_research_outputs_give_an_auditable_benchmark_without_llm_calls(store, t
     cols = ResearchColumns(id="story_id", reference="story_a", reference_b="story_b", instruction="main_task")
     for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
         import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
-                                         domain="story", columns=cols))
+                                         domain="story", columns=cols,
+                                         evaluated="summary" if key == "evaluation_summary" else "response"))
     inst = store.one("SELECT * FROM instructions")
     assert (inst["condition"], inst["domain"], inst["status"], inst["run_id"]) == ("eval", "story", "done", "import-paper-run")
     refs = store.query("SELECT a.status, t.body FROM articles a JOIN texts t ON t.hash = a.text_hash ORDER BY a.id")
@@ -181,7 +182,8 @@ def test_research_outputs_give_an_auditable_benchmark_without_llm_calls(store, t
     # Importing every file again adds nothing.
     for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
         again = import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
-                                                 domain="story", columns=cols))
+                                                 domain="story", columns=cols,
+                                                 evaluated="summary" if key == "evaluation_summary" else "response"))
         assert not again.added, key
     assert store.scalar("SELECT count(*) FROM verdicts") == 6
 
@@ -345,7 +347,8 @@ async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdict
     cols = ResearchColumns(id="story_id", reference="story_a", reference_b="story_b", instruction="main_task")
     for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
         import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
-                                         domain="story", columns=cols))
+                                         domain="story", columns=cols,
+                                         evaluated="summary" if key == "evaluation_summary" else "response"))
     # A second benchmark with neither references nor responses: listed, never in the way.
     import_file(store, ImportOptions("cs4", write_csv(tmp_path / "cs4.csv", CS4_HEADER, cs4_rows(2))))
     constraint_1 = store.scalar("SELECT id FROM constraints WHERE position = 1 ORDER BY id LIMIT 1")

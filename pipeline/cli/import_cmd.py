@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", help="responses: the import name or run id whose instruction ids the file uses "
                                  "(default: store instruction ids)")
     p.add_argument("--ratio", type=float, default=0.25, help="research: summary ratio when no column says (default 0.25)")
+    p.add_argument("--evaluated", choices=("response", "summary", "base"), default="response",
+                   help="research: the text an evaluation file's results judge, when no column says (default response)")
     p.add_argument("--dry-run", action="store_true", help="check and count everything, write nothing")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     columns = p.add_argument_group("research-code column names")
@@ -56,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     columns = ResearchColumns(**{name: getattr(args, f"column_{name}") for name in _COLUMN_HELP})
     options = ImportOptions(format=args.format, path=Path(args.file), name=args.name, domain=args.domain,
-                            condition=args.condition, run=args.run, ratio=args.ratio, columns=columns,
+                            condition=args.condition, run=args.run, ratio=args.ratio, evaluated=args.evaluated, columns=columns,
                             dry_run=args.dry_run)
     store = open_store_from(args)
     try:
