@@ -311,7 +311,7 @@ def test_all_too_short_says_which_threshold_keeps_how_many(tmp_path, capsys):
     rc = main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash"])
     err = " ".join(capsys.readouterr().err.split())
     assert rc == 2
-    assert "corpus stories (domain story): no usable article among its 30: 30 too short" in err
+    assert f"{path}: corpus stories (domain story): no usable article among its 30: 30 too short" in err
     assert "their lengths: 170-199 words" in err
     assert "--min-words 199 keeps 1" in err and "--min-words 170 keeps 30" in err
     # Following the hint works: the stored articles are re-classified, not "already imported".

@@ -148,7 +148,8 @@ def run_add(args: argparse.Namespace) -> int:
         # with the thresholds that would change that.
         stored_in = ", ".join(sorted(summary.stored_domains)) or summary.domain
         raise CorpusError(
-            f"corpus {summary.corpus} (domain {stored_in}): no usable article among its {sum(now_counts.values())}: "
+            f"{where}: corpus {summary.corpus} (domain {stored_in}): no usable article among its "
+            f"{sum(now_counts.values())}: "
             + ", ".join(f"{now_counts[k]} {k.replace('_', ' ')}" for k in order if now_counts.get(k))
             + f" for the window {options.min_words}-{options.max_words} words"
             + (f". {hint}. Run the same command with that option: stored articles are re-classified" if hint else "")
