@@ -18,6 +18,8 @@ Tables (see DESIGN.md):
   generations    base articles, responses, summaries -> texts
   verdicts       judge x text x constraint: yes/no (NULL: missing, never counted), quote, quote found?
   annotations    human labels of flipped constraints
+  validation_plans, validation_items
+                 the stratified samples people label (pipeline.validation)
   naturalness    pairwise preferences between constraint sets
   llm_calls      every finished LLM call; the cache
   text_scores, text_agreement, text_scores_stale
@@ -332,8 +334,22 @@ def _v5(db: sqlite_utils.Database) -> None:
         db["generations"].add_column("import_run", str)
 
 
+def _v6(db: sqlite_utils.Database) -> None:
+    """Validation plans (pipeline.validation): the seeded, stratified sample of (constraint,
+    response) items people label, stored so that the app, the sheets and the report all use
+    exactly the same items. ``params`` holds each stratum's population and drawn count, which
+    the report's weights need."""
+    db.conn.execute("CREATE TABLE IF NOT EXISTS validation_plans(name TEXT PRIMARY KEY, ratio REAL NOT NULL,"
+                    " seed INTEGER NOT NULL, run TEXT, params TEXT NOT NULL, created_at TEXT)")
+    db.conn.execute("CREATE TABLE IF NOT EXISTS validation_items(plan TEXT NOT NULL, position INTEGER NOT NULL,"
+                    " constraint_id INTEGER NOT NULL, response_id INTEGER NOT NULL, summary_id INTEGER NOT NULL,"
+                    " instruction_id INTEGER NOT NULL, domain TEXT NOT NULL, stratum TEXT NOT NULL,"
+                    " PRIMARY KEY (plan, constraint_id, response_id))")
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS validation_items_order ON validation_items(plan, position)")
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
