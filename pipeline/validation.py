@@ -559,7 +559,7 @@ def write_sheet(rows: Sequence[dict[str, Any]], out: Any, extra: Sequence[str] =
 @dataclass(frozen=True)
 class RowError:
     sheet: str
-    line: int  # the CSV line (the header is line 1)
+    line: int  # the row as a spreadsheet numbers it (the header is row 1; a text's newlines do not count)
     message: str
 
     def __str__(self) -> str:
@@ -599,8 +599,7 @@ def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str |
             if missing:
                 raise ValidationError(f"{path}: not a validation sheet (no column {', '.join(sorted(missing))}); "
                                       "write one with `unspecific validate export`")
-            for row in reader:
-                line = reader.line_num
+            for line, row in enumerate(reader, start=2):
                 def fail(message: str, line: int = line, sheet: str = sheet) -> None:
                     result.errors.append(RowError(sheet, line, message))
 

@@ -1,0 +1,231 @@
+"""`unspecific validate plan|report|export|import|disagreements`: the Core metric against people.
+
+The library is pipeline.validation; this module parses and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..validation import ValidationReport
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .common import ratio
+
+    p = sub.add_parser(
+        "validate",
+        help="validate the Core metric against human labels (plan, report, export, import, disagreements)",
+        description="The reviewers' protocol: `plan` draws and stores a seeded, stratified sample (flipped "
+        "constraints per domain, plus constraints passed on both texts) that the Annotate screen and the "
+        "sheets serve; `report` gives precision and recall of 'superficial' against the labels, the share "
+        "labelled integrated among the flipped, pass/fail per criterion, kappa between annotators and the "
+        "depth profile; `export` / `import` move labels through CSV sheets; `disagreements` lists items two "
+        "annotators labelled differently (export them for an adjudicator with --out).",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    plan = actions.add_parser("plan", help="draw and store the sample to label")
+    plan.add_argument("--name", default="default", help="plan name (default: default)")
+    plan.add_argument("--ratio", type=ratio, default=0.25, help="summary ratio of the metric's call (default 0.25)")
+    plan.add_argument("--per-domain", type=_count, default=50, help="flipped constraints per domain (default 50)")
+    plan.add_argument("--passed", type=_count, default=50, help="constraints passed on both texts (default 50)")
+    plan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    plan.add_argument("--run", help="only instructions of this build run")
+    plan.add_argument("--domains", help="only these domains (comma-separated)")
+    plan.add_argument("--replace", action="store_true", help="draw a plan of this name again (labels are kept)")
+    plan.set_defaults(func=run_plan)
+
+    report = actions.add_parser("report", help="the metric against the labels of a plan")
+    report.add_argument("--plan", help="plan name (default: the newest)")
+    report.add_argument("--annotator", help="one annotator's labels (default: the consensus)")
+    report.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    report.add_argument("--json", action="store_true", help="print JSON")
+    report.set_defaults(func=run_report)
+
+    export = actions.add_parser("export", help="write a plan as a CSV sheet to label (texts in, judges out)")
+    export.add_argument("--out", required=True, metavar="FILE", help="CSV file ('-' for standard output)")
+    export.add_argument("--plan", help="plan name (default: the newest)")
+    export.add_argument("--annotator", default="", help="fill the annotator column, and this person's labels so far")
+    export.set_defaults(func=run_export)
+
+    imp = actions.add_parser("import", help="read labelled sheets back (all rows checked first)")
+    imp.add_argument("sheets", nargs="+", metavar="FILE", help="CSV sheets written by `validate export`")
+    imp.add_argument("--annotator", help="the annotator of every row (default: each row's annotator column)")
+    imp.add_argument("--plan", help="plan name (default: each row's plan column)")
+    imp.set_defaults(func=run_import)
+
+    dis = actions.add_parser("disagreements", help="items annotators labelled differently, for adjudication")
+    dis.add_argument("--plan", help="plan name (default: the newest)")
+    dis.add_argument("--out", metavar="FILE", help="write them as a sheet for the adjudicator to label and import")
+    dis.set_defaults(func=run_disagreements)
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected zero or more, got {number}")
+    return number
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    from ..validation import draw_plan, save_plan
+    from .common import console, open_store_from, parse_csv
+
+    store = open_store_from(args, create=False)
+    try:
+        plan = draw_plan(store, name=args.name, ratio=args.ratio, per_domain=args.per_domain, passed=args.passed,
+                         seed=args.seed, run=args.run, domains=parse_csv(args.domains) if args.domains else None)
+        plan = save_plan(store, plan, replace=args.replace)
+    finally:
+        store.close()
+    out = console()
+    out.print(f"plan [bold]{plan.name}[/]: {len(plan.items)} items at ratio {plan.ratio:g}, seed {plan.seed}")
+    for s in plan.strata:
+        short = "  (all there are)" if s.drawn == s.population and s.population < (
+            args.passed if s.name == "passed" else args.per_domain) else ""
+        out.print(f"  {s.name:<16} {s.drawn:>4} of {s.population}{short}")
+    out.print("Label it in the app (5 Annotate) or with `unspecific validate export --out sheet.csv`.")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    import json
+
+    from ..validation import require_plan, validation_report
+    from .common import console, open_store_from
+
+    store = open_store_from(args, create=False, reading=True)
+    try:
+        report = validation_report(store, require_plan(store, args.plan), annotator=args.annotator,
+                                   n_resamples=args.resamples, seed=args.seed)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, default=_nan_as_null))
+        return 0
+    _print_report(report)
+    return 0
+
+
+def _nan_as_null(value: object) -> object:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _pct(x: float) -> str:
+    return "-" if math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def _print_report(report: ValidationReport) -> None:
+    from .common import console
+
+    out = console()
+    plan = report.plan
+    who = report.annotator or "consensus (adjudicator, else majority)"
+    out.print(f"[bold]Validation of the Core metric[/], plan {plan.name} (ratio {plan.ratio:g}, seed {plan.seed}),"
+              f" labels: {who}")
+    out.print(f"  items {report.items}, labelled {report.labelled}, ambiguous {report.ambiguous} (left out of"
+              f" precision/recall), ties {report.ties}, outside the metric's call {report.out_of_scope}")
+    if report.changed:
+        out.print(f"  [yellow]{report.changed} items' metric call changed since the plan was drawn (verdicts"
+                  " changed); the report uses the current call[/]")
+    out.print(f"  in the sample: TP {report.tp}, FP {report.fp}, FN {report.fn}, TN {report.tn}; estimates below"
+              " weight each stratum by its population")
+    for c in report.criteria:
+        verdict = "[green]PASS[/]" if c.passed else "[red]FAIL[/]"
+        if math.isnan(c.value.value):
+            verdict = "[red]FAIL[/] (no labels)"
+        elif not c.certain:
+            verdict += " (the interval straddles the bar)"
+        bar = f"{'>=' if c.at_least else '<='} {_pct(c.threshold)}"
+        out.print(f"  {c.name:<26} {c.value.fmt():<24} {bar:<8} {verdict}  n={c.value.n}")
+    for k in report.kappas:
+        out.print(f"  κ {k.annotator_a} / {k.annotator_b}: {k.kappa.fmt(2, 1.0)} over {k.kappa.n} items both labelled"
+                  f" (agree {_pct(k.percent)})")
+    if not report.kappas:
+        out.print("  κ needs two annotators on the same items")
+    out.print("  depth profile (share labelled superficial among the labelled items flipped at each ratio):")
+    for point in report.profile:
+        out.print(f"    ratio {point.ratio:g}: {point.superficial.fmt():<24} labelled {point.labelled} of "
+                  f"{point.flipped} flipped")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..validation import require_plan, sheet_rows, write_sheet
+    from .common import console, open_store_from
+
+    store = open_store_from(args, create=False, reading=True)
+    try:
+        plan = require_plan(store, args.plan)
+        rows = sheet_rows(store, plan, annotator=args.annotator)
+    finally:
+        store.close()
+    if args.out == "-":
+        write_sheet(rows, sys.stdout)
+        return 0
+    write_sheet(rows, args.out)
+    console().print(f"wrote {len(rows)} items of plan [bold]{plan.name}[/] to [bold]{args.out}[/]")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..validation import disagreements, import_sheets, load_plan, require_plan
+    from .common import console, open_store_from
+
+    store = open_store_from(args, create=False)
+    try:
+        plan = require_plan(store, args.plan) if args.plan else None
+        result = import_sheets(store, args.sheets, annotator=args.annotator, plan=plan)
+        if result.errors:
+            for error in result.errors:
+                print(error, file=sys.stderr)
+            print(f"{len(result.errors)} rows are wrong; nothing was saved. Fix them and import again.",
+                  file=sys.stderr)
+            return 1
+        open_plan = plan or load_plan(store)
+        split = disagreements(store, open_plan) if open_plan else []
+    finally:
+        store.close()
+    out = console()
+    out.print(f"saved {result.saved} labels from {', '.join(sorted(result.annotators)) or 'nobody'}"
+              f" ({result.blank} rows without a label skipped)")
+    if split:
+        out.print(f"{len(split)} items labelled differently by annotators: `unspecific validate disagreements`")
+    return 0
+
+
+def run_disagreements(args: argparse.Namespace) -> int:
+    from ..validation import adjudication_rows, disagreements, require_plan, write_sheet
+    from .common import console, open_store_from
+
+    store = open_store_from(args, create=False, reading=True)
+    try:
+        plan = require_plan(store, args.plan)
+        found = disagreements(store, plan)
+        rows, extra = adjudication_rows(store, plan) if args.out else ([], [])
+    finally:
+        store.close()
+    out = console()
+    if not found:
+        out.print(f"no disagreements in plan {plan.name}")
+        return 0
+    for d in found:
+        labels = ", ".join(f"{who} {label}" for who, label in sorted(d.labels.items()))
+        out.print(f"  item {d.item.position}: constraint {d.item.constraint_id} on response {d.item.response_id}"
+                  f" ({d.item.domain}): {labels}", markup=False)
+    if args.out:
+        write_sheet(rows, args.out, extra)
+        out.print(f"wrote {len(rows)} items for the adjudicator to [bold]{args.out}[/]; label them and"
+                  " `unspecific validate import` the sheet (annotator: adjudicator, whose label settles the item)")
+    return 0
