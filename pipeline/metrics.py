@@ -1071,7 +1071,8 @@ def validate_labels(items: dict[tuple[int, int], Item], labels: dict[tuple[int, 
             ambiguous += 1
             continue
         item = items.get(key)
-        if item is None or item.full_score < 0.5 or label not in ("superficial", "integrated"):
+        # not >= : an item with no call any more (NaN scores) is outside the metric's scope too.
+        if item is None or not item.full_score >= 0.5 or label not in ("superficial", "integrated"):
             not_applicable += 1
             continue
         predicted.append(item.flipped)

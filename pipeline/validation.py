@@ -39,7 +39,7 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -239,6 +239,29 @@ def current_items(store: Store, plan: Plan) -> dict[tuple[int, int], Item]:
     items = _items_by_key(store, plan.ratio, plan.run)
     return {(p.constraint_id, p.response_id): items[(p.constraint_id, p.response_id)]
             for p in plan.items if (p.constraint_id, p.response_id) in items}
+
+
+def annotation_items(store: Store, plan: Plan) -> list[Item]:
+    """The plan's items in its order, as pipeline.metrics items with the metric's current call
+    (for the Annotate screen's running precision and recall). An item no rater judges on both
+    texts any more keeps its place, with no call (scores NaN, not flipped): people still label
+    exactly the plan."""
+    now_items = current_items(store, plan)
+    writers = dict(((gid), (model, mode)) for gid, model, mode in store.conn.execute(
+        "SELECT id, model, coalesce(mode, '') FROM generations WHERE id IN (SELECT response_id FROM validation_items"
+        " WHERE plan = ?)", (plan.name,)))
+    out = []
+    for p in plan.items:
+        item = now_items.get((p.constraint_id, p.response_id))
+        if item is None:
+            model, mode = writers.get(p.response_id, ("?", ""))
+            item = Item(p.constraint_id, p.response_id, p.summary_id, p.instruction_id, model, mode, plan.ratio,
+                        math.nan, math.nan, False, False)
+        elif item.summary_id != p.summary_id:
+            # The summary the plan names is the one people read and the one exported.
+            item = replace(item, summary_id=p.summary_id)
+        out.append(item)
+    return out
 
 
 # -- labels ------------------------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """Annotate: label flipped constraints (and a seeded sample of pass-both ones) by hand.
 
+When the store holds a validation plan (`unspecific validate plan`, pipeline.validation), the
+screen serves exactly the newest plan's items, in its order, at its ratio: the labels made here,
+in exported sheets and in the report are then about the same items.
+
 Items are shown blind (the metric's call is not on screen) in a seeded shuffled order. An item
 names one response by id (a model answers in direct and in edit mode: two texts) and the summary
 the metric compared it with; the panes show exactly those two texts, and the label is saved at
@@ -54,14 +58,20 @@ class Item:
         return Writer(self.model, self.mode)
 
 
-def load_items(store, analysis: Analysis, seed: int) -> list[Item]:  # noqa: ANN001
-    """pipeline.metrics' items: every flipped constraint plus a seeded sample of pass-both ones."""
+def load_items(store, analysis: Analysis, seed: int) -> tuple[list[Item], str | None]:  # noqa: ANN001
+    """The newest validation plan's items and its name; with no plan, pipeline.metrics' items:
+    every flipped constraint plus a seeded sample of pass-both ones (and no name)."""
     from pipeline.metrics import items_to_annotate
+    from pipeline.validation import annotation_items, load_plan
 
-    sample = max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * analysis.n_flipped))
+    plan = load_plan(store)
+    if plan is not None:
+        chosen, name = annotation_items(store, plan), plan.name
+    else:
+        sample = max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * analysis.n_flipped))
+        chosen, name = items_to_annotate(store, ratio=analysis.ratio, passed_sample=sample, seed=seed), None
     return [Item(i.constraint_id, i.response_id, i.summary_id, i.instruction_id, i.model, i.mode, i.flipped,
-                 i.full_score)
-            for i in items_to_annotate(store, ratio=analysis.ratio, passed_sample=sample, seed=seed)]
+                 i.full_score) for i in chosen], name
 
 
 @dataclass
@@ -96,6 +106,7 @@ class AnnotateScreen(Screen):
         self._ratio: float | None = None
         self.shown: tuple[int, int] | None = None  # (response id, summary id) in the panes now
         self.kappas: dict[tuple[str, str], tuple[float, int]] = {}
+        self.plan: str | None = None  # the validation plan served, if any
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -126,14 +137,15 @@ class AnnotateScreen(Screen):
 
         store = open_store(self.app.store_path, readonly=True)
         try:
-            items = load_items(store, analysis, self.app.sample_seed)
+            items, plan = load_items(store, analysis, self.app.sample_seed)
         finally:
             store.close()
-        self.app.call_from_thread(self._set_items, items)
+        self.app.call_from_thread(self._set_items, items, plan)
 
-    def _set_items(self, items: list[Item]) -> None:
+    def _set_items(self, items: list[Item], plan: str | None = None) -> None:
         current = self.items[self.index] if self.items else None
         self.items = items
+        self.plan = plan
         self._calls = {(i.constraint_id, i.generation_id): i for i in items}
         self.index = self.items.index(current) if current in self.items else 0
         self.refresh_stats()
@@ -183,8 +195,9 @@ class AnnotateScreen(Screen):
         mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
         label = f"[b]{mine.label}[/]" + (f" — {_esc(mine.note)}" if mine.note else "") if mine else "[dim]unlabelled[/]"
         self.shown = (item.generation_id, item.summary_id)
+        where = f"plan {_esc(self.plan)} · " if self.plan else ""
         self.query_one("#ann-head", Static).update(
-            f"item {self.index + 1}/{len(self.items)} · #{data.id} {data.domain} · {data.condition}"
+            f"{where}item {self.index + 1}/{len(self.items)} · #{data.id} {data.domain} · {data.condition}"
             f" · {_esc(item.writer.label)} · response #{item.generation_id}"
             f" · your label: {label}\n[b]{con.text.replace('[', chr(92) + '[')}[/]\n"
             "[dim]Is this constraint integrated in the response's spine, or only in its details? "
