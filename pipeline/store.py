@@ -20,6 +20,9 @@ Tables (see DESIGN.md):
   annotations    human labels of flipped constraints
   validation_plans, validation_items
                  the stratified samples people label (pipeline.validation)
+  judge_plans, judge_items, text_labels
+                 people's own Yes/No on constraints and texts, to validate the judges
+                 (pipeline.judge_validation)
   naturalness    pairwise preferences between constraint sets
   llm_calls      every finished LLM call; the cache
   text_scores, text_agreement, text_scores_stale
@@ -346,6 +349,16 @@ def _v6(db: sqlite_utils.Database) -> None:
                     " instruction_id INTEGER NOT NULL, domain TEXT NOT NULL, stratum TEXT NOT NULL,"
                     " PRIMARY KEY (plan, constraint_id, response_id))")
     db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS validation_items_order ON validation_items(plan, position)")
+    # Judge validation (pipeline.judge_validation): a sample of (constraint, text) items, texts
+    # being responses and summaries, and people's own Yes/No on them, blind to the judges.
+    db.conn.execute("CREATE TABLE IF NOT EXISTS judge_plans(name TEXT PRIMARY KEY, ratio REAL NOT NULL,"
+                    " seed INTEGER NOT NULL, run TEXT, params TEXT NOT NULL, created_at TEXT)")
+    db.conn.execute("CREATE TABLE IF NOT EXISTS judge_items(plan TEXT NOT NULL, position INTEGER NOT NULL,"
+                    " constraint_id INTEGER NOT NULL, generation_id INTEGER NOT NULL, text_kind TEXT NOT NULL,"
+                    " instruction_id INTEGER NOT NULL, domain TEXT NOT NULL, PRIMARY KEY (plan, constraint_id, generation_id))")
+    db.conn.execute("CREATE TABLE IF NOT EXISTS text_labels(id INTEGER PRIMARY KEY, constraint_id INTEGER NOT NULL,"
+                    " generation_id INTEGER NOT NULL, annotator TEXT NOT NULL, label INTEGER NOT NULL,"
+                    " note TEXT, created_at TEXT, UNIQUE (constraint_id, generation_id, annotator))")  # label: 1 yes, 0 no
 
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
