@@ -306,3 +306,19 @@ def _stats(sums: np.ndarray) -> list[np.ndarray]:
 def judge_validation_by_name(scores: Sequence[JudgeScore]) -> dict[str, JudgeScore]:
     """Each judge's overall score (the ``all`` group), for the report to print beside the judge."""
     return {s.judge: s for s in scores if s.by == "all" and s.n > 0}
+
+
+def validated_score(judge: str, validated: dict[str, JudgeScore]) -> JudgeScore | None:
+    """The judge's overall score, if people validated it. Rater names can differ between the
+    whole store and the plan's items ("j [batched]" where the store has j in two modes and the plan
+    holds one): a rater named "judge [mode]" falls back to the judge's plain name."""
+    return validated.get(judge) or validated.get(judge.split(" [")[0])
+
+
+def describe(judge: str, validated: dict[str, JudgeScore]) -> str:
+    """One judge's validation as the report prints it beside the judge's numbers, or
+    "unvalidated"."""
+    score = validated_score(judge, validated)
+    if score is None:
+        return f"{judge}: unvalidated (no people's answers on its verdicts: `unspecific validate judge-plan`)"
+    return f"{judge}: {score.line()}"

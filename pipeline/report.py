@@ -51,6 +51,8 @@ from .metrics import (
     runs_covered,
 )
 from .coverage import MIN_COVERAGE, describe
+from .judge_validation import JudgeScore, judge_scores, judge_validation_by_name, validated_score
+from .judge_validation import describe as describe_judge
 from .stats import DEFAULT_RESAMPLES, holm
 
 if TYPE_CHECKING:
@@ -143,6 +145,9 @@ class Report:
     annotators: list[AnnotatorAgreement]
     validation: Validation | None
     warnings: list[ReportWarning] = field(default_factory=list)
+    # Each judge's accuracy against people (pipeline.judge_validation), by rater name; a judge
+    # not in it is unvalidated, and the report says so beside its numbers.
+    judges_validated: dict[str, JudgeScore] = field(default_factory=dict)
 
     def warned(self, group: Group) -> list[ReportWarning]:
         return [w for w in self.warnings if w.group == group.key]
@@ -174,6 +179,8 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
                                                          math.nan))
                             for c in compare(metrics, *options.compare, **kw)]
     report.naturalness = naturalness_rates(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
+    report.judges_validated = judge_validation_by_name(
+        judge_scores(store, n_resamples=options.n_resamples, seed=options.seed))
     if store.scalar("SELECT count(*) FROM annotations"):
         report.annotators = annotator_agreement(store)
         report.validation = metric_validation(store, ratio=ratio or options.ratio, filters=options.filters)
@@ -298,6 +305,10 @@ def render(report: Report, console: Console) -> None:
         console.print(table)
     elif len(m.raters) == 1:
         console.print(f"one judge ({m.raters[0]}): no judge agreement to report; the paper averages two")
+    if m.raters:
+        console.print("Judges against people (every number above rests on them):")
+        for rater in m.raters:
+            console.print(f"  {describe_judge(rater, report.judges_validated)}", markup=False, highlight=False)
     tested = [c for c in report.comparisons if not math.isnan(c.test.p_value)]
     if tested:
         significant = [c for c in tested if c.p_holm < 0.05]
@@ -508,6 +519,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         "comparisons": [c.as_dict() for c in report.comparisons],
         "requested_comparison": [c.as_dict() for c in report.requested],
         "naturalness": [w.as_dict() for w in report.naturalness], "validation": validation,
+        "judge_validation": {r: (score.as_dict() if (score := validated_score(r, report.judges_validated)) else None)
+                             for r in m.raters},
         "ranking_changes_with_ratio": ranking_changes(m), "min_coverage": report.options.min_coverage,
         "warnings": [w.as_dict() for w in report.warnings],
     })

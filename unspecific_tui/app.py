@@ -211,12 +211,17 @@ class UnspecificApp(App[None]):
         from pipeline.metrics import compute_metrics
         from pipeline.store import open_store
 
+        from pipeline.judge_validation import judge_scores, judge_validation_by_name
+
         store = open_store(self.store_path, readonly=True)
         try:
             metrics = compute_metrics(store, seed=self.sample_seed)
+            judges = judge_validation_by_name(judge_scores(store, seed=self.sample_seed))
         finally:
             store.close()
-        self.post_message(MetricsReady(merge_metrics(analysis, metrics)))
+        merged = merge_metrics(analysis, metrics)
+        merged.judges_validated = judges
+        self.post_message(MetricsReady(merged))
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
         if self.writer is None and message.analysis.writers:

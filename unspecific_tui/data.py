@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +286,9 @@ class Analysis:
     ratios: list[float]
     rows: list[InstructionRow]
     metrics: Any = None  # pipeline.metrics.Metrics, once computed
+    # Each judge's score against people (pipeline.judge_validation), with the metrics; a judge not
+    # in it is unvalidated.
+    judges_validated: dict[str, Any] = field(default_factory=dict)
 
     @property
     def writers(self) -> list[Writer]:

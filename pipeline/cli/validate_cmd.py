@@ -64,6 +64,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     dis.add_argument("--out", metavar="FILE", help="write them as a sheet for the adjudicator to label and import")
     dis.set_defaults(func=run_disagreements)
 
+    jplan = actions.add_parser("judge-plan", help="draw and store (constraint, text) items for people to answer "
+                               "the judge's question on, blind to the judges (the app's judge check: 5, then v)")
+    jplan.add_argument("--name", default="judges", help="plan name (default: judges)")
+    jplan.add_argument("--ratio", type=ratio, default=0.25, help="summaries at this ratio (default 0.25)")
+    jplan.add_argument("--per-stratum", type=_count, default=25,
+                       help="items per domain and text kind (response, summary); default 25")
+    jplan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    jplan.add_argument("--run", help="only instructions of this build run")
+    jplan.add_argument("--replace", action="store_true", help="draw a plan of this name again (answers are kept)")
+    jplan.set_defaults(func=run_judge_plan)
+
+    judges = actions.add_parser("judges", help="each judge against people's answers: accuracy, precision and "
+                                "recall of Yes, kappa, Yes bias; per domain, text kind, list position, length")
+    judges.add_argument("--plan", help="judge plan name (default: the newest)")
+    judges.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    judges.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    judges.add_argument("--json", action="store_true", help="print JSON")
+    judges.set_defaults(func=run_judges)
+
 
 def _count(value: str) -> int:
     try:
@@ -228,4 +247,61 @@ def run_disagreements(args: argparse.Namespace) -> int:
         write_sheet(rows, args.out, extra)
         out.print(f"wrote {len(rows)} items for the adjudicator to [bold]{args.out}[/]; label them and"
                   " `unspecific validate import` the sheet (annotator: adjudicator, whose label settles the item)")
+    return 0
+
+
+def run_judge_plan(args: argparse.Namespace) -> int:
+    from ..judge_validation import draw_judge_plan, save_judge_plan
+    from .common import console, open_store_from
+
+    store = open_store_from(args, create=False)
+    try:
+        plan = draw_judge_plan(store, name=args.name, ratio=args.ratio, per_stratum=args.per_stratum,
+                               seed=args.seed, run=args.run)
+        save_judge_plan(store, plan, replace=args.replace)
+    finally:
+        store.close()
+    out = console()
+    out.print(f"judge plan [bold]{plan.name}[/]: {len(plan.items)} items (summaries at ratio {plan.ratio:g}),"
+              f" seed {plan.seed}")
+    for stratum, (population, drawn) in sorted(plan.strata.items()):
+        out.print(f"  {stratum:<20} {drawn:>4} of {population}")
+    out.print("Answer them in the app: 5 Annotate, then v (the judges' verdicts show once you answer).")
+    return 0
+
+
+def run_judges(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.table import Table
+
+    from ..judge_validation import judge_scores, load_judge_plan
+    from ..validation import ValidationError
+    from .common import console, open_store_from
+
+    store = open_store_from(args, create=False, reading=True)
+    try:
+        plan = load_judge_plan(store, args.plan)
+        if plan is None:
+            raise ValidationError(f"no judge plan {args.plan!r}" if args.plan else
+                                  "no judge plan yet: draw one with `unspecific validate judge-plan`")
+        scores = judge_scores(store, plan, n_resamples=args.resamples, seed=args.seed)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps([s.as_dict() for s in scores], indent=2, default=_nan_as_null))
+        return 0
+    out = console()
+    if not any(s.n for s in scores):
+        out.print(f"judge plan {plan.name}: no answers yet ({len(plan.items)} items); answer them in the app"
+                  " (5 Annotate, then v)")
+        return 0
+    table = Table("judge", "by", "group", "n", "accuracy %", "Yes precision %", "Yes recall %", "κ", "Yes bias",
+                  title=f"The judges against people, judge plan {plan.name}", title_justify="left")
+    for s in scores:
+        table.add_row(s.judge, s.by, s.group, str(s.n), s.accuracy.fmt(), s.precision.fmt(), s.recall.fmt(),
+                      s.kappa.fmt(2, 1.0), "-" if math.isnan(s.yes_bias) else f"{s.yes_bias:+.2f}")
+    out.print(table)
+    out.print("Yes bias: the judge's Yes rate minus people's (> 0 lenient). Position: the constraint's third of its"
+              " list; length: the text's half by words.")
     return 0

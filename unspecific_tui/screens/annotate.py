@@ -4,6 +4,11 @@ When the store holds a validation plan (`unspecific validate plan`, pipeline.val
 screen serves exactly the newest plan's items, in its order, at its ratio: the labels made here,
 in exported sheets and in the report are then about the same items.
 
+``v`` switches to the judge check (pipeline.judge_validation): the newest judge plan's items,
+one constraint and one text (a response or a summary) at a time, and the judge's own question,
+"does this text satisfy this constraint?". ``y`` / ``n`` answer it; only then does the other
+pane show what each judge said and quoted, so the answer is never anchored on a verdict.
+
 Items are shown blind (the metric's call is not on screen) in a seeded shuffled order. An item
 names one response by id (a model answers in direct and in edit mode: two texts) and the summary
 the metric compared it with; the panes show exactly those two texts, and the label is saved at
@@ -91,7 +96,11 @@ class AnnotateScreen(Screen):
         Binding("s", "label('s')", "Superficial"),
         Binding("a", "label('a')", "Ambiguous"),
         Binding("e", "note", "Note"),
-        Binding("j,n", "move(1)", "Next"),
+        Binding("j", "move(1)", "Next"),
+        # n: Next, as always; in the judge check it answers No (y answers Yes).
+        Binding("n", "n_key", "Next (judge check: No)", show=False),
+        Binding("y", "answer(1)", "Judge check: Yes", show=False),
+        Binding("v", "toggle_judge_check", "Judge check on/off", show=False),
         Binding("k,p", "move(-1)", "Prev"),
         Binding("u", "next_unlabelled", "Unlabelled"),
     ]
@@ -107,6 +116,11 @@ class AnnotateScreen(Screen):
         self.shown: tuple[int, int] | None = None  # (response id, summary id) in the panes now
         self.kappas: dict[tuple[str, str], tuple[float, int]] = {}
         self.plan: str | None = None  # the validation plan served, if any
+        # The judge check: the judge plan's items, where we are, and its name.
+        self.judge_check = False
+        self.judge_items: list[Any] = []
+        self.judge_index = 0
+        self.judge_plan: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -160,6 +174,8 @@ class AnnotateScreen(Screen):
         the report's rule), and kappa between annotators."""
         from pipeline.metrics import annotator_agreement, validate_labels
 
+        if self.judge_check:
+            return  # the panel shows the judges' scores until the judge check is left
         labels = self._labels()
         plain = {key: {who: lab.label for who, lab in by.items()} for key, by in labels.items()}
         # Labels of items outside this list (another ratio or run) are out of the metric's scope here.
@@ -182,6 +198,8 @@ class AnnotateScreen(Screen):
         self.query_one("#ann-stats", Static).update(stats)
 
     def show(self) -> None:
+        if self.judge_check:
+            return  # items arriving in the background must not replace the judge check's item
         if not self.items:
             self.query_one("#ann-head", Static).update("Nothing to annotate: no flipped constraints yet.")
             return
@@ -224,6 +242,9 @@ class AnnotateScreen(Screen):
         self.refresh_stats()
 
     def action_label(self, key: str) -> None:
+        if self.judge_check:
+            self.notify("the judge check asks Yes or No: y / n (v leaves it)")
+            return
         self.save(LABELS[key])
         self.action_move(1)
 
@@ -231,7 +252,7 @@ class AnnotateScreen(Screen):
         self.query_one("#ann-note", Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        item = self.items[self.index] if self.items else None
+        item = self.items[self.index] if self.items and not self.judge_check else None
         if item is None:
             return
         mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
@@ -240,11 +261,27 @@ class AnnotateScreen(Screen):
         self.show()
 
     def action_move(self, step: int) -> None:
+        if self.judge_check:
+            if self.judge_items:
+                self.judge_index = max(0, min(len(self.judge_items) - 1, self.judge_index + step))
+                self.show_judge_item()
+            return
         if self.items:
             self.index = max(0, min(len(self.items) - 1, self.index + step))
             self.show()
 
     def action_next_unlabelled(self) -> None:
+        if self.judge_check:
+            answered = self._answers()
+            for k in range(1, len(self.judge_items) + 1):
+                i = (self.judge_index + k) % len(self.judge_items)
+                it = self.judge_items[i]
+                if self.app.annotator not in answered.get((it.constraint_id, it.generation_id), {}):
+                    self.judge_index = i
+                    self.show_judge_item()
+                    return
+            self.notify("every item has your answer")
+            return
         labels = self._labels()
         for k in range(1, len(self.items) + 1):
             i = (self.index + k) % len(self.items)
@@ -254,6 +291,110 @@ class AnnotateScreen(Screen):
                 self.show()
                 return
         self.notify("every item has your label")
+
+
+    # -- the judge check ---------------------------------------------------------------------
+    def action_toggle_judge_check(self) -> None:
+        from pipeline.judge_validation import load_judge_plan
+
+        if self.judge_check:
+            self.judge_check = False
+            self.query_one("#ann-response", TextPane).border_title = "Response"
+            self.query_one("#ann-summary", TextPane).border_title = "Summary"
+            self.refresh_stats()
+            self.show()
+            return
+        plan = load_judge_plan(_LabelStore(self.app.conn))
+        if plan is None or not plan.items:
+            self.notify("no judge plan yet: draw one with `unspecific validate judge-plan`", severity="warning")
+            return
+        self.judge_check, self.judge_plan = True, plan.name
+        if [i.position for i in self.judge_items] != [i.position for i in plan.items]:
+            self.judge_items, self.judge_index = list(plan.items), 0
+        self.query_one("#ann-summary", TextPane).border_title = "What the judges said"
+        self.refresh_judge_stats()
+        self.show_judge_item()
+
+    def _answers(self) -> dict[tuple[int, int], dict[str, int]]:
+        from pipeline.judge_validation import text_labels
+
+        return text_labels(self.app.conn)
+
+    def show_judge_item(self) -> None:
+        if not self.judge_items:
+            return
+        item = self.judge_items[self.judge_index]
+        data = self.app.view.instruction(item.instruction_id)
+        con = data.constraints[item.constraint_id]
+        text = data.generations.get(item.generation_id)
+        mine = self._answers().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
+        answer = "[dim]unanswered[/]" if mine is None else f"[b]{'Yes' if mine else 'No'}[/]"
+        self.query_one("#ann-head", Static).update(
+            f"judge check · plan {_esc(self.judge_plan or '')} · item {self.judge_index + 1}/{len(self.judge_items)}"
+            f" · #{data.id} {data.domain} · {item.text_kind} #{item.generation_id} · your answer: {answer}\n"
+            f"[b]{_esc(con.text)}[/]\n[dim]Does this {item.text_kind} satisfy this constraint? Partial, implied or "
+            "uncertain is No. y yes · n no · j/k move · v back to labelling[/]")
+        self.query_one("#ann-response", TextPane).border_title = item.text_kind.capitalize()
+        self.query_one("#ann-response", TextPane).show(Text(text.text if text else "(missing)"),
+                                                        key=("judge", item.generation_id))
+        self.query_one("#ann-summary", TextPane).show(self._verdicts_text(item, revealed=mine is not None),
+                                                       key=("judge", item.generation_id, item.constraint_id))
+
+    def _verdicts_text(self, item: Any, *, revealed: bool) -> Text:
+        """The judges' verdicts and quotes on the item: only once this person has answered."""
+        if not revealed:
+            return Text("Hidden until you answer, so that your answer is your own.", style="dim")
+        from pipeline.queries import latest_verdicts
+
+        found = [v for v in latest_verdicts(self.app.conn, [item.generation_id]) if v.constraint_id == item.constraint_id]
+        if not found:
+            return Text("No judge has a verdict on this item.", style="dim")
+        out = Text()
+        for v in found:
+            out.append(f"{v.judge} [{v.judging_mode}]: ", style="bold")
+            out.append("Yes" if v.verdict else "No", style="green" if v.verdict else "red")
+            out.append(f"  {v.quote}\n" if v.quote else "\n")
+        return out
+
+    def action_answer(self, yes: int) -> None:
+        if not self.judge_check:
+            return
+        if not self.judge_items:
+            return
+        if self.app.readonly:
+            self.app.show_error("Read-only", "The store is open read-only; answers cannot be saved.")
+            return
+        from pipeline.judge_validation import save_text_label
+
+        item = self.judge_items[self.judge_index]
+        save_text_label(self.app.conn, item.constraint_id, item.generation_id, self.app.annotator, bool(yes))
+        # Stay on the item: the judges' verdicts now show beside the answer; j moves on.
+        self.refresh_judge_stats()
+        self.show_judge_item()
+
+    def action_n_key(self) -> None:
+        if self.judge_check:
+            self.action_answer(0)
+        else:
+            self.action_move(1)
+
+    def refresh_judge_stats(self) -> None:
+        """Each judge against this store's answers on the judge plan (all annotators' consensus)."""
+        from pipeline.judge_validation import judge_scores
+
+        scores = [s for s in judge_scores(_LabelStore(self.app.conn), n_resamples=200) if s.by == "all"]
+        table = Table(box=None, pad_edge=False, header_style="bold", title="judges vs people", title_justify="left")
+        for col in ("judge", "n", "acc.", "κ", "Yes bias"):
+            table.add_column(col, no_wrap=True)
+        for sc in scores:
+            table.add_row(sc.judge, str(sc.n), _f(sc.accuracy.value), _f(sc.kappa.value), _f(sc.yes_bias))
+        answered = self._answers()
+        mine = sum(1 for it in self.judge_items
+                   if self.app.annotator in answered.get((it.constraint_id, it.generation_id), {}))
+        stats = Table.grid()
+        stats.add_row(table)
+        stats.add_row(Text(f"{self.app.annotator}: {mine}/{len(self.judge_items)} answered", style="dim"))
+        self.query_one("#ann-stats", Static).update(stats)
 
 
 def _esc(text: str) -> str:

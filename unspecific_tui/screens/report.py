@@ -128,6 +128,10 @@ class ReportScreen(Screen):
             "95% bootstrap intervals over instructions")
         for line in warning_lines(analysis):
             head.append("\n! " + line, style="bold red")
+        from pipeline.judge_validation import describe as describe_judge
+
+        for rater in analysis.metrics.raters:  # every number in the table rests on these judges
+            head.append("\n" + describe_judge(rater, analysis.judges_validated), style="dim")
         self.query_one("#report-head", Static).update(head)
         self._plot()
 
