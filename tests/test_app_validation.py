@@ -44,3 +44,74 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
     assert report.labelled == len(plan.items)
     assert (report.tp, report.fp, report.fn, report.tn) == (flipped, 0, 0, 3)
     assert report.precision.value == report.recall.value == 1.0 and report.integrated.value == 0.0
+
+
+async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
+    from pipeline.judge_validation import draw_judge_plan, load_judge_plan, save_judge_plan, text_labels
+
+    def load_plan_items(store):
+        return load_judge_plan(store).items
+
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=6, seed=3))
+    app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("5")
+        await settle(app, pilot)
+        await pilot.press("v")  # no judge plan yet: stays in labelling
+        await pilot.pause()
+        assert not app.screen.judge_check
+    store = open_store(path)
+    save_judge_plan(store, draw_judge_plan(store, per_stratum=2, seed=1))
+    n = len(load_plan_items(store))
+    store.close()
+    app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("5")
+        await settle(app, pilot)
+        await pilot.press("v")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.judge_check and len(screen.judge_items) == n > 2
+        item = screen.judge_items[0]
+        head = text_of(screen.query_one("#ann-head"))
+        assert "judge check" in head and f"{item.text_kind} #{item.generation_id}" in head
+        verdicts = screen.query_one("#ann-summary")._text.plain
+        assert "Hidden until you answer" in verdicts and "judge-a" not in verdicts
+        # The pane shows exactly the text the item names.
+        shown = screen.query_one("#ann-response")._text.plain
+        assert shown == app.view.instruction(item.instruction_id).generations[item.generation_id].text
+        await pilot.press("n")  # No, in the judge check: saved, not a move
+        await pilot.pause()
+        assert screen.judge_index == 0
+        assert text_labels(app.conn)[(item.constraint_id, item.generation_id)] == {"alice": 0}
+        verdicts = screen.query_one("#ann-summary")._text.plain
+        assert "judge-a" in verdicts and "judge-b" in verdicts and "Hidden" not in verdicts
+        assert "your answer: No" in text_of(screen.query_one("#ann-head"))
+        await pilot.press("j", "y")
+        await pilot.pause()
+        second = screen.judge_items[1]
+        assert text_labels(app.conn)[(second.constraint_id, second.generation_id)] == {"alice": 1}
+        assert f"alice: 2/{n} answered" in text_of(screen.query_one("#ann-stats"))
+        await pilot.press("v")  # back to labelling: n moves again
+        await pilot.pause()
+        assert not screen.judge_check
+        index = screen.index
+        await pilot.press("n")
+        await pilot.pause()
+        assert screen.index == index + 1
+
+
+async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=6, seed=3))
+    app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(app, pilot)
+        await app.workers.wait_for_complete()
+        await pilot.press("6")
+        await settle(app, pilot)
+        head = " ".join(text_of(app.screen.query_one("#report-head")).split())
+        assert "judge-a: unvalidated" in head and "judge-b: unvalidated" in head
