@@ -165,6 +165,8 @@ def test_oracle_fails_a_bad_metric(store: Store) -> None:
     assert report.precision.contains(precision) and report.recall.contains(recall)
     assert precision < 0.8 and recall < 0.8
     assert [c.passed for c in report.criteria] == [False, False, False] and not report.passed
+    # Unweighted, these very labels would pass recall: the protocol's weights are what fail it.
+    assert report.tp / (report.tp + report.fn) > 0.8 > recall
     # Precision and the integrated share rest on 150 flipped items: far enough from their bars to
     # be sure. Recall rests on the few superficial items among 50 passed-both ones, each standing
     # for about 9: its interval is wide, and the report says it straddles the bar.
