@@ -59,6 +59,7 @@ this takes about 1.5 s; per-item questions (``constraint_items``) still pivot th
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import sqlite3
@@ -109,6 +110,9 @@ class Filters:
     mode: str | None = None  # direct | edit
     judges: tuple[str, ...] | None = None
     judging_mode: str | None = None  # batched | per_constraint
+    # Only these responses (and their summaries): per-item questions about a few hundred labelled
+    # items (pipeline.validation) need not pivot every verdict of the store.
+    responses: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -291,6 +295,9 @@ def _select_texts(store: Store, f: Filters) -> None:
     if f.models:
         where.append(f"r.model IN ({','.join('?' * len(f.models))})")
         params.extend(f.models)
+    if f.responses is not None:
+        where.append("r.id IN (SELECT value FROM json_each(?))")  # one parameter, however many responses
+        params.append(json.dumps(list(f.responses)))
     conn.execute(
         "INSERT INTO m_gen SELECT g.id, g.kind, r.id, g.ratio FROM generations g"
         " JOIN generations r ON r.id = CASE WHEN g.kind = 'summary' THEN g.parent_id ELSE g.id END"

@@ -154,11 +154,14 @@ def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.25, pe
     return Plan(name, ratio, seed, run, tuple(strata), plan_items)
 
 
-def _items_by_key(store: Store, ratio: float, run: str | None) -> dict[tuple[int, int], Item]:
+def _items_by_key(store: Store, ratio: float, run: str | None,
+                  responses: Iterable[int] | None = None) -> dict[tuple[int, int], Item]:
     """The metric's items at ``ratio``, one per (constraint, response): with two summaries at the
-    ratio (two summarizers), the one with the lowest id, so the choice never depends on order."""
+    ratio (two summarizers), the one with the lowest id, so the choice never depends on order.
+    ``responses``: only those (a plan's few hundred items need not pivot the whole store)."""
     out: dict[tuple[int, int], Item] = {}
-    for item in sorted(constraint_items(store, Filters(run=run), ratio=ratio), key=lambda i: i.summary_id):
+    filters = Filters(run=run, responses=None if responses is None else tuple(sorted(set(responses))))
+    for item in sorted(constraint_items(store, filters, ratio=ratio), key=lambda i: i.summary_id):
         out.setdefault((item.constraint_id, item.response_id), item)
     return out
 
@@ -236,7 +239,7 @@ def require_plan(store: Store, name: str | None = None) -> Plan:
 def current_items(store: Store, plan: Plan) -> dict[tuple[int, int], Item]:
     """The metric's item now for each of the plan's items (missing when no rater judges it on both
     texts any more)."""
-    items = _items_by_key(store, plan.ratio, plan.run)
+    items = _items_by_key(store, plan.ratio, plan.run, [p.response_id for p in plan.items])
     return {(p.constraint_id, p.response_id): items[(p.constraint_id, p.response_id)]
             for p in plan.items if (p.constraint_id, p.response_id) in items}
 
@@ -526,17 +529,44 @@ def depth_profile(store: Store, plan: Plan, labels: dict[tuple[int, int], dict[s
     (within the plan's run). A ratio with no summaries gives a point with nothing flipped."""
     from .stats import bootstrap_mean
 
+    labelled = {k for k, by in labels.items() if consensus(by, annotator) is not None}
+    totals = flipped_totals(store, plan.run)
     out = []
     for ratio in ratios:
-        flipped = [k for k, i in _items_by_key(store, ratio, plan.run).items() if i.flipped]
-        values = []
-        for key in flipped:
-            label = consensus(labels.get(key, {}), annotator)
-            if label is not None:
-                values.append(float(label == "superficial"))
-        out.append(DepthPoint(ratio, len(flipped), len(values),
+        # Outcomes only of the labelled items' responses; the total flipped from the kept totals.
+        items = _items_by_key(store, ratio, plan.run, [r for _, r in labelled])
+        values = [float(consensus(labels[k], annotator) == "superficial")
+                  for k, i in items.items() if i.flipped and k in labelled]
+        total = next((n for r, n in totals.items() if abs(r - ratio) < 1e-9), 0)
+        out.append(DepthPoint(ratio, total, len(values),
                               bootstrap_mean(values, n_resamples=n_resamples, seed=seed) if values else NAN_INTERVAL))
     return out
+
+
+def flipped_totals(store: Store, run: str | None) -> dict[float, int]:
+    """Per summary ratio, the (constraint, response) items flipped, from the per-text totals the
+    store keeps (pipeline.scores, the same rule). A response summarised twice at one ratio counts
+    its first summary's, as the metric's items do."""
+    from .scores import current_text_scores, drop_temp_scores
+
+    conn = store.conn
+    current_text_scores(conn)
+    try:
+        rows = conn.execute(
+            "SELECT s.id, s.parent_id, s.ratio, t.flipped FROM generations s LEFT JOIN text_items t ON t.gid = s.id"
+            " JOIN generations r ON r.id = s.parent_id JOIN instructions i ON i.id = r.instruction_id"
+            " WHERE s.kind = 'summary'" + (" AND i.run_id = ?" if run else ""), (run,) if run else ()).fetchall()
+    finally:
+        drop_temp_scores(conn)
+    first: dict[tuple[int, float], tuple[int, int]] = {}  # (response, ratio) -> (summary id, flipped)
+    for sid, parent, ratio, flipped in rows:
+        key = (parent, round(float(ratio), 9))
+        if key not in first or sid < first[key][0]:
+            first[key] = (sid, flipped or 0)
+    out: dict[float, int] = defaultdict(int)
+    for (_, ratio), (_, flipped) in first.items():
+        out[ratio] += flipped
+    return dict(out)
 
 
 # -- sheets ------------------------------------------------------------------------------------
