@@ -21,19 +21,21 @@ adjudicator's when there is one, else the majority (ties left out).
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .scores import LATEST_VERDICT
 from .stats import DEFAULT_RESAMPLES, Interval
-from .validation import ADJUDICATOR, ValidationError
+from .validation import ADJUDICATOR, ImportResult, RowError, ValidationError
 
 if TYPE_CHECKING:
     from .store import Store
@@ -322,3 +324,116 @@ def describe(judge: str, validated: dict[str, JudgeScore]) -> str:
     if score is None:
         return f"{judge}: unvalidated (no people's answers on its verdicts: `unspecific validate judge-plan`)"
     return f"{judge}: {score.line()}"
+
+
+# -- sheets ------------------------------------------------------------------------------------
+
+JUDGE_SHEET_COLUMNS = ("plan", "item", "constraint_id", "text_id", "text_kind", "domain", "main_task", "constraint",
+                       "text", "annotator", "answer", "note")
+_ANSWERS = {"yes": 1, "y": 1, "1": 1, "no": 0, "n": 0, "0": 0}
+
+
+def judge_sheet_rows(store: Store, plan: JudgePlan, *, annotator: str = "") -> list[dict[str, Any]]:
+    """One row per judge-plan item: the constraint and the text, nothing any judge said; the
+    ``answer`` column pre-filled with ``annotator``'s answers so far."""
+    conn = store.conn
+    mine = {(c, g): ("yes" if label else "no", note or "") for c, g, label, note in conn.execute(
+        "SELECT constraint_id, generation_id, label, note FROM text_labels WHERE annotator = ?", (annotator,))}
+    rows = []
+    for i in plan.items:
+        row = conn.execute(
+            "SELECT c.text, ins.main_task, t.body FROM constraints c JOIN instructions ins ON ins.id = c.instruction_id"
+            " JOIN generations g ON g.id = ? JOIN texts t ON t.hash = g.text_hash WHERE c.id = ?",
+            (i.generation_id, i.constraint_id)).fetchone()
+        if row is None:
+            raise ValidationError(f"judge plan {plan.name!r} item {i.position}: constraint {i.constraint_id} or text "
+                                  f"{i.generation_id} is no longer in the store; draw the plan again (--replace)")
+        answer, note = mine.get((i.constraint_id, i.generation_id), ("", ""))
+        rows.append({"plan": plan.name, "item": i.position, "constraint_id": i.constraint_id,
+                     "text_id": i.generation_id, "text_kind": i.text_kind, "domain": i.domain, "main_task": row[1],
+                     "constraint": row[0], "text": row[2], "annotator": annotator, "answer": answer, "note": note})
+    return rows
+
+
+def is_judge_sheet(path: str | Path) -> bool:
+    """A judge sheet has a ``text_id`` column; a metric sheet a ``response_id`` one."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            return "text_id" in (next(csv.reader(fh), None) or [])
+    except OSError as exc:
+        raise ValidationError(f"{path}: cannot read the sheet ({exc})") from exc
+
+
+def import_judge_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str | None = None,
+                        plan: JudgePlan | None = None) -> ImportResult:
+    """Answered judge sheets back into ``text_labels``; as pipeline.validation.import_sheets:
+    every row checked first, errors name the sheet and row, nothing saved when any is wrong,
+    rows without an answer skipped."""
+    plans: dict[str, JudgePlan] = {plan.name: plan} if plan else {}
+    result = ImportResult()
+    pending: dict[tuple[int, int, str], tuple[int, str, str]] = {}
+    for path in paths:
+        sheet = Path(path).name
+        try:
+            fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise ValidationError(f"{path}: cannot read the sheet ({exc})") from exc
+        with fh:
+            reader = csv.DictReader(fh)
+            missing = {"item", "constraint_id", "text_id", "answer"} - set(reader.fieldnames or ())
+            if missing:
+                raise ValidationError(f"{path}: not a judge sheet (no column {', '.join(sorted(missing))}); write "
+                                      "one with `unspecific validate export --judges`")
+            for line, row in enumerate(reader, start=2):
+                def fail(message: str, line: int = line, sheet: str = sheet) -> None:
+                    result.errors.append(RowError(sheet, line, message))
+
+                raw = (row.get("answer") or "").strip().lower()
+                if not raw:
+                    result.blank += 1
+                    continue
+                if raw not in _ANSWERS:
+                    fail(f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
+                    continue
+                who = annotator or (row.get("annotator") or "").strip()
+                if not who:
+                    fail("no annotator: fill the annotator column or pass --annotator")
+                    continue
+                target = plan
+                if target is None:
+                    name = (row.get("plan") or "").strip() or DEFAULT_PLAN
+                    if name not in plans:
+                        found = load_judge_plan(store, name)
+                        if found is None:
+                            fail(f"no judge plan named {name!r} in this store")
+                            continue
+                        plans[name] = found
+                    target = plans[name]
+                try:
+                    position, cid, gid = int(row["item"]), int(row["constraint_id"]), int(row["text_id"])
+                except (TypeError, ValueError):
+                    fail("item, constraint_id and text_id must be whole numbers")
+                    continue
+                item = next((i for i in target.items if i.position == position), None)
+                if item is None or (item.constraint_id, item.generation_id) != (cid, gid):
+                    fail(f"item {position} (constraint {cid}, text {gid}) is not in judge plan {target.name!r}")
+                    continue
+                key = (cid, gid, who)
+                if key in pending and pending[key][0] != _ANSWERS[raw]:
+                    fail(f"{who} answers item {position} both yes and no ({pending[key][2]})")
+                    continue
+                pending[key] = (_ANSWERS[raw], (row.get("note") or "").strip(), f"{sheet}:{line}")
+                result.annotators.add(who)
+    if result.errors:
+        return result
+    from .store import now
+
+    when = now()
+    with store.conn:
+        store.conn.executemany(
+            "INSERT INTO text_labels(constraint_id, generation_id, annotator, label, note, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
+            " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
+            [(cid, gid, who, answer, note, when) for (cid, gid, who), (answer, note, _) in pending.items()])
+    result.saved = len(pending)
+    return result

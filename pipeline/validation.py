@@ -597,13 +597,15 @@ def sheet_rows(store: Store, plan: Plan, *, annotator: str = "") -> list[dict[st
     return rows
 
 
-def write_sheet(rows: Sequence[dict[str, Any]], out: Any, extra: Sequence[str] = ()) -> None:
-    """CSV with a header; ``out`` is a path or an open text file."""
-    columns = [*SHEET_COLUMNS, *extra]
+def write_sheet(rows: Sequence[dict[str, Any]], out: Any, extra: Sequence[str] = (),
+                columns: Sequence[str] | None = None) -> None:
+    """CSV with a header (``columns``, the label sheet's by default, then ``extra``); ``out`` is a
+    path or an open text file."""
     if isinstance(out, (str, Path)):
         with open(out, "w", newline="", encoding="utf-8") as fh:
-            write_sheet(rows, fh, extra)
+            write_sheet(rows, fh, extra, columns)
         return
+    columns = [*(columns or SHEET_COLUMNS), *extra]
     writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)

@@ -166,3 +166,39 @@ def test_cli(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--store", path, "validate", "judges", "--json", "--resamples", "50"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {(r["judge"], r["n"]) for r in rows if r["by"] == "all"} == {("judge-a", 18), ("judge-b", 18)}
+
+
+def test_judge_sheets_round_trip(store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+
+    path = str(store.path)
+    assert main(["--store", path, "validate", "judge-plan", "--per-stratum", "2"]) == 0
+    sheet = tmp_path / "answers.csv"
+    assert main(["--store", path, "validate", "export", "--judges", "--out", str(sheet), "--annotator", "ann"]) == 0
+    rows = list(csv.DictReader(sheet.open()))
+    assert len(rows) == 12 and all(r["text"] and r["constraint"] for r in rows)
+    header = sheet.read_text().splitlines()[0]
+    assert not any(word in header for word in ("verdict", "quote", "judge-a"))
+    a = verdicts_of(store, "judge-a")
+    rows[0]["answer"] = "maybe"
+    for r in rows[1:]:
+        r["answer"] = "y" if a[(int(r["constraint_id"]), int(r["text_id"]))] else "No"
+    rows[-1]["answer"] = ""
+    with sheet.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    capsys.readouterr()
+    assert main(["--store", path, "validate", "import", str(sheet)]) == 1
+    err = capsys.readouterr().err
+    assert "answers.csv:2: answer 'maybe'" in err and "nothing saved" in err
+    assert overall(store, n_resamples=20) == {}
+    rows[0]["answer"] = "yes" if a[(int(rows[0]["constraint_id"]), int(rows[0]["text_id"]))] else "no"
+    with sheet.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert main(["--store", path, "validate", "import", str(sheet)]) == 0
+    assert "saved 11 answers from ann (1 rows without one skipped)" in " ".join(capsys.readouterr().out.split())
+    score = overall(store, n_resamples=20)["judge-a"]
+    assert score.n == 11 and score.accuracy.value == 1.0

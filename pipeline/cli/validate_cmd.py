@@ -51,10 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--out", required=True, metavar="FILE", help="CSV file ('-' for standard output)")
     export.add_argument("--plan", help="plan name (default: the newest)")
     export.add_argument("--annotator", default="", help="fill the annotator column, and this person's labels so far")
+    export.add_argument("--judges", action="store_true",
+                        help="the judge plan instead: does this text satisfy this constraint? (answer yes / no)")
     export.set_defaults(func=run_export)
 
     imp = actions.add_parser("import", help="read labelled sheets back (all rows checked first)")
-    imp.add_argument("sheets", nargs="+", metavar="FILE", help="CSV sheets written by `validate export`")
+    imp.add_argument("sheets", nargs="+", metavar="FILE",
+                     help="CSV sheets written by `validate export` (label sheets and judge sheets are told apart)")
     imp.add_argument("--annotator", help="the annotator of every row (default: each row's annotator column)")
     imp.add_argument("--plan", help="plan name (default: each row's plan column)")
     imp.set_defaults(func=run_import)
@@ -179,46 +182,72 @@ def _print_report(report: ValidationReport) -> None:
 def run_export(args: argparse.Namespace) -> int:
     import sys
 
-    from ..validation import require_plan, sheet_rows, write_sheet
+    from ..judge_validation import JUDGE_SHEET_COLUMNS, judge_sheet_rows, load_judge_plan
+    from ..validation import ValidationError, require_plan, sheet_rows, write_sheet
     from .common import console, open_store_from
 
     store = open_store_from(args, create=False, reading=True)
+    columns = None
     try:
-        plan = require_plan(store, args.plan)
-        rows = sheet_rows(store, plan, annotator=args.annotator)
+        if args.judges:
+            plan = load_judge_plan(store, args.plan)
+            if plan is None:
+                raise ValidationError("no judge plan yet: draw one with `unspecific validate judge-plan`")
+            rows, columns = judge_sheet_rows(store, plan, annotator=args.annotator), JUDGE_SHEET_COLUMNS
+        else:
+            plan = require_plan(store, args.plan)
+            rows = sheet_rows(store, plan, annotator=args.annotator)
     finally:
         store.close()
     if args.out == "-":
-        write_sheet(rows, sys.stdout)
+        write_sheet(rows, sys.stdout, columns=columns)
         return 0
-    write_sheet(rows, args.out)
-    console().print(f"wrote {len(rows)} items of plan [bold]{plan.name}[/] to [bold]{args.out}[/]")
+    write_sheet(rows, args.out, columns=columns)
+    console().print(f"wrote {len(rows)} items of {'judge ' if args.judges else ''}plan [bold]{plan.name}[/] to "
+                    f"[bold]{args.out}[/]")
     return 0
 
 
 def run_import(args: argparse.Namespace) -> int:
     import sys
 
-    from ..validation import disagreements, import_sheets, load_plan, require_plan
+    from ..judge_validation import import_judge_sheets, is_judge_sheet, load_judge_plan
+    from ..validation import ValidationError, disagreements, import_sheets, load_plan, require_plan
     from .common import console, open_store_from
 
+    judge_sheets = [path for path in args.sheets if is_judge_sheet(path)]
+    label_sheets = [path for path in args.sheets if path not in judge_sheets]
     store = open_store_from(args, create=False)
     try:
-        plan = require_plan(store, args.plan) if args.plan else None
-        result = import_sheets(store, args.sheets, annotator=args.annotator, plan=plan)
-        if result.errors:
-            for error in result.errors:
-                print(error, file=sys.stderr)
-            print(f"{len(result.errors)} rows are wrong; nothing was saved. Fix them and import again.",
-                  file=sys.stderr)
-            return 1
-        open_plan = plan or load_plan(store)
+        results = []
+        if label_sheets:
+            plan = require_plan(store, args.plan) if args.plan else None
+            results.append(("labels", import_sheets(store, label_sheets, annotator=args.annotator, plan=plan)))
+        if judge_sheets:
+            jplan = load_judge_plan(store, args.plan) if args.plan else None
+            if args.plan and jplan is None:
+                raise ValidationError(f"no judge plan {args.plan!r}")
+            results.append(("answers", import_judge_sheets(store, judge_sheets, annotator=args.annotator,
+                                                           plan=jplan)))
+        errors = [e for _, r in results for e in r.errors]
+        open_plan = None
+        if label_sheets and not errors:
+            open_plan = (require_plan(store, args.plan) if args.plan else None) or load_plan(store)
         split = disagreements(store, open_plan) if open_plan else []
     finally:
         store.close()
     out = console()
-    out.print(f"saved {result.saved} labels from {', '.join(sorted(result.annotators)) or 'nobody'}"
-              f" ({result.blank} rows without a label skipped)")
+    if errors:
+        for error in errors:
+            print(error, file=sys.stderr)
+        # Label sheets and judge sheets are imported apart: one kind's errors do not hold back the other.
+        for what, result in results:
+            print(f"{what}: {len(result.errors)} rows wrong, nothing saved; fix them and import again" if result.errors
+                  else f"{what}: saved {result.saved}", file=sys.stderr)
+        return 1
+    for what, result in results:
+        out.print(f"saved {result.saved} {what} from {', '.join(sorted(result.annotators)) or 'nobody'}"
+                  f" ({result.blank} rows without one skipped)")
     if split:
         out.print(f"{len(split)} items labelled differently by annotators: `unspecific validate disagreements`")
     return 0
