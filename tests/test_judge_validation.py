@@ -149,6 +149,13 @@ def test_report_names_validated_and_unvalidated_judges(store: Store, capsys: pyt
     out = " ".join(console.export_text().split())
     assert "judge-a: accuracy 100.0" in out and "n=30" in out
     assert describe("judge-a [batched]", report.judges_validated).startswith("judge-a [batched]: accuracy")
+    import json
+
+    from pipeline.report import write_outputs
+
+    write_outputs(report, store.path.parent / "out")
+    saved = json.loads((store.path.parent / "out" / "report.json").read_text())["judge_validation"]
+    assert saved["judge-a"]["accuracy"] == 1.0 and saved["judge-a"]["n"] == 30
 
 
 def test_cli(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
