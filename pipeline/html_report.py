@@ -33,6 +33,7 @@ import gzip
 import html
 import json
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -41,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import copying
 from .metrics import constraint_items, runs_covered
-from .queries import latest_verdicts
-from .redact import redact
+from .redact import known_secrets, redact
+from .scores import LATEST_VERDICT
 from .report import _cond_key, _label, main_groups
 
 if TYPE_CHECKING:
@@ -104,34 +105,62 @@ def _packed(data: Any) -> str:
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
+_SECRETS: list[str] | None = None  # known_secrets(), read once per page (write_html)
+
+
 def _clean(text: str | None) -> str:
-    return redact(text or "") or ""
+    return redact(text or "", _SECRETS) or ""
 
 
 # -- quotes --------------------------------------------------------------------------------------
 
 
+_SPACES = re.compile(r"\s+")
+
+
 @lru_cache(maxsize=64)
 def _normalised(text: str) -> tuple[str, list[int]]:
+    """pipeline.judging._normalise (lower-case, curly quotes and dashes unified, whitespace runs
+    collapsed, offsets kept). ASCII text takes a fast path with the same result: NFC and the
+    quote table change no ASCII character, and a whitespace run becomes one space at the run's
+    first offset, as there. _normalise walks a 3,000-character text character by character."""
     from .judging import _normalise
 
-    return _normalise(text)
+    if not text.isascii():
+        return _normalise(text)
+    low = text.lower()
+    out: list[str] = []
+    index: list[int] = []
+    pos = 0
+    for m in _SPACES.finditer(low):
+        out.append(low[pos : m.start()])
+        index.extend(range(pos, m.start()))
+        out.append(" ")
+        index.append(m.start())
+        pos = m.end()
+    out.append(low[pos:])
+    index.extend(range(pos, len(low)))
+    return "".join(out), index
 
 
-def quote_span(quote: str, text: str) -> tuple[str | None, tuple[int, int] | None]:
-    """Where a judge's quote sits in ``text`` (exact | fuzzy | missing, span): pipeline.judging's
-    rules, with each text normalised once (a text carries some 80 quotes)."""
-    from .judging import _normalise, find_quote
+def quote_span(quote: str, text: str, found: str | None = None) -> tuple[str | None, tuple[int, int] | None]:
+    """Where a judge's quote sits in ``text`` (exact | fuzzy | missing, span), by
+    pipeline.judging.find_quote's rules; ``found`` is the verdict's stored quote_found (judging
+    decided it when it stored the verdict), so a missing quote is not searched again and only a
+    fuzzy one pays for the fuzzy alignment."""
+    from .judging import find_quote
 
     q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
-    if not q:
-        return None, None
+    if not q or found == "missing":
+        return (found if q else None), None
     q = q.rstrip(".").strip() or q
-    nq, _ = _normalise(q)
+    nq, _ = _normalised(q)
     nt, idx = _normalised(text)
     pos = nt.find(nq) if nq else -1
     if pos != -1:
         return "exact", (idx[pos], idx[pos + len(nq) - 1] + 1)
+    if found == "exact":
+        return "missing", None  # judged against another version of the text: not here
     match = find_quote(quote, text)
     return match.found, match.span
 
@@ -189,6 +218,28 @@ def _read_store(store: Store, instruction_ids: list[int], response_ids: list[int
     return {"instructions": instr, "constraints": constraints, "generations": gens}
 
 
+@dataclass(frozen=True)
+class _Verdict:
+    generation_id: int
+    constraint_id: int
+    judge: str
+    judging_mode: str
+    verdict: int
+    quote: str
+    quote_found: str | None
+
+
+def _latest_verdicts(store: Store, generation_ids: list[int]) -> list[_Verdict]:
+    """Each rater's latest verdict (pipeline.scores.LATEST_VERDICT, as pipeline.queries.latest_verdicts)
+    with whether judging found its quote."""
+    if not generation_ids:
+        return []
+    return [_Verdict(*row) for row in store.conn.execute(
+        "SELECT v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.verdict, coalesce(v.quote, ''),"
+        f" v.quote_found FROM verdicts v WHERE v.generation_id IN ({','.join('?' * len(generation_ids))})"
+        f" AND {LATEST_VERDICT} ORDER BY v.id", generation_ids)]
+
+
 def _texts(store: Store, hashes: set[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     wanted = sorted(h for h in hashes if h)
@@ -208,6 +259,8 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     ``report`` is the one ``pipeline.report.build_report`` made: the page shows its groups, rows
     and warnings as they are. ``progress`` (optional) is called with (done, total) instructions.
     """
+    global _SECRETS
+    _SECRETS = known_secrets()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     m = report.metrics
@@ -234,7 +287,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     verdicts_by: dict[tuple[int, int], list[Any]] = defaultdict(list)
     judges = set(filters.judges or ())
     for start in range(0, len(text_ids), 500):
-        for v in latest_verdicts(store.conn, text_ids[start : start + 500]):
+        for v in _latest_verdicts(store, text_ids[start : start + 500]):
             if judges and v.judge not in judges:
                 continue
             if filters.judging_mode and v.judging_mode != filters.judging_mode:
@@ -343,7 +396,7 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
                         continue
                     for v in verdicts_by.get((gid, cid), ()):
                         quote = _clean(v.quote)
-                        how, span = quote_span(quote, body) if v.verdict and quote else (None, None)
+                        how, span = quote_span(quote, body, v.quote_found) if v.verdict and quote else (None, None)
                         # A quote found exactly is the text at its span: the page reads it there.
                         verdicts.append([raters[(v.judge, v.judging_mode)], kind, v.verdict,
                                          "" if how == "exact" else quote, how, list(span) if span else None])
