@@ -476,7 +476,7 @@ def _chart(report: Report, domain: str, groups: list[Any]) -> str:
     total = top + height + 30 + 16 * len(systems)  # the legend: one line per model
     width = max(width, 320)
     out = [f'<svg class="chart" role="img" aria-label="{_e(domain)}: Org vs Core" viewBox="0 0 {width} {total}"'
-           f' width="{width}" height="{total}" xmlns="http://www.w3.org/2000/svg">']
+           f' width="{width}" height="{total}">']
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         out.append(f'<line x1="{left}" x2="{width - 5}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
                    f'<text x="{left - 4}" y="{y(tick) + 4:.1f}" class="tick" text-anchor="end">{int(tick * 100)}</text>')
