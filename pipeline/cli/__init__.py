@@ -13,7 +13,8 @@ import os
 import sys
 
 # Module names, in the order the help lists them.
-COMMANDS = ["init", "config", "corpus", "import", "pair", "build", "evaluate", "report", "export", "local", "cache", "tui", "demo"]
+COMMANDS = ["init", "config", "corpus", "import", "pair", "build", "evaluate", "report", "export", "local", "cache", "tui",
+            "serve", "demo"]
 
 
 def build_parser() -> argparse.ArgumentParser:
