@@ -8,16 +8,17 @@ Anyone can open the file: no server, no network, no CDN; the styles and the scri
 - the Org vs Core charts as inline SVG, drawn from the same groups;
 - an index of instructions (Org, Core, flipped per response, from ``Metrics.rows``);
 - per instruction, its constraints with each response's outcome (``pipeline.metrics.Item``:
-  pipeline.scores.item_outcome_sql), each judge's latest verdict (LATEST_VERDICT through
-  pipeline.queries.latest_verdicts) with the quote found in the text, the copied n-grams
+  pipeline.scores.item_outcome_sql), each judge's verdict as the Audit lists it
+  (pipeline.scores.SHOWN_VERDICT: the latest Yes/No, else a missing one) with the quote found in the text, the copied n-grams
   (pipeline.copying), lexical similarity (pipeline.copying.lexical_overlap) and lineage.
 
 Nothing is recomputed here: every count and rate is read from the report's ``Metrics`` or from
 the pipeline functions the app uses. The page computes nothing either: it only draws.
 
 Scale: at 2,000 instructions the texts alone are megabytes. Each instruction is an inert
-``<script type="application/json">`` block parsed when it is opened, and each text (a reference
-is shared by the four conditions of a pair) is its own block, stored once. The first screen
+``<script type="application/x-gzip-base64+json">`` block (gzip, then base64) that the page
+unpacks and parses only when it is opened, and each text (a reference is shared by the four
+conditions of a pair) is its own block, stored once. The first screen
 (tables and charts) is plain HTML ahead of every data block, so the browser paints it before it
 reads the rest of the file.
 
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from . import copying
 from .metrics import constraint_items, runs_covered
 from .redact import known_secrets, redact
-from .scores import LATEST_VERDICT
+from .scores import SHOWN_VERDICT
 from .report import _cond_key, _label, main_groups
 
 if TYPE_CHECKING:
@@ -229,15 +230,16 @@ class _Verdict:
     quote_found: str | None
 
 
-def _latest_verdicts(store: Store, generation_ids: list[int]) -> list[_Verdict]:
-    """Each rater's latest verdict (pipeline.scores.LATEST_VERDICT, as pipeline.queries.latest_verdicts)
-    with whether judging found its quote."""
+def _shown_verdicts(store: Store, generation_ids: list[int]) -> list[_Verdict]:
+    """What the Audit lists per rater (pipeline.scores.SHOWN_VERDICT): the verdict LATEST_VERDICT
+    counts or, when the rater never gave one, its missing row (verdict None, counted nowhere);
+    with whether judging found the quote."""
     if not generation_ids:
         return []
     return [_Verdict(*row) for row in store.conn.execute(
         "SELECT v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.verdict, coalesce(v.quote, ''),"
         f" v.quote_found FROM verdicts v WHERE v.generation_id IN ({','.join('?' * len(generation_ids))})"
-        f" AND {LATEST_VERDICT} ORDER BY v.id", generation_ids)]
+        f" AND {SHOWN_VERDICT} ORDER BY v.id", generation_ids)]
 
 
 def _texts(store: Store, hashes: set[str]) -> dict[str, str]:
@@ -287,7 +289,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     verdicts_by: dict[tuple[int, int], list[Any]] = defaultdict(list)
     judges = set(filters.judges or ())
     for start in range(0, len(text_ids), 500):
-        for v in _latest_verdicts(store, text_ids[start : start + 500]):
+        for v in _shown_verdicts(store, text_ids[start : start + 500]):
             if judges and v.judge not in judges:
                 continue
             if filters.judging_mode and v.judging_mode != filters.judging_mode:

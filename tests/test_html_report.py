@@ -239,3 +239,32 @@ def test_cli_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["--store", str(path), "report", "--html", str(out), "--resamples", "50"]) == 0
     assert (out / "report.html").is_file()
     assert "report.html" in capsys.readouterr().out
+
+
+def test_a_missing_verdict_is_listed_missing_and_counted_nowhere(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=4, seed=5))
+    store = open_store(path)
+    # One judge's verdict on a response becomes missing (the judge left the item out).
+    vid, gid, cid, judge = store.conn.execute(
+        "SELECT v.id, v.generation_id, v.constraint_id, v.judge FROM verdicts v JOIN generations g"
+        " ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id"
+        " WHERE g.kind = 'response' AND c.active = 1 ORDER BY v.id LIMIT 1").fetchone()
+    store.conn.execute("UPDATE verdicts SET verdict = NULL, quote = NULL WHERE id = ?", (vid,))
+    store.commit()
+    report = build_report(store, ReportOptions(n_resamples=50))
+    result = write_html(store, report, tmp_path / "out")
+    items = {(i.constraint_id, i.response_id): i for i in constraint_items(store, ratio=report.ratio)}
+    iid = store.conn.execute("SELECT instruction_id FROM generations WHERE id = ?", (gid,)).fetchone()[0]
+    store.close()
+    chunk = _block(result.path.read_text(encoding="utf-8"), f"i{iid}")
+    meta_judges = json.loads(re.search(r'id="meta">([^<]*)<', result.path.read_text(encoding="utf-8")).group(1))["judges"]
+    per = next(c for c in chunk["constraints"] if c["id"] == cid)["per"][str(gid)]
+    listed = [v for v in per["v"] if v[1] == "r" and meta_judges[v[0]][0] == judge]
+    assert len(listed) == 1 and listed[0][2] is None  # shown as missing, never as No
+    item = items.get((cid, gid))
+    # The outcome is the one pipeline.metrics gives without that verdict.
+    assert per["state"] == (None if item is None else "flipped" if item.flipped else "both" if item.passed_both
+                            else "fails")
+    if item is not None:
+        assert per["full"] == pytest.approx(item.full_score, abs=1e-4)
