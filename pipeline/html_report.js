@@ -128,7 +128,7 @@
       ["ref-a", "Reference A", d.a, byConstraint ? c.copies.a : r.spans.a, [], c.lex.a],
       ["ref-b", "Reference B", d.b, byConstraint ? c.copies.b : r.spans.b, [], c.lex.b],
       ["response", "Response", r.r, byConstraint ? p.copies.r : r.spans.r, ["r"], p.lex.r],
-      ["summary", `Summary @${meta.ratio}`, r.s, byConstraint ? p.copies.s : r.spans.s, ["s"], p.lex.s],
+      ["summary", meta.ratio === null ? "Summary" : `Summary @${meta.ratio}`, r.s, byConstraint ? p.copies.s : r.spans.s, ["s"], p.lex.s],
     ].map(([id, title, h, copies, kinds, lex]) => {
       const body = text(h);
       const layers = [["copy", copies]];
