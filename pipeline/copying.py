@@ -234,8 +234,10 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-def content_words(text: str) -> set[str]:
-    return {w for w in _words(text) if w not in STOPWORDS}
+@lru_cache(maxsize=2048)
+def content_words(text: str) -> frozenset[str]:
+    """Cached like _words: a reference or response is compared with each of its 39 constraints."""
+    return frozenset(w for w in _words(text) if w not in STOPWORDS)
 
 
 def lexical_overlap(a: str, b: str) -> float:

@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judging-mode", choices=["batched", "per_constraint"], help="only verdicts of this judging mode")
     p.add_argument("--ratio", type=ratio, default=0.25, help="summary ratio of the main table (default 0.25)")
     p.add_argument("--out", metavar="DIR", help="write CSV, JSON and PNG files here")
+    p.add_argument("--html", metavar="DIR",
+                   help="write report.html here: one self-contained page (no network) with the tables, charts"
+                   " and, per instruction, the Audit content of every constraint")
     p.add_argument("--compare", metavar="A,B",
                    help="paired test of two models (or two conditions) on the same instructions")
     p.add_argument("--similarity", nargs="?", const="mpnet", metavar="EMBEDDER",
@@ -86,6 +89,12 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             files = write_outputs(report, args.out)
             out.print(f"wrote {len(files)} files to [bold]{args.out}[/]")
+        if args.html:
+            from ..html_report import write_html
+
+            with out.status("writing the HTML report..."):
+                page = write_html(store, report, args.html)
+            out.print(f"wrote [bold]{page.path}[/] ({page.bytes / 1e6:.1f} MB, {page.instructions} instructions)")
     finally:
         store.close()
     return 0

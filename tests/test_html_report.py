@@ -1,0 +1,270 @@
+"""`unspecific report --html`: one self-contained page whose numbers are the report's.
+
+The page is opened in real headless Chromium (tests/browser.py) and checked for what it shows:
+the tables' counts against pipeline.metrics' groups, the copied n-gram spans against
+pipeline.copying, the judges' quotes where they are in the text, and the flipped constraints
+against pipeline.metrics.constraint_items. Screenshots of the first screen and of the Audit
+content are written to tmp_path.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from browser import chromium
+
+from pipeline import copying
+from pipeline.cli import main
+from pipeline.html_report import PACKED, write_html
+from pipeline.metrics import constraint_items
+from pipeline.report import ReportOptions, build_report, main_groups
+from pipeline.store import open_store
+from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("html")
+    path = root / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=12, seed=3))
+    store = open_store(path, create=False, readonly=True)
+    report = build_report(store, ReportOptions(n_resamples=200))
+    result = write_html(store, report, root / "out")
+    yield store, report, result
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+def _page(browser, result):
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(f"error: {e}"))
+    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    # Nothing but the file itself may be requested: no CDN, no font, no beacon.
+    page.on("request", lambda r: problems.append(f"request: {r.url}") if not r.url.startswith("file://") else None)
+    page.goto(result.path.as_uri())
+    return page, problems
+
+
+def _block(page_text: str, block_id: str):
+    m = re.search(rf'<script type="{re.escape(PACKED)}" id="{block_id}">([^<]*)</script>', page_text)
+    assert m, block_id
+    return json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+
+
+def _open(page, iid: int, response_index: int, cid: int, copy_mode: str = "constraint") -> None:
+    page.evaluate(f"async () => await window.unspecificReport.open({iid})")
+    page.locator(".tabs button").nth(response_index).click()
+    page.locator(f'.cons tr[data-c="{cid}"]').click()
+    if copy_mode == "references":
+        page.locator("#copy-mode").click()
+    page.wait_for_selector("#detail h3")
+
+
+def _mark_ranges(page, selector: str) -> list[tuple[int, int]]:
+    """The highlighted character ranges, adjacent pieces joined (a quote inside a copied span cuts it)."""
+    pieces = page.eval_on_selector_all(selector, "els => els.map(e => [+e.dataset.start, +e.dataset.end])")
+    out: list[list[int]] = []
+    for start, end in sorted(pieces):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return [tuple(x) for x in out]
+
+
+def test_page_is_self_contained_and_packed_per_instruction(built) -> None:
+    store, report, result = built
+    page = result.path.read_text(encoding="utf-8")
+    for outside in ("<link", " src=", "href=", "url(", "http://", "https://", "@import"):
+        assert outside not in page, outside
+    assert "default-src 'none'" in page  # the page may not fetch anything, even if a text asked
+    assert result.instructions == 12
+    assert page.count(f'type="{PACKED}" id="i') == 12
+    # A reference shared by the four conditions of a pair is stored once.
+    assert page.count(f'type="{PACKED}" id="t') == result.texts
+    assert result.texts < sum(len(_block(page, f"i{iid}")["texts"]) for iid in _instruction_ids(page))
+
+
+def _instruction_ids(page: str) -> list[int]:
+    return [int(x) for x in re.findall(rf'type="{re.escape(PACKED)}" id="i(\d+)"', page)]
+
+
+def test_blocks_hold_the_reports_numbers(built) -> None:
+    store, report, result = built
+    page = result.path.read_text(encoding="utf-8")
+    rows = {(r.response_id, r.ratio): r for r in report.metrics.rows}
+    items = constraint_items(store, ratio=report.ratio)
+    for iid in _instruction_ids(page):
+        chunk = _block(page, f"i{iid}")
+        for resp in chunk["responses"]:
+            full, at = rows[(resp["id"], None)], rows[(resp["id"], report.ratio)]
+            assert resp["org"] == pytest.approx(full.org, abs=1e-4)
+            assert resp["core"] == pytest.approx(at.core, abs=1e-4)
+            assert resp["copy_a"] == pytest.approx(at.extra["copy_a_ngrams"])
+            flipped = {i.constraint_id for i in items if i.response_id == resp["id"] and i.flipped}
+            assert resp["flipped"] == len(flipped)
+            assert {c["id"] for c in chunk["constraints"] if c.get("per", {}).get(str(resp["id"]), {})
+                    .get("state") == "flipped"} == flipped
+
+
+def test_first_screen_shows_the_reports_counts(built, browser, tmp_path: Path) -> None:
+    store, report, result = built
+    page, problems = _page(browser, result)
+    groups = main_groups(report)
+    assert groups
+    for g in groups:
+        key = "|".join((g.domain, g.condition, g.model, g.mode))
+        cells = page.locator(f'tr[data-group="{key}"] td').all_inner_texts()
+        assert cells[6] == str(g.n), key
+        assert cells[8] == f"{g.judged_items} / {g.expected_items}", key
+        assert cells[2].split()[0] == f"{100 * g.org.value:.1f}", key
+        assert cells[3].split()[0] == f"{100 * g.core.value:.1f}", key
+    assert page.locator("svg.chart").count() == len({g.domain for g in groups})
+    assert page.locator("#index tr.row").count() == 12
+    shot = tmp_path / "report-first-screen.png"
+    page.screenshot(path=str(shot))
+    assert shot.read_bytes().startswith(PNG) and shot.stat().st_size > 20_000
+    assert problems == []
+    page.close()
+
+
+def _known_copy(store, report, page_text: str):
+    """An instruction, response and constraint whose response copies 5-grams from reference A."""
+    for iid in _instruction_ids(page_text):
+        chunk = _block(page_text, f"i{iid}")
+        ref_a = store.conn.execute("SELECT body FROM texts WHERE hash = ?", (chunk["a"],)).fetchone()[0]
+        ref_b = store.conn.execute("SELECT body FROM texts WHERE hash = ?", (chunk["b"],)).fetchone()
+        for k, resp in enumerate(chunk["responses"]):
+            text = store.conn.execute("SELECT body FROM texts WHERE hash = ?", (resp["r"],)).fetchone()[0]
+            spans = copying.copied_ngrams(text, ref_a, 5) + (copying.copied_ngrams(text, ref_b[0], 5) if ref_b else [])
+            if spans:
+                cid = next(c["id"] for c in chunk["constraints"] if c["active"])
+                return iid, k, cid, resp, text, spans
+    raise AssertionError("the synthetic store has no copied 5-gram")
+
+
+def test_audit_highlights_a_known_copied_ngram(built, browser, tmp_path: Path) -> None:
+    store, report, result = built
+    page, problems = _page(browser, result)
+    iid, k, cid, resp, text, spans = _known_copy(store, report, result.path.read_text(encoding="utf-8"))
+    _open(page, iid, k, cid, copy_mode="references")
+    expected = []
+    for start, end in sorted((s.a_start, s.a_end) for s in spans):
+        if expected and start <= expected[-1][1]:
+            expected[-1] = (expected[-1][0], max(expected[-1][1], end))
+        else:
+            expected.append((start, end))
+    assert _mark_ranges(page, "#pane-response mark.copy") == expected
+    shown = page.locator("#pane-response mark.copy").all_inner_texts()
+    assert spans[0].in_a(text).split()[0] in " ".join(shown)
+    # The counts beside the response are the report's copied 5-grams (distinct, per reference).
+    row = next(r for r in report.metrics.rows if r.response_id == resp["id"] and r.ratio is None)
+    assert float(page.locator(".response-counts .copy-a").inner_text()) == row.extra["copy_a_ngrams"]
+    page.screenshot(path=str(tmp_path / "report-audit.png"))
+    assert problems == []
+    page.close()
+
+
+def test_audit_highlights_the_judges_quotes_and_counts_flips(built, browser) -> None:
+    store, report, result = built
+    page_text = result.path.read_text(encoding="utf-8")
+    page, problems = _page(browser, result)
+    items = constraint_items(store, ratio=report.ratio)
+    iid = _instruction_ids(page_text)[0]
+    chunk = _block(page_text, f"i{iid}")
+    resp = chunk["responses"][0]
+    text = store.conn.execute("SELECT body FROM texts WHERE hash = ?", (resp["r"],)).fetchone()[0]
+    # A Yes verdict on the response whose quote judging found word for word.
+    cid, quote = next(store.conn.execute(
+        "SELECT v.constraint_id, v.quote FROM verdicts v JOIN constraints c ON c.id = v.constraint_id"
+        " WHERE v.generation_id = ? AND v.verdict = 1 AND v.quote_found = 'exact' AND c.active = 1 ORDER BY v.id",
+        (resp["id"],)))
+    _open(page, iid, 0, cid)
+    ranges = _mark_ranges(page, "#pane-response mark.quote")
+    norm = lambda s: " ".join(s.lower().split())  # noqa: E731 - judging's normalisation, for ASCII
+    assert any(norm(text[a:b]) == norm(quote).rstrip(".") for a, b in ranges), (quote, ranges)
+    # Every FLIP the page marks for this response is one pipeline.metrics counts, and no other.
+    flipped = {i.constraint_id for i in items if i.response_id == resp["id"] and i.flipped}
+    marked = page.eval_on_selector_all(f'.cons td.flipped[data-response="{resp["id"]}"]',
+                                       "els => els.map(e => +e.closest('tr').dataset.c)")
+    assert set(marked) == flipped and len(marked) == len(flipped)
+    assert page.locator(".response-counts .flip-count").inner_text() == str(len(flipped))
+    assert problems == []
+    page.close()
+
+
+def test_nothing_leaks_into_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=4, seed=1))
+    secret = "zq-private-value-0123456789"
+    monkeypatch.setenv("ACME_API_KEY", secret)
+    store = open_store(path)
+    url = "https://llm.internal.example:8443/v1"
+    log = "llama_model_load: loaded meta data with 26 key-value pairs"
+    store.conn.execute("UPDATE runs SET config = ?, error = ?",
+                       (json.dumps({"endpoints": {"x": {"base_url": url, "api_key_env": "ACME_API_KEY"}}}), log))
+    # A model that echoed a key into its text: the page redacts it like every error text.
+    iid, cid = store.conn.execute("SELECT instruction_id, id FROM constraints WHERE active = 1 LIMIT 1").fetchone()
+    store.conn.execute("UPDATE constraints SET text = text || ?  WHERE id = ?", (f" (key {secret})", cid))
+    store.conn.execute("UPDATE instructions SET main_task = main_task || ? WHERE id = ?",
+                       (" sk-abcdefghijklmnop1234", iid))
+    store.commit()
+    report = build_report(store, ReportOptions(n_resamples=50))
+    result = write_html(store, report, tmp_path / "out")
+    store.close()
+    raw = result.path.read_text(encoding="utf-8")
+    everything = raw + "".join(json.dumps(_block(raw, b)) for b in re.findall(rf'type="{re.escape(PACKED)}" id="(\w+)"', raw))
+    for leak in (secret, url, "llm.internal", log, "llama_model_load", "sk-abcdefghijklmnop1234"):
+        assert leak not in everything, leak
+    assert "[REDACTED]" in everything
+
+
+def test_cli_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=4, seed=2))
+    out = tmp_path / "html"
+    assert main(["--store", str(path), "report", "--html", str(out), "--resamples", "50"]) == 0
+    assert (out / "report.html").is_file()
+    assert "report.html" in capsys.readouterr().out
+
+
+def test_a_missing_verdict_is_listed_missing_and_counted_nowhere(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=4, seed=5))
+    store = open_store(path)
+    # One judge's verdict on a response becomes missing (the judge left the item out).
+    vid, gid, cid, judge = store.conn.execute(
+        "SELECT v.id, v.generation_id, v.constraint_id, v.judge FROM verdicts v JOIN generations g"
+        " ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id"
+        " WHERE g.kind = 'response' AND c.active = 1 ORDER BY v.id LIMIT 1").fetchone()
+    store.conn.execute("UPDATE verdicts SET verdict = NULL, quote = NULL WHERE id = ?", (vid,))
+    store.commit()
+    report = build_report(store, ReportOptions(n_resamples=50))
+    result = write_html(store, report, tmp_path / "out")
+    items = {(i.constraint_id, i.response_id): i for i in constraint_items(store, ratio=report.ratio)}
+    iid = store.conn.execute("SELECT instruction_id FROM generations WHERE id = ?", (gid,)).fetchone()[0]
+    store.close()
+    chunk = _block(result.path.read_text(encoding="utf-8"), f"i{iid}")
+    meta_judges = json.loads(re.search(r'id="meta">([^<]*)<', result.path.read_text(encoding="utf-8")).group(1))["judges"]
+    per = next(c for c in chunk["constraints"] if c["id"] == cid)["per"][str(gid)]
+    listed = [v for v in per["v"] if v[1] == "r" and meta_judges[v[0]][0] == judge]
+    assert len(listed) == 1 and listed[0][2] is None  # shown as missing, never as No
+    item = items.get((cid, gid))
+    # The outcome is the one pipeline.metrics gives without that verdict.
+    assert per["state"] == (None if item is None else "flipped" if item.flipped else "both" if item.passed_both
+                            else "fails")
+    if item is not None:
+        assert per["full"] == pytest.approx(item.full_score, abs=1e-4)
