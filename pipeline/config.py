@@ -35,6 +35,7 @@ from .errors import ConfigError
 
 DEFAULT_CONFIG = Path("unspecific.toml")
 LOCAL = "local"  # base_url meaning "the embedded llama.cpp server"
+POOL = "pool"  # a pool endpoint's base_url: it has no server of its own
 
 ROLES_SINGLE = ("generator", "summarizer", "naturalness_judge")
 ROLES_MANY = ("judges", "models_under_test")
@@ -62,10 +63,38 @@ class Endpoint:
     # tokens; what a small local model writes fastest).
     judge_format: str = "json"
     extra_body: dict[str, Any] = field(default_factory=dict)
+    # Batch prices: explicit per-million prices for batch calls, else the online prices times
+    # ``batch_discount`` (providers' batch APIs charge half).
+    batch_discount: float = 0.5
+    batch_price_prompt_per_mtok: float | None = None
+    batch_price_completion_per_mtok: float | None = None
+    # A pool: the names of the member endpoints requests are spread over (least outstanding
+    # requests, each member with its own concurrency and rate). Empty for a plain endpoint.
+    members: tuple[str, ...] = ()
+    drain_after: int = 3  # a member failing this many times in a row is set aside ...
+    drain_s: float = 30.0  # ... for this long, then tried again
 
     @property
     def is_local(self) -> bool:
         return self.base_url == LOCAL
+
+    @property
+    def is_pool(self) -> bool:
+        return bool(self.members)
+
+    @property
+    def cache_url(self) -> str:
+        """The server part of the cache key. A pool's calls are keyed on the model alone: the
+        member that answered is not part of the key, so the pool never pays twice for a call."""
+        return POOL if self.is_pool else self.base_url
+
+    def batch_cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """What a call costs through a batch API."""
+        pp = self.batch_price_prompt_per_mtok
+        pc = self.batch_price_completion_per_mtok
+        pp = self.price_prompt_per_mtok * self.batch_discount if pp is None else pp
+        pc = self.price_completion_per_mtok * self.batch_discount if pc is None else pc
+        return (prompt_tokens * pp + completion_tokens * pc) / 1e6
 
     def api_key(self) -> str:
         """The key's value, read from the environment at call time. Never stored."""
@@ -81,6 +110,12 @@ class Endpoint:
     def public_dict(self) -> dict[str, Any]:
         """What may be shown, stored or exported: the key's variable name, masked value."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key in ("members", "drain_after", "drain_s"):
+            out.pop(key)
+        if self.is_pool:  # in the config's own form, so the public form parses back
+            out = {"pool": list(self.members), "model": self.model, "drain_after": self.drain_after,
+                   "drain_s": self.drain_s, "max_retries": self.max_retries, "structured": self.structured,
+                   "judge_format": self.judge_format, "name": self.name}
         if self.api_key_env:
             present = bool(os.environ.get(self.api_key_env))
             out["api_key"] = "****" + ("(set)" if present else "(NOT SET)")
@@ -182,10 +217,29 @@ def parse_config(raw: dict[str, Any], path: Path | None = None) -> Config:
     if unknown:
         raise ConfigError(f"{where}: unknown section(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(_SECTIONS))})")
     endpoints = {LOCAL: local_endpoint()}
+    pools: dict[str, dict[str, Any]] = {}
     for name, spec in (raw.get("endpoints") or {}).items():
         if not isinstance(spec, dict):
             raise ConfigError(f"{where}: [endpoints.{name}] must be a table")
-        endpoints[name] = _parse_endpoint(name, spec, where)
+        if "pool" in spec:
+            pools[name] = spec  # after the plain endpoints: a pool names them
+        elif isinstance(spec.get("base_url"), list):
+            # The short form of a pool: several servers with the same settings, one member each.
+            urls = spec["base_url"]
+            if not urls or not all(isinstance(u, str) for u in urls):
+                raise ConfigError(f"{where}: endpoints.{name}.base_url: a URL or a non-empty list of URLs")
+            members = []
+            for i, url in enumerate(urls, 1):
+                member = f"{name}[{i}]"
+                member_spec = {k: v for k, v in spec.items() if k not in _POOL_ONLY}
+                endpoints[member] = _parse_endpoint(member, {**member_spec, "base_url": url}, where)
+                members.append(member)
+            pool_spec = {k: v for k, v in spec.items() if k in _POOL_ONLY or k in ("model", "structured", "judge_format")}
+            pools[name] = {**pool_spec, "pool": members}
+        else:
+            endpoints[name] = _parse_endpoint(name, spec, where)
+    for name, spec in pools.items():
+        endpoints[name] = _parse_pool(name, spec, endpoints, where)
     roles = _parse_roles(raw.get("roles") or {}, endpoints, where)
     settings = {k: v for k, v in raw.items() if k not in ("endpoints", "roles")}
     for section, value in settings.items():
@@ -195,7 +249,7 @@ def parse_config(raw: dict[str, Any], path: Path | None = None) -> Config:
 
 
 def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
-    known = {f.name for f in fields(Endpoint)} - {"name"}
+    known = {f.name for f in fields(Endpoint)} - {"name", "members", "drain_after", "drain_s"}
     field_at = f"{where}: endpoints.{name}"
     for key in spec:
         if key not in known:
@@ -229,6 +283,9 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
         "price_completion_per_mtok": (float, 0.0),
         "timeout_s": (float, None),
         "max_retries": (int, 0),
+        "batch_discount": (float, 0.0),
+        "batch_price_prompt_per_mtok": (float, 0.0),
+        "batch_price_completion_per_mtok": (float, 0.0),
     }
     for key, (kind, minimum) in numeric.items():
         if key not in spec:
@@ -256,6 +313,64 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
         values.setdefault("concurrency", defaults.concurrency)
         values.setdefault("timeout_s", defaults.timeout_s)
         values.setdefault("judge_format", defaults.judge_format)
+    return Endpoint(**values)
+
+
+_POOL_ONLY = ("pool", "drain_after", "drain_s", "max_retries")
+_POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format"}
+
+
+def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint], where: str) -> Endpoint:
+    """A pool: ``pool = ["gpu1", "gpu2"]`` names member endpoints. Requests go to the member with
+    the fewest outstanding requests for its concurrency; each member keeps its own limits."""
+    at = f"{where}: endpoints.{name}"
+    for key in spec:
+        if key not in _POOL_FIELDS:
+            raise ConfigError(f"{at}.{key}: not a pool field (a pool takes {', '.join(sorted(_POOL_FIELDS))}; "
+                              "concurrency, rates, prices and keys belong to its members)")
+    members = spec["pool"]
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+        raise ConfigError(f"{at}.pool: a non-empty list of endpoint names")
+    if len(set(members)) != len(members):
+        raise ConfigError(f"{at}.pool: a member is listed twice")
+    for m in members:
+        if m not in endpoints:
+            known = ", ".join(sorted(n for n, e in endpoints.items() if not e.is_pool))
+            raise ConfigError(f"{at}.pool: no endpoint named '{m}' (a member must be a plain endpoint; known: {known})")
+        if endpoints[m].is_local:
+            raise ConfigError(f"{at}.pool: '{m}' is the embedded local model, which runs one server per machine")
+    first = endpoints[members[0]]
+    model = spec.get("model")
+    models = {endpoints[m].model for m in members}
+    if model is None:
+        if len(models) > 1:
+            # The cache key is the pool's model: members serving differently named models must say
+            # which one the pool stands for, or two models' replies would share a key.
+            raise ConfigError(f"{at}.model: the members serve {', '.join(sorted(models))}; set the pool's model "
+                              "(the name its cached calls are kept under) if they are the same model")
+        model = first.model
+    if not isinstance(model, str) or not model:
+        raise ConfigError(f"{at}.model: a model name")
+    values: dict[str, Any] = {
+        "name": name, "base_url": POOL, "model": model, "members": tuple(members),
+        "concurrency": sum(endpoints[m].concurrency for m in members),
+        "structured": spec.get("structured", first.structured),
+        "judge_format": spec.get("judge_format", first.judge_format),
+        # Attempts over the whole pool: enough to try every member a few times.
+        "max_retries": spec.get("max_retries", max(first.max_retries, 2 * len(members))),
+        "timeout_s": max(endpoints[m].timeout_s for m in members),
+    }
+    if values["structured"] not in STRUCTURED_MODES:
+        raise ConfigError(f"{at}.structured: one of {', '.join(STRUCTURED_MODES)}")
+    if values["judge_format"] not in JUDGE_FORMATS:
+        raise ConfigError(f"{at}.judge_format: one of {', '.join(JUDGE_FORMATS)}")
+    for key, kind in (("drain_after", int), ("drain_s", float), ("max_retries", int)):
+        if key in spec:
+            value = spec[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)) \
+                    or value < (0 if key == "max_retries" else 1 if kind is int else 0):
+                raise ConfigError(f"{at}.{key}: a positive {'integer' if kind is int else 'number'}, got {value!r}")
+            values[key] = kind(value)
     return Endpoint(**values)
 
 

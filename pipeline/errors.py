@@ -43,6 +43,12 @@ class EndpointError(UnspecificError):
 
     title = "LLM endpoint error"
 
+    def __init__(self, msg: str, *, title: str | None = None, member_fault: bool = False) -> None:
+        super().__init__(msg, title=title)
+        # The server refused us for good (key, permission, model): in a pool, that member is
+        # taken out and the call goes to another; a bad request is the request's fault instead.
+        self.member_fault = member_fault
+
 
 class ParseError(UnspecificError):
     """An LLM reply broke the output contract, even after the repair round."""

@@ -73,6 +73,20 @@ class _EndpointState:
     pace_lock: asyncio.Lock
     next_slot: float = 0.0
     client: Any = None
+    outstanding: int = 0  # requests given to this endpoint and not finished (waiting included)
+
+
+@dataclass
+class _PoolState:
+    streak: dict[str, int] = field(default_factory=dict)  # failures in a row, per member
+    drained_until: dict[str, float] = field(default_factory=dict)  # monotonic time a member is back
+    drains: dict[str, int] = field(default_factory=dict)
+    dead: set[str] = field(default_factory=set)  # refused us for good (401/403/404)
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)  # requests waiting for a free slot
+
+    def has_live_member(self, members: tuple[str, ...], besides: str) -> bool:
+        t = time.monotonic()
+        return any(m != besides and m not in self.dead and self.drained_until.get(m, 0.0) <= t for m in members)
 
 
 @dataclass
@@ -90,7 +104,7 @@ def cache_key(endpoint: Endpoint, messages: list[dict[str, str]], params: dict[s
     """The documented cache key: URL, model, messages, parameters, template hash."""
     blob = json.dumps(
         {
-            "base_url": endpoint.base_url,
+            "base_url": endpoint.cache_url,
             "model": endpoint.model,
             "messages": messages,
             "params": params,
@@ -131,6 +145,7 @@ class LLMClient:
         self.usage = Usage()
         self.usage_by_endpoint: dict[str, Usage] = {}
         self._states: dict[str, _EndpointState] = {}
+        self._pools: dict[str, _PoolState] = {}
 
     # -- public API ---------------------------------------------------------------
     async def chat(
@@ -292,12 +307,66 @@ class LLMClient:
             await asyncio.sleep(wait)
 
     async def _send(self, ep: Endpoint, messages: list[dict[str, str]], params: dict[str, Any]) -> Completion:
+        """One call with retries: to ``ep``, or for a pool to the member chosen per attempt."""
+        attempt = 0
+        while True:
+            member = await self._pick(ep) if ep.is_pool else ep
+            try:
+                completion = await self._attempt(member, messages, params, reserved=ep.is_pool)
+            except _Retryable as exc:
+                retry_after, reason = exc.retry_after, exc.reason
+                if ep.is_pool:
+                    self._member_failed(ep, member, reason)
+                    reason = f"{member.name}: {reason}"
+            except (EndpointError, LocalServerDied) as exc:
+                if not (ep.is_pool and isinstance(exc, EndpointError) and exc.member_fault):
+                    self._usage(ep.name).failures += 1
+                    self.usage.failures += 1
+                    raise
+                # A member with a wrong key or model is taken out of the pool for good; the
+                # others go on. Only when none is left does the call fail.
+                self._pools[ep.name].dead.add(member.name)
+                self._emit("drain", f"{ep.name}: member {member.name} removed: {exc}")
+                if len(self._pools[ep.name].dead) == len(ep.members):
+                    raise EndpointError(f"endpoint '{ep.name}': every member of the pool failed for good; last: {exc}") from None
+                continue
+            else:
+                if ep.is_pool:
+                    self._pools[ep.name].streak[member.name] = 0
+                    self._account(member.name, completion, cached=False, scoped=False)  # per member
+                self._account(ep.name, completion, cached=False)
+                return completion
+            attempt += 1
+            if attempt > ep.max_retries:
+                self._usage(ep.name).failures += 1
+                self.usage.failures += 1
+                where = "" if ep.is_pool else f" ({_safe_url(ep, self.local_base_url)}, model {ep.model})"
+                raise EndpointError(
+                    f"endpoint '{ep.name}'{where}: gave up after {attempt} attempt(s); last error: {reason}"
+                )
+            delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
+            delay = delay * (0.5 + random.random())  # jitter: spread retries of concurrent calls
+            if retry_after is not None:
+                delay = max(delay, min(retry_after, self.backoff_cap_s))
+            if ep.is_pool and self._pools[ep.name].has_live_member(ep.members, member.name):
+                delay = 0.0  # another member can take it now; the failed one keeps its own pace
+            self._usage(ep.name).retries += 1
+            self.usage.retries += 1
+            self._emit("retry", f"{ep.name}: {reason}; retry {attempt}/{ep.max_retries} in {delay:.1f}s")
+            if delay:
+                await asyncio.sleep(delay)
+
+    async def _attempt(self, ep: Endpoint, messages: list[dict[str, str]], params: dict[str, Any], *,
+                       reserved: bool = False) -> Completion:
+        """One request to one plain endpoint, under its concurrency and pace. Raises _Retryable
+        for what a retry may cure, EndpointError for what it cannot."""
         import openai
 
         state = self._state(ep)
-        client = self._openai(ep, state)
-        attempt = 0
-        while True:
+        if not reserved:
+            state.outstanding += 1
+        try:
+            client = self._openai(ep, state)
             async with state.semaphore:
                 await self._pace(ep, state)
                 started = time.monotonic()
@@ -314,15 +383,11 @@ class LLMClient:
                     if not text.strip():
                         raise _EmptyReply("empty reply")
                 except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
-                    self._usage(ep.name).failures += 1
-                    self.usage.failures += 1
                     raise EndpointError(
                         f"endpoint '{ep.name}' ({_safe_url(ep, self.local_base_url)}, model {ep.model}): "
-                        f"HTTP {exc.status_code}, not retried: {_short(exc)}"
+                        f"HTTP {exc.status_code}, not retried: {_short(exc)}", member_fault=True,
                     ) from None
                 except openai.BadRequestError as exc:
-                    self._usage(ep.name).failures += 1
-                    self.usage.failures += 1
                     raise EndpointError(
                         f"endpoint '{ep.name}' (model {ep.model}): the request was refused (HTTP 400): {_short(exc)}"
                     ) from None
@@ -340,36 +405,86 @@ class LLMClient:
                         # A dead server is never retried into a timeout: stop the run, say why.
                         death = await asyncio.to_thread(self.local_death)
                         if death is not None:
-                            self._usage(ep.name).failures += 1
-                            self.usage.failures += 1
                             raise LocalServerDied(death) from None
-                    retry_after = _retry_after(exc)
-                    reason = _describe(exc, _safe_url(ep, self.local_base_url))
-                else:
-                    latency = time.monotonic() - started
-                    usage = response.get("usage") or {}
-                    pt = int(usage.get("prompt_tokens") or 0)
-                    ct = int(usage.get("completion_tokens") or 0)
-                    cost = (pt * ep.price_prompt_per_mtok + ct * ep.price_completion_per_mtok) / 1e6
-                    completion = Completion(text, pt, ct, cost, False, None, latency, ep.name)
-                    self._account(ep.name, completion, cached=False)
-                    return completion
-            attempt += 1
-            if attempt > ep.max_retries:
-                self._usage(ep.name).failures += 1
-                self.usage.failures += 1
-                raise EndpointError(
-                    f"endpoint '{ep.name}' ({_safe_url(ep, self.local_base_url)}, model {ep.model}): "
-                    f"gave up after {attempt} attempt(s); last error: {reason}"
-                )
-            delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
-            delay = delay * (0.5 + random.random())  # jitter: spread retries of concurrent calls
-            if retry_after is not None:
-                delay = max(delay, min(retry_after, self.backoff_cap_s))
-            self._usage(ep.name).retries += 1
-            self.usage.retries += 1
-            self._emit("retry", f"{ep.name}: {reason}; retry {attempt}/{ep.max_retries} in {delay:.1f}s")
-            await asyncio.sleep(delay)
+                    raise _Retryable(_describe(exc, _safe_url(ep, self.local_base_url)), _retry_after(exc)) from None
+                latency = time.monotonic() - started
+                usage = response.get("usage") or {}
+                pt = int(usage.get("prompt_tokens") or 0)
+                ct = int(usage.get("completion_tokens") or 0)
+                cost = (pt * ep.price_prompt_per_mtok + ct * ep.price_completion_per_mtok) / 1e6
+                return Completion(text, pt, ct, cost, False, None, latency, ep.name)
+        finally:
+            self._release(ep)
+
+    # -- pools ------------------------------------------------------------------------
+    async def _pick(self, pool: Endpoint) -> Endpoint:
+        """The member with the fewest outstanding requests for its concurrency, among those with
+        a free slot and not drained. A request waits here for a free slot rather than queueing
+        behind one member: a slow member then holds its slots longer and is offered less work.
+        When every live member is drained, the first to come back is tried again."""
+        state = self._pools.setdefault(pool.name, _PoolState())
+        members = [self.config.endpoint(m) for m in pool.members]
+        while True:
+            if len(state.dead) == len(members):
+                raise EndpointError(f"endpoint '{pool.name}': every member of the pool refused us for good")
+            t = time.monotonic()
+            live = [m for m in members if m.name not in state.dead]
+            ready = [m for m in live if state.drained_until.get(m.name, 0.0) <= t]
+            free = [m for m in ready if self._state(m).outstanding < m.concurrency]
+            if free:
+                # min keeps the config order on ties: the first member listed takes the first call.
+                chosen = min(free, key=lambda m: self._state(m).outstanding / m.concurrency)
+                self._state(chosen).outstanding += 1  # reserved now, before any other task picks
+                return chosen
+            waiter = asyncio.get_running_loop().create_future()
+            state.waiters.append(waiter)
+            # Woken by a finished request; or, when nothing runs, by the end of the first drain.
+            back = [state.drained_until[m.name] - t for m in live if m not in ready]
+            try:
+                await asyncio.wait_for(waiter, timeout=max(0.0, min(back)) + 0.001 if back and not ready else None)
+            except TimeoutError:
+                pass
+            finally:
+                if waiter in state.waiters:
+                    state.waiters.remove(waiter)
+
+    def _release(self, ep: Endpoint) -> None:
+        """A request to ``ep`` is over: wake the requests waiting on a pool for a free slot."""
+        self._state(ep).outstanding -= 1
+        for pool in self._pools.values():
+            for waiter in pool.waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+            pool.waiters.clear()
+
+    def _member_failed(self, pool: Endpoint, member: Endpoint, reason: str) -> None:
+        state = self._pools[pool.name]
+        if state.drained_until.get(member.name, 0.0) > time.monotonic():
+            return  # a request sent before it was set aside: the pause already counts it
+        streak = state.streak.get(member.name, 0) + 1
+        state.streak[member.name] = streak
+        if streak >= pool.drain_after:
+            state.drained_until[member.name] = time.monotonic() + pool.drain_s
+            state.drains[member.name] = state.drains.get(member.name, 0) + 1
+            state.streak[member.name] = 0  # after the pause it gets drain_after tries again
+            self._emit("drain", f"{pool.name}: member {member.name} failed {streak} times in a row ({reason}); "
+                                f"set aside for {pool.drain_s:g}s")
+
+    def pool_status(self, name: str) -> dict[str, Any]:
+        """Per member of a pool: outstanding requests, drained or dead, times drained."""
+        state = self._pools.get(name, _PoolState())
+        t = time.monotonic()
+        out = {}
+        for m in self.config.endpoint(name).members:
+            st = self._states.get(m)
+            out[m] = {
+                "outstanding": st.outstanding if st else 0,
+                "drained": state.drained_until.get(m, 0.0) > t,
+                "dead": m in state.dead,
+                "drains": state.drains.get(m, 0),
+                "calls": self._usage(m).calls,
+            }
+        return out
 
     # -- cache and accounting -------------------------------------------------------
     def _cache_get(self, key: str) -> Completion | None:
@@ -418,8 +533,11 @@ class LLMClient:
     def _usage(self, name: str) -> Usage:
         return self.usage_by_endpoint.setdefault(name, Usage())
 
-    def _account(self, name: str, c: Completion, *, cached: bool) -> None:
-        for u in (self.usage, self._usage(name), *_SCOPES.get()):
+    def _account(self, name: str, c: Completion, *, cached: bool, scoped: bool = True) -> None:
+        """Count a call in the client's usage, the endpoint's and the task's scopes. A pool's
+        member counts its own calls (scoped=False); the pool then counts it once for the rest."""
+        targets = (self.usage, self._usage(name), *_SCOPES.get()) if scoped else (self._usage(name),)
+        for u in targets:
             if cached:
                 u.cache_hits += 1
             else:
@@ -471,6 +589,15 @@ def _http_client(httpx: Any, limits: Any, timeout: Any) -> Any:
 
 class _EmptyReply(Exception):
     pass
+
+
+class _Retryable(Exception):
+    """One attempt failed in a way a retry may cure (429, 5xx, timeout, junk transport)."""
+
+    def __init__(self, reason: str, retry_after: float | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
 
 
 def _reply_text(response: Any) -> str:
