@@ -83,3 +83,15 @@ class StageError(UnspecificError):
 class UnusableEndpointError(EndpointError):
     """An endpoint answers, but reply after reply breaks the output contract (a judge returning
     junk with 200 OK): the step stops at once rather than storing nothing but missing verdicts."""
+
+
+class BatchPending(Exception):
+    """Batch mode: the call was left to a batch (pipeline.batch) and has no answer yet. Not a
+    failure: the stage counts the unit as waiting and takes it up again once the batch is
+    collected. Deliberately not an UnspecificError nor a ValueError, so no stage mistakes it for
+    a failed unit or a refused reply."""
+
+    def __init__(self, endpoint: str, *, failed: bool = False) -> None:
+        super().__init__(f"endpoint '{endpoint}': waiting on a batch" + (" item that failed" if failed else ""))
+        self.endpoint = endpoint
+        self.failed = failed

@@ -35,7 +35,7 @@ from typing import Any
 
 from .config import Config
 from .coverage import MIN_COVERAGE, Coverage, GroupKey, group_coverage, low_groups
-from .errors import EndpointError, StageError, UnspecificError, UnusableEndpointError
+from .errors import BatchPending, EndpointError, StageError, UnspecificError, UnusableEndpointError
 from .generation import MODES as RESPONSE_MODES
 from .generation import SUMMARY_SLACK, active_constraints, respond, summarize
 from .judging import MODES as JUDGING_MODES
@@ -180,6 +180,8 @@ class StageSummary:
     failures: list[Failure] = field(default_factory=list)
     stopped: bool = False  # paused by the stop flag or the unit budget before the end
     coverage: dict[GroupKey, Coverage] = field(default_factory=dict)  # judge: per group judged
+    deferred: int = 0  # batch mode: units waiting on a batch (not failed, not done)
+    waiting_failed: int = 0  # of those, units whose batch item failed (collect --failed chooses)
 
 
 @dataclass
@@ -189,6 +191,11 @@ class EvaluateSummary:
     usage: dict[str, Any] = field(default_factory=dict)
     halted: bool = False  # later steps were not run (stop flag or unit budget)
     min_coverage: float = MIN_COVERAGE  # the plan's, for whoever prints the result
+    batches: list[Any] = field(default_factory=list)  # batch mode: pipeline.batch.Submitted, sent at the end
+
+    @property
+    def deferred(self) -> int:
+        return sum(s.deferred for s in self.stages.values())
 
     @property
     def failed(self) -> int:
@@ -208,8 +215,9 @@ class EvaluateSummary:
         return judge.coverage if judge is not None else {}
 
     def low_coverage(self, threshold: float = MIN_COVERAGE) -> list[tuple[GroupKey, Coverage]]:
-        """Groups judged under ``threshold``; nothing when judging stopped early (not finished)."""
-        return [] if self.stopped else low_groups(self.coverage, threshold)
+        """Groups judged under ``threshold``; nothing when judging stopped early or waits on a
+        batch (not finished)."""
+        return [] if self.stopped or self.deferred else low_groups(self.coverage, threshold)
 
 
 class Budget:
@@ -266,6 +274,12 @@ async def run_units(
             unit = queue.pop()
             try:
                 message = await unit.work()
+            except BatchPending as exc:
+                # Batch mode: the unit's call went to a batch. Not a failure, and says nothing
+                # about the endpoint: the unit is taken up again when the batch is collected.
+                summary.deferred += 1
+                summary.waiting_failed += int(exc.failed)
+                continue
             except UnusableEndpointError as exc:
                 summary.failed += 1
                 summary.failures.append(Failure(stage, unit.label, str(exc)))
@@ -289,6 +303,8 @@ async def run_units(
     await asyncio.gather(*(worker() for _ in range(min(parallel, max(1, len(units))))))
     if queue and not fatal:
         summary.stopped = True
+    if summary.deferred:
+        progress(ProgressEvent(stage, finished(), summary.total, f"{stage}: {summary.deferred} unit(s) wait on a batch"))
     if unusable:
         raise unusable[0]
     if fatal:
@@ -555,8 +571,13 @@ async def run_evaluate(store: Store, config: Config, client: LLMClient, options:
 
 async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, progress: ProgressHook = no_progress,
                    stop: StopFlag | None = None, max_units: int | None = None,
-                   on_event: Callable[[str, str], None] | None = None, name: str = "") -> EvaluateSummary:
-    """``run_evaluate`` inside a run record (kind 'evaluate') with its own client: the CLI's entry."""
+                   on_event: Callable[[str, str], None] | None = None, name: str = "",
+                   batch: bool = False) -> EvaluateSummary:
+    """``run_evaluate`` inside a run record (kind 'evaluate') with its own client: the CLI's entry.
+
+    ``batch``: first collect finished batches, then run with calls nobody answered yet left to
+    a batch, and send those as provider batches at the end (pipeline.batch); run it again
+    once they are done to go on."""
     from .runs import add_usage, create_run, finish_run, open_client
 
     options = with_imported_models(store, options)
@@ -564,14 +585,21 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
     check_selection(store, plan)  # before the run row: a typo leaves no trace
     endpoints = list(plan.judges) if plan.rejudge else [
         *(m for m in plan.models or () if m not in plan.imported), plan.summarizer, *plan.judges]
+    if batch:
+        from .batch import collect
+
+        await collect(store, config, on_event=lambda m: on_event("batch", m) if on_event else None)
     run_id = create_run(store, "evaluate", config, name=name, options=_public_options(options))
     try:
-        async with open_client(config, store, run_id=run_id, on_event=on_event, endpoints=endpoints) as client:
+        async with open_client(config, store, run_id=run_id, on_event=on_event, endpoints=endpoints,
+                               batch=batch) as client:
             try:
                 result = await run_evaluate(store, config, client, options, progress=progress, stop=stop,
                                             max_units=max_units)
             finally:
                 add_usage(store, run_id, client.usage)
+        if batch:
+            result.batches = await submit_stage_batches(store, config, on_event)
     except BaseException as exc:
         finish_run(store, run_id, "failed" if not isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "paused",
                    error=str(exc) or type(exc).__name__)
@@ -587,7 +615,7 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
     low = result.low_coverage(plan.min_coverage)
     if low:
         errors.append(coverage_message(low, plan.min_coverage))
-    status = "paused" if result.stopped else "failed" if low else "done"
+    status = "paused" if result.stopped or result.deferred else "failed" if low else "done"
     finish_run(store, run_id, status, error="\n".join(errors) or None)
     return result
 
@@ -599,6 +627,16 @@ def with_imported_models(store: Store, options: EvaluateOptions) -> EvaluateOpti
     from .importing import imported_models
 
     return replace(options, imported_models=imported_models(store))
+
+
+async def submit_stage_batches(store: Store, config: Config, on_event: Callable[[str, str], None] | None) -> list[Any]:
+    """Send the pending requests of every endpoint with a batch API; the others (the local
+    model, pools) wait for `unspecific batch export`."""
+    from .batch import pending_endpoints, submit_pending
+
+    names = [n for n in pending_endpoints(store) if not (config.endpoint(n).is_local or config.endpoint(n).is_pool)]
+    return await submit_pending(store, config, endpoints=names,
+                                on_event=lambda m: on_event("batch", m) if on_event else None)
 
 
 def coverage_message(low: Sequence[tuple[GroupKey, Coverage]], threshold: float) -> str:

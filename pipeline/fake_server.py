@@ -9,6 +9,15 @@ faults (429, 500, timeouts, truncated bodies, wrong-format and empty replies) fo
 an error message echoing the caller's key; none of them may ever be taken as a result.
 
 Every request is recorded in ``requests`` so tests can count calls and inspect prompt layout.
+
+It also fakes the Files and Batches APIs (``POST /v1/files``, ``POST /v1/batches``,
+``GET /v1/batches[/ID]``, ``GET /v1/files/ID/content``), nastily: a batch stays
+validating / in_progress for ``batch_polls`` polls; ``batch_fail_every`` sends every Nth request
+to the error file (HTTP 500); ``batch_expire`` expires the batch with half its requests answered;
+``batch_malformed`` adds broken lines to the output and ``batch_duplicate`` repeats one; a
+duplicate ``custom_id`` in the input fails the batch at validation, as the real API does.
+Batch answers come from the responder, and each request answered is counted in
+``batch_calls`` (per request body, so a test can see nothing was asked twice).
 """
 
 from __future__ import annotations
@@ -82,6 +91,16 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.faults_served: dict[str, int] = {}
         self._rng = random.Random(seed)
+        # The Files and Batches APIs.
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_polls = 2
+        self.batch_fail_every = 0
+        self.batch_expire = False
+        self.batch_malformed = 0
+        self.batch_duplicate = False
+        self.batch_calls: list[str] = []  # custom_id of every batch request answered
+        self.batch_creates = 0
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -106,12 +125,20 @@ class FakeOpenAIServer:
                     pass  # a client killed mid-request (the crash bench): nothing to answer
 
             def do_GET(self) -> None:
+                if self.path.startswith("/v1/batches") or self.path.startswith("/v1/files"):
+                    status, body = server._batch_get(self.path)
+                    self._send(status, body, {})
+                    return
                 body = json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode()
                 self._send(200, body, {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                if self.path.startswith("/v1/files") or self.path.startswith("/v1/batches"):
+                    status, body = server._batch_post(self.path, self.headers.get("content-type", ""), raw)
+                    self._send(status, body, {})
+                    return
                 try:
                     request = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
@@ -190,6 +217,124 @@ class FakeOpenAIServer:
         if fault is not None:
             return _fault(fault, self.responder, request)
         return _as_reply(self.responder(request))
+
+
+    # -- the Files and Batches APIs -------------------------------------------------------
+    def _batch_post(self, path: str, content_type: str, raw: bytes) -> tuple[int, bytes]:
+        with self._lock:
+            if path.rstrip("/") == "/v1/files":
+                content = _multipart_file(content_type, raw)
+                if content is None:
+                    return 400, b'{"error": {"message": "expected a multipart upload with a file"}}'
+                file_id = f"file-{len(self.files) + 1}"
+                self.files[file_id] = content
+                return 200, json.dumps({"id": file_id, "object": "file", "bytes": len(content), "purpose": "batch",
+                                        "filename": "input.jsonl", "created_at": int(time.time()),
+                                        "status": "processed"}).encode()
+            if path.rstrip("/") == "/v1/batches":
+                req = json.loads(raw or b"{}")
+                if req.get("input_file_id") not in self.files:
+                    return 404, b'{"error": {"message": "no such file"}}'
+                self.batch_creates += 1
+                batch_id = f"batch_{len(self.batches) + 1}"
+                lines = self.files[req["input_file_id"]].decode().splitlines()
+                self.batches[batch_id] = {
+                    "id": batch_id, "object": "batch", "endpoint": req.get("endpoint"), "errors": None,
+                    "input_file_id": req["input_file_id"], "completion_window": req.get("completion_window", "24h"),
+                    "status": "validating", "output_file_id": None, "error_file_id": None,
+                    "created_at": int(time.time()), "metadata": req.get("metadata"),
+                    "request_counts": {"total": len(lines), "completed": 0, "failed": 0}, "_polls": 0,
+                }
+                return 200, json.dumps(_public(self.batches[batch_id])).encode()
+        return 404, b'{"error": {"message": "not found"}}'
+
+    def _batch_get(self, path: str) -> tuple[int, bytes]:
+        route = path.split("?")[0].rstrip("/")
+        with self._lock:
+            if route == "/v1/batches":
+                data = [_public(b) for b in reversed(list(self.batches.values()))]
+                return 200, json.dumps({"object": "list", "data": data, "has_more": False,
+                                        "first_id": data[0]["id"] if data else None,
+                                        "last_id": data[-1]["id"] if data else None}).encode()
+            if route.startswith("/v1/batches/"):
+                batch = self.batches.get(route.rsplit("/", 1)[1])
+                if batch is None:
+                    return 404, b'{"error": {"message": "no such batch"}}'
+                self._advance(batch)
+                return 200, json.dumps(_public(batch)).encode()
+            if route.startswith("/v1/files/") and route.endswith("/content"):
+                content = self.files.get(route.split("/")[3])
+                if content is None:
+                    return 404, b'{"error": {"message": "no such file"}}'
+                return 200, content
+        return 404, b'{"error": {"message": "not found"}}'
+
+    def _advance(self, batch: dict[str, Any]) -> None:
+        """One poll: validating -> in_progress (for ``batch_polls`` polls) -> finalizing -> done."""
+        if batch["status"] in ("completed", "failed", "expired", "cancelled"):
+            return
+        batch["_polls"] += 1
+        polls = batch["_polls"]
+        if batch["status"] == "validating":
+            lines = [json.loads(x) for x in self.files[batch["input_file_id"]].decode().splitlines() if x.strip()]
+            ids = [x["custom_id"] for x in lines]
+            if len(set(ids)) != len(ids):
+                batch["status"] = "failed"
+                batch["errors"] = {"object": "list", "data": [
+                    {"code": "duplicate_custom_id", "message": "The custom_id values must be unique", "line": None}]}
+                return
+            batch["status"] = "in_progress"
+        elif batch["status"] == "in_progress" and polls > self.batch_polls:
+            batch["status"] = "finalizing"
+        elif batch["status"] == "finalizing":
+            self._finish(batch)
+
+    def _finish(self, batch: dict[str, Any]) -> None:
+        lines = [json.loads(x) for x in self.files[batch["input_file_id"]].decode().splitlines() if x.strip()]
+        out, err = [], []
+        answered = len(lines) // 2 if self.batch_expire else len(lines)
+        for i, line in enumerate(lines):
+            cid = line["custom_id"]
+            if i >= answered:
+                err.append({"id": f"req_{i}", "custom_id": cid, "response": None,
+                            "error": {"code": "batch_expired", "message": "This request could not be executed before "
+                                      "the completion window expired."}})
+                continue
+            if self.batch_fail_every and (i + 1) % self.batch_fail_every == 0:
+                err.append({"id": f"req_{i}", "custom_id": cid, "error": None, "response": {
+                    "status_code": 500, "request_id": f"r{i}", "body": {"error": {"message": "scripted error"}}}})
+                continue
+            self.batch_calls.append(cid)
+            reply = _as_reply(self.responder(line["body"]))
+            out.append({"id": f"req_{i}", "custom_id": cid, "error": None, "response": {
+                "status_code": 200, "request_id": f"r{i}", "body": _envelope(line["body"], reply.text)}})
+        text = [json.dumps(x) for x in out]
+        if self.batch_duplicate and text:
+            text.append(text[0])
+        text += ["{not json" for _ in range(self.batch_malformed)]
+        for kind, rows in (("output_file_id", text), ("error_file_id", [json.dumps(x) for x in err])):
+            if rows:
+                file_id = f"file-{len(self.files) + 1}"
+                self.files[file_id] = ("\n".join(rows) + "\n").encode()
+                batch[kind] = file_id
+        batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
+        batch["status"] = "expired" if self.batch_expire else "completed"
+
+
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+
+def _multipart_file(content_type: str, raw: bytes) -> bytes | None:
+    """The ``file`` part of a multipart/form-data body."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    for part in message.iter_parts():
+        if part.get_param("name", header="content-disposition") == "file":
+            return part.get_payload(decode=True)
+    return None
 
 
 def _as_reply(value: Reply | str) -> Reply:

@@ -46,6 +46,7 @@ class Completion:
     call_id: int | None
     latency_s: float
     endpoint: str
+    via: str = "online"  # or "batch": answered through a batch API (pipeline.batch)
 
 
 @dataclass
@@ -58,6 +59,9 @@ class Usage:
     retries: int = 0
     failures: int = 0  # calls given up on
     rejected: int = 0  # replies that broke the format
+    batch_calls: int = 0  # of ``calls``, those answered through a batch (priced as batch)
+    batch_cost: float = 0.0  # of ``cost``, what the batch calls cost
+    deferred: int = 0  # calls left to a batch (batch mode): asked for, not yet answered
 
     def add(self, other: Usage) -> None:
         for name in self.__dataclass_fields__:
@@ -131,6 +135,7 @@ class LLMClient:
         backoff_cap_s: float = 30.0,
         use_cache: bool = True,
         local_death: Callable[[], str | None] | None = None,
+        batch: bool = False,
     ) -> None:
         self.config = config
         self.store = store
@@ -142,6 +147,11 @@ class LLMClient:
         self.use_cache = use_cache
         # Asked on a connection error to the local endpoint: a report when its server died.
         self.local_death = local_death
+        # Batch mode: a call nobody has answered yet is not sent; it is recorded for a batch
+        # (pipeline.batch) and BatchPending tells the stage this unit waits. Results collected
+        # from batches are taken in either mode, through the same accept-and-cache path.
+        self.batch = batch
+        self._deferred: dict[str, tuple[Any, ...]] = {}  # cache key -> row, written by flush_deferred
         self.usage = Usage()
         self.usage_by_endpoint: dict[str, Usage] = {}
         self._states: dict[str, _EndpointState] = {}
@@ -178,10 +188,16 @@ class LLMClient:
                 else:
                     self._account(ep.name, hit, cached=True)
                     return value, hit
-        completion = await self._send(ep, messages, p)
+        completion, queued = self._batch_result(key, ep) if self.use_cache else (None, None)
+        if completion is None:
+            if self.batch and queued != "online":  # "online": the user sent a failed batch item online
+                self._defer(key, ep, template, messages, p, queued)
+            completion = await self._send(ep, messages, p)
         try:
             value = accept_fn(completion.text)
         except ValueError:
+            # A batch reply that breaks the format stays with its batch request (never cached):
+            # the repair round asks with the reply quoted, as online, in the next batch.
             self._usage(ep.name).rejected += 1
             self.usage.rejected += 1
             raise
@@ -254,6 +270,7 @@ class LLMClient:
                          f"repair round(s): {last_error}")
 
     async def aclose(self) -> None:
+        self.flush_deferred()
         for state in self._states.values():
             if state.client is not None:
                 await state.client.close()
@@ -486,6 +503,59 @@ class LLMClient:
             }
         return out
 
+    # -- batch mode -----------------------------------------------------------------
+    def _batch_result(self, key: str, ep: Endpoint) -> tuple[Completion | None, str | None]:
+        """A collected batch result for this call (as a fresh answer, priced as batch), and the
+        status of its batch request when there is one."""
+        row = self.store.conn.execute(
+            "SELECT id, status, response, prompt_tokens, completion_tokens, cost FROM batch_requests WHERE cache_key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None, None
+        if row[1] != "done" or not (row[2] or "").strip():
+            return None, row[1]
+        completion = Completion(row[2], row[3] or 0, row[4] or 0, row[5] or 0.0, False, None, 0.0, ep.name, via="batch")
+        self._account(ep.name, completion, cached=False)
+        return completion, "done"
+
+    def _defer(self, key: str, ep: Endpoint, template: Template | None, messages: list[dict[str, str]],
+               params: dict[str, Any], queued: str | None) -> None:
+        """Record the call for a batch and raise BatchPending. A call already waiting in a batch
+        is not recorded twice; one whose batch failed waits for the user's choice (collect
+        --failed rebatch|online)."""
+        from .errors import BatchPending
+
+        self._usage(ep.name).deferred += 1
+        self.usage.deferred += 1
+        if queued in ("pending", "submitted", "failed"):
+            raise BatchPending(ep.name, failed=queued == "failed")
+        self._deferred[key] = (
+            key, ep.name, template.name if template else None, template.hash if template else None,
+            json.dumps({"messages": messages, "params": params}, ensure_ascii=False), self.run_id, now(),
+        )
+        if len(self._deferred) >= 1000:
+            self.flush_deferred()
+        raise BatchPending(ep.name)
+
+    def flush_deferred(self) -> int:
+        """Write the deferred calls to ``batch_requests`` (pending). A row already there for the
+        key (another process deferred it, or its cached reply was pruned) becomes pending again
+        only when it was consumed: nothing waiting or failed is queued twice."""
+        rows = list(self._deferred.values())
+        self._deferred.clear()
+        if not rows:
+            return 0
+        self.store.conn.executemany(
+            "INSERT INTO batch_requests (cache_key, endpoint, template, template_hash, request, status, run_id,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?7)"
+            " ON CONFLICT(cache_key) DO UPDATE SET status = 'pending', batch_id = NULL, request = excluded.request,"
+            " response = NULL, error = NULL, updated_at = excluded.updated_at WHERE status = 'cached'",
+            rows,
+        )
+        self.store.commit()
+        return len(rows)
+
     # -- cache and accounting -------------------------------------------------------
     def _cache_get(self, key: str) -> Completion | None:
         row = self.store.conn.execute(
@@ -507,8 +577,8 @@ class LLMClient:
     ) -> int:
         cur = self.store.conn.execute(
             "INSERT OR REPLACE INTO llm_calls (cache_key, endpoint, model, template, template_hash, request, response,"
-            " prompt_tokens, completion_tokens, cost, latency_s, run_id, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " prompt_tokens, completion_tokens, cost, latency_s, run_id, created_at, via)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 key,
                 ep.name,
@@ -525,8 +595,13 @@ class LLMClient:
                 round(completion.latency_s, 4),
                 self.run_id,
                 now(),
+                completion.via,
             ),
         )
+        if completion.via == "batch":
+            # Consumed: the cache holds it now; the batch request keeps only its status.
+            self.store.conn.execute("UPDATE batch_requests SET status = 'cached', request = NULL, response = NULL,"
+                                    " updated_at = ? WHERE cache_key = ?", (now(), key))
         self.store.commit()  # a finished call is never paid for twice
         return int(cur.lastrowid)
 
@@ -545,6 +620,9 @@ class LLMClient:
                 u.prompt_tokens += c.prompt_tokens
                 u.completion_tokens += c.completion_tokens
                 u.cost += c.cost
+                if c.via == "batch":
+                    u.batch_calls += 1
+                    u.batch_cost += c.cost
 
     def _emit(self, kind: str, detail: str) -> None:
         if self.on_event is not None:

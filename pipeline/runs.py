@@ -37,7 +37,8 @@ def create_run(store: Store, kind: str, config: Config, *, name: str = "", optio
             {
                 "id": run_id, "kind": kind, "name": name or run_id, "config": cfg, "status": "running",
                 "started_at": now(), "finished_at": None, "calls": 0, "cache_hits": 0,
-                "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "error": None, **process,
+                "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "batch_calls": 0, "batch_cost": 0.0,
+                "error": None, **process,
             }
         )
     store.commit()
@@ -48,8 +49,10 @@ def add_usage(store: Store, run_id: str, usage: Usage) -> None:
     """Add a client's usage since the last call to the run's totals."""
     store.conn.execute(
         "UPDATE runs SET calls = calls + ?, cache_hits = cache_hits + ?, prompt_tokens = prompt_tokens + ?,"
-        " completion_tokens = completion_tokens + ?, cost = cost + ? WHERE id = ?",
-        (usage.calls, usage.cache_hits, usage.prompt_tokens, usage.completion_tokens, usage.cost, run_id),
+        " completion_tokens = completion_tokens + ?, cost = cost + ?, batch_calls = batch_calls + ?,"
+        " batch_cost = batch_cost + ? WHERE id = ?",
+        (usage.calls, usage.cache_hits, usage.prompt_tokens, usage.completion_tokens, usage.cost, usage.batch_calls,
+         usage.batch_cost, run_id),
     )
     store.commit()
 
@@ -64,8 +67,10 @@ def stored_options(store: Store, run_id: str, kind: str) -> dict[str, Any]:
 
 
 def run_usage(store: Store, run_id: str) -> dict[str, Any] | None:
-    """A run's accounting: calls, cache hits, prompt and completion tokens, cost."""
-    return store.one("SELECT calls, cache_hits, prompt_tokens, completion_tokens, cost FROM runs WHERE id = ?", [run_id])
+    """A run's accounting: calls, cache hits, prompt and completion tokens, cost (of which
+    ``batch_cost`` paid at batch prices, for ``batch_calls`` calls)."""
+    return store.one("SELECT calls, cache_hits, prompt_tokens, completion_tokens, cost, batch_calls, batch_cost"
+                     " FROM runs WHERE id = ?", [run_id])
 
 
 def finish_run(store: Store, run_id: str, status: str = "done", error: str | None = None) -> None:
@@ -78,17 +83,19 @@ def finish_run(store: Store, run_id: str, status: str = "done", error: str | Non
 @asynccontextmanager
 async def open_client(
     config: Config, store: Store, *, run_id: str | None = None, on_event: EventHook | None = None,
-    endpoints: list[str] | None = None,
+    endpoints: list[str] | None = None, batch: bool = False,
 ) -> AsyncIterator[LLMClient]:
     """An LLM client for a stage; starts the embedded server when a role needs it.
 
     ``endpoints``: the endpoint names the stage will call (default: every role's), so a stage
-    that only needs a remote endpoint never starts the local server."""
+    that only needs a remote endpoint never starts the local server. ``batch``: calls nobody
+    answered yet are left to a batch (pipeline.batch) instead of sent."""
     import asyncio
 
     local_url = os.environ.get("UNSPECIFIC_LOCAL_URL")
     lease = None
     needs_local = config.uses_local if endpoints is None else any(config.endpoint(n).is_local for n in endpoints)
+    needs_local = needs_local and not batch  # batch mode sends nothing: the local model has no batch API
     if needs_local and not local_url:
         from .local_model import acquire_server
 
@@ -97,7 +104,7 @@ async def open_client(
         lease = await asyncio.to_thread(acquire_server)
         local_url = lease.base_url
     client = LLMClient(config, store, run_id=run_id, local_base_url=local_url, on_event=on_event,
-                       local_death=lease.death if lease is not None else None)
+                       local_death=lease.death if lease is not None else None, batch=batch)
     try:
         yield client
     finally:

@@ -25,6 +25,8 @@ Tables (see DESIGN.md):
                  (pipeline.judge_validation)
   naturalness    pairwise preferences between constraint sets
   llm_calls      every finished LLM call; the cache
+  batches, batch_requests
+                 calls deferred to a provider's batch API or vLLM's run_batch, and their results
   text_scores, text_agreement, text_scores_stale
                  per-text verdict totals for the metrics, kept fresh (pipeline.scores)
   copy_stats     copied n-grams of a response against a reference, by the texts' hashes
@@ -361,8 +363,37 @@ def _v6(db: sqlite_utils.Database) -> None:
                     " note TEXT, created_at TEXT, UNIQUE (constraint_id, generation_id, annotator))")  # label: 1 yes, 0 no
 
 
+def _v7(db: sqlite_utils.Database) -> None:
+    """Batch mode (pipeline.batch). ``batch_requests``: calls a stage deferred to a batch, one per
+    cache key (so nothing is asked twice), with the result once collected; ``batches``: each
+    batch sent to a provider or exported for vLLM, with its state. Cached calls record how they
+    were paid (``via``: online or batch), and runs what they paid in batch."""
+    db["batches"].create(
+        {"id": str, "kind": str, "endpoint": str, "remote_id": str, "input_file_id": str, "output_file_id": str,
+         "error_file_id": str, "path": str, "state": str, "requests": int, "completed": int, "failed": int,
+         "error": str, "pid": int, "host": str, "created_at": str, "updated_at": str, "collected_at": str},
+        pk="id", if_not_exists=True,
+    )
+    db["batch_requests"].create(
+        {"id": int, "cache_key": str, "endpoint": str, "template": str, "template_hash": str,
+         "request": str,  # JSON: messages and parameters, as sent (cleared once the result is cached)
+         "status": str,  # pending | submitted | done | failed | online | cached
+         "batch_id": str, "response": str, "prompt_tokens": int, "completion_tokens": int, "cost": float,
+         "error": str, "run_id": str, "created_at": str, "updated_at": str},
+        pk="id", if_not_exists=True,
+    )
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS batch_requests_key ON batch_requests(cache_key)")
+    db.conn.execute("CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests(batch_id, status)")
+    db.conn.execute("CREATE INDEX IF NOT EXISTS batch_requests_status ON batch_requests(status, endpoint)")
+    if "via" not in db["llm_calls"].columns_dict:
+        db["llm_calls"].add_column("via", str)  # NULL: online (every call before batch mode)
+    for column in ("batch_calls", "batch_cost"):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, int if column == "batch_calls" else float, not_null_default=0)
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
