@@ -14,7 +14,7 @@ import sys
 
 # Module names, in the order the help lists them.
 COMMANDS = ["init", "config", "corpus", "import", "pair", "build", "evaluate", "report", "export", "validate", "local",
-            "cache", "tui", "serve", "demo"]
+            "cache", "batch", "tui", "serve", "demo"]
 
 
 def build_parser() -> argparse.ArgumentParser:

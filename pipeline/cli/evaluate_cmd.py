@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--instructions", type=_ids, default=None, metavar="1,2", help="only these instruction ids")
     p.add_argument("--rejudge", action="store_true",
                    help="judge stored responses and summaries only (a new judge or judge prompt); no new texts")
+    p.add_argument("--batch", action="store_true",
+                   help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
+                   "online; run the same command again once `unspecific batch status` shows them done")
     p.add_argument("--naturalness", action="store_true",
                    help="instead: pairwise naturalness of constraint sets (see `unspecific naturalness -h`)")
     p.add_argument("--human", default=None, metavar="FILE.jsonl", help="with --naturalness: human-written sets")
@@ -101,7 +104,7 @@ def _progress():
 
 def _on_event(console: Any):
     def hook(kind: str, detail: str) -> None:
-        if kind in ("retry", "repair", "local"):
+        if kind in ("retry", "repair", "local", "batch", "drain"):
             console.print(f"[dim]{kind}: {detail}[/]", highlight=False)
 
     return hook
@@ -127,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with _progress() as progress:
             result = asyncio.run(evaluate(store, config, options, progress=_Bars(progress), max_units=args.max_units,
-                                          on_event=_on_event(progress.console)))
+                                          on_event=_on_event(progress.console), batch=args.batch))
         _print_summary(out, store, result)
         low = result.low_coverage(result.min_coverage)
         _print_coverage(out, result, low)
@@ -163,8 +166,19 @@ def _print_summary(out: Any, store: Any, result: Any) -> None:
 
     run = run_usage(store, result.run_id)
     if run:
+        paid = (f" (online ${run['cost'] - run['batch_cost']:.4f}, batch ${run['batch_cost']:.4f} for "
+                f"{run['batch_calls']} calls)" if run["batch_calls"] else "")
         out.print(f"LLM calls {run['calls']}, cache hits {run['cache_hits']}, tokens {run['prompt_tokens']:,} in / "
-                  f"{run['completion_tokens']:,} out, cost ${run['cost']:.4f}")
+                  f"{run['completion_tokens']:,} out, cost ${run['cost']:.4f}{paid}")
+    if result.deferred:
+        sent = sum(b.requests for b in result.batches)
+        out.print(f"[yellow]{result.deferred} unit(s) wait on a batch[/]: {sent:,} call(s) sent in "
+                  f"{len(result.batches)} new batch(es). `unspecific batch status` follows them; run the same command "
+                  "again when they are done.")
+        waiting_failed = sum(s.waiting_failed for s in result.stages.values())
+        if waiting_failed:
+            out.print(f"{waiting_failed} of them wait on failed batch items: `unspecific batch collect --failed "
+                      "rebatch|online`")
     if result.stopped:
         out.print("[yellow]stopped before the end[/]: run the same command again to continue")
     if result.failed:
