@@ -246,6 +246,14 @@ async def submit_pending(store: Store, config: Config, *, endpoints: Iterable[st
     return out
 
 
+async def submit_stage(store: Store, config: Config, on_event: Callable[[str, str], None] | None = None) -> list[Submitted]:
+    """What a stage run with --batch does at its end: send the pending requests of every endpoint
+    with a batch API. The others (the local model, pools) wait for `unspecific batch export`."""
+    names = [n for n in pending_endpoints(store) if not (config.endpoint(n).is_local or config.endpoint(n).is_pool)]
+    return await submit_pending(store, config, endpoints=names,
+                                on_event=lambda m: on_event("batch", m) if on_event else None)
+
+
 # -- collecting -------------------------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .config import Config
-from .errors import ParseError, StageError
+from .errors import BatchPending, ParseError, StageError
 from .flags import FlagSettings, check_contradictions, flag_instruction
 from .judging import MODES
 from .llm import LLMClient, Usage, usage_scope
@@ -143,6 +143,7 @@ class StageSummary:
     remaining: int = 0  # units still to do after this call
     stopped: bool = False
     usage: dict[str, Usage] = field(default_factory=dict)  # by condition ("common" = the shared synthesis)
+    deferred: int = 0  # batch mode: units waiting on a batch (neither done nor failed)
 
 
 @dataclass
@@ -272,6 +273,11 @@ async def _run_units(
                 return
             try:
                 ok = await work(unit)
+            except BatchPending:
+                # Batch mode: the unit's call went to a batch; its instruction keeps its status, so
+                # the next run takes it up again. Neither a failure nor a reason to halt.
+                summary.deferred += 1
+                return
             except BaseException:
                 halt.stop("error")
                 raise
@@ -360,6 +366,7 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
 
     async def work(pair: dict[str, Any]) -> bool:
         ok = True
+        waiting: BatchPending | None = None  # batch mode: the single list waits; the common one is still asked
         if "single" in options.conditions:
             inst = instruction("single", pair, None)
             if not reopen(inst, "synthesized"):
@@ -369,9 +376,13 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                                                          domain=options.domain, repair_rounds=options.repair_rounds)
                     except ParseError as exc:
                         ok = _fail(store, inst["id"], exc, progress, "synthesize")
+                    except BatchPending as exc:
+                        waiting = exc
                     else:
                         write_synthesis(store, inst["id"], result, status="synthesized")
         if not options.common:
+            if waiting is not None:
+                raise waiting
             return ok
         b = pair["article_b"]
         holder_status = "synthesized" if options.holder == "none" else "source"
@@ -388,6 +399,8 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                     ok = _fail(store, holder["id"], exc, progress, "synthesize")
                 else:
                     write_synthesis(store, holder["id"], result, status=holder_status)
+        if waiting is not None:
+            raise waiting
         holder = instruction(options.holder, pair, b)
         for condition in options.common:
             if condition == options.holder:

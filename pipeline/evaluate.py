@@ -599,7 +599,9 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
             finally:
                 add_usage(store, run_id, client.usage)
         if batch:
-            result.batches = await submit_stage_batches(store, config, on_event)
+            from .batch import submit_stage
+
+            result.batches = await submit_stage(store, config, on_event)
     except BaseException as exc:
         finish_run(store, run_id, "failed" if not isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "paused",
                    error=str(exc) or type(exc).__name__)
@@ -627,16 +629,6 @@ def with_imported_models(store: Store, options: EvaluateOptions) -> EvaluateOpti
     from .importing import imported_models
 
     return replace(options, imported_models=imported_models(store))
-
-
-async def submit_stage_batches(store: Store, config: Config, on_event: Callable[[str, str], None] | None) -> list[Any]:
-    """Send the pending requests of every endpoint with a batch API; the others (the local
-    model, pools) wait for `unspecific batch export`."""
-    from .batch import pending_endpoints, submit_pending
-
-    names = [n for n in pending_endpoints(store) if not (config.endpoint(n).is_local or config.endpoint(n).is_pool)]
-    return await submit_pending(store, config, endpoints=names,
-                                on_event=lambda m: on_event("batch", m) if on_event else None)
 
 
 def coverage_message(low: Sequence[tuple[GroupKey, Coverage]], threshold: float) -> str:

@@ -367,3 +367,67 @@ async def test_a_batch_reply_that_breaks_the_format_is_not_cached_and_goes_to_re
     assert value == "echo: fixed" and completion.via == "batch"
     assert store.scalar("SELECT count(*) FROM llm_calls") == 1 and len(calls) == 2
     store.close()
+
+
+async def test_a_build_in_batches_writes_what_an_online_build_does(server, tmp_path):
+    config = config_for(server.base_url)
+    online = await built_store(tmp_path / "online.sqlite", config)
+    online_calls = server.calls
+    store = make_store(tmp_path / "b.sqlite", 2)
+    options = BuildOptions.from_config(config, n=2, n_constraints=6, words=60, run_id="b1",
+                                       conditions=("single", "eval"))
+    for rounds in range(1, 15):
+        client = LLMClient(config, store, batch=True)
+        summary = await run_build(store, config, client, options)
+        await client.aclose()
+        if summary.complete:
+            break
+        assert sum(s.deferred for s in summary.stages) > 0 and not any(s.failed for s in summary.stages)
+        await B.submit_stage(store, config)
+        await until_collected(store, config)
+    assert summary.complete and rounds > 2
+    assert server.calls == online_calls  # nothing went online
+    assert len(server.batch_calls) == len(set(server.batch_calls)) == store.scalar("SELECT count(*) FROM llm_calls")
+    assert result_fingerprint(store, "b1") == result_fingerprint(online, "b1")
+    store.close()
+    online.close()
+
+
+def test_the_command_line_round_trip(server, tmp_path, capsys):
+    """evaluate --batch, batch status, batch collect, evaluate --batch again ... until done."""
+    import asyncio
+
+    from pipeline.cli import main
+    from pipeline.fake_responders import config_toml
+
+    cfg = tmp_path / "unspecific.toml"
+    cfg.write_text(config_toml(server.base_url, concurrency=2).replace(
+        'model = "fake-model"', 'model = "fake-model"\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 4.0'))
+    from pipeline.config import load_config
+
+    store = asyncio.run(built_store(tmp_path / "cli.sqlite", load_config(cfg), n_pairs=1))
+    store.close()
+    base = ["--store", str(tmp_path / "cli.sqlite"), "--config", str(cfg)]
+    capsys.readouterr()
+    for _ in range(8):
+        assert main([*base, "evaluate", "--batch", "--run", "b1"]) == 0
+        out = capsys.readouterr().out
+        if "wait on a batch" not in out:
+            break
+        assert main([*base, "batch", "status", "--json"]) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert info["batches"] and info["requests"].get("submitted")
+        for _ in range(4):
+            assert main([*base, "batch", "collect"]) == 0
+        assert "answered" in capsys.readouterr().out
+    assert "batch $" in out  # the run's cost, split online / batch
+    assert main([*base, "batch", "status", "--no-refresh"]) == 0
+    out = capsys.readouterr().out
+    assert "paid batch:" in out
+    assert main([*base, "batch", "status", "--no-refresh", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {b["state"] for b in info["batches"]} == {"completed"} and all(b["collected_at"] for b in info["batches"])
+    store = open_store(tmp_path / "cli.sqlite")
+    assert store.scalar("SELECT count(*) FROM verdicts") > 0
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE via = 'batch'") == len(server.batch_calls)
+    store.close()

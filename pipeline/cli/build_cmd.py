@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repair-rounds", type=positive_int, default=None, dest="repair_rounds",
                    help="rounds asking for the missing items of a short list (at most 10 a round) before the "
                         "instruction is recorded as failed (default 1; a 1.5B local model needs up to 8 to reach 39)")
+    p.add_argument("--batch", action="store_true",
+                   help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
+                   "online; run the same command again once `unspecific batch status` shows them done")
     p.add_argument("--step", action="store_true", help="run one stage at a time and show what it wrote before going on")
     p.add_argument("--max-units", type=positive_int, default=None, help="stop after this many units of work (pairs / instructions)")
     p.set_defaults(func=run)
@@ -104,11 +107,15 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
     summaries: list[BuildSummary] = []
 
     def on_event(kind: str, detail: str) -> None:
-        if kind in ("retry", "repair", "local"):
+        if kind in ("retry", "repair", "local", "batch", "drain"):
             out.print(f"[dim]{kind}: {detail}[/]")
 
+    if args.batch:
+        from ..batch import collect
+
+        await collect(store, config, on_event=lambda m: on_event("batch", m))
     async with open_client(config, store, run_id=options.run_id, on_event=on_event,
-                           endpoints=options.endpoints(config)) as client:
+                           endpoints=options.endpoints(config), batch=args.batch) as client:
         stages_to_run = [[s] for s in STAGES] if args.step else [list(STAGES)]
         for i, stages in enumerate(stages_to_run):
             with Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -133,6 +140,16 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
                 if not last and not (sys.stdin.isatty() and Confirm.ask(f"continue with {STAGES[i + 1]}?", default=True)):
                     out.print(f"stopped after {stages[0]}; resume with --run {options.run_id}")
                     break
+        if args.batch:
+            from ..batch import submit_stage
+
+            await client.aclose()  # writes the deferred calls, so they are sent now
+            sent = await submit_stage(store, config, on_event)
+            waiting = sum(s.deferred for summary in summaries for s in summary.stages)
+            if waiting:
+                out.print(f"[yellow]{waiting} unit(s) wait on a batch[/]: {sum(b.requests for b in sent):,} call(s) "
+                          f"sent in {len(sent)} new batch(es). `unspecific batch status` follows them; run the same "
+                          "command again when they are done.")
     final = summaries[-1]
     _print_report(out, final)
     failed = sum(r.failed for r in final.conditions)

@@ -21,6 +21,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judges", type=nonempty_csv, default=None, metavar="J1,J2",
                    help="judge endpoints (default: the config's judges role)")
     p.add_argument("--max-units", type=int, default=None, metavar="N", help="stop after N units of work (step mode)")
+    p.add_argument("--batch", action="store_true",
+                   help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
+                   "online; run the same command again once `unspecific batch status` shows them done")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,9 +46,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--instructions", type=_ids, default=None, metavar="1,2", help="only these instruction ids")
     p.add_argument("--rejudge", action="store_true",
                    help="judge stored responses and summaries only (a new judge or judge prompt); no new texts")
-    p.add_argument("--batch", action="store_true",
-                   help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
-                   "online; run the same command again once `unspecific batch status` shows them done")
     p.add_argument("--naturalness", action="store_true",
                    help="instead: pairwise naturalness of constraint sets (see `unspecific naturalness -h`)")
     p.add_argument("--human", default=None, metavar="FILE.jsonl", help="with --naturalness: human-written sets")
@@ -204,7 +204,7 @@ def run_naturalness(args: argparse.Namespace) -> int:
     failed = 0
     try:
         if not args.show:
-            summary = asyncio.run(_naturalness(store, config, options, args.max_units, out))
+            summary = asyncio.run(_naturalness(store, config, options, args.max_units, out, batch=args.batch))
             failed = summary.failed
             if failed:
                 out.print(f"[red]{failed} comparison(s) failed[/]; run again to retry them")
@@ -214,7 +214,8 @@ def run_naturalness(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-async def _naturalness(store: Any, config: Any, options: Any, max_units: int | None, out: Any) -> Any:
+async def _naturalness(store: Any, config: Any, options: Any, max_units: int | None, out: Any, *,
+                       batch: bool = False) -> Any:
     from ..naturalness import run_naturalness as run_stage
     from ..runs import add_usage, create_run, finish_run, open_client
 
@@ -222,14 +223,26 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
     run_id = create_run(store, "naturalness", config, options={k: v for k, v in options.__dict__.items() if v})
     status, error = "failed", None
     try:
-        async with open_client(config, store, run_id=run_id, on_event=_on_event(out), endpoints=judges) as client:
+        if batch:
+            from ..batch import collect
+
+            await collect(store, config, on_event=lambda m: _on_event(out)("batch", m))
+        async with open_client(config, store, run_id=run_id, on_event=_on_event(out), endpoints=judges,
+                               batch=batch) as client:
             try:
                 with _progress() as progress:
                     summary = await run_stage(store, config, client, options, progress=_Bars(progress),
                                               max_units=max_units)
             finally:
                 add_usage(store, run_id, client.usage)
-        status = "paused" if summary.stopped else "done"
+        if batch:
+            from ..batch import submit_stage
+
+            sent = await submit_stage(store, config, _on_event(out))
+            if summary.deferred:
+                out.print(f"[yellow]{summary.deferred} comparison(s) wait on a batch[/]: "
+                          f"{sum(b.requests for b in sent):,} call(s) sent; run the same command again when they are done")
+        status = "paused" if summary.stopped or summary.deferred else "done"
         u = client.usage
         out.print(f"LLM calls {u.calls}, cache hits {u.cache_hits}, tokens {u.prompt_tokens:,} in / "
                   f"{u.completion_tokens:,} out, cost ${u.cost:.4f}")
