@@ -107,10 +107,16 @@ def _batchable(config: Config, name: str) -> Endpoint:
     if ep.is_local:
         raise ConfigError(f"endpoint '{name}': the embedded local model has no batch API; run the stage online, "
                           "or use `unspecific batch export` for vLLM")
+    if ep.batch == "files":
+        raise ConfigError(f"endpoint '{name}' has batch = \"files\": its calls wait for `unspecific batch export`")
     if ep.is_pool:
         raise ConfigError(f"endpoint '{name}' is a pool; a provider's batch API belongs to one endpoint: point the "
                           "role at one member for --batch, or use `unspecific batch export` for vLLM")
     return ep
+
+
+def _has_api(ep: Endpoint) -> bool:
+    return not (ep.is_local or ep.is_pool or ep.batch == "files")
 
 
 def _client(ep: Endpoint) -> Any:
@@ -248,8 +254,9 @@ async def submit_pending(store: Store, config: Config, *, endpoints: Iterable[st
 
 async def submit_stage(store: Store, config: Config, on_event: Callable[[str, str], None] | None = None) -> list[Submitted]:
     """What a stage run with --batch does at its end: send the pending requests of every endpoint
-    with a batch API. The others (the local model, pools) wait for `unspecific batch export`."""
-    names = [n for n in pending_endpoints(store) if not (config.endpoint(n).is_local or config.endpoint(n).is_pool)]
+    with a batch API. The others (the local model, pools, ``batch = "files"``) wait for
+    `unspecific batch export`."""
+    names = [n for n in pending_endpoints(store) if _has_api(config.endpoint(n))]
     return await submit_pending(store, config, endpoints=names,
                                 on_event=lambda m: on_event("batch", m) if on_event else None)
 

@@ -41,6 +41,7 @@ ROLES_SINGLE = ("generator", "summarizer", "naturalness_judge")
 ROLES_MANY = ("judges", "models_under_test")
 STRUCTURED_MODES = ("json_object_schema", "json_schema", "json_object", "none")
 JUDGE_FORMATS = ("json", "lines")
+BATCH_VIA = ("api", "files")
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ class Endpoint:
     extra_body: dict[str, Any] = field(default_factory=dict)
     # Batch prices: explicit per-million prices for batch calls, else the online prices times
     # ``batch_discount`` (providers' batch APIs charge half).
+    # How --batch sends this endpoint's calls: "api" (the provider's Files and Batches API) or
+    # "files" (left for `unspecific batch export`, e.g. vLLM's offline run_batch).
+    batch: str = "api"
     batch_discount: float = 0.5
     batch_price_prompt_per_mtok: float | None = None
     batch_price_completion_per_mtok: float | None = None
@@ -304,6 +308,10 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
         if spec["judge_format"] not in JUDGE_FORMATS:
             raise ConfigError(f"{field_at}.judge_format: one of {', '.join(JUDGE_FORMATS)}")
         values["judge_format"] = spec["judge_format"]
+    if "batch" in spec:
+        if spec["batch"] not in BATCH_VIA:
+            raise ConfigError(f"{field_at}.batch: one of {', '.join(BATCH_VIA)} (how --batch sends its calls)")
+        values["batch"] = spec["batch"]
     if "extra_body" in spec:
         if not isinstance(spec["extra_body"], dict):
             raise ConfigError(f"{field_at}.extra_body: must be a table")

@@ -431,3 +431,17 @@ def test_the_command_line_round_trip(server, tmp_path, capsys):
     assert store.scalar("SELECT count(*) FROM verdicts") > 0
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE via = 'batch'") == len(server.batch_calls)
     store.close()
+
+
+async def test_an_endpoint_with_batch_files_waits_for_export(server, tmp_path):
+    config = config_for(server.base_url, batch="files")
+    store = await built_store(tmp_path / "f.sqlite", config)
+    result = await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
+    assert result.deferred == 4 and result.batches == [] and server.batch_creates == 0
+    assert B.status(store)["requests"] == {"pending": 4}
+    with pytest.raises(ConfigError, match="batch export"):
+        await B.submit_pending(store, config)
+    assert [n for _, n in B.export(store, config, tmp_path / "x")] == [4]
+    with pytest.raises(ConfigError, match="batch: one of api, files"):
+        config_for(server.base_url, batch="yes")
+    store.close()

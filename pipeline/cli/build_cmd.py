@@ -97,6 +97,7 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
     from ..progress import ProgressEvent, StopFlag
     from ..runs import open_client
 
+    args.batch = args.batch or config.setting("build", "batch", False) is True  # the flag, or [build] batch = true
     pairs = select_pairs(store, options)  # fail early, before any server starts, when there is nothing to build
     options = start_build_run(store, config, options)
     out.print(f"build run [bold]{options.run_id}[/]: {options.domain}, {len(pairs)} pair(s) ({options.rule} rule), conditions "

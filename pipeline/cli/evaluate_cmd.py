@@ -120,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from .common import console, load_config_from, open_store_from
 
     config = load_config_from(args)
+    batch = args.batch or config.setting("evaluate", "batch", False) is True  # the flag, or [evaluate] batch = true
     options = EvaluateOptions(
         build_run=args.build_run, models=args.models, mode=args.mode, ratios=args.ratios, judges=args.judges,
         judging=args.judging, conditions=args.conditions, domain=args.domain, instruction_ids=args.instructions,
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with _progress() as progress:
             result = asyncio.run(evaluate(store, config, options, progress=_Bars(progress), max_units=args.max_units,
-                                          on_event=_on_event(progress.console), batch=args.batch))
+                                          on_event=_on_event(progress.console), batch=batch))
         _print_summary(out, store, result)
         low = result.low_coverage(result.min_coverage)
         _print_coverage(out, result, low)
@@ -204,7 +205,8 @@ def run_naturalness(args: argparse.Namespace) -> int:
     failed = 0
     try:
         if not args.show:
-            summary = asyncio.run(_naturalness(store, config, options, args.max_units, out, batch=args.batch))
+            batch = args.batch or config.setting("evaluate", "batch", False) is True
+            summary = asyncio.run(_naturalness(store, config, options, args.max_units, out, batch=batch))
             failed = summary.failed
             if failed:
                 out.print(f"[red]{failed} comparison(s) failed[/]; run again to retry them")
