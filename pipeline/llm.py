@@ -10,7 +10,13 @@ What it does for every call:
   (honouring Retry-After), a hard stop on 401/403/404;
 - structured output: JSON with a schema in the form the endpoint takes, lenient parsing,
   validation, and one repair round that tells the model what was wrong;
-- token and cost accounting per call (stored) and per client (``usage``).
+- token and cost accounting per call (stored) and per client (``usage``);
+- endpoint pools: a pool's calls go to the member with the fewest outstanding requests for its
+  concurrency; a member failing ``drain_after`` times in a row is set aside for ``drain_s``;
+  the cache key names the pool's model, not the member;
+- batch mode (``batch=True``): a call nobody answered is recorded for a batch (pipeline.batch)
+  and BatchPending raised; answers collected from batches are taken in either mode through the
+  same accept-and-cache path as an online reply.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The cache key is the sha256 of a JSON object holding
   - ``base_url``  the endpoint's URL as configured ("local" for the embedded model, whatever
-    port it runs on),
+    port it runs on; "pool" for a pool of endpoints, so the member that answered is not part of it),
   - ``model``     the model name sent to the endpoint,
   - ``messages``  the rendered chat messages, exactly as sent,
   - ``params``    the sampling parameters (temperature, max_tokens, seed, top_p) and the
