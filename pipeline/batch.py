@@ -320,6 +320,9 @@ def ingest_lines(store: Store, config: Config, lines: Iterable[str], batch_id: s
         text, pt, ct, error = _answer(item)
         t = now()
         if error is None:
+            # Held until a stage takes it (and for good if refused): a reply echoing a key never
+            # sits in the store with it (pipeline.redact), as no refused online reply is stored.
+            text = redact(text) or text
             conn.execute("UPDATE batch_requests SET status = 'done', response = ?, prompt_tokens = ?,"
                          " completion_tokens = ?, cost = ?, updated_at = ? WHERE id = ? AND status = 'submitted'",
                          (text, pt, ct, ep.batch_cost(pt, ct), t, rid))

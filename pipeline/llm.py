@@ -209,6 +209,10 @@ class LLMClient:
             raise
         if self.use_cache:
             completion.call_id = self._cache_put(key, ep, template, messages, p, completion)
+            if queued == "online":  # a failed batch item the user sent online: answered now
+                self.store.conn.execute("UPDATE batch_requests SET status = 'cached', request = NULL, updated_at = ?"
+                                        " WHERE cache_key = ?", (now(), key))
+                self.store.commit()
         return value, completion
 
     async def chat_json(
@@ -538,7 +542,9 @@ class LLMClient:
             raise BatchPending(ep.name, failed=queued == "failed")
         self._deferred[key] = (
             key, ep.name, template.name if template else None, template.hash if template else None,
-            json.dumps({"messages": messages, "params": params}, ensure_ascii=False), self.run_id, now(),
+            # Redacted: a repair round quotes the refused reply, which may echo a key; the batch
+            # then sends the redacted text (the cache key was computed from the original above).
+            _redacted(json.dumps({"messages": messages, "params": params}, ensure_ascii=False)), self.run_id, now(),
         )
         if len(self._deferred) >= 1000:
             self.flush_deferred()

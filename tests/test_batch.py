@@ -167,6 +167,7 @@ async def test_failed_items_sent_online_by_the_next_run(server, tmp_path):
     assert server.calls - before == 2  # exactly the expired ones went online
     assert result.stages["respond"].done == 4
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE via = 'online' AND template LIKE 'respond%'") == 2
+    assert B.status(store)["requests"]["cached"] == 4 and "online" not in B.status(store)["requests"]
     store.close()
 
 
@@ -444,4 +445,21 @@ async def test_an_endpoint_with_batch_files_waits_for_export(server, tmp_path):
     assert [n for _, n in B.export(store, config, tmp_path / "x")] == [4]
     with pytest.raises(ConfigError, match="batch: one of api, files"):
         config_for(server.base_url, batch="yes")
+    store.close()
+
+
+async def test_a_reply_echoing_a_key_is_never_stored(server, tmp_path, monkeypatch):
+    secret = "sk-test-BATCH-secret-0123456789"
+    monkeypatch.setenv("UNSPECIFIC_BATCH_KEY", secret)
+    config = config_for(server.base_url, api_key_env="UNSPECIFIC_BATCH_KEY")
+    server.responder = lambda body: f"Incorrect API key provided: {secret}."
+    store = open_store(tmp_path / "k.sqlite")
+    client = LLMClient(config, store, batch=True)
+    with pytest.raises(BatchPending):
+        await client.chat("fake", [{"role": "user", "content": "hello"}])
+    await client.aclose()
+    await B.submit_pending(store, config)
+    await until_collected(store, config)
+    dump = "\n".join(store.conn.iterdump())
+    assert secret not in dump and "[REDACTED]" in dump
     store.close()
