@@ -146,11 +146,17 @@ async def main() -> None:
     batch_cost = store.scalar("SELECT sum(cost) FROM llm_calls WHERE via = 'batch'")
     pt, ct = store.conn.execute("SELECT sum(prompt_tokens), sum(completion_tokens) FROM llm_calls").fetchone()
     online_cost = (pt * 2.5 + ct * 10.0) / 1e6
+    freed = store.scalar("PRAGMA freelist_count") * store.scalar("PRAGMA page_size")
+    if os.environ.get("BENCH_DBSTAT"):
+        for row in store.conn.execute("SELECT name, sum(pgsize), sum(unused) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 8"):
+            print("  ", row)
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     size = sum(os.path.getsize(p) for p in tmp.glob("store.sqlite*"))
     repeated = server["answered"] - server["distinct"] + server["online"]
     print(f"calls asked twice after the kills: {repeated} (target 0); batches created {server['creates']}")
-    print(f"store: {size / 1e6:.1f} MB for {len(calls):,} cached calls")
+    print(f"store: {size / 1e6:.1f} MB for {len(calls):,} cached calls ({size / len(calls) / 1e3:.1f} kB a call; "
+          f"{freed / 1e6:.1f} MB of it free pages the batch requests' bodies left, reused by later calls)")
     print(f"cost: batch ${batch_cost:.2f} against online ${online_cost:.2f} = {batch_cost / online_cost:.2f}x (target 0.5x)")
     print(f"client CPU per call: deferring {defer_cpu / len(calls) * 1e3:.3f} ms, taking the answer "
           f"{take_cpu / len(calls) * 1e3:.3f} ms")

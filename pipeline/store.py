@@ -376,8 +376,8 @@ def _v7(db: sqlite_utils.Database) -> None:
     )
     db["batch_requests"].create(
         {"id": int, "cache_key": str, "endpoint": str, "template": str, "template_hash": str,
-         "request": str,  # JSON: messages and parameters, as sent (cleared once the result is cached)
-         "status": str,  # pending | submitted | done | failed | online | cached
+         "request": str,  # JSON: messages and parameters, as sent (the row goes once the result is cached)
+         "status": str,  # pending | submitted | done | failed | online
          "batch_id": str, "response": str, "prompt_tokens": int, "completion_tokens": int, "cost": float,
          "error": str, "run_id": str, "created_at": str, "updated_at": str},
         pk="id", if_not_exists=True,
