@@ -207,13 +207,13 @@ async def _find_remote(client: Any, batch_id: str) -> Any:
     return None
 
 
-def _orphans(store: Store) -> list[dict[str, Any]]:
-    """Provider batches left in 'preparing' by a process that is gone (killed between claiming
-    its requests and recording the remote batch)."""
+def _orphans(store: Store, kind: str = "provider") -> list[dict[str, Any]]:
+    """Batches left in 'preparing' by a process that is gone (killed between claiming its
+    requests and recording the remote batch, or writing the export file)."""
     from .store import _alive
 
     host = socket.gethostname()
-    rows = store.query("SELECT * FROM batches WHERE kind = 'provider' AND state = 'preparing'")
+    rows = store.query("SELECT * FROM batches WHERE kind = ? AND state = 'preparing'", [kind])
     # pid NULL: its own process gave up on sending it (an error); the next submit finishes it.
     return [r for r in rows if r["host"] == host and (r["pid"] is None or not _alive(int(r["pid"])))]
 
@@ -438,19 +438,25 @@ def export(store: Store, config: Config, out_dir: str | Path, *, endpoints: Iter
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+
+    def write(batch_id: str, name: str, lines: list[tuple[int, str]]) -> None:
+        path = out / f"{_safe(name)}-{batch_id}.jsonl"
+        tmp = path.with_suffix(".part")
+        tmp.write_text("\n".join(line for _, line in lines) + "\n", encoding="utf-8")
+        tmp.replace(path)  # whole or absent: run_batch never reads half a file
+        _set(store, batch_id, state="exported", path=str(path))
+        written.append((path, len(lines)))
+
+    # An export killed between claiming its requests and writing the file: written now.
+    for row in _orphans(store, "export"):
+        write(row["id"], row["endpoint"], _lines_of(store, config, row["id"]))
     for name in (list(endpoints) if endpoints is not None else pending_endpoints(store)):
         config.endpoint(name)
         while True:
             claimed = _claim(store, name, "export", max_requests, max_bytes, config)
             if claimed is None:
                 break
-            batch_id, lines = claimed
-            path = out / f"{_safe(name)}-{batch_id}.jsonl"
-            tmp = path.with_suffix(".part")
-            tmp.write_text("\n".join(line for _, line in lines) + "\n", encoding="utf-8")
-            tmp.replace(path)
-            _set(store, batch_id, state="exported", path=str(path))
-            written.append((path, len(lines)))
+            write(claimed[0], name, claimed[1])
     return written
 
 
@@ -510,11 +516,16 @@ def status(store: Store) -> dict[str, Any]:
                           " collected_at, error FROM batches ORDER BY created_at")
     requests = {r["status"]: r["n"] for r in store.query(
         "SELECT status, count(*) AS n FROM batch_requests GROUP BY status")}
-    paid = {r["via"]: {"calls": r["n"], "cost": r["cost"] or 0.0, "prompt_tokens": r["pt"] or 0,
+    # Collected answers not yet taken by a stage are paid too: the provider charged for them.
+    waiting = store.one("SELECT count(*) AS n, sum(cost) AS cost FROM batch_requests WHERE status = 'done'")
+    return {"batches": batches, "requests": requests, "paid": paid(store),
+            "collected_not_used": {"calls": waiting["n"], "cost": waiting["cost"] or 0.0}}
+
+
+def paid(store: Store) -> dict[str, dict[str, Any]]:
+    """What the calls in the cache cost, by how they were paid ('online', 'batch'): calls,
+    tokens, cost. Calls cached before batch mode existed were online."""
+    return {r["via"]: {"calls": r["n"], "cost": r["cost"] or 0.0, "prompt_tokens": r["pt"] or 0,
                        "completion_tokens": r["ct"] or 0}
             for r in store.query("SELECT coalesce(via, 'online') AS via, count(*) AS n, sum(cost) AS cost,"
                                  " sum(prompt_tokens) AS pt, sum(completion_tokens) AS ct FROM llm_calls GROUP BY 1")}
-    # Collected answers not yet taken by a stage are paid too: the provider charged for them.
-    waiting = store.one("SELECT count(*) AS n, sum(cost) AS cost FROM batch_requests WHERE status = 'done'")
-    return {"batches": batches, "requests": requests, "paid": paid,
-            "collected_not_used": {"calls": waiting["n"], "cost": waiting["cost"] or 0.0}}

@@ -428,6 +428,9 @@ def test_the_command_line_round_trip(server, tmp_path, capsys):
     assert main([*base, "batch", "status", "--no-refresh", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert {b["state"] for b in info["batches"]} == {"completed"} and all(b["collected_at"] for b in info["batches"])
+    assert main([*base, "report", "--no-copy", "--resamples", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "paid for the cached LLM calls" in out and "batch $" in out and "online $" in out
     store = open_store(tmp_path / "cli.sqlite")
     assert store.scalar("SELECT count(*) FROM verdicts") > 0
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE via = 'batch'") == len(server.batch_calls)
@@ -462,4 +465,27 @@ async def test_a_reply_echoing_a_key_is_never_stored(server, tmp_path, monkeypat
     await until_collected(store, config)
     dump = "\n".join(store.conn.iterdump())
     assert secret not in dump and "[REDACTED]" in dump
+    store.close()
+
+
+async def test_an_export_killed_before_its_file_was_written_is_written_by_the_next(server, tmp_path, monkeypatch):
+    config = config_for(server.base_url, batch="files")
+    store = await built_store(tmp_path / "x.sqlite", config)
+    await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
+    real = B._set
+
+    def killed(store_, batch_id, **values):
+        if values.get("state") == "exported":
+            raise KeyboardInterrupt
+        real(store_, batch_id, **values)
+
+    monkeypatch.setattr(B, "_set", killed)
+    with pytest.raises(KeyboardInterrupt):
+        B.export(store, config, tmp_path / "out")
+    monkeypatch.setattr(B, "_set", real)
+    store.conn.execute("UPDATE batches SET pid = 999999999")
+    store.commit()
+    written = B.export(store, config, tmp_path / "out")
+    assert [n for _, n in written] == [4] and len(list((tmp_path / "out").glob("*.jsonl"))) == 1
+    assert B.status(store)["requests"] == {"submitted": 4}
     store.close()

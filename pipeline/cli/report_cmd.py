@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
             out.print(empty_message(filters))
             return 1
         render(report, out)
+        _print_paid(out, store)
         if args.out:
             files = write_outputs(report, args.out)
             out.print(f"wrote {len(files)} files to [bold]{args.out}[/]")
@@ -98,3 +99,15 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return 0
+
+
+def _print_paid(out, store) -> None:  # noqa: ANN001
+    """What the cached calls cost, online and in batch (all runs: the cache is shared)."""
+    from ..batch import paid
+
+    by_mode = paid(store)
+    if not by_mode:
+        return
+    parts = [f"{mode} ${p['cost']:.4f} for {p['calls']:,} calls" for mode, p in sorted(by_mode.items(), reverse=True)]
+    out.print("[dim]paid for the cached LLM calls (every run): " + ", ".join(parts) + "[/]", highlight=False,
+              soft_wrap=True)
