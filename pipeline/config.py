@@ -243,7 +243,7 @@ def parse_config(raw: dict[str, Any], path: Path | None = None) -> Config:
         else:
             endpoints[name] = _parse_endpoint(name, spec, where)
     for name, spec in pools.items():
-        endpoints[name] = _parse_pool(name, spec, endpoints, where)
+        endpoints[name] = _parse_pool(name, spec, endpoints, where, set(pools))
     roles = _parse_roles(raw.get("roles") or {}, endpoints, where)
     settings = {k: v for k, v in raw.items() if k not in ("endpoints", "roles")}
     for section, value in settings.items():
@@ -328,7 +328,8 @@ _POOL_ONLY = ("pool", "drain_after", "drain_s", "max_retries")
 _POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format"}
 
 
-def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint], where: str) -> Endpoint:
+def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint], where: str,
+                pool_names: set[str]) -> Endpoint:
     """A pool: ``pool = ["gpu1", "gpu2"]`` names member endpoints. Requests go to the member with
     the fewest outstanding requests for its concurrency; each member keeps its own limits."""
     at = f"{where}: endpoints.{name}"
@@ -342,6 +343,8 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
     if len(set(members)) != len(members):
         raise ConfigError(f"{at}.pool: a member is listed twice")
     for m in members:
+        if m in pool_names:
+            raise ConfigError(f"{at}.pool: '{m}' is a pool; list its members instead")
         if m not in endpoints:
             known = ", ".join(sorted(n for n, e in endpoints.items() if not e.is_pool))
             raise ConfigError(f"{at}.pool: no endpoint named '{m}' (a member must be a plain endpoint; known: {known})")

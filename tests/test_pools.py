@@ -210,5 +210,8 @@ def test_pool_config_forms_and_errors(monkeypatch):
     with pytest.raises(ConfigError, match="not a pool field"):
         parse_config({"endpoints": {"a": {"base_url": "http://a:1/v1", "model": "m"},
                                     "p": {"pool": ["a"], "concurrency": 3}}})
+    with pytest.raises(ConfigError, match="'inner' is a pool"):
+        parse_config({"endpoints": {"a": {"base_url": "http://a:1/v1", "model": "m"}, "inner": {"pool": ["a"]},
+                                    "outer": {"pool": ["inner"]}}})
     with pytest.raises(ConfigError, match="embedded local model"):
         parse_config({"endpoints": {"p": {"pool": ["local"]}}})
