@@ -40,6 +40,7 @@ $(STAMP): pyproject.toml requirements/models.txt $(LLAMA_WHEEL_STAMP) | $(PY)
 install: $(STAMP)
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check pipeline unspecific_tui tests bench
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP)

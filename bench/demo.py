@@ -87,20 +87,28 @@ def run_demo(store: Path, args: argparse.Namespace) -> dict:
         argv += ["--embedder", args.embedder]
     t0 = time.monotonic()
     first = None
+    finished: dict = {}
     stages: dict[str, float] = {}
+    events_log = store.with_suffix(".events.jsonl")  # every event, timed, to read after the run
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
-    for line in proc.stdout:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if "auditable" in event and first is None:
-            first = time.monotonic() - t0
-        elif event.get("stage"):
-            stages.setdefault(event["stage"], time.monotonic() - t0)
+    with events_log.open("w", encoding="utf-8") as log:
+        for line in proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            log.write(json.dumps({"t": round(time.monotonic() - t0, 1), **event}) + "\n")
+            log.flush()
+            if "auditable" in event and first is None:
+                first = time.monotonic() - t0
+            elif "finished" in event:
+                finished = event["finished"]
+            elif event.get("stage"):
+                stages.setdefault(event["stage"], time.monotonic() - t0)
     code = proc.wait()
-    return {"code": code, "first_auditable_s": first, "total_s": time.monotonic() - t0, "stage_starts": stages}
+    return {"code": code, "first_auditable_s": first, "total_s": time.monotonic() - t0, "stage_starts": stages,
+            "failed": finished.get("failed", []), "events": str(events_log)}
 
 
 def token_table(store: Path) -> list[tuple[str, int, int, int, float]]:
@@ -146,6 +154,9 @@ def main() -> None:
           f"{'never' if first is None else f'{first / 60:.1f} min'} (target 10 min); "
           f"total {demo['total_s'] / 60:.1f} min (target 30 min)")
     print("stage first seen at: " + ", ".join(f"{k} {v:.0f}s" for k, v in demo["stage_starts"].items()))
+    for failure in demo["failed"]:
+        print(f"failed: {failure[:300]}")
+    print(f"events: {demo['events']}")
     rows = token_table(store)
     print(f"\n{'step (template)':<22}{'calls':>6}{'read':>9}{'written':>9}{'model s':>9}{'ideal s':>9}")
     ideal_total = 0.0

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .build import BuildOptions, run_build, select_pairs
@@ -180,11 +180,14 @@ async def _evaluate(store: Store, config: Config, client: LLMClient, options: De
             store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids),
             progress=progress, stop=stop,
         )
-        # As `evaluate` does: a judged group under the coverage minimum fails, it is not a result.
+        # As `evaluate` does: a judged group under the coverage minimum fails, it is not a result;
+        # units that failed are named in the run's error (and retried by the next run).
         low = result.low_coverage(result.min_coverage)
-        error = coverage_message(low, result.min_coverage) if low else None
+        coverage_error = coverage_message(low, result.min_coverage) if low else None
+        lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures]
+        error = "\n".join([*lines, *([coverage_error] if coverage_error else [])]) or None
         status = "paused" if result.stopped else "failed" if low else "done"
-        return result, error
+        return result, coverage_error
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "paused"
         raise

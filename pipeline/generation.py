@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from .contract import check_length, check_prose, is_refusal
-from .errors import StageError
+from .errors import ParseError, StageError
 from .llm import LLMClient, Params, ReplyError
 from .prompts import defuse, load_template, numbered
 from .revision import clean_article
@@ -198,6 +198,45 @@ def target_words(response_words: int, ratio: float) -> int:
 SUMMARY_SLACK = 0.5  # a summary is accepted within 0.5x-1.5x of its target length
 
 
+SECTION_WORDS = 250  # what a small model summarises at 25% (about 60 words) in one reply
+
+
+def sections(text: str, max_words: int = SECTION_WORDS) -> list[str]:
+    """The text cut at paragraph ends (else sentence ends) into consecutive sections of at most
+    about ``max_words`` words; one section when the text is that short."""
+    pieces: list[str] = []
+    for paragraph in (p.strip() for p in re.split(r"\n\s*\n", text)):
+        if not paragraph:
+            continue
+        if count_words(paragraph) <= max_words:
+            pieces.append(paragraph)
+        else:
+            pieces += [s for s in re.split(r"(?<=[.!?])\s+", paragraph) if s]
+    out: list[str] = []
+    current: list[str] = []
+    for piece in pieces:
+        if current and count_words(" ".join(current + [piece])) > max_words:
+            out.append(" ".join(current))
+            current = []
+        current.append(piece)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+async def _summary_of(client: LLMClient, summarizer: str, text: str, ratio: float, slack: float | None,
+                      refusal_fails: bool):  # noqa: ANN202 - (summary, Completion)
+    target = target_words(count_words(text), ratio)
+    template = load_template("summarize")
+    messages = template.render(text=defuse(text), words=count_words(text), target_words=target)
+    summary, completion = await client.chat_repaired(
+        summarizer, messages, accept=_summary_contract(target, slack, refusal_fails=refusal_fails), schema=None,
+        template=template, params=Params(temperature=0.0, max_tokens=_token_budget(target)), what="summary",
+        repair=lambda error: repair_summary_message(error, target),
+    )
+    return str(summary), completion
+
+
 def repair_summary_message(error: str, target: int) -> str:
     return (f"That reply cannot be used as the summary: {error}. Write the summary now, about {target} words, "
             "keeping the main points. Reply with the summary only.")
@@ -212,8 +251,9 @@ async def summarize(
     Small models overshoot the length asked for, and a summary at 45% is not a 25% one; a junk
     reply of 5 words is not one at all: a reply outside ``1 +- slack`` of its target, not prose,
     or a refusal is asked once more with what was wrong (``slack=None``: any length). Still
-    wrong: ParseError, nothing cached or stored. The achieved ratio is measured on what is
-    stored."""
+    wrong, a text longer than a section is summarised section by section at the same ratio
+    (``sections``) and the joined summary must keep the same contract. Still wrong: ParseError,
+    nothing stored. The achieved ratio is measured on what is stored."""
     if not 0 < ratio < 1:
         raise StageError(f"summary ratio must be between 0 and 1, got {ratio}")
     existing = find_summary(store, response_id, ratio, summarizer)
@@ -225,14 +265,26 @@ async def summarize(
     text = generation_text(store, response_id)
     words = parent["words"] or count_words(text)
     target = target_words(words, ratio)
-    template = load_template("summarize")
-    messages = template.render(text=defuse(text), words=words, target_words=target)
-    params = Params(temperature=0.0, max_tokens=_token_budget(target))
-    summary, completion = await client.chat_repaired(
-        summarizer, messages, accept=_summary_contract(target, slack, refusal_fails=not is_refusal(text)), schema=None, template=template, params=params,
-        what="summary", repair=lambda error: repair_summary_message(error, target),
-    )
-    body = str(summary)
+    refusal_fails = not is_refusal(text)
+    try:
+        body, completion = await _summary_of(client, summarizer, text, ratio, slack, refusal_fails)
+    except ParseError:
+        parts = sections(text)
+        if len(parts) < 2:
+            raise
+        # A small model writes about the same few dozen words whatever length it is asked for
+        # (the embedded 1.5B model: 52 words for 266 asked, twice). Each section summarised to
+        # the same ratio, in order, gives a summary of the length asked; it still has to keep
+        # the contract as a whole. Each section's call is cached like any other.
+        bodies = []
+        for part in parts:
+            part_body, completion = await _summary_of(client, summarizer, part, ratio, slack, refusal_fails)
+            bodies.append(part_body)
+        body = "\n\n".join(bodies)
+        try:
+            _summary_contract(target, slack, refusal_fails=refusal_fails)(body)
+        except ReplyError as exc:
+            raise ParseError(f"prompt summarize: no usable summary, whole or by section: {exc}") from None
     n = count_words(body)
     gid = _insert_generation(store, {
         "kind": "summary", "instruction_id": parent["instruction_id"], "model": summarizer, "mode": parent["mode"],

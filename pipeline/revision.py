@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ParseError
 from .judging import judge_generation, prompt_hash
 from .llm import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from .prompts import Template, defuse, load_template, numbered

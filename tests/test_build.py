@@ -160,7 +160,7 @@ async def test_37_of_39_repaired_inside_a_build(tmp_path) -> None:
         config = fake_config(server.base_url)
         client = LLMClient(config, store)
         options = BuildOptions.from_config(config, n=1, conditions=("single", "none"), n_constraints=39)
-        summary = await run_build(store, config, client, options)
+        await run_build(store, config, client, options)
         await client.aclose()
     assert model.kinds["constraints_more"] == 2  # one per synthesis (single and common)
     asks = [r["messages"][-1]["content"] for r in server.requests if "more constraints" in r["messages"][-1]["content"]]

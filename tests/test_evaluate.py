@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.config import parse_config
 from pipeline.errors import StageError
-from pipeline.evaluate import EvaluateOptions, evaluate, resolve, run_evaluate, run_judge, run_respond
+from pipeline.evaluate import EvaluateOptions, evaluate, resolve, run_evaluate
 from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message
 from pipeline.llm import LLMClient
 from pipeline.progress import StopFlag

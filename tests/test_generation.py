@@ -166,3 +166,42 @@ async def test_a_long_summary_is_asked_once_to_shorten(store):
         assert follow_up[-2] == {"role": "assistant", "content": " ".join(["long"] * 120)}
     words = {r["id"]: (r["words"], r["achieved_ratio"]) for r in store.query("SELECT * FROM generations")}
     assert words[sid] == (55, pytest.approx(0.275)) and words[sid2][0] == 70 and words[sid3][0] == 150
+
+
+def _terse_writer(request: dict) -> str:
+    """A small model: writes long responses, but never more than 52 words of summary."""
+    prompt = last_user_message(request)
+    if "Summarise it in about" in prompt:
+        target = int(prompt.split("Summarise it in about ")[1].split()[0])
+        return " ".join(["gist."] * min(target, 52))
+    paragraphs = [" ".join([f"word{p}"] * 100) + "." for p in range(8)]  # 800 words, 8 paragraphs
+    return "\n\n".join(paragraphs)
+
+
+async def test_a_model_that_cannot_write_a_long_summary_summarises_section_by_section(store):
+    _setup(store)
+    with FakeOpenAIServer(_terse_writer) as server:
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=800)
+        sid, _ = await summarize(store, client, gid, 0.25, "s")
+        calls = server.calls
+        again, created = await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+        asked = [last_user_message(r) for r in server.requests if "Summarise it in about" in last_user_message(r)]
+    # The whole text asked for 200 words twice (52 each), then 4 sections of 200 words, 50 each.
+    assert sum("about 200 words" in a for a in asked) == 1 and sum("about 50 words" in a for a in asked) == 4
+    row = store.one("SELECT words, achieved_ratio FROM generations WHERE id = ?", [sid])
+    assert row["words"] == 200 and row["achieved_ratio"] == 0.25
+    assert (again, created, server.calls) == (sid, False, calls)  # stored: nothing asked again
+
+
+def test_sections_cut_at_paragraphs_then_sentences():
+    from pipeline.generation import sections
+
+    text = "\n\n".join([" ".join(["a"] * 100), " ".join(["b"] * 100), " ".join(["c"] * 100)])
+    assert [count_words(s) for s in sections(text, 250)] == [200, 100]
+    long_paragraph = " ".join(f"Sentence number {i} is here." for i in range(100))  # 500 words, one paragraph
+    parts = sections(long_paragraph, 250)
+    assert len(parts) == 2 and all(count_words(p) <= 250 for p in parts)
+    assert " ".join(parts) == long_paragraph
+    assert sections("short text.") == ["short text."]

@@ -122,7 +122,7 @@ def run_report(args: argparse.Namespace) -> int:
     import json
 
     from ..validation import require_plan, validation_report
-    from .common import console, open_store_from
+    from .common import open_store_from
 
     store = open_store_from(args, create=False, reading=True)
     try:

@@ -17,8 +17,6 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from rich.text import Text
-
 from pipeline.coverage import MIN_COVERAGE
 
 from ..data import Analysis
