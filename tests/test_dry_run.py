@@ -62,8 +62,9 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         assert kept["calls"] == estimate["calls"]
         sent = len(server.requests)
         assert sent == row[1]
-        print(f"build: estimated {estimate['calls']} calls, {estimate['prompt_tokens']}+{estimate['completion_tokens']}"
-              f" tokens ${estimate['cost']:.6f}; spent {row[1]} calls, {row[2]}+{row[3]} tokens ${row[4]:.6f}")
+        with capsys.disabled():
+            print(f"build: estimated {estimate['calls']} calls, {estimate['prompt_tokens']}+{estimate['completion_tokens']}"
+                  f" tokens ${estimate['cost']:.6f}; spent {row[1]} calls, {row[2]}+{row[3]} tokens ${row[4]:.6f}")
         assert 0.5 * sent <= estimate["calls"] <= 1.5 * sent
 
         # The same build under another run name asks the same calls: the cache holds every one.
@@ -91,5 +92,6 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         out = capsys.readouterr().out
         assert "estimate before the run" in out
         spent = len(server.requests) - sent
-        print(f"evaluate: estimated {ev['calls']} calls ${ev['cost']:.6f}; sent {spent}")
+        print(f"evaluate: estimated {ev['calls']} calls, {ev['prompt_tokens']}+{ev['completion_tokens']} tokens "
+              f"${ev['cost']:.6f}, wall {ev['wall_s']}; sent {spent}; spent: {out.split('spent:')[-1].strip()}")
         assert 0.5 * spent <= ev["calls"] <= 1.5 * spent
