@@ -62,7 +62,7 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         assert kept["calls"] == estimate["calls"]
         sent = len(server.requests)
         assert sent == row[1]
-        with capsys.disabled():
+        if True:
             print(f"build: estimated {estimate['calls']} calls, {estimate['prompt_tokens']}+{estimate['completion_tokens']}"
                   f" tokens ${estimate['cost']:.6f}; spent {row[1]} calls, {row[2]}+{row[3]} tokens ${row[4]:.6f}")
         assert 0.5 * sent <= estimate["calls"] <= 1.5 * sent
@@ -86,6 +86,9 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         assert ev["calls"] > 0 and ev["wall_s"] is not None  # the build's calls measured the endpoint's latency
         assert main([*base, "naturalness", "--dry-run"]) == 0
         capsys.readouterr()
+        nat = next(v for k, v in json.loads((tmp_path / "store.sqlite.estimates.json").read_text()).items()
+                   if k.startswith("naturalness:"))
+        assert nat["calls"] > 0
         assert len(server.requests) == sent and _counts(path) == runs_before
 
         assert main([*base, "evaluate", "--ratios", "0.5"]) == 0
@@ -95,3 +98,30 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         print(f"evaluate: estimated {ev['calls']} calls, {ev['prompt_tokens']}+{ev['completion_tokens']} tokens "
               f"${ev['cost']:.6f}, wall {ev['wall_s']}; sent {spent}; spent: {out.split('spent:')[-1].strip()}")
         assert 0.5 * spent <= ev["calls"] <= 1.5 * spent
+
+
+def test_dry_run_prices_from_the_cache_history_and_counts_what_the_cache_holds(tmp_path, capsys, monkeypatch) -> None:
+    from pipeline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    path = tmp_path / "store.sqlite"
+    make_store(path, 3).close()
+    with FakeOpenAIServer(ScriptedModel()) as server:
+        cfg = _config(tmp_path, server.base_url)
+        base = ["--store", str(path), "--config", str(cfg)]
+        assert main([*base, "build", "--n", "1", "--constraints", "8", "--words", "60"]) == 0
+        first = len(server.requests)
+        capsys.readouterr()
+        before = _counts(path)
+        three = ["build", "--n", "3", "--constraints", "8", "--words", "60"]
+        assert main([*base, *three, "--dry-run"]) == 0
+        out = capsys.readouterr().out
+        assert len(server.requests) == first and _counts(path) == before
+        assert "from their calls in the cache" in out  # the templates' measured tokens, not a guess
+        (est,) = json.loads((tmp_path / "store.sqlite.estimates.json").read_text()).values()
+        assert est["cache_hits"] == first  # the first pair's calls are the same calls
+        assert est["wall_s"] is not None  # the endpoint's latency is measured
+        assert main([*base, *three]) == 0
+        print("history:", capsys.readouterr().out.split("estimate before the run:")[-1].strip())
+        spent = len(server.requests) - first
+        assert est["calls"] == spent
