@@ -80,6 +80,21 @@ def record_estimate(store: Store, run_id: str, estimate: dict[str, Any]) -> None
     store.commit()
 
 
+def estimated_runs(store: Store) -> list[dict[str, Any]]:
+    """The runs made after a dry run: id, kind, the estimate (calls, cost, batch_cost) and what
+    they spent (calls, cost), oldest first."""
+    out = []
+    for row in store.conn.execute("SELECT id, kind, config, calls, cost FROM runs WHERE config LIKE '%\"estimate\"%'"
+                                  " ORDER BY started_at, id").fetchall():
+        try:
+            est = json.loads(row[2]).get("estimate")
+        except ValueError:
+            continue
+        if isinstance(est, dict):
+            out.append({"id": row[0], "kind": row[1], "estimate": est, "calls": row[3], "cost": row[4]})
+    return out
+
+
 def run_usage(store: Store, run_id: str) -> dict[str, Any] | None:
     """A run's accounting: calls, cache hits, prompt and completion tokens, cost (of which
     ``batch_cost`` paid at batch prices, for ``batch_calls`` calls)."""

@@ -99,6 +99,11 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
               f"${ev['cost']:.6f}, wall {ev['wall_s']}; sent {spent}; spent: {out.split('spent:')[-1].strip()}")
         assert 0.5 * spent <= ev["calls"] <= 1.5 * spent
 
+    # `report` shows each run's estimate beside what it spent.
+    assert main(["--store", str(path), "report"]) == 0
+    out = capsys.readouterr().out
+    assert f"estimated {estimate['calls']:,} calls" in out and f"estimated {ev['calls']:,} calls" in out
+
 
 def test_dry_run_prices_from_the_cache_history_and_counts_what_the_cache_holds(tmp_path, capsys, monkeypatch) -> None:
     from pipeline.cli import main
