@@ -203,6 +203,8 @@ class LLMClient:
                         self.pricing.hit(ep.name)
                     return value, hit
         completion, queued = self._batch_result(key, ep) if self.use_cache else (None, None)
+        if completion is not None and self.pricing is not None:
+            self.pricing.hit(ep.name)  # a collected batch result: paid already
         if completion is None and self.pricing is not None:
             completion = self.pricing.answer(key, ep, template, messages, p)  # BatchPending when it has none
             try:
