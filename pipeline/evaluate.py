@@ -572,7 +572,7 @@ async def run_evaluate(store: Store, config: Config, client: LLMClient, options:
 async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, progress: ProgressHook = no_progress,
                    stop: StopFlag | None = None, max_units: int | None = None,
                    on_event: Callable[[str, str], None] | None = None, name: str = "",
-                   batch: bool = False) -> EvaluateSummary:
+                   batch: bool = False, pricing: Any = None) -> EvaluateSummary:
     """``run_evaluate`` inside a run record (kind 'evaluate') with its own client: the CLI's entry.
 
     ``batch``: first collect finished batches, then run with calls nobody answered yet left to
@@ -592,7 +592,7 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
     run_id = create_run(store, "evaluate", config, name=name, options=_public_options(options))
     try:
         async with open_client(config, store, run_id=run_id, on_event=on_event, endpoints=endpoints,
-                               batch=batch) as client:
+                               batch=batch, pricing=pricing) as client:
             try:
                 result = await run_evaluate(store, config, client, options, progress=progress, stop=stop,
                                             max_units=max_units)

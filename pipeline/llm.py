@@ -14,6 +14,8 @@ What it does for every call:
 - endpoint pools: a pool's calls go to the member with the fewest outstanding requests for its
   concurrency; a member failing ``drain_after`` times in a row is set aside for ``drain_s``;
   the cache key names the pool's model, not the member;
+- pricing mode (``pricing=``, a dry run): a call nobody answered is priced (pipeline.estimate),
+  not sent, and answered with a placeholder that is never cached;
 - batch mode (``batch=True``): a call nobody answered is recorded for a batch (pipeline.batch)
   and BatchPending raised; answers collected from batches are taken in either mode through the
   same accept-and-cache path as an online reply.
@@ -142,6 +144,7 @@ class LLMClient:
         use_cache: bool = True,
         local_death: Callable[[], str | None] | None = None,
         batch: bool = False,
+        pricing: Any = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -158,6 +161,9 @@ class LLMClient:
         # from batches are taken in either mode, through the same accept-and-cache path.
         self.batch = batch
         self._deferred: dict[str, tuple[Any, ...]] = {}  # cache key -> row, written by flush_deferred
+        # Pricing mode (a dry run, pipeline.estimate): a call nobody answered is priced, never
+        # sent, and answered with a placeholder that is never cached.
+        self.pricing = pricing
         self.usage = Usage()
         self.usage_by_endpoint: dict[str, Usage] = {}
         self._states: dict[str, _EndpointState] = {}
@@ -193,8 +199,21 @@ class LLMClient:
                     value = None  # cached under an older contract: ask again
                 else:
                     self._account(ep.name, hit, cached=True)
+                    if self.pricing is not None:
+                        self.pricing.hit(ep.name)
                     return value, hit
         completion, queued = self._batch_result(key, ep) if self.use_cache else (None, None)
+        if completion is not None and self.pricing is not None:
+            self.pricing.hit(ep.name)  # a collected batch result: paid already
+        if completion is None and self.pricing is not None:
+            completion = self.pricing.answer(key, ep, template, messages, p)  # BatchPending when it has none
+            try:
+                return accept_fn(completion.text), completion
+            except ValueError:
+                self.pricing.unparsed += 1
+                from .errors import BatchPending
+
+                raise BatchPending(ep.name) from None  # the unit stops here: what follows is not priced
         if completion is None:
             if self.batch and queued != "online":  # "online": the user sent a failed batch item online
                 self._defer(key, ep, template, messages, p, queued)

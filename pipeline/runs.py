@@ -66,6 +66,35 @@ def stored_options(store: Store, run_id: str, kind: str) -> dict[str, Any]:
         return {}
 
 
+def record_estimate(store: Store, run_id: str, estimate: dict[str, Any]) -> None:
+    """Keep a dry run's estimate in the run's config (``estimate``), beside its options."""
+    row = store.one("SELECT config FROM runs WHERE id = ?", [run_id])
+    if row is None:
+        return
+    try:
+        cfg = json.loads(row["config"] or "{}")
+    except ValueError:
+        cfg = {}
+    cfg["estimate"] = estimate
+    store.conn.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(cfg, default=str), run_id))
+    store.commit()
+
+
+def estimated_runs(store: Store) -> list[dict[str, Any]]:
+    """The runs made after a dry run: id, kind, the estimate (calls, cost, batch_cost) and what
+    they spent (calls, cost), oldest first."""
+    out = []
+    for row in store.conn.execute("SELECT id, kind, config, calls, cost FROM runs WHERE config LIKE '%\"estimate\"%'"
+                                  " ORDER BY started_at, id").fetchall():
+        try:
+            est = json.loads(row[2]).get("estimate")
+        except ValueError:
+            continue
+        if isinstance(est, dict):
+            out.append({"id": row[0], "kind": row[1], "estimate": est, "calls": row[3], "cost": row[4]})
+    return out
+
+
 def run_usage(store: Store, run_id: str) -> dict[str, Any] | None:
     """A run's accounting: calls, cache hits, prompt and completion tokens, cost (of which
     ``batch_cost`` paid at batch prices, for ``batch_calls`` calls)."""
@@ -83,7 +112,7 @@ def finish_run(store: Store, run_id: str, status: str = "done", error: str | Non
 @asynccontextmanager
 async def open_client(
     config: Config, store: Store, *, run_id: str | None = None, on_event: EventHook | None = None,
-    endpoints: list[str] | None = None, batch: bool = False,
+    endpoints: list[str] | None = None, batch: bool = False, pricing: Any = None,
 ) -> AsyncIterator[LLMClient]:
     """An LLM client for a stage; starts the embedded server when a role needs it.
 
@@ -95,7 +124,7 @@ async def open_client(
     local_url = os.environ.get("UNSPECIFIC_LOCAL_URL")
     lease = None
     needs_local = config.uses_local if endpoints is None else any(config.endpoint(n).is_local for n in endpoints)
-    needs_local = needs_local and not batch  # batch mode sends nothing: the local model has no batch API
+    needs_local = needs_local and not batch and pricing is None  # batch mode sends nothing: the local model has no batch API
     if needs_local and not local_url:
         from .local_model import acquire_server
 
@@ -104,7 +133,7 @@ async def open_client(
         lease = await asyncio.to_thread(acquire_server)
         local_url = lease.base_url
     client = LLMClient(config, store, run_id=run_id, local_base_url=local_url, on_event=on_event,
-                       local_death=lease.death if lease is not None else None, batch=batch)
+                       local_death=lease.death if lease is not None else None, batch=batch, pricing=pricing)
     try:
         yield client
     finally:

@@ -15,7 +15,7 @@ CONDITION_HELP = "comma-separated: single (one article, CS4 style), none (common
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import nonempty_csv, positive_int
+    from .common import DRY_RUN_HELP, nonempty_csv, positive_int
 
     p = sub.add_parser("build", help="synthesize and revise instructions per condition (single, none, direct, eval)")
     p.add_argument("--domain", default=None, help="domain of the pairs to build on (default: news)")
@@ -37,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch", action="store_true",
                    help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
                    "online; run the same command again once `unspecific batch status` shows them done")
+    p.add_argument("--dry-run", action="store_true", dest="dry_run", help=DRY_RUN_HELP)
     p.add_argument("--step", action="store_true", help="run one stage at a time and show what it wrote before going on")
     p.add_argument("--max-units", type=positive_int, default=None, help="stop after this many units of work (pairs / instructions)")
     p.set_defaults(func=run)
@@ -67,9 +68,25 @@ def run(args: argparse.Namespace) -> int:
     stored = _stored_options(store, args.run_id) if args.run_id else {}
     options = BuildOptions.from_config(config, **{**stored, **{k: v for k, v in given.items() if v is not None}})
     try:
+        if getattr(args, "dry_run", False):
+            return _dry_run(store, config, options, args, console())
         return asyncio.run(_build(store, config, options, args, console()))
     finally:
         store.close()
+
+
+def _dry_run(store, config, options, args, out) -> int:  # noqa: ANN001 - CLI glue
+    import asyncio
+
+    from ..build import select_pairs
+    from ..estimate import estimate_build, estimate_key, save_estimate
+    from .common import print_estimate
+
+    select_pairs(store, options)  # nothing to build: the same error as the run
+    est = asyncio.run(estimate_build(store, config, options, max_units=args.max_units))
+    print_estimate(out, est)
+    save_estimate(store, estimate_key("build", options), est)
+    return 0
 
 
 # Options that say what to build: with one of them, `--run NAME` may name a new run.
@@ -97,8 +114,12 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
     from ..progress import ProgressEvent, StopFlag
     from ..runs import open_client
 
+    from ..estimate import estimate_key, spent_beside, take_estimate
+    from ..runs import record_estimate
+
     args.batch = args.batch or config.setting("build", "batch", False) is True  # the flag, or [build] batch = true
     pairs = select_pairs(store, options)  # fail early, before any server starts, when there is nothing to build
+    estimate = take_estimate(store, estimate_key("build", options))  # from a dry run of this command, if any
     options = start_build_run(store, config, options)
     out.print(f"build run [bold]{options.run_id}[/]: {options.domain}, {len(pairs)} pair(s) ({options.rule} rule), conditions "
               f"{','.join(options.conditions)}, {options.n_constraints} constraints, store {store.path}")
@@ -153,6 +174,9 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
                           "command again when they are done.")
     final = summaries[-1]
     _print_report(out, final)
+    if estimate is not None:  # recorded now: each stage run reopens the run and rewrites its config
+        record_estimate(store, final.run_id, estimate)
+        out.print(spent_beside(estimate, final.usage))
     failed = sum(r.failed for r in final.conditions)
     if not final.complete:
         out.print(f"[yellow]not finished[/]: resume with `unspecific build --run {final.run_id}`")

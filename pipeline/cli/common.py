@@ -84,3 +84,32 @@ def ratio(value: str) -> float:
     if not 0 < number < 1:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (exclusive), got {number}")
     return number
+
+
+DRY_RUN_HELP = ("print what the command would send (calls, prompt and completion tokens, cache hits, cost online "
+                "and in batch, wall time when a rate is measured) and send nothing; the run made afterwards prints "
+                "this estimate beside what it spent")
+
+
+def print_estimate(out, est) -> None:  # noqa: ANN001 - a pipeline.estimate.Estimate
+    from rich.table import Table
+
+    table = Table(title=f"dry run: what `{est.command}` would send (nothing was sent)", title_justify="left")
+    for col in ("endpoint", "calls", "prompt tokens", "completion tokens", "in cache", "online $", "batch $", "wall time"):
+        table.add_column(col, justify="left" if col == "endpoint" else "right")
+
+    def wall(s):  # noqa: ANN001, ANN202
+        return "unknown" if s is None else f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
+
+    for e in est.endpoints.values():
+        table.add_row(e.endpoint, f"{e.calls:,}", f"{e.prompt_tokens:,}", f"{e.completion_tokens:,}", f"{e.cache_hits:,}",
+                      f"{e.cost:.4f}", f"{e.batch_cost:.4f}", wall(e.wall_s) if e.calls else "-")
+    table.add_section()
+    table.add_row("total", f"{est.calls:,}", f"{est.total('prompt_tokens'):,}", f"{est.total('completion_tokens'):,}",
+                  f"{est.total('cache_hits'):,}", f"{est.cost:.4f}", f"{est.batch_cost:.4f}", wall(est.wall_s))
+    out.print(table)
+    out.print(f"[dim]estimated: {est.method}. Wall time: calls x the endpoint's mean measured latency / its "
+              "concurrency (unknown without measured calls).[/]")
+    if est.unparsed:
+        out.print(f"[yellow]{est.unparsed} unit(s) stopped at a call with no placeholder answer[/]: the calls they "
+                  "would make after it are not counted")

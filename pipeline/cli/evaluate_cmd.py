@@ -11,7 +11,7 @@ from typing import Any
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from .common import nonempty_csv
+    from .common import DRY_RUN_HELP, nonempty_csv
 
     p.add_argument("--run", dest="build_run", default=None, metavar="BUILD_RUN",
                    help="only instructions of this build run (default: every finished instruction)")
@@ -24,6 +24,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", action="store_true",
                    help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
                    "online; run the same command again once `unspecific batch status` shows them done")
+    p.add_argument("--dry-run", action="store_true", dest="dry_run", help=DRY_RUN_HELP)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -129,10 +130,21 @@ def run(args: argparse.Namespace) -> int:
     store = open_store_from(args)
     out = console()
     try:
+        if args.dry_run:
+            from ..estimate import estimate_evaluate, estimate_key, save_estimate
+            from .common import print_estimate
+
+            est = asyncio.run(estimate_evaluate(store, config, options, max_units=args.max_units))
+            print_estimate(out, est)
+            save_estimate(store, estimate_key("evaluate", options), est)
+            return 0
+        from ..estimate import estimate_key, take_estimate
+
+        estimate = take_estimate(store, estimate_key("evaluate", options))
         with _progress() as progress:
             result = asyncio.run(evaluate(store, config, options, progress=_Bars(progress), max_units=args.max_units,
                                           on_event=_on_event(progress.console), batch=batch))
-        _print_summary(out, store, result)
+        _print_summary(out, store, result, estimate)
         low = result.low_coverage(result.min_coverage)
         _print_coverage(out, result, low)
     finally:
@@ -156,7 +168,7 @@ def _print_coverage(out: Any, result: Any, low: list[Any]) -> None:
         out.print(Text(coverage_message(low, result.min_coverage), style="red"))
 
 
-def _print_summary(out: Any, store: Any, result: Any) -> None:
+def _print_summary(out: Any, store: Any, result: Any, estimate: Any = None) -> None:
     from rich.table import Table
 
     table = Table("step", "to do", "done", "already stored", "failed", title=f"evaluate run {result.run_id}")
@@ -171,6 +183,12 @@ def _print_summary(out: Any, store: Any, result: Any) -> None:
                 f"{run['batch_calls']} calls)" if run["batch_calls"] else "")
         out.print(f"LLM calls {run['calls']}, cache hits {run['cache_hits']}, tokens {run['prompt_tokens']:,} in / "
                   f"{run['completion_tokens']:,} out, cost ${run['cost']:.4f}{paid}")
+        if estimate is not None:
+            from ..estimate import spent_beside
+            from ..runs import record_estimate
+
+            record_estimate(store, result.run_id, estimate)
+            out.print(spent_beside(estimate, run))
     if result.deferred:
         sent = sum(b.requests for b in result.batches)
         out.print(f"[yellow]{result.deferred} unit(s) wait on a batch[/]: {sent:,} call(s) sent in "
@@ -204,6 +222,14 @@ def run_naturalness(args: argparse.Namespace) -> int:
     out = console()
     failed = 0
     try:
+        if args.dry_run and not args.show:
+            from ..estimate import estimate_key, estimate_naturalness, save_estimate
+            from .common import print_estimate
+
+            est = asyncio.run(estimate_naturalness(store, config, options, max_units=args.max_units))
+            print_estimate(out, est)
+            save_estimate(store, estimate_key("naturalness", options), est)
+            return 0
         if not args.show:
             batch = args.batch or config.setting("evaluate", "batch", False) is True
             summary = asyncio.run(_naturalness(store, config, options, args.max_units, out, batch=batch))
@@ -222,7 +248,13 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
     from ..runs import add_usage, create_run, finish_run, open_client
 
     judges = options.judges or [config.roles.naturalness_judge]
+    from ..estimate import estimate_key, spent_beside, take_estimate
+    from ..runs import record_estimate
+
+    estimate = take_estimate(store, estimate_key("naturalness", options))
     run_id = create_run(store, "naturalness", config, options={k: v for k, v in options.__dict__.items() if v})
+    if estimate is not None:
+        record_estimate(store, run_id, estimate)
     status, error = "failed", None
     try:
         if batch:
@@ -248,6 +280,8 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
         u = client.usage
         out.print(f"LLM calls {u.calls}, cache hits {u.cache_hits}, tokens {u.prompt_tokens:,} in / "
                   f"{u.completion_tokens:,} out, cost ${u.cost:.4f}")
+        if estimate is not None:
+            out.print(spent_beside(estimate, u))
         return summary
     except BaseException as exc:
         error = str(exc) or type(exc).__name__

@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         render(report, out)
         _print_paid(out, store)
+        _print_estimates(out, store)
         if args.out:
             files = write_outputs(report, args.out)
             out.print(f"wrote {len(files)} files to [bold]{args.out}[/]")
@@ -111,3 +112,14 @@ def _print_paid(out, store) -> None:  # noqa: ANN001
     parts = [f"{mode} ${p['cost']:.4f} for {p['calls']:,} calls" for mode, p in sorted(by_mode.items(), reverse=True)]
     out.print("[dim]paid for the cached LLM calls (every run): " + ", ".join(parts) + "[/]", highlight=False,
               soft_wrap=True)
+
+
+def _print_estimates(out, store) -> None:  # noqa: ANN001
+    """Each run made after a dry run: its estimate beside what it spent."""
+    from ..runs import estimated_runs
+
+    for r in estimated_runs(store):
+        e = r["estimate"]
+        out.print(f"[dim]{r['kind']} run {r['id']}: estimated {e['calls']:,} calls, ${e['cost']:.4f} online "
+                  f"(${e['batch_cost']:.4f} batch); spent {r['calls']:,} calls, ${r['cost']:.4f}[/]", highlight=False,
+                  soft_wrap=True)
