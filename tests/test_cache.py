@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline.cli import main
-from pipeline.cli.cache_cmd import cache_stats, clear_cache, list_calls, prune_cache, stale_call_ids
+from pipeline.cache import cache_stats, clear_cache, list_calls, prune_cache, stale_call_ids
 from pipeline.errors import UnspecificError
 
 

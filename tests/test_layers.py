@@ -13,9 +13,8 @@ from pipeline import queries
 
 ROOT = Path(__file__).parent.parent
 SCREENS = sorted((ROOT / "unspecific_tui" / "screens").glob("*.py"))
-# CLI modules only parse and print. cache_cmd.py still holds the cache library, which moves into
-# the pipeline with the package restructure (issue 12, item 9).
-CLI = sorted(p for p in (ROOT / "pipeline" / "cli").glob("*.py") if p.name != "cache_cmd.py")
+# CLI modules only parse and print.
+CLI = sorted((ROOT / "pipeline" / "cli").glob("*.py"))
 SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b[^\n]*\b(FROM|INTO|SET)\b|\.execute\(|LATEST_VERDICT"
                  r"|\bstore\.(one|query|scalar)\(")
 
