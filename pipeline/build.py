@@ -35,7 +35,7 @@ from .judging import MODES
 from .llm import LLMClient, Usage, usage_scope
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from .revision import revise_direct, revise_eval, judge_base, write_base_article
-from .runs import add_usage, create_run, finish_run
+from .runs import add_usage, create_run, recording
 from .store import Store
 from .synthesis import (
     COMMON_CONDITIONS,
@@ -519,8 +519,7 @@ async def run_build(store: Store, config: Config, client: LLMClient, options: Bu
     start = Usage(**client.usage.as_dict())
     budget = max_units
     summaries: list[StageSummary] = []
-    status, error = "failed", None
-    try:
+    with recording(store, run_id) as end:
         for name in stages:
             if (stop is not None and stop) or (budget is not None and budget <= 0):
                 break
@@ -529,15 +528,7 @@ async def run_build(store: Store, config: Config, client: LLMClient, options: Bu
             if budget is not None:
                 budget -= s.processed
         complete = is_complete(store, run_id, options)
-        status = "done" if complete else "paused"
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        status = "paused"
-        raise
-    except Exception as exc:
-        error = str(exc)
-        raise
-    finally:
-        finish_run(store, run_id, status, error)
+        end.status = "done" if complete else "paused"
     usage = Usage(**{k: getattr(client.usage, k) - getattr(start, k) for k in start.as_dict()})
     merged: dict[str, Usage] = {}
     for s in summaries:

@@ -25,7 +25,7 @@ from .config import Config
 from .evaluate import EvaluateOptions, coverage_message, run_evaluate
 from .llm import LLMClient, Usage
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
-from .runs import add_usage, create_run, finish_run
+from .runs import add_usage, create_run, recording
 from .store import Store
 
 AuditableHook = Callable[[int], None]
@@ -177,30 +177,23 @@ async def _evaluate(store: Store, config: Config, client: LLMClient, options: De
                         options={"build_run": options.run_id, "ratios": [options.ratio]})
     client.run_id = run_id
     before = Usage(**client.usage.as_dict())
-    status, error = "failed", None
     try:
-        result = await run_evaluate(
-            store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids,
-                                                   response_words=options.response_words),
-            progress=progress, stop=stop,
-        )
-        # As `evaluate` does: a judged group under the coverage minimum fails, it is not a result;
-        # units that failed are named in the run's error (and retried by the next run).
-        low = result.low_coverage(result.min_coverage)
-        coverage_error = coverage_message(low, result.min_coverage) if low else None
-        lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures]
-        error = "\n".join([*lines, *([coverage_error] if coverage_error else [])]) or None
-        status = "paused" if result.stopped else "failed" if low else "done"
-        return result, coverage_error
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        status = "paused"
-        raise
-    except Exception as exc:
-        error = str(exc)
-        raise
+        with recording(store, run_id) as end:
+            result = await run_evaluate(
+                store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids,
+                                                       response_words=options.response_words),
+                progress=progress, stop=stop,
+            )
+            # As `evaluate` does: a judged group under the coverage minimum fails, it is not a
+            # result; units that failed are named in the run's error (and retried by the next run).
+            low = result.low_coverage(result.min_coverage)
+            coverage_error = coverage_message(low, result.min_coverage) if low else None
+            lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures]
+            end.error = "\n".join([*lines, *([coverage_error] if coverage_error else [])]) or None
+            end.status = "paused" if result.stopped else "failed" if low else "done"
+            return result, coverage_error
     finally:
         add_usage(store, run_id, Usage(**{k: getattr(client.usage, k) - getattr(before, k) for k in before.as_dict()}))
-        finish_run(store, run_id, status, error)
 
 
 def _add_seconds(result: DemoSummary, phase: str, t0: float) -> None:

@@ -7,12 +7,14 @@ after.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from .config import Config
@@ -107,6 +109,32 @@ def finish_run(store: Store, run_id: str, status: str = "done", error: str | Non
 
     store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": redact(error)})
     store.commit()
+
+
+@dataclass
+class RunEnd:
+    """How a run ends: set ``status`` (and ``error``) inside ``recording``; left alone, a run
+    that raised is failed, one interrupted is paused."""
+
+    status: str = "failed"
+    error: str | None = None
+
+
+@contextmanager
+def recording(store: Store, run_id: str) -> Iterator[RunEnd]:
+    """The one run lifecycle: whatever happens inside, the run row ends with a status and the
+    error (redacted) that ended it, so no run stays `running` after its work stopped."""
+    end = RunEnd()
+    try:
+        yield end
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        end.status = "paused"
+        raise
+    except Exception as exc:
+        end.status, end.error = "failed", str(exc)
+        raise
+    finally:
+        finish_run(store, run_id, end.status, end.error)
 
 
 @asynccontextmanager
