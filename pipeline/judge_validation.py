@@ -35,7 +35,7 @@ import numpy as np
 
 from .scores import LATEST_VERDICT
 from .stats import DEFAULT_RESAMPLES, Interval
-from .validation import ADJUDICATOR, ImportResult, RowError, ValidationError
+from .validation import ADJUDICATOR, ImportResult, RowError, ValidationError, read_sheets
 
 if TYPE_CHECKING:
     from .store import Store
@@ -372,58 +372,47 @@ def import_judge_sheets(store: Store, paths: Sequence[str | Path], *, annotator:
     plans: dict[str, JudgePlan] = {plan.name: plan} if plan else {}
     result = ImportResult()
     pending: dict[tuple[int, int, str], tuple[int, str, str]] = {}
-    for path in paths:
-        sheet = Path(path).name
-        try:
-            fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise ValidationError(f"{path}: cannot read the sheet ({exc})") from exc
-        with fh:
-            reader = csv.DictReader(fh)
-            missing = {"item", "constraint_id", "text_id", "answer"} - set(reader.fieldnames or ())
-            if missing:
-                raise ValidationError(f"{path}: not a judge sheet (no column {', '.join(sorted(missing))}); write "
-                                      "one with `unspecific validate export --judges`")
-            for line, row in enumerate(reader, start=2):
-                def fail(message: str, line: int = line, sheet: str = sheet) -> None:
-                    result.errors.append(RowError(sheet, line, message))
+    columns = {"item", "constraint_id", "text_id", "answer"}
+    for sheet, line, row in read_sheets(paths, columns, "judge sheet", "`unspecific validate export --judges`"):
+        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
+            result.errors.append(RowError(sheet, line, message))
 
-                raw = (row.get("answer") or "").strip().lower()
-                if not raw:
-                    result.blank += 1
+        raw = (row.get("answer") or "").strip().lower()
+        if not raw:
+            result.blank += 1
+            continue
+        if raw not in _ANSWERS:
+            fail(f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
+            continue
+        who = annotator or (row.get("annotator") or "").strip()
+        if not who:
+            fail("no annotator: fill the annotator column or pass --annotator")
+            continue
+        target = plan
+        if target is None:
+            name = (row.get("plan") or "").strip() or DEFAULT_PLAN
+            if name not in plans:
+                found = load_judge_plan(store, name)
+                if found is None:
+                    fail(f"no judge plan named {name!r} in this store")
                     continue
-                if raw not in _ANSWERS:
-                    fail(f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
-                    continue
-                who = annotator or (row.get("annotator") or "").strip()
-                if not who:
-                    fail("no annotator: fill the annotator column or pass --annotator")
-                    continue
-                target = plan
-                if target is None:
-                    name = (row.get("plan") or "").strip() or DEFAULT_PLAN
-                    if name not in plans:
-                        found = load_judge_plan(store, name)
-                        if found is None:
-                            fail(f"no judge plan named {name!r} in this store")
-                            continue
-                        plans[name] = found
-                    target = plans[name]
-                try:
-                    position, cid, gid = int(row["item"]), int(row["constraint_id"]), int(row["text_id"])
-                except (TypeError, ValueError):
-                    fail("item, constraint_id and text_id must be whole numbers")
-                    continue
-                item = next((i for i in target.items if i.position == position), None)
-                if item is None or (item.constraint_id, item.generation_id) != (cid, gid):
-                    fail(f"item {position} (constraint {cid}, text {gid}) is not in judge plan {target.name!r}")
-                    continue
-                key = (cid, gid, who)
-                if key in pending and pending[key][0] != _ANSWERS[raw]:
-                    fail(f"{who} answers item {position} both yes and no ({pending[key][2]})")
-                    continue
-                pending[key] = (_ANSWERS[raw], (row.get("note") or "").strip(), f"{sheet}:{line}")
-                result.annotators.add(who)
+                plans[name] = found
+            target = plans[name]
+        try:
+            position, cid, gid = int(row["item"]), int(row["constraint_id"]), int(row["text_id"])
+        except (TypeError, ValueError):
+            fail("item, constraint_id and text_id must be whole numbers")
+            continue
+        item = next((i for i in target.items if i.position == position), None)
+        if item is None or (item.constraint_id, item.generation_id) != (cid, gid):
+            fail(f"item {position} (constraint {cid}, text {gid}) is not in judge plan {target.name!r}")
+            continue
+        key = (cid, gid, who)
+        if key in pending and pending[key][0] != _ANSWERS[raw]:
+            fail(f"{who} answers item {position} both yes and no ({pending[key][2]})")
+            continue
+        pending[key] = (_ANSWERS[raw], (row.get("note") or "").strip(), f"{sheet}:{line}")
+        result.annotators.add(who)
     if result.errors:
         return result
     from .store import now

@@ -38,7 +38,7 @@ import json
 import math
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -629,6 +629,25 @@ class ImportResult:
     annotators: set[str] = field(default_factory=set)
 
 
+def read_sheets(paths: Sequence[str | Path], columns: set[str], kind: str,
+                command: str) -> Iterator[tuple[str, int, dict[str, str]]]:
+    """(sheet name, line, row) of every row of every sheet, in order. ValidationError names the
+    file when it cannot be read or lacks one of ``columns`` (and the ``command`` that writes one)."""
+    for path in paths:
+        try:
+            fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise ValidationError(f"{path}: cannot read the sheet ({exc})") from exc
+        with fh:
+            reader = csv.DictReader(fh)
+            missing = columns - set(reader.fieldnames or ())
+            if missing:
+                raise ValidationError(f"{path}: not a {kind} (no column {', '.join(sorted(missing))}); "
+                                      f"write one with {command}")
+            for line, row in enumerate(reader, start=2):
+                yield Path(path).name, line, row
+
+
 def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str | None = None,
                   plan: Plan | None = None) -> ImportResult:
     """Read labelled sheets back. Every row is checked first: an unknown label, an item that is
@@ -642,61 +661,50 @@ def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str |
     plans: dict[str, Plan] = {plan.name: plan} if plan else {}
     result = ImportResult()
     pending: dict[tuple[int, int, str], tuple[str, str, RowError]] = {}
-    for path in paths:
-        sheet = Path(path).name
-        try:
-            fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise ValidationError(f"{path}: cannot read the sheet ({exc})") from exc
-        with fh:
-            reader = csv.DictReader(fh)
-            missing = {"item", "constraint_id", "response_id", "label"} - set(reader.fieldnames or ())
-            if missing:
-                raise ValidationError(f"{path}: not a validation sheet (no column {', '.join(sorted(missing))}); "
-                                      "write one with `unspecific validate export`")
-            for line, row in enumerate(reader, start=2):
-                def fail(message: str, line: int = line, sheet: str = sheet) -> None:
-                    result.errors.append(RowError(sheet, line, message))
+    columns = {"item", "constraint_id", "response_id", "label"}
+    for sheet, line, row in read_sheets(paths, columns, "validation sheet", "`unspecific validate export`"):
+        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
+            result.errors.append(RowError(sheet, line, message))
 
-                raw = (row.get("label") or "").strip().lower()
-                if not raw:
-                    result.blank += 1
+        raw = (row.get("label") or "").strip().lower()
+        if not raw:
+            result.blank += 1
+            continue
+        label = _LABEL_ALIASES.get(raw)
+        if label is None:
+            fail(f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous (or i, s, a)")
+            continue
+        who = annotator or (row.get("annotator") or "").strip()
+        if not who:
+            fail("no annotator: fill the annotator column or pass --annotator")
+            continue
+        target = plan
+        if plan is None:
+            name = (row.get("plan") or "").strip() or DEFAULT_PLAN
+            if name not in plans:
+                found = load_plan(store, name)
+                if found is None:
+                    fail(f"no plan named {name!r} in this store")
                     continue
-                label = _LABEL_ALIASES.get(raw)
-                if label is None:
-                    fail(f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous (or i, s, a)")
-                    continue
-                who = annotator or (row.get("annotator") or "").strip()
-                if not who:
-                    fail("no annotator: fill the annotator column or pass --annotator")
-                    continue
-                target = plan
-                if plan is None:
-                    name = (row.get("plan") or "").strip() or DEFAULT_PLAN
-                    if name not in plans:
-                        found = load_plan(store, name)
-                        if found is None:
-                            fail(f"no plan named {name!r} in this store")
-                            continue
-                        plans[name] = found
-                    target = plans[name]
-                positions = by_position if plan else {p.position: p for p in target.items}
-                try:
-                    position, cid, rid = int(row["item"]), int(row["constraint_id"]), int(row["response_id"])
-                except (TypeError, ValueError):
-                    fail("item, constraint_id and response_id must be whole numbers")
-                    continue
-                item = positions.get(position)
-                if item is None or (item.constraint_id, item.response_id) != (cid, rid):
-                    fail(f"item {position} (constraint {cid}, response {rid}) is not in plan {target.name!r}")
-                    continue
-                key = (cid, rid, who)
-                note = (row.get("note") or "").strip()
-                if key in pending and pending[key][0] != label:
-                    fail(f"{who} labels item {position} {label}, but {pending[key][2]} says {pending[key][0]}")
-                    continue
-                pending[key] = (label, note, RowError(sheet, line, ""))
-                result.annotators.add(who)
+                plans[name] = found
+            target = plans[name]
+        positions = by_position if plan else {p.position: p for p in target.items}
+        try:
+            position, cid, rid = int(row["item"]), int(row["constraint_id"]), int(row["response_id"])
+        except (TypeError, ValueError):
+            fail("item, constraint_id and response_id must be whole numbers")
+            continue
+        item = positions.get(position)
+        if item is None or (item.constraint_id, item.response_id) != (cid, rid):
+            fail(f"item {position} (constraint {cid}, response {rid}) is not in plan {target.name!r}")
+            continue
+        key = (cid, rid, who)
+        note = (row.get("note") or "").strip()
+        if key in pending and pending[key][0] != label:
+            fail(f"{who} labels item {position} {label}, but {pending[key][2]} says {pending[key][0]}")
+            continue
+        pending[key] = (label, note, RowError(sheet, line, ""))
+        result.annotators.add(who)
     if result.errors:
         return result
     when = now()
