@@ -28,7 +28,7 @@ VERDICTS = "\n".join(f'{i}. Yes - "quote {i}"' for i in range(1, 21))
 
 
 def serve(conn) -> None:
-    from pipeline.fake_server import FakeOpenAIServer, Reply
+    from pipeline.testing.fake_server import FakeOpenAIServer, Reply
 
     server = FakeOpenAIServer(lambda body: Reply(text=VERDICTS)).start()
     server.batch_polls = 1

@@ -31,7 +31,7 @@ TARGET = 1.15
 
 
 def serve(latency_s: float, conn) -> None:
-    from pipeline.fake_server import FakeOpenAIServer
+    from pipeline.testing.fake_server import FakeOpenAIServer
 
     server = FakeOpenAIServer(latency_s=latency_s).start()
     conn.send(server.base_url)

@@ -35,8 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.fake_responders import ScriptedModel, audit_rows, make_store, multi_config_toml, result_fingerprint  # noqa: E402
-from pipeline.fake_server import FakeOpenAIServer  # noqa: E402
+from pipeline.testing.responders import ScriptedModel, audit_rows, make_store, multi_config_toml, result_fingerprint  # noqa: E402
+from pipeline.testing.fake_server import FakeOpenAIServer  # noqa: E402
 from pipeline.store import open_store  # noqa: E402
 
 CLI = "import sys; from pipeline.cli import main; sys.exit(main())"

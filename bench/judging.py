@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline.config import parse_config  # noqa: E402
 from pipeline.evaluate import EvaluateOptions, run_judge  # noqa: E402
-from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message  # noqa: E402
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message  # noqa: E402
 from pipeline.llm import LLMClient  # noqa: E402
 from pipeline.store import Store, now, open_store  # noqa: E402
 

@@ -52,13 +52,13 @@ async def run(urls: list[str], label: str, ideal: float) -> None:
 
 
 def _slow(request: dict) -> object:
-    from pipeline.fake_server import Reply
+    from pipeline.testing.fake_server import Reply
 
     return Reply(text="slow", delay_s=0.2)
 
 
 def serve(latency_s: float, slow: bool, conn) -> None:
-    from pipeline.fake_server import FakeOpenAIServer, echo_responder
+    from pipeline.testing.fake_server import FakeOpenAIServer, echo_responder
 
     server = FakeOpenAIServer(_slow if slow else echo_responder, latency_s=latency_s).start()
     conn.send(server.base_url)

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.config import parse_config  # noqa: E402
-from pipeline.fake_responders import (  # noqa: E402
+from pipeline.testing.responders import (  # noqa: E402
     ScriptedModel,
     audit_rows,
     build_and_evaluate,
@@ -41,7 +41,7 @@ from pipeline.fake_responders import (  # noqa: E402
     multi_config_toml,
     result_fingerprint,
 )
-from pipeline.fake_server import (  # noqa: E402
+from pipeline.testing.fake_server import (  # noqa: E402
     ALL_FAULT_KINDS,
     ECHO_KEY_TEXT,
     FAULT_KINDS,

@@ -4,7 +4,7 @@ How: the command's stages run unchanged against a throwaway copy of the store, w
 in pricing mode (``LLMClient(pricing=...)``). A call the cache already answers is counted as a
 hit. A call nobody answered is not sent: it is priced from its real rendered messages and
 answered with a placeholder, the reply a well-behaved model would give (the scripted model of
-pipeline.fake_responders), so the stage goes on to the calls that depend on it. The placeholder
+pipeline.testing.responders), so the stage goes on to the calls that depend on it. The placeholder
 is never cached, and it lands only in the copy, which is deleted at the end: the store is not
 touched, and no server is asked anything.
 
@@ -107,7 +107,7 @@ class Pricer:
     placeholder (never cached). Built on the real store, whose ``llm_calls`` give the history."""
 
     def __init__(self, config: Config, store: Store, command: str) -> None:
-        from .fake_responders import ScriptedModel
+        from .testing.responders import ScriptedModel
 
         self.config = config
         self.estimate = Estimate(command)

@@ -29,7 +29,7 @@ def store(store_path: Path):
 
 @pytest.fixture
 def fake_server():
-    from pipeline.fake_server import FakeOpenAIServer
+    from pipeline.testing.fake_server import FakeOpenAIServer
 
     with FakeOpenAIServer() as server:
         yield server

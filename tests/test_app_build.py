@@ -184,8 +184,8 @@ async def test_missing_stage_reports_instead_of_crashing(tmp_path):
 async def test_real_build_stages_step_through_fake_server(tmp_path):
     """The real synthesize/base/revise stages (pipeline.build), driven from the Build screen
     against the scripted fake server: step one pair, inspect, continue, then audit the result."""
-    from pipeline.fake_responders import ScriptedModel, fake_config, make_store
-    from pipeline.fake_server import FakeOpenAIServer
+    from pipeline.testing.responders import ScriptedModel, fake_config, make_store
+    from pipeline.testing.fake_server import FakeOpenAIServer
 
     make_store(tmp_path / "s.sqlite", n_pairs=2).close()
     with FakeOpenAIServer(ScriptedModel(with_flags=False)) as server:

@@ -18,8 +18,8 @@ from pipeline.build import BuildOptions, run_build
 from pipeline.config import parse_config
 from pipeline.errors import BatchPending, ConfigError
 from pipeline.evaluate import EvaluateOptions, evaluate
-from pipeline.fake_responders import ScriptedModel, make_store, result_fingerprint
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.responders import ScriptedModel, make_store, result_fingerprint
+from pipeline.testing.fake_server import FakeOpenAIServer
 from pipeline.llm import LLMClient
 from pipeline.store import open_store
 
@@ -307,7 +307,7 @@ async def test_vllm_export_and_ingest(server, tmp_path):
     assert B.export(store, config, tmp_path / "out") == []  # exported once
     outputs = []
     model = ScriptedModel()
-    from pipeline.fake_server import _envelope
+    from pipeline.testing.fake_server import _envelope
 
     for path, _ in written:
         out_path = path.with_name(path.stem + ".out.jsonl")
@@ -399,7 +399,7 @@ def test_the_command_line_round_trip(server, tmp_path, capsys):
     import asyncio
 
     from pipeline.cli import main
-    from pipeline.fake_responders import config_toml
+    from pipeline.testing.responders import config_toml
 
     cfg = tmp_path / "unspecific.toml"
     cfg.write_text(config_toml(server.base_url, concurrency=2).replace(

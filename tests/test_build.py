@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from build_fakes import DUPLICATE, LEAKY, NEAR_DUPLICATE, ScriptedModel, config_toml, fake_config, make_store
+from pipeline.testing.responders import DUPLICATE, LEAKY, NEAR_DUPLICATE, ScriptedModel, config_toml, fake_config, make_store
 from pipeline.build import BuildOptions, run_base, run_build, run_revise, run_synthesize, start_build_run
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.fake_server import FakeOpenAIServer
 from pipeline.llm import LLMClient
 from pipeline.progress import StopFlag
 
@@ -187,7 +187,7 @@ async def test_short_revision_asks_only_missing_ids_then_fails(tmp_path) -> None
     class DropOne(ScriptedModel):
         def __call__(self, request):
             reply = super().__call__(request)
-            from build_fakes import kind_of
+            from pipeline.testing.responders import kind_of
 
             if kind_of(request) in ("revise_direct", "revise_missing"):
                 data = json.loads(reply.text)

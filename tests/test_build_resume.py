@@ -11,8 +11,8 @@ import sys
 import time
 from collections import Counter
 
-from build_fakes import ScriptedModel, config_toml, make_store
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.responders import ScriptedModel, config_toml, make_store
+from pipeline.testing.fake_server import FakeOpenAIServer
 from pipeline.store import open_store
 
 ARGS = ["build", "--n", "3", "--constraints", "8", "--words", "60", "--contradictions", "--run", "resume-test"]

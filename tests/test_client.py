@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.config import parse_config
 from pipeline.errors import EndpointError, ParseError
-from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
 from pipeline.llm import LLMClient, Params, cache_key, parse_json_lenient
 
 SECRET = "sk-test-SECRET-value-1234567890"

@@ -9,7 +9,7 @@ from test_generation import _config, _setup
 
 from pipeline.contract import is_refusal, prose_problem
 from pipeline.errors import ParseError
-from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
 from pipeline.generation import respond, summarize
 from pipeline.llm import LLMClient
 

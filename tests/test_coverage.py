@@ -14,7 +14,7 @@ from test_evaluate import KEYWORDS, _between, make_config, make_instructions, ro
 from pipeline.coverage import Coverage, low_groups
 from pipeline.errors import UnusableEndpointError
 from pipeline.evaluate import EvaluateOptions, evaluate
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.fake_server import FakeOpenAIServer
 from pipeline.judging import UNANSWERED
 from pipeline.metrics import compute_metrics
 from pipeline.report import ReportOptions, build_report, render, write_outputs

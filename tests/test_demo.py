@@ -14,8 +14,8 @@ from app_support import settle
 
 from pipeline.config import load_config
 from pipeline.demo import DemoOptions, run_demo_blocking
-from pipeline.fake_responders import ScriptedModel, config_toml
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.responders import ScriptedModel, config_toml
+from pipeline.testing.fake_server import FakeOpenAIServer
 from pipeline.progress import ProgressEvent
 from pipeline.store import open_store
 from unspecific_tui.app import UnspecificApp
@@ -165,8 +165,8 @@ class JunkJudge(ScriptedModel):
     """Every judge call answers 200 OK with prose that holds no verdict."""
 
     def __call__(self, request):
-        from pipeline.fake_responders import kind_of
-        from pipeline.fake_server import Reply
+        from pipeline.testing.responders import kind_of
+        from pipeline.testing.fake_server import Reply
 
         if kind_of(request) in ("judge_batched", "format_repair") and "TEXT" in str(request["messages"]):
             if kind_of(request) == "judge_batched" or "verdict" in str(request["messages"][-1]).lower():

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from build_fakes import ScriptedModel, config_toml, make_store
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.responders import ScriptedModel, config_toml, make_store
+from pipeline.testing.fake_server import FakeOpenAIServer
 from pipeline.store import open_store
 
 

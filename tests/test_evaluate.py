@@ -12,7 +12,7 @@ import pytest
 from pipeline.config import parse_config
 from pipeline.errors import StageError
 from pipeline.evaluate import EvaluateOptions, evaluate, resolve, run_evaluate
-from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
 from pipeline.llm import LLMClient
 from pipeline.progress import StopFlag
 from pipeline.store import now

@@ -4,11 +4,11 @@ item 5): exit 2, a message naming what matched nothing, and no run row added."""
 from __future__ import annotations
 
 import pytest
-from build_fakes import ScriptedModel, config_toml, make_store
 from test_evaluate import make_instructions, world
 
 from pipeline.cli import main
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.fake_server import FakeOpenAIServer
+from pipeline.testing.responders import ScriptedModel, config_toml, make_store
 from pipeline.store import open_store
 
 

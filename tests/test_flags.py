@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from build_fakes import ARTICLE_A, ARTICLE_B, make_store
+from pipeline.testing.responders import ARTICLE_A, ARTICLE_B, make_store
 from pipeline.flags import (
     FlagSettings,
     capitalised_words,

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.config import parse_config
 from pipeline.errors import ParseError, StageError
-from pipeline.fake_server import FakeOpenAIServer, last_user_message
+from pipeline.testing.fake_server import FakeOpenAIServer, last_user_message
 from pipeline.generation import count_words, respond, summarize
 from pipeline.llm import LLMClient
 from pipeline.store import now

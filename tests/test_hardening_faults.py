@@ -8,7 +8,7 @@ from __future__ import annotations
 import tomllib
 
 from pipeline.config import parse_config
-from pipeline.fake_responders import (
+from pipeline.testing.responders import (
     ScriptedModel,
     audit_rows,
     build_and_evaluate,
@@ -16,7 +16,7 @@ from pipeline.fake_responders import (
     multi_config_toml,
     result_fingerprint,
 )
-from pipeline.fake_server import FAULT_KINDS, FakeOpenAIServer
+from pipeline.testing.fake_server import FAULT_KINDS, FakeOpenAIServer
 from pipeline.llm import LLMClient
 
 PAIRS, N, MODELS, JUDGES = 3, 8, 2, 2

@@ -270,7 +270,7 @@ def test_responses_import_then_summarised_and_judged_like_our_own(store, tmp_pat
     from test_evaluate import KEYWORDS, make_config, roles_called, world
 
     from pipeline.evaluate import EvaluateOptions, run_evaluate
-    from pipeline.fake_server import FakeOpenAIServer
+    from pipeline.testing.fake_server import FakeOpenAIServer
     from pipeline.llm import LLMClient
 
     bench = write_jsonl(tmp_path / "bench.jsonl", [

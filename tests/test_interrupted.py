@@ -14,7 +14,7 @@ from pathlib import Path
 from test_evaluate import make_instructions, world
 
 from pipeline.config import parse_config
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.fake_server import FakeOpenAIServer
 from pipeline.runs import create_run
 from pipeline.store import mark_interrupted, open_store
 

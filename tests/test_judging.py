@@ -9,7 +9,7 @@ import re
 import pytest
 
 from pipeline.config import parse_config
-from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
 from pipeline.judging import find_quote, judge_generation, judge_text, parse_batched_reply, prompt_hash
 from pipeline.llm import LLMClient
 from pipeline.store import now

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline import local_model as lm
 from pipeline.errors import LocalModelError, LocalServerDied
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.fake_server import FakeOpenAIServer
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.config import parse_config
 from pipeline.errors import CorpusError
-from pipeline.fake_server import FakeOpenAIServer, last_user_message
+from pipeline.testing.fake_server import FakeOpenAIServer, last_user_message
 from pipeline.llm import LLMClient
 from pipeline.metrics import naturalness_rates
 from pipeline.naturalness import NaturalnessOptions, comparison_pairs, import_human_sets, run_naturalness

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.config import parse_config
 from pipeline.errors import ConfigError
-from pipeline.fake_server import FakeOpenAIServer, Reply, last_user_message
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
 from pipeline.llm import LLMClient, cache_key
 
 

@@ -17,8 +17,8 @@ from typing import Any
 from pipeline.build import BuildOptions, run_build
 from pipeline.config import parse_config
 from pipeline.evaluate import EvaluateOptions, run_evaluate
-from pipeline.fake_responders import ScriptedModel, kind_of, make_store
-from pipeline.fake_server import FakeOpenAIServer, Reply
+from pipeline.testing.responders import ScriptedModel, kind_of, make_store
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply
 from pipeline.llm import LLMClient
 from pipeline.prompts import defuse, load_template
 

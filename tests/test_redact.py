@@ -6,7 +6,7 @@ import pytest
 from test_evaluate import make_instructions
 
 from pipeline.errors import EndpointError
-from pipeline.fake_server import FakeOpenAIServer, Reply
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply
 from pipeline.redact import MARK, redact, remember_env
 from pipeline.store import open_store
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from test_evaluate import _between, make_config, make_instructions, role_of, world
 
 from pipeline.evaluate import EvaluateOptions, evaluate
-from pipeline.fake_server import FakeOpenAIServer
+from pipeline.testing.fake_server import FakeOpenAIServer
 from pipeline.report import ReportOptions, build_report, render, write_outputs
 
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from build_fakes import ARTICLE_A, ARTICLE_B, fake_config, make_store
+from pipeline.testing.responders import ARTICLE_A, ARTICLE_B, fake_config, make_store
 from pipeline.errors import ParseError
-from pipeline.fake_server import FakeOpenAIServer, Reply
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply
 from pipeline.llm import LLMClient, ReplyError
 from pipeline.prompts import load_template
 from pipeline.revision import (

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from build_fakes import ARTICLE_A, ARTICLE_B, ScriptedModel, fake_config, kind_of
-from pipeline.fake_server import FakeOpenAIServer, Reply
+from pipeline.testing.responders import ARTICLE_A, ARTICLE_B, ScriptedModel, fake_config, kind_of
+from pipeline.testing.fake_server import FakeOpenAIServer, Reply
 from pipeline.llm import LLMClient
 from pipeline.prompts import load_template
 from pipeline.store import open_store

@@ -2,8 +2,9 @@
 items) and answers it the way a well-behaved model would, for every stage: synthesis,
 revision, the base article and its judging, responses, summaries, judges, naturalness.
 
-Shared by the build and evaluate tests, the hardening tests and the benches (soak, crash),
-with a tiny store of paired articles (``make_store``) and configs on the fake server.
+Shared by the build and evaluate tests, the hardening tests, the benches (soak, crash) and the
+``--dry-run`` estimator (its placeholder replies), with a tiny store of paired articles
+(``make_store``) and configs on the fake server.
 
 The replies are a pure function of the request, so two runs over the same store ask and
 get the same things; that is what the crash bench compares. The world it answers:
@@ -25,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Config, parse_config
+from ..config import Config, parse_config
 from .fake_server import Reply
-from .store import Store, now, open_store
+from ..store import Store, now, open_store
 
 ARTICLE_A = (
     "The town council of Smithfield met on Tuesday evening to argue over a budget shortfall that has left "
@@ -449,9 +450,9 @@ async def build_and_evaluate(store: Store, config: Config, *, n_pairs: int, n_co
     """Build, then evaluate, each run again while anything is unfinished or failed: the
     documented way to resume. ``audit`` (models, judges) also re-runs evaluate while
     ``audit_rows`` finds a row missing. Returns the passes build and evaluate took."""
-    from .build import BuildOptions, run_build
-    from .evaluate import EvaluateOptions, run_evaluate
-    from .llm import LLMClient
+    from ..build import BuildOptions, run_build
+    from ..evaluate import EvaluateOptions, run_evaluate
+    from ..llm import LLMClient
 
     client = LLMClient(config, store, backoff_base_s=backoff_base_s, backoff_cap_s=backoff_cap_s)
     options = BuildOptions.from_config(config, n=n_pairs, n_constraints=n_constraints, words=words, run_id=run_id,
