@@ -164,6 +164,16 @@ def unusable_reason(item: str, prompt: str) -> str | None:
     return None
 
 
+def main_task_problem(task: str, rules: str) -> str | None:
+    """Why a main task is not about the texts, or None. A 1.5B model, shown a form or an example
+    in the rules, tends to hand it back: a task about a factory for an article on a bank's profits."""
+    if re.search(r"<[^<>]*>", task):
+        return "the main task still holds a <placeholder> from the form: name the kind of text and its subject"
+    if copies_prompt(task, rules, n=5):
+        return "the main task copies the instructions' wording: write one about these texts"
+    return None
+
+
 def usable(item: str, prompt: str) -> bool:
     return unusable_reason(item, prompt) is None
 
@@ -229,6 +239,7 @@ async def ask_constraints(
     fmt = structured_format(ep, schema)
     params = params or Params(max_tokens=_max_tokens(n))
     messages = template.render(**fields)
+    rules = "\n".join(m["content"] for m in messages if m["role"] == "system")
 
     def accept(text: str) -> tuple[str, list[str]]:
         task, items = parse_constraint_list(text)
@@ -236,6 +247,9 @@ async def ask_constraints(
             raise ReplyError("no constraints found: expected a JSON object with a 'constraints' list", reply=text)
         if not task:
             raise ReplyError("no main task found: expected a 'main_task' string", reply=text)
+        problem = main_task_problem(task, rules)
+        if problem:
+            raise ReplyError(problem, reply=text)
         return task, items
 
     # One repair round for a reply with no usable list at all (count repairs come after).

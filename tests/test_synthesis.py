@@ -241,3 +241,29 @@ async def test_a_long_gap_is_filled_in_chunks_each_about_another_aspect(tmp_path
     assert [int(re.search(r"Write EXACTLY (\d+) more", a).group(1)) for a in asks] == [MORE_CHUNK, MORE_CHUNK, 5]
     assert [next(i for i, aspect in enumerate(ASPECTS) if aspect in a) for a in asks] == [0, 1, 2]
     assert len(set(result.constraints)) == 39
+
+
+async def test_a_main_task_handed_back_from_the_form_is_asked_again(tmp_path) -> None:
+    """Seen with the embedded 1.5B model: shown an example main task, it returned the example
+    word for word ("a local factory closing") for two articles about a media group's profits."""
+    form = load_template("synthesize_common").render(article_a="a", article_b="b", n=2, domain="news")[0]["content"]
+    parroted = re.search(r'in the form "([^"]+)"', form.replace("\n   ", " ")).group(1)
+    items = ["Explain why the money ran out and who is blamed.", "Report what happens next and when."]
+    replies = [json.dumps({"main_task": parroted, "constraints": items}),
+               json.dumps({"main_task": "Write a news article about a council's budget gap.", "constraints": items})]
+    with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
+        store, client = await _client(tmp_path, server)
+        result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 2, domain="news", seed="x")
+        await client.aclose()
+    assert result.main_task == "Write a news article about a council's budget gap."
+    assert "placeholder" in server.requests[1]["messages"][-1]["content"]
+
+
+def test_main_task_problems_name_what_is_wrong() -> None:
+    from pipeline.synthesis import main_task_problem
+
+    rules = load_template("synthesize_single").render(article="x", n=3, domain="news")[0]["content"]
+    assert main_task_problem("Write a news article about a bank's yearly profits and its shares.", rules) is None
+    assert "placeholder" in main_task_problem("Write a <kind of text> about profits.", rules)
+    copied = "Write a news article about what this text is about, in general terms"
+    assert "copies the instructions" in main_task_problem(copied, rules)
