@@ -10,9 +10,9 @@ as it finishes and found again on a re-run, so a killed run resumes without payi
 Units run through pipeline.units (the runner build and naturalness use too) under its
 ``RECORD_AND_CONTINUE`` policy: a unit that fails (the endpoint gave up, a reply that stayed
 unusable) is logged and counted, and the others go on; only a string of endpoint failures in a
-row (a dead endpoint, a wrong key) stops the step. ``rejudge`` skips the first two steps: a new judge, or a changed judge
-prompt (its hash is part of each verdict's key), re-scores stored texts without
-regenerating them.
+row (a dead endpoint, a wrong key) stops the step. ``rejudge`` skips the first two steps: a new
+judge, or a changed judge prompt (its hash is part of each verdict's key), re-scores stored
+texts without regenerating them.
 
 Judging is checked, not trusted: a judge whose every verdict on ``MAX_UNUSABLE_IN_A_ROW``
 texts in a row is missing (its replies could not be parsed) stops the step, showing one raw
