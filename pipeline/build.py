@@ -12,8 +12,10 @@ Three stages, each resumable and usable alone (the app's step mode):
 
 Every unit commits as it finishes (and every LLM call is cached by the client), so a killed
 build started again with the same run id repeats no paid call for stored work. Units run
-concurrently up to the generator endpoint's concurrency; ``stop`` is checked before each
-unit starts and ``max_units`` bounds how many a call processes.
+through pipeline.units (the runner evaluate and naturalness use too), concurrently up to the
+generator endpoint's concurrency, under its ``FAIL_FAST`` policy: an unusable reply fails its
+instruction, any other error stops the build. ``stop`` is checked before each unit starts and
+``max_units`` bounds how many a call processes.
 
 Instruction status: pending -> synthesized -> [base_judged ->] [revised ->] done, or failed
 (with ``error``); a failed instruction is retried by the next build of the same run.
@@ -21,11 +23,11 @@ Instruction status: pending -> synthesized -> [base_judged ->] [revised ->] done
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from functools import partial
 from typing import Any
 
 from .config import Config
@@ -35,7 +37,7 @@ from .judging import MODES
 from .llm import LLMClient, Usage, usage_scope
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from .revision import revise_direct, revise_eval, judge_base, write_base_article
-from .runs import add_usage, create_run, recording
+from .runs import create_run, recording
 from .store import Store
 from .synthesis import (
     COMMON_CONDITIONS,
@@ -48,6 +50,7 @@ from .synthesis import (
     synthesize_single,
     write_synthesis,
 )
+from .units import FAIL_FAST, Budget, RunUsage, StageSummary, Unit, run_units
 
 RULES = ("paper", "research")
 STAGES = ("synthesize", "base", "revise")
@@ -136,17 +139,6 @@ class BuildOptions:
 
 
 @dataclass
-class StageSummary:
-    stage: str
-    processed: int = 0  # units finished in this call
-    failed: int = 0  # units recorded as failed in this call
-    remaining: int = 0  # units still to do after this call
-    stopped: bool = False
-    usage: dict[str, Usage] = field(default_factory=dict)  # by condition ("common" = the shared synthesis)
-    deferred: int = 0  # batch mode: units waiting on a batch (neither done nor failed)
-
-
-@dataclass
 class ConditionReport:
     condition: str
     instructions: int  # done
@@ -230,69 +222,7 @@ def _text(store: Store, article_id: int) -> str:
     return store.get_text(row["text_hash"])
 
 
-# -- running units --------------------------------------------------------------------------------
-
-
-class _UsageFlusher:
-    """Adds the client's usage to the run's totals after each unit, so a killed run keeps them."""
-
-    def __init__(self, store: Store, run_id: str, client: LLMClient) -> None:
-        self.store, self.run_id, self.client = store, run_id, client
-        self.last = Usage(**client.usage.as_dict())
-
-    def flush(self) -> None:
-        now = self.client.usage
-        delta = Usage(**{k: getattr(now, k) - getattr(self.last, k) for k in now.as_dict()})
-        if delta.calls or delta.cache_hits:
-            add_usage(self.store, self.run_id, delta)
-        self.last = Usage(**now.as_dict())
-
-
-async def _run_units(
-    stage: str,
-    units: Sequence[Any],
-    work: Callable[[Any], Awaitable[bool]],
-    *,
-    concurrency: int,
-    progress: ProgressHook,
-    stop: StopFlag | None,
-    max_units: int | None,
-    flusher: _UsageFlusher,
-    summary: StageSummary,
-) -> None:
-    """Run ``work`` on each unit (True = finished, False = failed and recorded), ``concurrency`` at a time."""
-    todo = list(units) if max_units is None else list(units)[: max(0, max_units)]
-    total = len(units)
-    halt = StopFlag()  # set when an endpoint fails for good: the other units should not start
-    semaphore = asyncio.Semaphore(max(1, concurrency))
-    progress(ProgressEvent(stage, 0, total, f"{stage}: {total} to do"))
-
-    async def one(unit: Any) -> None:
-        async with semaphore:
-            if (stop is not None and stop) or halt:
-                return
-            try:
-                ok = await work(unit)
-            except BatchPending:
-                # Batch mode: the unit's call went to a batch; its instruction keeps its status, so
-                # the next run takes it up again. Neither a failure nor a reason to halt.
-                summary.deferred += 1
-                return
-            except BaseException:
-                halt.stop("error")
-                raise
-            finally:
-                flusher.flush()
-            summary.processed += 1
-            summary.failed += 0 if ok else 1
-            progress(ProgressEvent(stage, summary.processed, total))
-
-    results = await asyncio.gather(*(one(u) for u in todo), return_exceptions=True)
-    summary.remaining = total - summary.processed
-    summary.stopped = bool(stop) or summary.remaining > 0
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
+# -- units (run by pipeline.units) ----------------------------------------------------------------
 
 
 def _usage_for(summary: StageSummary, condition: str) -> Usage:
@@ -303,10 +233,11 @@ def _concurrency(config: Config, options: BuildOptions) -> int:
     return config.endpoint(options.generator_name(config)).concurrency
 
 
-def _fail(store: Store, instruction_id: int, exc: Exception, progress: ProgressHook, stage: str) -> bool:
+def _fail(store: Store, instruction_id: int, exc: Exception) -> str:
+    """Record the instruction as failed (the next build of the run retries it); the unit's failure
+    is reported by the runner."""
     set_status(store, instruction_id, "failed", str(exc))
-    progress(ProgressEvent(stage, 0, 0, f"instruction {instruction_id} failed: {exc}", kind="error"))
-    return False
+    return f"instruction {instruction_id}: {exc}"
 
 
 def _has_constraints(store: Store, instruction_id: int) -> bool:
@@ -340,14 +271,14 @@ def _needs_synthesis(store: Store, run_id: str, pair: dict[str, Any], options: B
 
 async def run_synthesize(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
                          progress: ProgressHook = no_progress, stop: StopFlag | None = None,
-                         max_units: int | None = None) -> StageSummary:
+                         max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
     """Per pair: the single synthesis and the shared common synthesis, copied into each common
     condition. One unit = one pair."""
     run_id = _run_id(options)
     summary = StageSummary("synthesize")
     generator = options.generator_name(config)
     n = options.n_constraints
-    units = [p for p in select_pairs(store, options) if _needs_synthesis(store, run_id, p, options)]
+    pairs = [p for p in select_pairs(store, options) if _needs_synthesis(store, run_id, p, options)]
 
     def instruction(condition: str, pair: dict[str, Any], b: int | None) -> dict[str, Any]:
         return get_or_create_instruction(store, run_id, condition, domain=options.domain, pair_id=pair["id"],
@@ -364,8 +295,8 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
             return True
         return inst["status"] not in ("pending", "failed")
 
-    async def work(pair: dict[str, Any]) -> bool:
-        ok = True
+    async def work(pair: dict[str, Any]) -> str:
+        failed: list[str] = []  # instructions of this pair recorded as failed
         waiting: BatchPending | None = None  # batch mode: the single list waits; the common one is still asked
         if "single" in options.conditions:
             inst = instruction("single", pair, None)
@@ -375,49 +306,50 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                         result = await synthesize_single(client, generator, _text(store, pair["article_a"]), n,
                                                          domain=options.domain, repair_rounds=options.repair_rounds)
                     except ParseError as exc:
-                        ok = _fail(store, inst["id"], exc, progress, "synthesize")
+                        failed.append(_fail(store, inst["id"], exc))
                     except BatchPending as exc:
                         waiting = exc
                     else:
                         write_synthesis(store, inst["id"], result, status="synthesized")
-        if not options.common:
-            if waiting is not None:
-                raise waiting
-            return ok
-        b = pair["article_b"]
-        holder_status = "synthesized" if options.holder == "none" else "source"
-        holder = instruction(options.holder, pair, b)
-        if not reopen(holder, holder_status):
-            with usage_scope(_usage_for(summary, "common")):
-                try:
-                    result = await synthesize_common(
-                        client, generator, _text(store, pair["article_a"]), _text(store, b), n,
-                        domain=options.domain, seed=f"{pair['article_a']}-{b}",
-                        repair_rounds=options.repair_rounds,
-                    )
-                except ParseError as exc:
-                    ok = _fail(store, holder["id"], exc, progress, "synthesize")
-                else:
-                    write_synthesis(store, holder["id"], result, status=holder_status)
+        if options.common:
+            b = pair["article_b"]
+            holder_status = "synthesized" if options.holder == "none" else "source"
+            holder = instruction(options.holder, pair, b)
+            if not reopen(holder, holder_status):
+                with usage_scope(_usage_for(summary, "common")):
+                    try:
+                        result = await synthesize_common(
+                            client, generator, _text(store, pair["article_a"]), _text(store, b), n,
+                            domain=options.domain, seed=f"{pair['article_a']}-{b}",
+                            repair_rounds=options.repair_rounds,
+                        )
+                    except ParseError as exc:
+                        failed.append(_fail(store, holder["id"], exc))
+                    else:
+                        write_synthesis(store, holder["id"], result, status=holder_status)
+            if waiting is None:
+                holder = instruction(options.holder, pair, b)
+                for condition in options.common:
+                    if condition == options.holder:
+                        continue
+                    inst = instruction(condition, pair, b)
+                    if reopen(inst, "synthesized"):
+                        continue
+                    if holder["status"] in _HAS_CONSTRAINTS:
+                        copy_synthesis(store, holder["id"], inst["id"])
+                    else:
+                        failed.append(_fail(store, inst["id"],
+                                            StageError(f"the common synthesis failed: {holder['error']}")))
         if waiting is not None:
             raise waiting
-        holder = instruction(options.holder, pair, b)
-        for condition in options.common:
-            if condition == options.holder:
-                continue
-            inst = instruction(condition, pair, b)
-            if reopen(inst, "synthesized"):
-                continue
-            if holder["status"] in _HAS_CONSTRAINTS:
-                copy_synthesis(store, holder["id"], inst["id"])
-            else:
-                ok = _fail(store, inst["id"], StageError(f"the common synthesis failed: {holder['error']}"), progress,
-                           "synthesize")
-        return ok
+        if failed:  # a reply that stayed unusable: the runner records the unit's failure
+            raise ParseError("; ".join(failed))
+        return f"pair {pair['id']}: synthesized"
 
-    await _run_units("synthesize", units, work, concurrency=_concurrency(config, options), progress=progress,
-                     stop=stop, max_units=max_units, flusher=_UsageFlusher(store, run_id, client), summary=summary)
-    return summary
+    units = [Unit(f"pair {p['id']} (articles {p['article_a']} and {p['article_b']})", partial(work, p)) for p in pairs]
+    return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
+                           progress=progress, stop=stop, budget=budget or Budget(max_units),
+                           usage=RunUsage(store, run_id, client.usage))
 
 
 # -- stage 2: the base article ----------------------------------------------------------------------
@@ -425,28 +357,30 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
 
 async def run_base(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
                    progress: ProgressHook = no_progress, stop: StopFlag | None = None,
-                   max_units: int | None = None) -> StageSummary:
+                   max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
     """Per eval instruction: the base article (written once) and its verdicts on every constraint."""
     run_id = _run_id(options)
     summary = StageSummary("base")
-    units = store.query(
+    instructions = store.query(
         "SELECT * FROM instructions WHERE run_id = ? AND condition = 'eval' AND status = 'synthesized' ORDER BY id", [run_id]
     ) if "eval" in options.conditions else []
     generator, judge = options.generator_name(config), options.judge_name(config)
 
-    async def work(inst: dict[str, Any]) -> bool:
+    async def work(inst: dict[str, Any]) -> str:
         with usage_scope(_usage_for(summary, "eval")):
             try:
                 gen_id = await write_base_article(store, client, generator, inst["id"], inst["main_task"] or "", options.words)
                 await judge_base(store, client, judge, inst["id"], gen_id, options.judging_mode)
             except ParseError as exc:
-                return _fail(store, inst["id"], exc, progress, "base")
+                _fail(store, inst["id"], exc)
+                raise
         set_status(store, inst["id"], "base_judged", base_generation_id=gen_id)
-        return True
+        return f"instruction {inst['id']} (eval): base article {gen_id} written and judged"
 
-    await _run_units("base", units, work, concurrency=_concurrency(config, options), progress=progress, stop=stop,
-                     max_units=max_units, flusher=_UsageFlusher(store, run_id, client), summary=summary)
-    return summary
+    units = [Unit(f"instruction {i['id']} (eval)", partial(work, i)) for i in instructions]
+    return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
+                           progress=progress, stop=stop, budget=budget or Budget(max_units),
+                           usage=RunUsage(store, run_id, client.usage))
 
 
 # -- stage 3: revision, flags, contradictions ---------------------------------------------------------
@@ -454,13 +388,13 @@ async def run_base(store: Store, config: Config, client: LLMClient, options: Bui
 
 async def run_revise(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
                      progress: ProgressHook = no_progress, stop: StopFlag | None = None,
-                     max_units: int | None = None) -> StageSummary:
+                     max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
     """Revise direct and eval instructions (lineage kept), then flag every instruction; status done."""
     run_id = _run_id(options)
     summary = StageSummary("revise")
     conditions = list(options.conditions)
     marks = ",".join("?" * len(conditions))
-    units = store.query(
+    instructions = store.query(
         f"SELECT * FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND ("
         " (condition IN ('single', 'none') AND status = 'synthesized')"
         " OR (condition = 'direct' AND status IN ('synthesized', 'revised'))"
@@ -475,7 +409,7 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
 
         embedder = get_embedder(options.embedder)
 
-    async def work(inst: dict[str, Any]) -> bool:
+    async def work(inst: dict[str, Any]) -> str:
         condition = inst["condition"]
         with usage_scope(_usage_for(summary, condition)):
             try:
@@ -494,13 +428,15 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                 if options.contradictions:
                     await check_contradictions(store, client, generator, inst["id"])
             except ParseError as exc:
-                return _fail(store, inst["id"], exc, progress, "revise")
+                _fail(store, inst["id"], exc)
+                raise
         set_status(store, inst["id"], "done")
-        return True
+        return f"instruction {inst['id']} ({condition}): done"
 
-    await _run_units("revise", units, work, concurrency=_concurrency(config, options), progress=progress, stop=stop,
-                     max_units=max_units, flusher=_UsageFlusher(store, run_id, client), summary=summary)
-    return summary
+    units = [Unit(f"instruction {i['id']} ({i['condition']})", partial(work, i)) for i in instructions]
+    return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
+                           progress=progress, stop=stop, budget=budget or Budget(max_units),
+                           usage=RunUsage(store, run_id, client.usage))
 
 
 # -- the whole build -------------------------------------------------------------------------------------
@@ -517,16 +453,14 @@ async def run_build(store: Store, config: Config, client: LLMClient, options: Bu
     if client.run_id is None:
         client.run_id = run_id
     start = Usage(**client.usage.as_dict())
-    budget = max_units
+    budget = Budget(max_units)  # shared by the stages of this call
     summaries: list[StageSummary] = []
     with recording(store, run_id) as end:
         for name in stages:
-            if (stop is not None and stop) or (budget is not None and budget <= 0):
+            if (stop is not None and stop) or budget.exhausted:
                 break
-            s = await STAGE_FUNCTIONS[name](store, config, client, options, progress=progress, stop=stop, max_units=budget)
+            s = await STAGE_FUNCTIONS[name](store, config, client, options, progress=progress, stop=stop, budget=budget)
             summaries.append(s)
-            if budget is not None:
-                budget -= s.processed
         complete = is_complete(store, run_id, options)
         end.status = "done" if complete else "paused"
     usage = Usage(**{k: getattr(client.usage, k) - getattr(start, k) for k in start.as_dict()})

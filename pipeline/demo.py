@@ -23,9 +23,9 @@ from typing import Any
 from .build import BuildOptions, run_build, select_pairs
 from .config import Config
 from .evaluate import EvaluateOptions, coverage_message, run_evaluate
-from .llm import LLMClient, Usage
+from .llm import LLMClient
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
-from .runs import add_usage, create_run, recording
+from .runs import create_run, recording
 from .store import Store
 
 AuditableHook = Callable[[int], None]
@@ -146,7 +146,7 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
             built = await run_build(store, config, client, build_options(config, options, k, conditions),
                                     progress=progress, stop=stop)
             _add_seconds(result, "build", t0)
-            result.failed += [f"build: {s.stage}: {s.failed} unit(s) failed" for s in built.stages if s.failed]
+            result.failed += [f"build: {f.stage}: {f.unit}: {f.error}" for s in built.stages for f in s.failures]
             ids = [i for i in pair_instructions(store, options.run_id, int(pair["id"])) if i not in result.auditable]
             if ids and not (stop is not None and stop.stopped):
                 t0 = time.monotonic()
@@ -175,25 +175,21 @@ async def _evaluate(store: Store, config: Config, client: LLMClient, options: De
     the groups judged under the coverage minimum, if any."""
     run_id = create_run(store, "evaluate", config, name="demo evaluate", run_id=options.evaluate_run,
                         options={"build_run": options.run_id, "ratios": [options.ratio]})
-    client.run_id = run_id
-    before = Usage(**client.usage.as_dict())
-    try:
-        with recording(store, run_id) as end:
-            result = await run_evaluate(
-                store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids,
-                                                       response_words=options.response_words),
-                progress=progress, stop=stop,
-            )
-            # As `evaluate` does: a judged group under the coverage minimum fails, it is not a
-            # result; units that failed are named in the run's error (and retried by the next run).
-            low = result.low_coverage(result.min_coverage)
-            coverage_error = coverage_message(low, result.min_coverage) if low else None
-            lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures]
-            end.error = "\n".join([*lines, *([coverage_error] if coverage_error else [])]) or None
-            end.status = "paused" if result.stopped else "failed" if low else "done"
-            return result, coverage_error
-    finally:
-        add_usage(store, run_id, Usage(**{k: getattr(client.usage, k) - getattr(before, k) for k in before.as_dict()}))
+    client.run_id = run_id  # the units add their usage to the client's run as they finish
+    with recording(store, run_id) as end:
+        result = await run_evaluate(
+            store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids,
+                                                   response_words=options.response_words),
+            progress=progress, stop=stop,
+        )
+        # As `evaluate` does: a judged group under the coverage minimum fails, it is not a
+        # result; units that failed are named in the run's error (and retried by the next run).
+        low = result.low_coverage(result.min_coverage)
+        coverage_error = coverage_message(low, result.min_coverage) if low else None
+        lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures]
+        end.error = "\n".join([*lines, *([coverage_error] if coverage_error else [])]) or None
+        end.status = "paused" if result.stopped else "failed" if low else "done"
+        return result, coverage_error
 
 
 def _add_seconds(result: DemoSummary, phase: str, t0: float) -> None:

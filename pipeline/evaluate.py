@@ -7,11 +7,12 @@ Three steps, each runnable alone (the app's step mode) and all three by ``run_ev
 
 A unit of work is one response, one summary, or one (text, judge) judging; each is committed
 as it finishes and found again on a re-run, so a killed run resumes without paying twice.
-A unit that fails (the endpoint gave up, a reply that stayed unusable) is logged and counted,
-and the others go on; only a string of failures in a row (a dead endpoint, a wrong key)
-stops the step. ``rejudge`` skips the first two steps: a new judge, or a changed judge
-prompt (its hash is part of each verdict's key), re-scores stored texts without
-regenerating them.
+Units run through pipeline.units (the runner build and naturalness use too) under its
+``RECORD_AND_CONTINUE`` policy: a unit that fails (the endpoint gave up, a reply that stayed
+unusable) is logged and counted, and the others go on; only a string of endpoint failures in a
+row (a dead endpoint, a wrong key) stops the step. ``rejudge`` skips the first two steps: a new
+judge, or a changed judge prompt (its hash is part of each verdict's key), re-scores stored
+texts without regenerating them.
 
 Judging is checked, not trusted: a judge whose every verdict on ``MAX_UNUSABLE_IN_A_ROW``
 texts in a row is missing (its replies could not be parsed) stops the step, showing one raw
@@ -28,27 +29,25 @@ Roles: ``models_under_test``, ``judges``, ``summarizer``.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .config import Config
 from .coverage import MIN_COVERAGE, Coverage, GroupKey, group_coverage, low_groups
-from .errors import BatchPending, EndpointError, StageError, UnspecificError, UnusableEndpointError
+from .errors import StageError, UnusableEndpointError
 from .generation import MODES as RESPONSE_MODES
 from .generation import SUMMARY_SLACK, active_constraints, respond, summarize
 from .judging import MODES as JUDGING_MODES
 from .judging import JudgeSummary, judge_generation, judge_generation_pending
 from .llm import LLMClient
-from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
-from .redact import redact
+from .progress import ProgressHook, StopFlag, no_progress
 from .scores import refresh_text_scores
 from .store import Store
+from .units import RECORD_AND_CONTINUE, Budget, Failure, RunUsage, StageSummary, Unit, run_units
 
 DEFAULT_RATIOS = (0.25,)
 DEFAULT_WORDS = 500
-MAX_FAILURES_IN_A_ROW = 5  # then the endpoint is taken to be down and the step stops
 # Texts in a row on which a judge gave no usable verdict at all: then its replies are junk (a
 # wrong model, a proxy's error page with 200 OK) and judging stops. Three: one bad text is
 # chance, three in a row with repair rounds between is the endpoint.
@@ -164,27 +163,6 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
 
 
 @dataclass
-class Failure:
-    stage: str
-    unit: str  # "instruction 12, model gpt" ...
-    error: str
-
-
-@dataclass
-class StageSummary:
-    stage: str
-    total: int = 0  # units this step had to do when it started
-    done: int = 0
-    skipped: int = 0  # already stored
-    failed: int = 0
-    failures: list[Failure] = field(default_factory=list)
-    stopped: bool = False  # paused by the stop flag or the unit budget before the end
-    coverage: dict[GroupKey, Coverage] = field(default_factory=dict)  # judge: per group judged
-    deferred: int = 0  # batch mode: units waiting on a batch (not failed, not done)
-    waiting_failed: int = 0  # of those, units whose batch item failed (collect --failed chooses)
-
-
-@dataclass
 class EvaluateSummary:
     stages: dict[str, StageSummary] = field(default_factory=dict)
     run_id: str | None = None
@@ -218,101 +196,6 @@ class EvaluateSummary:
         """Groups judged under ``threshold``; nothing when judging stopped early or waits on a
         batch (not finished)."""
         return [] if self.stopped or self.deferred else low_groups(self.coverage, threshold)
-
-
-class Budget:
-    """At most ``limit`` units across the steps of one call (the app's step mode)."""
-
-    def __init__(self, limit: int | None) -> None:
-        self.left = limit
-
-    def take(self) -> bool:
-        if self.left is None:
-            return True
-        if self.left <= 0:
-            return False
-        self.left -= 1
-        return True
-
-    @property
-    def exhausted(self) -> bool:
-        return self.left is not None and self.left <= 0
-
-
-@dataclass(frozen=True)
-class Unit:
-    label: str
-    work: Callable[[], Awaitable[str]]  # returns a one-line log message
-
-
-async def run_units(
-    stage: str, units: Sequence[Unit], summary: StageSummary, *, parallel: int, progress: ProgressHook,
-    stop: StopFlag | None, budget: Budget,
-) -> StageSummary:
-    """Run units with ``parallel`` workers; failures are recorded, not raised, unless the
-    endpoint fails ``MAX_FAILURES_IN_A_ROW`` times in a row."""
-    queue = list(reversed(units))
-    summary.total = len(units) + summary.skipped
-    in_a_row = 0
-    fatal: list[str] = []
-    unusable: list[UnusableEndpointError] = []  # stops the step at once
-    progress(ProgressEvent(stage, summary.done + summary.skipped, summary.total,
-                           f"{stage}: {len(units)} to do, {summary.skipped} already stored"))
-
-    def finished() -> int:
-        return summary.done + summary.skipped + summary.failed
-
-    async def worker() -> None:
-        nonlocal in_a_row
-        while queue and not fatal:
-            if stop is not None and stop.stopped:
-                summary.stopped = True
-                return
-            if not budget.take():
-                summary.stopped = True
-                return
-            unit = queue.pop()
-            try:
-                message = await unit.work()
-            except BatchPending as exc:
-                # Batch mode: the unit's call went to a batch. Not a failure, and says nothing
-                # about the endpoint: the unit is taken up again when the batch is collected.
-                summary.deferred += 1
-                summary.waiting_failed += int(exc.failed)
-                continue
-            except UnusableEndpointError as exc:
-                summary.failed += 1
-                summary.failures.append(Failure(stage, unit.label, str(exc)))
-                unusable.append(exc)
-                fatal.append(str(exc))
-                continue
-            except (UnspecificError, ValueError) as exc:
-                summary.failed += 1
-                # Only the endpoint failing again and again means it is down; a unit's own problem
-                # (no base article to edit, a reply that stayed unusable) says nothing about the next.
-                in_a_row = in_a_row + 1 if isinstance(exc, EndpointError) else 0
-                summary.failures.append(Failure(stage, unit.label, redact(str(exc)) or ""))
-                progress(ProgressEvent(stage, finished(), summary.total, f"{unit.label}: failed: {exc}", kind="error"))
-                if in_a_row >= MAX_FAILURES_IN_A_ROW:
-                    fatal.append(str(exc))
-                continue
-            in_a_row = 0
-            summary.done += 1
-            progress(ProgressEvent(stage, finished(), summary.total, message))
-
-    await asyncio.gather(*(worker() for _ in range(min(parallel, max(1, len(units))))))
-    if queue and not fatal:
-        summary.stopped = True
-    if summary.deferred:
-        progress(ProgressEvent(stage, finished(), summary.total, f"{stage}: {summary.deferred} unit(s) wait on a batch"))
-    if unusable:
-        raise unusable[0]
-    if fatal:
-        raise StageError(
-            f"{stage}: {MAX_FAILURES_IN_A_ROW} units failed in a row, stopping (finished work is stored; "
-            f"run again to resume). Last error: {fatal[0]}"
-        )
-    return summary
 
 
 # -- selection ----------------------------------------------------------------------------------
@@ -405,7 +288,7 @@ def _stored_summaries(store: Store, plan: Plan, response_ids: Sequence[int]) -> 
 
 async def run_respond(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
                       progress: ProgressHook = no_progress, stop: StopFlag | None = None,
-                      max_units: int | None = None, _budget: Budget | None = None) -> StageSummary:
+                      max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
     """A response per selected instruction and model under test."""
     plan = resolve(config, options)
     summary = StageSummary("respond")
@@ -429,13 +312,13 @@ async def run_respond(store: Store, config: Config, client: LLMClient, options: 
                 return f"instruction {iid}: {model} responded ({mode}), generation {gid}"
 
             units.append(Unit(f"instruction {iid}, model {model} ({mode})", work))
-    return await run_units("respond", units, summary, parallel=plan.parallel, progress=progress, stop=stop,
-                            budget=_budget or Budget(max_units))
+    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
+                           stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
 
 
 async def run_summarize(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
                         progress: ProgressHook = no_progress, stop: StopFlag | None = None,
-                        max_units: int | None = None, _budget: Budget | None = None) -> StageSummary:
+                        max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
     """A summary of each stored response of the selection at each ratio."""
     plan = resolve(config, options)
     summary = StageSummary("summarize")
@@ -458,13 +341,13 @@ async def run_summarize(store: Store, config: Config, client: LLMClient, options
                         f" (achieved {achieved:.2f})")
 
             units.append(Unit(f"response {resp['id']} (instruction {resp['instruction_id']}), ratio {ratio:g}", work))
-    return await run_units("summarize", units, summary, parallel=plan.parallel, progress=progress, stop=stop,
-                            budget=_budget or Budget(max_units))
+    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
+                           stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
 
 
 async def run_judge(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
                     progress: ProgressHook = no_progress, stop: StopFlag | None = None,
-                    max_units: int | None = None, _budget: Budget | None = None) -> StageSummary:
+                    max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
     """Every active constraint judged on each response and summary of the selection by every judge.
     Verdicts already stored for the same judge, mode and judge prompt are skipped."""
     plan = resolve(config, options)
@@ -498,8 +381,8 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
                 return f"{what}: {judge} judged {result.judged} constraint(s), {yes} satisfied{extra}"
 
             units.append(Unit(f"{what}, judge {judge}", work))
-    await run_units("judge", units, summary, parallel=plan.parallel, progress=progress, stop=stop,
-                    budget=_budget or Budget(max_units))
+    await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress, stop=stop,
+                    budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
     summary.coverage = judged_coverage(store, [gid for gid, _, _ in texts], [(j, plan.judging) for j in plan.judges])
     return summary
 
@@ -564,7 +447,7 @@ async def run_evaluate(store: Store, config: Config, client: LLMClient, options:
         if (stop is not None and stop.stopped) or budget.exhausted:
             result.halted = True
             break
-        result.stages[name] = await step(store, config, client, options, progress=progress, stop=stop, _budget=budget)
+        result.stages[name] = await step(store, config, client, options, progress=progress, stop=stop, budget=budget)
     result.usage = client.usage.as_dict()
     return result
 
@@ -578,7 +461,7 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
     ``batch``: first collect finished batches, then run with calls nobody answered yet left to
     a batch, and send those as provider batches at the end (pipeline.batch); run it again
     once they are done to go on."""
-    from .runs import add_usage, create_run, finish_run, open_client
+    from .runs import create_run, open_client, recording
 
     options = with_imported_models(store, options)
     plan = resolve(config, options)
@@ -590,35 +473,29 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
 
         await collect(store, config, on_event=lambda m: on_event("batch", m) if on_event else None)
     run_id = create_run(store, "evaluate", config, name=name, options=_public_options(options))
-    try:
+    with recording(store, run_id) as end:
+        # The units add their usage to the run as they finish (pipeline.units.RunUsage).
         async with open_client(config, store, run_id=run_id, on_event=on_event, endpoints=endpoints,
                                batch=batch, pricing=pricing) as client:
-            try:
-                result = await run_evaluate(store, config, client, options, progress=progress, stop=stop,
-                                            max_units=max_units)
-            finally:
-                add_usage(store, run_id, client.usage)
+            result = await run_evaluate(store, config, client, options, progress=progress, stop=stop,
+                                        max_units=max_units)
         if batch:
             from .batch import submit_stage
 
             result.batches = await submit_stage(store, config, on_event)
-    except BaseException as exc:
-        finish_run(store, run_id, "failed" if not isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "paused",
-                   error=str(exc) or type(exc).__name__)
-        raise
-    result.run_id = run_id
-    result.min_coverage = plan.min_coverage
-    errors = []
-    if result.failures:
-        lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures[:50]]
-        more = len(result.failures) - len(lines)
-        errors.append(f"{len(result.failures)} unit(s) failed (run again to retry them):\n" + "\n".join(lines)
-                      + (f"\n... and {more} more" if more > 0 else ""))
-    low = result.low_coverage(plan.min_coverage)
-    if low:
-        errors.append(coverage_message(low, plan.min_coverage))
-    status = "paused" if result.stopped or result.deferred else "failed" if low else "done"
-    finish_run(store, run_id, status, error="\n".join(errors) or None)
+        result.run_id = run_id
+        result.min_coverage = plan.min_coverage
+        errors = []
+        if result.failures:
+            lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures[:50]]
+            more = len(result.failures) - len(lines)
+            errors.append(f"{len(result.failures)} unit(s) failed (run again to retry them):\n" + "\n".join(lines)
+                          + (f"\n... and {more} more" if more > 0 else ""))
+        low = result.low_coverage(plan.min_coverage)
+        if low:
+            errors.append(coverage_message(low, plan.min_coverage))
+        end.status = "paused" if result.stopped or result.deferred else "failed" if low else "done"
+        end.error = "\n".join(errors) or None
     return result
 
 

@@ -28,11 +28,11 @@ from typing import Any
 
 from .config import Config
 from .errors import CorpusError, StageError
-from .evaluate import Budget, StageSummary, Unit, run_units
 from .llm import LLMClient, Params
 from .progress import ProgressHook, StopFlag, no_progress
 from .prompts import defuse, load_template, numbered
 from .store import Store, now
+from .units import RECORD_AND_CONTINUE, Budget, RunUsage, StageSummary, Unit, run_units
 
 HUMAN = "human"
 # The order conditions are named in a pair: the method's own first, so rates read "eval beats ...".
@@ -226,5 +226,5 @@ async def run_naturalness(store: Store, config: Config, client: LLMClient, optio
 
                 units.append(Unit(f"instructions {a} vs {b} ({first} first), judge {judge}", work))
     parallel = options.parallel or sum(config.endpoint(j).concurrency for j in judges)
-    return await run_units("naturalness", units, summary, parallel=parallel, progress=progress, stop=stop,
-                           budget=Budget(max_units))
+    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=parallel, progress=progress, stop=stop,
+                           budget=Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))

@@ -131,7 +131,7 @@ def recording(store: Store, run_id: str) -> Iterator[RunEnd]:
         end.status = "paused"
         raise
     except Exception as exc:
-        end.status, end.error = "failed", str(exc)
+        end.status, end.error = "failed", str(exc) or type(exc).__name__
         raise
     finally:
         finish_run(store, run_id, end.status, end.error)

@@ -235,7 +235,7 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
                                       ).fetchone()
             assert judged[0] > 0 and judged[1] > 0
             calls_after = app.conn.execute("SELECT calls FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
-            assert calls_after > calls  # the app added the evaluation stages' usage
+            assert calls_after > calls  # the evaluation stages added their usage to the run, unit by unit
             # Every screen reads what the real stages wrote.
             await pilot.press("3")
             await settle(app, pilot)

@@ -171,3 +171,31 @@ def test_the_fakes_import_check_sees_relative_forms(tmp_path) -> None:
     as_pipeline = [(line, top) for line, top, names in _imports(probe, "pipeline")
                    if any(_under(n, TESTING) for n in names)]
     assert as_pipeline == [(4, True), (5, True), (7, False)]
+
+
+# One unit runner (pipeline.units) for build, evaluate and naturalness: no module grows a second
+# one, with its own failure policy, summary or budget.
+RUNNER = "pipeline/units.py"
+RUNNER_NAMES = re.compile(r"^_*run_?units?$|^_*unit_?runner$", re.IGNORECASE)
+RUNNER_TYPES = {"StageSummary", "Budget", "FailurePolicy", "RunUsage"}
+
+
+def _runner_definitions(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and RUNNER_NAMES.match(node.name):
+            found.append(f"def {node.name} (line {node.lineno})")
+        elif isinstance(node, ast.ClassDef) and node.name in RUNNER_TYPES:
+            found.append(f"class {node.name} (line {node.lineno})")
+    return found
+
+
+@pytest.mark.parametrize("path", PIPELINE, ids=[str(p.relative_to(ROOT)) for p in PIPELINE])
+def test_only_pipeline_units_defines_a_unit_runner(path: Path) -> None:
+    name = path.relative_to(ROOT).as_posix()
+    found = _runner_definitions(path)
+    if name == RUNNER:
+        assert "def run_units" in " ".join(found) and "class StageSummary" in " ".join(found)
+    else:
+        assert found == [], f"{name} defines a unit runner of its own ({found}): use pipeline.units"

@@ -33,7 +33,6 @@ class StageSpec:
     function: str
     needs_client: bool = True
     count_sql: str = ""  # how many units the store already holds for this stage in a run (param: run id)
-    records_usage: bool = False  # the stage adds its LLM usage to the run itself
     hint: str = ""  # shown when the stage cannot run from the app
 
     def load(self) -> StageFn | None:
@@ -54,14 +53,11 @@ STAGES: tuple[StageSpec, ...] = (
               hint="importing articles needs files: run `unspecific corpus add` in a shell"),
     StageSpec("pair", "Pair", "unspecific_tui.stages", "run_pair", False, "SELECT count(*) FROM pairs"),
     StageSpec("synthesize", "Synthesize", "pipeline.build", "run_synthesize", True,
-              "SELECT count(*) FROM instructions WHERE run_id = :run AND status NOT IN ('pending', 'failed')",
-              records_usage=True),
+              "SELECT count(*) FROM instructions WHERE run_id = :run AND status NOT IN ('pending', 'failed')"),
     StageSpec("base", "Base article", "pipeline.build", "run_base", True,
-              f"SELECT count(*) FROM generations WHERE kind = 'base' AND instruction_id IN ({_RUN})",
-              records_usage=True),
+              f"SELECT count(*) FROM generations WHERE kind = 'base' AND instruction_id IN ({_RUN})"),
     StageSpec("revise", "Revise", "pipeline.build", "run_revise", True,
-              f"SELECT count(*) FROM constraints WHERE origin = 'revised' AND instruction_id IN ({_RUN})",
-              records_usage=True),
+              f"SELECT count(*) FROM constraints WHERE origin = 'revised' AND instruction_id IN ({_RUN})"),
     StageSpec("respond", "Respond", "pipeline.evaluate", "run_respond", True,
               f"SELECT count(*) FROM generations WHERE kind = 'response' AND instruction_id IN ({_RUN})"),
     StageSpec("summarize", "Summarize", "pipeline.evaluate", "run_summarize", True,
@@ -162,17 +158,13 @@ async def _run(fn: StageFn, store: Any, config: Any, run_id: str, options: Any, 
     if spec is not None and not spec.needs_client:
         return await fn(store, config, None, options, progress=progress, stop=stop, max_units=max_units)
     from pipeline.progress import ProgressEvent
-    from pipeline.runs import add_usage, open_client
+    from pipeline.runs import open_client
 
     stage = spec.name if spec is not None else ""
 
     def on_event(kind: str, detail: str) -> None:  # the client's retries, waits, local server start
         progress(ProgressEvent(stage, 0, 0, f"{kind}: {detail}", kind="log"))
 
+    # The stages add their usage to the run unit by unit (pipeline.units), as in the CLI.
     async with open_client(config, store, run_id=run_id, on_event=on_event) as client:
-        try:
-            return await fn(store, config, client, options, progress=progress, stop=stop, max_units=max_units)
-        finally:
-            # Build stages add their usage unit by unit; for the others the app adds it here.
-            if not (spec is not None and spec.records_usage):
-                add_usage(store, run_id, client.usage)
+        return await fn(store, config, client, options, progress=progress, stop=stop, max_units=max_units)

@@ -244,31 +244,26 @@ def run_naturalness(args: argparse.Namespace) -> int:
 
 async def _naturalness(store: Any, config: Any, options: Any, max_units: int | None, out: Any, *,
                        batch: bool = False) -> Any:
+    from ..estimate import estimate_key, spent_beside, take_estimate
     from ..naturalness import run_naturalness as run_stage
-    from ..runs import add_usage, create_run, finish_run, open_client
+    from ..runs import create_run, open_client, record_estimate, recording
 
     judges = options.judges or [config.roles.naturalness_judge]
-    from ..estimate import estimate_key, spent_beside, take_estimate
-    from ..runs import record_estimate
-
     estimate = take_estimate(store, estimate_key("naturalness", options))
     run_id = create_run(store, "naturalness", config, options={k: v for k, v in options.__dict__.items() if v})
     if estimate is not None:
         record_estimate(store, run_id, estimate)
-    status, error = "failed", None
-    try:
+    with recording(store, run_id) as end:
         if batch:
             from ..batch import collect
 
             await collect(store, config, on_event=lambda m: _on_event(out)("batch", m))
+        # The comparisons add their usage to the run as they finish (pipeline.units).
         async with open_client(config, store, run_id=run_id, on_event=_on_event(out), endpoints=judges,
                                batch=batch) as client:
-            try:
-                with _progress() as progress:
-                    summary = await run_stage(store, config, client, options, progress=_Bars(progress),
-                                              max_units=max_units)
-            finally:
-                add_usage(store, run_id, client.usage)
+            with _progress() as progress:
+                summary = await run_stage(store, config, client, options, progress=_Bars(progress),
+                                          max_units=max_units)
         if batch:
             from ..batch import submit_stage
 
@@ -276,18 +271,13 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
             if summary.deferred:
                 out.print(f"[yellow]{summary.deferred} comparison(s) wait on a batch[/]: "
                           f"{sum(b.requests for b in sent):,} call(s) sent; run the same command again when they are done")
-        status = "paused" if summary.stopped or summary.deferred else "done"
+        end.status = "paused" if summary.stopped or summary.deferred else "done"
         u = client.usage
         out.print(f"LLM calls {u.calls}, cache hits {u.cache_hits}, tokens {u.prompt_tokens:,} in / "
                   f"{u.completion_tokens:,} out, cost ${u.cost:.4f}")
         if estimate is not None:
             out.print(spent_beside(estimate, u))
         return summary
-    except BaseException as exc:
-        error = str(exc) or type(exc).__name__
-        raise
-    finally:
-        finish_run(store, run_id, status, error=error)
 
 
 def _print_win_rates(out: Any, rates: list[Any]) -> None:
