@@ -52,7 +52,10 @@ def world(request: dict) -> str:
     if role.startswith("respond"):
         block = _between(prompt, "REQUIREMENTS")
         words = [w for w in re.findall(r"the (\w+)\.", block)]
-        return " ".join(f"In this part the {w} matters a great deal to everyone." for w in words)
+        # Each model writes its own text: identical texts would make identical judge calls, and whether
+        # the second is a cache hit or a second call would depend on timing.
+        return f"Written by {request['model']}. " + " ".join(
+            f"In this part the {w} matters a great deal to everyone." for w in words)
     if role == "summarize":
         target = int(prompt.split("Summarise it in about ")[1].split()[0])
         return " ".join(_between(prompt, "TEXT").split()[:target])
