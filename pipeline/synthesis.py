@@ -27,7 +27,7 @@ from typing import Any
 
 from .errors import ParseError
 from .llm import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
-from .prompts import Template, defuse, load_template, numbered
+from .prompts import Template, defuse, load_template
 from .store import Store, now
 
 CONDITIONS = ("single", "none", "direct", "eval")
@@ -41,11 +41,14 @@ class CountError(ParseError):
 
 
 MIN_CHARS = 15  # the shortest real constraint: "Quote a resident." is 17
+# Under a grammar, a runaway item (one string looping until max_tokens) is cut here instead;
+# MAX_WORDS (60) words are about 360 characters, so nothing usable is lost.
+MAX_CHARS = 400
 
 
 def list_schema(n: int | None, *, with_task: bool) -> dict[str, Any]:
     # minLength: under a grammar (llama.cpp), a small model cannot answer with the "..." placeholder
-    items: dict[str, Any] = {"type": "array", "items": {"type": "string", "minLength": MIN_CHARS}}
+    items: dict[str, Any] = {"type": "array", "items": {"type": "string", "minLength": MIN_CHARS, "maxLength": MAX_CHARS}}
     if n is not None:
         items |= {"minItems": n, "maxItems": n}
     if not with_task:
@@ -278,7 +281,9 @@ async def ask_constraints(
         new_items, more_completion = more
         if more_completion.call_id:
             result.call_ids.append(more_completion.call_id)
-        added = dedupe([i for i in new_items if usable(i, instructions)], result.constraints)
+        # the round's own ask counts as prompt wording: "write about <focus>" handed back is no constraint
+        asked = instructions + "\n" + ASPECTS[(rounds - 1) % len(ASPECTS)]
+        added = dedupe([i for i in new_items if usable(i, asked)], result.constraints)
         result.dropped += len(new_items) - len(added[:ask])
         result.constraints += added[:ask]
     if len(result.constraints) < n:
@@ -291,9 +296,15 @@ async def ask_constraints(
 
 async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], have: list[str], n: int,
                     k: int, focus: str, *, seed: int) -> tuple[list[str], Any] | None:
-    """The repair round: ask for exactly ``k`` more items about ``focus``, in the same conversation."""
+    """The repair round: ask for exactly ``k`` more items about ``focus``, after the first reply.
+
+    Every round continues the same conversation (the prompt and the first reply), so llama.cpp
+    reuses its cached prefix and reads only the short ask. The list is not shown again: shown it,
+    the 1.5B model copied it back (1 new item of 10 in a round), and a conversation that kept
+    every round made it loop until max_tokens. Measured on one article: 4 rounds in 88 s against
+    5 rounds in 166 s."""
     template = load_template("constraints_more")
-    ask = template.render(have=len(have), n=n, k=k, focus=focus, constraints=numbered(have))[-1]
+    ask = template.render(have=len(have), n=n, k=k, focus=focus)[-1]
     schema = list_schema(k, with_task=False)
 
     def accept(text: str) -> list[str]:

@@ -86,7 +86,8 @@ async def test_37_item_reply_repaired_by_asking_exactly_2_more(tmp_path) -> None
     assert model.kinds == {"synthesize_common": 1, "constraints_more": 1}
     repair = server.requests[1]
     last = repair["messages"][-1]["content"]
-    assert "Write EXACTLY 2 more" in last and "had 37 usable" in last
+    assert "Write EXACTLY 2 more" in last and "So far 37 of your constraints are usable" in last
+    assert "Describe" not in last  # the list is not shown again: the 1.5B model copied it back
     # the repair continues the conversation: the first reply is in it, the articles too
     assert repair["messages"][-2]["role"] == "assistant"
     assert "<<<TEXT_A" in repair["messages"][1]["content"]
@@ -267,3 +268,36 @@ def test_main_task_problems_name_what_is_wrong() -> None:
     assert "placeholder" in main_task_problem("Write a <kind of text> about profits.", rules)
     copied = "Write a news article about what this text is about, in general terms"
     assert "copies the instructions" in main_task_problem(copied, rules)
+
+
+async def test_repair_rounds_all_continue_from_the_first_reply(tmp_path) -> None:
+    """Each round is the first prompt and reply plus one short ask (a prefix llama.cpp has cached),
+    never the earlier rounds: a conversation that kept them made the 1.5B model loop."""
+    model = ScriptedModel(short_by=25, with_flags=False)
+    made = [0]
+
+    def responder(request):
+        if kind_of(request) == "constraints_more":
+            k = int(re.search(r"Write EXACTLY (\d+) more", request["messages"][-1]["content"]).group(1))
+            items = [f"Describe distinct angle number {made[0] + j} of the story at length." for j in range(k)]
+            made[0] += k
+            return Reply(text=json.dumps({"constraints": items}))
+        return model(request)
+
+    with FakeOpenAIServer(responder) as server:
+        store, client = await _client(tmp_path, server)
+        await synthesize_single(client, "fake", ARTICLE_A, 39, domain="news", repair_rounds=3)
+        await client.aclose()
+    first, *rounds = server.requests
+    assert len(rounds) == 3
+    for r in rounds:
+        assert r["messages"][:-2] == first["messages"]
+        assert [m["role"] for m in r["messages"][-2:]] == ["assistant", "user"]
+        assert r["messages"][-2] == rounds[0]["messages"][-2]  # the first reply, every time
+
+
+def test_a_runaway_item_is_cut_by_the_grammar() -> None:
+    from pipeline.synthesis import MAX_CHARS, MAX_WORDS, list_schema
+
+    item = list_schema(5, with_task=True)["properties"]["constraints"]["items"]
+    assert item["maxLength"] == MAX_CHARS >= MAX_WORDS * 6  # never cuts an item that would be usable
