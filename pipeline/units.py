@@ -27,7 +27,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from .coverage import Coverage, GroupKey
-from .errors import BatchPending, EndpointError, ParseError, StageError, UnspecificError, UnusableEndpointError
+from .errors import (
+    BatchPending,
+    EndpointError,
+    LocalServerDied,
+    ParseError,
+    StageError,
+    UnspecificError,
+    UnusableEndpointError,
+)
 from .llm import Usage
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from .redact import redact
@@ -99,13 +107,16 @@ class FailurePolicy:
     """What a unit that raises does to its stage. An exception in ``recorded`` fails its unit
     only: counted, named in ``failures`` and reported, and the other units go on. Any other
     exception stops the stage: no unit starts, those in flight finish, and it is raised. Among
-    recorded failures, an ``UnusableEndpointError`` stops the stage at once, and
+    recorded failures, one in ``stops_at_once`` stops the stage at once, and
     ``endpoint_failures_in_a_row`` endpoint failures in a row (a dead endpoint, a wrong key) stop
     it with a StageError."""
 
     name: str
     recorded: tuple[type[Exception], ...]
     endpoint_failures_in_a_row: int = MAX_FAILURES_IN_A_ROW
+    # Recorded, then the stage stops at once: every next unit would fail the same way. A dead
+    # embedded server would otherwise fail each remaining unit in turn and end as a "finished" run.
+    stops_at_once: tuple[type[Exception], ...] = (UnusableEndpointError, LocalServerDied)
 
 
 # Evaluate and naturalness: many small independent units, so one that fails (a call the endpoint
@@ -158,7 +169,7 @@ async def run_units(
         summary.failed += 1
         summary.failures.append(Failure(stage, unit.label, redact(str(exc)) or ""))
         progress(ProgressEvent(stage, finished(), summary.total, f"{unit.label}: failed: {exc}", kind="error"))
-        if isinstance(exc, UnusableEndpointError):
+        if isinstance(exc, policy.stops_at_once):
             halt.append(exc)
             return
         # Only the endpoint failing again and again means it is down; a unit's own problem (no

@@ -103,6 +103,19 @@ async def test_an_unusable_endpoint_stops_the_stage_at_once():
     assert started == ["a"]
 
 
+async def test_a_dead_local_server_stops_the_stage_at_once_under_either_policy():
+    """It is a project error, so RECORD_AND_CONTINUE would record it and go on: every next unit would
+    fail the same way (none counts as an endpoint failure in a row) and the run would end "finished"."""
+    from pipeline.errors import LocalServerDied
+
+    for policy in (RECORD_AND_CONTINUE, FAIL_FAST):
+        started: list[str] = []
+        units = [_unit(u, started, error=LocalServerDied("killed by SIGILL")) for u in "abcdefgh"]
+        with pytest.raises(LocalServerDied):
+            await _run(units, policy)
+        assert started == ["a"]
+
+
 async def test_an_unexpected_error_stops_the_stage_under_either_policy():
     for policy in (RECORD_AND_CONTINUE, FAIL_FAST):
         started: list[str] = []
