@@ -218,11 +218,8 @@ async def test_several_repair_rounds_reach_the_count_when_asked_for(tmp_path) ->
     assert len(result.constraints) == 39 and len(set(result.constraints)) == 39
 
 
-async def test_a_long_gap_is_filled_in_chunks_each_about_another_aspect(tmp_path) -> None:
-    """Asked for 25 more at once, a 1.5B model looped over its own list: a round asks for at most
-    MORE_CHUNK items and names another aspect of the story each time."""
-    from pipeline.synthesis import ASPECTS, MORE_CHUNK
-
+async def _fill_a_long_gap(tmp_path):
+    """A first list 25 short, then every round gives exactly what it asks for, all distinct."""
     model = ScriptedModel(short_by=25, with_flags=False)
     made = [0]
 
@@ -238,6 +235,15 @@ async def test_a_long_gap_is_filled_in_chunks_each_about_another_aspect(tmp_path
         store, client = await _client(tmp_path, server)
         result = await synthesize_single(client, "fake", ARTICLE_A, 39, domain="news", repair_rounds=3)
         await client.aclose()
+    return result, server
+
+
+async def test_a_long_gap_is_filled_in_chunks_each_about_another_aspect(tmp_path) -> None:
+    """Asked for 25 more at once, a 1.5B model looped over its own list: a round asks for at most
+    MORE_CHUNK items and names another aspect of the story each time."""
+    from pipeline.synthesis import ASPECTS, MORE_CHUNK
+
+    result, server = await _fill_a_long_gap(tmp_path)
     asks = [r["messages"][-1]["content"] for r in server.requests if kind_of(r) == "constraints_more"]
     assert [int(re.search(r"Write EXACTLY (\d+) more", a).group(1)) for a in asks] == [MORE_CHUNK, MORE_CHUNK, 5]
     assert [next(i for i, aspect in enumerate(ASPECTS) if aspect in a) for a in asks] == [0, 1, 2]
@@ -273,21 +279,7 @@ def test_main_task_problems_name_what_is_wrong() -> None:
 async def test_repair_rounds_all_continue_from_the_first_reply(tmp_path) -> None:
     """Each round is the first prompt and reply plus one short ask (a prefix llama.cpp has cached),
     never the earlier rounds: a conversation that kept them made the 1.5B model loop."""
-    model = ScriptedModel(short_by=25, with_flags=False)
-    made = [0]
-
-    def responder(request):
-        if kind_of(request) == "constraints_more":
-            k = int(re.search(r"Write EXACTLY (\d+) more", request["messages"][-1]["content"]).group(1))
-            items = [f"Describe distinct angle number {made[0] + j} of the story at length." for j in range(k)]
-            made[0] += k
-            return Reply(text=json.dumps({"constraints": items}))
-        return model(request)
-
-    with FakeOpenAIServer(responder) as server:
-        store, client = await _client(tmp_path, server)
-        await synthesize_single(client, "fake", ARTICLE_A, 39, domain="news", repair_rounds=3)
-        await client.aclose()
+    _, server = await _fill_a_long_gap(tmp_path)
     first, *rounds = server.requests
     assert len(rounds) == 3
     for r in rounds:
