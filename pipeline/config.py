@@ -60,9 +60,12 @@ class Endpoint:
     # {"type": "json_object", "schema": ...}; OpenAI wants {"type": "json_schema", ...}.
     structured: str = "json_object_schema"
     # How a batched judge replies: "json" (a verdicts object, under the structured format above)
-    # or "lines" (the research code's `3. Yes - "quote"` lines, free text: no grammar, fewer
-    # tokens; what a small local model writes fastest).
+    # or "lines" (the research code's `3. Yes - "quote"` lines: fewer tokens, what a small local
+    # model writes fastest; free text, or held to capped lines by a grammar where ``gbnf``).
     judge_format: str = "json"
+    # The server takes a GBNF `grammar` field in the request body (llama.cpp's server, and so the
+    # embedded local model): a lines judge is then held to one capped line per constraint.
+    gbnf: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     # Batch prices: explicit per-million prices for batch calls, else the online prices times
     # ``batch_discount`` (providers' batch APIs charge half).
@@ -119,7 +122,7 @@ class Endpoint:
         if self.is_pool:  # in the config's own form, so the public form parses back
             out = {"pool": list(self.members), "model": self.model, "drain_after": self.drain_after,
                    "drain_s": self.drain_s, "max_retries": self.max_retries, "structured": self.structured,
-                   "judge_format": self.judge_format, "name": self.name}
+                   "judge_format": self.judge_format, "gbnf": self.gbnf, "name": self.name}
         if self.api_key_env:
             present = bool(os.environ.get(self.api_key_env))
             out["api_key"] = "****" + ("(set)" if present else "(NOT SET)")
@@ -136,6 +139,7 @@ def local_endpoint() -> Endpoint:
         max_retries=2,
         structured="json_object_schema",
         judge_format="lines",
+        gbnf=True,  # llama-cpp-python's server takes a GBNF grammar
     )
 
 
@@ -238,7 +242,7 @@ def parse_config(raw: dict[str, Any], path: Path | None = None) -> Config:
                 member_spec = {k: v for k, v in spec.items() if k not in _POOL_ONLY}
                 endpoints[member] = _parse_endpoint(member, {**member_spec, "base_url": url}, where)
                 members.append(member)
-            pool_spec = {k: v for k, v in spec.items() if k in _POOL_ONLY or k in ("model", "structured", "judge_format")}
+            pool_spec = {k: v for k, v in spec.items() if k in _POOL_ONLY or k in ("model", "structured", "judge_format", "gbnf")}
             pools[name] = {**pool_spec, "pool": members}
         else:
             endpoints[name] = _parse_endpoint(name, spec, where)
@@ -308,6 +312,11 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
         if spec["judge_format"] not in JUDGE_FORMATS:
             raise ConfigError(f"{field_at}.judge_format: one of {', '.join(JUDGE_FORMATS)}")
         values["judge_format"] = spec["judge_format"]
+    if "gbnf" in spec:
+        if not isinstance(spec["gbnf"], bool):
+            raise ConfigError(f"{field_at}.gbnf: true or false (whether the server takes a GBNF `grammar` field), "
+                              f"got {spec['gbnf']!r}")
+        values["gbnf"] = spec["gbnf"]
     if "batch" in spec:
         if spec["batch"] not in BATCH_VIA:
             raise ConfigError(f"{field_at}.batch: one of {', '.join(BATCH_VIA)} (how --batch sends its calls)")
@@ -321,11 +330,12 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
         values.setdefault("concurrency", defaults.concurrency)
         values.setdefault("timeout_s", defaults.timeout_s)
         values.setdefault("judge_format", defaults.judge_format)
+        values.setdefault("gbnf", defaults.gbnf)
     return Endpoint(**values)
 
 
 _POOL_ONLY = ("pool", "drain_after", "drain_s", "max_retries")
-_POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format"}
+_POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format", "gbnf"}
 
 
 def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint], where: str,
@@ -375,6 +385,14 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
         raise ConfigError(f"{at}.structured: one of {', '.join(STRUCTURED_MODES)}")
     if values["judge_format"] not in JUDGE_FORMATS:
         raise ConfigError(f"{at}.judge_format: one of {', '.join(JUDGE_FORMATS)}")
+    # A grammar goes to whichever member answers: the pool takes one only when every member does.
+    gbnf = spec.get("gbnf", all(endpoints[m].gbnf for m in members))
+    if not isinstance(gbnf, bool):
+        raise ConfigError(f"{at}.gbnf: true or false (whether the server takes a GBNF `grammar` field), got {gbnf!r}")
+    if gbnf and not all(endpoints[m].gbnf for m in members):
+        plain = ", ".join(m for m in members if not endpoints[m].gbnf)
+        raise ConfigError(f"{at}.gbnf: true, but member(s) {plain} do not take a GBNF grammar (set gbnf = true on them)")
+    values["gbnf"] = gbnf
     for key, kind in (("drain_after", int), ("drain_s", float), ("max_retries", int)):
         if key in spec:
             value = spec[key]

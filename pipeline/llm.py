@@ -107,6 +107,9 @@ class Params:
     max_tokens: int | None = None
     seed: int | None = None
     top_p: float | None = None
+    # A GBNF grammar (llama.cpp's server: a top-level `grammar` field of the body). Only for an
+    # endpoint with ``gbnf``; others refuse or ignore it. Part of the cache key, like the rest.
+    grammar: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

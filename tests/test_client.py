@@ -74,6 +74,28 @@ async def test_cache_key_covers_model_params_and_template(fake_server, store):
     assert cache_key(ep, user("x"), {}, "") != cache_key(other_model, user("x"), {}, "")
 
 
+async def test_a_grammar_is_a_top_level_body_field_and_part_of_the_cache_key(fake_server, store):
+    """Params.grammar reaches the server as the body's own `grammar` field (llama.cpp's server
+    reads it there), and a call with a grammar is not the same call as one without."""
+    config = make_config(fake_server.base_url, gbnf=True)
+    client = make_client(config, store)
+    grammar = 'root ::= "yes" | "no"\n'
+    await client.chat("fake", user("same"), params=Params(max_tokens=5))
+    await client.chat("fake", user("same"), params=Params(max_tokens=5, grammar=grammar))
+    await client.chat("fake", user("same"), params=Params(max_tokens=5, grammar=grammar))  # cached
+    await client.chat("fake", user("same"), params=Params(max_tokens=5, grammar=grammar + "\n"))
+    await client.aclose()
+    assert fake_server.calls == 3 and client.usage.cache_hits == 1
+    plain, with_grammar, other = fake_server.requests
+    assert "grammar" not in plain and with_grammar["grammar"] == grammar and other["grammar"] == grammar + "\n"
+    assert with_grammar["max_tokens"] == 5 and with_grammar["model"] == "fake-model"
+    assert Params(grammar=grammar).as_dict() == {"temperature": 0.0, "grammar": grammar}
+    ep = config.endpoint("fake")
+    assert cache_key(ep, user("x"), Params().as_dict(), "") != cache_key(ep, user("x"), Params(grammar=grammar).as_dict(), "")
+    stored = [json.loads(r[0])["params"] for r in store.conn.execute("SELECT request FROM llm_calls ORDER BY id")]
+    assert [p.get("grammar") for p in stored] == [None, grammar, grammar + "\n"]
+
+
 async def test_cache_survives_a_new_client(fake_server, store):
     config = make_config(fake_server.base_url)
     first = make_client(config, store)

@@ -67,6 +67,37 @@ def test_unknown_section_and_bad_structured_mode():
         parse_config(endpoint(structured="yaml"))
 
 
+@pytest.mark.parametrize("value", ["true", 1, 0, None, ["yes"]])
+def test_a_gbnf_that_is_not_a_bool_names_the_field(value):
+    with pytest.raises(ConfigError, match=r"endpoints\.ex\.gbnf: true or false .*GBNF `grammar` field.*got "):
+        parse_config(endpoint(gbnf=value))
+
+
+def test_gbnf_defaults_off_is_on_for_the_local_model_and_a_pool_takes_it_from_its_members():
+    assert parse_config(endpoint()).endpoint("ex").gbnf is False
+    assert parse_config(endpoint(gbnf=True)).endpoint("ex").gbnf is True
+    assert default_config().endpoint(LOCAL).gbnf is True  # llama-cpp-python's server
+    # The local endpoint configured in the file keeps the default unless it says otherwise.
+    assert parse_config({"endpoints": {"local": {"base_url": "local"}}}).endpoint(LOCAL).gbnf is True
+    assert parse_config({"endpoints": {"mine": {"base_url": "local"}}}).endpoint("mine").gbnf is True
+    assert parse_config({"endpoints": {"local": {"base_url": "local", "gbnf": False}}}).endpoint(LOCAL).gbnf is False
+    # A pool sends a grammar to whichever member answers: on only when every member takes one.
+    members = {"a": {"base_url": "http://a:8080/v1", "model": "m", "gbnf": True},
+               "b": {"base_url": "http://b:8080/v1", "model": "m"}}
+    assert parse_config({"endpoints": {**members, "p": {"pool": ["a"]}}}).endpoint("p").gbnf is True
+    assert parse_config({"endpoints": {**members, "p": {"pool": ["a", "b"]}}}).endpoint("p").gbnf is False
+    with pytest.raises(ConfigError, match=r"endpoints\.p\.gbnf: true, but member\(s\) b do not"):
+        parse_config({"endpoints": {**members, "p": {"pool": ["a", "b"], "gbnf": True}}})
+    short = parse_config({"endpoints": {"s": {"base_url": ["http://a:8080/v1", "http://b:8080/v1"], "model": "m",
+                                              "gbnf": True, "judge_format": "lines"}}})
+    assert short.endpoint("s").gbnf and short.endpoint("s[1]").gbnf and short.endpoint("s[2]").gbnf
+    # The public form carries it and parses back.
+    member = {k: v for k, v in short.endpoint("s[1]").public_dict().items() if k != "name" and v is not None}
+    pool = {k: v for k, v in short.endpoint("s").public_dict().items() if k != "name"}
+    back = parse_config({"endpoints": {"s[1]": member, "s[2]": member, "s": pool}})
+    assert back.endpoint("s") == short.endpoint("s") and back.endpoint("s[1]") == short.endpoint("s[1]")
+
+
 def test_errors_from_a_file_name_the_file(tmp_path):
     path = tmp_path / "unspecific.toml"
     path.write_text('[endpoints.ex]\nbase_url = "nope"\nmodel = "m"\n')

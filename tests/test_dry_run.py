@@ -5,6 +5,7 @@ cached call), and the run made afterwards prints the estimate beside what it spe
 from __future__ import annotations
 
 import json
+import re
 
 from pipeline.testing.responders import ScriptedModel, config_toml, make_store
 from pipeline.testing.fake_server import FakeOpenAIServer
@@ -130,3 +131,32 @@ def test_dry_run_prices_from_the_cache_history_and_counts_what_the_cache_holds(t
         print("history:", capsys.readouterr().out.split("estimate before the run:")[-1].strip())
         spent = len(server.requests) - first
         assert est["calls"] == spent
+
+
+def test_dry_run_prices_a_lines_judge_under_a_grammar(tmp_path, capsys, monkeypatch) -> None:
+    """A gbnf endpoint judging in lines: the estimator's scripted placeholder answers the
+    grammar-carrying judge calls (every unit priced through), and the real run sends the grammar."""
+    from pipeline.cli import main
+    from pipeline.judging import lines_grammar
+
+    monkeypatch.setenv("COLUMNS", "200")
+    path = tmp_path / "store.sqlite"
+    make_store(path, 1).close()
+    with FakeOpenAIServer(ScriptedModel()) as server:
+        cfg = _config(tmp_path, server.base_url)
+        cfg.write_text(cfg.read_text().replace('max_retries = 1\n', 'max_retries = 1\njudge_format = "lines"\ngbnf = true\n', 1))
+        base = ["--store", str(path), "--config", str(cfg)]
+        assert main([*base, "build", "--n", "1", "--constraints", "8", "--words", "60"]) == 0
+        sent = len(server.requests)
+        capsys.readouterr()
+        assert main([*base, "evaluate", "--ratios", "0.5", "--dry-run"]) == 0
+        out = capsys.readouterr().out
+        assert len(server.requests) == sent and "stopped at a call with no placeholder" not in out
+        ev = next(v for k, v in json.loads((tmp_path / "store.sqlite.estimates.json").read_text()).items()
+                  if k.startswith("evaluate:"))
+        assert ev["calls"] > 0 and ev["unparsed"] == 0
+        assert main([*base, "evaluate", "--ratios", "0.5"]) == 0
+        judged = [r for r in server.requests[sent:] if "one line per constraint" in r["messages"][0]["content"]]
+        assert judged and all(r["grammar"] == lines_grammar(int(re.search(r"numbered from 1 to (\d+)", r["messages"][0]["content"]).group(1)))
+                              for r in judged)
+        assert 0.5 * (len(server.requests) - sent) <= ev["calls"] <= 1.5 * (len(server.requests) - sent)

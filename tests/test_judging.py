@@ -247,7 +247,7 @@ async def test_a_lines_judge_asks_for_lines_without_a_grammar_and_keeps_its_own_
         await client.aclose()
         assert server.calls == 1
         request = server.requests[0]
-    assert "response_format" not in request
+    assert "response_format" not in request and "grammar" not in request  # gbnf is off for this endpoint
     system = request["messages"][0]["content"]
     assert "one line per constraint" in system and "JSON" not in system
     assert result.judged == 3 and again.skipped == 3
@@ -262,3 +262,259 @@ def test_the_local_model_judges_in_lines_and_a_bad_format_is_refused():
     assert parse_config({}).endpoint("local").judge_format == "lines"
     with pytest.raises(ConfigError, match="judge_format: one of json, lines"):
         parse_config({"endpoints": {"x": {"base_url": "http://127.0.0.1:1/v1", "model": "m", "judge_format": "xml"}}})
+
+
+# -- the lines grammar (an endpoint with gbnf: llama.cpp's server) ---------------------------------
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "[": "[", "]": "]", "-": "-", "^": "^"}
+
+
+def _gbnf_char(body: str, i: int) -> tuple[str, int]:
+    if body[i] != "\\":
+        return body[i], i + 1
+    if body[i + 1] not in _ESCAPES:
+        raise AssertionError(f"unknown escape \\{body[i + 1]} at {i}")
+    return _ESCAPES[body[i + 1]], i + 2
+
+
+def gbnf_to_regex(grammar: str) -> str:
+    """A tiny check of the GBNF subset lines_grammar writes (literals, char classes, rule names,
+    alternatives, groups, *, +, ?, {m,n}): every literal and class closed, every rule referenced
+    defined, no recursion; returns root as a Python regex, so replies can be matched against it."""
+    rules: dict[str, str] = {}
+    for line in grammar.splitlines():
+        if line.strip():
+            name, sep, body = line.partition(" ::= ")
+            assert sep and re.fullmatch(r"[a-z][a-z0-9-]*", name), f"not a rule: {line!r}"
+            assert name not in rules, f"rule {name} defined twice"
+            rules[name] = body
+
+    def convert(name: str, seen: tuple[str, ...]) -> str:
+        assert name in rules, f"rule {name!r} is referenced but not defined"
+        assert name not in seen, f"recursive rule {name}"
+        body, out, i = rules[name], [], 0
+        while i < len(body):
+            ch = body[i]
+            if ch.isspace():
+                i += 1
+            elif ch == '"':
+                i, lit = i + 1, []
+                while True:
+                    assert i < len(body), f"unterminated literal in {name}"
+                    if body[i] == '"':
+                        break
+                    c, i = _gbnf_char(body, i)
+                    lit.append(c)
+                out.append(re.escape("".join(lit)))
+                i += 1
+            elif ch == "[":
+                i, parts = i + 1, []
+                if body[i:i + 1] == "^":
+                    parts.append("^")
+                    i += 1
+                while True:
+                    assert i < len(body), f"unterminated character class in {name}"
+                    if body[i] == "]":
+                        break
+                    c, i = _gbnf_char(body, i)
+                    parts.append(re.escape(c))
+                out.append("[" + "".join(parts) + "]")
+                i += 1
+            elif m := re.match(r"\{\d+(,\d*)?\}|[*+?|()]", body[i:]):
+                out.append({"(": "(?:"}.get(m.group(), m.group()))
+                i += len(m.group())
+            elif m := re.match(r"[a-z][a-z0-9-]*", body[i:]):
+                out.append("(?:" + convert(m.group(), (*seen, name)) + ")")
+                i += len(m.group())
+            else:
+                raise AssertionError(f"unexpected {body[i:i + 10]!r} in rule {name}")
+        pattern = "".join(out)
+        re.compile(pattern)
+        return pattern
+
+    return convert("root", ())
+
+
+def test_the_lines_grammar_for_three_constraints_is_exact_and_well_formed():
+    from pipeline.judging import QUOTE_CAP, REASON_CAP, lines_grammar
+
+    grammar = lines_grammar(3)
+    assert grammar == (
+        'root ::= "1. " verdict "\\n" "2. " verdict "\\n" "3. " verdict "\\n"\n'
+        'verdict ::= "Yes - \\"" [^"\\n]{1,80} "\\"" | "No - " [^\\n]{1,40}\n'
+    )
+    assert (QUOTE_CAP, REASON_CAP) == (80, 40) and "{1,80}" in grammar and "{1,40}" in grammar
+    root = re.compile(gbnf_to_regex(grammar))
+    good = '1. Yes - "council met on Tuesday"\n2. No - no officer named\n3. Yes - "Residents crowded the hall"\n'
+    assert root.fullmatch(good)
+    assert not root.fullmatch(good.rstrip("\n"))  # every line ends in a newline
+    assert not root.fullmatch(good.replace("3. ", "4. "))  # numbered 1..n, nothing else
+    assert not root.fullmatch(good.replace("council met on Tuesday", "x" * (QUOTE_CAP + 1)))
+    assert root.fullmatch(good.replace("council met on Tuesday", "x" * QUOTE_CAP))
+    assert not root.fullmatch(good.replace("no officer named", "y" * (REASON_CAP + 1)))
+    assert not root.fullmatch(good.replace('"council met on Tuesday"', '"a "quote" inside"'))
+    assert not root.fullmatch(good + "Anything else.\n")
+    # The checker catches what would crash the server: an undefined rule, an open literal.
+    with pytest.raises(AssertionError, match="not defined"):
+        gbnf_to_regex(grammar.replace("verdict ::=", "verdicts ::="))
+    with pytest.raises(AssertionError, match="unterminated literal"):
+        gbnf_to_regex(grammar.replace('"No - "', '"No - '))
+    for n in (1, 2, 39, 120):
+        body = "".join(f"{i}. No - no\n" for i in range(1, n + 1))
+        assert re.fullmatch(gbnf_to_regex(lines_grammar(n)), body)
+    with pytest.raises(ValueError):
+        lines_grammar(0)
+
+
+GLUED_TEXT = ("Residents said the closure of the old mill changed our daily habits, and its impact on the town was "
+              "significant for years. Nobody mentioned a dragon.")
+# What the model wrote under the 80-character cap (the case seen): the token " significant", leading
+# space included, would pass the cap, so the word came out glued on.
+GLUED = "the old mill changed our daily habits, and its impact on the town wassignificant"
+
+
+def test_a_quote_stopped_at_the_cap_drops_its_glued_last_word_and_is_then_found_verbatim():
+    from pipeline.judging import QUOTE_CAP
+
+    assert len(GLUED) == QUOTE_CAP
+    reply = f'1. Yes - "{GLUED}"\n2. Yes - "Nobody mentioned a dragon"\n3. No - {"z" * 40}\n'
+    assert find_quote(GLUED, GLUED_TEXT).found != "exact"  # as written, not a piece of the text
+    items = parse_batched_reply(reply, 3, quote_cap=QUOTE_CAP)
+    assert items[1]["quote"] == "the old mill changed our daily habits, and its impact on the town"
+    assert find_quote(items[1]["quote"], GLUED_TEXT).found == "exact"
+    assert items[2]["quote"] == "Nobody mentioned a dragon"  # under the cap: kept as it is
+    assert items[3] == {"verdict": False, "quote": "", "reason": "z" * 40}
+    # A word cut part-way at the cap goes the same way.
+    cut = "Residents said the closure of the old mill changed our daily habits, and its imp"
+    assert len(cut) == QUOTE_CAP
+    assert parse_batched_reply(f'1. Yes - "{cut}"', 1, quote_cap=QUOTE_CAP)[1]["quote"] == cut[:-4]
+    assert find_quote(cut[:-4], GLUED_TEXT).found == "exact"
+    # Cut right after a whole word: nothing to drop. Without a grammar (no cap) nothing changes.
+    whole = GLUED[:-4] + " " * 4
+    assert parse_batched_reply(f'1. Yes - "{whole}"', 1, quote_cap=QUOTE_CAP)[1]["quote"] == whole.strip()
+    assert parse_batched_reply(f'1. Yes - "{GLUED}"', 1)[1]["quote"] == GLUED
+    one_word = "w" * QUOTE_CAP  # nothing to drop it back to: kept (and checked as any quote)
+    assert parse_batched_reply(f'1. Yes - "{one_word}"', 1, quote_cap=QUOTE_CAP)[1]["quote"] == one_word
+
+
+def _lines_config(server: FakeOpenAIServer, **judges: dict) -> object:
+    endpoints = {name: {"base_url": server.base_url, "model": f"model-{name}", "max_retries": 0, **spec}
+                 for name, spec in judges.items()}
+    return parse_config({"endpoints": endpoints, "roles": {"judges": list(judges)}})
+
+
+async def test_a_gbnf_lines_judge_sends_the_grammar_per_ask_and_stores_the_clean_quote(store):
+    """On a gbnf endpoint in lines format each ask carries lines_grammar for its own constraints,
+    numbered from 1 (the follow-up for a left-out constraint too); a quote stopped at the cap is
+    stored without its glued word and found exactly."""
+    from pipeline.judging import QUOTE_CAP, lines_grammar
+
+    with FakeOpenAIServer() as server:
+        server.push(f'1. Yes - "{GLUED}"\n3. No - no dragon\n',  # line 2 left out
+                    '1. No - no officer in it\n')  # the follow-up: constraint 2 alone
+        client = LLMClient(_lines_config(server, ja={"judge_format": "lines", "gbnf": True}), store)
+        judgements = await judge_text(client, "ja", GLUED_TEXT, CONSTRAINTS)
+        await client.aclose()
+        first, follow_up = server.requests
+    assert first["grammar"] == lines_grammar(3) and follow_up["grammar"] == lines_grammar(1)
+    assert _n_in_prompt(follow_up) == 1 and "response_format" not in first
+    assert [j.verdict for j in judgements] == [True, False, False]
+    assert len(GLUED) == QUOTE_CAP and judgements[0].quote == GLUED.rsplit(" ", 1)[0]
+    assert judgements[0].quote_found == "exact"
+    start, end = judgements[0].quote_span
+    assert GLUED_TEXT[start:end] == judgements[0].quote
+
+
+async def test_the_grammar_goes_only_to_a_gbnf_endpoint_judging_in_lines(store):
+    """No grammar for a lines judge whose server does not take GBNF, nor for a JSON judge on one
+    that does (it has its schema), nor for a per-constraint judge."""
+    plain_lines = '1. Yes - "council met on Tuesday to argue"\n2. No - none\n3. No - none\n'
+    as_json = json.dumps({"verdicts": [{"id": i, "verdict": "no", "reason": "none"} for i in (1, 2, 3)]})
+    with FakeOpenAIServer() as server:
+        server.push(plain_lines, as_json, *[json.dumps({"verdict": "no", "reason": "none"})] * 3)
+        config = _lines_config(server, lines={"judge_format": "lines"}, js={"judge_format": "json", "gbnf": True})
+        client = LLMClient(config, store)
+        assert not config.endpoint("lines").gbnf
+        await judge_text(client, "lines", TEXT, CONSTRAINTS)
+        await judge_text(client, "js", TEXT, CONSTRAINTS)
+        await judge_text(client, "js", TEXT, CONSTRAINTS, mode="per_constraint")
+        await client.aclose()
+        assert server.calls == 5
+        assert not any("grammar" in r for r in server.requests)
+        assert "response_format" in server.requests[1]
+
+
+async def test_the_local_endpoint_judges_under_the_grammar(store):
+    """The embedded model's defaults: lines, with the grammar (its llama.cpp server takes GBNF)."""
+    from pipeline.judging import lines_grammar
+
+    local = parse_config({}).endpoint("local")
+    assert (local.judge_format, local.gbnf) == ("lines", True)
+    with FakeOpenAIServer() as server:
+        server.push('1. Yes - "Residents crowded the hall"\n2. No - none\n3. No - none\n')
+        client = LLMClient(parse_config({}), store, local_base_url=server.base_url)
+        await judge_text(client, "local", TEXT, CONSTRAINTS)
+        await client.aclose()
+        assert server.requests[0]["grammar"] == lines_grammar(3)
+
+
+async def test_the_scripted_model_answers_a_lines_judge_with_a_grammar_within_it(store):
+    """The fake model answers judge_lines with a grammar field present, within the grammar (its
+    sentence quotes cut at the cap, as the real model is): every line parses, every Yes quote is
+    found exactly in the text."""
+    from pipeline.judging import lines_grammar
+    from pipeline.testing.responders import ScriptedModel
+
+    text = ("The council met and argued about money. Then we come to angle number 1, where the long-running dispute over the "
+            "harbour walls and the fishing quotas finally reached the council chamber. It ends on angle number 3.")
+    constraints = ["Discuss the harbour from angle number 1.", "Discuss fees from angle number 2.",
+                   "Discuss the quotas from angle number 3.", "Keep it short (easy)."]
+    model = ScriptedModel()
+    with FakeOpenAIServer(model) as server:
+        client = LLMClient(_lines_config(server, ja={"judge_format": "lines", "gbnf": True}), store)
+        judgements = await judge_text(client, "ja", text, constraints)
+        await client.aclose()
+        (request,) = server.requests
+        assert request["grammar"] == lines_grammar(4)
+        reply = model({**request})
+    assert re.fullmatch(gbnf_to_regex(lines_grammar(4)), reply.text)
+    assert [j.verdict for j in judgements] == [True, False, True, True]
+    assert all(j.quote_found == "exact" for j in judgements if j.verdict)
+    assert judgements[0].quote.startswith("Then we come to angle number 1") and len(judgements[0].quote) < 80
+
+
+def test_the_grammar_bench_imports_shows_help_and_runs_against_a_fake_server(capsys, tmp_path, monkeypatch):
+    """bench/judge_grammar.py (run by hand on the real model): --help starts nothing, and its path
+    runs end to end against a fake llama.cpp-like server given with --base-url."""
+    import importlib
+    from pathlib import Path
+
+    from pipeline.judging import QUOTE_CAP, lines_grammar
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "bench"))
+    bench = importlib.import_module("judge_grammar")
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--help"])
+    assert exc.value.code == 0 and "--repeats" in capsys.readouterr().out
+    assert 230 <= len(bench.RESPONSE.split()) <= 270 and len(bench.CONSTRAINTS) == 20
+    sentence = bench.RESPONSE.split(". ")[2]  # longer than the cap
+
+    def responder(request: dict) -> Reply:
+        if request.get("max_tokens") == 1:
+            return Reply(text="1")  # the warm-up
+        n = len(CONSTRAINTS_IN(request))
+        quote = sentence[:QUOTE_CAP] if "grammar" in request else sentence
+        return Reply(text="".join(f'{i}. Yes - "{quote}"\n' if i % 2 else f"{i}. No - not there\n" for i in range(1, n + 1)))
+
+    CONSTRAINTS_IN = lambda request: re.findall(r"^\d+\. ", last_user_message(request).split("<<<CONSTRAINTS")[1], re.M)  # noqa: E731
+    with FakeOpenAIServer(responder) as server:
+        out_json = tmp_path / "r.json"
+        assert bench.main(["--base-url", server.base_url, "--constraints", "6", "--json", str(out_json)]) == 0
+        judged = [r for r in server.requests if r.get("max_tokens") != 1]
+        assert len(server.requests) == 4 and len(judged) == 2
+        assert "grammar" not in judged[0] and judged[1]["grammar"] == lines_grammar(6)
+    out = capsys.readouterr().out
+    (result,) = json.loads(out_json.read_text())
+    assert result["agreement"] == [6, 6] and result["free"]["yes"] == result["grammar"]["yes"] == 3
+    assert result["free"]["quotes_exact"] == 3 and result["grammar"]["quotes_exact"] == 3  # the cut word dropped
+    assert result["grammar"]["quotes_at_cap"] == 3 and "agreement 6/6" in out

@@ -17,6 +17,7 @@ TEMPLATE = '''# unspecific configuration. Keys never go here: name the environme
 # price_prompt_per_mtok = 0.15
 # price_completion_per_mtok = 0.60
 # structured = "json_schema"      # OpenAI form; llama.cpp wants "json_object_schema"
+# gbnf = false                    # true for llama.cpp's server: it takes a GBNF `grammar` field
 
 [roles]
 generator = "local"

@@ -216,8 +216,15 @@ def judge_verdict(constraint: str, text: str) -> dict[str, Any]:
     return {"verdict": "no", "quote": "", "reason": "not covered"}
 
 
-def _verdict_line(i: int, v: dict[str, Any]) -> str:
-    return f'{i}. Yes - "{v["quote"]}"' if v["verdict"] == "yes" else f"{i}. No - {v['reason'] or 'not there'}"
+def _verdict_line(i: int, v: dict[str, Any], *, capped: bool = False) -> str:
+    """One judge_lines line; ``capped``: as under ``lines_grammar``, which stops a quote or a reason
+    at its cap, mid-word (the parser then drops the cut word)."""
+    from ..judging import QUOTE_CAP, REASON_CAP
+
+    quote, reason = v["quote"], v["reason"] or "not there"
+    if capped:
+        quote, reason = quote[:QUOTE_CAP], reason[:REASON_CAP]
+    return f'{i}. Yes - "{quote}"' if v["verdict"] == "yes" else f"{i}. No - {reason}"
 
 
 def write_response(requirements: list[tuple[int, str]], words: int, opening: str = "") -> str:
@@ -291,7 +298,9 @@ class ScriptedModel:
             items = numbered_items(block(first, "CONSTRAINTS"))
             system = " ".join(str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "system")
             if "one line per constraint" in system:  # the lines format (judge_format = "lines")
-                return Reply(text="\n".join(_verdict_line(i, judge_verdict(c, text)) for i, c in items))
+                capped = bool(request.get("grammar"))  # a gbnf endpoint: what lines_grammar lets through
+                lines = [_verdict_line(i, judge_verdict(c, text), capped=capped) + "\n" for i, c in items]
+                return Reply(text="".join(lines) if capped else "".join(lines).rstrip("\n"))
             return Reply(text=json.dumps({"verdicts": [{"id": i, **judge_verdict(c, text)} for i, c in items]}))
         if kind == "judge_single":
             return Reply(text=json.dumps(judge_verdict(block(first, "CONSTRAINT"), block(first, "TEXT"))))
