@@ -127,7 +127,7 @@ def refusals(store: Path) -> tuple[int, int]:
     s = open_store(store, readonly=True)
     try:
         rows = s.conn.execute("SELECT text_hash FROM generations WHERE kind = 'response'").fetchall()
-        texts = [s._text(r[0]) for r in rows]
+        texts = [s.get_text(r[0]) for r in rows]
     finally:
         s.close()
     return sum(bool(REFUSAL.search(t[:300])) for t in texts), len(texts)

@@ -190,3 +190,29 @@ def test_a_demo_whose_judge_answers_junk_fails_loudly_and_counts_nothing_as_no(t
         store.close()
     assert no == 0
     assert status == "failed"
+
+
+def test_the_demo_bench_reads_refusals_and_tokens_from_a_store(tmp_path, monkeypatch) -> None:
+    """bench/demo.py runs for 45 minutes before it reads the store: a broken reader there costs a
+    whole run (it once called a store method that no longer existed)."""
+    import importlib
+    from pathlib import Path
+
+    from pipeline.store import now, open_store
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "bench"))
+    bench = importlib.import_module("demo")
+    path = tmp_path / "s.sqlite"
+    store = open_store(path)
+    for i, body in enumerate(["I'm sorry, I can't help with that.", "A plain answer about the town."]):
+        iid = store.db["instructions"].insert({"run_id": "r", "domain": "news", "condition": "single",
+                                               "article_a": 100 + i, "main_task": "Write.", "n_constraints": 1,
+                                               "status": "done", "created_at": now()}).last_pk
+        store.db["generations"].insert({"kind": "response", "instruction_id": iid, "model": "m", "mode": "direct",
+                                        "text_hash": store.put_text(body), "words": len(body.split())})
+    store.db["llm_calls"].insert({"cache_key": "k", "template": "judge_lines", "prompt_tokens": 10,
+                                  "completion_tokens": 5, "latency_s": 1.5, "created_at": now()})
+    store.commit()
+    store.close()
+    assert bench.refusals(path) == (1, 2)
+    assert bench.token_table(path) == [("judge_lines", 1, 10, 5, 1.5)]
