@@ -273,17 +273,16 @@ async def ask_constraints(
         rounds += 1
         missing = n - len(result.constraints)
         ask = min(missing, MORE_CHUNK)
+        focus = ASPECTS[(rounds - 1) % len(ASPECTS)]
         result.asked_more += ask
-        more = await _ask_more(client, ep, convo, result.constraints, n, ask, ASPECTS[(rounds - 1) % len(ASPECTS)],
-                               seed=rounds)
+        more = await _ask_more(client, ep, convo, result.constraints, n, ask, focus, seed=rounds)
         if more is None:
             break
         new_items, more_completion = more
         if more_completion.call_id:
             result.call_ids.append(more_completion.call_id)
         # the round's own ask counts as prompt wording: "write about <focus>" handed back is no constraint
-        asked = instructions + "\n" + ASPECTS[(rounds - 1) % len(ASPECTS)]
-        added = dedupe([i for i in new_items if usable(i, asked)], result.constraints)
+        added = dedupe([i for i in new_items if usable(i, instructions + "\n" + focus)], result.constraints)
         result.dropped += len(new_items) - len(added[:ask])
         result.constraints += added[:ask]
     if len(result.constraints) < n:
