@@ -35,7 +35,7 @@ import numpy as np
 
 from .scores import LATEST_VERDICT
 from .stats import DEFAULT_RESAMPLES, Interval
-from .validation import ADJUDICATOR, ImportResult, RowError, ValidationError, read_sheets
+from .validation import ADJUDICATOR, ImportResult, RowError, SheetRowError, ValidationError, read_sheets, row_owner
 
 if TYPE_CHECKING:
     from .store import Store
@@ -384,20 +384,12 @@ def import_judge_sheets(store: Store, paths: Sequence[str | Path], *, annotator:
         if raw not in _ANSWERS:
             fail(f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
             continue
-        who = annotator or (row.get("annotator") or "").strip()
-        if not who:
-            fail("no annotator: fill the annotator column or pass --annotator")
+        try:
+            who, target = row_owner(row, annotator, plan, plans, lambda name: load_judge_plan(store, name),
+                                    DEFAULT_PLAN, "judge plan")
+        except SheetRowError as exc:
+            fail(str(exc))
             continue
-        target = plan
-        if target is None:
-            name = (row.get("plan") or "").strip() or DEFAULT_PLAN
-            if name not in plans:
-                found = load_judge_plan(store, name)
-                if found is None:
-                    fail(f"no judge plan named {name!r} in this store")
-                    continue
-                plans[name] = found
-            target = plans[name]
         try:
             position, cid, gid = int(row["item"]), int(row["constraint_id"]), int(row["text_id"])
         except (TypeError, ValueError):

@@ -38,10 +38,10 @@ import json
 import math
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -648,6 +648,32 @@ def read_sheets(paths: Sequence[str | Path], columns: set[str], kind: str,
                 yield Path(path).name, line, row
 
 
+class SheetRowError(ValueError):
+    """One row of an answered sheet is wrong; the message says what (its sheet and line are added)."""
+
+
+P = TypeVar("P")
+
+
+def row_owner(row: dict[str, str], annotator: str | None, plan: P | None, plans: dict[str, P],
+              load: Callable[[str], P | None], default_plan: str, what: str) -> tuple[str, P]:
+    """Who answered a sheet row and the plan it belongs to: the annotator and plan given on the
+    command line, else the row's own columns (a blank plan is ``default_plan``). Each named plan
+    is loaded once into ``plans``. SheetRowError when there is no annotator or no such plan."""
+    who = annotator or (row.get("annotator") or "").strip()
+    if not who:
+        raise SheetRowError("no annotator: fill the annotator column or pass --annotator")
+    if plan is not None:
+        return who, plan
+    name = (row.get("plan") or "").strip() or default_plan
+    if name not in plans:
+        found = load(name)
+        if found is None:
+            raise SheetRowError(f"no {what} named {name!r} in this store")
+        plans[name] = found
+    return who, plans[name]
+
+
 def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str | None = None,
                   plan: Plan | None = None) -> ImportResult:
     """Read labelled sheets back. Every row is checked first: an unknown label, an item that is
@@ -674,20 +700,12 @@ def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str |
         if label is None:
             fail(f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous (or i, s, a)")
             continue
-        who = annotator or (row.get("annotator") or "").strip()
-        if not who:
-            fail("no annotator: fill the annotator column or pass --annotator")
+        try:
+            who, target = row_owner(row, annotator, plan, plans, lambda name: load_plan(store, name), DEFAULT_PLAN,
+                                    "plan")
+        except SheetRowError as exc:
+            fail(str(exc))
             continue
-        target = plan
-        if plan is None:
-            name = (row.get("plan") or "").strip() or DEFAULT_PLAN
-            if name not in plans:
-                found = load_plan(store, name)
-                if found is None:
-                    fail(f"no plan named {name!r} in this store")
-                    continue
-                plans[name] = found
-            target = plans[name]
         positions = by_position if plan else {p.position: p for p in target.items}
         try:
             position, cid, rid = int(row["item"]), int(row["constraint_id"]), int(row["response_id"])
