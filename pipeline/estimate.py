@@ -218,6 +218,7 @@ async def dry_run(store: Store, config: Config, command: str,
         try:
             await work(copy, pricer)
         finally:
+            pricer.finish()  # the wall times, also when the work stopped on an error
             copy.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -229,11 +230,7 @@ async def estimate_build(store: Store, config: Config, options: Any, *, max_unit
     from .llm import LLMClient
 
     async def work(copy: Store, pricer: Pricer) -> None:
-        client = LLMClient(config, copy, pricing=pricer)
-        try:
-            await run_build(copy, config, client, options, max_units=max_units)
-        finally:
-            pricer.finish()
+        await run_build(copy, config, LLMClient(config, copy, pricing=pricer), options, max_units=max_units)
 
     return await dry_run(store, config, "build", work)
 
@@ -242,10 +239,7 @@ async def estimate_evaluate(store: Store, config: Config, options: Any, *, max_u
     from .evaluate import evaluate
 
     async def work(copy: Store, pricer: Pricer) -> None:
-        try:
-            await evaluate(copy, config, options, max_units=max_units, pricing=pricer)
-        finally:
-            pricer.finish()
+        await evaluate(copy, config, options, max_units=max_units, pricing=pricer)
 
     return await dry_run(store, config, "evaluate", work)
 
@@ -256,11 +250,7 @@ async def estimate_naturalness(store: Store, config: Config, options: Any, *,
     from .naturalness import run_naturalness
 
     async def work(copy: Store, pricer: Pricer) -> None:
-        client = LLMClient(config, copy, pricing=pricer)
-        try:
-            await run_naturalness(copy, config, client, options, max_units=max_units)
-        finally:
-            pricer.finish()
+        await run_naturalness(copy, config, LLMClient(config, copy, pricing=pricer), options, max_units=max_units)
 
     return await dry_run(store, config, "naturalness", work)
 
