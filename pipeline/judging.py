@@ -323,6 +323,7 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
     # Lines: no JSON keys to write for every constraint. Free text, or on a server that takes
     # GBNF, held by lines_grammar to one capped line per constraint (fewer tokens written).
     grammar = lines and endpoint.gbnf
+    cap = QUOTE_CAP if grammar else None
     fmt = None if lines else structured_format(endpoint, BATCH_SCHEMA)
     schema = None if lines else BATCH_SCHEMA
     results: dict[int, Judgement] = {}
@@ -334,7 +335,6 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
         subset = [constraints[i] for i in pending]
         messages = template.render(text=defuse(text), constraints=numbered(subset), n=len(subset))
         budget = max_tokens or min(8000, (60 + 50 * len(subset)) if lines else (120 + 90 * len(subset)))
-        cap = QUOTE_CAP if grammar else None
         recorder = _Recorder(lambda t, n=len(subset), cap=cap: parse_batched_reply(t, n, quote_cap=cap))
         params = Params(max_tokens=budget, grammar=lines_grammar(len(subset)) if grammar else None)
         try:
