@@ -4,7 +4,7 @@ Starts the embedded llama.cpp server (or borrows the one of `unspecific local se
 judges one fixed response of about 250 words against 20 fixed constraints through the real
 path (``judge_text`` -> ``_judge_batched`` -> ``LLMClient``) on two endpoints that differ only in
 ``gbnf``: "free" (free-text lines) and "grammar" (``lines_grammar``: quotes capped at
-QUOTE_CAP characters, reasons at REASON_CAP). For each it prints the calls, prompt and completion
+QUOTE_CAP characters, a No without a reason). For each it prints the calls, prompt and completion
 tokens, seconds, lines parsed, Yes count, and how many Yes quotes are found verbatim in the text
 (exact), fuzzily, or not at all, and how many quotes were written at the cap or beyond; then
 the agreement between the two.

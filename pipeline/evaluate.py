@@ -354,9 +354,14 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
     summary = StageSummary("judge")
     responses = _stored_responses(store, plan, select_instructions(store, plan))
     summaries = _stored_summaries(store, plan, [r["id"] for r in responses])
-    texts = [(r["id"], r["instruction_id"], f"response {r['id']} ({r['model']})") for r in responses]
-    texts += [(s["id"], s["instruction_id"], f"summary {s['id']} at {s['ratio']:g} of response {s['parent_id']}")
-              for s in summaries]
+    # Each response is followed by its own summaries: the same constraints open both judge prompts
+    # (judge_lines puts them before the text), so a llama.cpp server reads them once, from its
+    # cached prefix, for the summary.
+    texts = []
+    for r in responses:
+        texts.append((r["id"], r["instruction_id"], f"response {r['id']} ({r['model']})"))
+        texts += [(s["id"], s["instruction_id"], f"summary {s['id']} at {s['ratio']:g} of response {s['parent_id']}")
+                  for s in summaries if s["parent_id"] == r["id"]]
     constraints_of: dict[int, list[tuple[int, str]]] = {}
     unusable = _UnusableJudges()
     units = []

@@ -9,8 +9,8 @@ Two modes, both worth offering and comparing (METHOD.md, "Judging"):
 
 A reply may be JSON (``{"verdicts": [...]}``) or the research code's lines
 (``3. Yes - "quote"`` / ``4. No - reason``); both parse. On an endpoint that takes GBNF
-(``gbnf``), lines are asked for under ``lines_grammar``: one line per constraint, quotes and
-reasons capped. A duplicated item keeps the first. Every Yes quote is checked against the
+(``gbnf``), lines are asked for under ``lines_grammar``: one line per constraint, quotes capped,
+No without a reason. A duplicated item keeps the first. Every Yes quote is checked against the
 judged text: exact (after normalising whitespace, quotes and case), else fuzzy (rapidfuzz
 partial alignment >= 90), else ``missing``, which the app flags as a possibly hallucinated quote.
 """
@@ -35,11 +35,10 @@ MODES = ("batched", "per_constraint")
 # the next run, since the cause may have been transient.
 UNANSWERED = "no verdict from the judge"
 FUZZY_MIN_SCORE = 90.0
-# Caps on a lines judge's quote and reason under a GBNF grammar (endpoints with ``gbnf``): the
-# 1.5B model ignores the prompt's "5 to 15 words" and copies whole sentences, and its speed is
-# tokens written (measured on 39 constraints: 649-692 completion tokens and 108 s, not 1025 and 150 s).
+# The cap on a lines judge's quote under a GBNF grammar (endpoints with ``gbnf``): the 1.5B model
+# ignores the prompt's "5 to 15 words" and copies whole sentences, and its speed is tokens written
+# (measured on 39 constraints: 649-692 completion tokens and 108 s, not 1025 and 150 s).
 QUOTE_CAP = 80  # characters, about 15 words
-REASON_CAP = 40  # characters, about 8 words
 
 BATCH_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -150,14 +149,16 @@ def _item(verdict: str, quote: str, reason: str) -> dict[str, Any]:
 
 def lines_grammar(n: int) -> str:
     """A GBNF grammar for ``n`` lines in judge_lines' format, numbered 1..n: ``i. Yes - "quote"``
-    (1 to QUOTE_CAP characters) or ``i. No - reason`` (1 to REASON_CAP characters), each ending
-    in a newline, and nothing else. The escapes (``\\n``, ``\\"``) are GBNF's, not Python's."""
+    (1 to QUOTE_CAP characters) or ``i. No``, each ending in a newline, and nothing else. A No
+    carries no reason: under a cap the 1.5B model wrote the same cut-off words on every No line
+    ("The text does not provide information on"), about 9 tokens a line that told nobody anything.
+    The escapes (``\\n``, ``\\"``) are GBNF's, not Python's."""
     if n < 1:
         raise ValueError(f"a lines grammar needs at least one line, got {n}")
     lines = " ".join(f'"{i}. " verdict "\\n"' for i in range(1, n + 1))
     return (
         f"root ::= {lines}\n"
-        f'verdict ::= "Yes - \\"" [^"\\n]{{1,{QUOTE_CAP}}} "\\"" | "No - " [^\\n]{{1,{REASON_CAP}}}\n'
+        f'verdict ::= "Yes - \\"" [^"\\n]{{1,{QUOTE_CAP}}} "\\"" | "No"\n'
     )
 
 

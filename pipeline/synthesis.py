@@ -236,12 +236,14 @@ async def ask_constraints(
     params: Params | None = None,
     repair_rounds: int = 1,
 ) -> Synthesis:
-    """Ask ``template`` for a main task and exactly ``n`` constraints; repair a short list once."""
+    """Ask ``template`` for a main task and exactly ``n`` constraints, or the endpoint's
+    ``list_items`` if fewer; then ask for the missing ones in up to ``repair_rounds`` rounds."""
     ep = client.config.endpoint(endpoint)
-    schema = list_schema(n, with_task=True)
+    first = min(n, ep.list_items or n)
+    schema = list_schema(first, with_task=True)
     fmt = structured_format(ep, schema)
-    params = params or Params(max_tokens=_max_tokens(n))
-    messages = template.render(**fields)
+    params = params or Params(max_tokens=_max_tokens(first))
+    messages = template.render(**(fields | {"n": first}))
     rules = "\n".join(m["content"] for m in messages if m["role"] == "system")
 
     def accept(text: str) -> tuple[str, list[str]]:

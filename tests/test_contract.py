@@ -79,9 +79,10 @@ async def test_a_summary_bad_twice_fails_and_leaves_nothing_behind(store):
     _setup(store)
     with FakeOpenAIServer() as server:
         client, gid = await _response(store, server)
-        server.push(JUNK, JUNK)
+        server.push(JUNK, JUNK, JUNK, JUNK)  # asked to summarise, then to shorten: each with its repair
         with pytest.raises(ParseError) as caught:
             await summarize(store, client, gid, 0.25, "s")
+        assert server.calls == 5
         # The next run asks again (nothing cached) and takes a good one.
         server.push(" ".join(["gist"] * 50))
         sid, created = await summarize(store, client, gid, 0.25, "s")

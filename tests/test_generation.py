@@ -205,3 +205,42 @@ def test_sections_cut_at_paragraphs_then_sentences():
     assert len(parts) == 2 and all(count_words(p) <= 250 for p in parts)
     assert " ".join(parts) == long_paragraph
     assert sections("short text.") == ["short text."]
+
+
+def _copying_writer(shortens: bool):  # noqa: ANN202
+    """The embedded model's habit: a response of 150 words, handed back whole when asked for a
+    summary of it; asked to shorten it, it shortens it (``shortens``) or hands it back again."""
+    def reply(request: dict) -> str:
+        prompt = last_user_message(request)
+        if "Shorten it to" in prompt and shortens:
+            target = int(prompt.split("Shorten it to ")[1].split()[0])
+            return " ".join(["gist"] * target) + "."
+        return " ".join(["word"] * 150) + "."
+    return reply
+
+
+async def test_a_short_text_handed_back_whole_is_asked_to_be_shortened(store):
+    _setup(store)
+    with FakeOpenAIServer(_copying_writer(shortens=True)) as server:
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=150)
+        sid, created = await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+        asked = [last_user_message(r) for r in server.requests[1:]]
+    # The summary asked, its repair (the text back whole both times), then one shorten request.
+    assert len(asked) == 3 and "Summarise it in about 38 words" in asked[0] and "Shorten it to 38 words" in asked[2]
+    row = store.one("SELECT words, achieved_ratio FROM generations WHERE id = ?", [sid])
+    assert created and row["words"] == 38 and row["achieved_ratio"] == pytest.approx(38 / 150, abs=1e-3)
+
+
+async def test_a_short_text_handed_back_whole_every_time_stores_no_summary(store):
+    from pipeline.errors import ParseError
+
+    _setup(store)
+    with FakeOpenAIServer(_copying_writer(shortens=False)) as server:
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=150)
+        with pytest.raises(ParseError, match="prompt summarize_shorten: .* has 150 words"):
+            await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+    assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 0

@@ -336,32 +336,36 @@ def gbnf_to_regex(grammar: str) -> str:
 
 
 def test_the_lines_grammar_for_three_constraints_is_exact_and_well_formed():
-    from pipeline.judging import QUOTE_CAP, REASON_CAP, lines_grammar
+    from pipeline.judging import QUOTE_CAP, lines_grammar
 
     grammar = lines_grammar(3)
     assert grammar == (
         'root ::= "1. " verdict "\\n" "2. " verdict "\\n" "3. " verdict "\\n"\n'
-        'verdict ::= "Yes - \\"" [^"\\n]{1,80} "\\"" | "No - " [^\\n]{1,40}\n'
+        'verdict ::= "Yes - \\"" [^"\\n]{1,80} "\\"" | "No"\n'
     )
-    assert (QUOTE_CAP, REASON_CAP) == (80, 40) and "{1,80}" in grammar and "{1,40}" in grammar
+    assert QUOTE_CAP == 80 and "{1,80}" in grammar
     root = re.compile(gbnf_to_regex(grammar))
-    good = '1. Yes - "council met on Tuesday"\n2. No - no officer named\n3. Yes - "Residents crowded the hall"\n'
+    good = '1. Yes - "council met on Tuesday"\n2. No\n3. Yes - "Residents crowded the hall"\n'
     assert root.fullmatch(good)
     assert not root.fullmatch(good.rstrip("\n"))  # every line ends in a newline
     assert not root.fullmatch(good.replace("3. ", "4. "))  # numbered 1..n, nothing else
     assert not root.fullmatch(good.replace("council met on Tuesday", "x" * (QUOTE_CAP + 1)))
     assert root.fullmatch(good.replace("council met on Tuesday", "x" * QUOTE_CAP))
-    assert not root.fullmatch(good.replace("no officer named", "y" * (REASON_CAP + 1)))
+    assert not root.fullmatch(good.replace("2. No", "2. No - no officer named"))  # a No has no reason to write
     assert not root.fullmatch(good.replace('"council met on Tuesday"', '"a "quote" inside"'))
     assert not root.fullmatch(good + "Anything else.\n")
     # The checker catches what would crash the server: an undefined rule, an open literal.
     with pytest.raises(AssertionError, match="not defined"):
         gbnf_to_regex(grammar.replace("verdict ::=", "verdicts ::="))
     with pytest.raises(AssertionError, match="unterminated literal"):
-        gbnf_to_regex(grammar.replace('"No - "', '"No - '))
+        gbnf_to_regex(grammar.replace('"No"', '"No'))
     for n in (1, 2, 39, 120):
-        body = "".join(f"{i}. No - no\n" for i in range(1, n + 1))
+        body = "".join(f"{i}. No\n" for i in range(1, n + 1))
         assert re.fullmatch(gbnf_to_regex(lines_grammar(n)), body)
+    # What the grammar lets through parses: a No without a reason is a No, not a missing verdict.
+    items = parse_batched_reply(good, 3, quote_cap=QUOTE_CAP)
+    assert items[2] == {"verdict": False, "quote": "", "reason": ""}
+    assert [items[k]["verdict"] for k in (1, 2, 3)] == [True, False, True]
     with pytest.raises(ValueError):
         lines_grammar(0)
 

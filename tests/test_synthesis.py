@@ -293,3 +293,46 @@ def test_a_runaway_item_is_cut_by_the_grammar() -> None:
 
     item = list_schema(5, with_task=True)["properties"]["constraints"]["items"]
     assert item["maxLength"] == MAX_CHARS >= MAX_WORDS * 6  # never cuts an item that would be usable
+
+
+async def test_an_endpoint_with_list_items_is_asked_for_that_many_first_then_the_rest_in_rounds(tmp_path) -> None:
+    """``list_items = 15``: the first reply is asked (prompt and schema) for 15 constraints, not
+    39; the rounds ask for the 24 missing, in chunks; the instruction still gets 39."""
+    from pipeline.config import parse_config
+    from pipeline.synthesis import MORE_CHUNK
+
+    model = ScriptedModel(with_flags=False)
+    made = [0]
+
+    def responder(request):
+        if kind_of(request) == "constraints_more":
+            k = int(re.search(r"Write EXACTLY (\d+) more", request["messages"][-1]["content"]).group(1))
+            items = [f"Describe distinct angle number {made[0] + j} of the story at length." for j in range(k)]
+            made[0] += k
+            return Reply(text=json.dumps({"constraints": items}))
+        return model(request)
+
+    with FakeOpenAIServer(responder) as server:
+        raw = fake_config(server.base_url).endpoint("fake").public_dict() | {"list_items": 15}
+        config = parse_config({"endpoints": {"fake": {k: raw[k] for k in ("base_url", "model", "list_items")}},
+                               "roles": {"generator": "fake"}})
+        client = LLMClient(config, open_store(tmp_path / "s.sqlite"), backoff_base_s=0.01)
+        result = await synthesize_single(client, "fake", ARTICLE_A, 39, domain="news", repair_rounds=4)
+        await client.aclose()
+    first = server.requests[0]
+    assert first["response_format"]["schema"]["properties"]["constraints"]["minItems"] == 15
+    assert "exactly 15 constraints" in first["messages"][-1]["content"]
+    asks = [int(re.search(r"Write EXACTLY (\d+) more", r["messages"][-1]["content"]).group(1))
+            for r in server.requests if kind_of(r) == "constraints_more"]
+    assert asks == [MORE_CHUNK, MORE_CHUNK, 4]
+    assert len(result.constraints) == 39 and len(set(result.constraints)) == 39
+
+
+def test_list_items_is_a_positive_integer_and_the_local_model_asks_for_15() -> None:
+    from pipeline.config import ConfigError, parse_config
+
+    assert parse_config({}).endpoint("local").list_items == 15
+    assert parse_config({"endpoints": {"x": {"base_url": "http://h/v1", "model": "m"}}}).endpoint("x").list_items is None
+    for bad in (0, 2.5, "15", True):
+        with pytest.raises(ConfigError, match="list_items"):
+            parse_config({"endpoints": {"x": {"base_url": "http://h/v1", "model": "m", "list_items": bad}}})

@@ -217,14 +217,13 @@ def judge_verdict(constraint: str, text: str) -> dict[str, Any]:
 
 
 def _verdict_line(i: int, v: dict[str, Any], *, capped: bool = False) -> str:
-    """One judge_lines line; ``capped``: as under ``lines_grammar``, which stops a quote or a reason
-    at its cap, mid-word (the parser then drops the cut word)."""
-    from ..judging import QUOTE_CAP, REASON_CAP
+    """One judge_lines line; ``capped``: as under ``lines_grammar``, which stops a quote at its cap,
+    mid-word (the parser then drops the cut word), and lets a No carry no reason."""
+    from ..judging import QUOTE_CAP
 
-    quote, reason = v["quote"], v["reason"] or "not there"
-    if capped:
-        quote, reason = quote[:QUOTE_CAP], reason[:REASON_CAP]
-    return f'{i}. Yes - "{quote}"' if v["verdict"] == "yes" else f"{i}. No - {reason}"
+    if v["verdict"] != "yes":
+        return f"{i}. No" if capped else f"{i}. No - {v['reason'] or 'not there'}"
+    return f'{i}. Yes - "{v["quote"][:QUOTE_CAP] if capped else v["quote"]}"'
 
 
 def write_response(requirements: list[tuple[int, str]], words: int, opening: str = "") -> str:
