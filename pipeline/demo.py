@@ -130,6 +130,9 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
     started = time.monotonic()
     result = DemoSummary()
     pairs = select_pairs(store, build_options(config, options, options.pairs))
+    # Evaluated once per run: asked again at temperature 0, a unit that failed fails the same way
+    # (the summary of one response: 170 s of calls, twice in one run). The next run retries it.
+    evaluated_now: set[int] = set()
     for k, pair in enumerate(pairs, 1):
         if stop is not None and stop.stopped:
             result.stopped = True
@@ -147,7 +150,8 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
                                     progress=progress, stop=stop)
             _add_seconds(result, "build", t0)
             result.failed += [f"build: {f.stage}: {f.unit}: {f.error}" for s in built.stages for f in s.failures]
-            ids = [i for i in pair_instructions(store, options.run_id, int(pair["id"])) if i not in result.auditable]
+            ids = [i for i in pair_instructions(store, options.run_id, int(pair["id"])) if i not in evaluated_now]
+            evaluated_now.update(ids)
             if ids and not (stop is not None and stop.stopped):
                 t0 = time.monotonic()
                 evaluated, coverage_error = await _evaluate(store, config, client, options, ids, progress=progress,

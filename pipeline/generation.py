@@ -230,17 +230,15 @@ async def _summary_of(client: LLMClient, summarizer: str, text: str, ratio: floa
     target = target_words(count_words(text), ratio)
     template = load_template(prompt)
     messages = template.render(text=defuse(text), words=count_words(text), target_words=target)
+    # No repair round: told the length was wrong, the embedded model gave the same reply again, to
+    # the word (5 of 5 in one demo run, about 25 s each). The next prompt in summarize's chain
+    # (shorten, then section by section) is the second chance instead.
     summary, completion = await client.chat_repaired(
         summarizer, messages, accept=_summary_contract(target, slack, refusal_fails=refusal_fails), schema=None,
         template=template, params=Params(temperature=0.0, max_tokens=_token_budget(target)), what="summary",
-        repair=lambda error: repair_summary_message(error, target),
+        repair_rounds=0,
     )
     return str(summary), completion
-
-
-def repair_summary_message(error: str, target: int) -> str:
-    return (f"That reply cannot be used as the summary: {error}. Write the summary now, about {target} words, "
-            "keeping the main points. Reply with the summary only.")
 
 
 async def summarize(
@@ -250,9 +248,9 @@ async def summarize(
     """A summary of a stored response at ``ratio`` of its words: (generation id, created now?).
 
     Small models overshoot the length asked for, and a summary at 45% is not a 25% one; a junk
-    reply of 5 words is not one at all: a reply outside ``1 +- slack`` of its target, not prose,
-    or a refusal is asked once more with what was wrong (``slack=None``: any length). Still
-    wrong, the text is asked to be shortened (``summarize_shorten``). Still wrong, a text longer
+    reply of 5 words is not one at all: a reply outside ``1 +- slack`` of its target
+    (``slack=None``: any length), not prose, or a refusal is refused, and the text is asked to
+    be shortened instead (``summarize_shorten``). Still wrong, a text longer
     than a section is summarised section by section at the same ratio (``sections``) and the
     joined summary must keep the same contract. Still wrong: ParseError, nothing stored.
     The achieved ratio is measured on what is stored."""

@@ -246,15 +246,10 @@ async def ask_constraints(
     messages = template.render(**(fields | {"n": first}))
     rules = "\n".join(m["content"] for m in messages if m["role"] == "system")
 
-    def accept(text: str) -> tuple[str, list[str]]:
+    def accept(text: str) -> tuple[str | None, list[str]]:
         task, items = parse_constraint_list(text)
         if not items:
             raise ReplyError("no constraints found: expected a JSON object with a 'constraints' list", reply=text)
-        if not task:
-            raise ReplyError("no main task found: expected a 'main_task' string", reply=text)
-        problem = main_task_problem(task, rules)
-        if problem:
-            raise ReplyError(problem, reply=text)
         return task, items
 
     # One repair round for a reply with no usable list at all (count repairs come after).
@@ -265,6 +260,13 @@ async def ask_constraints(
     convo = list(messages)
 
     call_ids = [completion.call_id] if completion.call_id else []
+    problem = "no main task found" if not task else main_task_problem(task, rules)
+    if problem:
+        # A list with a bad main task is kept: asking for the whole reply again cost as much as
+        # the first, and the 1.5B model handed the same form back (twice, for the same pair).
+        task, again = await _ask_main_task(client, ep, convo + [{"role": "assistant", "content": completion.text}],
+                                           problem, rules)
+        call_ids += [again.call_id] if again.call_id else []
     instructions = prompt_text(messages)
     kept = dedupe([i for i in items if usable(i, instructions)])
     result = Synthesis(main_task=task, constraints=kept[:n], call_ids=call_ids, dropped=len(items) - len(kept[:n]))
@@ -293,6 +295,28 @@ async def ask_constraints(
             f"constraints of the {n} needed, after {rounds} repair round(s) asking for the missing ones"
         )
     return result
+
+
+async def _ask_main_task(client: LLMClient, ep: Any, convo: list[dict[str, str]], problem: str,
+                         rules: str) -> tuple[str, Any]:
+    """The main task asked for alone, after a first reply whose main task was unusable: a
+    sentence, not the whole list again (one repair round; still unusable: ParseError)."""
+    template = load_template("main_task_again")
+
+    def accept(text: str) -> str:
+        line = next((ln for ln in text.splitlines() if ln.strip()), "")
+        task = re.sub(r"^\s*[*_#]*\s*(?:main[ _]task)?\s*[*_]*\s*[:\-]?\s*", "", line, flags=re.IGNORECASE)
+        task = task.strip().strip('"\u201c\u201d').strip()
+        problem = "no main task in the reply" if len(task.split()) < 4 else main_task_problem(task, rules)
+        if problem:
+            raise ReplyError(problem, reply=text)
+        return task
+
+    return await client.chat_repaired(
+        ep, convo + template.render(problem=problem), accept=accept, schema=None, template=template,
+        params=Params(max_tokens=120), what="main task",
+        repair=lambda error: f"That cannot be used: {error}. Reply with the main task only, one sentence.",
+    )
 
 
 async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], have: list[str], n: int,

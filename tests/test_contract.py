@@ -60,7 +60,7 @@ async def _response(store, server):
 
 @pytest.mark.parametrize("bad", [JUNK, " ".join(["gist"] * 5), REFUSAL, " ".join(["long"] * 90)],
                          ids=["junk", "5 words for 50", "refusal", "90 words for 50"])
-async def test_a_bad_summary_is_repaired_and_never_cached(store, bad):
+async def test_a_bad_summary_is_asked_again_as_shorten_and_never_cached(store, bad):
     _setup(store)
     good = " ".join(["gist"] * 48)
     with FakeOpenAIServer() as server:
@@ -68,9 +68,8 @@ async def test_a_bad_summary_is_repaired_and_never_cached(store, bad):
         server.push(bad, good)
         sid, _ = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
-        repair = server.requests[2]["messages"]
-    assert repair[-2] == {"role": "assistant", "content": bad}
-    assert "cannot be used as the summary" in repair[-1]["content"] and "about 50 words" in repair[-1]["content"]
+        again = server.requests[2]["messages"]
+    assert "Shorten it to 50 words" in again[-1]["content"] and bad not in [m["content"] for m in again]
     assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [sid])) == good
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [bad]) == 0
 
@@ -79,10 +78,10 @@ async def test_a_summary_bad_twice_fails_and_leaves_nothing_behind(store):
     _setup(store)
     with FakeOpenAIServer() as server:
         client, gid = await _response(store, server)
-        server.push(JUNK, JUNK, JUNK, JUNK)  # asked to summarise, then to shorten: each with its repair
+        server.push(JUNK, JUNK)  # asked to summarise, then to shorten
         with pytest.raises(ParseError) as caught:
             await summarize(store, client, gid, 0.25, "s")
-        assert server.calls == 5
+        assert server.calls == 3
         # The next run asks again (nothing cached) and takes a good one.
         server.push(" ".join(["gist"] * 50))
         sid, created = await summarize(store, client, gid, 0.25, "s")

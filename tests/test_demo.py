@@ -192,6 +192,44 @@ def test_a_demo_whose_judge_answers_junk_fails_loudly_and_counts_nothing_as_no(t
     assert status == "failed"
 
 
+class CopyingSummarizer(ScriptedModel):
+    """Hands the first response (or a section of it) back whole whenever it is asked to summarise
+    or shorten it."""
+
+    first: str | None = None
+
+    def __call__(self, request):
+        from pipeline.testing.responders import kind_of
+        from pipeline.testing.fake_server import Reply
+
+        prompt = str(request["messages"][-1]["content"])
+        if kind_of(request) == "summarize" or "Shorten it to" in prompt:
+            body = prompt.split("<<<TEXT\n", 1)[1].split("\nTEXT>>>", 1)[0]
+            self.first = self.first or body
+            if body in self.first:
+                return Reply(text=body)
+        return super().__call__(request)
+
+
+def test_a_unit_that_failed_is_not_asked_again_in_the_same_demo_run(tmp_path):
+    """Pair 1's single response cannot be summarised: its summary is asked for (summarise, then
+    shorten) while pair 1's single instruction is evaluated, and not again with its eval sibling;
+    the next run asks again."""
+    store_path = tmp_path / "demo.sqlite"
+    model = CopyingSummarizer()
+    with FakeOpenAIServer(model) as server:
+        config = load_config(str(_config(tmp_path, server.base_url)))
+        options = DemoOptions(pairs=1, constraints=5, articles=30, embedder="hash")
+        result = run_demo_blocking(str(store_path), config, options)
+        asked = [str(r["messages"][-1]["content"]) for r in server.requests]
+        first_asks = sum(model.first in a for a in asked if "Summarise it" in a or "Shorten it to" in a)
+        assert first_asks == 2
+        assert len(result.auditable) == 1 and len(result.failed) == 1 and "summarize" in result.failed[0]
+        calls = server.calls
+        run_demo_blocking(str(store_path), config, options)
+        assert server.calls > calls  # the next run asks again
+
+
 def test_the_demo_bench_reads_refusals_and_tokens_from_a_store(tmp_path, monkeypatch) -> None:
     """bench/demo.py runs for 45 minutes before it reads the store: a broken reader there costs a
     whole run (it once called a store method that no longer existed)."""

@@ -145,10 +145,10 @@ def test_count_words():
     assert count_words("one  two\nthree") == 3
 
 
-async def test_a_long_summary_is_asked_once_to_shorten(store):
+async def test_a_long_summary_is_asked_once_to_shorten_it(store):
     _setup(store)
     with FakeOpenAIServer(_writer) as server:
-        # response of 200 words; summary at 0.25 (target 50): 120 words, then 55 after the shorten request.
+        # response of 200 words; summary at 0.25 (target 50): 120 words, then 55 when asked to shorten it.
         server.push(" ".join(["word"] * 200), " ".join(["long"] * 120), " ".join(["gist"] * 55))
         client = LLMClient(_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=200)
@@ -162,8 +162,7 @@ async def test_a_long_summary_is_asked_once_to_shorten(store):
         await client.aclose()
         assert server.calls == 5
         follow_up = server.requests[2]["messages"]
-        assert follow_up[-1]["role"] == "user" and "has 120 words" in follow_up[-1]["content"]
-        assert follow_up[-2] == {"role": "assistant", "content": " ".join(["long"] * 120)}
+        assert [m["role"] for m in follow_up] == ["system", "user"] and "Shorten it to 50 words" in follow_up[-1]["content"]
     words = {r["id"]: (r["words"], r["achieved_ratio"]) for r in store.query("SELECT * FROM generations")}
     assert words[sid] == (55, pytest.approx(0.275)) and words[sid2][0] == 70 and words[sid3][0] == 150
 
@@ -188,7 +187,7 @@ async def test_a_model_that_cannot_write_a_long_summary_summarises_section_by_se
         again, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
         asked = [last_user_message(r) for r in server.requests if "Summarise it in about" in last_user_message(r)]
-    # The whole text asked for 200 words twice (52 each), then 4 sections of 200 words, 50 each.
+    # The whole text asked for 200 words (52), asked to shorten it (the same), then 4 sections of 200 words, 50 each.
     assert sum("about 200 words" in a for a in asked) == 1 and sum("about 50 words" in a for a in asked) == 4
     row = store.one("SELECT words, achieved_ratio FROM generations WHERE id = ?", [sid])
     assert row["words"] == 200 and row["achieved_ratio"] == 0.25
@@ -227,8 +226,8 @@ async def test_a_short_text_handed_back_whole_is_asked_to_be_shortened(store):
         sid, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
         asked = [last_user_message(r) for r in server.requests[1:]]
-    # The summary asked, its repair (the text back whole both times), then one shorten request.
-    assert len(asked) == 3 and "Summarise it in about 38 words" in asked[0] and "Shorten it to 38 words" in asked[2]
+    # The summary asked (the text back whole), then one shorten request: no repair round between.
+    assert len(asked) == 2 and "Summarise it in about 38 words" in asked[0] and "Shorten it to 38 words" in asked[1]
     row = store.one("SELECT words, achieved_ratio FROM generations WHERE id = ?", [sid])
     assert created and row["words"] == 38 and row["achieved_ratio"] == pytest.approx(38 / 150, abs=1e-3)
 

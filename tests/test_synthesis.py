@@ -250,20 +250,34 @@ async def test_a_long_gap_is_filled_in_chunks_each_about_another_aspect(tmp_path
     assert len(set(result.constraints)) == 39
 
 
-async def test_a_main_task_handed_back_from_the_form_is_asked_again(tmp_path) -> None:
+async def test_a_main_task_handed_back_from_the_form_is_asked_again_alone(tmp_path) -> None:
     """Seen with the embedded 1.5B model: shown an example main task, it returned the example
-    word for word ("a local factory closing") for two articles about a media group's profits."""
+    word for word ("a local factory closing") for two articles about a media group's profits;
+    shown a form, it handed the form back. The list is kept, and the main task alone is asked
+    again, in the same conversation (its wording copied again: asked once more, then a failure)."""
     form = load_template("synthesize_common").render(article_a="a", article_b="b", n=2, domain="news")[0]["content"]
     parroted = re.search(r'in the form "([^"]+)"', form.replace("\n   ", " ")).group(1)
     items = ["Explain why the money ran out and who is blamed.", "Report what happens next and when."]
-    replies = [json.dumps({"main_task": parroted, "constraints": items}),
-               json.dumps({"main_task": "Write a news article about a council's budget gap.", "constraints": items})]
+    first = json.dumps({"main_task": parroted, "constraints": items})
+    replies = [first, 'Main task: "Write a news article about a council\'s budget gap."']
     with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
         store, client = await _client(tmp_path, server)
         result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 2, domain="news", seed="x")
         await client.aclose()
+        ask = server.requests[1]["messages"]
     assert result.main_task == "Write a news article about a council's budget gap."
-    assert "placeholder" in server.requests[1]["messages"][-1]["content"]
+    assert sorted(result.constraints) == sorted(items) and server.calls == 2
+    assert ask[-2] == {"role": "assistant", "content": first} and "placeholder" in ask[-1]["content"]
+    assert "response_format" not in server.requests[1]
+
+    replies = [first, parroted, "Write a <kind of text> about it."]
+    with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
+        (tmp_path / "again").mkdir()
+        store, client = await _client(tmp_path / "again", server)
+        with pytest.raises(ParseError, match="prompt main_task_again: no usable main task"):
+            await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 2, domain="news", seed="x")
+        await client.aclose()
+        assert server.calls == 3
 
 
 def test_main_task_problems_name_what_is_wrong() -> None:
