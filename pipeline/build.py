@@ -75,6 +75,7 @@ class BuildOptions:
     repair_rounds: int = 1
     generator: str | None = None  # endpoint name (default: roles.generator)
     base_judge: str | None = None  # endpoint name (default: the first of roles.judges)
+    pair_ids: tuple[int, ...] | None = None  # these pairs only (the demo's, one at a time); None: the first n
 
     @classmethod
     def from_config(cls, config: Config, **overrides: Any) -> BuildOptions:
@@ -167,9 +168,13 @@ class BuildSummary:
 
 
 def select_pairs(store: Store, options: BuildOptions) -> list[dict[str, Any]]:
-    pairs = store.query(
-        "SELECT * FROM pairs WHERE domain = ? AND rule = ? ORDER BY id LIMIT ?", [options.domain, options.rule, options.n]
-    )
+    if options.pair_ids is not None:
+        marks = ",".join("?" * len(options.pair_ids))
+        pairs = store.query(f"SELECT * FROM pairs WHERE domain = ? AND rule = ? AND id IN ({marks}) ORDER BY id",
+                            [options.domain, options.rule, *options.pair_ids])
+    else:
+        pairs = store.query("SELECT * FROM pairs WHERE domain = ? AND rule = ? ORDER BY id LIMIT ?",
+                            [options.domain, options.rule, options.n])
     if not pairs:
         raise StageError(
             f"{store.path}: no pairs for domain '{options.domain}' with rule '{options.rule}'; "
@@ -196,6 +201,8 @@ def build_identity(config: Config, options: BuildOptions) -> dict[str, Any]:
     model and address. Not concurrency, timeouts, prices or keys: changing those is the same build."""
     opts = asdict(options)
     opts.pop("run_id")
+    if opts["pair_ids"] is None:
+        opts.pop("pair_ids")  # unset, a build's identity is what it was before the field existed
     opts["conditions"] = sorted(options.conditions)
     endpoints = {}
     for role, name in (("generator", options.generator_name(config)), ("base_judge", options.judge_name(config))):

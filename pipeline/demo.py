@@ -20,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .build import BuildOptions, run_build, select_pairs
+from .build import BuildOptions, run_build
 from .config import Config
+from .errors import StageError
 from .evaluate import EvaluateOptions, coverage_message, run_evaluate
 from .llm import LLMClient
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
@@ -95,11 +96,25 @@ def cumulative(conditions: tuple[str, ...]) -> list[tuple[str, ...]]:
     return [tuple(ordered[: i + 1]) for i in range(len(ordered))]
 
 
-def build_options(config: Config, options: DemoOptions, n: int, conditions: tuple[str, ...] | None = None) -> BuildOptions:
+def build_options(config: Config, options: DemoOptions, n: int, conditions: tuple[str, ...] | None = None,
+                  pair_ids: tuple[int, ...] | None = None) -> BuildOptions:
     return BuildOptions.from_config(
         config, domain=options.domain, n=n, conditions=tuple(conditions or options.conditions),
         n_constraints=options.constraints, run_id=options.run_id, repair_rounds=options.repair_rounds,
+        pair_ids=pair_ids,
     )
+
+
+def demo_pairs(store: Store, options: DemoOptions) -> list[dict[str, Any]]:
+    """The demo's pairs: the most similar first. Among the demo's few articles the nearest partner
+    can be far (cosine 0.39 for the first article): given two unrelated texts, the 1.5B model
+    found no shared situation and wrote the form's own words as the main task, in two runs."""
+    pairs = store.query("SELECT * FROM pairs WHERE domain = ? AND rule = 'paper' ORDER BY cosine DESC, id LIMIT ?",
+                        [options.domain, options.pairs])
+    if not pairs:
+        raise StageError(f"{store.path}: no pairs for domain '{options.domain}' with rule 'paper'; "
+                         f"run `unspecific pair --domain {options.domain}` first")
+    return pairs
 
 
 def pair_instructions(store: Store, run_id: str, pair_id: int) -> list[int]:
@@ -129,7 +144,7 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
     """Depth-first: each pair through build and evaluation before the next pair starts."""
     started = time.monotonic()
     result = DemoSummary()
-    pairs = select_pairs(store, build_options(config, options, options.pairs))
+    pairs = demo_pairs(store, options)
     # Evaluated once per run: asked again at temperature 0, a unit that failed fails the same way
     # (the summary of one response: 170 s of calls, twice in one run). The next run retries it.
     evaluated_now: set[int] = set()
@@ -146,7 +161,8 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
                 break
             t0 = time.monotonic()
             client.run_id = options.run_id
-            built = await run_build(store, config, client, build_options(config, options, k, conditions),
+            built = await run_build(store, config, client,
+                                    build_options(config, options, k, conditions, pair_ids=(int(pair["id"]),)),
                                     progress=progress, stop=stop)
             _add_seconds(result, "build", t0)
             result.failed += [f"build: {f.stage}: {f.unit}: {f.error}" for s in built.stages for f in s.failures]

@@ -154,6 +154,32 @@ async def test_quitting_stops_a_running_demo_at_once(tmp_path, monkeypatch):
     assert time.monotonic() - t0 < 6
 
 
+def test_the_demo_takes_the_most_similar_pairs_first_and_builds_one_pair_at_a_time(tmp_path):
+    from pipeline.build import BuildOptions, build_identity
+
+    store_path = tmp_path / "demo.sqlite"
+    events: list[ProgressEvent] = []
+    with FakeOpenAIServer(ScriptedModel()) as server:
+        config = load_config(str(_config(tmp_path, server.base_url)))
+        run_demo_blocking(str(store_path), config, SMALL, progress=events.append)
+    store = open_store(store_path)
+    try:
+        by_cosine = [r[0] for r in store.conn.execute(
+            "SELECT id FROM pairs WHERE rule = 'paper' ORDER BY cosine DESC, id LIMIT 2")]
+        built = {r[0] for r in store.conn.execute("SELECT DISTINCT pair_id FROM instructions WHERE run_id = 'demo'")}
+        first_built = store.scalar("SELECT pair_id FROM instructions WHERE run_id = 'demo' ORDER BY id LIMIT 1")
+    finally:
+        store.close()
+    assert by_cosine != [1, 2], "the fixture should make the most similar pairs other than the first two by id"
+    assert built == set(by_cosine) and first_built == by_cosine[0]
+    # Each pair's build names that pair alone, so a later pair's build never re-asks an earlier one.
+    syntheses = [e.message for e in events if e.stage == "synthesize" and "to do" in e.message]
+    assert syntheses and all(m.startswith("synthesize: 1 to do") for m in syntheses)
+    # A build that names no pairs keeps the identity (and the run id) it had before the field existed.
+    assert "pair_ids" not in build_identity(config, BuildOptions())["options"]
+    assert build_identity(config, BuildOptions(pair_ids=(3,)))["options"]["pair_ids"] == (3,)
+
+
 def test_conditions_go_cheapest_first_and_each_call_names_all_so_far():
     from pipeline.demo import cumulative
 
