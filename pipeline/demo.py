@@ -2,7 +2,8 @@
 while the rest is still being written.
 
 ``prepare`` imports the first BBC News articles and pairs them (each resumes: a second run
-imports and embeds nothing). ``run_demo`` then takes one pair at a time through every stage:
+imports and embeds nothing). ``run_demo`` then takes one pair at a time, the most similar
+first (``demo_pairs``), through every stage:
 synthesis, base article and revision (the build stages), then the response, its summary and
 the judging of both. Within a pair the cheapest condition goes first (*single* needs no base
 article or revision), and only then does the next pair start. Each instruction whose response

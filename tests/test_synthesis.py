@@ -218,9 +218,8 @@ async def test_several_repair_rounds_reach_the_count_when_asked_for(tmp_path) ->
     assert len(result.constraints) == 39 and len(set(result.constraints)) == 39
 
 
-async def _fill_a_long_gap(tmp_path):
-    """A first list 25 short, then every round gives exactly what it asks for, all distinct."""
-    model = ScriptedModel(short_by=25, with_flags=False)
+def _rounds_give_what_they_ask(model: ScriptedModel):  # noqa: ANN202
+    """``model``, except that every "more constraints" round gives exactly what it asks for, all distinct."""
     made = [0]
 
     def responder(request):
@@ -231,7 +230,12 @@ async def _fill_a_long_gap(tmp_path):
             return Reply(text=json.dumps({"constraints": items}))
         return model(request)
 
-    with FakeOpenAIServer(responder) as server:
+    return responder
+
+
+async def _fill_a_long_gap(tmp_path):
+    """A first list 25 short, then every round gives exactly what it asks for, all distinct."""
+    with FakeOpenAIServer(_rounds_give_what_they_ask(ScriptedModel(short_by=25, with_flags=False))) as server:
         store, client = await _client(tmp_path, server)
         result = await synthesize_single(client, "fake", ARTICLE_A, 39, domain="news", repair_rounds=3)
         await client.aclose()
@@ -315,20 +319,8 @@ async def test_an_endpoint_with_list_items_is_asked_for_that_many_first_then_the
     from pipeline.config import parse_config
     from pipeline.synthesis import MORE_CHUNK
 
-    model = ScriptedModel(with_flags=False)
-    made = [0]
-
-    def responder(request):
-        if kind_of(request) == "constraints_more":
-            k = int(re.search(r"Write EXACTLY (\d+) more", request["messages"][-1]["content"]).group(1))
-            items = [f"Describe distinct angle number {made[0] + j} of the story at length." for j in range(k)]
-            made[0] += k
-            return Reply(text=json.dumps({"constraints": items}))
-        return model(request)
-
-    with FakeOpenAIServer(responder) as server:
-        raw = fake_config(server.base_url).endpoint("fake").public_dict() | {"list_items": 15}
-        config = parse_config({"endpoints": {"fake": {k: raw[k] for k in ("base_url", "model", "list_items")}},
+    with FakeOpenAIServer(_rounds_give_what_they_ask(ScriptedModel(with_flags=False))) as server:
+        config = parse_config({"endpoints": {"fake": {"base_url": server.base_url, "model": "fake-model", "list_items": 15}},
                                "roles": {"generator": "fake"}})
         client = LLMClient(config, open_store(tmp_path / "s.sqlite"), backoff_base_s=0.01)
         result = await synthesize_single(client, "fake", ARTICLE_A, 39, domain="news", repair_rounds=4)
