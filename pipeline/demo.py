@@ -2,7 +2,7 @@
 while the rest is still being written.
 
 ``prepare`` imports the first BBC News articles and pairs them (each resumes: a second run
-imports and embeds nothing). ``run_demo`` then takes one pair at a time (``demo_pairs``), each
+imports and embeds nothing). ``run_demo`` then takes one pair at a time, each
 build naming that pair alone, through every stage:
 synthesis, base article and revision (the build stages), then the response, its summary and
 the judging of both. Within a pair the cheapest condition goes first (*single* needs no base
@@ -21,9 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .build import BuildOptions, run_build
+from .build import BuildOptions, run_build, select_pairs
 from .config import Config
-from .errors import StageError
 from .evaluate import EvaluateOptions, coverage_message, run_evaluate
 from .llm import LLMClient
 from .progress import ProgressEvent, ProgressHook, StopFlag, no_progress
@@ -106,19 +105,6 @@ def build_options(config: Config, options: DemoOptions, n: int, conditions: tupl
     )
 
 
-def demo_pairs(store: Store, options: DemoOptions) -> list[dict[str, Any]]:
-    """The demo's pairs, in the build's order. Taking the most similar first was measured: it lost
-    the cosine-0.39 pair, whose *eval* main task the 1.5B model cannot write, but its first pair's
-    *single* response (530 words) could not be summarised, so the first auditable instruction
-    came at about 25 minutes instead of 7.5. Kept in order until long summaries work."""
-    pairs = store.query("SELECT * FROM pairs WHERE domain = ? AND rule = 'paper' ORDER BY id LIMIT ?",
-                        [options.domain, options.pairs])
-    if not pairs:
-        raise StageError(f"{store.path}: no pairs for domain '{options.domain}' with rule 'paper'; "
-                         f"run `unspecific pair --domain {options.domain}` first")
-    return pairs
-
-
 def pair_instructions(store: Store, run_id: str, pair_id: int) -> list[int]:
     rows = store.conn.execute(
         "SELECT id FROM instructions WHERE run_id = ? AND pair_id = ? AND status = 'done' ORDER BY id",
@@ -146,7 +132,11 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
     """Depth-first: each pair through build and evaluation before the next pair starts."""
     started = time.monotonic()
     result = DemoSummary()
-    pairs = demo_pairs(store, options)
+    # In the build's order. Most similar first was measured: it lost the cosine-0.39 pair, whose
+    # *eval* main task the 1.5B model cannot write, but the new first pair's *single* response
+    # (530 words) could not be summarised: the first auditable instruction slipped from 7.5 to
+    # about 25 minutes. Kept in order until long summaries work.
+    pairs = select_pairs(store, build_options(config, options, options.pairs))
     # Evaluated once per run: asked again at temperature 0, a unit that failed fails the same way
     # (the summary of one response: 170 s of calls, twice in one run). The next run retries it.
     evaluated_now: set[int] = set()

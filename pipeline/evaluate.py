@@ -357,11 +357,14 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
     # Each response is followed by its own summaries: the same constraints open both judge prompts
     # (judge_lines puts them before the text), so a llama.cpp server reads them once, from its
     # cached prefix, for the summary.
+    summaries_of: dict[int, list[dict[str, Any]]] = {}
+    for s in summaries:
+        summaries_of.setdefault(s["parent_id"], []).append(s)
     texts = []
     for r in responses:
         texts.append((r["id"], r["instruction_id"], f"response {r['id']} ({r['model']})"))
         texts += [(s["id"], s["instruction_id"], f"summary {s['id']} at {s['ratio']:g} of response {s['parent_id']}")
-                  for s in summaries if s["parent_id"] == r["id"]]
+                  for s in summaries_of.get(r["id"], [])]
     constraints_of: dict[int, list[tuple[int, str]]] = {}
     unusable = _UnusableJudges()
     units = []

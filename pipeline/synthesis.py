@@ -257,22 +257,20 @@ async def ask_constraints(
         ep, messages, accept=accept, schema=schema, template=template, params=params, response_format=fmt,
         what="list",
     )
-    convo = list(messages)
+    # The follow-ups (main task, more constraints) all continue from the first reply.
+    convo = [*messages, {"role": "assistant", "content": completion.text}]
 
     call_ids = [completion.call_id] if completion.call_id else []
     problem = "no main task found" if not task else main_task_problem(task, rules)
     if problem:
         # A list with a bad main task is kept: asking for the whole reply again cost as much as
         # the first, and the 1.5B model handed the same form back (twice, for the same pair).
-        task, again = await _ask_main_task(client, ep, convo + [{"role": "assistant", "content": completion.text}],
-                                           problem, rules)
+        task, again = await _ask_main_task(client, ep, convo, problem, rules)
         call_ids += [again.call_id] if again.call_id else []
     instructions = prompt_text(messages)
     kept = dedupe([i for i in items if usable(i, instructions)])
     result = Synthesis(main_task=task, constraints=kept[:n], call_ids=call_ids, dropped=len(items) - len(kept[:n]))
     rounds = 0
-    reply_text = completion.text
-    convo = convo + [{"role": "assistant", "content": reply_text}]
     while len(result.constraints) < n and rounds < repair_rounds:
         rounds += 1
         missing = n - len(result.constraints)
