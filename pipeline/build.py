@@ -430,7 +430,9 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                         result = None
                     if result is not None:
                         progress(ProgressEvent("revise", 0, 0, f"instruction {inst['id']} ({condition}): "
-                                               f"{result.replaced} constraints replaced", kind="log"))
+                                               f"{result.replaced} constraints replaced"
+                                               + (f"; {result.unshown} Yes on the base article kept, their quotes"
+                                                  " not in it" if result.unshown else ""), kind="log"))
                 flag_instruction(store, inst["id"], settings, embedder)
                 if options.contradictions:
                     await check_contradictions(store, client, generator, inst["id"])

@@ -34,7 +34,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,11 +278,7 @@ class LocalServer:
             self.log_path = cache_root() / "logs" / f"llama-server-{self.port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
-        env = dict(os.environ)
-        # OpenMP threads spin while waiting by default; on a small shared machine (another
-        # server, a test run) spinning threads starve each other: measured 1.3 tokens/s spinning
-        # against 10.6 passive on 2 busy cores.
-        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        env = server_environment(os.environ)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -375,6 +371,22 @@ def llama_cpp_available_for(python: str) -> bool:
 
 # A real prompt, processed in one batch as every stage's prompts are: at least 300 tokens, as
 # the failures seen so far (AMX code in a native build) only show on a batched prompt.
+# OpenMP threads wait for each other hundreds of times per token. Spinning a short while before
+# sleeping, 256 tokens on 2 threads (tokens/s): idle cores 22.0 against 14.5 sleeping at once
+# (PASSIVE); one core busy elsewhere 9.1 against 11.4; both busy 9.2 against 6.5. OpenMP's own
+# default spins far longer: 21 idle, but 256 tokens took over 10 minutes beside one busy process.
+OMP_SPIN_COUNT = "1000"
+
+
+def server_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: the caller's, with a short OpenMP spin unless the caller set a
+    wait policy or spin count of their own."""
+    env = dict(environ)
+    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
+        env["GOMP_SPINCOUNT"] = OMP_SPIN_COUNT
+    return env
+
+
 PROOF_MIN_PROMPT_TOKENS = 300
 _PROOF_FACTS = [
     "The council met on {d} to discuss the {n} budget lines that the treasurer had flagged.",

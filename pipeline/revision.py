@@ -312,6 +312,15 @@ def _articles(store: Store, instruction: dict[str, Any]) -> tuple[str, str]:
 class RevisionResult:
     replaced: int
     asked_again: int
+    unshown: int = 0  # base Yes verdicts kept because their quote is not in the base article
+
+
+def too_easy(verdict: dict[str, Any] | None) -> bool:
+    """Whether the base article's verdict makes a constraint too easy: a Yes, unless the quote
+    that should show it was checked and is not in the base article. The embedded 1.5B judge
+    quoted the constraint itself for 27 of its 31 Yes on one base article: a Yes it did not show
+    is no evidence that the article satisfies the constraint, and replacing it costs a call."""
+    return bool(verdict) and verdict.get("verdict") == 1 and verdict.get("quote_found") != "missing"
 
 
 async def revise_eval(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any], *, judge: str,
@@ -322,13 +331,14 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
         raise ValueError(f"instruction {instruction['id']}: no base article yet (run the base stage first)")
     rows = active_constraints(store, instruction["id"])
     verdicts = base_verdicts(store, instruction["id"], gen_id, judge, mode, client.config.endpoint(judge).judge_format)
-    easy = [r for r in rows if verdicts.get(r["id"], {}).get("verdict") == 1]
+    easy = [r for r in rows if too_easy(verdicts.get(r["id"]))]
+    unshown = sum(1 for r in rows if verdicts.get(r["id"], {}).get("verdict") == 1) - len(easy)
     changes: list[Change] = []
     asked = 0
     if easy:
         article_a, article_b = _articles(store, instruction)
         base = store.one("SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", [gen_id])
-        too_easy = "\n".join(
+        easy_lines = "\n".join(
             f"{i}. {defuse(r['text'])}\n   base article: \"{defuse(verdicts[r['id']].get('quote') or '')}\""
             for i, r in enumerate(easy, 1)
         )
@@ -338,7 +348,7 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
             "article_b": defuse(article_b), "base_article": defuse(base["body"] if base else ""),
             # bullets, not numbers: the ids a reply uses are the TOO EASY ones, and a small model
             # mixes up two numbered lists
-            "constraints": "\n".join(f"- {defuse(r['text'])}" for r in rows), "n": len(rows), "too_easy": too_easy,
+            "constraints": "\n".join(f"- {defuse(r['text'])}" for r in rows), "n": len(rows), "too_easy": easy_lines,
             "k": len(easy),
         }
         easy_ids = {r["id"] for r in easy}
@@ -351,7 +361,7 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
         # old rows keep their Yes and quote, written below by apply_revision).
         changes = [Change(r, text, EASY_REASON) for r, text in zip(easy, got.texts, strict=True)]
     apply_revision(store, instruction["id"], changes, verdicts=verdicts)
-    return RevisionResult(len(changes), asked)
+    return RevisionResult(len(changes), asked, unshown)
 
 
 async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any], *,

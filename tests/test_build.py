@@ -118,6 +118,22 @@ async def test_eval_replaces_only_what_the_base_article_satisfies_with_lineage(t
     assert report["eval"].replaced_share == pytest.approx(len(easy) / N)
 
 
+async def test_eval_keeps_a_base_yes_whose_quote_is_not_in_the_base_article(tmp_path) -> None:
+    # The embedded judge quoted the constraint itself for 27 of its 31 Yes on one base article.
+    store, server, summary = await _build(tmp_path, ScriptedModel(easy_every=3, unshown_every=4), n_pairs=1,
+                                          conditions=("eval",))
+    inst = _instructions(store, "eval")[0]
+    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
+    unshown = [c for c in originals if "(unshown)" in c["text"]]
+    easy = [c for c in originals if "(easy)" in c["text"]]
+    assert unshown and easy
+    for c in unshown:  # judged Yes, quote checked and not found: kept, its verdict recorded
+        assert (c["active"], c["base_verdict"]) == (1, 1)
+        assert store.scalar("SELECT quote_found FROM verdicts WHERE constraint_id = ?", [c["id"]]) == "missing"
+    assert all(c["active"] == 0 for c in easy)
+    assert {r.condition: r for r in summary.conditions}["eval"].replaced == len(easy)
+
+
 async def test_flags_raised_on_the_planted_constraints(tmp_path) -> None:
     store, server, summary = await _build(tmp_path, ScriptedModel(easy_every=0), n_pairs=1, conditions=("none",))
     inst = _instructions(store, "none")[0]
@@ -300,7 +316,10 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
     assert len(originals) == 10 and all(c["base_verdict"] in (0, 1) for c in originals)
     assert store.scalar("SELECT count(*) FROM verdicts WHERE generation_id = ?", [gen["id"]]) == 10
-    satisfied = [c for c in originals if c["base_verdict"] == 1]
+    # too easy: a Yes on the base article whose quote is in it (a Yes quoting elsewhere is kept)
+    shown = {r["constraint_id"] for r in store.query(
+        "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND verdict = 1 AND quote_found != 'missing'", [gen["id"]])}
+    satisfied = [c for c in originals if c["base_verdict"] == 1 and c["id"] in shown]
     revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
     assert len(revised) == len(satisfied) == report["eval"].replaced
     assert all(r["replaces_id"] in {c["id"] for c in satisfied} for r in revised)

@@ -155,6 +155,7 @@ if args[:2] == ["-c", "import llama_cpp.server"]:
 mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
 port = int(args[args.index("--port") + 1])
 print("fake llama: loading", args[args.index("--model") + 1], flush=True)
+print("fake llama: openmp", os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT"), flush=True)
 if mode == "die":
     print("error: failed to load model", flush=True)
     sys.exit(3)
@@ -217,7 +218,9 @@ def fake_python(tmp_path) -> str:
     return str(script)
 
 
-def test_server_starts_answers_and_stops(cache, fake_python, tmp_path):
+def test_server_starts_answers_and_stops(cache, fake_python, tmp_path, monkeypatch):
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(name, raising=False)
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
     url = server.start(timeout_s=20)
     try:
@@ -225,6 +228,7 @@ def test_server_starts_answers_and_stops(cache, fake_python, tmp_path):
         assert lm.server_answers(url)
         assert server.running
         assert "fake llama: loading" in server.log_tail()
+        assert "fake llama: openmp None 1000" in server.log_tail()  # a short spin, then sleep
         cmd = server.command()
         for flag, value in (("--n_ctx", "8192"), ("--n_threads", "2"), ("--chat_format", "chatml"), ("--host", "127.0.0.1")):
             assert cmd[cmd.index(flag) + 1] == value
@@ -232,6 +236,12 @@ def test_server_starts_answers_and_stops(cache, fake_python, tmp_path):
         server.stop()
     assert not server.running
     assert not lm.server_answers(url, timeout_s=0.5)
+
+
+def test_openmp_waits_as_the_caller_says_else_a_short_spin():
+    assert lm.server_environment({"PATH": "/bin"}) == {"PATH": "/bin", "GOMP_SPINCOUNT": "1000"}
+    assert lm.server_environment({"OMP_WAIT_POLICY": "ACTIVE"}) == {"OMP_WAIT_POLICY": "ACTIVE"}
+    assert lm.server_environment({"GOMP_SPINCOUNT": "0"}) == {"GOMP_SPINCOUNT": "0"}
 
 
 def test_server_proves_itself_with_a_real_prompt_before_it_is_up(cache, fake_python, tmp_path):

@@ -208,6 +208,8 @@ def judge_verdict(constraint: str, text: str) -> dict[str, Any]:
     """Yes for an "(easy)" constraint, or one whose angle the text mentions (quoting its sentence)."""
     if "(easy)" in constraint:
         return {"verdict": "yes", "quote": BASE_QUOTE, "reason": ""}
+    if "(unshown)" in constraint:  # a small judge's Yes that quotes the constraint, not the text
+        return {"verdict": "yes", "quote": constraint.rstrip("."), "reason": ""}
     angle = _angle(constraint)
     if angle is not None:
         for sentence in re.split(r"(?<=\.)\s+", text):
@@ -249,6 +251,8 @@ class ScriptedModel:
     ``always_bad``: every synthesis reply is prose with no list.
     ``easy_every``: constraints i with i % easy_every == 0 carry "(easy)", which the judge
     finds satisfied by the base article, so eval replaces exactly those.
+    ``unshown_every``: constraints i with i % unshown_every == 0 (and not easy) carry
+    "(unshown)": the judge says Yes quoting the constraint itself, which eval keeps.
     ``answer_repairs``: a format repair round (the client's "your previous reply could not be
     used") is answered like the original request, as a good model does; by default it gets "No.".
     """
@@ -257,6 +261,7 @@ class ScriptedModel:
     more_short_by: int = 0
     always_bad: bool = False
     easy_every: int = 3
+    unshown_every: int = 0
     with_flags: bool = True
     contradict: tuple[int, int] | None = (1, 2)
     answer_repairs: bool = False
@@ -339,6 +344,8 @@ class ScriptedModel:
         items = []
         for i in range(1, n + 1):
             easy = " (easy)" if self.easy_every and i % self.easy_every == 0 else ""
+            if not easy and self.unshown_every and i % self.unshown_every == 0:
+                easy = " (unshown)"
             items.append(f"Discuss {topics[i % len(topics)]} from angle number {i}{easy}.")
         if self.with_flags and n >= 4:
             items[0], items[1], items[2] = LEAKY, DUPLICATE, NEAR_DUPLICATE
