@@ -251,8 +251,8 @@ async def summarize(
     reply of 5 words is not one at all: a reply outside ``1 +- slack`` of its target
     (``slack=None``: any length), not prose, or a refusal is refused, and the text is asked to
     be shortened instead (``summarize_shorten``). Still wrong, a text longer
-    than a section is summarised section by section at the same ratio (``sections``) and the
-    joined summary must keep the same contract. Still wrong: ParseError, nothing stored.
+    than a section is summarised section by section at the same ratio (``sections``), each
+    section at any length, and the joined summary must keep the same contract. Still wrong: ParseError, nothing stored.
     The achieved ratio is measured on what is stored."""
     if not 0 < ratio < 1:
         raise StageError(f"summary ratio must be between 0 and 1, got {ratio}")
@@ -284,11 +284,13 @@ async def summarize(
             raise shorten_error from None
         # A small model writes about the same few dozen words whatever length it is asked for
         # (the embedded 1.5B model: 52 words for 266 asked, twice). Each section summarised to
-        # the same ratio, in order, gives a summary of the length asked; it still has to keep
-        # the contract as a whole. Each section's call is cached like any other.
+        # the same ratio, in order, gives a summary of the length asked. Only the whole keeps the
+        # length contract: held to it section by section, a 681-word response failed (a section
+        # of 211 words came back as 118 words for 53 asked), and as a whole it was 253 words for
+        # 170 asked. Each section's call is cached like any other.
         bodies = []
         for part in parts:
-            part_body, completion = await _summary_of(client, summarizer, part, ratio, slack, refusal_fails)
+            part_body, completion = await _summary_of(client, summarizer, part, ratio, None, refusal_fails)
             bodies.append(part_body)
         body = "\n\n".join(bodies)
         try:

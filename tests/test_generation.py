@@ -194,6 +194,30 @@ async def test_a_model_that_cannot_write_a_long_summary_summarises_section_by_se
     assert (again, created, server.calls) == (sid, False, calls)  # stored: nothing asked again
 
 
+def _uneven_writer(request: dict) -> str:
+    """Writes 800 words; a summary of the whole comes back at 30 words, and section summaries
+    miss their own length both ways (20, then 80 words) but add up to the length asked."""
+    prompt = last_user_message(request)
+    if "Summarise it in about 200 words" in prompt or "Shorten it to" in prompt:
+        return " ".join(["gist"] * 30) + "."
+    if "Summarise it in about" in prompt:
+        _uneven_writer.sections += 1
+        return " ".join(["gist"] * (20 if _uneven_writer.sections % 2 else 80)) + "."
+    return "\n\n".join(" ".join([f"word{p}"] * 100) + "." for p in range(8))
+
+
+async def test_sections_may_miss_their_length_when_the_whole_keeps_it(store):
+    _setup(store)
+    _uneven_writer.sections = 0
+    with FakeOpenAIServer(_uneven_writer) as server:
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=800)
+        sid, created = await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+    assert created and _uneven_writer.sections == 4  # 4 sections of 200 words: 20 + 80 + 20 + 80
+    assert store.scalar("SELECT words FROM generations WHERE id = ?", [sid]) == 200
+
+
 def test_sections_cut_at_paragraphs_then_sentences():
     from pipeline.generation import sections
 
