@@ -265,7 +265,7 @@ async def ask_constraints(
     if problem:
         # A list with a bad main task is kept: asking for the whole reply again cost as much as
         # the first, and the 1.5B model handed the same form back (twice, for the same pair).
-        task, again = await _ask_main_task(client, ep, convo, problem, rules)
+        task, again = await _ask_main_task(client, ep, convo, problem, rules, task)
         call_ids += [again.call_id] if again.call_id else []
     instructions = prompt_text(messages)
     kept = dedupe([i for i in items if usable(i, instructions)])
@@ -296,25 +296,41 @@ async def ask_constraints(
 
 
 async def _ask_main_task(client: LLMClient, ep: Any, convo: list[dict[str, str]], problem: str,
-                         rules: str) -> tuple[str, Any]:
-    """The main task asked for alone, after a first reply whose main task was unusable: a
-    sentence, not the whole list again (one repair round; still unusable: ParseError)."""
+                         rules: str, bad_task: str | None) -> tuple[str, Any]:
+    """The main task asked for alone, after a first reply whose main task was unusable: only its
+    subject, put after the bad task's own opening ("Write a news article about"). Asked for the
+    whole sentence, the 1.5B model wrote the form's words back, for the same pair, in every run;
+    asked what both texts report on, it named it (one repair round; still unusable: ParseError)."""
     template = load_template("main_task_again")
+    opening = task_opening(bad_task)
 
     def accept(text: str) -> str:
         line = next((ln for ln in text.splitlines() if ln.strip()), "")
-        task = re.sub(r"^\s*[*_#]*\s*(?:main[ _]task)?\s*[*_]*\s*[:\-]?\s*", "", line, flags=re.IGNORECASE)
-        task = task.strip().strip('"\u201c\u201d').strip()
-        problem = "no main task in the reply" if len(task.split()) < 4 else main_task_problem(task, rules)
+        subject = re.sub(r"^\s*[*_#]*\s*(?:main[ _]task|subject)?\s*[*_]*\s*[:\-]?\s*", "", line, flags=re.IGNORECASE)
+        subject = subject.strip().strip('"\u201c\u201d').strip().rstrip(".").strip()
+        if re.match(r"write an? ", subject, flags=re.IGNORECASE):
+            task = subject  # the whole sentence after all
+        else:
+            if subject[:1].isupper() and subject[1:2].islower():
+                subject = subject[0].lower() + subject[1:]  # "Media industry", not "TimeWarner"
+            task = f"{opening} {subject}"
+        problem = ("no main task in the reply" if len(subject.split()) < 2 or "___" in subject
+                   else main_task_problem(task, rules))
         if problem:
             raise ReplyError(problem, reply=text)
-        return task
+        return task + "."
 
     return await client.chat_repaired(
-        ep, convo + template.render(problem=problem), accept=accept, schema=None, template=template,
-        params=Params(max_tokens=120), what="main task",
-        repair=lambda error: f"That cannot be used: {error}. Reply with the main task only, one sentence.",
+        ep, convo + template.render(problem=problem, opening=opening), accept=accept, schema=None, template=template,
+        params=Params(max_tokens=60), what="main task",
+        repair=lambda error: f"That cannot be used: {error}. Reply with the words for ___ only.",
     )
+
+
+def task_opening(task: str | None) -> str:
+    """The words a main task opens with, up to its subject: "Write a news article about"."""
+    m = re.match(r"\s*(write an? [\w\s'-]{1,40}? about)\b", task or "", flags=re.IGNORECASE)
+    return "Write " + m.group(1)[len("write "):] if m else "Write a text about"
 
 
 async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], have: list[str], n: int,

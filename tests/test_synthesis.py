@@ -284,6 +284,24 @@ async def test_a_main_task_handed_back_from_the_form_is_asked_again_alone(tmp_pa
         assert server.calls == 3
 
 
+async def test_a_main_task_asked_again_is_its_subject_after_the_bad_tasks_opening(tmp_path) -> None:
+    """Asked for the whole sentence again, the embedded model wrote the form's words back for the
+    same pair in every run; asked what both texts report on, it answered "Media industry"."""
+    items = ["Explain why the money ran out and who is blamed.", "Report what happens next and when."]
+    copied = "Write a news article about the situation both texts share, in general terms"
+    first = json.dumps({"main_task": copied, "constraints": items})
+    for reply, task in (("Media industry", "Write a news article about media industry."),
+                        ('"the profits of TimeWarner and Rank."', "Write a news article about the profits of TimeWarner and Rank.")):
+        replies = [first, reply]
+        with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
+            (tmp_path / reply[:3]).mkdir()
+            store, client = await _client(tmp_path / reply[:3], server)
+            result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 2, domain="news", seed="x")
+            await client.aclose()
+        assert result.main_task == task and server.calls == 2
+        assert '"Write a news article about ___"' in server.requests[1]["messages"][-1]["content"]
+
+
 def test_main_task_problems_name_what_is_wrong() -> None:
     from pipeline.synthesis import main_task_problem
 
