@@ -252,7 +252,8 @@ async def summarize(
     (``slack=None``: any length), not prose, or a refusal is refused, and the text is asked to
     be shortened instead (``summarize_shorten``). Still wrong, a text longer
     than a section is summarised section by section at the same ratio (``sections``), each
-    section at any length, and the joined summary must keep the same contract. Still wrong: ParseError, nothing stored.
+    section at any length, and the joined summary must keep the same contract. Still wrong:
+    ParseError, nothing stored.
     The achieved ratio is measured on what is stored."""
     if not 0 < ratio < 1:
         raise StageError(f"summary ratio must be between 0 and 1, got {ratio}")

@@ -367,10 +367,6 @@ def llama_cpp_available_for(python: str) -> bool:
     return result.returncode == 0
 
 
-# -- proving the server works, and reporting its death ------------------------------------
-
-# A real prompt, processed in one batch as every stage's prompts are: at least 300 tokens, as
-# the failures seen so far (AMX code in a native build) only show on a batched prompt.
 # OpenMP threads wait for each other hundreds of times per token. Spinning a short while before
 # sleeping, 256 tokens on 2 threads (tokens/s): idle cores 22.0 against 14.5 sleeping at once
 # (PASSIVE); one core busy elsewhere 9.1 against 11.4; both busy 9.2 against 6.5. OpenMP's own
@@ -387,6 +383,10 @@ def server_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+# -- proving the server works, and reporting its death ------------------------------------
+
+# A real prompt, processed in one batch as every stage's prompts are: at least 300 tokens, as
+# the failures seen so far (AMX code in a native build) only show on a batched prompt.
 PROOF_MIN_PROMPT_TOKENS = 300
 _PROOF_FACTS = [
     "The council met on {d} to discuss the {n} budget lines that the treasurer had flagged.",
