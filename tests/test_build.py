@@ -316,10 +316,11 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
     assert len(originals) == 10 and all(c["base_verdict"] in (0, 1) for c in originals)
     assert store.scalar("SELECT count(*) FROM verdicts WHERE generation_id = ?", [gen["id"]]) == 10
-    # too easy: a Yes on the base article whose quote is in it (a Yes quoting elsewhere is kept)
-    shown = {r["constraint_id"] for r in store.query(
-        "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND verdict = 1 AND quote_found != 'missing'", [gen["id"]])}
-    satisfied = [c for c in originals if c["base_verdict"] == 1 and c["id"] in shown]
+    # too easy: revision's own rule on the stored verdicts (a Yes quoting elsewhere is kept)
+    from pipeline.revision import too_easy
+
+    base = {r["constraint_id"]: r for r in store.query("SELECT * FROM verdicts WHERE generation_id = ?", [gen["id"]])}
+    satisfied = [c for c in originals if c["base_verdict"] == 1 and too_easy(base.get(c["id"]))]
     revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
     assert len(revised) == len(satisfied) == report["eval"].replaced
     assert all(r["replaces_id"] in {c["id"] for c in satisfied} for r in revised)
