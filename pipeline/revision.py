@@ -97,7 +97,7 @@ def parse_replacements(text: str, k: int) -> dict[int, str]:
 class Replacements:
     texts: list[str]  # one per original, in order
     call_ids: list[int]
-    asked_again: int  # ids the repair round asked for
+    asked_again: int  # ids asked for again after a refused (or no) replacement
 
 
 async def ask_replacements(
@@ -110,18 +110,26 @@ async def ask_replacements(
     keep: Sequence[str] = (),
     sources: Sequence[str] = (),
     repair_rounds: int = 1,
+    first: int | None = None,
 ) -> Replacements:
     """One replacement per original (ids 1..k). ``keep``: constraints that stay in the list, which
     a replacement must not duplicate. ``sources``: texts (the articles) a replacement must not
-    mostly copy; the originals are not among them, since hardening may reuse their words."""
+    mostly copy; the originals are not among them, since hardening may reuse their words.
+
+    ``first``: the first ask covers ids 1..first only (``fields`` are rendered for those); the
+    rest are asked for in the rounds after it, at most ``first`` ids a round, besides the
+    ``repair_rounds`` for ids whose replacement was refused (see ``first_ask``)."""
     ep = client.config.endpoint(endpoint)
     k = len(originals)
+    first = k if first is None else first
+    if not 1 <= first <= k:
+        raise ValueError(f"the first ask covers 1 to {k} ids, got {first}")
     fmt = structured_format(ep, REPLACEMENTS_SCHEMA)
     messages = template.render(**fields)
-    params = Params(max_tokens=300 + 80 * k)
+    params = Params(max_tokens=300 + 80 * first)
     # One repair round for a reply with no usable item at all.
     got, completion = await client.chat_repaired(
-        ep, messages, accept=lambda t: parse_replacements(t, k), schema=REPLACEMENTS_SCHEMA, template=template,
+        ep, messages, accept=lambda t: parse_replacements(t, first), schema=REPLACEMENTS_SCHEMA, template=template,
         params=params, response_format=fmt, what="replacements",
     )
     call_ids = [completion.call_id] if completion.call_id else []
@@ -131,14 +139,17 @@ async def ask_replacements(
     convo = list(messages) + [{"role": "assistant", "content": completion.text}]
     asked = 0
     rounds = 0
-    while len(chosen) < k and rounds < repair_rounds:
+    shown = set(range(1, first + 1))  # ids some ask has listed
+    unlisted_rounds = -(-(k - first) // first)  # ceil: the rounds that list the ids not asked for yet
+    while len(chosen) < k and rounds < repair_rounds + unlisted_rounds:
         rounds += 1
-        missing = [i for i in range(1, k + 1) if i not in chosen]
-        asked += len(missing)
+        missing = [i for i in range(1, k + 1) if i not in chosen][:first]
+        asked += len(shown.intersection(missing))
+        notes = {i: why.get(i, "none given" if i in shown else "not asked for before") for i in missing}
+        shown.update(missing)
         more_template = load_template("revise_missing")
         ask = more_template.render(
-            missing="\n".join(f"{i}. {defuse(originals[i - 1])}\n   (your reply for {i}: {why.get(i, 'none given')})"
-                              for i in missing),
+            missing="\n".join(f"{i}. {defuse(originals[i - 1])}\n   (your reply for {i}: {notes[i]})" for i in missing),
             k=len(missing), ids=", ".join(map(str, missing)),
         )[-1]
         try:
@@ -161,6 +172,13 @@ async def ask_replacements(
             f"needed after {rounds} repair round(s); missing ids {absent[:10]}"
         )
     return Replacements([chosen[i] for i in range(1, k + 1)], call_ids, asked)
+
+
+def first_ask(ep: Any, k: int) -> int:
+    """How many of k replacements the first ask lists: the endpoint's ``list_items``, if fewer.
+    Asked for 32 at once, the embedded 1.5B model wrote 13 distinct ones and looped over them
+    (900 tokens, 89 s), and the round asking again for the 19 others cost 803 tokens more."""
+    return min(k, ep.list_items or k)
 
 
 def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], chosen: dict[int, str],
@@ -338,9 +356,10 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
     if easy:
         article_a, article_b = _articles(store, instruction)
         base = store.one("SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", [gen_id])
+        first = first_ask(client.config.endpoint(endpoint), len(easy))
         easy_lines = "\n".join(
             f"{i}. {defuse(r['text'])}\n   base article: \"{defuse(verdicts[r['id']].get('quote') or '')}\""
-            for i, r in enumerate(easy, 1)
+            for i, r in enumerate(easy[:first], 1)
         )
         template = load_template("revise_eval")
         fields = {
@@ -349,13 +368,13 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
             # bullets, not numbers: the ids a reply uses are the TOO EASY ones, and a small model
             # mixes up two numbered lists
             "constraints": "\n".join(f"- {defuse(r['text'])}" for r in rows), "n": len(rows), "too_easy": easy_lines,
-            "k": len(easy),
+            "k": first,
         }
         easy_ids = {r["id"] for r in easy}
         kept = [r["text"] for r in rows if r["id"] not in easy_ids]
         got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in easy], keep=kept,
                                      sources=[article_a, article_b, base["body"] if base else ""],
-                                     repair_rounds=repair_rounds)
+                                     repair_rounds=repair_rounds, first=first)
         asked = got.asked_again
         # No verdict on the new rows: the base article was judged on the old texts only (the
         # old rows keep their Yes and quote, written below by apply_revision).

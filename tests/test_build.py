@@ -134,6 +134,36 @@ async def test_eval_keeps_a_base_yes_whose_quote_is_not_in_the_base_article(tmp_
     assert {r.condition: r for r in summary.conditions}["eval"].replaced == len(easy)
 
 
+async def test_eval_on_an_endpoint_with_list_items_lists_that_many_too_easy_ids_first(tmp_path) -> None:
+    """The generator's ``list_items`` (the embedded model: 15) bounds the first revise ask too;
+    the other too-easy constraints are asked for in the rounds after it, and all are replaced."""
+    from dataclasses import replace
+
+    from pipeline.testing.responders import block, kind_of, numbered_items
+
+    store = make_store(tmp_path / "s.sqlite", 1)
+    model = ScriptedModel(easy_every=2)
+    with FakeOpenAIServer(model) as server:
+        config = fake_config(server.base_url)
+        client = LLMClient(config, store)
+        options = start_build_run(store, config, BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=N))
+        await run_synthesize(store, config, client, options)
+        await run_base(store, config, client, options)
+        # from here on the generator lists at most 2 items an ask
+        config.endpoints["fake"] = replace(config.endpoint("fake"), list_items=2)
+        await run_revise(store, config, client, options)
+        await client.aclose()
+    inst = _instructions(store, "eval")[0]
+    easy = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized' AND active = 0", [inst["id"]])
+    assert len(easy) >= 3
+    revise = [r for r in server.requests if kind_of(r) == "revise_eval"]
+    assert len(revise) == 1 and len(numbered_items(block(revise[0]["messages"][-1]["content"], "TOO_EASY"))) == 2
+    assert model.kinds["revise_missing"] == -(-(len(easy) - 2) // 2)
+    assert inst["status"] == "done" and len(_active(store, inst["id"])) == N
+    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
+    assert {r["replaces_id"] for r in revised} == {c["id"] for c in easy}
+
+
 async def test_flags_raised_on_the_planted_constraints(tmp_path) -> None:
     store, server, summary = await _build(tmp_path, ScriptedModel(easy_every=0), n_pairs=1, conditions=("none",))
     inst = _instructions(store, "none")[0]

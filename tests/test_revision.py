@@ -189,3 +189,50 @@ async def test_placeholders_and_the_prompts_example_are_not_replacements(tmp_pat
     assert "(your reply for 2: copied from the texts or the instructions" in ask
     schema = server.requests[0]["response_format"]["schema"]
     assert schema["properties"]["replacements"]["items"]["properties"]["constraint"]["minLength"] >= 15
+
+
+async def test_a_long_too_easy_list_is_asked_for_in_chunks_of_list_items(tmp_path) -> None:
+    """``first = 3`` of 7: the first ask lists ids 1-3 only; the rounds after it list the others
+    three at a time, each marked as not asked for before, and a refused id comes back first."""
+    from pipeline.testing.responders import ScriptedModel, block, kind_of, numbered_items
+
+    store = make_store(tmp_path / "s.sqlite", 1)
+    originals = [f"Describe point number {i} of the story (easy)." for i in range(1, 8)]
+    scripted = ScriptedModel()
+
+    def model(request):
+        if kind_of(request) == "revise_eval":  # id 2 handed back unchanged: refused, asked again
+            return Reply(text=json.dumps({"replacements": [
+                {"id": 1, "constraint": "Contrast two views of point one and explain why they differ."},
+                {"id": 2, "constraint": originals[1]},
+                {"id": 3, "constraint": "Explain what point three costs the families involved."}]}))
+        return scripted(request)
+
+    lines = "\n".join(f"{i}. {t}\n   base article: \"a quote\"" for i, t in enumerate(originals[:3], 1))
+    fields = {"main_task": "T", "article_a": "A", "article_b": "B", "base_article": "The base.",
+              "constraints": "\n".join(f"- {t}" for t in originals), "n": 7, "too_easy": lines, "k": 3}
+    with FakeOpenAIServer(model) as server:
+        client = LLMClient(fake_config(server.base_url), store)
+        got = await ask_replacements(client, "fake", load_template("revise_eval"), fields, originals, first=3)
+        await client.aclose()
+    first = server.requests[0]
+    assert len(numbered_items(block(first["messages"][-1]["content"], "TOO_EASY"))) == 3
+    assert "Write exactly 3 replacements" in first["messages"][-1]["content"]
+    asks = [r["messages"][-1]["content"] for r in server.requests[1:]]
+    assert [[i for i, _ in numbered_items(block(a, "MISSING"))] for a in asks] == [[2, 4, 5], [6, 7]]
+    assert "(your reply for 2: the same as the original)" in asks[0]
+    assert "(your reply for 4: not asked for before)" in asks[0] and "(your reply for 6: not asked for before)" in asks[1]
+    assert got.asked_again == 1  # id 2; the ids listed for the first time are not asked again
+    assert got.texts[0].startswith("Contrast") and got.texts[2].startswith("Explain")
+    assert all(t.startswith("Harder again: Describe point number") for i, t in enumerate(got.texts) if i not in (0, 2))
+    assert len(set(got.texts)) == 7
+
+
+async def test_first_ask_must_cover_between_one_and_all_ids(tmp_path) -> None:
+    store = make_store(tmp_path / "s.sqlite", 1)
+    client = LLMClient(fake_config("http://127.0.0.1:9/v1"), store)
+    fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 2}
+    for bad in (0, 3):
+        with pytest.raises(ValueError, match="the first ask covers 1 to 2 ids"):
+            await ask_replacements(client, "fake", load_template("revise_direct"), fields, ["One.", "Two."], first=bad)
+    await client.aclose()
