@@ -81,13 +81,14 @@ def check_prose(text: str, *, what: str, refusal_fails: bool) -> str:
     return text
 
 
-def check_length(text: str, target: int, slack: float | None, *, what: str) -> str:
+def check_length(text: str, target: int, slack: float | None, *, what: str, at_least: int = 0) -> str:
     """``text`` if its words are within ``[1 - slack, 1 + slack]`` of ``target`` (any length
-    when ``slack`` is None)."""
+    when ``slack`` is None), a band never narrower than ``at_least`` words either side."""
     if slack is None:
         return text
     n = words(text)
-    low, high = max(1, round(target * max(0.0, 1 - slack))), round(target * (1 + slack))
+    margin = max(target * slack, at_least)
+    low, high = max(1, round(target - margin)), round(target + margin)
     if not low <= n <= high:
         raise ReplyError(f"the {what} has {n} words; about {target} were asked for ({low} to {high} accepted)",
                          reply=text)

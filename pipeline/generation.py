@@ -56,7 +56,7 @@ def _summary_contract(target: int, slack: float | None, *, refusal_fails: bool =
 
     def accept(text: str) -> str:
         body = check_prose(_accept_text(text), what="summary", refusal_fails=refusal_fails)
-        return check_length(body, target, slack, what="summary")
+        return check_length(body, target, slack, what="summary", at_least=SUMMARY_MIN_MARGIN)
 
     return accept
 
@@ -197,6 +197,10 @@ def target_words(response_words: int, ratio: float) -> int:
 
 
 SUMMARY_SLACK = 0.5  # a summary is accepted within 0.5x-1.5x of its target length
+# ... or within this many words of it: a 35-word refusal, summarised at 25%, had a band of 5 to 15
+# words, and the embedded model's 19-word summary of it was refused twice, so the instruction
+# could not be audited. A ratio says little about texts this short.
+SUMMARY_MIN_MARGIN = 10
 
 
 SECTION_WORDS = 250  # what a small model summarises at 25% (about 60 words) in one reply

@@ -129,3 +129,33 @@ async def test_the_summary_of_a_refusing_response_may_read_as_a_refusal(store):
         await client.aclose()
         assert server.calls == 2  # no repair round
     assert created and store.scalar("SELECT refusal FROM generations WHERE id = ?", [gid]) == 1
+
+
+def test_a_length_band_is_never_narrower_than_its_floor() -> None:
+    from pipeline.contract import check_length
+    from pipeline.llm import ReplyError
+
+    assert check_length("w " * 19, 9, 0.5, what="summary", at_least=10)  # 9 +- 10: 1 to 19
+    with pytest.raises(ReplyError, match=r"has 20 words; about 9 were asked for \(1 to 19 accepted\)"):
+        check_length("w " * 20, 9, 0.5, what="summary", at_least=10)
+    with pytest.raises(ReplyError, match=r"\(4 to 14 accepted\)"):  # no floor: 0.5x-1.5x
+        check_length("w " * 19, 9, 0.5, what="summary")
+    with pytest.raises(ReplyError, match=r"\(27 to 81 accepted\)"):  # a long target keeps its ratio
+        check_length("w " * 90, 54, 0.5, what="summary", at_least=10)
+
+
+async def test_a_short_refusal_gets_a_summary_within_ten_words_of_its_target(store):
+    """Run M: the embedded model refused in 35 words; its 19-word summary (target 10) was refused
+    twice under the 0.5x-1.5x band, and the instruction could not be audited."""
+    refusal = ("I'm sorry, but I cannot fulfill this request as it is not clear what specific news article you are "
+               "looking for. Please provide more details or specify the company and industry you are interested in.")
+    _setup(store)
+    with FakeOpenAIServer() as server:
+        server.push(refusal)
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=200)
+        server.push("The text declines the request because the article wanted is unclear and asks which company is meant.")
+        sid, created = await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+    assert created and server.calls == 2  # accepted at once
+    assert "about 10 words" in last_user_message(server.requests[1])
