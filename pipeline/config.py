@@ -67,8 +67,9 @@ class Endpoint:
     # embedded local model): a lines judge is then held to one capped line per constraint.
     gbnf: bool = False
     # The most list items (constraints, or an eval revision's replacements) the model is asked
-    # for in one reply; a longer list is completed in rounds that ask for the missing ones. None: the whole list at once. A small
-    # model held to 39 items by a grammar runs out of ideas and repeats itself to the end.
+    # for in one reply; a longer list is completed in rounds that ask for the missing ones.
+    # None: the whole list at once. A small model held to 39 items by a grammar runs out of
+    # ideas and repeats itself to the end.
     list_items: int | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     # Batch prices: explicit per-million prices for batch calls, else the online prices times

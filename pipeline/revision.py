@@ -16,7 +16,8 @@ Replies: JSON ``{"replacements": [{"id": i, "constraint": ...}]}``, a list of st
 order, or numbered lines. Ids with no usable replacement (missing, identical to the
 original, a duplicate of another constraint, or not a constraint at all: a fragment, a
 paragraph, a passage copied from the articles) are asked for once more, by id; still
-missing, the revision fails with a CountError.
+missing, the revision fails with a CountError. On an endpoint with ``list_items``, an eval
+revision lists at most that many too-easy constraints an ask, the others in the rounds after.
 """
 
 from __future__ import annotations
@@ -177,7 +178,8 @@ async def ask_replacements(
 def first_ask(ep: Any, k: int) -> int:
     """How many of k replacements the first ask lists: the endpoint's ``list_items``, if fewer.
     Asked for 32 at once, the embedded 1.5B model wrote 13 distinct ones and looped over them
-    (900 tokens, 89 s), and the round asking again for the 19 others cost 803 tokens more."""
+    (900 tokens, 184 s), and 26 ids were asked for again. Listed 15 at a time, the same 32 took
+    1,270 tokens and 243 s, against 1,870 and 359 s, with 4 ids asked for again."""
     return min(k, ep.list_items or k)
 
 
