@@ -90,6 +90,10 @@ class Endpoint:
     def is_local(self) -> bool:
         return self.base_url == LOCAL
 
+    def items_per_ask(self, n: int) -> int:
+        """How many of ``n`` list items one reply is asked for: ``list_items``, if fewer."""
+        return min(n, self.list_items or n)
+
     @property
     def is_pool(self) -> bool:
         return bool(self.members)

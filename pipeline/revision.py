@@ -119,7 +119,7 @@ async def ask_replacements(
 
     ``first``: the first ask covers ids 1..first only (``fields`` are rendered for those); the
     rest are asked for in the rounds after it, at most ``first`` ids a round, besides the
-    ``repair_rounds`` for ids whose replacement was refused (see ``first_ask``)."""
+    ``repair_rounds`` for ids whose replacement was refused (``Endpoint.items_per_ask``)."""
     ep = client.config.endpoint(endpoint)
     k = len(originals)
     first = k if first is None else first
@@ -173,14 +173,6 @@ async def ask_replacements(
             f"needed after {rounds} repair round(s); missing ids {absent[:10]}"
         )
     return Replacements([chosen[i] for i in range(1, k + 1)], call_ids, asked)
-
-
-def first_ask(ep: Any, k: int) -> int:
-    """How many of k replacements the first ask lists: the endpoint's ``list_items``, if fewer.
-    Asked for 32 at once, the embedded 1.5B model wrote 13 distinct ones and looped over them
-    (900 tokens, 184 s), and 26 ids were asked for again. Listed 15 at a time, the same 32 took
-    1,270 tokens and 243 s, against 1,870 and 359 s, with 4 ids asked for again."""
-    return min(k, ep.list_items or k)
 
 
 def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], chosen: dict[int, str],
@@ -358,7 +350,11 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
     if easy:
         article_a, article_b = _articles(store, instruction)
         base = store.one("SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", [gen_id])
-        first = first_ask(client.config.endpoint(endpoint), len(easy))
+        # At most list_items ids an ask. Asked for 32 at once, the embedded 1.5B model wrote 13
+        # distinct replacements and looped over them (900 tokens, 184 s), and 26 ids were asked for
+        # again. Listed 15 at a time, the same 32 took 1,270 tokens and 243 s, against 1,870 and
+        # 359 s, with 4 ids asked for again.
+        first = client.config.endpoint(endpoint).items_per_ask(len(easy))
         easy_lines = "\n".join(
             f"{i}. {defuse(r['text'])}\n   base article: \"{defuse(verdicts[r['id']].get('quote') or '')}\""
             for i, r in enumerate(easy[:first], 1)

@@ -239,7 +239,7 @@ async def ask_constraints(
     """Ask ``template`` for a main task and exactly ``n`` constraints, or the endpoint's
     ``list_items`` if fewer; then ask for the missing ones in up to ``repair_rounds`` rounds."""
     ep = client.config.endpoint(endpoint)
-    first = min(n, ep.list_items or n)
+    first = ep.items_per_ask(n)
     schema = list_schema(first, with_task=True)
     fmt = structured_format(ep, schema)
     params = params or Params(max_tokens=_max_tokens(first))

@@ -117,17 +117,25 @@ async def test_junk_from_a_model_under_test_is_repaired(store):
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [JUNK]) == 0
 
 
-async def test_the_summary_of_a_refusing_response_may_read_as_a_refusal(store):
-    """Summarising a refusal faithfully gives a refusal: accepted then, or the unit could never finish."""
+async def _summary_of_a_response(store, response: str, summary: str, ratio: float):  # noqa: ANN202
+    """A response stored as given, then summarised at ``ratio`` with ``summary`` as the first
+    reply: (server, response id, created)."""
     _setup(store)
     with FakeOpenAIServer() as server:
-        server.push(REFUSAL)
+        server.push(response)
         client = LLMClient(_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=200)
-        server.push("I'm sorry, but I can't help with that request at all.")
-        sid, created = await summarize(store, client, gid, 0.5, "s")
+        server.push(summary)
+        _sid, created = await summarize(store, client, gid, ratio, "s")
         await client.aclose()
-        assert server.calls == 2  # no repair round
+    return server, gid, created
+
+
+async def test_the_summary_of_a_refusing_response_may_read_as_a_refusal(store):
+    """Summarising a refusal faithfully gives a refusal: accepted then, or the unit could never finish."""
+    server, gid, created = await _summary_of_a_response(
+        store, REFUSAL, "I'm sorry, but I can't help with that request at all.", 0.5)
+    assert server.calls == 2  # no repair round
     assert created and store.scalar("SELECT refusal FROM generations WHERE id = ?", [gid]) == 1
 
 
@@ -149,13 +157,7 @@ async def test_a_short_refusal_gets_a_summary_within_ten_words_of_its_target(sto
     twice under the 0.5x-1.5x band, and the instruction could not be audited."""
     refusal = ("I'm sorry, but I cannot fulfill this request as it is not clear what specific news article you are "
                "looking for. Please provide more details or specify the company and industry you are interested in.")
-    _setup(store)
-    with FakeOpenAIServer() as server:
-        server.push(refusal)
-        client = LLMClient(_config(server), store)
-        gid, _ = await respond(store, client, 1, "m", "direct", words=200)
-        server.push("The text declines the request because the article wanted is unclear and asks which company is meant.")
-        sid, created = await summarize(store, client, gid, 0.25, "s")
-        await client.aclose()
+    server, _gid, created = await _summary_of_a_response(
+        store, refusal, "The text declines the request because the article wanted is unclear and asks which company is meant.", 0.25)
     assert created and server.calls == 2  # accepted at once
     assert "about 10 words" in last_user_message(server.requests[1])
