@@ -197,18 +197,30 @@ def server_alive(base_url: str, timeout_s: float = 3.0) -> bool:
 
 
 # Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
-# leaves no server eating the CPU), then llama_cpp.server runs as if started with -m.
+# leaves no server eating the CPU); grammar-held requests get pipeline.grammar_sampling, loaded
+# from its file (the server's Python need not have this project installed) and skipped, with a
+# line in the log, if it cannot be; then llama_cpp.server runs as if started with -m.
 _BOOTSTRAP = """
-import os, runpy, sys, threading, time
+import importlib.util, os, runpy, sys, threading, time
 parent = int(sys.argv.pop(1))
+sampling_file = sys.argv.pop(1)
 def watch():
     while os.getppid() == parent:
         time.sleep(1.0)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
+try:
+    spec = importlib.util.spec_from_file_location("unspecific_grammar_sampling", sampling_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.install()
+    print("grammar-held requests: sampled by pipeline.grammar_sampling", file=sys.stderr, flush=True)
+except Exception as exc:
+    print(f"grammar sampling not installed, llama-cpp-python's own is used: {exc!r}", file=sys.stderr, flush=True)
 sys.argv[0] = "llama_cpp.server"
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
+_GRAMMAR_SAMPLING_FILE = Path(__file__).with_name("grammar_sampling.py")
 
 
 @dataclass
@@ -235,7 +247,7 @@ class LocalServer:
 
     def command(self) -> list[str]:
         cmd = [
-            self.python, "-c", _BOOTSTRAP, str(os.getpid()),
+            self.python, "-c", _BOOTSTRAP, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE),
             "--model", str(self.model),
             "--model_alias", MODEL_ALIAS,
             "--host", self.host,
