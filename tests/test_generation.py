@@ -187,8 +187,9 @@ async def test_a_model_that_cannot_write_a_long_summary_summarises_section_by_se
         again, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
         asked = [last_user_message(r) for r in server.requests if "Summarise it in about" in last_user_message(r)]
-    # The whole text asked for 200 words (52), asked to shorten it (the same), then 4 sections of 200 words, 50 each.
-    assert sum("about 200 words" in a for a in asked) == 1 and sum("about 50 words" in a for a in asked) == 4
+    # The whole text asked for 200 words (52), asked to shorten it (the same), then 8 sections (a
+    # paragraph of one 100-word sentence each: a sentence is never cut), 25 words each.
+    assert sum("about 200 words" in a for a in asked) == 1 and sum("about 25 words" in a for a in asked) == 8
     row = store.one("SELECT words, achieved_ratio FROM generations WHERE id = ?", [sid])
     assert row["words"] == 200 and row["achieved_ratio"] == 0.25
     assert (again, created, server.calls) == (sid, False, calls)  # stored: nothing asked again
@@ -196,13 +197,13 @@ async def test_a_model_that_cannot_write_a_long_summary_summarises_section_by_se
 
 def _uneven_writer(request: dict) -> str:
     """Writes 800 words; a summary of the whole comes back at 30 words, and section summaries
-    miss their own length both ways (20, then 80 words) but add up to the length asked."""
+    miss their own length both ways (10, then 40 words) but add up to the length asked."""
     prompt = last_user_message(request)
     if "Summarise it in about 200 words" in prompt or "Shorten it to" in prompt:
         return " ".join(["gist"] * 30) + "."
     if "Summarise it in about" in prompt:
         _uneven_writer.sections += 1
-        return " ".join(["gist"] * (20 if _uneven_writer.sections % 2 else 80)) + "."
+        return " ".join(["gist"] * (10 if _uneven_writer.sections % 2 else 40)) + "."
     return "\n\n".join(" ".join([f"word{p}"] * 100) + "." for p in range(8))
 
 
@@ -214,8 +215,42 @@ async def test_sections_may_miss_their_length_when_the_whole_keeps_it(store):
         gid, _ = await respond(store, client, 1, "m", "direct", words=800)
         sid, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
-    assert created and _uneven_writer.sections == 4  # 4 sections of 200 words: 20 + 80 + 20 + 80
+    assert created and _uneven_writer.sections == 8  # 8 sections of 100 words: 10 + 40 + 10 + 40 ...
     assert store.scalar("SELECT words FROM generations WHERE id = ?", [sid]) == 200
+
+
+def _repeating_writer(request: dict) -> str:
+    """The embedded model's pair 2 response, in shape: five paragraphs, then one that says them all
+    again. Summaries: the whole and its shortening hand back 300 words; a section, half of it."""
+    prompt = last_user_message(request)
+    if "Summarise it in about" in prompt or "Shorten it to" in prompt:
+        words = int(prompt.split("has ")[1].split()[0]) if "The text has" in prompt else int(prompt.split("above has ")[1].split()[0])
+        return " ".join(["gist"] * (300 if words > 100 else words // 2)) + "."
+    paragraphs = [" ".join([f"point{p}"] * 49) + "." for p in range(5)]
+    return "\n\n".join(paragraphs + [" ".join(paragraphs)])  # 245 words, then the same 245 again
+
+
+async def test_a_passage_said_twice_is_summarised_once(store):
+    _setup(store)
+    with FakeOpenAIServer(_repeating_writer) as server:
+        client = LLMClient(_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=500)
+        sid, created = await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+        sections_asked = [last_user_message(r) for r in server.requests][3:]  # after respond, whole, shorten
+    # Whole (300 words) and shortened (300) miss 61-183 words; then the five paragraphs, once each:
+    # 5 x 24 words (summarised twice, 240 words would miss it too).
+    assert created and len(sections_asked) == 5
+    assert [next(w for w in a.split() if w.startswith("point")) for a in sections_asked] == [f"point{p}" for p in range(5)]
+    assert store.scalar("SELECT words FROM generations WHERE id = ?", [sid]) == 5 * 24
+
+
+def test_without_repeats_drops_sentences_said_before():
+    from pipeline.generation import without_repeats
+
+    text = "One thing. Two  things!\n\nThree. one THING.\n\nTwo things! One thing."
+    assert without_repeats(text) == "One thing. Two  things!\n\nThree."
+    assert without_repeats("Plain text. Nothing twice.") == "Plain text. Nothing twice."
 
 
 def test_sections_cut_at_paragraphs_then_sentences():
