@@ -133,11 +133,6 @@ class GrammarSampler:
         self._full.apply(self._tail)
         return self._full.selected_id()
 
-    def close(self) -> None:
-        for chain in (self._penalties, self._grammar, self._tail):
-            if chain is not None:
-                chain.close()
-
 
 def install() -> None:
     """Make ``llama_cpp.Llama`` sample grammar-held requests with GrammarSampler."""
@@ -157,8 +152,8 @@ def install() -> None:
                      frequency_penalty: float = 0.0, presence_penalty: float = 0.0, tfs_z: float = 1.0,
                      mirostat_mode: int = 0, mirostat_eta: float = 0.1, mirostat_tau: float = 5.0,
                      penalize_nl: bool = True, logits_processor: Any = None, grammar: Any = None) -> Any:
-        exact = (grammar is not None and logits_processor is None and mirostat_mode == 0
-                 and (temp == 0.0 or (temp > 0.0 and 0 < top_k <= SHORTLIST // 4)))
+        exact = (grammar is not None and logits_processor is None and mirostat_mode == 0 and self._n_vocab > SHORTLIST
+                 and (temp == 0.0 or (temp > 0.0 and 0 < top_k <= SHORTLIST)))
         if not exact:
             return own(self, top_k=top_k, top_p=top_p, min_p=min_p, typical_p=typical_p, temp=temp,
                        repeat_penalty=repeat_penalty, frequency_penalty=frequency_penalty,
