@@ -284,8 +284,7 @@ async def summarize(
     be shortened instead (``summarize_shorten``). Still wrong, a text longer
     than a section is summarised section by section at the same ratio (``sections``, of the text
     ``without_repeats``), each section at any length, and the joined summary must keep the same
-    contract. Still wrong:
-    ParseError, nothing stored.
+    contract. Still wrong: ParseError, nothing stored.
     The achieved ratio is measured on what is stored."""
     if not 0 < ratio < 1:
         raise StageError(f"summary ratio must be between 0 and 1, got {ratio}")
