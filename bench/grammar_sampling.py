@@ -26,16 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-LIST_SCHEMA = {"type": "object", "properties": {"constraints": {"type": "array", "items": {
-    "type": "string", "minLength": 15, "maxLength": 400}, "minItems": 10, "maxItems": 10}}, "required": ["constraints"]}
-
-
 def requests() -> dict[str, dict]:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     from bench.judge_grammar import CONSTRAINTS, RESPONSE
     from pipeline.judging import lines_grammar
     from pipeline.prompts import defuse, load_template, numbered
+    from pipeline.synthesis import list_schema
 
     judge = load_template("judge_lines").render(text=defuse(RESPONSE), constraints=numbered(CONSTRAINTS),
                                                 n=len(CONSTRAINTS))
@@ -43,7 +40,7 @@ def requests() -> dict[str, dict]:
                                        "meeting on a budget gap, each a full sentence. Reply in JSON."}]
     return {
         "judge": {"messages": judge, "grammar": lines_grammar(len(CONSTRAINTS)), "temperature": 0.0, "max_tokens": 800},
-        "list": {"messages": ask, "grammar": json_schema_to_gbnf(json.dumps(LIST_SCHEMA)), "temperature": 0.7,
+        "list": {"messages": ask, "grammar": json_schema_to_gbnf(json.dumps(list_schema(10, with_task=False))), "temperature": 0.7,
                  "seed": 1, "max_tokens": 900},
     }
 
@@ -87,10 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     grammar_sampling.install()
     ours_init = Llama._init_sampler
     ways = {"own chain": own_init, "grammar_sampling": ours_init}
+    asks = requests()
     results: dict[tuple[str, str], list[dict]] = {}
     for repeat in range(args.repeats):
         order = list(ways) if repeat % 2 == 0 else list(reversed(ways))
-        for name, request in requests().items():
+        for name, request in asks.items():
             for way in order:
                 Llama._init_sampler = ways[way]
                 r = reply(llama, request)
@@ -101,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
     Llama._init_sampler = own_init
     print()
-    for name in requests():
+    for name in asks:
         own, ours = results[(name, "own chain")], results[(name, "grammar_sampling")]
         same = all(a["text"] == b["text"] for a, b in zip(own, ours))
         own_s = sum(r["seconds"] for r in own)

@@ -210,13 +210,14 @@ SUMMARY_MIN_MARGIN = 10
 # accepted; sections of 250 words accepted 2 of 4, of 120 words 2 of 4.
 SECTION_WORDS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
 def sections(text: str, max_words: int = SECTION_WORDS) -> list[str]:
     """The text cut at paragraph ends (else sentence ends) into consecutive sections of at most
     about ``max_words`` words; one section when the text is that short."""
     pieces: list[str] = []
-    for paragraph in (p.strip() for p in re.split(r"\n\s*\n", text)):
+    for paragraph in (p.strip() for p in _PARAGRAPH_BREAK.split(text)):
         if not paragraph:
             continue
         if count_words(paragraph) <= max_words:
@@ -243,7 +244,7 @@ def without_repeats(text: str) -> str:
     summarised twice, and that response's summary missed its length every way."""
     seen: set[str] = set()
     paragraphs = []
-    for paragraph in re.split(r"\n\s*\n", text):
+    for paragraph in _PARAGRAPH_BREAK.split(text):
         kept = []
         for sentence in _SENTENCE_END.split(paragraph.strip()):
             key = " ".join(sentence.lower().split())

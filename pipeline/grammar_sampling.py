@@ -143,37 +143,32 @@ def install() -> None:
     if getattr(own, "_grammar_sampling", False):
         return
     # The chain rebuilt here is llama-cpp-python 0.3.x's; another version may sample otherwise.
-    names = list(inspect.signature(own).parameters)[1:]
-    if names != _OWN_PARAMETERS:
-        raise RuntimeError(f"llama_cpp.Llama._init_sampler takes {names}, not the {_OWN_PARAMETERS} this mirrors")
+    defaults = {name: parameter.default for name, parameter in inspect.signature(own).parameters.items()
+                if name != "self"}
+    if list(defaults) != _OWN_PARAMETERS:
+        raise RuntimeError(f"llama_cpp.Llama._init_sampler takes {list(defaults)}, not the {_OWN_PARAMETERS} this mirrors")
 
-    def init_sampler(self: Any, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
-                     typical_p: float = 1.0, temp: float = 0.80, repeat_penalty: float = 1.0,
-                     frequency_penalty: float = 0.0, presence_penalty: float = 0.0, tfs_z: float = 1.0,
-                     mirostat_mode: int = 0, mirostat_eta: float = 0.1, mirostat_tau: float = 5.0,
-                     penalize_nl: bool = True, logits_processor: Any = None, grammar: Any = None) -> Any:
-        exact = (grammar is not None and logits_processor is None and mirostat_mode == 0 and self._n_vocab > SHORTLIST
-                 and (temp == 0.0 or (temp > 0.0 and 0 < top_k <= SHORTLIST)))
+    def init_sampler(self: Any, **given: Any) -> Any:
+        settings = {**defaults, **given}
+        temp, top_k, grammar = settings["temp"], settings["top_k"], settings["grammar"]
+        exact = (grammar is not None and settings["logits_processor"] is None and settings["mirostat_mode"] == 0
+                 and self._n_vocab > SHORTLIST and (temp == 0.0 or (temp > 0.0 and 0 < top_k <= SHORTLIST)))
         if not exact:
-            return own(self, top_k=top_k, top_p=top_p, min_p=min_p, typical_p=typical_p, temp=temp,
-                       repeat_penalty=repeat_penalty, frequency_penalty=frequency_penalty,
-                       presence_penalty=presence_penalty, tfs_z=tfs_z, mirostat_mode=mirostat_mode,
-                       mirostat_eta=mirostat_eta, mirostat_tau=mirostat_tau, penalize_nl=penalize_nl,
-                       logits_processor=logits_processor, grammar=grammar)
+            return own(self, **given)
         # The same samplers, with the same arguments, as llama-cpp-python's own chain.
         penalties = internals.LlamaSampler()
         penalties.add_penalties(n_vocab=self._n_vocab, penalty_last_n=self.last_n_tokens_size,
-                                penalty_repeat=repeat_penalty, penalty_freq=frequency_penalty,
-                                penalty_present=presence_penalty)
+                                penalty_repeat=settings["repeat_penalty"], penalty_freq=settings["frequency_penalty"],
+                                penalty_present=settings["presence_penalty"])
         grammar_chain = internals.LlamaSampler()
         grammar_chain.add_grammar(self._model, grammar)
         tail = None
         if temp > 0.0:
             tail = internals.LlamaSampler()
             tail.add_top_k(top_k)
-            tail.add_typical(typical_p, 1)
-            tail.add_top_p(top_p, 1)
-            tail.add_min_p(min_p, 1)
+            tail.add_typical(settings["typical_p"], 1)
+            tail.add_top_p(settings["top_p"], 1)
+            tail.add_min_p(settings["min_p"], 1)
             tail.add_temp(temp)
             tail.add_dist(self._seed)
         return GrammarSampler(self, penalties=penalties, grammar=grammar_chain, tail=tail, top_k=top_k)

@@ -207,14 +207,21 @@ def _uneven_writer(request: dict) -> str:
     return "\n\n".join(" ".join([f"word{p}"] * 100) + "." for p in range(8))
 
 
-async def test_sections_may_miss_their_length_when_the_whole_keeps_it(store):
+async def _summarised_by(store, writer, words: int):  # noqa: ANN001, ANN202
+    """A response of about ``words`` words written by ``writer``, summarised at 0.25: (summary
+    id, created, the user messages the server was sent)."""
     _setup(store)
-    _uneven_writer.sections = 0
-    with FakeOpenAIServer(_uneven_writer) as server:
+    with FakeOpenAIServer(writer) as server:
         client = LLMClient(_config(server), store)
-        gid, _ = await respond(store, client, 1, "m", "direct", words=800)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=words)
         sid, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
+        return sid, created, [last_user_message(r) for r in server.requests]
+
+
+async def test_sections_may_miss_their_length_when_the_whole_keeps_it(store):
+    _uneven_writer.sections = 0
+    sid, created, _ = await _summarised_by(store, _uneven_writer, 800)
     assert created and _uneven_writer.sections == 8  # 8 sections of 100 words: 10 + 40 + 10 + 40 ...
     assert store.scalar("SELECT words FROM generations WHERE id = ?", [sid]) == 200
 
@@ -224,20 +231,15 @@ def _repeating_writer(request: dict) -> str:
     again. Summaries: the whole and its shortening hand back 300 words; a section, half of it."""
     prompt = last_user_message(request)
     if "Summarise it in about" in prompt or "Shorten it to" in prompt:
-        words = int(prompt.split("has ")[1].split()[0]) if "The text has" in prompt else int(prompt.split("above has ")[1].split()[0])
+        words = int(prompt.split(" has ")[1].split()[0])  # "The text (above) has N words"
         return " ".join(["gist"] * (300 if words > 100 else words // 2)) + "."
     paragraphs = [" ".join([f"point{p}"] * 49) + "." for p in range(5)]
     return "\n\n".join(paragraphs + [" ".join(paragraphs)])  # 245 words, then the same 245 again
 
 
 async def test_a_passage_said_twice_is_summarised_once(store):
-    _setup(store)
-    with FakeOpenAIServer(_repeating_writer) as server:
-        client = LLMClient(_config(server), store)
-        gid, _ = await respond(store, client, 1, "m", "direct", words=500)
-        sid, created = await summarize(store, client, gid, 0.25, "s")
-        await client.aclose()
-        sections_asked = [last_user_message(r) for r in server.requests][3:]  # after respond, whole, shorten
+    sid, created, asked = await _summarised_by(store, _repeating_writer, 500)
+    sections_asked = asked[3:]  # after respond, whole, shorten
     # Whole (300 words) and shortened (300) miss 61-183 words; then the five paragraphs, once each:
     # 5 x 24 words (summarised twice, 240 words would miss it too).
     assert created and len(sections_asked) == 5

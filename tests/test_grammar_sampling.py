@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.judging import lines_grammar
 from pipeline.prompts import defuse, load_template, numbered
+from pipeline.synthesis import list_schema
 
 TEXT = (
     "The Harwick council voted on Thursday to close the old library on Mill Street and move its "
@@ -20,9 +21,6 @@ CONSTRAINTS = [
     "Name the street of the library.",
     "Quote the mayor's closing speech word for word.",
 ]
-# The shape of a "more constraints" round: a seeded draw at temperature 0.7 under a JSON schema.
-LIST_SCHEMA = {"type": "object", "properties": {"constraints": {"type": "array", "items": {
-    "type": "string", "minLength": 15, "maxLength": 120}, "minItems": 3, "maxItems": 3}}, "required": ["constraints"]}
 
 
 def test_install_refuses_a_llama_cpp_that_samples_otherwise(monkeypatch):
@@ -94,9 +92,10 @@ def test_greedy_judge_lines_are_the_chains_own(llama, monkeypatch):
 def test_seeded_json_draw_is_the_chains_own(llama, monkeypatch):
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
+    # The shape of a "more constraints" round: a seeded draw at temperature 0.7 under its schema.
     messages = [{"role": "user", "content": "Write three writing constraints for a news article about a town "
                                             "council closing its library. Reply in JSON."}]
-    own, ours, sampler = _both_ways(llama, monkeypatch, messages, json_schema_to_gbnf(json.dumps(LIST_SCHEMA)),
+    own, ours, sampler = _both_ways(llama, monkeypatch, messages, json_schema_to_gbnf(json.dumps(list_schema(3, with_task=False))),
                                     temperature=0.7, seed=3, max_tokens=160)
     assert ours == own
     assert len(json.loads(ours)["constraints"]) == 3
