@@ -124,7 +124,7 @@ def main() -> int:
     parser.add_argument("--size", default="160x48", help="terminal size, WIDTHxHEIGHT (default 160x48)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
     path = Path(args.store or Path(tempfile.gettempdir()) / f"unspecific-bench-{args.instructions}.sqlite")
     if not path.exists():

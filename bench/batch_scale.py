@@ -28,7 +28,7 @@ VERDICTS = "\n".join(f'{i}. Yes - "quote {i}"' for i in range(1, 21))
 
 
 def serve(conn) -> None:
-    from pipeline.testing.fake_server import FakeOpenAIServer, Reply
+    from tests.fakes.fake_server import FakeOpenAIServer, Reply
 
     server = FakeOpenAIServer(lambda body: Reply(text=VERDICTS)).start()
     server.batch_polls = 1
@@ -53,11 +53,11 @@ async def main() -> None:
     parser.add_argument("--judges", type=int, default=2)
     args = parser.parse_args()
 
-    from pipeline import batch as B
-    from pipeline.config import parse_config
-    from pipeline.errors import BatchPending
-    from pipeline.llm import LLMClient
-    from pipeline.store import open_store
+    from pipeline.core.config import parse_config
+    from pipeline.core.errors import BatchPending
+    from pipeline.llm.client import LLMClient
+    from pipeline.llm import batch as B
+    from pipeline.store.database import open_store
 
     parent, child = mp.Pipe()
     proc = mp.Process(target=serve, args=(child,), daemon=True)

@@ -31,7 +31,7 @@ TARGET = 1.15
 
 
 def serve(latency_s: float, conn) -> None:
-    from pipeline.testing.fake_server import FakeOpenAIServer
+    from tests.fakes.fake_server import FakeOpenAIServer
 
     server = FakeOpenAIServer(latency_s=latency_s).start()
     conn.send(server.base_url)
@@ -48,9 +48,9 @@ class Result:
 
 
 async def run_calls(base_url: str, calls: int, concurrency: int, use_cache: bool, cold: bool, store_dir: Path) -> Result:
-    from pipeline.config import parse_config
-    from pipeline.llm import LLMClient
-    from pipeline.store import open_store
+    from pipeline.core.config import parse_config
+    from pipeline.llm.client import LLMClient
+    from pipeline.store.database import open_store
 
     config = parse_config({"endpoints": {"fake": {"base_url": base_url, "model": "fake", "concurrency": concurrency,
                                                    "max_retries": 0}}})

@@ -35,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.testing.responders import ScriptedModel, audit_rows, make_store, multi_config_toml, result_fingerprint  # noqa: E402
-from pipeline.testing.fake_server import FakeOpenAIServer  # noqa: E402
-from pipeline.store import open_store  # noqa: E402
+from pipeline.store.database import open_store  # noqa: E402
+from tests.fakes.fake_server import FakeOpenAIServer  # noqa: E402
+from tests.fakes.responders import ScriptedModel, audit_rows, make_store, multi_config_toml, result_fingerprint  # noqa: E402
 
 CLI = "import sys; from pipeline.cli import main; sys.exit(main())"
 CONDITIONS = ("single", "none", "direct", "eval")

@@ -43,7 +43,7 @@ asyncio.run(main())
 
 
 def time_to_app(store: Path) -> float:
-    from pipeline.store import open_store
+    from pipeline.store.database import open_store
 
     open_store(store).close()
     t0 = time.time()
@@ -64,8 +64,7 @@ def _chat(base_url: str, content: str, max_tokens: int) -> tuple[float, dict]:
 
 def raw_speed() -> tuple[float, float]:
     """(prompt tokens/s, generated tokens/s) of llama.cpp's server, as the demo runs it."""
-    from pipeline import local_model as lm
-
+    from pipeline.llm import local_model as lm
     server = lm.LocalServer(model=lm.model_path())
     server.start(timeout_s=600)
     try:
@@ -122,7 +121,7 @@ def token_table(store: Path) -> list[tuple[str, int, int, int, float]]:
 
 
 def refusals(store: Path) -> tuple[int, int]:
-    from pipeline.store import open_store
+    from pipeline.store.database import open_store
 
     s = open_store(store, readonly=True)
     try:

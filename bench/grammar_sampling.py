@@ -1,5 +1,5 @@
 """Grammar-held sampling on the embedded model: llama-cpp-python's own chain against
-pipeline.grammar_sampling, side by side in one process (issue 11).
+pipeline.llm.grammar_sampling, side by side in one process (issue 11).
 
 Two requests of the demo's kinds, each replayed both ways on the same loaded model:
 - "judge": bench/judge_grammar.py's 250-word response against its 20 constraints, in the lines
@@ -30,9 +30,9 @@ def requests() -> dict[str, dict]:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     from bench.judge_grammar import CONSTRAINTS, RESPONSE
-    from pipeline.judging import lines_grammar
-    from pipeline.prompts import defuse, load_template, numbered
-    from pipeline.synthesis import list_schema
+    from pipeline.llm.prompts import defuse, load_template, numbered
+    from pipeline.stages.judging import lines_grammar
+    from pipeline.stages.synthesis import list_schema
 
     judge = load_template("judge_lines").render(text=defuse(RESPONSE), constraints=numbered(CONSTRAINTS),
                                                 n=len(CONSTRAINTS))
@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from llama_cpp import Llama
 
-    from pipeline import grammar_sampling
-    from pipeline.local_model import N_THREADS, model_path
+    from pipeline.llm import grammar_sampling
+    from pipeline.llm.local_model import N_THREADS, model_path
 
     own_init = Llama._init_sampler
     llama = Llama(model_path=str(model_path()), n_ctx=4096, n_threads=N_THREADS, n_threads_batch=N_THREADS,

@@ -1,6 +1,6 @@
 """The HTML report and the served app, measured in headless Chromium.
 
-For synthetic stores of 200 and 2,000 instructions (pipeline.synthetic; 39 constraints, two
+For synthetic stores of 200 and 2,000 instructions (tests.fakes.synthetic; 39 constraints, two
 models, two judges): the time to write report.html (build_report excluded, printed apart), its
 size (target <= 25 MB), the first contentful paint of the page opened from disk (target <= 2 s),
 and the time to open one instruction (unpack its block and texts, draw its constraints and the
@@ -30,10 +30,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import chromium  # noqa: E402
 
-from pipeline.html_report import write_html  # noqa: E402
-from pipeline.report import ReportOptions, build_report  # noqa: E402
-from pipeline.store import open_store  # noqa: E402
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store  # noqa: E402
+from pipeline.outputs.html_report import write_html  # noqa: E402
+from pipeline.outputs.report import ReportOptions, build_report  # noqa: E402
+from pipeline.store.database import open_store  # noqa: E402
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store  # noqa: E402
 
 MB = 1e6
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")

@@ -98,7 +98,7 @@ class Outcome:
 
 
 def make_config() -> Any:
-    from pipeline.config import parse_config
+    from pipeline.core.config import parse_config
 
     # Both on the embedded model, in lines: they differ only in gbnf.
     return parse_config({
@@ -113,8 +113,8 @@ def make_config() -> Any:
 async def warm(config: Any, store: Any, base_url: str, text: str, constraints: list[str]) -> None:
     """The judge prompt once, with max_tokens=1, so the measured call finds it in the server's
     cache whichever condition runs first."""
-    from pipeline.llm import LLMClient, Params
-    from pipeline.prompts import defuse, load_template, numbered
+    from pipeline.llm.client import LLMClient, Params
+    from pipeline.llm.prompts import defuse, load_template, numbered
 
     template = load_template("judge_lines")
     messages = template.render(text=defuse(text), constraints=numbered(constraints), n=len(constraints))
@@ -127,9 +127,9 @@ async def warm(config: Any, store: Any, base_url: str, text: str, constraints: l
 
 async def judge_once(label: str, repeat: int, base_url: str, workdir: Path, *, text: str,
                      constraints: list[str], cold: bool, death: Any = None) -> Outcome:
-    from pipeline.judging import QUOTE_CAP, judge_text, parse_batched_reply
-    from pipeline.llm import LLMClient
-    from pipeline.store import open_store
+    from pipeline.llm.client import LLMClient
+    from pipeline.stages.judging import QUOTE_CAP, judge_text, parse_batched_reply
+    from pipeline.store.database import open_store
 
     config = make_config()
     store = open_store(workdir / f"{label}-{repeat}.sqlite")  # fresh: nothing from the cache
@@ -182,8 +182,7 @@ def print_outcome(o: Outcome, n: int) -> None:
 
 
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from pipeline import local_model as lm
-
+    from pipeline.llm import local_model as lm
     text, constraints = RESPONSE, CONSTRAINTS[: args.constraints]
     results: list[dict[str, Any]] = []
     print(f"response {len(text.split())} words, {len(constraints)} constraints")

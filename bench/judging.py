@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.config import parse_config  # noqa: E402
-from pipeline.evaluate import EvaluateOptions, run_judge  # noqa: E402
-from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message  # noqa: E402
-from pipeline.llm import LLMClient  # noqa: E402
-from pipeline.store import Store, now, open_store  # noqa: E402
+from pipeline.core.config import parse_config  # noqa: E402
+from pipeline.llm.client import LLMClient  # noqa: E402
+from pipeline.stages.evaluate import EvaluateOptions, run_judge  # noqa: E402
+from pipeline.store.database import Store, now, open_store  # noqa: E402
+from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message  # noqa: E402
 
 VOCAB = ("council budget residents library harbour ferry storm bridge market school teachers parents "
          "funding vote meeting officials report hospital housing taxes park transport jobs workers").split()

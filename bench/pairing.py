@@ -1,7 +1,7 @@
 """Benchmark: pairing with the usearch index vs brute force, and embedding speed.
 
 1. 20,000 unit vectors (768 dims, the mpnet size) are paired under the paper rule (most
-   similar other vector with cosine < 0.85) twice: by the index path of pipeline.pairing
+   similar other vector with cosine < 0.85) twice: by the index path of pipeline.stages.pairing
    (usearch HNSW, self-checked on a sample, exact fallback when its recall is short) and by
    exact chunked numpy search. Prints both times (wall and CPU: the machine is shared),
    their ratio and the share of articles whose partner is the same (must be >= 0.99).
@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.pairing import choose_paper, neighbours_brute, neighbours_index  # noqa: E402
+from pipeline.stages.pairing import choose_paper, neighbours_brute, neighbours_index  # noqa: E402
 
 MIN_AGREEMENT = 0.99
 
@@ -76,14 +76,15 @@ def bench_pairing(label: str, vectors: np.ndarray, k: int = 32, max_cos: float =
 
 
 def bbc_sample(count: int) -> list[str]:
-    from pipeline.corpus import RawArticle, clean_text, read_bbc_news, word_count
+    from pipeline.core.text import count_words
+    from pipeline.stages.corpus import RawArticle, clean_text, read_bbc_news
 
     texts: list[str] = []
     items = [i for i in read_bbc_news() if isinstance(i, RawArticle)]
     step = max(1, len(items) // (count * 3))  # spread over the five topics
     for item in items[::step]:
         text = clean_text(item.text)
-        if 300 <= word_count(text) <= 1000:
+        if 300 <= count_words(text) <= 1000:
             texts.append(text)
         if len(texts) == count:
             break
@@ -91,7 +92,7 @@ def bbc_sample(count: int) -> list[str]:
 
 
 def bench_embedding(count: int) -> None:
-    from pipeline.embeddings import get_embedder
+    from pipeline.analysis.embeddings import get_embedder
 
     texts = bbc_sample(count)
     words = sum(len(t.split()) for t in texts)

@@ -31,9 +31,9 @@ def dead_url() -> str:
 
 
 async def run(urls: list[str], label: str, ideal: float) -> None:
-    from pipeline.config import parse_config
-    from pipeline.llm import LLMClient
-    from pipeline.store import open_store
+    from pipeline.core.config import parse_config
+    from pipeline.llm.client import LLMClient
+    from pipeline.store.database import open_store
 
     endpoints = {f"m{i}": {"base_url": u, "model": "fake-model", "concurrency": CONCURRENCY, "timeout_s": 10.0}
                  for i, u in enumerate(urls)}
@@ -52,13 +52,13 @@ async def run(urls: list[str], label: str, ideal: float) -> None:
 
 
 def _slow(request: dict) -> object:
-    from pipeline.testing.fake_server import Reply
+    from tests.fakes.fake_server import Reply
 
     return Reply(text="slow", delay_s=0.2)
 
 
 def serve(latency_s: float, slow: bool, conn) -> None:
-    from pipeline.testing.fake_server import FakeOpenAIServer, echo_responder
+    from tests.fakes.fake_server import FakeOpenAIServer, echo_responder
 
     server = FakeOpenAIServer(_slow if slow else echo_responder, latency_s=latency_s).start()
     conn.send(server.base_url)

@@ -4,7 +4,7 @@ Builds a synthetic store (default: 10,000 instructions x 39 constraints, 2 model
 one summary ratio, 2 judges: 390k constraints, 40k generations, 3.1M verdicts; ``--judges 1``
 gives the 1.5M of a single judge) with executemany inserts of numpy-drawn verdicts, then times:
 
-- scoring every text once (pipeline.scores): what a bulk import or a migrated store pays on its
+- scoring every text once (pipeline.store.scores): what a bulk import or a migrated store pays on its
   first report (before the totals were kept, every report merged all verdicts: about 8 s here);
 - each step of `unspecific report --out` on the kept totals (compute_metrics, copied n-grams
   first and again, the paired tests, the files, the charts), side by side with the first;
@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.store import open_store, text_hash  # noqa: E402
+from pipeline.store.database import open_store, text_hash  # noqa: E402
 
 DOMAINS = ("news", "story", "blog")
 CONDITIONS = ("single", "none", "direct", "eval")
@@ -144,9 +144,9 @@ def main() -> None:
 
     # Wall time depends on what else the machine runs; process CPU time much less so.
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    from pipeline.metrics import _add_copying, compute_metrics
-    from pipeline.report import Report, ReportOptions, all_comparisons, charts, write_tables
-    from pipeline.scores import refresh_text_scores, stale_count
+    from pipeline.analysis.metrics import _add_copying, compute_metrics
+    from pipeline.outputs.report import Report, ReportOptions, all_comparisons, charts, write_tables
+    from pipeline.store.scores import refresh_text_scores, stale_count
 
     def step(label: str, fn, *fn_args, **fn_kwargs):
         t, c = time.perf_counter(), time.process_time()

@@ -111,7 +111,7 @@ def main() -> int:
 
     from report_scale import build_scale_store
 
-    from pipeline.store import open_store
+    from pipeline.store.database import open_store
 
     path = Path(args.store or Path(tempfile.gettempdir()) / f"unspecific-scale-{args.instructions}.sqlite")
     if not path.exists():

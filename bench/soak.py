@@ -32,16 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.config import parse_config  # noqa: E402
-from pipeline.testing.responders import (  # noqa: E402
-    ScriptedModel,
-    audit_rows,
-    build_and_evaluate,
-    make_store,
-    multi_config_toml,
-    result_fingerprint,
-)
-from pipeline.testing.fake_server import (  # noqa: E402
+from pipeline.core.config import parse_config  # noqa: E402
+from tests.fakes.fake_server import (  # noqa: E402
     ALL_FAULT_KINDS,
     ECHO_KEY_TEXT,
     FAULT_KINDS,
@@ -49,6 +41,14 @@ from pipeline.testing.fake_server import (  # noqa: E402
     REFUSAL_TEXT,
     TRUNCATED_JSON,
     FakeOpenAIServer,
+)
+from tests.fakes.responders import (  # noqa: E402
+    ScriptedModel,
+    audit_rows,
+    build_and_evaluate,
+    make_store,
+    multi_config_toml,
+    result_fingerprint,
 )
 
 CONDITIONS = ("single", "none", "direct", "eval")
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, folder: Path, name: str, fault_rate: float) ->
 
 def junk_accepted(store) -> dict[str, int]:  # noqa: ANN001
     """Results taken from a junk reply, by where they sit; and the refusals kept as answers."""
-    from pipeline.contract import is_refusal
+    from pipeline.llm.contract import is_refusal
 
     echo = ECHO_KEY_TEXT.split("{key}")[0]
     like = "body LIKE ? OR body LIKE ? OR body = ?"  # the truncated JSON only whole: it opens every good reply too
@@ -180,8 +180,8 @@ def main() -> int:
         diff_verdicts = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v)
         same_build = got["instructions"] == ref["instructions"] and got["constraints"] == ref["constraints"]
 
-        from pipeline.coverage import Coverage
-        from pipeline.metrics import compute_metrics
+        from pipeline.analysis.coverage import Coverage
+        from pipeline.analysis.metrics import compute_metrics
 
         groups = compute_metrics(soak["store"], n_resamples=1).groups
         coverage = sum((Coverage(g.judged_items, g.expected_items) for g in groups), Coverage())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.store import open_store
+from pipeline.store.database import open_store
 
 STAMP = "2026-01-01T00:00:00+00:00"
 
@@ -74,7 +74,7 @@ def make_known_store(path: Path) -> Known:
     c.execute("INSERT INTO constraint_flags VALUES (4, 'proper_noun', 'Harrowgate')")
     gens = [
         (1, "response", "m1", "direct", None, None, put(RESPONSE)),
-        # A summary's model is its summarizer's (pipeline.generation), not the response's.
+        # A summary's model is its summarizer's (pipeline.stages.generation), not the response's.
         (2, "summary", "summarizer", "", 0.25, 1, put(SUMMARY)),
         (3, "response", "m2", "direct", None, None, put(RESPONSE_2)),
         (4, "summary", "summarizer", "", 0.25, 3, put(SUMMARY_2)),

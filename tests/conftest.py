@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# The fakes live with the tests (tests/fakes): importable as tests.fakes from the repo root.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -20,7 +26,7 @@ def store_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(store_path: Path):
-    from pipeline.store import open_store
+    from pipeline.store.database import open_store
 
     s = open_store(store_path)
     yield s
@@ -29,7 +35,7 @@ def store(store_path: Path):
 
 @pytest.fixture
 def fake_server():
-    from pipeline.testing.fake_server import FakeOpenAIServer
+    from tests.fakes.fake_server import FakeOpenAIServer
 
     with FakeOpenAIServer() as server:
         yield server
@@ -43,7 +49,7 @@ def local_server_url() -> Iterator[str]:
 
     While it is up, UNSPECIFIC_LOCAL_URL points at it, so `runs.open_client` in a test that asks
     for this fixture uses it instead of starting a server of its own."""
-    from pipeline.local_model import acquire_server
+    from pipeline.llm.local_model import acquire_server
 
     lease = acquire_server(timeout_s=300)
     previous = os.environ.get("UNSPECIFIC_LOCAL_URL")

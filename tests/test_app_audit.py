@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app_support import A, B, C1, QUOTE_1, RESPONSE, SUMMARY, make_known_store, settle, text_of
+from app_support import C1, QUOTE_1, RESPONSE, SUMMARY, A, B, make_known_store, settle, text_of
 
 from unspecific_tui.app import UnspecificApp
 
@@ -116,7 +116,7 @@ async def test_narrow_terminal_shows_one_pane_and_cycles(tmp_path):
 async def test_similarity_uses_stored_embeddings_else_lexical(tmp_path):
     import numpy as np
 
-    from pipeline.store import text_hash
+    from pipeline.store.database import text_hash
 
     known, app = await open_audit(tmp_path)
     conn = app.conn
@@ -131,14 +131,14 @@ async def test_similarity_uses_stored_embeddings_else_lexical(tmp_path):
         sims = app.screen.shown.similarities
         assert sims["ref-a"][0] == "cos" and abs(sims["ref-a"][1] - 0.6) < 1e-6
         # No vector for B: lexical overlap (share of C1's content words found in B).
-        from pipeline.copying import lexical_overlap
+        from pipeline.analysis.copying import lexical_overlap
 
         assert sims["ref-b"] == ("lex", lexical_overlap(C1, B))
         assert "cos 0.60" in app.screen.query_one("#ref-a").border_subtitle
 
 
 async def test_instruction_jumps(tmp_path):
-    from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
     path = tmp_path / "syn.sqlite"
     build_synthetic_store(path, SyntheticSpec(n_instructions=3, n_constraints=5))

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from app_support import make_known_store, settle, text_of
 
-from pipeline.config import parse_config
-from pipeline.errors import EndpointError
-from pipeline.progress import ProgressEvent
-from pipeline.store import now
+from pipeline.core.config import parse_config
+from pipeline.core.errors import EndpointError
+from pipeline.core.progress import ProgressEvent
+from pipeline.store.database import now
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.help import ErrorScreen
 
@@ -182,10 +182,10 @@ async def test_missing_stage_reports_instead_of_crashing(tmp_path):
 
 
 async def test_real_build_stages_step_through_fake_server(tmp_path):
-    """The real synthesize/base/revise stages (pipeline.build), driven from the Build screen
+    """The real synthesize/base/revise stages (pipeline.stages.build), driven from the Build screen
     against the scripted fake server: step one pair, inspect, continue, then audit the result."""
-    from pipeline.testing.responders import ScriptedModel, fake_config, make_store
-    from pipeline.testing.fake_server import FakeOpenAIServer
+    from tests.fakes.fake_server import FakeOpenAIServer
+    from tests.fakes.responders import ScriptedModel, fake_config, make_store
 
     make_store(tmp_path / "s.sqlite", n_pairs=2).close()
     with FakeOpenAIServer(ScriptedModel(with_flags=False)) as server:
@@ -224,7 +224,7 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
             assert calls > 0  # usage recorded once, by the stages themselves
             revised = app.conn.execute("SELECT count(*) FROM constraints WHERE origin = 'revised'").fetchone()[0]
             assert revised > 0
-            # Evaluation from the same screen: respond, summarize, judge (pipeline.evaluate).
+            # Evaluation from the same screen: respond, summarize, judge (pipeline.stages.evaluate).
             for stage in ("respond", "summarize", "judge"):
                 await select_stage(pilot, app, stage)
                 await pilot.press("s")

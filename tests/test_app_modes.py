@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app_support import EDIT_RESPONSE, EDIT_SUMMARY, RESPONSE, SUMMARY, make_two_mode_store, settle, text_of
 
-from pipeline.queries import Writer
+from pipeline.store.queries import Writer
 from unspecific_tui.app import UnspecificApp
 
 DIRECT, EDIT = Writer("m1", "direct"), Writer("m1", "edit")

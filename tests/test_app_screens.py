@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from app_support import RESPONSE, RESPONSE_2, make_known_store, settle, text_of
 
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
 from unspecific_tui.data import compute_analysis, connect
 from unspecific_tui.screens.help import HelpScreen
@@ -230,8 +230,8 @@ async def test_kappa_between_annotators(tmp_path):
 
 
 async def test_report_shows_metrics_groups_with_intervals(synthetic):
-    from pipeline.metrics import compute_metrics
-    from pipeline.store import open_store
+    from pipeline.analysis.metrics import compute_metrics
+    from pipeline.store.database import open_store
 
     store = open_store(synthetic, readonly=True)
     metrics = compute_metrics(store, seed=0)

@@ -1,11 +1,11 @@
-"""pipeline.synthetic: deterministic, the advertised shape, readable by the pipeline's metrics."""
+"""tests.fakes.synthetic: deterministic, the advertised shape, readable by the pipeline's metrics."""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
 
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 TABLES = ("texts", "articles", "pairs", "instructions", "constraints", "constraint_flags", "generations", "verdicts",
           "annotations")
@@ -52,8 +52,8 @@ def test_same_spec_same_store_and_shape(tmp_path):
 
 
 def test_metrics_read_a_synthetic_store(tmp_path):
-    from pipeline.metrics import compute_metrics
-    from pipeline.store import open_store
+    from pipeline.analysis.metrics import compute_metrics
+    from pipeline.store.database import open_store
 
     summary = build_synthetic_store(tmp_path / "s.sqlite", SyntheticSpec(n_instructions=8, seed=2))
     store = open_store(summary.path, readonly=True)

@@ -1,12 +1,12 @@
-"""Annotate serves exactly the stored validation plan (pipeline.validation), in its order."""
+"""Annotate serves exactly the stored validation plan (pipeline.analysis.validation), in its order."""
 
 from __future__ import annotations
 
 from app_support import settle, text_of
 
-from pipeline.store import open_store
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
-from pipeline.validation import draw_plan, load_plan, save_plan, validation_report
+from pipeline.analysis.validation import draw_plan, load_plan, save_plan, validation_report
+from pipeline.store.database import open_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from unspecific_tui.app import UnspecificApp
 
 
@@ -47,7 +47,7 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
 
 
 async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
-    from pipeline.judge_validation import draw_judge_plan, load_judge_plan, save_judge_plan, text_labels
+    from pipeline.analysis.judge_validation import draw_judge_plan, load_judge_plan, save_judge_plan, text_labels
 
     def load_plan_items(store):
         return load_judge_plan(store).items

@@ -10,7 +10,7 @@ import time
 import pytest
 from app_support import settle
 
-from pipeline.synthetic import STAMP, SyntheticSpec, build_synthetic_store
+from tests.fakes.synthetic import STAMP, SyntheticSpec, build_synthetic_store
 from unspecific_tui.app import UnspecificApp
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.store import open_store
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+from pipeline.store.database import open_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("texts", "articles", "pairs", "runs", "instructions", "constraints", "generations", "verdicts", "llm_calls")

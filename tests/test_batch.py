@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from pipeline import batch as B
-from pipeline.build import BuildOptions, run_build
-from pipeline.config import parse_config
-from pipeline.errors import BatchPending, ConfigError
-from pipeline.evaluate import EvaluateOptions, evaluate
-from pipeline.testing.responders import ScriptedModel, make_store, result_fingerprint
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.llm import LLMClient
-from pipeline.store import open_store
+from pipeline.core.config import parse_config
+from pipeline.core.errors import BatchPending, ConfigError
+from pipeline.llm.client import LLMClient
+from pipeline.llm import batch as B
+from pipeline.stages.build import BuildOptions, run_build
+from pipeline.stages.evaluate import EvaluateOptions, evaluate
+from pipeline.store.database import open_store
+from tests.fakes.fake_server import FakeOpenAIServer
+from tests.fakes.responders import ScriptedModel, make_store, result_fingerprint
 
 PRICES = {"price_prompt_per_mtok": 2.0, "price_completion_per_mtok": 8.0}
 
@@ -307,7 +307,7 @@ async def test_vllm_export_and_ingest(server, tmp_path):
     assert B.export(store, config, tmp_path / "out") == []  # exported once
     outputs = []
     model = ScriptedModel()
-    from pipeline.testing.fake_server import _envelope
+    from tests.fakes.fake_server import _envelope
 
     for path, _ in written:
         out_path = path.with_name(path.stem + ".out.jsonl")
@@ -399,12 +399,12 @@ def test_the_command_line_round_trip(server, tmp_path, capsys):
     import asyncio
 
     from pipeline.cli import main
-    from pipeline.testing.responders import config_toml
+    from tests.fakes.responders import config_toml
 
     cfg = tmp_path / "unspecific.toml"
     cfg.write_text(config_toml(server.base_url, concurrency=2).replace(
         'model = "fake-model"', 'model = "fake-model"\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 4.0'))
-    from pipeline.config import load_config
+    from pipeline.core.config import load_config
 
     store = asyncio.run(built_store(tmp_path / "cli.sqlite", load_config(cfg), n_pairs=1))
     store.close()

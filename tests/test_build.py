@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from pipeline.testing.responders import DUPLICATE, LEAKY, NEAR_DUPLICATE, ScriptedModel, config_toml, fake_config, make_store
-from pipeline.build import BuildOptions, run_base, run_build, run_revise, run_synthesize, start_build_run
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.llm import LLMClient
-from pipeline.progress import StopFlag
+from pipeline.core.progress import StopFlag
+from pipeline.llm.client import LLMClient
+from pipeline.stages.build import BuildOptions, run_base, run_build, run_revise, run_synthesize, start_build_run
+from tests.fakes.fake_server import FakeOpenAIServer
+from tests.fakes.responders import DUPLICATE, LEAKY, NEAR_DUPLICATE, ScriptedModel, config_toml, fake_config, make_store
 
 N = 10
 
@@ -139,7 +139,7 @@ async def test_eval_on_an_endpoint_with_list_items_lists_that_many_too_easy_ids_
     the other too-easy constraints are asked for in the rounds after it, and all are replaced."""
     from dataclasses import replace
 
-    from pipeline.testing.responders import block, kind_of, numbered_items
+    from tests.fakes.responders import block, kind_of, numbered_items
 
     store = make_store(tmp_path / "s.sqlite", 1)
     model = ScriptedModel(easy_every=2)
@@ -233,7 +233,7 @@ async def test_short_revision_asks_only_missing_ids_then_fails(tmp_path) -> None
     class DropOne(ScriptedModel):
         def __call__(self, request):
             reply = super().__call__(request)
-            from pipeline.testing.responders import kind_of
+            from tests.fakes.responders import kind_of
 
             if kind_of(request) in ("revise_direct", "revise_missing"):
                 data = json.loads(reply.text)
@@ -307,7 +307,7 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     store through evaluate and report (measured: build 306 s, evaluate 303 s on 2 shared cores)."""
     import time
 
-    from pipeline.config import parse_config
+    from pipeline.core.config import parse_config
 
     extra_a = (" The library's manager said staff had been moved to other branches for now. A local charity offered to run"
                " a homework club in a church hall. Some councillors argued that the fees would hit the poorest families"
@@ -347,7 +347,7 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     assert len(originals) == 10 and all(c["base_verdict"] in (0, 1) for c in originals)
     assert store.scalar("SELECT count(*) FROM verdicts WHERE generation_id = ?", [gen["id"]]) == 10
     # too easy: revision's own rule on the stored verdicts (a Yes quoting elsewhere is kept)
-    from pipeline.revision import too_easy
+    from pipeline.stages.revision import too_easy
 
     base = {r["constraint_id"]: r for r in store.query("SELECT * FROM verdicts WHERE generation_id = ?", [gen["id"]])}
     satisfied = [c for c in originals if c["base_verdict"] == 1 and too_easy(base.get(c["id"]))]
@@ -365,9 +365,9 @@ async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str,
 
     from rich.console import Console
 
-    from pipeline.config import parse_config
-    from pipeline.evaluate import EvaluateOptions, run_evaluate
-    from pipeline.report import ReportOptions, build_report, render, write_outputs
+    from pipeline.core.config import parse_config
+    from pipeline.outputs.report import ReportOptions, build_report, render, write_outputs
+    from pipeline.stages.evaluate import EvaluateOptions, run_evaluate
 
     config = parse_config({"evaluate": {"response_words": 150, "ratios": [0.25]}})
     client = LLMClient(config, store, local_base_url=local_server_url)

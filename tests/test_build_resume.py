@@ -11,9 +11,9 @@ import sys
 import time
 from collections import Counter
 
-from pipeline.testing.responders import ScriptedModel, config_toml, make_store
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.store import open_store
+from pipeline.store.database import open_store
+from tests.fakes.fake_server import FakeOpenAIServer
+from tests.fakes.responders import ScriptedModel, config_toml, make_store
 
 ARGS = ["build", "--n", "3", "--constraints", "8", "--words", "60", "--contradictions", "--run", "resume-test"]
 CLI = "import sys; from pipeline.cli import main; sys.exit(main())"

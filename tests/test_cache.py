@@ -7,8 +7,8 @@ import json
 import pytest
 
 from pipeline.cli import main
-from pipeline.cache import cache_stats, clear_cache, list_calls, prune_cache, stale_call_ids
-from pipeline.errors import UnspecificError
+from pipeline.core.errors import UnspecificError
+from pipeline.llm.cache import cache_stats, clear_cache, list_calls, prune_cache, stale_call_ids
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +65,7 @@ def test_prune_stale_templates(filled, tmp_path, monkeypatch):
     prompts.mkdir()
     (prompts / "judge.md").write_text("### user\nJudge {{text}}\n")
     monkeypatch.setenv("UNSPECIFIC_PROMPTS", str(prompts))
-    from pipeline.prompts import load_template
+    from pipeline.llm.prompts import load_template
 
     current = load_template("judge").hash
     filled.conn.execute("UPDATE llm_calls SET template_hash = ? WHERE id = 1", (current,))

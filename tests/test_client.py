@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import EndpointError, ParseError
-from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
-from pipeline.llm import LLMClient, Params, cache_key, parse_json_lenient
+from pipeline.core.config import parse_config
+from pipeline.core.errors import EndpointError, ParseError
+from pipeline.llm.client import LLMClient, Params, cache_key, parse_json_lenient
+from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 
 SECRET = "sk-test-SECRET-value-1234567890"
 
@@ -359,7 +359,7 @@ async def test_api_key_is_sent_but_never_stored(fake_server, store, store_path, 
     monkeypatch.setenv("FAKE_API_KEY", SECRET)
     config = make_config(fake_server.base_url, api_key_env="FAKE_API_KEY")
     client = make_client(config, store, run_id="secret-run")
-    from pipeline.runs import create_run
+    from pipeline.stages.runs import create_run
 
     create_run(store, "build", config, run_id="secret-run")
     await client.chat("fake", user("hello"))

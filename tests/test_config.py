@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import LOCAL, default_config, load_config, parse_config
-from pipeline.errors import ConfigError
+from pipeline.core.config import LOCAL, default_config, load_config, parse_config
+from pipeline.core.errors import ConfigError
 
 
 def endpoint(**fields):

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from test_generation import _config, _setup
 
-from pipeline.contract import is_refusal, prose_problem
-from pipeline.errors import ParseError
-from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
-from pipeline.generation import respond, summarize
-from pipeline.llm import LLMClient
+from pipeline.core.errors import ParseError
+from pipeline.llm.client import LLMClient
+from pipeline.llm.contract import is_refusal, prose_problem
+from pipeline.stages.generation import respond, summarize
+from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 
 RESPONSE = " ".join(["The harbour festival drew crowds to the quay at dawn."] * 20)  # 200 words
 JUNK = "%%%garbage%%% ### @@@ 0x00 ~~~"
@@ -140,8 +140,8 @@ async def test_the_summary_of_a_refusing_response_may_read_as_a_refusal(store):
 
 
 def test_a_length_band_is_never_narrower_than_its_floor() -> None:
-    from pipeline.contract import check_length
-    from pipeline.llm import ReplyError
+    from pipeline.llm.client import ReplyError
+    from pipeline.llm.contract import check_length
 
     assert check_length("w " * 19, 9, 0.5, what="summary", at_least=10)  # 9 +- 10: 1 to 19
     with pytest.raises(ReplyError, match=r"has 20 words; about 9 were asked for \(1 to 19 accepted\)"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.copying import (
+from pipeline.analysis.copying import (
     copied_ngrams,
     copy_stats,
     lexical_overlap,

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.analysis.embeddings import HashEmbedder
 from pipeline.cli import main
-from pipeline.corpus import (
+from pipeline.core.errors import CorpusError
+from pipeline.stages.corpus import (
     ImportOptions,
     clean_text,
     corpus_stats,
@@ -19,9 +21,7 @@ from pipeline.corpus import (
     read_news_articles,
     split_title,
 )
-from pipeline.embeddings import HashEmbedder
-from pipeline.errors import CorpusError
-from pipeline.store import open_store
+from pipeline.store.database import open_store
 
 VOCAB = [f"w{i}" for i in range(3000)]
 

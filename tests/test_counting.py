@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.metrics import compute_metrics, runs_covered
-from pipeline.report import ReportOptions, build_report, render
-from pipeline.store import Store, open_store
+from pipeline.analysis.metrics import compute_metrics, runs_covered
+from pipeline.outputs.report import ReportOptions, build_report, render
+from pipeline.store.database import Store, open_store
 
 
 def _store(path, runs: int, n_pairs: int = 12, seed: int = 0, models: tuple[str, ...] = ("m",)) -> Store:
@@ -55,7 +55,7 @@ def test_a_pair_built_by_two_runs_counts_once(tmp_path) -> None:
 
 
 def test_a_paired_comparison_counts_each_pair_once(tmp_path) -> None:
-    from pipeline.metrics import compare
+    from pipeline.analysis.metrics import compare
 
     once = _store(tmp_path / "once.sqlite", runs=1, models=("a", "b"))
     twice = _store(tmp_path / "twice.sqlite", runs=2, models=("a", "b"))

@@ -11,14 +11,14 @@ import pytest
 from rich.console import Console
 from test_evaluate import KEYWORDS, _between, make_config, make_instructions, role_of, world
 
-from pipeline.coverage import Coverage, low_groups
-from pipeline.errors import UnusableEndpointError
-from pipeline.evaluate import EvaluateOptions, evaluate
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.judging import UNANSWERED
-from pipeline.metrics import compute_metrics
-from pipeline.report import ReportOptions, build_report, render, write_outputs
-from pipeline.store import SCHEMA_VERSION, open_store
+from pipeline.analysis.coverage import Coverage, low_groups
+from pipeline.analysis.metrics import compute_metrics
+from pipeline.core.errors import UnusableEndpointError
+from pipeline.outputs.report import ReportOptions, build_report, render, write_outputs
+from pipeline.stages.evaluate import EvaluateOptions, evaluate
+from pipeline.stages.judging import UNANSWERED
+from pipeline.store.database import SCHEMA_VERSION, open_store
+from tests.fakes.fake_server import FakeOpenAIServer
 
 JUNK = "%%%garbage%%% <html>502 upstream</html>"
 

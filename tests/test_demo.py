@@ -12,12 +12,12 @@ from pathlib import Path
 
 from app_support import settle
 
-from pipeline.config import load_config
-from pipeline.demo import DemoOptions, run_demo_blocking
-from pipeline.testing.responders import ScriptedModel, config_toml
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.progress import ProgressEvent
-from pipeline.store import open_store
+from pipeline.core.config import load_config
+from pipeline.core.progress import ProgressEvent
+from pipeline.stages.demo import DemoOptions, run_demo_blocking
+from pipeline.store.database import open_store
+from tests.fakes.fake_server import FakeOpenAIServer
+from tests.fakes.responders import ScriptedModel, config_toml
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.audit import AuditScreen
 
@@ -155,7 +155,7 @@ async def test_quitting_stops_a_running_demo_at_once(tmp_path, monkeypatch):
 
 
 def test_the_demo_builds_one_pair_at_a_time(tmp_path):
-    from pipeline.build import BuildOptions, build_identity
+    from pipeline.stages.build import BuildOptions, build_identity
 
     store_path = tmp_path / "demo.sqlite"
     events: list[ProgressEvent] = []
@@ -177,7 +177,7 @@ def test_the_demo_builds_one_pair_at_a_time(tmp_path):
 
 
 def test_conditions_go_cheapest_first_and_each_call_names_all_so_far():
-    from pipeline.demo import cumulative
+    from pipeline.stages.demo import cumulative
 
     assert cumulative(("eval", "single")) == [("single",), ("single", "eval")]
     assert cumulative(("eval", "direct", "none", "single"))[-1] == ("single", "none", "direct", "eval")
@@ -187,8 +187,8 @@ class JunkJudge(ScriptedModel):
     """Every judge call answers 200 OK with prose that holds no verdict."""
 
     def __call__(self, request):
-        from pipeline.testing.responders import kind_of
-        from pipeline.testing.fake_server import Reply
+        from tests.fakes.fake_server import Reply
+        from tests.fakes.responders import kind_of
 
         if kind_of(request) in ("judge_batched", "format_repair") and "TEXT" in str(request["messages"]):
             if kind_of(request) == "judge_batched" or "verdict" in str(request["messages"][-1]).lower():
@@ -221,8 +221,8 @@ class CopyingSummarizer(ScriptedModel):
     first: str | None = None
 
     def __call__(self, request):
-        from pipeline.testing.responders import kind_of
-        from pipeline.testing.fake_server import Reply
+        from tests.fakes.fake_server import Reply
+        from tests.fakes.responders import kind_of
 
         prompt = str(request["messages"][-1]["content"])
         if kind_of(request) == "summarize" or "Shorten it to" in prompt:
@@ -258,7 +258,7 @@ def test_the_demo_bench_reads_refusals_and_tokens_from_a_store(tmp_path, monkeyp
     import importlib
     from pathlib import Path
 
-    from pipeline.store import now, open_store
+    from pipeline.store.database import now, open_store
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "bench"))
     bench = importlib.import_module("demo")

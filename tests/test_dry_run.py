@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import re
 
-from pipeline.testing.responders import ScriptedModel, config_toml, make_store
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.store import open_store
+from pipeline.store.database import open_store
+from tests.fakes.fake_server import FakeOpenAIServer
+from tests.fakes.responders import ScriptedModel, config_toml, make_store
 
 
 def _config(tmp_path, base_url: str):
@@ -137,7 +137,7 @@ def test_dry_run_prices_a_lines_judge_under_a_grammar(tmp_path, capsys, monkeypa
     """A gbnf endpoint judging in lines: the estimator's scripted placeholder answers the
     grammar-carrying judge calls (every unit priced through), and the real run sends the grammar."""
     from pipeline.cli import main
-    from pipeline.judging import lines_grammar
+    from pipeline.stages.judging import lines_grammar
 
     monkeypatch.setenv("COLUMNS", "200")
     path = tmp_path / "store.sqlite"

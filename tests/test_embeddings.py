@@ -10,7 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from pipeline.embeddings import (
+from pipeline.analysis.embeddings import (
     HashEmbedder,
     cached_vectors,
     cosine,
@@ -19,9 +19,9 @@ from pipeline.embeddings import (
     get_embedder,
     unpack_split_zip,
 )
-from pipeline.errors import EmbeddingError
-from pipeline.progress import ProgressEvent
-from pipeline.store import open_store, text_hash
+from pipeline.core.errors import EmbeddingError
+from pipeline.core.progress import ProgressEvent
+from pipeline.store.database import open_store, text_hash
 
 
 class CountingEmbedder(HashEmbedder):
@@ -120,7 +120,7 @@ def test_unpack_split_zip_joins_parts_in_order(tmp_path):
 
 
 def test_importing_embeddings_does_not_load_torch():
-    code = "import sys, pipeline.embeddings, pipeline.corpus, pipeline.pairing; print('torch' in sys.modules)"
+    code = "import sys, pipeline.analysis.embeddings, pipeline.stages.corpus, pipeline.stages.pairing; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

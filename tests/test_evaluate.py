@@ -9,13 +9,13 @@ from collections import Counter
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import StageError
-from pipeline.evaluate import EvaluateOptions, evaluate, resolve, run_evaluate
-from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
-from pipeline.llm import LLMClient
-from pipeline.progress import StopFlag
-from pipeline.store import now
+from pipeline.core.config import parse_config
+from pipeline.core.errors import StageError
+from pipeline.core.progress import StopFlag
+from pipeline.llm.client import LLMClient
+from pipeline.stages.evaluate import EvaluateOptions, evaluate, resolve, run_evaluate
+from pipeline.store.database import now
+from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 
 KEYWORDS = ["harbour", "lantern", "ferry", "market", "storm", "bridge"]
 
@@ -204,7 +204,7 @@ async def test_rejudge_calls_only_the_judge(store):
 async def test_changed_judge_prompt_rejudges_without_regenerating(store, tmp_path, monkeypatch):
     import shutil
 
-    from pipeline.prompts import prompts_dir
+    from pipeline.llm.prompts import prompts_dir
 
     make_instructions(store, n=2, k=3)
     with FakeOpenAIServer(world) as server:
@@ -250,7 +250,7 @@ async def test_a_failed_instruction_does_not_stop_the_run(store):
         events = []
         result = await _evaluate(store, config, progress=events.append)
         assert result.failed == 1 and result.stages["respond"].done == 2
-        assert "instruction %d" % ids[1] in result.failures[0].unit and "500" in result.failures[0].error
+        assert f"instruction {ids[1]}" in result.failures[0].unit and "500" in result.failures[0].error
         assert any(e.kind == "error" for e in events)
         # The others went all the way through.
         assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 2
@@ -285,7 +285,7 @@ def test_resolve_checks_names_and_values(store):
     plan = resolve(config, EvaluateOptions())
     assert plan.models == ("local",) and plan.ratios == (0.5, 0.25) and plan.judging == "batched" and plan.mode == "direct"
     assert resolve(config, EvaluateOptions(rejudge=True)).models is None
-    from pipeline.errors import ConfigError
+    from pipeline.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="nope"):
         resolve(config, EvaluateOptions(models=["nope"]))
@@ -311,7 +311,7 @@ async def test_evaluate_records_a_run(store):
 
 def test_cli_evaluate(store_path, tmp_path, capsys):
     from pipeline.cli import main
-    from pipeline.store import open_store
+    from pipeline.store.database import open_store
 
     s = open_store(store_path)
     make_instructions(s, n=2, k=3)

@@ -7,9 +7,9 @@ import pytest
 from test_evaluate import make_instructions, world
 
 from pipeline.cli import main
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.testing.responders import ScriptedModel, config_toml, make_store
-from pipeline.store import open_store
+from pipeline.store.database import open_store
+from tests.fakes.fake_server import FakeOpenAIServer
+from tests.fakes.responders import ScriptedModel, config_toml, make_store
 
 
 def _flat(text: str) -> str:

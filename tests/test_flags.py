@@ -7,8 +7,7 @@ import json
 
 import numpy as np
 
-from pipeline.testing.responders import ARTICLE_A, ARTICLE_B, make_store
-from pipeline.flags import (
+from pipeline.analysis.flags import (
     FlagSettings,
     capitalised_words,
     compute_flags,
@@ -19,6 +18,7 @@ from pipeline.flags import (
     parse_contradictions,
     proper_noun_flag,
 )
+from tests.fakes.responders import ARTICLE_A, ARTICLE_B, make_store
 
 SETTINGS = FlagSettings()
 
@@ -85,7 +85,7 @@ def test_compute_flags_single_reference_has_no_leak_flag() -> None:
 
 
 def test_flag_instruction_stores_and_recomputes(tmp_path) -> None:
-    from pipeline.embeddings import HashEmbedder
+    from pipeline.analysis.embeddings import HashEmbedder
 
     store = make_store(tmp_path / "s.sqlite", 1)
     pair = store.one("SELECT * FROM pairs")
@@ -113,7 +113,7 @@ def test_parse_contradictions_normalises_and_filters() -> None:
 
 
 def test_hash_embedder_cosines_rank_the_closer_reference() -> None:
-    from pipeline.embeddings import HashEmbedder
+    from pipeline.analysis.embeddings import HashEmbedder
 
     vectors = HashEmbedder().embed([ARTICLE_A, ARTICLE_B, "library internet access heating costs pool"])
     sims = vectors[2:] @ vectors[:2].T

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import ParseError, StageError
-from pipeline.testing.fake_server import FakeOpenAIServer, last_user_message
-from pipeline.generation import count_words, respond, summarize
-from pipeline.llm import LLMClient
-from pipeline.store import now
+from pipeline.core.config import parse_config
+from pipeline.core.errors import ParseError, StageError
+from pipeline.core.text import count_words
+from pipeline.llm.client import LLMClient
+from pipeline.stages.generation import respond, summarize
+from pipeline.store.database import now
+from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
 
 BASE = "A constraint-blind draft about the harbour festival and its crowded quay at dawn."
 CONSTRAINTS = ["Open with the weather.", "Quote a fisherman.", "End with the tide."]
@@ -248,7 +249,7 @@ async def test_a_passage_said_twice_is_summarised_once(store):
 
 
 def test_without_repeats_drops_sentences_said_before():
-    from pipeline.generation import without_repeats
+    from pipeline.stages.generation import without_repeats
 
     text = "One thing. Two  things!\n\nThree. one THING.\n\nTwo things! One thing."
     assert without_repeats(text) == "One thing. Two  things!\n\nThree."
@@ -256,7 +257,7 @@ def test_without_repeats_drops_sentences_said_before():
 
 
 def test_sections_cut_at_paragraphs_then_sentences():
-    from pipeline.generation import sections
+    from pipeline.stages.generation import sections
 
     text = "\n\n".join([" ".join(["a"] * 100), " ".join(["b"] * 100), " ".join(["c"] * 100)])
     assert [count_words(s) for s in sections(text, 250)] == [200, 100]
@@ -294,7 +295,7 @@ async def test_a_short_text_handed_back_whole_is_asked_to_be_shortened(store):
 
 
 async def test_a_short_text_handed_back_whole_every_time_stores_no_summary(store):
-    from pipeline.errors import ParseError
+    from pipeline.core.errors import ParseError
 
     _setup(store)
     with FakeOpenAIServer(_copying_writer(shortens=False)) as server:

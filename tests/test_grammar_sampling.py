@@ -1,4 +1,4 @@
-"""pipeline.grammar_sampling: the embedded server's grammar-held sampling picks the tokens
+"""pipeline.llm.grammar_sampling: the embedded server's grammar-held sampling picks the tokens
 llama-cpp-python's own chain picks, checking the grammar on a few tokens instead of all."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from pipeline.judging import lines_grammar
-from pipeline.prompts import defuse, load_template, numbered
-from pipeline.synthesis import list_schema
+from pipeline.llm.prompts import defuse, load_template, numbered
+from pipeline.stages.judging import lines_grammar
+from pipeline.stages.synthesis import list_schema
 
 TEXT = (
     "The Harwick council voted on Thursday to close the old library on Mill Street and move its "
@@ -28,8 +28,7 @@ def test_install_refuses_a_llama_cpp_that_samples_otherwise(monkeypatch):
     server's bootstrap logs why and keeps llama-cpp-python's own sampling."""
     from llama_cpp import Llama
 
-    from pipeline import grammar_sampling
-
+    from pipeline.llm import grammar_sampling
     def other_init_sampler(self, top_k=40, temp=0.8, grammar=None, dry_multiplier=0.0):  # noqa: ANN001, ANN202
         return None
 
@@ -43,7 +42,7 @@ def test_install_refuses_a_llama_cpp_that_samples_otherwise(monkeypatch):
 def llama():
     from llama_cpp import Llama
 
-    from pipeline.local_model import N_THREADS, model_path
+    from pipeline.llm.local_model import N_THREADS, model_path
 
     model = Llama(model_path=str(model_path()), n_ctx=2048, n_threads=N_THREADS, n_threads_batch=N_THREADS,
                   verbose=False)
@@ -64,8 +63,7 @@ def _reply(llama, messages, grammar_text: str, **params) -> str:  # noqa: ANN001
 def _both_ways(llama, monkeypatch, messages, grammar_text: str, **params):  # noqa: ANN001, ANN202
     from llama_cpp import Llama
 
-    from pipeline import grammar_sampling
-
+    from pipeline.llm import grammar_sampling
     own = _reply(llama, messages, grammar_text, **params)
     monkeypatch.setattr(Llama, "_init_sampler", Llama._init_sampler)  # put back after the test
     grammar_sampling.install()
@@ -79,7 +77,7 @@ def test_greedy_judge_lines_are_the_chains_own(llama, monkeypatch):
     messages = template.render(text=defuse(TEXT), constraints=numbered(CONSTRAINTS), n=len(CONSTRAINTS))
     own, ours, sampler = _both_ways(llama, monkeypatch, messages, lines_grammar(len(CONSTRAINTS)),
                                     temperature=0.0, max_tokens=120)
-    from pipeline.grammar_sampling import GrammarSampler
+    from pipeline.llm.grammar_sampling import GrammarSampler
 
     assert isinstance(sampler, GrammarSampler)
     assert ours == own

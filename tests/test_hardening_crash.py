@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import crash  # noqa: E402
 
-from pipeline.testing.fake_server import FakeOpenAIServer  # noqa: E402
-from pipeline.testing.responders import ScriptedModel  # noqa: E402
+from tests.fakes.fake_server import FakeOpenAIServer  # noqa: E402
+from tests.fakes.responders import ScriptedModel  # noqa: E402
 
 
 def test_sigkill_build_and_evaluate_lose_nothing_and_repeat_no_stored_call(tmp_path) -> None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import tomllib
 
-from pipeline.config import parse_config
-from pipeline.testing.responders import (
+from pipeline.core.config import parse_config
+from pipeline.llm.client import LLMClient
+from tests.fakes.fake_server import FAULT_KINDS, FakeOpenAIServer
+from tests.fakes.responders import (
     ScriptedModel,
     audit_rows,
     build_and_evaluate,
@@ -16,8 +18,6 @@ from pipeline.testing.responders import (
     multi_config_toml,
     result_fingerprint,
 )
-from pipeline.testing.fake_server import FAULT_KINDS, FakeOpenAIServer
-from pipeline.llm import LLMClient
 
 PAIRS, N, MODELS, JUDGES = 3, 8, 2, 2
 CONDITIONS = ("single", "none", "direct", "eval")
@@ -86,7 +86,7 @@ async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) 
 async def test_a_verdict_the_judge_never_gave_is_missing_and_asked_again_by_the_next_run(store) -> None:
     """A judge reply that stays unusable through the repair round is stored as missing (never
     No), and the next run asks again: the cause (a drifting model, a cut reply) is often transient."""
-    from pipeline.judging import UNANSWERED, judge_generation
+    from pipeline.stages.judging import UNANSWERED, judge_generation
 
     store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval", "main_task": "t",
                                      "n_constraints": 2, "status": "done", "created_at": "x"})

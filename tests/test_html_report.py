@@ -1,9 +1,9 @@
 """`unspecific report --html`: one self-contained page whose numbers are the report's.
 
 The page is opened in real headless Chromium (tests/browser.py) and checked for what it shows:
-the tables' counts against pipeline.metrics' groups, the copied n-gram spans against
-pipeline.copying, the judges' quotes where they are in the text, and the flipped constraints
-against pipeline.metrics.constraint_items. Screenshots of the first screen and of the Audit
+the tables' counts against pipeline.analysis.metrics' groups, the copied n-gram spans against
+pipeline.analysis.copying, the judges' quotes where they are in the text, and the flipped constraints
+against pipeline.analysis.metrics.constraint_items. Screenshots of the first screen and of the Audit
 content are written to tmp_path.
 """
 
@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from browser import chromium
 
-from pipeline import copying
+from pipeline.analysis import copying
+from pipeline.analysis.metrics import constraint_items
 from pipeline.cli import main
-from pipeline.html_report import PACKED, write_html
-from pipeline.metrics import constraint_items
-from pipeline.report import ReportOptions, build_report, main_groups
-from pipeline.store import open_store
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+from pipeline.outputs.html_report import PACKED, write_html
+from pipeline.outputs.report import ReportOptions, build_report, main_groups
+from pipeline.store.database import open_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -196,7 +196,7 @@ def test_audit_highlights_the_judges_quotes_and_counts_flips(built, browser) -> 
     ranges = _mark_ranges(page, "#pane-response mark.quote")
     norm = lambda s: " ".join(s.lower().split())  # noqa: E731 - judging's normalisation, for ASCII
     assert any(norm(text[a:b]) == norm(quote).rstrip(".") for a, b in ranges), (quote, ranges)
-    # Every FLIP the page marks for this response is one pipeline.metrics counts, and no other.
+    # Every FLIP the page marks for this response is one pipeline.analysis.metrics counts, and no other.
     flipped = {i.constraint_id for i in items if i.response_id == resp["id"] and i.flipped}
     marked = page.eval_on_selector_all(f'.cons td.flipped[data-response="{resp["id"]}"]',
                                        "els => els.map(e => +e.closest('tr').dataset.c)")
@@ -263,7 +263,7 @@ def test_a_missing_verdict_is_listed_missing_and_counted_nowhere(tmp_path: Path)
     listed = [v for v in per["v"] if v[1] == "r" and meta_judges[v[0]][0] == judge]
     assert len(listed) == 1 and listed[0][2] is None  # shown as missing, never as No
     item = items.get((cid, gid))
-    # The outcome is the one pipeline.metrics gives without that verdict.
+    # The outcome is the one pipeline.analysis.metrics gives without that verdict.
     assert per["state"] == (None if item is None else "flipped" if item.flipped else "both" if item.passed_both
                             else "fails")
     if item is not None:

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.importing import ImportFailed, ImportOptions, ResearchColumns, import_file, imported_models, parse_numbered
+from pipeline.importing.importer import (
+    ImportFailed,
+    ImportOptions,
+    ResearchColumns,
+    import_file,
+    imported_models,
+    parse_numbered,
+)
 
 LONG = ("The old keeper climbed the stairs each night and lit the lamp while the harbour slept below him. "
         "Ships passed in the dark and the storm came in from the west, bending the grass on the cliffs.")
@@ -69,7 +76,7 @@ def test_cs4_file_imports_once_and_exports_as_single(store, tmp_path):
     assert not again.added and again.skipped == {"instruction already imported": 3}
     assert store.scalar("SELECT count(*) FROM instructions") == 3
     # export writes them as a built benchmark's instructions.
-    from pipeline.export import export_jsonl
+    from pipeline.outputs.export import export_jsonl
 
     out = io.StringIO()
     assert export_jsonl(store, out) == 3
@@ -166,7 +173,7 @@ def test_research_outputs_give_an_auditable_benchmark_without_llm_calls(store, t
         ("summary", 1, 0, None), ("summary", 2, 0, None), ("summary", 3, 1, "exact")]
     assert {v["judge"] for v in verdicts} == {"gpt-4o"}
     # The report reads them as a judge's verdicts: Org over the 2 given (1 of 2), coverage 2/3.
-    from pipeline.report import build_report
+    from pipeline.outputs.report import build_report
 
     report = build_report(store)
     groups = [g for g in report.metrics.groups if g.model == "their-model" and g.ratio is None]
@@ -250,7 +257,7 @@ def test_export_then_import_round_trip(store, tmp_path):
     path = write_jsonl(tmp_path / "src.jsonl", [{"id": "x", "instruction": "Write a note.", "reference": LONG,
                                                  "constraints": ["Mention the storm.", "Mention the harbour."]}])
     import_file(store, ImportOptions("jsonl", path))
-    from pipeline.export import export_jsonl
+    from pipeline.outputs.export import export_jsonl
 
     out = tmp_path / "benchmark.jsonl"
     export_jsonl(store, str(out), with_references=True)
@@ -269,9 +276,9 @@ def test_responses_import_then_summarised_and_judged_like_our_own(store, tmp_pat
 
     from test_evaluate import KEYWORDS, make_config, roles_called, world
 
-    from pipeline.evaluate import EvaluateOptions, run_evaluate
-    from pipeline.testing.fake_server import FakeOpenAIServer
-    from pipeline.llm import LLMClient
+    from pipeline.llm.client import LLMClient
+    from pipeline.stages.evaluate import EvaluateOptions, run_evaluate
+    from tests.fakes.fake_server import FakeOpenAIServer
 
     bench = write_jsonl(tmp_path / "bench.jsonl", [
         {"id": f"q{i}", "instruction": f"Write a news article number {i}.",
@@ -338,7 +345,7 @@ def test_cli_import_dry_run_and_json(store_path, tmp_path, capsys):
 async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdicts(tmp_path):
     from app_support import settle
 
-    from pipeline.store import open_store
+    from pipeline.store.database import open_store
     from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
 
     path = tmp_path / "imported.sqlite"
@@ -373,7 +380,7 @@ def test_conditions_without_references_are_never_paired_as_one_unit(store, tmp_p
     """Two imports (single, common+eval) of two instructions each, none with a reference: a
     condition comparison has no shared unit to pair on, so it pairs nothing (before, every
     reference-less instruction was one unit "None" and the four were averaged into one pair)."""
-    from pipeline.metrics import _side_table, compute_metrics
+    from pipeline.analysis.metrics import _side_table, compute_metrics
 
     for condition in ("single", "common+eval"):
         rows = [[f"i{k}", f"Write story {k}.", numbered(RESEARCH_CONSTRAINTS, "\n"), "m", LONG, "gpt-4o",

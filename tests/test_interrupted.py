@@ -13,10 +13,10 @@ from pathlib import Path
 
 from test_evaluate import make_instructions, world
 
-from pipeline.config import parse_config
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.runs import create_run
-from pipeline.store import mark_interrupted, open_store
+from pipeline.core.config import parse_config
+from pipeline.stages.runs import create_run
+from pipeline.store.database import mark_interrupted, open_store
+from tests.fakes.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""The judges against people (pipeline.judge_validation), with scripted people of known accuracy.
+"""The judges against people (pipeline.analysis.judge_validation), with scripted people of known accuracy.
 
 In the synthetic store, judge-a and judge-b disagree on some items. A person who copies judge-a
 makes judge-a exact (accuracy, precision, recall and kappa 1) and judge-b as good as its
@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.judge_validation import (
+from pipeline.analysis.judge_validation import (
     describe,
     draw_judge_plan,
     judge_scores,
@@ -23,10 +22,11 @@ from pipeline.judge_validation import (
     save_judge_plan,
     save_text_label,
 )
-from pipeline.report import ReportOptions, build_report, render
-from pipeline.store import Store, open_store
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
-from pipeline.validation import ADJUDICATOR, ValidationError
+from pipeline.analysis.validation import ADJUDICATOR, ValidationError
+from pipeline.cli import main
+from pipeline.outputs.report import ReportOptions, build_report, render
+from pipeline.store.database import Store, open_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,7 @@ def test_report_names_validated_and_unvalidated_judges(store: Store, capsys: pyt
     assert describe("judge-a [batched]", report.judges_validated).startswith("judge-a [batched]: accuracy")
     import json
 
-    from pipeline.report import write_outputs
+    from pipeline.outputs.report import write_outputs
 
     write_outputs(report, store.path.parent / "out")
     saved = json.loads((store.path.parent / "out" / "report.json").read_text())["judge_validation"]

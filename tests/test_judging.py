@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
-from pipeline.judging import find_quote, judge_generation, judge_text, parse_batched_reply, prompt_hash
-from pipeline.llm import LLMClient
-from pipeline.store import now
+from pipeline.core.config import parse_config
+from pipeline.llm.client import LLMClient
+from pipeline.stages.judging import find_quote, judge_generation, judge_text, parse_batched_reply, prompt_hash
+from pipeline.store.database import now
+from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 
 TEXT = (
     "The town council met on Tuesday to argue over a budget shortfall. Residents crowded the hall, "
@@ -173,7 +173,7 @@ async def test_changed_prompt_rejudges(store, tmp_path, monkeypatch):
     """A new judge prompt (a new hash) judges anew; the old verdicts stay."""
     import shutil
 
-    from pipeline.prompts import prompts_dir
+    from pipeline.llm.prompts import prompts_dir
 
     with FakeOpenAIServer(lambda r: "\n".join(f"{i}. No - absent" for i in range(1, _n_in_prompt(r) + 1))) as server:
         client = LLMClient(_config(server), store)
@@ -212,7 +212,7 @@ def test_parse_bold_verdict_lines():
 
 
 async def test_per_constraint_failure_keeps_the_other_calls_cached(store):
-    from pipeline.errors import EndpointError
+    from pipeline.core.errors import EndpointError
 
     def responder(request: dict):
         if "financial officer" in last_user_message(request) and not getattr(responder, "healed", False):
@@ -257,7 +257,7 @@ async def test_a_lines_judge_asks_for_lines_without_a_grammar_and_keeps_its_own_
 
 
 def test_the_local_model_judges_in_lines_and_a_bad_format_is_refused():
-    from pipeline.errors import ConfigError
+    from pipeline.core.errors import ConfigError
 
     assert parse_config({}).endpoint("local").judge_format == "lines"
     with pytest.raises(ConfigError, match="judge_format: one of json, lines"):
@@ -336,7 +336,7 @@ def gbnf_to_regex(grammar: str) -> str:
 
 
 def test_the_lines_grammar_for_three_constraints_is_exact_and_well_formed():
-    from pipeline.judging import QUOTE_CAP, lines_grammar
+    from pipeline.stages.judging import QUOTE_CAP, lines_grammar
 
     grammar = lines_grammar(3)
     assert grammar == (
@@ -378,7 +378,7 @@ GLUED = "the old mill changed our daily habits, and its impact on the town wassi
 
 
 def test_a_quote_stopped_at_the_cap_drops_its_glued_last_word_and_is_then_found_verbatim():
-    from pipeline.judging import QUOTE_CAP
+    from pipeline.stages.judging import QUOTE_CAP
 
     assert len(GLUED) == QUOTE_CAP
     reply = f'1. Yes - "{GLUED}"\n2. Yes - "Nobody mentioned a dragon"\n3. No - {"z" * 40}\n'
@@ -411,7 +411,7 @@ async def test_a_gbnf_lines_judge_sends_the_grammar_per_ask_and_stores_the_clean
     """On a gbnf endpoint in lines format each ask carries lines_grammar for its own constraints,
     numbered from 1 (the follow-up for a left-out constraint too); a quote stopped at the cap is
     stored without its glued word and found exactly."""
-    from pipeline.judging import QUOTE_CAP, lines_grammar
+    from pipeline.stages.judging import QUOTE_CAP, lines_grammar
 
     with FakeOpenAIServer() as server:
         server.push(f'1. Yes - "{GLUED}"\n3. No - no dragon\n',  # line 2 left out
@@ -450,7 +450,7 @@ async def test_the_grammar_goes_only_to_a_gbnf_endpoint_judging_in_lines(store):
 
 async def test_the_local_endpoint_judges_under_the_grammar(store):
     """The embedded model's defaults: lines, with the grammar (its llama.cpp server takes GBNF)."""
-    from pipeline.judging import lines_grammar
+    from pipeline.stages.judging import lines_grammar
 
     local = parse_config({}).endpoint("local")
     assert (local.judge_format, local.gbnf) == ("lines", True)
@@ -466,8 +466,8 @@ async def test_the_scripted_model_answers_a_lines_judge_with_a_grammar_within_it
     """The fake model answers judge_lines with a grammar field present, within the grammar (its
     sentence quotes cut at the cap, as the real model is): every line parses, every Yes quote is
     found exactly in the text."""
-    from pipeline.judging import lines_grammar
-    from pipeline.testing.responders import ScriptedModel
+    from pipeline.stages.judging import lines_grammar
+    from tests.fakes.responders import ScriptedModel
 
     text = ("The council met and argued about money. Then we come to angle number 1, where the long-running dispute over the "
             "harbour walls and the fishing quotas finally reached the council chamber. It ends on angle number 3.")
@@ -493,7 +493,7 @@ def test_the_grammar_bench_imports_shows_help_and_runs_against_a_fake_server(cap
     import importlib
     from pathlib import Path
 
-    from pipeline.judging import QUOTE_CAP, lines_grammar
+    from pipeline.stages.judging import QUOTE_CAP, lines_grammar
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "bench"))
     bench = importlib.import_module("judge_grammar")

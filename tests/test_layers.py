@@ -1,8 +1,8 @@
-"""The screens read and write the store only through typed functions (pipeline.queries,
+"""The screens read and write the store only through typed functions (pipeline.store.queries,
 unspecific_tui.data): a schema change never reaches a screen, and no screen re-implements a
 rule the pipeline owns (the latest verdict, flipped). The pipeline never imports the app: only
 the commands that open it do, inside the function that opens it. The scripted fakes
-(pipeline.testing) never leak into a real run: only the dry-run estimator uses them, when it prices."""
+(tests.fakes) never leak into a real run: only the dry-run estimator uses them, when it prices."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import queries
+from pipeline.store import queries
 
 ROOT = Path(__file__).parent.parent
 SCREENS = sorted((ROOT / "unspecific_tui" / "screens").glob("*.py"))
@@ -112,8 +112,8 @@ def test_the_app_import_check_sees_every_form(tmp_path) -> None:
 
 # The scripted fakes: tests, benches and the dry-run estimator (its placeholder replies) use them;
 # a real run never loads them, and nothing uses their old homes.
-TESTING = "pipeline.testing"
-USES_THE_FAKES = {"pipeline/estimate.py"}
+TESTING = "tests.fakes"
+USES_THE_FAKES = {"pipeline/stages/estimate.py"}
 OLD_FAKES = ("pipeline.fake_server", "pipeline.fake_responders", "build_fakes")
 PRODUCTION = [p for p in PIPELINE if p.relative_to(ROOT).parts[:2] != ("pipeline", "testing")]
 EVERYWHERE = sorted(p for d in ("pipeline", "unspecific_tui", "tests", "bench") for p in (ROOT / d).rglob("*.py"))
@@ -163,7 +163,7 @@ def test_the_fakes_import_check_sees_relative_forms(tmp_path) -> None:
     assert _package_of(ROOT / "pipeline" / "cli" / "x.py") == "pipeline.cli"
     probe = tmp_path / "probe.py"
     probe.write_text("from ..testing import responders\nfrom .. import testing\nfrom ..llm import X\n"
-                     "import pipeline.testing.fake_server\nfrom . import testing\n"
+                     "import tests.fakes.fake_server\nfrom . import testing\n"
                      "def f():\n    from .testing.responders import ScriptedModel\n")
     as_cli = [(line, top) for line, top, names in _imports(probe, "pipeline.cli")
               if any(_under(n, TESTING) for n in names)]
@@ -173,9 +173,9 @@ def test_the_fakes_import_check_sees_relative_forms(tmp_path) -> None:
     assert as_pipeline == [(4, True), (5, True), (7, False)]
 
 
-# One unit runner (pipeline.units) for build, evaluate and naturalness: no module grows a second
+# One unit runner (pipeline.stages.units) for build, evaluate and naturalness: no module grows a second
 # one, with its own failure policy, summary or budget.
-RUNNER = "pipeline/units.py"
+RUNNER = "pipeline/stages/units.py"
 RUNNER_NAMES = re.compile(r"^_*run_?units?$|^_*unit_?runner$", re.IGNORECASE)
 RUNNER_TYPES = {"StageSummary", "Budget", "FailurePolicy", "RunUsage"}
 
@@ -198,4 +198,4 @@ def test_only_pipeline_units_defines_a_unit_runner(path: Path) -> None:
     if name == RUNNER:
         assert "def run_units" in " ".join(found) and "class StageSummary" in " ".join(found)
     else:
-        assert found == [], f"{name} defines a unit runner of its own ({found}): use pipeline.units"
+        assert found == [], f"{name} defines a unit runner of its own ({found}): use pipeline.stages.units"

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from pipeline import local_model as lm
-from pipeline.errors import LocalModelError, LocalServerDied
-from pipeline.testing.fake_server import FakeOpenAIServer
+from pipeline.core.errors import LocalModelError, LocalServerDied
+from pipeline.llm import local_model as lm
+from tests.fakes.fake_server import FakeOpenAIServer
 
 
 @pytest.fixture
@@ -287,8 +287,8 @@ def test_server_that_answers_junk_to_the_real_prompt_is_not_up(cache, fake_pytho
 
 async def test_a_server_dying_mid_run_stops_the_client_at_once(cache, small_parts, fake_python, store, monkeypatch):
     """Never a timeout after retries: the first failed call reports the death and the log."""
-    from pipeline.config import parse_config
-    from pipeline.llm import LLMClient
+    from pipeline.core.config import parse_config
+    from pipeline.llm.client import LLMClient
 
     monkeypatch.setenv("FAKE_LLAMA_MODE", "crash_later")
     lease = lm.acquire_server(python=fake_python, timeout_s=20)
@@ -428,7 +428,7 @@ def test_child_exits_when_its_parent_dies(cache, tmp_path):
     # parent: starts a child running the bootstrap's watchdog, records its pid, then dies hard.
     parent_code = f"""
 import os, subprocess, sys, time
-from pipeline.local_model import _BOOTSTRAP
+from pipeline.llm.local_model import _BOOTSTRAP
 code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)', 'time.sleep(60)')
 child = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), "/nonexistent/grammar_sampling.py"], start_new_session=True)
 open({str(marker)!r}, "w").write(str(child.pid))
@@ -449,9 +449,9 @@ os._exit(0)
 @pytest.mark.real_model
 async def test_real_json_reply_through_the_client(local_server_url, store):
     """The path every stage takes: default config (every role local) -> open_client -> chat_json."""
-    from pipeline.config import parse_config
-    from pipeline.llm import Params
-    from pipeline.runs import open_client
+    from pipeline.core.config import parse_config
+    from pipeline.llm.client import Params
+    from pipeline.stages.runs import open_client
 
     schema = {
         "type": "object",

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.cli.common import print_error
-from pipeline.errors import StoreError
+from pipeline.core.errors import StoreError
 
 BORDER = re.compile(r"[\u2500-\u257f]")
 

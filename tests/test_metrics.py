@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.metrics import (
+from pipeline.analysis.metrics import (
     Filters,
     annotator_agreement,
     compare,
@@ -45,7 +45,7 @@ from pipeline.metrics import (
     metric_validation,
     naturalness_rates,
 )
-from pipeline.store import Store, open_store
+from pipeline.store.database import Store, open_store
 
 STAMP = "2026-01-01T00:00:00+00:00"
 ARTICLE_A = ("The council met on Monday to discuss the budget shortfall. Residents asked why the library "
@@ -191,7 +191,7 @@ def test_naturalness_rates(hand: Store) -> None:
 
 
 def test_copy_and_similarity_columns(hand: Store) -> None:
-    from pipeline.embeddings import HashEmbedder
+    from pipeline.analysis.embeddings import HashEmbedder
 
     m = compute_metrics(hand, copy=True, embedder=HashEmbedder(), n_resamples=20)
     (row,) = m.at_ratio(0.25)

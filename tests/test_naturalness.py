@@ -7,13 +7,13 @@ from collections import Counter
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import CorpusError
-from pipeline.testing.fake_server import FakeOpenAIServer, last_user_message
-from pipeline.llm import LLMClient
-from pipeline.metrics import naturalness_rates
-from pipeline.naturalness import NaturalnessOptions, comparison_pairs, import_human_sets, run_naturalness
-from pipeline.store import now
+from pipeline.analysis.metrics import naturalness_rates
+from pipeline.core.config import parse_config
+from pipeline.core.errors import CorpusError
+from pipeline.llm.client import LLMClient
+from pipeline.stages.naturalness import NaturalnessOptions, comparison_pairs, import_human_sets, run_naturalness
+from pipeline.store.database import now
+from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
 
 # Marker words: the fake judge prefers sets by these, whatever order they are shown in.
 STYLE = {"eval": "natural", "direct": "contrived", "single": "plain", "human": "homely"}
@@ -195,7 +195,7 @@ async def test_two_judges_and_ties(store):
 
 def test_cli_naturalness(store_path, tmp_path, capsys):
     from pipeline.cli import main
-    from pipeline.store import open_store
+    from pipeline.store.database import open_store
 
     s = open_store(store_path)
     _sets(s, _articles(s, 4))

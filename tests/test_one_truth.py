@@ -6,9 +6,9 @@ older), a latest verdict with no Yes/No, replaced constraints that still hold ve
 summaries at two ratios, raters who judged a response but not its summary, and several runs.
 
 The consumers: the per-text totals the app's Instructions screen and Annotate list read
-(``text_items`` through ``compute_analysis``), pipeline.metrics' items (Annotate, the report's
+(``text_items`` through ``compute_analysis``), pipeline.analysis.metrics' items (Annotate, the report's
 human validation), the per-response items the Audit and Compare screens read
-(pipeline.queries.item_outcomes), and, with one rater, the report's per-response flipped count.
+(pipeline.store.queries.item_outcomes), and, with one rater, the report's per-response flipped count.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.metrics import Filters, compute_metrics, constraint_items
-from pipeline.queries import Writer, item_outcomes
-from pipeline.store import Store, open_store
+from pipeline.analysis.metrics import Filters, compute_metrics, constraint_items
+from pipeline.store.database import Store, open_store
+from pipeline.store.queries import Writer, item_outcomes
 from unspecific_tui.data import StoreView, compute_analysis, connect
 
 RATIOS = (0.5, 0.25)
@@ -135,7 +135,7 @@ def test_every_consumer_counts_the_same_flipped_items(tmp_path: Path, seed: int)
     assert len({w for _, _, w in responses}) >= 3  # both modes of a model, as in the issue
     for ratio in RATIOS:
         expected = _flipped_by_hand(conn, ratio)
-        # pipeline.metrics' items (Annotate's list, the report's human validation).
+        # pipeline.analysis.metrics' items (Annotate's list, the report's human validation).
         items = constraint_items(store, ratio=ratio)
         assert {(i.constraint_id, i.response_id) for i in items if i.flipped} == expected
         # The Audit and Compare screens' per-response items, one response at a time.
@@ -164,7 +164,7 @@ def test_every_consumer_counts_the_same_flipped_items(tmp_path: Path, seed: int)
 @pytest.mark.parametrize("seed", range(4))
 def test_with_one_rater_the_report_counts_the_same_flips(tmp_path: Path, seed: int) -> None:
     # With one rater the report's per-rater flipped count is the item count (with more, the
-    # report's superficial share is per rater by design: METHOD.md, pipeline.metrics).
+    # report's superficial share is per rater by design: METHOD.md, pipeline.analysis.metrics).
     store = random_store(tmp_path / "s.sqlite", 100 + seed, raters=(("J1", "batched"),))
     rows = {(r.response_id, r.ratio): r for r in compute_metrics(store, n_resamples=20).rows if r.ratio is not None}
     for ratio in RATIOS:
@@ -204,7 +204,7 @@ def test_metrics_filter_by_instruction_and_mode(tmp_path: Path) -> None:
 def test_the_verdicts_screens_show_are_the_ones_that_count(tmp_path: Path, seed: int) -> None:
     # The latest-verdict rule, as SQL (LATEST_VERDICT: Audit's and Compare's verdict lists) and
     # in bulk (pivot: every count), picks the same verdict for every (text, constraint, rater).
-    from pipeline.queries import latest_verdicts
+    from pipeline.store.queries import latest_verdicts
 
     store = random_store(tmp_path / "s.sqlite", 200 + seed)
     expected = _latest_by_hand(store.conn)

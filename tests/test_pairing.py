@@ -8,11 +8,11 @@ import re
 import numpy as np
 import pytest
 
+from pipeline.analysis.embeddings import embed_stored, get_embedder
 from pipeline.cli import main
-from pipeline.corpus import ImportOptions, import_corpus
-from pipeline.embeddings import embed_stored, get_embedder
-from pipeline.errors import CorpusError
-from pipeline.pairing import (
+from pipeline.core.errors import CorpusError
+from pipeline.stages.corpus import ImportOptions, import_corpus
+from pipeline.stages.pairing import (
     PairOptions,
     choose_paper,
     choose_research,
@@ -20,7 +20,7 @@ from pipeline.pairing import (
     neighbours_index,
     pair_domain,
 )
-from pipeline.store import now, open_store
+from pipeline.store.database import now, open_store
 
 
 def unit(rows) -> np.ndarray:

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import ConfigError
-from pipeline.testing.fake_server import FakeOpenAIServer, Reply, last_user_message
-from pipeline.llm import LLMClient, cache_key
+from pipeline.core.config import parse_config
+from pipeline.core.errors import ConfigError
+from pipeline.llm.client import LLMClient, cache_key
+from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 
 
 def user(text: str) -> list[dict[str, str]]:
@@ -161,7 +161,7 @@ async def test_a_member_with_a_bad_key_is_removed_for_good(store):
 async def test_every_member_down_fails_the_call_and_caches_nothing(store):
     config = pool_config([dead_url(), dead_url()], concurrency=1, drain_after=1, drain_s=0.01, max_retries=3)
     client = client_for(config, store)
-    from pipeline.errors import EndpointError
+    from pipeline.core.errors import EndpointError
 
     with pytest.raises(EndpointError, match="gave up after 4 attempt"):
         await client.chat("fleet", user("nobody home"))

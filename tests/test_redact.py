@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from test_evaluate import make_instructions
 
-from pipeline.errors import EndpointError
-from pipeline.testing.fake_server import FakeOpenAIServer, Reply
-from pipeline.redact import MARK, redact, remember_env
-from pipeline.store import open_store
+from pipeline.core.errors import EndpointError
+from pipeline.core.redact import MARK, redact, remember_env
+from pipeline.store.database import open_store
+from tests.fakes.fake_server import FakeOpenAIServer, Reply
 
 KEY = "s3cr3t-not-shaped-like-a-key-4242"  # a known key: found by value, whatever its shape
 

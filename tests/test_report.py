@@ -10,7 +10,7 @@ import pytest
 from test_metrics import build_hand_store
 
 from pipeline.cli import main
-from pipeline.store import open_store
+from pipeline.store.database import open_store
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -115,7 +115,7 @@ def test_export_jsonl_parses_back_with_lineage(tmp_path: Path) -> None:
 def test_requested_comparison_carries_the_holm_p(tmp_path: Path) -> None:
     from test_metrics import _many
 
-    from pipeline.report import ReportOptions, build_report
+    from pipeline.outputs.report import ReportOptions, build_report
 
     store = _many(tmp_path, {"strong": 0.9, "weak": 0.5, "twin": 0.9})
     report = build_report(store, ReportOptions(compare=("weak", "strong"), n_resamples=200, copy=False))

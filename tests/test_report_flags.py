@@ -9,9 +9,9 @@ import re
 from rich.console import Console
 from test_evaluate import _between, make_config, make_instructions, role_of, world
 
-from pipeline.evaluate import EvaluateOptions, evaluate
-from pipeline.testing.fake_server import FakeOpenAIServer
-from pipeline.report import ReportOptions, build_report, render, write_outputs
+from pipeline.outputs.report import ReportOptions, build_report, render, write_outputs
+from pipeline.stages.evaluate import EvaluateOptions, evaluate
+from tests.fakes.fake_server import FakeOpenAIServer
 
 
 def _asked(request: dict) -> str:

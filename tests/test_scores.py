@@ -1,4 +1,4 @@
-"""Per-text verdict totals kept in the store (pipeline.scores) give the metrics of a full pivot.
+"""Per-text verdict totals kept in the store (pipeline.store.scores) give the metrics of a full pivot.
 
 Every check compares ``compute_metrics`` on the store, whose totals were kept up to date
 incrementally, with the same computation after every total was thrown away and rebuilt from
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import copying
-from pipeline.metrics import Filters, Metrics, compute_metrics
-from pipeline.scores import refresh_text_scores, stale_count
-from pipeline.store import Store, open_store
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+from pipeline.analysis import copying
+from pipeline.analysis.metrics import Filters, Metrics, compute_metrics
+from pipeline.store.database import Store, open_store
+from pipeline.store.scores import refresh_text_scores, stale_count
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 SPEC = SyntheticSpec(n_instructions=16, n_constraints=6, ratios=(0.25, 0.5))
 
@@ -160,7 +160,7 @@ def _schema_1_store(path: Path) -> Path:
 async def test_the_app_migrates_before_its_store_wide_pass(tmp_path):
     from app_support import settle
 
-    from pipeline.store import SCHEMA_VERSION
+    from pipeline.store.database import SCHEMA_VERSION
     from unspecific_tui.app import UnspecificApp
 
     path = _schema_1_store(tmp_path / "old.sqlite")
@@ -318,9 +318,8 @@ async def test_the_app_scores_changed_texts_into_the_store_unless_read_only(synt
 
 def test_a_store_scored_under_the_old_flipped_rule_is_rescored(tmp_path):
     # Schema 2 kept text_items.flipped counting every rater on each text apart; schema 3 marks
-    # every judged text stale so the next refresh applies pipeline.scores.item_outcome_sql.
-    from pipeline import store as store_mod
-
+    # every judged text stale so the next refresh applies pipeline.store.scores.item_outcome_sql.
+    from pipeline.store import database as store_mod
     path = tmp_path / "s.sqlite"
     store = open_store(path)
     store.conn.execute("PRAGMA foreign_keys = OFF")  # a bare verdict is enough here

@@ -9,7 +9,7 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from pipeline.stats import (
+from pipeline.analysis.stats import (
     bootstrap_mean,
     bootstrap_ratio,
     cohen_kappa,
@@ -124,7 +124,7 @@ def test_bootstrap_is_fast_at_scale() -> None:
 
 
 def test_holm() -> None:
-    from pipeline.stats import holm
+    from pipeline.analysis.stats import holm
 
     # Sorted 0.01, 0.02, 0.04 times 3, 2, 1 -> 0.03, 0.04, 0.04 (monotone), NaN kept.
     assert holm([0.04, 0.01, float("nan"), 0.02]) == pytest.approx([0.04, 0.03, float("nan"), 0.04], nan_ok=True)
@@ -140,7 +140,7 @@ def _same(x, y) -> bool:
 
 
 def test_reused_draws_give_the_numbers_of_fresh_draws() -> None:
-    # An int seed reuses the draws a fresh generator makes for a sample size (pipeline.stats
+    # An int seed reuses the draws a fresh generator makes for a sample size (pipeline.analysis.stats
     # _fresh_draws); a Generator seed always draws anew. Both must give the same results, also
     # when the cache is warm from an earlier call on other data of the same size.
     rng = np.random.default_rng(11)

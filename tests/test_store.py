@@ -7,9 +7,9 @@ import sqlite3
 
 import pytest
 
-from pipeline import store as store_mod
-from pipeline.errors import StoreError
-from pipeline.store import SCHEMA_VERSION, open_store
+from pipeline.core.errors import StoreError
+from pipeline.store.database import SCHEMA_VERSION, open_store
+from pipeline.store import database as store_mod
 
 TABLES = {
     "meta", "texts", "articles", "embeddings", "pairs", "runs", "instructions", "constraints",

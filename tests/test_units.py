@@ -1,4 +1,4 @@
-"""The one unit runner (pipeline.units), on its own: concurrency, each failure policy, the stop
+"""The one unit runner (pipeline.stages.units), on its own: concurrency, each failure policy, the stop
 flag, the unit budget, the order of progress events, and usage added to the run as units finish."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
-from pipeline.config import parse_config
-from pipeline.errors import BatchPending, EndpointError, ParseError, StageError, UnusableEndpointError
-from pipeline.llm import Usage
-from pipeline.progress import ProgressEvent, StopFlag
-from pipeline.runs import create_run, run_usage
-from pipeline.units import (
+from pipeline.core.config import parse_config
+from pipeline.core.errors import BatchPending, EndpointError, ParseError, StageError, UnusableEndpointError
+from pipeline.core.progress import ProgressEvent, StopFlag
+from pipeline.llm.client import Usage
+from pipeline.stages.runs import create_run, run_usage
+from pipeline.stages.units import (
     FAIL_FAST,
     MAX_FAILURES_IN_A_ROW,
     RECORD_AND_CONTINUE,
@@ -106,7 +106,7 @@ async def test_an_unusable_endpoint_stops_the_stage_at_once():
 async def test_a_dead_local_server_stops_the_stage_at_once_under_either_policy():
     """It is a project error, so RECORD_AND_CONTINUE would record it and go on: every next unit would
     fail the same way (none counts as an endpoint failure in a row) and the run would end "finished"."""
-    from pipeline.errors import LocalServerDied
+    from pipeline.core.errors import LocalServerDied
 
     for policy in (RECORD_AND_CONTINUE, FAIL_FAST):
         started: list[str] = []

@@ -1,4 +1,4 @@
-"""The reviewers' validation protocol (pipeline.validation) checked with scripted annotators.
+"""The reviewers' validation protocol (pipeline.analysis.validation) checked with scripted annotators.
 
 A synthetic store gives about 350 flipped and 470 passed-both items over three domains. A
 hidden truth decides, per item, whether a constraint really is superficial; scripted
@@ -18,11 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.metrics import constraint_items
-from pipeline.store import Store, open_store
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
-from pipeline.validation import (
+from pipeline.analysis.metrics import constraint_items
+from pipeline.analysis.validation import (
     ADJUDICATOR,
     PASSED_STRATUM,
     SHEET_COLUMNS,
@@ -36,6 +33,9 @@ from pipeline.validation import (
     validation_report,
     write_sheet,
 )
+from pipeline.cli import main
+from pipeline.store.database import Store, open_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 GOOD = (0.95, 0.01)  # share truly superficial among flipped / among passed-both items
 BAD = (0.70, 0.15)

@@ -20,11 +20,10 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from pipeline.queries import Writer, latest_run_id
-
-from .data import Analysis, StoreView, compute_analysis, connect, merge_metrics
-from .messages import AnalysisReady, MetricsReady, StoreChanged
-from .stages import Registry
+from pipeline.store.queries import Writer, latest_run_id
+from unspecific_tui.data import Analysis, StoreView, compute_analysis, connect, merge_metrics
+from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
+from unspecific_tui.stages import Registry
 
 SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
 HERE = Path(__file__).parent
@@ -123,7 +122,7 @@ class UnspecificApp(App[None]):
         return conn
 
     def _open_store(self) -> Any:
-        from pipeline.store import open_store
+        from pipeline.store.database import open_store
 
         return open_store(self.store_path, readonly=self.readonly)
 
@@ -147,7 +146,7 @@ class UnspecificApp(App[None]):
     def _validate_store(self) -> None:
         """Open the store properly (schema checks, migrations) off the UI thread; then the
         store-wide pass, which reads tables a migration may have to add."""
-        from pipeline.errors import UnspecificError
+        from pipeline.core.errors import UnspecificError
 
         try:
             store = self._open_store()
@@ -178,7 +177,7 @@ class UnspecificApp(App[None]):
     def get_config(self) -> Any:
         """The config for stages; raises ConfigError (shown as a modal by the caller)."""
         if self._config is None:
-            from pipeline.config import load_config
+            from pipeline.core.config import load_config
 
             self._config = load_config(self.config_path)
         return self._config
@@ -189,11 +188,11 @@ class UnspecificApp(App[None]):
 
     @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def _analysis_worker(self) -> None:
-        """Per-instruction counts first (the tables, navigation), then pipeline.metrics' numbers."""
+        """Per-instruction counts first (the tables, navigation), then pipeline.analysis.metrics' numbers."""
         if not self.readonly:
             # Texts judged since the last refresh are scored once, into the store, for this pass
             # and every later one (in short transactions: a build writing beside us barely waits).
-            from pipeline.scores import refresh_text_scores
+            from pipeline.store.scores import refresh_text_scores
 
             writer = connect(self.store_path, readonly=False)
             try:
@@ -208,10 +207,9 @@ class UnspecificApp(App[None]):
         self.post_message(AnalysisReady(analysis))
         if not analysis.rows:
             return
-        from pipeline.metrics import compute_metrics
-        from pipeline.store import open_store
-
-        from pipeline.judge_validation import judge_scores, judge_validation_by_name
+        from pipeline.analysis.judge_validation import judge_scores, judge_validation_by_name
+        from pipeline.analysis.metrics import compute_metrics
+        from pipeline.store.database import open_store
 
         store = open_store(self.store_path, readonly=True)
         try:
@@ -239,7 +237,7 @@ class UnspecificApp(App[None]):
         """A background job that failed shows why; the app keeps running."""
         if event.state != WorkerState.ERROR:
             return
-        from pipeline.errors import UnspecificError
+        from pipeline.core.errors import UnspecificError
 
         error = event.worker.error
         if isinstance(error, UnspecificError):
@@ -266,7 +264,7 @@ class UnspecificApp(App[None]):
 
     async def action_quit(self) -> None:
         """Quitting asks a running stage to stop after its current unit (finished work is kept)."""
-        from .screens.build import BuildScreen
+        from unspecific_tui.screens.build import BuildScreen
 
         for stack in self._screen_stacks.values():
             for screen in stack:
@@ -275,7 +273,7 @@ class UnspecificApp(App[None]):
         self.exit()
 
     def action_help(self) -> None:
-        from .screens.help import HelpScreen
+        from unspecific_tui.screens.help import HelpScreen
 
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
@@ -283,7 +281,7 @@ class UnspecificApp(App[None]):
         self.push_screen(HelpScreen(self.screen, self.current_mode))
 
     def show_error(self, title: str, msg: str) -> None:
-        from .screens.help import ErrorScreen
+        from unspecific_tui.screens.help import ErrorScreen
 
         self.push_screen(ErrorScreen(title, msg))
 

@@ -3,7 +3,7 @@
 The app never rebuilds the world on a key press. ``StoreView`` answers the per-constraint
 questions of the Audit screen with a handful of primary-key / indexed lookups and caches
 each instruction's texts. ``Analysis`` is the store-wide pass (the per-text totals the store
-keeps, pipeline.scores) that the Instructions, Annotate and Report screens share; it runs in
+keeps, pipeline.store.scores) that the Instructions, Annotate and Report screens share; it runs in
 a worker thread on its own connection.
 """
 
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.queries import Writer
-from pipeline.scores import SHOWN_VERDICT
+from pipeline.store.queries import Writer
+from pipeline.store.scores import SHOWN_VERDICT
 
-FLAG_NAMES = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")  # pipeline.flags names
-# A constraint passes a text when the judges' mean verdict is >= 0.5 (pipeline.metrics.Item).
+FLAG_NAMES = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")  # pipeline.analysis.flags names
+# A constraint passes a text when the judges' mean verdict is >= 0.5 (pipeline.analysis.metrics.Item).
 PASS_THRESHOLD = 0.5
 DEFAULT_RATIO = 0.25
 
@@ -188,7 +188,7 @@ class StoreView:
         for g in gens:
             parent = by_id.get(g.parent_id) if g.kind == "summary" else None
             if parent is not None:
-                # The first summary at a ratio, as pipeline.queries.item_outcomes keeps.
+                # The first summary at a ratio, as pipeline.store.queries.item_outcomes keeps.
                 summaries.setdefault((Writer(parent.model, parent.mode), g.ratio or 0.0), g)
         base = next((g for g in gens if g.kind == "base"), None)
         constraints = {
@@ -200,12 +200,12 @@ class StoreView:
                                self._text(row[6]), base, responses, summaries, constraints, by_id)
 
     def outcomes(self, iid: int, writer: Writer, ratio: float) -> dict[int, Any]:
-        """pipeline.metrics.Item per constraint of ``writer``'s response to ``iid`` at ``ratio``:
+        """pipeline.analysis.metrics.Item per constraint of ``writer``'s response to ``iid`` at ``ratio``:
         the flipped / pass-both call every screen and report shares, read once per response."""
         key = (iid, writer, ratio)
         hit = self._outcomes.get(key)
         if hit is None:
-            from pipeline.queries import item_outcomes
+            from pipeline.store.queries import item_outcomes
 
             hit = self._outcomes[key] = item_outcomes(self.conn, self.path, iid, writer, ratio)
             if len(self._outcomes) > self._cache_size:
@@ -255,7 +255,7 @@ def cosine(a: list[float], b: list[float]) -> float:
 @dataclass
 class InstructionRow:
     """Org / Core / superficial start as the judges' mean per constraint and are replaced by
-    pipeline.metrics' per-rater values when those are computed (``merge_metrics``)."""
+    pipeline.analysis.metrics' per-rater values when those are computed (``merge_metrics``)."""
 
     instruction_id: int
     run_id: str
@@ -285,8 +285,8 @@ class Analysis:
     models: list[str]
     ratios: list[float]
     rows: list[InstructionRow]
-    metrics: Any = None  # pipeline.metrics.Metrics, once computed
-    # Each judge's score against people (pipeline.judge_validation), with the metrics; a judge not
+    metrics: Any = None  # pipeline.analysis.metrics.Metrics, once computed
+    # Each judge's score against people (pipeline.analysis.judge_validation), with the metrics; a judge not
     # in it is unvalidated.
     judges_validated: dict[str, Any] = field(default_factory=dict)
 
@@ -308,10 +308,10 @@ class Analysis:
 
 
 def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, ratio: float | None = None) -> Analysis:
-    """One row per (instruction, model, mode) from the store's per-text totals (pipeline.scores):
+    """One row per (instruction, model, mode) from the store's per-text totals (pipeline.store.scores):
     some 40,000 rows for a benchmark of 10,000 instructions, never its millions of verdicts.
     Per-constraint outcomes are read when a screen shows a constraint."""
-    from pipeline.scores import current_text_scores, drop_temp_scores
+    from pipeline.store.scores import current_text_scores, drop_temp_scores
 
     run_sql, run_args = (" AND i.run_id = ?", (run_id,)) if run_id else ("", ())
     current_text_scores(conn)  # read-only: fresh totals of changed texts on the side
@@ -359,7 +359,7 @@ def compute_analysis(conn: sqlite3.Connection, *, run_id: str | None = None, rat
 
 
 def merge_metrics(analysis: Analysis, metrics: Any) -> Analysis:
-    """Take Org, Core and the superficial share from pipeline.metrics (the report's numbers)."""
+    """Take Org, Core and the superficial share from pipeline.analysis.metrics (the report's numbers)."""
     by_response = {r.response_id: r for r in metrics.rows if r.ratio is not None and abs(r.ratio - analysis.ratio) < 1e-9}
     full_only = {r.response_id: r for r in metrics.rows if r.ratio is None}
     for row in analysis.rows:

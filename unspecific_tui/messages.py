@@ -56,7 +56,7 @@ class AnalysisReady(Message):
 
 
 class MetricsReady(Message):
-    """pipeline.metrics finished; ``analysis`` now carries its Org/Core/superficial values."""
+    """pipeline.analysis.metrics finished; ``analysis`` now carries its Org/Core/superficial values."""
 
     def __init__(self, analysis: Any) -> None:
         super().__init__()

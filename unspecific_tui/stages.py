@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.progress import ProgressHook, StopFlag
+from pipeline.core.progress import ProgressHook, StopFlag
 
 StageFn = Callable[..., Any]
 
@@ -48,21 +48,21 @@ class StageSpec:
 
 _RUN = "SELECT id FROM instructions WHERE run_id = :run"
 STAGES: tuple[StageSpec, ...] = (
-    StageSpec("corpus", "Corpus", "pipeline.corpus", "run_corpus", False,
+    StageSpec("corpus", "Corpus", "pipeline.stages.corpus", "run_corpus", False,
               "SELECT count(*) FROM articles WHERE status = 'kept'",
               hint="importing articles needs files: run `unspecific corpus add` in a shell"),
     StageSpec("pair", "Pair", "unspecific_tui.stages", "run_pair", False, "SELECT count(*) FROM pairs"),
-    StageSpec("synthesize", "Synthesize", "pipeline.build", "run_synthesize", True,
+    StageSpec("synthesize", "Synthesize", "pipeline.stages.build", "run_synthesize", True,
               "SELECT count(*) FROM instructions WHERE run_id = :run AND status NOT IN ('pending', 'failed')"),
-    StageSpec("base", "Base article", "pipeline.build", "run_base", True,
+    StageSpec("base", "Base article", "pipeline.stages.build", "run_base", True,
               f"SELECT count(*) FROM generations WHERE kind = 'base' AND instruction_id IN ({_RUN})"),
-    StageSpec("revise", "Revise", "pipeline.build", "run_revise", True,
+    StageSpec("revise", "Revise", "pipeline.stages.build", "run_revise", True,
               f"SELECT count(*) FROM constraints WHERE origin = 'revised' AND instruction_id IN ({_RUN})"),
-    StageSpec("respond", "Respond", "pipeline.evaluate", "run_respond", True,
+    StageSpec("respond", "Respond", "pipeline.stages.evaluate", "run_respond", True,
               f"SELECT count(*) FROM generations WHERE kind = 'response' AND instruction_id IN ({_RUN})"),
-    StageSpec("summarize", "Summarize", "pipeline.evaluate", "run_summarize", True,
+    StageSpec("summarize", "Summarize", "pipeline.stages.evaluate", "run_summarize", True,
               f"SELECT count(*) FROM generations WHERE kind = 'summary' AND instruction_id IN ({_RUN})"),
-    StageSpec("judge", "Judge", "pipeline.evaluate", "run_judge", True,
+    StageSpec("judge", "Judge", "pipeline.stages.evaluate", "run_judge", True,
               "SELECT count(*) FROM verdicts WHERE generation_id IN (SELECT id FROM generations WHERE"
               f" kind IN ('response', 'summary') AND instruction_id IN ({_RUN}))"),
 )
@@ -72,8 +72,8 @@ SPECS = {s.name: s for s in STAGES}
 async def run_pair(store: Any, config: Any, client: Any, options: Any, *, progress: ProgressHook,
                    stop: StopFlag | None = None, max_units: int | None = None) -> Any:
     """Pairing behind the stage convention: one domain is one unit ([pair] domain/model in the config)."""
-    from pipeline.embeddings import get_embedder
-    from pipeline.pairing import PairOptions, pair_domain
+    from pipeline.analysis.embeddings import get_embedder
+    from pipeline.stages.pairing import PairOptions, pair_domain
 
     section = config.settings.get("pair", {}) if config is not None else {}
     embedder = await asyncio.to_thread(get_embedder, section.get("model"))
@@ -142,7 +142,7 @@ def run_stage_blocking(
     options: Any = None,
 ) -> Any:
     """Run one stage to completion (or to ``max_units``/``stop``) on this thread's own loop."""
-    from pipeline.store import open_store
+    from pipeline.store.database import open_store
 
     store = open_store(store_path)
     try:
@@ -157,14 +157,14 @@ async def _run(fn: StageFn, store: Any, config: Any, run_id: str, options: Any, 
                stop: StopFlag, max_units: int | None, spec: StageSpec | None) -> Any:
     if spec is not None and not spec.needs_client:
         return await fn(store, config, None, options, progress=progress, stop=stop, max_units=max_units)
-    from pipeline.progress import ProgressEvent
-    from pipeline.runs import open_client
+    from pipeline.core.progress import ProgressEvent
+    from pipeline.stages.runs import open_client
 
     stage = spec.name if spec is not None else ""
 
     def on_event(kind: str, detail: str) -> None:  # the client's retries, waits, local server start
         progress(ProgressEvent(stage, 0, 0, f"{kind}: {detail}", kind="log"))
 
-    # The stages add their usage to the run unit by unit (pipeline.units), as in the CLI.
+    # The stages add their usage to the run unit by unit (pipeline.stages.units), as in the CLI.
     async with open_client(config, store, run_id=run_id, on_event=on_event) as client:
         return await fn(store, config, client, options, progress=progress, stop=stop, max_units=max_units)

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args.command = "tui"
-        from . import tui_cmd
+        from pipeline.cli import tui_cmd
 
         args.func = tui_cmd.run
     try:
@@ -58,16 +58,16 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted; finished work is stored, run the same command again to resume", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - users see their errors as panels, bugs as tracebacks
-        from ..errors import UnspecificError
+        from pipeline.core.errors import UnspecificError
 
         if isinstance(exc, UnspecificError):
-            from .common import print_error
+            from pipeline.cli.common import print_error
 
             print_error(exc)
             return 2
         store_exc = _store_failure(exc, args)
         if store_exc is not None:
-            from .common import print_error
+            from pipeline.cli.common import print_error
 
             print_error(store_exc)
             return 2
@@ -85,7 +85,7 @@ def _store_failure(exc: BaseException, args: argparse.Namespace):  # noqa: ANN20
 
     if not isinstance(exc, sqlite3.DatabaseError) or not any(t in str(exc).lower() for t in _STORE_TROUBLE):
         return None
-    from ..errors import StoreError
+    from pipeline.core.errors import StoreError
 
     hint = "the file is damaged: restore it from a copy" if "malformed" in str(exc).lower() else \
         "check the file's permissions, the free disk space, and that no other program holds it; work finished " \

@@ -1,7 +1,7 @@
 """`unspecific batch status|submit|collect|export|ingest`: calls sent through batch APIs.
 
 A stage run with ``--batch`` leaves the calls nobody has answered yet to a batch and sends
-them; these commands follow them up. Thin layer over pipeline.batch.
+them; these commands follow them up. Thin layer over pipeline.llm.batch.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
     import json
 
-    from .. import batch
-    from .common import console, load_config_from, open_store_from
+    from pipeline.cli.common import console, load_config_from, open_store_from
+    from pipeline.llm import batch
 
     config = load_config_from(args)
     store = open_store_from(args)

@@ -15,7 +15,7 @@ CONDITION_HELP = "comma-separated: single (one article, CS4 style), none (common
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import DRY_RUN_HELP, nonempty_csv, positive_int
+    from pipeline.cli.common import DRY_RUN_HELP, nonempty_csv, positive_int
 
     p = sub.add_parser("build", help="synthesize and revise instructions per condition (single, none, direct, eval)")
     p.add_argument("--domain", default=None, help="domain of the pairs to build on (default: news)")
@@ -46,9 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..build import BuildOptions
-    from ..runs import check_build_run
-    from .common import console, load_config_from, open_store_from
+    from pipeline.cli.common import console, load_config_from, open_store_from
+    from pipeline.stages.build import BuildOptions
+    from pipeline.stages.runs import check_build_run
 
     config = load_config_from(args)
     store = open_store_from(args)
@@ -78,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
 def _dry_run(store, config, options, args, out) -> int:  # noqa: ANN001 - CLI glue
     import asyncio
 
-    from ..build import select_pairs
-    from ..estimate import estimate_build, estimate_key, save_estimate
-    from .common import print_estimate
+    from pipeline.cli.common import print_estimate
+    from pipeline.stages.build import select_pairs
+    from pipeline.stages.estimate import estimate_build, estimate_key, save_estimate
 
     select_pairs(store, options)  # nothing to build: the same error as the run
     est = asyncio.run(estimate_build(store, config, options, max_units=args.max_units))
@@ -96,8 +96,8 @@ SHAPING = ("domain", "n", "conditions", "n_constraints", "words", "rule")
 def _stored_options(store, run_id: str) -> dict:  # noqa: ANN001
     import dataclasses
 
-    from ..build import BuildOptions
-    from ..runs import stored_options
+    from pipeline.stages.build import BuildOptions
+    from pipeline.stages.runs import stored_options
 
     options = stored_options(store, run_id, "build")
     names = {f.name for f in dataclasses.fields(BuildOptions)}
@@ -110,12 +110,10 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.prompt import Confirm
 
-    from ..build import STAGES, BuildSummary, run_build, select_pairs, start_build_run
-    from ..progress import ProgressEvent, StopFlag
-    from ..runs import open_client
-
-    from ..estimate import estimate_key, spent_beside, take_estimate
-    from ..runs import record_estimate
+    from pipeline.core.progress import ProgressEvent, StopFlag
+    from pipeline.stages.build import STAGES, BuildSummary, run_build, select_pairs, start_build_run
+    from pipeline.stages.estimate import estimate_key, spent_beside, take_estimate
+    from pipeline.stages.runs import open_client, record_estimate
 
     args.batch = args.batch or config.setting("build", "batch", False) is True  # the flag, or [build] batch = true
     pairs = select_pairs(store, options)  # fail early, before any server starts, when there is nothing to build
@@ -133,7 +131,7 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
             out.print(f"[dim]{kind}: {detail}[/]")
 
     if args.batch:
-        from ..batch import collect
+        from pipeline.llm.batch import collect
 
         await collect(store, config, on_event=lambda m: on_event("batch", m))
     async with open_client(config, store, run_id=options.run_id, on_event=on_event,
@@ -163,7 +161,7 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
                     out.print(f"stopped after {stages[0]}; resume with --run {options.run_id}")
                     break
         if args.batch:
-            from ..batch import submit_stage
+            from pipeline.llm.batch import submit_stage
 
             await client.aclose()  # writes the deferred calls, so they are sent now
             sent = await submit_stage(store, config, on_event)

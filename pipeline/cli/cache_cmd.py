@@ -1,5 +1,5 @@
 """`unspecific cache list|stats|prune|clear`: parses and prints; the cache library, and what the
-cache key holds, is pipeline/cache.py."""
+cache key holds, is pipeline/llm/cache.py."""
 
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..cache import cache_stats, clear_cache, list_calls, prune_cache
-    from ..errors import UnspecificError
-    from .common import console, open_store_from
+    from pipeline.cli.common import console, open_store_from
+    from pipeline.core.errors import UnspecificError
+    from pipeline.llm.cache import cache_stats, clear_cache, list_calls, prune_cache
 
     store = open_store_from(args, create=False)
     out = console()

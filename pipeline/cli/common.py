@@ -6,9 +6,9 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..errors import UnspecificError
-    from ..store import Store
+    from pipeline.core.config import Config
+    from pipeline.core.errors import UnspecificError
+    from pipeline.store.database import Store
 
 
 def open_store_from(args: argparse.Namespace, *, create: bool = True, readonly: bool = False,
@@ -17,8 +17,8 @@ def open_store_from(args: argparse.Namespace, *, create: bool = True, readonly: 
     rather than refused (the kept score totals are then computed in memory)."""
     from pathlib import Path
 
-    from ..store import open_store, writable_place
-    from . import store_path
+    from pipeline.cli import store_path
+    from pipeline.store.database import open_store, writable_place
 
     path = Path(store_path(args))
     if reading and path.exists() and not writable_place(path):
@@ -27,7 +27,7 @@ def open_store_from(args: argparse.Namespace, *, create: bool = True, readonly: 
 
 
 def load_config_from(args: argparse.Namespace) -> Config:
-    from ..config import load_config
+    from pipeline.core.config import load_config
 
     return load_config(args.config)
 
@@ -91,7 +91,7 @@ DRY_RUN_HELP = ("print what the command would send (calls, prompt and completion
                 "this estimate beside what it spent")
 
 
-def print_estimate(out, est) -> None:  # noqa: ANN001 - a pipeline.estimate.Estimate
+def print_estimate(out, est) -> None:  # noqa: ANN001 - a pipeline.stages.estimate.Estimate
     from rich.table import Table
 
     table = Table(title=f"dry run: what `{est.command}` would send (nothing was sent)", title_justify="left")

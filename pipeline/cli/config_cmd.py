@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from .common import console, load_config_from
+    from pipeline.cli.common import console, load_config_from
 
     config = load_config_from(args)
     data = config.public_dict()

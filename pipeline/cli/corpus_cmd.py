@@ -8,16 +8,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..progress import ProgressHook
+    from pipeline.core.progress import ProgressHook
 
-# Copies of pipeline.corpus.FORMATS/BUNDLED: importing that module here would slow `--help`.
+# Copies of pipeline.stages.corpus.FORMATS/BUNDLED: importing that module here would slow `--help`.
 FORMATS = ("jsonl", "csv", "folder", "bbc-news", "news-articles")
 BUNDLED = ("bbc-news", "news-articles")
 STAGE_LABELS = {"corpus": "import", "embed": "embed", "dedupe": "near-duplicates", "pair": "pair"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import positive_int
+    from pipeline.cli.common import positive_int
 
     p = sub.add_parser("corpus", help="import articles (JSONL, CSV, folders, bundled news) and list corpora")
     actions = p.add_subparsers(dest="corpus_action", metavar="ACTION", required=True)
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 def _guess_format(path: str | None) -> str:
     from pathlib import Path
 
-    from ..errors import CorpusError
+    from pipeline.core.errors import CorpusError
 
     if path is None:
         raise CorpusError("give a PATH, or --format bbc-news / news-articles for the bundled corpora")
@@ -76,9 +76,9 @@ def _guess_format(path: str | None) -> str:
 def run_add(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..corpus import ImportOptions, import_corpus, status_counts, window_hint
-    from ..errors import CorpusError
-    from .common import console, open_store_from
+    from pipeline.cli.common import console, open_store_from
+    from pipeline.core.errors import CorpusError
+    from pipeline.stages.corpus import ImportOptions, import_corpus, status_counts, window_hint
 
     fmt = args.fmt or _guess_format(args.path)
     if fmt in BUNDLED and args.path:
@@ -92,7 +92,7 @@ def run_add(args: argparse.Namespace) -> int:
         text_field=args.text_field, title_field=args.title_field, id_field=args.id_field,
         min_words=args.min_words, max_words=args.max_words, near_dup=near_dup, limit=args.limit,
     )
-    from ..embeddings import get_embedder
+    from pipeline.analysis.embeddings import get_embedder
 
     # The model loads on the first text to embed; a bad name fails here, before the import.
     embedder = get_embedder(args.model) if near_dup is not None else None
@@ -160,9 +160,16 @@ def run_add(args: argparse.Namespace) -> int:
 @contextmanager
 def rich_progress(out=None) -> Iterator[ProgressHook]:
     """A progress hook drawing one rich bar per stage (import, embed, near-duplicates, pair)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    from ..progress import ProgressEvent
+    from pipeline.core.progress import ProgressEvent
 
     bars = Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("eta"), TimeRemainingColumn(), console=out, transient=False)
@@ -186,8 +193,8 @@ def rich_progress(out=None) -> Iterator[ProgressHook]:
 def run_list(args: argparse.Namespace) -> int:
     import json
 
-    from ..corpus import corpus_stats
-    from .common import console, open_store_from
+    from pipeline.cli.common import console, open_store_from
+    from pipeline.stages.corpus import corpus_stats
 
     store = open_store_from(args, create=False, readonly=True)
     try:
@@ -202,9 +209,8 @@ def run_list(args: argparse.Namespace) -> int:
     if not stats:
         out.print("no articles yet: `unspecific corpus add --format bbc-news` imports the bundled BBC News set")
         return 0
-    from rich.table import Table
-
     from rich import box
+    from rich.table import Table
 
     table = Table(title="articles per domain and corpus (min/med/mean/max: words of kept ones)",
                   box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)

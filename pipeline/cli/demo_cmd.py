@@ -4,7 +4,7 @@ By default the app opens at once and the demo runs inside its Build screen (as a
 of the app, so quitting is instant and loses nothing). `--no-app` runs the same demo in the
 terminal with progress bars and prints the report. The demo imports the first BBC News
 articles, pairs them with all-mpnet-base-v2, then takes one pair at a time through synthesis,
-base article, revision, response, 25% summary and judging (pipeline/demo.py). Every step
+base article, revision, response, 25% summary and judging (pipeline/stages/demo.py). Every step
 resumes: running the demo again pays only for what is missing.
 """
 
@@ -16,7 +16,7 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import positive_int
+    from pipeline.cli.common import positive_int
 
     p = sub.add_parser("demo", help="build a small real benchmark with the embedded model, inside the app")
     p.add_argument("--pairs", type=positive_int, default=2, help="pairs to build (default 2)")
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def demo_options(args: argparse.Namespace):  # noqa: ANN201 - DemoOptions, imported lazily
-    from ..demo import DemoOptions
+    from pipeline.stages.demo import DemoOptions
 
     return DemoOptions(pairs=args.pairs, constraints=args.constraints, articles=args.articles, embedder=args.embedder)
 
@@ -51,7 +51,7 @@ def child_argv(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import store_path
+    from pipeline.cli import store_path
 
     if not args.no_app:
         return _in_app(args, store_path(args))
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _in_app(args: argparse.Namespace, path: str) -> int:
-    from ..store import open_store
+    from pipeline.store.database import open_store
 
     open_store(path).close()  # create the store (and its schema) before the app opens it
     from unspecific_tui.app import UnspecificApp
@@ -88,9 +88,9 @@ def _json_events():  # noqa: ANN202 - (progress hook, auditable hook)
 def _headless(args: argparse.Namespace, path: str, hooks) -> int:  # noqa: ANN001
     import signal
 
-    from ..demo import run_demo_blocking
-    from ..progress import StopFlag
-    from .common import load_config_from
+    from pipeline.cli.common import load_config_from
+    from pipeline.core.progress import StopFlag
+    from pipeline.stages.demo import run_demo_blocking
 
     progress, auditable = hooks
     stop = StopFlag()
@@ -113,9 +113,9 @@ def _interrupt(signum: int, frame: object) -> None:
 def _in_terminal(args: argparse.Namespace, path: str) -> int:
     import time
 
-    from . import main
-    from .common import console
-    from .corpus_cmd import rich_progress
+    from pipeline.cli import main
+    from pipeline.cli.common import console
+    from pipeline.cli.corpus_cmd import rich_progress
 
     out = console()
     started = time.monotonic()

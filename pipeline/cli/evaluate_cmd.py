@@ -1,7 +1,7 @@
 """`unspecific evaluate`: responses, summaries and verdicts; `--rejudge` re-scores stored texts.
 `unspecific naturalness` (or `evaluate --naturalness`): pairwise preference between constraint sets.
 
-Thin layers over pipeline.evaluate and pipeline.naturalness, with rich progress bars.
+Thin layers over pipeline.stages.evaluate and pipeline.stages.naturalness, with rich progress bars.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from .common import DRY_RUN_HELP, nonempty_csv
+    from pipeline.cli.common import DRY_RUN_HELP, nonempty_csv
 
     p.add_argument("--run", dest="build_run", default=None, metavar="BUILD_RUN",
                    help="only instructions of this build run (default: every finished instruction)")
@@ -28,7 +28,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import nonempty_csv as parse_csv
+    from pipeline.cli.common import nonempty_csv as parse_csv
 
     p = sub.add_parser("evaluate", help="responses of the models under test, summaries, and judges' verdicts",
                        description="For each finished instruction and model under test: a response (direct or edit "
@@ -66,13 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _ratios(value: str) -> list[float]:
-    from .common import parse_csv, ratio
+    from pipeline.cli.common import parse_csv, ratio
 
     return [ratio(v) for v in parse_csv(value)]
 
 
 def _ids(value: str) -> list[int]:
-    from .common import parse_csv, positive_int
+    from pipeline.cli.common import parse_csv, positive_int
 
     return [positive_int(v) for v in parse_csv(value)]
 
@@ -117,8 +117,8 @@ def run(args: argparse.Namespace) -> int:
         return run_naturalness(args)
     import asyncio
 
-    from ..evaluate import EvaluateOptions, evaluate
-    from .common import console, load_config_from, open_store_from
+    from pipeline.cli.common import console, load_config_from, open_store_from
+    from pipeline.stages.evaluate import EvaluateOptions, evaluate
 
     config = load_config_from(args)
     batch = args.batch or config.setting("evaluate", "batch", False) is True  # the flag, or [evaluate] batch = true
@@ -131,14 +131,14 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     try:
         if args.dry_run:
-            from ..estimate import estimate_evaluate, estimate_key, save_estimate
-            from .common import print_estimate
+            from pipeline.cli.common import print_estimate
+            from pipeline.stages.estimate import estimate_evaluate, estimate_key, save_estimate
 
             est = asyncio.run(estimate_evaluate(store, config, options, max_units=args.max_units))
             print_estimate(out, est)
             save_estimate(store, estimate_key("evaluate", options), est)
             return 0
-        from ..estimate import estimate_key, take_estimate
+        from pipeline.stages.estimate import estimate_key, take_estimate
 
         estimate = take_estimate(store, estimate_key("evaluate", options))
         with _progress() as progress:
@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
 def _print_coverage(out: Any, result: Any, low: list[Any]) -> None:
     from rich.text import Text
 
-    from ..coverage import Coverage
-    from ..evaluate import coverage_message
+    from pipeline.analysis.coverage import Coverage
+    from pipeline.stages.evaluate import coverage_message
 
     if not result.coverage:
         return
@@ -175,7 +175,7 @@ def _print_summary(out: Any, store: Any, result: Any, estimate: Any = None) -> N
     for name, s in result.stages.items():
         table.add_row(name, str(s.total), str(s.done), str(s.skipped), f"[red]{s.failed}[/]" if s.failed else "0")
     out.print(table)
-    from ..runs import run_usage
+    from pipeline.stages.runs import run_usage
 
     run = run_usage(store, result.run_id)
     if run:
@@ -184,8 +184,8 @@ def _print_summary(out: Any, store: Any, result: Any, estimate: Any = None) -> N
         out.print(f"LLM calls {run['calls']}, cache hits {run['cache_hits']}, tokens {run['prompt_tokens']:,} in / "
                   f"{run['completion_tokens']:,} out, cost ${run['cost']:.4f}{paid}")
         if estimate is not None:
-            from ..estimate import spent_beside
-            from ..runs import record_estimate
+            from pipeline.stages.estimate import spent_beside
+            from pipeline.stages.runs import record_estimate
 
             record_estimate(store, result.run_id, estimate)
             out.print(spent_beside(estimate, run))
@@ -211,9 +211,9 @@ def _print_summary(out: Any, store: Any, result: Any, estimate: Any = None) -> N
 def run_naturalness(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..metrics import Filters, naturalness_rates
-    from ..naturalness import NaturalnessOptions
-    from .common import console, load_config_from, open_store_from
+    from pipeline.analysis.metrics import Filters, naturalness_rates
+    from pipeline.cli.common import console, load_config_from, open_store_from
+    from pipeline.stages.naturalness import NaturalnessOptions
 
     config = load_config_from(args)
     options = NaturalnessOptions(build_run=args.build_run, conditions=args.conditions, domain=args.domain,
@@ -223,8 +223,8 @@ def run_naturalness(args: argparse.Namespace) -> int:
     failed = 0
     try:
         if args.dry_run and not args.show:
-            from ..estimate import estimate_key, estimate_naturalness, save_estimate
-            from .common import print_estimate
+            from pipeline.cli.common import print_estimate
+            from pipeline.stages.estimate import estimate_key, estimate_naturalness, save_estimate
 
             est = asyncio.run(estimate_naturalness(store, config, options, max_units=args.max_units))
             print_estimate(out, est)
@@ -244,9 +244,9 @@ def run_naturalness(args: argparse.Namespace) -> int:
 
 async def _naturalness(store: Any, config: Any, options: Any, max_units: int | None, out: Any, *,
                        batch: bool = False) -> Any:
-    from ..estimate import estimate_key, spent_beside, take_estimate
-    from ..naturalness import run_naturalness as run_stage
-    from ..runs import create_run, open_client, record_estimate, recording
+    from pipeline.stages.estimate import estimate_key, spent_beside, take_estimate
+    from pipeline.stages.naturalness import run_naturalness as run_stage
+    from pipeline.stages.runs import create_run, open_client, record_estimate, recording
 
     judges = options.judges or [config.roles.naturalness_judge]
     estimate = take_estimate(store, estimate_key("naturalness", options))
@@ -255,17 +255,17 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
         record_estimate(store, run_id, estimate)
     with recording(store, run_id) as end:
         if batch:
-            from ..batch import collect
+            from pipeline.llm.batch import collect
 
             await collect(store, config, on_event=lambda m: _on_event(out)("batch", m))
-        # The comparisons add their usage to the run as they finish (pipeline.units).
+        # The comparisons add their usage to the run as they finish (pipeline.stages.units).
         async with open_client(config, store, run_id=run_id, on_event=_on_event(out), endpoints=judges,
                                batch=batch) as client:
             with _progress() as progress:
                 summary = await run_stage(store, config, client, options, progress=_Bars(progress),
                                           max_units=max_units)
         if batch:
-            from ..batch import submit_stage
+            from pipeline.llm.batch import submit_stage
 
             sent = await submit_stage(store, config, _on_event(out))
             if summary.deferred:

@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..export import export_jsonl
-    from .common import console, open_store_from
+    from pipeline.cli.common import console, open_store_from
+    from pipeline.outputs.export import export_jsonl
 
     store = open_store_from(args, create=False, reading=True)
     try:

@@ -1,11 +1,11 @@
 """`unspecific import`: bring in other benchmarks' constraint lists, the research code's CSV
-outputs, a plain JSONL form, or responses written by another harness (pipeline.importing)."""
+outputs, a plain JSONL form, or responses written by another harness (pipeline.importing.importer)."""
 
 from __future__ import annotations
 
 import argparse
 
-# --<name>-column option for each configurable research-code column (pipeline.importing.ResearchColumns).
+# --<name>-column option for each configurable research-code column (pipeline.importing.importer.ResearchColumns).
 _COLUMN_HELP = {
     "id": "the row id that joins the stage files", "instruction": "the main task", "constraints": "numbered constraints",
     "reference": "reference article A", "reference_b": "reference article B", "base": "the constraint-blind base article",
@@ -17,7 +17,7 @@ _COLUMN_HELP = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..importing import FORMATS, ResearchColumns
+    from pipeline.importing.importer import FORMATS, ResearchColumns
 
     defaults = ResearchColumns()
     p = sub.add_parser(
@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from ..importing import ImportOptions, ResearchColumns, describe, import_file
-    from .common import console, open_store_from
+    from pipeline.cli.common import console, open_store_from
+    from pipeline.importing.importer import ImportOptions, ResearchColumns, describe, import_file
 
     columns = ResearchColumns(**{name: getattr(args, f"column_{name}") for name in _COLUMN_HELP})
     options = ImportOptions(format=args.format, path=Path(args.file), name=args.name, domain=args.domain,

@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .common import console, open_store_from
+    from pipeline.cli.common import console, open_store_from
 
     store = open_store_from(args)
     out = console()

@@ -29,9 +29,9 @@ def serve(args: argparse.Namespace) -> int:
     import signal
     import time
 
-    from .. import local_model as lm
-    from ..errors import LocalModelError, LocalServerDied
-    from .common import console
+    from pipeline.cli.common import console
+    from pipeline.core.errors import LocalModelError, LocalServerDied
+    from pipeline.llm import local_model as lm
 
     out = console()
     running = lm.running_server()
@@ -82,8 +82,8 @@ def serve(args: argparse.Namespace) -> int:
 def status(args: argparse.Namespace) -> int:
     import json
 
-    from .. import local_model as lm
-    from .common import console
+    from pipeline.cli.common import console
+    from pipeline.llm import local_model as lm
 
     target = lm.target_path()
     size = target.stat().st_size if target.exists() else None
@@ -126,8 +126,8 @@ def stop(args: argparse.Namespace) -> int:
     import signal
     import time
 
-    from .. import local_model as lm
-    from .common import console
+    from pipeline.cli.common import console
+    from pipeline.llm import local_model as lm
 
     out = console()
     # Only a recorded server that still answers is signalled: a stale file's pids may be reused.

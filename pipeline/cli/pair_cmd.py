@@ -6,7 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import positive_int
+    from pipeline.cli.common import positive_int
 
     p = sub.add_parser(
         "pair", help="pair each article with a similar-but-different one (paper or research rule)",
@@ -29,10 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..embeddings import get_embedder
-    from ..pairing import PairOptions, pair_domain, pair_stats, summary_dict
-    from .common import console, open_store_from
-    from .corpus_cmd import rich_progress
+    from pipeline.analysis.embeddings import get_embedder
+    from pipeline.cli.common import console, open_store_from
+    from pipeline.cli.corpus_cmd import rich_progress
+    from pipeline.stages.pairing import PairOptions, pair_domain, pair_stats, summary_dict
 
     options = PairOptions(domain=args.domain, rule=args.rule, max_cos=args.max_cos, min_cos=args.min_cos,
                           candidates=max(0, args.candidates), brute_force_limit=args.brute_force_limit)

@@ -6,7 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import ratio
+    from pipeline.cli.common import ratio
 
     p = sub.add_parser(
         "report",
@@ -50,10 +50,10 @@ def _share(value: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import UnspecificError
-    from ..metrics import Filters
-    from ..report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
-    from .common import console, open_store_from, parse_csv
+    from pipeline.analysis.metrics import Filters
+    from pipeline.cli.common import console, open_store_from, parse_csv
+    from pipeline.core.errors import UnspecificError
+    from pipeline.outputs.report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
 
     pair = None
     if args.compare:
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         check_filters(store, filters)
         embedder = None
         if args.similarity:
-            from ..embeddings import get_embedder
+            from pipeline.analysis.embeddings import get_embedder
 
             embedder = get_embedder(args.similarity)
         with out.status("computing metrics..."):
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             files = write_outputs(report, args.out)
             out.print(f"wrote {len(files)} files to [bold]{args.out}[/]")
         if args.html:
-            from ..html_report import write_html
+            from pipeline.outputs.html_report import write_html
 
             with out.status("writing the HTML report..."):
                 page = write_html(store, report, args.html)
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_paid(out, store) -> None:  # noqa: ANN001
     """What the cached calls cost, online and in batch (all runs: the cache is shared)."""
-    from ..batch import paid
+    from pipeline.llm.batch import paid
 
     by_mode = paid(store)
     if not by_mode:
@@ -116,7 +116,7 @@ def _print_paid(out, store) -> None:  # noqa: ANN001
 
 def _print_estimates(out, store) -> None:  # noqa: ANN001
     """Each run made after a dry run: its estimate beside what it spent."""
-    from ..runs import estimated_runs
+    from pipeline.stages.runs import estimated_runs
 
     for r in estimated_runs(store):
         e = r["estimate"]

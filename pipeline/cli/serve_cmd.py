@@ -26,10 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..errors import StoreError
-    from ..serve import ServeOptions, access_url, make_server, needs_token, new_token
-    from . import store_path
-    from .common import console
+    from pipeline.cli import store_path
+    from pipeline.cli.common import console
+    from pipeline.core.errors import StoreError
+    from pipeline.outputs.serve import ServeOptions, access_url, make_server, needs_token, new_token
 
     path = Path(store_path(args))
     if not path.exists():

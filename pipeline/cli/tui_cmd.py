@@ -17,8 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..errors import StoreError
-    from . import store_path
+    from pipeline.cli import store_path
+    from pipeline.core.errors import StoreError
 
     path = getattr(args, "tui_store", None) or store_path(args)
     if not Path(path).exists():

@@ -1,6 +1,6 @@
 """`unspecific validate plan|report|export|import|disagreements`: the Core metric against people.
 
-The library is pipeline.validation; this module parses and prints.
+The library is pipeline.analysis.validation; this module parses and prints.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..validation import ValidationReport
+    from pipeline.analysis.validation import ValidationReport
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .common import ratio
+    from pipeline.cli.common import ratio
 
     p = sub.add_parser(
         "validate",
@@ -98,8 +98,8 @@ def _count(value: str) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from ..validation import draw_plan, save_plan
-    from .common import console, open_store_from, parse_csv
+    from pipeline.analysis.validation import draw_plan, save_plan
+    from pipeline.cli.common import console, open_store_from, parse_csv
 
     store = open_store_from(args, create=False)
     try:
@@ -121,8 +121,8 @@ def run_plan(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     import json
 
-    from ..validation import require_plan, validation_report
-    from .common import open_store_from
+    from pipeline.analysis.validation import require_plan, validation_report
+    from pipeline.cli.common import open_store_from
 
     store = open_store_from(args, create=False, reading=True)
     try:
@@ -146,7 +146,7 @@ def _pct(x: float) -> str:
 
 
 def _print_report(report: ValidationReport) -> None:
-    from .common import console
+    from pipeline.cli.common import console
 
     out = console()
     plan = report.plan
@@ -182,9 +182,9 @@ def _print_report(report: ValidationReport) -> None:
 def run_export(args: argparse.Namespace) -> int:
     import sys
 
-    from ..judge_validation import JUDGE_SHEET_COLUMNS, judge_sheet_rows, load_judge_plan
-    from ..validation import ValidationError, require_plan, sheet_rows, write_sheet
-    from .common import console, open_store_from
+    from pipeline.analysis.judge_validation import JUDGE_SHEET_COLUMNS, judge_sheet_rows, load_judge_plan
+    from pipeline.analysis.validation import ValidationError, require_plan, sheet_rows, write_sheet
+    from pipeline.cli.common import console, open_store_from
 
     store = open_store_from(args, create=False, reading=True)
     columns = None
@@ -211,9 +211,9 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     import sys
 
-    from ..judge_validation import import_judge_sheets, is_judge_sheet, load_judge_plan
-    from ..validation import ValidationError, disagreements, import_sheets, load_plan, require_plan
-    from .common import console, open_store_from
+    from pipeline.analysis.judge_validation import import_judge_sheets, is_judge_sheet, load_judge_plan
+    from pipeline.analysis.validation import ValidationError, disagreements, import_sheets, load_plan, require_plan
+    from pipeline.cli.common import console, open_store_from
 
     judge_sheets = [path for path in args.sheets if is_judge_sheet(path)]
     label_sheets = [path for path in args.sheets if path not in judge_sheets]
@@ -254,8 +254,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_disagreements(args: argparse.Namespace) -> int:
-    from ..validation import adjudication_rows, disagreements, require_plan, write_sheet
-    from .common import console, open_store_from
+    from pipeline.analysis.validation import adjudication_rows, disagreements, require_plan, write_sheet
+    from pipeline.cli.common import console, open_store_from
 
     store = open_store_from(args, create=False, reading=True)
     try:
@@ -280,8 +280,8 @@ def run_disagreements(args: argparse.Namespace) -> int:
 
 
 def run_judge_plan(args: argparse.Namespace) -> int:
-    from ..judge_validation import draw_judge_plan, save_judge_plan
-    from .common import console, open_store_from
+    from pipeline.analysis.judge_validation import draw_judge_plan, save_judge_plan
+    from pipeline.cli.common import console, open_store_from
 
     store = open_store_from(args, create=False)
     try:
@@ -304,9 +304,9 @@ def run_judges(args: argparse.Namespace) -> int:
 
     from rich.table import Table
 
-    from ..judge_validation import judge_scores, load_judge_plan
-    from ..validation import ValidationError
-    from .common import console, open_store_from
+    from pipeline.analysis.judge_validation import judge_scores, load_judge_plan
+    from pipeline.analysis.validation import ValidationError
+    from pipeline.cli.common import console, open_store_from
 
     store = open_store_from(args, create=False, reading=True)
     try:

@@ -12,7 +12,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from pipeline.synthetic import SyntheticSpec, build_synthetic_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from unspecific_tui.app import UnspecificApp
 
 SPEC = SyntheticSpec(n_instructions=8, seed=7)

@@ -1,10 +1,10 @@
 """Annotate: label flipped constraints (and a seeded sample of pass-both ones) by hand.
 
-When the store holds a validation plan (`unspecific validate plan`, pipeline.validation), the
+When the store holds a validation plan (`unspecific validate plan`, pipeline.analysis.validation), the
 screen serves exactly the newest plan's items, in its order, at its ratio: the labels made here,
 in exported sheets and in the report are then about the same items.
 
-``v`` switches to the judge check (pipeline.judge_validation): the newest judge plan's items,
+``v`` switches to the judge check (pipeline.analysis.judge_validation): the newest judge plan's items,
 one constraint and one text (a response or a summary) at a time, and the judge's own question,
 "does this text satisfy this constraint?". ``y`` / ``n`` answer it; only then does the other
 pane show what each judge said and quoted, so the answer is never anchored on a verdict.
@@ -33,14 +33,13 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from pipeline.queries import Label, Writer, annotations, save_annotation
-
-from ..data import Analysis
-from ..messages import AnnotationSaved
-from ..widgets.text_pane import TextPane
+from pipeline.store.queries import Label, Writer, annotations, save_annotation
+from unspecific_tui.data import Analysis
+from unspecific_tui.messages import AnnotationSaved
+from unspecific_tui.widgets.text_pane import TextPane
 
 if TYPE_CHECKING:
-    from pipeline.stats import PrecisionRecall
+    from pipeline.analysis.stats import PrecisionRecall
 
 LABELS = {"i": "integrated", "s": "superficial", "a": "ambiguous"}
 SAMPLE_SHARE = 0.25  # pass-both items mixed in, relative to the flipped ones
@@ -64,10 +63,10 @@ class Item:
 
 
 def load_items(store, analysis: Analysis, seed: int) -> tuple[list[Item], str | None]:  # noqa: ANN001
-    """The newest validation plan's items and its name; with no plan, pipeline.metrics' items:
+    """The newest validation plan's items and its name; with no plan, pipeline.analysis.metrics' items:
     every flipped constraint plus a seeded sample of pass-both ones (and no name)."""
-    from pipeline.metrics import items_to_annotate
-    from pipeline.validation import annotation_items, load_plan
+    from pipeline.analysis.metrics import items_to_annotate
+    from pipeline.analysis.validation import annotation_items, load_plan
 
     plan = load_plan(store)
     if plan is not None:
@@ -81,7 +80,7 @@ def load_items(store, analysis: Analysis, seed: int) -> tuple[list[Item], str | 
 
 @dataclass
 class _LabelStore:
-    """The one attribute pipeline.metrics' annotation readers use, on the app's connection."""
+    """The one attribute pipeline.analysis.metrics' annotation readers use, on the app's connection."""
 
     conn: object
 
@@ -147,7 +146,7 @@ class AnnotateScreen(Screen):
 
     @work(thread=True, exclusive=True, group="annotate-items", exit_on_error=False)
     def _load_items(self, analysis: Analysis) -> None:
-        from pipeline.store import open_store
+        from pipeline.store.database import open_store
 
         store = open_store(self.app.store_path, readonly=True)
         try:
@@ -170,9 +169,9 @@ class AnnotateScreen(Screen):
         return annotations(self.app.conn)
 
     def refresh_stats(self) -> None:
-        """Precision/recall per annotator over the labelled items (pipeline.metrics.validate_labels,
+        """Precision/recall per annotator over the labelled items (pipeline.analysis.metrics.validate_labels,
         the report's rule), and kappa between annotators."""
-        from pipeline.metrics import annotator_agreement, validate_labels
+        from pipeline.analysis.metrics import annotator_agreement, validate_labels
 
         if self.judge_check:
             return  # the panel shows the judges' scores until the judge check is left
@@ -232,7 +231,7 @@ class AnnotateScreen(Screen):
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; labels cannot be saved.")
             return
-        from pipeline.store import now
+        from pipeline.store.database import now
 
         item = self.items[self.index]
         if note is None:
@@ -295,7 +294,7 @@ class AnnotateScreen(Screen):
 
     # -- the judge check ---------------------------------------------------------------------
     def action_toggle_judge_check(self) -> None:
-        from pipeline.judge_validation import load_judge_plan
+        from pipeline.analysis.judge_validation import load_judge_plan
 
         if self.judge_check:
             self.judge_check = False
@@ -316,7 +315,7 @@ class AnnotateScreen(Screen):
         self.show_judge_item()
 
     def _answers(self) -> dict[tuple[int, int], dict[str, int]]:
-        from pipeline.judge_validation import text_labels
+        from pipeline.analysis.judge_validation import text_labels
 
         return text_labels(self.app.conn)
 
@@ -344,7 +343,7 @@ class AnnotateScreen(Screen):
         """The judges' verdicts and quotes on the item: only once this person has answered."""
         if not revealed:
             return Text("Hidden until you answer, so that your answer is your own.", style="dim")
-        from pipeline.queries import latest_verdicts
+        from pipeline.store.queries import latest_verdicts
 
         found = [v for v in latest_verdicts(self.app.conn, [item.generation_id]) if v.constraint_id == item.constraint_id]
         if not found:
@@ -364,7 +363,7 @@ class AnnotateScreen(Screen):
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; answers cannot be saved.")
             return
-        from pipeline.judge_validation import save_text_label
+        from pipeline.analysis.judge_validation import save_text_label
 
         item = self.judge_items[self.judge_index]
         save_text_label(self.app.conn, item.constraint_id, item.generation_id, self.app.annotator, bool(yes))
@@ -380,7 +379,7 @@ class AnnotateScreen(Screen):
 
     def refresh_judge_stats(self) -> None:
         """Each judge against this store's answers on the judge plan (all annotators' consensus)."""
-        from pipeline.judge_validation import judge_scores
+        from pipeline.analysis.judge_validation import judge_scores
 
         scores = [s for s in judge_scores(_LabelStore(self.app.conn), n_resamples=200) if s.by == "all"]
         table = Table(box=None, pad_edge=False, header_style="bold", title="judges vs people", title_justify="left")

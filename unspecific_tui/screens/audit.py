@@ -17,11 +17,17 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from pipeline.queries import Writer
-
-from ..data import Constraint, InstructionData, Verdict, cosine, passes
-from ..widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, copied_spans, lexical_overlap, quote_span, render
-from ..widgets.text_pane import TextPane
+from pipeline.store.queries import Writer
+from unspecific_tui.data import Constraint, InstructionData, Verdict, cosine, passes
+from unspecific_tui.widgets.highlight import (
+    QUOTE_FUZZY_STYLE,
+    QUOTE_STYLE,
+    copied_spans,
+    lexical_overlap,
+    quote_span,
+    render,
+)
+from unspecific_tui.widgets.text_pane import TextPane
 
 PANES = ("ref-a", "ref-b", "response", "summary")
 PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
@@ -38,7 +44,7 @@ class Shown:
     writer: Writer | None = None
     response_id: int | None = None  # the texts in the panes, by id
     summary_id: int | None = None
-    state: str = ""  # FLIPPED | pass both | fails full | not judged (pipeline.metrics.Item)
+    state: str = ""  # FLIPPED | pass both | fails full | not judged (pipeline.analysis.metrics.Item)
     copies: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     quotes: dict[str, list[tuple[str, tuple[int, int] | None]]] = field(default_factory=dict)
     similarities: dict[str, tuple[str, float]] = field(default_factory=dict)
@@ -158,7 +164,7 @@ class AuditScreen(Screen):
         self._seek(self._flipped_now, "flipped")
 
     def _flipped_now(self, cid: int, iid: int) -> bool:
-        """pipeline.metrics' call on this constraint of the current writer's response."""
+        """pipeline.analysis.metrics' call on this constraint of the current writer's response."""
         if self.writer is None:
             return False
         item = self.app.view.outcomes(iid, self.writer, self._ratio(None)).get(cid)
@@ -207,7 +213,7 @@ class AuditScreen(Screen):
         return 0.25
 
     def _state(self, iid: int, cid: int, verdicts: list[Verdict], ratio: float) -> str:
-        """The constraint's outcome on the shown response, as pipeline.metrics counts it."""
+        """The constraint's outcome on the shown response, as pipeline.analysis.metrics counts it."""
         item = self.app.view.outcomes(iid, self.writer, ratio).get(cid) if self.writer else None
         if item is not None:
             return "FLIPPED" if item.flipped else "pass both" if item.passed_both else "fails full"
@@ -292,7 +298,7 @@ class AuditScreen(Screen):
         """Embedding cosine when both vectors are stored, else lexical overlap."""
         if not text:
             return ("lex", 0.0)
-        from pipeline.store import text_hash
+        from pipeline.store.database import text_hash
 
         view = self.app.view
         c_vec = view.embedding(text_hash(con.text))
@@ -313,7 +319,7 @@ class AuditScreen(Screen):
         lineage = ""
         if con.replaces_id and con.replaces_id in data.constraints:
             old = data.constraints[con.replaces_id]
-            # pipeline.revision keeps the reason on the new row (older stores: on the old one).
+            # pipeline.stages.revision keeps the reason on the new row (older stores: on the old one).
             reason = con.replaced_reason or old.replaced_reason or "?"
             lineage = f"\n[dim]replaced #{old.id}:[/] {_esc(old.text)}  [dim]because[/] {_esc(reason)}"
         elif con.origin:

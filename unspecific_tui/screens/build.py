@@ -18,11 +18,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
-from pipeline import queries
-from pipeline.progress import ProgressEvent, StopFlag
-
-from ..data import connect
-from ..messages import (
+from pipeline.core.progress import ProgressEvent, StopFlag
+from pipeline.store import queries
+from unspecific_tui.data import connect
+from unspecific_tui.messages import (
     DemoFinished,
     InstructionAuditable,
     RunSelected,
@@ -32,7 +31,7 @@ from ..messages import (
     StageStarted,
     StoreChanged,
 )
-from ..stages import STAGES, StageSpec, available, run_stage_blocking
+from unspecific_tui.stages import STAGES, StageSpec, available, run_stage_blocking
 
 WATCHED = queries.WRITTEN_TABLES
 # Steps that report under their own name but belong to a row of the stage table.
@@ -194,8 +193,8 @@ class BuildScreen(Screen):
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; a new run needs write access.")
             return
-        from pipeline.errors import UnspecificError
-        from pipeline.runs import create_run, finish_run
+        from pipeline.core.errors import UnspecificError
+        from pipeline.stages.runs import create_run, finish_run
 
         try:
             config = self.app.get_config()
@@ -222,9 +221,8 @@ class BuildScreen(Screen):
         if self.running:
             self.notify(f"{self.running} is running; pause it first (space)", severity="warning")
             return
-        from pipeline.local_model import cache_root
-
-        from ..demo_child import DemoChild
+        from pipeline.llm.local_model import cache_root
+        from unspecific_tui.demo_child import DemoChild
 
         self.app.demo = DemoChild(self.app.demo_command, cache_root() / "logs" / "demo.log")
         self.running = "demo"
@@ -322,7 +320,7 @@ class BuildScreen(Screen):
             self.action_new_run()
             if not self.app.run_id:
                 return
-        from pipeline.errors import UnspecificError
+        from pipeline.core.errors import UnspecificError
 
         try:
             config = self.app.get_config()
@@ -353,7 +351,7 @@ class BuildScreen(Screen):
             summary = run_stage_blocking(fn, store_path=self.app.store_path, config=config, run_id=run_id,
                                          progress=progress, stop=stop, max_units=max_units, spec=spec)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message, never a crash
-            from pipeline.errors import UnspecificError
+            from pipeline.core.errors import UnspecificError
 
             bug = not isinstance(exc, UnspecificError)
             title = getattr(exc, "title", None) if not bug else f"{spec.label} failed ({type(exc).__name__})"

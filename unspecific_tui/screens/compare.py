@@ -2,7 +2,7 @@
 
 A side is a writer, (model, mode): two models, or one model's direct and edit responses. The
 table lists every active constraint with both sides' Org verdict (the judges' mean on the full
-response) and Core call (pipeline.metrics.Item: the raters who judged both texts, FLIP when
+response) and Core call (pipeline.analysis.metrics.Item: the raters who judged both texts, FLIP when
 the constraint flipped, as Audit, Annotate and the report count it); moving the cursor
 highlights that constraint's evidence quotes in both responses.
 """
@@ -18,11 +18,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from pipeline.queries import Writer, instruction_ids, latest_verdicts
-
-from ..data import InstructionData, passes
-from ..widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
-from ..widgets.text_pane import TextPane
+from pipeline.store.queries import Writer, instruction_ids, latest_verdicts
+from unspecific_tui.data import InstructionData, passes
+from unspecific_tui.widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
+from unspecific_tui.widgets.text_pane import TextPane
 
 
 def _mark(score: float | None) -> Text:
@@ -33,7 +32,7 @@ def _mark(score: float | None) -> Text:
     return Text("no" if score == 0 else "½", style="red" if score == 0 else "yellow")
 
 
-def _core_mark(item) -> Text:  # noqa: ANN001 - pipeline.metrics.Item or None
+def _core_mark(item) -> Text:  # noqa: ANN001 - pipeline.analysis.metrics.Item or None
     if item is None:
         return Text("·", style="dim")
     if item.flipped:

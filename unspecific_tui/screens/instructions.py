@@ -16,7 +16,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Select, Static
 
-from ..data import Analysis, InstructionRow
+from unspecific_tui.data import Analysis, InstructionRow
 
 ANY = "__any__"
 PAGE = 300

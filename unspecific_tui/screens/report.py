@@ -1,6 +1,6 @@
 """Report: condition x model tables with 95% bootstrap intervals, and a chart of Org vs Core.
 
-The numbers are pipeline.metrics' groups (the same the `unspecific report` command prints):
+The numbers are pipeline.analysis.metrics' groups (the same the `unspecific report` command prints):
 Org and Core are means of per-response shares, the superficial share is pooled per rater,
 intervals resample instructions.
 """
@@ -17,9 +17,8 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from pipeline.coverage import MIN_COVERAGE
-
-from ..data import Analysis
+from pipeline.analysis.coverage import MIN_COVERAGE
+from unspecific_tui.data import Analysis
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
 
@@ -35,12 +34,12 @@ class Cell:
     core: tuple[float, float, float]
     superficial: tuple[float, float, float]
     kappa: float
-    coverage: float = math.nan  # verdicts given / expected (pipeline.coverage)
+    coverage: float = math.nan  # verdicts given / expected (pipeline.analysis.coverage)
     low: bool = False  # under the minimum coverage: its rates leave too much out
 
 
 def report_cells(analysis: Analysis) -> list[Cell]:
-    """pipeline.metrics groups at the analysis' summary ratio, in the paper's condition order."""
+    """pipeline.analysis.metrics groups at the analysis' summary ratio, in the paper's condition order."""
     metrics = analysis.metrics
     if metrics is None:
         return []
@@ -54,9 +53,9 @@ def report_cells(analysis: Analysis) -> list[Cell]:
 
 
 def warning_lines(analysis: Analysis) -> list[str]:
-    """The report's warnings (pipeline.report: low coverage, Core above Org, one instruction, a
+    """The report's warnings (pipeline.outputs.report: low coverage, Core above Org, one instruction, a
     constant judge), as the `unspecific report` command prints them."""
-    from pipeline.report import ReportOptions, report_warnings
+    from pipeline.outputs.report import ReportOptions, report_warnings
 
     if analysis.metrics is None:
         return []
@@ -126,7 +125,7 @@ class ReportScreen(Screen):
             "95% bootstrap intervals over instructions")
         for line in warning_lines(analysis):
             head.append("\n! " + line, style="bold red")
-        from pipeline.judge_validation import describe as describe_judge
+        from pipeline.analysis.judge_validation import describe as describe_judge
 
         for rater in analysis.metrics.raters:  # every number in the table rests on these judges
             head.append("\n" + describe_judge(rater, analysis.judges_validated), style="dim")

@@ -1,6 +1,6 @@
 """Spans to highlight: copied word n-grams and judges' quotes, as character offsets.
 
-The span logic is ``pipeline.copying``'s; this module turns it into styled Rich text and
+The span logic is ``pipeline.analysis.copying``'s; this module turns it into styled Rich text and
 caches results by content, so moving back to a constraint costs nothing.
 """
 
@@ -20,7 +20,7 @@ QUOTE_FUZZY_STYLE = "bold white on #75507b"
 @lru_cache(maxsize=1024)
 def copied_spans(source: str, target: str, n: int = 3) -> tuple[Span, ...]:
     """Character spans of ``target`` made of runs of >= n words that also occur in ``source``."""
-    from pipeline.copying import copied_ngrams
+    from pipeline.analysis.copying import copied_ngrams
 
     return tuple(merge([(s.a_start, s.a_end) for s in copied_ngrams(target, source, n=n)]))
 
@@ -37,7 +37,7 @@ def merge(spans: list[Span]) -> list[Span]:
 
 @lru_cache(maxsize=256)
 def _normalised(text: str) -> tuple[str, list[int]]:
-    from pipeline.judging import _normalise
+    from pipeline.stages.judging import _normalise
 
     return _normalise(text)
 
@@ -47,13 +47,13 @@ def quote_span(quote: str, text: str) -> tuple[str | None, Span | None]:
     """Where a judge's quote sits in ``text``: (exact|fuzzy|missing|None, span).
 
     The exact case searches the text normalised once per text (judging's normalisation);
-    anything else goes to ``pipeline.judging.find_quote`` (fuzzy alignment).
+    anything else goes to ``pipeline.stages.judging.find_quote`` (fuzzy alignment).
     """
     q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
     if not q:
         return None, None
     q = q.rstrip(".").strip() or q
-    from pipeline.judging import _normalise, find_quote
+    from pipeline.stages.judging import _normalise, find_quote
 
     nq, _ = _normalise(q)
     nt, idx = _normalised(text)
@@ -66,7 +66,7 @@ def quote_span(quote: str, text: str) -> tuple[str | None, Span | None]:
 
 def lexical_overlap(constraint: str, text: str) -> float:
     """Share of the constraint's content words that occur in the text."""
-    from pipeline.copying import lexical_overlap as overlap
+    from pipeline.analysis.copying import lexical_overlap as overlap
 
     return overlap(constraint, text)
 

@@ -1,0 +1,293 @@
+"""Quality flags for constraints, stored in ``constraint_flags``.
+
+- ``proper_noun``: a word capitalised in the constraint (not at its sentence start) that a
+  reference also capitalises away from a sentence start, i.e. a name taken from the reference.
+- ``specificity_leak``: the constraint is much closer to one reference than to the other:
+  lexical overlap (share of its content words found in the reference) and, when an embedder
+  is given, cosine similarity. A common constraint should sit between the two.
+- ``copied_ngram``: passages of >= n words copied from either reference, with character spans
+  in the constraint and in the reference (pipeline.analysis.copying).
+- ``duplicate``: near-duplicates within the list (rapidfuzz token-sort ratio).
+- ``contradiction``: the optional LLM check (``check_contradictions``): pairs of constraints no
+  single text could satisfy, stored in ``contradictions`` and flagged on both constraints.
+
+Each flag's ``detail`` is JSON that the app shows and highlights from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipeline.analysis.copying import content_words, copied_ngrams, lexical_overlap
+from pipeline.store.database import Store
+
+if TYPE_CHECKING:
+    from pipeline.analysis.embeddings import Embedder
+
+LEXICAL_FLAGS = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w'\u2019\-]*")
+_SENTENCE_END = ".!?:;\n"
+_OPENERS = "\"'\u201c\u2018([ \t\r*-"
+
+
+@dataclass(frozen=True)
+class FlagSettings:
+    ngram_n: int = 5
+    leak_lexical_gap: float = 0.3
+    leak_min_words: int = 3  # and this many more content words from one reference: short lists are noisy
+    leak_embedding_gap: float = 0.1
+    duplicate_score: float = 85.0
+
+    @classmethod
+    def from_config(cls, settings: dict[str, Any]) -> FlagSettings:
+        return cls(
+            ngram_n=int(settings.get("flag_ngram_n", cls.ngram_n)),
+            leak_lexical_gap=float(settings.get("leak_lexical_gap", cls.leak_lexical_gap)),
+            leak_min_words=int(settings.get("leak_min_words", cls.leak_min_words)),
+            leak_embedding_gap=float(settings.get("leak_embedding_gap", cls.leak_embedding_gap)),
+            duplicate_score=float(settings.get("duplicate_score", cls.duplicate_score)),
+        )
+
+
+@dataclass
+class Flag:
+    flag: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def _at_sentence_start(text: str, pos: int) -> bool:
+    i = pos - 1
+    while i >= 0 and text[i] in _OPENERS:
+        i -= 1
+    return i < 0 or text[i] in _SENTENCE_END or text[i] == "\n"
+
+
+def capitalised_words(text: str, *, skip_sentence_starts: bool = True) -> dict[str, list[tuple[int, int]]]:
+    """Capitalised words (with their spans), leaving out sentence starts and the pronoun I."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for m in _CAPITALISED.finditer(text):
+        word = m.group(0).rstrip("'\u2019-")
+        if word == "I" or (skip_sentence_starts and _at_sentence_start(text, m.start())):
+            continue
+        out.setdefault(word, []).append((m.start(), m.start() + len(word)))
+    return out
+
+
+def proper_noun_flag(constraint: str, references: dict[str, str], names: dict[str, dict[str, list]] | None = None) -> Flag | None:
+    names = names or {label: capitalised_words(text) for label, text in references.items()}
+    found = []
+    for word, spans in capitalised_words(constraint).items():
+        refs = [label for label in references if word in names[label]]
+        if refs:
+            found.append({"word": word, "spans": spans, "references": refs})
+    return Flag("proper_noun", {"words": found}) if found else None
+
+
+def leak_flag(constraint: str, ref_a: str, ref_b: str, settings: FlagSettings,
+              cosines: tuple[float, float] | None = None) -> Flag | None:
+    lex_a, lex_b = lexical_overlap(constraint, ref_a), lexical_overlap(constraint, ref_b)
+    words = content_words(constraint)
+    only_a, only_b = len(words & content_words(ref_a) - content_words(ref_b)), len(words & content_words(ref_b) - content_words(ref_a))
+    detail: dict[str, Any] = {"lexical": {"a": round(lex_a, 3), "b": round(lex_b, 3), "gap": round(abs(lex_a - lex_b), 3),
+                                          "only_a": only_a, "only_b": only_b}}
+    leaked = abs(lex_a - lex_b) >= settings.leak_lexical_gap and abs(only_a - only_b) >= settings.leak_min_words
+    closer = "a" if lex_a >= lex_b else "b"
+    if cosines is not None:
+        cos_a, cos_b = cosines
+        gap = abs(cos_a - cos_b)
+        detail["embedding"] = {"a": round(cos_a, 3), "b": round(cos_b, 3), "gap": round(gap, 3)}
+        if gap >= settings.leak_embedding_gap:
+            leaked = True
+            closer = "a" if cos_a >= cos_b else "b"
+    detail["closer_to"] = closer
+    return Flag("specificity_leak", detail) if leaked else None
+
+
+def copied_flag(constraint: str, references: dict[str, str], n: int) -> Flag | None:
+    spans = []
+    for label, ref in references.items():
+        for s in copied_ngrams(constraint, ref, n=n):
+            spans.append({
+                "reference": label, "constraint_span": [s.a_start, s.a_end], "reference_span": [s.b_start, s.b_end],
+                "words": s.words, "text": s.in_a(constraint),
+            })
+    return Flag("copied_ngram", {"n": n, "spans": spans}) if spans else None
+
+
+def duplicate_flags(constraints: Sequence[str], threshold: float) -> dict[int, Flag]:
+    """index -> a duplicate flag naming the near-duplicates (by index and score)."""
+    from rapidfuzz import fuzz, process, utils
+
+    if len(constraints) < 2:
+        return {}
+    scores = process.cdist(constraints, constraints, scorer=fuzz.token_sort_ratio, processor=utils.default_process)
+    out: dict[int, Flag] = {}
+    for i in range(len(constraints)):
+        near = [{"index": j, "score": round(float(scores[i][j]), 1)}
+                for j in range(len(constraints)) if j != i and scores[i][j] >= threshold]
+        if near:
+            out[i] = Flag("duplicate", {"with": near})
+    return out
+
+
+def compute_flags(
+    constraints: Sequence[str],
+    ref_a: str,
+    ref_b: str | None,
+    settings: FlagSettings = FlagSettings(),
+    *,
+    cosines: Sequence[tuple[float, float]] | None = None,
+) -> list[list[Flag]]:
+    """The flags of each constraint, in order. ``cosines``: per constraint (cos to A, cos to B)."""
+    references = {"a": ref_a} | ({"b": ref_b} if ref_b else {})
+    names = {label: capitalised_words(text) for label, text in references.items()}
+    dupes = duplicate_flags(constraints, settings.duplicate_score)
+    out: list[list[Flag]] = []
+    for i, text in enumerate(constraints):
+        flags = [
+            proper_noun_flag(text, references, names),
+            leak_flag(text, ref_a, ref_b, settings, cosines[i] if cosines else None) if ref_b else None,
+            copied_flag(text, references, settings.ngram_n),
+            dupes.get(i),
+        ]
+        out.append([f for f in flags if f is not None])
+    return out
+
+
+def embedding_cosines(store: Store, embedder: Embedder, constraints: Sequence[str], ref_a: str,
+                      ref_b: str) -> list[tuple[float, float]]:
+    from pipeline.analysis.embeddings import embed_texts
+
+    vectors = embed_texts(store, embedder, [ref_a, ref_b, *constraints])
+    sims = vectors[2:] @ vectors[:2].T  # rows are unit length
+    return [(float(a), float(b)) for a, b in sims]
+
+
+def flag_instruction(store: Store, instruction_id: int, settings: FlagSettings = FlagSettings(),
+                     embedder: Embedder | None = None) -> dict[str, int]:
+    """Recompute and store the lexical flags of an instruction's active constraints.
+
+    References: article A, and B (for ``single``, the pair's partner, so a leak toward A shows).
+    Returns counts per flag."""
+    inst = store.one("SELECT article_a, article_b, pair_id FROM instructions WHERE id = ?", [instruction_id])
+    if inst is None:
+        return {}
+    b_id = inst["article_b"]
+    if b_id is None and inst["pair_id"] is not None:
+        b_id = store.scalar("SELECT article_b FROM pairs WHERE id = ?", [inst["pair_id"]])
+    ref_a = _article_text(store, inst["article_a"])
+    ref_b = _article_text(store, b_id) if b_id is not None else None
+    rows = store.query(
+        "SELECT id, text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position", [instruction_id]
+    )
+    texts = [r["text"] for r in rows]
+    cosines = embedding_cosines(store, embedder, texts, ref_a, ref_b) if embedder is not None and ref_b else None
+    flags = compute_flags(texts, ref_a, ref_b, settings, cosines=cosines)
+    counts: dict[str, int] = {}
+    marks = ",".join("?" * len(LEXICAL_FLAGS))
+    with store.conn:
+        store.conn.execute(
+            f"DELETE FROM constraint_flags WHERE flag IN ({marks}) AND constraint_id IN"
+            " (SELECT id FROM constraints WHERE instruction_id = ?)",
+            (*LEXICAL_FLAGS, instruction_id),
+        )
+        for row, row_flags in zip(rows, flags, strict=True):
+            for f in row_flags:
+                if f.flag == "duplicate":  # indices -> constraint ids, which the app can follow
+                    f.detail = {"with": [{"constraint_id": rows[d["index"]]["id"], "score": d["score"]} for d in f.detail["with"]]}
+                store.conn.execute(
+                    "INSERT OR REPLACE INTO constraint_flags (constraint_id, flag, detail) VALUES (?, ?, ?)",
+                    (row["id"], f.flag, json.dumps(f.detail, ensure_ascii=False)),
+                )
+                counts[f.flag] = counts.get(f.flag, 0) + 1
+    return counts
+
+
+def _article_text(store: Store, article_id: int | None) -> str:
+    row = store.one("SELECT text_hash FROM articles WHERE id = ?", [article_id])
+    return store.get_text(row["text_hash"]) if row else ""
+
+
+# -- joint satisfiability (LLM) -------------------------------------------------------------------
+
+CONTRADICTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "contradictions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "reason": {"type": "string"}},
+                "required": ["a", "b"],
+            },
+        }
+    },
+    "required": ["contradictions"],
+}
+
+
+def parse_contradictions(data: Any, n: int) -> list[tuple[int, int, str]]:
+    """(a, b, reason) with 1 <= a < b <= n, each pair once. Raises ValueError on the wrong shape."""
+    if isinstance(data, dict):
+        data = data.get("contradictions", data.get("pairs"))
+    if not isinstance(data, list):
+        raise ValueError('expected {"contradictions": [{"a": id, "b": id, "reason": "..."}]}')
+    out: dict[tuple[int, int], str] = {}
+    for item in data:
+        if not isinstance(item, dict):
+            continue
+        try:
+            a, b = int(item.get("a")), int(item.get("b"))
+        except (TypeError, ValueError):
+            continue
+        a, b = min(a, b), max(a, b)
+        if 1 <= a < b <= n and (a, b) not in out:
+            out[(a, b)] = str(item.get("reason") or "")
+    return [(a, b, r) for (a, b), r in out.items()]
+
+
+async def check_contradictions(store: Store, client: Any, endpoint: str, instruction_id: int) -> int:
+    """Ask the LLM which pairs of the active constraints contradict; store them and flag both
+    sides. Returns the number of pairs. A repeat costs nothing: the call is cached."""
+    from pipeline.llm.client import Params
+    from pipeline.llm.prompts import defuse, load_template, numbered
+
+    inst = store.one("SELECT main_task FROM instructions WHERE id = ?", [instruction_id])
+    rows = store.query(
+        "SELECT id, text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position", [instruction_id]
+    )
+    if inst is None or len(rows) < 2:
+        return 0
+    template = load_template("contradictions")
+    messages = template.render(main_task=defuse(inst["main_task"] or ""), constraints=numbered([r["text"] for r in rows]),
+                               n=len(rows))
+    pairs, _ = await client.chat_json(
+        endpoint, messages, schema=CONTRADICTIONS_SCHEMA, validate=lambda d: parse_contradictions(d, len(rows)),
+        template=template, params=Params(max_tokens=800),
+    )
+    by_constraint: dict[int, list[dict[str, Any]]] = {}
+    with store.conn:
+        store.conn.execute("DELETE FROM contradictions WHERE instruction_id = ?", (instruction_id,))
+        store.conn.execute(
+            "DELETE FROM constraint_flags WHERE flag = 'contradiction' AND constraint_id IN"
+            " (SELECT id FROM constraints WHERE instruction_id = ?)", (instruction_id,)
+        )
+        for a, b, reason in pairs:
+            ca, cb = rows[a - 1]["id"], rows[b - 1]["id"]
+            store.conn.execute(
+                "INSERT OR REPLACE INTO contradictions (instruction_id, constraint_a, constraint_b, reason) VALUES (?, ?, ?, ?)",
+                (instruction_id, ca, cb, reason),
+            )
+            by_constraint.setdefault(ca, []).append({"constraint_id": cb, "reason": reason})
+            by_constraint.setdefault(cb, []).append({"constraint_id": ca, "reason": reason})
+        for cid, others in by_constraint.items():
+            store.conn.execute(
+                "INSERT OR REPLACE INTO constraint_flags (constraint_id, flag, detail) VALUES (?, 'contradiction', ?)",
+                (cid, json.dumps({"with": others}, ensure_ascii=False)),
+            )
+    return len(pairs)

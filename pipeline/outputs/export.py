@@ -1,0 +1,161 @@
+"""Export the benchmark as JSONL, one instruction per line, for other evaluation harnesses.
+
+Each line:
+
+    {"id": 12, "run_id": "build-1a2b", "status": "done", "domain": "news", "condition": "common+eval",
+     "main_task": "Write a news article about ...",
+     "constraints": [{"id": 301, "position": 1, "text": "...", "origin": "revised",
+                      "replaced": [{"id": 290, "text": "...", "reason": "too easy: base article satisfied it"}],
+                      "flags": [{"flag": "specificity_leak", "detail": {"closer_to": "a", ...}}]},
+                     ...],
+     "references": {"a": {"id": 5, "corpus": "bbc", "source_id": "...", "title": "..."}, "b": {...} | null},
+     "instruction": "Write a news article about ...\\n\\n1. ...\\n2. ..."}
+
+By default only the finished benchmark is written: instructions whose build is ``done``
+(``include_unfinished`` adds the pending, partly revised and failed ones, each line saying its
+``status``). ``condition`` is one of the four public names (``single``, ``common+none``,
+``common+direct``, ``common+eval``); the build's internal holder of a shared common synthesis
+is never written. A flag's ``detail`` is the object the build stored, not a JSON string.
+
+``constraints`` holds the active (final) list in order; ``replaced`` is the lineage, newest
+first: the constraint this one replaced, what that one replaced, and so on, each with the
+reason it went; ``flags`` are the quality flags the build raised (proper noun, copied n-gram...). ``instruction`` is the main task and the numbered constraints, ready to send
+to a model. Only benchmark content is written: no config, endpoints or keys. Reference texts
+are included only on request (``with_references``), since corpus licences vary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.store.database import Store
+
+MAX_LINEAGE = 20  # guards against a cycle in replaces_id
+# Store condition -> the name a reader of the benchmark sees (METHOD.md's table).
+PUBLIC_CONDITIONS = {"single": "single", "none": "common+none", "direct": "common+direct", "eval": "common+eval"}
+FINISHED = "done"
+
+
+def public_condition(condition: str) -> str | None:
+    """The public name, or None for a condition that is not part of the benchmark (the
+    internal "common" holder of a shared synthesis)."""
+    return PUBLIC_CONDITIONS.get(condition)
+
+
+def _detail(raw: str | None) -> Any:
+    """A flag's detail as stored (JSON, from pipeline.analysis.flags) decoded; plain text stays text."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, (dict, list)) else raw
+
+
+def instruction_text(main_task: str, constraints: list[str]) -> str:
+    numbered = "\n".join(f"{i}. {text.strip()}" for i, text in enumerate(constraints, 1))
+    return f"{main_task.strip()}\n\n{numbered}"
+
+
+def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None = None, condition: str | None = None,
+                   with_references: bool = False, include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
+    """The export records, one per finished instruction (every one with ``include_unfinished``)
+    that has active constraints, in id order. ``condition`` takes a store or a public name."""
+    internal = {public: name for name, public in PUBLIC_CONDITIONS.items()}
+    where, params = ["condition IN (" + ",".join("?" * len(PUBLIC_CONDITIONS)) + ")"], list(PUBLIC_CONDITIONS)
+    for column, value in (("run_id", run), ("domain", domain), ("condition", internal.get(condition, condition))):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if not include_unfinished:
+        where.append("status = ?")
+        params.append(FINISHED)
+    sql = ("SELECT id, run_id, domain, condition, pair_id, article_a, article_b, main_task, status FROM instructions"
+           " WHERE " + " AND ".join(where) + " ORDER BY id")
+    conn = store.conn
+    articles: dict[int, dict[str, Any] | None] = {}
+
+    def reference(article_id: int | None) -> dict[str, Any] | None:
+        if article_id is None:
+            return None
+        if article_id not in articles:
+            row = conn.execute("SELECT id, corpus, source_id, title, text_hash FROM articles WHERE id = ?",
+                               (article_id,)).fetchone()
+            if row is None:
+                articles[article_id] = {"id": article_id}
+            else:
+                ref = {"id": row[0], "corpus": row[1], "source_id": row[2], "title": row[3]}
+                if with_references and row[4]:
+                    ref["text"] = store.get_text(row[4])
+                articles[article_id] = ref
+        return articles[article_id]
+
+    for iid, run_id, dom, cond, pair_id, art_a, art_b, main_task, status in conn.execute(sql, params).fetchall():
+        rows = conn.execute(
+            "SELECT id, position, text, origin, replaces_id, replaced_reason FROM constraints"
+            " WHERE instruction_id = ? AND active = 1 ORDER BY position, id", (iid,)).fetchall()
+        if not rows:
+            continue
+        flags: dict[int, list[dict[str, str]]] = {}
+        for cid, flag, detail in conn.execute(
+            "SELECT f.constraint_id, f.flag, f.detail FROM constraint_flags f JOIN constraints c"
+            " ON c.id = f.constraint_id WHERE c.instruction_id = ? AND c.active = 1 ORDER BY f.constraint_id, f.flag",
+            (iid,)):
+            flags.setdefault(cid, []).append({"flag": flag, "detail": _detail(detail)})
+        constraints = []
+        for cid, position, text, origin, replaces_id, reason in rows:
+            constraints.append({"id": cid, "position": position, "text": text, "origin": origin,
+                                "replaced": _lineage(store, replaces_id, reason), "flags": flags.get(cid, [])})
+        yield {
+            "id": iid, "run_id": run_id, "status": status or "", "domain": dom, "condition": PUBLIC_CONDITIONS[cond],
+            "pair_id": pair_id,
+            "main_task": main_task or "", "constraints": constraints,
+            "references": {"a": reference(art_a), "b": reference(art_b)},
+            "instruction": instruction_text(main_task or "", [c["text"] for c in constraints]),
+        }
+
+
+def _lineage(store: Store, replaces_id: int | None, reason_on_new: str | None) -> list[dict[str, Any]]:
+    """The chain of constraints this one replaced. The reason a constraint went may be stored on
+    the replaced row or on its replacement; either is read."""
+    chain: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    reason_from_newer = reason_on_new
+    while replaces_id is not None and replaces_id not in seen and len(chain) < MAX_LINEAGE:
+        seen.add(replaces_id)
+        row = store.conn.execute("SELECT id, text, replaces_id, replaced_reason FROM constraints WHERE id = ?",
+                                 (replaces_id,)).fetchone()
+        if row is None:
+            break
+        old_id, old_text, older, old_reason = row
+        chain.append({"id": old_id, "text": old_text, "reason": reason_from_newer or old_reason})
+        replaces_id, reason_from_newer = older, old_reason
+    return chain
+
+
+def export_jsonl(store: Store, out: str | Path | IO[str], **filters: Any) -> int:
+    """Write the benchmark to ``out`` (a path, written atomically, or an open text stream);
+    return the number of instructions written."""
+    if not isinstance(out, (str, Path)):
+        n = 0
+        for record in iter_benchmark(store, **filters):
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            n += 1
+        return n
+    path = Path(out)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for record in iter_benchmark(store, **filters):
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            n += 1
+    os.replace(tmp, path)
+    return n

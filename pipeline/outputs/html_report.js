@@ -1,0 +1,165 @@
+// The HTML report's page logic (pipeline/outputs/html_report.py). It computes no number: every count,
+// rate, span and outcome is in the JSON blocks the pipeline wrote. It only draws them, and parses
+// an instruction's block (and its texts) when that instruction is opened.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const parse = (id) => { const el = $(id); return el ? JSON.parse(el.textContent) : null; };
+  const meta = parse("meta");
+  const index = parse("index-data");
+  const PAGE = 100;
+  let shown = index, page = 0;
+  const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+  const pct = (x) => (x === null || x === undefined ? "-" : (100 * x).toFixed(1));
+  // Data blocks are gzip + base64 (pipeline/outputs/html_report.py, _packed): unpacked when opened.
+  async function unpack(id) {
+    const el = $(id);
+    if (!el) return null;
+    const bytes = Uint8Array.from(atob(el.textContent), (ch) => ch.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+  const texts = new Map();
+  const text = (h) => (h ? texts.get(h) || "" : "");
+
+  // -- the index of instructions, a page at a time --------------------------------------------
+  function renderIndex() {
+    const rows = shown.slice(page * PAGE, (page + 1) * PAGE).map((r) => {
+      const resp = r[4].map((x) => `${esc(x[1] ? x[0] + "/" + x[1] : x[0])}: Org ${pct(x[2])} Core ${pct(x[3])}` +
+        (x[4] ? ` <span class="flipped">${x[4]} flipped</span>` : "")).join("<br>");
+      return `<tr class="row" data-id="${r[0]}"><td>#${r[0]}</td><td>${esc(r[2])}</td><td>${esc(r[3])}</td>` +
+        `<td>${esc(r[1])}</td><td>${resp}</td></tr>`;
+    }).join("");
+    const pages = Math.max(1, Math.ceil(shown.length / PAGE));
+    $("index").innerHTML = `<p class="muted">${shown.length} of ${index.length} instructions · page ${page + 1}/${pages}` +
+      ` <button id="prev">prev</button><button id="next">next</button></p>` +
+      `<table><thead><tr><th>id</th><th>domain</th><th>condition</th><th>run</th><th>responses (%; flipped at` +
+      ` ratio ${meta.ratio})</th></tr></thead><tbody>${rows}</tbody></table>`;
+    $("prev").onclick = () => { if (page > 0) { page--; renderIndex(); } };
+    $("next").onclick = () => { if ((page + 1) * PAGE < shown.length) { page++; renderIndex(); } };
+    for (const tr of $("index").querySelectorAll("tr.row")) tr.onclick = () => openInstruction(+tr.dataset.id);
+  }
+  $("filter").innerHTML = `<input id="q" placeholder="filter: id, domain, condition, run, model"> ` +
+    `<label><input type="checkbox" id="only-flipped"> with flipped constraints</label>`;
+  function applyFilter() {
+    const q = $("q").value.trim().toLowerCase();
+    const flippedOnly = $("only-flipped").checked;
+    shown = index.filter((r) => (!q || [("#" + r[0]), r[1], r[2], r[3], ...r[4].map((x) => x[0])].some(
+      (s) => String(s).toLowerCase().includes(q))) && (!flippedOnly || r[4].some((x) => x[4] > 0)));
+    page = 0;
+    renderIndex();
+  }
+  $("q").oninput = applyFilter;
+  $("only-flipped").onchange = applyFilter;
+  renderIndex();
+
+  // -- one instruction: its constraints, and the Audit content of the one selected -------------
+  let current = null;
+  const state = {response: 0, constraint: null, copy: "constraint"};
+
+  async function openInstruction(id) {
+    const data = await unpack("i" + id);
+    if (!data) return;
+    for (const h of data.texts) if (!texts.has(h)) texts.set(h, await unpack("t" + h));
+    current = data;
+    state.response = 0;
+    state.constraint = (data.constraints.find((c) => c.active) || {}).id || null;
+    renderAudit();
+    $("audit").hidden = false;
+    $("audit").scrollIntoView();
+    history.replaceState(null, "", "#i" + id);
+  }
+
+  // Draw a text with its highlighted spans: classes per character range, from span lists.
+  function highlight(body, layers) {
+    const cuts = new Set([0, body.length]);
+    for (const [, spans] of layers) for (const [a, b] of spans) { cuts.add(a); cuts.add(b); }
+    const points = [...cuts].filter((x) => x >= 0 && x <= body.length).sort((a, b) => a - b);
+    let out = "";
+    for (let i = 0; i + 1 < points.length; i++) {
+      const a = points[i], b = points[i + 1];
+      const classes = layers.filter(([, spans]) => spans.some(([s, e]) => s <= a && b <= e)).map(([c]) => c);
+      const piece = esc(body.slice(a, b));
+      out += classes.length ? `<mark class="${classes.join(" ")}" data-start="${a}" data-end="${b}">${piece}</mark>` : piece;
+    }
+    return out;
+  }
+
+  function renderAudit() {
+    const d = current;
+    const r = d.responses[state.response];
+    const tabs = d.responses.map((x, i) => `<button data-i="${i}" class="${i === state.response ? "on" : ""}">` +
+      `${esc(x.label)}</button>`).join("");
+    const cons = d.constraints.filter((c) => c.active).map((c) => {
+      const cells = d.responses.map((x) => {
+        const p = c.per[String(x.id)];
+        if (!p || !p.state) return `<td class="muted">not judged</td>`;
+        return `<td class="${p.state}" data-response="${x.id}">${p.state === "flipped" ? "FLIP" : p.state} ` +
+          `<small>${p.full === null ? "-" : p.full.toFixed(2)} / ${p.summary === null ? "-" : p.summary.toFixed(2)}</small></td>`;
+      }).join("");
+      return `<tr data-c="${c.id}" class="${c.id === state.constraint ? "on" : ""}"><td>${c.pos}</td>` +
+        `<td>${esc(c.text)}</td>${cells}</tr>`;
+    }).join("");
+    const respHead = d.responses.map((x) => `<th>${esc(x.label)} Org / Core</th>`).join("");
+    const summary = r ? `<p class="response-counts" data-response="${r.id}">${esc(r.label)}: Org ${pct(r.org)}%,` +
+      ` Core ${pct(r.core)}%, superficial ${pct(r.superficial)}%, <span class="flip-count">${r.flipped}</span> flipped;` +
+      ` copied ${meta.reference_n}-grams from A / B (report): <span class="copy-a">${r.copy_a ?? "-"}</span> /` +
+      ` <span class="copy-b">${r.copy_b ?? "-"}</span>${r.refusal ? ' · <b class="warn">refusal</b>' : ""}</p>` : "";
+    $("audit").innerHTML = `<h2>Instruction #${d.id} <small>${esc(d.domain)} · ${esc(d.condition)} · run ${esc(d.run)}</small>` +
+      ` <button id="close">close</button></h2><p><b>Task:</b> ${esc(d.task)}</p><div class="tabs">${tabs}</div>${summary}` +
+      `<table class="cons"><thead><tr><th>#</th><th>constraint</th>${respHead}</tr></thead><tbody>${cons}</tbody></table>` +
+      `<div id="detail"></div>`;
+    $("close").onclick = () => { $("audit").hidden = true; history.replaceState(null, "", "#"); };
+    for (const b of $("audit").querySelectorAll(".tabs button")) b.onclick = () => { state.response = +b.dataset.i; renderAudit(); };
+    for (const tr of $("audit").querySelectorAll(".cons tbody tr")) tr.onclick = () => { state.constraint = +tr.dataset.c; renderAudit(); };
+    renderDetail();
+  }
+
+  function renderDetail() {
+    const d = current;
+    const c = d.constraints.find((x) => x.id === state.constraint);
+    const r = d.responses[state.response];
+    if (!c || !r) { $("detail").innerHTML = ""; return; }
+    const p = c.per[String(r.id)] || {v: [], copies: {r: [], s: []}, lex: {}};
+    // A verdict: [judge index, "r" | "s", 1 | 0 | null, quote unless found exactly, exact | fuzzy | missing, span].
+    const quotes = (kind, how) => p.v.filter((v) => v[1] === kind && v[5] && v[4] === how).map((v) => v[5]);
+    const byConstraint = state.copy === "constraint";
+    const panes = [
+      ["ref-a", "Reference A", d.a, byConstraint ? c.copies.a : r.spans.a, [], c.lex.a],
+      ["ref-b", "Reference B", d.b, byConstraint ? c.copies.b : r.spans.b, [], c.lex.b],
+      ["response", "Response", r.r, byConstraint ? p.copies.r : r.spans.r, ["r"], p.lex.r],
+      ["summary", meta.ratio === null ? "Summary" : `Summary @${meta.ratio}`, r.s, byConstraint ? p.copies.s : r.spans.s, ["s"], p.lex.s],
+    ].map(([id, title, h, copies, kinds, lex]) => {
+      const body = text(h);
+      const layers = [["copy", copies]];
+      for (const k of kinds) { layers.push(["quote", quotes(k, "exact")]); layers.push(["fuzzy", quotes(k, "fuzzy")]); }
+      const shownBody = body ? highlight(body, layers) :
+        `<span class="muted">${id === "ref-b" && d.condition === "single" ? "(single condition: one reference only)" : "(not generated)"}</span>`;
+      return `<div class="pane" id="pane-${id}"><h4>${title} <small>${body ? body.split(/\s+/).filter(Boolean).length : 0}` +
+        ` words · lexical overlap ${lex === null || lex === undefined ? "-" : lex.toFixed(2)} · ${copies.length} copied</small></h4>${shownBody}</div>`;
+    }).join("");
+    const verdicts = p.v.map((v) => {
+      const [judge, mode] = meta.judges[v[0]];
+      const body = text(v[1] === "r" ? r.r : r.s);
+      const quote = v[4] === "exact" && v[5] ? body.slice(v[5][0], v[5][1]) : v[3];
+      return `<tr><td>${esc(judge)}</td><td>${esc(mode)}</td><td>${v[1] === "r" ? "full" : "summary " + meta.ratio}</td>` +
+        `<td>${v[2] === null ? "missing" : v[2] ? "yes" : "no"}</td><td>${esc(v[4] || "-")}</td><td>${esc(quote)}</td></tr>`;
+    }).join("");
+    let lineage = `<span class="muted">${esc(c.origin || "-")}</span>`;
+    if (c.replaces) lineage = `replaced #${c.replaces.id}: ${esc(c.replaces.text)} <span class="muted">because</span> ${esc(c.replaces.reason || "?")}`;
+    if (c.base) lineage += ` · base article verdict: ${c.base.verdict ? "yes" : "no"}`;
+    $("detail").innerHTML = `<h3>Constraint ${c.pos}: ${esc(c.text)}</h3>` +
+      `<p>outcome on ${esc(r.label)}: <b class="${p.state || ""}" id="outcome">${p.state || "not judged"}</b> · ` +
+      `copied n-grams: <button id="copy-mode">${byConstraint ? `constraint vs each text (${meta.constraint_n}-grams)` :
+        `response vs references (${meta.reference_n}-grams)`}</button></p><p class="lineage">${lineage}</p>` +
+      `<div class="panes">${panes}</div><table class="verdicts"><thead><tr><th>judge</th><th>mode</th><th>text</th><th>verdict</th>` +
+      `<th>quote</th><th>quote / reason</th></tr></thead><tbody>${verdicts}</tbody></table>`;
+    $("copy-mode").onclick = () => { state.copy = byConstraint ? "references" : "constraint"; renderDetail(); };
+  }
+
+  window.unspecificReport = {open: openInstruction, state};
+  document.addEventListener("DOMContentLoaded", () => {
+    const m = /^#i(\d+)$/.exec(location.hash);
+    if (m) openInstruction(+m[1]);
+  });
+})();

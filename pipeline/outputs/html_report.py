@@ -1,0 +1,562 @@
+"""`unspecific report --html DIR`: the report and the Audit content in one self-contained HTML file.
+
+Anyone can open the file: no server, no network, no CDN; the styles and the script are inlined
+(``html_report.css`` and ``html_report.js`` beside this module). It holds:
+
+- the condition x model tables of ``pipeline.outputs.report.main_groups`` with their intervals and
+  coverage, the warnings, and the depth profile when several summary ratios exist;
+- the Org vs Core charts as inline SVG, drawn from the same groups;
+- an index of instructions (Org, Core, flipped per response, from ``Metrics.rows``);
+- per instruction, its constraints with each response's outcome (``pipeline.analysis.metrics.Item``:
+  pipeline.store.scores.item_outcome_sql), each judge's verdict as the Audit lists it
+  (pipeline.store.scores.SHOWN_VERDICT: the latest Yes/No, else a missing one) with the quote found in the text, the copied n-grams
+  (pipeline.analysis.copying), lexical similarity (pipeline.analysis.copying.lexical_overlap) and lineage.
+
+Nothing is recomputed here: every count and rate is read from the report's ``Metrics`` or from
+the pipeline functions the app uses. The page computes nothing either: it only draws.
+
+Scale: at 2,000 instructions the texts alone are megabytes. Each instruction is an inert
+``<script type="application/x-gzip-base64+json">`` block (gzip, then base64) that the page
+unpacks and parses only when it is opened, and each text (a reference is shared by the four
+conditions of a pair) is its own block, stored once. The first screen
+(tables and charts) is plain HTML ahead of every data block, so the browser paints it before it
+reads the rest of the file.
+
+What never goes in: the config (endpoints, keys), run errors and server logs. The store's text
+fields that may hold such things (runs.error, runs.config, llm_calls) are not read at all; the
+texts that are written pass ``pipeline.core.redact.redact`` once more as a last guard.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.analysis import copying
+from pipeline.analysis.metrics import constraint_items, runs_covered
+from pipeline.core.redact import known_secrets, redact
+from pipeline.outputs.report import _cond_key, _label, main_groups
+from pipeline.store.scores import SHOWN_VERDICT
+
+if TYPE_CHECKING:
+    from pipeline.outputs.report import Report
+    from pipeline.store.database import Store
+
+HERE = Path(__file__).parent
+FILE_NAME = "report.html"
+# The data blocks' type: not JavaScript, so the browser neither runs nor parses them at load.
+PACKED = "application/x-gzip-base64+json"
+CONSTRAINT_N = 3  # as the Audit screen: a constraint is short, three shared words already say "copied"
+REFERENCE_N = 5  # between long texts, the paper's 5-gram (the report's copy_*_ngrams)
+
+
+@dataclass(frozen=True)
+class HtmlResult:
+    path: Path
+    bytes: int
+    instructions: int
+    texts: int
+
+
+# -- small helpers -------------------------------------------------------------------------------
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}"
+
+
+def _ci_html(iv: Any) -> str:
+    if math.isnan(iv.value):
+        return "-"
+    if math.isnan(iv.low):
+        return f"{100 * iv.value:.1f}"
+    return f"{100 * iv.value:.1f} <small>[{100 * iv.low:.1f}-{100 * iv.high:.1f}]</small>"
+
+
+def _num(x: float | None) -> float | None:
+    """JSON-safe number (NaN -> null), rounded: the page shows 3 decimals at most."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return None
+    return round(float(x), 4)
+
+
+def _json_block(data: Any) -> str:
+    """JSON safe inside <script>: no '<' at all, so no '</script>' or '<!--' can end the block."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+
+
+def _packed(data: Any) -> str:
+    """gzip, then base64: JSON of judges' quotes and spans shrinks about 6x, texts about 3x, and
+    base64 has no '<'. The page unpacks a block with the browser's DecompressionStream when it
+    is opened, so the unpacked megabytes never exist at load."""
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+
+
+_SECRETS: list[str] | None = None  # known_secrets(), read once per page (write_html)
+
+
+def _clean(text: str | None) -> str:
+    return redact(text or "", _SECRETS) or ""
+
+
+# -- quotes --------------------------------------------------------------------------------------
+
+
+_SPACES = re.compile(r"\s+")
+
+
+@lru_cache(maxsize=64)
+def _normalised(text: str) -> tuple[str, list[int]]:
+    """pipeline.stages.judging._normalise (lower-case, curly quotes and dashes unified, whitespace runs
+    collapsed, offsets kept). ASCII text takes a fast path with the same result: NFC and the
+    quote table change no ASCII character, and a whitespace run becomes one space at the run's
+    first offset, as there. _normalise walks a 3,000-character text character by character."""
+    from pipeline.stages.judging import _normalise
+
+    if not text.isascii():
+        return _normalise(text)
+    low = text.lower()
+    out: list[str] = []
+    index: list[int] = []
+    pos = 0
+    for m in _SPACES.finditer(low):
+        out.append(low[pos : m.start()])
+        index.extend(range(pos, m.start()))
+        out.append(" ")
+        index.append(m.start())
+        pos = m.end()
+    out.append(low[pos:])
+    index.extend(range(pos, len(low)))
+    return "".join(out), index
+
+
+def quote_span(quote: str, text: str, found: str | None = None) -> tuple[str | None, tuple[int, int] | None]:
+    """Where a judge's quote sits in ``text`` (exact | fuzzy | missing, span), by
+    pipeline.stages.judging.find_quote's rules; ``found`` is the verdict's stored quote_found (judging
+    decided it when it stored the verdict), so a missing quote is not searched again and only a
+    fuzzy one pays for the fuzzy alignment."""
+    from pipeline.stages.judging import find_quote
+
+    q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
+    if not q or found == "missing":
+        return (found if q else None), None
+    q = q.rstrip(".").strip() or q
+    nq, _ = _normalised(q)
+    nt, idx = _normalised(text)
+    pos = nt.find(nq) if nq else -1
+    if pos != -1:
+        return "exact", (idx[pos], idx[pos + len(nq) - 1] + 1)
+    if found == "exact":
+        return "missing", None  # judged against another version of the text: not here
+    match = find_quote(quote, text)
+    return match.found, match.span
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return out
+
+
+def copied_spans(source: str, target: str, n: int) -> list[list[int]]:
+    """Character spans of ``target`` copied word for word (>= n words) from ``source``."""
+    if not source or not target:
+        return []
+    return _merge([(s.a_start, s.a_end) for s in copying.copied_ngrams(target, source, n=n)])
+
+
+# -- what the store holds, read in bulk ---------------------------------------------------------
+
+
+def _chunks(ids: list[int], size: int = 500):
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def _read_store(store: Store, instruction_ids: list[int], response_ids: list[int]) -> dict[str, Any]:
+    conn = store.conn
+    instr: dict[int, tuple] = {}
+    constraints: dict[int, list[tuple]] = defaultdict(list)
+    gens: dict[int, tuple] = {}
+    for chunk in _chunks(instruction_ids):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+                "SELECT i.id, i.run_id, i.domain, i.condition, i.main_task, a.text_hash, b.text_hash"
+                " FROM instructions i LEFT JOIN articles a ON a.id = i.article_a LEFT JOIN articles b ON b.id = i.article_b"
+                f" WHERE i.id IN ({marks})", chunk):
+            instr[row[0]] = row
+        for row in conn.execute(
+                "SELECT id, instruction_id, position, text, origin, active, replaces_id, replaced_reason, base_verdict,"
+                f" base_quote FROM constraints WHERE instruction_id IN ({marks}) ORDER BY instruction_id, position, id",
+                chunk):
+            constraints[row[1]].append(row)
+    for chunk in _chunks(response_ids):
+        marks = ",".join("?" * len(chunk))
+        # The responses and their summaries (the summaries by parent).
+        for row in conn.execute(
+                "SELECT id, kind, instruction_id, model, coalesce(mode, ''), ratio, parent_id, text_hash, refusal"
+                f" FROM generations WHERE id IN ({marks}) OR (kind = 'summary' AND parent_id IN ({marks})) ORDER BY id",
+                chunk + chunk):
+            gens[row[0]] = row
+    return {"instructions": instr, "constraints": constraints, "generations": gens}
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    generation_id: int
+    constraint_id: int
+    judge: str
+    judging_mode: str
+    verdict: int
+    quote: str
+    quote_found: str | None
+
+
+def _shown_verdicts(store: Store, generation_ids: list[int]) -> list[_Verdict]:
+    """What the Audit lists per rater (pipeline.store.scores.SHOWN_VERDICT): the verdict LATEST_VERDICT
+    counts or, when the rater never gave one, its missing row (verdict None, counted nowhere);
+    with whether judging found the quote."""
+    if not generation_ids:
+        return []
+    return [_Verdict(*row) for row in store.conn.execute(
+        "SELECT v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.verdict, coalesce(v.quote, ''),"
+        f" v.quote_found FROM verdicts v WHERE v.generation_id IN ({','.join('?' * len(generation_ids))})"
+        f" AND {SHOWN_VERDICT} ORDER BY v.id", generation_ids)]
+
+
+def _texts(store: Store, hashes: set[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    wanted = sorted(h for h in hashes if h)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        out.update(store.conn.execute(
+            f"SELECT hash, body FROM texts WHERE hash IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+    return out
+
+
+# -- the page ------------------------------------------------------------------------------------
+
+
+def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: Any = None) -> HtmlResult:
+    """Write ``report.html`` into ``out_dir`` and return where and how big.
+
+    ``report`` is the one ``pipeline.outputs.report.build_report`` made: the page shows its groups, rows
+    and warnings as they are. ``progress`` (optional) is called with (done, total) instructions.
+    """
+    global _SECRETS
+    _SECRETS = known_secrets()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    m = report.metrics
+    ratio = report.ratio
+    filters = report.options.filters
+
+    # The responses the report counted, and their per-response numbers.
+    full_rows = {r.response_id: r for r in m.rows if r.ratio is None}
+    ratio_rows = {r.response_id: r for r in m.rows if r.ratio is not None and ratio is not None
+                  and abs(r.ratio - ratio) < 1e-9}
+    instruction_ids = sorted({r.instruction_id for r in full_rows.values()})
+    store_data = _read_store(store, instruction_ids, sorted(full_rows))
+    gens = store_data["generations"]
+    items = constraint_items(store, filters, ratio=ratio) if ratio is not None else []
+    outcome: dict[tuple[int, int], Any] = {}
+    for item in items:
+        outcome.setdefault((item.constraint_id, item.response_id), item)  # the first summary, as the app
+    # The summary each response is shown with: the first at the report ratio (as the app and Item).
+    summary_of: dict[int, tuple] = {}
+    for g in gens.values():
+        if g[1] == "summary" and ratio is not None and g[5] is not None and abs(g[5] - ratio) < 1e-9:
+            summary_of.setdefault(g[6], g)
+    text_ids = sorted(set(full_rows) | {g[0] for g in summary_of.values()})
+    verdicts_by: dict[tuple[int, int], list[Any]] = defaultdict(list)
+    judges = set(filters.judges or ())
+    for start in range(0, len(text_ids), 500):
+        for v in _shown_verdicts(store, text_ids[start : start + 500]):
+            if judges and v.judge not in judges:
+                continue
+            if filters.judging_mode and v.judging_mode != filters.judging_mode:
+                continue
+            verdicts_by[(v.generation_id, v.constraint_id)].append(v)
+    rater_list = sorted({(v.judge, v.judging_mode) for vs in verdicts_by.values() for v in vs})
+    raters = {r: k for k, r in enumerate(rater_list)}  # a verdict names its rater by this index
+    hashes = {h for row in store_data["instructions"].values() for h in row[5:7] if h}
+    hashes |= {g[7] for g in gens.values() if g[7]}
+    bodies = {h: _clean(b) for h, b in _texts(store, hashes).items()}
+
+    flips: dict[int, int] = defaultdict(int)
+    for (_, rid), item in outcome.items():
+        flips[rid] += item.flipped
+    responses_of: dict[int, list[int]] = defaultdict(list)
+    for rid, row in sorted(full_rows.items(), key=lambda kv: (kv[1].model, kv[1].mode, kv[0])):
+        responses_of[row.instruction_id].append(rid)
+
+    index: list[list[Any]] = []
+    blocks: list[str] = []
+    used_texts: set[str] = set()
+    for k, iid in enumerate(instruction_ids):
+        chunk, entry = _instruction_chunk(iid, store_data, responses_of[iid], full_rows, ratio_rows, summary_of,
+                                          outcome, verdicts_by, bodies, flips, raters)
+        used_texts |= set(chunk["texts"])
+        index.append(entry)
+        blocks.append(f'<script type="{PACKED}" id="i{iid}">{_packed(chunk)}</script>')
+        if progress is not None:
+            progress(k + 1, len(instruction_ids))
+    for h in sorted(used_texts):
+        blocks.append(f'<script type="{PACKED}" id="t{h}">{_packed(bodies.get(h, ""))}</script>')
+
+    meta = {"ratio": ratio, "raters": m.raters, "runs": runs_covered(m), "filters": {k: v for k, v in
+            vars(filters).items() if v}, "judges": [list(r) for r in rater_list], "constraint_n": CONSTRAINT_N, "reference_n": REFERENCE_N,
+            "columns": ["id", "run", "domain", "condition", "responses"]}
+    page = _page(report, meta, index, blocks)
+    path = out / FILE_NAME
+    path.write_text(page, encoding="utf-8")
+    return HtmlResult(path, path.stat().st_size, len(instruction_ids), len(used_texts))
+
+
+def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], full_rows: dict[int, Any],
+                       ratio_rows: dict[int, Any], summary_of: dict[int, tuple], outcome: dict[tuple[int, int], Any],
+                       verdicts_by: dict[tuple[int, int], list[Any]], bodies: dict[str, str],
+                       flips: dict[int, int], raters: dict[tuple[str, str], int]) -> tuple[dict[str, Any], list[Any]]:
+    """One instruction's block (texts by hash) and its row in the index."""
+    irow = data["instructions"][iid]
+    _, run_id, domain, condition, main_task, hash_a, hash_b = irow
+    gens = data["generations"]
+    ref_a, ref_b = bodies.get(hash_a or "", ""), bodies.get(hash_b or "", "")
+    texts = {h for h in (hash_a, hash_b) if h}
+    responses = []
+    index_responses = []
+    for rid in response_ids:
+        row = full_rows[rid]
+        at = ratio_rows.get(rid)
+        g = gens.get(rid)
+        s = summary_of.get(rid)
+        r_hash, s_hash = (g[7] if g else None), (s[7] if s else None)
+        texts |= {h for h in (r_hash, s_hash) if h}
+        r_text, s_text = bodies.get(r_hash or "", ""), bodies.get(s_hash or "", "")
+        extra = (at or row).extra
+        responses.append({
+            "id": rid, "model": row.model, "mode": row.mode, "label": _label(row.model, row.mode, set()),
+            "r": r_hash, "s": s_hash, "sid": s[0] if s else None, "refusal": bool(g[8]) if g else False,
+            "flipped": flips.get(rid, 0), "org": _num(row.org), "core": _num(at.core) if at else None,
+            "superficial": _num(at.superficial) if at else None, "judged": _num(row.judged), "n": row.n_active,
+            "copy_a": _num(extra.get("copy_a_ngrams")), "copy_b": _num(extra.get("copy_b_ngrams")),
+            "copy_a_share": _num(extra.get("copy_a_share")), "copy_b_share": _num(extra.get("copy_b_share")),
+            # The response's passages copied from the references (the report's copied 5-grams), and
+            # the summary's; references show what the response took from them.
+            "spans": {"r": _merge([tuple(x) for x in copied_spans(ref_a, r_text, REFERENCE_N)
+                                   + copied_spans(ref_b, r_text, REFERENCE_N)]),
+                      "s": _merge([tuple(x) for x in copied_spans(ref_a, s_text, REFERENCE_N)
+                                   + copied_spans(ref_b, s_text, REFERENCE_N)]),
+                      "a": copied_spans(r_text, ref_a, REFERENCE_N), "b": copied_spans(r_text, ref_b, REFERENCE_N)},
+        })
+        index_responses.append([row.model, row.mode, _num(row.org), _num(at.core) if at else None, flips.get(rid, 0)])
+    cons = []
+    all_cons = {c[0]: c for c in data["constraints"].get(iid, [])}
+    for c in data["constraints"].get(iid, []):
+        cid, _, position, text, origin, active, replaces_id, reason, base_verdict, base_quote = c
+        text = _clean(text)
+        entry: dict[str, Any] = {"id": cid, "pos": position, "text": text, "origin": origin or "",
+                                 "active": bool(active)}
+        if replaces_id and replaces_id in all_cons:
+            old = all_cons[replaces_id]
+            # pipeline.stages.revision keeps the reason on the new row (older stores: on the old one).
+            entry["replaces"] = {"id": old[0], "text": _clean(old[3]), "reason": _clean(reason or old[7] or "")}
+        if base_verdict is not None:
+            entry["base"] = {"verdict": base_verdict, "quote": _clean(base_quote)}
+        if active:
+            entry["copies"] = {"a": copied_spans(text, ref_a, CONSTRAINT_N), "b": copied_spans(text, ref_b, CONSTRAINT_N)}
+            entry["lex"] = {"a": _num(copying.lexical_overlap(text, ref_a)) if ref_a else None,
+                            "b": _num(copying.lexical_overlap(text, ref_b)) if ref_b else None}
+            per = {}
+            for rid in response_ids:
+                s = summary_of.get(rid)
+                g = gens.get(rid)
+                r_text = bodies.get(g[7] if g else "", "")
+                s_text = bodies.get(s[7] if s else "", "")
+                item = outcome.get((cid, rid))
+                verdicts = []
+                for gid, kind, body in ((rid, "r", r_text), (s[0] if s else None, "s", s_text)):
+                    if gid is None:
+                        continue
+                    for v in verdicts_by.get((gid, cid), ()):
+                        quote = _clean(v.quote)
+                        how, span = quote_span(quote, body, v.quote_found) if v.verdict and quote else (None, None)
+                        # A quote found exactly is the text at its span: the page reads it there.
+                        verdicts.append([raters[(v.judge, v.judging_mode)], kind, v.verdict,
+                                         "" if how == "exact" else quote, how, list(span) if span else None])
+                state = ("flipped" if item.flipped else "both" if item.passed_both else "fails") if item else None
+                per[str(rid)] = {
+                    "state": state, "full": _num(item.full_score) if item else None,
+                    "summary": _num(item.summary_score) if item else None, "v": verdicts,
+                    "copies": {"r": copied_spans(text, r_text, CONSTRAINT_N), "s": copied_spans(text, s_text, CONSTRAINT_N)},
+                    "lex": {"r": _num(copying.lexical_overlap(text, r_text)) if r_text else None,
+                            "s": _num(copying.lexical_overlap(text, s_text)) if s_text else None},
+                }
+            entry["per"] = per
+        cons.append(entry)
+    chunk = {"id": iid, "run": run_id or "", "domain": domain or "", "condition": condition or "",
+             "task": _clean(main_task), "a": hash_a, "b": hash_b, "responses": responses, "constraints": cons,
+             "texts": sorted(texts)}
+    return chunk, [iid, run_id or "", domain or "", condition or "", index_responses]
+
+
+# -- tables and charts ---------------------------------------------------------------------------
+
+
+def _tables(report: Report) -> str:
+    groups = main_groups(report)
+    ratio = report.ratio
+    core = f"Core@{ratio:g}" if ratio is not None else "Core"
+    has_copy = any("copy_a_ngrams" in g.extra for g in groups)
+    has_sim = any("sim_ref_a" in g.extra for g in groups)
+    parts = []
+    for domain in sorted({g.domain for g in groups}):
+        mine = sorted((g for g in groups if g.domain == domain), key=lambda g: (_cond_key(g.condition), g.model, g.mode))
+        head = ["condition", "model", "Org", core, "superficial", "judge κ", "n", "coverage %", "verdicts given"]
+        if has_copy:
+            head += ["copied 5-grams A / B", "copied words A / B %"]
+        if has_sim:
+            head += ["c-ref cos A / B", "c-resp cos"]
+        rows = []
+        for g in mine:
+            warned = report.warned(g)
+            cells = [_e(g.condition), _e(_label(g.model, g.mode, set())), _ci_html(g.org), _ci_html(g.core),
+                     _ci_html(g.superficial), "-" if math.isnan(g.kappa) else f"{g.kappa:.2f}", str(g.n),
+                     _pct(g.coverage) + (' <b class="warn" title="see the warnings">!</b>' if warned else ""),
+                     f"{g.judged_items} / {g.expected_items}"]
+            e = g.extra
+            if has_copy:
+                cells.append(f"{_fmt(e.get('copy_a_ngrams'), 1)} / {_fmt(e.get('copy_b_ngrams'), 1)}")
+                cells.append(f"{_pct(e.get('copy_a_share', math.nan))} / {_pct(e.get('copy_b_share', math.nan))}")
+            if has_sim:
+                cells.append(f"{_fmt(e.get('sim_ref_a'), 2)} / {_fmt(e.get('sim_ref_b'), 2)}")
+                cells.append(_fmt(e.get("sim_response"), 2))
+            key = "|".join(str(x) for x in (g.domain, g.condition, g.model, g.mode))
+            rows.append(f'<tr data-group="{_e(key)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        parts.append(f'<section class="domain"><h3>{_e(domain)}: Org and Core (% of constraints, bootstrap 95% CI'
+                     f' over instructions)</h3><table class="groups"><thead><tr>'
+                     + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+                     + "</tbody></table>" + _chart(report, domain, mine) + "</section>")
+    return "".join(parts)
+
+
+def _fmt(x: float | None, digits: int) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+PALETTE = ["#3465a4", "#c4a000", "#4e9a06", "#ce5c00", "#75507b", "#cc0000", "#06989a", "#555753"]
+
+
+def _chart(report: Report, domain: str, groups: list[Any]) -> str:
+    """Org and Core bars with 95% whiskers per condition x model, as inline SVG."""
+    conditions = sorted({g.condition for g in groups}, key=_cond_key)
+    systems = sorted({(g.model, g.mode) for g in groups})
+    if not conditions or not systems:
+        return ""
+    bar, gap, top, height, left = 14, 18, 20, 180, 40
+    per = 2 * len(systems) * bar
+    width = left + len(conditions) * (per + gap) + 10
+    y = lambda v: top + height * (1 - v)  # noqa: E731 - a tiny scale
+    total = top + height + 30 + 16 * len(systems)  # the legend: one line per model
+    width = max(width, 320)
+    out = [f'<svg class="chart" role="img" aria-label="{_e(domain)}: Org vs Core" viewBox="0 0 {width} {total}"'
+           f' width="{width}" height="{total}">']
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        out.append(f'<line x1="{left}" x2="{width - 5}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
+                   f'<text x="{left - 4}" y="{y(tick) + 4:.1f}" class="tick" text-anchor="end">{int(tick * 100)}</text>')
+    for c, condition in enumerate(conditions):
+        x0 = left + c * (per + gap) + gap / 2
+        out.append(f'<text x="{x0 + per / 2:.1f}" y="{top + height + 16}" text-anchor="middle" class="tick">'
+                   f'{_e(condition)}</text>')
+        for s, system in enumerate(systems):
+            g = next((g for g in groups if g.condition == condition and (g.model, g.mode) == system), None)
+            if g is None:
+                continue
+            for k, (metric, iv) in enumerate((("Org", g.org), ("Core", g.core))):
+                if math.isnan(iv.value):
+                    continue
+                x = x0 + (2 * s + k) * bar
+                color = PALETTE[s % len(PALETTE)]
+                title = f"{_label(*system, set())} {metric}: {_pct(iv.value)}%"
+                if not math.isnan(iv.low):
+                    title += f" [{_pct(iv.low)}-{_pct(iv.high)}]"
+                out.append(f'<rect x="{x:.1f}" y="{y(iv.value):.1f}" width="{bar - 2}" height="{height * iv.value:.1f}"'
+                           f' fill="{color}" fill-opacity="{1.0 if k == 0 else 0.45}"><title>{_e(title)}</title></rect>')
+                if not math.isnan(iv.low):
+                    cx = x + (bar - 2) / 2
+                    out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(iv.high):.1f}" y2="{y(iv.low):.1f}" class="whisker"/>')
+    for s, system in enumerate(systems):
+        ly = top + height + 26 + 16 * s
+        out.append(f'<rect x="{left}" y="{ly}" width="10" height="10" fill="{PALETTE[s % len(PALETTE)]}"/>'
+                   f'<text x="{left + 14}" y="{ly + 9}" class="tick">{_e(_label(*system, set()))}'
+                   " (solid: Org, pale: Core)</text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _depth(report: Report) -> str:
+    m = report.metrics
+    if len(m.ratios) < 2:
+        return ""
+    ratios = sorted(m.ratios, reverse=True)
+    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], _cond_key(k[1]), k[2], k[3]))
+    rows = []
+    for domain, condition, model, mode in keys:
+        org = m.group(domain, condition, model, mode, None)
+        cells = [_e(domain), _e(condition), _e(_label(model, mode, set())), _pct(org.org.value) if org else "-"]
+        for r in ratios:
+            g = m.group(domain, condition, model, mode, r)
+            cells.append(_pct(g.core.value) if g else "-")
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    head = ["domain", "condition", "model", "Org"] + [f"Core@{r:g}" for r in ratios]
+    return ("<h3>Depth profile: Core across summary ratios (%)</h3><table><thead><tr>"
+            + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: list[str]) -> str:
+    css = (HERE / "html_report.css").read_text(encoding="utf-8")
+    js = (HERE / "html_report.js").read_text(encoding="utf-8")
+    m = report.metrics
+    warnings = "".join(f"<li>{_e(_clean(w.message))}</li>" for w in report.warnings)
+    runs = ", ".join(runs_covered(m))
+    ratio = report.ratio
+    summary = (f"{len(index)} instructions; judges: {_e(', '.join(m.raters)) or '-'}; runs: {_e(runs) or '-'};"
+               f" summary ratio {ratio:g}" if ratio is not None else f"{len(index)} instructions")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        # No request leaves the page: the policy forbids every fetch, image and frame source.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline';"
+        " script-src 'unsafe-inline'; img-src data:\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>unspecific report</title><style>{css}</style></head><body>"
+        "<header><h1>unspecific report</h1>"
+        f"<p class=\"meta\">{summary}. Org = share of constraints satisfied by the full response; Core = on its"
+        " summary; superficial = share of satisfied constraints that flipped (per judge, then averaged). Missing"
+        " verdicts are left out and counted in the coverage.</p></header>"
+        f"<main><section id=\"tables\"><h2>Condition x model</h2>{_tables(report)}{_depth(report)}"
+        + (f"<section id=\"warnings\"><h3>{len(report.warnings)} warning(s)</h3><ul>{warnings}</ul></section>"
+           if warnings else "")
+        + "</section><section id=\"instructions\"><h2>Instructions</h2><div id=\"filter\"></div>"
+        "<div id=\"index\"></div></section><section id=\"audit\" hidden></section></main>"
+        f"<script type=\"application/json\" id=\"meta\">{_json_block(meta)}</script>"
+        f"<script type=\"application/json\" id=\"index-data\">{_json_block(index)}</script>"
+        f"<script>{js}</script>\n" + "\n".join(blocks) + "\n</body></html>\n"
+    )

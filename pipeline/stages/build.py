@@ -1,0 +1,522 @@
+"""A build: instructions for the chosen conditions (single | none | direct | eval) of each pair.
+
+Three stages, each resumable and usable alone (the app's step mode):
+- ``run_synthesize``: per pair, the single-article synthesis (from A) and the common synthesis
+  (from A and B), done ONCE and copied into each common condition's instruction. The shared
+  synthesis lives in the ``none`` instruction, or, when ``none`` is not built, in an
+  instruction of condition ``common`` (status ``source``) that is never a condition itself.
+- ``run_base``: per eval instruction, the constraint-blind base article (once per pair) and
+  the base article's verdicts on every constraint.
+- ``run_revise``: direct and eval revision with lineage, then for every instruction the
+  quality flags (and, optionally, the LLM contradiction check); status ``done``.
+
+Every unit commits as it finishes (and every LLM call is cached by the client), so a killed
+build started again with the same run id repeats no paid call for stored work. Units run
+through pipeline.stages.units (the runner evaluate and naturalness use too), concurrently up to the
+generator endpoint's concurrency, under its ``FAIL_FAST`` policy: an unusable reply fails its
+instruction, any other error stops the build. ``stop`` is checked before each unit starts and
+``max_units`` bounds how many a call processes.
+
+Instruction status: pending -> synthesized -> [base_judged ->] [revised ->] done, or failed
+(with ``error``); a failed instruction is retried by the next build of the same run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from functools import partial
+from typing import Any
+
+from pipeline.analysis.flags import FlagSettings, check_contradictions, flag_instruction
+from pipeline.core.config import Config
+from pipeline.core.errors import BatchPending, ParseError, StageError
+from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
+from pipeline.llm.client import LLMClient, Usage, usage_scope
+from pipeline.stages.judging import MODES
+from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
+from pipeline.stages.runs import create_run, recording
+from pipeline.stages.synthesis import (
+    COMMON_CONDITIONS,
+    COMMON_SOURCE,
+    CONDITIONS,
+    copy_synthesis,
+    get_or_create_instruction,
+    set_status,
+    synthesize_common,
+    synthesize_single,
+    write_synthesis,
+)
+from pipeline.stages.units import FAIL_FAST, Budget, RunUsage, StageSummary, Unit, run_units
+from pipeline.store.database import Store
+
+RULES = ("paper", "research")
+STAGES = ("synthesize", "base", "revise")
+# Statuses of an instruction whose constraints are in place.
+_HAS_CONSTRAINTS = ("synthesized", "base_judged", "revised", "done", "source")
+
+
+@dataclass
+class BuildOptions:
+    domain: str = "news"
+    n: int = 25  # pairs (one instruction per pair and condition)
+    conditions: tuple[str, ...] = CONDITIONS
+    n_constraints: int = 39
+    words: int = 500  # base article length
+    rule: str = "paper"  # which pairing to build on
+    run_id: str | None = None
+    contradictions: bool = False
+    embedder: str | None = None  # for the specificity-leak flag; None = lexical only
+    judging_mode: str = "batched"
+    # Rounds asking for exactly the missing items when a reply is short; then a recorded failure.
+    # One is the method's contract; small local models need a few more to reach 39.
+    repair_rounds: int = 1
+    generator: str | None = None  # endpoint name (default: roles.generator)
+    base_judge: str | None = None  # endpoint name (default: the first of roles.judges)
+    pair_ids: tuple[int, ...] | None = None  # these pairs only (the demo's, one at a time); None: the first n
+
+    @classmethod
+    def from_config(cls, config: Config, **overrides: Any) -> BuildOptions:
+        """Defaults from the [build] section of the config, then the given overrides (None = unset)."""
+        section = config.settings.get("build", {})
+        values: dict[str, Any] = {}
+        for key, setting in (("n", "n_instructions"), ("n_constraints", "n_constraints"), ("words", "article_words"),
+                             ("rule", "rule"), ("contradictions", "contradictions"), ("embedder", "embedder"),
+                             ("judging_mode", "judging_mode"), ("generator", "generator"), ("base_judge", "base_judge"),
+                             ("domain", "domain"), ("conditions", "conditions"),
+                             ("repair_rounds", "repair_rounds")):
+            if setting in section:
+                values[key] = section[setting]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if isinstance(values.get("conditions"), str):
+            values["conditions"] = [c.strip() for c in values["conditions"].split(",") if c.strip()]
+        if "conditions" in values:
+            if not isinstance(values["conditions"], (list, tuple)) or not all(isinstance(c, str) for c in values["conditions"]):
+                raise StageError(f"{config.path or 'config'} [build] conditions: a list of condition names "
+                                 f"(single, none, direct, eval), got {values['conditions']!r}")
+            values["conditions"] = tuple(values["conditions"])
+        options = cls(**values)
+        options.validate(config)
+        return options
+
+    def validate(self, config: Config) -> None:
+        where = f"{config.path or 'config'} [build] / command line"
+        unknown = [c for c in self.conditions if c not in CONDITIONS]
+        if unknown or not self.conditions:
+            raise StageError(f"{where}: conditions must be some of {', '.join(CONDITIONS)}, got {', '.join(self.conditions) or 'none'}")
+        for name, value, low in (("n", self.n, 1), ("n_constraints", self.n_constraints, 1), ("words", self.words, 30),
+                                 ("repair_rounds", self.repair_rounds, 0)):
+            if not isinstance(value, int) or value < low:
+                raise StageError(f"{where}: {name} must be a whole number >= {low}, got {value!r}")
+        if self.rule not in RULES:
+            raise StageError(f"{where}: rule must be one of {', '.join(RULES)}, got {self.rule!r}")
+        if self.judging_mode not in MODES:
+            raise StageError(f"{where}: judging_mode must be one of {', '.join(MODES)}, got {self.judging_mode!r}")
+        config.endpoint(self.generator_name(config))
+        config.endpoint(self.judge_name(config))
+
+    def generator_name(self, config: Config) -> str:
+        return self.generator or config.roles.generator
+
+    def judge_name(self, config: Config) -> str:
+        return self.base_judge or config.roles.judges[0]
+
+    def endpoints(self, config: Config) -> list[str]:
+        """The endpoints a build calls (so only those decide whether the local server starts)."""
+        names = [self.generator_name(config)]
+        if "eval" in self.conditions:
+            names.append(self.judge_name(config))
+        return names
+
+    @property
+    def common(self) -> list[str]:
+        return [c for c in COMMON_CONDITIONS if c in self.conditions]
+
+    @property
+    def holder(self) -> str:
+        return "none" if "none" in self.conditions else COMMON_SOURCE
+
+
+@dataclass
+class ConditionReport:
+    condition: str
+    instructions: int  # done
+    failed: int
+    unfinished: int  # pending or between stages
+    constraints: int  # active constraints of done instructions
+    replaced: int  # of those, revisions
+    flags: dict[str, int]
+    usage: Usage
+
+    @property
+    def replaced_share(self) -> float:
+        return self.replaced / self.constraints if self.constraints else 0.0
+
+
+@dataclass
+class BuildSummary:
+    run_id: str
+    stages: list[StageSummary]
+    conditions: list[ConditionReport]
+    usage: Usage  # this invocation
+    complete: bool
+
+
+# -- pairs and runs ------------------------------------------------------------------------------
+
+
+def select_pairs(store: Store, options: BuildOptions) -> list[dict[str, Any]]:
+    if options.pair_ids is not None:
+        marks = ",".join("?" * len(options.pair_ids))
+        pairs = store.query(f"SELECT * FROM pairs WHERE domain = ? AND rule = ? AND id IN ({marks}) ORDER BY id",
+                            [options.domain, options.rule, *options.pair_ids])
+    else:
+        pairs = store.query("SELECT * FROM pairs WHERE domain = ? AND rule = ? ORDER BY id LIMIT ?",
+                            [options.domain, options.rule, options.n])
+    if not pairs:
+        raise StageError(
+            f"{store.path}: no pairs for domain '{options.domain}' with rule '{options.rule}'; "
+            f"run `unspecific pair --domain {options.domain}` first"
+        )
+    return pairs
+
+
+def start_build_run(store: Store, config: Config, options: BuildOptions) -> BuildOptions:
+    """Create (or reopen) the run record; returns the options with ``run_id`` set.
+
+    Without a run id, the id is derived from what the build makes (``build_identity``): an
+    identical command resumes its run, whose finished instructions are kept, rather than
+    building the same instructions a second time (which would count each pair twice)."""
+    opts = asdict(options)
+    opts["conditions"] = list(options.conditions)
+    run_id = options.run_id or default_run_id(config, options)
+    run_id = create_run(store, "build", config, name=f"build {options.domain}", options=opts, run_id=run_id)
+    return replace(options, run_id=run_id)
+
+
+def build_identity(config: Config, options: BuildOptions) -> dict[str, Any]:
+    """What decides a build's instructions: its options, and the generator's and base judge's
+    model and address. Not concurrency, timeouts, prices or keys: changing those is the same build."""
+    opts = asdict(options)
+    opts.pop("run_id")
+    if opts["pair_ids"] is None:
+        opts.pop("pair_ids")  # unset, a build's identity is what it was before the field existed
+    opts["conditions"] = sorted(options.conditions)
+    endpoints = {}
+    for role, name in (("generator", options.generator_name(config)), ("base_judge", options.judge_name(config))):
+        endpoint = config.endpoint(name)
+        endpoints[role] = {"base_url": endpoint.base_url, "model": endpoint.model, "extra_body": endpoint.extra_body}
+    return {"options": opts, "endpoints": endpoints}
+
+
+def default_run_id(config: Config, options: BuildOptions) -> str:
+    digest = hashlib.sha256(json.dumps(build_identity(config, options), sort_keys=True, default=str).encode())
+    return f"build-{options.domain}-{digest.hexdigest()[:10]}"
+
+
+def _run_id(options: BuildOptions) -> str:
+    if not options.run_id:
+        raise StageError("a build stage needs a run id: start the run first (start_build_run)")
+    return options.run_id
+
+
+def _text(store: Store, article_id: int) -> str:
+    row = store.one("SELECT text_hash FROM articles WHERE id = ?", [article_id])
+    if row is None:
+        raise StageError(f"{store.path}: article {article_id} named by a pair is not in the store")
+    return store.get_text(row["text_hash"])
+
+
+# -- units (run by pipeline.stages.units) ----------------------------------------------------------------
+
+
+def _usage_for(summary: StageSummary, condition: str) -> Usage:
+    return summary.usage.setdefault(condition, Usage())
+
+
+def _concurrency(config: Config, options: BuildOptions) -> int:
+    return config.endpoint(options.generator_name(config)).concurrency
+
+
+def _fail(store: Store, instruction_id: int, exc: Exception) -> str:
+    """Record the instruction as failed (the next build of the run retries it); the unit's failure
+    is reported by the runner."""
+    set_status(store, instruction_id, "failed", str(exc))
+    return f"instruction {instruction_id}: {exc}"
+
+
+def _has_constraints(store: Store, instruction_id: int) -> bool:
+    return bool(store.scalar("SELECT count(*) FROM constraints WHERE instruction_id = ?", [instruction_id]))
+
+
+# -- stage 1: synthesis ---------------------------------------------------------------------------
+
+
+def _pair_instructions(store: Store, run_id: str, pair: dict[str, Any], options: BuildOptions) -> list[tuple[str, int | None]]:
+    """(condition, article_b) of every instruction this pair needs, the shared holder included."""
+    wanted: list[tuple[str, int | None]] = []
+    if "single" in options.conditions:
+        wanted.append(("single", None))
+    if options.common:
+        wanted.append((options.holder, pair["article_b"]))
+        wanted += [(c, pair["article_b"]) for c in options.common if c != options.holder]
+    return wanted
+
+
+def _needs_synthesis(store: Store, run_id: str, pair: dict[str, Any], options: BuildOptions) -> bool:
+    for condition, b in _pair_instructions(store, run_id, pair, options):
+        row = store.one(
+            "SELECT status FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ? AND article_b IS ?",
+            [run_id, condition, pair["article_a"], b],
+        )
+        if row is None or row["status"] in ("pending", "failed"):
+            return True
+    return False
+
+
+async def run_synthesize(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
+                         progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                         max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
+    """Per pair: the single synthesis and the shared common synthesis, copied into each common
+    condition. One unit = one pair."""
+    run_id = _run_id(options)
+    summary = StageSummary("synthesize")
+    generator = options.generator_name(config)
+    n = options.n_constraints
+    pairs = [p for p in select_pairs(store, options) if _needs_synthesis(store, run_id, p, options)]
+
+    def instruction(condition: str, pair: dict[str, Any], b: int | None) -> dict[str, Any]:
+        return get_or_create_instruction(store, run_id, condition, domain=options.domain, pair_id=pair["id"],
+                                         article_a=pair["article_a"], article_b=b, n=n)
+
+    def reopen(inst: dict[str, Any], status: str) -> bool:
+        """A failed instruction whose constraints are stored failed later on: go back one stage."""
+        if inst["status"] == "failed" and _has_constraints(store, inst["id"]):
+            # A revision is committed with status 'revised': never judge or revise twice.
+            revised = store.scalar(
+                "SELECT count(*) FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]]
+            )
+            set_status(store, inst["id"], "revised" if revised else status)
+            return True
+        return inst["status"] not in ("pending", "failed")
+
+    async def work(pair: dict[str, Any]) -> str:
+        failed: list[str] = []  # instructions of this pair recorded as failed
+        waiting: BatchPending | None = None  # batch mode: the single list waits; the common one is still asked
+        if "single" in options.conditions:
+            inst = instruction("single", pair, None)
+            if not reopen(inst, "synthesized"):
+                with usage_scope(_usage_for(summary, "single")):
+                    try:
+                        result = await synthesize_single(client, generator, _text(store, pair["article_a"]), n,
+                                                         domain=options.domain, repair_rounds=options.repair_rounds)
+                    except ParseError as exc:
+                        failed.append(_fail(store, inst["id"], exc))
+                    except BatchPending as exc:
+                        waiting = exc
+                    else:
+                        write_synthesis(store, inst["id"], result, status="synthesized")
+        if options.common:
+            b = pair["article_b"]
+            holder_status = "synthesized" if options.holder == "none" else "source"
+            holder = instruction(options.holder, pair, b)
+            if not reopen(holder, holder_status):
+                with usage_scope(_usage_for(summary, "common")):
+                    try:
+                        result = await synthesize_common(
+                            client, generator, _text(store, pair["article_a"]), _text(store, b), n,
+                            domain=options.domain, seed=f"{pair['article_a']}-{b}",
+                            repair_rounds=options.repair_rounds,
+                        )
+                    except ParseError as exc:
+                        failed.append(_fail(store, holder["id"], exc))
+                    else:
+                        write_synthesis(store, holder["id"], result, status=holder_status)
+            if waiting is None:
+                holder = instruction(options.holder, pair, b)
+                for condition in options.common:
+                    if condition == options.holder:
+                        continue
+                    inst = instruction(condition, pair, b)
+                    if reopen(inst, "synthesized"):
+                        continue
+                    if holder["status"] in _HAS_CONSTRAINTS:
+                        copy_synthesis(store, holder["id"], inst["id"])
+                    else:
+                        failed.append(_fail(store, inst["id"],
+                                            StageError(f"the common synthesis failed: {holder['error']}")))
+        if waiting is not None:
+            raise waiting
+        if failed:  # a reply that stayed unusable: the runner records the unit's failure
+            raise ParseError("; ".join(failed))
+        return f"pair {pair['id']}: synthesized"
+
+    units = [Unit(f"pair {p['id']} (articles {p['article_a']} and {p['article_b']})", partial(work, p)) for p in pairs]
+    return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
+                           progress=progress, stop=stop, budget=budget or Budget(max_units),
+                           usage=RunUsage(store, run_id, client.usage))
+
+
+# -- stage 2: the base article ----------------------------------------------------------------------
+
+
+async def run_base(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
+                   progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                   max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
+    """Per eval instruction: the base article (written once) and its verdicts on every constraint."""
+    run_id = _run_id(options)
+    summary = StageSummary("base")
+    instructions = store.query(
+        "SELECT * FROM instructions WHERE run_id = ? AND condition = 'eval' AND status = 'synthesized' ORDER BY id", [run_id]
+    ) if "eval" in options.conditions else []
+    generator, judge = options.generator_name(config), options.judge_name(config)
+
+    async def work(inst: dict[str, Any]) -> str:
+        with usage_scope(_usage_for(summary, "eval")):
+            try:
+                gen_id = await write_base_article(store, client, generator, inst["id"], inst["main_task"] or "", options.words)
+                await judge_base(store, client, judge, inst["id"], gen_id, options.judging_mode)
+            except ParseError as exc:
+                _fail(store, inst["id"], exc)
+                raise
+        set_status(store, inst["id"], "base_judged", base_generation_id=gen_id)
+        return f"instruction {inst['id']} (eval): base article {gen_id} written and judged"
+
+    units = [Unit(f"instruction {i['id']} (eval)", partial(work, i)) for i in instructions]
+    return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
+                           progress=progress, stop=stop, budget=budget or Budget(max_units),
+                           usage=RunUsage(store, run_id, client.usage))
+
+
+# -- stage 3: revision, flags, contradictions ---------------------------------------------------------
+
+
+async def run_revise(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
+                     progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                     max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
+    """Revise direct and eval instructions (lineage kept), then flag every instruction; status done."""
+    run_id = _run_id(options)
+    summary = StageSummary("revise")
+    conditions = list(options.conditions)
+    marks = ",".join("?" * len(conditions))
+    instructions = store.query(
+        f"SELECT * FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND ("
+        " (condition IN ('single', 'none') AND status = 'synthesized')"
+        " OR (condition = 'direct' AND status IN ('synthesized', 'revised'))"
+        " OR (condition = 'eval' AND status IN ('base_judged', 'revised'))) ORDER BY id",
+        [run_id, *conditions],
+    )
+    generator, judge = options.generator_name(config), options.judge_name(config)
+    settings = FlagSettings.from_config(config.settings.get("build", {}))
+    embedder = None
+    if options.embedder:
+        from pipeline.analysis.embeddings import get_embedder
+
+        embedder = get_embedder(options.embedder)
+
+    async def work(inst: dict[str, Any]) -> str:
+        condition = inst["condition"]
+        with usage_scope(_usage_for(summary, condition)):
+            try:
+                if inst["status"] != "revised":
+                    if condition == "direct":
+                        result = await revise_direct(store, client, generator, inst, repair_rounds=options.repair_rounds)
+                    elif condition == "eval":
+                        result = await revise_eval(store, client, generator, inst, judge=judge, mode=options.judging_mode,
+                                                   repair_rounds=options.repair_rounds)
+                    else:
+                        result = None
+                    if result is not None:
+                        progress(ProgressEvent("revise", 0, 0, f"instruction {inst['id']} ({condition}): "
+                                               f"{result.replaced} constraints replaced"
+                                               + (f"; {result.unshown} Yes on the base article kept, their quotes"
+                                                  " not in it" if result.unshown else ""), kind="log"))
+                flag_instruction(store, inst["id"], settings, embedder)
+                if options.contradictions:
+                    await check_contradictions(store, client, generator, inst["id"])
+            except ParseError as exc:
+                _fail(store, inst["id"], exc)
+                raise
+        set_status(store, inst["id"], "done")
+        return f"instruction {inst['id']} ({condition}): done"
+
+    units = [Unit(f"instruction {i['id']} ({i['condition']})", partial(work, i)) for i in instructions]
+    return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
+                           progress=progress, stop=stop, budget=budget or Budget(max_units),
+                           usage=RunUsage(store, run_id, client.usage))
+
+
+# -- the whole build -------------------------------------------------------------------------------------
+
+STAGE_FUNCTIONS = {"synthesize": run_synthesize, "base": run_base, "revise": run_revise}
+
+
+async def run_build(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
+                    progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                    max_units: int | None = None, stages: Sequence[str] = STAGES) -> BuildSummary:
+    """Run the stages in order over the chosen conditions, recording the run and its usage."""
+    options = start_build_run(store, config, options)  # creates the run, or reopens it as running
+    run_id = _run_id(options)
+    if client.run_id is None:
+        client.run_id = run_id
+    start = Usage(**client.usage.as_dict())
+    budget = Budget(max_units)  # shared by the stages of this call
+    summaries: list[StageSummary] = []
+    with recording(store, run_id) as end:
+        for name in stages:
+            if (stop is not None and stop) or budget.exhausted:
+                break
+            s = await STAGE_FUNCTIONS[name](store, config, client, options, progress=progress, stop=stop, budget=budget)
+            summaries.append(s)
+        complete = is_complete(store, run_id, options)
+        end.status = "done" if complete else "paused"
+    usage = Usage(**{k: getattr(client.usage, k) - getattr(start, k) for k in start.as_dict()})
+    merged: dict[str, Usage] = {}
+    for s in summaries:
+        for cond, u in s.usage.items():
+            merged.setdefault(cond, Usage()).add(u)
+    return BuildSummary(run_id, summaries, condition_reports(store, run_id, options, merged), usage, complete)
+
+
+def is_complete(store: Store, run_id: str, options: BuildOptions) -> bool:
+    """Every chosen condition has a finished (done or failed) instruction for every selected pair."""
+    pairs = select_pairs(store, options)
+    marks = ",".join("?" * len(options.conditions))
+    finished = store.scalar(
+        f"SELECT count(*) FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND status IN ('done', 'failed')",
+        [run_id, *options.conditions],
+    )
+    return finished >= len(pairs) * len(options.conditions)
+
+
+def condition_reports(store: Store, run_id: str, options: BuildOptions,
+                      usage: dict[str, Usage] | None = None) -> list[ConditionReport]:
+    """Per condition, from the store (so a resumed run reports all of its work) and this call's usage.
+    The shared common synthesis is reported as its own row, ``common``."""
+    usage = usage or {}
+    reports = []
+    rows = list(options.conditions)
+    if options.common:
+        rows.insert(1 if "single" in rows else 0, "common")
+    for cond in rows:
+        if cond == "common":
+            reports.append(ConditionReport("common", 0, 0, 0, 0, 0, {}, usage.get("common", Usage())))
+            continue
+        counts = {r["status"]: r["n"] for r in store.query(
+            "SELECT status, count(*) AS n FROM instructions WHERE run_id = ? AND condition = ? GROUP BY status", [run_id, cond])}
+        done_ids = "SELECT id FROM instructions WHERE run_id = ? AND condition = ? AND status = 'done'"
+        constraints = store.scalar(
+            f"SELECT count(*) FROM constraints WHERE active = 1 AND instruction_id IN ({done_ids})", [run_id, cond])
+        replaced = store.scalar(
+            f"SELECT count(*) FROM constraints WHERE active = 1 AND origin = 'revised' AND instruction_id IN ({done_ids})",
+            [run_id, cond])
+        flags = {r["flag"]: r["n"] for r in store.query(
+            "SELECT f.flag, count(*) AS n FROM constraint_flags f JOIN constraints c ON c.id = f.constraint_id"
+            f" WHERE c.active = 1 AND c.instruction_id IN ({done_ids}) GROUP BY f.flag", [run_id, cond])}
+        done, failed = counts.get("done", 0), counts.get("failed", 0)
+        unfinished = sum(counts.values()) - done - failed
+        reports.append(ConditionReport(cond, done, failed, unfinished, constraints or 0, replaced or 0, flags,
+                                       usage.get(cond, Usage())))
+    return reports

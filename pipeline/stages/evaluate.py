@@ -1,0 +1,529 @@
+"""The evaluation stage: responses, summaries and verdicts (METHOD.md part 3, "Judging").
+
+Three steps, each runnable alone (the app's step mode) and all three by ``run_evaluate``:
+- ``run_respond``: a response per selected instruction and model under test (mode direct or edit);
+- ``run_summarize``: a summary of each response at each ratio (default 0.25);
+- ``run_judge``: every active constraint judged on each response and summary by every judge.
+
+A unit of work is one response, one summary, or one (text, judge) judging; each is committed
+as it finishes and found again on a re-run, so a killed run resumes without paying twice.
+Units run through pipeline.stages.units (the runner build and naturalness use too) under its
+``RECORD_AND_CONTINUE`` policy: a unit that fails (the endpoint gave up, a reply that stayed
+unusable) is logged and counted, and the others go on; only a string of endpoint failures in a
+row (a dead endpoint, a wrong key) stops the step. ``rejudge`` skips the first two steps: a new
+judge, or a changed judge prompt (its hash is part of each verdict's key), re-scores stored
+texts without regenerating them.
+
+Judging is checked, not trusted: a judge whose every verdict on ``MAX_UNUSABLE_IN_A_ROW``
+texts in a row is missing (its replies could not be parsed) stops the step, showing one raw
+reply; and after judging, the coverage of each group judged (pipeline.analysis.coverage) is compared
+with ``min_coverage``: the CLI exits non-zero when a group is under it.
+
+Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` ("batched" or
+"per_constraint"), ``mode`` ("direct" or "edit"), ``response_words`` (500),
+``summary_slack`` (0.5: a summary outside 0.5x-1.5x of its target is asked again once, then fails;
+false: any length),
+``min_coverage`` (0.95).
+Roles: ``models_under_test``, ``judges``, ``summarizer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pipeline.analysis.coverage import MIN_COVERAGE, Coverage, GroupKey, group_coverage, low_groups
+from pipeline.core.config import Config
+from pipeline.core.errors import StageError, UnusableEndpointError
+from pipeline.core.progress import ProgressHook, StopFlag, no_progress
+from pipeline.llm.client import LLMClient
+from pipeline.stages.generation import MODES as RESPONSE_MODES
+from pipeline.stages.generation import SUMMARY_SLACK, active_constraints, respond, summarize
+from pipeline.stages.judging import MODES as JUDGING_MODES
+from pipeline.stages.judging import JudgeSummary, judge_generation, judge_generation_pending
+from pipeline.stages.units import RECORD_AND_CONTINUE, Budget, Failure, RunUsage, StageSummary, Unit, run_units
+from pipeline.store.database import Store
+from pipeline.store.scores import refresh_text_scores
+
+DEFAULT_RATIOS = (0.25,)
+DEFAULT_WORDS = 500
+# Texts in a row on which a judge gave no usable verdict at all: then its replies are junk (a
+# wrong model, a proxy's error page with 200 OK) and judging stops. Three: one bad text is
+# chance, three in a row with repair rounds between is the endpoint.
+MAX_UNUSABLE_IN_A_ROW = 3
+MAX_PARALLEL = 32
+
+
+@dataclass
+class EvaluateOptions:
+    """What to evaluate. ``None`` means: the config's default (roles and [evaluate])."""
+
+    build_run: str | None = None
+    models: list[str] | None = None
+    mode: str | None = None  # direct | edit
+    ratios: list[float] | None = None
+    judges: list[str] | None = None
+    judging: str | None = None  # batched | per_constraint
+    conditions: list[str] | None = None
+    domain: str | None = None
+    instruction_ids: list[int] | None = None
+    rejudge: bool = False  # judge stored texts only: no new responses or summaries
+    response_words: int | None = None
+    parallel: int | None = None  # units in flight at once (the client limits each endpoint)
+    # Models whose responses were imported (pipeline.importing.importer.imported_models): named like
+    # endpoints in ``models``, but their responses are only summarised and judged, never written.
+    imported_models: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Options resolved against the config and checked."""
+
+    build_run: str | None
+    models: tuple[str, ...] | None  # None: every model with stored responses (rejudge)
+    mode: str | None  # None: both modes (rejudge)
+    ratios: tuple[float, ...] | None  # None: every stored ratio (rejudge)
+    judges: tuple[str, ...]
+    judging: str
+    summarizer: str
+    conditions: tuple[str, ...] | None
+    domain: str | None
+    instruction_ids: tuple[int, ...] | None
+    rejudge: bool
+    response_words: int
+    parallel: int
+    summary_slack: float | None  # None: never ask a long summary to shorten
+    min_coverage: float = MIN_COVERAGE  # a judged group under it fails the evaluation
+    imported: tuple[str, ...] = ()  # models of imported responses: no endpoint, never asked to respond
+
+
+def resolve(config: Config, options: EvaluateOptions) -> Plan:
+    """Fill defaults from the config and check every name, mode and ratio."""
+    section = "evaluate"
+    rejudge = options.rejudge
+    imported = tuple(options.imported_models or ())
+    # Imported responses are evaluated by default, beside the models under test: they were
+    # brought in to be summarised and judged like the project's own.
+    models = options.models or (None if rejudge else list(dict.fromkeys([*config.roles.models_under_test, *imported])))
+    judges = options.judges or list(config.roles.judges)
+    for name in [*(m for m in models or [] if m not in imported), *judges, config.roles.summarizer]:
+        config.endpoint(name)  # ConfigError naming the unknown endpoint
+    where = f"{config.path or 'config'} [evaluate]"
+    mode = options.mode or (None if rejudge else config.setting(section, "mode", "direct"))
+    if mode is not None and mode not in RESPONSE_MODES:
+        raise StageError(f"{where} mode / --mode: one of {', '.join(RESPONSE_MODES)}, got {mode!r}")
+    raw_ratios = config.setting(section, "ratios", list(DEFAULT_RATIOS))
+    if not isinstance(raw_ratios, list):
+        raise StageError(f"{where} ratios: a list of numbers between 0 and 1 (e.g. [0.5, 0.25]), got {raw_ratios!r}")
+    ratios = options.ratios or (None if rejudge else list(raw_ratios))
+    for r in ratios or []:
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
+            raise StageError(f"{where} ratios / --ratios: each summary ratio must be a number between 0 and 1, got {r!r}")
+    judging = options.judging or config.setting(section, "judging", "batched")
+    if judging not in JUDGING_MODES:
+        raise StageError(f"{where} judging / --judging: one of {', '.join(JUDGING_MODES)}, got {judging!r}")
+    words = options.response_words or config.setting(section, "response_words", DEFAULT_WORDS)
+    if isinstance(words, bool) or not isinstance(words, int):
+        raise StageError(f"{where} response_words: a whole number of words, got {words!r}")
+    if words < 20:
+        raise StageError(f"{where} response_words / --words: at least 20, got {words}")
+    slack = config.setting(section, "summary_slack", SUMMARY_SLACK)
+    if slack is False or (slack is not None and (isinstance(slack, bool) or not isinstance(slack, (int, float)) or slack < 0)):
+        if slack is not False:
+            raise StageError(f"{where} summary_slack: a number >= 0 (or false), got {slack!r}")
+        slack = None
+    min_coverage = config.setting(section, "min_coverage", MIN_COVERAGE)
+    if isinstance(min_coverage, bool) or not isinstance(min_coverage, (int, float)) or not 0 <= min_coverage <= 1:
+        raise StageError(f"{where} min_coverage: a share between 0 and 1 (e.g. 0.95), got {min_coverage!r}")
+    names = {m for m in models or config.roles.models_under_test if m not in imported} | set(judges) \
+        | {config.roles.summarizer}
+    parallel = options.parallel or min(MAX_PARALLEL, sum(config.endpoint(n).concurrency for n in names))
+    return Plan(
+        build_run=options.build_run,
+        models=tuple(dict.fromkeys(models)) if models else None,
+        mode=mode,
+        ratios=tuple(sorted({float(r) for r in ratios}, reverse=True)) if ratios else None,
+        judges=tuple(dict.fromkeys(judges)),
+        judging=judging,
+        summarizer=config.roles.summarizer,
+        conditions=tuple(options.conditions) if options.conditions else None,
+        domain=options.domain,
+        instruction_ids=tuple(options.instruction_ids) if options.instruction_ids else None,
+        rejudge=rejudge,
+        response_words=words,
+        parallel=max(1, parallel),
+        summary_slack=None if slack is None else float(slack),
+        min_coverage=float(min_coverage),
+        imported=imported,
+    )
+
+
+# -- summaries of what happened ---------------------------------------------------------------
+
+
+@dataclass
+class EvaluateSummary:
+    stages: dict[str, StageSummary] = field(default_factory=dict)
+    run_id: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    halted: bool = False  # later steps were not run (stop flag or unit budget)
+    min_coverage: float = MIN_COVERAGE  # the plan's, for whoever prints the result
+    batches: list[Any] = field(default_factory=list)  # batch mode: pipeline.llm.batch.Submitted, sent at the end
+
+    @property
+    def deferred(self) -> int:
+        return sum(s.deferred for s in self.stages.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(s.failed for s in self.stages.values())
+
+    @property
+    def stopped(self) -> bool:
+        return self.halted or any(s.stopped for s in self.stages.values())
+
+    @property
+    def failures(self) -> list[Failure]:
+        return [f for s in self.stages.values() for f in s.failures]
+
+    @property
+    def coverage(self) -> dict[GroupKey, Coverage]:
+        judge = self.stages.get("judge")
+        return judge.coverage if judge is not None else {}
+
+    def low_coverage(self, threshold: float = MIN_COVERAGE) -> list[tuple[GroupKey, Coverage]]:
+        """Groups judged under ``threshold``; nothing when judging stopped early or waits on a
+        batch (not finished)."""
+        return [] if self.stopped or self.deferred else low_groups(self.coverage, threshold)
+
+
+# -- selection ----------------------------------------------------------------------------------
+
+
+def select_instructions(store: Store, plan: Plan) -> list[int]:
+    """Finished instructions matching the filters, in id order."""
+    sql = "SELECT id FROM instructions WHERE status = 'done'"
+    params: list[Any] = []
+    if plan.build_run:
+        sql += " AND run_id = ?"
+        params.append(plan.build_run)
+    if plan.conditions:
+        sql += f" AND condition IN ({', '.join('?' for _ in plan.conditions)})"
+        params += list(plan.conditions)
+    if plan.domain:
+        sql += " AND domain = ?"
+        params.append(plan.domain)
+    if plan.instruction_ids:
+        sql += f" AND id IN ({', '.join('?' for _ in plan.instruction_ids)})"
+        params += list(plan.instruction_ids)
+    return [r[0] for r in store.conn.execute(sql + " ORDER BY id", params)]
+
+
+def check_selection(store: Store, plan: Plan) -> None:
+    """A filter that matches nothing is a mistake (a typo), not an order to do nothing: raise
+    StageError naming it. Each filter is checked alone first, so the message names the one that
+    is wrong; then together. Without filters an empty selection is left alone."""
+    checks: list[tuple[str, str, list[Any]]] = []
+    if plan.build_run:
+        checks.append((f"--run {plan.build_run}", "run_id = ?", [plan.build_run]))
+    if plan.domain:
+        checks.append((f"--domain {plan.domain}", "domain = ?", [plan.domain]))
+    for condition in plan.conditions or ():
+        checks.append((f"--conditions: {condition}", "condition = ?", [condition]))
+    for iid in plan.instruction_ids or ():
+        checks.append((f"--instructions: {iid}", "id = ?", [iid]))
+    if not checks:
+        return
+    for name, where, params in checks:
+        if store.scalar(f"SELECT 1 FROM instructions WHERE {where} LIMIT 1", params) is None:
+            raise StageError(f"{name} matches no instruction in {store.path}{_present(store, name)}; nothing was run")
+    if not select_instructions(store, plan):
+        given = ", ".join(name for name, _, _ in checks)
+        raise StageError(f"no finished instruction matches all of {given} together in {store.path} (each matches "
+                         "something alone; unfinished instructions are not evaluated); nothing was run")
+
+
+def _present(store: Store, name: str) -> str:
+    """What the filter could have named: ' (build runs: a, b)'."""
+    column = {"--run": "run_id", "--domain": "domain", "--conditions": "condition"}.get(name.split()[0].rstrip(":"))
+    if column is None:
+        return ""
+    values = [r[0] for r in store.conn.execute(
+        f"SELECT DISTINCT {column} FROM instructions WHERE {column} IS NOT NULL ORDER BY {column} LIMIT 12")]
+    label = {"run_id": "build runs", "domain": "domains", "condition": "conditions"}[column]
+    return f" ({label} here: {', '.join(values)})" if values else " (it has no instructions yet)"
+
+
+def _stored_responses(store: Store, plan: Plan, instructions: Sequence[int]) -> list[dict[str, Any]]:
+    if not instructions:
+        return []
+    sql = (f"SELECT id, instruction_id, model, mode FROM generations WHERE kind = 'response'"
+           f" AND instruction_id IN ({', '.join('?' for _ in instructions)})")
+    params: list[Any] = list(instructions)
+    if plan.models:
+        sql += f" AND model IN ({', '.join('?' for _ in plan.models)})"
+        params += list(plan.models)
+    if plan.mode:
+        sql += " AND mode = ?"
+        params.append(plan.mode)
+    return store.query(sql + " ORDER BY instruction_id, model, id", params)
+
+
+def _stored_summaries(store: Store, plan: Plan, response_ids: Sequence[int]) -> list[dict[str, Any]]:
+    if not response_ids:
+        return []
+    rows = store.query(
+        f"SELECT id, instruction_id, parent_id, ratio, model FROM generations WHERE kind = 'summary'"
+        f" AND parent_id IN ({', '.join('?' for _ in response_ids)}) ORDER BY parent_id, ratio DESC, id",
+        list(response_ids),
+    )
+    if plan.ratios is None:
+        return rows
+    return [r for r in rows if any(abs(r["ratio"] - x) < 1e-9 for x in plan.ratios) and r["model"] == plan.summarizer]
+
+
+# -- the three steps --------------------------------------------------------------------------
+
+
+async def run_respond(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
+                      progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                      max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
+    """A response per selected instruction and model under test."""
+    plan = resolve(config, options)
+    summary = StageSummary("respond")
+    if plan.rejudge:
+        return summary
+    assert plan.models is not None and plan.mode is not None
+    mode = plan.mode
+    instructions = select_instructions(store, plan)
+    stored = {(r["instruction_id"], r["model"]) for r in _stored_responses(store, plan, instructions)}
+    units = []
+    for iid in instructions:
+        for model in plan.models:
+            if (iid, model) in stored:
+                summary.skipped += 1
+                continue
+            if model in plan.imported:
+                continue  # written elsewhere: only the instructions it answered have a response
+
+            async def work(iid: int = iid, model: str = model) -> str:
+                gid, _ = await respond(store, client, iid, model, mode, words=plan.response_words)
+                return f"instruction {iid}: {model} responded ({mode}), generation {gid}"
+
+            units.append(Unit(f"instruction {iid}, model {model} ({mode})", work))
+    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
+                           stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
+
+
+async def run_summarize(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
+                        progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                        max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
+    """A summary of each stored response of the selection at each ratio."""
+    plan = resolve(config, options)
+    summary = StageSummary("summarize")
+    if plan.rejudge:
+        return summary
+    assert plan.ratios is not None
+    responses = _stored_responses(store, plan, select_instructions(store, plan))
+    have = {(r["parent_id"], r["ratio"]) for r in _stored_summaries(store, plan, [r["id"] for r in responses])}
+    units = []
+    for resp in responses:
+        for ratio in plan.ratios:
+            if (resp["id"], ratio) in have:
+                summary.skipped += 1
+                continue
+
+            async def work(resp: dict[str, Any] = resp, ratio: float = ratio) -> str:
+                gid, _ = await summarize(store, client, resp["id"], ratio, plan.summarizer, slack=plan.summary_slack)
+                achieved = store.scalar("SELECT achieved_ratio FROM generations WHERE id = ?", [gid])
+                return (f"instruction {resp['instruction_id']}: {resp['model']}'s response summarised at {ratio:g}"
+                        f" (achieved {achieved:.2f})")
+
+            units.append(Unit(f"response {resp['id']} (instruction {resp['instruction_id']}), ratio {ratio:g}", work))
+    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
+                           stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
+
+
+async def run_judge(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
+                    progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                    max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
+    """Every active constraint judged on each response and summary of the selection by every judge.
+    Verdicts already stored for the same judge, mode and judge prompt are skipped."""
+    plan = resolve(config, options)
+    summary = StageSummary("judge")
+    responses = _stored_responses(store, plan, select_instructions(store, plan))
+    summaries = _stored_summaries(store, plan, [r["id"] for r in responses])
+    # Each response is followed by its own summaries: the same constraints open both judge prompts
+    # (judge_lines puts them before the text), so a llama.cpp server reads them once, from its
+    # cached prefix, for the summary.
+    summaries_of: dict[int, list[dict[str, Any]]] = {}
+    for s in summaries:
+        summaries_of.setdefault(s["parent_id"], []).append(s)
+    texts = []
+    for r in responses:
+        texts.append((r["id"], r["instruction_id"], f"response {r['id']} ({r['model']})"))
+        texts += [(s["id"], s["instruction_id"], f"summary {s['id']} at {s['ratio']:g} of response {s['parent_id']}")
+                  for s in summaries_of.get(r["id"], [])]
+    constraints_of: dict[int, list[tuple[int, str]]] = {}
+    unusable = _UnusableJudges()
+    units = []
+    for gid, iid, what in texts:
+        constraints = constraints_of.setdefault(iid, active_constraints(store, iid))
+        for judge in plan.judges:
+            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.judging,
+                                            config.endpoint(judge).judge_format):
+                summary.skipped += 1
+                continue
+
+            async def work(gid: int = gid, judge: str = judge, what: str = what,
+                           constraints: list[tuple[int, str]] = constraints) -> str:
+                result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
+                refresh_text_scores(store.conn)  # the report's totals stay current as verdicts arrive
+                unusable.check(judge, result)
+                yes = store.scalar(
+                    "SELECT sum(verdict) FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ?",
+                    [gid, judge, plan.judging],
+                ) or 0
+                extra = f", {result.unanswered} missing (no usable verdict)" if result.unanswered else ""
+                return f"{what}: {judge} judged {result.judged} constraint(s), {yes} satisfied{extra}"
+
+            units.append(Unit(f"{what}, judge {judge}", work))
+    await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress, stop=stop,
+                    budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
+    summary.coverage = judged_coverage(store, [gid for gid, _, _ in texts], [(j, plan.judging) for j in plan.judges])
+    return summary
+
+
+class _UnusableJudges:
+    """Counts, per judge, the texts in a row on which it gave no usable verdict at all."""
+
+    def __init__(self) -> None:
+        self.in_a_row: dict[str, int] = {}
+
+    def check(self, judge: str, result: JudgeSummary) -> None:
+        if not result.all_missing:
+            self.in_a_row[judge] = 0
+            return
+        self.in_a_row[judge] = self.in_a_row.get(judge, 0) + 1
+        if self.in_a_row[judge] >= MAX_UNUSABLE_IN_A_ROW:
+            raw = (result.unusable_reply or "").strip()
+            shown = raw if len(raw) <= 400 else raw[:400] + f"... ({len(raw)} characters)"
+            raise UnusableEndpointError(
+                f"judge '{judge}': no usable verdict on {self.in_a_row[judge]} texts in a row (each asked again "
+                f"with a repair round), so judging stops; its verdicts there are stored as missing, not No. "
+                f"Check that endpoint's model and output format. One raw reply: {shown!r}")
+
+
+def judged_coverage(store: Store, generation_ids: Sequence[int], raters: Sequence[tuple[str, str]]
+                    ) -> dict[GroupKey, Coverage]:
+    """Coverage per group of these texts by these raters (judge, judging mode), as the report
+    computes it (pipeline.analysis.coverage over the kept per-text totals)."""
+    from pipeline.store.scores import current_text_scores, drop_temp_scores
+
+    conn = store.conn
+    if not generation_ids:
+        return {}
+    try:
+        current_text_scores(conn)  # first: refreshing needs no transaction open, and the insert below opens one
+        conn.execute("DROP TABLE IF EXISTS temp.e_gen")
+        conn.execute("CREATE TEMP TABLE e_gen(gid INTEGER PRIMARY KEY, kind TEXT, rid INTEGER, ratio REAL)")
+        conn.executemany(
+            "INSERT OR IGNORE INTO e_gen SELECT id, kind, CASE WHEN kind = 'summary' THEN parent_id ELSE id END, ratio"
+            " FROM generations WHERE id = ?", [(g,) for g in generation_ids])
+        return group_coverage(conn, "e_gen", list(raters))
+    finally:
+        drop_temp_scores(conn)
+        conn.execute("DROP TABLE IF EXISTS temp.e_gen")
+        if conn.in_transaction:
+            conn.commit()  # only temp tables were written
+
+
+async def run_evaluate(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
+                       progress: ProgressHook = no_progress, stop: StopFlag | None = None,
+                       max_units: int | None = None) -> EvaluateSummary:
+    """Respond, summarise, judge (or only judge, with ``rejudge``). Stops early on the stop flag
+    or after ``max_units`` units across the three steps."""
+    options = with_imported_models(store, options)
+    resolve(config, options)  # fail on a bad option before any call
+    budget = Budget(max_units)
+    result = EvaluateSummary(run_id=client.run_id)
+    steps = (("respond", run_respond), ("summarize", run_summarize), ("judge", run_judge))
+    for name, step in steps:
+        if options.rejudge and name != "judge":
+            continue
+        if (stop is not None and stop.stopped) or budget.exhausted:
+            result.halted = True
+            break
+        result.stages[name] = await step(store, config, client, options, progress=progress, stop=stop, budget=budget)
+    result.usage = client.usage.as_dict()
+    return result
+
+
+async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, progress: ProgressHook = no_progress,
+                   stop: StopFlag | None = None, max_units: int | None = None,
+                   on_event: Callable[[str, str], None] | None = None, name: str = "",
+                   batch: bool = False, pricing: Any = None) -> EvaluateSummary:
+    """``run_evaluate`` inside a run record (kind 'evaluate') with its own client: the CLI's entry.
+
+    ``batch``: first collect finished batches, then run with calls nobody answered yet left to
+    a batch, and send those as provider batches at the end (pipeline.llm.batch); run it again
+    once they are done to go on."""
+    from pipeline.stages.runs import create_run, open_client, recording
+
+    options = with_imported_models(store, options)
+    plan = resolve(config, options)
+    check_selection(store, plan)  # before the run row: a typo leaves no trace
+    endpoints = list(plan.judges) if plan.rejudge else [
+        *(m for m in plan.models or () if m not in plan.imported), plan.summarizer, *plan.judges]
+    if batch:
+        from pipeline.llm.batch import collect
+
+        await collect(store, config, on_event=lambda m: on_event("batch", m) if on_event else None)
+    run_id = create_run(store, "evaluate", config, name=name, options=_public_options(options))
+    with recording(store, run_id) as end:
+        # The units add their usage to the run as they finish (pipeline.stages.units.RunUsage).
+        async with open_client(config, store, run_id=run_id, on_event=on_event, endpoints=endpoints,
+                               batch=batch, pricing=pricing) as client:
+            result = await run_evaluate(store, config, client, options, progress=progress, stop=stop,
+                                        max_units=max_units)
+        if batch:
+            from pipeline.llm.batch import submit_stage
+
+            result.batches = await submit_stage(store, config, on_event)
+        result.run_id = run_id
+        result.min_coverage = plan.min_coverage
+        errors = []
+        if result.failures:
+            lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures[:50]]
+            more = len(result.failures) - len(lines)
+            errors.append(f"{len(result.failures)} unit(s) failed (run again to retry them):\n" + "\n".join(lines)
+                          + (f"\n... and {more} more" if more > 0 else ""))
+        low = result.low_coverage(plan.min_coverage)
+        if low:
+            errors.append(coverage_message(low, plan.min_coverage))
+        end.status = "paused" if result.stopped or result.deferred else "failed" if low else "done"
+        end.error = "\n".join(errors) or None
+    return result
+
+
+def with_imported_models(store: Store, options: EvaluateOptions) -> EvaluateOptions:
+    """The options knowing which models' responses were imported (unless the caller said)."""
+    if options.imported_models is not None:
+        return options
+    from pipeline.importing.importer import imported_models
+
+    return replace(options, imported_models=imported_models(store))
+
+
+def coverage_message(low: Sequence[tuple[GroupKey, Coverage]], threshold: float) -> str:
+    """The groups judged under the minimum coverage, one line each."""
+    from pipeline.analysis.coverage import describe
+
+    lines = [f"  {describe(key)}: {c.judged} of {c.expected} verdicts given ({100 * c.rate:.1f}%)" for key, c in low]
+    return (f"judging coverage under {100 * threshold:g}% in {len(low)} group(s) (their missing verdicts are left "
+            "out of every rate; run again to ask the judges again, or fix the judge endpoint):\n" + "\n".join(lines))
+
+
+def _public_options(options: EvaluateOptions) -> dict[str, Any]:
+    return {k: v for k, v in replace(options).__dict__.items() if v not in (None, False)}

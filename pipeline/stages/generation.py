@@ -1,0 +1,341 @@
+"""Responses of the models under test, and summaries of those responses.
+
+Stored as ``generations`` rows (the conventions the metrics read):
+- ``kind='response'``: ``instruction_id``, ``model`` = the endpoint name of the model under
+  test, ``mode`` = ``direct`` (written from the instruction) or ``edit`` (the instruction's
+  constraint-blind base article revised to satisfy the constraints: the research code's
+  "fit" step); ``ratio`` and ``parent_id`` are NULL.
+- ``kind='summary'``: ``parent_id`` = the response summarised, ``ratio`` = the target share of
+  its words, ``achieved_ratio`` = summary words / response words, ``model`` = the summarizer's
+  endpoint name, ``mode`` = the response's mode (so a summary row alone says what it summarises).
+Each finished generation is committed at once; an existing one is found and reused, never
+paid for twice.
+
+Every reply keeps the output contract (pipeline.llm.contract) before it is accepted, cached or
+stored: prose, not junk; a summary within ``1 +- slack`` of its target length and no refusal
+(else a repair round, then the unit fails and the next run asks again). A response that
+refuses is the model's answer: stored, with ``refusal = 1``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core.errors import ParseError, StageError
+from pipeline.core.text import count_words, is_refusal
+from pipeline.llm.client import LLMClient, Params, ReplyError
+from pipeline.llm.contract import check_length, check_prose
+from pipeline.llm.prompts import defuse, load_template, numbered
+from pipeline.stages.revision import clean_article
+from pipeline.store.database import Store, now
+
+MODES = ("direct", "edit")
+
+
+def _accept_text(text: str) -> str:
+    cleaned = clean_article(text)  # no fence, no "Here is the article:" line
+    if count_words(cleaned) < 3:
+        raise ReplyError("reply holds no text", reply=text)  # refused replies are not cached
+    return cleaned
+
+
+def _accept_response(text: str) -> str:
+    """A model under test's reply: prose (a refusal is prose, and its answer)."""
+    return check_prose(_accept_text(text), what="response", refusal_fails=False)
+
+
+def _summary_contract(target: int, slack: float | None, *, refusal_fails: bool = True):  # noqa: ANN202
+    """The accept function of a summary. ``refusal_fails`` is off when the response summarised
+    is itself a refusal: its faithful summary reads like one."""
+
+    def accept(text: str) -> str:
+        body = check_prose(_accept_text(text), what="summary", refusal_fails=refusal_fails)
+        return check_length(body, target, slack, what="summary", at_least=SUMMARY_MIN_MARGIN)
+
+    return accept
+
+
+@dataclass(frozen=True)
+class InstructionText:
+    id: int
+    main_task: str
+    constraints: list[tuple[int, str]]  # (constraint id, text), in the final order
+    base_generation_id: int | None
+
+
+def load_instruction(store: Store, instruction_id: int) -> InstructionText:
+    row = store.one("SELECT id, main_task, base_generation_id FROM instructions WHERE id = ?", [instruction_id])
+    if row is None:
+        raise StageError(f"{store.path}: no instruction {instruction_id}")
+    return InstructionText(
+        id=row["id"],
+        main_task=row["main_task"] or "",
+        constraints=active_constraints(store, instruction_id),
+        base_generation_id=row["base_generation_id"],
+    )
+
+
+def active_constraints(store: Store, instruction_id: int) -> list[tuple[int, str]]:
+    rows = store.conn.execute(
+        "SELECT id, text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position, id",
+        (instruction_id,),
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def base_article(store: Store, instruction: InstructionText) -> tuple[int, str]:
+    """The constraint-blind base article (id, text) that edit mode revises: the instruction's
+    own, else (the build writes one per pair, for ``eval``) the one of an instruction of the same
+    run and pair with the same main task, as the common conditions share their synthesis."""
+    gid = instruction.base_generation_id
+    if gid is None:
+        gid = store.scalar(
+            "SELECT g.id FROM generations g JOIN instructions i ON i.id = g.instruction_id"
+            " JOIN instructions me ON me.id = ? WHERE g.kind = 'base' AND (i.id = me.id OR (i.run_id = me.run_id"
+            " AND i.article_a IS me.article_a AND i.article_b IS me.article_b AND i.main_task = me.main_task))"
+            " ORDER BY i.id = me.id DESC, g.id LIMIT 1",
+            [instruction.id],
+        )
+    if gid is None:
+        raise StageError(f"instruction {instruction.id}: no base article to edit (edit mode revises the build's "
+                         "constraint-blind base article, written for the eval condition of each pair)")
+    return gid, generation_text(store, gid)
+
+
+def generation_text(store: Store, generation_id: int) -> str:
+    row = store.conn.execute(
+        "SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", (generation_id,)
+    ).fetchone()
+    if row is None:
+        raise StageError(f"{store.path}: no generation {generation_id}")
+    return row[0]
+
+
+def find_response(store: Store, instruction_id: int, model: str, mode: str) -> int | None:
+    return store.scalar(
+        "SELECT id FROM generations WHERE kind = 'response' AND instruction_id = ? AND model = ? AND mode = ?"
+        " ORDER BY id LIMIT 1",
+        [instruction_id, model, mode],
+    )
+
+
+def find_summary(store: Store, response_id: int, ratio: float, summarizer: str) -> int | None:
+    # Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
+    return store.scalar(
+        "SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND model = ? AND abs(ratio - ?) < 1e-9"
+        " ORDER BY id LIMIT 1",
+        [response_id, summarizer, ratio],
+    )
+
+
+def _insert_generation(store: Store, values: dict[str, object]) -> int:
+    cur = store.conn.execute(
+        "INSERT INTO generations (kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
+        " achieved_ratio, call_id, refusal, created_at) VALUES (:kind, :instruction_id, :model, :mode, :ratio,"
+        " :parent_id, :text_hash, :words, :achieved_ratio, :call_id, :refusal, :created_at)",
+        {"ratio": None, "parent_id": None, "achieved_ratio": None, "refusal": None, **values, "created_at": now()},
+    )
+    store.commit()
+    return int(cur.lastrowid)
+
+
+def response_messages(store: Store, instruction: InstructionText, mode: str, words: int) -> tuple[object, list[dict[str, str]]]:
+    """The template and messages for a response; edit mode carries the base article."""
+    if mode not in MODES:
+        raise StageError(f"response mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if not instruction.constraints:
+        raise StageError(f"instruction {instruction.id}: no active constraints")
+    constraints = numbered([t for _, t in instruction.constraints])
+    if mode == "direct":
+        template = load_template("respond_direct")
+        return template, template.render(main_task=defuse(instruction.main_task), constraints=constraints, words=words)
+    template = load_template("respond_edit")
+    _, base = base_article(store, instruction)
+    return template, template.render(
+        main_task=defuse(instruction.main_task), base=defuse(base), constraints=constraints, words=words
+    )
+
+
+def _token_budget(words: int) -> int:
+    # About 1.4 tokens a word in English, with room for a model that runs long.
+    return int(words * 2.2) + 200
+
+
+async def respond(
+    store: Store, client: LLMClient, instruction_id: int, model: str, mode: str = "direct", *,
+    words: int = 500, temperature: float = 0.0,
+) -> tuple[int, bool]:
+    """The response of ``model`` (an endpoint name) to an instruction: (generation id, created now?)."""
+    existing = find_response(store, instruction_id, model, mode)
+    if existing is not None:
+        return existing, False
+    instruction = load_instruction(store, instruction_id)
+    template, messages = response_messages(store, instruction, mode, words)
+    text, completion = await client.chat_repaired(
+        model, messages, template=template, schema=None,  # type: ignore[arg-type]
+        params=Params(temperature=temperature, max_tokens=_token_budget(words)), accept=_accept_response,
+        what="response", repair=lambda error: f"That reply cannot be used: {error}. Write the text asked for now, "
+                                               "and nothing else.",
+    )
+    body = str(text)
+    gid = _insert_generation(store, {
+        "kind": "response", "instruction_id": instruction_id, "model": model, "mode": mode,
+        "text_hash": store.put_text(body), "words": count_words(body), "call_id": completion.call_id,
+        "refusal": int(is_refusal(body)),
+    })
+    return gid, True
+
+
+def target_words(response_words: int, ratio: float) -> int:
+    return max(10, round(response_words * ratio))
+
+
+SUMMARY_SLACK = 0.5  # a summary is accepted within 0.5x-1.5x of its target length
+# ... or within this many words of it: a 35-word refusal, summarised at 25%, had a band of 5 to 15
+# words, and the embedded model's 19-word summary of it was refused twice, so the instruction
+# could not be audited. A ratio says little about texts this short.
+SUMMARY_MIN_MARGIN = 10
+
+
+# The sections a text is summarised in when the whole would not be. The embedded 1.5B model writes
+# about the same few dozen words whatever it is asked for; a section of up to 60 words comes back
+# near its 25% (7 to 27 words for 15 asked). Replayed on the 4 stored responses of 530-690 words
+# (with repeats dropped, below), the joined summaries were 108-149 words for 132-172 asked, all
+# accepted; sections of 250 words accepted 2 of 4, of 120 words 2 of 4.
+SECTION_WORDS = 60
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+def sections(text: str, max_words: int = SECTION_WORDS) -> list[str]:
+    """The text cut at paragraph ends (else sentence ends) into consecutive sections of at most
+    about ``max_words`` words; one section when the text is that short."""
+    pieces: list[str] = []
+    for paragraph in (p.strip() for p in _PARAGRAPH_BREAK.split(text)):
+        if not paragraph:
+            continue
+        if count_words(paragraph) <= max_words:
+            pieces.append(paragraph)
+        else:
+            pieces += [s for s in _SENTENCE_END.split(paragraph) if s]
+    out: list[str] = []
+    current: list[str] = []
+    for piece in pieces:
+        if current and count_words(" ".join(current + [piece])) > max_words:
+            out.append(" ".join(current))
+            current = []
+        current.append(piece)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def without_repeats(text: str) -> str:
+    """The text without the sentences that repeat an earlier one word for word (case and spacing
+    aside); paragraphs kept. The embedded model's long responses restate themselves: of the 4
+    stored ones of 530-690 words, 290-455 words are left, and one ends with a 263-word paragraph
+    that repeats the five before it. Summarised section by section, a repeated passage was
+    summarised twice, and that response's summary missed its length every way."""
+    seen: set[str] = set()
+    paragraphs = []
+    for paragraph in _PARAGRAPH_BREAK.split(text):
+        kept = []
+        for sentence in _SENTENCE_END.split(paragraph.strip()):
+            key = " ".join(sentence.lower().split())
+            if not key or key in seen:
+                continue
+            seen.add(key)
+            kept.append(sentence)
+        if kept:
+            paragraphs.append(" ".join(kept))
+    return "\n\n".join(paragraphs)
+
+
+async def _summary_of(client: LLMClient, summarizer: str, text: str, ratio: float, slack: float | None,
+                      refusal_fails: bool, prompt: str = "summarize"):  # noqa: ANN202 - (summary, Completion)
+    target = target_words(count_words(text), ratio)
+    template = load_template(prompt)
+    messages = template.render(text=defuse(text), words=count_words(text), target_words=target)
+    # No repair round: told the length was wrong, the embedded model gave the same reply again, to
+    # the word (5 of 5 in one demo run, about 25 s each). The next prompt in summarize's chain
+    # (shorten, then section by section) is the second chance instead.
+    summary, completion = await client.chat_repaired(
+        summarizer, messages, accept=_summary_contract(target, slack, refusal_fails=refusal_fails), schema=None,
+        template=template, params=Params(temperature=0.0, max_tokens=_token_budget(target)), what="summary",
+        repair_rounds=0,
+    )
+    return str(summary), completion
+
+
+async def summarize(
+    store: Store, client: LLMClient, response_id: int, ratio: float, summarizer: str, *,
+    slack: float | None = SUMMARY_SLACK,
+) -> tuple[int, bool]:
+    """A summary of a stored response at ``ratio`` of its words: (generation id, created now?).
+
+    Small models overshoot the length asked for, and a summary at 45% is not a 25% one; a junk
+    reply of 5 words is not one at all: a reply outside ``1 +- slack`` of its target
+    (``slack=None``: any length), not prose, or a refusal is refused, and the text is asked to
+    be shortened instead (``summarize_shorten``). Still wrong, a text longer
+    than a section is summarised section by section at the same ratio (``sections``, of the text
+    ``without_repeats``), each section at any length, and the joined summary must keep the same
+    contract. Still wrong: ParseError, nothing stored.
+    The achieved ratio is measured on what is stored."""
+    if not 0 < ratio < 1:
+        raise StageError(f"summary ratio must be between 0 and 1, got {ratio}")
+    existing = find_summary(store, response_id, ratio, summarizer)
+    if existing is not None:
+        return existing, False
+    parent = store.one("SELECT id, instruction_id, mode, words FROM generations WHERE id = ? AND kind = 'response'", [response_id])
+    if parent is None:
+        raise StageError(f"{store.path}: no response generation {response_id}")
+    text = generation_text(store, response_id)
+    words = parent["words"] or count_words(text)
+    target = target_words(words, ratio)
+    refusal_fails = not is_refusal(text)
+    try:
+        body, completion = await _summary_of(client, summarizer, text, ratio, slack, refusal_fails)
+    except ParseError:
+        try:
+            # The embedded 1.5B model hands some texts back whole when asked for a summary (151
+            # words for 38 asked, 177 for 109, repair included), but shortens them when asked to
+            # shorten them (43 and 60 words). On 6 stored responses: 3 within the accepted length
+            # asked to summarise, 2 more asked to shorten; the sixth came back too short both ways.
+            body, completion = await _summary_of(client, summarizer, text, ratio, slack, refusal_fails,
+                                                 prompt="summarize_shorten")
+            return _store_summary(store, parent, response_id, ratio, summarizer, body, words, completion.call_id)
+        except ParseError as exc:
+            shorten_error = exc
+        parts = sections(without_repeats(text))
+        if len(parts) < 2:
+            raise shorten_error from None
+        # A small model writes about the same few dozen words whatever length it is asked for
+        # (the embedded 1.5B model: 52 words for 266 asked, twice). Each section summarised to
+        # the same ratio, in order, gives a summary of the length asked. Only the whole keeps the
+        # length contract: held to it section by section, a 681-word response failed (a section
+        # of 211 words came back as 118 words for 53 asked), and as a whole it was 253 words for
+        # 170 asked. A passage the response says twice is summarised once. Each section's call
+        # is cached like any other.
+        bodies = []
+        for part in parts:
+            part_body, completion = await _summary_of(client, summarizer, part, ratio, None, refusal_fails)
+            bodies.append(part_body)
+        body = "\n\n".join(bodies)
+        try:
+            _summary_contract(target, slack, refusal_fails=refusal_fails)(body)
+        except ReplyError as exc:
+            raise ParseError(f"prompt summarize: no usable summary, whole or by section: {exc}") from None
+    return _store_summary(store, parent, response_id, ratio, summarizer, body, words, completion.call_id)
+
+
+def _store_summary(store: Store, parent: Any, response_id: int, ratio: float, summarizer: str, body: str,
+                   words: int, call_id: int | None) -> tuple[int, bool]:
+    n = count_words(body)
+    gid = _insert_generation(store, {
+        "kind": "summary", "instruction_id": parent["instruction_id"], "model": summarizer, "mode": parent["mode"],
+        "ratio": ratio, "parent_id": response_id, "text_hash": store.put_text(body), "words": n,
+        "achieved_ratio": round(n / words, 4) if words else None, "call_id": call_id,
+    })
+    return gid, True

@@ -1,0 +1,187 @@
+"""Runs: one record per build or evaluation, with its config (no secrets), status and cost.
+
+And ``open_client``: the one way a stage gets an LLM client. When a role uses the embedded
+local model and no server is running, it starts llama.cpp's server for the run and stops it
+after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core.config import Config
+from pipeline.llm.client import EventHook, LLMClient, Usage
+from pipeline.store.database import Store, now
+
+
+def create_run(store: Store, kind: str, config: Config, *, name: str = "", options: dict[str, Any] | None = None,
+               run_id: str | None = None) -> str:
+    """Create (or reopen, when ``run_id`` exists) a run and mark it running, recording the
+    process (pid, host) that runs it."""
+    run_id = run_id or f"{kind}-{uuid.uuid4().hex[:8]}"
+    existing = store.one("SELECT id FROM runs WHERE id = ?", [run_id])
+    cfg = json.dumps({"options": options or {}, "config": config.public_dict()}, default=str)
+    # The process running it: a later command finding it gone marks the run interrupted.
+    process = {"pid": os.getpid(), "host": socket.gethostname()}
+    if existing:
+        store.db["runs"].update(run_id, {"status": "running", "error": None, "finished_at": None, "config": cfg,
+                                         **process})
+    else:
+        store.db["runs"].insert(
+            {
+                "id": run_id, "kind": kind, "name": name or run_id, "config": cfg, "status": "running",
+                "started_at": now(), "finished_at": None, "calls": 0, "cache_hits": 0,
+                "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "batch_calls": 0, "batch_cost": 0.0,
+                "error": None, **process,
+            }
+        )
+    store.commit()
+    return run_id
+
+
+def add_usage(store: Store, run_id: str, usage: Usage) -> None:
+    """Add a client's usage since the last call to the run's totals."""
+    store.conn.execute(
+        "UPDATE runs SET calls = calls + ?, cache_hits = cache_hits + ?, prompt_tokens = prompt_tokens + ?,"
+        " completion_tokens = completion_tokens + ?, cost = cost + ?, batch_calls = batch_calls + ?,"
+        " batch_cost = batch_cost + ? WHERE id = ?",
+        (usage.calls, usage.cache_hits, usage.prompt_tokens, usage.completion_tokens, usage.cost, usage.batch_calls,
+         usage.batch_cost, run_id),
+    )
+    store.commit()
+
+
+def stored_options(store: Store, run_id: str, kind: str) -> dict[str, Any]:
+    """The options a run of ``kind`` was started with ({} when unknown or unreadable)."""
+    row = store.one("SELECT config FROM runs WHERE id = ? AND kind = ?", [run_id, kind])
+    try:
+        return json.loads(row["config"]).get("options") or {} if row else {}
+    except ValueError:
+        return {}
+
+
+def record_estimate(store: Store, run_id: str, estimate: dict[str, Any]) -> None:
+    """Keep a dry run's estimate in the run's config (``estimate``), beside its options."""
+    row = store.one("SELECT config FROM runs WHERE id = ?", [run_id])
+    if row is None:
+        return
+    try:
+        cfg = json.loads(row["config"] or "{}")
+    except ValueError:
+        cfg = {}
+    cfg["estimate"] = estimate
+    store.conn.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(cfg, default=str), run_id))
+    store.commit()
+
+
+def estimated_runs(store: Store) -> list[dict[str, Any]]:
+    """The runs made after a dry run: id, kind, the estimate (calls, cost, batch_cost) and what
+    they spent (calls, cost), oldest first."""
+    out = []
+    for row in store.conn.execute("SELECT id, kind, config, calls, cost FROM runs WHERE config LIKE '%\"estimate\"%'"
+                                  " ORDER BY started_at, id").fetchall():
+        try:
+            est = json.loads(row[2]).get("estimate")
+        except ValueError:
+            continue
+        if isinstance(est, dict):
+            out.append({"id": row[0], "kind": row[1], "estimate": est, "calls": row[3], "cost": row[4]})
+    return out
+
+
+def run_usage(store: Store, run_id: str) -> dict[str, Any] | None:
+    """A run's accounting: calls, cache hits, prompt and completion tokens, cost (of which
+    ``batch_cost`` paid at batch prices, for ``batch_calls`` calls)."""
+    return store.one("SELECT calls, cache_hits, prompt_tokens, completion_tokens, cost, batch_calls, batch_cost"
+                     " FROM runs WHERE id = ?", [run_id])
+
+
+def finish_run(store: Store, run_id: str, status: str = "done", error: str | None = None) -> None:
+    from pipeline.core.redact import redact
+
+    store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": redact(error)})
+    store.commit()
+
+
+@dataclass
+class RunEnd:
+    """How a run ends: set ``status`` (and ``error``) inside ``recording``; left alone, a run
+    that raised is failed, one interrupted is paused."""
+
+    status: str = "failed"
+    error: str | None = None
+
+
+@contextmanager
+def recording(store: Store, run_id: str) -> Iterator[RunEnd]:
+    """The one run lifecycle: whatever happens inside, the run row ends with a status and the
+    error (redacted) that ended it, so no run stays `running` after its work stopped."""
+    end = RunEnd()
+    try:
+        yield end
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        end.status = "paused"
+        raise
+    except Exception as exc:
+        end.status, end.error = "failed", str(exc) or type(exc).__name__
+        raise
+    finally:
+        finish_run(store, run_id, end.status, end.error)
+
+
+@asynccontextmanager
+async def open_client(
+    config: Config, store: Store, *, run_id: str | None = None, on_event: EventHook | None = None,
+    endpoints: list[str] | None = None, batch: bool = False, pricing: Any = None,
+) -> AsyncIterator[LLMClient]:
+    """An LLM client for a stage; starts the embedded server when a role needs it.
+
+    ``endpoints``: the endpoint names the stage will call (default: every role's), so a stage
+    that only needs a remote endpoint never starts the local server. ``batch``: calls nobody
+    answered yet are left to a batch (pipeline.llm.batch) instead of sent."""
+    import asyncio
+
+    local_url = os.environ.get("UNSPECIFIC_LOCAL_URL")
+    lease = None
+    needs_local = config.uses_local if endpoints is None else any(config.endpoint(n).is_local for n in endpoints)
+    needs_local = needs_local and not batch and pricing is None  # batch mode sends nothing: the local model has no batch API
+    if needs_local and not local_url:
+        from pipeline.llm.local_model import acquire_server
+
+        if on_event:
+            on_event("local", "starting the embedded llama.cpp server (first start assembles the model)")
+        lease = await asyncio.to_thread(acquire_server)
+        local_url = lease.base_url
+    client = LLMClient(config, store, run_id=run_id, local_base_url=local_url, on_event=on_event,
+                       local_death=lease.death if lease is not None else None, batch=batch, pricing=pricing)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+        if lease is not None:
+            await asyncio.to_thread(lease.release)
+
+
+def check_build_run(store: Store, run_id: str, *, shaped: bool) -> None:
+    """`build --run NAME` names a stored build run to resume; an unknown name alone is a typo,
+    not an order to start a default build under that name (``shaped``: the command also says
+    what to build, so NAME may start a new run)."""
+    from pipeline.core.errors import StageError
+
+    row = store.one("SELECT kind FROM runs WHERE id = ?", [run_id])
+    if row is not None and row["kind"] != "build":
+        raise StageError(f"--run {run_id}: that is a {row['kind']} run, not a build run")
+    if row is None and not shaped:
+        known = [r["id"] for r in store.query("SELECT id FROM runs WHERE kind = 'build' ORDER BY started_at DESC LIMIT 8")]
+        listed = f"build runs here: {', '.join(known)}" if known else "this store has no build run yet"
+        raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new run with this name, "
+                         "say what to build too (e.g. --n, --conditions or --domain); to start one with a new "
+                         "name, leave --run out.")
