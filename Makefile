@@ -41,6 +41,7 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check pipeline unspecific_tui tests bench
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP)

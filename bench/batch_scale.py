@@ -55,8 +55,8 @@ async def main() -> None:
 
     from pipeline.core.config import parse_config
     from pipeline.core.errors import BatchPending
-    from pipeline.llm.client import LLMClient
     from pipeline.llm import batch as B
+    from pipeline.llm.client import LLMClient
     from pipeline.store.database import open_store
 
     parent, child = mp.Pipe()

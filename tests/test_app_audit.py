@@ -119,7 +119,7 @@ async def test_similarity_uses_stored_embeddings_else_lexical(tmp_path):
     from pipeline.store.database import text_hash
 
     known, app = await open_audit(tmp_path)
-    conn = app.conn
+    conn = app.store.conn
     vectors = {C1: [1.0, 0.0, 0.0], A: [0.6, 0.8, 0.0]}
     conn.executemany("INSERT INTO embeddings(text_hash, model, dim, vector) VALUES (?, 'mini', 3, ?)",
                      [(text_hash(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app_support import EDIT_RESPONSE, EDIT_SUMMARY, RESPONSE, SUMMARY, make_two_mode_store, settle, text_of
 
-from pipeline.store.queries import Writer
+from pipeline.store.view import Writer
 from unspecific_tui.app import UnspecificApp
 
 DIRECT, EDIT = Writer("m1", "direct"), Writer("m1", "edit")
@@ -83,7 +83,7 @@ async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
             assert f"{item.model} [{item.mode}]" in head and f"response #{item.generation_id}" in head
             await pilot.press("s")
             await pilot.pause()
-        labelled = set(app.conn.execute("SELECT constraint_id, generation_id FROM annotations").fetchall())
+        labelled = set(app.store.conn.execute("SELECT constraint_id, generation_id FROM annotations").fetchall())
         assert labelled == {(i.constraint_id, i.generation_id) for i in screen.items}
 
 

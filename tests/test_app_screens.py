@@ -8,9 +8,10 @@ import sqlite3
 import pytest
 from app_support import RESPONSE, RESPONSE_2, make_known_store, settle, text_of
 
+from pipeline.store.view import StoreView
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
-from unspecific_tui.data import compute_analysis, connect
+from unspecific_tui.data import compute_analysis
 from unspecific_tui.screens.help import HelpScreen
 
 
@@ -76,9 +77,9 @@ async def test_command_palette_has_screens_and_actions(synthetic):
 
 
 async def test_instructions_filters_and_sort(synthetic):
-    conn = connect(synthetic)
-    expected = compute_analysis(conn)
-    conn.close()
+    view = StoreView.open(synthetic)
+    expected = compute_analysis(view)
+    view.close()
     app = UnspecificApp(synthetic, stages={})
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(app, pilot)
@@ -187,11 +188,11 @@ async def test_annotation_saved_and_scores_update(tmp_path):
             labels[(item.constraint_id, item.generation_id)] = key
             await pilot.press(key)
             await pilot.pause()
-        rows = app.conn.execute("SELECT constraint_id, generation_id, annotator, label FROM annotations").fetchall()
+        rows = app.store.conn.execute("SELECT constraint_id, generation_id, annotator, label FROM annotations").fetchall()
         assert len(rows) == 4 and {r[2] for r in rows} == {"alice"}
         # The metric calls both flipped items superficial; alice agrees on one: precision 1/2, recall 1/1.
         sc = screen.scores["alice"]
-        assert (sc.n, sc.precision, sc.recall) == (4, 0.5, 1.0)
+        assert (sc.n, sc.precision.value, sc.recall.value) == (4, 0.5, 1.0)
         stats = text_of(screen.query_one("#ann-stats"))
         assert "0.50" in stats and "1.00" in stats
         # A note on the current item keeps its label.
@@ -199,14 +200,14 @@ async def test_annotation_saved_and_scores_update(tmp_path):
         await pilot.press(*"only in a detail", "enter")
         await pilot.pause()
         item = screen.items[screen.index]
-        note = app.conn.execute("SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
+        note = app.store.conn.execute("SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
                                 " AND annotator = 'alice'", (item.constraint_id, item.generation_id)).fetchone()
         assert note[1] == "only in a detail" and note[0] in ("superficial", "integrated")
 
 
 async def test_kappa_between_annotators(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
-    conn = connect(known.path, readonly=False)
+    conn = sqlite3.connect(known.path)
     rows = [(known.c2, known.response, "bob", "superficial"), (known.c2, known.response_2, "bob", "integrated"),
             (known.c1, known.response, "bob", "integrated"), (known.c1, known.response_2, "bob", "superficial")]
     conn.executemany("INSERT INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"

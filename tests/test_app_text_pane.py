@@ -127,3 +127,18 @@ def test_wrap_lines_cover_the_text_and_keep_words_whole():
     lines = wrap_lines(text, 10)
     assert "".join(text[a:b] for a, b in lines).replace("\n", "") == text.replace("\n", "")
     assert [text[a:b].rstrip() for a, b in lines] == ["alpha beta", "gamma", "", "delta", "x" * 10, "x" * 10, "x" * 5]
+
+
+def test_the_vendored_line_breaks_are_rich_text_wraps():
+    """unspecific_tui.widgets.wrap copies Rich's private divide_line: its lines stay the ones Rich's
+    public Text.wrap gives (wide characters, folded long words, runs of spaces)."""
+    from rich.console import Console
+
+    console = Console(width=200)
+    samples = [TEXT[:700], "alpha  beta   gamma " + "x" * 37 + " delta", "TextualはPythonの高速アプリケーション開発フレームワークです",
+               "  leading spaces and a trailing one ", "a"]
+    for sample in samples:
+        for width in (2, 3, 7, 10, 16, 33, 80):  # 1: Rich crops a wide character it cannot fit
+            ours = [sample[a:b].rstrip() for a, b in wrap_lines(sample, width)]
+            rich_lines = [line.plain.rstrip() for line in Text(sample).wrap(console, width)]
+            assert ours == rich_lines, (sample, width)

@@ -33,6 +33,9 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
             item = screen.items[screen.index]
             await pilot.press("s" if item.flipped else "i")
             await pilot.pause()
+        # The panel scores by `validate report`'s rule (pipeline.analysis.validation.annotate_scores).
+        shown = screen.scores["alice"]
+        assert (shown.precision.value, shown.recall.value, shown.integrated.value) == (1.0, 1.0, 0.0)
     store = open_store(path)
     try:
         report = validation_report(store, annotator="alice", n_resamples=100)
@@ -47,7 +50,7 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
 
 
 async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
-    from pipeline.analysis.judge_validation import draw_judge_plan, load_judge_plan, save_judge_plan, text_labels
+    from pipeline.analysis.judge_validation import draw_judge_plan, load_judge_plan, save_judge_plan
 
     def load_plan_items(store):
         return load_judge_plan(store).items
@@ -86,14 +89,14 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         await pilot.press("n")  # No, in the judge check: saved, not a move
         await pilot.pause()
         assert screen.judge_index == 0
-        assert text_labels(app.conn)[(item.constraint_id, item.generation_id)] == {"alice": 0}
+        assert app.view.text_labels()[(item.constraint_id, item.generation_id)] == {"alice": 0}
         verdicts = screen.query_one("#ann-summary")._text.plain
         assert "judge-a" in verdicts and "judge-b" in verdicts and "Hidden" not in verdicts
         assert "your answer: No" in text_of(screen.query_one("#ann-head"))
         await pilot.press("j", "y")
         await pilot.pause()
         second = screen.judge_items[1]
-        assert text_labels(app.conn)[(second.constraint_id, second.generation_id)] == {"alice": 1}
+        assert app.view.text_labels()[(second.constraint_id, second.generation_id)] == {"alice": 1}
         assert f"alice: 2/{n} answered" in text_of(screen.query_one("#ann-stats"))
         await pilot.press("v")  # back to labelling: n moves again
         await pilot.pause()

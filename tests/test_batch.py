@@ -15,8 +15,8 @@ import pytest
 
 from pipeline.core.config import parse_config
 from pipeline.core.errors import BatchPending, ConfigError
-from pipeline.llm.client import LLMClient
 from pipeline.llm import batch as B
+from pipeline.llm.client import LLMClient
 from pipeline.stages.build import BuildOptions, run_build
 from pipeline.stages.evaluate import EvaluateOptions, evaluate
 from pipeline.store.database import open_store

@@ -348,8 +348,10 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     assert store.scalar("SELECT count(*) FROM verdicts WHERE generation_id = ?", [gen["id"]]) == 10
     # too easy: revision's own rule on the stored verdicts (a Yes quoting elsewhere is kept)
     from pipeline.stages.revision import too_easy
+    from pipeline.store.verdicts import BaseVerdict
 
-    base = {r["constraint_id"]: r for r in store.query("SELECT * FROM verdicts WHERE generation_id = ?", [gen["id"]])}
+    base = {r["constraint_id"]: BaseVerdict(r["verdict"], r["quote"], r["quote_found"])
+            for r in store.query("SELECT * FROM verdicts WHERE generation_id = ?", [gen["id"]])}
     satisfied = [c for c in originals if c["base_verdict"] == 1 and too_easy(base.get(c["id"]))]
     revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
     assert len(revised) == len(satisfied) == report["eval"].replaced

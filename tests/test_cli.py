@@ -36,6 +36,28 @@ def test_help_lists_the_commands(capsys):
         assert command in out
 
 
+def test_every_listed_command_module_registers_its_command():
+    import pathlib
+
+    import pipeline.cli as cli
+
+    parser = cli.build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    assert set(cli.COMMANDS) <= set(subparsers.choices)  # a module may add a command of its own beside
+    modules = sorted(p.name.removesuffix("_cmd.py") for p in pathlib.Path(cli.__file__).parent.glob("*_cmd.py"))
+    assert modules == sorted(cli.COMMANDS)
+
+
+def test_a_command_module_that_fails_to_import_is_an_error(monkeypatch):
+    """A listed command whose module is missing (or breaks on import) stops the CLI; it is never
+    silently left out of the help."""
+    import pipeline.cli as cli
+
+    monkeypatch.setattr(cli, "COMMANDS", [*cli.COMMANDS, "no_such"])
+    with pytest.raises(ModuleNotFoundError, match="pipeline.cli.no_such_cmd"):
+        cli.build_parser()
+
+
 def test_help_does_not_import_heavy_libraries():
     import subprocess
     import sys

@@ -13,14 +13,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.importing.importer import (
-    ImportFailed,
-    ImportOptions,
-    ResearchColumns,
-    import_file,
-    imported_models,
-    parse_numbered,
-)
+from pipeline.importing.common import ImportFailed, ImportOptions, ResearchColumns
+from pipeline.importing.importer import import_file
+from pipeline.importing.reading import parse_numbered
+from pipeline.store.imports import imported_models
 
 LONG = ("The old keeper climbed the stairs each night and lit the lamp while the harbour slept below him. "
         "Ships passed in the dark and the storm came in from the west, bending the grass on the cliffs.")

@@ -20,12 +20,12 @@ from pipeline.analysis.judge_validation import (
     judge_validation_by_name,
     load_judge_plan,
     save_judge_plan,
-    save_text_label,
 )
 from pipeline.analysis.validation import ADJUDICATOR, ValidationError
 from pipeline.cli import main
 from pipeline.outputs.report import ReportOptions, build_report, render
 from pipeline.store.database import Store, open_store
+from pipeline.store.validation import save_text_label
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 
@@ -73,7 +73,7 @@ def test_a_person_copying_one_judge(store: Store) -> None:
     plan = load_judge_plan(store)
     a, b = verdicts_of(store, "judge-a"), verdicts_of(store, "judge-b")
     for i in plan.items:
-        save_text_label(store.conn, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
+        save_text_label(store, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
     scores = overall(store, n_resamples=300)
     sa, sb = scores["judge-a"], scores["judge-b"]
     assert sa.n == 150 and sa.accuracy.value == sa.precision.value == sa.recall.value == sa.kappa.value == 1.0
@@ -100,7 +100,7 @@ def test_a_person_wrong_on_a_fifth(store: Store) -> None:
     wrong = set(random.Random(4).sample(range(len(plan.items)), 30))  # exactly 20% of 150
     for k, i in enumerate(plan.items):
         truth = a[(i.constraint_id, i.generation_id)]
-        save_text_label(store.conn, i.constraint_id, i.generation_id, "noisy", truth if k not in wrong else 1 - truth)
+        save_text_label(store, i.constraint_id, i.generation_id, "noisy", truth if k not in wrong else 1 - truth)
     sa = overall(store, n_resamples=1000)["judge-a"]
     assert sa.accuracy.value == pytest.approx(0.8) and sa.accuracy.contains(0.8)
     assert 0.7 < sa.accuracy.low < 0.8 < sa.accuracy.high < 0.9
@@ -113,7 +113,7 @@ def test_missing_verdicts_do_not_count_and_the_adjudicator_settles(store: Store)
     first, second = plan.items[0], plan.items[1]
     a = verdicts_of(store, "judge-a")
     for i in plan.items:
-        save_text_label(store.conn, i.constraint_id, i.generation_id, "p", a[(i.constraint_id, i.generation_id)])
+        save_text_label(store, i.constraint_id, i.generation_id, "p", a[(i.constraint_id, i.generation_id)])
     # judge-a's verdict on the first item goes missing (a newer, unanswered judging): that item
     # no longer counts for judge-a, and certainly not as a No.
     store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
@@ -124,12 +124,12 @@ def test_missing_verdicts_do_not_count_and_the_adjudicator_settles(store: Store)
     assert overall(store, n_resamples=50)["judge-a"].n == len(plan.items) - 1
     # Two people split on the second item: left out; an adjudicator settles it.
     k = (second.constraint_id, second.generation_id)
-    save_text_label(store.conn, *k, "q", 1 - a[k])
+    save_text_label(store, *k, "q", 1 - a[k])
     assert overall(store, n_resamples=50)["judge-a"].n == len(plan.items) - 2
-    save_text_label(store.conn, *k, ADJUDICATOR, a[k])
+    save_text_label(store, *k, ADJUDICATOR, a[k])
     assert overall(store, n_resamples=50)["judge-a"].n == len(plan.items) - 1
     with pytest.raises(ValueError, match="not a response or a summary"):
-        save_text_label(store.conn, first.constraint_id, 999_999, "p", True)
+        save_text_label(store, first.constraint_id, 999_999, "p", True)
 
 
 def test_report_names_validated_and_unvalidated_judges(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
@@ -139,7 +139,7 @@ def test_report_names_validated_and_unvalidated_judges(store: Store, capsys: pyt
     save_judge_plan(store, draw_judge_plan(store, per_stratum=5, seed=1))
     a = verdicts_of(store, "judge-a")
     for i in load_judge_plan(store).items:
-        save_text_label(store.conn, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
+        save_text_label(store, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
     report = build_report(store, ReportOptions(n_resamples=100, copy=False))
     assert set(report.judges_validated) == {"judge-a", "judge-b"}
     from rich.console import Console
@@ -169,7 +169,7 @@ def test_cli(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
     assert "no answers yet" in capsys.readouterr().out
     a = verdicts_of(store, "judge-a")
     for i in load_judge_plan(store).items:
-        save_text_label(store.conn, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
+        save_text_label(store, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
     assert main(["--store", path, "validate", "judges", "--json", "--resamples", "50"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {(r["judge"], r["n"]) for r in rows if r["by"] == "all"} == {("judge-a", 18), ("judge-b", 18)}

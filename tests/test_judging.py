@@ -9,8 +9,9 @@ import re
 import pytest
 
 from pipeline.core.config import parse_config
+from pipeline.core.text import find_quote
 from pipeline.llm.client import LLMClient
-from pipeline.stages.judging import find_quote, judge_generation, judge_text, parse_batched_reply, prompt_hash
+from pipeline.stages.judging import judge_generation, judge_text, parse_batched_reply, prompt_hash
 from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 

@@ -1,8 +1,14 @@
-"""The screens read and write the store only through typed functions (pipeline.store.queries,
-unspecific_tui.data): a schema change never reaches a screen, and no screen re-implements a
-rule the pipeline owns (the latest verdict, flipped). The pipeline never imports the app: only
-the commands that open it do, inside the function that opens it. The scripted fakes
-(tests.fakes) never leak into a real run: only the dry-run estimator uses them, when it prices."""
+"""The architecture, kept by tests.
+
+- ``pipeline/`` is laid out in rooms, each importing only the rooms below it (no cycle): core,
+  store, llm, analysis, stages, importing, outputs, cli. Each room's docstring says what lives
+  there and what it may import.
+- SQL runs only in ``pipeline/store/``: no other module of the pipeline or the app executes a
+  statement or holds one. The app gets the store's read-only view, never a connection.
+- The pipeline never imports the app: only the commands that open it do, inside the function that
+  opens it.
+- The scripted fakes (tests/fakes) never reach a real run: no production module imports them.
+"""
 
 from __future__ import annotations
 
@@ -12,29 +18,54 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import queries
-
 ROOT = Path(__file__).parent.parent
-SCREENS = sorted((ROOT / "unspecific_tui" / "screens").glob("*.py"))
-# CLI modules only parse and print.
-CLI = sorted((ROOT / "pipeline" / "cli").glob("*.py"))
-SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b[^\n]*\b(FROM|INTO|SET)\b|\.execute\(|LATEST_VERDICT"
-                 r"|\bstore\.(one|query|scalar)\(")
+APP = sorted((ROOT / "unspecific_tui").rglob("*.py"))
+ROOMS = ["core", "store", "llm", "analysis", "stages", "importing", "outputs", "cli"]
+# A statement, or a call that runs one. Docstrings and comments may name tables; code may not.
+SQL = re.compile(r"""(\.execute(many|script)?\(|\bstore\.(one|query|scalar)\(|\bconn\b\.|["'](SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|WITH)\s)""")
 
 
-@pytest.mark.parametrize("path", SCREENS + CLI, ids=[f"{p.parent.name}/{p.name}" for p in SCREENS + CLI])
-def test_no_screen_or_cli_module_runs_sql(path: Path) -> None:
-    hits = [line.strip() for line in path.read_text().splitlines() if SQL.search(line)]
-    assert hits == [], f"{path.name} runs SQL of its own: {hits}"
+def _code_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, text) of the lines of ``path`` that are code, not docstrings or comments."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return [(i, line.split("#")[0]) for i, line in enumerate(path.read_text().splitlines(), 1) if i not in docstrings]
 
 
-def test_step_queries_take_only_known_tables(tmp_path) -> None:
-    import sqlite3
+OUTSIDE_STORE = [p for p in sorted((ROOT / "pipeline").rglob("*.py")) if p.relative_to(ROOT).parts[1] != "store"] + APP
 
-    conn = sqlite3.connect(tmp_path / "x.sqlite")
-    with pytest.raises(ValueError):
-        queries.newest_rows(conn, "llm_calls; DROP TABLE runs", 0)
-    conn.close()
+
+@pytest.mark.parametrize("path", OUTSIDE_STORE, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_STORE])
+def test_sql_runs_only_in_the_store(path: Path) -> None:
+    hits = [f"{i}: {line.strip()}" for i, line in _code_lines(path) if SQL.search(line)]
+    assert hits == [], f"{path.relative_to(ROOT)} runs SQL of its own (put it in pipeline/store/): {hits}"
+
+
+def test_the_sql_check_sees_statements_not_prose(tmp_path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""Reads the verdicts table: SELECT nothing here."""\n'
+                     'x = store.conn.execute("SELECT 1")\n'
+                     '# SELECT in a comment\n'
+                     'rows = store.query("SELECT * FROM t")\n'
+                     'label = "Select a model"\n')
+    assert [i for i, line in _code_lines(probe) if SQL.search(line)] == [2, 4]
+
+
+@pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
+def test_the_app_never_holds_a_connection(path: Path) -> None:
+    hits = [f"{i}: {line.strip()}" for i, line in _code_lines(path)
+            if re.search(r"\bconn\b|sqlite3|sqlite_utils", line)]
+    assert hits == [], f"{path.relative_to(ROOT)} reaches past the store's view: {hits}"
+
+
+def _room_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "pipeline" and parts[1] in ROOMS else None
 
 
 PIPELINE = sorted((ROOT / "pipeline").rglob("*.py"))
@@ -110,12 +141,14 @@ def test_the_app_import_check_sees_every_form(tmp_path) -> None:
     assert _app_imports(probe) == [(1, True), (2, True), (4, True), (7, False)]
 
 
-# The scripted fakes: tests, benches and the dry-run estimator (its placeholder replies) use them;
-# a real run never loads them, and nothing uses their old homes.
+# The scripted fakes: tests and benches use them; a real run never loads them (the dry run's
+# placeholder replies are a production module of their own, pipeline.llm.placeholders), and
+# nothing uses their old homes.
 TESTING = "tests.fakes"
-USES_THE_FAKES = {"pipeline/stages/estimate.py"}
-OLD_FAKES = ("pipeline.fake_server", "pipeline.fake_responders", "build_fakes")
-PRODUCTION = [p for p in PIPELINE if p.relative_to(ROOT).parts[:2] != ("pipeline", "testing")]
+USES_THE_FAKES: set[str] = set()
+OLD_FAKES = ("pipeline.fake_server", "pipeline.fake_responders", "build_fakes", "pipeline.testing",
+             "pipeline.synthetic")
+PRODUCTION = PIPELINE
 EVERYWHERE = sorted(p for d in ("pipeline", "unspecific_tui", "tests", "bench") for p in (ROOT / d).rglob("*.py"))
 
 
@@ -154,23 +187,18 @@ def test_nothing_imports_the_fakes_old_homes() -> None:
 
 
 def test_the_fakes_old_homes_are_gone() -> None:
-    left = [p for p in ("pipeline/fake_server.py", "pipeline/fake_responders.py", "tests/build_fakes.py")
-            if (ROOT / p).exists()]
+    left = [p for p in ("pipeline/fake_server.py", "pipeline/fake_responders.py", "tests/build_fakes.py",
+                        "pipeline/testing", "pipeline/synthetic.py") if (ROOT / p).exists()]
     assert left == [], f"no shims: {left}"
 
 
-def test_the_fakes_import_check_sees_relative_forms(tmp_path) -> None:
-    assert _package_of(ROOT / "pipeline" / "cli" / "x.py") == "pipeline.cli"
+def test_the_fakes_import_check_sees_every_form(tmp_path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("from ..testing import responders\nfrom .. import testing\nfrom ..llm import X\n"
-                     "import tests.fakes.fake_server\nfrom . import testing\n"
-                     "def f():\n    from .testing.responders import ScriptedModel\n")
-    as_cli = [(line, top) for line, top, names in _imports(probe, "pipeline.cli")
-              if any(_under(n, TESTING) for n in names)]
-    assert as_cli == [(1, True), (2, True), (4, True)]
-    as_pipeline = [(line, top) for line, top, names in _imports(probe, "pipeline")
-                   if any(_under(n, TESTING) for n in names)]
-    assert as_pipeline == [(4, True), (5, True), (7, False)]
+    probe.write_text("from tests.fakes import responders\nfrom tests import fakes\nfrom pipeline.llm import X\n"
+                     "import tests.fakes.fake_server\nimport testsuite\n"
+                     "def f():\n    from tests.fakes.responders import ScriptedModel\n")
+    hits = [(line, top) for line, top, names in _imports(probe, "pipeline.cli") if any(_under(n, TESTING) for n in names)]
+    assert hits == [(1, True), (2, True), (4, True), (7, False)]
 
 
 # One unit runner (pipeline.stages.units) for build, evaluate and naturalness: no module grows a second
@@ -199,3 +227,37 @@ def test_only_pipeline_units_defines_a_unit_runner(path: Path) -> None:
         assert "def run_units" in " ".join(found) and "class StageSummary" in " ".join(found)
     else:
         assert found == [], f"{name} defines a unit runner of its own ({found}): use pipeline.stages.units"
+
+
+ROOMED = [p for p in sorted((ROOT / "pipeline").rglob("*.py")) if p.relative_to(ROOT) != Path("pipeline/__init__.py")]
+
+
+def test_every_module_lives_in_a_room() -> None:
+    loose = [p.relative_to(ROOT).as_posix() for p in ROOMED if p.relative_to(ROOT).parts[1] not in ROOMS]
+    assert loose == [], f"modules outside the rooms {ROOMS}: {loose}"
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_says_what_it_may_import(room: str) -> None:
+    init = ROOT / "pipeline" / room / "__init__.py"
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+    assert len(doc) > 60, f"pipeline/{room}/__init__.py: say what lives there and what it may import"
+    if room != "core":
+        assert "import" in doc, f"pipeline/{room}/__init__.py: say what it may import"
+
+
+@pytest.mark.parametrize("path", ROOMED, ids=[str(p.relative_to(ROOT)) for p in ROOMED])
+def test_rooms_import_only_rooms_below(path: Path) -> None:
+    mine = path.relative_to(ROOT).parts[1]
+    if mine not in ROOMS:
+        pytest.skip("not in a room (test_every_module_lives_in_a_room says so)")
+    upward = sorted({f"line {line}: {n}" for line, _, names in _imports(path) for n in names
+                     if (room := _room_of(n)) is not None and ROOMS.index(room) > ROOMS.index(mine)})
+    assert upward == [], f"{path.relative_to(ROOT)} ({mine}) imports a room above it: {upward}"
+
+
+def test_the_room_check_sees_upward_imports(tmp_path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from pipeline.stages.judging import x\ndef f():\n    import pipeline.cli.common\n")
+    names = [n for _, _, ns in _imports(probe, "pipeline.store") for n in ns]
+    assert {_room_of(n) for n in names} == {"stages", "cli"}

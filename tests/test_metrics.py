@@ -37,14 +37,13 @@ import pytest
 
 from pipeline.analysis.metrics import (
     Filters,
-    annotator_agreement,
     compare,
     compute_metrics,
     constraint_items,
     items_to_annotate,
-    metric_validation,
     naturalness_rates,
 )
+from pipeline.analysis.validation import human_validation
 from pipeline.store.database import Store, open_store
 
 STAMP = "2026-01-01T00:00:00+00:00"
@@ -164,21 +163,25 @@ def test_flipped_items(hand: Store) -> None:
 
 
 def test_human_validation(hand: Store) -> None:
+    # The report's rule is `validate report`'s (pipeline.analysis.validation): with no plan, each
+    # labelled item stands for its stratum now (flipped:news holds c3; passed holds c1 and c2).
     # Annotator kappa on 4 items, labels S/I/A: pairs (S,S)(I,I)(S,I)(A,S): p_o = 1/2;
     # A1 S=1/2 I=1/4 A=1/4, A2 S=1/2 I=1/2: p_e = 1/4 + 1/8 = 3/8; kappa = (1/8) / (5/8) = 0.2.
-    (agree,) = annotator_agreement(hand)
-    assert agree.kappa == pytest.approx(0.2) and agree.percent == pytest.approx(0.5) and agree.n == 4
+    (agree,) = human_validation(hand).kappas
+    assert agree.kappa.value == pytest.approx(0.2) and agree.percent == pytest.approx(0.5) and agree.kappa.n == 4
     # A1: c3 superficial + flipped = TP; c1 integrated + not flipped = TN; c2 superficial + not
-    # flipped = FN; c4 ambiguous: left out. precision 1/1, recall 1/2.
-    v1 = metric_validation(hand, annotator="A1")
-    assert (v1.result.tp, v1.result.fp, v1.result.fn, v1.result.tn) == (1, 0, 1, 1)
-    assert v1.result.precision == 1.0 and v1.result.recall == 0.5 and v1.ambiguous == 1
+    # flipped = FN; c4 (ambiguous) the judges never passed on the full response: outside the
+    # metric's call before its label is read (the unweighted rule counted it as ambiguous).
+    # Both strata are fully labelled (weight 1): precision 1/1, recall 1/2.
+    v1 = human_validation(hand, annotator="A1")
+    assert (v1.tp, v1.fp, v1.fn, v1.tn) == (1, 0, 1, 1)
+    assert v1.precision.value == 1.0 and v1.recall.value == 0.5 and v1.out_of_scope == 1 and v1.ambiguous == 0
     # A2: c4 is labelled superficial but the judges never passed it on the full response.
-    v2 = metric_validation(hand, annotator="A2")
-    assert v2.not_applicable == 1 and v2.result.recall == 1.0 and v2.result.tn == 2
+    v2 = human_validation(hand, annotator="A2")
+    assert v2.out_of_scope == 1 and v2.recall.value == 1.0 and v2.tn == 2
     # Majority: c2 (S vs I) and c4 (A vs S) split evenly: left out as ties.
-    v = metric_validation(hand)
-    assert v.ties == 2 and (v.result.tp, v.result.tn) == (1, 1)
+    v = human_validation(hand)
+    assert v.ties == 2 and (v.tp, v.tn) == (1, 1)
 
 
 def test_naturalness_rates(hand: Store) -> None:
@@ -251,7 +254,7 @@ def test_empty_store(tmp_path: Path) -> None:
     m = compute_metrics(store)
     assert m.empty and m.groups == [] and m.raters == []
     assert constraint_items(store) == [] and naturalness_rates(store) == []
-    assert math.isnan(metric_validation(store).result.precision)
+    assert math.isnan(human_validation(store).precision.value)
     store.close()
 
 

@@ -66,7 +66,8 @@ def test_report_writes_tables_and_charts(tmp_path: Path, capsys: pytest.CaptureF
     assert comp["org"]["diff"] == pytest.approx(0.625 - 1.0) and comp["core"]["diff"] == pytest.approx(0.0)
     per = json.loads((out / "per_instruction.json").read_text())
     assert {r["response_id"] for r in per} == {100, 200}
-    assert json.loads((out / "validation.json").read_text())["metric"]["ties_excluded"] == 2
+    # validation.json's "metric" is `validate report --json`'s shape (one rule, one record): "ties".
+    assert json.loads((out / "validation.json").read_text())["metric"]["ties"] == 2
 
 
 def test_report_on_an_empty_store_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

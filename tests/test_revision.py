@@ -18,7 +18,9 @@ from pipeline.stages.revision import (
     parse_replacements,
     write_base_article,
 )
-from pipeline.stages.synthesis import CountError, active_constraints
+from pipeline.stages.synthesis import CountError
+from pipeline.store.constraints import active_constraints
+from pipeline.store.verdicts import BaseVerdict
 from tests.fakes.fake_server import FakeOpenAIServer, Reply
 from tests.fakes.responders import ARTICLE_A, ARTICLE_B, fake_config, make_store
 
@@ -93,18 +95,18 @@ def test_apply_revision_lineage(tmp_path) -> None:
     store = make_store(tmp_path / "s.sqlite", 1)
     inst = _instruction(store, ["Keep me.", "Too easy.", "Keep me too."])
     rows = active_constraints(store, inst)
-    verdicts = {rows[0]["id"]: {"verdict": 0, "quote": None}, rows[1]["id"]: {"verdict": 1, "quote": "the quote"},
-                rows[2]["id"]: {"verdict": 0, "quote": None}}
+    verdicts = {rows[0].id: BaseVerdict(0, None, None), rows[1].id: BaseVerdict(1, "the quote", None),
+                rows[2].id: BaseVerdict(0, None, None)}
     apply_revision(store, inst, [Change(rows[1], "Harder.", "too easy")], verdicts=verdicts)
     active = active_constraints(store, inst)
-    assert [c["text"] for c in active] == ["Keep me.", "Harder.", "Keep me too."]
-    new = active[1]
+    assert [c.text for c in active] == ["Keep me.", "Harder.", "Keep me too."]
+    new = store.one("SELECT * FROM constraints WHERE id = ?", [active[1].id])
     assert (new["origin"], new["replaces_id"], new["base_verdict"], new["base_quote"], new["position"]) == (
-        "revised", rows[1]["id"], None, None, 2)
-    old = store.one("SELECT * FROM constraints WHERE id = ?", [rows[1]["id"]])
+        "revised", rows[1].id, None, None, 2)
+    old = store.one("SELECT * FROM constraints WHERE id = ?", [rows[1].id])
     assert old["active"] == 0 and old["position"] is None and old["base_verdict"] == 1
     assert old["base_quote"] == "the quote"
-    assert store.one("SELECT * FROM constraints WHERE id = ?", [rows[0]["id"]])["base_verdict"] == 0
+    assert store.one("SELECT * FROM constraints WHERE id = ?", [rows[0].id])["base_verdict"] == 0
     assert store.scalar("SELECT status FROM instructions WHERE id = ?", [inst]) == "revised"
 
 

@@ -239,6 +239,7 @@ def _items_by_hand(conn: sqlite3.Connection, ratio: float) -> dict[tuple[int, st
 
 
 def test_the_apps_counts_match_the_verdicts_after_rejudging(synthetic):
+    from pipeline.store.view import StoreView
     from unspecific_tui.data import compute_analysis
 
     path, store = synthetic
@@ -250,7 +251,7 @@ def test_the_apps_counts_match_the_verdicts_after_rejudging(synthetic):
             " CASE WHEN quote_found = 'missing' THEN 'exact' ELSE 'missing' END, created_at FROM verdicts"
             " WHERE generation_id % 3 = 0 AND constraint_id % 2 = 0")
         conn.execute("UPDATE constraints SET active = 0 WHERE id % 7 = 0")
-    analysis = compute_analysis(conn)
+    analysis = compute_analysis(StoreView(store))
     by_hand = _items_by_hand(conn, analysis.ratio)
     got = {(r.instruction_id, r.model): (r.passed, r.flipped, r.disagree, r.quote_missing) for r in analysis.rows}
     assert got == by_hand
@@ -310,10 +311,11 @@ async def test_the_app_scores_changed_texts_into_the_store_unless_read_only(synt
         assert app.analysis is not None and app.analysis.metrics is not None
         shown = {(r.instruction_id, r.model): (r.passed, r.flipped) for r in app.analysis.rows}
     assert stale_count(store.conn) == (stale if readonly else 0)
+    from pipeline.store.view import StoreView
     from unspecific_tui.data import compute_analysis
 
     refresh_text_scores(store.conn)
-    assert shown == {(r.instruction_id, r.model): (r.passed, r.flipped) for r in compute_analysis(store.conn).rows}
+    assert shown == {(r.instruction_id, r.model): (r.passed, r.flipped) for r in compute_analysis(StoreView(store)).rows}
 
 
 def test_a_store_scored_under_the_old_flipped_rule_is_rescored(tmp_path):

@@ -8,8 +8,8 @@ import sqlite3
 import pytest
 
 from pipeline.core.errors import StoreError
-from pipeline.store.database import SCHEMA_VERSION, open_store
 from pipeline.store import database as store_mod
+from pipeline.store.database import SCHEMA_VERSION, open_store
 
 TABLES = {
     "meta", "texts", "articles", "embeddings", "pairs", "runs", "instructions", "constraints",

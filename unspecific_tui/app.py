@@ -1,17 +1,17 @@
 """The app: one store, six screens (Textual modes), work in workers, errors as modals.
 
-Screens live in ``screens/``; the events they exchange in ``messages.py``; what they read
-from the store in ``data.py``; the stages the Build screen runs in ``stages.py``.
+Screens live in ``screens/``; the events they exchange in ``messages.py``; they read the store
+through its read-only view (pipeline.store.view, with the app's caches in ``data.py``) and
+never hold a connection; the stages the Build screen runs are in ``stages.py``.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -20,10 +20,15 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from pipeline.store.queries import Writer, latest_run_id
-from unspecific_tui.data import Analysis, StoreView, compute_analysis, connect, merge_metrics
+from pipeline.store.view import StoreView, Writer
+from unspecific_tui.data import Analysis, AppView, compute_analysis, merge_metrics
 from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
 from unspecific_tui.stages import Registry
+
+if TYPE_CHECKING:
+    from pipeline.core.config import Config
+    from pipeline.store.database import Store
+    from unspecific_tui.demo_child import DemoChild
 
 SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
 HERE = Path(__file__).parent
@@ -70,7 +75,7 @@ class UnspecificApp(App[None]):
         store_path: str | Path,
         *,
         config_path: str | None = None,
-        config: Any = None,
+        config: Config | None = None,
         run_id: str | None = None,
         annotator: str | None = None,
         stages: Registry | None = None,
@@ -83,12 +88,11 @@ class UnspecificApp(App[None]):
         super().__init__()
         # `unspecific demo`: the Build screen runs this command as a child and shows its events.
         self.demo_command = demo_command
-        self.demo: Any = None  # the DemoChild while it exists
+        self.demo: DemoChild | None = None  # while the demo runs
         self.store_path = Path(store_path)
         self.readonly = readonly
-        self._store: Any = None
-        self.conn = self._connect()
-        self.view = StoreView(self.conn, self.store_path)
+        self._store: Store | None = None
+        self.view = self._open_view()
         self.config_path = config_path
         self._config = config
         self.annotator = annotator or os.environ.get("USER") or "annotator"
@@ -99,35 +103,29 @@ class UnspecificApp(App[None]):
         self.title = f"unspecific — {self.display_path}"
         # Where Audit/Compare open next: (instruction id, writer, constraint id or None).
         self.target: tuple[int, Writer | None, int | None] | None = None
-        self.set_reactive(UnspecificApp.run_id, run_id or latest_run_id(self.conn))
+        self.set_reactive(UnspecificApp.run_id, run_id or self.view.latest_run_id())
 
-    def _connect(self) -> sqlite3.Connection:
-        """A plain connection for the UI thread, so the first screen does not wait for sqlite-utils.
+    def _open_view(self) -> AppView:
+        """The UI thread's read-only view, so the first screen does not wait for sqlite-utils.
 
-        A new or empty file goes through ``open_store`` at once (it creates the schema); an
-        existing store is validated (and migrated) by ``open_store`` right after the first paint.
+        A new or empty file goes through ``open_store`` at once (it creates the schema), and so
+        does a file that is not a store (``open_store`` says why); an existing store is validated
+        (and migrated) by ``open_store`` right after the first paint.
         """
-        if not self.store_path.exists() or self.store_path.stat().st_size == 0:
-            self._store = self._open_store()
-            return self._store.conn
-        try:
-            conn = connect(self.store_path, readonly=self.readonly)
-            conn.row_factory = None
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError:
-            version = 0
-        if version == 0:
-            self._store = self._open_store()  # raises StoreError with the reason
-            return self._store.conn
-        return conn
+        new = not self.store_path.exists() or self.store_path.stat().st_size == 0
+        view = None if new else AppView.open_if_store(self.store_path)
+        if view is None:
+            self._store = self._open_store()  # creates the schema, or raises StoreError with the reason
+            view = AppView.open(self.store_path)
+        return view
 
-    def _open_store(self) -> Any:
+    def _open_store(self) -> Store:
         from pipeline.store.database import open_store
 
         return open_store(self.store_path, readonly=self.readonly)
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
         """The pipeline Store (sqlite-utils), for writes through pipeline functions."""
         if self._store is None:
             self._store = self._open_store()
@@ -164,8 +162,7 @@ class UnspecificApp(App[None]):
             self.demo.stop()  # quitting keeps everything: each unit was committed as it finished
         if self._store is not None:
             self._store.close()
-        if self._store is None or self._store.conn is not self.conn:
-            self.conn.close()
+        self.view.close()
 
     def watch_run_id(self) -> None:
         self._update_subtitle()
@@ -174,7 +171,7 @@ class UnspecificApp(App[None]):
         self.sub_title = f"run: {self.run_id or '(none)'}" + ("  [read-only]" if self.readonly else "")
 
     # -- config ------------------------------------------------------------------------
-    def get_config(self) -> Any:
+    def get_config(self) -> Config:
         """The config for stages; raises ConfigError (shown as a modal by the caller)."""
         if self._config is None:
             from pipeline.core.config import load_config
@@ -192,18 +189,14 @@ class UnspecificApp(App[None]):
         if not self.readonly:
             # Texts judged since the last refresh are scored once, into the store, for this pass
             # and every later one (in short transactions: a build writing beside us barely waits).
-            from pipeline.store.scores import refresh_text_scores
+            from pipeline.store.scores import refresh_text_scores_at
 
-            writer = connect(self.store_path, readonly=False)
-            try:
-                refresh_text_scores(writer)
-            finally:
-                writer.close()
-        conn = connect(self.store_path)
+            refresh_text_scores_at(self.store_path)
+        view = StoreView.open(self.store_path)
         try:
-            analysis = compute_analysis(conn, ratio=self.ratio)
+            analysis = compute_analysis(view, ratio=self.ratio)
         finally:
-            conn.close()
+            view.close()
         self.post_message(AnalysisReady(analysis))
         if not analysis.rows:
             return

@@ -1,7 +1,7 @@
 """The stages the Build screen can run, and how one runs in a worker thread.
 
 A stage is any ``async def run_<stage>(store, config, client, options, *, progress, stop,
-max_units)`` (the convention in HELPERS_BRIEF.md). The registry maps a stage name to a loader
+max_units)`` (the convention of pipeline.stages). The registry maps a stage name to a loader
 that imports its module lazily, so the app opens when a stage module is absent or broken,
 and tests inject fake stage functions instead.
 
@@ -27,16 +27,19 @@ StageFn = Callable[..., Any]
 
 @dataclass(frozen=True)
 class StageSpec:
+    """A row of the Build screen. Its unit count comes from pipeline.store.view.STAGE_UNITS (by name)."""
+
     name: str
     label: str
     module: str  # pipeline module holding the stage function
     function: str
     needs_client: bool = True
-    count_sql: str = ""  # how many units the store already holds for this stage in a run (param: run id)
-    hint: str = ""  # shown when the stage cannot run from the app
+    hint: str = ""  # set when the stage cannot run from the app: what to do instead
 
     def load(self) -> StageFn | None:
-        """The stage function, or None while its module does not exist yet."""
+        """The stage function, or None while its module does not exist yet or it cannot run from the app."""
+        if self.hint:
+            return None
         try:
             module = importlib.import_module(self.module)
         except ModuleNotFoundError as exc:
@@ -46,25 +49,17 @@ class StageSpec:
         return getattr(module, self.function, None)
 
 
-_RUN = "SELECT id FROM instructions WHERE run_id = :run"
 STAGES: tuple[StageSpec, ...] = (
-    StageSpec("corpus", "Corpus", "pipeline.stages.corpus", "run_corpus", False,
-              "SELECT count(*) FROM articles WHERE status = 'kept'",
+    # Importing articles reads files the user names: the CLI's job (pipeline.stages.corpus.import_corpus).
+    StageSpec("corpus", "Corpus", "pipeline.stages.corpus", "import_corpus", False,
               hint="importing articles needs files: run `unspecific corpus add` in a shell"),
-    StageSpec("pair", "Pair", "unspecific_tui.stages", "run_pair", False, "SELECT count(*) FROM pairs"),
-    StageSpec("synthesize", "Synthesize", "pipeline.stages.build", "run_synthesize", True,
-              "SELECT count(*) FROM instructions WHERE run_id = :run AND status NOT IN ('pending', 'failed')"),
-    StageSpec("base", "Base article", "pipeline.stages.build", "run_base", True,
-              f"SELECT count(*) FROM generations WHERE kind = 'base' AND instruction_id IN ({_RUN})"),
-    StageSpec("revise", "Revise", "pipeline.stages.build", "run_revise", True,
-              f"SELECT count(*) FROM constraints WHERE origin = 'revised' AND instruction_id IN ({_RUN})"),
-    StageSpec("respond", "Respond", "pipeline.stages.evaluate", "run_respond", True,
-              f"SELECT count(*) FROM generations WHERE kind = 'response' AND instruction_id IN ({_RUN})"),
-    StageSpec("summarize", "Summarize", "pipeline.stages.evaluate", "run_summarize", True,
-              f"SELECT count(*) FROM generations WHERE kind = 'summary' AND instruction_id IN ({_RUN})"),
-    StageSpec("judge", "Judge", "pipeline.stages.evaluate", "run_judge", True,
-              "SELECT count(*) FROM verdicts WHERE generation_id IN (SELECT id FROM generations WHERE"
-              f" kind IN ('response', 'summary') AND instruction_id IN ({_RUN}))"),
+    StageSpec("pair", "Pair", "unspecific_tui.stages", "run_pair", False),
+    StageSpec("synthesize", "Synthesize", "pipeline.stages.build", "run_synthesize", True),
+    StageSpec("base", "Base article", "pipeline.stages.build", "run_base", True),
+    StageSpec("revise", "Revise", "pipeline.stages.build", "run_revise", True),
+    StageSpec("respond", "Respond", "pipeline.stages.evaluate", "run_respond", True),
+    StageSpec("summarize", "Summarize", "pipeline.stages.evaluate", "run_summarize", True),
+    StageSpec("judge", "Judge", "pipeline.stages.evaluate", "run_judge", True),
 )
 SPECS = {s.name: s for s in STAGES}
 
@@ -120,11 +115,14 @@ def make_options(fn: StageFn, run_id: str, config: Any = None, stored: dict[str,
 
 
 def stored_options(store: Any, run_id: str) -> dict[str, Any]:
+    """The options the run was created with ({} when unknown or unreadable)."""
     import json
 
-    row = store.conn.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
+    from pipeline.store.runs import run_config
+
+    config = run_config(store, run_id)
     try:
-        return dict(json.loads(row[0]).get("options") or {}) if row and row[0] else {}
+        return dict(json.loads(config).get("options") or {}) if config else {}
     except (ValueError, AttributeError):
         return {}
 

@@ -17,11 +17,13 @@ are the summaries at that ratio. ``evaluate`` fails when a group it judged is un
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pipeline.store.coverage import judged_per_text, text_groups
+from pipeline.store.database import Store
 
 MIN_COVERAGE = 0.95
 
@@ -50,43 +52,22 @@ def ratio_key(ratio: float | None) -> float | None:
     return None if ratio is None else round(float(ratio), 6)
 
 
-def expected_raters(conn: sqlite3.Connection, texts: str, vwhere: Sequence[str], vparams: Sequence[Any]
-                    ) -> list[tuple[str, str]]:
-    """(judge, judging_mode) of every rater with a usable or a missing verdict on a text of the
-    temp table ``texts`` (column gid), filtered by ``vwhere`` (conditions on judge columns)."""
-    scored = "".join(f" AND s.{w}" for w in vwhere)
-    missing = "".join(f" AND v.{w}" for w in vwhere)
-    raters = set(conn.execute(
-        f"SELECT DISTINCT s.judge, s.judging_mode FROM {texts} g JOIN text_scores s ON s.gid = g.gid WHERE 1{scored}",
-        list(vparams)))
-    # Missing verdicts: a small partial index (store schema 3) answers this without a scan.
-    raters |= set(conn.execute(
-        f"SELECT DISTINCT v.judge, v.judging_mode FROM {texts} g CROSS JOIN verdicts v ON v.generation_id = g.gid"
-        f" WHERE v.verdict IS NULL{missing}", list(vparams)))
-    return sorted(raters)
-
-
-def group_coverage(conn: sqlite3.Connection, texts: str, raters: Sequence[tuple[str, str]]) -> dict[GroupKey, Coverage]:
+def group_coverage(store: Store, texts: str, raters: Sequence[tuple[str, str]]) -> dict[GroupKey, Coverage]:
     """Coverage per group of the texts in the temp table ``texts`` (gid, kind, rid, ratio), each
-    text expecting a verdict from every one of ``raters`` on each of its active constraints.
-    Reads the kept per-text totals (pipeline.store.scores), which must be current."""
+    text expecting a verdict from every one of ``raters`` (pipeline.store.coverage.expected_raters)
+    on each of its active constraints. Reads the kept per-text totals (pipeline.store.scores),
+    which must be current."""
     if not raters:
         return {}
     wanted = set(raters)
     judged: dict[int, int] = defaultdict(int)
-    for gid, judge, mode, n in conn.execute(
-            f"SELECT s.gid, s.judge, s.judging_mode, s.judged FROM {texts} g JOIN text_scores s ON s.gid = g.gid"):
+    for gid, judge, mode, n in judged_per_text(store, texts):
         if (judge, mode) in wanted:
             judged[gid] += n
     out: dict[GroupKey, Coverage] = defaultdict(Coverage)
-    for gid, kind, ratio, domain, condition, model, mode, n_active in conn.execute(
-        f"SELECT g.gid, g.kind, g.ratio, i.domain, i.condition, r.model, coalesce(r.mode, ''), coalesce(a.n, 0)"
-        f" FROM {texts} g JOIN generations r ON r.id = g.rid JOIN instructions i ON i.id = r.instruction_id"
-        " LEFT JOIN (SELECT instruction_id, count(*) AS n FROM constraints WHERE active = 1 GROUP BY instruction_id) a"
-        " ON a.instruction_id = r.instruction_id"
-    ):
-        key = (domain or "", condition or "", model or "", mode, ratio_key(ratio) if kind == "summary" else None)
-        out[key] = out[key] + Coverage(judged.get(gid, 0), n_active * len(raters))
+    for t in text_groups(store, texts):
+        key = (t.domain or "", t.condition or "", t.model or "", t.mode, ratio_key(t.ratio) if t.kind == "summary" else None)
+        out[key] = out[key] + Coverage(judged.get(t.gid, 0), t.n_active * len(raters))
     return dict(out)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from pipeline.core.errors import EmbeddingError
 from pipeline.core.progress import ProgressEvent, ProgressHook, no_progress
 from pipeline.store.database import text_hash
+from pipeline.store.embeddings import put_vectors, stored_vectors
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
@@ -45,8 +46,12 @@ if TYPE_CHECKING:
 class Embedder(Protocol):
     """Turns texts into unit-length float32 rows. ``name`` keys the vector cache."""
 
-    name: str
-    dim: int
+    # Read-only: callers only read them, and the sentence-transformers embedder derives dim.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
@@ -274,17 +279,7 @@ def _embedder(canonical: str) -> Embedder:
 # -- the vector cache ------------------------------------------------------------------------
 def cached_vectors(store: Store, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
     """Vectors already stored for these text hashes under ``model``."""
-    found: dict[str, np.ndarray] = {}
-    unique = list(dict.fromkeys(hashes))
-    for start in range(0, len(unique), 500):  # SQLite caps bound parameters
-        chunk = unique[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        rows = store.conn.execute(
-            f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({marks})", [model, *chunk]
-        )
-        for h, blob in rows:
-            found[h] = np.frombuffer(blob, dtype=np.float32)
-    return found
+    return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in stored_vectors(store, model, hashes).items()}
 
 
 def embed_stored(
@@ -305,9 +300,7 @@ def embed_stored(
         vectors = embedder.embed(texts)
         rows = [(h, embedder.name, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes())
                 for h, v in zip(chunk, vectors)]
-        store.conn.executemany(
-            "INSERT OR REPLACE INTO embeddings(text_hash, model, dim, vector) VALUES (?, ?, ?, ?)", rows
-        )
+        put_vectors(store, rows)
         store.commit()
         for h, v in zip(chunk, vectors):
             found[h] = v

@@ -16,14 +16,18 @@ Each flag's ``detail`` is JSON that the app shows and highlights from.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis.copying import content_words, copied_ngrams, lexical_overlap
+from pipeline.store.articles import article_text_hash
+from pipeline.store.constraints import active_constraints
 from pipeline.store.database import Store
+from pipeline.store.flags import CONTRADICTION, ConstraintFlag, Contradiction, replace_contradictions, replace_flags
+from pipeline.store.instructions import get_instruction
+from pipeline.store.pairs import pair_partner
 
 if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
@@ -174,43 +178,33 @@ def flag_instruction(store: Store, instruction_id: int, settings: FlagSettings =
 
     References: article A, and B (for ``single``, the pair's partner, so a leak toward A shows).
     Returns counts per flag."""
-    inst = store.one("SELECT article_a, article_b, pair_id FROM instructions WHERE id = ?", [instruction_id])
+    inst = get_instruction(store, instruction_id)
     if inst is None:
         return {}
-    b_id = inst["article_b"]
-    if b_id is None and inst["pair_id"] is not None:
-        b_id = store.scalar("SELECT article_b FROM pairs WHERE id = ?", [inst["pair_id"]])
-    ref_a = _article_text(store, inst["article_a"])
+    b_id = inst.article_b
+    if b_id is None and inst.pair_id is not None:
+        b_id = pair_partner(store, inst.pair_id)
+    ref_a = _article_text(store, inst.article_a)
     ref_b = _article_text(store, b_id) if b_id is not None else None
-    rows = store.query(
-        "SELECT id, text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position", [instruction_id]
-    )
-    texts = [r["text"] for r in rows]
+    rows = active_constraints(store, instruction_id)
+    texts = [r.text for r in rows]
     cosines = embedding_cosines(store, embedder, texts, ref_a, ref_b) if embedder is not None and ref_b else None
     flags = compute_flags(texts, ref_a, ref_b, settings, cosines=cosines)
     counts: dict[str, int] = {}
-    marks = ",".join("?" * len(LEXICAL_FLAGS))
-    with store.conn:
-        store.conn.execute(
-            f"DELETE FROM constraint_flags WHERE flag IN ({marks}) AND constraint_id IN"
-            " (SELECT id FROM constraints WHERE instruction_id = ?)",
-            (*LEXICAL_FLAGS, instruction_id),
-        )
-        for row, row_flags in zip(rows, flags, strict=True):
-            for f in row_flags:
-                if f.flag == "duplicate":  # indices -> constraint ids, which the app can follow
-                    f.detail = {"with": [{"constraint_id": rows[d["index"]]["id"], "score": d["score"]} for d in f.detail["with"]]}
-                store.conn.execute(
-                    "INSERT OR REPLACE INTO constraint_flags (constraint_id, flag, detail) VALUES (?, ?, ?)",
-                    (row["id"], f.flag, json.dumps(f.detail, ensure_ascii=False)),
-                )
-                counts[f.flag] = counts.get(f.flag, 0) + 1
+    stored: list[ConstraintFlag] = []
+    for row, row_flags in zip(rows, flags, strict=True):
+        for f in row_flags:
+            if f.flag == "duplicate":  # indices -> constraint ids, which the app can follow
+                f.detail = {"with": [{"constraint_id": rows[d["index"]].id, "score": d["score"]} for d in f.detail["with"]]}
+            stored.append(ConstraintFlag(row.id, f.flag, f.detail))
+            counts[f.flag] = counts.get(f.flag, 0) + 1
+    replace_flags(store, instruction_id, LEXICAL_FLAGS, stored)
     return counts
 
 
 def _article_text(store: Store, article_id: int | None) -> str:
-    row = store.one("SELECT text_hash FROM articles WHERE id = ?", [article_id])
-    return store.get_text(row["text_hash"]) if row else ""
+    text_hash = article_text_hash(store, article_id)
+    return store.get_text(text_hash) if text_hash else ""
 
 
 # -- joint satisfiability (LLM) -------------------------------------------------------------------
@@ -242,7 +236,7 @@ def parse_contradictions(data: Any, n: int) -> list[tuple[int, int, str]]:
         if not isinstance(item, dict):
             continue
         try:
-            a, b = int(item.get("a")), int(item.get("b"))
+            a, b = int(item.get("a")), int(item.get("b"))  # type: ignore[arg-type]  # None: TypeError, skipped
         except (TypeError, ValueError):
             continue
         a, b = min(a, b), max(a, b)
@@ -257,37 +251,24 @@ async def check_contradictions(store: Store, client: Any, endpoint: str, instruc
     from pipeline.llm.client import Params
     from pipeline.llm.prompts import defuse, load_template, numbered
 
-    inst = store.one("SELECT main_task FROM instructions WHERE id = ?", [instruction_id])
-    rows = store.query(
-        "SELECT id, text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position", [instruction_id]
-    )
+    inst = get_instruction(store, instruction_id)
+    rows = active_constraints(store, instruction_id)
     if inst is None or len(rows) < 2:
         return 0
     template = load_template("contradictions")
-    messages = template.render(main_task=defuse(inst["main_task"] or ""), constraints=numbered([r["text"] for r in rows]),
+    messages = template.render(main_task=defuse(inst.main_task or ""), constraints=numbered([r.text for r in rows]),
                                n=len(rows))
     pairs, _ = await client.chat_json(
         endpoint, messages, schema=CONTRADICTIONS_SCHEMA, validate=lambda d: parse_contradictions(d, len(rows)),
         template=template, params=Params(max_tokens=800),
     )
+    found: list[Contradiction] = []
     by_constraint: dict[int, list[dict[str, Any]]] = {}
-    with store.conn:
-        store.conn.execute("DELETE FROM contradictions WHERE instruction_id = ?", (instruction_id,))
-        store.conn.execute(
-            "DELETE FROM constraint_flags WHERE flag = 'contradiction' AND constraint_id IN"
-            " (SELECT id FROM constraints WHERE instruction_id = ?)", (instruction_id,)
-        )
-        for a, b, reason in pairs:
-            ca, cb = rows[a - 1]["id"], rows[b - 1]["id"]
-            store.conn.execute(
-                "INSERT OR REPLACE INTO contradictions (instruction_id, constraint_a, constraint_b, reason) VALUES (?, ?, ?, ?)",
-                (instruction_id, ca, cb, reason),
-            )
-            by_constraint.setdefault(ca, []).append({"constraint_id": cb, "reason": reason})
-            by_constraint.setdefault(cb, []).append({"constraint_id": ca, "reason": reason})
-        for cid, others in by_constraint.items():
-            store.conn.execute(
-                "INSERT OR REPLACE INTO constraint_flags (constraint_id, flag, detail) VALUES (?, 'contradiction', ?)",
-                (cid, json.dumps({"with": others}, ensure_ascii=False)),
-            )
+    for a, b, reason in pairs:
+        ca, cb = rows[a - 1].id, rows[b - 1].id
+        found.append(Contradiction(ca, cb, reason))
+        by_constraint.setdefault(ca, []).append({"constraint_id": cb, "reason": reason})
+        by_constraint.setdefault(cb, []).append({"constraint_id": ca, "reason": reason})
+    replace_contradictions(store, instruction_id, found,
+                           [ConstraintFlag(cid, CONTRADICTION, {"with": others}) for cid, others in by_constraint.items()])
     return len(pairs)

@@ -22,7 +22,6 @@ adjudicator's when there is one, else the majority (ties left out).
 from __future__ import annotations
 
 import csv
-import json
 import math
 import random
 from collections import defaultdict
@@ -43,25 +42,31 @@ from pipeline.analysis.validation import (
     read_sheets,
     row_owner,
 )
-from pipeline.store.scores import LATEST_VERDICT
+from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.store.validation import (
+    JudgedText,
+    JudgeItem,
+    StoredJudgePlan,
+    TextLabelRow,
+    annotator_text_labels,
+    constraint_places,
+    constraint_text,
+    judge_plan_exists,
+    judge_plan_words,
+    judged_texts,
+    replace_judge_plan,
+    save_text_labels,
+    stored_judge_plan,
+    text_labels,
+)
+from pipeline.store.verdicts import latest_verdicts
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
 
 DEFAULT_PLAN = "judges"
 PER_STRATUM = 25  # items per (domain, text kind)
-TEXT_KINDS = ("response", "summary")
 _NAN = Interval(math.nan, math.nan, math.nan, 0)
-
-
-@dataclass(frozen=True)
-class JudgeItem:
-    position: int
-    constraint_id: int
-    generation_id: int  # the text: a response, or a summary at the plan's ratio
-    text_kind: str  # response | summary
-    instruction_id: int
-    domain: str
 
 
 @dataclass(frozen=True)
@@ -74,27 +79,17 @@ class JudgePlan:
     items: tuple[JudgeItem, ...]
 
 
-def draw_judge_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.25, per_stratum: int = PER_STRATUM,
-                    seed: int = 0, run: str | None = None) -> JudgePlan:
+def draw_judge_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = DEFAULT_RATIO,
+                    per_stratum: int = PER_STRATUM, seed: int = 0, run: str | None = None) -> JudgePlan:
     """``per_stratum`` (constraint, text) items per domain and text kind, among those a judge has
     a verdict on (nothing else can validate a judge), seeded; in one shuffled order."""
-    params: list[Any] = [ratio]
-    where = ""
-    if run is not None:
-        where = " AND i.run_id = ?"
-        params.append(run)
-    population = store.conn.execute(
-        "SELECT DISTINCT v.constraint_id, v.generation_id, g.kind, i.id, i.domain FROM verdicts v"
-        " JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id AND c.active = 1"
-        " JOIN instructions i ON i.id = g.instruction_id WHERE v.verdict IS NOT NULL"
-        " AND (g.kind = 'response' OR (g.kind = 'summary' AND abs(g.ratio - ?) < 1e-9))" + where
-        + " ORDER BY v.constraint_id, v.generation_id", params).fetchall()
+    population = judged_texts(store, ratio, run)
     if not population:
         raise ValidationError(f"nothing to sample: no verdict on a response or a summary at ratio {ratio:g}"
                               + (f" in run {run}" if run else ""))
-    by_stratum: dict[str, list[tuple]] = defaultdict(list)
+    by_stratum: dict[str, list[JudgedText]] = defaultdict(list)
     for row in population:
-        by_stratum[f"{row[4]}/{row[2]}"].append(row)
+        by_stratum[f"{row.domain}/{row.text_kind}"].append(row)
     rng = random.Random(seed)
     chosen, strata = [], {}
     for stratum in sorted(by_stratum):
@@ -103,72 +98,31 @@ def draw_judge_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.
         strata[stratum] = (len(pool), len(picked))
         chosen += picked
     rng.shuffle(chosen)
-    items = tuple(JudgeItem(k, cid, gid, kind, iid, domain) for k, (cid, gid, kind, iid, domain) in enumerate(chosen, 1))
+    items = tuple(JudgeItem(k, t.constraint_id, t.generation_id, t.text_kind, t.instruction_id, t.domain)
+                  for k, t in enumerate(chosen, 1))
     return JudgePlan(name, ratio, seed, run, strata, items)
 
 
 def save_judge_plan(store: Store, plan: JudgePlan, *, replace: bool = False) -> None:
     from pipeline.store.database import now
 
-    conn = store.conn
-    if conn.execute("SELECT 1 FROM judge_plans WHERE name = ?", (plan.name,)).fetchone() and not replace:
+    if judge_plan_exists(store, plan.name) and not replace:
         raise ValidationError(f"a judge plan named {plan.name!r} exists; pass --replace to draw it again "
                               "(labels are kept) or --name for another plan")
-    with conn:
-        conn.execute("DELETE FROM judge_items WHERE plan = ?", (plan.name,))
-        conn.execute("DELETE FROM judge_plans WHERE name = ?", (plan.name,))
-        conn.execute("INSERT INTO judge_plans(name, ratio, seed, run, params, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                     (plan.name, plan.ratio, plan.seed, plan.run, json.dumps({"strata": plan.strata}), now()))
-        conn.executemany("INSERT INTO judge_items(plan, position, constraint_id, generation_id, text_kind,"
-                         " instruction_id, domain) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         [(plan.name, i.position, i.constraint_id, i.generation_id, i.text_kind, i.instruction_id,
-                           i.domain) for i in plan.items])
+    replace_judge_plan(store, StoredJudgePlan(plan.name, plan.ratio, plan.seed, plan.run, {"strata": plan.strata},
+                                              plan.items), now())
 
 
-def load_judge_plan(store: Store | Any, name: str | None = None) -> JudgePlan | None:
-    """A stored judge plan by name, or the newest; None when there is none. ``store``: anything
-    with a ``conn``."""
-    conn = store.conn
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'judge_plans'").fetchone() is None:
-        return None
-    row = conn.execute("SELECT name, ratio, seed, run, params FROM judge_plans"
-                       + (" WHERE name = ?" if name else " ORDER BY created_at DESC, rowid DESC LIMIT 1"),
-                       (name,) if name else ()).fetchone()
+def load_judge_plan(store: Store, name: str | None = None) -> JudgePlan | None:
+    """A stored judge plan by name, or the newest; None when there is none."""
+    row = stored_judge_plan(store, name)
     if row is None:
         return None
-    strata = {k: tuple(v) for k, v in json.loads(row[4])["strata"].items()}
-    items = tuple(JudgeItem(*r) for r in conn.execute(
-        "SELECT position, constraint_id, generation_id, text_kind, instruction_id, domain FROM judge_items"
-        " WHERE plan = ? ORDER BY position", (row[0],)))
-    return JudgePlan(row[0], float(row[1]), int(row[2]), row[3], strata, items)  # type: ignore[arg-type]
+    strata = {k: (int(v[0]), int(v[1])) for k, v in row.params["strata"].items()}
+    return JudgePlan(row.name, row.ratio, row.seed, row.run, strata, row.items)
 
 
 # -- people's answers --------------------------------------------------------------------------
-
-
-def save_text_label(conn: Any, constraint_id: int, generation_id: int, annotator: str, yes: bool,
-                    note: str = "") -> None:
-    """One person's Yes/No on a constraint and a text (a response or a summary)."""
-    from pipeline.store.database import now
-
-    kind = conn.execute("SELECT kind FROM generations WHERE id = ?", (generation_id,)).fetchone()
-    if kind is None or kind[0] not in TEXT_KINDS:
-        raise ValueError(f"generation {generation_id} is not a response or a summary")
-    conn.execute("INSERT INTO text_labels(constraint_id, generation_id, annotator, label, note, created_at)"
-                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
-                 " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
-                 (constraint_id, generation_id, annotator, int(bool(yes)), note, now()))
-    conn.commit()
-
-
-def text_labels(conn: Any) -> dict[tuple[int, int], dict[str, int]]:
-    """(constraint, text) -> annotator -> 1 (yes) / 0 (no)."""
-    out: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'text_labels'").fetchone() is None:
-        return out
-    for cid, gid, who, label in conn.execute("SELECT constraint_id, generation_id, annotator, label FROM text_labels"):
-        out[(cid, gid)][who] = int(label)
-    return out
 
 
 def _people(by: dict[str, int]) -> int | None:
@@ -208,40 +162,35 @@ class JudgeScore:
                 f" recall {self.recall.fmt()}, n={self.n}")
 
 
-def judge_scores(store: Store | Any, plan: JudgePlan | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
+def judge_scores(store: Store, plan: JudgePlan | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> list[JudgeScore]:
     """Every judge against people's labels of ``plan`` (the newest judge plan; none: no scores)."""
     plan = plan or load_judge_plan(store)
     if plan is None or not plan.items:
         return []
-    conn = store.conn
-    labels = text_labels(conn)
+    labels = text_labels(store)
     people = {(i.constraint_id, i.generation_id): _people(labels.get((i.constraint_id, i.generation_id), {}))
               for i in plan.items}
-    gids = sorted({i.generation_id for i in plan.items})
     verdicts: dict[tuple[int, int], dict[tuple[str, str], int]] = defaultdict(dict)
-    for start in range(0, len(gids), 500):
-        chunk = gids[start : start + 500]
-        for gid, cid, judge, mode, verdict in conn.execute(
-                "SELECT v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.verdict FROM verdicts v"
-                f" WHERE v.generation_id IN ({','.join('?' * len(chunk))}) AND {LATEST_VERDICT}", chunk):
-            verdicts[(cid, gid)][(judge, mode)] = int(verdict)
+    for v in latest_verdicts(store, sorted({i.generation_id for i in plan.items})):
+        if v.verdict is not None:
+            verdicts[(v.constraint_id, v.generation_id)][(v.judge, v.judging_mode)] = int(v.verdict)
     from pipeline.analysis.metrics import _rater_names
 
     raters = sorted({r for by in verdicts.values() for r in by})
     names = dict(zip(raters, _rater_names(raters)))
-    groups = _groups(conn, plan)
+    groups = _groups(store, plan)
     out = []
     for rater in raters:
         for by, group, members in groups:
-            pairs = [(verdicts[k][rater], people[k]) for k in members
-                     if people.get(k) is not None and rater in verdicts.get(k, {})]
+            pairs = [(verdicts[k][rater], person) for k in members
+                     if (person := people.get(k)) is not None and rater in verdicts.get(k, {})]
             if pairs or by == "all":
                 out.append(_score(names[rater], by, group, pairs, n_resamples, seed))
     return out
 
 
-def _groups(conn: Any, plan: JudgePlan) -> list[tuple[str, str, list[tuple[int, int]]]]:
+def _groups(store: Store, plan: JudgePlan) -> list[tuple[str, str, list[tuple[int, int]]]]:
     """(by, group, items): all; per domain; per text kind; per third of the constraint list; per
     half of the texts by length."""
     keys = {i.position: (i.constraint_id, i.generation_id) for i in plan.items}
@@ -251,18 +200,14 @@ def _groups(conn: Any, plan: JudgePlan) -> list[tuple[str, str, list[tuple[int, 
         for i in plan.items:
             split[getattr(i, attr)].append(keys[i.position])
         out += [(by, g, split[g]) for g in sorted(split)]
-    place = dict(((cid), (pos, n)) for cid, pos, n in conn.execute(
-        "SELECT c.id, c.position, (SELECT count(*) FROM constraints d WHERE d.instruction_id = c.instruction_id"
-        " AND d.active = 1) FROM constraints c JOIN judge_items j ON j.constraint_id = c.id WHERE j.plan = ?",
-        (plan.name,)))
+    place = constraint_places(store, plan.name)
     thirds: dict[str, list] = defaultdict(list)
     for i in plan.items:
         pos, n = place.get(i.constraint_id, (None, 0))
         if pos and n:
             thirds[("first", "middle", "last")[min(2, (pos - 1) * 3 // n)] + " third"].append(keys[i.position])
     out += [("position", g, thirds[g]) for g in ("first third", "middle third", "last third") if g in thirds]
-    words = dict(conn.execute("SELECT g.id, g.words FROM generations g JOIN judge_items j ON j.generation_id = g.id"
-                              " WHERE j.plan = ?", (plan.name,)))
+    words = judge_plan_words(store, plan.name)
     known = sorted(w for w in words.values() if w is not None)
     if known:
         median = known[len(known) // 2]
@@ -344,22 +289,19 @@ _ANSWERS = {"yes": 1, "y": 1, "1": 1, "no": 0, "n": 0, "0": 0}
 def judge_sheet_rows(store: Store, plan: JudgePlan, *, annotator: str = "") -> list[dict[str, Any]]:
     """One row per judge-plan item: the constraint and the text, nothing any judge said; the
     ``answer`` column pre-filled with ``annotator``'s answers so far."""
-    conn = store.conn
-    mine = {(c, g): ("yes" if label else "no", note or "") for c, g, label, note in conn.execute(
-        "SELECT constraint_id, generation_id, label, note FROM text_labels WHERE annotator = ?", (annotator,))}
+    mine = {key: ("yes" if given.answer else "no", given.note)
+            for key, given in annotator_text_labels(store, annotator).items()}
     rows = []
     for i in plan.items:
-        row = conn.execute(
-            "SELECT c.text, ins.main_task, t.body FROM constraints c JOIN instructions ins ON ins.id = c.instruction_id"
-            " JOIN generations g ON g.id = ? JOIN texts t ON t.hash = g.text_hash WHERE c.id = ?",
-            (i.generation_id, i.constraint_id)).fetchone()
-        if row is None:
+        texts = constraint_text(store, i.constraint_id, i.generation_id)
+        if texts is None:
             raise ValidationError(f"judge plan {plan.name!r} item {i.position}: constraint {i.constraint_id} or text "
                                   f"{i.generation_id} is no longer in the store; draw the plan again (--replace)")
         answer, note = mine.get((i.constraint_id, i.generation_id), ("", ""))
         rows.append({"plan": plan.name, "item": i.position, "constraint_id": i.constraint_id,
-                     "text_id": i.generation_id, "text_kind": i.text_kind, "domain": i.domain, "main_task": row[1],
-                     "constraint": row[0], "text": row[2], "annotator": annotator, "answer": answer, "note": note})
+                     "text_id": i.generation_id, "text_kind": i.text_kind, "domain": i.domain,
+                     "main_task": texts.main_task, "constraint": texts.constraint, "text": texts.text,
+                     "annotator": annotator, "answer": answer, "note": note})
     return rows
 
 
@@ -417,12 +359,7 @@ def import_judge_sheets(store: Store, paths: Sequence[str | Path], *, annotator:
         return result
     from pipeline.store.database import now
 
-    when = now()
-    with store.conn:
-        store.conn.executemany(
-            "INSERT INTO text_labels(constraint_id, generation_id, annotator, label, note, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
-            " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
-            [(cid, gid, who, answer, note, when) for (cid, gid, who), (answer, note, _) in pending.items()])
+    save_text_labels(store, [TextLabelRow(cid, gid, who, answer, note)
+                             for (cid, gid, who), (answer, note, _) in pending.items()], now())
     result.saved = len(pending)
     return result

@@ -242,6 +242,7 @@ def paired_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
     if draws is not None:
         hits = count_hits(draws.signs)
     else:
+        assert rng is not None  # drawn above whenever there are no precomputed draws
         hits = 0
         step = max(1, _CHUNK_CELLS // n)
         for start in range(0, n_resamples, step):

@@ -18,7 +18,12 @@ its stratum; precision, recall and the integrated share are those weighted ratio
 tiny passed-both sample would hide nearly every superficial item the metric misses, and recall
 would look better than it is.
 
-Criteria (METHOD.md, "What reviewers said"): precision and recall of "superficial" at least
+This rule (``score_labels``) is the one definition of human validation: `validate report`,
+the report's validation section (``human_validation``) and the Annotate screen
+(``annotate_scores``) all score by it. With no plan, the items are every labelled one, each in
+the stratum the metric's call puts it in now, weighted by that stratum's size now.
+
+Criteria (docs/method.md, "What reviewers said"): precision and recall of "superficial" at least
 0.8, the share labelled integrated among the flipped at most 10%. A criterion passes on its
 point estimate; ``certain`` says whether its whole interval lies on the same side.
 
@@ -34,7 +39,6 @@ differently; an adjudicator's label (annotator ``adjudicator``) settles them.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import random
 from collections import defaultdict
@@ -45,9 +49,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from pipeline.analysis.metrics import LABELS, Filters, Item, constraint_items
+from pipeline.analysis.metrics.base import LABELS, Filters
+from pipeline.analysis.metrics.items import Item, constraint_items
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, cohen_kappa
+from pipeline.core.definitions import DEFAULT_RATIO, passes
 from pipeline.core.errors import UnspecificError
+from pipeline.store.annotations import AnnotationRow, annotator_labels, labels_by_item, save_annotations
+from pipeline.store.validation import (
+    PlanItem,
+    StoredPlan,
+    instruction_domains,
+    item_texts,
+    plan_exists,
+    plan_response_writers,
+    replace_plan,
+    stored_plan,
+    summary_flips,
+)
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
@@ -72,17 +90,6 @@ class ValidationError(UnspecificError):
 
 
 # -- the plan ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PlanItem:
-    position: int  # 1-based place in the plan's shuffled order
-    constraint_id: int
-    response_id: int
-    summary_id: int  # the summary the metric compared the response with at the plan's ratio
-    instruction_id: int
-    domain: str
-    stratum: str  # flipped:<domain> | passed
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ class Plan:
         return [s for s in self.strata if s.drawn == s.population]
 
 
-def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.25, per_domain: int = PER_DOMAIN,
+def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = DEFAULT_RATIO, per_domain: int = PER_DOMAIN,
               passed: int = PASSED, seed: int = 0, run: str | None = None,
               domains: Sequence[str] | None = None) -> Plan:
     """Draw (not store) a plan: ``per_domain`` flipped items per domain, ``passed`` passed-both
@@ -122,7 +129,7 @@ def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.25, pe
     if per_domain < 0 or passed < 0:
         raise ValidationError("the sample sizes must be zero or more")
     items = _items_by_key(store, ratio, run)
-    domain_of = _domains(store, {i.instruction_id for i in items.values()})
+    domain_of = instruction_domains(store, {i.instruction_id for i in items.values()})
     if domains:
         unknown = sorted(set(domains) - set(domain_of.values()))
         if unknown:
@@ -135,10 +142,9 @@ def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.25, pe
     by_stratum: dict[str, list[Item]] = defaultdict(list)
     for key in sorted(items):  # a fixed order before drawing: the seed alone decides the sample
         item = items[key]
-        if item.flipped:
-            by_stratum[f"flipped:{domain_of[item.instruction_id]}"].append(item)
-        elif item.passed_both:
-            by_stratum[PASSED_STRATUM].append(item)
+        stratum = _stratum(item, domain_of[item.instruction_id])
+        if stratum is not None:
+            by_stratum[stratum].append(item)
     chosen: list[tuple[str, Item]] = []
     strata = []
     for stratum in sorted(by_stratum):
@@ -155,24 +161,18 @@ def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = 0.25, pe
 
 
 def _items_by_key(store: Store, ratio: float, run: str | None,
-                  responses: Iterable[int] | None = None) -> dict[tuple[int, int], Item]:
+                  responses: Iterable[int] | None = None,
+                  filters: Filters | None = None) -> dict[tuple[int, int], Item]:
     """The metric's items at ``ratio``, one per (constraint, response): with two summaries at the
     ratio (two summarizers), the one with the lowest id, so the choice never depends on order.
-    ``responses``: only those (a plan's few hundred items need not pivot the whole store)."""
+    ``responses``: only those (a plan's few hundred items need not pivot the whole store);
+    ``filters``: the report's selection (its ``run`` stands in for ``run``)."""
     out: dict[tuple[int, int], Item] = {}
-    filters = Filters(run=run, responses=None if responses is None else tuple(sorted(set(responses))))
-    for item in sorted(constraint_items(store, filters, ratio=ratio), key=lambda i: i.summary_id):
+    base = filters or Filters(run=run)
+    if responses is not None:
+        base = replace(base, responses=tuple(sorted(set(responses))))
+    for item in sorted(constraint_items(store, base, ratio=ratio), key=lambda i: i.summary_id):
         out.setdefault((item.constraint_id, item.response_id), item)
-    return out
-
-
-def _domains(store: Store, instruction_ids: Iterable[int]) -> dict[int, str]:
-    ids = sorted(instruction_ids)
-    out: dict[int, str] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        out.update(store.conn.execute(
-            f"SELECT id, domain FROM instructions WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall())
     return out
 
 
@@ -181,51 +181,23 @@ def save_plan(store: Store, plan: Plan, *, replace: bool = False) -> Plan:
     people may be labelling it. Labels are never deleted (they belong to the items)."""
     from pipeline.store.database import now
 
-    conn = store.conn
-    exists = conn.execute("SELECT 1 FROM validation_plans WHERE name = ?", (plan.name,)).fetchone()
-    if exists and not replace:
+    if plan_exists(store, plan.name) and not replace:
         raise ValidationError(f"a plan named {plan.name!r} exists; pass --replace to draw it again "
                               "(labels are kept) or --name for another plan")
     created = now()
-    params = {"strata": [s.as_dict() for s in plan.strata]}
-    with conn:
-        conn.execute("DELETE FROM validation_items WHERE plan = ?", (plan.name,))
-        conn.execute("DELETE FROM validation_plans WHERE name = ?", (plan.name,))
-        conn.execute("INSERT INTO validation_plans(name, ratio, seed, run, params, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                     (plan.name, plan.ratio, plan.seed, plan.run, json.dumps(params), created))
-        conn.executemany(
-            "INSERT INTO validation_items(plan, position, constraint_id, response_id, summary_id, instruction_id,"
-            " domain, stratum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(plan.name, i.position, i.constraint_id, i.response_id, i.summary_id, i.instruction_id, i.domain,
-              i.stratum) for i in plan.items])
+    replace_plan(store, StoredPlan(plan.name, plan.ratio, plan.seed, plan.run,
+                                   {"strata": [s.as_dict() for s in plan.strata]}, created, plan.items))
     return Plan(plan.name, plan.ratio, plan.seed, plan.run, plan.strata, plan.items, created)
 
 
-def load_plan(store: Store | Any, name: str | None = None) -> Plan | None:
-    """A stored plan by name; with no name, the newest one. None when there is none.
-    ``store`` may be anything with a ``conn`` (the app passes its own connection)."""
-    conn = store.conn
-    if not _has_plans(conn):
-        return None  # a store opened read-only before its migration to schema 5
-    if name is None:
-        row = conn.execute("SELECT name, ratio, seed, run, params, created_at FROM validation_plans"
-                           " ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
-    else:
-        row = conn.execute("SELECT name, ratio, seed, run, params, created_at FROM validation_plans WHERE name = ?",
-                           (name,)).fetchone()
+def load_plan(store: Store, name: str | None = None) -> Plan | None:
+    """A stored plan by name; with no name, the newest one. None when there is none (also in a
+    store opened read-only before its migration to schema 5)."""
+    row = stored_plan(store, name)
     if row is None:
         return None
-    plan_name, ratio, seed, run, params, created = row
-    strata = tuple(Stratum(s["name"], int(s["population"]), int(s["drawn"])) for s in json.loads(params)["strata"])
-    items = tuple(PlanItem(*r) for r in conn.execute(
-        "SELECT position, constraint_id, response_id, summary_id, instruction_id, domain, stratum"
-        " FROM validation_items WHERE plan = ? ORDER BY position", (plan_name,)))
-    return Plan(plan_name, float(ratio), int(seed), run, strata, items, created)
-
-
-def _has_plans(conn: Any) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'validation_plans'").fetchone() \
-        is not None
+    strata = tuple(Stratum(s["name"], int(s["population"]), int(s["drawn"])) for s in row.params["strata"])
+    return Plan(row.name, row.ratio, row.seed, row.run, strata, row.items, row.created_at)
 
 
 def require_plan(store: Store, name: str | None = None) -> Plan:
@@ -246,13 +218,10 @@ def current_items(store: Store, plan: Plan) -> dict[tuple[int, int], Item]:
 
 def annotation_items(store: Store, plan: Plan) -> list[Item]:
     """The plan's items in its order, as pipeline.analysis.metrics items with the metric's current call
-    (for the Annotate screen's running precision and recall). An item no rater judges on both
-    texts any more keeps its place, with no call (scores NaN, not flipped): people still label
-    exactly the plan."""
+    (for the Annotate screen's list). An item no rater judges on both texts any more keeps its
+    place, with no call (scores NaN, not flipped): people still label exactly the plan."""
     now_items = current_items(store, plan)
-    writers = dict(((gid), (model, mode)) for gid, model, mode in store.conn.execute(
-        "SELECT id, model, coalesce(mode, '') FROM generations WHERE id IN (SELECT response_id FROM validation_items"
-        " WHERE plan = ?)", (plan.name,)))
+    writers = plan_response_writers(store, plan.name)
     out = []
     for p in plan.items:
         item = now_items.get((p.constraint_id, p.response_id))
@@ -270,13 +239,9 @@ def annotation_items(store: Store, plan: Plan) -> list[Item]:
 # -- labels ------------------------------------------------------------------------------------
 
 
-def read_labels(conn: Any) -> dict[tuple[int, int], dict[str, str]]:
+def read_labels(store: Store) -> dict[tuple[int, int], dict[str, str]]:
     """(constraint, response) -> annotator -> label."""
-    out: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
-    for cid, gid, who, label in conn.execute(
-            "SELECT constraint_id, generation_id, annotator, label FROM annotations WHERE label IS NOT NULL"):
-        out[(cid, gid)][who] = label
-    return out
+    return labels_by_item(store)
 
 
 def consensus(by: dict[str, str], annotator: str | None = None) -> str | None:
@@ -294,6 +259,54 @@ def consensus(by: dict[str, str], annotator: str | None = None) -> str | None:
     best = max(votes.values())
     top = [v for v, c in votes.items() if c == best]
     return top[0] if len(top) == 1 else None
+
+
+# -- what the labels are scored against --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Basis:
+    """The metric's side of a validation: the items people's labels are scored on, each item's
+    stratum and each stratum's population (an item stands for population / labelled items of
+    its stratum).
+
+    With a plan: the plan's items in its order, in the stratum they were drawn in, with the
+    populations of the draw. Without one: every item in the selection at ``ratio``, its stratum
+    from the metric's call now (``flipped:<domain>`` or ``passed``), populations counted now;
+    items outside both (judges never passed the response) are outside the metric's call."""
+
+    ratio: float
+    plan: Plan | None
+    items: dict[tuple[int, int], Item]  # the metric's item now, by (constraint, response)
+    strata: dict[tuple[int, int], str]  # planless: only items in a stratum
+    population: dict[str, int]
+    order: tuple[tuple[int, int], ...] | None  # the plan's keys in its order; None: every labelled item
+
+
+def validation_basis(store: Store, plan: Plan | None = None, *, ratio: float = DEFAULT_RATIO,
+                     filters: Filters | None = None) -> Basis:
+    if plan is not None:
+        return Basis(plan.ratio, plan, current_items(store, plan),
+                     {(p.constraint_id, p.response_id): p.stratum for p in plan.items},
+                     {s.name: s.population for s in plan.strata},
+                     tuple((p.constraint_id, p.response_id) for p in plan.items))
+    items = _items_by_key(store, ratio, None, filters=filters)
+    domain_of = instruction_domains(store, {i.instruction_id for i in items.values()})
+    strata: dict[tuple[int, int], str] = {}
+    population: dict[str, int] = defaultdict(int)
+    for key, item in items.items():
+        stratum = _stratum(item, domain_of[item.instruction_id])
+        if stratum is not None:
+            strata[key] = stratum
+            population[stratum] += 1
+    return Basis(ratio, None, items, strata, dict(population), None)
+
+
+def _stratum(item: Item, domain: str) -> str | None:
+    """The stratum a plan draws an item into by the metric's call (None: in no stratum)."""
+    if item.flipped:
+        return f"flipped:{domain}"
+    return PASSED_STRATUM if item.passed_both else None
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -354,11 +367,16 @@ class DepthPoint:
 
 @dataclass
 class ValidationReport:
-    plan: Plan
+    """The metric against people's labels, by the one rule (this module's docstring): each item's
+    label is one annotator's or the consensus (the adjudicator decides, else the majority, ties
+    left out), and each labelled item stands for its stratum's population."""
+
+    ratio: float
+    plan: Plan | None  # None: every labelled item, in strata by the metric's call now (Basis)
     annotator: str | None  # None: the consensus label
-    items: int
-    labelled: int  # plan items with a label (ambiguous included)
-    ties: int  # plan items whose annotators split evenly, with no adjudicator
+    items: int  # plan items; with no plan, items with a label
+    labelled: int  # items with a label (ambiguous included)
+    ties: int  # items whose annotators split evenly, with no adjudicator
     ambiguous: int
     out_of_scope: int  # labelled items the judges no longer pass on the full response (or no longer judge)
     changed: int  # plan items whose metric call differs from the stratum they were drawn in
@@ -373,6 +391,11 @@ class ValidationReport:
     profile: list[DepthPoint] = field(default_factory=list)
 
     @property
+    def n(self) -> int:
+        """Items scored: labelled, in the metric's call, not ambiguous."""
+        return self.tp + self.fp + self.fn + self.tn
+
+    @property
     def criteria(self) -> list[Criterion]:
         return [Criterion("precision of superficial", self.precision, MIN_PRECISION, True),
                 Criterion("recall of superficial", self.recall, MIN_RECALL, True),
@@ -383,9 +406,11 @@ class ValidationReport:
         return all(c.passed for c in self.criteria)
 
     def as_dict(self) -> dict[str, Any]:
+        plan = self.plan
         return {
-            "plan": self.plan.name, "ratio": self.plan.ratio, "seed": self.plan.seed, "run": self.plan.run,
-            "strata": [s.as_dict() for s in self.plan.strata], "annotator": self.annotator, "items": self.items,
+            "plan": plan.name if plan else None, "ratio": self.ratio, "seed": plan.seed if plan else None,
+            "run": plan.run if plan else None, "strata": [s.as_dict() for s in plan.strata] if plan else [],
+            "annotator": self.annotator, "items": self.items,
             "labelled": self.labelled, "ties": self.ties, "ambiguous": self.ambiguous,
             "out_of_scope": self.out_of_scope, "changed_since_plan": self.changed,
             "sample": {"tp": self.tp, "fp": self.fp, "fn": self.fn, "tn": self.tn},
@@ -394,21 +419,19 @@ class ValidationReport:
         }
 
 
-def validation_report(store: Store, plan: Plan | None = None, *, annotator: str | None = None,
-                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                      profile_ratios: Sequence[float] = PROFILE_RATIOS) -> ValidationReport:
-    """The metric against the labels of ``plan`` (the newest plan by default)."""
-    plan = plan or require_plan(store)
-    labels = read_labels(store.conn)
-    now_items = current_items(store, plan)
-    report = ValidationReport(plan, annotator, len(plan.items), 0, 0, 0, 0, 0)
+def score_labels(basis: Basis, labels: dict[tuple[int, int], dict[str, str]], *, annotator: str | None = None,
+                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> ValidationReport:
+    """Human validation of Core, the one definition: the metric's call on ``basis`` against the
+    labels (one ``annotator``'s, or the consensus). Precision and recall of "superficial" and the
+    integrated share among the flipped are weighted by stratum. No kappas, no depth profile."""
+    keys = basis.order if basis.order is not None else tuple(sorted(labels))
+    report = ValidationReport(basis.ratio, basis.plan, annotator, len(keys), 0, 0, 0, 0, 0)
     # Per labelled, in-scope item: stratum, call, label.
     rows: list[tuple[str, bool, str]] = []
-    for p in plan.items:
-        key = (p.constraint_id, p.response_id)
-        item = now_items.get(key)
-        drawn_flipped = p.stratum != PASSED_STRATUM
-        if item is not None and item.flipped != drawn_flipped:
+    for key in keys:
+        item = basis.items.get(key)
+        stratum = basis.strata.get(key)
+        if basis.plan is not None and item is not None and item.flipped != (stratum != PASSED_STRATUM):
             report.changed += 1
         by = labels.get(key, {})
         label = consensus(by, annotator)
@@ -417,21 +440,72 @@ def validation_report(store: Store, plan: Plan | None = None, *, annotator: str 
                 report.ties += 1
             continue
         report.labelled += 1
-        if item is None or item.full_score < 0.5:
+        if item is None or stratum is None or not passes(item.full_score):
             report.out_of_scope += 1  # outside the metric's call: it never said Yes on the response
             continue
         if label == "ambiguous":
             report.ambiguous += 1
-        rows.append((p.stratum, item.flipped, label))
-    _score(report, rows, n_resamples=n_resamples, seed=seed)
+        rows.append((stratum, item.flipped, label))
+    _score(report, rows, basis.population, n_resamples=n_resamples, seed=seed)
+    return report
+
+
+def validation_report(store: Store, plan: Plan | None = None, *, annotator: str | None = None,
+                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                      profile_ratios: Sequence[float] = PROFILE_RATIOS) -> ValidationReport:
+    """The metric against the labels of ``plan`` (the newest plan by default), with kappas
+    between annotators and the depth profile: `unspecific validate report`."""
+    plan = plan or require_plan(store)
+    labels = read_labels(store)
+    report = score_labels(validation_basis(store, plan), labels, annotator=annotator, n_resamples=n_resamples,
+                          seed=seed)
     report.kappas = plan_kappas(plan, labels, n_resamples=n_resamples, seed=seed)
     report.profile = depth_profile(store, plan, labels, annotator=annotator, ratios=profile_ratios,
                                    n_resamples=n_resamples, seed=seed)
     return report
 
 
-def _score(report: ValidationReport, rows: list[tuple[str, bool, str]], *, n_resamples: int, seed: int) -> None:
-    plan = report.plan
+def human_validation(store: Store, *, ratio: float = DEFAULT_RATIO, filters: Filters | None = None,
+                     annotator: str | None = None, n_resamples: int = DEFAULT_RESAMPLES,
+                     seed: int = 0) -> ValidationReport:
+    """The report's human validation: the newest plan's, as `validate report` computes it (the
+    plan fixes the ratio and the items; ``ratio`` and ``filters`` then do not apply); with no
+    plan, every labelled item within ``filters`` at ``ratio``, by the same rule. With kappas
+    between annotators, without the depth profile."""
+    plan = load_plan(store)
+    basis = validation_basis(store, plan, ratio=ratio, filters=filters)
+    labels = read_labels(store)
+    report = score_labels(basis, labels, annotator=annotator, n_resamples=n_resamples, seed=seed)
+    report.kappas = annotator_kappas(basis.order or tuple(sorted(labels)), labels, n_resamples=n_resamples,
+                                     seed=seed)
+    return report
+
+
+@dataclass(frozen=True)
+class AnnotateScores:
+    """What the Annotate screen shows: each annotator's validation (by the one rule) and kappa
+    between every pair of annotators."""
+
+    by_annotator: dict[str, ValidationReport]
+    kappas: list[AnnotatorKappa]
+
+
+def annotate_scores(store: Store, *, ratio: float = DEFAULT_RATIO, basis: Basis | None = None,
+                    n_resamples: int = 200, seed: int = 0) -> AnnotateScores:
+    """Annotate's panel: as `human_validation` (the newest plan's items, or every labelled item at
+    ``ratio``), once per annotator who labelled one of them. ``basis``: one computed before (the
+    metric's call does not change while people label; the labels are read anew)."""
+    basis = basis or validation_basis(store, load_plan(store), ratio=ratio)
+    labels = read_labels(store)
+    keys = basis.order or tuple(sorted(k for k in labels if k in basis.items))
+    who = sorted({a for k in keys for a in labels.get(k, {})})
+    return AnnotateScores({a: score_labels(basis, labels, annotator=a, n_resamples=n_resamples, seed=seed)
+                           for a in who},
+                          annotator_kappas(keys, labels, n_resamples=n_resamples, seed=seed))
+
+
+def _score(report: ValidationReport, rows: list[tuple[str, bool, str]], population: dict[str, int], *,
+           n_resamples: int, seed: int) -> None:
     clear = [(s, call, label == "superficial") for s, call, label in rows if label != "ambiguous"]
     for _, call, truth in clear:
         report.tp += call and truth
@@ -442,13 +516,13 @@ def _score(report: ValidationReport, rows: list[tuple[str, bool, str]], *, n_res
     per_stratum: dict[str, int] = defaultdict(int)
     for s, _, _ in rows:
         per_stratum[s] += 1
-    weight = {s: plan.stratum(s).population / n for s, n in per_stratum.items()}
+    weight = {s: population[s] / n for s, n in per_stratum.items()}
     strata = [s for s, _, _ in clear]
-    call = np.array([c for _, c, _ in clear], dtype=float)
-    truth = np.array([t for _, _, t in clear], dtype=float)
+    calls = np.array([c for _, c, _ in clear], dtype=float)
+    truths = np.array([t for _, _, t in clear], dtype=float)
     w = np.array([weight[s] for s in strata], dtype=float)
-    report.precision = _weighted_ratio(strata, w * call * truth, w * call, n_resamples, seed)
-    report.recall = _weighted_ratio(strata, w * call * truth, w * truth, n_resamples, seed)
+    report.precision = _weighted_ratio(strata, w * calls * truths, w * calls, n_resamples, seed)
+    report.recall = _weighted_ratio(strata, w * calls * truths, w * truths, n_resamples, seed)
     flipped_rows = [(s, label) for s, c, label in rows if c]
     fw = np.array([weight[s] for s, _ in flipped_rows], dtype=float)
     integrated = np.array([label == "integrated" for _, label in flipped_rows], dtype=float)
@@ -486,9 +560,15 @@ def _weighted_ratio(strata: Sequence[str], num: np.ndarray, den: np.ndarray, n_r
 
 def plan_kappas(plan: Plan, labels: dict[tuple[int, int], dict[str, str]], *,
                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[AnnotatorKappa]:
-    """Cohen's kappa (three labels) for each pair of annotators over the plan's items both
+    """``annotator_kappas`` over the plan's items."""
+    return annotator_kappas([(p.constraint_id, p.response_id) for p in plan.items], labels,
+                            n_resamples=n_resamples, seed=seed)
+
+
+def annotator_kappas(keys: Sequence[tuple[int, int]], labels: dict[tuple[int, int], dict[str, str]], *,
+                     n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[AnnotatorKappa]:
+    """Cohen's kappa (three labels) for each pair of annotators over the items of ``keys`` both
     labelled, with a bootstrap interval over those items. The adjudicator is not a rater."""
-    keys = [(p.constraint_id, p.response_id) for p in plan.items]
     people = sorted({who for k in keys for who in labels.get(k, {}) if who != ADJUDICATOR})
     out = []
     for i, a in enumerate(people):
@@ -547,22 +627,11 @@ def flipped_totals(store: Store, run: str | None) -> dict[float, int]:
     """Per summary ratio, the (constraint, response) items flipped, from the per-text totals the
     store keeps (pipeline.store.scores, the same rule). A response summarised twice at one ratio counts
     its first summary's, as the metric's items do."""
-    from pipeline.store.scores import current_text_scores, drop_temp_scores
-
-    conn = store.conn
-    current_text_scores(conn)
-    try:
-        rows = conn.execute(
-            "SELECT s.id, s.parent_id, s.ratio, t.flipped FROM generations s LEFT JOIN text_items t ON t.gid = s.id"
-            " JOIN generations r ON r.id = s.parent_id JOIN instructions i ON i.id = r.instruction_id"
-            " WHERE s.kind = 'summary'" + (" AND i.run_id = ?" if run else ""), (run,) if run else ()).fetchall()
-    finally:
-        drop_temp_scores(conn)
     first: dict[tuple[int, float], tuple[int, int]] = {}  # (response, ratio) -> (summary id, flipped)
-    for sid, parent, ratio, flipped in rows:
-        key = (parent, round(float(ratio), 9))
-        if key not in first or sid < first[key][0]:
-            first[key] = (sid, flipped or 0)
+    for row in summary_flips(store, run):
+        key = (row.response_id, round(row.ratio, 9))
+        if key not in first or row.summary_id < first[key][0]:
+            first[key] = (row.summary_id, row.flipped)
     out: dict[float, int] = defaultdict(int)
     for (_, ratio), (_, flipped) in first.items():
         out[ratio] += flipped
@@ -576,24 +645,19 @@ def sheet_rows(store: Store, plan: Plan, *, annotator: str = "") -> list[dict[st
     """One row per plan item, in the plan's order: the texts a labeller needs and nothing a judge
     said (no verdict, no quote, no stratum, no score). ``label`` and ``note`` are pre-filled
     with ``annotator``'s own labels, so a sheet can be handed back and forth."""
-    conn = store.conn
-    mine = {(c, g): (label, note or "") for c, g, label, note in conn.execute(
-        "SELECT constraint_id, generation_id, label, note FROM annotations WHERE annotator = ?", (annotator,))}
+    mine = annotator_labels(store, annotator)
     rows = []
     for p in plan.items:
-        row = conn.execute(
-            "SELECT c.text, i.main_task, tr.body, ts.body FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
-            " JOIN generations r ON r.id = ? JOIN texts tr ON tr.hash = r.text_hash"
-            " LEFT JOIN generations s ON s.id = ? LEFT JOIN texts ts ON ts.hash = s.text_hash WHERE c.id = ?",
-            (p.response_id, p.summary_id, p.constraint_id)).fetchone()
-        if row is None:
+        texts = item_texts(store, p.constraint_id, p.response_id, p.summary_id)
+        if texts is None:
             raise ValidationError(f"plan {plan.name!r} item {p.position}: constraint {p.constraint_id} or response "
                                   f"{p.response_id} is no longer in the store; draw the plan again (--replace)")
-        label, note = mine.get((p.constraint_id, p.response_id), ("", ""))
+        given = mine.get((p.constraint_id, p.response_id))
+        label, note = (given.label, given.note) if given else ("", "")
         rows.append({"plan": plan.name, "item": p.position, "constraint_id": p.constraint_id,
-                     "response_id": p.response_id, "domain": p.domain, "main_task": row[1], "constraint": row[0],
-                     "response": row[2], "summary": row[3] or "", "annotator": annotator, "label": label,
-                     "note": note})
+                     "response_id": p.response_id, "domain": p.domain, "main_task": texts.main_task,
+                     "constraint": texts.constraint, "response": texts.response, "summary": texts.summary,
+                     "annotator": annotator, "label": label, "note": note})
     return rows
 
 
@@ -725,13 +789,8 @@ def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str |
         result.annotators.add(who)
     if result.errors:
         return result
-    when = now()
-    with store.conn:
-        store.conn.executemany(
-            "INSERT INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
-            " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at",
-            [(cid, rid, who, label, note, when) for (cid, rid, who), (label, note, _) in pending.items()])
+    save_annotations(store, [AnnotationRow(cid, rid, who, label, note)
+                             for (cid, rid, who), (label, note, _) in pending.items()], now())
     result.saved = len(pending)
     return result
 
@@ -744,7 +803,7 @@ class Disagreement:
 
 def disagreements(store: Store, plan: Plan) -> list[Disagreement]:
     """Plan items two or more annotators labelled differently and no adjudicator has settled."""
-    labels = read_labels(store.conn)
+    labels = read_labels(store)
     out = []
     for p in plan.items:
         by = labels.get((p.constraint_id, p.response_id), {})

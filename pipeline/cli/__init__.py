@@ -27,12 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", default=None, help="config file (default: unspecific.toml if present)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"pipeline.cli.{name}_cmd")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"pipeline.cli.{name}_cmd":
-                continue  # a command not built yet
-            raise
+        # Every listed command is required: a module that fails to import is a bug, never a
+        # command quietly missing from the help.
+        module = importlib.import_module(f"pipeline.cli.{name}_cmd")
         module.register(sub)
     return parser
 

@@ -74,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
             if not args.files:
                 out.print("[red]ingest: name the run_batch output file(s)[/]")
                 return 2
-            got = batch.ingest(store, config, args.files)
+            ingested = batch.ingest(store, config, args.files)
             closed = batch.close_exported(store) if args.close else 0
-            _print_ingested(out, got)
+            _print_ingested(out, ingested)
             if closed:
                 out.print(f"{closed:,} exported call(s) had no result and are failed (see `batch collect --failed`)")
     finally:

@@ -107,7 +107,7 @@ def _stored_options(store, run_id: str) -> dict:  # noqa: ANN001
 async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CLI glue
     import sys
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
     from rich.prompt import Confirm
 
     from pipeline.core.progress import ProgressEvent, StopFlag
@@ -140,7 +140,7 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
         for i, stages in enumerate(stages_to_run):
             with Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=out, transient=False) as bars:
-                tasks: dict[str, int] = {}
+                tasks: dict[str, TaskID] = {}
 
                 def progress(event: ProgressEvent) -> None:
                     if event.kind in ("error", "log"):

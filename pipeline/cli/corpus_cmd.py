@@ -78,7 +78,8 @@ def run_add(args: argparse.Namespace) -> int:
 
     from pipeline.cli.common import console, open_store_from
     from pipeline.core.errors import CorpusError
-    from pipeline.stages.corpus import ImportOptions, import_corpus, status_counts, window_hint
+    from pipeline.stages.corpus import ImportOptions, import_corpus, window_hint
+    from pipeline.store.articles import status_counts
 
     fmt = args.fmt or _guess_format(args.path)
     if fmt in BUNDLED and args.path:
@@ -164,6 +165,7 @@ def rich_progress(out=None) -> Iterator[ProgressHook]:
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        TaskID,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
@@ -173,7 +175,7 @@ def rich_progress(out=None) -> Iterator[ProgressHook]:
 
     bars = Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     TextColumn("eta"), TimeRemainingColumn(), console=out, transient=False)
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def hook(event: ProgressEvent) -> None:
         if event.kind != "progress":

@@ -1,11 +1,13 @@
 """`unspecific import`: bring in other benchmarks' constraint lists, the research code's CSV
-outputs, a plain JSONL form, or responses written by another harness (pipeline.importing.importer)."""
+outputs, a plain JSONL form, or responses written by another harness (pipeline.importing)."""
 
 from __future__ import annotations
 
 import argparse
 
-# --<name>-column option for each configurable research-code column (pipeline.importing.importer.ResearchColumns).
+from pipeline.core.definitions import DEFAULT_RATIO
+
+# --<name>-column option for each configurable research-code column (pipeline.importing.common.ResearchColumns).
 _COLUMN_HELP = {
     "id": "the row id that joins the stage files", "instruction": "the main task", "constraints": "numbered constraints",
     "reference": "reference article A", "reference_b": "reference article B", "base": "the constraint-blind base article",
@@ -17,7 +19,7 @@ _COLUMN_HELP = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pipeline.importing.importer import FORMATS, ResearchColumns
+    from pipeline.importing.common import FORMATS, ResearchColumns
 
     defaults = ResearchColumns()
     p = sub.add_parser(
@@ -37,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "research: common+none)")
     p.add_argument("--run", help="responses: the import name or run id whose instruction ids the file uses "
                                  "(default: store instruction ids)")
-    p.add_argument("--ratio", type=float, default=0.25, help="research: summary ratio when no column says (default 0.25)")
+    p.add_argument("--ratio", type=float, default=DEFAULT_RATIO,
+                   help=f"research: summary ratio when no column says (default {DEFAULT_RATIO})")
     p.add_argument("--evaluated", choices=("response", "summary", "base"), default="response",
                    help="research: the text an evaluation file's results judge, when no column says (default response)")
     p.add_argument("--dry-run", action="store_true", help="check and count everything, write nothing")
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from pipeline.cli.common import console, open_store_from
-    from pipeline.importing.importer import ImportOptions, ResearchColumns, describe, import_file
+    from pipeline.importing.common import ImportOptions, ResearchColumns
+    from pipeline.importing.importer import describe, import_file
 
     columns = ResearchColumns(**{name: getattr(args, f"column_{name}") for name in _COLUMN_HELP})
     options = ImportOptions(format=args.format, path=Path(args.file), name=args.name, domain=args.domain,

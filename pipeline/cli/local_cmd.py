@@ -139,9 +139,10 @@ def stop(args: argparse.Namespace) -> int:
         else:
             out.print("no `local serve` server recorded; nothing to stop")
         return 0
-    owner, server = state.get("owner_pid"), state.get("server_pid")
+    owner: int | None = state.get("owner_pid")
+    server: int = state["server_pid"]  # running_server found this pid alive
     # Ask the serve process first: it stops the server in order and removes the state file.
-    target = owner if lm.pid_alive(owner) else server
+    target = owner if owner is not None and lm.pid_alive(owner) else server
     os.kill(int(target), signal.SIGTERM)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and (lm.pid_alive(owner) or lm.pid_alive(server)):

@@ -28,11 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
+    from dataclasses import asdict
 
     from pipeline.analysis.embeddings import get_embedder
     from pipeline.cli.common import console, open_store_from
     from pipeline.cli.corpus_cmd import rich_progress
-    from pipeline.stages.pairing import PairOptions, pair_domain, pair_stats, summary_dict
+    from pipeline.stages.pairing import PairOptions, pair_domain, summary_dict
+    from pipeline.store.pairs import pair_stats
 
     options = PairOptions(domain=args.domain, rule=args.rule, max_cos=args.max_cos, min_cos=args.min_cos,
                           candidates=max(0, args.candidates), brute_force_limit=args.brute_force_limit)
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with rich_progress(out) as hook:
             s = pair_domain(store, embedder, options, progress=hook)
-        stats = pair_stats(store, args.domain, args.rule)
+        stats = asdict(pair_stats(store, args.domain, args.rule))
     finally:
         store.close()
     if args.json:

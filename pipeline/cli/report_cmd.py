@@ -7,6 +7,7 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     from pipeline.cli.common import ratio
+    from pipeline.core.definitions import DEFAULT_RATIO
 
     p = sub.add_parser(
         "report",
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", help="only these models under test (comma-separated)")
     p.add_argument("--judges", help="only these judges (comma-separated)")
     p.add_argument("--judging-mode", choices=["batched", "per_constraint"], help="only verdicts of this judging mode")
-    p.add_argument("--ratio", type=ratio, default=0.25, help="summary ratio of the main table (default 0.25)")
+    p.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO, help="summary ratio of the main table (default 0.25)")
     p.add_argument("--out", metavar="DIR", help="write CSV, JSON and PNG files here")
     p.add_argument("--html", metavar="DIR",
                    help="write report.html here: one self-contained page (no network) with the tables, charts"

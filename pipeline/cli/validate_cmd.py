@@ -9,6 +9,8 @@ import argparse
 import math
 from typing import TYPE_CHECKING
 
+from pipeline.core.definitions import DEFAULT_RATIO
+
 if TYPE_CHECKING:
     from pipeline.analysis.validation import ValidationReport
 
@@ -30,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     plan = actions.add_parser("plan", help="draw and store the sample to label")
     plan.add_argument("--name", default="default", help="plan name (default: default)")
-    plan.add_argument("--ratio", type=ratio, default=0.25, help="summary ratio of the metric's call (default 0.25)")
+    plan.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO,
+                      help=f"summary ratio of the metric's call (default {DEFAULT_RATIO})")
     plan.add_argument("--per-domain", type=_count, default=50, help="flipped constraints per domain (default 50)")
     plan.add_argument("--passed", type=_count, default=50, help="constraints passed on both texts (default 50)")
     plan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
@@ -70,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     jplan = actions.add_parser("judge-plan", help="draw and store (constraint, text) items for people to answer "
                                "the judge's question on, blind to the judges (the app's judge check: 5, then v)")
     jplan.add_argument("--name", default="judges", help="plan name (default: judges)")
-    jplan.add_argument("--ratio", type=ratio, default=0.25, help="summaries at this ratio (default 0.25)")
+    jplan.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO, help=f"summaries at this ratio (default {DEFAULT_RATIO})")
     jplan.add_argument("--per-stratum", type=_count, default=25,
                        help="items per domain and text kind (response, summary); default 25")
     jplan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
@@ -150,6 +153,7 @@ def _print_report(report: ValidationReport) -> None:
 
     out = console()
     plan = report.plan
+    assert plan is not None  # `validate report` always scores a plan
     who = report.annotator or "consensus (adjudicator, else majority)"
     out.print(f"[bold]Validation of the Core metric[/], plan {plan.name} (ratio {plan.ratio:g}, seed {plan.seed}),"
               f" labels: {who}")
@@ -190,20 +194,22 @@ def run_export(args: argparse.Namespace) -> int:
     columns = None
     try:
         if args.judges:
-            plan = load_judge_plan(store, args.plan)
-            if plan is None:
+            judge_plan = load_judge_plan(store, args.plan)
+            if judge_plan is None:
                 raise ValidationError("no judge plan yet: draw one with `unspecific validate judge-plan`")
-            rows, columns = judge_sheet_rows(store, plan, annotator=args.annotator), JUDGE_SHEET_COLUMNS
+            rows, columns = judge_sheet_rows(store, judge_plan, annotator=args.annotator), JUDGE_SHEET_COLUMNS
+            plan_name = judge_plan.name
         else:
             plan = require_plan(store, args.plan)
             rows = sheet_rows(store, plan, annotator=args.annotator)
+            plan_name = plan.name
     finally:
         store.close()
     if args.out == "-":
         write_sheet(rows, sys.stdout, columns=columns)
         return 0
     write_sheet(rows, args.out, columns=columns)
-    console().print(f"wrote {len(rows)} items of {'judge ' if args.judges else ''}plan [bold]{plan.name}[/] to "
+    console().print(f"wrote {len(rows)} items of {'judge ' if args.judges else ''}plan [bold]{plan_name}[/] to "
                     f"[bold]{args.out}[/]")
     return 0
 

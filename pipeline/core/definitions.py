@@ -1,4 +1,4 @@
-"""The method's named numbers, defined once (METHOD.md): every stage, metric, screen and
+"""The method's named numbers, defined once (docs/method.md): every stage, metric, screen and
 command reads them from here."""
 
 from __future__ import annotations

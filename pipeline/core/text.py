@@ -1,10 +1,12 @@
-"""Rules about text that every room shares: how words are counted, what reads as prose, and
-what reads as a refusal. One definition each: the stages, the store's migrations, the importers
-and the app all count words here."""
+"""Rules about text that every room shares: how words are counted, what reads as prose, what
+reads as a refusal, and where a judge's quote sits in a text. One definition each: the stages,
+the store's migrations, the importers, the reports and the app all use these."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from dataclasses import dataclass
 
 from pipeline.core.redact import redact
 
@@ -57,3 +59,64 @@ def prose_problem(text: str) -> str | None:
         # storing it would put the key in the store.
         return "the reply holds a credential (an endpoint's error message, not a text)"
     return None
+
+
+# -- quotes ------------------------------------------------------------------------------------
+
+# A fuzzy match (rapidfuzz partial alignment) at least this good counts as the quote being found.
+FUZZY_MIN_SCORE = 90.0
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
+
+
+@dataclass
+class QuoteMatch:
+    found: str | None  # exact | fuzzy | missing | None (no quote)
+    score: float | None
+    span: tuple[int, int] | None  # where the quote sits in the text
+
+
+def normalise_for_quote(text: str) -> tuple[str, list[int]]:
+    """The text as quotes are matched in it: NFC, lower-case, curly quotes and dashes made plain,
+    whitespace runs collapsed to one space; with, per character kept, its offset in ``text``, so a
+    match maps back to a span of the original."""
+    out: list[str] = []
+    index: list[int] = []
+    prev_space = False
+    for i, ch in enumerate(unicodedata.normalize("NFC", text)):
+        ch = ch.translate(_QUOTES).lower()
+        if ch.isspace():
+            if prev_space:
+                continue
+            ch, prev_space = " ", True
+        else:
+            prev_space = False
+        out.append(ch)
+        index.append(i)
+    return "".join(out), index
+
+
+def bare_quote(quote: str) -> str:
+    """A judge's quote without its quotation marks and the full stop it may end on ('' when empty)."""
+    q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
+    return (q.rstrip(".").strip() or q) if q else ""
+
+
+def find_quote(quote: str, text: str) -> QuoteMatch:
+    """Where a judge's quote occurs in the text: exact (after ``normalise_for_quote``), else fuzzy
+    (partial alignment >= FUZZY_MIN_SCORE), else missing (a possibly hallucinated quote)."""
+    q = bare_quote(quote)
+    if not q:
+        return QuoteMatch(None, None, None)
+    nq, _ = normalise_for_quote(q)
+    nt, idx = normalise_for_quote(text)
+    pos = nt.find(nq)
+    if pos != -1:
+        return QuoteMatch("exact", 100.0, (idx[pos], idx[pos + len(nq) - 1] + 1))
+    from rapidfuzz import fuzz
+
+    alignment = fuzz.partial_ratio_alignment(nq, nt, score_cutoff=0)
+    if alignment is not None and alignment.score >= FUZZY_MIN_SCORE and alignment.dest_end > alignment.dest_start:
+        span = (idx[alignment.dest_start], idx[alignment.dest_end - 1] + 1)
+        return QuoteMatch("fuzzy", round(alignment.score, 1), span)
+    score = round(alignment.score, 1) if alignment is not None else 0.0
+    return QuoteMatch("missing", score, None)

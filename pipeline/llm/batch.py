@@ -39,11 +39,18 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.config import Config, Endpoint
 from pipeline.core.errors import ConfigError, EndpointError, StageError
+from pipeline.llm.call import Completion, stored_request
+from pipeline.store import batches as batch_table
+from pipeline.store.batches import DeferredCall, QueuedRequest
 from pipeline.store.database import Store, now
+from pipeline.store.llm_calls import paid_by_via
+
+if TYPE_CHECKING:
+    from pipeline.llm.prompts import Template
 
 MAX_REQUESTS = 50_000  # the OpenAI Batch API's limits per input file
 MAX_BYTES = 200 * 1024 * 1024
@@ -57,6 +64,58 @@ def _quiet(_: str) -> None:
     pass
 
 
+# -- the client's side: calls deferred, answers collected ------------------------------------
+
+
+class DeferredCalls:
+    """Calls a client in batch mode left to a batch, held and written to ``batch_requests`` in
+    bulk (one insert for many calls, not one commit a call)."""
+
+    FLUSH_AT = 1000
+
+    def __init__(self) -> None:
+        self._calls: dict[str, DeferredCall] = {}  # cache key -> its pending request
+
+    def add(self, key: str, ep: Endpoint, template: Template | None, messages: list[dict[str, str]],
+            params: dict[str, Any], run_id: str | None) -> bool:
+        """Hold a call; True when enough are held to write them now."""
+        # Redacted: a repair round quotes the refused reply, which may echo a key; the batch then
+        # sends the redacted text (the cache key was computed from the original).
+        self._calls[key] = DeferredCall(key, ep.name, template.name if template else None,
+                                        template.hash if template else None, stored_request(messages, params),
+                                        run_id, now())
+        return len(self._calls) >= self.FLUSH_AT
+
+    def flush(self, store: Store) -> int:
+        """Write the held calls as pending and commit; returns how many. A call already there
+        (another process deferred it) is left alone: nothing waiting or failed is queued twice."""
+        calls = list(self._calls.values())
+        self._calls.clear()
+        if not calls:
+            return 0
+        batch_table.queue_requests(store, calls)
+        store.commit()
+        return len(calls)
+
+
+def collected_answer(store: Store, key: str, ep: Endpoint) -> tuple[Completion | None, str | None]:
+    """A collected batch result for this call (as a fresh answer, priced as batch), and the
+    status of its batch request when there is one."""
+    request = batch_table.request_for_key(store, key)
+    if request is None:
+        return None, None
+    if request.status != "done" or not request.response.strip():
+        return None, request.status
+    return Completion(request.response, request.prompt_tokens, request.completion_tokens, request.cost, False, None,
+                      0.0, ep.name, via="batch"), "done"
+
+
+def answered_online(store: Store, key: str) -> None:
+    """A failed batch item the user sent online is answered now: its request goes."""
+    batch_table.delete_request(store, key)
+    store.commit()
+
+
 # -- the JSONL -------------------------------------------------------------------------------
 
 
@@ -65,7 +124,7 @@ def custom_id(request_id: int, key: str) -> str:
 
 
 def request_line(request_id: int, key: str, ep: Endpoint, request_json: str) -> str:
-    """One batch input line: the same body the online client sends (pipeline.llm.client._attempt)."""
+    """One batch input line: the same body the online client sends (pipeline.llm.transport)."""
     req = json.loads(request_json)
     body = {"model": ep.model, "messages": req["messages"], **req.get("params", {}), **ep.extra_body}
     return json.dumps({"custom_id": custom_id(request_id, key), "method": "POST", "url": URL, "body": body},
@@ -126,8 +185,11 @@ def _client(ep: Endpoint) -> Any:
 
 
 def pending_endpoints(store: Store) -> list[str]:
-    return [r[0] for r in store.conn.execute(
-        "SELECT DISTINCT endpoint FROM batch_requests WHERE status = 'pending' ORDER BY endpoint")]
+    return batch_table.pending_endpoints(store)
+
+
+def _lines(ep: Endpoint, requests: list[QueuedRequest]) -> Iterator[tuple[int, str]]:
+    return ((r.id, request_line(r.id, r.cache_key, ep, r.request)) for r in requests)
 
 
 def _claim(store: Store, endpoint: str, kind: str, max_requests: int, max_bytes: int, config: Config,
@@ -135,44 +197,20 @@ def _claim(store: Store, endpoint: str, kind: str, max_requests: int, max_bytes:
     """Take up to one file's worth of pending requests of ``endpoint`` for a new batch, in one
     write transaction: two processes never claim the same request."""
     ep = config.endpoint(endpoint)
-    conn = store.conn
-    if conn.in_transaction:
-        conn.commit()
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        rows = conn.execute("SELECT id, cache_key, request FROM batch_requests WHERE status = 'pending'"
-                            " AND endpoint = ? ORDER BY id LIMIT ?", (endpoint, max_requests)).fetchall()
-        if not rows:
-            conn.execute("ROLLBACK")
-            return None
-        first = next(chunks(((rid, request_line(rid, key, ep, req)) for rid, key, req in rows), max_requests, max_bytes))
-        batch_id = f"ub-{uuid.uuid4().hex[:16]}"
-        t = now()
-        conn.execute(
-            "INSERT INTO batches (id, kind, endpoint, state, requests, completed, failed, pid, host, path, created_at,"
-            " updated_at) VALUES (?, ?, ?, 'preparing', ?, 0, 0, ?, ?, ?, ?, ?)",
-            (batch_id, kind, endpoint, len(first), os.getpid(), socket.gethostname(), path, t, t))
-        conn.executemany("UPDATE batch_requests SET status = 'submitted', batch_id = ?, updated_at = ? WHERE id = ?",
-                         [(batch_id, t, rid) for rid, _ in first])
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return batch_id, first
+    batch_id = f"ub-{uuid.uuid4().hex[:16]}"
+    first = batch_table.claim_pending(store, endpoint, max_requests, batch_id, kind, pid=os.getpid(),
+                               host=socket.gethostname(), path=path,
+                               first_file=lambda queued: next(chunks(_lines(ep, queued), max_requests, max_bytes)))
+    return (batch_id, first) if first is not None else None
 
 
 def _lines_of(store: Store, config: Config, batch_id: str) -> list[tuple[int, str]]:
-    row = store.one("SELECT endpoint FROM batches WHERE id = ?", [batch_id])
-    ep = config.endpoint(row["endpoint"])
-    return [(rid, request_line(rid, key, ep, req)) for rid, key, req in store.conn.execute(
-        "SELECT id, cache_key, request FROM batch_requests WHERE batch_id = ? ORDER BY id", (batch_id,))]
+    ep = config.endpoint(batch_table.batch_endpoint(store, batch_id))
+    return list(_lines(ep, batch_table.requests_of_batch(store, batch_id)))
 
 
 def _set(store: Store, batch_id: str, **values: Any) -> None:
-    values["updated_at"] = now()
-    cols = ", ".join(f"{k} = ?" for k in values)
-    store.conn.execute(f"UPDATE batches SET {cols} WHERE id = ?", [*values.values(), batch_id])
-    store.commit()
+    batch_table.update_batch(store, batch_id, **values)
 
 
 async def _send_batch(store: Store, ep: Endpoint, batch_id: str, lines: list[tuple[int, str]],
@@ -207,15 +245,15 @@ async def _find_remote(client: Any, batch_id: str) -> Any:
     return None
 
 
-def _orphans(store: Store, kind: str = "provider") -> list[dict[str, Any]]:
+def _orphans(store: Store, kind: str = "provider") -> list[batch_table.BatchRow]:
     """Batches left in 'preparing' by a process that is gone (killed between claiming its
     requests and recording the remote batch, or writing the export file)."""
     from pipeline.store.database import _alive
 
     host = socket.gethostname()
-    rows = store.query("SELECT * FROM batches WHERE kind = ? AND state = 'preparing'", [kind])
     # pid NULL: its own process gave up on sending it (an error); the next submit finishes it.
-    return [r for r in rows if r["host"] == host and (r["pid"] is None or not _alive(int(r["pid"])))]
+    return [r for r in batch_table.preparing_batches(store, kind)
+            if r.host == host and (r.pid is None or not _alive(int(r.pid)))]
 
 
 async def submit_pending(store: Store, config: Config, *, endpoints: Iterable[str] | None = None,
@@ -224,11 +262,12 @@ async def submit_pending(store: Store, config: Config, *, endpoints: Iterable[st
     """Send every pending request as provider batches; first finish any batch a killed process
     left half-sent. Returns what was sent."""
     out = []
-    for row in _orphans(store):
-        ep = _batchable(config, row["endpoint"])
-        on_event(f"batch {row['id']}: left half-sent by process {row['pid']}; finishing it")
-        _set(store, row["id"], pid=os.getpid())
-        out.append(await _send_batch(store, ep, row["id"], _lines_of(store, config, row["id"]), row))
+    for orphan in _orphans(store):
+        ep = _batchable(config, orphan.endpoint)
+        on_event(f"batch {orphan.id}: left half-sent by process {orphan.pid}; finishing it")
+        _set(store, orphan.id, pid=os.getpid())
+        out.append(await _send_batch(store, ep, orphan.id, _lines_of(store, config, orphan.id),
+                                     {"input_file_id": orphan.input_file_id}))
     names = list(endpoints) if endpoints is not None else pending_endpoints(store)
     for name in names:
         ep = _batchable(config, name)
@@ -294,7 +333,6 @@ def ingest_lines(store: Store, config: Config, lines: Iterable[str], batch_id: s
     from pipeline.core.redact import redact
 
     result = Ingested()
-    conn = store.conn
     pending = 0
     eps: dict[str, Endpoint] = {}
     for raw in lines:
@@ -308,28 +346,23 @@ def ingest_lines(store: Store, config: Config, lines: Iterable[str], batch_id: s
         except (ValueError, KeyError, TypeError):
             result.malformed += 1
             continue
-        row = conn.execute("SELECT cache_key, endpoint, status, batch_id FROM batch_requests WHERE id = ?",
-                           (rid,)).fetchone()
-        if row is None or not row[0].startswith(prefix) or (batch_id is not None and row[3] != batch_id):
+        request = batch_table.request_by_id(store, rid)
+        if request is None or not request.cache_key.startswith(prefix) or (
+                batch_id is not None and request.batch_id != batch_id):
             result.unknown += 1
             continue
-        if row[2] != "submitted":
+        if request.status != "submitted":
             result.duplicates += 1
             continue
-        ep = eps.get(row[1]) or eps.setdefault(row[1], config.endpoint(row[1]))
+        ep = eps.get(request.endpoint) or eps.setdefault(request.endpoint, config.endpoint(request.endpoint))
         text, pt, ct, error = _answer(item)
-        t = now()
         if error is None:
             # Held until a stage takes it (and for good if refused): a reply echoing a key never
             # sits in the store with it (pipeline.core.redact), as no refused online reply is stored.
-            text = redact(text) or text
-            conn.execute("UPDATE batch_requests SET status = 'done', response = ?, prompt_tokens = ?,"
-                         " completion_tokens = ?, cost = ?, updated_at = ? WHERE id = ? AND status = 'submitted'",
-                         (text, pt, ct, ep.batch_cost(pt, ct), t, rid))
+            batch_table.file_answer(store, rid, redact(text) or text, pt, ct, ep.batch_cost(pt, ct))
             result.done += 1
         else:
-            conn.execute("UPDATE batch_requests SET status = 'failed', error = ?, updated_at = ? WHERE id = ?"
-                         " AND status = 'submitted'", (redact(error) or error, t, rid))
+            batch_table.file_error(store, rid, redact(error) or error)
             result.failed += 1
         pending += 1
         if pending >= commit_every:
@@ -375,29 +408,27 @@ async def collect(store: Store, config: Config, *, failed: str = "keep", max_req
         raise StageError(f"--failed: one of keep, rebatch, online; got {failed!r}")
     started = time.perf_counter()
     out = Collected()
-    rows = store.query("SELECT * FROM batches WHERE kind = 'provider' AND collected_at IS NULL"
-                       " AND remote_id IS NOT NULL ORDER BY created_at")
-    for row in rows:
-        ep = config.endpoint(row["endpoint"])
+    for row in batch_table.open_provider_batches(store):
+        ep = config.endpoint(row.endpoint)
         client = _client(ep)
         try:
-            remote = await client.batches.retrieve(row["remote_id"])
+            remote = await client.batches.retrieve(row.remote_id)
             counts = remote.request_counts
-            _set(store, row["id"], state=remote.status, output_file_id=remote.output_file_id,
+            _set(store, row.id, state=remote.status, output_file_id=remote.output_file_id,
                  error_file_id=remote.error_file_id, completed=counts.completed if counts else None,
                  failed=counts.failed if counts else None)
-            out.batches[row["id"]] = remote.status
+            out.batches[row.id] = remote.status
             if remote.status not in FINISHED_STATES:
                 continue
             for file_id in (remote.output_file_id, remote.error_file_id):
                 if file_id:
-                    out.ingested.add(ingest_lines(store, config, await _download(client, file_id), row["id"]))
+                    out.ingested.add(ingest_lines(store, config, await _download(client, file_id), row.id))
         finally:
             await client.close()
         errors = remote.errors.data if getattr(remote, "errors", None) and remote.errors.data else []
         why = "; ".join(f"{e.code}: {e.message}" for e in errors) if errors else f"no result (batch {remote.status})"
-        out.ingested.missing += _close_batch(store, row["id"], why)
-        on_event(f"batch {row['id']} ({remote.status}) collected")
+        out.ingested.missing += _close_batch(store, row.id, why)
+        on_event(f"batch {row.id} ({remote.status}) collected")
     if failed == "rebatch":
         out.rebatched = requeue_failed(store, "pending")
         if out.rebatched:
@@ -410,21 +441,13 @@ async def collect(store: Store, config: Config, *, failed: str = "keep", max_req
 
 def _close_batch(store: Store, batch_id: str, why: str) -> int:
     """A finished batch's requests that got no line are failed; the batch is collected."""
-    t = now()
-    cur = store.conn.execute("UPDATE batch_requests SET status = 'failed', error = ?, updated_at = ? WHERE batch_id = ?"
-                             " AND status = 'submitted'", (why[:500], t, batch_id))
-    store.conn.execute("UPDATE batches SET collected_at = ?, updated_at = ? WHERE id = ?", (t, t, batch_id))
-    store.commit()
-    return cur.rowcount
+    return batch_table.close_batch(store, batch_id, why[:500])
 
 
 def requeue_failed(store: Store, to: str) -> int:
     """Failed items to 'pending' (the next batch takes them) or 'online' (the stage's next run
     sends them online)."""
-    cur = store.conn.execute("UPDATE batch_requests SET status = ?, batch_id = NULL, error = NULL, updated_at = ?"
-                             " WHERE status = 'failed'", (to, now()))
-    store.commit()
-    return cur.rowcount
+    return batch_table.requeue_failed(store, to)
 
 
 # -- vLLM's offline runner ---------------------------------------------------------------------
@@ -448,8 +471,8 @@ def export(store: Store, config: Config, out_dir: str | Path, *, endpoints: Iter
         written.append((path, len(lines)))
 
     # An export killed between claiming its requests and writing the file: written now.
-    for row in _orphans(store, "export"):
-        write(row["id"], row["endpoint"], _lines_of(store, config, row["id"]))
+    for orphan in _orphans(store, "export"):
+        write(orphan.id, orphan.endpoint, _lines_of(store, config, orphan.id))
     for name in (list(endpoints) if endpoints is not None else pending_endpoints(store)):
         config.endpoint(name)
         while True:
@@ -475,20 +498,14 @@ def ingest(store: Store, config: Config, paths: Iterable[str | Path]) -> Ingeste
             raise StageError(f"{path}: no such output file")
         with path.open(encoding="utf-8") as f:
             result.add(ingest_lines(store, config, f))
-    t = now()
-    store.conn.execute(
-        "UPDATE batches SET state = 'completed', collected_at = ?, updated_at = ? WHERE kind = 'export'"
-        " AND collected_at IS NULL AND NOT EXISTS (SELECT 1 FROM batch_requests r WHERE r.batch_id = batches.id"
-        " AND r.status = 'submitted')", (t, t))
-    store.commit()
+    batch_table.complete_filed_exports(store)
     return result
 
 
 def close_exported(store: Store, batch_ids: Iterable[str] | None = None) -> int:
     """Exported batches given up on: their requests with no result are failed (then
     ``requeue_failed`` or collect --failed chooses)."""
-    ids = list(batch_ids) if batch_ids is not None else [
-        r[0] for r in store.conn.execute("SELECT id FROM batches WHERE kind = 'export' AND collected_at IS NULL")]
+    ids = list(batch_ids) if batch_ids is not None else batch_table.open_export_ids(store)
     return sum(_close_batch(store, b, "no result in the ingested run_batch output") for b in ids)
 
 
@@ -497,35 +514,27 @@ def close_exported(store: Store, batch_ids: Iterable[str] | None = None) -> int:
 
 async def refresh(store: Store, config: Config) -> None:
     """Ask the provider for the state and counts of every open batch."""
-    for row in store.query("SELECT * FROM batches WHERE kind = 'provider' AND collected_at IS NULL"
-                           " AND remote_id IS NOT NULL"):
-        client = _client(config.endpoint(row["endpoint"]))
+    for row in batch_table.open_provider_batches(store):
+        client = _client(config.endpoint(row.endpoint))
         try:
-            remote = await client.batches.retrieve(row["remote_id"])
+            remote = await client.batches.retrieve(row.remote_id)
         finally:
             await client.close()
         counts = remote.request_counts
-        _set(store, row["id"], state=remote.status, completed=counts.completed if counts else None,
+        _set(store, row.id, state=remote.status, completed=counts.completed if counts else None,
              failed=counts.failed if counts else None)
 
 
 def status(store: Store) -> dict[str, Any]:
     """Every batch with its state and counts; requests per status; what was paid online and in
     batch (the cache's calls, by how they were paid)."""
-    batches = store.query("SELECT id, kind, endpoint, remote_id, state, requests, completed, failed, path, created_at,"
-                          " collected_at, error FROM batches ORDER BY created_at")
-    requests = {r["status"]: r["n"] for r in store.query(
-        "SELECT status, count(*) AS n FROM batch_requests GROUP BY status")}
     # Collected answers not yet taken by a stage are paid too: the provider charged for them.
-    waiting = store.one("SELECT count(*) AS n, sum(cost) AS cost FROM batch_requests WHERE status = 'done'")
-    return {"batches": batches, "requests": requests, "paid": paid(store),
-            "collected_not_used": {"calls": waiting["n"], "cost": waiting["cost"] or 0.0}}
+    waiting, cost = batch_table.collected_not_used(store)
+    return {"batches": batch_table.batch_listing(store), "requests": batch_table.request_counts(store),
+            "paid": paid(store), "collected_not_used": {"calls": waiting, "cost": cost}}
 
 
 def paid(store: Store) -> dict[str, dict[str, Any]]:
     """What the calls in the cache cost, by how they were paid ('online', 'batch'): calls,
     tokens, cost. Calls cached before batch mode existed were online."""
-    return {r["via"]: {"calls": r["n"], "cost": r["cost"] or 0.0, "prompt_tokens": r["pt"] or 0,
-                       "completion_tokens": r["ct"] or 0}
-            for r in store.query("SELECT coalesce(via, 'online') AS via, count(*) AS n, sum(cost) AS cost,"
-                                 " sum(prompt_tokens) AS pt, sum(completion_tokens) AS ct FROM llm_calls GROUP BY 1")}
+    return paid_by_via(store)

@@ -15,51 +15,77 @@ replies that broke the output format never are. The API key is not part of the k
 Deleting cache rows loses no results: stages keep what they produced in their own tables;
 the cache only saves paying again for a call that is repeated.
 
-The functions here are the library; ``unspecific cache`` (pipeline/cli/cache_cmd.py) is a thin
-layer over them.
+This module owns the cache: the key (``cache_key``), reading and writing a call (``cache_get``,
+``cache_put``, used by pipeline.llm.client), and what users do with it (list, stats, prune,
+clear). ``unspecific cache`` (pipeline/cli/cache_cmd.py) is a thin layer over these functions;
+the SQL is pipeline.store.llm_calls.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
+from pipeline.core.config import Endpoint
+from pipeline.llm.call import Completion, stored_request
+from pipeline.store import batches as batch_table
+from pipeline.store import llm_calls
+from pipeline.store.database import Store, now
+
 if TYPE_CHECKING:
-    from pipeline.store.database import Store
+    from pipeline.llm.prompts import Template
 
 
-def _where(endpoint: str | None = None, template: str | None = None, before: str | None = None) -> tuple[str, list[Any]]:
-    clauses, params = [], []
-    if endpoint is not None:
-        clauses.append("endpoint = ?")
-        params.append(endpoint)
-    if template is not None:
-        clauses.append("template = ?")
-        params.append(template)
-    if before is not None:
-        clauses.append("created_at < ?")
-        params.append(before)
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+def cache_key(endpoint: Endpoint, messages: list[dict[str, str]], params: dict[str, Any], template_hash: str) -> str:
+    """The documented cache key: URL, model, messages, parameters, template hash."""
+    blob = json.dumps(
+        {
+            "base_url": endpoint.cache_url,
+            "model": endpoint.model,
+            "messages": messages,
+            "params": params,
+            "template": template_hash,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def cache_get(store: Store, key: str) -> Completion | None:
+    """The cached answer to a call, or None. A row with an empty reply answers nothing."""
+    row = llm_calls.cached_reply(store, key)
+    if row is None or not row.response.strip():
+        return None
+    return Completion(row.response, row.prompt_tokens, row.completion_tokens, 0.0, True, row.id, 0.0, row.endpoint)
+
+
+def cache_put(store: Store, key: str, ep: Endpoint, template: Template | None, messages: list[dict[str, str]],
+              params: dict[str, Any], completion: Completion, run_id: str | None) -> int:
+    """Cache an accepted answer and commit; returns the call's id. A batch answer leaves its
+    batch request: the cache holds it now."""
+    call_id = llm_calls.put_call(store, llm_calls.NewCall(
+        key, ep.name, ep.model, template.name if template else None, template.hash if template else None,
+        stored_request(messages, params), completion.text, completion.prompt_tokens, completion.completion_tokens,
+        completion.cost, round(completion.latency_s, 4), run_id, now(), completion.via,
+    ))
+    if completion.via == "batch":
+        # Deleted rather than emptied: an emptied row leaves its page mostly unused (about 2 kB a
+        # call at scale); a deleted one frees it for reuse.
+        batch_table.delete_request(store, key)
+    store.commit()  # a finished call is never paid for twice
+    return call_id
 
 
 def list_calls(store: Store, *, endpoint: str | None = None, template: str | None = None, limit: int = 30) -> list[dict[str, Any]]:
-    where, params = _where(endpoint, template)
-    return store.query(
-        "SELECT id, created_at, endpoint, model, template, prompt_tokens, completion_tokens, cost, latency_s,"
-        " run_id, substr(response, 1, 200) AS response FROM llm_calls" + where + " ORDER BY id DESC LIMIT ?",
-        [*params, limit],
-    )
+    return llm_calls.newest_calls(store, endpoint=endpoint, template=template, limit=limit)
 
 
 def cache_stats(store: Store) -> list[dict[str, Any]]:
     """Per endpoint, model and template: calls, tokens, cost (what the cache saves on a rerun), bytes."""
-    return store.query(
-        "SELECT endpoint, model, coalesce(template, '') AS template, count(*) AS calls,"
-        " sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,"
-        " round(sum(cost), 6) AS cost, sum(length(request) + length(response)) AS bytes,"
-        " min(created_at) AS first, max(created_at) AS last"
-        " FROM llm_calls GROUP BY endpoint, model, template ORDER BY endpoint, model, template"
-    )
+    return llm_calls.calls_by_endpoint_model_template(store)
 
 
 def stale_call_ids(store: Store) -> list[int]:
@@ -69,15 +95,14 @@ def stale_call_ids(store: Store) -> list[int]:
 
     current: dict[str, str | None] = {}
     stale = []
-    for row in store.conn.execute("SELECT id, template, template_hash FROM llm_calls WHERE template IS NOT NULL"):
-        call_id, name, h = row
-        if name not in current:
+    for call in llm_calls.templated_calls(store):
+        if call.template not in current:
             try:
-                current[name] = load_template(name).hash
+                current[call.template] = load_template(call.template).hash
             except PromptError:
-                current[name] = None
-        if current[name] != h:
-            stale.append(int(call_id))
+                current[call.template] = None
+        if current[call.template] != call.template_hash:
+            stale.append(call.id)
     return stale
 
 
@@ -101,22 +126,14 @@ def prune_cache(
         from datetime import datetime, timedelta
 
         before = (datetime.now(UTC) - timedelta(days=older_than_days)).isoformat(timespec="seconds")
-    where, params = _where(endpoint, template, before)
+    ids = None
     if stale:
         ids = stale_call_ids(store)
         if not ids:
             return 0
-        store.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _stale(id INTEGER PRIMARY KEY)")
-        store.conn.execute("DELETE FROM _stale")
-        store.conn.executemany("INSERT INTO _stale(id) VALUES (?)", [(i,) for i in ids])
-        where += (" AND " if where else " WHERE ") + "id IN (SELECT id FROM _stale)"
-    cur = store.conn.execute("DELETE FROM llm_calls" + where, params)
-    store.commit()
-    return int(cur.rowcount)
+    return llm_calls.delete_calls(store, endpoint=endpoint, template=template, before=before, ids=ids)
 
 
 def clear_cache(store: Store) -> int:
-    cur = store.conn.execute("DELETE FROM llm_calls")
-    store.commit()
-    store.conn.execute("VACUUM")
-    return int(cur.rowcount)
+    """Delete every cached call and give the space back; returns how many."""
+    return llm_calls.delete_all_calls(store)

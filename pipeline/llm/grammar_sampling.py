@@ -14,19 +14,40 @@ overall whenever at least k of those are allowed, so only those are checked, and
 chain runs on them. Either way the tokens, their order and their probabilities are the ones the
 full chain would give, so a request's reply (seeded, or at temperature 0) does not change.
 
-``install()`` swaps ``Llama._init_sampler`` for one that returns ``GrammarSampler`` when a
-request has a grammar and a setting this module reproduces exactly; anything else (mirostat,
-logits processors, top-k off) keeps llama-cpp-python's own chain. It runs in the server's
-process (pipeline.llm.local_model's bootstrap), never in the app's.
+``install()`` swaps ``Llama._init_sampler`` (a private method) for one that returns
+``GrammarSampler`` when a request has a grammar and a setting this module reproduces exactly;
+anything else keeps llama-cpp-python's own chain (``declines`` says why: no grammar, mirostat,
+logits processors, top-k off or over ``SHORTLIST``, a negative temperature, a small vocabulary).
+It runs in the server's process (pipeline.llm.local_model's bootstrap), never in the app's.
+
+Safety, as it mirrors a private method:
+- Only llama-cpp-python ``PINNED_LLAMA_CPP`` (the version pyproject.toml and the Makefile pin) is
+  patched; with any other, or with another ``_init_sampler`` signature, ``install()`` raises
+  ``NotInstalled`` and the bootstrap logs that one line: llama.cpp's own sampler is used.
+- Any error inside the fast path falls back to llama.cpp's own sampler for that request, which
+  goes on and answers: the tokens chosen so far are replayed into the new chain (penalties and
+  grammar state), and one line goes to stderr (the server's log). A greedy reply is unchanged; a
+  seeded draw may differ from the failing step on.
+- ``UNSPECIFIC_GRAMMAR_SAMPLING=0`` (or ``false``, ``off``, ``no``) in the server's environment
+  turns it off: every request gets llama.cpp's own sampler.
 """
 
 from __future__ import annotations
 
 import ctypes
 import inspect
+import os
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+
+# The llama-cpp-python whose _init_sampler this mirrors: pyproject.toml's [local] pin and the
+# Makefile's LLAMA_VERSION (tests/test_grammar_sampling.py checks they agree).
+PINNED_LLAMA_CPP = "0.3.36"
+SWITCH = "UNSPECIFIC_GRAMMAR_SAMPLING"
+_OFF = ("0", "false", "off", "no")
 
 # How many of the best tokens overall are checked against the grammar before the whole
 # vocabulary is: enough for top_k = 40 with most of them refused.
@@ -74,10 +95,14 @@ class GrammarSampler:
     """What ``Llama._init_sampler`` returns for a grammar-held request: ``sample(ctx, idx)``
     picks the token the full chain would, and accepts it into the penalties and the grammar."""
 
-    def __init__(self, llama: Any, *, penalties: Any, grammar: Any, tail: Any | None, top_k: int) -> None:
+    def __init__(self, llama: Any, *, penalties: Any, grammar: Any, tail: Any | None, top_k: int,
+                 own_chain: Callable[[], Any]) -> None:
         import llama_cpp
 
         self._llama_cpp = llama_cpp
+        self._own_chain = own_chain  # builds llama-cpp-python's chain for this request, if we fail
+        self._chosen: list[int] = []  # tokens picked so far, to replay into that chain
+        self.fallback: Any | None = None  # that chain, once built: it samples the rest of the request
         self._n_vocab = llama._n_vocab
         self._penalties = penalties  # a chain holding the penalties sampler alone
         self._grammar = grammar  # a chain holding the grammar sampler alone
@@ -95,6 +120,25 @@ class GrammarSampler:
         return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
 
     def sample(self, ctx: Any, idx: int = -1) -> int:
+        if self.fallback is not None:
+            return int(self.fallback.sample(ctx, idx))
+        try:
+            token = self._step(ctx, idx)
+        except Exception as exc:  # noqa: BLE001 - whatever broke, llama.cpp's own chain answers the request
+            return self._fall_back(exc, ctx, idx)
+        self._chosen.append(token)
+        return token
+
+    def _fall_back(self, exc: Exception, ctx: Any, idx: int) -> int:
+        _log(f"grammar sampling failed at step {self.steps} ({exc!r}); this request goes on with "
+             "llama-cpp-python's own sampler")
+        chain = self._own_chain()
+        for token in self._chosen:  # the state it would have reached: penalties' history, grammar's position
+            chain.accept(token)
+        self.fallback = chain
+        return int(chain.sample(ctx, idx))
+
+    def _step(self, ctx: Any, idx: int) -> int:
         self.steps += 1
         self._full.fill(self._all_ids, self._logits(ctx, idx))
         self._full.apply(self._penalties)
@@ -134,44 +178,90 @@ class GrammarSampler:
         return self._full.selected_id()
 
 
-def install() -> None:
-    """Make ``llama_cpp.Llama`` sample grammar-held requests with GrammarSampler."""
-    from llama_cpp import Llama
-    from llama_cpp import _internals as internals
+class NotInstalled(RuntimeError):
+    """Why ``install`` left llama-cpp-python's own sampler in place (one line for the log)."""
 
+
+def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
+    return environ.get(SWITCH, "").strip().lower() in _OFF
+
+
+def declines(settings: Mapping[str, Any], n_vocab: int) -> str | None:
+    """Why a request's sampler settings are left to llama-cpp-python's own chain, or None when
+    GrammarSampler reproduces that chain exactly."""
+    temp, top_k = settings["temp"], settings["top_k"]
+    if settings["grammar"] is None:
+        return "no grammar"
+    if settings["logits_processor"] is not None:
+        return "logits processors"
+    if settings["mirostat_mode"] != 0:
+        return f"mirostat {settings['mirostat_mode']}"
+    if n_vocab <= SHORTLIST:
+        return f"a vocabulary of {n_vocab} tokens, no more than the {SHORTLIST} shortlisted"
+    if temp < 0.0:
+        return "a negative temperature (a draw from the whole distribution)"
+    if temp > 0.0 and not 0 < top_k <= SHORTLIST:
+        return f"top_k {top_k} (off, or over the {SHORTLIST} shortlisted)"
+    return None
+
+
+def install(environ: Mapping[str, str] = os.environ) -> None:
+    """Make ``llama_cpp.Llama`` sample grammar-held requests with GrammarSampler. Raises
+    NotInstalled, changing nothing, when switched off or on a llama-cpp-python it does not mirror."""
+    if switched_off(environ):
+        raise NotInstalled(f"turned off by {SWITCH}={environ[SWITCH]}")
+    import llama_cpp
+    from llama_cpp import Llama
+
+    version = getattr(llama_cpp, "__version__", "unknown")
+    if version != PINNED_LLAMA_CPP:
+        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose sampler chain this mirrors")
     own = Llama._init_sampler
     if getattr(own, "_grammar_sampling", False):
         return
-    # The chain rebuilt here is llama-cpp-python 0.3.x's; another version may sample otherwise.
     defaults = {name: parameter.default for name, parameter in inspect.signature(own).parameters.items()
                 if name != "self"}
     if list(defaults) != _OWN_PARAMETERS:
-        raise RuntimeError(f"llama_cpp.Llama._init_sampler takes {list(defaults)}, not the {_OWN_PARAMETERS} this mirrors")
+        raise NotInstalled(f"llama_cpp.Llama._init_sampler takes {list(defaults)}, not the {_OWN_PARAMETERS} this mirrors")
 
     def init_sampler(self: Any, **given: Any) -> Any:
         settings = {**defaults, **given}
-        temp, top_k, grammar = settings["temp"], settings["top_k"], settings["grammar"]
-        exact = (grammar is not None and settings["logits_processor"] is None and settings["mirostat_mode"] == 0
-                 and self._n_vocab > SHORTLIST and (temp == 0.0 or (temp > 0.0 and 0 < top_k <= SHORTLIST)))
-        if not exact:
+        if declines(settings, self._n_vocab) is not None:
             return own(self, **given)
-        # The same samplers, with the same arguments, as llama-cpp-python's own chain.
-        penalties = internals.LlamaSampler()
-        penalties.add_penalties(n_vocab=self._n_vocab, penalty_last_n=self.last_n_tokens_size,
-                                penalty_repeat=settings["repeat_penalty"], penalty_freq=settings["frequency_penalty"],
-                                penalty_present=settings["presence_penalty"])
-        grammar_chain = internals.LlamaSampler()
-        grammar_chain.add_grammar(self._model, grammar)
-        tail = None
-        if temp > 0.0:
-            tail = internals.LlamaSampler()
-            tail.add_top_k(top_k)
-            tail.add_typical(settings["typical_p"], 1)
-            tail.add_top_p(settings["top_p"], 1)
-            tail.add_min_p(settings["min_p"], 1)
-            tail.add_temp(temp)
-            tail.add_dist(self._seed)
-        return GrammarSampler(self, penalties=penalties, grammar=grammar_chain, tail=tail, top_k=top_k)
+        try:
+            return _grammar_sampler(self, settings, own_chain=lambda: own(self, **given))
+        except Exception as exc:  # noqa: BLE001 - the request is served by llama.cpp's own chain instead
+            _log(f"grammar sampling could not start ({exc!r}); this request uses llama-cpp-python's own sampler")
+            return own(self, **given)
 
     init_sampler._grammar_sampling = True  # type: ignore[attr-defined]
     Llama._init_sampler = init_sampler
+
+
+def _grammar_sampler(llama: Any, settings: Mapping[str, Any], *, own_chain: Callable[[], Any]) -> GrammarSampler:
+    """The same samplers, with the same arguments, as llama-cpp-python 0.3.36's own chain."""
+    from llama_cpp import _internals as internals
+
+    temp, top_k = settings["temp"], settings["top_k"]
+    penalties = internals.LlamaSampler()
+    penalties.add_penalties(n_vocab=llama._n_vocab, penalty_last_n=llama.last_n_tokens_size,
+                            penalty_repeat=settings["repeat_penalty"], penalty_freq=settings["frequency_penalty"],
+                            penalty_present=settings["presence_penalty"])
+    grammar_chain = internals.LlamaSampler()
+    grammar_chain.add_grammar(llama._model, settings["grammar"])
+    tail = None
+    if temp > 0.0:
+        tail = internals.LlamaSampler()
+        tail.add_top_k(top_k)
+        tail.add_typical(settings["typical_p"], 1)
+        tail.add_top_p(settings["top_p"], 1)
+        tail.add_min_p(settings["min_p"], 1)
+        tail.add_temp(temp)
+        tail.add_dist(llama._seed)
+    return GrammarSampler(llama, penalties=penalties, grammar=grammar_chain, tail=tail, top_k=top_k,
+                          own_chain=own_chain)
+
+
+def _log(line: str) -> None:
+    # stderr is the server's log file; this module runs without the project's logging set up.
+    print(line, file=sys.stderr, flush=True)

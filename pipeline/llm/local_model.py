@@ -199,7 +199,8 @@ def server_alive(base_url: str, timeout_s: float = 3.0) -> bool:
 # Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
 # leaves no server eating the CPU); grammar-held requests get pipeline.llm.grammar_sampling, loaded
 # from its file (the server's Python need not have this project installed) and skipped, with a
-# line in the log, if it cannot be; then llama_cpp.server runs as if started with -m.
+# line in the log saying why, if it cannot be or declines (another llama-cpp-python, or
+# UNSPECIFIC_GRAMMAR_SAMPLING=0); then llama_cpp.server runs as if started with -m.
 _BOOTSTRAP = """
 import importlib.util, os, runpy, sys, threading, time
 parent = int(sys.argv.pop(1))
@@ -216,7 +217,8 @@ try:
     module.install()
     print("grammar-held requests: sampled by pipeline.llm.grammar_sampling", file=sys.stderr, flush=True)
 except Exception as exc:
-    print(f"grammar sampling not installed, llama-cpp-python's own is used: {exc!r}", file=sys.stderr, flush=True)
+    print(f"grammar sampling not installed, llama-cpp-python's own is used: {type(exc).__name__}: {exc}",
+          file=sys.stderr, flush=True)
 sys.argv[0] = "llama_cpp.server"
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """

@@ -32,11 +32,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from pipeline.store.articles import article_source
+from pipeline.store.constraints import active_constraints, constraint_record
+from pipeline.store.flags import flags_of_active_constraints
+from pipeline.store.instructions import instructions_matching
+
 if TYPE_CHECKING:
     from pipeline.store.database import Store
 
 MAX_LINEAGE = 20  # guards against a cycle in replaces_id
-# Store condition -> the name a reader of the benchmark sees (METHOD.md's table).
+# Store condition -> the name a reader of the benchmark sees (docs/method.md's table).
 PUBLIC_CONDITIONS = {"single": "single", "none": "common+none", "direct": "common+direct", "eval": "common+eval"}
 FINISHED = "done"
 
@@ -68,56 +73,45 @@ def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None =
     """The export records, one per finished instruction (every one with ``include_unfinished``)
     that has active constraints, in id order. ``condition`` takes a store or a public name."""
     internal = {public: name for name, public in PUBLIC_CONDITIONS.items()}
-    where, params = ["condition IN (" + ",".join("?" * len(PUBLIC_CONDITIONS)) + ")"], list(PUBLIC_CONDITIONS)
-    for column, value in (("run_id", run), ("domain", domain), ("condition", internal.get(condition, condition))):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if not include_unfinished:
-        where.append("status = ?")
-        params.append(FINISHED)
-    sql = ("SELECT id, run_id, domain, condition, pair_id, article_a, article_b, main_task, status FROM instructions"
-           " WHERE " + " AND ".join(where) + " ORDER BY id")
-    conn = store.conn
+    instructions = instructions_matching(store, conditions=list(PUBLIC_CONDITIONS), run_id=run, domain=domain,
+                                         condition=None if condition is None else internal.get(condition, condition),
+                                         status=None if include_unfinished else FINISHED)
     articles: dict[int, dict[str, Any] | None] = {}
 
     def reference(article_id: int | None) -> dict[str, Any] | None:
         if article_id is None:
             return None
         if article_id not in articles:
-            row = conn.execute("SELECT id, corpus, source_id, title, text_hash FROM articles WHERE id = ?",
-                               (article_id,)).fetchone()
-            if row is None:
+            source = article_source(store, article_id)
+            if source is None:
                 articles[article_id] = {"id": article_id}
             else:
-                ref = {"id": row[0], "corpus": row[1], "source_id": row[2], "title": row[3]}
-                if with_references and row[4]:
-                    ref["text"] = store.get_text(row[4])
+                ref = {"id": source.id, "corpus": source.corpus, "source_id": source.source_id, "title": source.title}
+                if with_references and source.text_hash:
+                    ref["text"] = store.get_text(source.text_hash)
                 articles[article_id] = ref
         return articles[article_id]
 
-    for iid, run_id, dom, cond, pair_id, art_a, art_b, main_task, status in conn.execute(sql, params).fetchall():
-        rows = conn.execute(
-            "SELECT id, position, text, origin, replaces_id, replaced_reason FROM constraints"
-            " WHERE instruction_id = ? AND active = 1 ORDER BY position, id", (iid,)).fetchall()
-        if not rows:
+    for ins in instructions:
+        active = active_constraints(store, ins.id)
+        if not active:
             continue
         flags: dict[int, list[dict[str, str]]] = {}
-        for cid, flag, detail in conn.execute(
-            "SELECT f.constraint_id, f.flag, f.detail FROM constraint_flags f JOIN constraints c"
-            " ON c.id = f.constraint_id WHERE c.instruction_id = ? AND c.active = 1 ORDER BY f.constraint_id, f.flag",
-            (iid,)):
-            flags.setdefault(cid, []).append({"flag": flag, "detail": _detail(detail)})
-        constraints = []
-        for cid, position, text, origin, replaces_id, reason in rows:
-            constraints.append({"id": cid, "position": position, "text": text, "origin": origin,
-                                "replaced": _lineage(store, replaces_id, reason), "flags": flags.get(cid, [])})
+        for f in flags_of_active_constraints(store, ins.id):
+            flags.setdefault(f.constraint_id, []).append({"flag": f.flag, "detail": _detail(f.detail)})
+        constraints: list[dict[str, Any]] = []
+        for c in active:
+            record = constraint_record(store, c.id)
+            origin = record.origin if record else None
+            replaces_id, reason = (record.replaces_id, record.replaced_reason) if record else (None, None)
+            constraints.append({"id": c.id, "position": c.position, "text": c.text, "origin": origin,
+                                "replaced": _lineage(store, replaces_id, reason), "flags": flags.get(c.id, [])})
         yield {
-            "id": iid, "run_id": run_id, "status": status or "", "domain": dom, "condition": PUBLIC_CONDITIONS[cond],
-            "pair_id": pair_id,
-            "main_task": main_task or "", "constraints": constraints,
-            "references": {"a": reference(art_a), "b": reference(art_b)},
-            "instruction": instruction_text(main_task or "", [c["text"] for c in constraints]),
+            "id": ins.id, "run_id": ins.run_id, "status": ins.status or "", "domain": ins.domain,
+            "condition": PUBLIC_CONDITIONS[ins.condition], "pair_id": ins.pair_id,
+            "main_task": ins.main_task or "", "constraints": constraints,
+            "references": {"a": reference(ins.article_a), "b": reference(ins.article_b)},
+            "instruction": instruction_text(ins.main_task or "", [c["text"] for c in constraints]),
         }
 
 
@@ -129,13 +123,11 @@ def _lineage(store: Store, replaces_id: int | None, reason_on_new: str | None) -
     reason_from_newer = reason_on_new
     while replaces_id is not None and replaces_id not in seen and len(chain) < MAX_LINEAGE:
         seen.add(replaces_id)
-        row = store.conn.execute("SELECT id, text, replaces_id, replaced_reason FROM constraints WHERE id = ?",
-                                 (replaces_id,)).fetchone()
-        if row is None:
+        old = constraint_record(store, replaces_id)
+        if old is None:
             break
-        old_id, old_text, older, old_reason = row
-        chain.append({"id": old_id, "text": old_text, "reason": reason_from_newer or old_reason})
-        replaces_id, reason_from_newer = older, old_reason
+        chain.append({"id": old.id, "text": old.text, "reason": reason_from_newer or old.replaced_reason})
+        replaces_id, reason_from_newer = old.replaces_id, old.replaced_reason
     return chain
 
 

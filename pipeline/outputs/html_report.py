@@ -9,7 +9,7 @@ Anyone can open the file: no server, no network, no CDN; the styles and the scri
 - an index of instructions (Org, Core, flipped per response, from ``Metrics.rows``);
 - per instruction, its constraints with each response's outcome (``pipeline.analysis.metrics.Item``:
   pipeline.store.scores.item_outcome_sql), each judge's verdict as the Audit lists it
-  (pipeline.store.scores.SHOWN_VERDICT: the latest Yes/No, else a missing one) with the quote found in the text, the copied n-grams
+  (pipeline.store.verdicts.shown_verdicts: the latest Yes/No, else a missing one) with the quote found in the text, the copied n-grams
   (pipeline.analysis.copying), lexical similarity (pipeline.analysis.copying.lexical_overlap) and lineage.
 
 Nothing is recomputed here: every count and rate is read from the report's ``Metrics`` or from
@@ -45,7 +45,9 @@ from pipeline.analysis import copying
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.core.redact import known_secrets, redact
 from pipeline.outputs.report import _cond_key, _label, main_groups
-from pipeline.store.scores import SHOWN_VERDICT
+from pipeline.store import metrics as reads
+from pipeline.store.constraints import ConstraintRecord, constraint_records_of
+from pipeline.store.verdicts import Verdict, shown_verdicts
 
 if TYPE_CHECKING:
     from pipeline.outputs.report import Report
@@ -121,14 +123,14 @@ _SPACES = re.compile(r"\s+")
 
 @lru_cache(maxsize=64)
 def _normalised(text: str) -> tuple[str, list[int]]:
-    """pipeline.stages.judging._normalise (lower-case, curly quotes and dashes unified, whitespace runs
+    """pipeline.core.text.normalise_for_quote (lower-case, curly quotes and dashes unified, whitespace runs
     collapsed, offsets kept). ASCII text takes a fast path with the same result: NFC and the
     quote table change no ASCII character, and a whitespace run becomes one space at the run's
-    first offset, as there. _normalise walks a 3,000-character text character by character."""
-    from pipeline.stages.judging import _normalise
+    first offset, as there. normalise_for_quote walks a 3,000-character text character by character."""
+    from pipeline.core.text import normalise_for_quote
 
     if not text.isascii():
-        return _normalise(text)
+        return normalise_for_quote(text)
     low = text.lower()
     out: list[str] = []
     index: list[int] = []
@@ -146,10 +148,10 @@ def _normalised(text: str) -> tuple[str, list[int]]:
 
 def quote_span(quote: str, text: str, found: str | None = None) -> tuple[str | None, tuple[int, int] | None]:
     """Where a judge's quote sits in ``text`` (exact | fuzzy | missing, span), by
-    pipeline.stages.judging.find_quote's rules; ``found`` is the verdict's stored quote_found (judging
+    pipeline.core.text.find_quote's rules; ``found`` is the verdict's stored quote_found (judging
     decided it when it stored the verdict), so a missing quote is not searched again and only a
     fuzzy one pays for the fuzzy alignment."""
-    from pipeline.stages.judging import find_quote
+    from pipeline.core.text import find_quote
 
     q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
     if not q or found == "missing":
@@ -186,70 +188,10 @@ def copied_spans(source: str, target: str, n: int) -> list[list[int]]:
 # -- what the store holds, read in bulk ---------------------------------------------------------
 
 
-def _chunks(ids: list[int], size: int = 500):
-    for start in range(0, len(ids), size):
-        yield ids[start : start + size]
-
-
 def _read_store(store: Store, instruction_ids: list[int], response_ids: list[int]) -> dict[str, Any]:
-    conn = store.conn
-    instr: dict[int, tuple] = {}
-    constraints: dict[int, list[tuple]] = defaultdict(list)
-    gens: dict[int, tuple] = {}
-    for chunk in _chunks(instruction_ids):
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-                "SELECT i.id, i.run_id, i.domain, i.condition, i.main_task, a.text_hash, b.text_hash"
-                " FROM instructions i LEFT JOIN articles a ON a.id = i.article_a LEFT JOIN articles b ON b.id = i.article_b"
-                f" WHERE i.id IN ({marks})", chunk):
-            instr[row[0]] = row
-        for row in conn.execute(
-                "SELECT id, instruction_id, position, text, origin, active, replaces_id, replaced_reason, base_verdict,"
-                f" base_quote FROM constraints WHERE instruction_id IN ({marks}) ORDER BY instruction_id, position, id",
-                chunk):
-            constraints[row[1]].append(row)
-    for chunk in _chunks(response_ids):
-        marks = ",".join("?" * len(chunk))
-        # The responses and their summaries (the summaries by parent).
-        for row in conn.execute(
-                "SELECT id, kind, instruction_id, model, coalesce(mode, ''), ratio, parent_id, text_hash, refusal"
-                f" FROM generations WHERE id IN ({marks}) OR (kind = 'summary' AND parent_id IN ({marks})) ORDER BY id",
-                chunk + chunk):
-            gens[row[0]] = row
-    return {"instructions": instr, "constraints": constraints, "generations": gens}
-
-
-@dataclass(frozen=True)
-class _Verdict:
-    generation_id: int
-    constraint_id: int
-    judge: str
-    judging_mode: str
-    verdict: int
-    quote: str
-    quote_found: str | None
-
-
-def _shown_verdicts(store: Store, generation_ids: list[int]) -> list[_Verdict]:
-    """What the Audit lists per rater (pipeline.store.scores.SHOWN_VERDICT): the verdict LATEST_VERDICT
-    counts or, when the rater never gave one, its missing row (verdict None, counted nowhere);
-    with whether judging found the quote."""
-    if not generation_ids:
-        return []
-    return [_Verdict(*row) for row in store.conn.execute(
-        "SELECT v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.verdict, coalesce(v.quote, ''),"
-        f" v.quote_found FROM verdicts v WHERE v.generation_id IN ({','.join('?' * len(generation_ids))})"
-        f" AND {SHOWN_VERDICT} ORDER BY v.id", generation_ids)]
-
-
-def _texts(store: Store, hashes: set[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    wanted = sorted(h for h in hashes if h)
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        out.update(store.conn.execute(
-            f"SELECT hash, body FROM texts WHERE hash IN ({','.join('?' * len(chunk))})", chunk).fetchall())
-    return out
+    return {"instructions": reads.report_instructions(store, instruction_ids),
+            "constraints": constraint_records_of(store, instruction_ids),
+            "generations": reads.responses_and_summaries(store, response_ids)}
 
 
 # -- the page ------------------------------------------------------------------------------------
@@ -286,20 +228,19 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
         if g[1] == "summary" and ratio is not None and g[5] is not None and abs(g[5] - ratio) < 1e-9:
             summary_of.setdefault(g[6], g)
     text_ids = sorted(set(full_rows) | {g[0] for g in summary_of.values()})
-    verdicts_by: dict[tuple[int, int], list[Any]] = defaultdict(list)
+    verdicts_by: dict[tuple[int, int], list[Verdict]] = defaultdict(list)
     judges = set(filters.judges or ())
-    for start in range(0, len(text_ids), 500):
-        for v in _shown_verdicts(store, text_ids[start : start + 500]):
-            if judges and v.judge not in judges:
-                continue
-            if filters.judging_mode and v.judging_mode != filters.judging_mode:
-                continue
-            verdicts_by[(v.generation_id, v.constraint_id)].append(v)
+    for v in shown_verdicts(store, text_ids):
+        if judges and v.judge not in judges:
+            continue
+        if filters.judging_mode and v.judging_mode != filters.judging_mode:
+            continue
+        verdicts_by[(v.generation_id, v.constraint_id)].append(v)
     rater_list = sorted({(v.judge, v.judging_mode) for vs in verdicts_by.values() for v in vs})
     raters = {r: k for k, r in enumerate(rater_list)}  # a verdict names its rater by this index
     hashes = {h for row in store_data["instructions"].values() for h in row[5:7] if h}
     hashes |= {g[7] for g in gens.values() if g[7]}
-    bodies = {h: _clean(b) for h, b in _texts(store, hashes).items()}
+    bodies = {h: _clean(b) for h, b in reads.text_bodies(store, hashes).items()}
 
     flips: dict[int, int] = defaultdict(int)
     for (_, rid), item in outcome.items():
@@ -333,7 +274,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
 
 def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], full_rows: dict[int, Any],
                        ratio_rows: dict[int, Any], summary_of: dict[int, tuple], outcome: dict[tuple[int, int], Any],
-                       verdicts_by: dict[tuple[int, int], list[Any]], bodies: dict[str, str],
+                       verdicts_by: dict[tuple[int, int], list[Verdict]], bodies: dict[str, str],
                        flips: dict[int, int], raters: dict[tuple[str, str], int]) -> tuple[dict[str, Any], list[Any]]:
     """One instruction's block (texts by hash) and its row in the index."""
     irow = data["instructions"][iid]
@@ -361,24 +302,26 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
             "copy_a_share": _num(extra.get("copy_a_share")), "copy_b_share": _num(extra.get("copy_b_share")),
             # The response's passages copied from the references (the report's copied 5-grams), and
             # the summary's; references show what the response took from them.
-            "spans": {"r": _merge([tuple(x) for x in copied_spans(ref_a, r_text, REFERENCE_N)
+            "spans": {"r": _merge([(start, end) for start, end in copied_spans(ref_a, r_text, REFERENCE_N)
                                    + copied_spans(ref_b, r_text, REFERENCE_N)]),
-                      "s": _merge([tuple(x) for x in copied_spans(ref_a, s_text, REFERENCE_N)
+                      "s": _merge([(start, end) for start, end in copied_spans(ref_a, s_text, REFERENCE_N)
                                    + copied_spans(ref_b, s_text, REFERENCE_N)]),
                       "a": copied_spans(r_text, ref_a, REFERENCE_N), "b": copied_spans(r_text, ref_b, REFERENCE_N)},
         })
         index_responses.append([row.model, row.mode, _num(row.org), _num(at.core) if at else None, flips.get(rid, 0)])
     cons = []
-    all_cons = {c[0]: c for c in data["constraints"].get(iid, [])}
-    for c in data["constraints"].get(iid, []):
-        cid, _, position, text, origin, active, replaces_id, reason, base_verdict, base_quote = c
-        text = _clean(text)
+    records: list[ConstraintRecord] = data["constraints"].get(iid, [])
+    all_cons = {c.id: c for c in records}
+    for c in records:
+        cid, position, origin, active = c.id, c.position, c.origin, c.active
+        replaces_id, reason, base_verdict, base_quote = c.replaces_id, c.replaced_reason, c.base_verdict, c.base_quote
+        text = _clean(c.text)
         entry: dict[str, Any] = {"id": cid, "pos": position, "text": text, "origin": origin or "",
                                  "active": bool(active)}
         if replaces_id and replaces_id in all_cons:
             old = all_cons[replaces_id]
             # pipeline.stages.revision keeps the reason on the new row (older stores: on the old one).
-            entry["replaces"] = {"id": old[0], "text": _clean(old[3]), "reason": _clean(reason or old[7] or "")}
+            entry["replaces"] = {"id": old.id, "text": _clean(old.text), "reason": _clean(reason or old.replaced_reason or "")}
         if base_verdict is not None:
             entry["base"] = {"verdict": base_verdict, "quote": _clean(base_quote)}
         if active:

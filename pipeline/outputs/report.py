@@ -32,28 +32,30 @@ import math
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pipeline.analysis.coverage import MIN_COVERAGE, describe
 from pipeline.analysis.judge_validation import JudgeScore, judge_scores, judge_validation_by_name, validated_score
 from pipeline.analysis.judge_validation import describe as describe_judge
 from pipeline.analysis.metrics import (
     CONDITION_ORDER,
-    AnnotatorAgreement,
     Comparison,
     Filters,
     Group,
     Metrics,
-    Validation,
     WinRate,
-    annotator_agreement,
     compare,
     compute_metrics,
-    metric_validation,
     naturalness_rates,
     runs_covered,
 )
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, holm
+from pipeline.analysis.validation import AnnotatorKappa, ValidationReport, human_validation
+from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.store.annotations import annotation_count
+from pipeline.store.generations import model_has_responses
+from pipeline.store.instructions import any_instruction_with, instruction_values
+from pipeline.store.verdicts import judge_has_verdicts
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
 @dataclass
 class ReportOptions:
     filters: Filters = field(default_factory=Filters)
-    ratio: float = 0.25  # the summary ratio of the main table
+    ratio: float = DEFAULT_RATIO  # the summary ratio of the main table
     compare: tuple[str, str] | None = None  # two models or two conditions to test on screen
     copy: bool = True  # copied n-grams between responses and references
     n_resamples: int = DEFAULT_RESAMPLES
@@ -142,8 +144,8 @@ class Report:
     comparisons: list[Comparison]  # every model pair and condition pair (files)
     requested: list[Comparison]  # the --compare pair (screen)
     naturalness: list[WinRate]
-    annotators: list[AnnotatorAgreement]
-    validation: Validation | None
+    annotators: list[AnnotatorKappa]
+    validation: ValidationReport | None  # pipeline.analysis.validation's one rule, as `validate report`
     warnings: list[ReportWarning] = field(default_factory=list)
     # Each judge's accuracy against people (pipeline.analysis.judge_validation), by rater name; a judge
     # not in it is unvalidated, and the report says so beside its numbers.
@@ -165,13 +167,21 @@ class Report:
         return min(ratios, key=lambda r: abs(r - self.options.ratio))
 
 
+class _CompareSettings(TypedDict):
+    """The keyword arguments every compare() call of a report shares."""
+
+    ratio: float | None
+    n_resamples: int
+    seed: int
+
+
 def build_report(store: Store, options: ReportOptions | None = None, *, embedder: Embedder | None = None) -> Report:
     options = options or ReportOptions()
     metrics = compute_metrics(store, options.filters, n_resamples=options.n_resamples, seed=options.seed,
                               copy=options.copy, embedder=embedder)
     report = Report(options, metrics, [], [], [], [], None, report_warnings(metrics, options))
     ratio = report.ratio
-    kw = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
+    kw: _CompareSettings = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
     report.comparisons = all_comparisons(metrics, options, ratio)
     if options.compare:
         family = {(c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric): c.p_holm for c in report.comparisons}
@@ -181,16 +191,17 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report.naturalness = naturalness_rates(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
     report.judges_validated = judge_validation_by_name(
         judge_scores(store, n_resamples=options.n_resamples, seed=options.seed))
-    if store.scalar("SELECT count(*) FROM annotations"):
-        report.annotators = annotator_agreement(store)
-        report.validation = metric_validation(store, ratio=ratio or options.ratio, filters=options.filters)
+    if annotation_count(store):
+        report.validation = human_validation(store, ratio=ratio or options.ratio, filters=options.filters,
+                                             n_resamples=options.n_resamples, seed=options.seed)
+        report.annotators = report.validation.kappas
     return report
 
 
 def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | None) -> list[Comparison]:
     """Every model pair within a condition, condition pair within a model and mode pair, Holm-adjusted
     together."""
-    kw = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
+    kw: _CompareSettings = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
     out: list[Comparison] = []
     for a, b in combinations(sorted({r.model for r in metrics.rows}), 2):
         out += compare(metrics, a, b, by="model", **kw)
@@ -322,8 +333,8 @@ def render(report: Report, console: Console) -> None:
     if report.requested:
         _render_comparisons(report.requested, console)
     elif report.options.compare:
-        a, b = report.options.compare
-        console.print(f"[yellow]--compare {a},{b}: no instructions where both were judged[/]")
+        first, second = report.options.compare
+        console.print(f"[yellow]--compare {first},{second}: no instructions where both were judged[/]")
     if report.naturalness:
         table = Table("condition", "vs", "n", "win rate % [CI]", "W/T/L", "first shown wins % [CI]",
                       "orders agree % [CI]", "pairs",
@@ -334,15 +345,15 @@ def render(report: Report, console: Console) -> None:
         console.print(table)
     if report.validation is not None:
         v = report.validation
-        r = v.result
+        where = f"plan {v.plan.name}, " if v.plan else ""
         console.print(
-            f"Human validation at ratio {v.ratio:g} (label superficial = positive; ambiguous left out: {v.ambiguous}; "
-            f"ties: {v.ties}; outside the metric's scope: {v.not_applicable}): precision {_pct(r.precision)}%, "
-            f"recall {_pct(r.recall)}%, n = {r.n}"
+            f"Human validation ({where}ratio {v.ratio:g}; label superficial = positive, weighted by stratum as"
+            f" `validate report`; ambiguous left out: {v.ambiguous}; ties: {v.ties}; outside the metric's scope:"
+            f" {v.out_of_scope}): precision {_ci(v.precision)}, recall {_ci(v.recall)} (%), n = {v.n}"
         )
-        for a in report.annotators:
-            console.print(f"  annotators {a.annotator_a} / {a.annotator_b}: κ {_num(a.kappa)}, "
-                          f"agree {_pct(a.percent)}%, n = {a.n}")
+        for pair in report.annotators:
+            console.print(f"  annotators {pair.annotator_a} / {pair.annotator_b}: κ {_num(pair.kappa.value)}, "
+                          f"agree {_pct(pair.percent)}%, n = {pair.kappa.n}")
 
 
 def _coverage_cell(g: Group, report: Report) -> str:
@@ -425,15 +436,13 @@ def check_filters(store: Store, filters: Filters) -> None:
     single = (("--run", "run_id", filters.run), ("--domain", "domain", filters.domain),
               ("--condition", "condition", filters.condition))
     for flag, column, value in single:
-        if value is not None and store.scalar(f"SELECT 1 FROM instructions WHERE {column} = ? LIMIT 1", [value]) is None:
-            known = [r[0] for r in store.conn.execute(
-                f"SELECT DISTINCT {column} FROM instructions WHERE {column} IS NOT NULL ORDER BY 1 LIMIT 12")]
+        if value is not None and not any_instruction_with(store, column, value):
+            known = instruction_values(store, column)
             raise UnspecificError(f"{flag} {value}: matches no instruction in {store.path}"
                                   + (f" (here: {', '.join(map(str, known))})" if known else " (it has none yet)"))
-    lists = (("--models", "SELECT 1 FROM generations WHERE kind = 'response' AND model = ? LIMIT 1", filters.models),
-             ("--judges", "SELECT 1 FROM verdicts WHERE judge = ? LIMIT 1", filters.judges))
-    for flag, sql, values in lists:
-        unknown = [v for v in values or () if store.scalar(sql, [v]) is None]
+    lists = (("--models", model_has_responses, filters.models), ("--judges", judge_has_verdicts, filters.judges))
+    for flag, known_name, values in lists:
+        unknown = [v for v in values or () if not known_name(store, v)]
         if unknown:
             raise UnspecificError(f"{flag}: {', '.join(unknown)} matches nothing in {store.path}")
 

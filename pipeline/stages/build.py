@@ -42,15 +42,17 @@ from pipeline.stages.synthesis import (
     COMMON_CONDITIONS,
     COMMON_SOURCE,
     CONDITIONS,
-    copy_synthesis,
-    get_or_create_instruction,
-    set_status,
+    Synthesis,
     synthesize_common,
     synthesize_single,
-    write_synthesis,
 )
 from pipeline.stages.units import FAIL_FAST, Budget, RunUsage, StageSummary, Unit, run_units
-from pipeline.store.database import Store
+from pipeline.store import constraints as constraint_rows
+from pipeline.store import instructions as instruction_rows
+from pipeline.store.articles import article_text_hash
+from pipeline.store.database import Store, now
+from pipeline.store.instructions import Instruction
+from pipeline.store.pairs import Pair, pairs_of
 
 RULES = ("paper", "research")
 STAGES = ("synthesize", "base", "revise")
@@ -167,14 +169,11 @@ class BuildSummary:
 # -- pairs and runs ------------------------------------------------------------------------------
 
 
-def select_pairs(store: Store, options: BuildOptions) -> list[dict[str, Any]]:
+def select_pairs(store: Store, options: BuildOptions) -> list[Pair]:
     if options.pair_ids is not None:
-        marks = ",".join("?" * len(options.pair_ids))
-        pairs = store.query(f"SELECT * FROM pairs WHERE domain = ? AND rule = ? AND id IN ({marks}) ORDER BY id",
-                            [options.domain, options.rule, *options.pair_ids])
+        pairs = pairs_of(store, options.domain, options.rule, ids=options.pair_ids)
     else:
-        pairs = store.query("SELECT * FROM pairs WHERE domain = ? AND rule = ? ORDER BY id LIMIT ?",
-                            [options.domain, options.rule, options.n])
+        pairs = pairs_of(store, options.domain, options.rule, limit=options.n)
     if not pairs:
         raise StageError(
             f"{store.path}: no pairs for domain '{options.domain}' with rule '{options.rule}'; "
@@ -223,10 +222,37 @@ def _run_id(options: BuildOptions) -> str:
 
 
 def _text(store: Store, article_id: int) -> str:
-    row = store.one("SELECT text_hash FROM articles WHERE id = ?", [article_id])
-    if row is None:
+    h = article_text_hash(store, article_id)
+    if h is None:
         raise StageError(f"{store.path}: article {article_id} named by a pair is not in the store")
-    return store.get_text(row["text_hash"])
+    return store.get_text(h)
+
+
+# -- instructions --------------------------------------------------------------------------------------
+
+
+def get_or_create_instruction(store: Store, run_id: str, condition: str, *, domain: str, pair_id: int,
+                              article_a: int, article_b: int | None, n: int) -> Instruction:
+    """The run's instruction for this condition and articles, created pending (and committed) if new."""
+    row = instruction_rows.find_instruction(store, run_id, condition, article_a, article_b)
+    if row is not None:
+        return row
+    instruction_rows.insert_instruction(store, run_id=run_id, domain=domain, condition=condition, pair_id=pair_id,
+                                        article_a=article_a, article_b=article_b, n_constraints=n, created_at=now())
+    store.commit()
+    found = instruction_rows.find_instruction(store, run_id, condition, article_a, article_b)
+    assert found is not None
+    return found
+
+
+def set_status(store: Store, instruction_id: int, status: str, error: str | None = None, *,
+               base_generation_id: int | None = None) -> None:
+    """Record the instruction's status (and error, redacted), committed."""
+    from pipeline.core.redact import redact
+
+    instruction_rows.set_instruction_status(store, instruction_id, status, redact(error),
+                                            base_generation_id=base_generation_id)
+    store.commit()
 
 
 # -- units (run by pipeline.stages.units) ----------------------------------------------------------------
@@ -247,31 +273,24 @@ def _fail(store: Store, instruction_id: int, exc: Exception) -> str:
     return f"instruction {instruction_id}: {exc}"
 
 
-def _has_constraints(store: Store, instruction_id: int) -> bool:
-    return bool(store.scalar("SELECT count(*) FROM constraints WHERE instruction_id = ?", [instruction_id]))
-
-
 # -- stage 1: synthesis ---------------------------------------------------------------------------
 
 
-def _pair_instructions(store: Store, run_id: str, pair: dict[str, Any], options: BuildOptions) -> list[tuple[str, int | None]]:
+def _pair_instructions(store: Store, run_id: str, pair: Pair, options: BuildOptions) -> list[tuple[str, int | None]]:
     """(condition, article_b) of every instruction this pair needs, the shared holder included."""
     wanted: list[tuple[str, int | None]] = []
     if "single" in options.conditions:
         wanted.append(("single", None))
     if options.common:
-        wanted.append((options.holder, pair["article_b"]))
-        wanted += [(c, pair["article_b"]) for c in options.common if c != options.holder]
+        wanted.append((options.holder, pair.article_b))
+        wanted += [(c, pair.article_b) for c in options.common if c != options.holder]
     return wanted
 
 
-def _needs_synthesis(store: Store, run_id: str, pair: dict[str, Any], options: BuildOptions) -> bool:
+def _needs_synthesis(store: Store, run_id: str, pair: Pair, options: BuildOptions) -> bool:
     for condition, b in _pair_instructions(store, run_id, pair, options):
-        row = store.one(
-            "SELECT status FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ? AND article_b IS ?",
-            [run_id, condition, pair["article_a"], b],
-        )
-        if row is None or row["status"] in ("pending", "failed"):
+        row = instruction_rows.find_instruction(store, run_id, condition, pair.article_a, b)
+        if row is None or row.status in ("pending", "failed"):
             return True
     return False
 
@@ -287,22 +306,24 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
     n = options.n_constraints
     pairs = [p for p in select_pairs(store, options) if _needs_synthesis(store, run_id, p, options)]
 
-    def instruction(condition: str, pair: dict[str, Any], b: int | None) -> dict[str, Any]:
-        return get_or_create_instruction(store, run_id, condition, domain=options.domain, pair_id=pair["id"],
-                                         article_a=pair["article_a"], article_b=b, n=n)
+    def instruction(condition: str, pair: Pair, b: int | None) -> Instruction:
+        return get_or_create_instruction(store, run_id, condition, domain=options.domain, pair_id=pair.id,
+                                         article_a=pair.article_a, article_b=b, n=n)
 
-    def reopen(inst: dict[str, Any], status: str) -> bool:
+    def reopen(inst: Instruction, status: str) -> bool:
         """A failed instruction whose constraints are stored failed later on: go back one stage."""
-        if inst["status"] == "failed" and _has_constraints(store, inst["id"]):
+        if inst.status == "failed" and constraint_rows.has_constraints(store, inst.id):
             # A revision is committed with status 'revised': never judge or revise twice.
-            revised = store.scalar(
-                "SELECT count(*) FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]]
-            )
-            set_status(store, inst["id"], "revised" if revised else status)
+            revised = constraint_rows.count_revised(store, inst.id)
+            set_status(store, inst.id, "revised" if revised else status)
             return True
-        return inst["status"] not in ("pending", "failed")
+        return inst.status not in ("pending", "failed")
 
-    async def work(pair: dict[str, Any]) -> str:
+    def write_synthesis(instruction_id: int, result: Synthesis, status: str) -> None:
+        constraint_rows.write_synthesis(store, instruction_id, result.main_task, result.constraints, status=status,
+                                        created_at=now())
+
+    async def work(pair: Pair) -> str:
         failed: list[str] = []  # instructions of this pair recorded as failed
         waiting: BatchPending | None = None  # batch mode: the single list waits; the common one is still asked
         if "single" in options.conditions:
@@ -310,30 +331,30 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
             if not reopen(inst, "synthesized"):
                 with usage_scope(_usage_for(summary, "single")):
                     try:
-                        result = await synthesize_single(client, generator, _text(store, pair["article_a"]), n,
+                        result = await synthesize_single(client, generator, _text(store, pair.article_a), n,
                                                          domain=options.domain, repair_rounds=options.repair_rounds)
                     except ParseError as exc:
-                        failed.append(_fail(store, inst["id"], exc))
+                        failed.append(_fail(store, inst.id, exc))
                     except BatchPending as exc:
                         waiting = exc
                     else:
-                        write_synthesis(store, inst["id"], result, status="synthesized")
+                        write_synthesis(inst.id, result, "synthesized")
         if options.common:
-            b = pair["article_b"]
+            b = pair.article_b
             holder_status = "synthesized" if options.holder == "none" else "source"
             holder = instruction(options.holder, pair, b)
             if not reopen(holder, holder_status):
                 with usage_scope(_usage_for(summary, "common")):
                     try:
                         result = await synthesize_common(
-                            client, generator, _text(store, pair["article_a"]), _text(store, b), n,
-                            domain=options.domain, seed=f"{pair['article_a']}-{b}",
+                            client, generator, _text(store, pair.article_a), _text(store, b), n,
+                            domain=options.domain, seed=f"{pair.article_a}-{b}",
                             repair_rounds=options.repair_rounds,
                         )
                     except ParseError as exc:
-                        failed.append(_fail(store, holder["id"], exc))
+                        failed.append(_fail(store, holder.id, exc))
                     else:
-                        write_synthesis(store, holder["id"], result, status=holder_status)
+                        write_synthesis(holder.id, result, holder_status)
             if waiting is None:
                 holder = instruction(options.holder, pair, b)
                 for condition in options.common:
@@ -342,18 +363,18 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                     inst = instruction(condition, pair, b)
                     if reopen(inst, "synthesized"):
                         continue
-                    if holder["status"] in _HAS_CONSTRAINTS:
-                        copy_synthesis(store, holder["id"], inst["id"])
+                    if holder.status in _HAS_CONSTRAINTS:
+                        constraint_rows.copy_synthesis(store, holder.id, inst.id, status="synthesized", created_at=now())
                     else:
-                        failed.append(_fail(store, inst["id"],
-                                            StageError(f"the common synthesis failed: {holder['error']}")))
+                        failed.append(_fail(store, inst.id,
+                                            StageError(f"the common synthesis failed: {holder.error}")))
         if waiting is not None:
             raise waiting
         if failed:  # a reply that stayed unusable: the runner records the unit's failure
             raise ParseError("; ".join(failed))
-        return f"pair {pair['id']}: synthesized"
+        return f"pair {pair.id}: synthesized"
 
-    units = [Unit(f"pair {p['id']} (articles {p['article_a']} and {p['article_b']})", partial(work, p)) for p in pairs]
+    units = [Unit(f"pair {p.id} (articles {p.article_a} and {p.article_b})", partial(work, p)) for p in pairs]
     return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
                            progress=progress, stop=stop, budget=budget or Budget(max_units),
                            usage=RunUsage(store, run_id, client.usage))
@@ -368,23 +389,21 @@ async def run_base(store: Store, config: Config, client: LLMClient, options: Bui
     """Per eval instruction: the base article (written once) and its verdicts on every constraint."""
     run_id = _run_id(options)
     summary = StageSummary("base")
-    instructions = store.query(
-        "SELECT * FROM instructions WHERE run_id = ? AND condition = 'eval' AND status = 'synthesized' ORDER BY id", [run_id]
-    ) if "eval" in options.conditions else []
+    instructions = instruction_rows.instructions_awaiting_base(store, run_id) if "eval" in options.conditions else []
     generator, judge = options.generator_name(config), options.judge_name(config)
 
-    async def work(inst: dict[str, Any]) -> str:
+    async def work(inst: Instruction) -> str:
         with usage_scope(_usage_for(summary, "eval")):
             try:
-                gen_id = await write_base_article(store, client, generator, inst["id"], inst["main_task"] or "", options.words)
-                await judge_base(store, client, judge, inst["id"], gen_id, options.judging_mode)
+                gen_id = await write_base_article(store, client, generator, inst.id, inst.main_task or "", options.words)
+                await judge_base(store, client, judge, inst.id, gen_id, options.judging_mode)
             except ParseError as exc:
-                _fail(store, inst["id"], exc)
+                _fail(store, inst.id, exc)
                 raise
-        set_status(store, inst["id"], "base_judged", base_generation_id=gen_id)
-        return f"instruction {inst['id']} (eval): base article {gen_id} written and judged"
+        set_status(store, inst.id, "base_judged", base_generation_id=gen_id)
+        return f"instruction {inst.id} (eval): base article {gen_id} written and judged"
 
-    units = [Unit(f"instruction {i['id']} (eval)", partial(work, i)) for i in instructions]
+    units = [Unit(f"instruction {i.id} (eval)", partial(work, i)) for i in instructions]
     return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
                            progress=progress, stop=stop, budget=budget or Budget(max_units),
                            usage=RunUsage(store, run_id, client.usage))
@@ -400,14 +419,7 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
     run_id = _run_id(options)
     summary = StageSummary("revise")
     conditions = list(options.conditions)
-    marks = ",".join("?" * len(conditions))
-    instructions = store.query(
-        f"SELECT * FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND ("
-        " (condition IN ('single', 'none') AND status = 'synthesized')"
-        " OR (condition = 'direct' AND status IN ('synthesized', 'revised'))"
-        " OR (condition = 'eval' AND status IN ('base_judged', 'revised'))) ORDER BY id",
-        [run_id, *conditions],
-    )
+    instructions = instruction_rows.instructions_to_revise(store, run_id, conditions)
     generator, judge = options.generator_name(config), options.judge_name(config)
     settings = FlagSettings.from_config(config.settings.get("build", {}))
     embedder = None
@@ -416,11 +428,11 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
 
         embedder = get_embedder(options.embedder)
 
-    async def work(inst: dict[str, Any]) -> str:
-        condition = inst["condition"]
+    async def work(inst: Instruction) -> str:
+        condition = inst.condition
         with usage_scope(_usage_for(summary, condition)):
             try:
-                if inst["status"] != "revised":
+                if inst.status != "revised":
                     if condition == "direct":
                         result = await revise_direct(store, client, generator, inst, repair_rounds=options.repair_rounds)
                     elif condition == "eval":
@@ -429,20 +441,20 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                     else:
                         result = None
                     if result is not None:
-                        progress(ProgressEvent("revise", 0, 0, f"instruction {inst['id']} ({condition}): "
+                        progress(ProgressEvent("revise", 0, 0, f"instruction {inst.id} ({condition}): "
                                                f"{result.replaced} constraints replaced"
                                                + (f"; {result.unshown} Yes on the base article kept, their quotes"
                                                   " not in it" if result.unshown else ""), kind="log"))
-                flag_instruction(store, inst["id"], settings, embedder)
+                flag_instruction(store, inst.id, settings, embedder)
                 if options.contradictions:
-                    await check_contradictions(store, client, generator, inst["id"])
+                    await check_contradictions(store, client, generator, inst.id)
             except ParseError as exc:
-                _fail(store, inst["id"], exc)
+                _fail(store, inst.id, exc)
                 raise
-        set_status(store, inst["id"], "done")
-        return f"instruction {inst['id']} ({condition}): done"
+        set_status(store, inst.id, "done")
+        return f"instruction {inst.id} ({condition}): done"
 
-    units = [Unit(f"instruction {i['id']} ({i['condition']})", partial(work, i)) for i in instructions]
+    units = [Unit(f"instruction {i.id} ({i.condition})", partial(work, i)) for i in instructions]
     return await run_units(summary, units, policy=FAIL_FAST, parallel=_concurrency(config, options),
                            progress=progress, stop=stop, budget=budget or Budget(max_units),
                            usage=RunUsage(store, run_id, client.usage))
@@ -483,11 +495,7 @@ async def run_build(store: Store, config: Config, client: LLMClient, options: Bu
 def is_complete(store: Store, run_id: str, options: BuildOptions) -> bool:
     """Every chosen condition has a finished (done or failed) instruction for every selected pair."""
     pairs = select_pairs(store, options)
-    marks = ",".join("?" * len(options.conditions))
-    finished = store.scalar(
-        f"SELECT count(*) FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND status IN ('done', 'failed')",
-        [run_id, *options.conditions],
-    )
+    finished = instruction_rows.count_finished(store, run_id, options.conditions)
     return finished >= len(pairs) * len(options.conditions)
 
 
@@ -504,19 +512,10 @@ def condition_reports(store: Store, run_id: str, options: BuildOptions,
         if cond == "common":
             reports.append(ConditionReport("common", 0, 0, 0, 0, 0, {}, usage.get("common", Usage())))
             continue
-        counts = {r["status"]: r["n"] for r in store.query(
-            "SELECT status, count(*) AS n FROM instructions WHERE run_id = ? AND condition = ? GROUP BY status", [run_id, cond])}
-        done_ids = "SELECT id FROM instructions WHERE run_id = ? AND condition = ? AND status = 'done'"
-        constraints = store.scalar(
-            f"SELECT count(*) FROM constraints WHERE active = 1 AND instruction_id IN ({done_ids})", [run_id, cond])
-        replaced = store.scalar(
-            f"SELECT count(*) FROM constraints WHERE active = 1 AND origin = 'revised' AND instruction_id IN ({done_ids})",
-            [run_id, cond])
-        flags = {r["flag"]: r["n"] for r in store.query(
-            "SELECT f.flag, count(*) AS n FROM constraint_flags f JOIN constraints c ON c.id = f.constraint_id"
-            f" WHERE c.active = 1 AND c.instruction_id IN ({done_ids}) GROUP BY f.flag", [run_id, cond])}
+        made = instruction_rows.condition_counts(store, run_id, cond)
+        counts = made.statuses
         done, failed = counts.get("done", 0), counts.get("failed", 0)
         unfinished = sum(counts.values()) - done - failed
-        reports.append(ConditionReport(cond, done, failed, unfinished, constraints or 0, replaced or 0, flags,
+        reports.append(ConditionReport(cond, done, failed, unfinished, made.constraints, made.replaced, made.flags,
                                        usage.get(cond, Usage())))
     return reports

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.core.errors import CorpusError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.core.text import count_words
+from pipeline.store import articles
 from pipeline.store.database import now
 
 if TYPE_CHECKING:
@@ -364,24 +365,16 @@ def import_corpus(
     summary.read = len(items)
     _check_unique_ids(items)
 
-    known = {r[0]: (r[1], r[2], r[3], r[4]) for r in store.conn.execute(
-        "SELECT source_id, id, domain, status, words FROM articles WHERE corpus = ?", (name,))}
+    known = {sid: (a.id, a.domain, a.status, a.words) for sid, a in articles.corpus_articles(store, name).items()}
     # Items another corpus already holds with the same id and text (the same file under a new
     # --name): skipped and named, not added as exact duplicates of themselves.
     others: dict[tuple[str, str], tuple[str, str]] = {}
     # Only within the domain: in another domain the same text is no duplicate, and importing a
     # file into a second domain under a new name is a choice.
-    for sid, h, corpus, domain in store.conn.execute(
-            "SELECT source_id, text_hash, corpus, domain FROM articles WHERE corpus != ? AND domain = ?"
-            " AND status != 'reference' ORDER BY id DESC", (name, options.domain)):
-        others[(sid, h)] = (corpus, domain)
+    for other in articles.articles_elsewhere(store, name, options.domain):
+        others[(other.source_id, other.text_hash)] = (other.corpus, other.domain)
     domains = {options.domain}
-    originals: dict[str, int] = {}  # text hash -> first non-duplicate article of the domain
-    for h, aid in store.conn.execute(
-        "SELECT text_hash, min(id) FROM articles WHERE domain = ? AND status != 'duplicate' GROUP BY text_hash",
-        (options.domain,),
-    ):
-        originals[h] = aid
+    originals = articles.originals_by_hash(store, options.domain)  # text hash -> first non-duplicate article
     stamp = now()
     total = len(items)
     progress(ProgressEvent("corpus", 0, total, f"{name}: {total} items read"))
@@ -399,15 +392,15 @@ def import_corpus(
             domains.add(domain)
             new = _reclassify(status, words, options)
             if new != status:
-                store.conn.execute("UPDATE articles SET status = ? WHERE id = ?", (new, article_id))
+                articles.set_article_status(store, article_id, new)
                 summary.reclassified[f"{status} -> {new}"] += 1
         elif (item.source_id, _hash_of(item.text)) in others:
             summary.elsewhere[others[(item.source_id, _hash_of(item.text))]] += 1
         else:
             known[item.source_id] = (0, options.domain, "", 0)
-            status = _add_article(store, item, options, name, originals, stamp, summary)
-            if status:
-                summary.statuses[status] += 1
+            added = _add_article(store, item, options, name, originals, stamp, summary)
+            if added:
+                summary.statuses[added] += 1
                 summary.added += 1
         if done % BATCH == 0 or done == total:
             store.commit()
@@ -444,8 +437,7 @@ def _reclassify(status: str, words: int, options: ImportOptions) -> str:
 def window_hint(store: Store, corpus: str, min_words: int, max_words: int) -> str:
     """When no article of a corpus is in the word window: their lengths, and which thresholds
     keep how many (duplicates never count), so the next command can be chosen, not guessed."""
-    words = sorted(r[0] for r in store.conn.execute(
-        "SELECT words FROM articles WHERE corpus = ? AND status IN ('too_short', 'too_long')", (corpus,)))
+    words = sorted(articles.lengths_outside_window(store, corpus))
     if not words:
         return ""
     short = [w for w in words if w < min_words]
@@ -494,14 +486,13 @@ def _add_article(store: Store, item: RawArticle, options: ImportOptions, corpus:
         status = "too_long"
     else:
         status = "pending"
-    cur = store.conn.execute(
-        "INSERT INTO articles(corpus, domain, source_id, title, text_hash, words, status, duplicate_of, imported_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (corpus, options.domain, item.source_id, clean_text(item.title) if item.title else "", h, words,
-         status, duplicate_of, stamp),
+    article_id = articles.insert_article(
+        store, corpus=corpus, domain=options.domain, source_id=item.source_id,
+        title=clean_text(item.title) if item.title else "", text_hash=h, words=words, status=status,
+        duplicate_of=duplicate_of, imported_at=stamp,
     )
     if duplicate_of is None:
-        originals[h] = int(cur.lastrowid)
+        originals[h] = article_id
     return status
 
 
@@ -512,11 +503,11 @@ def mark_near_duplicates(
     """Settle the domain's pending articles: near_duplicate when an earlier kept article of
     the domain has cosine > threshold with it, else kept. In id order, so the earliest of a
     cluster stays. Commits per chunk; returns how many were marked near-duplicates."""
-    pending = store.query("SELECT id, text_hash FROM articles WHERE domain = ? AND status = 'pending' ORDER BY id", [domain])
+    pending = articles.articles_with_status(store, domain, "pending")
     if not pending:
         return 0
     if threshold is None or threshold >= 1:
-        store.conn.execute("UPDATE articles SET status = 'kept' WHERE domain = ? AND status = 'pending'", (domain,))
+        articles.keep_pending(store, domain)
         store.commit()
         return 0
     if embedder is None:
@@ -525,9 +516,9 @@ def mark_near_duplicates(
 
     from pipeline.analysis.embeddings import embed_stored
 
-    kept = store.query("SELECT id, text_hash FROM articles WHERE domain = ? AND status = 'kept' ORDER BY id", [domain])
-    vectors = embed_stored(store, embedder, [r["text_hash"] for r in kept + pending], progress=progress)
-    kept_ids = [r["id"] for r in kept]
+    kept = articles.articles_with_status(store, domain, "kept")
+    vectors = embed_stored(store, embedder, [r.text_hash for r in kept + pending], progress=progress)
+    kept_ids = [r.id for r in kept]
     kept_vecs = vectors[: len(kept)]
     new_vecs = vectors[len(kept) :]
     marked = 0
@@ -549,17 +540,17 @@ def mark_near_duplicates(
                 best_cos, best_id = float(vs_kept[i, j]), kept_ids[j]
             for j in accepted:
                 if within[i, j] > best_cos:
-                    best_cos, best_id = float(within[i, j]), rows[j]["id"]
+                    best_cos, best_id = float(within[i, j]), rows[j].id
             if best_cos > threshold:
-                updates.append(("near_duplicate", best_id, row["id"]))
+                updates.append(("near_duplicate", best_id, row.id))
                 marked += 1
             else:
-                updates.append(("kept", None, row["id"]))
+                updates.append(("kept", None, row.id))
                 accepted.append(i)
-        store.conn.executemany("UPDATE articles SET status = ?, duplicate_of = ? WHERE id = ?", updates)
+        articles.settle_articles(store, updates)
         store.commit()
         if accepted:
-            kept_ids.extend(rows[i]["id"] for i in accepted)
+            kept_ids.extend(rows[i].id for i in accepted)
             kept_vecs = np.vstack([kept_vecs, block[accepted]]) if len(kept_vecs) else block[accepted]
         progress(ProgressEvent("dedupe", min(start + chunk, total), total))
     return marked
@@ -587,36 +578,22 @@ def _word_stats(words: list[int]) -> dict[str, float]:
 def corpus_stats(store: Store) -> list[CorpusStats]:
     """Per corpus and domain, then one row per domain (corpus '*') when it has several corpora."""
     # Imported references (pipeline.importing.importer) belong to their benchmark, not to a corpus to pair.
-    rows = store.query("SELECT corpus, domain, status, words FROM articles WHERE status != 'reference'"
-                       " ORDER BY domain, corpus")
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault((row["domain"], row["corpus"]), []).append(row)
-        groups.setdefault((row["domain"], "*"), []).append(row)
+    groups: dict[tuple[str, str], list[articles.ArticleLength]] = {}
+    for row in articles.article_lengths(store):
+        groups.setdefault((row.domain, row.corpus), []).append(row)
+        groups.setdefault((row.domain, "*"), []).append(row)
     out: list[CorpusStats] = []
     for (domain, corpus), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] == "*", kv[0][1])):
-        if corpus == "*" and len({m["corpus"] for m in members}) < 2:
+        if corpus == "*" and len({m.corpus for m in members}) < 2:
             continue
-        counts = dict(Counter(m["status"] for m in members))
-        kept = [m["words"] for m in members if m["status"] == "kept"]
+        counts = dict(Counter(m.status for m in members))
+        kept = [m.words for m in members if m.status == "kept"]
         out.append(CorpusStats(corpus, domain, counts, _word_stats(kept)))
     return out
 
 
-def kept_articles(store: Store, domain: str) -> list[dict[str, Any]]:
-    return store.query(
-        "SELECT id, text_hash, title, words FROM articles WHERE domain = ? AND status = 'kept' ORDER BY id", [domain]
-    )
-
-
-def article_vectors(store: Store, embedder: Embedder, articles: Iterable[dict[str, Any]], *,
+def article_vectors(store: Store, embedder: Embedder, kept: Iterable[articles.KeptArticle], *,
                     progress: ProgressHook = no_progress) -> np.ndarray:
     from pipeline.analysis.embeddings import embed_stored
 
-    return embed_stored(store, embedder, [a["text_hash"] for a in articles], progress=progress)
-
-
-def status_counts(store: Store, corpus: str) -> dict[str, int]:
-    """Articles of one corpus per status (kept, duplicate, too_short ...)."""
-    return dict(store.conn.execute(
-        "SELECT status, count(*) FROM articles WHERE corpus = ? GROUP BY status", (corpus,)).fetchall())
+    return embed_stored(store, embedder, [a.text_hash for a in kept], progress=progress)

@@ -22,12 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.config import Config
+from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient
 from pipeline.stages.build import BuildOptions, run_build, select_pairs
 from pipeline.stages.evaluate import EvaluateOptions, coverage_message, run_evaluate
 from pipeline.stages.runs import create_run, recording
 from pipeline.store.database import Store
+from pipeline.store.generations import judged_on_response_and_summary
+from pipeline.store.instructions import done_instructions_of_pair
+from pipeline.store.pairs import count_pairs
 
 AuditableHook = Callable[[int], None]
 
@@ -42,7 +46,7 @@ class DemoOptions:
     # BBC News articles imported, in file order (business first). 60 leave about 24 over 300
     # words: plenty of partners for 2 pairs, and mpnet embeds them in about a minute here.
     articles: int = 60
-    ratio: float = 0.25
+    ratio: float = DEFAULT_RATIO
     conditions: tuple[str, ...] = ("eval", "single")
     run_id: str = "demo"
     domain: str = "news"
@@ -78,7 +82,7 @@ def prepare(store: Store, options: DemoOptions, *, progress: ProgressHook = no_p
         store, ImportOptions(fmt="bbc-news", domain=options.domain, limit=options.articles), embedder,
         progress=progress, stop=stop,
     )
-    have_pairs = store.scalar("SELECT count(*) FROM pairs WHERE domain = ? AND rule = 'paper'", [options.domain])
+    have_pairs = count_pairs(store, options.domain, "paper")
     if summary.added or not have_pairs:
         pair_domain(store, embedder, PairOptions(domain=options.domain, rule="paper"), progress=progress, stop=stop)
 
@@ -105,27 +109,6 @@ def build_options(config: Config, options: DemoOptions, n: int, conditions: tupl
     )
 
 
-def pair_instructions(store: Store, run_id: str, pair_id: int) -> list[int]:
-    rows = store.conn.execute(
-        "SELECT id FROM instructions WHERE run_id = ? AND pair_id = ? AND status = 'done' ORDER BY id",
-        (run_id, pair_id),
-    ).fetchall()
-    return [int(r[0]) for r in rows]
-
-
-def judged_on_both(store: Store, instruction_id: int) -> bool:
-    """A response and a summary of it exist, and each has verdicts the judge gave (a missing
-    verdict is not one): the Audit has all it shows."""
-    row = store.conn.execute(
-        "SELECT count(*) FROM generations r JOIN generations s ON s.parent_id = r.id AND s.kind = 'summary'"
-        " WHERE r.instruction_id = ? AND r.kind = 'response'"
-        " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.generation_id = r.id AND v.verdict IS NOT NULL)"
-        " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.generation_id = s.id AND v.verdict IS NOT NULL)",
-        (instruction_id,),
-    ).fetchone()
-    return bool(row and row[0])
-
-
 async def run_demo(store: Store, config: Config, client: LLMClient, options: DemoOptions, *,
                    progress: ProgressHook = no_progress, stop: StopFlag | None = None,
                    on_auditable: AuditableHook | None = None) -> DemoSummary:
@@ -145,7 +128,7 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
             result.stopped = True
             break
         progress(ProgressEvent("demo", k - 1, len(pairs), f"pair {k} of {len(pairs)}: articles "
-                               f"{pair['article_a']} and {pair['article_b']} (cosine {pair['cosine']:.3f})", kind="log"))
+                               f"{pair.article_a} and {pair.article_b} (cosine {pair.cosine:.3f})", kind="log"))
         # Cheapest condition first: *single* needs no base article and no revision, so the
         # pair's first instruction is ready minutes before its *eval* sibling.
         for conditions in cumulative(options.conditions):
@@ -154,11 +137,11 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
             t0 = time.monotonic()
             client.run_id = options.run_id
             built = await run_build(store, config, client,
-                                    build_options(config, options, k, conditions, pair_ids=(int(pair["id"]),)),
+                                    build_options(config, options, k, conditions, pair_ids=(pair.id,)),
                                     progress=progress, stop=stop)
             _add_seconds(result, "build", t0)
             result.failed += [f"build: {f.stage}: {f.unit}: {f.error}" for s in built.stages for f in s.failures]
-            ids = [i for i in pair_instructions(store, options.run_id, int(pair["id"])) if i not in evaluated_now]
+            ids = [i for i in done_instructions_of_pair(store, options.run_id, pair.id) if i not in evaluated_now]
             evaluated_now.update(ids)
             if ids and not (stop is not None and stop.stopped):
                 t0 = time.monotonic()
@@ -168,7 +151,7 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
                 result.failed += [f"{f.stage}: {f.unit}: {f.error}" for f in evaluated.failures]
                 result.failed += [coverage_error] if coverage_error else []
             for iid in ids:
-                if judged_on_both(store, iid):
+                if judged_on_response_and_summary(store, iid):
                     result.auditable.append(iid)
                     if result.first_auditable_s is None:
                         result.first_auditable_s = time.monotonic() - started

@@ -3,8 +3,8 @@
 How: the command's stages run unchanged against a throwaway copy of the store, with the client
 in pricing mode (``LLMClient(pricing=...)``). A call the cache already answers is counted as a
 hit. A call nobody answered is not sent: it is priced from its real rendered messages and
-answered with a placeholder, the reply a well-behaved model would give (the scripted model of
-tests.fakes.responders), so the stage goes on to the calls that depend on it. The placeholder
+answered with a placeholder, the reply a well-behaved model would give (pipeline.llm.placeholders),
+so the stage goes on to the calls that depend on it. The placeholder
 is never cached, and it lands only in the copy, which is deleted at the end: the store is not
 touched, and no server is asked anything.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Config, Endpoint
+from pipeline.llm.placeholders import placeholder_reply
 from pipeline.llm.prompts import Template
-from pipeline.store.database import Store, open_store
+from pipeline.store.database import Store, copy_store, open_store
+from pipeline.store.llm_calls import online_latency_by_endpoint, template_token_rates
 
 CHARS_PER_TOKEN = 4.0
 
@@ -107,26 +108,24 @@ class Pricer:
     placeholder (never cached). Built on the real store, whose ``llm_calls`` give the history."""
 
     def __init__(self, config: Config, store: Store, command: str) -> None:
-        from tests.fakes.responders import ScriptedModel
-
         self.config = config
         self.estimate = Estimate(command)
         self.unparsed = 0
-        self._model = ScriptedModel(with_flags=False, contradict=None, answer_repairs=True)
         self._priced: dict[str, Any] = {}  # cache key -> placeholder: a call asked twice is priced once
-        self._history = _template_history(store)
-        self._latency = _endpoint_latency(store)
+        self._history = template_token_rates(store)
+        self._latency = online_latency_by_endpoint(store)
 
     def answer(self, key: str, ep: Endpoint, template: Template | None, messages: list[dict[str, str]],
                params: dict[str, Any]) -> Any:
         from pipeline.core.errors import BatchPending
         from pipeline.llm.client import Completion
+        from pipeline.stages.judging import QUOTE_CAP
 
         if key in self._priced:
             return self._priced[key]
         request = {"messages": messages, **{k: v for k, v in params.items() if k != "response_format"}}
         try:
-            text = self._model(request).text
+            text = placeholder_reply(request, quote_cap=QUOTE_CAP)
         except Exception:  # noqa: BLE001 - no placeholder for this request: the unit stops here
             text = None
         name = template.name if template else "(no template)"
@@ -184,23 +183,6 @@ def _concurrency(config: Config, name: str) -> int:
     return ep.concurrency
 
 
-def _template_history(store: Store) -> dict[str, tuple[float, float]]:
-    """Per template with answered calls: (prompt tokens per request character, mean completion tokens)."""
-    rows = store.conn.execute(
-        "SELECT template, sum(prompt_tokens), sum(length(request)), avg(completion_tokens) FROM llm_calls"
-        " WHERE template IS NOT NULL AND prompt_tokens > 0 AND completion_tokens > 0 GROUP BY template"
-    ).fetchall()
-    return {r[0]: (r[1] / r[2], float(r[3])) for r in rows if r[2]}
-
-
-def _endpoint_latency(store: Store) -> dict[str, float]:
-    """Per endpoint, the mean latency of its online calls (seconds)."""
-    rows = store.conn.execute(
-        "SELECT endpoint, avg(latency_s) FROM llm_calls WHERE via = 'online' AND latency_s > 0 GROUP BY endpoint"
-    ).fetchall()
-    return {r[0]: float(r[1]) for r in rows}
-
-
 async def dry_run(store: Store, config: Config, command: str,
                   work: Callable[[Store, Pricer], Awaitable[Any]]) -> Estimate:
     """Run ``work(copy, pricer)`` (the command's stages, with a client made with ``pricing=pricer``)
@@ -209,11 +191,7 @@ async def dry_run(store: Store, config: Config, command: str,
     pricer = Pricer(config, store, command)
     tmp = Path(tempfile.mkdtemp(prefix="unspecific-dry-run-"))
     try:
-        target = sqlite3.connect(str(tmp / "store.db"))
-        try:
-            store.conn.backup(target)
-        finally:
-            target.close()
+        copy_store(store, tmp / "store.db")
         copy = open_store(tmp / "store.db")
         try:
             await work(copy, pricer)
@@ -273,7 +251,11 @@ def spent_beside(estimate: dict[str, Any] | None, usage: Any) -> str | None:
 def estimate_key(command: str, options: Any) -> str:
     import dataclasses
 
-    fields = dataclasses.asdict(options) if dataclasses.is_dataclass(options) else dict(options)
+    # An options instance or a plain mapping (a dataclass class itself is neither).
+    if dataclasses.is_dataclass(options) and not isinstance(options, type):
+        fields = dataclasses.asdict(options)
+    else:
+        fields = dict(options)
     return command + ":" + json.dumps({k: v for k, v in fields.items() if v is not None}, sort_keys=True, default=str)
 
 

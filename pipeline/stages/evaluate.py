@@ -1,4 +1,4 @@
-"""The evaluation stage: responses, summaries and verdicts (METHOD.md part 3, "Judging").
+"""The evaluation stage: responses, summaries and verdicts (docs/method.md part 3, "Judging").
 
 Three steps, each runnable alone (the app's step mode) and all three by ``run_evaluate``:
 - ``run_respond``: a response per selected instruction and model under test (mode direct or edit);
@@ -39,12 +39,25 @@ from pipeline.core.errors import StageError, UnusableEndpointError
 from pipeline.core.progress import ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient
 from pipeline.stages.generation import MODES as RESPONSE_MODES
-from pipeline.stages.generation import SUMMARY_SLACK, active_constraints, respond, summarize
+from pipeline.stages.generation import SUMMARY_SLACK, respond, summarize
 from pipeline.stages.judging import MODES as JUDGING_MODES
 from pipeline.stages.judging import JudgeSummary, judge_generation, judge_generation_pending
 from pipeline.stages.units import RECORD_AND_CONTINUE, Budget, Failure, RunUsage, StageSummary, Unit, run_units
+from pipeline.store.constraints import active_constraints
+from pipeline.store.coverage import selected_texts
 from pipeline.store.database import Store
+from pipeline.store.generations import (
+    RATIO_TOLERANCE,
+    StoredResponse,
+    StoredSummary,
+    achieved_ratio,
+    responses_to,
+    summaries_of,
+)
+from pipeline.store.imports import imported_models
+from pipeline.store.instructions import any_instruction_with, finished_instruction_ids, instruction_values
 from pipeline.store.scores import refresh_text_scores
+from pipeline.store.verdicts import yes_count
 
 DEFAULT_RATIOS = (0.25,)
 DEFAULT_WORDS = 500
@@ -203,40 +216,27 @@ class EvaluateSummary:
 
 def select_instructions(store: Store, plan: Plan) -> list[int]:
     """Finished instructions matching the filters, in id order."""
-    sql = "SELECT id FROM instructions WHERE status = 'done'"
-    params: list[Any] = []
-    if plan.build_run:
-        sql += " AND run_id = ?"
-        params.append(plan.build_run)
-    if plan.conditions:
-        sql += f" AND condition IN ({', '.join('?' for _ in plan.conditions)})"
-        params += list(plan.conditions)
-    if plan.domain:
-        sql += " AND domain = ?"
-        params.append(plan.domain)
-    if plan.instruction_ids:
-        sql += f" AND id IN ({', '.join('?' for _ in plan.instruction_ids)})"
-        params += list(plan.instruction_ids)
-    return [r[0] for r in store.conn.execute(sql + " ORDER BY id", params)]
+    return finished_instruction_ids(store, run_id=plan.build_run, conditions=plan.conditions, domain=plan.domain,
+                                    ids=plan.instruction_ids)
 
 
 def check_selection(store: Store, plan: Plan) -> None:
     """A filter that matches nothing is a mistake (a typo), not an order to do nothing: raise
     StageError naming it. Each filter is checked alone first, so the message names the one that
     is wrong; then together. Without filters an empty selection is left alone."""
-    checks: list[tuple[str, str, list[Any]]] = []
+    checks: list[tuple[str, str, Any]] = []  # (the filter as given, instruction column, value)
     if plan.build_run:
-        checks.append((f"--run {plan.build_run}", "run_id = ?", [plan.build_run]))
+        checks.append((f"--run {plan.build_run}", "run_id", plan.build_run))
     if plan.domain:
-        checks.append((f"--domain {plan.domain}", "domain = ?", [plan.domain]))
+        checks.append((f"--domain {plan.domain}", "domain", plan.domain))
     for condition in plan.conditions or ():
-        checks.append((f"--conditions: {condition}", "condition = ?", [condition]))
+        checks.append((f"--conditions: {condition}", "condition", condition))
     for iid in plan.instruction_ids or ():
-        checks.append((f"--instructions: {iid}", "id = ?", [iid]))
+        checks.append((f"--instructions: {iid}", "id", iid))
     if not checks:
         return
-    for name, where, params in checks:
-        if store.scalar(f"SELECT 1 FROM instructions WHERE {where} LIMIT 1", params) is None:
+    for name, column, value in checks:
+        if not any_instruction_with(store, column, value):
             raise StageError(f"{name} matches no instruction in {store.path}{_present(store, name)}; nothing was run")
     if not select_instructions(store, plan):
         given = ", ".join(name for name, _, _ in checks)
@@ -249,38 +249,20 @@ def _present(store: Store, name: str) -> str:
     column = {"--run": "run_id", "--domain": "domain", "--conditions": "condition"}.get(name.split()[0].rstrip(":"))
     if column is None:
         return ""
-    values = [r[0] for r in store.conn.execute(
-        f"SELECT DISTINCT {column} FROM instructions WHERE {column} IS NOT NULL ORDER BY {column} LIMIT 12")]
+    values = instruction_values(store, column, limit=12)
     label = {"run_id": "build runs", "domain": "domains", "condition": "conditions"}[column]
     return f" ({label} here: {', '.join(values)})" if values else " (it has no instructions yet)"
 
 
-def _stored_responses(store: Store, plan: Plan, instructions: Sequence[int]) -> list[dict[str, Any]]:
-    if not instructions:
-        return []
-    sql = (f"SELECT id, instruction_id, model, mode FROM generations WHERE kind = 'response'"
-           f" AND instruction_id IN ({', '.join('?' for _ in instructions)})")
-    params: list[Any] = list(instructions)
-    if plan.models:
-        sql += f" AND model IN ({', '.join('?' for _ in plan.models)})"
-        params += list(plan.models)
-    if plan.mode:
-        sql += " AND mode = ?"
-        params.append(plan.mode)
-    return store.query(sql + " ORDER BY instruction_id, model, id", params)
+def _stored_responses(store: Store, plan: Plan, instructions: Sequence[int]) -> list[StoredResponse]:
+    return responses_to(store, instructions, plan.models, plan.mode)
 
 
-def _stored_summaries(store: Store, plan: Plan, response_ids: Sequence[int]) -> list[dict[str, Any]]:
-    if not response_ids:
-        return []
-    rows = store.query(
-        f"SELECT id, instruction_id, parent_id, ratio, model FROM generations WHERE kind = 'summary'"
-        f" AND parent_id IN ({', '.join('?' for _ in response_ids)}) ORDER BY parent_id, ratio DESC, id",
-        list(response_ids),
-    )
+def _stored_summaries(store: Store, plan: Plan, response_ids: Sequence[int]) -> list[StoredSummary]:
+    rows = summaries_of(store, response_ids)
     if plan.ratios is None:
         return rows
-    return [r for r in rows if any(abs(r["ratio"] - x) < 1e-9 for x in plan.ratios) and r["model"] == plan.summarizer]
+    return [r for r in rows if any(abs(r.ratio - x) < RATIO_TOLERANCE for x in plan.ratios) and r.model == plan.summarizer]
 
 
 # -- the three steps --------------------------------------------------------------------------
@@ -297,7 +279,7 @@ async def run_respond(store: Store, config: Config, client: LLMClient, options: 
     assert plan.models is not None and plan.mode is not None
     mode = plan.mode
     instructions = select_instructions(store, plan)
-    stored = {(r["instruction_id"], r["model"]) for r in _stored_responses(store, plan, instructions)}
+    stored = {(r.instruction_id, r.model) for r in _stored_responses(store, plan, instructions)}
     units = []
     for iid in instructions:
         for model in plan.models:
@@ -326,21 +308,21 @@ async def run_summarize(store: Store, config: Config, client: LLMClient, options
         return summary
     assert plan.ratios is not None
     responses = _stored_responses(store, plan, select_instructions(store, plan))
-    have = {(r["parent_id"], r["ratio"]) for r in _stored_summaries(store, plan, [r["id"] for r in responses])}
+    have = {(r.parent_id, r.ratio) for r in _stored_summaries(store, plan, [r.id for r in responses])}
     units = []
     for resp in responses:
         for ratio in plan.ratios:
-            if (resp["id"], ratio) in have:
+            if (resp.id, ratio) in have:
                 summary.skipped += 1
                 continue
 
-            async def work(resp: dict[str, Any] = resp, ratio: float = ratio) -> str:
-                gid, _ = await summarize(store, client, resp["id"], ratio, plan.summarizer, slack=plan.summary_slack)
-                achieved = store.scalar("SELECT achieved_ratio FROM generations WHERE id = ?", [gid])
-                return (f"instruction {resp['instruction_id']}: {resp['model']}'s response summarised at {ratio:g}"
+            async def work(resp: StoredResponse = resp, ratio: float = ratio) -> str:
+                gid, _ = await summarize(store, client, resp.id, ratio, plan.summarizer, slack=plan.summary_slack)
+                achieved = achieved_ratio(store, gid)
+                return (f"instruction {resp.instruction_id}: {resp.model}'s response summarised at {ratio:g}"
                         f" (achieved {achieved:.2f})")
 
-            units.append(Unit(f"response {resp['id']} (instruction {resp['instruction_id']}), ratio {ratio:g}", work))
+            units.append(Unit(f"response {resp.id} (instruction {resp.instruction_id}), ratio {ratio:g}", work))
     return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
                            stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
 
@@ -353,23 +335,25 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
     plan = resolve(config, options)
     summary = StageSummary("judge")
     responses = _stored_responses(store, plan, select_instructions(store, plan))
-    summaries = _stored_summaries(store, plan, [r["id"] for r in responses])
+    summaries = _stored_summaries(store, plan, [r.id for r in responses])
     # Each response is followed by its own summaries: the same constraints open both judge prompts
     # (judge_lines puts them before the text), so a llama.cpp server reads them once, from its
     # cached prefix, for the summary.
-    summaries_of: dict[int, list[dict[str, Any]]] = {}
+    by_response: dict[int, list[StoredSummary]] = {}
     for s in summaries:
-        summaries_of.setdefault(s["parent_id"], []).append(s)
+        by_response.setdefault(s.parent_id, []).append(s)
     texts = []
     for r in responses:
-        texts.append((r["id"], r["instruction_id"], f"response {r['id']} ({r['model']})"))
-        texts += [(s["id"], s["instruction_id"], f"summary {s['id']} at {s['ratio']:g} of response {s['parent_id']}")
-                  for s in summaries_of.get(r["id"], [])]
+        texts.append((r.id, r.instruction_id, f"response {r.id} ({r.model})"))
+        texts += [(s.id, s.instruction_id, f"summary {s.id} at {s.ratio:g} of response {s.parent_id}")
+                  for s in by_response.get(r.id, [])]
     constraints_of: dict[int, list[tuple[int, str]]] = {}
     unusable = _UnusableJudges()
     units = []
     for gid, iid, what in texts:
-        constraints = constraints_of.setdefault(iid, active_constraints(store, iid))
+        if iid not in constraints_of:
+            constraints_of[iid] = [(c.id, c.text) for c in active_constraints(store, iid)]
+        constraints = constraints_of[iid]
         for judge in plan.judges:
             if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.judging,
                                             config.endpoint(judge).judge_format):
@@ -381,10 +365,7 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
                 result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
                 refresh_text_scores(store.conn)  # the report's totals stay current as verdicts arrive
                 unusable.check(judge, result)
-                yes = store.scalar(
-                    "SELECT sum(verdict) FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ?",
-                    [gid, judge, plan.judging],
-                ) or 0
+                yes = yes_count(store, gid, judge, plan.judging)
                 extra = f", {result.unanswered} missing (no usable verdict)" if result.unanswered else ""
                 return f"{what}: {judge} judged {result.judged} constraint(s), {yes} satisfied{extra}"
 
@@ -419,24 +400,10 @@ def judged_coverage(store: Store, generation_ids: Sequence[int], raters: Sequenc
                     ) -> dict[GroupKey, Coverage]:
     """Coverage per group of these texts by these raters (judge, judging mode), as the report
     computes it (pipeline.analysis.coverage over the kept per-text totals)."""
-    from pipeline.store.scores import current_text_scores, drop_temp_scores
-
-    conn = store.conn
     if not generation_ids:
         return {}
-    try:
-        current_text_scores(conn)  # first: refreshing needs no transaction open, and the insert below opens one
-        conn.execute("DROP TABLE IF EXISTS temp.e_gen")
-        conn.execute("CREATE TEMP TABLE e_gen(gid INTEGER PRIMARY KEY, kind TEXT, rid INTEGER, ratio REAL)")
-        conn.executemany(
-            "INSERT OR IGNORE INTO e_gen SELECT id, kind, CASE WHEN kind = 'summary' THEN parent_id ELSE id END, ratio"
-            " FROM generations WHERE id = ?", [(g,) for g in generation_ids])
-        return group_coverage(conn, "e_gen", list(raters))
-    finally:
-        drop_temp_scores(conn)
-        conn.execute("DROP TABLE IF EXISTS temp.e_gen")
-        if conn.in_transaction:
-            conn.commit()  # only temp tables were written
+    with selected_texts(store, generation_ids) as texts:
+        return group_coverage(store, texts, list(raters))
 
 
 async def run_evaluate(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
@@ -511,8 +478,6 @@ def with_imported_models(store: Store, options: EvaluateOptions) -> EvaluateOpti
     """The options knowing which models' responses were imported (unless the caller said)."""
     if options.imported_models is not None:
         return options
-    from pipeline.importing.importer import imported_models
-
     return replace(options, imported_models=imported_models(store))
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.core.errors import ParseError, StageError
 from pipeline.core.text import count_words, is_refusal
@@ -29,7 +28,19 @@ from pipeline.llm.client import LLMClient, Params, ReplyError
 from pipeline.llm.contract import check_length, check_prose
 from pipeline.llm.prompts import defuse, load_template, numbered
 from pipeline.stages.revision import clean_article
-from pipeline.store.database import Store, now
+from pipeline.store.constraints import active_constraints
+from pipeline.store.database import Store
+from pipeline.store.generations import (
+    NewGeneration,
+    StoredResponse,
+    find_response,
+    find_summary,
+    insert_generation,
+    shared_base_article,
+    stored_response,
+)
+from pipeline.store.generations import generation_text as stored_text
+from pipeline.store.instructions import get_instruction
 
 MODES = ("direct", "edit")
 
@@ -66,23 +77,15 @@ class InstructionText:
 
 
 def load_instruction(store: Store, instruction_id: int) -> InstructionText:
-    row = store.one("SELECT id, main_task, base_generation_id FROM instructions WHERE id = ?", [instruction_id])
+    row = get_instruction(store, instruction_id)
     if row is None:
         raise StageError(f"{store.path}: no instruction {instruction_id}")
     return InstructionText(
-        id=row["id"],
-        main_task=row["main_task"] or "",
-        constraints=active_constraints(store, instruction_id),
-        base_generation_id=row["base_generation_id"],
+        id=row.id,
+        main_task=row.main_task or "",
+        constraints=[(c.id, c.text) for c in active_constraints(store, instruction_id)],
+        base_generation_id=row.base_generation_id,
     )
-
-
-def active_constraints(store: Store, instruction_id: int) -> list[tuple[int, str]]:
-    rows = store.conn.execute(
-        "SELECT id, text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position, id",
-        (instruction_id,),
-    ).fetchall()
-    return [(r[0], r[1]) for r in rows]
 
 
 def base_article(store: Store, instruction: InstructionText) -> tuple[int, str]:
@@ -91,13 +94,7 @@ def base_article(store: Store, instruction: InstructionText) -> tuple[int, str]:
     run and pair with the same main task, as the common conditions share their synthesis."""
     gid = instruction.base_generation_id
     if gid is None:
-        gid = store.scalar(
-            "SELECT g.id FROM generations g JOIN instructions i ON i.id = g.instruction_id"
-            " JOIN instructions me ON me.id = ? WHERE g.kind = 'base' AND (i.id = me.id OR (i.run_id = me.run_id"
-            " AND i.article_a IS me.article_a AND i.article_b IS me.article_b AND i.main_task = me.main_task))"
-            " ORDER BY i.id = me.id DESC, g.id LIMIT 1",
-            [instruction.id],
-        )
+        gid = shared_base_article(store, instruction.id)
     if gid is None:
         raise StageError(f"instruction {instruction.id}: no base article to edit (edit mode revises the build's "
                          "constraint-blind base article, written for the eval condition of each pair)")
@@ -105,40 +102,16 @@ def base_article(store: Store, instruction: InstructionText) -> tuple[int, str]:
 
 
 def generation_text(store: Store, generation_id: int) -> str:
-    row = store.conn.execute(
-        "SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", (generation_id,)
-    ).fetchone()
-    if row is None:
+    body = stored_text(store, generation_id)
+    if body is None:
         raise StageError(f"{store.path}: no generation {generation_id}")
-    return row[0]
+    return body
 
 
-def find_response(store: Store, instruction_id: int, model: str, mode: str) -> int | None:
-    return store.scalar(
-        "SELECT id FROM generations WHERE kind = 'response' AND instruction_id = ? AND model = ? AND mode = ?"
-        " ORDER BY id LIMIT 1",
-        [instruction_id, model, mode],
-    )
-
-
-def find_summary(store: Store, response_id: int, ratio: float, summarizer: str) -> int | None:
-    # Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
-    return store.scalar(
-        "SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND model = ? AND abs(ratio - ?) < 1e-9"
-        " ORDER BY id LIMIT 1",
-        [response_id, summarizer, ratio],
-    )
-
-
-def _insert_generation(store: Store, values: dict[str, object]) -> int:
-    cur = store.conn.execute(
-        "INSERT INTO generations (kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
-        " achieved_ratio, call_id, refusal, created_at) VALUES (:kind, :instruction_id, :model, :mode, :ratio,"
-        " :parent_id, :text_hash, :words, :achieved_ratio, :call_id, :refusal, :created_at)",
-        {"ratio": None, "parent_id": None, "achieved_ratio": None, "refusal": None, **values, "created_at": now()},
-    )
-    store.commit()
-    return int(cur.lastrowid)
+def _insert_generation(store: Store, generation: NewGeneration) -> int:
+    gid = insert_generation(store, generation)
+    store.commit()  # each finished generation is committed at once
+    return gid
 
 
 def response_messages(store: Store, instruction: InstructionText, mode: str, words: int) -> tuple[object, list[dict[str, str]]]:
@@ -180,11 +153,10 @@ async def respond(
                                                "and nothing else.",
     )
     body = str(text)
-    gid = _insert_generation(store, {
-        "kind": "response", "instruction_id": instruction_id, "model": model, "mode": mode,
-        "text_hash": store.put_text(body), "words": count_words(body), "call_id": completion.call_id,
-        "refusal": int(is_refusal(body)),
-    })
+    gid = _insert_generation(store, NewGeneration(
+        kind="response", instruction_id=instruction_id, model=model, mode=mode, text_hash=store.put_text(body),
+        words=count_words(body), call_id=completion.call_id, refusal=int(is_refusal(body)),
+    ))
     return gid, True
 
 
@@ -288,11 +260,11 @@ async def summarize(
     existing = find_summary(store, response_id, ratio, summarizer)
     if existing is not None:
         return existing, False
-    parent = store.one("SELECT id, instruction_id, mode, words FROM generations WHERE id = ? AND kind = 'response'", [response_id])
+    parent = stored_response(store, response_id)
     if parent is None:
         raise StageError(f"{store.path}: no response generation {response_id}")
     text = generation_text(store, response_id)
-    words = parent["words"] or count_words(text)
+    words = parent.words or count_words(text)
     target = target_words(words, ratio)
     refusal_fails = not is_refusal(text)
     try:
@@ -330,12 +302,12 @@ async def summarize(
     return _store_summary(store, parent, response_id, ratio, summarizer, body, words, completion.call_id)
 
 
-def _store_summary(store: Store, parent: Any, response_id: int, ratio: float, summarizer: str, body: str,
+def _store_summary(store: Store, parent: StoredResponse, response_id: int, ratio: float, summarizer: str, body: str,
                    words: int, call_id: int | None) -> tuple[int, bool]:
     n = count_words(body)
-    gid = _insert_generation(store, {
-        "kind": "summary", "instruction_id": parent["instruction_id"], "model": summarizer, "mode": parent["mode"],
-        "ratio": ratio, "parent_id": response_id, "text_hash": store.put_text(body), "words": n,
-        "achieved_ratio": round(n / words, 4) if words else None, "call_id": call_id,
-    })
+    gid = _insert_generation(store, NewGeneration(
+        kind="summary", instruction_id=parent.instruction_id, model=summarizer, mode=parent.mode, ratio=ratio,
+        parent_id=response_id, text_hash=store.put_text(body), words=n,
+        achieved_ratio=round(n / words, 4) if words else None, call_id=call_id,
+    ))
     return gid, True

@@ -1,6 +1,6 @@
 """Judging: does a text satisfy each constraint? Yes/No, with a quote for Yes.
 
-Two modes, both worth offering and comparing (METHOD.md, "Judging"):
+Two modes, both worth offering and comparing (docs/method.md, "Judging"):
 - ``batched``: all constraints of one text in one call (the research code's way, cheap).
   Constraints the judge left out are asked again in one follow-up call; those still
   missing are recorded as *missing* (verdict NULL, reason UNANSWERED): never a No, so they are
@@ -11,29 +11,31 @@ A reply may be JSON (``{"verdicts": [...]}``) or the research code's lines
 (``3. Yes - "quote"`` / ``4. No - reason``); both parse. On an endpoint that takes GBNF
 (``gbnf``), lines are asked for under ``lines_grammar``: one line per constraint, quotes capped,
 No without a reason. A duplicated item keeps the first. Every Yes quote is checked against the
-judged text: exact (after normalising whitespace, quotes and case), else fuzzy (rapidfuzz
-partial alignment >= 90), else ``missing``, which the app flags as a possibly hallucinated quote.
+judged text by pipeline.core.text.find_quote: exact (after normalising whitespace, quotes and
+case), else fuzzy (rapidfuzz partial alignment >= 90), else ``missing``, which the app flags as a
+possibly hallucinated quote.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import ParseError
+from pipeline.core.text import QuoteMatch, find_quote
 from pipeline.llm.client import LLMClient, ReplyError, parse_json_lenient
 from pipeline.llm.prompts import defuse, load_template, numbered
 from pipeline.store.database import UNANSWERED, Store, now
+from pipeline.store.generations import generation_text
+from pipeline.store.verdicts import NewVerdict, judged_constraint_ids, put_verdicts
 
 MODES = ("batched", "per_constraint")
-# The reason stored with a missing verdict (left out, or its reply stayed unusable). The verdict
-# itself is NULL: a judge that said nothing must not read as a judge that said No. Asked again by
-# the next run, since the cause may have been transient.
-FUZZY_MIN_SCORE = 90.0
+# UNANSWERED is the reason stored with a missing verdict (left out, or its reply stayed unusable).
+# The verdict itself is NULL: a judge that said nothing must not read as a judge that said No.
+# Asked again by the next run, since the cause may have been transient.
 # The cap on a lines judge's quote under a GBNF grammar (endpoints with ``gbnf``): the 1.5B model
 # ignores the prompt's "5 to 15 words" and copies whole sentences, and its speed is tokens written
 # (measured on 39 constraints: 649-692 completion tokens and 108 s, not 1025 and 150 s).
@@ -81,57 +83,6 @@ class Judgement:
     call_id: int | None
     answered: bool = True  # False: the judge never gave a verdict; stored as missing (NULL)
     raw_reply: str | None = None  # when unanswered because the reply was unusable: that reply
-
-
-@dataclass
-class QuoteMatch:
-    found: str | None
-    score: float | None
-    span: tuple[int, int] | None
-
-
-# -- quote checking --------------------------------------------------------------------------
-
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
-
-
-def _normalise(text: str) -> tuple[str, list[int]]:
-    """Lower-case, unify quotes and collapse whitespace; keep a map back to original offsets."""
-    out: list[str] = []
-    index: list[int] = []
-    prev_space = False
-    for i, ch in enumerate(unicodedata.normalize("NFC", text)):
-        ch = ch.translate(_QUOTES).lower()
-        if ch.isspace():
-            if prev_space:
-                continue
-            ch, prev_space = " ", True
-        else:
-            prev_space = False
-        out.append(ch)
-        index.append(i)
-    return "".join(out), index
-
-
-def find_quote(quote: str, text: str) -> QuoteMatch:
-    """Where a judge's quote occurs in the text: exact, fuzzy or missing."""
-    q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
-    if not q:
-        return QuoteMatch(None, None, None)
-    q = q.rstrip(".").strip() or q
-    nq, _ = _normalise(q)
-    nt, idx = _normalise(text)
-    pos = nt.find(nq)
-    if pos != -1:
-        return QuoteMatch("exact", 100.0, (idx[pos], idx[pos + len(nq) - 1] + 1))
-    from rapidfuzz import fuzz
-
-    alignment = fuzz.partial_ratio_alignment(nq, nt, score_cutoff=0)
-    if alignment is not None and alignment.score >= FUZZY_MIN_SCORE and alignment.dest_end > alignment.dest_start:
-        span = (idx[alignment.dest_start], idx[alignment.dest_end - 1] + 1)
-        return QuoteMatch("fuzzy", round(alignment.score, 1), span)
-    score = round(alignment.score, 1) if alignment is not None else 0.0
-    return QuoteMatch("missing", score, None)
 
 
 # -- reply parsing ---------------------------------------------------------------------------
@@ -190,7 +141,7 @@ def parse_batched_reply(text: str, n: int, *, quote_cap: int | None = None) -> d
             if not isinstance(raw, dict):
                 continue
             try:
-                cid = int(raw.get("id"))
+                cid = int(raw.get("id"))  # type: ignore[arg-type]  # None: TypeError, skipped below
             except (TypeError, ValueError):
                 continue
             verdict = str(raw.get("verdict", "")).strip().lower()
@@ -391,15 +342,7 @@ def judge_generation_pending(store: Store, generation_id: int, constraint_ids: S
                              mode: str, judge_format: str = "json") -> list[int]:
     """Constraint ids not yet judged on this generation by this judge, mode and prompt (a missing
     verdict counts as not judged)."""
-    ph = prompt_hash(mode, judge_format)
-    done = {
-        row[0]
-        for row in store.conn.execute(
-            "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ? AND prompt_hash = ?"
-            " AND verdict IS NOT NULL",
-            (generation_id, judge, mode, ph),
-        )
-    }
+    done = judged_constraint_ids(store, generation_id, judge, mode, prompt_hash(mode, judge_format))
     return [c for c in constraint_ids if c not in done]
 
 
@@ -422,27 +365,20 @@ async def judge_generation(
     summary.skipped = len(constraints) - len(todo)
     if not todo:
         return summary
-    row = store.conn.execute(
-        "SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", (generation_id,)
-    ).fetchone()
-    if row is None:
+    text = generation_text(store, generation_id)
+    if text is None:
         raise ValueError(f"no generation {generation_id} in {store.path}")
-    text = row[0]
     judgements = await judge_text(client, judge, text, [t for _, t in todo], mode=mode)
     ph = prompt_hash(mode, judge_format)
     stamp = now()
     rows = []
     for (cid, _), j in zip(todo, judgements, strict=True):
         verdict = None if j.verdict is None else int(j.verdict)  # NULL: missing, never a No
-        rows.append((generation_id, cid, judge, mode, ph, verdict, j.quote or None, j.reason or None,
-                     j.quote_found, j.quote_score, j.call_id, stamp))
+        rows.append(NewVerdict(generation_id, cid, judge, mode, ph, verdict, j.quote or None, j.reason or None,
+                               j.quote_found, j.quote_score, j.call_id, stamp))
         summary.judged += 1
         summary.unanswered += 0 if j.answered else 1
         summary.unusable_reply = summary.unusable_reply or j.raw_reply
-    store.conn.executemany(
-        "INSERT OR REPLACE INTO verdicts (generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
-        " quote, reason, quote_found, quote_score, call_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        rows,
-    )
+    put_verdicts(store, rows)
     store.commit()
     return summary

@@ -32,7 +32,12 @@ from pipeline.core.progress import ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient, Params
 from pipeline.llm.prompts import defuse, load_template, numbered
 from pipeline.stages.units import RECORD_AND_CONTINUE, Budget, RunUsage, StageSummary, Unit, run_units
+from pipeline.store.articles import ArticleDomain, article_domain, articles_with_source_id
+from pipeline.store.constraints import active_constraints, insert_constraints
 from pipeline.store.database import Store, now
+from pipeline.store.imports import rollback
+from pipeline.store.instructions import comparable_sets, find_instruction, get_instruction, insert_reference_set
+from pipeline.store.naturalness import Preference, judged_orders, put_preference
 
 HUMAN = "human"
 # The order conditions are named in a pair: the method's own first, so rates read "eval beats ...".
@@ -75,37 +80,30 @@ def import_human_sets(store: Store, path: str | Path) -> tuple[int, int]:
             main_task = item.get("main_task", "")
             if not isinstance(main_task, str):
                 raise CorpusError(f"{where}: field 'main_task' must be a string")
-            if store.scalar("SELECT id FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ?",
-                            [run_id, HUMAN, article["id"]]) is not None:
+            # A human set's run holds only human sets, none with an article B.
+            if find_instruction(store, run_id, HUMAN, article.id, None) is not None:
                 kept += 1
                 continue
             stamp = now()
-            iid = store.conn.execute(
-                "INSERT INTO instructions (run_id, domain, condition, article_a, main_task, n_constraints, status, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'imported', ?)",
-                (run_id, article["domain"], HUMAN, article["id"], main_task.strip(), len(constraints), stamp),
-            ).lastrowid
-            store.conn.executemany(
-                "INSERT INTO constraints (instruction_id, position, text, origin, active, created_at) VALUES (?, ?, ?, ?, 1, ?)",
-                [(iid, pos, c.strip(), HUMAN, stamp) for pos, c in enumerate(constraints, 1)],
-            )
+            iid = insert_reference_set(store, run_id=run_id, domain=article.domain, condition=HUMAN,
+                                       article_a=article.id, main_task=main_task.strip(),
+                                       n_constraints=len(constraints), created_at=stamp)
+            insert_constraints(store, iid, [c.strip() for c in constraints], created_at=stamp, origin=HUMAN)
             added += 1
     except BaseException:
-        store.conn.rollback()
+        rollback(store)
         raise
     store.commit()
     return added, kept
 
 
-def _article_of(store: Store, item: dict[str, Any], where: str) -> dict[str, Any]:
+def _article_of(store: Store, item: dict[str, Any], where: str) -> ArticleDomain:
+    row: ArticleDomain | None
     if "article_id" in item:
-        row = store.one("SELECT id, domain FROM articles WHERE id = ?", [item["article_id"]])
+        row = article_domain(store, item["article_id"])
         what = f"article_id {item['article_id']!r}"
     elif "source_id" in item:
-        sql, params = "SELECT id, domain FROM articles WHERE source_id = ?", [str(item["source_id"])]
-        if "corpus" in item:
-            sql, params = sql + " AND corpus = ?", params + [item["corpus"]]
-        rows = store.query(sql, params)
+        rows = articles_with_source_id(store, str(item["source_id"]), item.get("corpus"))
         if len(rows) > 1:
             raise CorpusError(f"{where}: source_id {item['source_id']!r} is in several corpora; add a 'corpus' field")
         row = rows[0] if rows else None
@@ -127,19 +125,11 @@ def condition_rank(condition: str) -> tuple[int, str]:
 def comparison_pairs(store: Store, options: NaturalnessOptions) -> list[tuple[int, int]]:
     """(instruction a, instruction b) pairs to compare: per reference article, one set per
     condition (the newest), every two conditions. ``a`` holds the condition named first."""
-    sql = ("SELECT id, condition, article_a FROM instructions WHERE article_a IS NOT NULL AND"
-           " ((status = 'done'" + (" AND run_id = ?" if options.build_run else "") + ")"
-           " OR (status = 'imported' AND condition = ?))")
-    params: list[Any] = ([options.build_run] if options.build_run else []) + [HUMAN]
-    if options.domain:
-        sql += " AND domain = ?"
-        params.append(options.domain)
     by_article: dict[int, dict[str, int]] = defaultdict(dict)
-    for row in store.conn.execute(sql + " ORDER BY id", params):
-        iid, condition, article = row
-        if options.conditions and condition not in options.conditions:
+    for s in comparable_sets(store, run_id=options.build_run, domain=options.domain, imported_condition=HUMAN):
+        if options.conditions and s.condition not in options.conditions:
             continue
-        by_article[article][condition] = iid  # ordered by id: the newest set wins
+        by_article[s.article_a][s.condition] = s.id  # ordered by id: the newest set wins
     pairs = []
     for article in sorted(by_article):
         sets = by_article[article]
@@ -163,9 +153,9 @@ def _validate(data: Any) -> dict[str, Any]:
 
 
 def _instruction(store: Store, iid: int) -> tuple[str, list[str]]:
-    task = store.scalar("SELECT main_task FROM instructions WHERE id = ?", [iid]) or ""
-    texts = [r[0] for r in store.conn.execute(
-        "SELECT text FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position, id", (iid,))]
+    instruction = get_instruction(store, iid)
+    task = (instruction.main_task if instruction else None) or ""
+    texts = [c.text for c in active_constraints(store, iid)]
     if not texts:
         raise StageError(f"instruction {iid}: no active constraints to compare")
     return task, texts
@@ -184,11 +174,7 @@ async def compare(store: Store, client: LLMClient, judge: str, a: int, b: int, *
     reply, completion = await client.chat_json(judge, messages, schema=SCHEMA, validate=_validate, template=template,
                                                params=Params(max_tokens=300))
     winner = {1: first, 2: second, 0: None}[reply["preferred"]]
-    store.conn.execute(
-        "INSERT OR REPLACE INTO naturalness (judge, instruction_a, instruction_b, shown_first, winner, reason, call_id,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (judge, a, b, first, winner, reply["reason"], completion.call_id, now()),
-    )
+    put_preference(store, Preference(judge, a, b, first, winner, reply["reason"], completion.call_id))
     store.commit()
     return winner
 
@@ -209,8 +195,7 @@ async def run_naturalness(store: Store, config: Config, client: LLMClient, optio
     for j in judges:
         config.endpoint(j)
     summary = StageSummary("naturalness")
-    done = {tuple(r) for r in store.conn.execute(
-        "SELECT judge, instruction_a, instruction_b, shown_first FROM naturalness")}
+    done = judged_orders(store)
     units = []
     for a, b in comparison_pairs(store, options):
         for judge in judges:

@@ -1,4 +1,4 @@
-"""Pairing: for each reference article A, a similar-but-different partner B (METHOD.md part 1).
+"""Pairing: for each reference article A, a similar-but-different partner B (docs/method.md part 1).
 
 Two rules:
   paper     B = the most similar other kept article with cosine < max_cos (0.85), so
@@ -29,7 +29,10 @@ import numpy as np
 
 from pipeline.core.errors import CorpusError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
+from pipeline.store.articles import count_articles, kept_articles
 from pipeline.store.database import now
+from pipeline.store.instructions import pair_ids_in_use
+from pipeline.store.pairs import PairWrite, stored_pairing, write_pairing
 
 if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
@@ -273,7 +276,7 @@ def _in_window(row_ids: np.ndarray, row_sims: np.ndarray, used: np.ndarray, min_
                want: int) -> list[tuple[int, float, int]] | None:
     """Free neighbours in the window, in rank order; None when the list ran out while still
     above min_cos (the answer may lie beyond it)."""
-    picked = []
+    picked: list[tuple[int, float, int]] = []
     for rank, (j, c) in enumerate(zip(row_ids.tolist(), row_sims.tolist()), 1):
         if j < 0:
             return picked if picked else None
@@ -296,7 +299,7 @@ def pair_domain(
     Re-running with the same rule updates rows in place (unique on domain, rule, article_a):
     identical pairs stay untouched, changed ones are rewritten, and pairs whose A is no
     longer paired are removed unless instructions already use them."""
-    from pipeline.stages.corpus import article_vectors, kept_articles
+    from pipeline.stages.corpus import article_vectors
 
     if options.rule not in RULES:
         raise CorpusError(f"unknown pairing rule {options.rule!r}; one of {', '.join(RULES)}")
@@ -305,9 +308,9 @@ def pair_domain(
     if options.rule == "research" and not -1 <= options.min_cos < options.max_cos:
         raise CorpusError(f"cosine window [{options.min_cos}, {options.max_cos}): need -1 <= min < max <= 1")
     articles = kept_articles(store, options.domain)
-    pending = store.scalar("SELECT count(*) FROM articles WHERE domain = ? AND status = 'pending'", [options.domain])
+    pending = count_articles(store, options.domain, "pending")
     if len(articles) < 2:
-        total = store.scalar("SELECT count(*) FROM articles WHERE domain = ?", [options.domain])
+        total = count_articles(store, options.domain)
         hint = f"; {pending} await the near-duplicate check (re-run `unspecific corpus add`)" if pending else ""
         raise CorpusError(
             f"domain '{options.domain}': {len(articles)} kept article(s) of {total} imported{hint}; "
@@ -338,7 +341,7 @@ def pair_domain(
     timings["choose"] = time.perf_counter() - t0
     progress(ProgressEvent("pair", n, n, f"{len(chosen)} pairs"))
 
-    aid = [a["id"] for a in articles]
+    aid = [a.id for a in articles]
     choices = [
         Choice(aid[a], aid[b], round(c, 6), r,
                [{"article": aid[j], "cosine": round(cj, 6), "rank": rj} for j, cj, rj in rest])
@@ -359,45 +362,31 @@ def pair_domain(
 def _store_pairs(store: Store, options: PairOptions, params: dict[str, Any], choices: list[Choice],
                  summary: PairSummary) -> None:
     params_json = json.dumps(params, sort_keys=True)
-    existing = {
-        r["article_a"]: r
-        for r in store.query("SELECT id, article_a, article_b, params FROM pairs WHERE domain = ? AND rule = ?",
-                             [options.domain, options.rule])
-    }
-    in_use = {r[0] for r in store.conn.execute("SELECT DISTINCT pair_id FROM instructions WHERE pair_id IS NOT NULL")}
-    stamp = now()
-    with store.conn:  # one transaction: a pairing is replaced whole or not at all
-        for c in choices:
-            old = existing.pop(c.article_a, None)
-            row = (c.article_b, c.cosine, c.rank, json.dumps(c.candidates), params_json)
-            if old is None:
-                store.conn.execute(
-                    "INSERT INTO pairs(domain, rule, article_a, article_b, cosine, rank, candidates, params, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (options.domain, options.rule, c.article_a, *row, stamp))
-                summary.inserted += 1
-            elif old["article_b"] == c.article_b and old["params"] == params_json:
-                summary.unchanged += 1
-            else:
-                store.conn.execute(
-                    "UPDATE pairs SET article_b = ?, cosine = ?, rank = ?, candidates = ?, params = ?, created_at = ? "
-                    "WHERE id = ?", (*row, stamp, old["id"]))
-                summary.updated += 1
-        for old in existing.values():  # A no longer paired under this rule
-            if old["id"] in in_use:
-                summary.kept_in_use += 1
-            else:
-                store.conn.execute("DELETE FROM pairs WHERE id = ?", (old["id"],))
-                summary.removed += 1
+    existing = stored_pairing(store, options.domain, options.rule)
+    in_use = pair_ids_in_use(store)
+    writes: list[PairWrite] = []
+    for c in choices:
+        old = existing.pop(c.article_a, None)
+        if old is not None and old.article_b == c.article_b and old.params == params_json:
+            summary.unchanged += 1
+            continue
+        writes.append(PairWrite(None if old is None else old.id, c.article_a, c.article_b, c.cosine, c.rank,
+                                json.dumps(c.candidates), params_json))
+        if old is None:
+            summary.inserted += 1
+        else:
+            summary.updated += 1
+    removed: list[int] = []
+    for old in existing.values():  # A no longer paired under this rule
+        if old.id in in_use:
+            summary.kept_in_use += 1
+        else:
+            removed.append(old.id)
+            summary.removed += 1
+    write_pairing(store, options.domain, options.rule, writes, removed, now())
 
 
 def summary_dict(summary: PairSummary) -> dict[str, Any]:
     out = asdict(summary)
     out["unpaired"] = len(summary.unpaired)
     return out
-
-
-def pair_stats(store: Store, domain: str, rule: str) -> dict[str, Any] | None:
-    """The stored pairs of a domain and rule: how many, their cosine range and mean partner rank."""
-    return store.one(
-        "SELECT count(*) AS n, min(cosine) AS lo, avg(cosine) AS mean, max(cosine) AS hi, avg(rank) AS rank "
-        "FROM pairs WHERE domain = ? AND rule = ?", [domain, rule])

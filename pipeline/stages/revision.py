@@ -27,11 +27,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.core.text import count_words
 from pipeline.llm.client import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from pipeline.llm.prompts import Template, defuse, load_template, numbered
 from pipeline.stages.judging import judge_generation, prompt_hash
-from pipeline.stages.synthesis import MIN_CHARS, CountError, active_constraints, clean_item, item_key, unusable_reason
+from pipeline.stages.synthesis import MIN_CHARS, CountError, clean_item, item_key, unusable_reason
+from pipeline.store.articles import article_text_hash
+from pipeline.store.constraints import ActiveConstraint, Replacement, active_constraints
+from pipeline.store.constraints import apply_revision as write_revision
 from pipeline.store.database import Store, now
+from pipeline.store.generations import NewGeneration, base_generation_id, generation_text, insert_generation
+from pipeline.store.instructions import Instruction, set_base_generation
+from pipeline.store.verdicts import BaseVerdict
+from pipeline.store.verdicts import base_verdicts as stored_base_verdicts
 
 EASY_REASON = "too easy: the base article satisfied it"
 DIRECT_REASON = "direct revision: every constraint hardened"
@@ -65,6 +73,7 @@ def parse_replacements(text: str, k: int) -> dict[int, str]:
         lowered = {str(key).lower(): v for key, v in data.items()}
         data = next((lowered[key] for key in ("replacements", "constraints", "items") if isinstance(lowered.get(key), list)), None)
     if isinstance(data, list):
+        body: str | None
         for pos, item in enumerate(data, 1):
             if isinstance(item, str):
                 cid, body = pos, item
@@ -205,10 +214,6 @@ def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], 
 # -- the base article ------------------------------------------------------------------------------
 
 
-def base_generation(store: Store, instruction_id: int) -> dict[str, Any] | None:
-    return store.one("SELECT * FROM generations WHERE kind = 'base' AND instruction_id = ? ORDER BY id LIMIT 1", [instruction_id])
-
-
 def clean_article(text: str) -> str:
     """Strip what small models wrap around an article: fences and a 'Sure, here is...' line."""
     body = text.strip()
@@ -224,9 +229,9 @@ def clean_article(text: str) -> str:
 async def write_base_article(store: Store, client: LLMClient, endpoint: str, instruction_id: int, main_task: str,
                              words: int) -> int:
     """The constraint-blind article for an eval instruction, written once and stored; returns its id."""
-    existing = base_generation(store, instruction_id)
+    existing = base_generation_id(store, instruction_id)
     if existing is not None:
-        return int(existing["id"])
+        return existing
     ep = client.config.endpoint(endpoint)
     template = load_template("base_article")
     minimum = max(20, int(words * 0.3))
@@ -235,7 +240,7 @@ async def write_base_article(store: Store, client: LLMClient, endpoint: str, ins
         from pipeline.llm.contract import check_prose
 
         body = clean_article(text)
-        n = len(body.split())
+        n = count_words(body)
         if n < minimum:
             raise ReplyError(f"the article has {n} words; about {words} were asked for", reply=text)
         # Junk or a refusal is no base article: the constraints would be judged against nothing.
@@ -250,14 +255,11 @@ async def write_base_article(store: Store, client: LLMClient, endpoint: str, ins
                              "and nothing else.",
     )
     h = store.put_text(body)  # type: ignore[arg-type]
-    gen_id = store.db["generations"].insert(
-        {
-            "kind": "base", "instruction_id": instruction_id, "model": f"{ep.name}/{ep.model}", "mode": "",
-            "ratio": None, "parent_id": None, "text_hash": h, "words": len(body.split()),  # type: ignore[union-attr]
-            "achieved_ratio": None, "call_id": completion.call_id, "created_at": now(),
-        }
-    ).last_pk
-    store.conn.execute("UPDATE instructions SET base_generation_id = ? WHERE id = ?", (gen_id, instruction_id))
+    gen_id = insert_generation(store, NewGeneration(
+        kind="base", instruction_id=instruction_id, model=f"{ep.name}/{ep.model}", mode="", text_hash=h,
+        words=count_words(body), call_id=completion.call_id,  # type: ignore[union-attr]
+    ))
+    set_base_generation(store, instruction_id, gen_id)
     store.commit()
     return gen_id
 
@@ -266,18 +268,13 @@ async def judge_base(store: Store, client: LLMClient, judge: str, instruction_id
                      mode: str) -> None:
     """Verdicts of the base article on every active constraint (stored; already judged ones skipped)."""
     rows = active_constraints(store, instruction_id)
-    await judge_generation(store, client, judge, generation_id, [(r["id"], r["text"]) for r in rows], mode=mode)
+    await judge_generation(store, client, judge, generation_id, [(r.id, r.text) for r in rows], mode=mode)
 
 
 def base_verdicts(store: Store, instruction_id: int, generation_id: int, judge: str, mode: str,
-                  judge_format: str = "json") -> dict[int, dict[str, Any]]:
-    """constraint id -> the stored verdict row of the base article, for this judge and prompt."""
-    rows = store.query(
-        "SELECT v.* FROM verdicts v JOIN constraints c ON c.id = v.constraint_id"
-        " WHERE c.instruction_id = ? AND v.generation_id = ? AND v.judge = ? AND v.judging_mode = ? AND v.prompt_hash = ?",
-        [instruction_id, generation_id, judge, mode, prompt_hash(mode, judge_format)],
-    )
-    return {r["constraint_id"]: r for r in rows}
+                  judge_format: str = "json") -> dict[int, BaseVerdict]:
+    """constraint id -> the stored verdict of the base article, for this judge and prompt."""
+    return stored_base_verdicts(store, instruction_id, generation_id, judge, mode, prompt_hash(mode, judge_format))
 
 
 # -- applying a revision ------------------------------------------------------------------------------
@@ -285,7 +282,7 @@ def base_verdicts(store: Store, instruction_id: int, generation_id: int, judge: 
 
 @dataclass
 class Change:
-    old: dict[str, Any]  # the constraint row replaced
+    old: ActiveConstraint  # the constraint replaced
     new_text: str
     reason: str
     verdict: int | None = None  # the base article's verdict on the new text, if it was judged on it
@@ -293,31 +290,22 @@ class Change:
 
 
 def apply_revision(store: Store, instruction_id: int, changes: Sequence[Change], *,
-                   verdicts: dict[int, dict[str, Any]] | None = None) -> None:
-    """Write the replacements with their lineage, retire the replaced rows and mark the
-    instruction revised, in one transaction (a killed run never leaves half a revision)."""
-    stamp = now()
-    with store.conn:
-        for cid, v in (verdicts or {}).items():
-            store.conn.execute(
-                "UPDATE constraints SET base_verdict = ?, base_quote = ? WHERE id = ?", (v["verdict"], v["quote"], cid)
-            )
-        for ch in changes:
-            store.conn.execute("UPDATE constraints SET active = 0, position = NULL WHERE id = ?", (ch.old["id"],))
-            store.conn.execute(
-                "INSERT INTO constraints (instruction_id, position, text, origin, active, replaces_id, replaced_reason,"
-                " base_verdict, base_quote, created_at) VALUES (?, ?, ?, 'revised', 1, ?, ?, ?, ?, ?)",
-                (instruction_id, ch.old["position"], ch.new_text, ch.old["id"], ch.reason, ch.verdict, ch.quote, stamp),
-            )
-        store.conn.execute("UPDATE instructions SET status = 'revised', error = NULL WHERE id = ?", (instruction_id,))
+                   verdicts: dict[int, BaseVerdict] | None = None) -> None:
+    """Write the replacements with their lineage, retire the replaced rows, keep the base article's
+    verdicts on the originals and mark the instruction revised, in one transaction (a killed run
+    never leaves half a revision)."""
+    replacements = [Replacement(ch.old.id, ch.old.position, ch.new_text, ch.reason, ch.verdict, ch.quote)
+                    for ch in changes]
+    write_revision(store, instruction_id, replacements,
+                   base_verdicts={cid: (v.verdict, v.quote) for cid, v in (verdicts or {}).items()}, created_at=now())
 
 
-def _articles(store: Store, instruction: dict[str, Any]) -> tuple[str, str]:
+def _articles(store: Store, instruction: Instruction) -> tuple[str, str]:
     def body(article_id: int | None) -> str:
-        row = store.one("SELECT text_hash FROM articles WHERE id = ?", [article_id])
-        return store.get_text(row["text_hash"]) if row else ""
+        h = article_text_hash(store, article_id)
+        return store.get_text(h) if h is not None else ""
 
-    return body(instruction["article_a"]), body(instruction["article_b"])
+    return body(instruction.article_a), body(instruction.article_b)
 
 
 @dataclass
@@ -327,71 +315,71 @@ class RevisionResult:
     unshown: int = 0  # base Yes verdicts kept because their quote is not in the base article
 
 
-def too_easy(verdict: dict[str, Any] | None) -> bool:
+def too_easy(verdict: BaseVerdict | None) -> bool:
     """Whether the base article's verdict makes a constraint too easy: a Yes, unless the quote
     that should show it was checked and is not in the base article. The embedded 1.5B judge
     quoted the constraint itself for 27 of its 31 Yes on one base article: a Yes it did not show
     is no evidence that the article satisfies the constraint, and replacing it costs a call."""
-    return bool(verdict) and verdict.get("verdict") == 1 and verdict.get("quote_found") != "missing"
+    return verdict is not None and verdict.verdict == 1 and verdict.quote_found != "missing"
 
 
-async def revise_eval(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any], *, judge: str,
+async def revise_eval(store: Store, client: LLMClient, endpoint: str, instruction: Instruction, *, judge: str,
                       mode: str, repair_rounds: int = 1) -> RevisionResult:
     """Replace the constraints the base article satisfies; keep the rest."""
-    gen_id = instruction["base_generation_id"] or (base_generation(store, instruction["id"]) or {}).get("id")
+    gen_id = instruction.base_generation_id or base_generation_id(store, instruction.id)
     if gen_id is None:
-        raise ValueError(f"instruction {instruction['id']}: no base article yet (run the base stage first)")
-    rows = active_constraints(store, instruction["id"])
-    verdicts = base_verdicts(store, instruction["id"], gen_id, judge, mode, client.config.endpoint(judge).judge_format)
-    easy = [r for r in rows if too_easy(verdicts.get(r["id"]))]
-    unshown = sum(1 for r in rows if verdicts.get(r["id"], {}).get("verdict") == 1) - len(easy)
+        raise ValueError(f"instruction {instruction.id}: no base article yet (run the base stage first)")
+    rows = active_constraints(store, instruction.id)
+    verdicts = base_verdicts(store, instruction.id, gen_id, judge, mode, client.config.endpoint(judge).judge_format)
+    easy = [r for r in rows if too_easy(verdicts.get(r.id))]
+    unshown = sum(1 for r in rows if (v := verdicts.get(r.id)) is not None and v.verdict == 1) - len(easy)
     changes: list[Change] = []
     asked = 0
     if easy:
         article_a, article_b = _articles(store, instruction)
-        base = store.one("SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", [gen_id])
+        base = generation_text(store, gen_id) or ""
         # At most list_items ids an ask. Asked for 32 at once, the embedded 1.5B model wrote 13
         # distinct replacements and looped over them (900 tokens, 184 s), and 26 ids were asked for
         # again. Listed 15 at a time, the same 32 took 1,270 tokens and 243 s, against 1,870 and
         # 359 s, with 4 ids asked for again.
         first = client.config.endpoint(endpoint).items_per_ask(len(easy))
         easy_lines = "\n".join(
-            f"{i}. {defuse(r['text'])}\n   base article: \"{defuse(verdicts[r['id']].get('quote') or '')}\""
+            f"{i}. {defuse(r.text)}\n   base article: \"{defuse(verdicts[r.id].quote or '')}\""
             for i, r in enumerate(easy[:first], 1)
         )
         template = load_template("revise_eval")
         fields = {
-            "main_task": defuse(instruction["main_task"] or ""), "article_a": defuse(article_a),
-            "article_b": defuse(article_b), "base_article": defuse(base["body"] if base else ""),
+            "main_task": defuse(instruction.main_task or ""), "article_a": defuse(article_a),
+            "article_b": defuse(article_b), "base_article": defuse(base),
             # bullets, not numbers: the ids a reply uses are the TOO EASY ones, and a small model
             # mixes up two numbered lists
-            "constraints": "\n".join(f"- {defuse(r['text'])}" for r in rows), "n": len(rows), "too_easy": easy_lines,
+            "constraints": "\n".join(f"- {defuse(r.text)}" for r in rows), "n": len(rows), "too_easy": easy_lines,
             "k": first,
         }
-        easy_ids = {r["id"] for r in easy}
-        kept = [r["text"] for r in rows if r["id"] not in easy_ids]
-        got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in easy], keep=kept,
-                                     sources=[article_a, article_b, base["body"] if base else ""],
+        easy_ids = {r.id for r in easy}
+        kept = [r.text for r in rows if r.id not in easy_ids]
+        got = await ask_replacements(client, endpoint, template, fields, [r.text for r in easy], keep=kept,
+                                     sources=[article_a, article_b, base],
                                      repair_rounds=repair_rounds, first=first)
         asked = got.asked_again
         # No verdict on the new rows: the base article was judged on the old texts only (the
         # old rows keep their Yes and quote, written below by apply_revision).
         changes = [Change(r, text, EASY_REASON) for r, text in zip(easy, got.texts, strict=True)]
-    apply_revision(store, instruction["id"], changes, verdicts=verdicts)
+    apply_revision(store, instruction.id, changes, verdicts=verdicts)
     return RevisionResult(len(changes), asked, unshown)
 
 
-async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruction: dict[str, Any], *,
+async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruction: Instruction, *,
                         repair_rounds: int = 1) -> RevisionResult:
     """Harden every constraint."""
-    rows = active_constraints(store, instruction["id"])
+    rows = active_constraints(store, instruction.id)
     article_a, article_b = _articles(store, instruction)
     template = load_template("revise_direct")
     fields = {
-        "main_task": defuse(instruction["main_task"] or ""), "article_a": defuse(article_a),
-        "article_b": defuse(article_b), "constraints": numbered([r["text"] for r in rows]), "n": len(rows),
+        "main_task": defuse(instruction.main_task or ""), "article_a": defuse(article_a),
+        "article_b": defuse(article_b), "constraints": numbered([r.text for r in rows]), "n": len(rows),
     }
-    got = await ask_replacements(client, endpoint, template, fields, [r["text"] for r in rows],
+    got = await ask_replacements(client, endpoint, template, fields, [r.text for r in rows],
                                  sources=[article_a, article_b], repair_rounds=repair_rounds)
-    apply_revision(store, instruction["id"], [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True)])
+    apply_revision(store, instruction.id, [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True)])
     return RevisionResult(len(rows), got.asked_again)

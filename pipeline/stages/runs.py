@@ -19,7 +19,9 @@ from typing import Any
 
 from pipeline.core.config import Config
 from pipeline.llm.client import EventHook, LLMClient, Usage
+from pipeline.store import runs
 from pipeline.store.database import Store, now
+from pipeline.store.imports import run_kind
 
 
 def create_run(store: Store, kind: str, config: Config, *, name: str = "", options: dict[str, Any] | None = None,
@@ -27,58 +29,45 @@ def create_run(store: Store, kind: str, config: Config, *, name: str = "", optio
     """Create (or reopen, when ``run_id`` exists) a run and mark it running, recording the
     process (pid, host) that runs it."""
     run_id = run_id or f"{kind}-{uuid.uuid4().hex[:8]}"
-    existing = store.one("SELECT id FROM runs WHERE id = ?", [run_id])
     cfg = json.dumps({"options": options or {}, "config": config.public_dict()}, default=str)
     # The process running it: a later command finding it gone marks the run interrupted.
-    process = {"pid": os.getpid(), "host": socket.gethostname()}
-    if existing:
-        store.db["runs"].update(run_id, {"status": "running", "error": None, "finished_at": None, "config": cfg,
-                                         **process})
+    pid, host = os.getpid(), socket.gethostname()
+    if runs.exists_run(store, run_id):
+        runs.reopen_run(store, run_id, config=cfg, pid=pid, host=host)
     else:
-        store.db["runs"].insert(
-            {
-                "id": run_id, "kind": kind, "name": name or run_id, "config": cfg, "status": "running",
-                "started_at": now(), "finished_at": None, "calls": 0, "cache_hits": 0,
-                "prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0, "batch_calls": 0, "batch_cost": 0.0,
-                "error": None, **process,
-            }
-        )
+        runs.insert_run(store, run_id=run_id, kind=kind, name=name or run_id, config=cfg, started_at=now(), pid=pid,
+                        host=host)
     store.commit()
     return run_id
 
 
 def add_usage(store: Store, run_id: str, usage: Usage) -> None:
     """Add a client's usage since the last call to the run's totals."""
-    store.conn.execute(
-        "UPDATE runs SET calls = calls + ?, cache_hits = cache_hits + ?, prompt_tokens = prompt_tokens + ?,"
-        " completion_tokens = completion_tokens + ?, cost = cost + ?, batch_calls = batch_calls + ?,"
-        " batch_cost = batch_cost + ? WHERE id = ?",
-        (usage.calls, usage.cache_hits, usage.prompt_tokens, usage.completion_tokens, usage.cost, usage.batch_calls,
-         usage.batch_cost, run_id),
-    )
+    runs.add_run_usage(store, run_id, calls=usage.calls, cache_hits=usage.cache_hits,
+                       prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost=usage.cost,
+                       batch_calls=usage.batch_calls, batch_cost=usage.batch_cost)
     store.commit()
 
 
 def stored_options(store: Store, run_id: str, kind: str) -> dict[str, Any]:
     """The options a run of ``kind`` was started with ({} when unknown or unreadable)."""
-    row = store.one("SELECT config FROM runs WHERE id = ? AND kind = ?", [run_id, kind])
+    config = runs.run_config(store, run_id, kind)
     try:
-        return json.loads(row["config"]).get("options") or {} if row else {}
+        return json.loads(config).get("options") or {} if config is not None else {}
     except ValueError:
         return {}
 
 
 def record_estimate(store: Store, run_id: str, estimate: dict[str, Any]) -> None:
     """Keep a dry run's estimate in the run's config (``estimate``), beside its options."""
-    row = store.one("SELECT config FROM runs WHERE id = ?", [run_id])
-    if row is None:
+    if not runs.exists_run(store, run_id):
         return
     try:
-        cfg = json.loads(row["config"] or "{}")
+        cfg = json.loads(runs.run_config(store, run_id) or "{}")
     except ValueError:
         cfg = {}
     cfg["estimate"] = estimate
-    store.conn.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(cfg, default=str), run_id))
+    runs.set_run_config(store, run_id, json.dumps(cfg, default=str))
     store.commit()
 
 
@@ -86,28 +75,26 @@ def estimated_runs(store: Store) -> list[dict[str, Any]]:
     """The runs made after a dry run: id, kind, the estimate (calls, cost, batch_cost) and what
     they spent (calls, cost), oldest first."""
     out = []
-    for row in store.conn.execute("SELECT id, kind, config, calls, cost FROM runs WHERE config LIKE '%\"estimate\"%'"
-                                  " ORDER BY started_at, id").fetchall():
+    for run in runs.runs_with_estimate(store):
         try:
-            est = json.loads(row[2]).get("estimate")
+            est = json.loads(run.config).get("estimate")
         except ValueError:
             continue
         if isinstance(est, dict):
-            out.append({"id": row[0], "kind": row[1], "estimate": est, "calls": row[3], "cost": row[4]})
+            out.append({"id": run.id, "kind": run.kind, "estimate": est, "calls": run.calls, "cost": run.cost})
     return out
 
 
 def run_usage(store: Store, run_id: str) -> dict[str, Any] | None:
     """A run's accounting: calls, cache hits, prompt and completion tokens, cost (of which
     ``batch_cost`` paid at batch prices, for ``batch_calls`` calls)."""
-    return store.one("SELECT calls, cache_hits, prompt_tokens, completion_tokens, cost, batch_calls, batch_cost"
-                     " FROM runs WHERE id = ?", [run_id])
+    return runs.run_accounting(store, run_id)
 
 
 def finish_run(store: Store, run_id: str, status: str = "done", error: str | None = None) -> None:
     from pipeline.core.redact import redact
 
-    store.db["runs"].update(run_id, {"status": status, "finished_at": now(), "error": redact(error)})
+    runs.end_run(store, run_id, status=status, finished_at=now(), error=redact(error))
     store.commit()
 
 
@@ -176,11 +163,11 @@ def check_build_run(store: Store, run_id: str, *, shaped: bool) -> None:
     what to build, so NAME may start a new run)."""
     from pipeline.core.errors import StageError
 
-    row = store.one("SELECT kind FROM runs WHERE id = ?", [run_id])
-    if row is not None and row["kind"] != "build":
-        raise StageError(f"--run {run_id}: that is a {row['kind']} run, not a build run")
-    if row is None and not shaped:
-        known = [r["id"] for r in store.query("SELECT id FROM runs WHERE kind = 'build' ORDER BY started_at DESC LIMIT 8")]
+    kind = run_kind(store, run_id)
+    if kind is not None and kind != "build":
+        raise StageError(f"--run {run_id}: that is a {kind} run, not a build run")
+    if kind is None and not shaped:
+        known = runs.recent_runs(store, "build", 8)
         listed = f"build runs here: {', '.join(known)}" if known else "this store has no build run yet"
         raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new run with this name, "
                          "say what to build too (e.g. --n, --conditions or --domain); to start one with a new "

@@ -14,7 +14,7 @@ few: repair rounds (one by default) ask for the missing ones, at most ``MORE_CHU
 each round about another aspect of the story, in the same conversation; still short, the
 synthesis fails with a ``CountError`` (the caller records it), never a short list.
 
-Store helpers for instructions and constraints live here too; the stages are in build.py.
+The stages are in build.py; the instructions and constraints they write, in pipeline.store.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.errors import ParseError
+from pipeline.core.text import count_words
 from pipeline.llm.client import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from pipeline.llm.prompts import Template, defuse, load_template
-from pipeline.store.database import Store, now
 
 CONDITIONS = ("single", "none", "direct", "eval")
 COMMON_CONDITIONS = ("none", "direct", "eval")
@@ -267,6 +267,7 @@ async def ask_constraints(
         # the first, and the 1.5B model handed the same form back (twice, for the same pair).
         task, again = await _ask_main_task(client, ep, convo, problem, rules, task)
         call_ids += [again.call_id] if again.call_id else []
+    assert task is not None  # a missing task is a problem above, so it was asked for again
     instructions = prompt_text(messages)
     kept = dedupe([i for i in items if usable(i, instructions)])
     result = Synthesis(main_task=task, constraints=kept[:n], call_ids=call_ids, dropped=len(items) - len(kept[:n]))
@@ -314,7 +315,7 @@ async def _ask_main_task(client: LLMClient, ep: Any, convo: list[dict[str, str]]
             if subject[:1].isupper() and subject[1:2].islower():
                 subject = subject[0].lower() + subject[1:]  # "Media industry", not "TimeWarner"
             task = f"{opening} {subject}"
-        problem = ("no main task in the reply" if len(subject.split()) < 2 or "___" in subject
+        problem = ("no main task in the reply" if count_words(subject) < 2 or "___" in subject
                    else main_task_problem(task, rules))
         if problem:
             raise ReplyError(problem, reply=text)
@@ -384,83 +385,3 @@ async def synthesize_common(client: LLMClient, endpoint: str, article_a: str, ar
     result = await ask_constraints(client, endpoint, template, fields, n, repair_rounds=repair_rounds)
     result.constraints = scramble(result.constraints, seed)
     return result
-
-
-# -- the store: instructions and their constraints --------------------------------------------------
-
-
-def find_instruction(store: Store, run_id: str, condition: str, article_a: int, article_b: int | None) -> dict[str, Any] | None:
-    return store.one(
-        "SELECT * FROM instructions WHERE run_id = ? AND condition = ? AND article_a = ? AND article_b IS ?",
-        [run_id, condition, article_a, article_b],
-    )
-
-
-def get_or_create_instruction(store: Store, run_id: str, condition: str, *, domain: str, pair_id: int,
-                              article_a: int, article_b: int | None, n: int) -> dict[str, Any]:
-    row = find_instruction(store, run_id, condition, article_a, article_b)
-    if row is not None:
-        return row
-    store.db["instructions"].insert(
-        {
-            "run_id": run_id, "domain": domain, "condition": condition, "pair_id": pair_id,
-            "article_a": article_a, "article_b": article_b, "main_task": None, "n_constraints": n,
-            "status": "pending", "error": None, "base_generation_id": None, "created_at": now(),
-        }
-    )
-    store.commit()
-    found = find_instruction(store, run_id, condition, article_a, article_b)
-    assert found is not None
-    return found
-
-
-def set_status(store: Store, instruction_id: int, status: str, error: str | None = None, **extra: Any) -> None:
-    from pipeline.core.redact import redact
-
-    store.db["instructions"].update(instruction_id, {"status": status, "error": redact(error), **extra})
-    store.commit()
-
-
-def active_constraints(store: Store, instruction_id: int) -> list[dict[str, Any]]:
-    return store.query(
-        "SELECT * FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position", [instruction_id]
-    )
-
-
-def write_synthesis(store: Store, instruction_id: int, synthesis: Synthesis, *, status: str) -> None:
-    """The main task and the constraints, in one transaction with the new status."""
-    stamp = now()
-    with store.conn:
-        store.conn.execute("DELETE FROM constraints WHERE instruction_id = ?", (instruction_id,))
-        store.conn.executemany(
-            "INSERT INTO constraints (instruction_id, position, text, origin, active, created_at)"
-            " VALUES (?, ?, ?, 'synthesized', 1, ?)",
-            [(instruction_id, i, text, stamp) for i, text in enumerate(synthesis.constraints, 1)],
-        )
-        store.conn.execute(
-            "UPDATE instructions SET main_task = ?, n_constraints = ?, status = ?, error = NULL WHERE id = ?",
-            (synthesis.main_task, len(synthesis.constraints), status, instruction_id),
-        )
-
-
-def copy_synthesis(store: Store, source_id: int, instruction_id: int, *, status: str = "synthesized") -> int:
-    """Copy the shared common synthesis into another condition's instruction; each copy points
-    back to its source constraint (``source_id``). Returns the number of constraints copied."""
-    source = store.one("SELECT main_task FROM instructions WHERE id = ?", [source_id])
-    rows = store.query(
-        "SELECT id, position, text FROM constraints WHERE instruction_id = ? AND origin = 'synthesized' ORDER BY position",
-        [source_id],
-    )
-    stamp = now()
-    with store.conn:
-        store.conn.execute("DELETE FROM constraints WHERE instruction_id = ?", (instruction_id,))
-        store.conn.executemany(
-            "INSERT INTO constraints (instruction_id, position, text, origin, active, source_id, created_at)"
-            " VALUES (?, ?, ?, 'synthesized', 1, ?, ?)",
-            [(instruction_id, r["position"], r["text"], r["id"], stamp) for r in rows],
-        )
-        store.conn.execute(
-            "UPDATE instructions SET main_task = ?, n_constraints = ?, status = ?, error = NULL WHERE id = ?",
-            (source["main_task"] if source else None, len(rows), status, instruction_id),
-        )
-    return len(rows)

@@ -31,13 +31,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 # The one latest-verdict rule, as an SQL condition on ``verdicts v``: for each (text,
 # constraint, judge, judging mode) only the newest verdict (highest id) that holds a Yes/No
 # counts, so a re-judge with a new prompt replaces the earlier one. ``pivot`` applies the same
 # rule in bulk (rows in id order, the latest upserted last); per-item readers (the app's
-# Audit and Compare screens, pipeline.store.queries) use this condition.
+# Audit and Compare screens, pipeline.store.verdicts) use this condition.
 LATEST_VERDICT = ("v.verdict IS NOT NULL AND v.id = (SELECT max(w.id) FROM verdicts w"
                   " WHERE w.generation_id = v.generation_id AND w.constraint_id = v.constraint_id"
                   " AND w.judge = v.judge AND w.judging_mode = v.judging_mode AND w.verdict IS NOT NULL)")
@@ -288,7 +289,7 @@ def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict
         "judged": judged, "full_yes": full_yes, "summary_yes": summary_yes,
         "full_score": f"(CASE WHEN {judged} > 0 THEN {full_yes} * 1.0 / {judged} END)",
         "summary_score": f"(CASE WHEN {judged} > 0 THEN {summary_yes} * 1.0 / {judged} END)",
-        # In integers: mean >= 0.5 <=> 2 * yes >= judged.
+        # In integers: mean >= PASS_THRESHOLD (pipeline.core.definitions, 0.5) <=> 2 * yes >= judged.
         "flipped": f"({judged} > 0 AND 2 * {full_yes} >= {judged} AND 2 * {summary_yes} < {judged})",
         "passed_both": f"({judged} > 0 AND 2 * {full_yes} >= {judged} AND 2 * {summary_yes} >= {judged})",
     }
@@ -333,3 +334,14 @@ def _pair_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list[
             if cell[0] is not None:  # the pair judged at least one item in common
                 rows.append((gid, *raters[a], *raters[b], *cell))
     return rows
+
+
+def refresh_text_scores_at(path: str | Path) -> int | None:
+    """``refresh_text_scores`` on a connection of its own to the store at ``path``: for the app, whose
+    view only reads, and whose writes must not wait behind a long refresh."""
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    try:
+        return refresh_text_scores(conn)
+    finally:
+        conn.close()

@@ -2,9 +2,9 @@
 items) and answers it the way a well-behaved model would, for every stage: synthesis,
 revision, the base article and its judging, responses, summaries, judges, naturalness.
 
-Shared by the build and evaluate tests, the hardening tests, the benches (soak, crash) and the
-``--dry-run`` estimator (its placeholder replies), with a tiny store of paired articles
-(``make_store``) and configs on the fake server.
+Shared by the build and evaluate tests, the hardening tests and the benches (soak, crash), with a
+tiny store of paired articles (``make_store``) and configs on the fake server. (The ``--dry-run``
+estimator answers with pipeline.llm.placeholders, the production copy of what it needs.)
 
 The replies are a pure function of the request, so two runs over the same store ask and
 get the same things; that is what the crash bench compares. The world it answers:

@@ -30,16 +30,18 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from pipeline.store.queries import Label, Writer, annotations, save_annotation
+from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.store.annotations import Label
+from pipeline.store.view import Writer
 from unspecific_tui.data import Analysis
 from unspecific_tui.messages import AnnotationSaved
+from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.text_pane import TextPane
 
 if TYPE_CHECKING:
-    from pipeline.analysis.stats import PrecisionRecall
+    from pipeline.analysis.validation import Basis, ValidationReport
 
 LABELS = {"i": "integrated", "s": "superficial", "a": "ambiguous"}
 SAMPLE_SHARE = 0.25  # pass-both items mixed in, relative to the flipped ones
@@ -78,18 +80,11 @@ def load_items(store, analysis: Analysis, seed: int) -> tuple[list[Item], str | 
                  i.full_score) for i in chosen], name
 
 
-@dataclass
-class _LabelStore:
-    """The one attribute pipeline.analysis.metrics' annotation readers use, on the app's connection."""
-
-    conn: object
-
-
 def _f(x: float) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
 
-class AnnotateScreen(Screen):
+class AnnotateScreen(AppScreen):
     BINDINGS = [
         Binding("i", "label('i')", "Integrated"),
         Binding("s", "label('s')", "Superficial"),
@@ -108,9 +103,9 @@ class AnnotateScreen(Screen):
         super().__init__()
         self.items: list[Item] = []
         self.index = 0
-        self.scores: dict[str, PrecisionRecall] = {}
-        # The metric's items of this list, keyed (constraint, response), for validate_labels.
-        self._calls: dict[tuple[int, int], Any] = {}
+        self.scores: dict[str, ValidationReport] = {}
+        # The metric's side of the validation (pipeline.analysis.validation.Basis), read with the items.
+        self._basis: Basis | None = None
         self._ratio: float | None = None
         self.shown: tuple[int, int] | None = None  # (response id, summary id) in the panes now
         self.kappas: dict[tuple[str, str], tuple[float, int]] = {}
@@ -146,48 +141,50 @@ class AnnotateScreen(Screen):
 
     @work(thread=True, exclusive=True, group="annotate-items", exit_on_error=False)
     def _load_items(self, analysis: Analysis) -> None:
+        from pipeline.analysis.validation import load_plan, validation_basis
         from pipeline.store.database import open_store
 
         store = open_store(self.app.store_path, readonly=True)
         try:
             items, plan = load_items(store, analysis, self.app.sample_seed)
+            basis = validation_basis(store, load_plan(store), ratio=analysis.ratio)
         finally:
             store.close()
-        self.app.call_from_thread(self._set_items, items, plan)
+        self.app.call_from_thread(self._set_items, items, plan, basis)
 
-    def _set_items(self, items: list[Item], plan: str | None = None) -> None:
+    def _set_items(self, items: list[Item], plan: str | None = None, basis: Basis | None = None) -> None:
         current = self.items[self.index] if self.items else None
         self.items = items
         self.plan = plan
-        self._calls = {(i.constraint_id, i.generation_id): i for i in items}
+        self._basis = basis
         self.index = self.items.index(current) if current in self.items else 0
         self.refresh_stats()
         self.show()
 
     # -- labels --------------------------------------------------------------------------
     def _labels(self) -> dict[tuple[int, int], dict[str, Label]]:
-        return annotations(self.app.conn)
+        return self.app.view.labels()
 
     def refresh_stats(self) -> None:
-        """Precision/recall per annotator over the labelled items (pipeline.analysis.metrics.validate_labels,
-        the report's rule), and kappa between annotators."""
-        from pipeline.analysis.metrics import annotator_agreement, validate_labels
+        """Precision/recall per annotator (pipeline.analysis.validation.annotate_scores: the rule of
+        `validate report` and the report, weighted by stratum), and kappa between annotators."""
+        from pipeline.analysis.validation import annotate_scores
 
         if self.judge_check:
             return  # the panel shows the judges' scores until the judge check is left
         labels = self._labels()
-        plain = {key: {who: lab.label for who, lab in by.items()} for key, by in labels.items()}
-        # Labels of items outside this list (another ratio or run) are out of the metric's scope here.
-        who_labelled = sorted({who for key, by in plain.items() if key in self._calls for who in by})
-        self.scores = {who: validate_labels(self._calls, plain, ratio=self._ratio or 0.25, annotator=who).result
-                       for who in who_labelled}
-        store = _LabelStore(self.app.conn)
-        self.kappas = {(a.annotator_a, a.annotator_b): (a.kappa, a.n) for a in annotator_agreement(store) if a.n}
+        if self._basis is None:
+            self.scores, self.kappas = {}, {}
+        else:
+            scores = annotate_scores(self.app.view.analysis_store, basis=self._basis)
+            self.scores = scores.by_annotator
+            self.kappas = {(a.annotator_a, a.annotator_b): (a.kappa.value, a.kappa.n) for a in scores.kappas
+                           if a.kappa.n}
         table = Table(box=None, pad_edge=False, header_style="bold", title="metric vs people", title_justify="left")
         for col in ("annotator", "n", "prec.", "recall"):
             table.add_column(col, no_wrap=True)
         for who, sc in self.scores.items():
-            table.add_row(who, str(sc.n), _f(sc.precision), _f(sc.recall))
+            table.add_row(who, str(sc.n), _f(sc.precision.value), _f(sc.recall.value))
         lines = Text.assemble(("κ ", "bold"), *(f"{x}/{y} {_f(k)} (n={n})  " for (x, y), (k, n) in self.kappas.items()))
         mine = sum(1 for it in self.items if self.app.annotator in labels.get((it.constraint_id, it.generation_id), {}))
         stats = Table.grid()
@@ -208,7 +205,7 @@ class AnnotateScreen(Screen):
         # Exactly the two texts the item names, by id: the label is stored against this response.
         resp = data.generations.get(item.generation_id)
         summ = data.generations.get(item.summary_id)
-        ratio = summ.ratio if summ is not None and summ.ratio is not None else self._ratio or 0.25
+        ratio = summ.ratio if summ is not None and summ.ratio is not None else self._ratio or DEFAULT_RATIO
         mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
         label = f"[b]{mine.label}[/]" + (f" — {_esc(mine.note)}" if mine.note else "") if mine else "[dim]unlabelled[/]"
         self.shown = (item.generation_id, item.summary_id)
@@ -231,12 +228,13 @@ class AnnotateScreen(Screen):
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; labels cannot be saved.")
             return
+        from pipeline.store.annotations import save_annotation
         from pipeline.store.database import now
 
         item = self.items[self.index]
         if note is None:
             note = self.query_one("#ann-note", Input).value
-        save_annotation(self.app.conn, item.constraint_id, item.generation_id, self.app.annotator, label, note, now())
+        save_annotation(self.app.store, item.constraint_id, item.generation_id, self.app.annotator, label, note, now())
         self.post_message(AnnotationSaved(item.constraint_id, item.generation_id, self.app.annotator, label))
         self.refresh_stats()
 
@@ -303,7 +301,7 @@ class AnnotateScreen(Screen):
             self.refresh_stats()
             self.show()
             return
-        plan = load_judge_plan(_LabelStore(self.app.conn))
+        plan = load_judge_plan(self.app.view.analysis_store)
         if plan is None or not plan.items:
             self.notify("no judge plan yet: draw one with `unspecific validate judge-plan`", severity="warning")
             return
@@ -315,9 +313,7 @@ class AnnotateScreen(Screen):
         self.show_judge_item()
 
     def _answers(self) -> dict[tuple[int, int], dict[str, int]]:
-        from pipeline.analysis.judge_validation import text_labels
-
-        return text_labels(self.app.conn)
+        return self.app.view.text_labels()
 
     def show_judge_item(self) -> None:
         if not self.judge_items:
@@ -343,9 +339,8 @@ class AnnotateScreen(Screen):
         """The judges' verdicts and quotes on the item: only once this person has answered."""
         if not revealed:
             return Text("Hidden until you answer, so that your answer is your own.", style="dim")
-        from pipeline.store.queries import latest_verdicts
-
-        found = [v for v in latest_verdicts(self.app.conn, [item.generation_id]) if v.constraint_id == item.constraint_id]
+        found = [v for v in self.app.view.latest_verdicts([item.generation_id])
+                 if v.constraint_id == item.constraint_id]
         if not found:
             return Text("No judge has a verdict on this item.", style="dim")
         out = Text()
@@ -363,10 +358,11 @@ class AnnotateScreen(Screen):
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; answers cannot be saved.")
             return
-        from pipeline.analysis.judge_validation import save_text_label
+        from pipeline.store.database import now
+        from pipeline.store.validation import save_text_label
 
         item = self.judge_items[self.judge_index]
-        save_text_label(self.app.conn, item.constraint_id, item.generation_id, self.app.annotator, bool(yes))
+        save_text_label(self.app.store, item.constraint_id, item.generation_id, self.app.annotator, bool(yes), "", now())
         # Stay on the item: the judges' verdicts now show beside the answer; j moves on.
         self.refresh_judge_stats()
         self.show_judge_item()
@@ -381,7 +377,7 @@ class AnnotateScreen(Screen):
         """Each judge against this store's answers on the judge plan (all annotators' consensus)."""
         from pipeline.analysis.judge_validation import judge_scores
 
-        scores = [s for s in judge_scores(_LabelStore(self.app.conn), n_resamples=200) if s.by == "all"]
+        scores = [s for s in judge_scores(self.app.view.analysis_store, n_resamples=200) if s.by == "all"]
         table = Table(box=None, pad_edge=False, header_style="bold", title="judges vs people", title_justify="left")
         for col in ("judge", "n", "acc.", "κ", "Yes bias"):
             table.add_column(col, no_wrap=True)

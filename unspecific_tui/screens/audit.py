@@ -14,11 +14,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from pipeline.store.queries import Writer
-from unspecific_tui.data import Constraint, InstructionData, Verdict, cosine, passes
+from pipeline.core.definitions import DEFAULT_RATIO, passes
+from pipeline.core.text import count_words
+from pipeline.store.verdicts import Verdict
+from pipeline.store.view import Constraint, InstructionData, Writer
+from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.highlight import (
     QUOTE_FUZZY_STYLE,
     QUOTE_STYLE,
@@ -50,7 +52,7 @@ class Shown:
     similarities: dict[str, tuple[str, float]] = field(default_factory=dict)
 
 
-class AuditScreen(Screen):
+class AuditScreen(AppScreen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (200, "-wide")]
     BINDINGS = [
         Binding("j,n", "move(1)", "Next"),
@@ -209,8 +211,8 @@ class AuditScreen(Screen):
         if analysis is not None:
             return analysis.ratio
         if data is not None and data.ratios:
-            return 0.25 if 0.25 in data.ratios else data.ratios[0]
-        return 0.25
+            return DEFAULT_RATIO if DEFAULT_RATIO in data.ratios else data.ratios[0]
+        return DEFAULT_RATIO
 
     def _state(self, iid: int, cid: int, verdicts: list[Verdict], ratio: float) -> str:
         """The constraint's outcome on the shown response, as pipeline.analysis.metrics counts it."""
@@ -239,7 +241,8 @@ class AuditScreen(Screen):
         data = view.instruction(iid)
         con = data.constraints[cid]
         if self.writer not in data.responses:
-            self.writer = self.app.writer if self.app.writer in data.responses else (data.writers or [None])[0]
+            self.writer = self.app.writer if self.app.writer in data.responses else (
+                data.writers[0] if data.writers else None)
         ratio = self._ratio(data)
         response = data.responses.get(self.writer) if self.writer else None
         summary = data.summary(self.writer, ratio) if self.writer else None
@@ -273,7 +276,7 @@ class AuditScreen(Screen):
                             quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
             shown.copies[pane] = tuple(copies)
             shown.quotes[pane] = found
-            words = len(text.split())
+            words = count_words(text)
             if text:
                 body = render(text, copies, quotes)
             elif pane == "ref-b" and data.condition == "single":
@@ -298,6 +301,9 @@ class AuditScreen(Screen):
         """Embedding cosine when both vectors are stored, else lexical overlap."""
         if not text:
             return ("lex", 0.0)
+        import numpy as np
+
+        from pipeline.analysis.embeddings import cosine
         from pipeline.store.database import text_hash
 
         view = self.app.view
@@ -307,7 +313,7 @@ class AuditScreen(Screen):
                  "summary": summary.text_hash if summary else None}.get(pane) or text_hash(text)
             t_vec = view.embedding(h, c_vec[0])
             if t_vec is not None:
-                return ("cos", cosine(c_vec[1], t_vec[1]))
+                return ("cos", float(cosine(np.asarray(c_vec[1]), np.asarray(t_vec[1]))))  # two vectors: a float
         return ("lex", lexical_overlap(con.text, text))
 
     def _render_head(self, data: InstructionData, con: Constraint, flags: dict[str, str], outcome: str,

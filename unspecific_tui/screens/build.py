@@ -15,12 +15,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
 
 from pipeline.core.progress import ProgressEvent, StopFlag
-from pipeline.store import queries
-from unspecific_tui.data import connect
+from pipeline.store.view import STAGE_UNITS, WRITTEN_TABLES, StoreView
 from unspecific_tui.messages import (
     DemoFinished,
     InstructionAuditable,
@@ -31,9 +29,10 @@ from unspecific_tui.messages import (
     StageStarted,
     StoreChanged,
 )
+from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.stages import STAGES, StageSpec, available, run_stage_blocking
 
-WATCHED = queries.WRITTEN_TABLES
+WATCHED = WRITTEN_TABLES
 # Steps that report under their own name but belong to a row of the stage table.
 SUBSTAGES = {"embed": "corpus", "dedupe": "corpus"}
 BAR = 12
@@ -46,7 +45,7 @@ def text_bar(done: int, total: int) -> str:
     return "█" * filled + "░" * (BAR - filled)
 
 
-class BuildScreen(Screen):
+class BuildScreen(AppScreen):
     BINDINGS = [
         Binding("enter,s", "start", "Start stage"),
         Binding("full_stop", "step", "Step (1 unit)", key_display="."),
@@ -115,16 +114,16 @@ class BuildScreen(Screen):
     # -- data --------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="build-counts", exit_on_error=False)
     def load_runs(self) -> None:
-        """Runs first, then per-stage counts (big stores take a moment), on a separate connection."""
-        conn = connect(self.app.store_path)
+        """Runs first, then per-stage counts (big stores take a moment), on a view of its own."""
+        view = StoreView.open(self.app.store_path)
         try:
-            rows = [tuple(vars(r).values()) for r in queries.runs(conn)]
+            rows = [tuple(vars(r).values()) for r in view.runs()]
             self.app.call_from_thread(self._show_runs, rows)
             run_id = self.app.run_id
-            counts = {spec.name: queries.count(conn, spec.count_sql, {"run": run_id}) for spec in STAGES if spec.count_sql}
-            per_run = queries.instructions_per_run(conn)
+            counts = {spec.name: view.stage_units(spec.name, run_id) for spec in STAGES if spec.name in STAGE_UNITS}
+            per_run = view.instructions_per_run()
         finally:
-            conn.close()
+            view.close()
         self.app.call_from_thread(self._show_counts, counts, per_run)
 
     def _show_runs(self, runs: list[tuple]) -> None:
@@ -146,6 +145,8 @@ class BuildScreen(Screen):
     def _show_counts(self, counts: dict[str, int], per_run: dict[str, int]) -> None:
         table = self.query_one("#runs", DataTable)
         for key in list(table.rows):
+            if key.value is None:  # never: _show_runs keys every row by its run id
+                continue
             table.update_cell(key, "instr", f"{per_run.get(key.value, 0):,}", update_width=True)
         self.counts = counts
         self._render_stages()
@@ -411,7 +412,7 @@ class BuildScreen(Screen):
 
     # -- what a step wrote ---------------------------------------------------------------
     def _high_water(self) -> dict[str, int]:
-        return queries.high_water(self.app.conn, WATCHED)
+        return self.app.view.high_water(WATCHED)
 
     def action_audit_written(self) -> None:
         if self.last_instruction is None:
@@ -423,14 +424,14 @@ class BuildScreen(Screen):
     def _show_written(self) -> None:
         after = self._high_water()
         lines: list[str] = []
-        self.last_instruction = queries.instruction_written(self.app.conn, self._before)
+        self.last_instruction = self.app.view.instruction_written(self._before)
         for table in WATCHED:
             before = self._before.get(table, 0)
             added = after[table] - before
             if added <= 0:
                 continue
             lines.append(f"[b]{table}[/] +{added}")
-            for row in queries.newest_rows(self.app.conn, table, before):
+            for row in self.app.view.newest_rows(table, before):
                 lines.append("  " + _row_line(table, row, self.app.view))
         if self.last_instruction is not None:
             lines.append(f"[dim]a: audit instruction #{self.last_instruction}[/]")
@@ -446,11 +447,11 @@ def _describe(summary: Any) -> str:
     return str(summary)[:200]
 
 
-def _row_line(table: str, row: dict[str, Any], store: Any) -> str:
+def _row_line(table: str, row: dict[str, Any], view: StoreView) -> str:
     from rich.markup import escape
 
     if table == "generations":
-        text = store._text(row.get("text_hash"))
+        text = view.text(str(row.get("text_hash") or ""))
         return escape(f"#{row['id']} {row['kind']} {row.get('model') or ''} {row.get('words') or 0} words: "
                       f"{text[:160]}…")
     if table == "constraints":

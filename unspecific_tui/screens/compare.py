@@ -15,11 +15,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from pipeline.store.queries import Writer, instruction_ids, latest_verdicts
-from unspecific_tui.data import InstructionData, passes
+from pipeline.core.definitions import DEFAULT_RATIO, passes
+from pipeline.core.text import count_words
+from pipeline.store.view import InstructionData, Writer
+from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
 from unspecific_tui.widgets.text_pane import TextPane
 
@@ -40,7 +41,7 @@ def _core_mark(item) -> Text:  # noqa: ANN001 - pipeline.analysis.metrics.Item o
     return _mark(item.summary_score)
 
 
-class CompareScreen(Screen):
+class CompareScreen(AppScreen):
     BINDINGS = [
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="["),
@@ -57,7 +58,7 @@ class CompareScreen(Screen):
         self.data: InstructionData | None = None
         self.row_cids: list[int] = []
         # (constraint, generation) -> each rater's latest (judge, verdict, quote)
-        self.verdicts: dict[tuple[int, int], list[tuple[str, int, str]]] = {}
+        self.verdicts: dict[tuple[int, int], list[tuple[str, int | None, str]]] = {}
         # What the table shows per row: [(A Org, A Core, B Org, B Core)] as plain strings, for tests.
         self.cells: list[tuple[str, ...]] = []
         self.highlighted: dict[str, list[tuple[int, int]]] = {}
@@ -83,7 +84,7 @@ class CompareScreen(Screen):
         self._take_target()
 
     def _take_target(self) -> None:
-        self.instruction_ids = instruction_ids(self.app.conn)
+        self.instruction_ids = self.app.view.instruction_ids()
         target = self.app.target
         if target is not None:
             self.app.target = None
@@ -123,11 +124,11 @@ class CompareScreen(Screen):
             self.writers[0] = writers[0] if writers else None
         if self.writers[1] not in writers or self.writers[1] == self.writers[0]:
             # Two models in the same mode first (the screen's main use); else the other mode.
-            others = sorted((w for w in writers if w != self.writers[0]),
-                            key=lambda w: (w.mode != self.writers[0].mode, w))
+            mode_a = self.writers[0].mode if self.writers[0] else None  # None only when there are no writers
+            others = sorted((w for w in writers if w != self.writers[0]), key=lambda w: (w.mode != mode_a, w))
             self.writers[1] = others[0] if others else self.writers[0]
-        ratio = self.app.analysis.ratio if self.app.analysis else (0.25 if 0.25 in data.ratios else
-                                                                   (data.ratios or [0.25])[0])
+        ratio = self.app.analysis.ratio if self.app.analysis else (
+            DEFAULT_RATIO if DEFAULT_RATIO in data.ratios else (data.ratios or [DEFAULT_RATIO])[0])
         gens: dict[int, tuple[int, str]] = {}  # generation -> (model slot, kind)
         outcomes = [self.app.view.outcomes(data.id, w, ratio) if w and w in data.responses else {}
                     for w in self.writers]
@@ -135,23 +136,25 @@ class CompareScreen(Screen):
             if writer and writer in data.responses:
                 gens[data.responses[writer].id] = (slot, "full")
         self.verdicts = {}
-        for v in latest_verdicts(self.app.conn, tuple(gens)):
+        for v in self.app.view.latest_verdicts(tuple(gens)):
             self.verdicts.setdefault((v.constraint_id, v.generation_id), []).append((v.judge, v.verdict, v.quote))
         active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
         self.row_cids = [c.id for c in active]
         table = self.query_one("#compare-table", DataTable)
         table.clear()
-        rows = []
+        rows: list[list[Text | str]] = []
+        shown: list[tuple[str, ...]] = []
         for c in active:
             cells: list[Text] = []
             for slot in (0, 1):
                 gid = next((g for g, (s, _) in gens.items() if s == slot), None)
                 # Missing verdicts (None) are left out, as the metrics leave them out.
-                vs = [v for v in self.verdicts.get((c.id, gid), []) if v[1] is not None] if gid else []
-                cells.append(_mark(sum(v[1] for v in vs) / len(vs) if vs else None))
+                vs = [v[1] for v in self.verdicts.get((c.id, gid), []) if v[1] is not None] if gid else []
+                cells.append(_mark(sum(vs) / len(vs) if vs else None))
                 cells.append(_core_mark(outcomes[slot].get(c.id)))
             rows.append([Text(str(c.position)), *cells, c.text])
-        self.cells = [tuple(cell.plain for cell in row[1:5]) for row in rows]
+            shown.append(tuple(cell.plain for cell in cells))
+        self.cells = shown
         table.add_rows(rows)
         self._gens = gens
         self.query_one("#compare-head", Static).update(
@@ -184,7 +187,7 @@ class CompareScreen(Screen):
                         quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
             self.highlighted[pane_id] = sorted({s for s, _ in quotes})
             pane.show(render(resp.text, (), quotes), key=(data.id, writer),
-                      subtitle=f"{resp.words or len(resp.text.split())} words · {len(quotes)} quote(s)")
+                      subtitle=f"{resp.words or count_words(resp.text)} words · {len(quotes)} quote(s)")
             if quotes:
                 pane.reveal(min(s[0] for s, _ in quotes))
 

@@ -13,10 +13,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Select, Static
 
 from unspecific_tui.data import Analysis, InstructionRow
+from unspecific_tui.screens.base import AppScreen
 
 ANY = "__any__"
 PAGE = 300
@@ -41,7 +41,8 @@ class Column:
 
 
 def _pct(x: object) -> str:
-    return "-" if x is None else f"{100 * float(x):.0f}"
+    """A share as a whole percentage; "-" where there is none (None)."""
+    return f"{100 * x:.0f}" if isinstance(x, (int, float)) else "-"
 
 
 COLUMNS = (
@@ -68,7 +69,7 @@ def _sort_key(value: object) -> tuple:
     return (value is None, value if value is not None else 0)
 
 
-class InstructionsScreen(Screen):
+class InstructionsScreen(AppScreen):
     BINDINGS = [
         Binding("enter", "audit", "Audit", show=True),
         Binding("c", "compare", "Compare"),

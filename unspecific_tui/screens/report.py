@@ -14,11 +14,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from pipeline.analysis.coverage import MIN_COVERAGE
 from unspecific_tui.data import Analysis
+from unspecific_tui.screens.base import AppScreen
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
 
@@ -76,7 +76,7 @@ def _fmt(iv: tuple[float, float, float]) -> str:
     return f"{100 * v:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
-class ReportScreen(Screen):
+class ReportScreen(AppScreen):
     BINDINGS = [Binding("g", "toggle_chart", "Chart: Org/Core or superficial")]
 
     def __init__(self) -> None:

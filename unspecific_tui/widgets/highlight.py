@@ -6,6 +6,7 @@ caches results by content, so moving back to a constraint costs nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from rich.text import Text
@@ -37,9 +38,9 @@ def merge(spans: list[Span]) -> list[Span]:
 
 @lru_cache(maxsize=256)
 def _normalised(text: str) -> tuple[str, list[int]]:
-    from pipeline.stages.judging import _normalise
+    from pipeline.core.text import normalise_for_quote
 
-    return _normalise(text)
+    return normalise_for_quote(text)
 
 
 @lru_cache(maxsize=4096)
@@ -47,15 +48,15 @@ def quote_span(quote: str, text: str) -> tuple[str | None, Span | None]:
     """Where a judge's quote sits in ``text``: (exact|fuzzy|missing|None, span).
 
     The exact case searches the text normalised once per text (judging's normalisation);
-    anything else goes to ``pipeline.stages.judging.find_quote`` (fuzzy alignment).
+    anything else goes to ``pipeline.core.text.find_quote`` (fuzzy alignment).
     """
     q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
     if not q:
         return None, None
     q = q.rstrip(".").strip() or q
-    from pipeline.stages.judging import _normalise, find_quote
+    from pipeline.core.text import find_quote, normalise_for_quote
 
-    nq, _ = _normalise(q)
+    nq, _ = normalise_for_quote(q)
     nt, idx = _normalised(text)
     pos = nt.find(nq)
     if pos != -1:
@@ -71,7 +72,7 @@ def lexical_overlap(constraint: str, text: str) -> float:
     return overlap(constraint, text)
 
 
-def render(text: str, copies: tuple[Span, ...] | list[Span] = (), quotes: list[tuple[Span, str]] = ()) -> Text:
+def render(text: str, copies: Sequence[Span] = (), quotes: Sequence[tuple[Span, str]] = ()) -> Text:
     """A Rich Text with copied spans and quote spans styled (quotes drawn over copies)."""
     out = Text(text)
     for start, end in copies:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 from functools import lru_cache
 
-from rich._wrap import divide_line
 from rich.style import Style
 from rich.text import Span, Text
 from textual import events
@@ -18,7 +17,11 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from unspecific_tui.widgets.wrap import divide_line
+
 Line = tuple[int, int]  # [start, end) character offsets of one wrapped line
+# What identifies shown content: the plain text and its (start, end, style) spans.
+Signature = tuple[str, tuple[tuple[int, int, str], ...]]
 
 
 @lru_cache(maxsize=64)
@@ -51,7 +54,7 @@ class TextPane(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.border_title = title
         self._key: object = None
-        self._signature: object = None
+        self._signature: Signature | None = None
         self._text = Text()
         self._lines: tuple[Line, ...] = ()
         self._starts: list[int] = []
@@ -78,7 +81,7 @@ class TextPane(ScrollView, can_focus=True):
         are drawn again.
         """
         spans = tuple((s.start, s.end, str(s.style)) for s in text.spans)
-        signature = (text.plain, spans)
+        signature: Signature = (text.plain, spans)
         if signature != self._signature:
             old = self._signature
             self._signature = signature

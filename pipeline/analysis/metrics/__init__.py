@@ -1,6 +1,6 @@
 """Metrics read from the store: Org, Core, superficial share, judge agreement, copying, similarity.
 
-Definitions (METHOD.md, "Core satisfaction"):
+Definitions (docs/method.md, "Core satisfaction"):
 
 - A *rater* is a judge model in one judging mode. When the selected verdicts hold one mode
   per judge, the rater is named by the judge; when a judge has both ``batched`` and
@@ -33,10 +33,8 @@ Definitions (METHOD.md, "Core satisfaction"):
 - **Judge agreement**: for each pair of raters, Cohen's kappa and percent agreement over
   the (text, constraint) items both judged; per group over the full responses and the
   summaries at the group's ratio. With more than two raters, a group shows the mean over pairs.
-- **Human validation** (``annotator_agreement``, ``metric_validation``): kappa between
-  annotators on shared items (all three labels), and precision/recall of the metric's
-  "superficial" call (= flipped) against human labels, with label ``superficial`` the
-  positive class, ``integrated`` the negative and ``ambiguous`` left out (counted apart).
+- **Human validation** lives in pipeline.analysis.validation: one rule (weighted by stratum,
+  the adjudicator decides) for `validate report`, the report and the Annotate screen.
 - **Copying** (``copying=True``): word 5-grams a response shares with reference A and with
   B (distinct n-grams), the share of its words inside copied spans, and the longest span.
 - **Similarity** (only when an embedder is given; slow on CPU): constraint-reference cosine
@@ -57,14 +55,13 @@ this takes about 1.5 s; per-item questions (``constraint_items``) still pivot th
 (bench/report_scale.py).
 
 The package (pure moves from the former pipeline/metrics.py):
-  base          Filters, Row, Group, JudgeAgreement, Metrics
-  sql           the temp tables a computation works in, and its lock
+  base          Row, Group, JudgeAgreement, Metrics (Filters and Item live in pipeline.store.metrics,
+                with every query the metrics run: the temp tables, the kept totals, the pivot)
   compute       compute_metrics: rows from the kept per-text totals
   groups        aggregates with intervals, judge agreement
   text_columns  copied n-grams and similarity
   comparisons   compare: paired tests
   items         constraint_items, items_to_annotate
-  labels        annotator agreement, metric validation against people
   win_rates     naturalness win rates
 """
 
@@ -80,27 +77,18 @@ from pipeline.analysis.metrics.base import (
     Row,
     superficial_share,
 )
-from pipeline.analysis.metrics.comparisons import Comparison, compare
 
 # Private helpers other modules reach for: judge_validation names raters as the metrics do; a test
 # reads compare's side table; bench/report_scale.py times the copying columns alone.
+from pipeline.analysis.metrics.base import _rater_names as _rater_names
+from pipeline.analysis.metrics.comparisons import Comparison, compare
 from pipeline.analysis.metrics.comparisons import _side_table as _side_table
 from pipeline.analysis.metrics.compute import compute_metrics, runs_covered
 from pipeline.analysis.metrics.items import Item, constraint_items, items_to_annotate
-from pipeline.analysis.metrics.labels import (
-    AnnotatorAgreement,
-    Validation,
-    annotator_agreement,
-    metric_validation,
-    validate_labels,
-)
-from pipeline.analysis.metrics.sql import _rater_names as _rater_names
 from pipeline.analysis.metrics.text_columns import _add_copying as _add_copying
 from pipeline.analysis.metrics.win_rates import WinRate, naturalness_rates
 
 __all__ = [
-    "annotator_agreement",
-    "AnnotatorAgreement",
     "compare",
     "Comparison",
     "compute_metrics",
@@ -112,13 +100,10 @@ __all__ = [
     "items_to_annotate",
     "JudgeAgreement",
     "LABELS",
-    "metric_validation",
     "Metrics",
     "naturalness_rates",
     "Row",
     "runs_covered",
     "superficial_share",
-    "validate_labels",
-    "Validation",
     "WinRate",
 ]

@@ -4,31 +4,18 @@ Group, JudgeAgreement, Metrics)."""
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pipeline.analysis.stats import NAN_INTERVAL, Interval
+from pipeline.store.metrics import Filters as Filters  # the selection is a query: it lives in the store
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
 
 
 LABELS = ("integrated", "superficial", "ambiguous")
-
-
-@dataclass(frozen=True)
-class Filters:
-    run: str | None = None  # instructions.run_id
-    instruction: int | None = None  # one instruction (the app's per-instruction screens)
-    domain: str | None = None
-    condition: str | None = None
-    models: tuple[str, ...] | None = None  # models under test (the response's writer)
-    mode: str | None = None  # direct | edit
-    judges: tuple[str, ...] | None = None
-    judging_mode: str | None = None  # batched | per_constraint
-    # Only these responses (and their summaries): per-item questions about a few hundred labelled
-    # items (pipeline.analysis.validation) need not pivot every verdict of the store.
-    responses: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -73,6 +60,14 @@ class Row:
 
 
 _ROW_COLUMNS = [f.name for f in fields(Row) if f.name not in ("extra", "satisfied_by", "flipped_by", "superficial")]
+
+
+def _rater_names(raters: Sequence[tuple[str, str]]) -> list[str]:
+    """A judge's name, or "judge [mode]" when the judge appears in both judging modes."""
+    modes_per_judge: dict[str, int] = defaultdict(int)
+    for judge, _ in raters:
+        modes_per_judge[judge] += 1
+    return [judge if modes_per_judge[judge] == 1 else f"{judge} [{mode}]" for judge, mode in raters]
 
 
 def superficial_share(satisfied_by: Sequence[float], flipped_by: Sequence[float]) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from pipeline.analysis.metrics.base import Metrics, _SideTable
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, PairedTest, paired_test
+from pipeline.core.definitions import DEFAULT_RATIO
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class Comparison:
                 "metric": self.metric, "ratio": self.ratio, **self.test.as_dict(), "p_holm": self.p_holm}
 
 
-def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: float | None = 0.25,
+def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: float | None = DEFAULT_RATIO,
             n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[Comparison]:
     """Paired tests of ``a`` against ``b``: two models (units: the same instructions, per domain,
     condition and mode), two conditions (units: the same reference article A, per domain, model
@@ -74,6 +76,7 @@ def _side_table(metrics: Metrics, by: str, ratio: float | None) -> tuple[_SideTa
         rows, ratio = metrics.response_rows(), None
     table: _SideTable = defaultdict(lambda: defaultdict(dict))
     several_modes = len({r.mode for r in rows}) > 1
+    unit: Hashable  # a pair of references, one reference, or ("instruction", id)
     for position, row in enumerate(rows):
         mode = f"/{row.mode}" if several_modes and row.mode else ""
         # A pair of references built by several runs is one unit, as in the groups (_pair_units).

@@ -4,8 +4,6 @@ embedding similarity."""
 from __future__ import annotations
 
 import math
-import sqlite3
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -13,35 +11,17 @@ import numpy as np
 
 from pipeline.analysis import copying
 from pipeline.analysis.metrics.base import Row
+from pipeline.store import metrics as reads
+from pipeline.store.constraints import active_constraints_of
 
 if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
     from pipeline.store.database import Store
 
 
-def _texts(store: Store, hashes: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    unique = [h for h in dict.fromkeys(hashes) if h]
-    for start in range(0, len(unique), 500):
-        chunk = unique[start : start + 500]
-        out.update(store.conn.execute(
-            f"SELECT hash, body FROM texts WHERE hash IN ({','.join('?' * len(chunk))})", chunk).fetchall())
-    return out
-
-
 def _response_and_reference_hashes(store: Store, rows: list[Row]) -> tuple[dict[int, str], dict[int, str]]:
-    response_ids = sorted({r.response_id for r in rows})
-    article_ids = sorted({a for r in rows for a in (r.article_a, r.article_b) if a is not None})
-    resp: dict[int, str] = {}
-    arts: dict[int, str] = {}
-    for start in range(0, len(response_ids), 500):
-        chunk = response_ids[start : start + 500]
-        resp.update(store.conn.execute(
-            f"SELECT id, text_hash FROM generations WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall())
-    for start in range(0, len(article_ids), 500):
-        chunk = article_ids[start : start + 500]
-        arts.update(store.conn.execute(
-            f"SELECT id, text_hash FROM articles WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+    resp = reads.generation_text_hashes(store, [r.response_id for r in rows])
+    arts = reads.article_text_hashes(store, [a for r in rows for a in (r.article_a, r.article_b) if a is not None])
     return resp, arts
 
 
@@ -51,33 +31,33 @@ def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
     Counts are kept in the store's copy_stats table by the texts' hashes; only new pairs of
     texts are read and compared."""
     resp, arts = _response_and_reference_hashes(store, rows)
-    known = _stored_copy_stats(store, ngram)
+    known = reads.stored_copy_stats(store, ngram)
     needed = {(resp.get(r.response_id), arts.get(article)) for r in rows for article in (r.article_a, r.article_b)
               if article is not None}
-    missing = sorted(pair for pair in needed if all(pair) and pair not in known)
+    missing = sorted((r, a) for r, a in needed if r and a and (r, a) not in known)
     if missing:
-        bodies = _texts(store, [h for pair in missing for h in pair])
+        bodies = reads.text_bodies(store, {h for pair in missing for h in pair})
         fresh = {}
         for r, a in missing:
             if r in bodies and a in bodies:
                 stats = copying.copy_stats(bodies[r], bodies[a], ngram)
                 fresh[(r, a)] = (stats.shared_ngrams, stats.copied_words, stats.words, stats.longest)
-        _keep_copy_stats(store, ngram, fresh)
+        reads.keep_copy_stats(store, ngram, fresh)
         known.update(fresh)
+
+    def reference_hash(article: int | None) -> str | None:
+        return None if article is None else arts.get(article)
+
     per_response: dict[int, dict[str, float]] = {}
     for row in rows:
         values = per_response.get(row.response_id)
         if values is None:
             values = per_response[row.response_id] = _copy_values(
-                known, resp.get(row.response_id), (("a", arts.get(row.article_a)), ("b", arts.get(row.article_b))))
+                known, resp.get(row.response_id), (("a", reference_hash(row.article_a)), ("b", reference_hash(row.article_b))))
         row.extra.update(values)
 
 
-# (response hash, reference hash) -> (shared n-grams, copied words, words, longest span)
-_CopyCounts = dict[tuple[str, str], tuple[int, int, int, int]]
-
-
-def _copy_values(known: _CopyCounts, r_hash: str | None,
+def _copy_values(known: reads.CopyCounts, r_hash: str | None,
                  references: Sequence[tuple[str, str | None]]) -> dict[str, float]:
     values: dict[str, float] = {}
     longest = 0
@@ -94,48 +74,15 @@ def _copy_values(known: _CopyCounts, r_hash: str | None,
     return values
 
 
-def _stored_copy_stats(store: Store, ngram: int) -> _CopyCounts:
-    return {(r, a): (shared, copied, words, longest) for r, a, shared, copied, words, longest in store.conn.execute(
-        "SELECT text_hash, reference_hash, shared_ngrams, copied_words, words, longest FROM copy_stats"
-        " WHERE ngram = ?", (ngram,))}
-
-
-def _keep_copy_stats(store: Store, ngram: int, fresh: _CopyCounts) -> None:
-    """Store new counts; a read-only store, or a caller's open transaction, just goes without."""
-    conn = store.conn
-    if not fresh or conn.in_transaction:
-        return
-    try:
-        with conn:
-            conn.executemany(
-                "INSERT OR IGNORE INTO copy_stats(text_hash, reference_hash, ngram, shared_ngrams, copied_words,"
-                " words, longest) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(r, a, ngram, *counts) for (r, a), counts in fresh.items()])
-    except sqlite3.OperationalError as exc:
-        if "readonly" not in str(exc):
-            raise
-
-
-def _active_constraints(store: Store, instruction_ids: Sequence[int]) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = defaultdict(list)
-    ids = sorted(set(instruction_ids))
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        for iid, text in store.conn.execute(
-            f"SELECT instruction_id, text FROM constraints WHERE active = 1 AND instruction_id IN"
-            f" ({','.join('?' * len(chunk))}) ORDER BY instruction_id, position, id", chunk):
-            out[iid].append(text)
-    return out
-
-
 def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
     """sim_ref_a / sim_ref_b (cosine), lex_ref_a / lex_ref_b (lexical overlap) per instruction;
     sim_response (mean over constraints of the max cosine over response sentences) per response."""
     from pipeline.analysis.embeddings import embed_texts
 
     resp, arts = _response_and_reference_hashes(store, rows)
-    bodies = _texts(store, [*resp.values(), *arts.values()])
-    constraints = _active_constraints(store, [r.instruction_id for r in rows])
+    bodies = reads.text_bodies(store, {*resp.values(), *arts.values()})
+    constraints = {iid: [c.text for c in active] for iid, active in
+                   active_constraints_of(store, [r.instruction_id for r in rows]).items()}
     sentences = {rid: copying.split_sentences(bodies.get(h, "")) for rid, h in resp.items()}
     # One embedding call for every distinct text: the cache makes repeats free anyway.
     all_texts = list(dict.fromkeys(

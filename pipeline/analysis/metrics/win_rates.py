@@ -10,6 +10,7 @@ import numpy as np
 
 from pipeline.analysis.metrics.base import CONDITION_ORDER, Filters
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, bootstrap_mean
+from pipeline.store.metrics import naturalness_judgments
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
@@ -53,20 +54,7 @@ def naturalness_rates(store: Store, filters: Filters | None = None, *, n_resampl
     """Win rates of each condition's constraint sets in the pairwise naturalness judgments, with
     the judges' position bias and the agreement between the two orders of each comparison."""
     f = filters or Filters()
-    where, params = [], []
-    if f.run is not None:
-        # A human-written set is imported outside any build run: keep pairs where either side is in it.
-        where.append("(ia.run_id = ? OR ib.run_id = ?)")
-        params += [f.run, f.run]
-    if f.domain is not None:
-        where.append("ia.domain = ?")
-        params.append(f.domain)
-    rows = store.conn.execute(
-        "SELECT ia.condition, ib.condition, n.instruction_a, n.instruction_b, n.shown_first, n.winner, n.judge"
-        " FROM naturalness n JOIN instructions ia ON ia.id = n.instruction_a"
-        " JOIN instructions ib ON ib.id = n.instruction_b" + (" WHERE " + " AND ".join(where) if where else ""),
-        params,
-    ).fetchall()
+    rows = naturalness_judgments(store, run=f.run, domain=f.domain)
     scores: dict[tuple[str, str], list[float]] = defaultdict(list)
     first: dict[tuple[str, str], list[float]] = defaultdict(list)
     # (condition, opponent) -> (judge, a, b) -> {shown first: winner}

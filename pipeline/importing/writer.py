@@ -1,0 +1,146 @@
+"""The writer every format shares: it puts one import's rows into the store inside the caller's
+transaction, finds each row again by what it is (so importing the same file twice adds nothing),
+and counts what it adds and skips. A row stored before with other content is a ValueError (the
+row's problem), never a silent overwrite."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pipeline.importing.common import ImportFailed, ImportOptions, ImportSummary, Problems
+from pipeline.store import imports
+from pipeline.store.articles import insert_article
+from pipeline.store.constraints import active_constraints
+from pipeline.store.database import Store, now
+from pipeline.store.generations import generation_text, stored_response
+from pipeline.store.instructions import set_base_generation
+from pipeline.store.verdicts import NewVerdict, put_verdicts, verdicts_by_constraint
+
+IMPORT_JUDGING_MODE = "batched"  # the research code judges all constraints of a text in one call
+_LABELS = {"base": "base article", "response": "response", "summary": "summary"}
+_ADDED = {"base": "base articles", "response": "responses", "summary": "summaries"}
+
+
+class ImportWriter:
+    """Writes one import inside the caller's transaction, counting what it adds and skips."""
+
+    def __init__(self, store: Store, summary: ImportSummary, problems: Problems) -> None:
+        self.store, self.summary, self.problems = store, summary, problems
+        self.stamp = now()
+        self.new_instructions: list[int] = []
+
+    def run(self, options: ImportOptions, name: str, extra: dict[str, Any]) -> None:
+        run_id = self.summary.run_id
+        config = json.dumps({"options": {"format": options.format, "file": str(options.path), "name": name,
+                                         **extra}}, default=str)
+        kind = imports.run_kind(self.store, run_id)
+        if kind is None:
+            imports.insert_import_run(self.store, run_id, name, config, self.stamp)
+        elif kind != imports.RUN_KIND:
+            raise ImportFailed(f"{self.store.path}: a {kind} run is named {run_id}; choose another --name")
+        else:
+            imports.touch_import_run(self.store, run_id, self.stamp)
+
+    def article(self, name: str, source_id: str, domain: str, text: str) -> int:
+        corpus = f"import:{name}"
+        stored = imports.imported_article(self.store, corpus, source_id)
+        h = self.store.put_text(text)
+        if stored is not None:
+            if stored.text_hash != h:
+                raise ValueError(f"reference {source_id} was imported before with another text")
+            self.summary.skipped["reference already imported"] += 1
+            return stored.id
+        from pipeline.core.text import count_words
+
+        article_id = insert_article(self.store, corpus=corpus, domain=domain, source_id=source_id, title="", text_hash=h,
+                                    words=count_words(text), status=imports.REFERENCE_STATUS, duplicate_of=None,
+                                    imported_at=self.stamp)
+        self.summary.added["references"] += 1
+        return article_id
+
+    def instruction(self, source_id: str, *, domain: str, condition: str, task: str, constraints: list[str],
+                    article_a: int | None, article_b: int | None) -> int:
+        run_id = self.summary.run_id
+        stored = imports.imported_instruction(self.store, run_id, source_id)
+        if stored is not None:
+            texts = [c.text for c in active_constraints(self.store, stored.id)]
+            if (stored.main_task or "") != task or texts != constraints or stored.condition != condition:
+                raise ValueError(f"instruction {source_id} was imported into {run_id} before with another task, "
+                                 "constraints or condition; import the new version under another --name")
+            self.summary.skipped["instruction already imported"] += 1
+            return stored.id
+        iid = imports.insert_imported_instruction(
+            self.store, run_id=run_id, source_id=source_id, domain=domain, condition=condition, main_task=task,
+            constraints=constraints, article_a=article_a, article_b=article_b, stamp=self.stamp)
+        self.summary.added["instructions"] += 1
+        self.summary.added["constraints"] += len(constraints)
+        self.new_instructions.append(iid)
+        return iid
+
+    def generation(self, kind: str, instruction_id: int, text: str, *, model: str, mode: str = "",
+                   ratio: float | None = None, parent_id: int | None = None) -> int:
+        """A text written elsewhere: found again by what it is (kind, instruction, model, mode,
+        ratio, parent); the same text again is skipped, another text is an error."""
+        from pipeline.core.text import count_words, is_refusal
+
+        stored = imports.imported_generation(self.store, kind=kind, instruction_id=instruction_id, model=model,
+                                             mode=mode, ratio=ratio, parent_id=parent_id)
+        h = self.store.put_text(text)
+        label = _LABELS[kind]
+        if stored is not None:
+            if stored.text_hash != h:
+                raise ValueError(f"another {label} by {model!r} is stored for this instruction; import the new one "
+                                 "under another model name")
+            self.summary.skipped[f"{label} already stored"] += 1
+            return stored.id
+        words = count_words(text)
+        achieved = None
+        if kind == "summary" and parent_id is not None:
+            parent = stored_response(self.store, parent_id)  # a summary's parent is a response
+            achieved = words / parent.words if parent and parent.words else None
+        gid = imports.insert_imported_generation(
+            self.store, import_run=self.summary.run_id, kind=kind, instruction_id=instruction_id, model=model,
+            mode=mode, ratio=ratio, parent_id=parent_id, text_hash=h, words=words, achieved_ratio=achieved,
+            refusal=int(is_refusal(text)) if kind == "response" else None, stamp=self.stamp)
+        self.summary.added[_ADDED[kind]] += 1
+        if kind == "base":
+            set_base_generation(self.store, instruction_id, gid)
+        return gid
+
+    def verdicts(self, generation_id: int, instruction_id: int, judge: str, results: str) -> None:
+        """A judge's "N. Yes - quote" / "N. No - reason" lines as verdicts. A constraint the lines
+        do not mention is stored as missing (NULL), never as No, so coverage shows the gap."""
+        from pipeline.core.text import find_quote
+        from pipeline.llm.client import ReplyError
+        from pipeline.stages.judging import parse_batched_reply
+
+        constraints = [c.id for c in active_constraints(self.store, instruction_id)]
+        try:
+            items = parse_batched_reply(results, len(constraints))
+        except ReplyError as exc:
+            raise ValueError(f"no verdicts could be read ({exc})") from None
+        text = generation_text(self.store, generation_id) or ""
+        prompt = f"import:{self.summary.run_id}"
+        existing = verdicts_by_constraint(self.store, generation_id, judge, IMPORT_JUDGING_MODE, prompt)
+        new: list[NewVerdict] = []
+        for position, cid in enumerate(constraints, 1):
+            item = items.get(position)
+            verdict = None if item is None else int(item["verdict"])
+            if cid in existing:
+                if existing[cid] != verdict:
+                    raise ValueError(f"judge {judge!r}'s verdict on constraint {position} differs from the one "
+                                     "imported before; import the new results under another --name")
+                self.summary.skipped["verdict already imported"] += 1
+                continue
+            quote = (item or {}).get("quote") or None
+            match = find_quote(quote, text) if quote and verdict else None
+            new.append(NewVerdict(
+                generation_id=generation_id, constraint_id=cid, judge=judge, judging_mode=IMPORT_JUDGING_MODE,
+                prompt_hash=prompt, verdict=verdict, quote=quote,
+                reason=(item or {}).get("reason") or ("not in the imported results" if item is None else None),
+                quote_found=match.found if match else None, quote_score=match.score if match else None, call_id=None,
+                created_at=self.stamp))
+            self.summary.added["verdicts" if verdict is not None else "missing verdicts"] += 1
+        # Every constraint stored before was skipped above, so nothing here replaces a verdict.
+        put_verdicts(self.store, new)

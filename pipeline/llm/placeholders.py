@@ -1,0 +1,193 @@
+"""The dry run's placeholder replies: what a well-behaved model would answer to each prompt.
+
+``--dry-run`` (pipeline.stages.estimate) prices every call nobody answered yet and must then
+answer it, so that the stage goes on to the calls that depend on the reply: the constraints
+feed the base article, its verdicts decide what revision replaces, responses feed summaries.
+``placeholder_reply`` reads which template a request was rendered from (by its fences) and
+writes a reply of the asked shape and length:
+
+- synthesis: the asked number of constraints "Discuss <topic> from angle number i.", every
+  third marked "(easy)", which the placeholder judge finds satisfied by the base article, so
+  an eval revision is priced for a third of the constraints, as on a typical model;
+- the base article, responses and summaries: about the asked number of words; a response
+  mentions the angle of every odd-numbered requirement, and a judge says Yes to a constraint
+  whose angle the text mentions (quoting that sentence);
+- revisions replace every listed constraint; naturalness prefers the first; no contradictions.
+
+The replies are a pure function of the request. A prompt it does not recognise gets None: the
+estimator counts that unit as unpriced from there on. Never sent, never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+# Every EASY_EVERY-th placeholder constraint is one the base article satisfies.
+EASY_EVERY = 3
+_TOPICS = ("the causes of the shortfall", "the people affected", "the options on the table", "the mood of the meeting",
+           "the timeline of events", "the role of volunteers", "the views of officials", "what happens next")
+_BASE_SENTENCE = "The council met and argued about money while residents waited."
+_BASE_QUOTE = "The council met and argued about money"
+_FILLER = "People in the town kept talking about what would happen next."
+_ANGLE = re.compile(r"angle number (\d+)\b")
+
+
+def _fenced(text: str, name: str) -> bool:
+    """Does ``text`` open a fence ``<<<NAME`` on a line of its own (a defused line inside data does not)?"""
+    return re.search(rf"^<<<{name}$", text, re.MULTILINE) is not None
+
+
+def _block(text: str, name: str) -> str:
+    m = re.search(rf"^<<<{name}\n(.*?)\n{name}>>>$", text, re.DOTALL | re.MULTILINE)
+    return m.group(1) if m else ""
+
+
+def _numbered(text: str) -> list[tuple[int, str]]:
+    return [(int(m.group(1)), m.group(2)) for line in text.splitlines() if (m := re.match(r"^(\d+)\. (.*)$", line))]
+
+
+def _users(request: dict[str, Any]) -> list[str]:
+    return [str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "user"]
+
+
+def prompt_kind(request: dict[str, Any]) -> str:
+    """Which template a request was rendered from, by its fences (the first user message) and,
+    for a follow-up in the same conversation, by what the last user message asks."""
+    users = _users(request)
+    if not users:
+        return "unknown"
+    first, last = users[0], users[-1]
+    if len(users) > 1:
+        if _fenced(last, "MISSING"):
+            return "revise_missing"
+        if "more constraints" in last:
+            return "constraints_more"
+        return "format_repair"
+    checks = (
+        ("revise_eval", _fenced(first, "BASE_ARTICLE")),
+        ("revise_direct", "CONSTRAINTS TO HARDEN" in first),
+        ("synthesize_common", _fenced(first, "TEXT_A")),
+        ("naturalness", _fenced(first, "REQUEST1")),
+        ("respond_edit", _fenced(first, "DRAFT")),
+        ("respond_direct", _fenced(first, "REQUIREMENTS")),
+        ("judge_batched", _fenced(first, "TEXT") and _fenced(first, "CONSTRAINTS")),
+        ("judge_single", _fenced(first, "TEXT") and _fenced(first, "CONSTRAINT")),
+        ("summarize", _fenced(first, "TEXT") and "Summarise it in about" in first),
+        ("synthesize_single", _fenced(first, "TEXT")),
+        ("base_article", _fenced(first, "TASK")),
+        ("contradictions", "contradict" in first),
+    )
+    return next((kind for kind, hit in checks if hit), "unknown")
+
+
+def _angle(constraint: str) -> str | None:
+    m = _ANGLE.search(constraint)
+    return m.group(1) if m else None
+
+
+def _verdict(constraint: str, text: str) -> dict[str, Any]:
+    """Yes for an "(easy)" constraint, or one whose angle the text mentions (quoting its sentence)."""
+    if "(easy)" in constraint:
+        return {"verdict": "yes", "quote": _BASE_QUOTE, "reason": ""}
+    angle = _angle(constraint)
+    if angle is not None:
+        for sentence in re.split(r"(?<=\.)\s+", text):
+            if re.search(rf"angle number {angle}\b", sentence):
+                return {"verdict": "yes", "quote": sentence.strip().rstrip("."), "reason": ""}
+    return {"verdict": "no", "quote": "", "reason": "not covered"}
+
+
+def _verdict_line(i: int, v: dict[str, Any], quote_cap: int | None) -> str:
+    """One line of the lines format; under a grammar (``quote_cap``) a quote stops at its cap and a No
+    carries no reason."""
+    if v["verdict"] != "yes":
+        return f"{i}. No" if quote_cap else f"{i}. No - {v['reason'] or 'not there'}"
+    return f'{i}. Yes - "{v["quote"][:quote_cap] if quote_cap else v["quote"]}"'
+
+
+def _constraints(n: int) -> list[str]:
+    return [f"Discuss {_TOPICS[i % len(_TOPICS)]} from angle number {i}{' (easy)' if i % EASY_EVERY == 0 else ''}."
+            for i in range(1, n + 1)]
+
+
+def _response(requirements: list[tuple[int, str]], words: int, opening: str) -> str:
+    sentences = [opening] if opening else []
+    for i, text in requirements:
+        angle = _angle(text)
+        if angle is not None and i % 2 == 1:
+            sentences.append(f"This part of the story turns to angle number {angle} and what it meant for the town.")
+    while len(" ".join(sentences).split()) < words:
+        sentences.append(_FILLER)
+    return " ".join(sentences)
+
+
+def _number(pattern: str, text: str) -> int:
+    m = re.search(pattern, text)
+    if m is None:
+        raise ValueError(f"no {pattern!r} in the prompt")
+    return int(m.group(1))
+
+
+def placeholder_reply(request: dict[str, Any], *, quote_cap: int) -> str | None:
+    """The placeholder reply to an OpenAI-style chat request (``messages``, ``model``, and
+    ``grammar`` when the endpoint holds the reply to one); None when the prompt is not one it knows.
+    ``quote_cap``: the longest quote a judge's grammar lets through."""
+    kind = prompt_kind(request)
+    if kind == "unknown":
+        return None
+    users = _users(request)
+    first, last = users[0], users[-1]
+    if kind == "format_repair":  # a good model answers the original request again
+        messages = request["messages"]
+        upto = next(i for i, m in enumerate(messages) if m["role"] == "user")
+        return placeholder_reply({**request, "messages": messages[: upto + 1]}, quote_cap=quote_cap)
+    if kind in ("synthesize_common", "synthesize_single"):
+        n = _number(r"exactly (\d+) constraints", first)
+        story = re.search(r"\(story (\d+)a\)", first)
+        task = f"Write a news article about a local authority arguing over a budget gap ({story.group(1) if story else '?'})."
+        return json.dumps({"main_task": task, "constraints": _constraints(n)})
+    if kind == "constraints_more":
+        k = _number(r"Write EXACTLY (\d+) more", last)
+        return json.dumps({"constraints": [f"Add further point {j} about the wider region." for j in range(1, k + 1)]})
+    if kind == "base_article":
+        words = _number(r"about (\d+) words", last)
+        return " ".join([_BASE_SENTENCE] * max(1, words // 10))
+    if kind == "judge_batched":
+        text = _block(first, "TEXT")
+        items = _numbered(_block(first, "CONSTRAINTS"))
+        system = " ".join(str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "system")
+        if "one line per constraint" in system:  # the lines format
+            cap = quote_cap if request.get("grammar") else None
+            lines = [_verdict_line(i, _verdict(c, text), cap) + "\n" for i, c in items]
+            return "".join(lines) if cap else "".join(lines).rstrip("\n")
+        return json.dumps({"verdicts": [{"id": i, **_verdict(c, text)} for i, c in items]})
+    if kind == "judge_single":
+        return json.dumps(_verdict(_block(first, "CONSTRAINT"), _block(first, "TEXT")))
+    if kind in ("respond_direct", "respond_edit"):
+        words = _number(r"about (\d+) words", first)
+        # Each model's text for its own task: no two responses alike.
+        task = first.strip().splitlines()[0].removeprefix("Task: ").rstrip(".")
+        brief = hashlib.sha256(first.encode()).hexdigest()[:8]
+        opening = f"Brief {brief}: a text by {request.get('model', 'a model')} for the task: {task}."
+        if kind == "respond_edit":
+            opening += " " + _block(first, "DRAFT").split(".")[0] + "."
+        return _response(_numbered(_block(first, "REQUIREMENTS")), words, opening)
+    if kind == "summarize":
+        target = _number(r"Summarise it in about (\d+) words", first)
+        return " ".join(_block(first, "TEXT").split()[:target])
+    if kind == "naturalness":
+        return json.dumps({"preferred": 1, "reason": "the first reads more naturally"})
+    if kind == "revise_eval":
+        return json.dumps({"replacements": [
+            {"id": i, "constraint": "Harder: " + text.replace("(easy)", "with a contrast between two groups")}
+            for i, text in _numbered(_block(first, "TOO_EASY"))]})
+    if kind == "revise_direct":
+        return json.dumps({"replacements": [{"id": i, "constraint": "Harder: " + text}
+                                            for i, text in _numbered(_block(first, "CONSTRAINTS"))]})
+    if kind == "revise_missing":
+        return json.dumps({"replacements": [{"id": i, "constraint": "Harder again: " + t}
+                                            for i, t in _numbered(_block(last, "MISSING"))]})
+    return json.dumps({"contradictions": []})  # kind == "contradictions"

@@ -1,0 +1,108 @@
+"""Token and cost accounting: what a call costs at an endpoint's prices, and the ``Usage``
+counts a client keeps (in total, per endpoint, and per task scope with ``usage_scope``).
+
+The dry run's pricing of calls nobody answered is pipeline.stages.estimate; it prices a call
+with ``online_cost`` here and the endpoint's own ``batch_cost``."""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.core.config import Endpoint
+from pipeline.llm.call import Completion
+
+
+def online_cost(ep: Endpoint, prompt_tokens: int, completion_tokens: int) -> float:
+    """What a call sent online costs at ``ep``'s prices per million tokens."""
+    return (prompt_tokens * ep.price_prompt_per_mtok + completion_tokens * ep.price_completion_per_mtok) / 1e6
+
+
+@dataclass
+class Usage:
+    calls: int = 0  # requests actually sent and answered
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    retries: int = 0
+    failures: int = 0  # calls given up on
+    rejected: int = 0  # replies that broke the format
+    batch_calls: int = 0  # of ``calls``, those answered through a batch (priced as batch)
+    batch_cost: float = 0.0  # of ``cost``, what the batch calls cost
+    deferred: int = 0  # calls left to a batch (batch mode): asked for, not yet answered
+
+    def add(self, other: Usage) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+# Extra Usage records the calls of the current task are also counted in (see usage_scope).
+_SCOPES: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("usage_scopes", default=())
+
+
+class usage_scope:
+    """``with usage_scope(u):`` counts every call made in this task (and tasks it starts) in ``u``
+    too, so a stage can report usage per condition while calls for several run concurrently."""
+
+    def __init__(self, usage: Usage) -> None:
+        self.usage = usage
+        self._token: contextvars.Token[tuple[Usage, ...]] | None = None
+
+    def __enter__(self) -> Usage:
+        self._token = _SCOPES.set(_SCOPES.get() + (self.usage,))
+        return self.usage
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _SCOPES.reset(self._token)
+
+
+@dataclass
+class Accounts:
+    """A client's counts: ``total`` and one Usage per endpoint (a pool and each of its members)."""
+
+    total: Usage = field(default_factory=Usage)
+    by_endpoint: dict[str, Usage] = field(default_factory=dict)
+
+    def of(self, name: str) -> Usage:
+        return self.by_endpoint.setdefault(name, Usage())
+
+    def answered(self, name: str, c: Completion, *, cached: bool, scoped: bool = True) -> None:
+        """Count a call in the total, the endpoint's and the task's scopes. A pool's member
+        counts its own calls (scoped=False); the pool then counts it once for the rest."""
+        targets = (self.total, self.of(name), *_SCOPES.get()) if scoped else (self.of(name),)
+        for u in targets:
+            if cached:
+                u.cache_hits += 1
+            else:
+                u.calls += 1
+                u.prompt_tokens += c.prompt_tokens
+                u.completion_tokens += c.completion_tokens
+                u.cost += c.cost
+                if c.via == "batch":
+                    u.batch_calls += 1
+                    u.batch_cost += c.cost
+
+    def failed(self, name: str) -> None:
+        """A call given up on."""
+        self.of(name).failures += 1
+        self.total.failures += 1
+
+    def retried(self, name: str) -> None:
+        self.of(name).retries += 1
+        self.total.retries += 1
+
+    def rejected(self, name: str) -> None:
+        """A reply that broke the format."""
+        self.of(name).rejected += 1
+        self.total.rejected += 1
+
+    def deferred(self, name: str) -> None:
+        """A call left to a batch."""
+        self.of(name).deferred += 1
+        self.total.deferred += 1

@@ -1,0 +1,385 @@
+"""The store's schema: the migrations that build it, one per version.
+
+``MIGRATIONS[i]`` brings a store from version ``i`` to ``i + 1`` (``PRAGMA user_version``);
+``pipeline.store.database.open_store`` runs the ones a store lacks, each in its own transaction.
+Migrations run their own SQL (the one place outside the query modules that may).
+
+Tables (see DESIGN.md):
+  texts          every body of text, once, keyed by its sha256
+  articles       corpus articles (domain, cleaning status) -> texts
+  embeddings     one vector per (text, embedding model)
+  pairs          article A, partner B, cosine, rank, rule, next candidates
+  runs           a build or evaluation run: config (no secrets), status, accounting
+  instructions   main task + constraints for one condition of one pair/article
+  constraints    the constraints, with lineage (which one a revision replaced, and why)
+  constraint_flags  quality flags per constraint (proper noun, leak, copied n-gram ...)
+  contradictions pairs of constraints an LLM found jointly unsatisfiable
+  generations    base articles, responses, summaries -> texts
+  verdicts       judge x text x constraint: yes/no (NULL: missing, never counted), quote, quote found?
+  annotations    human labels of flipped constraints
+  validation_plans, validation_items
+                 the stratified samples people label (pipeline.analysis.validation)
+  judge_plans, judge_items, text_labels
+                 people's own Yes/No on constraints and texts, to validate the judges
+                 (pipeline.analysis.judge_validation)
+  naturalness    pairwise preferences between constraint sets
+  llm_calls      every finished LLM call; the cache
+  batches, batch_requests
+                 calls deferred to a provider's batch API or vLLM's run_batch, and their results
+  text_scores, text_agreement, text_scores_stale
+                 per-text verdict totals for the metrics, kept fresh (pipeline.store.scores)
+  copy_stats     copied n-grams of a response against a reference, by the texts' hashes
+
+Imported work (pipeline.importing.importer) lives in the same tables: a run of kind ``import``,
+instructions with their ``source_id``, generations with their ``import_run``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    db["texts"].create({"hash": str, "body": str}, pk="hash")
+    db["articles"].create(
+        {
+            "id": int,
+            "corpus": str,
+            "domain": str,
+            "source_id": str,
+            "title": str,
+            "text_hash": str,
+            "words": int,
+            "status": str,  # kept | duplicate | near_duplicate | too_short | too_long | pending (near-dup check due)
+            "duplicate_of": int,
+            "imported_at": str,
+        },
+        pk="id",
+        foreign_keys=[("text_hash", "texts", "hash")],
+    )
+    db["articles"].create_index(["corpus", "source_id"], unique=True)
+    db["articles"].create_index(["domain", "status"])
+    db["embeddings"].create(
+        {"text_hash": str, "model": str, "dim": int, "vector": bytes},
+        pk=("text_hash", "model"),
+    )
+    db["pairs"].create(
+        {
+            "id": int,
+            "domain": str,
+            "rule": str,  # paper | research
+            "params": str,  # JSON: thresholds, model
+            "article_a": int,
+            "article_b": int,
+            "cosine": float,
+            "rank": int,  # partner's rank among A's neighbours (1 = most similar)
+            "candidates": str,  # JSON: [{"article": id, "cosine": c}, ...] next candidates
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("article_a", "articles", "id"), ("article_b", "articles", "id")],
+    )
+    db["pairs"].create_index(["domain", "rule", "article_a"], unique=True)
+    db["runs"].create(
+        {
+            "id": str,
+            "kind": str,  # build | evaluate | naturalness
+            "name": str,
+            "config": str,  # JSON, never holds key values
+            "status": str,  # running | paused | done | failed | interrupted (its process was gone)
+            "started_at": str,
+            "finished_at": str,
+            "calls": int,
+            "cache_hits": int,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost": float,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["instructions"].create(
+        {
+            "id": int,
+            "run_id": str,
+            "domain": str,
+            "condition": str,  # single | none | direct | eval
+            "pair_id": int,
+            "article_a": int,
+            "article_b": int,
+            "main_task": str,
+            "n_constraints": int,
+            "status": str,  # pending | synthesized | base_judged | done | failed
+            "error": str,
+            "base_generation_id": int,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["instructions"].create_index(["run_id", "condition", "article_a", "article_b"], unique=True)
+    db["instructions"].create_index(["domain", "condition"])
+    db["constraints"].create(
+        {
+            "id": int,
+            "instruction_id": int,
+            "position": int,  # 1-based place in the final list; NULL when replaced
+            "text": str,
+            "origin": str,  # synthesized | revised
+            "active": int,  # 1 = part of the final list
+            "replaces_id": int,  # the constraint this one replaced
+            "source_id": int,  # the shared common-synthesis constraint this one is a copy of
+            "replaced_reason": str,  # why the replaced one went: "too easy: base article satisfied it"
+            "base_verdict": int,  # the base article's verdict on this constraint
+            "base_quote": str,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("instruction_id", "instructions", "id")],
+    )
+    db["constraints"].create_index(["instruction_id", "active", "position"])
+    db["constraint_flags"].create(
+        {"constraint_id": int, "flag": str, "detail": str},
+        pk=("constraint_id", "flag"),
+        foreign_keys=[("constraint_id", "constraints", "id")],
+    )
+    db["constraint_flags"].create_index(["flag"])
+    db["contradictions"].create(
+        {"instruction_id": int, "constraint_a": int, "constraint_b": int, "reason": str},
+        pk=("instruction_id", "constraint_a", "constraint_b"),
+    )
+    db["generations"].create(
+        {
+            "id": int,
+            "kind": str,  # base | response | summary
+            "instruction_id": int,
+            "model": str,  # endpoint/model name of the writer
+            "mode": str,  # direct | edit ('' for base and summaries)
+            "ratio": float,  # summaries: target share of the response's words
+            "parent_id": int,  # summaries: the response summarised
+            "text_hash": str,
+            "words": int,
+            "achieved_ratio": float,
+            "call_id": int,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("instruction_id", "instructions", "id"), ("text_hash", "texts", "hash")],
+    )
+    db["generations"].create_index(
+        ["kind", "instruction_id", "model", "mode", "ratio", "parent_id"], unique=True
+    )
+    db["verdicts"].create(
+        {
+            "id": int,
+            "generation_id": int,
+            "constraint_id": int,
+            "judge": str,
+            "judging_mode": str,  # batched | per_constraint
+            "prompt_hash": str,  # the judge template's hash: a new prompt judges anew
+            "verdict": int,  # 1 yes, 0 no
+            "quote": str,
+            "reason": str,
+            "quote_found": str,  # exact | fuzzy | missing | NULL (no quote)
+            "quote_score": float,
+            "call_id": int,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[
+            ("generation_id", "generations", "id"),
+            ("constraint_id", "constraints", "id"),
+        ],
+    )
+    db["verdicts"].create_index(
+        ["generation_id", "constraint_id", "judge", "judging_mode", "prompt_hash"], unique=True
+    )
+    db["verdicts"].create_index(["constraint_id"])
+    db["annotations"].create(
+        {
+            "id": int,
+            "constraint_id": int,
+            "generation_id": int,  # the response whose summary flipped
+            "annotator": str,
+            "label": str,  # integrated | superficial | ambiguous
+            "note": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["annotations"].create_index(["constraint_id", "generation_id", "annotator"], unique=True)
+    db["naturalness"].create(
+        {
+            "id": int,
+            "judge": str,
+            "instruction_a": int,
+            "instruction_b": int,
+            "shown_first": int,  # which instruction the judge saw first
+            "winner": int,  # instruction id, or NULL for a tie
+            "reason": str,
+            "call_id": int,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["naturalness"].create_index(["judge", "instruction_a", "instruction_b"], unique=True)
+    db["llm_calls"].create(
+        {
+            "id": int,
+            "cache_key": str,
+            "endpoint": str,
+            "model": str,
+            "template": str,
+            "template_hash": str,
+            "request": str,  # JSON: messages and parameters (no key)
+            "response": str,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost": float,
+            "latency_s": float,
+            "run_id": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["llm_calls"].create_index(["cache_key"], unique=True)
+    db["llm_calls"].create_index(["run_id"])
+
+
+def _v2(db: sqlite_utils.Database) -> None:
+    """Derived data that keeps reports fast at scale: per-text verdict totals kept current
+    (pipeline.store.scores) and copy statistics computed once."""
+    from pipeline.store.scores import create_tables
+
+    create_tables(db.conn)
+    # Keyed by the two texts' hashes: a text never changes, so an entry never goes stale.
+    db["copy_stats"].create(
+        {"text_hash": str, "reference_hash": str, "ngram": int, "shared_ngrams": int, "copied_words": int,
+         "words": int, "longest": int},
+        pk=("text_hash", "reference_hash", "ngram"),
+        if_not_exists=True,
+    )
+
+
+def _v3(db: sqlite_utils.Database) -> None:
+    """Rescore every judged text: ``text_items.flipped`` now counts only the raters who judged
+    an item on both the response and its summary (pipeline.store.scores.item_outcome_sql), as every
+    other consumer does; totals kept under the old rule would disagree with them.
+
+    And naturalness judgments are kept per order: a pair is judged with each set shown first
+    (pipeline.stages.naturalness), so the order is part of the key."""
+    db.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts")
+    db.conn.execute("DROP INDEX IF EXISTS idx_naturalness_judge_instruction_a_instruction_b")
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS idx_naturalness_judge_pair_order"
+                    " ON naturalness(judge, instruction_a, instruction_b, shown_first)")
+
+
+# The reason a missing verdict was once stored with (as a No); judging still records it.
+UNANSWERED = "no verdict from the judge"
+
+
+def _v4(db: sqlite_utils.Database) -> None:
+    """Missing is not No: a verdict the judge never gave was stored as No with the reason
+    ``UNANSWERED``; it becomes NULL (missing), left out of every rate. The update
+    triggers of pipeline.store.scores mark those texts for rescoring. Runs record the process that
+    runs them (pid, host), so a run whose process is gone can be marked interrupted."""
+    db.conn.execute("UPDATE verdicts SET verdict = NULL WHERE call_id IS NULL AND reason = ? AND verdict = 0",
+                    (UNANSWERED,))
+    # Small (only missing verdicts): finds the raters a coverage figure expects without a scan.
+    db.conn.execute("CREATE INDEX IF NOT EXISTS verdicts_missing ON verdicts(generation_id, judge, judging_mode)"
+                    " WHERE verdict IS NULL")
+    for column in ("pid", "host"):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, int if column == "pid" else str)
+    # A response that refuses the task is the model's answer, kept and flagged (pipeline.llm.contract).
+    if "refusal" not in db["generations"].columns_dict:
+        db["generations"].add_column("refusal", int)
+    _flag_refusals(db.conn)
+
+
+def _flag_refusals(conn: sqlite3.Connection) -> None:
+    from pipeline.core.text import is_refusal
+
+    rows = conn.execute("SELECT g.id, t.body FROM generations g JOIN texts t ON t.hash = g.text_hash"
+                        " WHERE g.kind = 'response' AND g.refusal IS NULL AND g.words <= 200").fetchall()
+    flags = [(int(is_refusal(body)), gid) for gid, body in rows]
+    conn.executemany("UPDATE generations SET refusal = ? WHERE id = ?", flags)
+    # Longer responses cannot be refusals (pipeline.llm.contract.REFUSAL_MAX_WORDS): no need to read them.
+    conn.execute("UPDATE generations SET refusal = 0 WHERE kind = 'response' AND refusal IS NULL")
+
+
+def _v5(db: sqlite_utils.Database) -> None:
+    """Imports (pipeline.importing.importer): an imported instruction keeps its id in the source file
+    (``instructions.source_id``), unique within its import run, so importing the same file again
+    finds it instead of adding it twice; a text written elsewhere (a response, a summary, a base
+    article) records the import run it came from (``generations.import_run``), so evaluation
+    summarises and judges it without asking an endpoint to write it."""
+    if "source_id" not in db["instructions"].columns_dict:
+        db["instructions"].add_column("source_id", str)
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS instructions_source ON instructions(run_id, source_id)"
+                    " WHERE source_id IS NOT NULL")
+    if "import_run" not in db["generations"].columns_dict:
+        db["generations"].add_column("import_run", str)
+
+
+def _v6(db: sqlite_utils.Database) -> None:
+    """Validation plans (pipeline.analysis.validation): the seeded, stratified sample of (constraint,
+    response) items people label, stored so that the app, the sheets and the report all use
+    exactly the same items. ``params`` holds each stratum's population and drawn count, which
+    the report's weights need."""
+    db.conn.execute("CREATE TABLE IF NOT EXISTS validation_plans(name TEXT PRIMARY KEY, ratio REAL NOT NULL,"
+                    " seed INTEGER NOT NULL, run TEXT, params TEXT NOT NULL, created_at TEXT)")
+    db.conn.execute("CREATE TABLE IF NOT EXISTS validation_items(plan TEXT NOT NULL, position INTEGER NOT NULL,"
+                    " constraint_id INTEGER NOT NULL, response_id INTEGER NOT NULL, summary_id INTEGER NOT NULL,"
+                    " instruction_id INTEGER NOT NULL, domain TEXT NOT NULL, stratum TEXT NOT NULL,"
+                    " PRIMARY KEY (plan, constraint_id, response_id))")
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS validation_items_order ON validation_items(plan, position)")
+    # Judge validation (pipeline.analysis.judge_validation): a sample of (constraint, text) items, texts
+    # being responses and summaries, and people's own Yes/No on them, blind to the judges.
+    db.conn.execute("CREATE TABLE IF NOT EXISTS judge_plans(name TEXT PRIMARY KEY, ratio REAL NOT NULL,"
+                    " seed INTEGER NOT NULL, run TEXT, params TEXT NOT NULL, created_at TEXT)")
+    db.conn.execute("CREATE TABLE IF NOT EXISTS judge_items(plan TEXT NOT NULL, position INTEGER NOT NULL,"
+                    " constraint_id INTEGER NOT NULL, generation_id INTEGER NOT NULL, text_kind TEXT NOT NULL,"
+                    " instruction_id INTEGER NOT NULL, domain TEXT NOT NULL, PRIMARY KEY (plan, constraint_id, generation_id))")
+    db.conn.execute("CREATE TABLE IF NOT EXISTS text_labels(id INTEGER PRIMARY KEY, constraint_id INTEGER NOT NULL,"
+                    " generation_id INTEGER NOT NULL, annotator TEXT NOT NULL, label INTEGER NOT NULL,"
+                    " note TEXT, created_at TEXT, UNIQUE (constraint_id, generation_id, annotator))")  # label: 1 yes, 0 no
+
+
+def _v7(db: sqlite_utils.Database) -> None:
+    """Batch mode (pipeline.llm.batch). ``batch_requests``: calls a stage deferred to a batch, one per
+    cache key (so nothing is asked twice), with the result once collected; ``batches``: each
+    batch sent to a provider or exported for vLLM, with its state. Cached calls record how they
+    were paid (``via``: online or batch), and runs what they paid in batch."""
+    db["batches"].create(
+        {"id": str, "kind": str, "endpoint": str, "remote_id": str, "input_file_id": str, "output_file_id": str,
+         "error_file_id": str, "path": str, "state": str, "requests": int, "completed": int, "failed": int,
+         "error": str, "pid": int, "host": str, "created_at": str, "updated_at": str, "collected_at": str},
+        pk="id", if_not_exists=True,
+    )
+    db["batch_requests"].create(
+        {"id": int, "cache_key": str, "endpoint": str, "template": str, "template_hash": str,
+         "request": str,  # JSON: messages and parameters, as sent (the row goes once the result is cached)
+         "status": str,  # pending | submitted | done | failed | online
+         "batch_id": str, "response": str, "prompt_tokens": int, "completion_tokens": int, "cost": float,
+         "error": str, "run_id": str, "created_at": str, "updated_at": str},
+        pk="id", if_not_exists=True,
+    )
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS batch_requests_key ON batch_requests(cache_key)")
+    db.conn.execute("CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests(batch_id, status)")
+    db.conn.execute("CREATE INDEX IF NOT EXISTS batch_requests_status ON batch_requests(status, endpoint)")
+    if "via" not in db["llm_calls"].columns_dict:
+        db["llm_calls"].add_column("via", str)  # NULL: online (every call before batch mode)
+    for column in ("batch_calls", "batch_cost"):
+        if column not in db["runs"].columns_dict:
+            db["runs"].add_column(column, int if column == "batch_calls" else float, not_null_default=0)
+
+
+# Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+SCHEMA_VERSION = len(MIGRATIONS)
