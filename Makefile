@@ -16,7 +16,13 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test test-fast demo bench clean-venv
+# The browser tests drive Debian's Chromium through Playwright (Playwright's own browser
+# download cannot run here). Installing a system package needs root: anyone else is told the
+# one command to run. CHROMIUM is a variable so a test can point it at a missing file.
+CHROMIUM ?= /usr/bin/chromium
+CHROMIUM_INSTALL := apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+
+.PHONY: install browser test test-fast demo bench clean-venv
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -39,12 +45,24 @@ $(STAMP): pyproject.toml requirements/models.txt $(LLAMA_WHEEL_STAMP) | $(PY)
 
 install: $(STAMP)
 
-test: $(STAMP)
+browser:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "$(CHROMIUM) is missing: installing Debian's chromium package for the browser tests"; \
+			$(CHROMIUM_INSTALL); \
+		else \
+			echo "$(CHROMIUM) is missing; the browser tests need it. Run as root, then make test again:" >&2; \
+			echo "  sudo sh -c '$(CHROMIUM_INSTALL)'" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+test: $(STAMP) browser
 	$(VENV)/bin/ruff check pipeline unspecific_tui tests bench
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) browser
 	$(PY) -m pytest -q -m "not real_model and not real_embeddings"
 
 demo: $(STAMP)

@@ -3,7 +3,8 @@
 25 pairs x 4 conditions (100 instructions) x 39 constraints, 2 models under test, 2 judges,
 one summary ratio, with 15% of requests answered by a fault (429, 500, a hang past the
 client's timeout, a truncated body, prose instead of the contract, an empty reply, and with
-200 OK: junk text, truncated JSON, a refusal, an error message echoing the key sent). Run first
+200 OK: junk text (symbols, words wrapped in symbols, one word over and over, lorem ipsum),
+truncated JSON, a refusal, an error message echoing the key sent). Run first
 fault-free (what the work needs: calls and wall time), then with faults, each resumed the
 documented way (the same command again) while anything failed. Prints:
 
@@ -37,7 +38,7 @@ from tests.fakes.fake_server import (  # noqa: E402
     ALL_FAULT_KINDS,
     ECHO_KEY_TEXT,
     FAULT_KINDS,
-    JUNK_TEXT,
+    JUNK_TEXTS,
     REFUSAL_TEXT,
     TRUNCATED_JSON,
     FakeOpenAIServer,
@@ -78,13 +79,27 @@ def run(args: argparse.Namespace, folder: Path, name: str, fault_rate: float) ->
     return {"store": store, "wall": wall, "cpu": cpu, "calls": calls, "faults": faults, "rows": rows, "passes": passes}
 
 
+def _junk_match() -> tuple[str, list[str]]:
+    """The SQL condition on ``body`` a result taken from junk meets, and its parameters: it holds
+    a junk reply's opening (a summary, the first words of its response); the truncated JSON only
+    whole, as it opens every good reply too. instr, not LIKE: the junk's "%" are LIKE's wildcards."""
+    markers = [text[:24] for text in JUNK_TEXTS.values()] + [ECHO_KEY_TEXT.split("{key}")[0]]
+    return " OR ".join(["instr(body, ?) > 0"] * len(markers)) + " OR body = ?", [*markers, TRUNCATED_JSON]
+
+
+def junk_examples(store, limit: int = 3) -> list[str]:  # noqa: ANN001
+    """The first results taken from junk, as stored, to see what passed."""
+    like, params = _junk_match()
+    rows = store.query(f"SELECT g.kind || ' ' || g.model AS what, t.body FROM generations g JOIN texts t"
+                       f" ON t.hash = g.text_hash WHERE {like} LIMIT {limit}", params)
+    return [f"{r['what']}: {r['body'][:160]!r}" for r in rows]
+
+
 def junk_accepted(store) -> dict[str, int]:  # noqa: ANN001
     """Results taken from a junk reply, by where they sit; and the refusals kept as answers."""
     from pipeline.llm.contract import is_refusal
 
-    echo = ECHO_KEY_TEXT.split("{key}")[0]
-    like = "body LIKE ? OR body LIKE ? OR body = ?"  # the truncated JSON only whole: it opens every good reply too
-    params = [f"%{JUNK_TEXT[:12]}%", f"%{echo}%", TRUNCATED_JSON]
+    like, params = _junk_match()
     out = {
         "texts holding junk": store.scalar(
             f"SELECT count(*) FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE {like}", params),
@@ -174,8 +189,15 @@ def main() -> int:
         diff_gen = [k for k in ref["generations"] if got["generations"].get(k) != ref["generations"][k]]
         prose_gen = [k for k in diff_gen if got["generations"].get(k) in prose]
         followers = [k for k in diff_gen if k not in prose_gen and any(k.endswith("/" + p) for p in prose_gen)]
-        unexplained = len(diff_gen) - len(prose_gen) - len(followers)
-        tainted = set(prose_gen) | set(followers)
+        # A summary whose first asks were junk twice (the ask and its repair round) goes down the
+        # chain (shorten, then section by section): a good summary, written by another prompt.
+        fallback = {h for (h,) in soak["store"].conn.execute(
+            "SELECT g.text_hash FROM generations g JOIN llm_calls c ON c.id = g.call_id JOIN texts t"
+            " ON t.hash = g.text_hash WHERE g.kind = 'summary' AND (c.template != 'summarize' OR c.response != t.body)")}
+        by_chain = [k for k in diff_gen if k not in prose_gen and k not in followers
+                    and got["generations"].get(k) in fallback]
+        unexplained = len(diff_gen) - len(prose_gen) - len(followers) - len(by_chain)
+        tainted = set(prose_gen) | set(followers) | set(by_chain)
         diff_other = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v and k.split("|")[0] not in tainted)
         diff_verdicts = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v)
         same_build = got["instructions"] == ref["instructions"] and got["constraints"] == ref["constraints"]
@@ -194,6 +216,8 @@ def main() -> int:
         print(f"coverage (report):            {coverage.judged}/{coverage.expected} = {coverage.rate:.4f}")
         print(f"junk accepted:                {accepted}  (target 0: "
               + ", ".join(f"{k} {v}" for k, v in junk.items() if not k.startswith("_")) + ")")
+        for example in junk_examples(soak["store"]) if accepted else []:
+            print(f"  junk taken: {example}")
         print(f"refusals of models under test kept and flagged: {junk['_refusals kept and flagged']}")
         print(f"keys leaked into the store:   {len(leaked)}  (target 0{': ' + ', '.join(leaked) if leaked else ''})")
         print(f"calls made / calls needed:    {soak['calls']}/{clean['calls']} = {soak['calls'] / clean['calls']:.3f}")
@@ -203,8 +227,8 @@ def main() -> int:
               f"(this process, fake server included: less sensitive to other load)")
         print(f"build identical to fault-free: {same_build}")
         print(f"generations differing from fault-free: {len(diff_gen)} = {len(prose_gen)} prose or refusals a model "
-              f"under test answered with (its answer, kept) + {len(followers)} summaries of those + {unexplained} "
-              "unexplained")
+              f"under test answered with (its answer, kept) + {len(followers)} summaries of those + {len(by_chain)} "
+              f"summaries written down the chain after junk twice + {unexplained} unexplained")
         print(f"verdicts differing: {diff_verdicts} of {len(ref['verdicts'])}, {diff_other} of them on texts that do not differ")
         clean["store"].close()
         soak["store"].close()

@@ -1,7 +1,8 @@
 """Headless Chromium for tests: Debian's /usr/bin/chromium driven by Playwright for Python.
 
-Playwright's own browser download cannot run here, so the browser is the system's; `.ci/run`
-installs it. A missing browser fails the test with how to get it, never a silent skip.
+Playwright's own browser download cannot run here, so the browser is the system's; `make test`
+installs it first (its `browser` target). A missing browser fails the test with how to get it,
+never a silent skip.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
 def require_chromium() -> Path:
     if not CHROMIUM.exists():
         raise AssertionError(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install chromium);"
-                             " .ci/run installs it before the tests")
+                             " `make browser` (a step of `make test`) installs it")
     return CHROMIUM
 
 

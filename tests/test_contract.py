@@ -12,6 +12,7 @@ from pipeline.llm.client import LLMClient
 from pipeline.llm.contract import is_refusal, prose_problem
 from pipeline.stages.generation import respond, summarize
 from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
+from tests.fakes.prose import prose
 
 RESPONSE = " ".join(["The harbour festival drew crowds to the quay at dawn."] * 20)  # 200 words
 JUNK = "%%%garbage%%% ### @@@ 0x00 ~~~"
@@ -58,11 +59,10 @@ async def _response(store, server):
     return client, gid
 
 
-@pytest.mark.parametrize("bad", [JUNK, " ".join(["gist"] * 5), REFUSAL, " ".join(["long"] * 90)],
-                         ids=["junk", "5 words for 50", "refusal", "90 words for 50"])
-async def test_a_bad_summary_is_asked_again_as_shorten_and_never_cached(store, bad):
+@pytest.mark.parametrize("bad", [prose(5, 3), prose(90, 1)], ids=["5 words for 50", "90 words for 50"])
+async def test_a_summary_of_the_wrong_length_is_asked_again_as_shorten_and_never_cached(store, bad):
     _setup(store)
-    good = " ".join(["gist"] * 48)
+    good = prose(48, 3)
     with FakeOpenAIServer() as server:
         client, gid = await _response(store, server)
         server.push(bad, good)
@@ -74,16 +74,34 @@ async def test_a_bad_summary_is_asked_again_as_shorten_and_never_cached(store, b
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [bad]) == 0
 
 
+@pytest.mark.parametrize("bad", [JUNK, REFUSAL], ids=["junk", "refusal"])
+async def test_a_junk_summary_is_asked_again_with_the_reply_quoted_and_never_cached(store, bad):
+    """Junk is an endpoint in trouble, not a length the model cannot keep: the same prompt again,
+    the reply quoted (a repair round), not the next prompt of the chain."""
+    _setup(store)
+    good = prose(48, 3)
+    with FakeOpenAIServer() as server:
+        client, gid = await _response(store, server)
+        server.push(bad, good)
+        sid, _ = await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+        again = server.requests[2]["messages"]
+    assert "Summarise it in about 50 words" in again[1]["content"] and again[-2] == {"role": "assistant", "content": bad}
+    assert "cannot be used" in again[-1]["content"]
+    assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [sid])) == good
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [bad]) == 0
+
+
 async def test_a_summary_bad_twice_fails_and_leaves_nothing_behind(store):
     _setup(store)
     with FakeOpenAIServer() as server:
         client, gid = await _response(store, server)
-        server.push(JUNK, JUNK)  # asked to summarise, then to shorten
+        server.push(JUNK, JUNK, JUNK, JUNK)  # asked to summarise, then to shorten, each with its repair round
         with pytest.raises(ParseError) as caught:
             await summarize(store, client, gid, 0.25, "s")
-        assert server.calls == 3
+        assert server.calls == 5
         # The next run asks again (nothing cached) and takes a good one.
-        server.push(" ".join(["gist"] * 50))
+        server.push(prose(50, 3))
         sid, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
     assert "no usable summary" in caught.value.msg and "not prose" in caught.value.msg

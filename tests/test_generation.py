@@ -11,6 +11,7 @@ from pipeline.llm.client import LLMClient
 from pipeline.stages.generation import respond, summarize
 from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
+from tests.fakes.prose import prose
 
 BASE = "A constraint-blind draft about the harbour festival and its crowded quay at dawn."
 CONSTRAINTS = ["Open with the weather.", "Quote a fisherman.", "End with the tide."]
@@ -45,8 +46,8 @@ def _writer(request: dict) -> str:
     prompt = last_user_message(request)
     if "Summarise it in about" in prompt:
         target = int(prompt.split("Summarise it in about ")[1].split()[0])
-        return "Here is the summary:\n" + " ".join(["gist"] * target)
-    return "```\n" + " ".join(["word"] * 200) + "\n```"
+        return "Here is the summary:\n" + prose(target, 3)
+    return "```\n" + prose(200) + "\n```"
 
 
 async def test_direct_response_and_summary(store):
@@ -70,17 +71,17 @@ async def test_direct_response_and_summary(store):
     response = store.one("SELECT * FROM generations WHERE id = ?", [gid])
     assert response["kind"] == "response" and response["model"] == "m" and response["mode"] == "direct"
     assert response["words"] == 200 and response["ratio"] is None and response["call_id"] is not None
-    assert store.get_text(response["text_hash"]) == " ".join(["word"] * 200)  # fence stripped
+    assert store.get_text(response["text_hash"]) == prose(200)  # fence stripped
     summary = store.one("SELECT * FROM generations WHERE id = ?", [sid])
     assert summary["kind"] == "summary" and summary["parent_id"] == gid and summary["ratio"] == 0.25
     assert summary["words"] == 50 and summary["achieved_ratio"] == pytest.approx(0.25)
-    assert store.get_text(summary["text_hash"]).startswith("gist")  # preamble stripped
+    assert store.get_text(summary["text_hash"]).startswith(prose(3, 3).rstrip("."))  # preamble stripped
 
 
 async def test_achieved_ratio_is_measured_not_assumed(store):
     _setup(store)
     with FakeOpenAIServer(_writer) as server:
-        server.push(" ".join(["word"] * 120), " ".join(["short"] * 9))  # a summary far shorter than asked
+        server.push(prose(120), prose(9, 3))  # a summary far shorter than asked
         client = LLMClient(_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=120)
         sid, _ = await summarize(store, client, gid, 0.5, "s", slack=None)  # any length: measured as it is
@@ -150,15 +151,15 @@ async def test_a_long_summary_is_asked_once_to_shorten_it(store):
     _setup(store)
     with FakeOpenAIServer(_writer) as server:
         # response of 200 words; summary at 0.25 (target 50): 120 words, then 55 when asked to shorten it.
-        server.push(" ".join(["word"] * 200), " ".join(["long"] * 120), " ".join(["gist"] * 55))
+        server.push(prose(200), prose(120, 1), prose(55, 3))
         client = LLMClient(_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=200)
         sid, _ = await summarize(store, client, gid, 0.25, "s")
         # Within the slack: no second request.
-        server.push(" ".join(["fine"] * 70))
+        server.push(prose(70, 2))
         sid2, _ = await summarize(store, client, gid, 0.3, "s")
         # slack=None: never shortened.
-        server.push(" ".join(["long"] * 150))
+        server.push(prose(150, 1))
         sid3, _ = await summarize(store, client, gid, 0.1, "s", slack=None)
         await client.aclose()
         assert server.calls == 5
@@ -173,8 +174,8 @@ def _terse_writer(request: dict) -> str:
     prompt = last_user_message(request)
     if "Summarise it in about" in prompt:
         target = int(prompt.split("Summarise it in about ")[1].split()[0])
-        return " ".join(["gist."] * min(target, 52))
-    paragraphs = [" ".join([f"word{p}"] * 100) + "." for p in range(8)]  # 800 words, 8 paragraphs
+        return prose(min(target, 52), 3)
+    paragraphs = [prose(100, p, one_sentence=True) for p in range(8)]  # 800 words, 8 paragraphs
     return "\n\n".join(paragraphs)
 
 
@@ -201,11 +202,11 @@ def _uneven_writer(request: dict) -> str:
     miss their own length both ways (10, then 40 words) but add up to the length asked."""
     prompt = last_user_message(request)
     if "Summarise it in about 200 words" in prompt or "Shorten it to" in prompt:
-        return " ".join(["gist"] * 30) + "."
+        return prose(30, 3)
     if "Summarise it in about" in prompt:
         _uneven_writer.sections += 1
-        return " ".join(["gist"] * (10 if _uneven_writer.sections % 2 else 40)) + "."
-    return "\n\n".join(" ".join([f"word{p}"] * 100) + "." for p in range(8))
+        return prose(10 if _uneven_writer.sections % 2 else 40, 3)
+    return "\n\n".join(prose(100, p, one_sentence=True) for p in range(8))
 
 
 async def _summarised_by(store, writer, words: int):  # noqa: ANN001, ANN202
@@ -233,8 +234,8 @@ def _repeating_writer(request: dict) -> str:
     prompt = last_user_message(request)
     if "Summarise it in about" in prompt or "Shorten it to" in prompt:
         words = int(prompt.split(" has ")[1].split()[0])  # "The text (above) has N words"
-        return " ".join(["gist"] * (300 if words > 100 else words // 2)) + "."
-    paragraphs = [" ".join([f"point{p}"] * 49) + "." for p in range(5)]
+        return prose(300 if words > 100 else words // 2, 3)
+    paragraphs = [f"point{p} " + prose(48, p, one_sentence=True) for p in range(5)]
     return "\n\n".join(paragraphs + [" ".join(paragraphs)])  # 245 words, then the same 245 again
 
 
@@ -275,8 +276,8 @@ def _copying_writer(shortens: bool):  # noqa: ANN202
         prompt = last_user_message(request)
         if "Shorten it to" in prompt and shortens:
             target = int(prompt.split("Shorten it to ")[1].split()[0])
-            return " ".join(["gist"] * target) + "."
-        return " ".join(["word"] * 150) + "."
+            return prose(target, 3)
+        return prose(150, one_sentence=True)
     return reply
 
 

@@ -58,8 +58,9 @@ def test_cs4_file_imports_once_and_exports_as_single(store, tmp_path):
     assert (summary.domain, summary.condition) == ("story", "single")
     rows = store.query("SELECT id, run_id, condition, status, n_constraints, source_id, main_task FROM instructions"
                        " ORDER BY id")
+    # A row's key is (number, count): its source id says both.
     assert [(r["condition"], r["status"], r["n_constraints"], r["source_id"]) for r in rows] == [
-        ("single", "done", 7, "1"), ("single", "done", 8, "2"), ("single", "done", 9, "3")]
+        ("single", "done", 7, "1/7"), ("single", "done", 8, "2/8"), ("single", "done", 9, "3/9")]
     assert rows[0]["main_task"] == "Write a story about keeper 1 and the storm."
     # Multi-line quoted cells with CRLF inside: each numbered line is one constraint, no \r left.
     texts = [r["text"] for r in store.query("SELECT text FROM constraints WHERE instruction_id = ? ORDER BY position",
@@ -80,10 +81,10 @@ def test_cs4_file_imports_once_and_exports_as_single(store, tmp_path):
     assert line["condition"] == "single" and len(line["constraints"]) == 7
 
 
-def test_cs4_count_mismatch_names_file_line_and_column_and_writes_nothing(store, tmp_path):
+def test_cs4_bad_rows_name_file_line_and_column_and_write_nothing(store, tmp_path):
     rows = cs4_rows(4)
-    rows[2][2] = "12"  # says 12, lists 9
-    rows[3][3] = rows[3][3].replace("3. ", "4. ", 1)  # numbering skips
+    rows[2][2] = "twelve"
+    rows[3][3] = "Constraints to follow."  # no numbered item at all
     path = write_csv(tmp_path / "cs4.csv", CS4_HEADER, rows)
     with pytest.raises(ImportFailed) as err:
         import_file(store, ImportOptions("cs4", path))
@@ -92,8 +93,8 @@ def test_cs4_count_mismatch_names_file_line_and_column_and_writes_nothing(store,
     starts = [2]
     for r in rows[:-1]:
         starts.append(starts[-1] + r[3].count("\n") + 1)
-    assert f"{path}:{starts[2]}, column 4 ('Constraints'): 9 numbered constraints, but 'Number of Constraints' says 12" in msg
-    assert f"{path}:{starts[3]}, column 4 ('Constraints'): constraint number 4 where 3 was expected" in msg
+    assert f"{path}:{starts[2]}, column 3 ('Number of Constraints'): a whole number is expected, got 'twelve'" in msg
+    assert f"{path}:{starts[3]}, column 4 ('Constraints'): no numbered constraints" in msg
     assert "2 problem(s)" in msg and "nothing was imported" in msg
     # Rolled back whole: not even the good rows or the run record.
     assert store.scalar("SELECT count(*) FROM instructions") == 0
@@ -124,35 +125,40 @@ RESEARCH_CONSTRAINTS = ["Describe the storm's arrival over several sentences.", 
 
 
 def research_files(tmp_path: Path) -> dict[str, Path]:
-    """The research code's stage files, column names as configured there (here: custom ones)."""
-    files = {}
-    files["constraints"] = write_csv(tmp_path / "constraints.csv", ["story_id ", "main_task", "constraints", "story_a",
-                                                                     "story_b"],
-                                     [["s1", "Write a story about a lighthouse.", numbered(RESEARCH_CONSTRAINTS, "\n"),
-                                       LONG, "Another story about a storm and a ferry at the harbour."]])
-    files["fitted"] = write_csv(tmp_path / "fitted.csv", ["story_id ", "model", "fitted_content"],
-                                [["s1", "their-model", LONG]])
-    files["summary"] = write_csv(tmp_path / "summary.csv", ["story_id ", "model", "summary"],
-                                 [["s1", "their-model", "A keeper lit the lamp."]])
+    """A research run's files as its own writers write them (tests/research_writers.py), with its
+    row id renamed story_id (the research scripts let columns be named; --id-column follows)."""
+    import research_writers as rw
+
+    constraints = numbered(RESEARCH_CONSTRAINTS, "\n")
+    common = rw.constraints_common(
+        [{"Blog A": LONG, "Blog B": "Another story about a storm and a ferry at the harbour."}],
+        lambda prompt: f"Main Task: Write a story about a lighthouse.\nConstraints:\n{constraints}", "gen-model")
+    direct = rw.direct(common, lambda task: LONG, "their-model")
+    summaries = rw.summarize(direct, lambda text: "A keeper lit the lamp.", "summ-model", content_column="direct_content")
     # Verdicts on the response; constraint 3 is left out: missing, never No.
-    files["evaluation"] = write_csv(
-        tmp_path / "evaluation.csv", ["story_id ", "model", "eval_model", "satisfaction_results", "evaluated"],
-        [["s1", "their-model", "gpt-4o", '1. Yes - "the storm came in from the west"\r\n2. No - never at night', "response"],
-         ["s2-does-not-exist", "their-model", "gpt-4o", "1. Yes - x", "response"]][:1])
-    # No "evaluated" column here: --evaluated summary says what the results judge.
-    files["evaluation_summary"] = write_csv(
-        tmp_path / "evaluation_summary.csv", ["story_id ", "model", "eval_model", "satisfaction_results"],
-        [["s1", "their-model", "gpt-4o", '1. No - no storm\n2. No - no harbour\n3. Yes - "A keeper lit the lamp"']])
+    evaluation = rw.evaluate(direct, lambda c, k: '1. Yes - "the storm came in from the west"\r\n2. No - never at night',
+                             "gpt-4o", content_column="direct_content")
+    evaluation_summary = rw.evaluate(
+        summaries, lambda c, k: '1. No - no storm\n2. No - no harbour\n3. Yes - "A keeper lit the lamp"', "gpt-4o",
+        content_column="summarized_content")
+    files = {}
+    for key, frame in (("constraints", common), ("fitted", direct), ("summary", summaries), ("evaluation", evaluation),
+                       ("evaluation_summary", evaluation_summary)):
+        path = rw.to_csv(frame, tmp_path / f"{key}.csv")
+        path.write_text(path.read_text().replace("instruction_number", "story_id", 1))
+        files[key] = path
     return files
+
+
+RESEARCH_COLUMNS = ResearchColumns(id="story_id")
 
 
 def test_research_outputs_give_an_auditable_benchmark_without_llm_calls(store, tmp_path):
     files = research_files(tmp_path)
-    cols = ResearchColumns(id="story_id", reference="story_a", reference_b="story_b", instruction="main_task")
+    cols = RESEARCH_COLUMNS
     for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
         import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
-                                         domain="story", columns=cols,
-                                         evaluated="summary" if key == "evaluation_summary" else "response"))
+                                         domain="story", columns=cols))
     inst = store.one("SELECT * FROM instructions")
     assert (inst["condition"], inst["domain"], inst["status"], inst["run_id"]) == ("eval", "story", "done", "import-paper-run")
     refs = store.query("SELECT a.status, t.body FROM articles a JOIN texts t ON t.hash = a.text_hash ORDER BY a.id")
@@ -185,24 +191,25 @@ def test_research_outputs_give_an_auditable_benchmark_without_llm_calls(store, t
     # Importing every file again adds nothing.
     for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
         again = import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
-                                                 domain="story", columns=cols,
-                                                 evaluated="summary" if key == "evaluation_summary" else "response"))
+                                                 domain="story", columns=cols))
         assert not again.added, key
     assert store.scalar("SELECT count(*) FROM verdicts") == 6
 
 
 def test_research_row_for_an_unknown_id_or_without_columns_fails_whole(store, tmp_path):
     files = research_files(tmp_path)
-    cols = ResearchColumns(id="story_id", reference="story_a", reference_b="story_b", instruction="main_task")
-    import_file(store, ImportOptions("research", files["constraints"], name="r", columns=cols))
-    bad = write_csv(tmp_path / "fitted2.csv", ["story_id", "model", "fitted_content"],
-                    [["s1", "m", LONG], ["nope", "m", LONG]], bom=False, crlf=False)
-    with pytest.raises(ImportFailed, match=r"fitted2.csv:3, column 1 \('story_id'\): no instruction nope in import 'r'"):
-        import_file(store, ImportOptions("research", bad, name="r", columns=cols))
-    assert store.scalar("SELECT count(*) FROM generations") == 0  # the good row went too
+    import_file(store, ImportOptions("research", files["constraints"], name="r", columns=RESEARCH_COLUMNS))
+    # A summary of a response never imported: the summary file names only its summariser.
+    with pytest.raises(ImportFailed, match=r"summary.csv:2, column 4 \('direct_content'\): the response this row"):
+        import_file(store, ImportOptions("research", files["summary"], name="r", columns=RESEARCH_COLUMNS))
+    assert store.scalar("SELECT count(*) FROM generations") == 0
     odd = write_csv(tmp_path / "odd.csv", ["story_id", "notes"], [["s1", "x"]])
-    with pytest.raises(ImportFailed, match="none of the research code's columns"):
-        import_file(store, ImportOptions("research", odd, name="r", columns=cols))
+    with pytest.raises(ImportFailed, match="not a file the research code writes"):
+        import_file(store, ImportOptions("research", odd, name="r", columns=RESEARCH_COLUMNS))
+    no_id = write_csv(tmp_path / "no_id.csv", ["main_task", "constraints", "direct_content", "model_used"],
+                      [["Write.", "1. x", LONG, "m"]])
+    with pytest.raises(ImportFailed, match=r"no_id.csv:1: no 'instruction_number' column"):
+        import_file(store, ImportOptions("research", no_id, name="r"))
 
 
 # -- JSONL ----------------------------------------------------------------------------------------
@@ -282,8 +289,10 @@ def test_responses_import_then_summarised_and_judged_like_our_own(store, tmp_pat
     import_file(store, ImportOptions("jsonl", bench, name="mine", domain="news"))
     text = " ".join(f"In this part the {w} matters a great deal to everyone." for w in KEYWORDS[:3])
     responses = write_jsonl(tmp_path / "harness.jsonl", [
-        {"instruction": "q0", "model": "harness-x", "mode": "direct", "text": text},
-        {"instruction": "q1", "model": "harness-x", "text": text}])
+        # Texts differ from the first word: identical ones would make identical judge calls, and
+        # whether the second is a cache hit would depend on timing.
+        {"instruction": "q0", "model": "harness-x", "mode": "direct", "text": "First. " + text},
+        {"instruction": "q1", "model": "harness-x", "text": "Second. " + text}])
     summary = import_file(store, ImportOptions("responses", responses, run="mine"))
     assert summary.added == {"responses": 2} and summary.run_id == "import-responses-harness"
     assert imported_models(store) == ["harness-x"]
@@ -329,7 +338,8 @@ def test_cli_import_dry_run_and_json(store_path, tmp_path, capsys):
     assert "would add 2 instructions" in capsys.readouterr().out
     assert run_cli(store_path, "import", "cs4", str(path), "--json") == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["added"] == {"instructions": 2, "constraints": 15} and out["run_id"] == "import-Instruction-based Constraints"
+    assert out["added"] == {"instructions": 2, "constraints": 15, "families": 2}
+    assert out["run_id"] == "import-Instruction-based Constraints"
     bad = write_csv(tmp_path / "bad.csv", CS4_HEADER, [["1", "", "1", "1. x"]])
     assert run_cli(store_path, "import", "cs4", str(bad)) == 2
     assert "bad.csv:2, column 2 ('Instruction'): empty" in capsys.readouterr().err
@@ -347,11 +357,9 @@ async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdict
     path = tmp_path / "imported.sqlite"
     store = open_store(path)
     files = research_files(tmp_path)
-    cols = ResearchColumns(id="story_id", reference="story_a", reference_b="story_b", instruction="main_task")
     for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
         import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
-                                         domain="story", columns=cols,
-                                         evaluated="summary" if key == "evaluation_summary" else "response"))
+                                         domain="story", columns=RESEARCH_COLUMNS))
     # A second benchmark with neither references nor responses: listed, never in the way.
     import_file(store, ImportOptions("cs4", write_csv(tmp_path / "cs4.csv", CS4_HEADER, cs4_rows(2))))
     constraint_1 = store.scalar("SELECT id FROM constraints WHERE position = 1 ORDER BY id LIMIT 1")
@@ -379,10 +387,10 @@ def test_conditions_without_references_are_never_paired_as_one_unit(store, tmp_p
     from pipeline.analysis.metrics import _side_table, compute_metrics
 
     for condition in ("single", "common+eval"):
-        rows = [[f"i{k}", f"Write story {k}.", numbered(RESEARCH_CONSTRAINTS, "\n"), "m", LONG, "gpt-4o",
+        rows = [[str(k), f"Write story {k}.", numbered(RESEARCH_CONSTRAINTS, "\n"), "m", LONG, "gpt-4o",
                  "1. Yes - \"the storm came in\"\n2. No - x\n3. No - y"] for k in range(2)]
-        path = write_csv(tmp_path / f"{condition}.csv", ["id", "instruction", "constraints", "model", "fitted_content",
-                                                         "eval_model", "satisfaction_results"], rows)
+        path = write_csv(tmp_path / f"{condition}.csv", ["instruction_number", "main_task", "constraints", "model_used",
+                                                         "direct_content", "eval_model", "satisfaction_results"], rows)
         import_file(store, ImportOptions("research", path, name=condition, condition=condition))
     metrics = compute_metrics(store)
     table, _ = _side_table(metrics, "condition", None)

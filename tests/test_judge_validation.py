@@ -196,7 +196,7 @@ def test_judge_sheets_round_trip(store: Store, tmp_path: Path, capsys: pytest.Ca
         writer.writeheader()
         writer.writerows(rows)
     capsys.readouterr()
-    assert main(["--store", path, "validate", "import", str(sheet)]) == 1
+    assert main(["--store", path, "validate", "import", str(sheet)]) == 2
     err = capsys.readouterr().err
     assert "answers.csv:2: answer 'maybe'" in err and "nothing saved" in err
     assert overall(store, n_resamples=20) == {}

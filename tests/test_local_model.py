@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pipeline.core.errors import LocalModelError, LocalServerDied
+from pipeline.core.processes import process_alive
 from pipeline.llm import local_model as lm
 from tests.fakes.fake_server import FakeOpenAIServer
 
@@ -438,9 +439,9 @@ os._exit(0)
     subprocess.run([sys.executable, "-c", parent_code], check=True, cwd=Path(__file__).parent.parent, timeout=30)
     child = int(marker.read_text())
     deadline = time.monotonic() + 10
-    while lm.pid_alive(child) and time.monotonic() < deadline:
+    while process_alive(child) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not lm.pid_alive(child)
+    assert not process_alive(child)
 
 
 # -- the real thing ----------------------------------------------------------------------------

@@ -116,14 +116,16 @@ def test_readme_command_help(command, capsys):
 def test_readme_import_examples_run_as_dry_runs(tmp_path, monkeypatch, capsys):
     """The import lines, run for real (with --dry-run, then for real for those later lines need),
     in a folder holding files named as the README names them."""
-    from test_importing import CS4_HEADER, LONG, cs4_rows, numbered, write_csv, write_jsonl
+    from test_importing import CS4_HEADER, LONG, cs4_rows, write_csv, write_jsonl
 
     monkeypatch.chdir(tmp_path)
     write_csv(tmp_path / "Story-based Constraints.csv", CS4_HEADER, cs4_rows(2))
-    write_csv(tmp_path / "constraints.csv", ["story_id", "instruction", "constraints"],
-              [["s1", "Write a story about a lighthouse.", numbered(["Mention the storm.", "Mention the lamp."])]])
+    from test_research_import import write_run
+
+    write_run(tmp_path / "outputs")  # the research code's files, as its writers write them
     write_jsonl(tmp_path / "benchmark.jsonl", [{"id": "q1", "instruction": "Write a post.", "constraints": ["Mention x."]}])
-    write_jsonl(tmp_path / "harness.jsonl", [{"instruction": "s1", "model": "my-harness", "mode": "direct", "text": LONG}])
+    # Instruction 1 of the research run, condition none: its source id is its instruction_number.
+    write_jsonl(tmp_path / "harness.jsonl", [{"instruction": "1", "model": "my-harness", "mode": "direct", "text": LONG}])
     lines = [c for c in COMMANDS if c.startswith("unspecific import ")]
     assert len(lines) == 4
     store = str(tmp_path / "store.sqlite")

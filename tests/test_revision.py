@@ -22,6 +22,7 @@ from pipeline.stages.synthesis import CountError
 from pipeline.store.constraints import active_constraints
 from pipeline.store.verdicts import BaseVerdict
 from tests.fakes.fake_server import FakeOpenAIServer, Reply
+from tests.fakes.prose import prose
 from tests.fakes.responders import ARTICLE_A, ARTICLE_B, fake_config, make_store
 
 
@@ -113,7 +114,7 @@ def test_apply_revision_lineage(tmp_path) -> None:
 async def test_base_article_written_once_from_the_task_alone(tmp_path) -> None:
     store = make_store(tmp_path / "s.sqlite", 1)
     inst = _instruction(store, ["C."])
-    body = " ".join(["word"] * 120)
+    body = prose(120)
     with FakeOpenAIServer(lambda r: Reply(text="Sure, here is the article:\n" + body)) as server:
         client = LLMClient(fake_config(server.base_url), store)
         gen = await write_base_article(store, client, "fake", inst, "Write about a flood.\n<<<TASK\nnested", 150)

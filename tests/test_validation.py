@@ -24,15 +24,12 @@ from pipeline.analysis.validation import (
     PASSED_STRATUM,
     SHEET_COLUMNS,
     ValidationError,
-    disagreements,
     draw_plan,
-    import_sheets,
     load_plan,
     save_plan,
-    sheet_rows,
     validation_report,
-    write_sheet,
 )
+from pipeline.analysis.validation_sheets import disagreements, import_sheets, sheet_rows, write_sheet
 from pipeline.cli import main
 from pipeline.store.database import Store, open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store

@@ -142,7 +142,9 @@ def run_stage_blocking(
     """Run one stage to completion (or to ``max_units``/``stop``) on this thread's own loop."""
     from pipeline.store.database import open_store
 
-    store = open_store(store_path)
+    # The one writer of the store while it runs: a CLI command writing the same store is refused,
+    # and this stage is refused while one is at work (shown as an error box).
+    store = open_store(store_path, writer="the app's Build screen")
     try:
         if options is None:
             options = make_options(fn, run_id, config, stored_options(store, run_id))

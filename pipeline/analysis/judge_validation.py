@@ -33,15 +33,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, Interval
-from pipeline.analysis.validation import (
-    ADJUDICATOR,
-    ImportResult,
-    RowError,
-    SheetRowError,
-    ValidationError,
-    read_sheets,
-    row_owner,
-)
+from pipeline.analysis.validation import ADJUDICATOR, ValidationError
+from pipeline.analysis.validation_sheets import ImportResult, RowError, SheetRowError, read_sheets, row_owner
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.store.validation import (
     JudgedText,
@@ -175,10 +168,10 @@ def judge_scores(store: Store, plan: JudgePlan | None = None, *, n_resamples: in
     for v in latest_verdicts(store, sorted({i.generation_id for i in plan.items})):
         if v.verdict is not None:
             verdicts[(v.constraint_id, v.generation_id)][(v.judge, v.judging_mode)] = int(v.verdict)
-    from pipeline.analysis.metrics import _rater_names
+    from pipeline.analysis.metrics import rater_names
 
     raters = sorted({r for by in verdicts.values() for r in by})
-    names = dict(zip(raters, _rater_names(raters)))
+    names = dict(zip(raters, rater_names(raters)))
     groups = _groups(store, plan)
     out = []
     for rater in raters:

@@ -38,28 +38,25 @@ differently; an adjudicator's label (annotator ``adjudicator``) settles them.
 
 from __future__ import annotations
 
-import csv
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.analysis.metrics.base import LABELS, Filters
+from pipeline.analysis.metrics.base import Filters
 from pipeline.analysis.metrics.items import Item, constraint_items
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, cohen_kappa
 from pipeline.core.definitions import DEFAULT_RATIO, passes
 from pipeline.core.errors import UnspecificError
-from pipeline.store.annotations import AnnotationRow, annotator_labels, labels_by_item, save_annotations
+from pipeline.store.annotations import labels_by_item
 from pipeline.store.validation import (
     PlanItem,
     StoredPlan,
     instruction_domains,
-    item_texts,
     plan_exists,
     plan_response_writers,
     replace_plan,
@@ -82,7 +79,6 @@ PASSED_STRATUM = "passed"
 SHEET_COLUMNS = ("plan", "item", "constraint_id", "response_id", "domain", "main_task", "constraint", "response",
                  "summary", "annotator", "label", "note")
 # Keys a labeller may type in a sheet for each label: the app's keys and the full words.
-_LABEL_ALIASES = {**{label: label for label in LABELS}, "i": "integrated", "s": "superficial", "a": "ambiguous"}
 
 
 class ValidationError(UnspecificError):
@@ -636,195 +632,3 @@ def flipped_totals(store: Store, run: str | None) -> dict[float, int]:
     for (_, ratio), (_, flipped) in first.items():
         out[ratio] += flipped
     return dict(out)
-
-
-# -- sheets ------------------------------------------------------------------------------------
-
-
-def sheet_rows(store: Store, plan: Plan, *, annotator: str = "") -> list[dict[str, Any]]:
-    """One row per plan item, in the plan's order: the texts a labeller needs and nothing a judge
-    said (no verdict, no quote, no stratum, no score). ``label`` and ``note`` are pre-filled
-    with ``annotator``'s own labels, so a sheet can be handed back and forth."""
-    mine = annotator_labels(store, annotator)
-    rows = []
-    for p in plan.items:
-        texts = item_texts(store, p.constraint_id, p.response_id, p.summary_id)
-        if texts is None:
-            raise ValidationError(f"plan {plan.name!r} item {p.position}: constraint {p.constraint_id} or response "
-                                  f"{p.response_id} is no longer in the store; draw the plan again (--replace)")
-        given = mine.get((p.constraint_id, p.response_id))
-        label, note = (given.label, given.note) if given else ("", "")
-        rows.append({"plan": plan.name, "item": p.position, "constraint_id": p.constraint_id,
-                     "response_id": p.response_id, "domain": p.domain, "main_task": texts.main_task,
-                     "constraint": texts.constraint, "response": texts.response, "summary": texts.summary,
-                     "annotator": annotator, "label": label, "note": note})
-    return rows
-
-
-def write_sheet(rows: Sequence[dict[str, Any]], out: Any, extra: Sequence[str] = (),
-                columns: Sequence[str] | None = None) -> None:
-    """CSV with a header (``columns``, the label sheet's by default, then ``extra``); ``out`` is a
-    path or an open text file."""
-    if isinstance(out, (str, Path)):
-        with open(out, "w", newline="", encoding="utf-8") as fh:
-            write_sheet(rows, fh, extra, columns)
-        return
-    columns = [*(columns or SHEET_COLUMNS), *extra]
-    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-
-
-@dataclass(frozen=True)
-class RowError:
-    sheet: str
-    line: int  # the row as a spreadsheet numbers it (the header is row 1; a text's newlines do not count)
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.sheet}:{self.line}: {self.message}"
-
-
-@dataclass
-class ImportResult:
-    saved: int = 0
-    blank: int = 0  # rows with no label yet: skipped, not an error
-    errors: list[RowError] = field(default_factory=list)
-    annotators: set[str] = field(default_factory=set)
-
-
-def read_sheets(paths: Sequence[str | Path], columns: set[str], kind: str,
-                command: str) -> Iterator[tuple[str, int, dict[str, str]]]:
-    """(sheet name, line, row) of every row of every sheet, in order. ValidationError names the
-    file when it cannot be read or lacks one of ``columns`` (and the ``command`` that writes one)."""
-    for path in paths:
-        try:
-            fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise ValidationError(f"{path}: cannot read the sheet ({exc})") from exc
-        with fh:
-            reader = csv.DictReader(fh)
-            missing = columns - set(reader.fieldnames or ())
-            if missing:
-                raise ValidationError(f"{path}: not a {kind} (no column {', '.join(sorted(missing))}); "
-                                      f"write one with {command}")
-            for line, row in enumerate(reader, start=2):
-                yield Path(path).name, line, row
-
-
-class SheetRowError(ValueError):
-    """One row of an answered sheet is wrong; the message says what (its sheet and line are added)."""
-
-
-P = TypeVar("P")
-
-
-def row_owner(row: dict[str, str], annotator: str | None, plan: P | None, plans: dict[str, P],
-              load: Callable[[str], P | None], default_plan: str, what: str) -> tuple[str, P]:
-    """Who answered a sheet row and the plan it belongs to: the annotator and plan given on the
-    command line, else the row's own columns (a blank plan is ``default_plan``). Each named plan
-    is loaded once into ``plans``. SheetRowError when there is no annotator or no such plan."""
-    who = annotator or (row.get("annotator") or "").strip()
-    if not who:
-        raise SheetRowError("no annotator: fill the annotator column or pass --annotator")
-    if plan is not None:
-        return who, plan
-    name = (row.get("plan") or "").strip() or default_plan
-    if name not in plans:
-        found = load(name)
-        if found is None:
-            raise SheetRowError(f"no {what} named {name!r} in this store")
-        plans[name] = found
-    return who, plans[name]
-
-
-def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str | None = None,
-                  plan: Plan | None = None) -> ImportResult:
-    """Read labelled sheets back. Every row is checked first: an unknown label, an item that is
-    not in the plan, ids that do not match the plan's item, no annotator, or one annotator
-    labelling an item twice differently is an error naming its sheet and line. Rows without a
-    label are skipped. When any row is wrong nothing is saved, so a fixed sheet can simply be
-    imported again (an import replaces the same annotator's earlier label of an item)."""
-    from pipeline.store.database import now
-
-    by_position = {p.position: p for p in plan.items} if plan else {}
-    plans: dict[str, Plan] = {plan.name: plan} if plan else {}
-    result = ImportResult()
-    pending: dict[tuple[int, int, str], tuple[str, str, RowError]] = {}
-    columns = {"item", "constraint_id", "response_id", "label"}
-    for sheet, line, row in read_sheets(paths, columns, "validation sheet", "`unspecific validate export`"):
-        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
-            result.errors.append(RowError(sheet, line, message))
-
-        raw = (row.get("label") or "").strip().lower()
-        if not raw:
-            result.blank += 1
-            continue
-        label = _LABEL_ALIASES.get(raw)
-        if label is None:
-            fail(f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous (or i, s, a)")
-            continue
-        try:
-            who, target = row_owner(row, annotator, plan, plans, lambda name: load_plan(store, name), DEFAULT_PLAN,
-                                    "plan")
-        except SheetRowError as exc:
-            fail(str(exc))
-            continue
-        positions = by_position if plan else {p.position: p for p in target.items}
-        try:
-            position, cid, rid = int(row["item"]), int(row["constraint_id"]), int(row["response_id"])
-        except (TypeError, ValueError):
-            fail("item, constraint_id and response_id must be whole numbers")
-            continue
-        item = positions.get(position)
-        if item is None or (item.constraint_id, item.response_id) != (cid, rid):
-            fail(f"item {position} (constraint {cid}, response {rid}) is not in plan {target.name!r}")
-            continue
-        key = (cid, rid, who)
-        note = (row.get("note") or "").strip()
-        if key in pending and pending[key][0] != label:
-            fail(f"{who} labels item {position} {label}, but {pending[key][2]} says {pending[key][0]}")
-            continue
-        pending[key] = (label, note, RowError(sheet, line, ""))
-        result.annotators.add(who)
-    if result.errors:
-        return result
-    save_annotations(store, [AnnotationRow(cid, rid, who, label, note)
-                             for (cid, rid, who), (label, note, _) in pending.items()], now())
-    result.saved = len(pending)
-    return result
-
-
-@dataclass(frozen=True)
-class Disagreement:
-    item: PlanItem
-    labels: dict[str, str]  # annotator -> label (the adjudicator left out)
-
-
-def disagreements(store: Store, plan: Plan) -> list[Disagreement]:
-    """Plan items two or more annotators labelled differently and no adjudicator has settled."""
-    labels = read_labels(store)
-    out = []
-    for p in plan.items:
-        by = labels.get((p.constraint_id, p.response_id), {})
-        if ADJUDICATOR in by:
-            continue
-        people = {who: label for who, label in by.items() if who != ADJUDICATOR}
-        if len(set(people.values())) > 1:
-            out.append(Disagreement(p, people))
-    return out
-
-
-def adjudication_rows(store: Store, plan: Plan) -> tuple[list[dict[str, Any]], list[str]]:
-    """A sheet of the disagreements for the adjudicator: the usual columns (annotator
-    ``adjudicator``, label blank) plus one ``label_<annotator>`` column per annotator. Returns
-    the rows and the extra column names."""
-    found = disagreements(store, plan)
-    people = sorted({who for d in found for who in d.labels})
-    wanted = {(d.item.constraint_id, d.item.response_id): d for d in found}
-    rows = []
-    for row in sheet_rows(store, plan, annotator=ADJUDICATOR):
-        d = wanted.get((row["constraint_id"], row["response_id"]))
-        if d is not None:
-            rows.append({**row, **{f"label_{who}": d.labels.get(who, "") for who in people}})
-    return rows, [f"label_{who}" for who in people]

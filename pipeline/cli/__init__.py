@@ -31,6 +31,24 @@ def build_parser() -> argparse.ArgumentParser:
         # command quietly missing from the help.
         module = importlib.import_module(f"pipeline.cli.{name}_cmd")
         module.register(sub)
+    for path in CREATE_ON_REQUEST:
+        _subparser(sub, path).add_argument(
+            "--create", action="store_true", help="create the store if it is missing (without it, a missing store is "
+            "an error: a mistyped --store creates nothing)")
+    return parser
+
+
+# Commands that write a store but never create one unless given --create (init, corpus add and
+# import create theirs; commands that only read never do).
+CREATE_ON_REQUEST = [("pair",), ("build",), ("evaluate",), ("naturalness",), ("batch",), ("validate", "plan"),
+                     ("validate", "import"), ("validate", "judge-plan")]
+
+
+def _subparser(sub: argparse._SubParsersAction, path: tuple[str, ...]) -> argparse.ArgumentParser:
+    parser = sub.choices[path[0]]
+    for name in path[1:]:
+        actions = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = actions.choices[name]
     return parser
 
 
@@ -49,6 +67,19 @@ def main(argv: list[str] | None = None) -> int:
         from pipeline.cli import tui_cmd
 
         args.func = tui_cmd.run
+    import shlex
+
+    from pipeline.cli.common import claims_mark, release_claims
+
+    args.command_line = shlex.join(["unspecific", *(sys.argv[1:] if argv is None else argv)])
+    mark = claims_mark()
+    try:
+        return _run(args)
+    finally:
+        release_claims(mark)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.errors import UnspecificError
     from pipeline.llm.cache import cache_stats, clear_cache, list_calls, prune_cache
 
-    store = open_store_from(args, create=False)
+    store = open_store_from(args, reading=args.action in ("list", "stats"))
     out = console()
     if args.action == "list":
         rows = list_calls(store, endpoint=args.endpoint, template=args.template, limit=args.limit)

@@ -8,22 +8,60 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pipeline.core.config import Config
     from pipeline.core.errors import UnspecificError
-    from pipeline.store.database import Store
+    from pipeline.store.database import Store, WriterClaim
 
 
-def open_store_from(args: argparse.Namespace, *, create: bool = True, readonly: bool = False,
+def open_store_from(args: argparse.Namespace, *, create: bool = False, readonly: bool = False,
                     reading: bool = False) -> Store:
-    """``reading``: the command only reads, so a store in a read-only place is opened read-only
-    rather than refused (the kept score totals are then computed in memory)."""
+    """The command's store. A missing one is created only by commands made for it (``create``:
+    init, corpus add, import) or when the user asks (``--create``); otherwise "no store here",
+    so a mistyped --store records nothing anywhere.
+
+    ``reading``: the command only reads, so a store in a read-only place is opened read-only
+    rather than refused (the kept score totals are then computed in memory). A command that
+    writes (neither ``reading`` nor ``readonly``) becomes the store's one writer until it ends:
+    a second one is refused at once, naming the first."""
     from pathlib import Path
 
     from pipeline.cli import store_path
     from pipeline.store.database import open_store, writable_place
 
     path = Path(store_path(args))
+    create = create or bool(getattr(args, "create", False))
     if reading and path.exists() and not writable_place(path):
         readonly = True
-    return open_store(path, create=create, readonly=readonly)
+    writer = None if reading or readonly else command_line(args)
+    store = open_store(path, create=create, readonly=readonly, writer=writer)
+    if store.writer_claim is not None:
+        _claims.append(store.writer_claim)
+    return store
+
+
+def claim_writer_from(args: argparse.Namespace, path: str) -> None:
+    """Become the store's one writer for the rest of the command, for commands that open their
+    store further down (the demo)."""
+    from pipeline.store.database import claim_writer
+
+    _claims.append(claim_writer(path, command_line(args)))
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """How a second writer names this one: the command as it was typed."""
+    return getattr(args, "command_line", None) or f"unspecific {args.command}"
+
+
+# The writer claims a command made: ``pipeline.cli.main`` gives them up when the command ends,
+# so a command run in-process (a test, the demo's closing report) leaves no lock behind.
+_claims: list[WriterClaim] = []
+
+
+def claims_mark() -> int:
+    return len(_claims)
+
+
+def release_claims(mark: int) -> None:
+    while len(_claims) > mark:
+        _claims.pop().release()
 
 
 def load_config_from(args: argparse.Namespace) -> Config:

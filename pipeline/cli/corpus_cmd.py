@@ -84,6 +84,9 @@ def run_add(args: argparse.Namespace) -> int:
     fmt = args.fmt or _guess_format(args.path)
     if fmt in BUNDLED and args.path:
         raise CorpusError(f"--format {fmt} reads the installed package's files; drop PATH ({args.path})")
+    if fmt not in BUNDLED and not args.path:
+        raise CorpusError(f"--format {fmt} reads your own file or folder: give its PATH "
+                          f"(only {' / '.join(BUNDLED)} need none)")
     domain = args.domain or ("news" if fmt in BUNDLED else None)
     if not domain:
         raise CorpusError("name the domain with --domain (news, story, blog or any label)")
@@ -97,7 +100,7 @@ def run_add(args: argparse.Namespace) -> int:
 
     # The model loads on the first text to embed; a bad name fails here, before the import.
     embedder = get_embedder(args.model) if near_dup is not None else None
-    store = open_store_from(args)
+    store = open_store_from(args, create=True)
     out = console()
     try:
         with rich_progress(out) as hook:

@@ -55,15 +55,21 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.no_app:
         return _in_app(args, store_path(args))
+    from pipeline.cli.common import claim_writer_from
+
+    claim_writer_from(args, store_path(args))  # the demo writes: the store's one writer until it ends
     if args.events:
         return _headless(args, store_path(args), _json_events())
     return _in_terminal(args, store_path(args))
 
 
 def _in_app(args: argparse.Namespace, path: str) -> int:
+    from pipeline.cli.common import command_line
     from pipeline.store.database import open_store
 
-    open_store(path).close()  # create the store (and its schema) before the app opens it
+    # Create the store (and its schema) before the app opens it; refused at once, before the app
+    # opens, while another command writes it (the demo's child would be).
+    open_store(path, writer=command_line(args)).close()
     from unspecific_tui.app import UnspecificApp
 
     UnspecificApp(path, config_path=args.config, run_id=demo_options(args).run_id, demo_command=child_argv(args)).run()
@@ -86,16 +92,18 @@ def _json_events():  # noqa: ANN202 - (progress hook, auditable hook)
 
 
 def _headless(args: argparse.Namespace, path: str, hooks) -> int:  # noqa: ANN001
-    import signal
-
     from pipeline.cli.common import load_config_from
     from pipeline.core.progress import StopFlag
+    from pipeline.llm.local_model import follow_parent, interrupt_on_signals
     from pipeline.stages.demo import run_demo_blocking
 
     progress, auditable = hooks
     stop = StopFlag()
-    # The app stops its child with SIGTERM: finish in order (runs marked paused, server stopped).
-    signal.signal(signal.SIGTERM, _interrupt)
+    # The app stops its child with SIGTERM, a closed terminal sends SIGHUP: finish in order (runs
+    # marked paused, server stopped), within seconds. The app's child also stops when the app dies.
+    interrupt_on_signals()
+    if args.events:
+        follow_parent()
     result = run_demo_blocking(path, load_config_from(args), demo_options(args), progress=progress, stop=stop,
                                on_auditable=auditable)
     if args.events:
@@ -104,10 +112,6 @@ def _headless(args: argparse.Namespace, path: str, hooks) -> int:  # noqa: ANN00
             "first_auditable_s": result.first_auditable_s}}) + "\n")
         sys.stdout.flush()
     return 1 if result.failed else 0
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def _in_terminal(args: argparse.Namespace, path: str) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from pipeline.cli.common import DRY_RUN_HELP, nonempty_csv
+    from pipeline.cli.common import DRY_RUN_HELP, nonempty_csv, positive_int
 
     p.add_argument("--run", dest="build_run", default=None, metavar="BUILD_RUN",
                    help="only instructions of this build run (default: every finished instruction)")
@@ -20,7 +20,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", default=None, help="only this domain")
     p.add_argument("--judges", type=nonempty_csv, default=None, metavar="J1,J2",
                    help="judge endpoints (default: the config's judges role)")
-    p.add_argument("--max-units", type=int, default=None, metavar="N", help="stop after N units of work (step mode)")
+    p.add_argument("--max-units", type=positive_int, default=None, metavar="N",
+                   help="stop after N units of work (step mode)")
     p.add_argument("--batch", action="store_true",
                    help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
                    "online; run the same command again once `unspecific batch status` shows them done")
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from pipeline.cli.common import console, load_config_from, open_store_from
-    from pipeline.stages.evaluate import EvaluateOptions, evaluate
+    from pipeline.stages.evaluate import EvaluateOptions, JudgeStopped, evaluate
 
     config = load_config_from(args)
     batch = args.batch or config.setting("evaluate", "batch", False) is True  # the flag, or [evaluate] batch = true
@@ -141,9 +142,17 @@ def run(args: argparse.Namespace) -> int:
         from pipeline.stages.estimate import estimate_key, take_estimate
 
         estimate = take_estimate(store, estimate_key("evaluate", options))
-        with _progress() as progress:
-            result = asyncio.run(evaluate(store, config, options, progress=_Bars(progress), max_units=args.max_units,
-                                          on_event=_on_event(progress.console), batch=batch))
+        try:
+            with _progress() as progress:
+                result = asyncio.run(evaluate(store, config, options, progress=_Bars(progress),
+                                              max_units=args.max_units, on_event=_on_event(progress.console),
+                                              batch=batch))
+        except JudgeStopped as stopped:
+            # The other judges finished: what was done and its coverage, then the error (exit 2).
+            if stopped.result is not None:
+                _print_summary(out, store, stopped.result, estimate)
+                _print_coverage(out, stopped.result, stopped.result.low_coverage(stopped.result.min_coverage))
+            raise
         _print_summary(out, store, result, estimate)
         low = result.low_coverage(result.min_coverage)
         _print_coverage(out, result, low)

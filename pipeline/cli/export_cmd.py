@@ -25,11 +25,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from pipeline.analysis.metrics import Filters
     from pipeline.cli.common import console, open_store_from
     from pipeline.outputs.export import export_jsonl
+    from pipeline.outputs.report import check_filters
 
     store = open_store_from(args, create=False, reading=True)
     try:
+        # A --run or --domain the store does not hold is a typo: exit 2 naming it and what is there,
+        # never the "nothing to export" of a real but unfinished selection.
+        check_filters(store, Filters(run=args.run, domain=args.domain))
         if args.out == "-":
             n = export_jsonl(store, sys.stdout, run=args.run, domain=args.domain, condition=args.condition,
                              with_references=args.with_references, include_unfinished=args.include_unfinished)

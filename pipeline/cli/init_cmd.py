@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipeline.cli.common import console, open_store_from
 
-    store = open_store_from(args)
+    store = open_store_from(args, create=True)
     out = console()
     out.print(f"store [bold]{store.path}[/] ready (schema {store.schema_version})")
     cfg = Path(args.config or "unspecific.toml")

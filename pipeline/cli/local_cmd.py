@@ -53,13 +53,10 @@ def serve(args: argparse.Namespace) -> int:
         n_ctx=args.ctx or lm.N_CTX,
     )
 
-    # `local stop` and service managers send SIGTERM: stop the server in order, as for Ctrl-C.
-    # SIGINT too, explicitly: a shell starting us in the background would have it ignored.
-    def on_signal(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    # `local stop` and service managers send SIGTERM, a closed terminal SIGHUP: stop the server in
+    # order, as for Ctrl-C, within seconds. SIGINT too, explicitly: a shell starting us in the
+    # background would have it ignored.
+    lm.interrupt_on_signals((signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
     try:
         with out.status("starting the llama.cpp server..."):
             server.start()
@@ -127,6 +124,7 @@ def stop(args: argparse.Namespace) -> int:
     import time
 
     from pipeline.cli.common import console
+    from pipeline.core.processes import process_alive
     from pipeline.llm import local_model as lm
 
     out = console()
@@ -142,12 +140,12 @@ def stop(args: argparse.Namespace) -> int:
     owner: int | None = state.get("owner_pid")
     server: int = state["server_pid"]  # running_server found this pid alive
     # Ask the serve process first: it stops the server in order and removes the state file.
-    target = owner if owner is not None and lm.pid_alive(owner) else server
+    target = owner if owner is not None and process_alive(owner) else server
     os.kill(int(target), signal.SIGTERM)
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (lm.pid_alive(owner) or lm.pid_alive(server)):
+    while time.monotonic() < deadline and (process_alive(owner) or process_alive(server)):
         time.sleep(0.2)
-    if lm.pid_alive(server):
+    if process_alive(server):
         os.kill(int(server), signal.SIGKILL)
     lm.clear_state()
     out.print(f"stopped the server at {state.get('base_url')}")

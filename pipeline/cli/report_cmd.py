@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", help="only these models under test (comma-separated)")
     p.add_argument("--judges", help="only these judges (comma-separated)")
     p.add_argument("--judging-mode", choices=["batched", "per_constraint"], help="only verdicts of this judging mode")
-    p.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO, help="summary ratio of the main table (default 0.25)")
+    # None when not given: an asked-for ratio must exist, the default may fall back to the nearest.
+    p.add_argument("--ratio", type=ratio, default=None,
+                   help=f"summary ratio of the main table (default {DEFAULT_RATIO:g}, else the nearest summarised)")
     p.add_argument("--out", metavar="DIR", help="write CSV, JSON and PNG files here")
     p.add_argument("--html", metavar="DIR",
                    help="write report.html here: one self-contained page (no network) with the tables, charts"
@@ -53,8 +55,14 @@ def _share(value: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from pipeline.analysis.metrics import Filters
     from pipeline.cli.common import console, open_store_from, parse_csv
+    from pipeline.core.config import load_config
+    from pipeline.core.definitions import DEFAULT_RATIO
     from pipeline.core.errors import UnspecificError
     from pipeline.outputs.report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
+
+    # --config is read by nothing here, but a missing or broken file is an error as in evaluate,
+    # never silently ignored. A report calls no endpoint, so it needs no key.
+    load_config(args.config, need_keys=False)
 
     pair = None
     if args.compare:
@@ -68,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
         judges=tuple(parse_csv(args.judges)) if args.judges else None,
         judging_mode=args.judging_mode,
     )
-    options = ReportOptions(filters=filters, ratio=args.ratio, compare=pair, copy=not args.no_copy,
-                            n_resamples=max(1, args.resamples), seed=args.seed)
+    options = ReportOptions(filters=filters, ratio=DEFAULT_RATIO if args.ratio is None else args.ratio,
+                            compare=pair, copy=not args.no_copy, n_resamples=max(1, args.resamples), seed=args.seed)
     if args.min_coverage is not None:
         options.min_coverage = args.min_coverage
     store = open_store_from(args, create=False, reading=True)
@@ -86,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         if report.empty:
             out.print(empty_message(filters))
             return 1
+        if args.ratio is not None:
+            _check_ratio(args.ratio, report.metrics.ratios, store.path)
         render(report, out)
         _print_paid(out, store)
         _print_estimates(out, store)
@@ -101,6 +111,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return 0
+
+
+def _check_ratio(asked: float, ratios: list[float], where: object) -> None:
+    """An asked-for --ratio with no summaries is a user error naming the ratios there are, not a
+    table quietly shown at another ratio."""
+    from pipeline.core.errors import UnspecificError
+
+    if any(abs(r - asked) < 1e-9 for r in ratios):
+        return
+    there = (f"summaries here are at {', '.join(f'{r:g}' for r in sorted(ratios, reverse=True))}" if ratios
+             else "nothing is summarised yet; leave --ratio out for Org alone")
+    raise UnspecificError(f"--ratio {asked:g}: no summaries at that ratio in {where} ({there})")
 
 
 def _print_paid(out, store) -> None:  # noqa: ANN001

@@ -187,7 +187,8 @@ def run_export(args: argparse.Namespace) -> int:
     import sys
 
     from pipeline.analysis.judge_validation import JUDGE_SHEET_COLUMNS, judge_sheet_rows, load_judge_plan
-    from pipeline.analysis.validation import ValidationError, require_plan, sheet_rows, write_sheet
+    from pipeline.analysis.validation import ValidationError, require_plan
+    from pipeline.analysis.validation_sheets import sheet_rows, write_sheet
     from pipeline.cli.common import console, open_store_from
 
     store = open_store_from(args, create=False, reading=True)
@@ -218,7 +219,8 @@ def run_import(args: argparse.Namespace) -> int:
     import sys
 
     from pipeline.analysis.judge_validation import import_judge_sheets, is_judge_sheet, load_judge_plan
-    from pipeline.analysis.validation import ValidationError, disagreements, import_sheets, load_plan, require_plan
+    from pipeline.analysis.validation import ValidationError, load_plan, require_plan
+    from pipeline.analysis.validation_sheets import disagreements, import_sheets
     from pipeline.cli.common import console, open_store_from
 
     judge_sheets = [path for path in args.sheets if is_judge_sheet(path)]
@@ -250,7 +252,7 @@ def run_import(args: argparse.Namespace) -> int:
         for what, result in results:
             print(f"{what}: {len(result.errors)} rows wrong, nothing saved; fix them and import again" if result.errors
                   else f"{what}: saved {result.saved}", file=sys.stderr)
-        return 1
+        return 2  # wrong rows in the user's sheets: a user error, like every other
     for what, result in results:
         out.print(f"saved {result.saved} {what} from {', '.join(sorted(result.annotators)) or 'nobody'}"
                   f" ({result.blank} rows without one skipped)")
@@ -260,7 +262,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_disagreements(args: argparse.Namespace) -> int:
-    from pipeline.analysis.validation import adjudication_rows, disagreements, require_plan, write_sheet
+    from pipeline.analysis.validation import require_plan
+    from pipeline.analysis.validation_sheets import adjudication_rows, disagreements, write_sheet
     from pipeline.cli.common import console, open_store_from
 
     store = open_store_from(args, create=False, reading=True)

@@ -209,8 +209,10 @@ def default_config() -> Config:
     return Config(endpoints={LOCAL: local_endpoint()}, roles=Roles())
 
 
-def load_config(path: str | Path | None = None) -> Config:
-    """Load a config file. ``None`` means unspecific.toml if present, else the local default."""
+def load_config(path: str | Path | None = None, *, need_keys: bool = True) -> Config:
+    """Load a config file. ``None`` means unspecific.toml if present, else the local default.
+    ``need_keys``: an endpoint whose key variable is unset is an error now (commands that call
+    endpoints); False for commands that only read the store (report), which must not need a key."""
     if path is None:
         if not DEFAULT_CONFIG.exists():
             return default_config()
@@ -224,13 +226,13 @@ def load_config(path: str | Path | None = None) -> Config:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     except OSError as exc:  # a folder, no permission
         raise ConfigError(f"{path}: cannot read the config file ({exc.strerror})") from exc
-    return parse_config(raw, path)
+    return parse_config(raw, path, need_keys=need_keys)
 
 
 _SECTIONS = {"endpoints", "roles", "build", "evaluate", "corpus", "pair", "report"}
 
 
-def parse_config(raw: dict[str, Any], path: Path | None = None) -> Config:
+def parse_config(raw: dict[str, Any], path: Path | None = None, *, need_keys: bool = True) -> Config:
     where = str(path) if path else "config"
     unknown = set(raw) - _SECTIONS
     if unknown:
@@ -251,12 +253,12 @@ def parse_config(raw: dict[str, Any], path: Path | None = None) -> Config:
             for i, url in enumerate(urls, 1):
                 member = f"{name}[{i}]"
                 member_spec = {k: v for k, v in spec.items() if k not in _POOL_ONLY}
-                endpoints[member] = _parse_endpoint(member, {**member_spec, "base_url": url}, where)
+                endpoints[member] = _parse_endpoint(member, {**member_spec, "base_url": url}, where, need_keys)
                 members.append(member)
             pool_spec = {k: v for k, v in spec.items() if k in _POOL_ONLY or k in ("model", "structured", "judge_format", "gbnf")}
             pools[name] = {**pool_spec, "pool": members}
         else:
-            endpoints[name] = _parse_endpoint(name, spec, where)
+            endpoints[name] = _parse_endpoint(name, spec, where, need_keys)
     for name, spec in pools.items():
         endpoints[name] = _parse_pool(name, spec, endpoints, where, set(pools))
     roles = _parse_roles(raw.get("roles") or {}, endpoints, where)
@@ -267,7 +269,7 @@ def parse_config(raw: dict[str, Any], path: Path | None = None) -> Config:
     return Config(endpoints=endpoints, roles=roles, settings=settings, path=path)
 
 
-def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
+def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool = True) -> Endpoint:
     known = {f.name for f in fields(Endpoint)} - {"name", "members", "drain_after", "drain_s"}
     field_at = f"{where}: endpoints.{name}"
     for key in spec:
@@ -289,7 +291,7 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str) -> Endpoint:
     if key_env is not None:
         if not isinstance(key_env, str) or not key_env:
             raise ConfigError(f"{field_at}.api_key_env: must name an environment variable")
-        if not os.environ.get(key_env):
+        if need_keys and not os.environ.get(key_env):
             raise ConfigError(f"{field_at}.api_key_env: environment variable {key_env} is not set")
         from pipeline.core.redact import remember_env
 

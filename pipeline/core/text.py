@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import groupby
+from pathlib import Path
 
 from pipeline.core.redact import redact
 
 _WORD = re.compile(r"\S+")
 _LETTER = re.compile(r"[^\W\d_]")
-# At least this share of a text's tokens must hold a letter: junk and markup fall under it.
-MIN_WORDY = 0.6
 # A refusal opens by declining: an apology or an AI disclaimer followed by "I can't / I'd
 # rather not..." in the first sentences, or a flat "I cannot help with that". The declining must
 # be the writer's own ("I ..."): "the town cannot agree" is an answer.
@@ -43,21 +44,140 @@ def is_refusal(text: str) -> bool:
         _APOLOGY.search(head) is not None and _DECLINE.search(head[:160]) is not None)
 
 
-def prose_problem(text: str) -> str | None:
-    """Why ``text`` is not prose, or None when it is."""
+# -- prose -------------------------------------------------------------------------------------
+
+# The English words the prose contract knows: the words of 3 or more of the 6,049 news articles
+# the project installs (bench/build_wordlist.py writes the list; nothing is downloaded).
+_WORD_LIST = Path(__file__).with_name("english_words.txt")
+# A token's edges that prose has (punctuation, quotes, dashes), and within them up to two marks
+# of markdown emphasis (**bold**, _it_, `code`); what is left is the token's core. "%%%", "##",
+# "@@", "<b>" around a word are no edges: "%%%garbage%%%" is no word.
+_EDGES = ".,;:!?\"'()[]{}«»“”‘’„‚—–-…"
+_EMPHASIS = re.compile(r"^[*_`]{1,2}(.*?)[*_`]{0,2}$")
+_WORD_CORE = re.compile(r"[^\W\d_]+(?:['’.\-][^\W\d_]+)*")  # don't, U.S, well-known, O'Brien
+_NUMBER_CORE = re.compile(r"[$€£¥]?[+\-−]?[\w.,:/%+\-−']*\d[\w.,:/%+\-−']*")  # 2019, 25%, $4.5bn, COVID-19, 10:30
+_WORD_PARTS = re.compile(r"[^\W\d_]+")
+# JSON or markup cut short has no closing bracket: '{"verdicts": [{"id": 1, "verdict": "ye', '<html><body>5'.
+_OPENS_AS_CODE = re.compile(r"[\[{]\s*[\"\[{]|<[A-Za-z!/?]")
+# At least this share of a text's tokens must be words: numbers, markup, links and symbols fall
+# outside. "In 2019, 3 of 12 boats (25%) sank off the quay" has 71%, a markdown table under 45%.
+MIN_WORDY = 0.5
+# At most this share may be neither word, number nor punctuation: links, code, "%%%junk%%%".
+MAX_SYMBOLIC = 0.2
+# At least this share of the words must be English words (the word list) or words of the text the
+# reply was written from (its names): news prose is above 0.9, lorem ipsum about 0.25.
+MIN_KNOWN = 0.5
+# A phrase of up to MAX_RUN_PERIOD words said again and again in a row is junk ("word word word
+# ..."): RUN_JUNK times or more, or 3 times or more when the run is half the text. News prose has
+# "ta, ta, ta, ta, ta!" (5); a sentence repeated whole is longer than a phrase and passes.
+MAX_RUN_PERIOD = 5
+RUN_JUNK = 8
+# Longer than this, a run of letters is no word: base64, hashes, glued-up tokens.
+MAX_WORD_LETTERS = 30
+
+
+@dataclass(frozen=True)
+class Token:
+    core: str  # the token without the edges prose has
+    kind: str  # word | number | mark (punctuation alone) | symbolic (links, code, junk)
+
+
+def tokens(text: str) -> list[Token]:
+    """Each whitespace-separated token of ``text``, with what it is."""
+    out = []
+    for raw in text.split():
+        if raw.isalpha() and len(raw) <= MAX_WORD_LETTERS:  # most tokens of prose: no edges to strip
+            out.append(Token(raw, "word"))
+            continue
+        core = raw.strip(_EDGES)
+        emphasis = _EMPHASIS.match(core)
+        if emphasis is not None and core[-1:] in "*_`":
+            core = emphasis.group(1).strip(_EDGES)
+        if not any(ch.isalnum() for ch in raw):
+            kind = "mark"  # punctuation alone: "—", "&", "*", "##", "|---|"
+        elif "://" in core or core.lower().startswith("www."):
+            kind = "symbolic"
+        elif _WORD_CORE.fullmatch(core):
+            kind = "word" if len(core) <= MAX_WORD_LETTERS else "symbolic"
+        elif _NUMBER_CORE.fullmatch(core) and len(core) <= 20:
+            kind = "number"
+        else:
+            kind = "symbolic"
+        out.append(Token(core, kind))
+    return out
+
+
+@lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    return frozenset(_WORD_LIST.read_text(encoding="utf-8").split())
+
+
+def _vocabulary(text: str) -> set[str]:
+    """The words of ``text``, lower-case, whole and part by part (Okonjo-Iweala: okonjo, iweala)."""
+    words = {t.core.lower().replace("’", "'") for t in tokens(text) if t.kind == "word"}
+    return words | {p for w in words for p in _WORD_PARTS.findall(w)}
+
+
+def _is_known(word: str, vocabulary: frozenset[str] | set[str]) -> bool:
+    """An English word or one of ``vocabulary``: whole, without its possessive, or part by part
+    (well-known, U.S, rock'n'roll)."""
+    word = word.lower().replace("’", "'")
+    if word in vocabulary:
+        return True
+    if word.endswith("'s"):
+        word = word[:-2]
+    known = english_words()
+    return word in known or all(len(p) == 1 or p in known or p in vocabulary for p in _WORD_PARTS.findall(word))
+
+
+def _junk_run(cores: list[str]) -> tuple[str, int] | None:
+    """The phrase of at most MAX_RUN_PERIOD tokens said most times in a row, when that run is
+    junk (RUN_JUNK times, or 3 times and half the text): (phrase, times)."""
+    worst: tuple[str, int] | None = None
+    for period in range(1, MAX_RUN_PERIOD + 1):
+        start = 0
+        # Runs of tokens equal to the one a period before: a run of k of them is a phrase said
+        # (k + period) // period times.
+        for equal, run in groupby(a == b for a, b in zip(cores, cores[period:], strict=False)):
+            same = sum(1 for _ in run)
+            if equal:
+                times = (same + period) // period
+                junk = times >= RUN_JUNK or (times >= 3 and times * period * 2 >= len(cores))
+                if junk and (worst is None or times > worst[1]):
+                    worst = (" ".join(cores[start:start + period]), times)
+            start += same
+    return worst
+
+
+def prose_problem(text: str, *, source: str = "") -> str | None:
+    """Why ``text`` is not prose, or None when it is. ``source`` is the text it was written from
+    (the response a summary summarises, the instruction of a response): its words count as known
+    words, so names and rare words taken from it pass."""
     body = text.strip()
     if not body:
         return "the reply is empty"
-    if body[0] in "{[<" and body[-1] in "}]>":
+    if (body[0] in "{[<" and body[-1] in "}]>") or _OPENS_AS_CODE.match(body):
         return "the reply is markup or JSON, not prose"
-    tokens = _WORD.findall(body)
-    wordy = sum(1 for t in tokens if _LETTER.search(t))
-    if wordy < MIN_WORDY * len(tokens):
-        return f"the reply is not prose (only {wordy} of its {len(tokens)} tokens are words)"
     if redact(body) != body:
         # An endpoint's error page echoing a key ("Incorrect API key provided: sk-..."), not a text:
         # storing it would put the key in the store.
         return "the reply holds a credential (an endpoint's error message, not a text)"
+    found = tokens(body)
+    n = len(found)
+    words = [t.core for t in found if t.kind == "word"]
+    if len(words) < MIN_WORDY * n:
+        return f"the reply is not prose (only {len(words)} of its {n} tokens are words)"
+    symbolic = sum(1 for t in found if t.kind == "symbolic")
+    if symbolic > MAX_SYMBOLIC * n:
+        return f"the reply is not prose ({symbolic} of its {n} tokens are symbols, links or code)"
+    run = _junk_run([t.core.lower() for t in found if t.kind != "mark"])
+    if run is not None:
+        return f"the reply is not prose (it says {run[0]!r} {run[1]} times in a row)"
+    vocabulary = _vocabulary(source) if source else set()
+    known = sum(1 for w in words if _is_known(w, vocabulary))
+    if known < MIN_KNOWN * len(words):
+        return (f"the reply is not prose (only {known} of its {len(words)} words are English words or words of "
+                "the text it was written from: gibberish or lorem ipsum)")
     return None
 
 

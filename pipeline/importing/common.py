@@ -28,22 +28,27 @@ class ImportFailed(UnspecificError):
 
 @dataclass
 class ResearchColumns:
-    """Column names of the research code's CSVs (each configurable there, so here too)."""
+    """Column names of the research code's CSVs, by role, as its writers name them
+    (pipeline.importing.research_layouts quotes each writer); an option renames one."""
 
-    id: str = "id"
-    instruction: str = "instruction"
+    id: str = "instruction_number"
+    instruction: str = "main_task"  # the main task
     constraints: str = "constraints"
-    reference: str = "reference"
-    reference_b: str = "reference_b"
-    base: str = "base"
-    content: str = "fitted_content"
-    model: str = "model"
-    mode: str = "mode"
-    summary: str = "summary"
-    summary_ratio: str = "summary_ratio"
+    original: str = "original_constraints"  # a revision's input list
+    revised: str = "revised_constraints"
+    article: str = "instruction"  # the single source article of a constraints file
+    reference: str = "blog1"
+    reference_b: str = "blog2"
+    base: str = "base_content"
+    content: str = "fitted_content"  # a response: the base article edited to fit (mode edit)
+    direct: str = "direct_content"  # a response written from the instruction (mode direct)
+    model: str = "model_used"
+    summary: str = "summarized_content"
+    summary_ratio: str = "summary_ratio"  # the research code writes none: --ratio says it
+    error: str = "error"  # the summariser's failure note
     results: str = "satisfaction_results"
+    num_satisfied: str = "num_satisfied"  # the research count of Yes lines, checked against ours
     eval_model: str = "eval_model"
-    evaluated: str = "evaluated"  # which text the results judge: response (default) | summary | base
 
 
 @dataclass
@@ -55,7 +60,8 @@ class ImportOptions:
     condition: str | None = None  # default per format: single (cs4, jsonl), none (research)
     run: str | None = None  # responses: the run (import name or run id) whose instruction ids the file uses
     ratio: float = DEFAULT_RATIO  # research summaries without a ratio column
-    evaluated: str = "response"  # research: the text results judge when no column says (response | summary | base)
+    evaluated: str = "response"  # checked by import_file; research reads ``judged``
+    judged: str | None = None  # research: the text an evaluation judged (default: the row's most derived text)
     columns: ResearchColumns = field(default_factory=ResearchColumns)
     dry_run: bool = False
 
@@ -70,6 +76,8 @@ class ImportSummary:
     added: Counter[str] = field(default_factory=Counter)  # instructions, constraints, responses ...
     skipped: Counter[str] = field(default_factory=Counter)  # reason -> rows
     dry_run: bool = False
+    files: list[str] = field(default_factory=list)  # research: each file with its layout and rows
+    warnings: list[str] = field(default_factory=list)  # imported anyway, but a person should know
 
 
 @dataclass(frozen=True)

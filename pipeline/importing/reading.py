@@ -8,6 +8,7 @@ import io
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.importing.common import ImportFailed, Problems, Row
@@ -130,3 +131,66 @@ def parse_numbered(text: str) -> list[str]:
         else:
             raise ValueError(f"text before constraint 1: {line[:60]!r}")
     return [" ".join(i.split()) for i in items]
+
+
+@dataclass(frozen=True)
+class NumberedList:
+    """A released list read as its publisher wrote it: the items, and what was off about it
+    (each note a person should read; the list is usable anyway)."""
+
+    items: list[str]
+    notes: list[str]
+
+
+def read_released_list(text: str, expected: int) -> NumberedList:
+    """A numbered list from a file one cannot fix (CS4's releases), read leniently: numbered lines
+    first, as parse_numbered; a numbering that skips or repeats, or text before item 1, is noted,
+    not fatal; when the lines do not give ``expected`` items, the items numbered 1 to ``expected``
+    inline ("1. a 2. b") are tried. An empty list is a ValueError."""
+    items: list[str] = []
+    notes: list[str] = []
+    preamble: list[str] = []
+    misnumbered = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        m = _NUMBERED.match(line)
+        if m:
+            if int(m.group(1)) != len(items) + 1 and misnumbered is None:
+                misnumbered = f"item {len(items) + 1} is numbered {m.group(1)}"
+            items.append(m.group(2).strip())
+        elif items:
+            items[-1] = f"{items[-1]} {line}"
+        else:
+            preamble.append(line)
+    if len(items) != expected:
+        inline = _inline_numbered(text, expected)
+        if inline is not None:
+            return NumberedList(inline, [])
+    if not items:
+        raise ValueError("no numbered constraints")
+    if preamble:
+        notes.append(f"text before constraint 1 left out: {' '.join(preamble)[:60]!r}")
+    if misnumbered:
+        notes.append(f"the numbering is off ({misnumbered}); read in list order")
+    return NumberedList([" ".join(i.split()) for i in items], notes)
+
+
+def _inline_numbered(text: str, expected: int) -> list[str] | None:
+    """Items 1 to ``expected`` numbered inside running text, in order, or None when one is not found."""
+    if expected < 1:
+        return None
+    starts: list[tuple[int, int]] = []  # (where the number starts, where its item starts)
+    position = 0
+    for k in range(1, expected + 1):
+        m = re.compile(rf"(?:^|(?<=\s)){k}\s*[.)]\s+").search(text, position)
+        if m is None:
+            return None
+        starts.append((m.start(), m.end()))
+        position = m.end()
+    if text[: starts[0][0]].strip():
+        return None
+    ends = [s for s, _ in starts[1:]] + [len(text)]
+    items = [" ".join(text[begin:end].split()) for (_, begin), end in zip(starts, ends)]
+    return items if all(items) else None

@@ -9,10 +9,11 @@ import json
 from typing import Any
 
 from pipeline.importing.common import ImportFailed, ImportOptions, ImportSummary, Problems
+from pipeline.importing.replies import ParsedReply, parse_judge_reply
 from pipeline.store import imports
 from pipeline.store.articles import insert_article
 from pipeline.store.constraints import active_constraints
-from pipeline.store.database import Store, now
+from pipeline.store.database import Store, now, text_hash
 from pipeline.store.generations import generation_text, stored_response
 from pipeline.store.instructions import set_base_generation
 from pipeline.store.verdicts import NewVerdict, put_verdicts, verdicts_by_constraint
@@ -108,18 +109,15 @@ class ImportWriter:
             set_base_generation(self.store, instruction_id, gid)
         return gid
 
-    def verdicts(self, generation_id: int, instruction_id: int, judge: str, results: str) -> None:
-        """A judge's "N. Yes - quote" / "N. No - reason" lines as verdicts. A constraint the lines
-        do not mention is stored as missing (NULL), never as No, so coverage shows the gap."""
+    def verdicts(self, generation_id: int, instruction_id: int, judge: str, results: str) -> ParsedReply:
+        """A research judge's reply (pipeline.importing.replies) as verdicts; returns it as read. A
+        constraint the reply does not mention is stored as missing (NULL), never as No, so coverage
+        shows the gap."""
         from pipeline.core.text import find_quote
-        from pipeline.llm.client import ReplyError
-        from pipeline.stages.judging import parse_batched_reply
 
         constraints = [c.id for c in active_constraints(self.store, instruction_id)]
-        try:
-            items = parse_batched_reply(results, len(constraints))
-        except ReplyError as exc:
-            raise ValueError(f"no verdicts could be read ({exc})") from None
+        reply = parse_judge_reply(results, len(constraints))
+        items = reply.items
         text = generation_text(self.store, generation_id) or ""
         prompt = f"import:{self.summary.run_id}"
         existing = verdicts_by_constraint(self.store, generation_id, judge, IMPORT_JUDGING_MODE, prompt)
@@ -144,3 +142,30 @@ class ImportWriter:
             self.summary.added["verdicts" if verdict is not None else "missing verdicts"] += 1
         # Every constraint stored before was skipped above, so nothing here replaces a verdict.
         put_verdicts(self.store, new)
+        return reply
+
+    def revised_instruction(self, source_id: str, *, domain: str, condition: str, task: str, original: list[str],
+                            revised: list[str], reason: str, article_a: int | None, article_b: int | None) -> int:
+        """An instruction revised elsewhere: the revised list active, the original kept as its lineage."""
+        run_id = self.summary.run_id
+        stored = imports.imported_instruction(self.store, run_id, source_id)
+        if stored is not None:
+            texts = [c.text for c in active_constraints(self.store, stored.id)]
+            if (stored.main_task or "") != task or texts != revised or stored.condition != condition:
+                raise ValueError(f"instruction {source_id} was imported into {run_id} before with another task, "
+                                 "revised constraints or condition; import the new version under another --name")
+            self.summary.skipped["instruction already imported"] += 1
+            return stored.id
+        iid = imports.insert_imported_revision(
+            self.store, run_id=run_id, source_id=source_id, domain=domain, condition=condition, main_task=task,
+            original=original, revised=revised, reason=reason, article_a=article_a, article_b=article_b,
+            stamp=self.stamp)
+        self.summary.added["instructions"] += 1
+        self.summary.added["constraints"] += len(revised)
+        self.summary.added["revised constraints"] += sum(1 for text in revised if text not in original)
+        self.new_instructions.append(iid)
+        return iid
+
+    def response_with_text(self, instruction_id: int, text: str) -> int | None:
+        """The stored response to the instruction with exactly this text, whoever wrote it."""
+        return imports.imported_response_with_text(self.store, instruction_id, text_hash(text))

@@ -248,12 +248,12 @@ async def _find_remote(client: Any, batch_id: str) -> Any:
 def _orphans(store: Store, kind: str = "provider") -> list[batch_table.BatchRow]:
     """Batches left in 'preparing' by a process that is gone (killed between claiming its
     requests and recording the remote batch, or writing the export file)."""
-    from pipeline.store.database import _alive
+    from pipeline.core.processes import process_alive
 
     host = socket.gethostname()
     # pid NULL: its own process gave up on sending it (an error); the next submit finishes it.
     return [r for r in batch_table.preparing_batches(store, kind)
-            if r.host == host and (r.pid is None or not _alive(int(r.pid)))]
+            if r.host == host and (r.pid is None or not process_alive(int(r.pid)))]
 
 
 async def submit_pending(store: Store, config: Config, *, endpoints: Iterable[str] | None = None,

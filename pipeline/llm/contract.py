@@ -6,7 +6,10 @@ page, a JSON envelope, half a reply) with a success status, and a writer model m
 Each generated text is checked here; a reply that breaks the contract raises ReplyError, so
 the client never caches it and the caller's repair round asks again:
 
-- prose: mostly words of letters, not markup, JSON or symbols (every generated text);
+- prose (every generated text, ``pipeline.core.text.prose_problem``): mostly words, not markup,
+  JSON, links or symbols ("%%%garbage%%%"); no word or phrase said over and over; and words that
+  are English (a word list) or taken from the text the reply was written from, so lorem ipsum
+  and gibberish fail. A junk reply from a model under test is no answer: its unit fails;
 - not a refusal (texts we generate to measure with: base articles, summaries). A refusal
   from a *model under test* is different: it is that model's answer, kept, and flagged
   (``is_refusal``) in the report and the app;
@@ -21,10 +24,11 @@ from pipeline.llm.client import ReplyError
 __all__ = ["check_length", "check_prose", "is_refusal", "prose_problem"]
 
 
-def check_prose(text: str, *, what: str, refusal_fails: bool) -> str:
+def check_prose(text: str, *, what: str, refusal_fails: bool, source: str = "") -> str:
     """``text`` if it keeps the contract of prose (and, with ``refusal_fails``, is no refusal);
-    else ReplyError carrying the reply, for the repair round."""
-    problem = prose_problem(text)
+    else ReplyError carrying the reply, for the repair round. ``source``: the text the reply was
+    written from (the response summarised, the instruction answered): its names are words."""
+    problem = prose_problem(text, source=source)
     if problem is None and refusal_fails and is_refusal(text):
         problem = f"the reply refuses the task instead of writing the {what}"
     if problem is not None:

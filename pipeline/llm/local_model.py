@@ -16,6 +16,10 @@ lines and the likely cause.
 ``acquire_server`` is what a run calls: it reuses the server of ``unspecific local serve``
 (found through a state file in the cache folder) or starts one for the run.
 
+Nothing outlives its parent: ``interrupt_on_signals`` turns SIGTERM and SIGHUP (a closed
+terminal) into an orderly stop that may take ``ORDERLY_STOP_S`` at most, and ``follow_parent``
+stops a child (the app's demo) whose parent died without a word.
+
 Cache folder: ``$UNSPECIFIC_CACHE``, else ``~/.cache/unspecific``; the model lives in its
 ``models/`` subfolder, the server logs in ``logs/``, the serve state in ``local-server.json``.
 """
@@ -31,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -40,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import LocalModelError, LocalServerDied
+from pipeline.core.processes import process_alive
 
 PARTS = 22
 MODEL_BYTES = 1_117_320_768
@@ -348,7 +354,8 @@ class LocalServer:
         self.process, self._ended = None, proc
         return death_report(code, self.log_path, self.log_tail(), when=when)
 
-    def stop(self, grace_s: float = 10.0) -> None:
+    def stop(self, grace_s: float = 2.0) -> None:
+        # Short: a server has nothing to save, and a stop on a closed terminal must end within seconds.
         proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
             return
@@ -535,22 +542,10 @@ def clear_state(owner_pid: int | None = None) -> None:
     state_path().unlink(missing_ok=True)
 
 
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def running_server() -> dict[str, Any] | None:
     """The state of a `local serve` server that is alive and answering, else None."""
     state = read_state()
-    if not state or not pid_alive(state.get("server_pid")):
+    if not state or not process_alive(state.get("server_pid")):
         return None
     if not server_alive(str(state.get("base_url"))):
         return None
@@ -578,7 +573,7 @@ class Lease:
         if state is None:
             return None
         deadline = time.monotonic() + wait_s
-        while pid_alive(state.get("server_pid")):
+        while process_alive(state.get("server_pid")):
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.05)
@@ -610,3 +605,47 @@ def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = 
     server = LocalServer(model=model_path(progress), **server_options)
     server.start(timeout_s=timeout_s)
     return Lease(base_url=server.base_url, server=server)
+
+
+# -- outliving no parent ------------------------------------------------------------------
+
+# How long an orderly stop on a signal may take before the process exits anyway: with the
+# children's own watch (1 s), everything is gone within 5 s of a closed terminal.
+ORDERLY_STOP_S = 2.5
+PARENT_PID_ENV = "UNSPECIFIC_PARENT_PID"  # set by a parent that wants its child to follow it
+
+
+def interrupt_on_signals(signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP),
+                         grace_s: float = ORDERLY_STOP_S) -> None:
+    """Turn these signals (SIGHUP: the terminal was closed) into KeyboardInterrupt, the orderly
+    stop every command has (runs paused, servers stopped); should that stop hang, the process
+    exits after ``grace_s`` anyway, and its children, which watch it, follow."""
+
+    def on_signal(signum: int, frame: object) -> None:
+        exit_after(grace_s, 130)
+        raise KeyboardInterrupt
+
+    for sig in signals:
+        signal.signal(sig, on_signal)
+
+
+def exit_after(seconds: float, code: int) -> None:
+    timer = threading.Timer(seconds, os._exit, args=(code,))
+    timer.daemon = True
+    timer.start()
+
+
+def follow_parent(poll_s: float = 0.25) -> None:
+    """Send ourselves SIGTERM when our parent dies, however it died (SIGKILL included): a
+    child no one reads must not work on, owned by init. The parent is the one named in
+    ``$UNSPECIFIC_PARENT_PID`` (so a parent that died before we got here is noticed), else
+    our parent now. Polled, not PR_SET_PDEATHSIG, which fires when the parent's *thread* ends."""
+    named = os.environ.get(PARENT_PID_ENV, "")
+    parent = int(named) if named.isdigit() else os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="follow-parent", daemon=True).start()

@@ -11,11 +11,14 @@ writes a reply of the asked shape and length:
   an eval revision is priced for a third of the constraints, as on a typical model;
 - the base article, responses and summaries: about the asked number of words; a response
   mentions the angle of every odd-numbered requirement, and a judge says Yes to a constraint
-  whose angle the text mentions (quoting that sentence);
+  whose angle the text mentions (quoting that sentence). The base article and each response open
+  with the request's ``seed`` (its cache key, which covers the endpoint and model): as a real
+  model's texts, no two are alike, so no later call (a summary, a verdict) collapses into a cache
+  hit the real run would pay for;
 - revisions replace every listed constraint; naturalness prefers the first; no contradictions.
 
-The replies are a pure function of the request. A prompt it does not recognise gets None: the
-estimator counts that unit as unpriced from there on. Never sent, never cached.
+The replies are a pure function of the request and its seed. A prompt it does not recognise
+gets None: the estimator counts that unit as unpriced from there on. Never sent, never cached.
 """
 
 from __future__ import annotations
@@ -131,10 +134,16 @@ def _number(pattern: str, text: str) -> int:
     return int(m.group(1))
 
 
-def placeholder_reply(request: dict[str, Any], *, quote_cap: int) -> str | None:
+def _tag(seed: str, prompt: str) -> str:
+    """Eight hex digits naming one request: its seed's, else its prompt's."""
+    return (seed or hashlib.sha256(prompt.encode()).hexdigest())[:8]
+
+
+def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = "") -> str | None:
     """The placeholder reply to an OpenAI-style chat request (``messages``, ``model``, and
     ``grammar`` when the endpoint holds the reply to one); None when the prompt is not one it knows.
-    ``quote_cap``: the longest quote a judge's grammar lets through."""
+    ``quote_cap``: the longest quote a judge's grammar lets through. ``seed``: the request's cache
+    key; free text opens with it, so each model's text for each request is its own."""
     kind = prompt_kind(request)
     if kind == "unknown":
         return None
@@ -143,7 +152,7 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int) -> str | None:
     if kind == "format_repair":  # a good model answers the original request again
         messages = request["messages"]
         upto = next(i for i, m in enumerate(messages) if m["role"] == "user")
-        return placeholder_reply({**request, "messages": messages[: upto + 1]}, quote_cap=quote_cap)
+        return placeholder_reply({**request, "messages": messages[: upto + 1]}, quote_cap=quote_cap, seed=seed)
     if kind in ("synthesize_common", "synthesize_single"):
         n = _number(r"exactly (\d+) constraints", first)
         story = re.search(r"\(story (\d+)a\)", first)
@@ -154,7 +163,7 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int) -> str | None:
         return json.dumps({"constraints": [f"Add further point {j} about the wider region." for j in range(1, k + 1)]})
     if kind == "base_article":
         words = _number(r"about (\d+) words", last)
-        return " ".join([_BASE_SENTENCE] * max(1, words // 10))
+        return " ".join([f"Draft {_tag(seed, first)}."] + [_BASE_SENTENCE] * max(1, words // 10))
     if kind == "judge_batched":
         text = _block(first, "TEXT")
         items = _numbered(_block(first, "CONSTRAINTS"))
@@ -168,10 +177,9 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int) -> str | None:
         return json.dumps(_verdict(_block(first, "CONSTRAINT"), _block(first, "TEXT")))
     if kind in ("respond_direct", "respond_edit"):
         words = _number(r"about (\d+) words", first)
-        # Each model's text for its own task: no two responses alike.
+        # Each model's text for its own task: no two responses alike (the seed covers the model).
         task = first.strip().splitlines()[0].removeprefix("Task: ").rstrip(".")
-        brief = hashlib.sha256(first.encode()).hexdigest()[:8]
-        opening = f"Brief {brief}: a text by {request.get('model', 'a model')} for the task: {task}."
+        opening = f"Brief {_tag(seed, first)}: a text by {request.get('model', 'a model')} for the task: {task}."
         if kind == "respond_edit":
             opening += " " + _block(first, "DRAFT").split(".")[0] + "."
         return _response(_numbered(_block(first, "REQUIREMENTS")), words, opening)

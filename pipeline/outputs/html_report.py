@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.analysis import copying
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.core.redact import known_secrets, redact
-from pipeline.outputs.report import _cond_key, _label, main_groups
+from pipeline.outputs.report import condition_order, main_groups, writer_label
 from pipeline.store import metrics as reads
 from pipeline.store.constraints import ConstraintRecord, constraint_records_of
 from pipeline.store.verdicts import Verdict, shown_verdicts
@@ -294,7 +294,7 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
         r_text, s_text = bodies.get(r_hash or "", ""), bodies.get(s_hash or "", "")
         extra = (at or row).extra
         responses.append({
-            "id": rid, "model": row.model, "mode": row.mode, "label": _label(row.model, row.mode, set()),
+            "id": rid, "model": row.model, "mode": row.mode, "label": writer_label(row.model, row.mode, set()),
             "r": r_hash, "s": s_hash, "sid": s[0] if s else None, "refusal": bool(g[8]) if g else False,
             "flipped": flips.get(rid, 0), "org": _num(row.org), "core": _num(at.core) if at else None,
             "superficial": _num(at.superficial) if at else None, "judged": _num(row.judged), "n": row.n_active,
@@ -372,7 +372,7 @@ def _tables(report: Report) -> str:
     has_sim = any("sim_ref_a" in g.extra for g in groups)
     parts = []
     for domain in sorted({g.domain for g in groups}):
-        mine = sorted((g for g in groups if g.domain == domain), key=lambda g: (_cond_key(g.condition), g.model, g.mode))
+        mine = sorted((g for g in groups if g.domain == domain), key=lambda g: (condition_order(g.condition), g.model, g.mode))
         head = ["condition", "model", "Org", core, "superficial", "judge κ", "n", "coverage %", "verdicts given"]
         if has_copy:
             head += ["copied 5-grams A / B", "copied words A / B %"]
@@ -381,7 +381,7 @@ def _tables(report: Report) -> str:
         rows = []
         for g in mine:
             warned = report.warned(g)
-            cells = [_e(g.condition), _e(_label(g.model, g.mode, set())), _ci_html(g.org), _ci_html(g.core),
+            cells = [_e(g.condition), _e(writer_label(g.model, g.mode, set())), _ci_html(g.org), _ci_html(g.core),
                      _ci_html(g.superficial), "-" if math.isnan(g.kappa) else f"{g.kappa:.2f}", str(g.n),
                      _pct(g.coverage) + (' <b class="warn" title="see the warnings">!</b>' if warned else ""),
                      f"{g.judged_items} / {g.expected_items}"]
@@ -410,7 +410,7 @@ PALETTE = ["#3465a4", "#c4a000", "#4e9a06", "#ce5c00", "#75507b", "#cc0000", "#0
 
 def _chart(report: Report, domain: str, groups: list[Any]) -> str:
     """Org and Core bars with 95% whiskers per condition x model, as inline SVG."""
-    conditions = sorted({g.condition for g in groups}, key=_cond_key)
+    conditions = sorted({g.condition for g in groups}, key=condition_order)
     systems = sorted({(g.model, g.mode) for g in groups})
     if not conditions or not systems:
         return ""
@@ -438,7 +438,7 @@ def _chart(report: Report, domain: str, groups: list[Any]) -> str:
                     continue
                 x = x0 + (2 * s + k) * bar
                 color = PALETTE[s % len(PALETTE)]
-                title = f"{_label(*system, set())} {metric}: {_pct(iv.value)}%"
+                title = f"{writer_label(*system, set())} {metric}: {_pct(iv.value)}%"
                 if not math.isnan(iv.low):
                     title += f" [{_pct(iv.low)}-{_pct(iv.high)}]"
                 out.append(f'<rect x="{x:.1f}" y="{y(iv.value):.1f}" width="{bar - 2}" height="{height * iv.value:.1f}"'
@@ -449,7 +449,7 @@ def _chart(report: Report, domain: str, groups: list[Any]) -> str:
     for s, system in enumerate(systems):
         ly = top + height + 26 + 16 * s
         out.append(f'<rect x="{left}" y="{ly}" width="10" height="10" fill="{PALETTE[s % len(PALETTE)]}"/>'
-                   f'<text x="{left + 14}" y="{ly + 9}" class="tick">{_e(_label(*system, set()))}'
+                   f'<text x="{left + 14}" y="{ly + 9}" class="tick">{_e(writer_label(*system, set()))}'
                    " (solid: Org, pale: Core)</text>")
     out.append("</svg>")
     return "".join(out)
@@ -460,11 +460,11 @@ def _depth(report: Report) -> str:
     if len(m.ratios) < 2:
         return ""
     ratios = sorted(m.ratios, reverse=True)
-    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], _cond_key(k[1]), k[2], k[3]))
+    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], condition_order(k[1]), k[2], k[3]))
     rows = []
     for domain, condition, model, mode in keys:
         org = m.group(domain, condition, model, mode, None)
-        cells = [_e(domain), _e(condition), _e(_label(model, mode, set())), _pct(org.org.value) if org else "-"]
+        cells = [_e(domain), _e(condition), _e(writer_label(model, mode, set())), _pct(org.org.value) if org else "-"]
         for r in ratios:
             g = m.group(domain, condition, model, mode, r)
             cells.append(_pct(g.core.value) if g else "-")

@@ -12,6 +12,8 @@ with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
                                ratio (org, core, superficial, gap = org - core); p_value per test
                                and p_holm adjusted over all of them
   naturalness.csv              win rates of each condition's constraint sets (if judged)
+  families.csv                 instruction families (CS4's levels of specificity): Org and Core per
+                               (import run, number of constraints, model, mode), if any
   validation.json              human labels: annotator kappa, the metric's precision/recall
   report.json                  all of the above together, with the filters used
   org_core_<domain>.png        Org and Core bars with 95% whiskers per condition x model
@@ -49,7 +51,7 @@ from pipeline.analysis.metrics import (
     naturalness_rates,
     runs_covered,
 )
-from pipeline.analysis.stats import DEFAULT_RESAMPLES, holm
+from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, bootstrap_mean, holm
 from pipeline.analysis.validation import AnnotatorKappa, ValidationReport, human_validation
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.store.annotations import annotation_count
@@ -150,6 +152,8 @@ class Report:
     # Each judge's accuracy against people (pipeline.analysis.judge_validation), by rater name; a judge
     # not in it is unvalidated, and the report says so beside its numbers.
     judges_validated: dict[str, JudgeScore] = field(default_factory=dict)
+    # CS4's instruction families, level x model (family_levels); empty when no family is selected.
+    families: list[FamilyLevel] = field(default_factory=list)
 
     def warned(self, group: Group) -> list[ReportWarning]:
         return [w for w in self.warnings if w.group == group.key]
@@ -195,6 +199,7 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
         report.validation = human_validation(store, ratio=ratio or options.ratio, filters=options.filters,
                                              n_resamples=options.n_resamples, seed=options.seed)
         report.annotators = report.validation.kappas
+    report.families = family_levels(store, metrics, ratio, n_resamples=options.n_resamples, seed=options.seed)
     return report
 
 
@@ -205,7 +210,7 @@ def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | Non
     out: list[Comparison] = []
     for a, b in combinations(sorted({r.model for r in metrics.rows}), 2):
         out += compare(metrics, a, b, by="model", **kw)
-    for a, b in combinations(sorted({r.condition for r in metrics.rows}, key=_cond_key), 2):
+    for a, b in combinations(sorted({r.condition for r in metrics.rows}, key=condition_order), 2):
         out += compare(metrics, a, b, by="condition", **kw)
     for a, b in combinations(sorted({r.mode for r in metrics.rows}), 2):
         out += compare(metrics, a, b, by="mode", **kw)
@@ -213,7 +218,7 @@ def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | Non
     return [replace(c, p_holm=p) for c, p in zip(out, adjusted)]
 
 
-def _cond_key(condition: str) -> tuple[int, str]:
+def condition_order(condition: str) -> tuple[int, str]:
     return (CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER), condition)
 
 
@@ -230,7 +235,7 @@ def _ci(iv: Any, sep: str = " ") -> str:
     return f"{100 * iv.value:.1f}{sep}[{100 * iv.low:.1f}-{100 * iv.high:.1f}]"
 
 
-def _label(model: str, mode: str, modes: set[str]) -> str:
+def writer_label(model: str, mode: str, modes: set[str]) -> str:
     """The model and its response mode, always: a table of direct responses says so too."""
     return f"{model}/{mode}" if mode else model
 
@@ -293,7 +298,7 @@ def render(report: Report, console: Console) -> None:
         # A narrow terminal gets each interval on its own line rather than squeezed columns.
         sep = "\n" if console.width < 100 + 30 * bool(extra_names) else " "
         for g in (g for g in groups if g.domain == domain):
-            row = [g.condition, _label(g.model, g.mode, modes)]
+            row = [g.condition, writer_label(g.model, g.mode, modes)]
             row += [_ci(g.org, sep), _ci(g.core, sep), _ci(g.superficial, sep), _num(g.kappa), str(g.n),
                     _coverage_cell(g, report)]
             e = g.extra
@@ -307,6 +312,7 @@ def render(report: Report, console: Console) -> None:
             table.add_row(*row)
         console.print(table)
     _render_warnings(report, console)
+    _render_families(report, console)
     if len(m.ratios) > 1:
         _render_depth(report, console)
     if m.agreement:
@@ -379,7 +385,7 @@ def _render_depth(report: Report, console: Console) -> None:
     ratios = sorted(m.ratios, reverse=True)
     table = Table("domain", "condition", "model", "Org", *[f"Core@{r:g}" for r in ratios],
                   title="Depth profile: Core across summary ratios (%)", title_justify="left")
-    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], _cond_key(k[1]), k[2], k[3]))
+    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], condition_order(k[1]), k[2], k[3]))
     modes = {k[3] for k in keys}
     for domain, condition, model, mode in keys:
         org = m.group(domain, condition, model, mode, None)
@@ -387,7 +393,7 @@ def _render_depth(report: Report, console: Console) -> None:
         for r in ratios:
             g = m.group(domain, condition, model, mode, r)
             cells.append(_pct(g.core.value) if g else "-")
-        table.add_row(domain, condition, _label(model, mode, modes), _pct(org.org.value) if org else "-", *cells)
+        table.add_row(domain, condition, writer_label(model, mode, modes), _pct(org.org.value) if org else "-", *cells)
     console.print(table)
     changed = ranking_changes(m)
     if changed:
@@ -516,6 +522,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
     emit("comparisons", [c.as_dict() for c in report.comparisons])
     if report.naturalness:
         emit("naturalness", [w.as_dict() for w in report.naturalness])
+    if report.families:
+        emit("families", [f.as_dict() for f in report.families])
     validation = None
     if report.validation is not None:
         validation = {"metric": report.validation.as_dict(), "annotators": [a.as_dict() for a in report.annotators]}
@@ -528,6 +536,7 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         "comparisons": [c.as_dict() for c in report.comparisons],
         "requested_comparison": [c.as_dict() for c in report.requested],
         "naturalness": [w.as_dict() for w in report.naturalness], "validation": validation,
+        "families": [f.as_dict() for f in report.families],
         "judge_validation": {r: (score.as_dict() if (score := validated_score(r, report.judges_validated)) else None)
                              for r in m.raters},
         "ranking_changes_with_ratio": ranking_changes(m), "min_coverage": report.options.min_coverage,
@@ -548,7 +557,7 @@ def charts(report: Report, out: Path) -> list[Path]:
     groups = main_groups(report)
     for domain in sorted({g.domain for g in groups}):
         mine = [g for g in groups if g.domain == domain]
-        conditions = sorted({g.condition for g in mine}, key=_cond_key)
+        conditions = sorted({g.condition for g in mine}, key=condition_order)
         systems = sorted({(g.model, g.mode) for g in mine})
         modes = {mode for _, mode in systems}
         fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(conditions) * max(1, len(systems))), 4.2))
@@ -569,7 +578,7 @@ def charts(report: Report, out: Path) -> list[Path]:
                     ys.append(100 * iv.value)
                     err_lo.append(0 if math.isnan(iv.low) else 100 * (iv.value - iv.low))
                     err_hi.append(0 if math.isnan(iv.high) else 100 * (iv.high - iv.value))
-                label = f"{_label(model, mode, modes)} {'Org' if metric == 'org' else 'Core'}"
+                label = f"{writer_label(model, mode, modes)} {'Org' if metric == 'org' else 'Core'}"
                 ax.bar(xs, ys, width, yerr=[err_lo, err_hi], capsize=3, color=color, alpha=alpha, hatch=hatch,
                        edgecolor=color, label=label)
         ax.set_xticks(range(len(conditions)), conditions)
@@ -585,7 +594,7 @@ def charts(report: Report, out: Path) -> list[Path]:
         written.append(path)
 
         if m.ratios:
-            conds = sorted({g.condition for g in m.groups if g.domain == domain and g.ratio is not None}, key=_cond_key)
+            conds = sorted({g.condition for g in m.groups if g.domain == domain and g.ratio is not None}, key=condition_order)
             fig, axes = plt.subplots(1, max(1, len(conds)), figsize=(3.6 * max(1, len(conds)), 3.6), squeeze=False,
                                      sharey=True)
             modes = {g.mode for g in m.groups if g.domain == domain}
@@ -607,7 +616,7 @@ def charts(report: Report, out: Path) -> list[Path]:
                         ys.append(100 * g.core.value)
                         lo.append(0 if math.isnan(g.core.low) else 100 * (g.core.value - g.core.low))
                         hi.append(0 if math.isnan(g.core.high) else 100 * (g.core.high - g.core.value))
-                    ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=_label(model, mode, modes))
+                    ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=writer_label(model, mode, modes))
                 ax.set_title(condition)
                 ax.set_xlabel("summary ratio (1.0 = full response)")
                 ax.set_xlim(1.05, 0)
@@ -625,3 +634,100 @@ def charts(report: Report, out: Path) -> list[Path]:
 
 def _slug(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name) or "all"
+
+
+# -- CS4's instruction families: satisfaction against the number of constraints --------------------
+
+
+@dataclass(frozen=True)
+class FamilyLevel:
+    """One level of specificity of an import's instruction families (CS4: 7, 15, 23, 31 or 39
+    constraints) for one model and mode: Org over the level's responses and Core at the report ratio
+    over the summarised ones, each the mean of the per-response figures of the metrics (the same rows
+    as the main table), with a bootstrap 95% interval over instructions (one per family at a level)."""
+
+    run_id: str
+    level: int
+    model: str
+    mode: str
+    n: int  # instructions with a judged response
+    org: Interval
+    core: Interval  # at ``ratio``; NaN where nothing is summarised
+    ratio: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"run_id": self.run_id, "level": self.level, "model": self.model, "mode": self.mode,
+                               "n": self.n, "ratio": self.ratio}
+        for name in ("org", "core"):
+            iv: Interval = getattr(self, name)
+            out[name], out[f"{name}_low"], out[f"{name}_high"] = iv.value, iv.low, iv.high
+        return out
+
+
+def family_levels(store: Store, metrics: Metrics, ratio: float | None, *, n_resamples: int = DEFAULT_RESAMPLES,
+                  seed: int = 0) -> list[FamilyLevel]:
+    """Org (and Core at ``ratio``) per (import run, level, model, mode) over the instructions that
+    belong to a family; empty when the selection holds none."""
+    from pipeline.store.families import family_members
+
+    members = family_members(store)
+    if not members:
+        return []
+    org: dict[tuple[str, int, str, str], dict[int, list[float]]] = {}
+    core: dict[tuple[str, int, str, str], dict[int, list[float]]] = {}
+    for row in metrics.rows:
+        member = members.get(row.instruction_id)
+        if member is None:
+            continue
+        key = (member.run_id, member.level, row.model, row.mode)
+        if row.ratio is None:
+            org.setdefault(key, {}).setdefault(row.instruction_id, []).append(row.org)
+        elif ratio is not None and abs(row.ratio - ratio) < 1e-9:
+            core.setdefault(key, {}).setdefault(row.instruction_id, []).append(row.core)
+
+    def per_instruction(values: dict[int, list[float]]) -> list[float]:
+        # An instruction counts once (two responses of one model and mode, from two imports, are averaged).
+        kept = [[v for v in vs if not math.isnan(v)] for vs in values.values()]
+        return [sum(vs) / len(vs) for vs in kept if vs]
+
+    out = []
+    for key in sorted(org, key=lambda k: (k[0], k[2], k[3], k[1])):
+        orgs = per_instruction(org[key])
+        cores = per_instruction(core.get(key, {}))
+        out.append(FamilyLevel(*key, n=len(orgs), org=bootstrap_mean(orgs, n_resamples=n_resamples, seed=seed),
+                               core=bootstrap_mean(cores, n_resamples=n_resamples, seed=seed) if cores
+                               else NAN_INTERVAL, ratio=ratio if cores else None))
+    return out
+
+
+def _render_families(report: Report, console: Console) -> None:
+    """Per import run with families: level x model, Org (and Core where summaries exist)."""
+    from rich.table import Table
+
+    for run_id in sorted({f.run_id for f in report.families}):
+        rows = [f for f in report.families if f.run_id == run_id]
+        modes = {f.mode for f in rows}
+        writers = sorted({(f.model, f.mode) for f in rows})
+        with_core = {(f.model, f.mode) for f in rows if f.ratio is not None}
+        core_label = f"Core@{report.ratio:g}" if report.ratio is not None else "Core"
+        table = Table(title=f"{run_id}: satisfaction by number of constraints (% of constraints, bootstrap 95% CI"
+                            " over instructions; one family per task)", title_justify="left")
+        table.add_column("constraints", justify="right")
+        for model, mode in writers:
+            label = writer_label(model, mode, modes)
+            table.add_column(f"{label} Org", justify="right", no_wrap=True)
+            if (model, mode) in with_core:
+                table.add_column(f"{label} {core_label}", justify="right", no_wrap=True)
+        table.add_column("n", justify="right")
+        by_cell = {(f.level, f.model, f.mode): f for f in rows}
+        for level in sorted({f.level for f in rows}):
+            cells = [str(level)]
+            n = 0
+            for model, mode in writers:
+                f = by_cell.get((level, model, mode))
+                cells.append(_ci(f.org) if f else "-")
+                if (model, mode) in with_core:
+                    cells.append(_ci(f.core) if f else "-")
+                n = max(n, f.n if f else 0)
+            table.add_row(*cells, str(n))
+        console.print(table)

@@ -15,9 +15,12 @@ judge, or a changed judge prompt (its hash is part of each verdict's key), re-sc
 texts without regenerating them.
 
 Judging is checked, not trusted: a judge whose every verdict on ``MAX_UNUSABLE_IN_A_ROW``
-texts in a row is missing (its replies could not be parsed) stops the step, showing one raw
-reply; and after judging, the coverage of each group judged (pipeline.analysis.coverage) is compared
-with ``min_coverage``: the CLI exits non-zero when a group is under it.
+texts in a row is missing (its replies could not be parsed) is stopped alone, whatever the
+concurrency (pipeline.stages.units.StrikeGate: until it has given one usable text it has no more
+texts in flight than it would take to stop it); the other judges finish, and then ``JudgeStopped``
+is raised, showing one raw reply and carrying what was done (its coverage too). After judging, the
+coverage of each group judged (pipeline.analysis.coverage) is compared with ``min_coverage``: the
+CLI exits non-zero when a group is under it.
 
 Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` ("batched" or
 "per_constraint"), ``mode`` ("direct" or "edit"), ``response_words`` (500),
@@ -42,7 +45,16 @@ from pipeline.stages.generation import MODES as RESPONSE_MODES
 from pipeline.stages.generation import SUMMARY_SLACK, respond, summarize
 from pipeline.stages.judging import MODES as JUDGING_MODES
 from pipeline.stages.judging import JudgeSummary, judge_generation, judge_generation_pending
-from pipeline.stages.units import RECORD_AND_CONTINUE, Budget, Failure, RunUsage, StageSummary, Unit, run_units
+from pipeline.stages.units import (
+    RECORD_AND_CONTINUE,
+    Budget,
+    Failure,
+    RunUsage,
+    StageSummary,
+    StrikeGate,
+    Unit,
+    run_units,
+)
 from pipeline.store.constraints import active_constraints
 from pipeline.store.coverage import selected_texts
 from pipeline.store.database import Store
@@ -62,7 +74,7 @@ from pipeline.store.verdicts import yes_count
 DEFAULT_RATIOS = (0.25,)
 DEFAULT_WORDS = 500
 # Texts in a row on which a judge gave no usable verdict at all: then its replies are junk (a
-# wrong model, a proxy's error page with 200 OK) and judging stops. Three: one bad text is
+# wrong model, a proxy's error page with 200 OK) and that judge stops. Three: one bad text is
 # chance, three in a row with repair rounds between is the endpoint.
 MAX_UNUSABLE_IN_A_ROW = 3
 MAX_PARALLEL = 32
@@ -211,6 +223,16 @@ class EvaluateSummary:
         return [] if self.stopped or self.deferred else low_groups(self.coverage, threshold)
 
 
+class JudgeStopped(UnusableEndpointError):
+    """A judge stopped for unusable replies, raised once the other judges finished. ``result`` is
+    what the evaluation did (run_evaluate fills it in), so the CLI can still show it and its coverage."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.judge_summary: StageSummary | None = None
+        self.result: EvaluateSummary | None = None
+
+
 # -- selection ----------------------------------------------------------------------------------
 
 
@@ -348,7 +370,7 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
         texts += [(s.id, s.instruction_id, f"summary {s.id} at {s.ratio:g} of response {s.parent_id}")
                   for s in by_response.get(r.id, [])]
     constraints_of: dict[int, list[tuple[int, str]]] = {}
-    unusable = _UnusableJudges()
+    gate = StrikeGate(MAX_UNUSABLE_IN_A_ROW)  # a judge answering junk stops alone
     units = []
     for gid, iid, what in texts:
         if iid not in constraints_of:
@@ -364,36 +386,39 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
                            constraints: list[tuple[int, str]] = constraints) -> str:
                 result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
                 refresh_text_scores(store.conn)  # the report's totals stay current as verdicts arrive
-                unusable.check(judge, result)
+                _check_usable(gate, judge, result)
                 yes = yes_count(store, gid, judge, plan.judging)
                 extra = f", {result.unanswered} missing (no usable verdict)" if result.unanswered else ""
                 return f"{what}: {judge} judged {result.judged} constraint(s), {yes} satisfied{extra}"
 
-            units.append(Unit(f"{what}, judge {judge}", work))
-    await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress, stop=stop,
-                    budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
-    summary.coverage = judged_coverage(store, [gid for gid, _, _ in texts], [(j, plan.judging) for j in plan.judges])
+            units.append(Unit(f"{what}, judge {judge}", work, group=judge))
+    try:
+        await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
+                        stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage),
+                        gate=gate)
+    except JudgeStopped as exc:
+        exc.judge_summary = summary  # the other judges finished: what they did goes with the error
+        raise
+    finally:
+        summary.coverage = judged_coverage(store, [gid for gid, _, _ in texts],
+                                           [(j, plan.judging) for j in plan.judges])
     return summary
 
 
-class _UnusableJudges:
-    """Counts, per judge, the texts in a row on which it gave no usable verdict at all."""
-
-    def __init__(self) -> None:
-        self.in_a_row: dict[str, int] = {}
-
-    def check(self, judge: str, result: JudgeSummary) -> None:
-        if not result.all_missing:
-            self.in_a_row[judge] = 0
-            return
-        self.in_a_row[judge] = self.in_a_row.get(judge, 0) + 1
-        if self.in_a_row[judge] >= MAX_UNUSABLE_IN_A_ROW:
-            raw = (result.unusable_reply or "").strip()
-            shown = raw if len(raw) <= 400 else raw[:400] + f"... ({len(raw)} characters)"
-            raise UnusableEndpointError(
-                f"judge '{judge}': no usable verdict on {self.in_a_row[judge]} texts in a row (each asked again "
-                f"with a repair round), so judging stops; its verdicts there are stored as missing, not No. "
-                f"Check that endpoint's model and output format. One raw reply: {shown!r}")
+def _check_usable(gate: StrikeGate, judge: str, result: JudgeSummary) -> None:
+    """Counts a text on which the judge gave no usable verdict at all as a strike against it;
+    raises JudgeStopped at the strike that stops it."""
+    if result.judged and not result.all_missing:
+        gate.clean(judge)
+        return
+    if not result.all_missing or not gate.strike(judge):
+        return
+    raw = (result.unusable_reply or "").strip()
+    shown = raw if len(raw) <= 400 else raw[:400] + f"... ({len(raw)} characters)"
+    raise JudgeStopped(
+        f"judge '{judge}': no usable verdict on {gate.strikes_in_a_row(judge)} texts in a row (each asked again "
+        f"with a repair round), so that judge stopped and any other judge went on; its verdicts there are "
+        f"stored as missing, not No. Check that endpoint's model and output format. One raw reply: {shown!r}")
 
 
 def judged_coverage(store: Store, generation_ids: Sequence[int], raters: Sequence[tuple[str, str]]
@@ -422,7 +447,15 @@ async def run_evaluate(store: Store, config: Config, client: LLMClient, options:
         if (stop is not None and stop.stopped) or budget.exhausted:
             result.halted = True
             break
-        result.stages[name] = await step(store, config, client, options, progress=progress, stop=stop, budget=budget)
+        try:
+            result.stages[name] = await step(store, config, client, options, progress=progress, stop=stop,
+                                             budget=budget)
+        except JudgeStopped as exc:
+            if exc.judge_summary is not None:
+                result.stages[name] = exc.judge_summary
+            result.usage = client.usage.as_dict()
+            exc.result = result
+            raise
     result.usage = client.usage.as_dict()
     return result
 
@@ -452,8 +485,13 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
         # The units add their usage to the run as they finish (pipeline.stages.units.RunUsage).
         async with open_client(config, store, run_id=run_id, on_event=on_event, endpoints=endpoints,
                                batch=batch, pricing=pricing) as client:
-            result = await run_evaluate(store, config, client, options, progress=progress, stop=stop,
-                                        max_units=max_units)
+            try:
+                result = await run_evaluate(store, config, client, options, progress=progress, stop=stop,
+                                            max_units=max_units)
+            except JudgeStopped as exc:
+                if exc.result is not None:
+                    exc.result.run_id, exc.result.min_coverage = run_id, plan.min_coverage
+                raise
         if batch:
             from pipeline.llm.batch import submit_stage
 

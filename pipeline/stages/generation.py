@@ -14,7 +14,8 @@ paid for twice.
 Every reply keeps the output contract (pipeline.llm.contract) before it is accepted, cached or
 stored: prose, not junk; a summary within ``1 +- slack`` of its target length and no refusal
 (else a repair round, then the unit fails and the next run asks again). A response that
-refuses is the model's answer: stored, with ``refusal = 1``.
+refuses is the model's answer: stored, with ``refusal = 1``. A response that is junk is none:
+after its repair round the unit fails, naming the reply, and nothing is stored or scored.
 """
 
 from __future__ import annotations
@@ -52,20 +53,54 @@ def _accept_text(text: str) -> str:
     return cleaned
 
 
-def _accept_response(text: str) -> str:
-    """A model under test's reply: prose (a refusal is prose, and its answer)."""
-    return check_prose(_accept_text(text), what="response", refusal_fails=False)
+@dataclass
+class _ResponseContract:
+    """The accept function of a model under test's reply: prose (a refusal is prose, and its
+    answer), with the words of the prompt (``source``) known. Keeps the last reply it refused, so
+    a unit that fails can show what the model said."""
+
+    source: str
+    refused: str | None = None
+
+    def __call__(self, text: str) -> str:
+        try:
+            return check_prose(_accept_text(text), what="response", refusal_fails=False, source=self.source)
+        except ReplyError:
+            self.refused = text
+            raise
 
 
-def _summary_contract(target: int, slack: float | None, *, refusal_fails: bool = True):  # noqa: ANN202
-    """The accept function of a summary. ``refusal_fails`` is off when the response summarised
-    is itself a refusal: its faithful summary reads like one."""
+# How much of a refused reply a failed unit shows: enough to see what the model sent.
+SHOWN_REPLY_CHARS = 300
 
-    def accept(text: str) -> str:
-        body = check_prose(_accept_text(text), what="summary", refusal_fails=refusal_fails)
-        return check_length(body, target, slack, what="summary", at_least=SUMMARY_MIN_MARGIN)
 
-    return accept
+def shown_reply(text: str) -> str:
+    """A reply as a failure message shows it: quoted on one line, cut at SHOWN_REPLY_CHARS."""
+    cut = text if len(text) <= SHOWN_REPLY_CHARS else text[:SHOWN_REPLY_CHARS] + "..."
+    return repr(cut)
+
+
+@dataclass
+class _SummaryContract:
+    """The accept function of a summary of ``source``. ``refusal_fails`` is off when the response
+    summarised is itself a refusal: its faithful summary reads like one. Keeps the last reply it
+    refused as junk (no prose, or a refusal), not for its length, and why."""
+
+    target: int
+    slack: float | None
+    refusal_fails: bool = True
+    source: str = ""
+    junk: str | None = None
+    junk_error: str = ""
+
+    def __call__(self, text: str) -> str:
+        try:
+            body = check_prose(_accept_text(text), what="summary", refusal_fails=self.refusal_fails,
+                               source=self.source)
+        except ReplyError as exc:
+            self.junk, self.junk_error = text, str(exc)
+            raise
+        return check_length(body, self.target, self.slack, what="summary", at_least=SUMMARY_MIN_MARGIN)
 
 
 @dataclass(frozen=True)
@@ -146,12 +181,19 @@ async def respond(
         return existing, False
     instruction = load_instruction(store, instruction_id)
     template, messages = response_messages(store, instruction, mode, words)
-    text, completion = await client.chat_repaired(
-        model, messages, template=template, schema=None,  # type: ignore[arg-type]
-        params=Params(temperature=temperature, max_tokens=_token_budget(words)), accept=_accept_response,
-        what="response", repair=lambda error: f"That reply cannot be used: {error}. Write the text asked for now, "
-                                               "and nothing else.",
-    )
+    # The prompt's words are the response's own: names of the task and its base article are words.
+    contract = _ResponseContract(source=" ".join(m["content"] for m in messages))
+    try:
+        text, completion = await client.chat_repaired(
+            model, messages, template=template, schema=None,  # type: ignore[arg-type]
+            params=Params(temperature=temperature, max_tokens=_token_budget(words)), accept=contract,
+            what="response", repair=lambda error: f"That reply cannot be used: {error}. Write the text asked for "
+                                                   "now, and nothing else.",
+        )
+    except ParseError as exc:
+        if contract.refused is None:
+            raise
+        raise ParseError(f"{exc.msg}; its last reply: {shown_reply(contract.refused)}") from None
     body = str(text)
     gid = _insert_generation(store, NewGeneration(
         kind="response", instruction_id=instruction_id, model=model, mode=mode, text_hash=store.put_text(body),
@@ -230,14 +272,29 @@ async def _summary_of(client: LLMClient, summarizer: str, text: str, ratio: floa
     target = target_words(count_words(text), ratio)
     template = load_template(prompt)
     messages = template.render(text=defuse(text), words=count_words(text), target_words=target)
-    # No repair round: told the length was wrong, the embedded model gave the same reply again, to
-    # the word (5 of 5 in one demo run, about 25 s each). The next prompt in summarize's chain
-    # (shorten, then section by section) is the second chance instead.
-    summary, completion = await client.chat_repaired(
-        summarizer, messages, accept=_summary_contract(target, slack, refusal_fails=refusal_fails), schema=None,
-        template=template, params=Params(temperature=0.0, max_tokens=_token_budget(target)), what="summary",
-        repair_rounds=0,
-    )
+    contract = _SummaryContract(target, slack, refusal_fails=refusal_fails, source=text)
+
+    async def ask(convo: list[dict[str, str]]):  # noqa: ANN202
+        return await client.chat_repaired(
+            summarizer, convo, accept=contract, schema=None, template=template,
+            params=Params(temperature=0.0, max_tokens=_token_budget(target)), what="summary", repair_rounds=0)
+
+    # No repair round for a length: told the length was wrong, the embedded model gave the same reply
+    # again, to the word (5 of 5 in one demo run, about 25 s each). The next prompt in summarize's
+    # chain (shorten, then section by section) is the second chance instead.
+    try:
+        summary, completion = await ask(messages)
+    except ParseError:
+        if contract.junk is None:
+            raise
+        # Junk (or a refusal) is no length the model cannot keep, but an endpoint in trouble: asked
+        # once more, the reply quoted, as a response is. Sent down the chain instead, the summary
+        # came from another prompt than on a clean run (6 of 48 in a soak with 30% faults).
+        junk, contract.junk = contract.junk, None
+        summary, completion = await ask(messages + [
+            {"role": "assistant", "content": junk},
+            {"role": "user", "content": f"That reply cannot be used: {contract.junk_error}. Write the summary "
+                                        "asked for now, and nothing else."}])
     return str(summary), completion
 
 
@@ -296,7 +353,7 @@ async def summarize(
             bodies.append(part_body)
         body = "\n\n".join(bodies)
         try:
-            _summary_contract(target, slack, refusal_fails=refusal_fails)(body)
+            _SummaryContract(target, slack, refusal_fails=refusal_fails, source=text)(body)
         except ReplyError as exc:
             raise ParseError(f"prompt summarize: no usable summary, whole or by section: {exc}") from None
     return _store_summary(store, parent, response_id, ratio, summarizer, body, words, completion.call_id)

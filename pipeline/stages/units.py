@@ -13,7 +13,10 @@ runner:
 - adds the LLM usage to the run's totals as each unit finishes (``RunUsage``), so a stage that
   raises or is cancelled keeps the usage of everything it did;
 - reports progress: one event when the stage starts, then one per unit finished or failed, and
-  one at the end when units wait on a batch.
+  one at the end when units wait on a batch;
+- with a ``StrikeGate``, stops one group of units alone (one judge of several) when its work keeps
+  coming back unusable: its queued units never start, those in flight are cancelled, the other
+  groups finish, and the error that stopped it is raised at the end.
 
 A unit whose call went to a batch (``BatchPending``) is neither done nor failed: it is counted
 as ``deferred`` and taken up again when the batch is collected.
@@ -100,6 +103,54 @@ class Budget:
 class Unit:
     label: str  # names the unit in a failure: "instruction 12, model gpt (direct)"
     work: Callable[[], Awaitable[str | None]]  # returns a one-line log message (or None)
+    group: str | None = None  # units a StrikeGate may stop together, apart from the rest (a judge's)
+
+
+class StrikeGate:
+    """Stops a group of units alone at ``limit`` strikes in a row. A strike is a unit that
+    finished but whose work was unusable (a judge gave no usable verdict on a text); its work
+    calls ``strike``, and ``clean`` when usable. Until a group has had a clean unit, and while it
+    has strikes, it runs at most ``limit - strikes`` units at once: a group broken from the start
+    is paid for on at most ``limit`` units, whatever ``parallel`` is. A proven group runs as wide
+    as the runner lets it (one bad unit is chance). At the limit the group stops: the work raises,
+    and the runner records that unit's failure, cancels the group's units in flight and starts
+    none of its others; the other groups go on."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.strikes: dict[str, int] = {}
+        self.running: dict[str, int] = {}
+        self.proven: set[str] = set()
+        self.stopped: set[str] = set()
+
+    def may_start(self, group: str | None) -> bool:
+        if group is None:
+            return True
+        if group in self.stopped:
+            return False
+        strikes = self.strikes.get(group, 0)
+        if group in self.proven and not strikes:
+            return True
+        return self.running.get(group, 0) + strikes < self.limit
+
+    def strike(self, group: str) -> bool:
+        """A unit of ``group`` came back unusable. True when this strike stops the group (the
+        caller then raises the error that names it)."""
+        if group in self.stopped:
+            return False
+        self.strikes[group] = self.strikes.get(group, 0) + 1
+        if self.strikes[group] >= self.limit:
+            self.stopped.add(group)
+            return True
+        return False
+
+    def clean(self, group: str) -> None:
+        """A unit of ``group`` came back usable: its strikes start again from nothing."""
+        self.strikes[group] = 0
+        self.proven.add(group)
+
+    def strikes_in_a_row(self, group: str) -> int:
+        return self.strikes.get(group, 0)
 
 
 @dataclass(frozen=True)
@@ -148,15 +199,21 @@ class RunUsage:
 async def run_units(
     summary: StageSummary, units: Sequence[Unit], *, policy: FailurePolicy, parallel: int,
     progress: ProgressHook = no_progress, stop: StopFlag | None = None, budget: Budget | None = None,
-    usage: RunUsage | None = None,
+    usage: RunUsage | None = None, gate: StrikeGate | None = None,
 ) -> StageSummary:
     """Run ``units`` for the stage ``summary`` names (its ``skipped`` already counted), at most
-    ``parallel`` at once; fills in and returns ``summary``. Raises what stops the stage."""
+    ``parallel`` at once; fills in and returns ``summary``. Raises what stops the stage; with a
+    ``gate``, the error that stopped a group alone is raised once the other units are done."""
     stage = summary.stage
     budget = budget or Budget(None)
     queue = deque(units)
     summary.total = len(units) + summary.skipped
     halt: list[Exception] = []  # what stopped the stage: the first is raised
+    group_stops: list[Exception] = []  # what stopped a group alone (gate): raised at the end
+    closed: set[str] = set()  # groups whose stop was handled
+    running: dict[asyncio.Future[str | None], Unit] = {}
+    cancelled: set[asyncio.Future[str | None]] = set()  # in flight when their group stopped
+    ended = asyncio.Event()  # a unit ended: a worker waiting on the gate looks again
     in_a_row = 0  # endpoint failures in a row
     progress(ProgressEvent(stage, summary.done + summary.skipped, summary.total,
                            f"{stage}: {len(units)} to do, {summary.skipped} already stored"))
@@ -164,11 +221,41 @@ async def run_units(
     def finished() -> int:
         return summary.done + summary.skipped + summary.failed
 
+    def drop_stopped() -> None:
+        """Units of a stopped group never start."""
+        if gate is not None and gate.stopped:
+            kept = [u for u in queue if u.group not in gate.stopped]
+            if len(kept) != len(queue):
+                queue.clear()
+                queue.extend(kept)
+
+    def take() -> Unit | None:
+        """The first queued unit the gate lets start."""
+        drop_stopped()
+        for i, unit in enumerate(queue):
+            if gate is None or gate.may_start(unit.group):
+                del queue[i]
+                return unit
+        return None
+
+    def stop_group(group: str, exc: Exception) -> None:
+        closed.add(group)
+        group_stops.append(exc)
+        drop_stopped()
+        for task, unit in running.items():
+            if unit.group == group and not task.done():
+                cancelled.add(task)
+                task.cancel()
+
     def record(unit: Unit, exc: Exception) -> None:
         nonlocal in_a_row
         summary.failed += 1
         summary.failures.append(Failure(stage, unit.label, redact(str(exc)) or ""))
         progress(ProgressEvent(stage, finished(), summary.total, f"{unit.label}: failed: {exc}", kind="error"))
+        if gate is not None and unit.group is not None and unit.group in gate.stopped:
+            if unit.group not in closed:
+                stop_group(unit.group, exc)
+            return  # this group alone stops: the others go on
         if isinstance(exc, policy.stops_at_once):
             halt.append(exc)
             return
@@ -183,11 +270,26 @@ async def run_units(
     async def worker() -> None:
         nonlocal in_a_row
         while queue and not halt:
-            if (stop is not None and stop.stopped) or not budget.take():
+            if (stop is not None and stop.stopped) or budget.exhausted:
                 return
-            unit = queue.popleft()
+            ended.clear()
+            unit = take()
+            if unit is None:  # the gate holds back what is left: wait until a unit ends
+                if queue:
+                    await ended.wait()
+                continue
+            budget.take()
+            task = asyncio.ensure_future(unit.work())
+            running[task] = unit
+            if gate is not None and unit.group is not None:
+                gate.running[unit.group] = gate.running.get(unit.group, 0) + 1
             try:
-                message = await unit.work()
+                message = await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if task in cancelled and not (current is not None and current.cancelling()):
+                    continue  # its group stopped: not started again, not a failure of its own
+                raise
             except BatchPending as exc:
                 # Not a failure, and says nothing about the endpoint: the unit is taken up again
                 # when the batch is collected.
@@ -201,8 +303,12 @@ async def run_units(
                 halt.append(exc)
                 return
             finally:
+                del running[task]
+                if gate is not None and unit.group is not None:
+                    gate.running[unit.group] -= 1
                 if usage is not None:
                     usage.flush()
+                ended.set()
             in_a_row = 0
             summary.done += 1
             progress(ProgressEvent(stage, finished(), summary.total, message or ""))
@@ -217,4 +323,6 @@ async def run_units(
         progress(ProgressEvent(stage, finished(), summary.total, f"{stage}: {summary.deferred} unit(s) wait on a batch"))
     if halt:
         raise halt[0]
+    if group_stops:
+        raise group_stops[0]
     return summary

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import StoreError
+from pipeline.core.processes import process_alive
 from pipeline.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -44,6 +46,8 @@ class Store:
 
     path: Path
     conn: sqlite3.Connection
+    # Set when opened as the store's one writer (``open_store(writer=...)``); ``close`` gives it up.
+    writer_claim: WriterClaim | None = None
 
     @cached_property
     def db(self) -> sqlite_utils.Database:
@@ -85,27 +89,46 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+        if self.writer_claim is not None:
+            self.writer_claim.release()
 
     @property
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonly: bool = False) -> Store:
+def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonly: bool = False,
+               writer: str | None = None) -> Store:
     """Open (and if needed create or migrate) a store.
 
+    ``writer``: the command line of a command that writes; the store is then opened as its one
+    writer (``claim_writer``), refused at once while another process writes it.
+
     Raises StoreError naming the file for: a missing file when ``create`` is false, a file that
-    is not SQLite, a store written by a newer schema, or a read-only file that needs writing.
+    is not SQLite, a store written by a newer schema, a read-only file that needs writing, or
+    another writer at work.
     """
     path = Path(path)
     if not path.exists() and (not create or readonly):
-        raise StoreError(f"{path}: no store here (run `unspecific init` or pass --store)")
+        raise StoreError(no_store_message(path))
     if path.exists() and path.is_dir():
         raise StoreError(f"{path}: is a folder, not a store file")
     if not readonly and path.exists() and not writable_place(path):
         raise StoreError(f"{path}: the store or its folder is read-only; commands that only read it (report, export, "
                          "corpus list, the app with --read-only) work, but this one writes: fix the permissions, or "
                          "copy the store somewhere writable")
+    claim = claim_writer(path, writer) if writer is not None and not readonly else None
+    try:
+        store = _open(path, readonly=readonly)
+    except BaseException:
+        if claim is not None:
+            claim.release()
+        raise
+    store.writer_claim = claim
+    return store
+
+
+def _open(path: Path, *, readonly: bool) -> Store:
     try:
         if readonly:
             conn = sqlite3.connect(_read_only_uri(path), uri=True, check_same_thread=False)
@@ -159,7 +182,7 @@ def mark_interrupted(conn: sqlite3.Connection) -> list[str]:
     host = socket.gethostname()
     gone = [run_id for run_id, pid in conn.execute(
         "SELECT id, pid FROM runs WHERE status = 'running' AND pid IS NOT NULL AND host = ?", (host,))
-            if not _alive(int(pid))]
+            if not process_alive(int(pid))]
     if gone:
         with conn:
             conn.executemany(
@@ -168,27 +191,6 @@ def mark_interrupted(conn: sqlite3.Connection) -> list[str]:
                 [(now(), "interrupted: its process ended without finishing it (killed or crashed); run the same "
                   "command again to resume", run_id) for run_id in gone])
     return gone
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process: alive
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """A killed child its parent has not reaped yet still answers kill(0)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def writable_place(path: Path) -> bool:
@@ -226,3 +228,114 @@ def copy_store(store: Store, target: Path) -> None:
         store.conn.backup(copy)
     finally:
         copy.close()
+
+
+def no_store_message(path: Path) -> str:
+    return (f"{path}: no store here (create one with `unspecific init`, `unspecific corpus add` or `unspecific import`, "
+            "or give the command --create; or check --store)")
+
+
+# -- one writer per store ------------------------------------------------------------------
+# Two commands writing one store both pay for the same calls and race on the same rows. The
+# writer holds an flock on a file beside the store: the OS drops it when its process ends,
+# however it ends, so a killed writer's lock is simply taken by the next one.
+
+
+def writer_lock_path(path: Path) -> Path:
+    return Path(f"{path}-lock")
+
+
+@dataclass
+class _HeldLock:
+    fd: int
+    claims: int = 0
+
+
+# Claims within one process nest (the app's threads, a command that runs another): one flock
+# per lock file, counted, since a second flock on a new descriptor would refuse this process.
+_HELD: dict[str, _HeldLock] = {}
+_HELD_GUARD = threading.Lock()
+
+
+@dataclass
+class WriterClaim:
+    """This process's claim to be a store's one writer; ``release`` or the process ending gives it up."""
+
+    key: str
+    released: bool = False
+
+    def release(self) -> None:
+        import fcntl
+
+        with _HELD_GUARD:
+            if self.released:
+                return
+            self.released = True
+            held = _HELD[self.key]
+            held.claims -= 1
+            if held.claims:
+                return
+            del _HELD[self.key]
+            # The file stays (unlinking a lock file races with its next taker); emptied, it names no one.
+            os.ftruncate(held.fd, 0)
+            fcntl.flock(held.fd, fcntl.LOCK_UN)
+            os.close(held.fd)
+
+    def __enter__(self) -> WriterClaim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def claim_writer(path: str | Path, command: str) -> WriterClaim:
+    """Become the one writer of the store at ``path``, or raise StoreError naming the process
+    that is (its PID and command line) and how to wait for it or stop it."""
+    import fcntl
+    import json
+
+    lock_path = writer_lock_path(Path(path))
+    key = str(lock_path.resolve())
+    with _HELD_GUARD:
+        held = _HELD.get(key)
+        if held is None:
+            try:
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise StoreError(f"{path}: cannot make the writer lock {lock_path} ({exc.strerror}); this command "
+                                 "writes, so the store's folder must be writable") from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _lock_holder(fd)
+                os.close(fd)
+                raise StoreError(_busy_message(Path(path), holder)) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "command": command, "since": now()}).encode(), 0)
+            held = _HELD[key] = _HeldLock(fd)
+        held.claims += 1
+    return WriterClaim(key)
+
+
+def _lock_holder(fd: int) -> dict[str, Any]:
+    """Who holds the lock, as it wrote itself in (empty while it is still writing that)."""
+    import json
+
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8", errors="replace") or "{}")
+    except ValueError:
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def _busy_message(path: Path, holder: dict[str, Any]) -> str:
+    pid = holder.get("pid")
+    who = f"`{holder.get('command') or 'unknown'}` (PID {pid}, since {holder.get('since', '?')})" if pid else \
+        f"another process (it holds {writer_lock_path(path)})"
+    stop = f"stop it (Ctrl-C in its terminal, or `kill {pid}`)" if pid else "stop it"
+    return (f"{path}: another command is writing this store: {who}. Wait for it to finish, or {stop}: what it "
+            "finished is kept and running it again resumes. Then run this command again. Commands that only read "
+            "(report, export, corpus list, `unspecific tui --read-only`) work meanwhile")

@@ -148,3 +148,43 @@ def imported_models(store: Store) -> list[str]:
     """Models whose responses were imported (written elsewhere: no endpoint writes them)."""
     return [r[0] for r in store.conn.execute(
         "SELECT DISTINCT model FROM generations WHERE kind = 'response' AND import_run IS NOT NULL ORDER BY model")]
+
+
+def insert_imported_revision(store: Store, *, run_id: str, source_id: str, domain: str, condition: str,
+                             main_task: str, original: list[str], revised: list[str], reason: str,
+                             article_a: int | None, article_b: int | None, stamp: str) -> int:
+    """A finished instruction whose list was revised elsewhere: the revised list active and numbered,
+    the original kept as lineage. A revised constraint equal to an original one is that constraint,
+    kept; each original the revision dropped is stored retired, and each new constraint replaces one
+    of them, paired in list order (the source does not say which replaced which)."""
+    instruction_id = insert_imported_instruction(
+        store, run_id=run_id, source_id=source_id, domain=domain, condition=condition, main_task=main_task,
+        constraints=revised, article_a=article_a, article_b=article_b, stamp=stamp)
+    unmatched = list(original)
+    new_positions = []
+    for position, text in enumerate(revised, 1):
+        if text in unmatched:
+            unmatched.remove(text)
+        else:
+            new_positions.append(position)
+    dropped = []
+    for text in unmatched:
+        cur = store.conn.execute(
+            "INSERT INTO constraints (instruction_id, position, text, origin, active, created_at)"
+            " VALUES (?, NULL, ?, 'synthesized', 0, ?)", (instruction_id, text, stamp))
+        dropped.append(int(cur.lastrowid or 0))
+    for k, position in enumerate(new_positions):
+        store.conn.execute(
+            "UPDATE constraints SET origin = 'revised', replaces_id = ?, replaced_reason = ?"
+            " WHERE instruction_id = ? AND position = ? AND active = 1",
+            (dropped[k] if k < len(dropped) else None, reason, instruction_id, position))
+    return instruction_id
+
+
+def imported_response_with_text(store: Store, instruction_id: int, text_hash: str) -> int | None:
+    """The response to the instruction whose text this is, whoever wrote it (a research summary file
+    names the summariser, so the response it summarises is found by its text)."""
+    row = store.conn.execute(
+        "SELECT id FROM generations WHERE kind = 'response' AND instruction_id = ? AND text_hash = ? ORDER BY id LIMIT 1",
+        (instruction_id, text_hash)).fetchone()
+    return None if row is None else int(row[0])

@@ -165,3 +165,37 @@ def online_latency_by_endpoint(store: Store) -> dict[str, float]:
         "SELECT endpoint, avg(latency_s) FROM llm_calls WHERE via = 'online' AND latency_s > 0 GROUP BY endpoint"
     ).fetchall()
     return {r[0]: float(r[1]) for r in rows}
+
+
+def prompt_chars_per_token(store: Store) -> dict[str, float]:
+    """Per endpoint with answered calls: characters of the messages it read per prompt token it
+    reported (the chat template's tokens included). What a dry run counts a prompt by when the
+    endpoint's tokenizer is not known here (pipeline.stages.estimate)."""
+    rows = store.conn.execute(
+        "SELECT endpoint, sum(prompt_tokens), sum((SELECT sum(length(json_extract(m.value, '$.content')))"
+        " FROM json_each(request, '$.messages') AS m)) FROM llm_calls"
+        " WHERE prompt_tokens > 0 AND json_valid(request) GROUP BY endpoint"
+    ).fetchall()
+    return {r[0]: r[2] / r[1] for r in rows if r[1] and r[2]}
+
+
+@dataclass(frozen=True)
+class AnsweredCall:
+    template: str
+    endpoint: str
+    model: str
+    cache_key: str
+    request: str  # JSON of messages and parameters, redacted
+    completion_tokens: int
+
+
+def newest_answered_calls(store: Store, *, per_template: int) -> list[AnsweredCall]:
+    """Per template, its newest ``per_template`` calls with a counted reply: what a dry run measures
+    a model's reply lengths against its placeholders' on (pipeline.stages.estimate)."""
+    rows = store.conn.execute(
+        "SELECT template, endpoint, model, cache_key, request, completion_tokens FROM ("
+        " SELECT *, row_number() OVER (PARTITION BY template ORDER BY id DESC) AS newest FROM llm_calls"
+        " WHERE template IS NOT NULL AND completion_tokens > 0) WHERE newest <= ?",
+        (per_template,),
+    ).fetchall()
+    return [AnsweredCall(r[0], r[1], r[2] or "", r[3], r[4] or "", int(r[5])) for r in rows]

@@ -29,6 +29,7 @@ Tables (see DESIGN.md):
   text_scores, text_agreement, text_scores_stale
                  per-text verdict totals for the metrics, kept fresh (pipeline.store.scores)
   copy_stats     copied n-grams of a response against a reference, by the texts' hashes
+  instruction_families  the specificity levels of one task (CS4: 7 to 39 constraints), as one family
 
 Imported work (pipeline.importing.importer) lives in the same tables: a run of kind ``import``,
 instructions with their ``source_id``, generations with their ``import_run``.
@@ -45,9 +46,9 @@ if TYPE_CHECKING:
 
 
 def _v1(db: sqlite_utils.Database) -> None:
-    db["meta"].create({"key": str, "value": str}, pk="key")
-    db["texts"].create({"hash": str, "body": str}, pk="hash")
-    db["articles"].create(
+    db.table("meta").create({"key": str, "value": str}, pk="key")
+    db.table("texts").create({"hash": str, "body": str}, pk="hash")
+    db.table("articles").create(
         {
             "id": int,
             "corpus": str,
@@ -63,13 +64,13 @@ def _v1(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("text_hash", "texts", "hash")],
     )
-    db["articles"].create_index(["corpus", "source_id"], unique=True)
-    db["articles"].create_index(["domain", "status"])
-    db["embeddings"].create(
+    db.table("articles").create_index(["corpus", "source_id"], unique=True)
+    db.table("articles").create_index(["domain", "status"])
+    db.table("embeddings").create(
         {"text_hash": str, "model": str, "dim": int, "vector": bytes},
         pk=("text_hash", "model"),
     )
-    db["pairs"].create(
+    db.table("pairs").create(
         {
             "id": int,
             "domain": str,
@@ -85,8 +86,8 @@ def _v1(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("article_a", "articles", "id"), ("article_b", "articles", "id")],
     )
-    db["pairs"].create_index(["domain", "rule", "article_a"], unique=True)
-    db["runs"].create(
+    db.table("pairs").create_index(["domain", "rule", "article_a"], unique=True)
+    db.table("runs").create(
         {
             "id": str,
             "kind": str,  # build | evaluate | naturalness
@@ -104,7 +105,7 @@ def _v1(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["instructions"].create(
+    db.table("instructions").create(
         {
             "id": int,
             "run_id": str,
@@ -122,9 +123,9 @@ def _v1(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["instructions"].create_index(["run_id", "condition", "article_a", "article_b"], unique=True)
-    db["instructions"].create_index(["domain", "condition"])
-    db["constraints"].create(
+    db.table("instructions").create_index(["run_id", "condition", "article_a", "article_b"], unique=True)
+    db.table("instructions").create_index(["domain", "condition"])
+    db.table("constraints").create(
         {
             "id": int,
             "instruction_id": int,
@@ -142,18 +143,18 @@ def _v1(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("instruction_id", "instructions", "id")],
     )
-    db["constraints"].create_index(["instruction_id", "active", "position"])
-    db["constraint_flags"].create(
+    db.table("constraints").create_index(["instruction_id", "active", "position"])
+    db.table("constraint_flags").create(
         {"constraint_id": int, "flag": str, "detail": str},
         pk=("constraint_id", "flag"),
         foreign_keys=[("constraint_id", "constraints", "id")],
     )
-    db["constraint_flags"].create_index(["flag"])
-    db["contradictions"].create(
+    db.table("constraint_flags").create_index(["flag"])
+    db.table("contradictions").create(
         {"instruction_id": int, "constraint_a": int, "constraint_b": int, "reason": str},
         pk=("instruction_id", "constraint_a", "constraint_b"),
     )
-    db["generations"].create(
+    db.table("generations").create(
         {
             "id": int,
             "kind": str,  # base | response | summary
@@ -171,10 +172,10 @@ def _v1(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("instruction_id", "instructions", "id"), ("text_hash", "texts", "hash")],
     )
-    db["generations"].create_index(
+    db.table("generations").create_index(
         ["kind", "instruction_id", "model", "mode", "ratio", "parent_id"], unique=True
     )
-    db["verdicts"].create(
+    db.table("verdicts").create(
         {
             "id": int,
             "generation_id": int,
@@ -196,11 +197,11 @@ def _v1(db: sqlite_utils.Database) -> None:
             ("constraint_id", "constraints", "id"),
         ],
     )
-    db["verdicts"].create_index(
+    db.table("verdicts").create_index(
         ["generation_id", "constraint_id", "judge", "judging_mode", "prompt_hash"], unique=True
     )
-    db["verdicts"].create_index(["constraint_id"])
-    db["annotations"].create(
+    db.table("verdicts").create_index(["constraint_id"])
+    db.table("annotations").create(
         {
             "id": int,
             "constraint_id": int,
@@ -212,8 +213,8 @@ def _v1(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["annotations"].create_index(["constraint_id", "generation_id", "annotator"], unique=True)
-    db["naturalness"].create(
+    db.table("annotations").create_index(["constraint_id", "generation_id", "annotator"], unique=True)
+    db.table("naturalness").create(
         {
             "id": int,
             "judge": str,
@@ -227,8 +228,8 @@ def _v1(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["naturalness"].create_index(["judge", "instruction_a", "instruction_b"], unique=True)
-    db["llm_calls"].create(
+    db.table("naturalness").create_index(["judge", "instruction_a", "instruction_b"], unique=True)
+    db.table("llm_calls").create(
         {
             "id": int,
             "cache_key": str,
@@ -247,8 +248,8 @@ def _v1(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["llm_calls"].create_index(["cache_key"], unique=True)
-    db["llm_calls"].create_index(["run_id"])
+    db.table("llm_calls").create_index(["cache_key"], unique=True)
+    db.table("llm_calls").create_index(["run_id"])
 
 
 def _v2(db: sqlite_utils.Database) -> None:
@@ -258,7 +259,7 @@ def _v2(db: sqlite_utils.Database) -> None:
 
     create_tables(db.conn)
     # Keyed by the two texts' hashes: a text never changes, so an entry never goes stale.
-    db["copy_stats"].create(
+    db.table("copy_stats").create(
         {"text_hash": str, "reference_hash": str, "ngram": int, "shared_ngrams": int, "copied_words": int,
          "words": int, "longest": int},
         pk=("text_hash", "reference_hash", "ngram"),
@@ -294,11 +295,11 @@ def _v4(db: sqlite_utils.Database) -> None:
     db.conn.execute("CREATE INDEX IF NOT EXISTS verdicts_missing ON verdicts(generation_id, judge, judging_mode)"
                     " WHERE verdict IS NULL")
     for column in ("pid", "host"):
-        if column not in db["runs"].columns_dict:
-            db["runs"].add_column(column, int if column == "pid" else str)
+        if column not in db.table("runs").columns_dict:
+            db.table("runs").add_column(column, int if column == "pid" else str)
     # A response that refuses the task is the model's answer, kept and flagged (pipeline.llm.contract).
-    if "refusal" not in db["generations"].columns_dict:
-        db["generations"].add_column("refusal", int)
+    if "refusal" not in db.table("generations").columns_dict:
+        db.table("generations").add_column("refusal", int)
     _flag_refusals(db.conn)
 
 
@@ -319,12 +320,12 @@ def _v5(db: sqlite_utils.Database) -> None:
     finds it instead of adding it twice; a text written elsewhere (a response, a summary, a base
     article) records the import run it came from (``generations.import_run``), so evaluation
     summarises and judges it without asking an endpoint to write it."""
-    if "source_id" not in db["instructions"].columns_dict:
-        db["instructions"].add_column("source_id", str)
+    if "source_id" not in db.table("instructions").columns_dict:
+        db.table("instructions").add_column("source_id", str)
     db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS instructions_source ON instructions(run_id, source_id)"
                     " WHERE source_id IS NOT NULL")
-    if "import_run" not in db["generations"].columns_dict:
-        db["generations"].add_column("import_run", str)
+    if "import_run" not in db.table("generations").columns_dict:
+        db.table("generations").add_column("import_run", str)
 
 
 def _v6(db: sqlite_utils.Database) -> None:
@@ -356,13 +357,13 @@ def _v7(db: sqlite_utils.Database) -> None:
     cache key (so nothing is asked twice), with the result once collected; ``batches``: each
     batch sent to a provider or exported for vLLM, with its state. Cached calls record how they
     were paid (``via``: online or batch), and runs what they paid in batch."""
-    db["batches"].create(
+    db.table("batches").create(
         {"id": str, "kind": str, "endpoint": str, "remote_id": str, "input_file_id": str, "output_file_id": str,
          "error_file_id": str, "path": str, "state": str, "requests": int, "completed": int, "failed": int,
          "error": str, "pid": int, "host": str, "created_at": str, "updated_at": str, "collected_at": str},
         pk="id", if_not_exists=True,
     )
-    db["batch_requests"].create(
+    db.table("batch_requests").create(
         {"id": int, "cache_key": str, "endpoint": str, "template": str, "template_hash": str,
          "request": str,  # JSON: messages and parameters, as sent (the row goes once the result is cached)
          "status": str,  # pending | submitted | done | failed | online
@@ -373,13 +374,23 @@ def _v7(db: sqlite_utils.Database) -> None:
     db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS batch_requests_key ON batch_requests(cache_key)")
     db.conn.execute("CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests(batch_id, status)")
     db.conn.execute("CREATE INDEX IF NOT EXISTS batch_requests_status ON batch_requests(status, endpoint)")
-    if "via" not in db["llm_calls"].columns_dict:
-        db["llm_calls"].add_column("via", str)  # NULL: online (every call before batch mode)
+    if "via" not in db.table("llm_calls").columns_dict:
+        db.table("llm_calls").add_column("via", str)  # NULL: online (every call before batch mode)
     for column in ("batch_calls", "batch_cost"):
-        if column not in db["runs"].columns_dict:
-            db["runs"].add_column(column, int if column == "batch_calls" else float, not_null_default=0)
+        if column not in db.table("runs").columns_dict:
+            db.table("runs").add_column(column, int if column == "batch_calls" else float, not_null_default=0)
+
+
+def _v8(db: sqlite_utils.Database) -> None:
+    """Instruction families (pipeline.store.families): CS4 releases each instruction at several levels
+    of specificity (the same task with 7, 15, 23, 31 and 39 constraints); the lists of one task are
+    one family, each at its level (its number of constraints), so satisfaction can be read against
+    specificity. One row per member instruction; ``family`` is unique within the instruction's run."""
+    db.conn.execute("CREATE TABLE IF NOT EXISTS instruction_families(instruction_id INTEGER PRIMARY KEY"
+                    " REFERENCES instructions(id), family TEXT NOT NULL, level INTEGER NOT NULL)")
+    db.conn.execute("CREATE INDEX IF NOT EXISTS instruction_families_family ON instruction_families(family, level)")
 
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
 SCHEMA_VERSION = len(MIGRATIONS)

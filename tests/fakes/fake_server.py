@@ -5,8 +5,9 @@ a *responder*: a function of the request body returning a ``Reply``: a text, an 
 a delay, a malformed or truncated body, an empty reply. A script (a list of replies served in
 order, then the responder) drives exact sequences; ``fault_rate`` injects a share of random
 faults (429, 500, timeouts, truncated bodies, wrong-format and empty replies) for soak tests.
-``JUNK_KINDS`` are the nastier ones, all with 200 OK: junk text, truncated JSON, a refusal, and
-an error message echoing the caller's key; none of them may ever be taken as a result.
+``JUNK_KINDS`` are the nastier ones, all with 200 OK: junk text (symbols, words wrapped in
+symbols, one word over and over, lorem ipsum), truncated JSON, a refusal, and an error message
+echoing the caller's key; none of them may ever be taken as a result.
 
 Every request is recorded in ``requests`` so tests can count calls and inspect prompt layout.
 
@@ -32,10 +33,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULT_KINDS = ("429", "500", "timeout", "truncated", "wrong_format", "empty")
-JUNK_KINDS = ("junk", "truncated_json", "refusal", "echo_key")
+JUNK_KINDS = ("junk", "junk_wrapped", "junk_repeated", "junk_lorem", "truncated_json", "refusal", "echo_key")
 ALL_FAULT_KINDS = FAULT_KINDS + JUNK_KINDS
 # What the junk kinds answer (200 OK): a result holding one of these was taken from junk.
 JUNK_TEXT = "%%%garbage%%% <html><body>502 Bad Gateway</body></html>"
+# Junk that nearly reads as words: each one wrapped in symbols, one word said over and over, and
+# lorem ipsum. Each opens with a marker a result taken from it would hold.
+JUNK_WRAPPED_TEXT = " ".join(f"%%{w}%%" for w in "the council met and argued about money while the residents waited".split())
+JUNK_REPEATED_TEXT = " ".join(["budget"] * 60)
+JUNK_LOREM_TEXT = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et "
+                   "dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut "
+                   "aliquip ex ea commodo consequat. Duis aute irure dolor in reprehenderit in voluptate velit esse.")
+JUNK_TEXTS = {"junk": JUNK_TEXT, "junk_wrapped": JUNK_WRAPPED_TEXT, "junk_repeated": JUNK_REPEATED_TEXT,
+              "junk_lorem": JUNK_LOREM_TEXT}
 TRUNCATED_JSON = '{"verdicts": [{"id": 1, "verdict": "ye'
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 ECHO_KEY_TEXT = "Incorrect API key provided: {key}. You can find your API key at https://example.invalid/keys."
@@ -352,8 +362,8 @@ def _fault(kind: str, responder: Responder, request: dict[str, Any]) -> Reply:
         return Reply(body=b'{"id": "x", "choices": [{"message": {"content": "cut of')
     if kind == "empty":
         return Reply(text="")
-    if kind == "junk":
-        return Reply(text=JUNK_TEXT)
+    if kind in JUNK_TEXTS:
+        return Reply(text=JUNK_TEXTS[kind])
     if kind == "truncated_json":
         return Reply(text=TRUNCATED_JSON)
     if kind == "refusal":

@@ -67,6 +67,8 @@ The package (pure moves from the former pipeline/metrics.py):
 
 from __future__ import annotations
 
+# Private helpers other modules reach for: judge_validation names raters as the metrics do; a test
+# reads compare's side table; bench/report_scale.py times the copying columns alone.
 from pipeline.analysis.metrics.base import (
     CONDITION_ORDER,
     LABELS,
@@ -75,12 +77,9 @@ from pipeline.analysis.metrics.base import (
     JudgeAgreement,
     Metrics,
     Row,
+    rater_names,
     superficial_share,
 )
-
-# Private helpers other modules reach for: judge_validation names raters as the metrics do; a test
-# reads compare's side table; bench/report_scale.py times the copying columns alone.
-from pipeline.analysis.metrics.base import _rater_names as _rater_names
 from pipeline.analysis.metrics.comparisons import Comparison, compare
 from pipeline.analysis.metrics.comparisons import _side_table as _side_table
 from pipeline.analysis.metrics.compute import compute_metrics, runs_covered
@@ -103,6 +102,7 @@ __all__ = [
     "Metrics",
     "naturalness_rates",
     "Row",
+    "rater_names",
     "runs_covered",
     "superficial_share",
     "WinRate",

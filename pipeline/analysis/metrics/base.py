@@ -62,7 +62,7 @@ class Row:
 _ROW_COLUMNS = [f.name for f in fields(Row) if f.name not in ("extra", "satisfied_by", "flipped_by", "superficial")]
 
 
-def _rater_names(raters: Sequence[tuple[str, str]]) -> list[str]:
+def rater_names(raters: Sequence[tuple[str, str]]) -> list[str]:
     """A judge's name, or "judge [mode]" when the judge appears in both judging modes."""
     modes_per_judge: dict[str, int] = defaultdict(int)
     for judge, _ in raters:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.analysis.coverage import Coverage, GroupKey, group_coverage
-from pipeline.analysis.metrics.base import Filters, Group, Metrics, Row, _rater_names, _ratio_key, superficial_share
+from pipeline.analysis.metrics.base import Filters, Group, Metrics, Row, _ratio_key, rater_names, superficial_share
 from pipeline.analysis.metrics.groups import _agreement, _group_sort_key, _groups, _KappaCounts
 from pipeline.analysis.metrics.text_columns import _add_copying, _add_similarity
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL
@@ -86,7 +86,7 @@ def runs_covered(metrics: Metrics) -> list[str]:
 def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]:
     """Per-response rows from the kept per-text totals (pipeline.store.scores) of the selected texts."""
     keys = selection.scored_raters(store, f)
-    raters = _rater_names(keys)
+    raters = rater_names(keys)
     if not keys:
         return raters, [], _KappaCounts.empty()
     selection.use_raters(store, keys)

@@ -1,0 +1,298 @@
+"""Nothing outlives its parent (issue 29 item 6): the app killed with its terminal (SIGHUP) or by
+SIGKILL, `local serve` on SIGHUP or SIGTERM, and a stage killed any way leave no demo child and
+no llama.cpp server behind, within 5 seconds.
+
+The server is a stand-in: a fake ``llama_cpp.server`` package on PYTHONPATH, started through the
+real bootstrap (so its watch of its parent is the one under test). It answers the proof prompt
+and then holds every other request, as a server busy generating would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.llm import local_model as lm
+
+ROOT = Path(__file__).resolve().parent.parent
+GONE_WITHIN_S = 5.0
+
+FAKE_SERVER_MAIN = '''
+import http.server, json, os, sys, time
+port = int(sys.argv[sys.argv.index("--port") + 1])
+open(os.path.join(os.environ["FAKE_LLAMA_PIDS"], str(os.getpid())), "w").close()
+
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode()
+        self.send_response(200 if self.path in ("/v1/models", "/openapi.json") else 404)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if body.get("max_tokens") != 4:  # not the proof prompt: generate "forever"
+            open(os.path.join(os.environ["FAKE_LLAMA_PIDS"], "busy"), "w").close()
+            time.sleep(600)
+        data = json.dumps({"id": "x", "object": "chat.completion", "model": "fake",
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": "meeting"},
+                                        "finish_reason": "stop"}],
+                           "usage": {"prompt_tokens": 400, "completion_tokens": 1, "total_tokens": 401}}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def log_message(self, *a):
+        pass
+
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    """An environment whose `python` finds the fake llama_cpp.server and whose cache holds a
+    (sparse) model file of the right size, so nothing real is loaded."""
+    fake = tmp_path / "fake_site"
+    server_pkg = fake / "llama_cpp" / "server"
+    server_pkg.mkdir(parents=True)
+    (fake / "llama_cpp" / "__init__.py").write_text("")
+    (server_pkg / "__init__.py").write_text("")
+    (server_pkg / "__main__.py").write_text(FAKE_SERVER_MAIN)
+    cache = tmp_path / "cache"
+    model = cache / "models" / lm.MODEL_FILE
+    model.parent.mkdir(parents=True)
+    with model.open("wb") as fh:
+        fh.write(lm.GGUF_MAGIC)
+        fh.truncate(lm.MODEL_BYTES)
+    pids = tmp_path / "server_pids"
+    pids.mkdir()
+    return {**os.environ, "PYTHONPATH": f"{fake}{os.pathsep}{ROOT}", "UNSPECIFIC_CACHE": str(cache),
+            "FAKE_LLAMA_PIDS": str(pids), "HF_HUB_OFFLINE": "1"}
+
+
+def _alive(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie may wait for an init that never reaps)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _server_pids(env: dict[str, str], timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    folder = Path(env["FAKE_LLAMA_PIDS"])
+    while time.monotonic() < deadline:
+        pids = [int(p.name) for p in folder.iterdir() if p.name.isdigit()]
+        if pids:
+            return pids
+        time.sleep(0.1)
+    raise AssertionError("the stand-in server never started")
+
+
+def _wait_busy(env: dict[str, str], timeout_s: float) -> None:
+    """Until the server holds a real request: the demo then waits on it, writing nothing (a
+    child that writes to a dead app dies of the broken pipe, which would hide a missing watch)."""
+    marker = Path(env["FAKE_LLAMA_PIDS"]) / "busy"
+    deadline = time.monotonic() + timeout_s
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the demo never sent the server a request"
+        time.sleep(0.1)
+    time.sleep(0.5)
+
+
+def _assert_all_gone(pids: list[int]) -> float:
+    t0 = time.monotonic()
+    while any(_alive(p) for p in pids):
+        left = [p for p in pids if _alive(p)]
+        if time.monotonic() - t0 > GONE_WITHIN_S:
+            for p in left:  # leave nothing behind even when failing
+                os.kill(p, signal.SIGKILL)
+            raise AssertionError(f"still running {GONE_WITHIN_S:.0f}s after the parent was stopped: {left}")
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def _spawn(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    # Its own session: the test plays the terminal, and the signal reaches only what it would.
+    return subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=open(cwd / "parent.log", "wb"), start_new_session=True)
+
+
+def _kill_parent(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    os.killpg(proc.pid, sig)  # as a closed terminal does: the whole foreground group
+    proc.wait(10)
+
+
+APP = """
+import sys
+from unspecific_tui.app import UnspecificApp
+store = sys.argv[1]
+child = [sys.executable, "-m", "pipeline.cli", "--store", store, "demo", "--no-app", "--events", "--pairs", "1",
+         "--constraints", "5", "--articles", "30", "--embedder", "hash"]
+UnspecificApp(store, demo_command=child).run(headless=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGKILL, signal.SIGTERM])
+def test_the_app_killed_leaves_no_demo_child_and_no_server(tmp_path, env, sig):
+    """The reported case: the app's terminal closed while its demo child ran the local model."""
+    app = _spawn([sys.executable, "-c", APP, str(tmp_path / "demo.sqlite")], env, tmp_path)
+    try:
+        servers = _server_pids(env, timeout_s=120)
+        _wait_busy(env, timeout_s=60)
+        family = _descendants(app.pid)
+        assert set(servers) <= set(family) and len(family) >= 2  # the demo child and its server
+        _kill_parent(app, sig)
+        _assert_all_gone(family)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+
+
+def test_the_demo_child_stops_in_order_when_its_parent_is_killed(tmp_path, env):
+    """SIGKILL gives the app no say: its child notices and pauses its runs as on SIGTERM."""
+    app = _spawn([sys.executable, "-c", APP, str(tmp_path / "demo.sqlite")], env, tmp_path)
+    try:
+        _server_pids(env, timeout_s=120)
+        _wait_busy(env, timeout_s=60)
+        family = _descendants(app.pid)
+        _kill_parent(app, signal.SIGKILL)
+        _assert_all_gone(family)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "demo.sqlite")
+    statuses = {status for (status,) in conn.execute("SELECT status FROM runs")}
+    conn.close()
+    assert "running" not in statuses
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_the_demo_in_a_terminal_stops_in_order_with_its_server(tmp_path, env, sig):
+    """`unspecific demo --no-app` whose terminal closes: runs paused, server stopped, exit 130."""
+    demo = _spawn([sys.executable, "-m", "pipeline.cli", "--store", str(tmp_path / "demo.sqlite"), "demo", "--no-app",
+                   "--pairs", "1", "--constraints", "5", "--articles", "30", "--embedder", "hash"], env, tmp_path)
+    try:
+        servers = _server_pids(env, timeout_s=120)
+        _wait_busy(env, timeout_s=60)
+        _kill_parent(demo, sig)
+        _assert_all_gone(servers)
+        assert demo.returncode == 130, (tmp_path / "parent.log").read_text()
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "demo.sqlite")
+    statuses = {status for (status,) in conn.execute("SELECT status FROM runs")}
+    conn.close()
+    assert statuses == {"paused"}
+
+
+STAGE = """
+import sys, time
+from pathlib import Path
+from pipeline.llm import local_model as lm
+lease = lm.acquire_server(timeout_s=60)
+print("serving", lease.base_url, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM, signal.SIGKILL])
+def test_a_stage_killed_leaves_no_server(tmp_path, env, sig):
+    """A build or evaluate starts its server as acquire_server does here; killed any way, the
+    server goes too."""
+    stage = _spawn([sys.executable, "-c", STAGE], env, tmp_path)
+    try:
+        servers = _server_pids(env, timeout_s=60)
+        _kill_parent(stage, sig)
+        _assert_all_gone(servers)
+    finally:
+        if stage.poll() is None:
+            stage.kill()
+            stage.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_local_serve_stops_its_server_in_order_on_hangup_and_terminate(tmp_path, env, sig):
+    serve = _spawn([sys.executable, "-m", "pipeline.cli", "local", "serve"], env, tmp_path)
+    state = Path(env["UNSPECIFIC_CACHE"]) / lm.STATE_FILE
+    try:
+        servers = _server_pids(env, timeout_s=60)
+        deadline = time.monotonic() + 30
+        while not state.exists():
+            assert time.monotonic() < deadline, (tmp_path / "parent.log").read_text()
+            time.sleep(0.1)
+        assert json.loads(state.read_text())["server_pid"] in servers
+        os.killpg(serve.pid, sig)
+        _assert_all_gone([serve.pid, *servers])
+        assert serve.wait(5) == 0  # an orderly stop ...
+        assert not state.exists()  # ... that removed its state file
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+
+
+def test_a_signal_that_interrupts_exits_anyway_when_the_orderly_stop_hangs(tmp_path):
+    """The orderly stop gets ORDERLY_STOP_S; a stop that hangs (a request the server holds, a
+    finally that waits) cannot keep the process, or its children, alive."""
+    script = (
+        "import time\nfrom pipeline.llm import local_model as lm\nlm.interrupt_on_signals()\n"
+        "try:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('stopping', flush=True)\n    time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # imports done, handler installed
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGHUP)
+    assert proc.wait(10) == 130
+    assert lm.ORDERLY_STOP_S - 0.5 < time.monotonic() - t0 < lm.ORDERLY_STOP_S + 2
+    assert proc.stdout is not None and proc.stdout.read() == "stopping\n"
+
+
+def test_a_child_following_its_parent_stops_when_the_named_parent_is_already_gone(tmp_path):
+    """The parent may die before the child's watch starts: the pid it was given tells."""
+    script = ("import time\nfrom pipeline.llm import local_model as lm\nlm.interrupt_on_signals()\n"
+              "try:\n    lm.follow_parent()\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('followed', flush=True)\n")
+    env = {**os.environ, lm.PARENT_PID_ENV: str(2**22 + 4321)}  # not our parent: that one is gone
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=20)
+    assert proc.stdout == "followed\n", proc.stderr
