@@ -193,11 +193,12 @@ def test_a_store_from_before_families_gains_their_table(store_path, tmp_path):
     import sqlite3
 
     from pipeline.store.database import SCHEMA_VERSION, open_store
+    from pipeline.store.schema import MIGRATIONS, _v8
 
     open_store(store_path).close()
     conn = sqlite3.connect(store_path)
     conn.execute("DROP TABLE instruction_families")
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_v8)}")  # the version before families
     conn.commit()
     conn.close()
     store = open_store(store_path)

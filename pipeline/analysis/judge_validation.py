@@ -118,7 +118,7 @@ def load_judge_plan(store: Store, name: str | None = None) -> JudgePlan | None:
 # -- people's answers --------------------------------------------------------------------------
 
 
-def _people(by: dict[str, int]) -> int | None:
+def people_verdict(by: dict[str, int]) -> int | None:
     if ADJUDICATOR in by:
         return by[ADJUDICATOR]
     yes = sum(by.values())
@@ -162,7 +162,7 @@ def judge_scores(store: Store, plan: JudgePlan | None = None, *, n_resamples: in
     if plan is None or not plan.items:
         return []
     labels = text_labels(store)
-    people = {(i.constraint_id, i.generation_id): _people(labels.get((i.constraint_id, i.generation_id), {}))
+    people = {(i.constraint_id, i.generation_id): people_verdict(labels.get((i.constraint_id, i.generation_id), {}))
               for i in plan.items}
     verdicts: dict[tuple[int, int], dict[tuple[str, str], int]] = defaultdict(dict)
     for v in latest_verdicts(store, sorted({i.generation_id for i in plan.items})):

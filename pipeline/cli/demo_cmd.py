@@ -73,7 +73,38 @@ def _in_app(args: argparse.Namespace, path: str) -> int:
     from unspecific_tui.app import UnspecificApp
 
     UnspecificApp(path, config_path=args.config, run_id=demo_options(args).run_id, demo_command=child_argv(args)).run()
+    offer_judge_check(args)
     return 0
+
+
+def judge_check_argv(args: argparse.Namespace) -> list[str]:
+    """`unspecific validate judges --quick` on the demo's store and config."""
+    return ((["--store", args.store] if args.store else []) + (["--config", args.config] if args.config else [])
+            + ["validate", "judges", "--quick"])
+
+
+def offer_judge_check(args: argparse.Namespace) -> bool:
+    """The demo's judge is unvalidated: offer the quick built-in check (asked on a terminal, else named).
+    True when it ran."""
+    from pipeline.analysis.judge_check import selected_texts
+    from pipeline.cli import main
+    from pipeline.cli.common import console
+
+    texts = selected_texts(quick=True)
+    out = console()
+    out.print(f"[bold]The demo's judge is unvalidated.[/] The quick built-in check measures it on "
+              f"{sum(len(t.entries) for t in texts)} constructed items in {len(texts)} calls (a few minutes on the "
+              "embedded model):")
+    out.print("  unspecific " + " ".join(judge_check_argv(args)), soft_wrap=True, highlight=False, markup=False)
+    if not sys.stdin.isatty():
+        return False
+    try:
+        answer = input("Run it now? [y/N] ").strip().lower()
+    except EOFError:
+        return False
+    if answer not in ("y", "yes"):
+        return False
+    return main(judge_check_argv(args)) == 0
 
 
 def _json_events():  # noqa: ANN202 - (progress hook, auditable hook)
@@ -137,5 +168,10 @@ def _in_terminal(args: argparse.Namespace, path: str) -> int:
                   "app): `make demo` again retries them[/]")
     else:
         out.print(f"[green]demo built in {minutes:.1f} min[/]")
+    asking = sys.stdin.isatty()
+    if asking:
+        offer_judge_check(args)  # asked before the report, so the report shows the check's result
     main((["--store", args.store] if args.store else []) + ["report"])
+    if not asking:
+        offer_judge_check(args)  # nobody to ask: the command, after the report
     return code

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pipeline.core.definitions import DEFAULT_RATIO
 
 if TYPE_CHECKING:
+    from pipeline.analysis.judge_check import CheckScore
     from pipeline.analysis.validation import ValidationReport
+    from pipeline.store.database import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -87,6 +90,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     judges.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     judges.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     judges.add_argument("--json", action="store_true", help="print JSON")
+    judges.add_argument("--builtin", action="store_true",
+                        help="instead: run each configured judge on the shipped constructed set (about 200 items, "
+                        "news, story, blog; truth known by construction, not human gold), store and score it")
+    judges.add_argument("--quick", action="store_true",
+                        help="with --builtin (implies it): the quick subset, about 40 items in 3 batched calls")
     judges.set_defaults(func=run_judges)
 
 
@@ -311,6 +319,9 @@ def run_judge_plan(args: argparse.Namespace) -> int:
 def run_judges(args: argparse.Namespace) -> int:
     import json
 
+    if args.builtin or args.quick:
+        return run_builtin_check(args)
+
     from rich.table import Table
 
     from pipeline.analysis.judge_validation import judge_scores, load_judge_plan
@@ -343,3 +354,70 @@ def run_judges(args: argparse.Namespace) -> int:
     out.print("Yes bias: the judge's Yes rate minus people's (> 0 lenient). Position: the constraint's third of its"
               " list; length: the text's half by words.")
     return 0
+
+
+def run_builtin_check(args: argparse.Namespace) -> int:
+    """`validate judges --builtin [--quick]`: each configured judge on the constructed set, judged as the benchmark
+    judges (the [evaluate] judging mode), stored per item (source builtin) and scored."""
+    import asyncio
+    import json
+
+    from pipeline.analysis.judge_check import SOURCE, check_scores, selected_texts
+    from pipeline.cli.common import console, load_config_from, open_store_from
+    from pipeline.stages.judge_check import run_judge_check
+    from pipeline.stages.runs import open_client
+    from pipeline.store.judge_checks import all_checks
+
+    config = load_config_from(args)
+    judges = list(config.roles.judges)
+    mode = config.setting("evaluate", "judging", "batched")
+    texts = selected_texts(quick=args.quick)
+    out = console()
+    if not args.json:
+        out.print(f"built-in judge check{' (quick)' if args.quick else ''}: {sum(len(t.entries) for t in texts)} items"
+                  f" on {len(texts)} texts, judges {', '.join(judges)}, judging {mode}")
+
+    async def check(store: Store) -> None:
+        async with open_client(config, store, endpoints=judges) as client:
+            await run_judge_check(store, client, judges, mode=mode, quick=args.quick)
+            u = client.usage
+            if not args.json:
+                out.print(f"LLM calls {u.calls}, cache hits {u.cache_hits}, tokens {u.prompt_tokens:,} in / "
+                          f"{u.completion_tokens:,} out, cost ${u.cost:.4f}")
+
+    store = open_store_from(args, create=False)
+    try:
+        asyncio.run(check(store))
+        checks = [c for c in all_checks(store) if c.source == SOURCE and c.judge in judges]
+    finally:
+        store.close()
+    wanted = {e.key for t in texts for e in t.entries}
+    scores = []
+    for c in checks:
+        # The quick run reports on its own items, even when a full check of the judge is stored.
+        scores += check_scores(replace(c, items=tuple(i for i in c.items if i.item_key in wanted)),
+                               n_resamples=args.resamples, seed=args.seed)
+    if args.json:
+        print(json.dumps([s.as_dict() for s in scores], indent=2, default=_nan_as_null))
+        return 0
+    _print_check(scores)
+    return 0
+
+
+def _print_check(scores: list[CheckScore]) -> None:
+    from rich.table import Table
+
+    from pipeline.analysis.judge_check import NOT_GOLD
+    from pipeline.cli.common import console
+
+    out = console()
+    table = Table("judge", "by", "group", "n", "missing", "accuracy %", "sensitivity %", "specificity %", "κ",
+                  "Yes quote found %", title="The judges on the built-in constructed set", title_justify="left")
+    for s in scores:
+        table.add_row(s.judge, s.by, s.group, str(s.n), str(s.missing), s.accuracy.fmt(), s.sensitivity.fmt(),
+                      s.specificity.fmt(), "-" if math.isnan(s.kappa) else f"{s.kappa:.2f}", s.quote_found.fmt())
+    out.print(table)
+    out.print(f"[yellow]{NOT_GOLD}[/]")
+    out.print("Sensitivity: of the items that satisfy their constraint, the share the judge said Yes to; specificity:"
+              " of those that do not, the share it said No to. Intervals: 95% bootstrap over items. Kinds: peripheral"
+              " (one passing sentence), changed_fact, wrong_role, off_by_one (planted near-misses), absent.")

@@ -23,7 +23,7 @@ before with different content is an error, never a silent overwrite.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
 from pipeline.importing.common import (
     FORMATS,
@@ -38,8 +38,7 @@ from pipeline.importing.cs4 import import_cs4
 from pipeline.importing.jsonl import import_jsonl
 from pipeline.importing.research import import_research
 from pipeline.importing.responses import import_responses
-from pipeline.importing.writer import ImportWriter
-from pipeline.store import imports
+from pipeline.importing.writer import ImportWriter, write_import
 from pipeline.store.database import Store
 
 _IMPORTERS: dict[str, Callable[[ImportWriter, ImportOptions, str], None]] = {
@@ -64,30 +63,9 @@ def import_file(store: Store, options: ImportOptions) -> ImportSummary:
         name = options.name or f"responses-{options.path.stem}"
     summary = ImportSummary(import_run_id(name), options.path, options.domain, None, dry_run=options.dry_run)
     problems = Problems(options.path)
-    writer = ImportWriter(store, summary, problems)
-    try:
-        imports.begin_immediate(store)
-        writer.run(options, name, {"domain": options.domain, "condition": options.condition, "run": options.run})
-        _IMPORTERS[options.format](writer, options, name)
-        problems.raise_if_any(summary.rows)
-    except BaseException:
-        imports.rollback(store)
-        raise
-    if options.dry_run:
-        imports.rollback(store)
-        return summary
-    store.commit()
-    _flag(store, writer.new_instructions)
-    return summary
-
-
-def _flag(store: Store, instruction_ids: Sequence[int]) -> None:
-    """The lexical quality flags (proper nouns, copied n-grams against a reference ...), as a
-    build computes them; derived data, so after the import's own transaction."""
-    from pipeline.analysis.flags import flag_instruction
-
-    for iid in instruction_ids:
-        flag_instruction(store, iid)
+    return write_import(store, summary, problems, options, name,
+                        {"domain": options.domain, "condition": options.condition, "run": options.run},
+                        lambda writer: _IMPORTERS[options.format](writer, options, name))
 
 
 def describe(summary: ImportSummary) -> Iterator[str]:

@@ -47,7 +47,7 @@ from pipeline.importing.research_layouts import (
     describe_layouts,
     detect,
 )
-from pipeline.importing.writer import ImportWriter
+from pipeline.importing.writer import ImportWriter, write_import
 from pipeline.store import imports
 from pipeline.store.constraints import active_constraints
 from pipeline.store.database import Store
@@ -120,26 +120,13 @@ def import_research_run(store: Store, options: ImportOptions, paths: list[Path],
     summary = ImportSummary(import_run_id(name), where, options.domain, None, dry_run=options.dry_run)
     summary.warnings += left_out
     problems = Problems(where)
-    writer = ImportWriter(store, summary, problems)
-    try:
-        imports.begin_immediate(store)
-        writer.run(options, name, {"domain": options.domain, "condition": options.condition,
-                                   "files": [str(p) for p in paths]})
+    def fill(writer: ImportWriter) -> None:
         _RunImport(writer, options, name, files).run()
-        problems.path = where
-        problems.raise_if_any(summary.rows)
-    except BaseException:
-        imports.rollback(store)
-        raise
-    if options.dry_run:
-        imports.rollback(store)
-        return summary
-    store.commit()
-    from pipeline.analysis.flags import flag_instruction
+        problems.path = where  # each file's rows named their own file; the whole names the run
 
-    for iid in writer.new_instructions:  # derived data, after the import's own transaction
-        flag_instruction(store, iid)
-    return summary
+    return write_import(store, summary, problems, options, name,
+                        {"domain": options.domain, "condition": options.condition,
+                         "files": [str(p) for p in paths]}, fill)
 
 
 def run_name(paths: list[Path]) -> str:

@@ -6,6 +6,7 @@ row's problem), never a silent overwrite."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.importing.common import ImportFailed, ImportOptions, ImportSummary, Problems
@@ -60,17 +61,27 @@ class ImportWriter:
         self.summary.added["references"] += 1
         return article_id
 
+    def _imported_before(self, source_id: str, task: str, constraints: list[str], condition: str,
+                         what: str) -> int | None:
+        """The id of ``source_id`` when this import run holds it already, the same (importing a file
+        again adds nothing); an error when it holds another version of it."""
+        run_id = self.summary.run_id
+        stored = imports.imported_instruction(self.store, run_id, source_id)
+        if stored is None:
+            return None
+        texts = [c.text for c in active_constraints(self.store, stored.id)]
+        if (stored.main_task or "") != task or texts != constraints or stored.condition != condition:
+            raise ValueError(f"instruction {source_id} was imported into {run_id} before with another task, "
+                             f"{what} or condition; import the new version under another --name")
+        self.summary.skipped["instruction already imported"] += 1
+        return stored.id
+
     def instruction(self, source_id: str, *, domain: str, condition: str, task: str, constraints: list[str],
                     article_a: int | None, article_b: int | None) -> int:
         run_id = self.summary.run_id
-        stored = imports.imported_instruction(self.store, run_id, source_id)
-        if stored is not None:
-            texts = [c.text for c in active_constraints(self.store, stored.id)]
-            if (stored.main_task or "") != task or texts != constraints or stored.condition != condition:
-                raise ValueError(f"instruction {source_id} was imported into {run_id} before with another task, "
-                                 "constraints or condition; import the new version under another --name")
-            self.summary.skipped["instruction already imported"] += 1
-            return stored.id
+        known = self._imported_before(source_id, task, constraints, condition, "constraints")
+        if known is not None:
+            return known
         iid = imports.insert_imported_instruction(
             self.store, run_id=run_id, source_id=source_id, domain=domain, condition=condition, main_task=task,
             constraints=constraints, article_a=article_a, article_b=article_b, stamp=self.stamp)
@@ -148,14 +159,9 @@ class ImportWriter:
                             revised: list[str], reason: str, article_a: int | None, article_b: int | None) -> int:
         """An instruction revised elsewhere: the revised list active, the original kept as its lineage."""
         run_id = self.summary.run_id
-        stored = imports.imported_instruction(self.store, run_id, source_id)
-        if stored is not None:
-            texts = [c.text for c in active_constraints(self.store, stored.id)]
-            if (stored.main_task or "") != task or texts != revised or stored.condition != condition:
-                raise ValueError(f"instruction {source_id} was imported into {run_id} before with another task, "
-                                 "revised constraints or condition; import the new version under another --name")
-            self.summary.skipped["instruction already imported"] += 1
-            return stored.id
+        known = self._imported_before(source_id, task, revised, condition, "revised constraints")
+        if known is not None:
+            return known
         iid = imports.insert_imported_revision(
             self.store, run_id=run_id, source_id=source_id, domain=domain, condition=condition, main_task=task,
             original=original, revised=revised, reason=reason, article_a=article_a, article_b=article_b,
@@ -169,3 +175,28 @@ class ImportWriter:
     def response_with_text(self, instruction_id: int, text: str) -> int | None:
         """The stored response to the instruction with exactly this text, whoever wrote it."""
         return imports.imported_response_with_text(self.store, instruction_id, text_hash(text))
+
+
+def write_import(store: Store, summary: ImportSummary, problems: Problems, options: ImportOptions, name: str,
+                 config: dict[str, Any], fill: Callable[[ImportWriter], None]) -> ImportSummary:
+    """One import, one transaction: ``fill`` writes the rows; any problem (or a dry run) rolls
+    everything back, so a bad row leaves the store as it was. The lexical quality flags of the new
+    instructions are derived data, computed after the import's own transaction, as a build does."""
+    from pipeline.analysis.flags import flag_instruction
+
+    writer = ImportWriter(store, summary, problems)
+    try:
+        imports.begin_immediate(store)
+        writer.run(options, name, config)
+        fill(writer)
+        problems.raise_if_any(summary.rows)
+    except BaseException:
+        imports.rollback(store)
+        raise
+    if options.dry_run:
+        imports.rollback(store)
+        return summary
+    store.commit()
+    for iid in writer.new_instructions:
+        flag_instruction(store, iid)
+    return summary

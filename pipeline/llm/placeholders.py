@@ -38,55 +38,55 @@ _FILLER = "People in the town kept talking about what would happen next."
 _ANGLE = re.compile(r"angle number (\d+)\b")
 
 
-def _fenced(text: str, name: str) -> bool:
+def fenced(text: str, name: str) -> bool:
     """Does ``text`` open a fence ``<<<NAME`` on a line of its own (a defused line inside data does not)?"""
     return re.search(rf"^<<<{name}$", text, re.MULTILINE) is not None
 
 
-def _block(text: str, name: str) -> str:
+def block(text: str, name: str) -> str:
     m = re.search(rf"^<<<{name}\n(.*?)\n{name}>>>$", text, re.DOTALL | re.MULTILINE)
     return m.group(1) if m else ""
 
 
-def _numbered(text: str) -> list[tuple[int, str]]:
+def numbered_items(text: str) -> list[tuple[int, str]]:
     return [(int(m.group(1)), m.group(2)) for line in text.splitlines() if (m := re.match(r"^(\d+)\. (.*)$", line))]
 
 
-def _users(request: dict[str, Any]) -> list[str]:
+def user_messages(request: dict[str, Any]) -> list[str]:
     return [str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "user"]
 
 
 def prompt_kind(request: dict[str, Any]) -> str:
     """Which template a request was rendered from, by its fences (the first user message) and,
     for a follow-up in the same conversation, by what the last user message asks."""
-    users = _users(request)
+    users = user_messages(request)
     if not users:
         return "unknown"
     first, last = users[0], users[-1]
     if len(users) > 1:
-        if _fenced(last, "MISSING"):
+        if fenced(last, "MISSING"):
             return "revise_missing"
         if "more constraints" in last:
             return "constraints_more"
         return "format_repair"
     checks = (
-        ("revise_eval", _fenced(first, "BASE_ARTICLE")),
+        ("revise_eval", fenced(first, "BASE_ARTICLE")),
         ("revise_direct", "CONSTRAINTS TO HARDEN" in first),
-        ("synthesize_common", _fenced(first, "TEXT_A")),
-        ("naturalness", _fenced(first, "REQUEST1")),
-        ("respond_edit", _fenced(first, "DRAFT")),
-        ("respond_direct", _fenced(first, "REQUIREMENTS")),
-        ("judge_batched", _fenced(first, "TEXT") and _fenced(first, "CONSTRAINTS")),
-        ("judge_single", _fenced(first, "TEXT") and _fenced(first, "CONSTRAINT")),
-        ("summarize", _fenced(first, "TEXT") and "Summarise it in about" in first),
-        ("synthesize_single", _fenced(first, "TEXT")),
-        ("base_article", _fenced(first, "TASK")),
+        ("synthesize_common", fenced(first, "TEXT_A")),
+        ("naturalness", fenced(first, "REQUEST1")),
+        ("respond_edit", fenced(first, "DRAFT")),
+        ("respond_direct", fenced(first, "REQUIREMENTS")),
+        ("judge_batched", fenced(first, "TEXT") and fenced(first, "CONSTRAINTS")),
+        ("judge_single", fenced(first, "TEXT") and fenced(first, "CONSTRAINT")),
+        ("summarize", fenced(first, "TEXT") and "Summarise it in about" in first),
+        ("synthesize_single", fenced(first, "TEXT")),
+        ("base_article", fenced(first, "TASK")),
         ("contradictions", "contradict" in first),
     )
     return next((kind for kind, hit in checks if hit), "unknown")
 
 
-def _angle(constraint: str) -> str | None:
+def constraint_angle(constraint: str) -> str | None:
     m = _ANGLE.search(constraint)
     return m.group(1) if m else None
 
@@ -95,7 +95,7 @@ def _verdict(constraint: str, text: str) -> dict[str, Any]:
     """Yes for an "(easy)" constraint, or one whose angle the text mentions (quoting its sentence)."""
     if "(easy)" in constraint:
         return {"verdict": "yes", "quote": _BASE_QUOTE, "reason": ""}
-    angle = _angle(constraint)
+    angle = constraint_angle(constraint)
     if angle is not None:
         for sentence in re.split(r"(?<=\.)\s+", text):
             if re.search(rf"angle number {angle}\b", sentence):
@@ -119,7 +119,7 @@ def _constraints(n: int) -> list[str]:
 def _response(requirements: list[tuple[int, str]], words: int, opening: str) -> str:
     sentences = [opening] if opening else []
     for i, text in requirements:
-        angle = _angle(text)
+        angle = constraint_angle(text)
         if angle is not None and i % 2 == 1:
             sentences.append(f"This part of the story turns to angle number {angle} and what it meant for the town.")
     while len(" ".join(sentences).split()) < words:
@@ -147,7 +147,7 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
     kind = prompt_kind(request)
     if kind == "unknown":
         return None
-    users = _users(request)
+    users = user_messages(request)
     first, last = users[0], users[-1]
     if kind == "format_repair":  # a good model answers the original request again
         messages = request["messages"]
@@ -165,8 +165,8 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
         words = _number(r"about (\d+) words", last)
         return " ".join([f"Draft {_tag(seed, first)}."] + [_BASE_SENTENCE] * max(1, words // 10))
     if kind == "judge_batched":
-        text = _block(first, "TEXT")
-        items = _numbered(_block(first, "CONSTRAINTS"))
+        text = block(first, "TEXT")
+        items = numbered_items(block(first, "CONSTRAINTS"))
         system = " ".join(str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "system")
         if "one line per constraint" in system:  # the lines format
             cap = quote_cap if request.get("grammar") else None
@@ -174,28 +174,28 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
             return "".join(lines) if cap else "".join(lines).rstrip("\n")
         return json.dumps({"verdicts": [{"id": i, **_verdict(c, text)} for i, c in items]})
     if kind == "judge_single":
-        return json.dumps(_verdict(_block(first, "CONSTRAINT"), _block(first, "TEXT")))
+        return json.dumps(_verdict(block(first, "CONSTRAINT"), block(first, "TEXT")))
     if kind in ("respond_direct", "respond_edit"):
         words = _number(r"about (\d+) words", first)
         # Each model's text for its own task: no two responses alike (the seed covers the model).
         task = first.strip().splitlines()[0].removeprefix("Task: ").rstrip(".")
         opening = f"Brief {_tag(seed, first)}: a text by {request.get('model', 'a model')} for the task: {task}."
         if kind == "respond_edit":
-            opening += " " + _block(first, "DRAFT").split(".")[0] + "."
-        return _response(_numbered(_block(first, "REQUIREMENTS")), words, opening)
+            opening += " " + block(first, "DRAFT").split(".")[0] + "."
+        return _response(numbered_items(block(first, "REQUIREMENTS")), words, opening)
     if kind == "summarize":
         target = _number(r"Summarise it in about (\d+) words", first)
-        return " ".join(_block(first, "TEXT").split()[:target])
+        return " ".join(block(first, "TEXT").split()[:target])
     if kind == "naturalness":
         return json.dumps({"preferred": 1, "reason": "the first reads more naturally"})
     if kind == "revise_eval":
         return json.dumps({"replacements": [
             {"id": i, "constraint": "Harder: " + text.replace("(easy)", "with a contrast between two groups")}
-            for i, text in _numbered(_block(first, "TOO_EASY"))]})
+            for i, text in numbered_items(block(first, "TOO_EASY"))]})
     if kind == "revise_direct":
         return json.dumps({"replacements": [{"id": i, "constraint": "Harder: " + text}
-                                            for i, text in _numbered(_block(first, "CONSTRAINTS"))]})
+                                            for i, text in numbered_items(block(first, "CONSTRAINTS"))]})
     if kind == "revise_missing":
         return json.dumps({"replacements": [{"id": i, "constraint": "Harder again: " + t}
-                                            for i, t in _numbered(_block(last, "MISSING"))]})
+                                            for i, t in numbered_items(block(last, "MISSING"))]})
     return json.dumps({"contradictions": []})  # kind == "contradictions"

@@ -4,7 +4,10 @@
 with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
 
   summary.csv / .json          one row per (domain, condition, model, mode, ratio); ratio empty =
-                               Org over every judged response; intervals as *_low / *_high
+                               Org over every judged response; intervals as *_low / *_high; beside
+                               each rate its ``*_corrected`` for the judges' measured error
+                               (pipeline.analysis.correction), ``corrected_by`` (each judge's
+                               validation) or ``uncorrected_reason`` (e.g. "unvalidated: ...")
   per_instruction.csv / .json  one row per response and ratio (the bootstrap's units)
   agreement.csv                Cohen's kappa and percent agreement per pair of judges
   comparisons.csv              paired tests: every pair of models within a condition, every pair
@@ -15,7 +18,8 @@ with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
   families.csv                 instruction families (CS4's levels of specificity): Org and Core per
                                (import run, number of constraints, model, mode), if any
   validation.json              human labels: annotator kappa, the metric's precision/recall
-  report.json                  all of the above together, with the filters used
+  report.json                  all of the above together, with the filters used, and ``judge_error``:
+                               each judge's sensitivity and specificity and where they come from
   org_core_<domain>.png        Org and Core bars with 95% whiskers per condition x model
   depth_<domain>.png           Core across summary ratios, one line per model (Org at 1.0)
 
@@ -36,6 +40,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from pipeline.analysis.correction import CorrectedGroup, Correction, corrected_metrics
 from pipeline.analysis.coverage import MIN_COVERAGE, describe
 from pipeline.analysis.judge_validation import JudgeScore, judge_scores, judge_validation_by_name, validated_score
 from pipeline.analysis.judge_validation import describe as describe_judge
@@ -61,6 +66,7 @@ from pipeline.store.verdicts import judge_has_verdicts
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
     from pipeline.analysis.embeddings import Embedder
     from pipeline.store.database import Store
@@ -154,6 +160,9 @@ class Report:
     judges_validated: dict[str, JudgeScore] = field(default_factory=dict)
     # CS4's instruction families, level x model (family_levels); empty when no family is selected.
     families: list[FamilyLevel] = field(default_factory=list)
+    # Every group's rates corrected for its judges' measured error (pipeline.analysis.correction), and
+    # which validation each judge has; None before build_report fills it.
+    correction: Correction | None = None
 
     def warned(self, group: Group) -> list[ReportWarning]:
         return [w for w in self.warnings if w.group == group.key]
@@ -195,6 +204,9 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report.naturalness = naturalness_rates(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
     report.judges_validated = judge_validation_by_name(
         judge_scores(store, n_resamples=options.n_resamples, seed=options.seed))
+    report.correction = corrected_metrics(store, metrics, options.filters, n_resamples=options.n_resamples,
+                                          seed=options.seed)
+    report.warnings += [ReportWarning("judge_at_chance", None, line) for line in report.correction.warnings()]
     if annotation_count(store):
         report.validation = human_validation(store, ratio=ratio or options.ratio, filters=options.filters,
                                              n_resamples=options.n_resamples, seed=options.seed)
@@ -279,13 +291,16 @@ def render(report: Report, console: Console) -> None:
     modes = {g.mode for g in groups}
     extra_names = sorted({name for g in groups for name in g.extra})
     core_label = f"Core@{ratio:g}" if ratio is not None else "Core"
+    show_corrected = _any_corrected(report)
     for domain in sorted({g.domain for g in groups}):
         table = Table(title=f"{domain}: Org and Core (% of constraints, bootstrap 95% CI over instructions)",
-                      title_justify="left")
+                      title_justify="left", caption=_validation_caption(report), caption_justify="left")
         table.add_column("condition", no_wrap=True)
         table.add_column("model", no_wrap=True)
         for col in ("Org", core_label, "superficial"):
             table.add_column(col, justify="right", no_wrap=True)
+            if show_corrected:
+                table.add_column(f"{col} corr.", justify="right", no_wrap=True)
         for col in ("judge κ", "n", "coverage %"):
             table.add_column(col, justify="right")
         if "copy_a_ngrams" in extra_names:
@@ -296,11 +311,13 @@ def render(report: Report, console: Console) -> None:
             table.add_column("c-ref lex A/B", justify="right")
             table.add_column("c-resp cos", justify="right")
         # A narrow terminal gets each interval on its own line rather than squeezed columns.
-        sep = "\n" if console.width < 100 + 30 * bool(extra_names) else " "
+        sep = "\n" if console.width < 100 + 30 * bool(extra_names) + 60 * show_corrected else " "
         for g in (g for g in groups if g.domain == domain):
             row = [g.condition, writer_label(g.model, g.mode, modes)]
-            row += [_ci(g.org, sep), _ci(g.core, sep), _ci(g.superficial, sep), _num(g.kappa), str(g.n),
-                    _coverage_cell(g, report)]
+            rates = [_ci(g.org, sep), _ci(g.core, sep), _ci(g.superficial, sep)]
+            if show_corrected:  # raw and corrected side by side
+                rates = [cell for pair in zip(rates, _corrected_cells(report, g, sep)) for cell in pair]
+            row += [*rates, _num(g.kappa), str(g.n), _coverage_cell(g, report)]
             e = g.extra
             if "copy_a_ngrams" in extra_names:
                 row.append(f"{_num(e.get('copy_a_ngrams'), 1)} / {_num(e.get('copy_b_ngrams'), 1)}")
@@ -326,6 +343,10 @@ def render(report: Report, console: Console) -> None:
         console.print("Judges against people (every number above rests on them):")
         for rater in m.raters:
             console.print(f"  {describe_judge(rater, report.judges_validated)}", markup=False, highlight=False)
+    if report.correction is not None and report.correction.judges:
+        console.print("Judges' measured error (the corrected rates, 'corr.', use it):")
+        for status in report.correction.judges:
+            console.print(f"  {status.line()}", markup=False, highlight=False)
     tested = [c for c in report.comparisons if not math.isnan(c.test.p_value)]
     if tested:
         significant = [c for c in tested if c.p_holm < 0.05]
@@ -360,6 +381,37 @@ def render(report: Report, console: Console) -> None:
         for pair in report.annotators:
             console.print(f"  annotators {pair.annotator_a} / {pair.annotator_b}: κ {_num(pair.kappa.value)}, "
                           f"agree {_pct(pair.percent)}%, n = {pair.kappa.n}")
+
+
+def _any_corrected(report: Report) -> bool:
+    return report.correction is not None and any(c.rates for c in report.correction.groups.values())
+
+
+def _corrected_cells(report: Report, g: Group, sep: str) -> list[str]:
+    """Org, Core and superficial of the group corrected for its judges' error ('-' where none)."""
+    fixed = report.correction.group(g.key) if report.correction else None
+    if fixed is None or fixed.rates is None:
+        return ["-", "-", "-"]
+    r = fixed.rates
+    return [_ci(r.org, sep), _ci(r.core, sep), _ci(r.superficial, sep)]
+
+
+def _validation_caption(report: Report) -> Text:
+    """Under each table: which validation corrected the rates, or why they are raw (and the one
+    command that validates an unvalidated judge)."""
+    from rich.text import Text
+
+    c = report.correction
+    if c is None or not c.judges:
+        return Text("")
+    reasons = {g.reason for g in c.groups.values() if g.reason}
+    if reasons:
+        return Text("raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), style="yellow")
+    used = "; ".join(f"{s.judge}: {'people' if s.check and s.check.source == 'people' else 'built-in check'}"
+                     for s in c.judges)
+    return Text("corr.: corrected for each judge's measured sensitivity and specificity (Rogan-Gladen, judge by judge; "
+                f"95% CI over the instructions and the check's items); validation used: {used}"
+                + ("; the built-in check is constructed, not human gold" if "built-in" in used else ""))
 
 
 def _coverage_cell(g: Group, report: Report) -> str:
@@ -509,7 +561,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         _write_csv(out / f"{name}.csv", _clean(rows))
         written.append(out / f"{name}.csv")
 
-    summary = [{**g.as_dict(), "warning": "; ".join(w.kind for w in report.warned(g)) or None} for g in m.groups]
+    summary = [{**g.as_dict(), **_corrected_columns(report, g),
+                "warning": "; ".join(w.kind for w in report.warned(g)) or None} for g in m.groups]
     rows = _clean([r.as_dict() for r in m.rows])  # once, for the CSV and the JSON
     emit("summary", summary)
     _write_json(out / "summary.json", summary)
@@ -539,11 +592,22 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         "families": [f.as_dict() for f in report.families],
         "judge_validation": {r: (score.as_dict() if (score := validated_score(r, report.judges_validated)) else None)
                              for r in m.raters},
+        "judge_error": [s.as_dict() for s in report.correction.judges] if report.correction else [],
         "ranking_changes_with_ratio": ranking_changes(m), "min_coverage": report.options.min_coverage,
         "warnings": [w.as_dict() for w in report.warnings],
     })
     written.append(out / "report.json")
     return written
+
+
+def _corrected_columns(report: Report, g: Group) -> dict[str, Any]:
+    """summary.csv's corrected rates beside the raw ones: ``*_corrected`` (with ``_low``/``_high``),
+    ``corrected_by`` (each judge's validation) and ``uncorrected_reason`` ("unvalidated: ..." with the
+    command that validates the judge, or a judge no better than chance)."""
+    fixed = report.correction.group(g.key) if report.correction else None
+    if fixed is None:
+        return CorrectedGroup(g.key, None, "no verdicts to correct").as_dict()
+    return fixed.as_dict()
 
 
 def charts(report: Report, out: Path) -> list[Path]:

@@ -255,6 +255,29 @@ def rater_totals(store: Store) -> dict[int, tuple[int, int]]:
         f" {_RATER_JOIN} GROUP BY r.k")}
 
 
+class RaterTextTotals(NamedTuple):
+    """One rater's kept totals on one selected text (a summary's over the constraints judged on both texts)."""
+
+    response_id: int  # the text itself, or the response a summary shortens
+    kind: str  # response | summary
+    ratio: float | None
+    k: int  # the rater's column
+    judged: int
+    yes: int
+    both: int | None  # summaries: judged on the summary and its response
+    core_yes: int | None  # of those, Yes on the summary
+    full_yes: int | None  # of those, Yes on the response
+    flipped: int | None  # of those, Yes on the response and No on the summary
+
+
+def rater_text_totals(store: Store) -> list[RaterTextTotals]:
+    """Per selected text and selected rater: its kept totals, for figures corrected judge by judge
+    (pipeline.analysis.correction)."""
+    return [RaterTextTotals(*row) for row in store.conn.execute(
+        "SELECT g.rid, g.kind, g.ratio, r.k, s.judged, s.yes, s.both, s.core_yes, s.full_yes, s.flipped"
+        f" FROM m_gen g JOIN text_scores s ON s.gid = g.gid {_RATER_JOIN} ORDER BY g.gid, r.k")]
+
+
 # -- per-item outcomes (the verdicts pivoted) ------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ Tables (see DESIGN.md):
                  per-text verdict totals for the metrics, kept fresh (pipeline.store.scores)
   copy_stats     copied n-grams of a response against a reference, by the texts' hashes
   instruction_families  the specificity levels of one task (CS4: 7 to 39 constraints), as one family
+  judge_checks   per judge and source (people | builtin), each checked item's truth and verdict
 
 Imported work (pipeline.importing.importer) lives in the same tables: a run of kind ``import``,
 instructions with their ``source_id``, generations with their ``import_run``.
@@ -391,6 +392,16 @@ def _v8(db: sqlite_utils.Database) -> None:
     db.conn.execute("CREATE INDEX IF NOT EXISTS instruction_families_family ON instruction_families(family, level)")
 
 
+def _v9(db: sqlite_utils.Database) -> None:
+    """Judge checks (pipeline.store.judge_checks): per judge (a rater) and source (``people``, ``builtin``),
+    the item-level outcomes of its check, truth against verdict, so the rates can be corrected for the
+    judge's measured sensitivity and specificity (pipeline.analysis.correction) and the validation sample's
+    own uncertainty resampled."""
+    db.conn.execute("CREATE TABLE IF NOT EXISTS judge_checks(judge TEXT NOT NULL, source TEXT NOT NULL,"
+                    " domain TEXT NOT NULL, item_key TEXT NOT NULL, truth INTEGER NOT NULL, verdict INTEGER,"
+                    " quote_found TEXT, checked_at TEXT, PRIMARY KEY (judge, source, item_key))")
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9]
 SCHEMA_VERSION = len(MIGRATIONS)

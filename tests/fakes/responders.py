@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Config, parse_config
+from pipeline.llm.placeholders import constraint_angle, block, numbered_items, user_messages
+from pipeline.llm.placeholders import prompt_kind as kind_of
 from pipeline.store.database import Store, now, open_store
 from tests.fakes.fake_server import Reply
 
@@ -127,81 +129,12 @@ def multi_config_toml(base_url: str, *, models: int = 2, judges: int = 2, concur
 # -- reading a prompt ----------------------------------------------------------------------------
 
 
-def fenced(text: str, name: str) -> bool:
-    """Does ``text`` open a fence ``<<<NAME`` on a line of its own? A defused line inside data
-    (" <<<NAME") does not count, which is what keeps an article from posing as a prompt part."""
-    return re.search(rf"^<<<{name}$", text, re.MULTILINE) is not None
-
-
-def block(text: str, name: str) -> str:
-    m = re.search(rf"^<<<{name}\n(.*?)\n{name}>>>$", text, re.DOTALL | re.MULTILINE)
-    return m.group(1) if m else ""
-
-
-def numbered_items(text: str) -> list[tuple[int, str]]:
-    out = []
-    for line in text.splitlines():
-        m = re.match(r"^(\d+)\. (.*)$", line)
-        if m:
-            out.append((int(m.group(1)), m.group(2)))
-    return out
-
-
 # Kept under their old names for the tests that import them.
 _block = block
 _numbered_items = numbered_items
 
 
-def _users(request: dict[str, Any]) -> list[str]:
-    return [str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "user"]
-
-
-def kind_of(request: dict[str, Any]) -> str:
-    """Which template a request was rendered from, by its fences (the first user message) and,
-    for a follow-up in the same conversation, by what the last user message asks."""
-    users = _users(request)
-    if not users:
-        return "unknown"  # a request torn by a killed client
-    first, last = users[0], users[-1]
-    if len(users) > 1:
-        if fenced(last, "MISSING"):
-            return "revise_missing"
-        if "more constraints" in last:
-            return "constraints_more"
-        return "format_repair"
-    if fenced(first, "BASE_ARTICLE"):
-        return "revise_eval"
-    if "CONSTRAINTS TO HARDEN" in first:
-        return "revise_direct"
-    if fenced(first, "TEXT_A"):
-        return "synthesize_common"
-    if fenced(first, "REQUEST1"):
-        return "naturalness"
-    if fenced(first, "DRAFT"):
-        return "respond_edit"
-    if fenced(first, "REQUIREMENTS"):
-        return "respond_direct"
-    if fenced(first, "TEXT") and fenced(first, "CONSTRAINTS"):
-        return "judge_batched"
-    if fenced(first, "TEXT") and fenced(first, "CONSTRAINT"):
-        return "judge_single"
-    if fenced(first, "TEXT") and "Summarise it in about" in first:
-        return "summarize"
-    if fenced(first, "TEXT"):
-        return "synthesize_single"
-    if fenced(first, "TASK"):
-        return "base_article"
-    if "contradict" in first:
-        return "contradictions"
-    return "unknown"
-
-
 _ANGLE = re.compile(r"angle number (\d+)\b")
-
-
-def _angle(constraint: str) -> str | None:
-    m = _ANGLE.search(constraint)
-    return m.group(1) if m else None
 
 
 def judge_verdict(constraint: str, text: str) -> dict[str, Any]:
@@ -210,7 +143,7 @@ def judge_verdict(constraint: str, text: str) -> dict[str, Any]:
         return {"verdict": "yes", "quote": BASE_QUOTE, "reason": ""}
     if "(unshown)" in constraint:  # a small judge's Yes that quotes the constraint, not the text
         return {"verdict": "yes", "quote": constraint.rstrip("."), "reason": ""}
-    angle = _angle(constraint)
+    angle = constraint_angle(constraint)
     if angle is not None:
         for sentence in re.split(r"(?<=\.)\s+", text):
             if re.search(rf"angle number {angle}\b", sentence):
@@ -233,7 +166,7 @@ def write_response(requirements: list[tuple[int, str]], words: int, opening: str
     pads to about ``words`` words."""
     sentences = [opening] if opening else []
     for i, text in requirements:
-        angle = _angle(text)
+        angle = constraint_angle(text)
         if angle is not None and i % 2 == 1:
             sentences.append(f"This part of the story turns to angle number {angle} and what it meant for the town.")
     filler = "People in the town kept talking about what would happen next."
@@ -272,7 +205,7 @@ class ScriptedModel:
         self.kinds[kind] += 1
         if kind == "unknown":
             return Reply(text="unknown prompt")
-        users = _users(request)
+        users = user_messages(request)
         first, last = users[0], users[-1]
         if kind == "format_repair" and self.answer_repairs:
             messages = request["messages"]

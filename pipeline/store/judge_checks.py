@@ -1,0 +1,117 @@
+"""The ``judge_checks`` table: each judge's check, item by item, truth against verdict.
+
+A judge (a rater, named as pipeline.analysis.metrics names raters) is checked by a source:
+``builtin`` (the constructed set of ``unspecific validate judges --builtin``, truth known by
+construction) or ``people`` (people's own Yes/No, pipeline.analysis.judge_validation). Kept per
+item, not as totals, so the correction (pipeline.analysis.correction) can resample the check's
+items for its interval. A verdict the judge never gave is NULL: missing, never No; it counts in
+no total.
+
+A store opened read-only before schema 9 has no such table: the readers then return nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pipeline.store.database import Store, now
+
+SOURCES = ("people", "builtin")  # in order of preference: people's verdicts are the better truth
+_UPSERT = ("INSERT INTO judge_checks(judge, source, domain, item_key, truth, verdict, quote_found, checked_at)"
+           " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(judge, source, item_key) DO UPDATE SET"
+           " domain = excluded.domain, truth = excluded.truth, verdict = excluded.verdict,"
+           " quote_found = excluded.quote_found, checked_at = excluded.checked_at")
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One checked item: its truth and the judge's verdict on it."""
+
+    domain: str
+    item_key: str  # the item's id within its source (a built-in item's name, "constraint:text" for people)
+    truth: int  # 1: the text satisfies the constraint
+    verdict: int | None  # 1 yes, 0 no, None: the judge gave none
+    quote_found: str | None = None  # exact | fuzzy | missing | None (no quote), as verdicts.quote_found
+
+
+@dataclass(frozen=True)
+class JudgeCheck:
+    """A judge's check by one source: the confusion counts over its answered items, and the items."""
+
+    judge: str
+    source: str  # people | builtin
+    tp: int
+    fn: int
+    tn: int
+    fp: int
+    items: tuple[CheckItem, ...]
+
+    @property
+    def sensitivity(self) -> float | None:
+        """Of the true Yes, the share the judge says Yes to (None: no true Yes answered)."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+    @property
+    def specificity(self) -> float | None:
+        """Of the true No, the share the judge says No to (None: no true No answered)."""
+        return self.tn / (self.tn + self.fp) if self.tn + self.fp else None
+
+    @property
+    def answered(self) -> tuple[CheckItem, ...]:
+        return tuple(item for item in self.items if item.verdict is not None)
+
+
+def judge_check(judge: str, source: str, items: Iterable[CheckItem]) -> JudgeCheck:
+    """Count a judge's items into a ``JudgeCheck`` (unanswered items kept, counted nowhere)."""
+    kept = tuple(items)
+    answered = [(i.truth, i.verdict) for i in kept if i.verdict is not None]
+    return JudgeCheck(judge=judge, source=source, items=kept,
+                      tp=sum(1 for t, v in answered if t and v), fn=sum(1 for t, v in answered if t and not v),
+                      tn=sum(1 for t, v in answered if not t and not v), fp=sum(1 for t, v in answered if not t and v))
+
+
+def _has_table(store: Store) -> bool:
+    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'judge_checks'"
+                              ).fetchone() is not None
+
+
+def put_check_items(store: Store, judge: str, source: str, rows: Iterable[CheckItem]) -> int:
+    """Record (or update) a judge's checked items from one source, in one transaction; returns how many."""
+    if source not in SOURCES:
+        raise ValueError(f"judge check source {source!r}: expected one of {', '.join(SOURCES)}")
+    stamp = now()
+    values = [(judge, source, r.domain, r.item_key, int(r.truth), None if r.verdict is None else int(r.verdict),
+               r.quote_found, stamp) for r in rows]
+    with store.conn:
+        store.conn.executemany(_UPSERT, values)
+    return len(values)
+
+
+def clear_checks(store: Store, judge: str, source: str) -> None:
+    """Forget a judge's check from one source (before recording a new full one)."""
+    if _has_table(store):
+        with store.conn:
+            store.conn.execute("DELETE FROM judge_checks WHERE judge = ? AND source = ?", (judge, source))
+
+
+def all_checks(store: Store) -> list[JudgeCheck]:
+    """Every (judge, source) check in the store, ordered by judge then source."""
+    if not _has_table(store):
+        return []
+    grouped: dict[tuple[str, str], list[CheckItem]] = {}
+    for judge, source, domain, key, truth, verdict, quote in store.conn.execute(
+            "SELECT judge, source, domain, item_key, truth, verdict, quote_found FROM judge_checks"
+            " ORDER BY judge, source, item_key"):
+        grouped.setdefault((judge, source), []).append(CheckItem(domain, key, int(truth), verdict, quote))
+    return [judge_check(judge, source, items) for (judge, source), items in grouped.items()]
+
+
+def check_counts(store: Store) -> dict[str, JudgeCheck]:
+    """Per judge, its check: from people when the table holds both sources, else the built-in one."""
+    out: dict[str, JudgeCheck] = {}
+    for check in all_checks(store):
+        held = out.get(check.judge)
+        if held is None or SOURCES.index(check.source) < SOURCES.index(held.source):
+            out[check.judge] = check
+    return out
