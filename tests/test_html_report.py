@@ -268,3 +268,114 @@ def test_a_missing_verdict_is_listed_missing_and_counted_nowhere(tmp_path: Path)
                             else "fails")
     if item is not None:
         assert per["full"] == pytest.approx(item.full_score, abs=1e-4)
+
+
+# -- finding one's way: the detail in view, the keys, the filter, the index ------------------------
+
+
+def _in_view(page, selector: str) -> bool:
+    """The element's top edge is on screen (a detail below the fold is not seen, however it is drawn)."""
+    return page.eval_on_selector(selector, "el => { const r = el.getBoundingClientRect();"
+                                           " return r.top >= 0 && r.top < innerHeight - 20 && r.height > 0; }")
+
+
+def _open_first(page, built_page: str) -> tuple[dict, list[dict]]:
+    iid = _instruction_ids(built_page)[0]
+    chunk = _block(built_page, f"i{iid}")
+    page.evaluate(f"async () => await window.unspecificReport.open({iid})")
+    return chunk, [c for c in chunk["constraints"] if c["active"]]
+
+
+def test_a_click_on_the_last_constraint_shows_its_detail_beside_the_table(built, browser) -> None:
+    store, report, result = built
+    page, problems = _page(browser, result)
+    chunk, active = _open_first(page, result.path.read_text(encoding="utf-8"))
+    last = active[-1]
+    page.locator(f'.cons tr[data-c="{last["id"]}"]').click()
+    assert page.locator("#detail h3").inner_text().startswith(f"Constraint {last['pos']}:")
+    assert _in_view(page, "#detail h3") and _in_view(page, f'.cons tr[data-c="{last["id"]}"]')
+    table, detail = (page.locator(s).bounding_box() for s in (".cons", "#detail"))
+    assert detail["x"] >= table["x"] + table["width"] - 1  # beside, not below, on a wide page
+    assert problems == []
+    page.close()
+
+
+def test_a_click_on_a_narrow_page_scrolls_the_detail_into_view(built, browser) -> None:
+    store, report, result = built
+    page, problems = _page(browser, result)
+    page.set_viewport_size({"width": 760, "height": 700})
+    chunk, active = _open_first(page, result.path.read_text(encoding="utf-8"))
+    page.locator(f'.cons tr[data-c="{active[0]["id"]}"]').click()
+    assert page.locator("#detail h3").inner_text().startswith(f"Constraint {active[0]['pos']}:")
+    assert _in_view(page, "#detail h3")
+    assert problems == []
+    page.close()
+
+
+def test_j_k_and_the_arrows_move_through_the_constraints(built, browser) -> None:
+    store, report, result = built
+    page, problems = _page(browser, result)
+    chunk, active = _open_first(page, result.path.read_text(encoding="utf-8"))
+    page.locator(f'.cons tr[data-c="{active[0]["id"]}"]').click()
+
+    def shown(in_view: bool = True) -> int:
+        selected = page.eval_on_selector_all(".cons tr.on", "els => els.map(e => +e.dataset.c)")
+        heading = page.locator("#detail h3").inner_text()
+        pos = next(c["pos"] for c in active if c["id"] == selected[0])
+        assert len(selected) == 1 and heading.startswith(f"Constraint {pos}:"), (selected, heading)
+        assert _in_view(page, "#detail h3") or not in_view
+        return [c["id"] for c in active].index(selected[0])
+
+    for key, expected in (("j", 1), ("ArrowDown", 2), ("k", 1), ("ArrowUp", 0), ("k", 0)):
+        page.keyboard.press(key)
+        assert shown() == expected, key
+    page.locator(".tabs button").last.click()  # a key still moves once a response's tab has the focus
+    page.keyboard.press("j")
+    assert shown() == 1
+    for _ in range(len(active) + 2):
+        page.keyboard.press("ArrowDown")
+    assert shown() == len(active) - 1  # stops at the last one
+    page.evaluate("() => scrollTo(0, 0)")  # reading the tables above: the arrows scroll the page
+    page.keyboard.press("ArrowUp")
+    assert shown(in_view=False) == len(active) - 1
+    page.keyboard.press("ArrowDown")
+    assert shown(in_view=False) == len(active) - 1 and page.evaluate("scrollY") > 0
+    page.locator("#q").focus()  # typing in the filter (scrolled up to it) moves nothing
+    page.keyboard.press("k")
+    assert shown(in_view=False) == len(active) - 1 and page.locator("#q").input_value() == "k"
+    assert problems == []
+    page.close()
+
+
+def test_the_flipped_checkbox_sits_with_its_label(built, browser) -> None:
+    store, report, result = built
+    page, problems = _page(browser, result)
+    box = page.locator("#only-flipped").bounding_box()
+    label = page.locator("label:has(#only-flipped)").bounding_box()
+    text = page.evaluate("""() => { const r = document.createRange();
+        r.selectNodeContents(document.querySelector('label:has(#only-flipped)'));
+        const t = [...r.getClientRects()].filter(x => x.width > 0); return t[t.length - 1].left; }""")
+    assert box["width"] < 30, box
+    assert 0 <= text - (box["x"] + box["width"]) < 16, (box, text)  # the words start right after the box
+    assert label["width"] < 260, label
+    assert problems == []
+    page.close()
+
+
+def test_the_index_shows_each_task_and_filters_by_it(built, browser) -> None:
+    from pipeline.store.metrics import report_instructions
+
+    store, report, result = built
+    page, problems = _page(browser, result)
+    tasks = {iid: row.main_task for iid, row in report_instructions(store, _instruction_ids(
+        result.path.read_text(encoding="utf-8"))).items()}
+    shown = dict(page.eval_on_selector_all("#index tr.row", "els => els.map(e => [+e.dataset.id,"
+                                                             " e.querySelector('.task').innerText])"))
+    assert shown == tasks
+    # A word of one task finds the instructions whose task holds it.
+    word = next(w for w in max(tasks.values(), key=len).split() if len(w) > 6).strip(".,").lower()
+    page.locator("#q").fill(word)
+    listed = page.eval_on_selector_all("#index tr.row", "els => els.map(e => +e.dataset.id)")
+    assert listed and set(listed) == {iid for iid, t in tasks.items() if word in t.lower()}
+    assert problems == []
+    page.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widget import AwaitMount
 from textual.worker import Worker, WorkerState
 
 from pipeline.store.view import StoreView, Writer
@@ -31,7 +33,43 @@ if TYPE_CHECKING:
     from unspecific_tui.demo_child import DemoChild
 
 SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
+# The screens that open on the context (a target): the others keep their own place.
+OPEN_ON_CONTEXT = ("audit", "compare")
 HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where the auditor is: the instruction, the response (its writer: model and mode), the
+    summary ratio and the constraint. A screen that shows one offers it as ``context()``; the app
+    keeps the last one offered, and Audit and Compare open on it."""
+
+    instruction_id: int | None = None
+    writer: Writer | None = None
+    ratio: float | None = None
+    constraint_id: int | None = None
+
+    def target(self) -> tuple[int, Writer | None, int | None] | None:
+        """Where Audit and Compare open next (``UnspecificApp.target``); None when nowhere yet."""
+        if self.instruction_id is None:
+            return None
+        return (self.instruction_id, self.writer, self.constraint_id)
+
+
+def context_of(screen: Screen) -> Context | None:
+    """What ``screen`` shows now, or None when it shows no instruction.
+
+    Audit offers no ``context()`` of its own yet: its ``shown`` and ``ratio`` say the same."""
+    offered = getattr(screen, "context", None)
+    if callable(offered):
+        found = offered()
+        return found if isinstance(found, Context) else None
+    from unspecific_tui.screens.audit import AuditScreen
+
+    if isinstance(screen, AuditScreen) and screen.shown.instruction_id is not None:
+        shown = screen.shown
+        return Context(shown.instruction_id, shown.writer, screen.ratio, shown.constraint_id)
+    return None
 
 
 def _mode(name: str):
@@ -103,7 +141,10 @@ class UnspecificApp(App[None]):
         self.title = f"unspecific — {self.display_path}"
         # Where Audit/Compare open next: (instruction id, writer, constraint id or None).
         self.target: tuple[int, Writer | None, int | None] | None = None
-        self.set_reactive(UnspecificApp.run_id, run_id or self.view.latest_run_id())
+        # Where the auditor was last: carried from screen to screen by switch_mode.
+        self.context = Context(ratio=ratio)
+        # A build run's stages, not an evaluate run's zeros; no such run: the store's totals.
+        self.set_reactive(UnspecificApp.run_id, run_id or self.view.latest_build_run_id())
 
     def _open_view(self) -> AppView:
         """The UI thread's read-only view, so the first screen does not wait for sqlite-utils.
@@ -247,12 +288,27 @@ class UnspecificApp(App[None]):
         self.notify("reloading the store")
 
     # -- navigation ----------------------------------------------------------------------
+    def switch_mode(self, mode: str) -> AwaitMount:
+        """Every screen change carries the context: what the screen left shows (its instruction,
+        response, ratio, constraint) is where Audit and Compare open, unless a target was set."""
+        if self.target is None:
+            found = context_of(self.screen)
+            if found is not None:
+                self.context = found
+            if mode in OPEN_ON_CONTEXT and mode != self.current_mode:
+                self.target = self.context.target()
+        else:
+            iid, writer, cid = self.target
+            self.context = replace(self.context, instruction_id=iid, writer=writer or self.context.writer,
+                                   constraint_id=cid)
+        return super().switch_mode(mode)
+
     def open_audit(self, instruction_id: int, writer: Writer | None = None, constraint_id: int | None = None) -> None:
         self.target = (instruction_id, writer, constraint_id)
         self.switch_mode("audit")
 
-    def open_compare(self, instruction_id: int) -> None:
-        self.target = (instruction_id, None, None)
+    def open_compare(self, instruction_id: int, writer: Writer | None = None) -> None:
+        self.target = (instruction_id, writer, None)
         self.switch_mode("compare")
 
     async def action_quit(self) -> None:

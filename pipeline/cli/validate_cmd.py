@@ -14,6 +14,7 @@ from pipeline.core.definitions import DEFAULT_RATIO
 
 if TYPE_CHECKING:
     from pipeline.analysis.judge_check import CheckScore
+    from pipeline.analysis.stats import Interval
     from pipeline.analysis.validation import ValidationReport
     from pipeline.store.database import Store
 
@@ -405,19 +406,37 @@ def run_builtin_check(args: argparse.Namespace) -> int:
 
 
 def _print_check(scores: list[CheckScore]) -> None:
-    from rich.table import Table
+    from rich import box
+    from rich.table import Column, Table
 
     from pipeline.analysis.judge_check import NOT_GOLD
     from pipeline.cli.common import console
 
     out = console()
-    table = Table("judge", "by", "group", "n", "missing", "accuracy %", "sensitivity %", "specificity %", "κ",
-                  "Yes quote found %", title="The judges on the built-in constructed set", title_justify="left")
-    for s in scores:
-        table.add_row(s.judge, s.by, s.group, str(s.n), str(s.missing), s.accuracy.fmt(), s.sensitivity.fmt(),
-                      s.specificity.fmt(), "-" if math.isnan(s.kappa) else f"{s.kappa:.2f}", s.quote_found.fmt())
-    out.print(table)
+    missing = any(s.missing for s in scores)
+    for judge in dict.fromkeys(s.judge for s in scores):
+        table = Table(Column("items", no_wrap=True), "n", *(["missing"] if missing else []), "accuracy",
+                      "sensitivity", "specificity", "κ", "quote", box=box.SIMPLE_HEAD, pad_edge=False,
+                      title_justify="left", title=f"[bold]{judge}[/] on the built-in constructed set (%)")
+        for s in (s for s in scores if s.judge == judge):
+            group = "all" if s.by == "all" else s.group.replace("_", " ")
+            table.add_row(group if s.by != "kind" else f"  {group}", str(s.n), *([str(s.missing)] if missing else []),
+                          _whole(s.accuracy), _whole(s.sensitivity), _whole(s.specificity),
+                          "-" if math.isnan(s.kappa) else f"{s.kappa:.2f}", _whole(s.quote_found))
+        out.print(table)
     out.print(f"[yellow]{NOT_GOLD}[/]")
     out.print("Sensitivity: of the items that satisfy their constraint, the share the judge said Yes to; specificity:"
-              " of those that do not, the share it said No to. Intervals: 95% bootstrap over items. Kinds: peripheral"
-              " (one passing sentence), changed_fact, wrong_role, off_by_one (planted near-misses), absent.")
+              " of those that do not, the share it said No to; quote: of its Yes, the share whose quote is in the text."
+              " [95% bootstrap intervals over items.] Rows: all, per domain, then per kind of item: direct and"
+              " peripheral (one passing sentence) satisfy theirs; absent, changed fact, wrong role and off by one"
+              " (planted near-misses) do not." + (" Missing: no verdict given, counted nowhere." if missing else ""),
+              markup=False)
+
+
+def _whole(iv: Interval) -> str:
+    """'45 [29-60]': whole percents, narrow enough for a terminal (a few hundred items carry no decimals)."""
+    if math.isnan(iv.value):
+        return "-"
+    if math.isnan(iv.low):
+        return f"{100 * iv.value:.0f}"
+    return f"{100 * iv.value:.0f} [{100 * iv.low:.0f}-{100 * iv.high:.0f}]"

@@ -27,24 +27,24 @@
     const rows = shown.slice(page * PAGE, (page + 1) * PAGE).map((r) => {
       const resp = r[4].map((x) => `${esc(x[1] ? x[0] + "/" + x[1] : x[0])}: Org ${pct(x[2])} Core ${pct(x[3])}` +
         (x[4] ? ` <span class="flipped">${x[4]} flipped</span>` : "")).join("<br>");
-      return `<tr class="row" data-id="${r[0]}"><td>#${r[0]}</td><td>${esc(r[2])}</td><td>${esc(r[3])}</td>` +
-        `<td>${esc(r[1])}</td><td>${resp}</td></tr>`;
+      return `<tr class="row" data-id="${r[0]}"><td>#${r[0]}</td><td class="task">${esc(r[5])}</td>` +
+        `<td>${esc(r[2])}</td><td>${esc(r[3])}</td><td>${esc(r[1])}</td><td>${resp}</td></tr>`;
     }).join("");
     const pages = Math.max(1, Math.ceil(shown.length / PAGE));
     $("index").innerHTML = `<p class="muted">${shown.length} of ${index.length} instructions · page ${page + 1}/${pages}` +
       ` <button id="prev">prev</button><button id="next">next</button></p>` +
-      `<table><thead><tr><th>id</th><th>domain</th><th>condition</th><th>run</th><th>responses (%; flipped at` +
+      `<table><thead><tr><th>id</th><th>task</th><th>domain</th><th>condition</th><th>run</th><th>responses (%; flipped at` +
       ` ratio ${meta.ratio})</th></tr></thead><tbody>${rows}</tbody></table>`;
     $("prev").onclick = () => { if (page > 0) { page--; renderIndex(); } };
     $("next").onclick = () => { if ((page + 1) * PAGE < shown.length) { page++; renderIndex(); } };
     for (const tr of $("index").querySelectorAll("tr.row")) tr.onclick = () => openInstruction(+tr.dataset.id);
   }
-  $("filter").innerHTML = `<input id="q" placeholder="filter: id, domain, condition, run, model"> ` +
+  $("filter").innerHTML = `<input id="q" placeholder="filter: id, task, domain, condition, run, model"> ` +
     `<label><input type="checkbox" id="only-flipped"> with flipped constraints</label>`;
   function applyFilter() {
     const q = $("q").value.trim().toLowerCase();
     const flippedOnly = $("only-flipped").checked;
-    shown = index.filter((r) => (!q || [("#" + r[0]), r[1], r[2], r[3], ...r[4].map((x) => x[0])].some(
+    shown = index.filter((r) => (!q || [("#" + r[0]), r[1], r[2], r[3], ...r[4].map((x) => x[0]), r[5]].some(
       (s) => String(s).toLowerCase().includes(q))) && (!flippedOnly || r[4].some((x) => x[4] > 0)));
     page = 0;
     renderIndex();
@@ -107,13 +107,50 @@
       ` <span class="copy-b">${r.copy_b ?? "-"}</span>${r.refusal ? ' · <b class="warn">refusal</b>' : ""}</p>` : "";
     $("audit").innerHTML = `<h2>Instruction #${d.id} <small>${esc(d.domain)} · ${esc(d.condition)} · run ${esc(d.run)}</small>` +
       ` <button id="close">close</button></h2><p><b>Task:</b> ${esc(d.task)}</p><div class="tabs">${tabs}</div>${summary}` +
-      `<table class="cons"><thead><tr><th>#</th><th>constraint</th>${respHead}</tr></thead><tbody>${cons}</tbody></table>` +
-      `<div id="detail"></div>`;
+      `<p class="muted keys">j / k or \u2193 / \u2191: next / previous constraint</p>` +
+      `<div class="audit-body"><table class="cons"><thead><tr><th>#</th><th>constraint</th>${respHead}</tr></thead>` +
+      `<tbody>${cons}</tbody></table><div id="detail"></div></div>`;
     $("close").onclick = () => { $("audit").hidden = true; history.replaceState(null, "", "#"); };
     for (const b of $("audit").querySelectorAll(".tabs button")) b.onclick = () => { state.response = +b.dataset.i; renderAudit(); };
-    for (const tr of $("audit").querySelectorAll(".cons tbody tr")) tr.onclick = () => { state.constraint = +tr.dataset.c; renderAudit(); };
+    for (const tr of $("audit").querySelectorAll(".cons tbody tr")) tr.onclick = () => select(+tr.dataset.c, false);
     renderDetail();
   }
+
+  // Select a constraint: mark its row, draw its detail, and bring the detail into view. On a wide
+  // page the detail stands beside the table and stays on screen (sticky); on a narrow one it is
+  // below the table, so the page scrolls to it. A key move also keeps the row itself in view.
+  function select(id, fromKey) {
+    state.constraint = id;
+    let row = null;
+    for (const tr of $("audit").querySelectorAll(".cons tbody tr")) {
+      tr.classList.toggle("on", +tr.dataset.c === id);
+      if (+tr.dataset.c === id) row = tr;
+    }
+    renderDetail();
+    if (fromKey && row) row.scrollIntoView({block: "nearest"});
+    const top = $("detail").getBoundingClientRect().top;
+    if (top < 0 || top > innerHeight * 0.6) $("detail").scrollIntoView({block: "start"});
+  }
+
+  // j / k and the arrow keys move through the instruction's constraints, as in the app's Audit.
+  const STEPS = {j: 1, ArrowDown: 1, k: -1, ArrowUp: -1};
+  function typing(el) {
+    return el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT" ||
+      (el.tagName === "INPUT" && !["checkbox", "radio", "button"].includes(el.type));
+  }
+  document.addEventListener("keydown", (e) => {
+    const step = STEPS[e.key];
+    if (!step || !current || $("audit").hidden || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    // Away from the constraints (reading the tables above), the arrows scroll the page as usual.
+    const box = $("audit").getBoundingClientRect();
+    if (e.key.startsWith("Arrow") && (box.bottom < 0 || box.top > innerHeight)) return;
+    const ids = [...$("audit").querySelectorAll(".cons tbody tr")].map((tr) => +tr.dataset.c);
+    if (!ids.length) return;
+    const at = ids.indexOf(state.constraint);
+    const next = at < 0 ? 0 : Math.min(ids.length - 1, Math.max(0, at + step));
+    e.preventDefault();  // the arrows move the selection, not the page
+    if (ids[next] !== state.constraint) select(ids[next], true);
+  });
 
   function renderDetail() {
     const d = current;

@@ -6,11 +6,13 @@ Anyone can open the file: no server, no network, no CDN; the styles and the scri
 - the condition x model tables of ``pipeline.outputs.report.main_groups`` with their intervals and
   coverage, the warnings, and the depth profile when several summary ratios exist;
 - the Org vs Core charts as inline SVG, drawn from the same groups;
-- an index of instructions (Org, Core, flipped per response, from ``Metrics.rows``);
+- an index of instructions (the task; Org, Core, flipped per response, from ``Metrics.rows``);
 - per instruction, its constraints with each response's outcome (``pipeline.analysis.metrics.Item``:
   pipeline.store.scores.item_outcome_sql), each judge's verdict as the Audit lists it
   (pipeline.store.verdicts.shown_verdicts: the latest Yes/No, else a missing one) with the quote found in the text, the copied n-grams
   (pipeline.analysis.copying), lexical similarity (pipeline.analysis.copying.lexical_overlap) and lineage.
+  A click on a constraint shows that detail beside the list (on a narrow page below it, scrolled
+  to); j / k and the arrow keys move through the constraints.
 
 Nothing is recomputed here: every count and rate is read from the report's ``Metrics`` or from
 the pipeline functions the app uses. The page computes nothing either: it only draws.
@@ -265,7 +267,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
 
     meta = {"ratio": ratio, "raters": m.raters, "runs": runs_covered(m), "filters": {k: v for k, v in
             vars(filters).items() if v}, "judges": [list(r) for r in rater_list], "constraint_n": CONSTRAINT_N, "reference_n": REFERENCE_N,
-            "columns": ["id", "run", "domain", "condition", "responses"]}
+            "columns": ["id", "run", "domain", "condition", "responses", "task"]}
     page = _page(report, meta, index, blocks)
     path = out / FILE_NAME
     path.write_text(page, encoding="utf-8")
@@ -358,7 +360,7 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
     chunk = {"id": iid, "run": run_id or "", "domain": domain or "", "condition": condition or "",
              "task": _clean(main_task), "a": hash_a, "b": hash_b, "responses": responses, "constraints": cons,
              "texts": sorted(texts)}
-    return chunk, [iid, run_id or "", domain or "", condition or "", index_responses]
+    return chunk, [iid, run_id or "", domain or "", condition or "", index_responses, chunk["task"]]
 
 
 # -- tables and charts ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pipeline.store import annotations as annotations_table
 from pipeline.store import validation as validation_tables
 from pipeline.store import verdicts as verdicts_table
 from pipeline.store.database import Store
+from pipeline.store.imports import RUN_KIND as IMPORT_RUN_KIND
 from pipeline.store.scores import current_text_scores, drop_temp_scores
 from pipeline.store.verdicts import Verdict
 
@@ -134,12 +135,14 @@ class TextTotals:
 # The tables a step may add rows to, by name: only these are ever put into SQL text.
 WRITTEN_TABLES = ("articles", "pairs", "instructions", "constraints", "generations", "verdicts")
 
-# How many units of each Build stage the store holds for a run (parameter: the run id).
-_RUN = "SELECT id FROM instructions WHERE run_id = :run"
+# How many units of each Build stage the store holds for a run (parameter: the run id; NULL: the
+# whole store, what Build shows when no build run holds instructions).
+_RUN = "SELECT id FROM instructions WHERE :run IS NULL OR run_id = :run"
 STAGE_UNITS = {
     "corpus": "SELECT count(*) FROM articles WHERE status = 'kept'",
     "pair": "SELECT count(*) FROM pairs",
-    "synthesize": "SELECT count(*) FROM instructions WHERE run_id = :run AND status NOT IN ('pending', 'failed')",
+    "synthesize": "SELECT count(*) FROM instructions WHERE (:run IS NULL OR run_id = :run)"
+                  " AND status NOT IN ('pending', 'failed')",
     "base": f"SELECT count(*) FROM generations WHERE kind = 'base' AND instruction_id IN ({_RUN})",
     "revise": f"SELECT count(*) FROM constraints WHERE origin = 'revised' AND instruction_id IN ({_RUN})",
     "respond": f"SELECT count(*) FROM generations WHERE kind = 'response' AND instruction_id IN ({_RUN})",
@@ -223,8 +226,11 @@ class StoreView:
         return self._store.conn.execute(sql, params).fetchone()
 
     # -- runs and instructions -----------------------------------------------------------
-    def latest_run_id(self) -> str | None:
-        row = self._one("SELECT id FROM runs ORDER BY started_at DESC, id LIMIT 1")
+    def latest_build_run_id(self) -> str | None:
+        """The newest run that builds instructions (a build or an import), not an evaluate run:
+        None when there is none (Build then shows the store's totals)."""
+        row = self._one("SELECT id FROM runs WHERE kind IN ('build', ?) ORDER BY started_at DESC, id LIMIT 1",
+                        (IMPORT_RUN_KIND,))
         return row[0] if row else None
 
     def runs(self) -> list[RunRow]:

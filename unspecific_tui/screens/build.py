@@ -139,6 +139,9 @@ class BuildScreen(AppScreen):
             self.query_one("#run-totals", Static).update(
                 f"[b]{current[0]}[/] {current[2]}\ncalls {current[4] or 0}  cache hits {current[5] or 0}\n"
                 f"tokens {tokens:,}  cost ${current[8] or 0:.4f}{error}")
+        elif runs:  # no build run: the stage counts are the whole store's
+            self.query_one("#run-totals", Static).update(
+                "[b]store totals[/] [dim](no build run: the stages count every run's rows; n creates one)[/]")
         else:
             self.query_one("#run-totals", Static).update("[dim]no run yet: n creates one[/]")
 

@@ -1,28 +1,37 @@
 """Compare: two responses to one instruction, side by side, aligned on constraints.
 
-A side is a writer, (model, mode): two models, or one model's direct and edit responses. The
-table lists every active constraint with both sides' Org verdict (the judges' mean on the full
-response) and Core call (pipeline.analysis.metrics.Item: the raters who judged both texts, FLIP when
-the constraint flipped, as Audit, Annotate and the report count it); moving the cursor
-highlights that constraint's evidence quotes in both responses.
+A side is a writer, (model, mode): two models, or one model's direct and edit responses. Each
+side shows its response, its summary at the ratio under it, and its Org and Core totals
+(pipeline.analysis.metrics, the report's numbers). The table lists every active constraint with
+both sides' Org verdict (the judges' mean on the full response) and Core call
+(pipeline.analysis.metrics.Item: the raters who judged both texts, FLIP when the constraint
+flipped, as Audit, Annotate and the report count it); ``d`` keeps only the rows where the two
+sides differ. Moving the cursor highlights that constraint's evidence quotes in all four texts.
+
+The screen opens on the app's context (the instruction, response and ratio last shown
+elsewhere) and offers its own back as ``context()``.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, Static
 
 from pipeline.core.definitions import DEFAULT_RATIO, passes
 from pipeline.core.text import count_words
-from pipeline.store.view import InstructionData, Writer
+from pipeline.store.view import Generation, InstructionData, Writer
+from unspecific_tui.app import Context
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
 from unspecific_tui.widgets.text_pane import TextPane
+
+SIDES = ("a", "b")
 
 
 def _mark(score: float | None) -> Text:
@@ -41,12 +50,25 @@ def _core_mark(item) -> Text:  # noqa: ANN001 - pipeline.analysis.metrics.Item o
     return _mark(item.summary_score)
 
 
+def _pct(value: float | None) -> str:
+    """A share as a whole percentage; "-" where there is none (None or NaN: not judged)."""
+    return "-" if value is None or math.isnan(value) else f"{100 * value:.0f}%"
+
+
 class CompareScreen(AppScreen):
+    DEFAULT_CSS = """
+    CompareScreen .cmp-side { width: 1fr; height: 1fr; }
+    CompareScreen .cmp-totals { height: 1; padding: 0 1; }
+    CompareScreen .cmp-response { height: 2fr; min-height: 4; }
+    CompareScreen .cmp-summary { height: 1fr; min-height: 3; }
+    """
     BINDINGS = [
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="["),
         Binding("m", "cycle(0)", "Side A"),
         Binding("M", "cycle(1)", "Side B"),
+        Binding("d", "toggle_differ", "Rows that differ"),
+        Binding("r", "cycle_ratio", "Ratio", show=False),
         Binding("a", "audit", "Audit row"),
     ]
 
@@ -55,20 +77,29 @@ class CompareScreen(AppScreen):
         self.instruction_ids: list[int] = []
         self.pos = 0
         self.writers: list[Writer | None] = [None, None]
+        self.ratio: float | None = None  # None: the analysis' ratio
+        self.only_differ = False
         self.data: InstructionData | None = None
-        self.row_cids: list[int] = []
+        self.row_cids: list[int] = []  # the constraints of the rows shown, in order
         # (constraint, generation) -> each rater's latest (judge, verdict, quote)
         self.verdicts: dict[tuple[int, int], list[tuple[str, int | None, str]]] = {}
         # What the table shows per row: [(A Org, A Core, B Org, B Core)] as plain strings, for tests.
         self.cells: list[tuple[str, ...]] = []
+        # Each side's Org and Core totals as shown (for tests): {"a": ("67%", "33%"), ...}
+        self.totals: dict[str, tuple[str, str]] = {}
         self.highlighted: dict[str, list[tuple[int, int]]] = {}
+        self._texts: list[tuple[Generation | None, Generation | None]] = [(None, None), (None, None)]
+        self._rows_of: tuple[object, dict[int, list]] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="compare-head")
         with Horizontal(id="compare-panes"):
-            yield TextPane("Model A", id="cmp-a")
-            yield TextPane("Model B", id="cmp-b")
+            for side in SIDES:
+                with Vertical(classes="cmp-side", id=f"cmp-side-{side}"):
+                    yield Static(id=f"cmp-{side}-totals", classes="cmp-totals")
+                    yield TextPane(f"Model {side.upper()}", id=f"cmp-{side}", classes="cmp-response")
+                    yield TextPane("Summary", id=f"cmp-{side}-summary", classes="cmp-summary")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -77,20 +108,44 @@ class CompareScreen(AppScreen):
         for label, key in (("#", "pos"), ("A Org", "a_org"), ("A Core", "a_core"), ("B Org", "b_org"),
                            ("B Core", "b_core"), ("constraint", "text")):
             table.add_column(label, key=key)
+        self.watch(self.app, "analysis", self._on_analysis, init=False)
         self._take_target()
         table.focus()
 
     def on_screen_resume(self) -> None:
         self._take_target()
 
+    def _on_analysis(self) -> None:
+        """The metrics arrived (or were recomputed): the totals follow."""
+        if self.data is not None:
+            self._render_totals(self._ratio(self.data))
+
     def _take_target(self) -> None:
+        """Open on the target another screen set (its instruction, response and ratio)."""
         self.instruction_ids = self.app.view.instruction_ids()
         target = self.app.target
+        keep: int | None = None
         if target is not None:
             self.app.target = None
-            self.pos = max(0, bisect.bisect_left(self.instruction_ids, target[0]))
-        self.load()
+            iid, writer, keep = target
+            self.pos = max(0, bisect.bisect_left(self.instruction_ids, iid))
+            if writer is not None:
+                self.writers[0] = writer
+            if self.app.context.ratio is not None:
+                self.ratio = self.app.context.ratio
+        self.load(keep)
 
+    def context(self) -> Context | None:
+        """What this screen shows: the instruction, side A's response, the ratio, the row's constraint."""
+        if self.data is None:
+            return None
+        return Context(self.data.id, self.writers[0], self._ratio(self.data), self._cursor_cid())
+
+    def _cursor_cid(self) -> int | None:
+        row = self.query_one("#compare-table", DataTable).cursor_row
+        return self.row_cids[row] if 0 <= row < len(self.row_cids) else None
+
+    # -- actions -------------------------------------------------------------------------
     def action_instruction(self, step: int) -> None:
         if self.instruction_ids:
             self.pos = (self.pos + step) % len(self.instruction_ids)
@@ -105,21 +160,34 @@ class CompareScreen(AppScreen):
         cur = self.writers[which]
         later = [w for w in writers if cur is not None and w > cur]
         self.writers[which] = later[0] if later else writers[0]
-        self.load()
+        self.load(self._cursor_cid())  # the same constraint, now on the other response
+
+    def action_cycle_ratio(self) -> None:
+        if not self.data or not self.data.ratios:
+            return
+        ratios, cur = self.data.ratios, self._ratio(self.data)
+        self.ratio = ratios[(ratios.index(cur) + 1) % len(ratios)] if cur in ratios else ratios[0]
+        self.load(self._cursor_cid())
+
+    def action_toggle_differ(self) -> None:
+        self.only_differ = not self.only_differ
+        self.load(self._cursor_cid())
 
     def action_audit(self) -> None:
-        table = self.query_one("#compare-table", DataTable)
-        if self.data and self.row_cids:
-            self.app.open_audit(self.data.id, self.writers[0], self.row_cids[table.cursor_row])
+        cid = self._cursor_cid()
+        if self.data and cid is not None:
+            self.app.open_audit(self.data.id, self.writers[0], cid)
 
-    def load(self) -> None:
-        if not self.instruction_ids:
-            self.query_one("#compare-head", Static).update("No instructions in this store yet.")
-            return
-        self.pos = min(self.pos, len(self.instruction_ids) - 1)
-        data = self.app.view.instruction(self.instruction_ids[self.pos])
-        self.data = data
-        writers = data.writers
+    # -- loading -------------------------------------------------------------------------
+    def _ratio(self, data: InstructionData) -> float:
+        """The chosen ratio when this instruction has summaries at it; else the analysis' ratio."""
+        if self.ratio is not None and self.ratio in data.ratios:
+            return self.ratio
+        if self.app.analysis is not None:
+            return self.app.analysis.ratio
+        return DEFAULT_RATIO if DEFAULT_RATIO in data.ratios else (data.ratios or [DEFAULT_RATIO])[0]
+
+    def _pick_writers(self, writers: list[Writer]) -> None:
         if self.writers[0] not in writers:
             self.writers[0] = writers[0] if writers else None
         if self.writers[1] not in writers or self.writers[1] == self.writers[0]:
@@ -127,71 +195,150 @@ class CompareScreen(AppScreen):
             mode_a = self.writers[0].mode if self.writers[0] else None  # None only when there are no writers
             others = sorted((w for w in writers if w != self.writers[0]), key=lambda w: (w.mode != mode_a, w))
             self.writers[1] = others[0] if others else self.writers[0]
-        ratio = self.app.analysis.ratio if self.app.analysis else (
-            DEFAULT_RATIO if DEFAULT_RATIO in data.ratios else (data.ratios or [DEFAULT_RATIO])[0])
-        gens: dict[int, tuple[int, str]] = {}  # generation -> (model slot, kind)
+
+    def load(self, keep_cid: int | None = None) -> None:
+        """Show the current instruction; the cursor stays on ``keep_cid`` when it is still listed."""
+        if not self.instruction_ids:
+            self.query_one("#compare-head", Static).update("No instructions in this store yet.")
+            return
+        self.pos = min(self.pos, len(self.instruction_ids) - 1)
+        data = self.app.view.instruction(self.instruction_ids[self.pos])
+        self.data = data
+        self._pick_writers(data.writers)
+        ratio = self._ratio(data)
+        self._texts = [(data.responses.get(w), data.summary(w, ratio)) if w else (None, None) for w in self.writers]
         outcomes = [self.app.view.outcomes(data.id, w, ratio) if w and w in data.responses else {}
                     for w in self.writers]
-        for slot, writer in enumerate(self.writers):
-            if writer and writer in data.responses:
-                gens[data.responses[writer].id] = (slot, "full")
+        shown_ids = tuple(g.id for pair in self._texts for g in pair if g is not None)
         self.verdicts = {}
-        for v in self.app.view.latest_verdicts(tuple(gens)):
+        for v in self.app.view.latest_verdicts(shown_ids):
             self.verdicts.setdefault((v.constraint_id, v.generation_id), []).append((v.judge, v.verdict, v.quote))
         active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
-        self.row_cids = [c.id for c in active]
-        table = self.query_one("#compare-table", DataTable)
-        table.clear()
         rows: list[list[Text | str]] = []
         shown: list[tuple[str, ...]] = []
+        cids: list[int] = []
         for c in active:
             cells: list[Text] = []
-            for slot in (0, 1):
-                gid = next((g for g, (s, _) in gens.items() if s == slot), None)
+            for slot, (response, _) in enumerate(self._texts):
                 # Missing verdicts (None) are left out, as the metrics leave them out.
-                vs = [v[1] for v in self.verdicts.get((c.id, gid), []) if v[1] is not None] if gid else []
+                vs = [v[1] for v in self.verdicts.get((c.id, response.id), []) if v[1] is not None] if response else []
                 cells.append(_mark(sum(vs) / len(vs) if vs else None))
                 cells.append(_core_mark(outcomes[slot].get(c.id)))
+            plain = tuple(cell.plain for cell in cells)
+            if self.only_differ and plain[:2] == plain[2:]:
+                continue
             rows.append([Text(str(c.position)), *cells, c.text])
-            shown.append(tuple(cell.plain for cell in cells))
-        self.cells = shown
+            shown.append(plain)
+            cids.append(c.id)
+        self.cells, self.row_cids = shown, cids
+        table = self.query_one("#compare-table", DataTable)
+        table.clear()
         table.add_rows(rows)
-        self._gens = gens
+        row = self._row_near(keep_cid, [c.id for c in active])
+        self._render_head(data, ratio, len(active))
+        self._render_totals(ratio)
+        if row:
+            table.move_cursor(row=row, animate=False)  # highlights through RowHighlighted
+        self.highlight(row)
+
+    def _row_near(self, cid: int | None, order: list[int]) -> int:
+        """The row of ``cid``; when the filter hides it, the next row shown after it; else the first."""
+        if cid is None or cid not in order:
+            return 0
+        if cid in self.row_cids:
+            return self.row_cids.index(cid)
+        rank = {c: i for i, c in enumerate(order)}
+        later = [i for i, c in enumerate(self.row_cids) if rank[c] > rank[cid]]
+        return later[0] if later else max(0, len(self.row_cids) - 1)
+
+    def _render_head(self, data: InstructionData, ratio: float, n_active: int) -> None:
+        listing = (f" · [b]rows that differ[/]: {len(self.row_cids)} of {n_active} (d: all)" if self.only_differ
+                   else f" · {n_active} constraints (d: rows that differ)")
         self.query_one("#compare-head", Static).update(
             f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={_label(self.writers[0])}"
-            f"  [b]B[/]={_label(self.writers[1])}"
-            f" · summary {ratio:g}\n{data.main_task}")
-        self.highlight(0)
+            f"  [b]B[/]={_label(self.writers[1])} · summary {ratio:g}{listing}\n{_esc(data.main_task)}")
 
+    def _render_totals(self, ratio: float) -> None:
+        """Each side's Org and Core: the report's numbers (pipeline.analysis.metrics rows) once they
+        are computed; before that the store-wide pass's, at its own ratio only."""
+        self.totals = {}
+        for side, writer, (response, _) in zip(SIDES, self.writers, self._texts):
+            org, core = self._org_core(response, writer, ratio)
+            self.totals[side] = (_pct(org), _pct(core))
+            self.query_one(f"#cmp-{side}-totals", Static).update(
+                f"[b]{side.upper()}[/] {_label(writer)} · Org [b]{_pct(org)}[/] · Core [b]{_pct(core)}[/]"
+                f" [dim](summary {ratio:g})[/]")
+
+    def _org_core(self, response: Generation | None, writer: Writer | None,
+                  ratio: float) -> tuple[float | None, float | None]:
+        analysis = self.app.analysis
+        if response is None or writer is None or analysis is None:
+            return None, None
+        if analysis.metrics is not None:
+            rows = self._metric_rows(analysis.metrics).get(response.id, [])
+            at_ratio = next((r for r in rows if r.ratio is not None and abs(r.ratio - ratio) < 1e-9), None)
+            full = at_ratio or next(iter(rows), None)
+            return (full.org if full else None), (at_ratio.core if at_ratio else None)
+        if abs(analysis.ratio - ratio) < 1e-9:
+            row = next((r for r in analysis.rows if r.response_id == response.id), None)
+            if row is not None:
+                return row.org, row.core
+        return None, None
+
+    def _metric_rows(self, metrics) -> dict[int, list]:  # noqa: ANN001 - pipeline.analysis.metrics.Metrics
+        """The metrics' rows by response, indexed once per computation (a benchmark has ~40,000)."""
+        if self._rows_of is None or self._rows_of[0] is not metrics:
+            index: dict[int, list] = {}
+            for r in metrics.rows:
+                index.setdefault(r.response_id, []).append(r)
+            self._rows_of = (metrics, index)
+        return self._rows_of[1]
+
+    # -- highlighting --------------------------------------------------------------------
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.highlight(event.cursor_row)
+        # The cursor now, not the event's: a reload's clear() reports row 0 after the cursor was put back.
+        self.highlight(event.data_table.cursor_row)
 
     def highlight(self, row: int) -> None:
         data = self.data
         if data is None:
             return
         cid = self.row_cids[row] if 0 <= row < len(self.row_cids) else None
-        for slot, pane_id in ((0, "cmp-a"), (1, "cmp-b")):
+        ratio = self._ratio(data)
+        for slot, side in enumerate(SIDES):
             writer = self.writers[slot]
-            resp = data.responses.get(writer) if writer else None
-            pane = self.query_one(f"#{pane_id}", TextPane)
-            pane.border_title = f"{'AB'[slot]}: {_label(writer)}"
-            if resp is None:
-                pane.show(Text("(no response)", style="dim"), key=(data.id, slot))
-                continue
-            quotes = []
-            for judge, verdict, quote in self.verdicts.get((cid, resp.id), []) if cid else []:
-                if verdict and quote:
-                    how, span = quote_span(quote, resp.text)
-                    if span:
-                        quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
-            self.highlighted[pane_id] = sorted({s for s, _ in quotes})
-            pane.show(render(resp.text, (), quotes), key=(data.id, writer),
-                      subtitle=f"{resp.words or count_words(resp.text)} words · {len(quotes)} quote(s)")
-            if quotes:
-                pane.reveal(min(s[0] for s, _ in quotes))
+            response, summary = self._texts[slot]
+            pane = self.query_one(f"#cmp-{side}", TextPane)
+            pane.border_title = f"{side.upper()}: {_label(writer)}"
+            self._show_text(pane, f"cmp-{side}", response, cid, (data.id, writer), "(no response)")
+            spane = self.query_one(f"#cmp-{side}-summary", TextPane)
+            spane.border_title = f"{side.upper()} summary {ratio:g}"
+            self._show_text(spane, f"cmp-{side}-summary", summary, cid, (data.id, writer, ratio),
+                            "(no summary at this ratio)")
+
+    def _show_text(self, pane: TextPane, name: str, text: Generation | None, cid: int | None, key: object,
+                   empty: str) -> None:
+        if text is None:
+            self.highlighted[name] = []
+            pane.show(Text(empty, style="dim"), key=key)
+            return
+        quotes = []
+        for _judge, verdict, quote in self.verdicts.get((cid, text.id), []) if cid else []:
+            if verdict and quote:
+                how, span = quote_span(quote, text.text)
+                if span:
+                    quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
+        self.highlighted[name] = sorted({s for s, _ in quotes})
+        pane.show(render(text.text, (), quotes), key=key,
+                  subtitle=f"{text.words or count_words(text.text)} words · {len(quotes)} quote(s)")
+        if quotes:
+            pane.reveal(min(s[0] for s, _ in quotes))
+
+
+def _esc(text: str) -> str:
+    return text.replace("[", r"\[")
 
 
 def _label(writer: Writer | None) -> str:
     """The writer's name and mode, escaped for Rich markup ("m1 [edit]" is not a tag)."""
-    return writer.label.replace("[", r"\[") if writer else "-"
+    return _esc(writer.label) if writer else "-"

@@ -1,0 +1,93 @@
+"""Context follows the auditor (issue 26, item 5): the instruction, response (model and mode) and
+summary ratio shown on one screen are where Audit and Compare open; Build opens on the latest
+build run, or on the store's totals when there is none."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from app_support import make_known_store, settle, text_of
+
+from pipeline.store.view import Writer
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from unspecific_tui.app import UnspecificApp
+
+B_DIRECT = Writer("model-b", "direct")
+
+
+async def test_compare_opens_on_what_audit_shows_and_audit_on_what_compare_shows(tmp_path):
+    summary = build_synthetic_store(tmp_path / "s.sqlite", SyntheticSpec(n_instructions=8, ratios=(0.5, 0.25, 0.1)))
+    app = UnspecificApp(summary.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        app.open_audit(3, B_DIRECT)
+        await settle(app, pilot)
+        audit = app.screen
+        assert (audit.shown.instruction_id, audit.shown.writer) == (3, B_DIRECT)
+        await pilot.press("r")  # Audit's ratio: no longer the analysis' 0.25
+        await pilot.pause()
+        audit_ratio = audit.ratio
+        assert audit_ratio is not None and audit_ratio != 0.25
+        await pilot.press("4")
+        await settle(app, pilot)
+        compare = app.screen
+        assert compare.data.id == 3  # not instruction 1
+        assert compare.writers[0] == B_DIRECT
+        assert compare.context().ratio == audit_ratio
+        assert f"summary {audit_ratio:g}" in text_of(compare.query_one("#compare-head"))
+        # Compare's summaries are at that ratio too.
+        assert compare._texts[0][1].ratio == audit_ratio
+
+        await pilot.press("right_square_bracket", "down", "down")  # instruction 4, its third constraint
+        await pilot.pause()
+        row_cid = compare.row_cids[2]
+        await pilot.press("3")
+        await settle(app, pilot)
+        assert app.current_mode == "audit"
+        assert (audit.shown.instruction_id, audit.shown.writer, audit.shown.constraint_id) == (4, B_DIRECT, row_cid)
+        # Another screen in between (Report) keeps the context: Compare is still on instruction 4.
+        await pilot.press("6")
+        await settle(app, pilot)
+        await pilot.press("4")
+        await settle(app, pilot)
+        assert (compare.data.id, compare.writers[0], compare._cursor_cid()) == (4, B_DIRECT, row_cid)
+
+
+async def test_instructions_row_opens_compare_on_its_response(tmp_path):
+    summary = build_synthetic_store(tmp_path / "s.sqlite", SyntheticSpec(n_instructions=8))
+    app = UnspecificApp(summary.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        app.open_compare(5, B_DIRECT)
+        await settle(app, pilot)
+        assert (app.screen.data.id, app.screen.writers[0]) == (5, B_DIRECT)
+
+
+async def test_build_opens_on_the_latest_build_run_not_a_newer_evaluate_run(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    with sqlite3.connect(known.path) as conn:
+        conn.execute("INSERT INTO runs(id, kind, name, config, status, started_at) VALUES"
+                     " ('e1', 'evaluate', 'e1', '{}', 'done', '2026-06-01T00:00:00+00:00')")
+    conn.close()
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        assert app.run_id == "r1"
+        screen = app.screen
+        assert screen.counts["synthesize"] == 1 and screen.counts["judge"] > 0
+        assert screen.query_one("#runs").cursor_row == 1  # r1, below the newer evaluate run
+
+
+async def test_build_shows_store_totals_when_no_build_run_exists(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    with sqlite3.connect(known.path) as conn:  # the store's only run is an evaluate run
+        conn.execute("UPDATE runs SET kind = 'evaluate'")
+    conn.close()
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        assert app.run_id is None
+        screen = app.screen
+        judged = app.store.scalar("SELECT count(*) FROM verdicts")
+        assert (screen.counts["synthesize"], screen.counts["respond"], screen.counts["judge"]) == (1, 2, judged)
+        assert "store totals" in text_of(screen.query_one("#run-totals"))
