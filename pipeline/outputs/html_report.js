@@ -33,8 +33,8 @@
     const pages = Math.max(1, Math.ceil(shown.length / PAGE));
     $("index").innerHTML = `<p class="muted">${shown.length} of ${index.length} instructions · page ${page + 1}/${pages}` +
       ` <button id="prev">prev</button><button id="next">next</button></p>` +
-      `<table><thead><tr><th>id</th><th>task</th><th>domain</th><th>condition</th><th>run</th><th>responses (%; flipped at` +
-      ` ratio ${meta.ratio})</th></tr></thead><tbody>${rows}</tbody></table>`;
+      `<table><thead><tr><th>id</th><th>task</th><th>domain</th><th>condition</th><th>run</th>` +
+      `<th>responses (%; flipped at ratio ${meta.ratio})</th></tr></thead><tbody>${rows}</tbody></table>`;
     $("prev").onclick = () => { if (page > 0) { page--; renderIndex(); } };
     $("next").onclick = () => { if ((page + 1) * PAGE < shown.length) { page++; renderIndex(); } };
     for (const tr of $("index").querySelectorAll("tr.row")) tr.onclick = () => openInstruction(+tr.dataset.id);

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Config, parse_config
-from pipeline.llm.placeholders import constraint_angle, block, numbered_items, user_messages
+from pipeline.llm.placeholders import block, constraint_angle, numbered_items, user_messages
 from pipeline.llm.placeholders import prompt_kind as kind_of
 from pipeline.store.database import Store, now, open_store
 from tests.fakes.fake_server import Reply
