@@ -38,19 +38,28 @@ async def test_compare_opens_on_what_audit_shows_and_audit_on_what_compare_shows
         # Compare's summaries are at that ratio too.
         assert compare._texts[0][1].ratio == audit_ratio
 
-        await pilot.press("right_square_bracket", "down", "down")  # instruction 4, its third constraint
+        await pilot.press("right_square_bracket", "down", "down", "r")  # instruction 4, its third row, next ratio
         await pilot.pause()
-        row_cid = compare.row_cids[2]
+        row_cid, compare_ratio = compare.row_cids[2], compare.context().ratio
+        assert compare_ratio != audit_ratio
         await pilot.press("3")
         await settle(app, pilot)
         assert app.current_mode == "audit"
         assert (audit.shown.instruction_id, audit.shown.writer, audit.shown.constraint_id) == (4, B_DIRECT, row_cid)
+        assert audit.ratio == compare_ratio and audit.shown.summary_id == compare._texts[0][1].id
         # Another screen in between (Report) keeps the context: Compare is still on instruction 4.
         await pilot.press("6")
         await settle(app, pilot)
         await pilot.press("4")
         await settle(app, pilot)
         assert (compare.data.id, compare.writers[0], compare._cursor_cid()) == (4, B_DIRECT, row_cid)
+        # Compare's `a` (audit this row) carries the ratio too.
+        await pilot.press("r")
+        await pilot.pause()
+        compare_ratio = compare.context().ratio
+        await pilot.press("a")
+        await settle(app, pilot)
+        assert (audit.shown.constraint_id, audit.ratio) == (row_cid, compare_ratio)
 
 
 async def test_instructions_row_opens_compare_on_its_response(tmp_path):

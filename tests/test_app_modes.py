@@ -51,14 +51,16 @@ async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
         await pilot.press("4")
         await settle(app, pilot)
         compare = app.screen
-        assert compare.writers == [DIRECT, Writer("m2", "direct")]  # two models in one mode first
-        await pilot.press("M")  # B: the next response that is not A's: m1's edit one
-        await pilot.pause()
-        assert compare.writers == [DIRECT, EDIT]
+        # A: the response Audit showed (m1's edit one); B: no other model answered in edit mode, so
+        # the other mode.
+        assert compare.writers == [EDIT, DIRECT]
         # C1 passes both direct texts, flips on the edit ones; C2 the other way round.
-        assert compare.cells[0] == ("yes", "yes", "yes", "FLIP")
-        assert compare.cells[1] == ("yes", "FLIP", "yes", "yes")
+        assert compare.cells[0] == ("yes", "FLIP", "yes", "yes")
+        assert compare.cells[1] == ("yes", "yes", "yes", "FLIP")
         assert "m1 [edit]" in text_of(compare.query_one("#compare-head"))
+        await pilot.press("m")  # A: the next response that is not B's: m2's
+        await pilot.pause()
+        assert compare.writers == [Writer("m2", "direct"), DIRECT]
 
 
 async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):

@@ -72,6 +72,16 @@ def context_of(screen: Screen) -> Context | None:
     return None
 
 
+def give_ratio(screens: Iterable[Screen], ratio: float | None) -> None:
+    """Audit takes the context's ratio here until it reads the context itself (the rest comes as
+    its target); a ratio it was never opened with waits for its first mount, which reads app.ratio."""
+    from unspecific_tui.screens.audit import AuditScreen
+
+    for screen in screens:
+        if isinstance(screen, AuditScreen) and ratio is not None:
+            screen.ratio = ratio
+
+
 def _mode(name: str):
     """A lazy factory: each screen module is imported the first time its mode opens."""
 
@@ -291,16 +301,18 @@ class UnspecificApp(App[None]):
     def switch_mode(self, mode: str) -> AwaitMount:
         """Every screen change carries the context: what the screen left shows (its instruction,
         response, ratio, constraint) is where Audit and Compare open, unless a target was set."""
-        if self.target is None:
-            found = context_of(self.screen)
-            if found is not None:
-                self.context = found
-            if mode in OPEN_ON_CONTEXT and mode != self.current_mode:
-                self.target = self.context.target()
-        else:
+        found = context_of(self.screen)
+        if found is not None:
+            self.context = found
+        arriving = mode in OPEN_ON_CONTEXT and mode != self.current_mode
+        if self.target is not None:  # open_audit / open_compare: that place, with the context's ratio
             iid, writer, cid = self.target
             self.context = replace(self.context, instruction_id=iid, writer=writer or self.context.writer,
                                    constraint_id=cid)
+        elif arriving:
+            self.target = self.context.target()
+        if arriving:
+            give_ratio(self._screen_stacks.get(mode, ()), self.context.ratio)
         return super().switch_mode(mode)
 
     def open_audit(self, instruction_id: int, writer: Writer | None = None, constraint_id: int | None = None) -> None:

@@ -64,7 +64,7 @@ class CompareScreen(AppScreen):
     """
     BINDINGS = [
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
-        Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="["),
+        Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
         Binding("m", "cycle(0)", "Side A"),
         Binding("M", "cycle(1)", "Side B"),
         Binding("d", "toggle_differ", "Rows that differ"),
@@ -265,9 +265,9 @@ class CompareScreen(AppScreen):
         for side, writer, (response, _) in zip(SIDES, self.writers, self._texts):
             org, core = self._org_core(response, writer, ratio)
             self.totals[side] = (_pct(org), _pct(core))
+            # Short enough for half of 80 columns: the pane titles below name the writer and the ratio.
             self.query_one(f"#cmp-{side}-totals", Static).update(
-                f"[b]{side.upper()}[/] {_label(writer)} · Org [b]{_pct(org)}[/] · Core [b]{_pct(core)}[/]"
-                f" [dim](summary {ratio:g})[/]")
+                f"[b]{side.upper()}[/] Org [b]{_pct(org)}[/] · Core [b]{_pct(core)}[/] [dim]at {ratio:g}[/]")
 
     def _org_core(self, response: Generation | None, writer: Writer | None,
                   ratio: float) -> tuple[float | None, float | None]:
