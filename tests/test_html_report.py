@@ -13,6 +13,7 @@ import base64
 import gzip
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -339,6 +340,10 @@ def test_j_k_and_the_arrows_move_through_the_constraints(built, browser) -> None
     page.keyboard.press("ArrowUp")
     assert shown(in_view=False) == len(active) - 1
     page.keyboard.press("ArrowDown")
+    # The browser's own scroll is animated (the page's CSP forbids wait_for_function's eval).
+    deadline = time.monotonic() + 3
+    while page.evaluate("scrollY") == 0 and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
     assert shown(in_view=False) == len(active) - 1 and page.evaluate("scrollY") > 0
     page.locator("#q").focus()  # typing in the filter (scrolled up to it) moves nothing
     page.keyboard.press("k")

@@ -75,7 +75,10 @@ def env(tmp_path) -> dict[str, str]:
         fh.truncate(lm.MODEL_BYTES)
     pids = tmp_path / "server_pids"
     pids.mkdir()
-    return {**os.environ, "PYTHONPATH": f"{fake}{os.pathsep}{ROOT}", "UNSPECIFIC_CACHE": str(cache),
+    # Without the real server a real-model test of this session may have left in the environment
+    # (conftest's local_server_url): the processes here must start the stand-in themselves.
+    inherited = {k: v for k, v in os.environ.items() if k != "UNSPECIFIC_LOCAL_URL"}
+    return {**inherited, "PYTHONPATH": f"{fake}{os.pathsep}{ROOT}", "UNSPECIFIC_CACHE": str(cache),
             "FAKE_LLAMA_PIDS": str(pids), "HF_HUB_OFFLINE": "1"}
 
 

@@ -98,7 +98,9 @@ class BuildScreen(AppScreen):
         stages = self.query_one("#stages", DataTable)
         for label, key in (("stage", "stage"), ("state", "state"), ("in store", "store"), ("progress", "bar"),
                            ("", "count")):
-            stages.add_column(label, key=key)
+            # The state column is as wide as its longest word ("cli only") from the start: widened
+            # later by update_cell, a screen drawn before the widening cut its words.
+            stages.add_column(label, key=key, width=8 if key == "state" else None)
         for spec in STAGES:
             stages.add_row(spec.label, "", "", "", "", key=spec.name)
         self.query_one("#build-log", RichLog).border_title = "log"
