@@ -352,5 +352,5 @@ def test_one_verdict_type() -> None:
 
 
 def test_flag_names_are_defined_once() -> None:
-    copies = _lines_matching(r"^\s*FLAG_NAMES\s*=|^\s*LEXICAL_FLAGS\s*=", allowed={"pipeline/analysis/flags.py"})
+    copies = _lines_matching(r"^\s*FLAG_NAMES\s*=|^\s*LEXICAL_FLAGS\s*=", allowed={"pipeline/core/definitions.py"})
     assert copies == []

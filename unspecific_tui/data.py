@@ -14,8 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipeline.analysis.flags import LEXICAL_FLAGS
-from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.core.definitions import DEFAULT_RATIO, LEXICAL_FLAGS
 from pipeline.store.view import StoreView, TextTotals, Writer
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis.copying import content_words, copied_ngrams, lexical_overlap
+from pipeline.core.definitions import LEXICAL_FLAGS
 from pipeline.store.articles import article_text_hash
 from pipeline.store.constraints import active_constraints
 from pipeline.store.database import Store
@@ -31,8 +32,6 @@ from pipeline.store.pairs import pair_partner
 
 if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
-
-LEXICAL_FLAGS = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w'\u2019\-]*")
 _SENTENCE_END = ".!?:;\n"

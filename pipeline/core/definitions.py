@@ -13,3 +13,8 @@ DEFAULT_RATIO = 0.25
 def passes(score: float | None) -> bool:
     """Whether a judges' mean verdict passes; a missing score (no verdict) never does."""
     return score is not None and score >= PASS_THRESHOLD
+
+
+# The lexical quality flags a build stores per constraint (pipeline.analysis.flags computes them;
+# screens and reports list them): named here so a reader of flags needs no text analysis loaded.
+LEXICAL_FLAGS = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")
