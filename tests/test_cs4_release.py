@@ -206,3 +206,29 @@ def test_a_store_from_before_families_gains_their_table(store_path, tmp_path):
     summary = import_file(store, ImportOptions("cs4", write_csv(tmp_path / "cs4.csv", CS4_HEADER, released_rows(1))))
     assert summary.added["families"] == 1 and len(family_members(store)) == 5
     store.close()
+
+
+async def test_the_report_screen_shows_the_family_table(store_path, tmp_path):
+    """The app's Report screen shows the same family rows `report` prints (level x model, Org and
+    Core), and hides the table on a store without families."""
+    from app_support import settle
+
+    from pipeline.store.database import open_store
+    from unspecific_tui.app import UnspecificApp
+
+    store = open_store(store_path)
+    path = write_csv(tmp_path / "Story-based Constraints.csv", CS4_HEADER, released_rows(2))
+    import_file(store, ImportOptions("cs4", path, name="cs4"))
+    _judge(store, "import-cs4", CS4_LEVELS)
+    store.close()
+    app = UnspecificApp(store_path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("6")
+        await settle(app, pilot)
+        table = app.screen.query_one("#family-table")
+        assert table.display
+        rows = {(str(r[0]), str(r[1])): r for r in (table.get_row_at(i) for i in range(table.row_count))}
+        assert set(rows) == {(str(level), model) for level in CS4_LEVELS for model in ("m1", "m2")}
+        assert rows["39", "m1"][4].startswith(f"{100 * 5 / 39:.1f}")  # Org, as `report` prints it
+        assert rows["39", "m1"][5].startswith(f"{100 * 2 / 39:.1f}") and rows["39", "m2"][5] == "-"

@@ -253,16 +253,19 @@ class UnspecificApp(App[None]):
             return
         from pipeline.analysis.judge_validation import judge_scores, judge_validation_by_name
         from pipeline.analysis.metrics import compute_metrics
+        from pipeline.outputs.report import family_levels
         from pipeline.store.database import open_store
 
         store = open_store(self.store_path, readonly=True)
         try:
             metrics = compute_metrics(store, seed=self.sample_seed)
             judges = judge_validation_by_name(judge_scores(store, seed=self.sample_seed))
+            families = family_levels(store, metrics, analysis.ratio, seed=self.sample_seed)
         finally:
             store.close()
         merged = merge_metrics(analysis, metrics)
         merged.judges_validated = judges
+        merged.families = families
         self.post_message(MetricsReady(merged))
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:

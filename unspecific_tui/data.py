@@ -99,6 +99,9 @@ class Analysis:
     # Each judge's score against people (pipeline.analysis.judge_validation), with the metrics; a judge not
     # in it is unvalidated.
     judges_validated: dict[str, Any] = field(default_factory=dict)
+    # Satisfaction against the number of constraints, per instruction family (CS4's levels of
+    # specificity: pipeline.outputs.report.family_levels, the rows `report` prints); empty without families.
+    families: list[Any] = field(default_factory=list)
 
     @property
     def writers(self) -> list[Writer]:

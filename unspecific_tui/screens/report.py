@@ -92,6 +92,9 @@ class ReportScreen(AppScreen):
         with Horizontal(id="report-body"):
             yield DataTable(id="report-table", cursor_type="row", zebra_stripes=True)
             yield PlotextPlot(id="report-chart")
+        # CS4's own analysis, when the store holds instruction families: satisfaction against the
+        # number of constraints (hidden otherwise).
+        yield DataTable(id="family-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -101,6 +104,12 @@ class ReportScreen(AppScreen):
                            ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("κ judges", "kappa"),
                            ("coverage %", "coverage")):
             table.add_column(label, key=key)
+        families = self.query_one("#family-table", DataTable)
+        for label, key in (("constraints", "level"), ("model", "model"), ("mode", "mode"), ("n", "n"),
+                           ("Org %", "org"), ("Core %", "core")):
+            families.add_column(label, key=key)
+        families.border_title = "satisfaction by number of constraints (instruction families)"
+        families.display = False
         self.watch(self.app, "analysis", self._on_analysis)
 
     def _on_analysis(self, analysis: Analysis | None) -> None:
@@ -130,7 +139,16 @@ class ReportScreen(AppScreen):
         for rater in analysis.metrics.raters:  # every number in the table rests on these judges
             head.append("\n" + describe_judge(rater, analysis.judges_validated), style="dim")
         self.query_one("#report-head", Static).update(head)
+        self._show_families(analysis.families)
         self._plot()
+
+    def _show_families(self, levels: list) -> None:  # pipeline.outputs.report.FamilyLevel
+        table = self.query_one("#family-table", DataTable)
+        table.clear()
+        table.display = bool(levels)
+        table.add_rows([(str(f.level), Text(f.model), Text(f.mode), str(f.n),
+                         _fmt((f.org.value, f.org.low, f.org.high)), _fmt((f.core.value, f.core.low, f.core.high)))
+                        for f in levels])
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if self.cells:
