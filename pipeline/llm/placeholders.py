@@ -33,7 +33,7 @@ EASY_EVERY = 3
 _TOPICS = ("the causes of the shortfall", "the people affected", "the options on the table", "the mood of the meeting",
            "the timeline of events", "the role of volunteers", "the views of officials", "what happens next")
 _BASE_SENTENCE = "The council met and argued about money while residents waited."
-_BASE_QUOTE = "The council met and argued about money"
+BASE_QUOTE = "The council met and argued about money"
 _FILLER = "People in the town kept talking about what would happen next."
 _ANGLE = re.compile(r"angle number (\d+)\b")
 
@@ -91,10 +91,10 @@ def constraint_angle(constraint: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _verdict(constraint: str, text: str) -> dict[str, Any]:
+def placeholder_verdict(constraint: str, text: str) -> dict[str, Any]:
     """Yes for an "(easy)" constraint, or one whose angle the text mentions (quoting its sentence)."""
     if "(easy)" in constraint:
-        return {"verdict": "yes", "quote": _BASE_QUOTE, "reason": ""}
+        return {"verdict": "yes", "quote": BASE_QUOTE, "reason": ""}
     angle = constraint_angle(constraint)
     if angle is not None:
         for sentence in re.split(r"(?<=\.)\s+", text):
@@ -170,11 +170,11 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
         system = " ".join(str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "system")
         if "one line per constraint" in system:  # the lines format
             cap = quote_cap if request.get("grammar") else None
-            lines = [_verdict_line(i, _verdict(c, text), cap) + "\n" for i, c in items]
+            lines = [_verdict_line(i, placeholder_verdict(c, text), cap) + "\n" for i, c in items]
             return "".join(lines) if cap else "".join(lines).rstrip("\n")
-        return json.dumps({"verdicts": [{"id": i, **_verdict(c, text)} for i, c in items]})
+        return json.dumps({"verdicts": [{"id": i, **placeholder_verdict(c, text)} for i, c in items]})
     if kind == "judge_single":
-        return json.dumps(_verdict(block(first, "CONSTRAINT"), block(first, "TEXT")))
+        return json.dumps(placeholder_verdict(block(first, "CONSTRAINT"), block(first, "TEXT")))
     if kind in ("respond_direct", "respond_edit"):
         words = _number(r"about (\d+) words", first)
         # Each model's text for its own task: no two responses alike (the seed covers the model).

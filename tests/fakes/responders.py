@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Config, parse_config
-from pipeline.llm.placeholders import block, constraint_angle, numbered_items, user_messages
+from pipeline.llm.placeholders import (
+    block,
+    constraint_angle,
+    numbered_items,
+    placeholder_verdict,
+    user_messages,
+)
 from pipeline.llm.placeholders import prompt_kind as kind_of
 from pipeline.store.database import Store, now, open_store
 from tests.fakes.fake_server import Reply
@@ -54,7 +60,6 @@ LEAKY = ("Explain what Councillor Dawson said about the gap of two hundred thous
          "plans to respond to it.")
 DUPLICATE = "Describe how residents reacted to the closure of a public service."
 NEAR_DUPLICATE = "Describe how the residents reacted to the closure of the public service."
-BASE_QUOTE = "The council met and argued about money"
 
 
 def make_store(path: Path, n_pairs: int = 1, *, domain: str = "news", rule: str = "paper") -> Store:
@@ -138,17 +143,12 @@ _ANGLE = re.compile(r"angle number (\d+)\b")
 
 
 def judge_verdict(constraint: str, text: str) -> dict[str, Any]:
-    """Yes for an "(easy)" constraint, or one whose angle the text mentions (quoting its sentence)."""
-    if "(easy)" in constraint:
-        return {"verdict": "yes", "quote": BASE_QUOTE, "reason": ""}
-    if "(unshown)" in constraint:  # a small judge's Yes that quotes the constraint, not the text
+    """The placeholder's verdict (Yes for "(easy)", or a mentioned angle, quoting its sentence), and
+    one case only a scripted judge plays: a small judge's Yes that quotes the "(unshown)" constraint
+    itself, not the text."""
+    if "(unshown)" in constraint:
         return {"verdict": "yes", "quote": constraint.rstrip("."), "reason": ""}
-    angle = constraint_angle(constraint)
-    if angle is not None:
-        for sentence in re.split(r"(?<=\.)\s+", text):
-            if re.search(rf"angle number {angle}\b", sentence):
-                return {"verdict": "yes", "quote": sentence.strip().rstrip("."), "reason": ""}
-    return {"verdict": "no", "quote": "", "reason": "not covered"}
+    return placeholder_verdict(constraint, text)
 
 
 def _verdict_line(i: int, v: dict[str, Any], *, capped: bool = False) -> str:
