@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from pipeline.store.view import StoreView, Writer
 from unspecific_tui.data import Analysis, AppView, compute_analysis, merge_metrics
+from unspecific_tui.following import Following
 from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
 from unspecific_tui.stages import Registry
 
@@ -153,6 +154,8 @@ class UnspecificApp(App[None]):
         self.target: tuple[int, Writer | None, int | None] | None = None
         # Where the auditor was last: carried from screen to screen by switch_mode.
         self.context = Context(ratio=ratio)
+        # What Audit's next/prev follow when set: the suspicion queue or one flag (following.py).
+        self.following: Following | None = None
         # A build run's stages, not an evaluate run's zeros; no such run: the store's totals.
         self.set_reactive(UnspecificApp.run_id, run_id or self.view.latest_build_run_id())
 

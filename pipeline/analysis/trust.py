@@ -1,0 +1,68 @@
+"""How far a constraint's outcome on one text can be trusted: did its judges agree, and was each
+Yes backed by a quote found in the text.
+
+One definition, shared by the app's Audit list and verdict table, the suspicion ranking
+(pipeline.analysis.suspicion) and the reports. It agrees with the store's per-text totals
+(pipeline.store.scores ``text_items``): ``split`` is their ``disagree`` (raters differ) and
+``unquoted`` counts Yes verdicts whose quote was looked for and not found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pipeline.store.verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class Trust:
+    """The raters' latest verdicts on one (text, constraint). Missing verdicts are no verdict:
+    counted apart, never as No."""
+
+    yes: int = 0
+    no: int = 0
+    missing: int = 0  # raters with no usable verdict
+    unquoted: int = 0  # Yes verdicts whose quote is not in the text
+    fuzzy: int = 0  # Yes verdicts whose quote matched only approximately
+
+    @property
+    def judged(self) -> int:
+        return self.yes + self.no
+
+    @property
+    def split(self) -> bool:
+        """The judges disagree: some said Yes and some No."""
+        return self.yes > 0 and self.no > 0
+
+    @property
+    def agreed(self) -> bool:
+        return self.judged > 0 and not self.split
+
+    @property
+    def marks(self) -> str:
+        """A short mark for tables: '' when unanimous and every Yes quoted; else what is wrong."""
+        parts = []
+        if self.split:
+            parts.append(f"split {self.yes}-{self.no}")
+        if self.unquoted:
+            parts.append("unquoted" if self.unquoted == 1 else f"{self.unquoted} unquoted")
+        return " · ".join(parts)
+
+
+def text_trust(verdicts: Iterable[Verdict]) -> Trust:
+    """Trust of the verdicts given, which should be the latest (or shown) verdict of each rater on
+    one (text, constraint): pipeline.store.verdicts.shown_verdicts rows of that pair."""
+    yes = no = missing = unquoted = fuzzy = 0
+    for v in verdicts:
+        if v.verdict is None:
+            missing += 1
+        elif v.verdict:
+            yes += 1
+            if v.quote_found == "missing":
+                unquoted += 1
+            elif v.quote_found == "fuzzy":
+                fuzzy += 1
+        else:
+            no += 1
+    return Trust(yes, no, missing, unquoted, fuzzy)
