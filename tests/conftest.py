@@ -17,6 +17,10 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The build embeds constraints by default with mpnet; tests use the hash embedder instead (no model
+# to load), unless a test names an embedder itself. Set, not defaulted: a developer's own value must
+# not make every test load a model.
+os.environ["UNSPECIFIC_EMBEDDER"] = "hash"
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app_support import C1, QUOTE_1, RESPONSE, SUMMARY, A, B, make_known_store, settle, text_of
+from app_support import C1, C2, QUOTE_1, RESPONSE, SUMMARY, A, B, make_known_store, settle, text_of
 
 from unspecific_tui.app import UnspecificApp
 
@@ -53,6 +53,9 @@ async def test_reference_copy_mode(tmp_path):
         # Response vs references, runs of >= 5 words: the response copies two passages of A.
         # ("at a packed meeting" is shared too, but only 4 words long.)
         assert shown.copies["response"] == (span(RESPONSE, "a flood defence plan for the river district"),)
+        # Which reference each copied passage comes from: that run is in A only.
+        assert shown.sources["response"] == {"A": shown.copies["response"], "B": ()}
+        assert "from A 1 · from B 0" in app.screen.query_one("#response").border_subtitle
         assert span(A, "a flood defence plan for the river district") in shown.copies["ref-a"]
         await pilot.press("c")
         await pilot.pause()
@@ -74,7 +77,9 @@ async def test_keys_move_flag_flip_and_lineage(tmp_path):
         await pilot.press("k")
         await pilot.pause()
         assert screen.shown.constraint_id == known.c1
-        await pilot.press("f")  # the proper-noun flag is on C3
+        await pilot.press("f")  # asks which flag: the proper-noun flag (on C3) is the only one
+        await pilot.pause()
+        await pilot.press("enter")
         await pilot.pause()
         assert screen.shown.constraint_id == known.c3
         assert "proper_noun" in text_of(screen.query_one("#audit-head"))
@@ -113,28 +118,26 @@ async def test_narrow_terminal_shows_one_pane_and_cycles(tmp_path):
         assert visible == ["response"]
 
 
-async def test_similarity_uses_stored_embeddings_else_lexical(tmp_path):
-    import numpy as np
-
-    from pipeline.store.database import text_hash
+async def test_similarity_is_the_stored_one_else_lexical_labelled(tmp_path):
+    from pipeline.analysis.copying import lexical_overlap
+    from pipeline.store.similarity import SimilarityRow, put_similarities
 
     known, app = await open_audit(tmp_path)
-    conn = app.store.conn
-    vectors = {C1: [1.0, 0.0, 0.0], A: [0.6, 0.8, 0.0]}
-    conn.executemany("INSERT INTO embeddings(text_hash, model, dim, vector) VALUES (?, 'mini', 3, ?)",
-                     [(text_hash(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()])
-    conn.commit()
+    put_similarities(app.store, [SimilarityRow(known.c1, known.instruction, "mpnet", 0.73, 0.41)])
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
         await pilot.press("3")
         await pilot.pause()
-        sims = app.screen.shown.similarities
-        assert sims["ref-a"][0] == "cos" and abs(sims["ref-a"][1] - 0.6) < 1e-6
-        # No vector for B: lexical overlap (share of C1's content words found in B).
-        from pipeline.analysis.copying import lexical_overlap
-
-        assert sims["ref-b"] == ("lex", lexical_overlap(C1, B))
-        assert "cos 0.60" in app.screen.query_one("#ref-a").border_subtitle
+        screen = app.screen
+        assert screen.shown.similarities == {"ref-a": ("mpnet", 0.73), "ref-b": ("mpnet", 0.41)}
+        assert "sim 0.73 (mpnet)" in screen.query_one("#ref-a").border_subtitle
+        head = text_of(screen.query_one("#audit-head"))
+        assert "similarity (mpnet)" in head and "0.73" in head and "0.41" in head
+        await pilot.press("j")  # C2 has no stored value: the lexical stand-in, labelled as such
+        await pilot.pause()
+        assert screen.shown.similarities["ref-b"] == ("lexical", lexical_overlap(C2, B))
+        assert "not stored" in screen.query_one("#ref-b").border_subtitle
+        assert "similarity (lexical, none stored)" in text_of(screen.query_one("#audit-head"))
 
 
 async def test_instruction_jumps(tmp_path):

@@ -30,8 +30,15 @@ async def test_report_screen_shows_coverage_and_marks_low_groups(tmp_path):
         assert str(rows["m1"][-1]) == "50.0 !" and str(rows["m2"][-1]) == "100.0"
         # judge-a alone on m1's summary: C1 yes, C2 no, C3 no -> Core 1/3, not judge-b's missing read as No.
         assert rows["m1"][6].startswith("33.3")  # after domain, condition, model, mode, n, Org
-        head = " ".join(text_of(app.screen.query_one("#report-head")).split())
-        assert "! news / eval / m1 (direct), responses: coverage 50.0% (3 of 6 verdicts given, under 95%)" in head
+        low = "news / eval / m1 (direct), responses: coverage 50.0% (3 of 6 verdicts given, under 95%)"
+        assert any(w.startswith(low) for w in app.screen.warnings)
+        # One line on the screen; `w` lists every warning in full.
+        line = " ".join(text_of(app.screen.query_one("#report-warnings")).split())
+        assert line.startswith(f"! {len(app.screen.warnings)} warning(s)")
+        await pilot.press("w")
+        await settle(app, pilot)
+        listed = " ".join(" ".join(text_of(w).split()) for w in app.screen.query(".warning"))
+        assert "! " + low in listed
 
 
 async def test_audit_shows_a_missing_verdict_as_missing(tmp_path):

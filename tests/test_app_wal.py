@@ -55,7 +55,7 @@ async def test_viewing_while_a_build_writes(tmp_path, readonly):
         app = UnspecificApp(path, stages={}, readonly=readonly, annotator="ann")
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(app, pilot)
-            for keys in (["2"], ["3", "j", "j", "f", "x", "k"], ["4", "right_square_bracket"], ["6"], ["1"]):
+            for keys in (["2"], ["3", "j", "j", "f", "escape", "x", "k"], ["4", "right_square_bracket"], ["6"], ["1"]):
                 await pilot.press(*keys)
                 await settle(app, pilot)
                 await pilot.press("ctrl+r")  # reload while the writer keeps going

@@ -15,6 +15,7 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from browser import chromium
@@ -26,6 +27,7 @@ from pipeline.outputs.html_report import PACKED, write_html
 from pipeline.outputs.report import ReportOptions, build_report, main_groups
 from pipeline.store.database import open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.test_correction import scripted  # noqa: F401  (the scripted judge's store, a fixture)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -382,5 +384,139 @@ def test_the_index_shows_each_task_and_filters_by_it(built, browser) -> None:
     page.locator("#q").fill(word)
     listed = page.eval_on_selector_all("#index tr.row", "els => els.map(e => +e.dataset.id)")
     assert listed and set(listed) == {iid for iid, t in tasks.items() if word in t.lower()}
+    assert problems == []
+    page.close()
+
+
+# -- corrected rates (issue 27): the judges' measured error beside the raw figures -------------------
+
+
+def _scripted_report(scripted_store, tmp_path: Path, check=None):  # noqa: ANN001
+    """The scripted judge's store (tests/test_correction.py: sensitivity 0.9, specificity 0.7) with
+    ``check`` (items) as its built-in check, its report and its page."""
+    from pipeline.store.judge_checks import put_check_items
+
+    path = tmp_path / "store.sqlite"
+    path.write_bytes(scripted_store[0].read_bytes())
+    store = open_store(path)
+    if check is not None:
+        put_check_items(store, "judge-a", "builtin", check)
+    report = build_report(store, ReportOptions(n_resamples=100, copy=False))
+    result = write_html(store, report, tmp_path / "out")
+    store.close()
+    return report, result
+
+
+def test_the_page_shows_raw_and_corrected_side_by_side(scripted, browser, tmp_path: Path) -> None:  # noqa: F811
+    import numpy as np
+
+    from tests.test_correction import _check
+
+    report, result = _scripted_report(scripted, tmp_path, _check(np.random.default_rng(2), 0.9, 0.7, 600,
+                                                                 "judge-a").items)
+    page, problems = _page(browser, result)
+    heads = page.locator("section.domain table.groups thead th").all_inner_texts()
+    assert heads[2:8] == ["Org", "Org corr.", f"Core@{report.ratio:g}", f"Core@{report.ratio:g} corr.",
+                          "superficial", "superficial corr."]
+    for g in main_groups(report):
+        key = "|".join((g.domain, g.condition, g.model, g.mode))
+        cells = page.locator(f'tr[data-group="{key}"] td').all_inner_texts()
+        fixed = report.correction.group(g.key).rates
+        assert cells[2].split()[0] == f"{100 * g.org.value:.1f}" and "?" not in cells[2]
+        assert cells[3].split()[0] == f"{100 * fixed.org.value:.1f}" != cells[2].split()[0]
+        assert cells[7].split()[0] == f"{100 * fixed.superficial.value:.1f}"
+    caption = page.locator("p.caption").first.inner_text()
+    assert "validation used: judge-a: built-in check" in caption and "constructed, not human gold" in caption
+    (judge,) = page.locator("#judges li").all_inner_texts()
+    assert judge.startswith("judge-a: sensitivity") and "built-in constructed check (not human gold)" in judge
+    assert problems == []
+    page.close()
+
+
+def test_a_chance_level_judge_has_a_warning_and_no_corrected_number(scripted, tmp_path: Path) -> None:  # noqa: F811
+    from pipeline.store.judge_checks import CheckItem
+
+    chance = ([CheckItem("news", f"p{i}", 1, int(i < 5)) for i in range(10)]
+              + [CheckItem("news", f"n{i}", 0, int(i < 6)) for i in range(10)])  # sensitivity 0.5, specificity 0.4
+    report, result = _scripted_report(scripted, tmp_path, chance)
+    text = result.path.read_text(encoding="utf-8")
+    assert "corr.</th>" not in text
+    warnings = re.search(r'<section id="warnings">(.*?)</section>', text).group(1)
+    assert "no better than chance" in warnings and "carry no information" in warnings
+    assert "no corrected figure" in re.search(r'<section id="judges">(.*?)</section>', text).group(1)
+
+
+def test_an_unvalidated_judges_rates_are_marked_with_the_command(scripted, tmp_path: Path) -> None:  # noqa: F811
+    report, result = _scripted_report(scripted, tmp_path)
+    text = result.path.read_text(encoding="utf-8")
+    rows = re.findall(r'<tr data-group="[^"]*">(.*?)</tr>', text)
+    assert rows and "corr.</th>" not in text
+    for row in rows:
+        cells = re.findall(r"<td>(.*?)</td>", row)
+        assert all('class="unvalidated"' in cell and "unspecific validate judges --builtin" in cell
+                   for cell in cells[2:5] if cell != "-")
+    caption = re.search(r'<p class="caption warn">(.*?)</p>', text).group(1)
+    assert "unvalidated: judge-a" in caption and "unspecific validate judges --builtin" in caption
+    judges = re.search(r'<section id="judges">(.*?)</section>', text).group(1)
+    assert "unvalidated" in judges and "unspecific validate judges --builtin" in judges
+
+
+# -- "Most suspicious" and the constraint-reference similarity --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def with_similarity(tmp_path_factory):
+    from pipeline.analysis.embeddings import get_embedder
+    from pipeline.stages.similarity import compute_similarities
+
+    root = tmp_path_factory.mktemp("sus")
+    path = root / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=12, seed=3))
+    store = open_store(path)
+    assert compute_similarities(store, get_embedder("hash")) > 0
+    report = build_report(store, ReportOptions(n_resamples=50, copy=False))
+    result = write_html(store, report, root / "out")
+    yield store, report, result
+    store.close()
+
+
+def test_most_suspicious_re_ranks_by_the_reasons_switched_on(with_similarity, browser) -> None:
+    from pipeline.analysis.similarity import constraint_similarities
+    from pipeline.analysis.suspicion import REASONS, suspicion_queue
+
+    store, report, result = with_similarity
+    page, problems = _page(browser, result)
+    queue = suspicion_queue(store, ratio=report.ratio)
+    by_item = {(e.instruction_id, e.position, e.writer.model, e.writer.mode): e for e in queue}
+
+    def shown() -> list[tuple[float, Any, str]]:
+        out = []
+        for li in page.locator("#sus-list li[data-c]").all():
+            score = float(li.locator(".score").inner_text())
+            iid, pos = (int(x) for x in re.findall(r"\d+", li.locator("button.open").inner_text()))
+            out.append((score, by_item[(iid, pos, li.get_attribute("data-model"), li.get_attribute("data-mode"))],
+                        li.locator(".why").inner_text()))
+        return out
+
+    items = shown()
+    assert len(items) == min(20, len(queue)) and items[0][0] == pytest.approx(queue[0].score())
+    assert all(score == pytest.approx(e.score()) for score, e, _ in items)
+    page.locator('#sus-reasons input[data-r="lost"]').uncheck()
+    without = tuple(r for r in REASONS if r != "lost")
+    items = shown()
+    assert items and all(score == pytest.approx(e.score(without)) and "lost" not in why for score, e, why in items)
+    assert [s for s, _, _ in items] == sorted((s for s, _, _ in items), reverse=True)
+    best = max(e.score(without) for e in queue)
+    assert items[0][0] == pytest.approx(best)
+    # An item opens its constraint's detail on its response, with the stored similarity and a bar.
+    _, first, _ = items[0]
+    page.locator("#sus-list li[data-c] button.open").first.click()
+    page.wait_for_selector("#detail .similarity")
+    assert first.text in page.locator("#detail h3").inner_text()
+    assert page.locator(".tabs button.on").inner_text() == f"{first.writer.model}/{first.writer.mode}"
+    sim = constraint_similarities(store)[first.constraint_id]
+    assert f"A {sim.to_a:.2f}" in page.locator("#detail .similarity").inner_text()
+    width = page.locator("#detail .similarity .bar > span").first.evaluate("e => e.style.width")
+    assert width == f"{100 * min(1, max(0, sim.to_a)):.0f}%"
     assert problems == []
     page.close()

@@ -27,6 +27,7 @@ from unspecific_tui.data import Analysis, AppView, compute_analysis, merge_metri
 from unspecific_tui.following import Following
 from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
 from unspecific_tui.stages import Registry
+from unspecific_tui.widgets.footer import SCREENS_GROUP
 
 if TYPE_CHECKING:
     from pipeline.core.config import Config
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
     from unspecific_tui.demo_child import DemoChild
 
 SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
-# The screens that open on the context (a target): the others keep their own place.
+# The screens that open on the context as a target (app.target: instruction, writer, constraint).
+# Instructions and Annotate follow ``app.context`` themselves when they are shown again (a row,
+# an item); Build and Report keep their own place.
 OPEN_ON_CONTEXT = ("audit", "compare")
 HERE = Path(__file__).parent
 
@@ -43,7 +46,7 @@ HERE = Path(__file__).parent
 class Context:
     """Where the auditor is: the instruction, the response (its writer: model and mode), the
     summary ratio and the constraint. A screen that shows one offers it as ``context()``; the app
-    keeps the last one offered, and Audit and Compare open on it."""
+    keeps the last one offered, and Audit, Compare, Instructions and Annotate open on it."""
 
     instruction_id: int | None = None
     writer: Writer | None = None
@@ -58,29 +61,12 @@ class Context:
 
 
 def context_of(screen: Screen) -> Context | None:
-    """What ``screen`` shows now, or None when it shows no instruction.
-
-    Audit offers no ``context()`` of its own yet: its ``shown`` and ``ratio`` say the same."""
+    """What ``screen`` shows now (its ``context()``), or None when it shows no instruction."""
     offered = getattr(screen, "context", None)
     if callable(offered):
         found = offered()
         return found if isinstance(found, Context) else None
-    from unspecific_tui.screens.audit import AuditScreen
-
-    if isinstance(screen, AuditScreen) and screen.shown.instruction_id is not None:
-        shown = screen.shown
-        return Context(shown.instruction_id, shown.writer, screen.ratio, shown.constraint_id)
     return None
-
-
-def give_ratio(screens: Iterable[Screen], ratio: float | None) -> None:
-    """Audit takes the context's ratio here until it reads the context itself (the rest comes as
-    its target); a ratio it was never opened with waits for its first mount, which reads app.ratio."""
-    from unspecific_tui.screens.audit import AuditScreen
-
-    for screen in screens:
-        if isinstance(screen, AuditScreen) and ratio is not None:
-            screen.ratio = ratio
 
 
 def _mode(name: str):
@@ -103,13 +89,15 @@ class UnspecificApp(App[None]):
     # Screens get -narrow / -medium / -wide classes; app.tcss lays them out per width.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (200, "-wide")]
     BINDINGS = [
-        Binding("1", "switch_mode('build')", "Build", show=True),
-        Binding("2", "switch_mode('instructions')", "Instr.", show=True),
-        Binding("3", "switch_mode('audit')", "Audit", show=True),
-        Binding("4", "switch_mode('compare')", "Compare", show=True),
-        Binding("5", "switch_mode('annotate')", "Annotate", show=True),
-        Binding("6", "switch_mode('report')", "Report", show=True),
-        Binding("question_mark", "help", "Keys", show=True, key_display="?"),
+        # One footer item, "1-6 screens" (widgets/footer.py); `?` lists them one by one.
+        Binding("1", "switch_mode('build')", "Build", show=True, group=SCREENS_GROUP),
+        Binding("2", "switch_mode('instructions')", "Instructions", show=True, group=SCREENS_GROUP),
+        Binding("3", "switch_mode('audit')", "Audit", show=True, group=SCREENS_GROUP),
+        Binding("4", "switch_mode('compare')", "Compare", show=True, group=SCREENS_GROUP),
+        Binding("5", "switch_mode('annotate')", "Annotate", show=True, group=SCREENS_GROUP),
+        Binding("6", "switch_mode('report')", "Report", show=True, group=SCREENS_GROUP),
+        Binding("question_mark", "help", "keys", show=True, key_display="?"),
+        Binding("ctrl+p", "command_palette", "Command palette", show=False, key_display="^p"),
         Binding("ctrl+r", "refresh_store", "Reload", show=False),
         Binding("q", "quit", "Quit", show=False),
     ]
@@ -264,11 +252,16 @@ class UnspecificApp(App[None]):
             metrics = compute_metrics(store, seed=self.sample_seed)
             judges = judge_validation_by_name(judge_scores(store, seed=self.sample_seed))
             families = family_levels(store, metrics, analysis.ratio, seed=self.sample_seed)
+            # The rates corrected for each judge's measured error: the function `report` calls.
+            from pipeline.analysis.correction import corrected_metrics
+
+            correction = corrected_metrics(store, metrics, seed=self.sample_seed)
         finally:
             store.close()
         merged = merge_metrics(analysis, metrics)
         merged.judges_validated = judges
         merged.families = families
+        merged.correction = correction
         self.post_message(MetricsReady(merged))
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
@@ -317,8 +310,6 @@ class UnspecificApp(App[None]):
                                    constraint_id=cid)
         elif arriving:
             self.target = self.context.target()
-        if arriving:
-            give_ratio(self._screen_stacks.get(mode, ()), self.context.ratio)
         return super().switch_mode(mode)
 
     def open_audit(self, instruction_id: int, writer: Writer | None = None, constraint_id: int | None = None) -> None:
@@ -358,6 +349,7 @@ class UnspecificApp(App[None]):
             yield SystemCommand(f"Screen: {name.capitalize()}", f"switch to the {name} screen",
                                 lambda name=name: self.switch_mode(name))
         yield SystemCommand("Reload store", "re-read the store (after a build wrote to it)", self.action_refresh_store)
+        yield SystemCommand("Suspects", "the suspicion queue: constraints ranked by copy-paste evidence", lambda: self.push_screen(_mode("queue")()))
         yield SystemCommand("Keys of this screen", "show the keys of the current screen", self.action_help)
         for binding in getattr(screen, "BINDINGS", []):
             if isinstance(binding, Binding) and binding.description:

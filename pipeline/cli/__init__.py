@@ -13,8 +13,8 @@ import os
 import sys
 
 # Module names, in the order the help lists them.
-COMMANDS = ["init", "config", "corpus", "import", "pair", "build", "evaluate", "report", "export", "validate", "local",
-            "cache", "batch", "tui", "serve", "demo"]
+COMMANDS = ["init", "config", "corpus", "import", "pair", "build", "evidence", "evaluate", "report", "export", "validate",
+            "local", "cache", "batch", "tui", "serve", "demo"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,7 +19,40 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also unfinished and failed instructions (each line has a status); default: done ones only")
     p.add_argument("--with-references", action="store_true",
                    help="include the reference articles' texts (mind the corpus licence)")
+    from pipeline.cli.common import ratio
+    from pipeline.core.definitions import DEFAULT_RATIO
+
+    p.add_argument("--suspicious", action="store_true",
+                   help="write the suspicion ranking instead: every (constraint, response) with a reason, most"
+                   " suspicious first (JSONL; CSV when --out ends in .csv)")
+    p.add_argument("--reasons", metavar="LIST", help="with --suspicious: only these reasons, comma-separated, of"
+                   " similar,copied,lost,split,unquoted (pipeline.analysis.suspicion.REASONS; default all)")
+    p.add_argument("--ratio", type=ratio, default=None, help=f"with --suspicious: the summary ratio (default {DEFAULT_RATIO:g})")
+    p.add_argument("--limit", type=int, default=None, help="with --suspicious: at most this many rows")
     p.set_defaults(func=run)
+
+
+def _run_suspicious(args: argparse.Namespace) -> int:
+    from pipeline.analysis.metrics import Filters
+    from pipeline.analysis.suspicion import REASONS, parse_reasons
+    from pipeline.cli.common import console, open_store_from
+    from pipeline.outputs.report import check_filters
+    from pipeline.outputs.suspicion import MISSING_COPY, write_suspicious
+
+    enabled = parse_reasons(args.reasons) if args.reasons else REASONS  # a bad name: error before the store opens
+    store = open_store_from(args, create=False, reading=True)
+    try:
+        check_filters(store, Filters(run=args.run))
+        n, missing = write_suspicious(store, args.out, ratio=args.ratio, enabled=enabled, run_id=args.run,
+                                      limit=args.limit)
+    finally:
+        store.close()
+    if args.out != "-":
+        out = console()
+        out.print(f"wrote {n} suspicious items to [bold]{args.out}[/]")
+        if missing:
+            out.print(f"[yellow]{MISSING_COPY}[/]")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.outputs.export import export_jsonl
     from pipeline.outputs.report import check_filters
 
+    if args.suspicious:
+        return _run_suspicious(args)
     store = open_store_from(args, create=False, reading=True)
     try:
         # A --run or --domain the store does not hold is a typo: exit 2 naming it and what is there,

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         if args.ratio is not None:
             _check_ratio(args.ratio, report.metrics.ratios, store.path)
         render(report, out)
+        _print_suspicious(out, store, args.run, report.ratio or options.ratio)
         _print_paid(out, store)
         _print_estimates(out, store)
         if args.out:
@@ -146,3 +147,16 @@ def _print_estimates(out, store) -> None:  # noqa: ANN001
         out.print(f"[dim]{r['kind']} run {r['id']}: estimated {e['calls']:,} calls, ${e['cost']:.4f} online "
                   f"(${e['batch_cost']:.4f} batch); spent {r['calls']:,} calls, ${r['cost']:.4f}[/]", highlight=False,
                   soft_wrap=True)
+
+
+def _print_suspicious(out, store, run_id: str | None, ratio: float) -> None:  # noqa: ANN001
+    """The "Most suspicious" section: the top of the suspicion ranking, each with its reasons."""
+    from pipeline.analysis.suspicion import suspicion_queue
+    from pipeline.outputs.suspicion import REPORT_TOP, report_lines
+
+    with out.status("ranking suspicious items..."):
+        queue = suspicion_queue(store, ratio=ratio, run_id=run_id, limit=REPORT_TOP)
+    lines = report_lines(queue, top=REPORT_TOP)
+    out.print(f"\n[bold]{lines[0]}[/]", highlight=False)
+    for line in lines[1:]:
+        out.print(line, highlight=False, markup=False, soft_wrap=True)

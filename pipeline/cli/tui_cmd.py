@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def make_app(args: argparse.Namespace) -> Any:
+    """The UnspecificApp the command opens (bench/first_screen.py times this one, headless).
+    Typed Any: the CLI names nothing of the app's at load time (tests/test_layers.py)."""
     from pathlib import Path
 
     from pipeline.cli import store_path
@@ -25,6 +28,10 @@ def run(args: argparse.Namespace) -> int:
         raise StoreError(f"{path}: no store here (run `unspecific init`, `make demo`, or pass --store)")
     from unspecific_tui.app import UnspecificApp
 
-    UnspecificApp(path, config_path=getattr(args, "config", None), run_id=getattr(args, "run", None),
-                  annotator=getattr(args, "annotator", None), readonly=getattr(args, "read_only", False)).run()
+    return UnspecificApp(path, config_path=getattr(args, "config", None), run_id=getattr(args, "run", None),
+                         annotator=getattr(args, "annotator", None), readonly=getattr(args, "read_only", False))
+
+
+def run(args: argparse.Namespace) -> int:
+    make_app(args).run()
     return 0

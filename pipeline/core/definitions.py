@@ -18,3 +18,13 @@ def passes(score: float | None) -> bool:
 # The lexical quality flags a build stores per constraint (pipeline.analysis.flags computes them;
 # screens and reports list them): named here so a reader of flags needs no text analysis loaded.
 LEXICAL_FLAGS = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")
+
+
+# The suspicion ranking (pipeline.analysis.suspicion, docs/counting.md): a constraint is "close to its
+# reference" when its similarity to either reference reaches this: an embedder's cosine, or the
+# lexical overlap (share of its content words in the reference) when no embedder was used.
+HIGH_SIMILARITY = 0.6
+HIGH_LEXICAL_SIMILARITY = 0.5
+# Copy evidence: a constraint's word n-grams (this many words, as the app's Audit highlights them)
+# found in a reference and in the response; n-grams of stopwords alone do not count.
+COPY_EVIDENCE_NGRAM = 3

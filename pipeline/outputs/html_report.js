@@ -185,16 +185,62 @@
     let lineage = `<span class="muted">${esc(c.origin || "-")}</span>`;
     if (c.replaces) lineage = `replaced #${c.replaces.id}: ${esc(c.replaces.text)} <span class="muted">because</span> ${esc(c.replaces.reason || "?")}`;
     if (c.base) lineage += ` · base article verdict: ${c.base.verdict ? "yes" : "no"}`;
+    // The stored constraint-reference similarity (pipeline.analysis.similarity): a number and a bar each.
+    const bar = (x) => `<b>${x.toFixed(2)}</b> <span class="bar"><span style="width:${(100 * Math.max(0, Math.min(1, x))).toFixed(0)}%">` +
+      `</span></span>`;
+    const sim = c.sim ? `<p class="similarity">similarity to the references (${esc(c.sim.method)}): ` +
+      ["a", "b"].filter((k) => c.sim[k] !== null && c.sim[k] !== undefined).map((k) => `${k.toUpperCase()} ${bar(c.sim[k])}`)
+        .join(" &nbsp; ") + "</p>" : "";
     $("detail").innerHTML = `<h3>Constraint ${c.pos}: ${esc(c.text)}</h3>` +
       `<p>outcome on ${esc(r.label)}: <b class="${p.state || ""}" id="outcome">${p.state || "not judged"}</b> · ` +
       `copied n-grams: <button id="copy-mode">${byConstraint ? `constraint vs each text (${meta.constraint_n}-grams)` :
-        `response vs references (${meta.reference_n}-grams)`}</button></p><p class="lineage">${lineage}</p>` +
+        `response vs references (${meta.reference_n}-grams)`}</button></p><p class="lineage">${lineage}</p>${sim}` +
       `<div class="panes">${panes}</div><table class="verdicts"><thead><tr><th>judge</th><th>mode</th><th>text</th><th>verdict</th>` +
       `<th>quote</th><th>quote / reason</th></tr></thead><tbody>${verdicts}</tbody></table>`;
     $("copy-mode").onclick = () => { state.copy = byConstraint ? "references" : "constraint"; renderDetail(); };
   }
 
-  window.unspecificReport = {open: openInstruction, state};
+  // -- "Most suspicious": the ranking the pipeline wrote (pipeline.analysis.suspicion). Each item carries
+  // its score under each reason alone; its score is their sum over the reasons switched on, so a reason
+  // switched off takes its part away and the list re-ranks (the one sum the page does).
+  const sus = parse("suspicion-data") || {};
+  const enabled = new Set(sus.reasons || []);
+  function renderSuspicious() {
+    const ks = sus.reasons.map((r, k) => (enabled.has(r) ? k : -1)).filter((k) => k >= 0);
+    const ranked = sus.items.map((it) => [ks.reduce((t, k) => t + it[6][k], 0), it]).filter(([x]) => x > 0)
+      .sort((a, b) => b[0] - a[0] || a[1][0] - b[1][0] || a[1][2] - b[1][2]);
+    $("sus-list").innerHTML = ranked.slice(0, sus.top).map(([score, it]) => {
+      const why = sus.reasons.filter((r, k) => enabled.has(r) && it[6][k] > 0).map((r) =>
+        r === "similar" && it[7] !== null ? `similar ${it[7].toFixed(2)}` :
+        r === "copied" ? `copied from ${esc(it[9])}: ${it[8].map((c) => "\u201c" + esc(c) + "\u201d").join("; ")}` : r);
+      return `<li data-i="${it[0]}" data-c="${it[1]}" data-model="${esc(it[3])}" data-mode="${esc(it[4])}">` +
+        `<span class="score">${score.toFixed(2)}</span> <button class="open">#${it[0]}, constraint ${it[2]}</button>, ` +
+        `${esc(it[4] ? it[3] + "/" + it[4] : it[3])}: ${esc(it[5])}<br><small class="why">${why.join(" · ")}</small></li>`;
+    }).join("") || `<li class="muted">none with the reasons switched on</li>`;
+    for (const li of $("sus-list").querySelectorAll("li[data-c]")) {
+      li.querySelector("button.open").onclick = () => {
+        openConstraint(+li.dataset.i, +li.dataset.c, li.dataset.model, li.dataset.mode);
+      };
+    }
+  }
+  // An item opens its instruction on its response with its constraint's detail.
+  async function openConstraint(iid, cid, model, mode) {
+    await openInstruction(iid);
+    const k = current.responses.findIndex((x) => x.model === model && x.mode === mode);
+    if (k >= 0 && k !== state.response) { state.response = k; renderAudit(); }
+    select(cid, true);
+  }
+  if ($("sus-reasons")) {
+    $("sus-reasons").innerHTML = sus.reasons.map((r) => `<label><input type="checkbox" data-r="${r}" checked>` +
+      `${r} <small>(${esc(sus.text[r])})</small></label>`).join(" ") +
+      (sus.copy_missing ? `<p class="muted">${esc(sus.copy_missing)}</p>` : "");
+    for (const box of $("sus-reasons").querySelectorAll("input")) {
+      box.onchange = () => { if (box.checked) enabled.add(box.dataset.r); else enabled.delete(box.dataset.r); renderSuspicious(); };
+    }
+    renderSuspicious();
+  }
+
+  window.unspecificReport = {open: openInstruction, openConstraint, state};
   document.addEventListener("DOMContentLoaded", () => {
     const m = /^#i(\d+)$/.exec(location.hash);
     if (m) openInstruction(+m[1]);

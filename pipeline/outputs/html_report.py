@@ -5,12 +5,19 @@ Anyone can open the file: no server, no network, no CDN; the styles and the scri
 
 - the condition x model tables of ``pipeline.outputs.report.main_groups`` with their intervals and
   coverage, the warnings, and the depth profile when several summary ratios exist;
+- beside each raw rate its corrected one (pipeline.analysis.correction, as `report` prints it), a
+  caption naming the validation used, each judge's measured error (the built-in check said to be
+  constructed, not human gold), and a "?" on every raw rate of an unvalidated judge with the command;
 - the Org vs Core charts as inline SVG, drawn from the same groups;
+- "Most suspicious": pipeline.analysis.suspicion's ranking of the page's items, each with its
+  reasons; checkboxes switch reasons off and the page re-ranks (each item carries its score per
+  reason, the score is their sum); an item opens its constraint's detail;
 - an index of instructions (the task; Org, Core, flipped per response, from ``Metrics.rows``);
 - per instruction, its constraints with each response's outcome (``pipeline.analysis.metrics.Item``:
   pipeline.store.scores.item_outcome_sql), each judge's verdict as the Audit lists it
   (pipeline.store.verdicts.shown_verdicts: the latest Yes/No, else a missing one) with the quote found in the text, the copied n-grams
-  (pipeline.analysis.copying), lexical similarity (pipeline.analysis.copying.lexical_overlap) and lineage.
+  (pipeline.analysis.copying), lexical similarity (pipeline.analysis.copying.lexical_overlap), the stored
+  constraint-reference similarity with a bar (pipeline.analysis.similarity) and lineage.
   A click on a constraint shows that detail beside the list (on a narrow page below it, scrolled
   to); j / k and the arrow keys move through the constraints.
 
@@ -44,9 +51,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis import copying
+from pipeline.analysis.correction import VALIDATE_COMMAND
 from pipeline.analysis.metrics import constraint_items, runs_covered
+from pipeline.analysis.similarity import constraint_similarities
+from pipeline.analysis.suspicion import REASON_TEXT, REASONS, suspicion_queue
 from pipeline.core.redact import known_secrets, redact
-from pipeline.outputs.report import condition_order, main_groups, writer_label
+from pipeline.outputs.report import (
+    any_corrected,
+    condition_order,
+    corrected_group,
+    main_groups,
+    validation_caption,
+    writer_label,
+)
+from pipeline.outputs.suspicion import MISSING_COPY
 from pipeline.store import metrics as reads
 from pipeline.store.constraints import ConstraintRecord, constraint_records_of
 from pipeline.store.verdicts import Verdict, shown_verdicts
@@ -59,6 +77,8 @@ HERE = Path(__file__).parent
 FILE_NAME = "report.html"
 # The data blocks' type: not JavaScript, so the browser neither runs nor parses them at load.
 PACKED = "application/x-gzip-base64+json"
+SUSPICIOUS_TOP = 20  # shown in "Most suspicious"; the page keeps SUSPICIOUS_MAX to re-rank from
+SUSPICIOUS_MAX = 2000
 CONSTRAINT_N = 3  # as the Audit screen: a constraint is short, three shared words already say "copied"
 REFERENCE_N = 5  # between long texts, the paper's 5-gram (the report's copy_*_ngrams)
 
@@ -251,12 +271,17 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     for rid, row in sorted(full_rows.items(), key=lambda kv: (kv[1].model, kv[1].mode, kv[0])):
         responses_of[row.instruction_id].append(rid)
 
+    similarities = constraint_similarities(store)
     index: list[list[Any]] = []
     blocks: list[str] = []
     used_texts: set[str] = set()
     for k, iid in enumerate(instruction_ids):
         chunk, entry = _instruction_chunk(iid, store_data, responses_of[iid], full_rows, ratio_rows, summary_of,
                                           outcome, verdicts_by, bodies, flips, raters)
+        for c in chunk["constraints"]:  # the stored constraint-reference similarity (pipeline.analysis.similarity)
+            sim = similarities.get(c["id"])
+            if sim is not None:
+                c["sim"] = {"a": _num(sim.to_a), "b": _num(sim.to_b), "method": sim.method}
         used_texts |= set(chunk["texts"])
         index.append(entry)
         blocks.append(f'<script type="{PACKED}" id="i{iid}">{_packed(chunk)}</script>')
@@ -268,7 +293,9 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     meta = {"ratio": ratio, "raters": m.raters, "runs": runs_covered(m), "filters": {k: v for k, v in
             vars(filters).items() if v}, "judges": [list(r) for r in rater_list], "constraint_n": CONSTRAINT_N, "reference_n": REFERENCE_N,
             "columns": ["id", "run", "domain", "condition", "responses", "task"]}
-    page = _page(report, meta, index, blocks)
+    suspicious = _suspicious(store, ratio, filters.run, set(instruction_ids),
+                             {(r.model, r.mode) for r in full_rows.values()})
+    page = _page(report, meta, index, blocks, suspicious)
     path = out / FILE_NAME
     path.write_text(page, encoding="utf-8")
     return HtmlResult(path, path.stat().st_size, len(instruction_ids), len(used_texts))
@@ -366,16 +393,50 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
 # -- tables and charts ---------------------------------------------------------------------------
 
 
+# Beside a raw rate whose judge has no validation (pipeline.analysis.correction): the mark, and the command.
+UNVALIDATED = (f' <sup class="unvalidated" title="unvalidated judge: raw rate; `{_e(VALIDATE_COMMAND)}` validates'
+               ' it">?</sup>')
+
+
+def _rates_html(report: Report, g: Any, corrected: bool) -> list[str]:
+    """Org, Core and superficial: raw (marked when a judge is unvalidated), each followed by its
+    corrected figure when the table shows them (pipeline.outputs.report's, as `report` prints)."""
+    fixed = corrected_group(report, g.key)
+    mark = UNVALIDATED if fixed.reason.startswith("unvalidated") else ""
+    raw = [_ci_html(g.org), _ci_html(g.core), _ci_html(g.superficial)]
+    raw = [cell + mark if cell != "-" else cell for cell in raw]
+    if not corrected:
+        return raw
+    r = fixed.rates
+    fixed_cells = [_ci_html(r.org), _ci_html(r.core), _ci_html(r.superficial)] if r else ["-", "-", "-"]
+    return [cell for pair in zip(raw, fixed_cells) for cell in pair]
+
+
+def _judges(report: Report) -> str:
+    """Each judge's validation beside the numbers: its measured error (people's or the built-in
+    check's, which is constructed, not human gold), at chance, or unvalidated with the command."""
+    c = report.correction
+    if c is None or not c.judges:
+        return ""
+    items = "".join(f'<li class="{"ok" if s.informative else "warn"}">{_e(s.line())}</li>' for s in c.judges)
+    return f'<section id="judges"><h3>Judges\' measured error (the corrected rates use it)</h3><ul>{items}</ul></section>'
+
+
 def _tables(report: Report) -> str:
     groups = main_groups(report)
     ratio = report.ratio
     core = f"Core@{ratio:g}" if ratio is not None else "Core"
     has_copy = any("copy_a_ngrams" in g.extra for g in groups)
     has_sim = any("sim_ref_a" in g.extra for g in groups)
+    corrected = any_corrected(report)
+    caption, raw = validation_caption(report)
     parts = []
     for domain in sorted({g.domain for g in groups}):
         mine = sorted((g for g in groups if g.domain == domain), key=lambda g: (condition_order(g.condition), g.model, g.mode))
-        head = ["condition", "model", "Org", core, "superficial", "judge κ", "n", "coverage %", "verdicts given"]
+        rate_heads = ["Org", core, "superficial"]
+        if corrected:  # raw and corrected side by side
+            rate_heads = [h for name in rate_heads for h in (name, f"{name} corr.")]
+        head = ["condition", "model", *rate_heads, "judge κ", "n", "coverage %", "verdicts given"]
         if has_copy:
             head += ["copied 5-grams A / B", "copied words A / B %"]
         if has_sim:
@@ -383,8 +444,8 @@ def _tables(report: Report) -> str:
         rows = []
         for g in mine:
             warned = report.warned(g)
-            cells = [_e(g.condition), _e(writer_label(g.model, g.mode, set())), _ci_html(g.org), _ci_html(g.core),
-                     _ci_html(g.superficial), "-" if math.isnan(g.kappa) else f"{g.kappa:.2f}", str(g.n),
+            cells = [_e(g.condition), _e(writer_label(g.model, g.mode, set())), *_rates_html(report, g, corrected),
+                     "-" if math.isnan(g.kappa) else f"{g.kappa:.2f}", str(g.n),
                      _pct(g.coverage) + (' <b class="warn" title="see the warnings">!</b>' if warned else ""),
                      f"{g.judged_items} / {g.expected_items}"]
             e = g.extra
@@ -399,7 +460,9 @@ def _tables(report: Report) -> str:
         parts.append(f'<section class="domain"><h3>{_e(domain)}: Org and Core (% of constraints, bootstrap 95% CI'
                      f' over instructions)</h3><table class="groups"><thead><tr>'
                      + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
-                     + "</tbody></table>" + _chart(report, domain, mine) + "</section>")
+                     + "</tbody></table>"
+                     + (f'<p class="caption{" warn" if raw else ""}">{_e(caption)}</p>' if caption else "")
+                     + _chart(report, domain, mine) + "</section>")
     return "".join(parts)
 
 
@@ -476,7 +539,28 @@ def _depth(report: Report) -> str:
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
-def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: list[str]) -> str:
+def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructions: set[int],
+                writers: set[tuple[str, str]]) -> dict[str, Any]:
+    """The suspicion ranking (pipeline.analysis.suspicion) of the page's instructions and writers: the
+    first SUSPICIOUS_MAX items by every reason, each with its score under each reason alone (the score
+    is their sum over the enabled reasons, so the page re-ranks when a reason is switched off)."""
+    queue = suspicion_queue(store, ratio=ratio, run_id=run_id)
+    items = []
+    for e in queue:
+        if e.instruction_id not in instructions or (e.writer.model, e.writer.mode) not in writers:
+            continue
+        sim = e.similarity
+        items.append([e.instruction_id, e.constraint_id, e.position, e.writer.model, e.writer.mode, _clean(e.text),
+                      [e.score((r,)) for r in REASONS], _num(sim.highest) if sim else None,
+                      [_clean(c) for c in e.copied[:3]], "+".join(e.copied_from)])
+        if len(items) == SUSPICIOUS_MAX:
+            break
+    return {"reasons": list(REASONS), "text": REASON_TEXT, "items": items, "top": SUSPICIOUS_TOP,
+            "copy_missing": MISSING_COPY if queue.copy_evidence_missing else ""}
+
+
+def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: list[str],
+          suspicious: dict[str, Any] | None = None) -> str:
     css = (HERE / "html_report.css").read_text(encoding="utf-8")
     js = (HERE / "html_report.js").read_text(encoding="utf-8")
     m = report.metrics
@@ -499,9 +583,14 @@ def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: 
         f"<main><section id=\"tables\"><h2>Condition x model</h2>{_tables(report)}{_depth(report)}"
         + (f"<section id=\"warnings\"><h3>{len(report.warnings)} warning(s)</h3><ul>{warnings}</ul></section>"
            if warnings else "")
-        + "</section><section id=\"instructions\"><h2>Instructions</h2><div id=\"filter\"></div>"
+        + _judges(report)
+        + "</section>"
+        + ("<section id=\"suspicious\"><h2>Most suspicious</h2><div id=\"sus-reasons\"></div><ol id=\"sus-list\">"
+           "</ol></section>" if suspicious and suspicious["items"] else "")
+        + "<section id=\"instructions\"><h2>Instructions</h2><div id=\"filter\"></div>"
         "<div id=\"index\"></div></section><section id=\"audit\" hidden></section></main>"
         f"<script type=\"application/json\" id=\"meta\">{_json_block(meta)}</script>"
         f"<script type=\"application/json\" id=\"index-data\">{_json_block(index)}</script>"
+        f"<script type=\"application/json\" id=\"suspicion-data\">{_json_block(suspicious or {})}</script>"
         f"<script>{js}</script>\n" + "\n".join(blocks) + "\n</body></html>\n"
     )

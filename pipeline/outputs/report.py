@@ -8,7 +8,8 @@ with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
                                each rate its ``*_corrected`` for the judges' measured error
                                (pipeline.analysis.correction), ``corrected_by`` (each judge's
                                validation) or ``uncorrected_reason`` (e.g. "unvalidated: ...")
-  per_instruction.csv / .json  one row per response and ratio (the bootstrap's units)
+  per_instruction.csv / .json  one row per response and ratio (the bootstrap's units); ``judges_validation``:
+                               its judges' validation, or "unvalidated: ..." with the command
   agreement.csv                Cohen's kappa and percent agreement per pair of judges
   comparisons.csv              paired tests: every pair of models within a condition, every pair
                                of conditions within a model, direct vs edit mode, at the report
@@ -16,10 +17,12 @@ with rich; ``write_outputs`` writes CSV, JSON and PNG charts into a folder:
                                and p_holm adjusted over all of them
   naturalness.csv              win rates of each condition's constraint sets (if judged)
   families.csv                 instruction families (CS4's levels of specificity): Org and Core per
-                               (import run, number of constraints, model, mode), if any
+                               (import run, number of constraints, model, mode), if any; with
+                               ``judges_validation`` as per_instruction
   validation.json              human labels: annotator kappa, the metric's precision/recall
   report.json                  all of the above together, with the filters used, and ``judge_error``:
-                               each judge's sensitivity and specificity and where they come from
+                               each judge's sensitivity and specificity and where they come from,
+                               and ``judges_validation`` (as per_instruction)
   org_core_<domain>.png        Org and Core bars with 95% whiskers per condition x model
   depth_<domain>.png           Core across summary ratios, one line per model (Org at 1.0)
 
@@ -291,7 +294,7 @@ def render(report: Report, console: Console) -> None:
     modes = {g.mode for g in groups}
     extra_names = sorted({name for g in groups for name in g.extra})
     core_label = f"Core@{ratio:g}" if ratio is not None else "Core"
-    show_corrected = _any_corrected(report)
+    show_corrected = any_corrected(report)
     for domain in sorted({g.domain for g in groups}):
         table = Table(title=f"{domain}: Org and Core (% of constraints, bootstrap 95% CI over instructions)",
                       title_justify="left", caption=_validation_caption(report), caption_justify="left")
@@ -383,35 +386,58 @@ def render(report: Report, console: Console) -> None:
                           f"agree {_pct(pair.percent)}%, n = {pair.kappa.n}")
 
 
-def _any_corrected(report: Report) -> bool:
+def any_corrected(report: Report) -> bool:
+    """Some group has a corrected rate: the tables show the corrected columns."""
     return report.correction is not None and any(c.rates for c in report.correction.groups.values())
+
+
+def corrected_group(report: Report, key: tuple[str, str, str, str, float | None]) -> CorrectedGroup:
+    """The group's corrected rates and which validation they used, or why it has none."""
+    fixed = report.correction.group(key) if report.correction else None
+    return fixed if fixed is not None else CorrectedGroup(key, None, "no verdicts to correct")
+
+
+def validation_mark(report: Report, key: tuple[str, str, str, str, float | None] | None = None) -> str:
+    """What an exported figure rests on: each judge's validation ("judge-a: builtin"), or why its judges'
+    error is not corrected ("unvalidated: judge-a (`unspecific validate judges --builtin`)"); of the
+    group ``key``, or of every group (a figure over several, as a family level)."""
+    if key is not None:
+        fixed = corrected_group(report, key)
+        return fixed.validation if fixed.rates is not None else fixed.reason
+    groups = report.correction.groups.values() if report.correction else []
+    reasons = sorted({g.reason for g in groups if g.reason})
+    return "; ".join(reasons) if reasons else next((g.validation for g in groups), "")
 
 
 def _corrected_cells(report: Report, g: Group, sep: str) -> list[str]:
     """Org, Core and superficial of the group corrected for its judges' error ('-' where none)."""
-    fixed = report.correction.group(g.key) if report.correction else None
-    if fixed is None or fixed.rates is None:
+    r = corrected_group(report, g.key).rates
+    if r is None:
         return ["-", "-", "-"]
-    r = fixed.rates
     return [_ci(r.org, sep), _ci(r.core, sep), _ci(r.superficial, sep)]
 
 
-def _validation_caption(report: Report) -> Text:
+def validation_caption(report: Report) -> tuple[str, bool]:
     """Under each table: which validation corrected the rates, or why they are raw (and the one
-    command that validates an unvalidated judge)."""
-    from rich.text import Text
-
+    command that validates an unvalidated judge); True when the rates are raw."""
     c = report.correction
     if c is None or not c.judges:
-        return Text("")
+        return "", False
     reasons = {g.reason for g in c.groups.values() if g.reason}
     if reasons:
-        return Text("raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), style="yellow")
+        return "raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), True
     used = "; ".join(f"{s.judge}: {'people' if s.check and s.check.source == 'people' else 'built-in check'}"
                      for s in c.judges)
-    return Text("corr.: corrected for each judge's measured sensitivity and specificity (Rogan-Gladen, judge by judge; "
-                f"95% CI over the instructions and the check's items); validation used: {used}"
-                + ("; the built-in check is constructed, not human gold" if "built-in" in used else ""))
+    return ("corr.: corrected for each judge's measured sensitivity and specificity (Rogan-Gladen, judge by judge; "
+            f"95% CI over the instructions and the check's items); validation used: {used}"
+            + ("; the built-in check is constructed, not human gold" if "built-in" in used else "")), False
+
+
+def _validation_caption(report: Report) -> Text:
+    from rich.text import Text
+
+    text, raw = validation_caption(report)
+    return Text(text, style="yellow" if raw else "")
 
 
 def _coverage_cell(g: Group, report: Report) -> str:
@@ -563,7 +589,9 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
 
     summary = [{**g.as_dict(), **_corrected_columns(report, g),
                 "warning": "; ".join(w.kind for w in report.warned(g)) or None} for g in m.groups]
-    rows = _clean([r.as_dict() for r in m.rows])  # once, for the CSV and the JSON
+    # Each row's raw figures name the validation they rest on (or "unvalidated: ..." and the command).
+    rows = _clean([{**r.as_dict(), "judges_validation": validation_mark(report, (r.domain, r.condition, r.model, r.mode,
+                                                                          r.ratio))} for r in m.rows])
     emit("summary", summary)
     _write_json(out / "summary.json", summary)
     written.append(out / "summary.json")
@@ -576,7 +604,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
     if report.naturalness:
         emit("naturalness", [w.as_dict() for w in report.naturalness])
     if report.families:
-        emit("families", [f.as_dict() for f in report.families])
+        mark = validation_mark(report)
+        emit("families", [{**f.as_dict(), "judges_validation": mark} for f in report.families])
     validation = None
     if report.validation is not None:
         validation = {"metric": report.validation.as_dict(), "annotators": [a.as_dict() for a in report.annotators]}
@@ -593,6 +622,7 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         "judge_validation": {r: (score.as_dict() if (score := validated_score(r, report.judges_validated)) else None)
                              for r in m.raters},
         "judge_error": [s.as_dict() for s in report.correction.judges] if report.correction else [],
+        "judges_validation": validation_mark(report),  # what every figure rests on (or "unvalidated: ...")
         "ranking_changes_with_ratio": ranking_changes(m), "min_coverage": report.options.min_coverage,
         "warnings": [w.as_dict() for w in report.warnings],
     })
@@ -604,10 +634,7 @@ def _corrected_columns(report: Report, g: Group) -> dict[str, Any]:
     """summary.csv's corrected rates beside the raw ones: ``*_corrected`` (with ``_low``/``_high``),
     ``corrected_by`` (each judge's validation) and ``uncorrected_reason`` ("unvalidated: ..." with the
     command that validates the judge, or a judge no better than chance)."""
-    fixed = report.correction.group(g.key) if report.correction else None
-    if fixed is None:
-        return CorrectedGroup(g.key, None, "no verdicts to correct").as_dict()
-    return fixed.as_dict()
+    return corrected_group(report, g.key).as_dict()
 
 
 def charts(report: Report, out: Path) -> list[Path]:

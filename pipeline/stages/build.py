@@ -38,6 +38,7 @@ from pipeline.llm.client import LLMClient, Usage, usage_scope
 from pipeline.stages.judging import MODES
 from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
 from pipeline.stages.runs import create_run, recording
+from pipeline.stages.similarity import check_embedder_name, compute_similarities, resolve_embedder
 from pipeline.stages.synthesis import (
     COMMON_CONDITIONS,
     COMMON_SOURCE,
@@ -70,7 +71,9 @@ class BuildOptions:
     rule: str = "paper"  # which pairing to build on
     run_id: str | None = None
     contradictions: bool = False
-    embedder: str | None = None  # for the specificity-leak flag; None = lexical only
+    # Constraint-reference similarity and the specificity-leak flag (pipeline.stages.similarity):
+    # mpnet, minilm, hash, lexical/none (no embedding), a model folder. None: the default (mpnet).
+    embedder: str | None = None
     judging_mode: str = "batched"
     # Rounds asking for exactly the missing items when a reply is short; then a recorded failure.
     # One is the method's contract; small local models need a few more to reach 39.
@@ -118,6 +121,7 @@ class BuildOptions:
             raise StageError(f"{where}: judging_mode must be one of {', '.join(MODES)}, got {self.judging_mode!r}")
         config.endpoint(self.generator_name(config))
         config.endpoint(self.judge_name(config))
+        check_embedder_name(self.embedder, f"{config.path or 'config'} [build] embedder / --embedder")
 
     def generator_name(self, config: Config) -> str:
         return self.generator or config.roles.generator
@@ -415,18 +419,16 @@ async def run_base(store: Store, config: Config, client: LLMClient, options: Bui
 async def run_revise(store: Store, config: Config, client: LLMClient, options: BuildOptions, *,
                      progress: ProgressHook = no_progress, stop: StopFlag | None = None,
                      max_units: int | None = None, budget: Budget | None = None) -> StageSummary:
-    """Revise direct and eval instructions (lineage kept), then flag every instruction; status done."""
+    """Revise direct and eval instructions (lineage kept), then flag every instruction and store its
+    constraint-reference similarity (pipeline.stages.similarity); status done."""
     run_id = _run_id(options)
     summary = StageSummary("revise")
     conditions = list(options.conditions)
     instructions = instruction_rows.instructions_to_revise(store, run_id, conditions)
     generator, judge = options.generator_name(config), options.judge_name(config)
     settings = FlagSettings.from_config(config.settings.get("build", {}))
-    embedder = None
-    if options.embedder:
-        from pipeline.analysis.embeddings import get_embedder
-
-        embedder = get_embedder(options.embedder)
+    # Loaded once and shared: the leak flag embeds, similarity reads the same cached vectors.
+    embedder = resolve_embedder(options.embedder, f"{config.path or 'config'} [build] embedder / --embedder")
 
     async def work(inst: Instruction) -> str:
         condition = inst.condition
@@ -446,6 +448,7 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                                                + (f"; {result.unshown} Yes on the base article kept, their quotes"
                                                   " not in it" if result.unshown else ""), kind="log"))
                 flag_instruction(store, inst.id, settings, embedder)
+                compute_similarities(store, embedder, instruction_ids=[inst.id])
                 if options.contradictions:
                     await check_contradictions(store, client, generator, inst.id)
             except ParseError as exc:
@@ -482,6 +485,12 @@ async def run_build(store: Store, config: Config, client: LLMClient, options: Bu
                 break
             s = await STAGE_FUNCTIONS[name](store, config, client, options, progress=progress, stop=stop, budget=budget)
             summaries.append(s)
+        if not (stop is not None and stop):
+            from pipeline.stages.copy_evidence import compute_copy_evidence
+
+            # The suspicion ranking's copy evidence for responses the run's instructions already have
+            # (imported ones): only pairs lacking it, word n-grams, seconds.
+            compute_copy_evidence(store, run_id=run_id, progress=progress, stop=stop)
         complete = is_complete(store, run_id, options)
         end.status = "done" if complete else "paused"
     usage = Usage(**{k: getattr(client.usage, k) - getattr(start, k) for k in start.as_dict()})

@@ -105,7 +105,7 @@ def build_options(config: Config, options: DemoOptions, n: int, conditions: tupl
     return BuildOptions.from_config(
         config, domain=options.domain, n=n, conditions=tuple(conditions or options.conditions),
         n_constraints=options.constraints, run_id=options.run_id, repair_rounds=options.repair_rounds,
-        pair_ids=pair_ids,
+        pair_ids=pair_ids, embedder=options.embedder,  # the pairing's model (loaded once) for similarity too
     )
 
 
@@ -123,6 +123,14 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
     # Evaluated once per run: asked again at temperature 0, a unit that failed fails the same way
     # (the summary of one response: 170 s of calls, twice in one run). The next run retries it.
     evaluated_now: set[int] = set()
+    expected = len(pairs) * len(options.conditions)
+
+    def overall() -> None:
+        """The demo's own bar: instructions ready to audit of all it will write (the stages' events
+        say how far each stage is within one pair)."""
+        progress(ProgressEvent("demo", len(result.auditable), expected, "", kind="progress"))
+
+    overall()
     for k, pair in enumerate(pairs, 1):
         if stop is not None and stop.stopped:
             result.stopped = True
@@ -157,6 +165,7 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
                         result.first_auditable_s = time.monotonic() - started
                     if on_auditable is not None:
                         on_auditable(iid)
+                    overall()
     else:
         result.stopped = bool(stop is not None and stop.stopped)
     progress(ProgressEvent("demo", len(result.auditable), len(pairs) * len(options.conditions),

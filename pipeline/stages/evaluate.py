@@ -456,6 +456,12 @@ async def run_evaluate(store: Store, config: Config, client: LLMClient, options:
             result.usage = client.usage.as_dict()
             exc.result = result
             raise
+    if not result.halted and not (stop is not None and stop.stopped):
+        from pipeline.stages.copy_evidence import compute_copy_evidence
+
+        # The suspicion ranking's copy evidence for the new responses (word n-grams: seconds).
+        compute_copy_evidence(store, instruction_ids=select_instructions(store, resolve(config, options)),
+                              progress=progress, stop=stop)
     result.usage = client.usage.as_dict()
     return result
 

@@ -13,6 +13,7 @@ Tables (see DESIGN.md):
   instructions   main task + constraints for one condition of one pair/article
   constraints    the constraints, with lineage (which one a revision replaced, and why)
   constraint_flags  quality flags per constraint (proper noun, leak, copied n-gram ...)
+  constraint_similarity  per constraint, its similarity to reference A and B, and by which method
   contradictions pairs of constraints an LLM found jointly unsatisfiable
   generations    base articles, responses, summaries -> texts
   verdicts       judge x text x constraint: yes/no (NULL: missing, never counted), quote, quote found?
@@ -29,6 +30,8 @@ Tables (see DESIGN.md):
   text_scores, text_agreement, text_scores_stale
                  per-text verdict totals for the metrics, kept fresh (pipeline.store.scores)
   copy_stats     copied n-grams of a response against a reference, by the texts' hashes
+  copy_evidence  per (response, constraint): the constraint's n-grams in a reference and the response
+  text_item_marks  per text, its items where judges split, a quote is missing, or the item flipped
   instruction_families  the specificity levels of one task (CS4: 7 to 39 constraints), as one family
   judge_checks   per judge and source (people | builtin), each checked item's truth and verdict
 
@@ -402,6 +405,38 @@ def _v9(db: sqlite_utils.Database) -> None:
                     " quote_found TEXT, checked_at TEXT, PRIMARY KEY (judge, source, item_key))")
 
 
+def _v10(db: sqlite_utils.Database) -> None:
+    """Constraint-reference similarity (pipeline.store.similarity): per constraint, how close it is to
+    reference A and to reference B (NULL: one reference only), by ``method`` (an embedder's name, or
+    ``lexical``). One row per constraint: computing with another method replaces it. Read by
+    instruction, so indexed on it."""
+    db.conn.execute("CREATE TABLE IF NOT EXISTS constraint_similarity(constraint_id INTEGER PRIMARY KEY"
+                    " REFERENCES constraints(id), instruction_id INTEGER NOT NULL, method TEXT NOT NULL,"
+                    " to_a REAL NOT NULL, to_b REAL, computed_at TEXT)")
+    db.conn.execute("CREATE INDEX IF NOT EXISTS constraint_similarity_instruction"
+                    " ON constraint_similarity(instruction_id)")
+
+
+def _v11(db: sqlite_utils.Database) -> None:
+    """Copy evidence (pipeline.store.suspicion): per (response, active constraint), the constraint's word
+    n-grams found both in a reference and in the response (``copied``, a JSON list of the constraint's
+    phrases, ``[]`` when none) and which reference(s) (``copied_from``: '', 'A', 'B' or 'AB'). One row per
+    pair once computed (pipeline.stages.copy_evidence), so the missing pairs are the work left."""
+    db.conn.execute("CREATE TABLE IF NOT EXISTS copy_evidence(response_id INTEGER NOT NULL, constraint_id INTEGER"
+                    " NOT NULL, ngram INTEGER NOT NULL, copied TEXT NOT NULL, copied_from TEXT NOT NULL,"
+                    " PRIMARY KEY (response_id, constraint_id)) WITHOUT ROWID")
+
+
+def _v12(db: sqlite_utils.Database) -> None:
+    """Per text, the items where the judges split, a Yes's quote is missing or the item flipped
+    (pipeline.store.scores text_item_marks: the suspicion queue ranks on them); every judged text is
+    rescored to fill it."""
+    from pipeline.store.scores import create_tables
+
+    create_tables(db.conn)
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
+                                                             _v11, _v12]
 SCHEMA_VERSION = len(MIGRATIONS)

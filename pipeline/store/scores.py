@@ -17,6 +17,10 @@ texts whose verdicts changed since, and read as some 100,000 rows.
                      ``score_sum`` (the sum of those means), ``disagree`` (raters differ),
                      ``missing`` (a latest verdict's quote is not in the text); on a summary,
                      ``flipped``: items that flipped from its response (``item_outcome_sql``)
+  text_item_marks    per text, the items where the judges split (a Yes and a No), where a Yes's
+                     quote is missing (``unquoted``), or, on a summary, that flipped from its
+                     response (``item_outcome_sql``); no row when none holds. What the suspicion
+                     queue ranks on (pipeline.store.suspicion) without re-reading the verdicts
   text_scores_stale  texts to rescore. Triggers on verdicts, constraints (``active``) and
                      generations add to it; ``refresh_text_scores`` empties it, in chunks. The
                      evaluate stage refreshes after each judging; a report refreshes what is left
@@ -65,10 +69,13 @@ def _tables(schema: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {schema}text_items(gid INTEGER PRIMARY KEY, judged INTEGER NOT NULL,"
         " passed INTEGER NOT NULL, score_sum REAL NOT NULL, disagree INTEGER NOT NULL, missing INTEGER NOT NULL,"
         " flipped INTEGER)",
+        f"CREATE TABLE IF NOT EXISTS {schema}text_item_marks(gid INTEGER NOT NULL, cid INTEGER NOT NULL,"
+        " split INTEGER NOT NULL, unquoted INTEGER NOT NULL, flipped INTEGER NOT NULL,"
+        " PRIMARY KEY (gid, cid)) WITHOUT ROWID",
     ]
 
 
-TABLES = ("text_scores", "text_agreement", "text_items")
+TABLES = ("text_scores", "text_agreement", "text_items", "text_item_marks")
 
 
 def _mark(*gids: str) -> str:
@@ -166,7 +173,9 @@ def _score_into_temp(conn: sqlite3.Connection) -> int:
     stale = "(SELECT gid FROM main.text_scores_stale UNION SELECT g.id FROM main.generations g" \
             " JOIN main.text_scores_stale s ON s.gid = g.parent_id WHERE g.kind = 'summary')"
     for table in TABLES:
-        conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} WHERE gid NOT IN {stale}")
+        # A store opened read-only before a migration added a table: its totals are all new here.
+        if conn.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+            conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} WHERE gid NOT IN {stale}")
     gids = [g for (g,) in conn.execute(f"SELECT gid FROM {stale} ORDER BY gid")]
     for start in range(0, len(gids), CHUNK):
         _score(conn, gids[start : start + CHUNK], schema="temp.")
@@ -202,6 +211,7 @@ def _score(conn: sqlite3.Connection, gids: Sequence[int], *, schema: str) -> Non
                              _pair_rows(conn, raters))
             conn.executemany(f"INSERT INTO {schema}text_items VALUES (?,?,?,?,?,?,?)",
                              _item_rows(conn, len(raters)))
+            _insert_marks(conn, len(raters), schema)
     finally:
         for table in ("s_gen", "s_need", "s_p"):
             conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
@@ -318,6 +328,20 @@ def _item_rows(conn: sqlite3.Connection, n_raters: int) -> list[tuple[Any, ...]]
         " JOIN s_p s ON s.gid = g.gid JOIN s_p f ON f.gid = g.rid AND f.cid = s.cid WHERE g.kind = 'summary'"
         " GROUP BY g.gid"))
     return [(gid, *values, flipped.get(gid)) for gid, values in own.items()]
+
+
+def _insert_marks(conn: sqlite3.Connection, n_raters: int, schema: str) -> None:
+    """text_item_marks rows of the texts in s_gen, from s_p (as Trust counts: split is a Yes and a
+    No among the raters' latest verdicts, unquoted a Yes whose quote is missing)."""
+    yes = " + ".join(f"coalesce(p.y{k}, 0)" for k in range(n_raters))
+    no = " + ".join(f"coalesce(1 - p.y{k}, 0)" for k in range(n_raters))
+    unquoted = " + ".join(f"coalesce(p.y{k} * p.m{k}, 0)" for k in range(n_raters))
+    flipped = item_outcome_sql(n_raters, full="f", summary="p")["flipped"]
+    conn.execute(
+        f"INSERT INTO {schema}text_item_marks SELECT * FROM (SELECT p.gid, p.cid, ({yes}) > 0 AND ({no}) > 0 AS split,"
+        f" ({unquoted}) > 0 AS unquoted, coalesce(g.kind = 'summary' AND {flipped}, 0) AS flipped"
+        " FROM s_p p JOIN s_gen g ON g.gid = p.gid LEFT JOIN s_p f ON g.kind = 'summary' AND f.gid = g.rid"
+        " AND f.cid = p.cid) WHERE split OR unquoted OR flipped")
 
 
 def _pair_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list[tuple[Any, ...]]:

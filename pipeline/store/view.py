@@ -15,20 +15,41 @@ May import: pipeline.core, pipeline.store.
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Self
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
-from pipeline.store import annotations as annotations_table
-from pipeline.store import validation as validation_tables
-from pipeline.store import verdicts as verdicts_table
 from pipeline.store.database import Store
 from pipeline.store.imports import RUN_KIND as IMPORT_RUN_KIND
 from pipeline.store.scores import current_text_scores, drop_temp_scores
-from pipeline.store.verdicts import Verdict
+
+
+class _Deferred:
+    """A module imported at its first use. The app's first screen reads none of these tables, and
+    their modules (a dozen dataclasses) took some 20 ms of every start to import."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        module: ModuleType = importlib.import_module(self._name)
+        return getattr(module, attribute)
+
+
+if TYPE_CHECKING:
+    from pipeline.store import annotations as annotations_table
+    from pipeline.store import validation as validation_tables
+    from pipeline.store import verdicts as verdicts_table
+    from pipeline.store.verdicts import Verdict
+else:
+    annotations_table = _Deferred("pipeline.store.annotations")
+    validation_tables = _Deferred("pipeline.store.validation")
+    verdicts_table = _Deferred("pipeline.store.verdicts")
 
 
 class Writer(NamedTuple):
@@ -257,7 +278,7 @@ class StoreView:
             sql = ("SELECT c.id, c.instruction_id FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
                    " WHERE c.active = 1" + (" AND i.run_id = ?" if run_id else "") +
                    " ORDER BY c.instruction_id, c.position")
-            self._order = [(r[0], r[1]) for r in self._store.conn.execute(sql, (run_id,) if run_id else ())]
+            self._order = self._store.conn.execute(sql, (run_id,) if run_id else ()).fetchall()  # (id, instruction) rows
         return self._order
 
     def flagged_ids(self) -> dict[int, set[str]]:
@@ -325,6 +346,19 @@ class StoreView:
     def flags(self, cid: int) -> dict[str, str]:
         return {r[0]: r[1] or "" for r in self._store.conn.execute(
             "SELECT flag, detail FROM constraint_flags WHERE constraint_id = ?", (cid,))}
+
+    def shown_verdicts(self, generation_ids: Sequence[int]) -> list[Verdict]:
+        """SHOWN_VERDICT rows of every constraint on the given texts (Audit's list: one query per response)."""
+        return verdicts_table.shown_verdicts(self._store, generation_ids)
+
+    def instruction_flags(self, iid: int) -> dict[int, dict[str, str]]:
+        """Constraint -> flag -> detail (JSON text) for every constraint of one instruction."""
+        out: dict[int, dict[str, str]] = {}
+        for cid, flag, detail in self._store.conn.execute(
+                "SELECT f.constraint_id, f.flag, f.detail FROM constraint_flags f JOIN constraints c"
+                " ON c.id = f.constraint_id WHERE c.instruction_id = ?", (iid,)):
+            out.setdefault(cid, {})[flag] = detail or ""
+        return out
 
     def embedding(self, h: str, model: str | None = None) -> tuple[str, list[float]] | None:
         """A text's stored embedding (of ``model``, or any) as (model, vector)."""

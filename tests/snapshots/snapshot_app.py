@@ -16,27 +16,55 @@ from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from unspecific_tui.app import UnspecificApp
 
 SPEC = SyntheticSpec(n_instructions=8, seed=7)
+# The fit tests' store: model names as long as real ones, and constraints as long as real ones.
+LONG_MODELS = ("meta-llama/Llama-3.1-70B-Instruct", "gpt-4o-mini")
+LONG_SPEC = SyntheticSpec(n_instructions=8, seed=7, models=LONG_MODELS)
+LONG_TAIL = (", making sure that the reader understands who decided it, when it was decided, and what each of the"
+             " people affected by the decision said about it afterwards")
 
 
-def make_app(folder: Path, *, both_modes: bool = False) -> UnspecificApp:
+def make_app(folder: Path, *, both_modes: bool = False, long_names: bool = False) -> UnspecificApp:
     path = Path(folder) / "store.sqlite"
     if not path.exists():
-        build_synthetic_store(path, SPEC)
+        build_synthetic_store(path, LONG_SPEC if long_names else SPEC)
         if both_modes:
-            add_edit_responses(path)
+            add_edit_responses(path, LONG_MODELS[0] if long_names else "model-a")
+        if long_names:
+            lengthen_constraints(path)
+            add_similarities(path)
     return UnspecificApp(path, stages={}, display_path="store.sqlite", annotator="snapshot", config_path=None)
 
 
-def add_edit_responses(path: Path) -> None:
-    """model-a also answers every instruction in edit mode: a different text (its sentences in
+def add_similarities(path: Path) -> None:
+    """Constraint-reference similarities as the build stores them (lexical: no embedder to load)."""
+    from pipeline.stages.similarity import compute_similarities
+    from pipeline.store.database import open_store
+
+    store = open_store(path)
+    try:
+        compute_similarities(store, None)
+    finally:
+        store.close()
+
+
+def lengthen_constraints(path: Path) -> None:
+    """Every third constraint runs to ~200 characters, as generated ones often do."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE constraints SET text = rtrim(text, '.') || ? WHERE id % 3 = 1", (LONG_TAIL + ".",))
+    conn.close()
+
+
+def add_edit_responses(path: Path, model: str = "model-a") -> None:
+    """``model`` (model-a) also answers every instruction in edit mode: a different text (its sentences in
     reverse order) whose verdicts differ from the direct one's on every third constraint, so
     the screens have two responses of one model to keep apart."""
     conn = sqlite3.connect(path)
     with conn:
         top = conn.execute("SELECT max(id) FROM generations").fetchone()[0]
         responses = conn.execute("SELECT g.id, g.instruction_id, t.body FROM generations g JOIN texts t"
-                                 " ON t.hash = g.text_hash WHERE g.kind = 'response' AND g.model = 'model-a'"
-                                 " ORDER BY g.id").fetchall()
+                                 " ON t.hash = g.text_hash WHERE g.kind = 'response' AND g.model = ?"
+                                 " ORDER BY g.id", (model,)).fetchall()
         for k, (rid, iid, body) in enumerate(responses):
             edit_id = top + 1 + 2 * k
             edit_body = "Edited. " + " ".join(reversed(body.split(". ")))
@@ -46,7 +74,7 @@ def add_edit_responses(path: Path) -> None:
                 conn.execute("INSERT OR IGNORE INTO texts(hash, body) VALUES (?, ?)", (h, text))
                 conn.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash,"
                              " words) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (gid, kind, iid, "model-a" if kind == "response" else "summarizer",
+                             (gid, kind, iid, model if kind == "response" else "summarizer",
                               "edit" if kind == "response" else "", 0.25 if parent else None, parent, h,
                               len(text.split())))
             summary = conn.execute("SELECT id FROM generations WHERE parent_id = ? AND ratio = 0.25", (rid,)).fetchone()[0]

@@ -30,14 +30,16 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.store.annotations import Label
 from pipeline.store.view import Writer
+from unspecific_tui.app import Context
 from unspecific_tui.data import Analysis
 from unspecific_tui.messages import AnnotationSaved
 from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.footer import KeyFooter
 from unspecific_tui.widgets.text_pane import TextPane
 
 if TYPE_CHECKING:
@@ -80,6 +82,13 @@ def load_items(store, analysis: Analysis, seed: int) -> tuple[list[Item], str | 
                  i.full_score) for i in chosen], name
 
 
+def item_for(items: list[Item], context: Context) -> int | None:
+    """The index of the item that best matches ``context``, or None when its instruction has none."""
+    ranked = [(it.writer != context.writer, it.constraint_id != context.constraint_id, k)
+              for k, it in enumerate(items) if it.instruction_id == context.instruction_id]
+    return min(ranked)[2] if ranked else None
+
+
 def _f(x: float) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
@@ -115,6 +124,7 @@ class AnnotateScreen(AppScreen):
         self.judge_items: list[Any] = []
         self.judge_index = 0
         self.judge_plan: str | None = None
+        self._followed: Context | None = None  # the app's context last opened on (once each)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -124,8 +134,8 @@ class AnnotateScreen(AppScreen):
         with Horizontal(id="ann-panes"):
             yield TextPane("Response", id="ann-response")
             yield TextPane("Summary", id="ann-summary")
-        yield Input(placeholder="note (enter saves it with the current label)", id="ann-note")
-        yield Footer()
+        yield Input(placeholder="note (enter saves it with the current label)", id="ann-note", compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.watch(self.app, "analysis", self._on_analysis)
@@ -159,7 +169,40 @@ class AnnotateScreen(AppScreen):
         self._basis = basis
         self.index = self.items.index(current) if current in self.items else 0
         self.refresh_stats()
+        self._follow()
         self.show()
+
+    # -- context -------------------------------------------------------------------------
+    def context(self) -> Context | None:
+        """The item shown: its instruction, response, summary ratio and constraint (the judge
+        check's items carry none)."""
+        if self.judge_check or not self.items:
+            return None
+        item = self.items[self.index]
+        summary = self.app.view.instruction(item.instruction_id).generations.get(item.summary_id)
+        ratio = summary.ratio if summary is not None and summary.ratio is not None else self._ratio
+        return Context(item.instruction_id, item.writer, ratio, item.constraint_id)
+
+    def on_screen_resume(self) -> None:
+        if self._follow():
+            self.show()
+
+    def _follow(self) -> bool:
+        """Open on the context's item, once per context: the same constraint and response, else
+        the instruction's first item for that response, else its first item; an instruction
+        with no item here leaves the item as it was, and says so. True when the item changed."""
+        context = self.app.context
+        if context.instruction_id is None or context == self._followed or not self.items:
+            return False
+        self._followed = context
+        index = item_for(self.items, context)
+        if index is None:
+            self.notify(f"instruction #{context.instruction_id} has no item to label here; "
+                        f"still on item {self.index + 1} of {len(self.items)}")
+            return False
+        moved = index != self.index
+        self.index = index
+        return moved
 
     # -- labels --------------------------------------------------------------------------
     def _labels(self) -> dict[tuple[int, int], dict[str, Label]]:
@@ -214,8 +257,7 @@ class AnnotateScreen(AppScreen):
             f"{where}item {self.index + 1}/{len(self.items)} · #{data.id} {data.domain} · {data.condition}"
             f" · {_esc(item.writer.label)} · response #{item.generation_id}"
             f" · your label: {label}\n[b]{con.text.replace('[', chr(92) + '[')}[/]\n"
-            "[dim]Is this constraint integrated in the response's spine, or only in its details? "
-            "i integrated · s superficial · a ambiguous · e note[/]")
+            "[dim]Integrated in the response's spine, or only in its details? (keys below)[/]")
         self.query_one("#ann-response", TextPane).show(Text(resp.text if resp else "(missing)"),
                                                         key=(item.generation_id,))
         self.query_one("#ann-summary", TextPane).show(Text(summ.text if summ else "(no summary)"),

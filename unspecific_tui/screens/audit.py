@@ -1,40 +1,78 @@
-"""Audit: one constraint beside reference A, reference B, the response and its summary.
+"""Audit: an instruction's constraints listed beside one constraint's detail (reference A,
+reference B, the response, its summary, and the judges' verdicts).
 
-Moving between constraints costs a few indexed lookups (the constraint's verdicts and flags)
-plus cached texts and spans: the widgets are built once and updated in place.
+The list (widgets/constraint_list.py) shows, for the shown model and mode, each constraint's
+outcome, the judges' agreement on both texts, the copy evidence and the flags; selecting a row
+shows its detail. Its rows are pipeline.analysis.suspicion's Evidence (one definition for the
+list, the suspicion queue and the reports: pipeline.analysis.trust's "split" and "unquoted",
+the stored similarity, the copied phrases) with the outcome pipeline.analysis.metrics counts.
+
+Moving between constraints of one instruction costs no query: an instruction's rows, verdicts
+and flags are read once per (instruction, response, ratio) and cached; the widgets are built once
+and updated in place; the list's rows are replaced only when the instruction, response, sort or
+filter changes.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container
-from textual.widgets import Footer, Header, Static
+from textual.containers import Container, Horizontal, Vertical
+from textual.widgets import DataTable, Header, Static
 
-from pipeline.core.definitions import DEFAULT_RATIO, passes
+from pipeline.analysis.similarity import LEXICAL, Similarity
+from pipeline.analysis.suspicion import Evidence, instruction_evidence, suspicion_queue
+from pipeline.analysis.trust import Trust
+from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_RATIO
 from pipeline.core.text import count_words
 from pipeline.store.verdicts import Verdict
-from pipeline.store.view import Constraint, InstructionData, Writer
+from pipeline.store.view import Constraint, InstructionData, StoreView, Writer
+from unspecific_tui.app import Context
+from unspecific_tui.following import Following, Stop
 from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.bar import bar
+from unspecific_tui.widgets.constraint_list import (
+    FILTERS,
+    SORTS,
+    ConstraintList,
+    ListRow,
+    filter_rows,
+    outcome_cell,
+    similarity_label,
+    sort_rows,
+)
+from unspecific_tui.widgets.flag_picker import QUEUE, STOP, FlagPicker
+from unspecific_tui.widgets.footer import KeyFooter
 from unspecific_tui.widgets.highlight import (
     QUOTE_FUZZY_STYLE,
     QUOTE_STYLE,
+    SOURCE_STYLES,
     copied_spans,
+    intersect,
     lexical_overlap,
+    merge,
     quote_span,
     render,
+    render_sources,
 )
-from unspecific_tui.widgets.text_pane import TextPane
+from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
 PANES = ("ref-a", "ref-b", "response", "summary")
 PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
-CONSTRAINT_N = 3  # a constraint is short: three shared words in a row already say "copied"
+CONSTRAINT_N = COPY_EVIDENCE_NGRAM  # a constraint is short: a few shared words in a row already say "copied"
 REFERENCE_N = 5  # between long texts, the paper's 5-gram
+HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height)
+NARROW = 120  # below this width (the -narrow breakpoint) the head shows the constraint on one line
+CACHE = 64  # instructions' rows kept (as the store view keeps their texts)
 
 
 @dataclass
@@ -48,52 +86,100 @@ class Shown:
     summary_id: int | None = None
     state: str = ""  # FLIPPED | pass both | fails full | not judged (pipeline.analysis.metrics.Item)
     copies: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # References mode: the response's and summary's copied spans by source ("A", "B").
+    sources: dict[str, dict[str, tuple[tuple[int, int], ...]]] = field(default_factory=dict)
     quotes: dict[str, list[tuple[str, tuple[int, int] | None]]] = field(default_factory=dict)
-    similarities: dict[str, tuple[str, float]] = field(default_factory=dict)
+    similarities: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # ref pane -> (method, value)
+    row: ListRow | None = None
+
+
+@dataclass
+class Rows:
+    """One instruction's list on one response at one ratio, and the verdicts behind it."""
+
+    rows: list[ListRow]
+    verdicts: dict[int, list[Verdict]]  # constraint -> the shown verdicts on the response and summary
+    flags: dict[int, dict[str, str]]  # constraint -> flag -> detail
 
 
 class AuditScreen(AppScreen):
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (200, "-wide")]
+    CSS_PATH = "audit.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-medium"), (200, "-wide")]
     BINDINGS = [
-        Binding("j,n", "move(1)", "Next"),
-        Binding("k,p", "move(-1)", "Prev"),
+        Binding("down,j", "move(1)", "Down", show=False),
+        Binding("up,k", "move(-1)", "Up", show=False),
+        Binding("n", "follow(1)", "Next"),
+        Binding("p", "follow(-1)", "Prev"),
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
-        Binding("f", "next_flagged", "Flagged"),
+        Binding("f", "pick_follow", "Flagged…"),
+        Binding("escape", "stop_following", "Stop following", show=False),
         Binding("x", "next_flipped", "Flipped"),
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("slash", "cycle_filter", "Filter", key_display="/"),
         Binding("m", "cycle_model", "Model/mode"),
         Binding("c", "toggle_copy", "Copy mode"),
-        Binding("t", "next_pane", "Pane"),
+        Binding("t", "next_pane", "Pane (PgUp/PgDn scroll it)"),
+        Binding("pageup", "scroll_pane(-1)", "Scroll pane up", show=False),
+        Binding("pagedown", "scroll_pane(1)", "Scroll pane down", show=False),
+        Binding("l", "toggle_list", "List", show=False),
         Binding("r", "cycle_ratio", "Ratio", show=False),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.order: list[tuple[int, int]] = []
+        self._pos: dict[int, int] = {}  # constraint id -> index in order
         self.index = 0
         self.copy_mode = "constraint"  # constraint | references
         self.pane = 0
+        self.sort = SORTS[0]
+        self.filter = FILTERS[0]
         self.ratio: float | None = None
         self.writer: Writer | None = None
         self.shown = Shown()
         self._flagged: dict[int, set[str]] | None = None
+        self._rows: OrderedDict[tuple[int, Writer | None, float], Rows] = OrderedDict()
         self._verdict_lines = 0
+        self._last: dict[str, Any] = {}  # what each Static shows (``_put``)
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="audit-head")
-        yield Static(id="audit-tabs")
-        with Container(id="panes"):
-            for i, pane in enumerate(PANES):
-                yield TextPane(PANE_TITLES[pane], id=pane, classes="-current" if i == 0 else "")
-        yield Static(id="audit-verdicts")
-        yield Footer()
+        yield Static(id="audit-task")
+        yield TextLines(id="audit-head")
+        with Horizontal(id="audit-body"):
+            with Vertical(id="audit-side"):
+                yield Static(id="audit-list-head")
+                yield ConstraintList(id="audit-list")
+            with Vertical(id="audit-detail"):
+                yield Static(id="audit-tabs")
+                yield Static(id="audit-legend")
+                with Container(id="panes"):
+                    for i, pane in enumerate(PANES):
+                        yield TextPane(PANE_TITLES[pane], id=pane, classes="-current" if i == 0 else "")
+                yield TextLines(id="audit-verdicts")
+        yield KeyFooter()
 
     def on_mount(self) -> None:
-        self.ratio = self.app.ratio
+        if self.ratio is None:
+            self.ratio = self.app.ratio
+        self.query_one(ConstraintList).focus()
 
     def on_screen_resume(self) -> None:
         self._show_target()
+
+    def context(self) -> Context | None:
+        """Where the auditor is (app.switch_mode carries it to the other screens)."""
+        shown = self.shown
+        if shown.instruction_id is None:
+            return None
+        return Context(shown.instruction_id, shown.writer, self._ratio(None), shown.constraint_id)
+
+    def _set_order(self, order: list[tuple[int, int]]) -> None:
+        self.order = order
+        self._pos = {cid: i for i, (cid, _) in enumerate(order)}
+        self._rows.clear()  # the store changed: rows are read again
+        self._flagged = None
 
     def _show_target(self) -> None:
         """Show the constraint another screen asked for, or stay where we were."""
@@ -103,11 +189,13 @@ class AuditScreen(AppScreen):
             return  # nothing changed while we were away
         current = self.order[self.index][0] if self.order else None
         if order is not self.order:
-            self.order = order
+            self._set_order(order)
             if current is not None:
-                self.index = next((i for i, o in enumerate(order) if o[0] == current), 0)
+                self.index = self._pos.get(current, 0)
         if target is not None:
             self.app.target = None
+            if self.app.context.ratio is not None:
+                self.ratio = self.app.context.ratio
             iid, writer, cid = target
             if writer:
                 self.writer = writer
@@ -115,29 +203,158 @@ class AuditScreen(AppScreen):
                 pos = bisect.bisect_left(order, iid, key=_instruction)
                 self.index = pos if pos < len(order) else 0
             else:
-                self.index = next((i for i, o in enumerate(order) if o[0] == cid), 0)
+                self.index = self._pos.get(cid, 0)
+                self._sync_following(cid, iid, writer)
         self.refresh_constraint()
+
+    def _sync_following(self, cid: int, iid: int, writer: Writer | None) -> None:
+        """Opened on a stop of what is followed (the queue screen's enter): follow from there."""
+        following = self.app.following
+        if following is None:
+            return
+        for i, stop in enumerate(following.stops):
+            if stop.constraint_id == cid and stop.instruction_id == iid and (writer is None or stop.writer == writer):
+                following.index = i
+                return
 
     # -- actions -------------------------------------------------------------------------
     def action_move(self, step: int) -> None:
-        if self.order:
-            self.index = max(0, min(len(self.order) - 1, self.index + step))
-            self.refresh_constraint()
+        """The next (previous) row of the list as sorted and filtered; past its end, the next
+        (previous) instruction's first (last) row."""
+        if not self.order:
+            return
+        rows = self.query_one(ConstraintList).rows_shown
+        cid, iid = self.order[self.index]
+        ids = [r.constraint_id for r in rows]
+        at = ids.index(cid) if cid in ids else -1
+        if at >= 0 and 0 <= at + step < len(ids):
+            self.index = self._pos.get(ids[at + step], self.index)
+        elif at < 0 and ids:
+            self.index = self._pos.get(ids[0 if step > 0 else -1], self.index)
+        else:
+            self._instruction_step(step, last=step < 0)
+            return
+        self.refresh_constraint()
 
     def action_instruction(self, step: int) -> None:
         """First constraint of the next (or previous) instruction."""
+        self._instruction_step(step, last=False)
+
+    def _instruction_step(self, step: int, *, last: bool) -> None:
         if not self.order:
             return
         order = self.order
         current = order[self.index][1]
         if step > 0:
-            i = bisect.bisect_right(order, current, key=_instruction)
-            self.index = i if i < len(order) else self.index
+            start = bisect.bisect_right(order, current, key=_instruction)
+            if start >= len(order):
+                return  # stays on the last instruction
         else:
-            start = bisect.bisect_left(order, current, key=_instruction)
-            prev = order[start - 1][1] if start > 0 else current
-            self.index = bisect.bisect_left(order, prev, key=_instruction)
+            first = bisect.bisect_left(order, current, key=_instruction)
+            if first == 0:
+                return
+            start = bisect.bisect_left(order, order[first - 1][1], key=_instruction)
+        self.index = start
+        iid = order[start][1]
+        # The row the list shows first (or last) there, as sorted and filtered.
+        rows = self._visible(self._instruction_rows(self.app.view.instruction(iid)).rows)
+        if rows:
+            self.index = self._pos.get(rows[-1 if last else 0].constraint_id, start)
         self.refresh_constraint()
+
+    def action_follow(self, step: int) -> None:
+        """n / p: the next stop of what is followed (a flag, the suspicion queue), else the next row."""
+        following = self.app.following
+        if following is None:
+            self.action_move(step)
+            return
+        before = following.index
+        stop = following.step(step)
+        if stop is None:
+            self.notify(f"nothing to follow in {following.label}", severity="warning")
+            return
+        if following.index == before and self.shown.constraint_id == stop.constraint_id:
+            self.notify(f"{following.label}: {'last' if step > 0 else 'first'} one", severity="information")
+        self._go(stop)
+
+    def _go(self, stop: Stop) -> None:
+        if stop.writer is not None:
+            self.writer = stop.writer
+        self.index = self._pos.get(stop.constraint_id, self.index)
+        self.refresh_constraint()
+
+    def action_stop_following(self) -> None:
+        if self.app.following is not None:
+            self.app.following = None
+            self.notify("stopped following: n/p move through the list")
+            self._render_head_only()
+
+    def action_pick_follow(self) -> None:
+        """f: choose a flag (or the suspicion queue) to follow with n / p."""
+        counts = self._flag_counts()
+        picker = FlagPicker(sorted(counts.items()), queue=True,
+                            following=self.app.following is not None)
+        self.app.push_screen(picker, self._picked)
+
+    def _flag_counts(self) -> dict[str, int]:
+        flagged = self._flagged_ids()
+        counts: dict[str, int] = {}
+        for cid, _ in self.order:
+            for flag in flagged.get(cid, ()):
+                counts[flag] = counts.get(flag, 0) + 1
+        return counts
+
+    def _flagged_ids(self) -> dict[int, set[str]]:
+        if self._flagged is None:
+            self._flagged = self.app.view.flagged_ids()
+        return self._flagged
+
+    def _picked(self, choice: str | None) -> None:
+        if choice is None:
+            return
+        if choice == STOP:
+            self.action_stop_following()
+            return
+        if choice == QUEUE:
+            self.notify("ranking the suspicion queue…")
+            self._load_queue(self._ratio(None))
+            return
+        self.follow_flag(choice)
+
+    def follow_flag(self, flag: str) -> None:
+        """Follow the constraints carrying ``flag``, from the first at or after the shown one."""
+        flagged = self._flagged_ids()
+        stops = [Stop(cid, iid, None) for cid, iid in self.order if flag in flagged.get(cid, ())]
+        if not stops:
+            self.notify(f"no constraint carries the flag {flag}", severity="warning")
+            return
+        here = self.index
+        start = next((i for i, s in enumerate(stops) if self._pos.get(s.constraint_id, -1) >= here), 0)
+        self.app.following = Following(f"flag {flag}", stops, index=start)
+        self._go(stops[start])
+
+    @work(thread=True, exclusive=True, group="audit-queue", exit_on_error=False)
+    def _load_queue(self, ratio: float) -> None:
+        """The suspicion queue on a view of its own (the UI thread's connection stays the UI's)."""
+        view = StoreView.open(self.app.view.path)
+        try:
+            ranked = suspicion_queue(view.analysis_store, ratio=ratio)
+        finally:
+            view.close()
+        stops = [Stop(e.constraint_id, e.instruction_id, e.writer) for e in ranked]
+        self.app.call_from_thread(self._follow_queue, stops)
+
+    def _follow_queue(self, stops: list[Stop]) -> None:
+        if not stops:
+            self.notify("the suspicion queue is empty", severity="warning")
+            return
+        self.app.following = Following(QUEUE, stops)
+        self._go(stops[0])
+
+    def action_next_flagged(self) -> None:
+        """The next constraint with any flag, in the benchmark's order (no key: `f` picks a flag)."""
+        flagged = self._flagged_ids()
+        self._seek(lambda cid, _: cid in flagged, "flagged")
 
     def _seek(self, test: Callable[[int, int], bool], what: str) -> None:
         n = len(self.order)
@@ -148,12 +365,6 @@ class AuditScreen(AppScreen):
                 self.refresh_constraint()
                 return
         self.notify(f"no {what} constraint", severity="warning")
-
-    def action_next_flagged(self) -> None:
-        if self._flagged is None:
-            self._flagged = self.app.view.flagged_ids()
-        flagged = self._flagged
-        self._seek(lambda cid, _: cid in flagged, "flagged")
 
     def action_next_flipped(self) -> None:
         """Asks the store per constraint (indexed); once the analysis is ready, only about the
@@ -191,6 +402,21 @@ class AuditScreen(AppScreen):
             self.ratio = ratios[(ratios.index(cur) + 1) % len(ratios)] if cur in ratios else ratios[0]
             self.refresh_constraint()
 
+    def action_cycle_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.notify(f"list sorted by {self.sort}")
+        self.refresh_constraint()
+
+    def action_cycle_filter(self) -> None:
+        """The next filter; when it hides the shown constraint, the list's first row is shown."""
+        self.filter = FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)]
+        self.notify(f"list shows: {self.filter}")
+        self.refresh_constraint()
+        rows = self.query_one(ConstraintList).rows_shown
+        if rows and all(r.constraint_id != self.shown.constraint_id for r in rows):
+            self.index = self._pos.get(rows[0].constraint_id, self.index)
+            self.refresh_constraint()
+
     def action_toggle_copy(self) -> None:
         self.copy_mode = "references" if self.copy_mode == "constraint" else "constraint"
         what = "response vs references" if self.copy_mode == "references" else "constraint vs each text"
@@ -198,12 +424,35 @@ class AuditScreen(AppScreen):
         self.refresh_constraint()
 
     def action_next_pane(self) -> None:
+        """Narrow: show the next pane. Wider: mark it current; PageUp/PageDown scroll it."""
         self.pane = (self.pane + 1) % len(PANES)
         for i, pane in enumerate(PANES):
             self.query_one(f"#{pane}", TextPane).set_class(i == self.pane, "-current")
         self._render_tabs()
 
-    # -- rendering -----------------------------------------------------------------------
+    def action_scroll_pane(self, step: int) -> None:
+        pane = self.query_one(f"#{PANES[self.pane]}", TextPane)
+        if step > 0:
+            pane.scroll_page_down(animate=False)
+        else:
+            pane.scroll_page_up(animate=False)
+
+    def action_toggle_list(self) -> None:
+        """Hide (show) the list: more room for the texts on a small terminal."""
+        self.query_one("#audit-side").toggle_class("-hidden")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The list's cursor moved (up/down, a click): its constraint's detail follows."""
+        table = self.query_one(ConstraintList)
+        if event.data_table is not table:
+            return
+        # The cursor as it is now: a highlight posted while the rows were replaced is stale.
+        cid = table.constraint_at(table.cursor_row)
+        if cid is not None and cid != self.shown.constraint_id and cid in self._pos:
+            self.index = self._pos[cid]
+            self.refresh_constraint()
+
+    # -- reading -------------------------------------------------------------------------
     def _ratio(self, data: InstructionData | None) -> float:
         if self.ratio is not None:
             return self.ratio
@@ -214,154 +463,338 @@ class AuditScreen(AppScreen):
             return DEFAULT_RATIO if DEFAULT_RATIO in data.ratios else data.ratios[0]
         return DEFAULT_RATIO
 
-    def _state(self, iid: int, cid: int, verdicts: list[Verdict], ratio: float) -> str:
-        """The constraint's outcome on the shown response, as pipeline.analysis.metrics counts it."""
-        item = self.app.view.outcomes(iid, self.writer, ratio).get(cid) if self.writer else None
-        if item is not None:
-            return "FLIPPED" if item.flipped else "pass both" if item.passed_both else "fails full"
-        # Not judged on both texts: only the response's own verdicts, for orientation.
-        # A missing verdict (None) is no verdict: left out, as the metrics leave it out.
-        full = [v.verdict for v in verdicts if v.generation_id == self.shown.response_id and v.verdict is not None]
-        if not full:
-            return "not judged"
-        return "passes full" if passes(sum(full) / len(full)) else "fails full"
+    def _writer_of(self, data: InstructionData) -> Writer | None:
+        if self.writer in data.responses:
+            return self.writer
+        return self.app.writer if self.app.writer in data.responses else (data.writers[0] if data.writers else None)
+
+    def _visible(self, rows: list[ListRow]) -> list[ListRow]:
+        return filter_rows(sort_rows(rows, self.sort), self.filter)
+
+    def _instruction_rows(self, data: InstructionData) -> Rows:
+        writer, ratio = self._writer_of(data), self._ratio(data)
+        key = (data.id, writer, ratio)
+        hit = self._rows.get(key)
+        if hit is None:
+            hit = self._rows[key] = self._read_rows(data, writer, ratio)
+            if len(self._rows) > CACHE:
+                self._rows.popitem(last=False)
+        self._rows.move_to_end(key)
+        return hit
+
+    def _read_rows(self, data: InstructionData, writer: Writer | None, ratio: float) -> Rows:
+        view = self.app.view
+        response = data.responses.get(writer) if writer else None
+        summary = data.summary(writer, ratio) if writer else None
+        ids = [g.id for g in (response, summary) if g is not None]
+        verdicts: dict[int, list[Verdict]] = {}
+        for v in view.shown_verdicts(ids) if ids else []:
+            verdicts.setdefault(v.constraint_id, []).append(v)
+        for vs in verdicts.values():
+            vs.sort(key=lambda v: (v.kind != "response", v.judge))
+        flags = view.instruction_flags(data.id)
+        evidence = instruction_evidence(view.analysis_store, data.id, writer, ratio) if writer else {}
+        rows = []
+        for con in sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0):
+            e = evidence.get(con.id)
+            if e is None:  # no response by this writer: nothing judged, nothing copied
+                rows.append(ListRow(con.id, con.position or 0, con.text, "not judged", None, None,
+                                    _lexical_similarity(con, data), False, (), (),
+                                    tuple(sorted(flags.get(con.id, {}))), 0.0))
+                continue
+            sim = e.similarity or _lexical_similarity(con, data)
+            rows.append(ListRow(con.id, con.position or 0, con.text, _outcome(e), e.response_trust, e.summary_trust,
+                                sim, e.similarity is not None, tuple(e.copied), tuple(e.copied_from),
+                                tuple(e.flags), e.score()))
+        return Rows(rows, verdicts, flags)
+
+    # -- rendering -----------------------------------------------------------------------
+    def _put(self, widget_id: str, content: Any, *, layout: bool = False) -> None:
+        """Update a Static unless it already shows ``content``: an update repaints it, and most
+        moves within an instruction leave the task, the list's head, the tabs and the legend as they were."""
+        if self._last.get(widget_id) == content and not layout:
+            return
+        self._last[widget_id] = content
+        self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
     def _render_tabs(self) -> None:
         parts = [f"[reverse] {PANE_TITLES[p]} [/]" if i == self.pane else f" {PANE_TITLES[p]} "
                  for i, p in enumerate(PANES)]
-        self.query_one("#audit-tabs", Static).update("  ".join(parts) + "   [dim](t: next pane)[/]", layout=False)
+        self._put("audit-tabs", "".join(parts) + " [dim](t)[/]")
 
     def refresh_constraint(self) -> None:
-        view = self.app.view
         if not self.order:
-            self.query_one("#audit-head", Static).update(
-                "No constraints in this store yet. Build a run (1), then come back.")
+            empty = Text("No constraints in this store yet. Build a run (1), then come back.")
+            width = max(20, self.app.size.width - 2)
+            self.query_one("#audit-head", TextLines).show(list(empty.wrap(self.app.console, width)))
             return
+        view = self.app.view
         cid, iid = self.order[self.index]
         data = view.instruction(iid)
         con = data.constraints[cid]
-        if self.writer not in data.responses:
-            self.writer = self.app.writer if self.app.writer in data.responses else (
-                data.writers[0] if data.writers else None)
+        self.writer = self._writer_of(data)
         ratio = self._ratio(data)
         response = data.responses.get(self.writer) if self.writer else None
         summary = data.summary(self.writer, ratio) if self.writer else None
-        # Only the verdicts on the two texts shown: never another mode's response or summary.
-        shown_ids = {g.id for g in (response, summary) if g is not None}
-        verdicts = [v for v in view.verdicts(cid) if v.generation_id in shown_ids]
-        flags = view.flags(cid)
+        rows = self._instruction_rows(data)
+        row = next((r for r in rows.rows if r.constraint_id == cid), None)
+        verdicts = rows.verdicts.get(cid, [])
         texts = {"ref-a": data.article_a, "ref-b": data.article_b,
                  "response": response.text if response else "", "summary": summary.text if summary else ""}
         shown = Shown(cid, iid, self.writer, response.id if response else None, summary.id if summary else None)
+        shown.row = row
         self.shown = shown
 
+        table = self.query_one(ConstraintList)
+        visible = self._visible(rows.rows)
+        table.show_rows(visible, (iid, self.writer, ratio, self.sort, self.filter, id(self.order)))
+        table.select(cid)
+        self._render_list_head(data, rows.rows, visible)
         for pane in PANES:
-            text = texts[pane]
-            if self.copy_mode == "constraint":
-                copies = copied_spans(con.text, text, CONSTRAINT_N) if text else ()
-            elif pane in ("response", "summary"):
-                copies = tuple(sorted(set(copied_spans(data.article_a, text, REFERENCE_N))
-                                      | set(copied_spans(data.article_b, text, REFERENCE_N)))) if text else ()
-            else:
-                copies = copied_spans(texts["response"], text, REFERENCE_N) if text and texts["response"] else ()
-            kind = {"response": "response", "summary": "summary"}.get(pane)
-            quotes: list[tuple[tuple[int, int], str]] = []
-            found: list[tuple[str, tuple[int, int] | None]] = []
-            if kind:
-                for v in verdicts:
-                    if v.kind == kind and v.verdict and v.quote:
-                        how, span = quote_span(v.quote, text)
-                        found.append((v.judge, span))
-                        if span:
-                            quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
-            shown.copies[pane] = tuple(copies)
-            shown.quotes[pane] = found
-            words = count_words(text)
-            if text:
-                body = render(text, copies, quotes)
-            elif pane == "ref-b" and data.condition == "single":
-                body = Text("(single condition: one reference only)", style="dim")
-            else:
-                body = Text("(not generated yet)", style="dim")
-            sim = self._similarity(con, text, pane, data, response, summary)
-            shown.similarities[pane] = sim
-            widget = self.query_one(f"#{pane}", TextPane)
-            widget.show(body, key=(iid, pane, self.writer, ratio),
-                        subtitle=f"{words} words · {sim[0]} {sim[1]:.2f} · {len(copies)} copied")
-            first = min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
-            if first is not None:
-                widget.reveal(first)
-        shown.state = self._state(iid, cid, verdicts, ratio)
-        self._render_head(data, con, flags, shown.state, ratio)
-        self._render_verdicts(verdicts, ratio)
+            self._render_pane(pane, texts, con, data, verdicts, row, ratio)
+        shown.state = row.outcome if row else "not judged"
+        self._render_head(data, con, rows.flags.get(cid, {}), row, verdicts, ratio)
+        self._render_legend(row)
+        self._render_verdicts(verdicts)
         self._render_tabs()
 
-    def _similarity(self, con: Constraint, text: str, pane: str, data: InstructionData, response, summary
-                    ) -> tuple[str, float]:
-        """Embedding cosine when both vectors are stored, else lexical overlap."""
-        if not text:
-            return ("lex", 0.0)
-        import numpy as np
+    def _render_pane(self, pane: str, texts: dict[str, str], con: Constraint, data: InstructionData,
+                     verdicts: list[Verdict], row: ListRow | None, ratio: float) -> None:
+        shown, text = self.shown, texts[pane]
+        sources: dict[str, tuple[tuple[int, int], ...]] = {}
+        if self.copy_mode == "constraint":
+            copies = copied_spans(con.text, text, CONSTRAINT_N) if text else ()
+        elif pane in ("response", "summary"):
+            sources = {"A": copied_spans(data.article_a, text, REFERENCE_N) if text and data.article_a else (),
+                       "B": copied_spans(data.article_b, text, REFERENCE_N) if text and data.article_b else ()}
+            copies = tuple(merge([*sources["A"], *sources["B"]]))
+            shown.sources[pane] = sources
+        else:
+            copies = copied_spans(texts["response"], text, REFERENCE_N) if text and texts["response"] else ()
+        quotes: list[tuple[tuple[int, int], str]] = []
+        found: list[tuple[str, tuple[int, int] | None]] = []
+        if pane in ("response", "summary"):
+            for v in verdicts:
+                if v.kind == pane and v.verdict and v.quote:
+                    how, span = quote_span(v.quote, text)
+                    found.append((v.judge, span))
+                    if span:
+                        quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
+        shown.copies[pane] = tuple(copies)
+        shown.quotes[pane] = found
+        if text:
+            body = render_sources(text, sources, quotes) if sources else render(text, copies, quotes)
+        elif pane == "ref-b" and data.condition == "single":
+            body = Text("(single condition: one reference only)", style="dim")
+        else:
+            body = Text("(not generated yet)", style="dim")
+        subtitle = f"{count_words(text)} words"
+        if pane in ("ref-a", "ref-b"):
+            sim = row.similarity if row else None
+            value = None if sim is None else sim.to_a if pane == "ref-a" else sim.to_b
+            method = sim.method if sim else LEXICAL
+            shown.similarities[pane] = (method, value)
+            if value is not None:
+                subtitle += f" · sim {value:.2f} ({method}{'' if row and row.similarity_stored else ', not stored'})"
+        if sources:
+            both = intersect(list(sources["A"]), list(sources["B"]))
+            subtitle += (f" · from A {len(sources['A'])} · from B {len(sources['B'])}"
+                         + (f" · both {len(both)}" if both else ""))
+        else:
+            subtitle += f" · {len(copies)} copied"
+        widget = self.query_one(f"#{pane}", TextPane)
+        widget.show(body, key=(data.id, pane, self.writer, ratio), subtitle=subtitle)
+        first = min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
+        if first is not None:
+            widget.reveal(first)
 
-        from pipeline.analysis.embeddings import cosine
-        from pipeline.store.database import text_hash
+    def _render_list_head(self, data: InstructionData, rows: list[ListRow], visible: list[ListRow]) -> None:
+        self._put("audit-task", Text.assemble(("task: ", "bold"),
+                                              data.main_task.replace("\n", " ") or "(no task stored)"))
+        label = similarity_label(rows)
+        shown = f"{len(visible)}/{len(rows)}" if len(visible) != len(rows) else f"{len(rows)}"
+        line = Text.assemble(
+            (f"{shown} constraints", "bold"), f" · sort: {self.sort} (s) · show: {self.filter} (/) · sim: {label}",
+            (" · resp/summ: judges yes-no, * a Yes whose quote is MISSING", "dim"),
+            no_wrap=True, overflow="ellipsis")
+        self._put("audit-list-head", line)
 
-        view = self.app.view
-        c_vec = view.embedding(text_hash(con.text))
-        if c_vec is not None:
-            h = {"response": response.text_hash if response else None,
-                 "summary": summary.text_hash if summary else None}.get(pane) or text_hash(text)
-            t_vec = view.embedding(h, c_vec[0])
-            if t_vec is not None:
-                return ("cos", float(cosine(np.asarray(c_vec[1]), np.asarray(t_vec[1]))))  # two vectors: a float
-        return ("lex", lexical_overlap(con.text, text))
+    def _render_head_only(self) -> None:
+        if self.order and self.shown.constraint_id is not None:
+            self.refresh_constraint()
 
-    def _render_head(self, data: InstructionData, con: Constraint, flags: dict[str, str], outcome: str,
-                     ratio: float) -> None:
-        state = {"FLIPPED": "[b red]FLIPPED[/]", "pass both": "[green]pass both[/]",
-                 "fails full": "[yellow]fails full[/]", "passes full": "[green]passes full[/] [dim](summary not judged)[/]"
-                 }.get(outcome, "[dim]not judged[/]")
-        flag_txt = " ".join(f"[black on yellow] {f} [/]" for f in sorted(flags)) or "[dim]no flags[/]"
-        lineage = ""
+    def _render_head(self, data: InstructionData, con: Constraint, flags: dict[str, str], row: ListRow | None,
+                     verdicts: list[Verdict], ratio: float) -> None:
+        active = sum(1 for c in data.constraints.values() if c.active)
+        where = Text.assemble(
+            (f"#{data.id}", "bold"), f" {data.domain} · {data.condition} · constraint {con.position}/{active} · ",
+            (self.writer.label if self.writer else "-", "bold"), f" · summary {ratio:g} · copy: {self.copy_mode}",
+            f" ({self.index + 1}/{len(self.order)})", no_wrap=True, overflow="ellipsis")
+        following = self.app.following
+        if following is not None:
+            where.append(f" · following: {following.label} {following.position()} (n/p, esc stops)",
+                         style="bold magenta")
+        narrow = self.app.size.width < NARROW  # the breakpoint class may not be set yet on the first show
+        text = Text(con.text, style="bold", no_wrap=narrow, overflow="ellipsis")
+        console, width = self.app.console, max(20, self.app.size.width - 2)
+        # The head's height is fixed (a move never lays the screen out again): the lines that fit,
+        # by importance; the list shows each row's similarity and copies when the last lines go.
+        height = NARROW_HEAD if narrow else HEAD
+        budget = height - 1 - (1 if narrow else len(text.wrap(console, width)))
+        rest = [self._outcome_line(row, verdicts), self._lineage(data, con), self._duplicates(data, flags),
+                self._evidence_line(row, flags)]
+        lines = [where, text] + [line for line in rest if line is not None][:max(0, budget)]
+        # Wrapped here as a Static would wrap them, padded to the fixed height (never a layout).
+        rows = [piece for line in lines for piece in line.wrap(console, width)][:height]
+        self.query_one("#audit-head", TextLines).show(rows + [Text()] * (height - len(rows)))
+
+    def _outcome_line(self, row: ListRow | None, verdicts: list[Verdict]) -> Text:
+        """The outcome and how far it can be trusted: agreement and missing quotes on each text."""
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if row is None:
+            return line.append("not judged", style="dim")
+        line.append_text(outcome_cell(row))
+        for name, trust in (("response", row.response_trust), ("summary", row.summary_trust)):
+            line.append(f" · {name}: ")
+            line.append_text(_trust_phrase(trust, [v for v in verdicts if v.kind == name]))
+        if row.outcome == "FLIPPED" and row.response_trust is not None and row.response_trust.unquoted:
+            line.append(" · rests on a Yes whose quote is MISSING", style="bold red")
+        elif row.outcome in ("pass both", "FLIPPED") and row.split:
+            line.append(" · the judges split: not a clear call", style="bold yellow")
+        return line
+
+    def _evidence_line(self, row: ListRow | None, flags: dict[str, str]) -> Text:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if row is not None:
+            sim = row.similarity
+            method = sim.method if sim else LEXICAL
+            line.append(f"similarity ({method}{'' if row.similarity_stored else ', none stored'}): ", style="dim")
+            line.append("A ")
+            line.append_text(bar(sim.to_a if sim else None))
+            line.append(" B ")
+            line.append_text(bar(sim.to_b if sim else None))
+            line.append(" · copied: ")
+            if row.copied:
+                phrases = ", ".join(f"'{p}'" for p in row.copied)
+                line.append(f"{phrases} from {' and '.join(row.copied_from)}", style="bold #e5c07b")
+            else:
+                line.append("none", style="dim")
+            line.append(" · ")
+        for flag in sorted(flags):
+            line.append(f" {flag} ", style="black on yellow")
+            line.append(" ")
+        if not flags:
+            line.append("no flags", style="dim")
+        return line
+
+    def _duplicates(self, data: InstructionData, flags: dict[str, str]) -> Text | None:
+        """What a duplicate flag duplicates: each other constraint's position, text and score, on one line."""
+        raw = flags.get("duplicate")
+        if not raw:
+            return None
+        try:
+            near = json.loads(raw).get("with", [])
+        except (ValueError, AttributeError):
+            return None
+        line = Text("duplicates ", style="dim", no_wrap=True, overflow="ellipsis")
+        for i, d in enumerate(near):
+            other = data.constraints.get(d.get("constraint_id"))
+            if other is None:
+                continue
+            if i:
+                line.append(" · ")
+            line.append(f"#{other.position} ", style="bold")
+            line.append(other.text)
+            line.append(f"  (score {d.get('score', 0):g})", style="dim")
+        return line
+
+    @staticmethod
+    def _lineage(data: InstructionData, con: Constraint) -> Text | None:
         if con.replaces_id and con.replaces_id in data.constraints:
             old = data.constraints[con.replaces_id]
             # pipeline.stages.revision keeps the reason on the new row (older stores: on the old one).
             reason = con.replaced_reason or old.replaced_reason or "?"
-            lineage = f"\n[dim]replaced #{old.id}:[/] {_esc(old.text)}  [dim]because[/] {_esc(reason)}"
-        elif con.origin:
-            lineage = f"\n[dim]{con.origin}; base article verdict: " \
-                       f"{'-' if con.base_verdict is None else 'yes' if con.base_verdict else 'no'}[/]"
-        self.query_one("#audit-head", Static).update(
-            f"[b]#{data.id}[/] {data.domain} · {data.condition} · constraint {con.position}/"
-            f"{sum(1 for c in data.constraints.values() if c.active)} · [b]{_esc(self.writer.label) if self.writer else '-'}[/]"
-            f" · summary {ratio:g}"
-            f" · {state} · {flag_txt} · copy: {self.copy_mode} ({self.index + 1}/{len(self.order)})\n"
-            f"[b]{_esc(con.text)}[/]{lineage}", layout=False)  # fixed height in app.tcss
+            return Text.assemble((f"replaced #{old.id}: ", "dim"), old.text, ("  because ", "dim"), reason,
+                                 no_wrap=True, overflow="ellipsis")
+        if con.origin:
+            base = "-" if con.base_verdict is None else "yes" if con.base_verdict else "no"
+            return Text(f"{con.origin}; base article verdict: {base}", style="dim", no_wrap=True, overflow="ellipsis")
+        return None
 
-    def _render_verdicts(self, verdicts: list[Verdict], ratio: float) -> None:
+    def _render_legend(self, row: ListRow | None) -> None:
+        legend = Text(no_wrap=True, overflow="ellipsis")
+        if self.copy_mode == "references":
+            legend.append("copied 5-grams in response/summary, from ")
+            for name, label in (("A", "A"), ("B", "B"), ("both", "both")):
+                legend.append(f" {label} ", style=SOURCE_STYLES[name])
+                legend.append(" ")
+            legend.append("· in references: from the response", style="dim")
+        else:
+            legend.append(" constraint 3-grams ", style=SOURCE_STYLES["A"])
+            where = " and ".join(row.copied_from) if row and row.copied_from else ""
+            legend.append(f" in each text · copied into the response from {where}" if where
+                          else " in each text · none both in a reference and the response")
+        legend.append("  ")
+        legend.append(" quote ", style=QUOTE_STYLE)
+        self._put("audit-legend", legend)
+
+    def _render_verdicts(self, verdicts: list[Verdict]) -> None:
         """Plain aligned lines, not a Rich Table: a table re-measures itself on every move."""
-        lines = [Text("judge        text          verdict quote    evidence", style="bold")]
+        lines = [Text("judge        text          verdict quote found? quote / reason", style="bold",
+                      no_wrap=True, overflow="ellipsis")]
         for v in verdicts:
             found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"),
                             "missing": ("MISSING", "bold red")}.get(v.quote_found or "", ("-", "dim"))
+            if not v.verdict:
+                found, style = "-", "dim"  # a No has no quote to find
             where = "full" if v.kind == "response" else f"summary {v.ratio:g}"
             said = ("missing", "yellow") if v.verdict is None else ("yes    ", "green") if v.verdict else ("no     ", "red")
             lines.append(Text.assemble(
                 f"{v.judge[:12]:<12} {where:<13} ", said,
-                " ", (f"{found:<8}", style), " ", (v.quote if v.verdict else v.reason).replace("\n", " "),
+                " ", (f"{found:<12}", style), " ", (v.quote if v.verdict else v.reason).replace("\n", " "),
                 no_wrap=True, overflow="ellipsis"))
         # Padded to the most lines shown so far: a move that shows fewer verdicts keeps the height,
         # so it does not lay out (and re-wrap) the panes again, and the panes do not jump.
-        grew = len(lines) > self._verdict_lines
         self._verdict_lines = max(self._verdict_lines, len(lines))
-        body = Text("\n").join(lines + [Text()] * (self._verdict_lines - len(lines)))
-        body.no_wrap, body.overflow = True, "ellipsis"
-        self.query_one("#audit-verdicts", Static).update(body, layout=grew)
+        self.query_one("#audit-verdicts", TextLines).show(lines + [Text()] * (self._verdict_lines - len(lines)))
+
+
+def _outcome(e: Evidence) -> str:
+    """The constraint's outcome on the shown response, as pipeline.analysis.metrics counts it (the
+    item outcome of the raters who judged both texts; without a judged summary, the response's own)."""
+    if e.response_passed is None:
+        return "not judged"
+    if e.summary_passed is None:
+        return "passes full" if e.response_passed else "fails full"
+    if e.response_passed:
+        return "pass both" if e.summary_passed else "FLIPPED"
+    return "fails full"
+
+
+def _trust_phrase(trust: Trust | None, verdicts: list[Verdict]) -> Text:
+    if trust is None:
+        return Text("not judged", style="dim")
+    out = Text()
+    if trust.split:
+        out.append(f"judges split {trust.yes}-{trust.no}", style="bold yellow")
+    elif trust.judged:
+        out.append(f"{trust.yes or trust.no} {'yes' if trust.yes else 'no'}, agreed",
+                   style="green" if trust.yes else "yellow")
+    if trust.missing:
+        out.append(f" ({trust.missing} gave none)", style="dim")
+    unquoted = [v.judge for v in verdicts if v.verdict and v.quote_found == "missing"]
+    if unquoted:
+        out.append(f"; quote MISSING ({', '.join(unquoted)})", style="bold red")
+    return out
+
+
+def _lexical_similarity(con: Constraint, data: InstructionData) -> Similarity | None:
+    """The stand-in while no similarity is stored: share of the constraint's words in each reference."""
+    if not data.article_a:
+        return None
+    to_b = lexical_overlap(con.text, data.article_b) if data.article_b else None
+    return Similarity(con.id, LEXICAL, lexical_overlap(con.text, data.article_a), to_b)
 
 
 def _instruction(entry: tuple[int, int]) -> int:
     return entry[1]
-
-
-def _esc(text: str) -> str:
-    return text.replace("[", r"\[")

@@ -15,7 +15,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, ProgressBar, RichLog, Static
+from textual.widgets import DataTable, Header, ProgressBar, RichLog, Static
 
 from pipeline.core.progress import ProgressEvent, StopFlag
 from pipeline.store.view import STAGE_UNITS, WRITTEN_TABLES, StoreView
@@ -31,10 +31,12 @@ from unspecific_tui.messages import (
 )
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.stages import STAGES, StageSpec, available, run_stage_blocking
+from unspecific_tui.widgets.footer import KeyFooter
 
 WATCHED = WRITTEN_TABLES
 # Steps that report under their own name but belong to a row of the stage table.
 SUBSTAGES = {"embed": "corpus", "dedupe": "corpus"}
+DEMO = "demo"  # the demo's running name and the stage of its own progress events (pipeline.stages.demo)
 BAR = 12
 
 
@@ -45,15 +47,20 @@ def text_bar(done: int, total: int) -> str:
     return "█" * filled + "░" * (BAR - filled)
 
 
+def run_rows(view: StoreView) -> list[tuple]:
+    """The runs table's rows: every run, newest first, as plain tuples (RunRow's fields)."""
+    return [tuple(vars(r).values()) for r in view.runs()]
+
+
 class BuildScreen(AppScreen):
     BINDINGS = [
-        Binding("enter,s", "start", "Start stage"),
-        Binding("full_stop", "step", "Step (1 unit)", key_display="."),
+        Binding("enter,s", "start", "Start"),
+        Binding("full_stop", "step", "Step 1 unit", key_display="."),
         Binding("space", "pause", "Pause"),
         Binding("c", "start", "Continue", show=False),
         Binding("n", "new_run", "New run"),
         Binding("d", "demo", "Demo", show=False),
-        Binding("a", "audit_written", "Audit what it wrote"),
+        Binding("a", "audit_written", "Audit output"),
         Binding("tab", "focus_next", "Switch table", show=False),
         Binding("r", "reload", "Refresh", show=False),
         Binding("ctrl+r", "reload_store", "Reload", show=False),
@@ -69,6 +76,7 @@ class BuildScreen(AppScreen):
         self._before: dict[str, int] = {}
         self.last_instruction: int | None = None  # the newest instruction the last step touched
         self._last_refresh = 0.0
+        self._runs_shown: tuple[list[tuple], str | None] | None = None  # the runs listed, the run selected
         # Tests inject stage callables; otherwise each stage's module is imported when it first runs.
         self.registry = self.app.stage_registry
         for spec in STAGES:
@@ -88,7 +96,7 @@ class BuildScreen(AppScreen):
         with Horizontal(id="build-bottom"):
             yield RichLog(id="build-log", markup=True, wrap=True, max_lines=500)
             yield Static(id="step-view")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         runs = self.query_one("#runs", DataTable)
@@ -110,6 +118,9 @@ class BuildScreen(AppScreen):
         # The bar shows only while a stage runs (an idle indeterminate bar would animate forever).
         self.query_one("#stage-bar", ProgressBar).display = False
         stages.focus()
+        # The runs are a few rows of a small table: listed before the first paint, from the app's
+        # view; the per-stage counts (whole tables on a big store) follow from load_runs' worker.
+        self._show_runs(run_rows(self.app.view))
         if self.app.demo_command and self.app.demo is None:
             self.call_after_refresh(self.action_demo)  # the screen paints first, then the demo starts
 
@@ -119,8 +130,7 @@ class BuildScreen(AppScreen):
         """Runs first, then per-stage counts (big stores take a moment), on a view of its own."""
         view = StoreView.open(self.app.store_path)
         try:
-            rows = [tuple(vars(r).values()) for r in view.runs()]
-            self.app.call_from_thread(self._show_runs, rows)
+            self.app.call_from_thread(self._show_runs, run_rows(view))
             run_id = self.app.run_id
             counts = {spec.name: view.stage_units(spec.name, run_id) for spec in STAGES if spec.name in STAGE_UNITS}
             per_run = view.instructions_per_run()
@@ -129,6 +139,10 @@ class BuildScreen(AppScreen):
         self.app.call_from_thread(self._show_counts, counts, per_run)
 
     def _show_runs(self, runs: list[tuple]) -> None:
+        shown = (runs, self.app.run_id)
+        if shown == self._runs_shown:  # unchanged (the first fill, then the worker's): no repaint
+            return
+        self._runs_shown = shown
         table = self.query_one("#runs", DataTable)
         table.clear()
         for r in runs:
@@ -192,8 +206,9 @@ class BuildScreen(AppScreen):
         self.app.action_refresh_store()
 
     def on_screen_resume(self) -> None:
-        # Another process (a CLI build) may have added runs while another screen was shown.
-        self.load_runs()
+        # Another process (a CLI build) may have added runs while another screen was shown. After
+        # the paint: the counts' queries (some 70 ms on 2,000 instructions) then compete with nothing.
+        self.call_after_refresh(self.load_runs)
 
     def action_new_run(self) -> None:
         if self.app.readonly:
@@ -231,7 +246,7 @@ class BuildScreen(AppScreen):
         from unspecific_tui.demo_child import DemoChild
 
         self.app.demo = DemoChild(self.app.demo_command, cache_root() / "logs" / "demo.log")
-        self.running = "demo"
+        self.running = DEMO
         self._before = self._high_water()
         self.query_one("#stage-status", Static).update("[b yellow]demo[/] starting: articles, pairs, then one pair "
                                                        "at a time through every stage")
@@ -380,7 +395,7 @@ class BuildScreen(AppScreen):
             self.load_runs()  # a stage of the demo began: its run and counts moved
         if message.kind == "progress":
             self.progress[name] = (message.done, message.total)
-            self.query_one("#stage-bar", ProgressBar).update(total=message.total or None, progress=message.done)
+            self._show_bar(message)
         if message.message:
             style = "red" if message.kind == "error" else "dim" if message.kind == "log" else ""
             self.log_line(f"[{style}]{message.message}[/]" if style else message.message)
@@ -388,6 +403,18 @@ class BuildScreen(AppScreen):
         if now - self._last_refresh > 0.25:  # a burst of events must not flood the table
             self._last_refresh = now
             self._render_stages()
+
+    def _show_bar(self, message: StageProgress) -> None:
+        """The bar under the stages: a stage's own progress; during the demo, the demo's overall
+        progress only (instructions ready of all it writes): each stage's progress within one pair
+        is in its row, and sent here it reset the bar to 0% at every stage of every pair."""
+        overall = message.stage == DEMO
+        if (self.running == DEMO) != overall:
+            return
+        self.query_one("#stage-bar", ProgressBar).update(total=message.total or None, progress=message.done)
+        if overall and message.total:
+            self.query_one("#stage-status", Static).update(
+                f"[b yellow]demo[/] {message.done} of {message.total} instruction(s) ready to audit")
 
     def on_stage_finished(self, message: StageFinished) -> None:
         spec = next(s for s in STAGES if s.name == message.stage)

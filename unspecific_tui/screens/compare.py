@@ -21,17 +21,26 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
+from pipeline.analysis.similarity import constraint_similarities
 from pipeline.core.definitions import DEFAULT_RATIO, passes
 from pipeline.core.text import count_words
 from pipeline.store.view import Generation, InstructionData, Writer
 from unspecific_tui.app import Context
 from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.bar import bar
+from unspecific_tui.widgets.fit import clip, natural_width, table_width, widths
+from unspecific_tui.widgets.footer import KeyFooter
 from unspecific_tui.widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
 from unspecific_tui.widgets.text_pane import TextPane
 
 SIDES = ("a", "b")
+# The table's columns: both sides' verdicts, the constraint's similarity to the closer reference
+# (pipeline.analysis.similarity), the constraint (the flexible column: clipped to what is left).
+COLUMNS = (("#", "pos"), ("A Org", "a_org"), ("A Core", "a_core"), ("B Org", "b_org"), ("B Core", "b_core"),
+           ("sim.", "sim"), ("constraint", "text"))
+SIM_BAR = 4  # cells of the similarity's bar
 
 
 def _mark(score: float | None) -> Text:
@@ -101,13 +110,10 @@ class CompareScreen(AppScreen):
                     yield TextPane(f"Model {side.upper()}", id=f"cmp-{side}", classes="cmp-response")
                     yield TextPane("Summary", id=f"cmp-{side}-summary", classes="cmp-summary")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#compare-table", DataTable)
-        for label, key in (("#", "pos"), ("A Org", "a_org"), ("A Core", "a_core"), ("B Org", "b_org"),
-                           ("B Core", "b_core"), ("constraint", "text")):
-            table.add_column(label, key=key)
         self.watch(self.app, "analysis", self._on_analysis, init=False)
         self._take_target()
         table.focus()
@@ -214,6 +220,9 @@ class CompareScreen(AppScreen):
         for v in self.app.view.latest_verdicts(shown_ids):
             self.verdicts.setdefault((v.constraint_id, v.generation_id), []).append((v.judge, v.verdict, v.quote))
         active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
+        similar = constraint_similarities(self.app.view.analysis_store, instruction_id=data.id)
+        table = self.query_one("#compare-table", DataTable)
+        text_width = self._lay_out(table, [c.text for c in active])
         rows: list[list[Text | str]] = []
         shown: list[tuple[str, ...]] = []
         cids: list[int] = []
@@ -227,12 +236,12 @@ class CompareScreen(AppScreen):
             plain = tuple(cell.plain for cell in cells)
             if self.only_differ and plain[:2] == plain[2:]:
                 continue
-            rows.append([Text(str(c.position)), *cells, c.text])
+            sim = similar.get(c.id)
+            rows.append([Text(str(c.position)), *cells, bar(sim.highest if sim else None, SIM_BAR),
+                         clip(c.text, text_width)])
             shown.append(plain)
             cids.append(c.id)
         self.cells, self.row_cids = shown, cids
-        table = self.query_one("#compare-table", DataTable)
-        table.clear()
         table.add_rows(rows)
         row = self._row_near(keep_cid, [c.id for c in active])
         self._render_head(data, ratio, len(active))
@@ -240,6 +249,24 @@ class CompareScreen(AppScreen):
         if row:
             table.move_cursor(row=row, animate=False)  # highlights through RowHighlighted
         self.highlight(row)
+
+    def _lay_out(self, table: DataTable, texts: list[str]) -> int:
+        """Empty the table and size its columns to its width: the constraint column takes what the
+        verdicts and the similarity leave, its texts clipped (the whole text is in Audit). Returns
+        the constraint column's width."""
+        natural = [natural_width(label, ()) for label, _ in COLUMNS]
+        natural[0] = natural_width("#", [str(len(texts))])
+        natural[-2] = max(natural[-2], bar(0.5, SIM_BAR).cell_len)
+        natural[-1] = natural_width("constraint", texts)
+        fitted = widths(natural, len(COLUMNS) - 1, table_width(table), least=1) or natural
+        table.clear(columns=True)
+        for (label, key), width in zip(COLUMNS, fitted, strict=True):
+            table.add_column(label, key=key, width=width)
+        return fitted[-1]
+
+    def on_resize(self) -> None:
+        if self.data is not None:
+            self.load(self._cursor_cid())
 
     def _row_near(self, cid: int | None, order: list[int]) -> int:
         """The row of ``cid``; when the filter hides it, the next row shown after it; else the first."""

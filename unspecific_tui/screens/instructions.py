@@ -13,10 +13,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, Select, Static
+from textual.widgets import DataTable, Header, Select, Static
 
+from pipeline.store.view import Writer
+from unspecific_tui.app import Context
 from unspecific_tui.data import Analysis, InstructionRow
 from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.fit import clip, natural_width, table_width, widths
+from unspecific_tui.widgets.footer import KeyFooter
 
 ANY = "__any__"
 PAGE = 300
@@ -62,7 +66,15 @@ COLUMNS = (
     Column("disagree", "disag.", lambda r: r.disagree),
     Column("quote_missing", "q.miss", lambda r: r.quote_missing),
 )
-BY_KEY = {c.key: c for c in COLUMNS}
+# Narrow screens: one column for the response (model and mode) and one for all the flags.
+NARROW = (
+    COLUMNS[0], COLUMNS[1], COLUMNS[2],
+    Column("writer", "model/mode", lambda r: f"{r.model.rsplit('/', 1)[-1]} {r.mode}"),
+    COLUMNS[5], COLUMNS[6], COLUMNS[8],
+    Column("flags", "flags", lambda r: sum(r.flags.values())),
+)
+BY_KEY = {c.key: c for c in COLUMNS + NARROW}
+FLEXIBLE = ("model", "writer")  # the column that gives up width (its values clipped)
 
 
 def _sort_key(value: object) -> tuple:
@@ -73,6 +85,7 @@ class InstructionsScreen(AppScreen):
     BINDINGS = [
         Binding("enter", "audit", "Audit", show=True),
         Binding("c", "compare", "Compare"),
+        Binding("exclamation_mark", "suspects", "Suspects", key_display="!"),  # `s` sorts
         Binding("s", "sort", "Sort: next column"),
         Binding("S", "reverse", "Sort: reverse"),
         Binding("slash", "focus_filters", "Filters", key_display="/"),
@@ -87,24 +100,25 @@ class InstructionsScreen(AppScreen):
         self.sort_reverse = False
         self.rows: list[InstructionRow] = []  # what the table shows now, in order
         self.shown = 0  # rows added to the table (a page at a time)
+        self.columns: tuple[Column, ...] = ()  # the columns shown, for the table's width
+        self._followed: Context | None = None  # the app's context last opened on (once each)
+        self.widths: list[int] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="filters"):
-            yield Select([], prompt="domain", id="f-domain", allow_blank=True)
-            yield Select([], prompt="condition", id="f-condition", allow_blank=True)
-            yield Select([], prompt="model", id="f-model", allow_blank=True)
-            yield Select([], prompt="mode", id="f-mode", allow_blank=True)
-            yield Select([(label, key) for key, (label, _) in FLAGS.items()], prompt="flag", id="f-flag",
+            yield Select([], prompt="domain", id="f-domain", allow_blank=True, compact=True)
+            yield Select([], prompt="condition", id="f-condition", allow_blank=True, compact=True)
+            yield Select([], prompt="model", id="f-model", allow_blank=True, compact=True)
+            yield Select([], prompt="mode", id="f-mode", allow_blank=True, compact=True)
+            yield Select([(label, key) for key, (label, _) in FLAGS.items()], prompt="flag", id="f-flag", compact=True,
                          allow_blank=True)
         yield Static(id="instr-status")
         yield DataTable(id="instr-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#instr-table", DataTable)
-        for col in COLUMNS:
-            table.add_column(col.label, key=col.key)
         self.watch(self.app, "analysis", self._on_analysis)
         if self.app.analysis is None:
             table.loading = True
@@ -125,6 +139,7 @@ class InstructionsScreen(AppScreen):
                 if self.filters[name] in values:
                     select.value = self.filters[name]
         self.apply()
+        self._follow()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         name = (event.select.id or "").removeprefix("f-")
@@ -159,7 +174,7 @@ class InstructionsScreen(AppScreen):
         rows.sort(key=lambda r: _sort_key(col.value(r)), reverse=self.sort_reverse)
         self.rows = rows
         table = self.query_one("#instr-table", DataTable)
-        table.clear()
+        self._lay_out(table)
         # A page of rows (DataTable's cost grows with rows): sorting and filtering run over all of
         # them, so the rows worth reading come up; `+` shows the next page.
         self.shown = 0
@@ -168,7 +183,8 @@ class InstructionsScreen(AppScreen):
     def _add_page(self) -> None:
         table = self.query_one("#instr-table", DataTable)
         page = self.rows[self.shown:self.shown + PAGE]
-        table.add_rows([tuple(Text(c.fmt(c.value(r))) for c in COLUMNS) for r in page])
+        table.add_rows([tuple(Text(clip(c.fmt(c.value(r)), w)) for c, w in zip(self.columns, self.widths, strict=True))
+                        for r in page])
         self.shown += len(page)
         self._status()
 
@@ -191,7 +207,7 @@ class InstructionsScreen(AppScreen):
     def sort_by(self, key: str, reverse: bool | None = None) -> None:
         if reverse is None:
             reverse = not self.sort_reverse if key == self.sort_key else key not in ("id", "domain", "condition",
-                                                                                     "model", "mode")
+                                                                                     "model", "mode", "writer")
         self.sort_key, self.sort_reverse = key, reverse
         self.apply()
 
@@ -199,7 +215,7 @@ class InstructionsScreen(AppScreen):
         self.sort_by(str(event.column_key.value))
 
     def action_sort(self) -> None:
-        keys = [c.key for c in COLUMNS]
+        keys = [c.key for c in self.columns or COLUMNS]
         self.sort_by(keys[(keys.index(self.sort_key) + 1) % len(keys)])
 
     def action_reverse(self) -> None:
@@ -213,11 +229,68 @@ class InstructionsScreen(AppScreen):
             self.set_filter(name, None)
         self.query_one("#instr-table", DataTable).focus()
 
+    def _lay_out(self, table: DataTable) -> None:
+        """Empty the table and pick its columns: every column when they fit the table's width
+        (the model's name clipped if need be), else the narrow set; each as wide as its values."""
+        available = table_width(table)
+        for columns in (COLUMNS, NARROW):
+            natural = [natural_width(c.label, {c.fmt(c.value(r)) for r in self.rows}) for c in columns]
+            flexible = next(i for i, c in enumerate(columns) if c.key in FLEXIBLE)
+            fitted = widths(natural, flexible, available, least=16)
+            if fitted is not None:
+                break
+        else:  # narrower than the narrow set: keep it, the table scrolls sideways
+            fitted = natural
+        table.clear(columns=True)
+        self.columns, self.widths = columns, fitted
+        for col, width in zip(columns, fitted, strict=True):
+            table.add_column(col.label, key=col.key, width=width)
+
+    def on_resize(self) -> None:
+        if self.rows and self.widths:
+            table = self.query_one("#instr-table", DataTable)
+            cursor = table.cursor_row
+            self.apply()
+            table.move_cursor(row=cursor)
+
     def _current(self) -> InstructionRow | None:
         table = self.query_one("#instr-table", DataTable)
         if not self.rows or table.cursor_row < 0:
             return None
         return self.rows[min(table.cursor_row, len(self.rows) - 1)]
+
+    def context(self) -> Context | None:
+        """The row under the cursor: its instruction and response. The ratio comes through as it
+        came (this table is at the analysis' ratio), and so does the constraint while the
+        instruction is the same."""
+        row = self._current()
+        if row is None:
+            return None
+        came = self.app.context
+        constraint = came.constraint_id if came.instruction_id == row.instruction_id else None
+        return Context(row.instruction_id, row.writer, came.ratio, constraint)
+
+    def on_screen_resume(self) -> None:
+        self._follow()
+
+    def _follow(self) -> None:
+        """Put the cursor on the context's row (its instruction; its response when listed), once
+        per context: moving the cursor here is not undone when a modal closes."""
+        context = self.app.context
+        if context.instruction_id is None or context == self._followed or not self.rows:
+            return
+        self._followed = context
+        ids: list[tuple[int, Writer | None]] = [(r.instruction_id, r.writer) for r in self.rows]
+        if (context.instruction_id, context.writer) in ids:
+            index = ids.index((context.instruction_id, context.writer))
+        elif context.instruction_id in (iid for iid, _ in ids):
+            index = next(i for i, (iid, _) in enumerate(ids) if iid == context.instruction_id)
+        else:
+            self.notify(f"instruction #{context.instruction_id} is not among the rows the filters keep")
+            return
+        while self.shown <= index:  # on a later page: show the pages up to it
+            self._add_page()
+        self.query_one("#instr-table", DataTable).move_cursor(row=index, animate=False)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_audit()
@@ -231,3 +304,9 @@ class InstructionsScreen(AppScreen):
         row = self._current()
         if row is not None:
             self.app.open_compare(row.instruction_id)
+
+    def action_suspects(self) -> None:
+        """The suspicion queue (screens/queue.py), over this screen: escape comes back."""
+        from unspecific_tui.screens.queue import QueueScreen
+
+        self.app.push_screen(QueueScreen())

@@ -2,25 +2,41 @@
 
 The numbers are pipeline.analysis.metrics' groups (the same the `unspecific report` command prints):
 Org and Core are means of per-response shares, the superficial share is pooled per rater,
-intervals resample instructions.
+intervals resample instructions. Beside them, the same rates corrected for each judge's measured
+sensitivity and specificity (pipeline.analysis.correction, the rows `report` prints as "corr."),
+or, for a judge with no validation, a mark and the one command that validates it.
+
+The table fits the terminal: it takes the widest layout whose columns all show (full intervals,
+then short ones, then values with raw and corrected in one cell); the highlighted row's full
+figures stand under the table, and `i` forces the intervals (the table then scrolls sideways,
+and says so). The warnings are one line that `w` (or a click) opens as a list.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.coverage import MIN_COVERAGE
 from unspecific_tui.data import Analysis
 from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.footer import KeyFooter
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
+Triple = tuple[float, float, float]  # value, low, high (NaN where undefined)
+NAN3: Triple = (math.nan, math.nan, math.nan)
+UNVALIDATED_MARK = "?"  # beside a raw rate whose judge has no validation
+CHART_MIN_HEIGHT = 40  # under it (and narrower than -wide) the chart gives its rows to the table
 
 
 @dataclass
@@ -30,36 +46,91 @@ class Cell:
     model: str
     mode: str  # direct | edit: one model's two response modes are two rows
     n: int
-    org: tuple[float, float, float]  # value, low, high
-    core: tuple[float, float, float]
-    superficial: tuple[float, float, float]
+    org: Triple
+    core: Triple
+    superficial: Triple
     kappa: float
     coverage: float = math.nan  # verdicts given / expected (pipeline.analysis.coverage)
     low: bool = False  # under the minimum coverage: its rates leave too much out
+    # Org, Core and superficial corrected for the judges' error (pipeline.analysis.correction); None
+    # where the group has no corrected figure (a judge unvalidated or no better than chance).
+    corrected: tuple[Triple, Triple, Triple] | None = None
+
+
+def _triple(iv: Any) -> Triple:
+    return (iv.value, iv.low, iv.high)
+
+
+def correction_of(analysis: Analysis) -> Any:
+    """The app's pipeline.analysis.correction.Correction (computed with the metrics), or None."""
+    return analysis.correction
 
 
 def report_cells(analysis: Analysis) -> list[Cell]:
-    """pipeline.analysis.metrics groups at the analysis' summary ratio, in the paper's condition order."""
+    """pipeline.analysis.metrics groups at the analysis' summary ratio, in the paper's condition order,
+    each with its corrected rates where its judges have an informative validation."""
     metrics = analysis.metrics
     if metrics is None:
         return []
+    correction = correction_of(analysis)
     order = {c: i for i, c in enumerate(CONDITION_ORDER)}
     groups = [g for g in metrics.groups if g.ratio is not None and abs(g.ratio - analysis.ratio) < 1e-9]
     groups.sort(key=lambda g: (g.domain, order.get(g.condition, 99), g.condition, g.model, g.mode))
-    return [Cell(g.domain, g.condition, g.model, g.mode, g.n,
-                 (g.org.value, g.org.low, g.org.high), (g.core.value, g.core.low, g.core.high),
-                 (g.superficial.value, g.superficial.low, g.superficial.high), g.kappa, g.coverage,
-                 g.expected_items > 0 and g.judged_items < MIN_COVERAGE * g.expected_items) for g in groups]
+    cells = []
+    for g in groups:
+        fixed = correction.group(g.key) if correction is not None else None
+        rates = fixed.rates if fixed is not None else None
+        cells.append(Cell(g.domain, g.condition, g.model, g.mode, g.n, _triple(g.org), _triple(g.core),
+                          _triple(g.superficial), g.kappa, g.coverage,
+                          g.expected_items > 0 and g.judged_items < MIN_COVERAGE * g.expected_items,
+                          (_triple(rates.org), _triple(rates.core), _triple(rates.superficial)) if rates else None))
+    return cells
 
 
 def warning_lines(analysis: Analysis) -> list[str]:
     """The report's warnings (pipeline.outputs.report: low coverage, Core above Org, one instruction, a
-    constant judge), as the `unspecific report` command prints them."""
+    constant judge; and a judge no better than chance), as the `unspecific report` command prints them."""
     from pipeline.outputs.report import ReportOptions, report_warnings
 
     if analysis.metrics is None:
         return []
-    return [w.message for w in report_warnings(analysis.metrics, ReportOptions())]
+    lines = [w.message for w in report_warnings(analysis.metrics, ReportOptions())]
+    correction = correction_of(analysis)
+    return lines + (correction.warnings() if correction is not None else [])
+
+
+def judge_lines(analysis: Analysis) -> list[str]:
+    """Each judge's validation as `report` prints it (pipeline.analysis.correction.JudgeStatus.line)."""
+    correction = correction_of(analysis)
+    return [s.line() for s in correction.judges] if correction is not None else []
+
+
+def judges_summary(analysis: Analysis) -> Text:
+    """One line: each judge's validation in a few words, and for unvalidated ones the mark on their
+    raw rates and the one command that validates them."""
+    from pipeline.analysis.correction import VALIDATE_COMMAND
+
+    correction = correction_of(analysis)
+    if correction is None:
+        return Text("judges' validation: computing…", style="dim")
+    out = Text("judges: ")
+    for k, s in enumerate(correction.judges):
+        c = s.check
+        if k:
+            out.append(" · ")
+        out.append(s.judge)
+        if not s.validated:
+            out.append(" unvalidated", style="bold yellow")
+        elif not s.informative:
+            out.append(" at chance: no corrected figure", style="bold red")
+        else:
+            out.append(f" sens {c.sensitivity:.2f} spec {c.specificity:.2f} "
+                       f"({'people' if c.source == 'people' else 'built-in'})")
+    if any(s.check is not None and s.check.source != "people" for s in correction.judges):
+        out.append(" · built-in: a constructed check, not human gold")
+    if correction.unvalidated:
+        out.append(f" · {UNVALIDATED_MARK} = raw, unvalidated: `{VALIDATE_COMMAND}`", style="bold yellow")
+    return out
 
 
 def _coverage(cell: Cell) -> Text:
@@ -67,49 +138,196 @@ def _coverage(cell: Cell) -> Text:
     return Text(f"{text} !", style="bold red") if cell.low else Text(text)
 
 
-def _fmt(iv: tuple[float, float, float]) -> str:
+def _fmt(iv: Triple, style: str = "interval") -> str:
+    """A rate in percent: 'interval' 81.4 [78.2, 84.6]; 'short' 81.4 [78-85]; 'value' 81.4."""
     v, lo, hi = iv
     if math.isnan(v):
         return "-"
-    if math.isnan(lo):
+    if math.isnan(lo) or style == "value":
         return f"{100 * v:.1f}"
+    if style == "short":
+        return f"{100 * v:.1f} [{100 * lo:.0f}-{100 * hi:.0f}]"
     return f"{100 * v:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How the table shows its rows: the rates' format, raw and corrected in one cell or two
+    columns, and whether a column holding one value for every row (one domain, one mode) goes."""
+
+    style: str  # interval | short | value
+    joined: bool = False  # "81.4>76.0": raw, then corrected, in one cell
+    drop_constant: bool = False
+    drop: tuple[str, ...] = ()  # columns that go too (the highlighted row's line under the table has them)
+    model_width: int | None = None  # the model's name after its last "/", cut to this width (None: whole)
+
+
+LAYOUTS = (Layout("interval"), Layout("short"), Layout("value"), Layout("value", joined=True),
+           Layout("value", joined=True, drop_constant=True),
+           Layout("value", joined=True, drop_constant=True, model_width=24),
+           Layout("value", joined=True, drop_constant=True, drop=("n",), model_width=24),
+           Layout("value", joined=True, drop_constant=True, drop=("n", "kappa"), model_width=24),
+           Layout("value", joined=True, drop_constant=True, drop=("n", "kappa"), model_width=16),
+           Layout("value", joined=True, drop_constant=True, drop=("n", "kappa"), model_width=12))
+
+
+def short_model(name: str, width: int | None) -> str:
+    """'meta-llama/Llama-3.1-70B-Instruct' at 16: 'Llama-3.1-70B-I…' (the row's line has it whole)."""
+    if width is None:
+        return name
+    name = name.rsplit("/", 1)[-1]
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Column:
+    label: str
+    key: str
+    cell: Callable[[Cell], str | Text]
+
+
+RATES = (("Org", "org", 0), ("Core", "core", 1), ("sup.", "sup", 2))
+
+
+def table_columns(cells: list[Cell], layout: Layout, *, marked: bool) -> list[Column]:
+    """The columns of ``layout``; ``marked``: the raw rates come from an unvalidated judge."""
+    corrected = any(c.corrected for c in cells)
+    mark = f" {UNVALIDATED_MARK}" if marked else ""
+    short = layout.style == "value"  # the labels shrink with the figures
+    cols = [Column("domain", "domain", lambda c: Text(c.domain)),
+            Column("condition", "condition", lambda c: Text(c.condition)),
+            Column("model", "model", lambda c: Text(short_model(c.model, layout.model_width))),
+            Column("mode", "mode", lambda c: Text(c.mode)),
+            Column("n", "n", lambda c: str(c.n))]
+    if layout.drop_constant:
+        cols = [col for col in cols if col.key not in ("domain", "mode") or len({str(col.cell(c)) for c in cells}) > 1]
+
+    def raw(k: int) -> Callable[[Cell], str]:
+        return lambda c: _fmt((c.org, c.core, c.superficial)[k], layout.style)
+
+    def fixed(k: int) -> Callable[[Cell], str]:
+        return lambda c: _fmt(c.corrected[k], layout.style) if c.corrected else "-"
+
+    def both(k: int) -> Callable[[Cell], str]:
+        return lambda c: f"{raw(k)(c)}>{fixed(k)(c)}"
+
+    for label, key, k in RATES:
+        if corrected and layout.joined:
+            cols.append(Column(f"{label}>corr.", key, both(k)))
+            continue
+        cols.append(Column(f"{label}{'' if short else ' %'}{mark}", key, raw(k)))
+        if corrected:
+            cols.append(Column(f"{label} {'c.' if short else 'corr.'}", f"{key}_corr", fixed(k)))
+    cols.append(Column("κ" if short else "κ judges", "kappa", lambda c: "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}"))
+    cols.append(Column("cov%" if short else "coverage %", "coverage", _coverage))
+    return [col for col in cols if col.key not in layout.drop]
+
+
+def column_width(col: Column, cells: list[Cell]) -> int:
+    """A column's widest cell or label."""
+    return max([len(col.label), *(len(str(col.cell(c))) for c in cells)])
+
+
+def columns_width(cols: list[Column], cells: list[Cell]) -> int:
+    """The table's width with these columns: each column's width plus its padding (1 each side)."""
+    return sum(column_width(col, cells) + 2 for col in cols)
+
+
+def choose_layout(cells: list[Cell], width: int, *, marked: bool, intervals: bool = False) -> tuple[Layout, bool]:
+    """The first layout whose columns fit ``width`` (the last one when none does); and whether it fits.
+    ``intervals`` keeps the full intervals whatever the width (the table then scrolls)."""
+    candidates = LAYOUTS[:1] if intervals else LAYOUTS
+    for layout in candidates:
+        if columns_width(table_columns(cells, layout, marked=marked), cells) <= width:
+            return layout, True
+    return candidates[-1], False
+
+
+def row_detail(cell: Cell, *, marked: bool) -> str:
+    """A row's every figure in full, for under the table: what a narrow layout shortens."""
+    parts = [f"{cell.domain}/{cell.condition}/{cell.model}" + (f"/{cell.mode}" if cell.mode else "")]
+    for label, _, k in RATES:
+        raw = _fmt((cell.org, cell.core, cell.superficial)[k])
+        text = f"{label} {raw}{UNVALIDATED_MARK if marked and raw != '-' else ''}"
+        if cell.corrected:
+            text += f" corr. {_fmt(cell.corrected[k])}"
+        parts.append(text)
+    parts.append(f"n {cell.n} · κ {'-' if math.isnan(cell.kappa) else f'{cell.kappa:.2f}'}")
+    parts.append(f"coverage {_coverage(cell).plain}%")
+    return " · ".join(parts)
+
+
+class WarningsScreen(ModalScreen[None]):
+    """The report's warnings and each judge's validation, in full."""
+
+    DEFAULT_CSS = """
+    WarningsScreen { align: center middle; background: $background 60%; }
+    #warnings-box { width: 90%; max-width: 120; height: auto; max-height: 85%; border: thick $warning;
+                    background: $surface; padding: 0 1; }
+    #warnings-list { height: auto; max-height: 100%; }
+    #warnings-close { height: 1; }
+    """
+    BINDINGS = [Binding("escape,w,q", "dismiss", "Close")]
+
+    def __init__(self, warnings: list[str], judges: list[str]) -> None:
+        super().__init__()
+        self.warnings = warnings
+        self.judges = judges
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="warnings-box") as box:
+            box.border_title = f"{len(self.warnings)} warning(s): figures not to trust as they stand"
+            with VerticalScroll(id="warnings-list"):
+                for line in self.warnings:
+                    yield Static(Text("! " + line, style="bold red"), classes="warning")
+                if self.judges:
+                    yield Static(Text("Judges' measured error (the corrected rates use it):", style="bold"))
+                    for line in self.judges:
+                        yield Static(Text("  " + line), classes="judge")
+            yield Static("[dim]esc or w to close[/]", id="warnings-close")
+
+
 class ReportScreen(AppScreen):
-    BINDINGS = [Binding("g", "toggle_chart", "Chart: Org/Core or superficial")]
+    CSS_PATH = "report.tcss"
+    BINDINGS = [Binding("g", "toggle_chart", "Chart: Org/Core or superficial"),
+                Binding("w", "warnings", "Warnings"),
+                Binding("i", "toggle_intervals", "Intervals")]
 
     def __init__(self) -> None:
         super().__init__()
         self.cells: list[Cell] = []
         self.chart = "org_core"
+        self.intervals = False  # full intervals at any width (the table then scrolls sideways)
+        self.warnings: list[str] = []
+        self.table_layout = LAYOUTS[0]
+        self.fits = True
+        self._analysis: Analysis | None = None
 
     def compose(self) -> ComposeResult:
         from textual_plotext import PlotextPlot
 
         yield Header()
         yield Static(id="report-head")
+        yield Static(id="report-judges")
+        yield Static(id="report-warnings")
         with Horizontal(id="report-body"):
-            yield DataTable(id="report-table", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="report-left"):
+                yield DataTable(id="report-table", cursor_type="row", zebra_stripes=True)
+                yield Static(id="report-row")
             yield PlotextPlot(id="report-chart")
         # CS4's own analysis, when the store holds instruction families: satisfaction against the
         # number of constraints (hidden otherwise).
         yield DataTable(id="family-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one("#report-table", DataTable)
-        for label, key in (("domain", "domain"), ("condition", "condition"), ("model", "model"), ("mode", "mode"),
-                           ("n", "n"),
-                           ("Org %", "org"), ("Core %", "core"), ("superficial %", "sup"), ("κ judges", "kappa"),
-                           ("coverage %", "coverage")):
-            table.add_column(label, key=key)
         families = self.query_one("#family-table", DataTable)
         for label, key in (("constraints", "level"), ("model", "model"), ("mode", "mode"), ("n", "n"),
                            ("Org %", "org"), ("Core %", "core")):
             families.add_column(label, key=key)
         families.border_title = "satisfaction by number of constraints (instruction families)"
         families.display = False
+        self.query_one("#report-warnings", Static).display = False
         self.watch(self.app, "analysis", self._on_analysis)
 
     def _on_analysis(self, analysis: Analysis | None) -> None:
@@ -121,26 +339,68 @@ class ReportScreen(AppScreen):
             return
         self._show(analysis, report_cells(analysis))
 
-    def _show(self, analysis: Analysis, cells: list[Cell]) -> None:
-        self.cells = cells
-        table = self.query_one("#report-table", DataTable)
-        table.clear()
-        # Text cells: a model name with "[" in it is not Rich markup.
-        table.add_rows([(Text(c.domain), Text(c.condition), Text(c.model), Text(c.mode), str(c.n), _fmt(c.org),
-                         _fmt(c.core), _fmt(c.superficial), "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}",
-                         _coverage(c)) for c in cells])
-        head = Text.from_markup(
-            f"{len(cells)} groups · summary ratio {analysis.ratio:g} · judges {', '.join(analysis.metrics.raters)} · "
-            "95% bootstrap intervals over instructions")
-        for line in warning_lines(analysis):
-            head.append("\n! " + line, style="bold red")
-        from pipeline.analysis.judge_validation import describe as describe_judge
+    @property
+    def marked(self) -> bool:
+        """The raw rates rest on a judge with no validation."""
+        correction = correction_of(self._analysis) if self._analysis is not None else None
+        return bool(correction is not None and correction.unvalidated)
 
-        for rater in analysis.metrics.raters:  # every number in the table rests on these judges
-            head.append("\n" + describe_judge(rater, analysis.judges_validated), style="dim")
-        self.query_one("#report-head", Static).update(head)
+    def _show(self, analysis: Analysis, cells: list[Cell]) -> None:
+        self._analysis = analysis
+        self.cells = cells
+        self.warnings = warning_lines(analysis)
+        self.query_one("#report-head", Static).update(Text(
+            f"{len(cells)} groups · summary ratio {analysis.ratio:g} · 95% bootstrap intervals over instructions"))
+        self.query_one("#report-judges", Static).update(judges_summary(analysis))
+        self._show_warnings()
+        self._fill_table()
         self._show_families(analysis.families)
         self._plot()
+
+    def _show_warnings(self) -> None:
+        """One line: how many, the first one's words, and the key that lists them all."""
+        line = self.query_one("#report-warnings", Static)
+        line.display = bool(self.warnings)
+        if self.warnings:
+            line.update(Text.assemble((f"! {len(self.warnings)} warning(s)", "bold red"), " (w: list) ",
+                                      (self.warnings[0], "red")))
+
+    def _table_width(self) -> int:
+        # The table spans the screen unless the chart stands beside it (-wide); 2 for its scrollbar.
+        width = self.size.width or self.app.size.width
+        return (width * 3 // 5 if self.has_class("-wide") else width) - 2
+
+    def _fill_table(self) -> None:
+        table = self.query_one("#report-table", DataTable)
+        cursor = table.cursor_row
+        marked = self.marked
+        self.table_layout, self.fits = choose_layout(self.cells, self._table_width(), marked=marked,
+                                               intervals=self.intervals)
+        cols = table_columns(self.cells, self.table_layout, marked=marked)
+        table.clear(columns=True)
+        for col in cols:  # widths set here: a cleared table keeps its old columns' auto widths
+            table.add_column(col.label, key=col.key, width=column_width(col, self.cells))
+        # Text cells: a model name with "[" in it is not Rich markup.
+        table.add_rows([tuple(col.cell(c) for col in cols) for c in self.cells])
+        if self.cells:
+            table.move_cursor(row=min(max(cursor, 0), len(self.cells) - 1))
+        self._show_row()
+
+    def _show_row(self) -> None:
+        """The highlighted row in full under the table; a hint when the table scrolls sideways."""
+        out = Text()
+        if self.cells:
+            row = min(max(self.query_one("#report-table", DataTable).cursor_row, 0), len(self.cells) - 1)
+            out.append(row_detail(self.cells[row], marked=self.marked))
+        if not self.fits:
+            out.append("\n→ more columns: scroll the table right · i: intervals on/off", style="bold yellow")
+        self.query_one("#report-row", Static).update(out)
+
+    def on_resize(self, event: events.Resize) -> None:
+        chart = self.query_one("#report-chart")
+        chart.display = self.has_class("-wide") or event.size.height >= CHART_MIN_HEIGHT
+        if self.cells:
+            self._fill_table()
 
     def _show_families(self, levels: list) -> None:  # pipeline.outputs.report.FamilyLevel
         table = self.query_one("#family-table", DataTable)
@@ -151,8 +411,23 @@ class ReportScreen(AppScreen):
                         for f in levels])
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if self.cells:
+        if self.cells and event.data_table.id == "report-table":
+            self._show_row()
             self._plot()
+
+    def on_click(self, event: events.Click) -> None:
+        if event.widget is not None and event.widget.id == "report-warnings":
+            self.action_warnings()
+
+    def action_warnings(self) -> None:
+        if self.warnings or self._analysis is not None:
+            lines = judge_lines(self._analysis) if self._analysis is not None else []
+            self.app.push_screen(WarningsScreen(self.warnings, lines))
+
+    def action_toggle_intervals(self) -> None:
+        self.intervals = not self.intervals
+        if self.cells:
+            self._fill_table()
 
     def action_toggle_chart(self) -> None:
         self.chart = "superficial" if self.chart == "org_core" else "org_core"

@@ -6,7 +6,7 @@ caches results by content, so moving back to a constraint costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from rich.text import Text
@@ -16,6 +16,8 @@ Span = tuple[int, int]
 COPY_STYLE = "bold black on #e5c07b"  # copied n-grams
 QUOTE_STYLE = "bold white on #3465a4"  # a judge's quote where it occurs
 QUOTE_FUZZY_STYLE = "bold white on #75507b"
+# References mode: which reference a copied passage of the response (or summary) comes from.
+SOURCE_STYLES = {"A": "bold black on #e5c07b", "B": "bold black on #56b6c2", "both": "bold black on #98c379"}
 
 
 @lru_cache(maxsize=1024)
@@ -77,6 +79,34 @@ def render(text: str, copies: Sequence[Span] = (), quotes: Sequence[tuple[Span, 
     out = Text(text)
     for start, end in copies:
         out.stylize(COPY_STYLE, start, end)
+    for (start, end), style in quotes:
+        out.stylize(style, start, end)
+    return out
+
+
+def intersect(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
+    """Where two sorted, merged span lists overlap."""
+    out: list[Span] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append((start, end))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def render_sources(text: str, sources: Mapping[str, Sequence[Span]], quotes: Sequence[tuple[Span, str]] = ()) -> Text:
+    """A Rich Text with the passages copied from reference A, from B, and from both styled apart
+    (``SOURCE_STYLES``), quotes drawn over them."""
+    out = Text(text)
+    a, b = list(sources.get("A", ())), list(sources.get("B", ()))
+    for name, spans in (("A", a), ("B", b), ("both", intersect(a, b))):
+        for start, end in spans:
+            out.stylize(SOURCE_STYLES[name], start, end)
     for (start, end), style in quotes:
         out.stylize(style, start, end)
     return out

@@ -16,6 +16,7 @@ from textual import events
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from unspecific_tui.widgets.wrap import divide_line
 
@@ -188,3 +189,70 @@ class TextPane(ScrollView, can_focus=True):
         line.spans[:] = [Span(max(s.start, start) - start, min(s.end, stop) - start, s.style)
                          for s in text.spans if s.start < stop and s.end > start]
         return line
+
+
+class TextLines(Widget):
+    """A few lines of Rich text, each on one row and cut at the width (an ellipsis unless the line
+    says otherwise), never wrapped: the caller wraps what should wrap.
+
+    Audit's head and verdicts change on every move: a Static renders all its lines again through
+    Textual's visuals; this renders each line once with Rich and repaints only the lines that changed.
+    ``content`` is the lines joined, as a Static's would be.
+    """
+
+    DEFAULT_CSS = "TextLines { height: auto; }"
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._lines: list[Text] = []
+        self._strips: dict[int, Strip] = {}
+        self._rich_style: Style | None = None
+
+    @property
+    def content(self) -> Text:
+        return Text("\n").join(self._lines)
+
+    def show(self, lines: list[Text]) -> None:
+        """Show ``lines``; the height follows their number (a layout only when it changes)."""
+        old, self._lines = self._lines, list(lines)
+        if len(old) != len(lines):
+            self._strips.clear()
+            self.refresh(layout=True)
+            return
+        width = self.size.width
+        if not width:  # not laid out yet: a region refresh would mark nothing
+            self._strips.clear()
+            self.refresh()
+            return
+        for y, (before, after) in enumerate(zip(old, lines)):
+            if before.plain != after.plain or before.spans != after.spans or before.style != after.style:
+                self._strips.pop(y, None)
+                self.refresh(Region(0, y, width, 1))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+        self._rich_style = None
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._strips.clear()
+
+    def render_line(self, y: int) -> Strip:
+        if self._rich_style is None:
+            self._rich_style = self.rich_style
+        style, width = self._rich_style, self.size.width
+        strip = self._strips.get(y)
+        if strip is None:
+            line = Text(end="")
+            if y < len(self._lines):
+                source = self._lines[y]
+                line.append_text(source)  # its own style becomes a span (as in Text.join): render skips it
+                line.truncate(width, overflow=source.overflow or "ellipsis")
+            # Not padded: what is left of the line is the widget's background, as under a Static.
+            segments = [s for s in line.render(self.app.console, end="") if s.text]
+            strip = Strip(segments).apply_style(style) if segments else Strip.blank(width, self.visual_style.rich_style)
+            self._strips[y] = strip
+        return strip

@@ -38,7 +38,8 @@ Definitions (docs/method.md, "Core satisfaction"):
 - **Copying** (``copying=True``): word 5-grams a response shares with reference A and with
   B (distinct n-grams), the share of its words inside copied spans, and the longest span.
 - **Similarity** (only when an embedder is given; slow on CPU): constraint-reference cosine
-  (mean over the active constraints of cos(constraint, reference A) and likewise B) and
+  (mean over the active constraints of cos(constraint, reference A) and likewise B; the stored
+  values of pipeline.analysis.similarity when every constraint has one by that embedder) and
   lexical overlap (share of a constraint's content words found in the reference, averaged);
   constraint-response similarity = for each constraint the max cosine over the response's
   sentences, averaged over constraints (as the research code).

@@ -74,6 +74,26 @@ def _copy_values(known: reads.CopyCounts, r_hash: str | None,
     return values
 
 
+def _stored_reference_similarity(store: Store, instruction_id: int, method: str,
+                                 constraint_ids: Sequence[int]) -> dict[str, float] | None:
+    """sim_ref_a / sim_ref_b from the stored values (pipeline.analysis.similarity: the one definition
+    the app and the HTML show), when every active constraint has one by this embedder; else None.
+    Only the instruction's own references become columns: for ``single``, the stored B (the
+    pair's partner) is not the instruction's B, and its column stays empty as before."""
+    from pipeline.analysis.similarity import constraint_similarities
+
+    sims = constraint_similarities(store, instruction_id=instruction_id)
+    chosen = [sims.get(cid) for cid in constraint_ids]
+    found = [s for s in chosen if s is not None and s.method == method]
+    if not chosen or len(found) < len(chosen):
+        return None
+    values = {"sim_ref_a": float(np.mean([s.to_a for s in found]))}
+    to_b = [s.to_b for s in found if s.to_b is not None]
+    if len(to_b) == len(found):
+        values["sim_ref_b"] = float(np.mean(to_b))
+    return values
+
+
 def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
     """sim_ref_a / sim_ref_b (cosine), lex_ref_a / lex_ref_b (lexical overlap) per instruction;
     sim_response (mean over constraints of the max cosine over response sentences) per response."""
@@ -81,8 +101,8 @@ def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
 
     resp, arts = _response_and_reference_hashes(store, rows)
     bodies = reads.text_bodies(store, {*resp.values(), *arts.values()})
-    constraints = {iid: [c.text for c in active] for iid, active in
-                   active_constraints_of(store, [r.instruction_id for r in rows]).items()}
+    active_rows = active_constraints_of(store, [r.instruction_id for r in rows])
+    constraints = {iid: [c.text for c in active] for iid, active in active_rows.items()}
     sentences = {rid: copying.split_sentences(bodies.get(h, "")) for rid, h in resp.items()}
     # One embedding call for every distinct text: the cache makes repeats free anyway.
     all_texts = list(dict.fromkeys(
@@ -105,11 +125,16 @@ def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
         if row.instruction_id not in per_instruction:
             values: dict[str, float] = {}
             cv = vecs(cons)
+            stored = _stored_reference_similarity(store, row.instruction_id, embedder.name,
+                                                  [c.id for c in active_rows.get(row.instruction_id, [])])
             for label, article in (("a", row.article_a), ("b", row.article_b)):
                 body = bodies.get(arts.get(article, ""), "") if article is not None else ""
                 if not body or not cons:
                     continue
-                values[f"sim_ref_{label}"] = float((cv @ vectors[index[body]]).mean())
+                if stored is not None and f"sim_ref_{label}" in stored:
+                    values[f"sim_ref_{label}"] = stored[f"sim_ref_{label}"]
+                else:
+                    values[f"sim_ref_{label}"] = float((cv @ vectors[index[body]]).mean())
                 values[f"lex_ref_{label}"] = float(np.mean([copying.lexical_overlap(c, body) for c in cons]))
             per_instruction[row.instruction_id] = values
         if row.response_id not in per_response:

@@ -1,0 +1,118 @@
+"""The suspicion ranking as outputs: plain rows (the HTML report's section, `export --suspicious`),
+the report's "Most suspicious" lines, and the export file (JSONL, or CSV for a ``.csv`` name).
+
+The ranking itself is pipeline.analysis.suspicion.suspicion_queue; this module only shapes it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pipeline.analysis.suspicion import EVIDENCE_COMMAND, REASON_TEXT, REASONS, Evidence, Queue, suspicion_queue
+from pipeline.analysis.trust import Trust
+from pipeline.store.database import Store
+
+REPORT_TOP = 10
+# The columns of a row, in order (the CSV header).
+COLUMNS = ("rank", "score", "reasons", "instruction_id", "constraint_id", "position", "model", "mode", "ratio",
+           "constraint", *(f"reason_{r}" for r in REASONS), "similarity", "similarity_method", "similarity_a",
+           "similarity_b", "copied", "copied_from", "response_passed", "summary_passed", "response_yes",
+           "response_no", "response_missing", "response_unquoted", "summary_yes", "summary_no", "summary_missing",
+           "summary_unquoted", "flags", "response_id", "summary_id")
+
+
+def _trust_fields(prefix: str, trust: Trust | None) -> dict[str, int | None]:
+    return {f"{prefix}_{k}": getattr(trust, k) if trust is not None else None
+            for k in ("yes", "no", "missing", "unquoted")}
+
+
+def evidence_row(rank: int, e: Evidence, enabled: Sequence[str] = REASONS) -> dict[str, Any]:
+    """One ranked item as a flat dict (every reason as a column, True when it fires and is enabled)."""
+    reasons = [r for r in e.reasons() if r in enabled]
+    sim = e.similarity
+    return {
+        "rank": rank, "score": e.score(enabled), "reasons": reasons, "instruction_id": e.instruction_id,
+        "constraint_id": e.constraint_id, "position": e.position, "model": e.writer.model, "mode": e.writer.mode,
+        "ratio": e.ratio, "constraint": e.text, **{f"reason_{r}": r in reasons for r in REASONS},
+        "similarity": round(sim.highest, 4) if sim else None, "similarity_method": sim.method if sim else None,
+        "similarity_a": sim.to_a if sim else None, "similarity_b": sim.to_b if sim else None,
+        "copied": list(e.copied), "copied_from": "".join(e.copied_from), "response_passed": e.response_passed,
+        "summary_passed": e.summary_passed, **_trust_fields("response", e.response_trust),
+        **_trust_fields("summary", e.summary_trust), "flags": list(e.flags), "response_id": e.response_id,
+        "summary_id": e.summary_id,
+    }
+
+
+def suspicion_rows(store: Store, *, ratio: float | None = None, enabled: Sequence[str] = REASONS,
+                   run_id: str | None = None, limit: int | None = None) -> tuple[list[dict[str, Any]], bool]:
+    """The ranked queue as plain rows, and whether copy evidence is missing (then say: run
+    `unspecific evaluate` or `unspecific build` again to compute it)."""
+    queue = suspicion_queue(store, ratio=ratio, enabled=enabled, run_id=run_id, limit=limit)
+    return [evidence_row(i, e, enabled) for i, e in enumerate(queue, 1)], queue.copy_evidence_missing
+
+
+def _describe(e: Evidence, enabled: Sequence[str]) -> str:
+    parts = []
+    for reason in e.reasons():
+        if reason not in enabled:
+            continue
+        if reason == "similar" and e.similarity is not None:
+            parts.append(f"similar {e.similarity.highest:.2f}")
+        elif reason == "copied":
+            parts.append(f"copied from {'+'.join(e.copied_from)}: " + "; ".join(f'"{c}"' for c in e.copied[:2]))
+        else:
+            parts.append(reason)
+    return ", ".join(parts)
+
+
+MISSING_COPY = f"copy evidence not computed for every response: `{EVIDENCE_COMMAND}` computes what is missing"
+
+
+def report_lines(queue: Queue, *, enabled: Sequence[str] = REASONS, top: int = REPORT_TOP) -> list[str]:
+    """The report's "Most suspicious" section: plain text lines, the top items and why."""
+    lines = [f"Most suspicious (constraint, response) items: {max(queue.total, len(queue)):,} with a reason"]
+    if queue.copy_evidence_missing:
+        lines.append(f"  ({MISSING_COPY})")
+    for i, e in enumerate(queue[:top], 1):
+        text = e.text if len(e.text) <= 80 else e.text[:77] + "..."
+        lines.append(f"{i:>3}. {e.score(enabled):5.2f}  instruction {e.instruction_id} #{e.position}"
+                     f" {e.writer.label}: {text}")
+        lines.append(f"       {_describe(e, enabled)}")
+    if not queue:
+        lines.append("  none")
+    lines.append("  reasons: " + "; ".join(f"{r} = {REASON_TEXT[r]}" for r in REASONS if r in enabled))
+    return lines
+
+
+def write_suspicious(store: Store, out: str | Path | IO[str], *, ratio: float | None = None,
+                     enabled: Sequence[str] = REASONS, run_id: str | None = None, limit: int | None = None
+                     ) -> tuple[int, bool]:
+    """Write the ranked queue to ``out`` ('-' or a stream: JSONL to it; a path ending in .csv: CSV;
+    any other path: JSONL). Returns (rows written, copy evidence missing)."""
+    rows, missing = suspicion_rows(store, ratio=ratio, enabled=enabled, run_id=run_id, limit=limit)
+    if out == "-":
+        _jsonl(rows, sys.stdout)
+    elif isinstance(out, (str, Path)):
+        path = Path(out)
+        with path.open("w", encoding="utf-8", newline="") as f:
+            (_csv if path.suffix.lower() == ".csv" else _jsonl)(rows, f)
+    else:
+        _jsonl(rows, out)
+    return len(rows), missing
+
+
+def _jsonl(rows: list[dict[str, Any]], f: IO[str]) -> None:
+    for row in rows:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _csv(rows: list[dict[str, Any]], f: IO[str]) -> None:
+    writer = csv.DictWriter(f, fieldnames=COLUMNS)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "; ".join(v) if isinstance(v, list) else v for k, v in row.items()})

@@ -1,0 +1,238 @@
+"""Suspects (the suspicion queue): ranked rows, reason toggles, Enter into Audit following the
+queue, the messages of an empty or older store, and an 80x24 terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app_support import make_known_store, settle, text_of
+from textual.widgets import DataTable
+
+from pipeline.analysis.suspicion import REASONS, suspicion_queue
+from pipeline.store.database import open_store
+from pipeline.store.view import StoreView
+from unspecific_tui.app import UnspecificApp
+from unspecific_tui.screens.queue import LABEL, QueueScreen, layout, shorten
+
+
+def with_similarities(path: Path) -> None:
+    """The known store with its constraint-reference similarities computed (lexical: no model)."""
+    from pipeline.stages.similarity import compute_similarities
+
+    store = open_store(path)
+    try:
+        compute_similarities(store, None)
+    finally:
+        store.close()
+
+
+def expected_queue(path: Path, enabled: tuple[str, ...] = REASONS) -> list:
+    view = StoreView.open(path)
+    try:
+        return suspicion_queue(view.analysis_store, enabled=enabled)
+    finally:
+        view.close()
+
+
+async def open_queue(app, pilot) -> QueueScreen:  # noqa: ANN001
+    await settle(app, pilot)
+    await pilot.press("2", "exclamation_mark")
+    await settle(app, pilot)
+    screen = app.screen
+    assert isinstance(screen, QueueScreen)
+    return screen
+
+
+def table_rows(screen: QueueScreen) -> list[list[str]]:
+    table = screen.query_one("#queue-table", DataTable)
+    return [[str(getattr(cell, "plain", cell)) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_queue_lists_ranked_items(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    with_similarities(known.path)
+    expected = expected_queue(known.path)
+    assert expected, "the known store has suspects (a flipped constraint, a missing quote, copied n-grams)"
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_queue(app, pilot)
+        assert not any("similarity" in m for m in screen.missing)
+        rows = table_rows(screen)
+        assert len(rows) == len(expected)
+        keys = [c.key for c in screen.columns]
+        scores = [float(r[keys.index("score")]) for r in rows]
+        assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
+        assert [(r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == \
+            [(e.constraint_id, e.writer) for e in sorted(expected, key=lambda e: -e.score())]
+        # C2 satisfied by m1's direct response and lost in its summary: a "lost" suspect, Y→N.
+        lost = [i for i, r in enumerate(screen.ranked)
+                if r.evidence.constraint_id == known.c2 and r.evidence.writer == ("m1", "direct")]
+        assert lost and "lost" in screen.ranked[lost[0]].evidence.reasons()
+        assert rows[lost[0]][keys.index("outcome")] == "Y→N"
+        assert rows[lost[0]][keys.index("instr")] == str(known.instruction)
+        # At 160 columns every column but the flags fits (they are in the detail below), the
+        # header line names every reason.
+        assert {"similarity", "copied", "outcome", "trust", "reasons"} <= set(keys)
+        header = text_of(screen.query_one("#queue-reasons"))
+        assert all(reason in header for reason in REASONS)
+
+
+async def test_toggling_a_reason_reranks(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    with_similarities(known.path)
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_queue(app, pilot)
+        before = [(r.score, r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked]
+        screen.action_reason("lost")  # "l": lost off; the store ranks again, the table loads meanwhile
+        assert "lost" not in screen.enabled
+        assert screen.query_one("#queue-table", DataTable).loading
+        await settle(app, pilot)
+        assert not screen.query_one("#queue-table", DataTable).loading
+        after = [(r.score, r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked]
+        assert after != before
+        # The same order as scoring every item with Evidence.score and the queue's tie order.
+        everything = expected_queue(known.path)
+        by_definition = sorted(((e.score(screen.enabled), e) for e in everything if e.score(screen.enabled) > 0),
+                               key=lambda t: (-t[0], t[1].instruction_id, t[1].position, t[1].writer))
+        assert after == [(score, e.constraint_id, e.writer) for score, e in by_definition]
+        assert screen.total == len(after) == len(expected_queue(known.path, screen.enabled))
+        # A row whose only reason was "lost" left the queue; the table shows what is ranked.
+        only_lost = [(e.constraint_id, e.writer) for e in everything if e.reasons() == ("lost",)]
+        assert only_lost and not {(c, w) for _, c, w in after} & set(only_lost)
+        assert len(table_rows(screen)) == len(after)
+        await pilot.press("l")
+        await settle(app, pilot)
+        assert [(r.score, r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == before
+        for key in "scldu":
+            await pilot.press(key)
+        await settle(app, pilot)
+        assert screen.enabled == () and not screen.ranked
+        assert "switched off" in text_of(screen.query_one("#queue-empty"))
+
+
+async def test_a_reason_switched_while_ranking_waits_for_its_own_query(tmp_path):
+    """Two toggles in a row: only the ranking under the reasons switched on at the end shows."""
+    known = make_known_store(tmp_path / "s.sqlite")
+    with_similarities(known.path)
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_queue(app, pilot)
+        await pilot.press("s", "l")
+        await settle(app, pilot)
+        enabled = tuple(r for r in REASONS if r not in ("similar", "lost"))
+        assert screen.enabled == enabled
+        assert [(r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == \
+            [(e.constraint_id, e.writer) for e in expected_queue(known.path, enabled)]
+
+
+async def test_the_head_of_a_long_queue_and_more(tmp_path, monkeypatch):
+    """The screen reads the top TOP suspects, says how many there are in all, and + reads further."""
+    from unspecific_tui.screens import queue as queue_screen
+
+    known = make_known_store(tmp_path / "s.sqlite")
+    with_similarities(known.path)
+    everything = expected_queue(known.path)
+    assert len(everything) >= 3
+    monkeypatch.setattr(queue_screen, "TOP", 2)
+    monkeypatch.setattr(queue_screen, "PAGE", 2)
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_queue(app, pilot)
+        assert screen.total == len(everything) and len(screen.ranked) == 2 == len(table_rows(screen))
+        assert f"{len(everything)} suspects (showing 2" in text_of(screen.query_one("#queue-status"))
+        await pilot.press("down", "plus")  # every loaded row is shown: the next two are read
+        await settle(app, pilot)
+        assert len(screen.ranked) == 4 or len(screen.ranked) == len(everything)
+        assert [(r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == \
+            [(e.constraint_id, e.writer) for e in everything[:len(screen.ranked)]]
+        assert screen.query_one("#queue-table", DataTable).cursor_row == 2
+
+
+async def test_enter_opens_audit_following_the_queue(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    with_similarities(known.path)
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_queue(app, pilot)
+        assert len(screen.ranked) >= 2
+        await pilot.press("down", "enter")
+        await settle(app, pilot)
+        target = screen.ranked[1].evidence
+        assert app.current_mode == "audit"
+        following = app.following
+        assert following is not None and following.label == LABEL and following.index == 1
+        assert [(s.constraint_id, s.instruction_id, s.writer) for s in following.stops] == \
+            [(r.evidence.constraint_id, r.evidence.instruction_id, r.evidence.writer) for r in screen.ranked]
+        shown = app.screen.shown
+        assert (shown.instruction_id, shown.constraint_id, shown.writer) == \
+            (target.instruction_id, target.constraint_id, target.writer)
+
+
+async def test_older_store_says_how_to_compute_evidence(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")  # no similarities stored
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_queue(app, pilot)
+        assert len(screen.missing) == 2  # no copied n-grams, no similarity
+        note = text_of(screen.query_one("#queue-note"))
+        assert screen.query_one("#queue-note").display
+        assert "never computed" in note and "not computed for every response" in note
+        assert note.count("`unspecific evidence`") == 2  # the one command that computes both
+        assert screen.ranked  # what the store does hold still ranks (a lost constraint, judges split)
+
+
+async def test_empty_store_says_so(tmp_path):
+    path = tmp_path / "empty.sqlite"
+    open_store(path).close()
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_queue(app, pilot)
+        assert not screen.ranked
+        assert "No suspects" in text_of(screen.query_one("#queue-empty"))
+        await pilot.press("enter")  # nothing to open
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is not screen and app.current_mode == "instructions"
+
+
+async def test_readable_at_80x24(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    with_similarities(known.path)
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(app, pilot)
+        keys = [c.key for c in screen.columns]
+        assert {"rank", "score", "instr", "constraint", "writer", "reasons"} <= set(keys)
+        assert "trust" not in keys  # narrow: the optional columns gave way
+        widths = {c.key: c.width or screen.text_width for c in screen.columns}
+        assert sum(w + 2 for w in widths.values()) <= 80
+        for row in table_rows(screen):
+            for key, cell in zip(keys, row, strict=True):
+                assert len(cell) <= widths[key], (key, cell)
+        # The cut text ends on a whole word and an ellipsis.
+        text = screen.ranked[0].evidence.text
+        cell = table_rows(screen)[0][keys.index("constraint")]
+        if cell.endswith("…"):
+            assert f"{screen.ranked[0].evidence.position}. {text}".startswith(cell[:-1])
+
+
+def test_shorten_and_layout():
+    assert shorten("Describe the flood defence plan", 40) == "Describe the flood defence plan"
+    assert shorten("Describe the flood defence plan", 20) == "Describe the flood…"
+    assert shorten("Describe the flood defence plan", 14) == "Describe the…"
+    cols80, text80 = layout(80)
+    cols160, text160 = layout(160)
+    assert len(cols80) < len(cols160) and text80 >= 24 and text160 >= 32
+    assert "flags" in [c.key for c in layout(200)[0]]
+
+
+async def test_command_palette_opens_the_queue(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(app, pilot)
+        command = next(c for c in app.get_system_commands(app.screen) if c.title == "Suspects")
+        command.callback()
+        await settle(app, pilot)
+        assert isinstance(app.screen, QueueScreen) and app.current_mode == "build"

@@ -1,0 +1,43 @@
+"""SVG snapshots of Suspects (the suspicion queue) at 80x24 and 160x48, on the snapshot app's
+synthetic store with its copy evidence and constraint-reference similarities computed
+(lexical: no model)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "snapshots"))
+
+from snapshot_app import make_app  # noqa: E402
+
+from pipeline.stages.copy_evidence import compute_copy_evidence  # noqa: E402
+from pipeline.stages.similarity import compute_similarities  # noqa: E402
+from pipeline.store.database import open_store  # noqa: E402
+
+
+def queue_app(folder: Path):  # noqa: ANN201
+    make_app(folder)  # builds the store
+    store = open_store(Path(folder) / "store.sqlite")
+    try:
+        compute_similarities(store, None)
+        compute_copy_evidence(store)
+    finally:
+        store.close()
+    return make_app(folder)
+
+
+async def _open_queue(pilot) -> None:  # noqa: ANN001
+    for keys in ((), ("2",), ("exclamation_mark",), ("down", "down")):
+        await pilot.press(*keys)
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def test_queue_snapshot(snap_compare, tmp_path):
+    assert snap_compare(queue_app(tmp_path), terminal_size=(160, 48), run_before=_open_queue)
+
+
+def test_queue_narrow_snapshot(snap_compare, tmp_path):
+    assert snap_compare(queue_app(tmp_path), terminal_size=(80, 24), run_before=_open_queue)

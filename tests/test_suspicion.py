@@ -1,0 +1,332 @@
+"""The suspicion ranking: each reason fires exactly where a small store puts its evidence, the
+ranking and its switches, the copy-evidence stage (resumable), and `export --suspicious` / `report`'s lines.
+
+The handmade store (instruction 1, references A and B, writer m1 [direct] and m1 [edit]):
+
+  c1  copies "council approved a new sea wall" from A, and the direct response pastes it  -> copied (A)
+  c2  copies "in the valley" from B, the response does not                                -> nothing
+  c3  judges split 1-1 on the response and on the summary (1-1 passes: not lost)          -> split (+ similar)
+  c4  Yes on the response, one quote missing; No on the summary                           -> unquoted, lost
+  c5  Yes on the response; on the summary a Yes whose quote is missing (summary only)     -> nothing (+ similar)
+  c6  J1 missing on both texts, J2 Yes then No: missing is never a No                     -> lost
+  c7  J1 judged only the summary, J2 only the response: no rater judged both              -> nothing
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.analysis.suspicion import (
+    REASONS,
+    Evidence,
+    copied_phrases,
+    instruction_evidence,
+    parse_reasons,
+    suspicion_queue,
+)
+from pipeline.analysis.trust import text_trust
+from pipeline.cli import main
+from pipeline.core.errors import UnspecificError
+from pipeline.core.progress import StopFlag
+from pipeline.stages.copy_evidence import compute_copy_evidence
+from pipeline.store.database import Store, open_store
+from pipeline.store.scores import stale_count
+from pipeline.store.suspicion import count_missing_copy_evidence
+from pipeline.store.verdicts import shown_verdicts
+from pipeline.store.view import StoreView, Writer
+
+REF_A = "The harbour council approved a new sea wall after the spring floods. Residents gathered at the old market."
+REF_B = "Farmers in the valley worried about the drought. The river ran low all summer."
+CONSTRAINTS = [
+    "Mention that the council approved a new sea wall.",
+    "Describe the drought in the valley.",
+    "Use a quotation from a local resident.",
+    "Keep the tone measured throughout.",
+    "End the piece with a question.",
+    "Name the mayor of the town.",
+    "Give the date of the meeting.",
+]
+RESPONSE = ("Last week the council approved a new sea wall, said the mayor. The drought hurt farmers."
+            " 'We feel safer,' one resident said. Will it hold?")
+DIRECT, EDIT = Writer("m1", "direct"), Writer("m1", "edit")
+J1, J2 = ("J1", "batched"), ("J2", "batched")
+
+
+def _store(path: Path) -> Store:
+    store = open_store(path)
+    c = store.conn
+    a, b = store.put_text(REF_A), store.put_text(REF_B)
+    c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status) VALUES"
+              " (1, 't', 'news', 'a', 'A', ?, 20, 'kept'), (2, 't', 'news', 'b', 'B', ?, 14, 'kept')", (a, b))
+    c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task, n_constraints,"
+              " status) VALUES (1, 'r1', 'news', 'none', 1, 2, 'Write.', 7, 'done')")
+    for position, text in enumerate(CONSTRAINTS, 1):
+        c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active) VALUES (?, 1, ?, ?,"
+                  " 'synthesized', 1)", (position, position, text))
+    # An inactive constraint that copies and holds verdicts: never counted.
+    c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active) VALUES (99, 1, NULL,"
+              " 'The harbour council approved a new sea wall.', 'synthesized', 0)")
+    texts = {10: ("response", "m1", "direct", None, None, RESPONSE), 11: ("summary", "s", "", 0.25, 10, "Short."),
+             20: ("response", "m1", "edit", None, None, "Something else entirely."),
+             21: ("summary", "s", "", 0.25, 20, "Else.")}
+    for gid, (kind, model, mode, ratio, parent, body) in texts.items():
+        c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash)"
+                  " VALUES (?, ?, 1, ?, ?, ?, ?, ?)", (gid, kind, model, mode, ratio, parent, store.put_text(body)))
+    verdicts = [
+        # (text, constraint, rater, verdict, quote_found)
+        (10, 1, J1, 1, "exact"), (10, 1, J2, 1, "exact"), (11, 1, J1, 1, "exact"), (11, 1, J2, 1, "exact"),
+        (10, 3, J1, 1, "exact"), (10, 3, J2, 0, None), (11, 3, J1, 0, None), (11, 3, J2, 1, "exact"),
+        (10, 4, J1, 1, "missing"), (10, 4, J2, 1, "exact"), (11, 4, J1, 0, None), (11, 4, J2, 0, None),
+        (10, 5, J1, 1, "exact"), (10, 5, J2, 1, "fuzzy"), (11, 5, J1, 1, "missing"), (11, 5, J2, 1, "exact"),
+        (10, 6, J1, None, None), (10, 6, J2, 1, "exact"), (11, 6, J1, None, None), (11, 6, J2, 0, None),
+        (10, 7, J2, 1, "exact"), (11, 7, J1, 0, None),
+        (10, 99, J1, 1, "missing"), (10, 99, J2, 0, None),
+    ]
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
+                  " quote_found) VALUES (?, ?, ?, ?, 'p', ?, ?)",
+                  [(g, cid, r[0], r[1], v, q) for g, cid, r, v, q in verdicts])
+    # Similarity as helper SIM's stage stores it: c3 by an embedder, c5 and c2 lexically (c2 below 0.5).
+    c.executemany("INSERT INTO constraint_similarity(constraint_id, instruction_id, method, to_a, to_b)"
+                  " VALUES (?, 1, ?, ?, ?)", [(3, "hash", 0.2, 0.72), (5, "lexical", 0.55, 0.1),
+                                              (2, "lexical", 0.1, 0.45)])
+    c.execute("INSERT INTO constraint_flags(constraint_id, flag, detail) VALUES (1, 'copied_ngram', '\"x\"')")
+    store.commit()
+    return store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = _store(tmp_path / "s.sqlite")
+    yield s
+    s.close()
+
+
+EXPECTED_DIRECT = {1: ("copied",), 2: (), 3: ("similar", "split"), 4: ("lost", "unquoted"), 5: ("similar",),
+                   6: ("lost",), 7: ()}
+
+
+def test_each_reason_fires_exactly_where_constructed(store: Store) -> None:
+    assert compute_copy_evidence(store) == 14  # 7 active constraints x 2 responses
+    evidence = instruction_evidence(store, 1, DIRECT, 0.25)
+    assert {cid: e.reasons() for cid, e in evidence.items()} == EXPECTED_DIRECT
+    assert evidence[1].copied == ("council approved a new sea wall",) and evidence[1].copied_from == ("A",)
+    assert evidence[1].flags == ("copied_ngram",)
+    # Missing verdicts are counted apart, never as No.
+    six = evidence[6]
+    assert six.response_trust is not None and (six.response_trust.missing, six.response_trust.no) == (1, 0)
+    assert (six.response_passed, six.summary_passed) == (True, False)
+    assert evidence[7].summary_passed is None and not evidence[7].lost
+    assert evidence[3].response_passed is True and evidence[3].summary_passed is True  # 1-1 passes
+    # The edit response copies nothing and has no verdicts: only the constraints' similarity.
+    edit = instruction_evidence(store, 1, EDIT, 0.25)
+    assert {cid: e.reasons() for cid, e in edit.items() if e.reasons()} == {3: ("similar",), 5: ("similar",)}
+    assert all(e.response_trust is None and e.response_passed is None for e in edit.values())
+    assert instruction_evidence(store, 1, Writer("nobody", "direct"), 0.25) == {}
+
+
+def test_trust_agrees_with_text_trust_of_the_shown_verdicts(store: Store) -> None:
+    evidence = instruction_evidence(store, 1, DIRECT, 0.25)
+    shown = shown_verdicts(store, [10, 11])
+    for cid, e in evidence.items():
+        assert e.response_trust == text_trust(v for v in shown if v.generation_id == 10 and v.constraint_id == cid) \
+            or e.response_trust is None
+        assert e.summary_trust == text_trust(v for v in shown if v.generation_id == 11 and v.constraint_id == cid) \
+            or e.summary_trust is None
+
+
+def _key(e: Evidence) -> tuple[int, str]:
+    return e.constraint_id, e.writer.mode
+
+
+def test_the_queue_ranks_by_score_and_leaves_out_items_without_a_reason(store: Store) -> None:
+    compute_copy_evidence(store)
+    queue = suspicion_queue(store)
+    assert not queue.copy_evidence_missing
+    # copied 3; lost + unquoted 2.5; similar 2 x 0.72 + split 0.5; lost 1.5; similar 1.44; similar 2 x 0.55
+    assert [_key(e) for e in queue] == [(1, "direct"), (4, "direct"), (3, "direct"), (6, "direct"), (3, "edit"),
+                                        (5, "direct"), (5, "edit")]
+    assert [e.score() for e in queue] == [3.0, 2.5, 1.94, 1.5, 1.44, 1.1, 1.1]
+    assert [e.score() for e in queue] == sorted((e.score() for e in queue), reverse=True)
+    assert queue.total == 7 and len(suspicion_queue(store, limit=2)) == 2
+    assert suspicion_queue(store, limit=2).total == 7
+
+
+def test_reasons_switch_off(store: Store) -> None:
+    compute_copy_evidence(store)
+    assert {_key(e) for e in suspicion_queue(store, enabled=("lost",))} == {(4, "direct"), (6, "direct")}
+    assert {_key(e) for e in suspicion_queue(store, enabled=("copied",))} == {(1, "direct")}
+    unquoted_off = suspicion_queue(store, enabled=tuple(r for r in REASONS if r != "unquoted"))
+    four = next(e for e in unquoted_off if _key(e) == (4, "direct"))
+    assert four.score(tuple(r for r in REASONS if r != "unquoted")) == 1.5
+    assert suspicion_queue(store, enabled=()) == []
+    assert parse_reasons("lost, copied") == ("copied", "lost")
+    with pytest.raises(UnspecificError, match="'bogus'.*similar, copied, lost, split, unquoted"):
+        parse_reasons("copied,bogus")
+
+
+def test_without_the_stage_the_queue_says_copy_evidence_is_missing(store: Store) -> None:
+    queue = suspicion_queue(store)
+    assert queue.copy_evidence_missing and count_missing_copy_evidence(store) == 14
+    assert (1, "direct") not in {_key(e) for e in queue}  # copied cannot fire from nothing stored
+    # Audit's list computes what is not stored yet.
+    assert instruction_evidence(store, 1, DIRECT, 0.25)[1].reasons() == ("copied",)
+    # An older store without the table at all still ranks.
+    store.conn.execute("DROP TABLE copy_evidence")
+    store.commit()
+    queue = suspicion_queue(store)
+    assert queue.copy_evidence_missing and {_key(e) for e in queue} >= {(4, "direct"), (6, "direct")}
+    assert compute_copy_evidence(store) == 0  # nothing to write into
+
+
+def test_the_copy_evidence_stage_resumes(store: Store, tmp_path: Path) -> None:
+    stop = StopFlag()
+    seen = []
+
+    def progress(event: object) -> None:
+        seen.append(event)
+        stop.stop("test")
+
+    first = compute_copy_evidence(store, chunk=39, progress=progress, stop=stop)  # one response per chunk
+    assert first == 7 and count_missing_copy_evidence(store) == 7
+    assert compute_copy_evidence(store) == 7 and count_missing_copy_evidence(store) == 0
+    assert compute_copy_evidence(store) == 0
+    resumed = [_key(e) for e in suspicion_queue(store)]
+    whole = _store(tmp_path / "whole.sqlite")
+    compute_copy_evidence(whole)
+    assert resumed == [_key(e) for e in suspicion_queue(whole)]
+    whole.close()
+
+
+def test_copied_phrases_needs_a_reference_and_the_response() -> None:
+    refs = {"A": REF_A, "B": REF_B}
+    assert copied_phrases(CONSTRAINTS[1], refs, RESPONSE) == ((), "")  # in B, not in the response
+    assert copied_phrases(CONSTRAINTS[1], refs, "Farmers in the valley.") == (("in the valley",), "B")
+    assert copied_phrases("Say it of the.", refs, "of the") == ((), "")  # stopwords alone never count
+    both = {"A": "a new sea wall rose", "B": "they built a new sea wall"}
+    assert copied_phrases("Build a new sea wall.", both, "a new sea wall") == (("a new sea wall",), "AB")
+
+
+def test_lost_is_the_one_flipped_definition(tmp_path: Path) -> None:
+    from tests.test_one_truth import _flipped_by_hand, random_store
+
+    for seed in range(6):
+        store = random_store(tmp_path / f"r{seed}.sqlite", seed)
+        for ratio in (0.25, 0.5):
+            lost = {(e.constraint_id, e.response_id) for e in suspicion_queue(store, ratio=ratio, enabled=("lost",))}
+            assert lost == _flipped_by_hand(store.conn, ratio), (seed, ratio)
+        store.close()
+
+
+def test_export_suspicious_through_the_cli(store: Store, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    compute_copy_evidence(store)
+    path = str(store.path)
+    out = tmp_path / "q.jsonl"
+    assert main(["--store", path, "export", "--suspicious", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["constraint_id"], r["mode"]) for r in rows][:2] == [(1, "direct"), (4, "direct")]
+    assert rows[0]["reasons"] == ["copied"] and rows[0]["copied_from"] == "A" and rows[0]["rank"] == 1
+    assert rows[1]["reason_lost"] and rows[1]["reason_unquoted"] and not rows[1]["reason_copied"]
+    table = tmp_path / "q.csv"
+    assert main(["--store", path, "export", "--suspicious", "--out", str(table), "--reasons", "lost",
+                 "--limit", "1"]) == 0
+    with table.open() as f:
+        got = list(csv.DictReader(f))
+    assert len(got) == 1 and got[0]["constraint_id"] in ("4", "6") and got[0]["reasons"] == "lost"
+    capsys.readouterr()
+    assert main(["--store", path, "export", "--suspicious", "--out", "-", "--reasons", "copied"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["constraint_id"] for line in lines] == [1]
+    assert main(["--store", path, "export", "--suspicious", "--out", "-", "--reasons", "copid"]) == 2
+    assert "similar, copied, lost, split, unquoted" in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_export_help_names_every_reason(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    assert ",".join(REASONS) in capsys.readouterr().out.replace("\n", "").replace(" ", "")
+
+
+def test_report_lines_show_the_top_with_reasons(store: Store) -> None:
+    from pipeline.outputs.suspicion import MISSING_COPY, report_lines, suspicion_rows
+
+    lines = report_lines(suspicion_queue(store, limit=3))
+    assert lines[0].startswith("Most suspicious") and "6 with a reason" in lines[0]  # no copy evidence yet: c1 not in
+    assert any(MISSING_COPY in line for line in lines)
+    compute_copy_evidence(store)
+    lines = report_lines(suspicion_queue(store, limit=10))
+    assert 'copied from A: "council approved a new sea wall"' in "\n".join(lines)
+    rows, missing = suspicion_rows(store)
+    assert not missing and all(set(r) >= {f"reason_{x}" for x in REASONS} for r in rows)
+
+
+def _assert_ranking_agrees(store: Store) -> None:
+    """suspicion_queue (scored in SQL) against Evidence.score on instruction_evidence of every item."""
+    active = store.conn.execute("SELECT id, instruction_id FROM constraints WHERE active = 1").fetchall()
+    writers = [Writer(m, mode) for m, mode in store.conn.execute(
+        "SELECT DISTINCT model, mode FROM generations WHERE kind = 'response'")]
+    everything = [e for iid in sorted({i for _, i in active}) for w in writers
+                  for e in instruction_evidence(store, iid, w, 0.25).values()]
+    assert any(e.copied for e in everything) and any(e.lost for e in everything)
+    for enabled in (REASONS, ("similar", "copied"), ("split", "unquoted"), ("lost",)):
+        by_hand = sorted((e for e in everything if e.score(enabled) > 0),
+                         key=lambda e: (-e.score(enabled), e.instruction_id, e.position, e.writer))
+        queue = suspicion_queue(store, enabled=enabled)
+        assert [(_key(e), e.writer.model, e.score(enabled)) for e in queue] == \
+            [(_key(e), e.writer.model, e.score(enabled)) for e in by_hand], enabled
+        assert queue == by_hand  # every field: the kept rows' verdicts are read in full
+        assert queue.total == len(by_hand)
+        head = suspicion_queue(store, enabled=enabled, limit=5)
+        assert head == by_hand[:5] and head.total == len(by_hand)
+
+
+def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
+    """The queue scores in SQL on the kept per-item marks (pipeline.store.scores text_item_marks);
+    Evidence.score is the definition: same items, scores and order. On a fresh store, on a read-only
+    view whose texts changed since the marks were kept, and on a store without the marks."""
+    import random
+
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+
+    path = tmp_path / "syn.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=12, n_constraints=12))
+    store = open_store(path)
+    compute_copy_evidence(store)
+    rng = random.Random(3)
+    active = store.conn.execute("SELECT id, instruction_id FROM constraints WHERE active = 1").fetchall()
+    store.conn.executemany(
+        "INSERT INTO constraint_similarity(constraint_id, instruction_id, method, to_a, to_b) VALUES (?, ?, ?, ?, ?)",
+        [(cid, iid, rng.choice(("lexical", "hash")), rng.random(), rng.choice((None, rng.random())))
+         for cid, iid in active])
+    store.commit()
+    _assert_ranking_agrees(store)
+    assert store.conn.execute("SELECT count(*) FROM text_item_marks").fetchone()[0] > 0
+    # Re-judged after the marks were kept: a newer verdict (another prompt) turns a Yes into a No
+    # with its quote missing on a third of the items, unrefreshed.
+    rows = store.conn.execute("SELECT generation_id, constraint_id, judge, judging_mode, verdict FROM verdicts"
+                              " WHERE verdict IS NOT NULL").fetchall()
+    store.conn.executemany(
+        "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote_found)"
+        " VALUES (?, ?, ?, ?, 'rejudge', ?, ?)",
+        [(g, c, j, m, 1 - v, "missing" if v == 0 else None) for g, c, j, m, v in rows[::3]])
+    store.commit()
+    assert stale_count(store.conn) > 0
+    view = StoreView.open(path)
+    try:
+        _assert_ranking_agrees(view.analysis_store)  # fresh marks on the side: the view never writes
+    finally:
+        view.close()
+    assert stale_count(store.conn) > 0
+    store.conn.execute("DROP TABLE text_item_marks")  # a read-only store from before the marks
+    _assert_ranking_agrees(store)
+    view = StoreView.open(path)
+    try:
+        _assert_ranking_agrees(view.analysis_store)
+        assert view.text_totals()  # the other kept totals, fresh on the side without the marks' table
+    finally:
+        view.close()
+    store.close()

@@ -1,0 +1,414 @@
+"""Suspects: every (constraint, model, mode) of the benchmark ranked by copy-paste evidence.
+
+Pushed over the current screen (``!`` on Instructions, or "Suspects" in the command palette),
+not a mode of its own: the keys 1-6 keep switching the six screens and escape comes back. The
+queue's head (pipeline.analysis.suspicion.suspicion_queue with ``limit``: the store ranks every
+item, only the top TOP become Evidence) is read in a worker on a view of its own; the status says
+how many suspects there are in all. Switching a reason off or on asks the store again (the
+table shows it is loading meanwhile); ``+`` shows more rows, and reads further once the loaded
+ones are shown. Enter opens Audit on the row, and Audit's next/prev then follow the loaded queue
+(``app.following``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable, Header, Static
+
+from pipeline.analysis.suspicion import EVIDENCE_COMMAND, REASON_TEXT, REASONS, Evidence
+from pipeline.store.view import StoreView
+from unspecific_tui.app import Context
+from unspecific_tui.following import Following, Stop
+from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.bar import bar
+from unspecific_tui.widgets.footer import KeyFooter
+
+PAGE = 300  # rows put in the table at a time (a DataTable's cost grows with its rows)
+# Suspects read from the store at a time: the store ranks every item, but building each one's
+# Evidence costs (about 40 µs an item: 100,000 suspects of a 2,000-instruction store take seconds).
+TOP = 1000
+LABEL = "suspicion queue"  # what Audit's head says it follows
+# One key per reason (digits switch screens); its short tag in the table.
+REASON_KEYS = {"similar": "s", "copied": "c", "lost": "l", "split": "d", "unquoted": "u"}
+REASON_TAGS = {"similar": "sim", "copied": "copy", "lost": "lost", "split": "split", "unquoted": "unq"}
+REASON_STYLES = {"similar": "cyan", "copied": "magenta", "lost": "yellow", "split": "red", "unquoted": "red"}
+# What computes each kind of evidence an older store lacks.
+# Optional columns give way before the constraint gets narrower than this (or a fifth of the width).
+MIN_CONSTRAINT_WIDTH = 24
+
+
+@dataclass(frozen=True)
+class Query:
+    """What one ranking asked the store for: these reasons, the top ``limit`` suspects."""
+
+    enabled: tuple[str, ...]
+    limit: int
+
+
+class QueueReady(Message):
+    """The worker ranked the store's evidence for ``query`` (``seconds``: how long it took):
+    the top suspects and how many there are in all; ``missing`` names the evidence never
+    computed for this store (an older one), with what computes it."""
+
+    def __init__(self, query: Query, evidence: list[Evidence], total: int, missing: tuple[str, ...],
+                 seconds: float) -> None:
+        super().__init__()
+        self.query, self.evidence, self.total, self.missing, self.seconds = query, evidence, total, missing, seconds
+
+
+@dataclass(frozen=True)
+class Ranked:
+    score: float
+    evidence: Evidence
+
+
+def ranked(evidence: Sequence[Evidence], enabled: tuple[str, ...]) -> list[Ranked]:
+    """The queue's rows (already in rank order) with their scores under the ``enabled`` reasons."""
+    return [Ranked(e.score(enabled), e) for e in evidence]
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` in ``width`` cells: cut at a word boundary with an ellipsis, never mid-word
+    (unless one word alone is wider than the cell)."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[: max(1, width - 1)]
+    if " " in cut and text[len(cut)] != " ":
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def _verdict(passed: bool | None) -> Text:
+    if passed is None:
+        return Text("-", style="dim")
+    return Text("Y", style="green") if passed else Text("N", style="red")
+
+
+def outcome(e: Evidence) -> Text:
+    """Response then summary: "Y→N" is satisfied in the response and lost in the summary."""
+    return Text.assemble(_verdict(e.response_passed), "→", _verdict(e.summary_passed))
+
+
+def copied(e: Evidence) -> str:
+    if not e.copied:
+        return "-"
+    return f"{len(e.copied)} " + "+".join(e.copied_from)
+
+
+def trust_marks(e: Evidence) -> str:
+    marks = [f"{name[0]}: {t.marks}" for name, t in (("resp", e.response_trust), ("sum", e.summary_trust))
+             if t is not None and t.marks]
+    return " · ".join(marks) or "-"
+
+
+def reason_tags(e: Evidence, enabled: tuple[str, ...], *, short: bool = False) -> Text:
+    """The row's reasons as tags; the ones switched off are dim (they count for nothing)."""
+    text = Text()
+    for reason in e.reasons():
+        tag = REASON_KEYS.get(reason, reason[0]) if short else REASON_TAGS.get(reason, reason)
+        style = REASON_STYLES.get(reason, "bold") if reason in enabled else "dim strike"
+        text.append(tag, style=style)
+        text.append("" if short else " ")
+    text.rstrip()
+    return text
+
+
+class QueueTable(DataTable):
+    """The ranked rows; its enter (which selects the row, opening Audit) is named in the footer."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Audit", show=True)]
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    width: int  # 0: the constraint column, which takes what is left
+
+
+# Always shown, then the optional ones in the order they give way (last first) as width shrinks.
+CORE = (Column("rank", "#", 6), Column("score", "score", 5), Column("instr", "instr.", 6),
+        Column("constraint", "constraint", 0), Column("writer", "model/mode", 16))
+OPTIONAL = (Column("reasons", "reasons", 22), Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11),
+            Column("copied", "copied", 7), Column("trust", "trust", 18), Column("flags", "flags", 14))
+SHORT_REASONS = Column("reasons", "why", 5)  # when the full tags do not fit: the toggle keys
+CELL_PADDING = 2  # a DataTable cell's padding, left and right
+CHROME = 2  # the vertical scrollbar
+
+
+def layout(width: int) -> tuple[list[Column], int]:
+    """The columns that fit ``width`` cells and the constraint column's width."""
+
+    def used(cols: list[Column]) -> int:
+        return sum(c.width + CELL_PADDING for c in cols) + CHROME
+
+    least = max(MIN_CONSTRAINT_WIDTH, width // 5)
+    columns = list(CORE)
+    for column in OPTIONAL:
+        if width - used([*columns, column]) >= least:
+            columns.append(column)
+        elif column.key == "reasons" and width - used([*columns, SHORT_REASONS]) >= least:
+            columns.append(SHORT_REASONS)
+    return columns, max(12, width - used(columns))
+
+
+class QueueScreen(AppScreen):
+    CSS_PATH = "queue.tcss"
+    BINDINGS = [
+        Binding("enter", "audit", "Audit", show=True),
+        Binding("escape", "back", "Back", show=True),
+        *(Binding(key, f"reason('{reason}')", f"Reason: {reason}", show=False) for reason, key in REASON_KEYS.items()),
+        Binding("plus", "more", "More rows", key_display="+"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enabled: tuple[str, ...] = REASONS
+        self.evidence: list[Evidence] | None = None  # the loaded head of the queue; None until the worker reports
+        self.total = 0  # suspects in all under ``enabled`` (the loaded ones are the first)
+        self.limit = TOP  # how many the last query asked for
+        self.missing: tuple[str, ...] = ()  # evidence never computed for this store, and how to
+        self.ranked: list[Ranked] = []
+        self.shown = 0
+        self.seconds = 0.0
+        self.columns: list[Column] = []
+        self.text_width = 0
+        self._keep_row = 0  # where the cursor goes once more rows are read
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="queue-reasons")
+        yield Static(id="queue-status")
+        yield Static(id="queue-note")
+        yield Static(id="queue-empty")
+        yield QueueTable(id="queue-table", cursor_type="row", zebra_stripes=True)
+        yield Static(id="queue-detail")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"Suspects · {self.app.sub_title}"
+        table = self.query_one("#queue-table", DataTable)
+        table.focus()
+        self.query_one("#queue-empty", Static).display = False
+        self.query_one("#queue-note", Static).display = False
+        self._reasons_line()
+        # The status line says it is ranking: the empty table's loading animation would take CPU
+        # time from the ranking (a third of a second of 1 on a busy 2-core machine).
+        self._ask(TOP, "ranking every constraint by its copy-paste evidence…", animate=False)
+
+    def _ratio(self) -> float | None:
+        analysis = self.app.analysis
+        return self.app.context.ratio or self.app.ratio or (analysis.ratio if analysis else None)
+
+    def _ask(self, limit: int, status: str, *, animate: bool = True) -> None:
+        """Rank again in the worker under the reasons switched on; the table loads meanwhile."""
+        self.query_one("#queue-table", DataTable).loading = animate
+        self.query_one("#queue-status", Static).update(status)
+        self._load(self._ratio(), Query(self.enabled, limit))
+
+    @work(thread=True, exclusive=True, group="suspicion-queue", exit_on_error=False)
+    def _load(self, ratio: float | None, query: Query) -> None:
+        from pipeline.analysis.similarity import constraint_similarities
+        from pipeline.analysis.suspicion import suspicion_queue
+
+        t = time.perf_counter()
+        view = StoreView.open(self.app.store_path)
+        try:
+            queue = suspicion_queue(view.analysis_store, ratio=ratio, enabled=query.enabled, limit=query.limit)
+            missing = []
+            if queue.copy_evidence_missing:
+                missing.append(f"copied n-grams were not computed for every response (`{EVIDENCE_COMMAND}`"
+                               " computes them)")
+            # No similarity anywhere (one cheap query, asked only when the queue shows none).
+            if (not any(e.similarity is not None for e in queue) and view.instruction_ids()
+                    and not constraint_similarities(view.analysis_store)):
+                missing.append(f"constraint-reference similarity was never computed (`{EVIDENCE_COMMAND}`"
+                               " computes it)")
+        finally:
+            view.close()
+        self.post_message(QueueReady(query, list(queue), queue.total, tuple(missing), time.perf_counter() - t))
+
+    def on_queue_ready(self, message: QueueReady) -> None:
+        if message.query.enabled != self.enabled:
+            return  # a reason was switched since it was asked: the newer query reports
+        self.evidence, self.total, self.limit = message.evidence, message.total, message.query.limit
+        self.missing, self.seconds = message.missing, message.seconds
+        note = self.query_one("#queue-note", Static)
+        note.update("This store predates some evidence: " + "; ".join(self.missing) + "." if self.missing else "")
+        note.display = bool(self.missing)
+        self.rerank()
+        table = self.query_one("#queue-table", DataTable)
+        table.loading = False
+        table.focus()  # again: a loading table may not have taken it
+
+    # -- ranking and the table --------------------------------------------------------------
+    def rerank(self) -> None:
+        """The table from the loaded rows; back to where the cursor was when more were read."""
+        self.ranked = ranked(self.evidence or [], self.enabled)
+        self._reasons_line()
+        self._fill()
+        keep, self._keep_row = self._keep_row, 0
+        if keep:
+            while self.shown <= keep and self.shown < len(self.ranked):
+                self._add_page()
+            self.query_one("#queue-table", DataTable).move_cursor(row=min(keep, len(self.ranked) - 1))
+
+    def _fill(self) -> None:
+        table = self.query_one("#queue-table", DataTable)
+        self.columns, self.text_width = layout(self.size.width or self.app.size.width)
+        table.clear(columns=True)
+        for column in self.columns:
+            table.add_column(column.label, key=column.key, width=column.width or self.text_width)
+        self.shown = 0
+        self._add_page()
+        empty = self._empty_message()
+        self.query_one("#queue-empty", Static).update(empty)
+        self.query_one("#queue-empty", Static).display = bool(empty)
+        table.display = not empty
+        self._detail()
+
+    def _add_page(self) -> None:
+        table = self.query_one("#queue-table", DataTable)
+        page = self.ranked[self.shown:self.shown + PAGE]
+        table.add_rows([self._cells(self.shown + i + 1, r) for i, r in enumerate(page)])
+        self.shown += len(page)
+        self._status()
+
+    def _cells(self, n: int, r: Ranked) -> tuple[Text | str, ...]:
+        e = r.evidence
+        cells: dict[str, Text | str] = {
+            "rank": str(n),
+            "score": f"{r.score:.2f}",
+            "instr": str(e.instruction_id),
+            "constraint": Text(shorten(f"{e.position}. {e.text}", self.text_width)),
+            "writer": Text(shorten(e.writer.label, 16)),
+            "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in self.columns)),
+            "outcome": outcome(e),
+            "similarity": bar(e.similarity.highest if e.similarity else None),
+            "copied": Text(copied(e)),
+            "trust": Text(shorten(trust_marks(e), 18)),
+            "flags": Text(shorten(", ".join(e.flags) or "-", 14)),
+        }
+        return tuple(cells[c.key] for c in self.columns)
+
+    def _empty_message(self) -> str:
+        if self.evidence is None:
+            return ""
+        if not self.enabled:
+            keys = " ".join(REASON_KEYS.get(r, "?") for r in REASONS)
+            return f"Every reason is switched off: switch one on ({keys})."
+        if not self.evidence and self.enabled == REASONS:
+            return ("No suspects: no constraint on any response in this store shows one of the reasons"
+                    + (" (with the evidence it holds: see above)." if self.missing else "."))
+        if not self.ranked:
+            return "No suspects with the reasons switched on: switch another one on."
+        return ""
+
+    def _reasons_line(self) -> None:
+        line = Text("reasons ", style="bold")
+        for reason in REASONS:
+            on = reason in self.enabled
+            line.append(f" {REASON_KEYS.get(reason, '?')} ", style="reverse" if on else "dim")
+            line.append(f" {reason} ", style=REASON_STYLES.get(reason, "bold") if on else "dim strike")
+        self.query_one("#queue-reasons", Static).update(line)
+
+    def _status(self) -> None:
+        if self.evidence is None:
+            return
+        more = f" (showing {self.shown:,}: + for more)" if self.shown < self.total else ""
+        ratio = self.evidence[0].ratio if self.evidence else self._ratio()
+        self.query_one("#queue-status", Static).update(
+            f"{self.total:,} suspects{more} · summary ratio {ratio if ratio is not None else '-'}"
+            + (" · enter: Audit, following the queue" if self.size.width >= 100 else " · ⏎ Audit"))
+
+    def _detail(self) -> None:
+        """The highlighted row in full: its constraint and what each of its reasons means."""
+        row = self._current()
+        detail = self.query_one("#queue-detail", Static)
+        if row is None:
+            detail.update("")
+            return
+        e = row.evidence
+        text = Text.assemble((f"#{e.instruction_id} · {e.writer.label} · ", "bold"), f"{e.position}. {e.text}")
+        for reason in e.reasons():
+            on = reason in self.enabled
+            text.append(f"\n{REASON_TAGS.get(reason, reason)}: ", style=REASON_STYLES.get(reason, "bold") if on else "dim")
+            text.append(REASON_TEXT.get(reason, reason), style="" if on else "dim")
+        if e.copied:
+            text.append(f"\ncopied from {'+'.join(e.copied_from)}: ", style="magenta")
+            text.append(" · ".join(f"“{g}”" for g in e.copied))
+        if e.flags:
+            text.append("\nflags: ", style="bold")
+            text.append(", ".join(e.flags))
+        detail.update(text)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail()
+
+    def on_resize(self) -> None:
+        if self.evidence is not None and layout(self.size.width)[0] != self.columns:
+            row = self.query_one("#queue-table", DataTable).cursor_row
+            self._fill()
+            self.query_one("#queue-table", DataTable).move_cursor(row=row)
+        self._status()
+
+    def _current(self) -> Ranked | None:
+        table = self.query_one("#queue-table", DataTable)
+        if not self.ranked or table.cursor_row < 0 or table.cursor_row >= len(self.ranked):
+            return None
+        return self.ranked[table.cursor_row]
+
+    def context(self) -> Context | None:
+        row = self._current()
+        if row is None:
+            return None
+        e = row.evidence
+        return Context(e.instruction_id, e.writer, e.ratio, e.constraint_id)
+
+    # -- actions ---------------------------------------------------------------------------
+    def action_reason(self, reason: str) -> None:
+        """Switch one reason off or on and re-rank what is loaded."""
+        on = set(self.enabled) ^ {reason}
+        self.enabled = tuple(r for r in REASONS if r in on)
+        self._reasons_line()
+        if self.enabled:
+            self._ask(TOP, "re-ranking…")
+            return
+        # Nothing to ask the store: no reason, no suspect.
+        self.evidence, self.total = [], 0
+        self.query_one("#queue-table", DataTable).loading = False
+        self.rerank()
+
+    def action_more(self) -> None:
+        if self.shown < len(self.ranked):
+            self._add_page()
+        elif self.evidence is not None and len(self.evidence) < self.total:
+            self._keep_row = self.shown
+            self._ask(self.limit + TOP, f"reading suspects {self.shown + 1:,} to {self.shown + TOP:,}…")
+        else:
+            self.notify("every suspect is shown")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_audit()
+
+    def action_audit(self) -> None:
+        row = self._current()
+        if row is None:
+            return
+        index = self.query_one("#queue-table", DataTable).cursor_row
+        self.app.following = Following(LABEL, [Stop(r.evidence.constraint_id, r.evidence.instruction_id,
+                                                    r.evidence.writer) for r in self.ranked], index=index)
+        e = row.evidence
+        self.app.open_audit(e.instruction_id, e.writer, e.constraint_id)
+
+    def action_back(self) -> None:
+        self.dismiss()

@@ -1,0 +1,258 @@
+"""Audit's list of an instruction's constraints: outcome, judges' agreement, copy evidence, flags.
+
+``ListRow`` is one row's facts (built by the Audit screen from pipeline.analysis.suspicion's
+Evidence and the outcome pipeline.analysis.metrics counts); the pure
+``sort_rows`` / ``filter_rows`` order and pick rows; ``ConstraintList`` draws them in a DataTable
+whose rows are replaced only when the instruction, response, sort or filter changes: a move
+within an instruction only moves the cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.strip import Strip
+from textual.widgets import DataTable
+
+from pipeline.analysis.similarity import LEXICAL, Similarity
+from pipeline.analysis.trust import Trust
+from unspecific_tui.widgets.bar import bar
+
+SORTS = ("position", "suspicion", "similarity", "outcome")
+FILTERS = ("all", "flipped", "split", "unquoted", "flagged")
+# Outcomes in the order the "outcome" sort shows them: what most needs a look first.
+OUTCOME_ORDER = ("FLIPPED", "pass both", "passes full", "fails full", "not judged")
+OUTCOME_SHORT = {"FLIPPED": "FLIPPED", "pass both": "pass both", "passes full": "pass full",
+                 "fails full": "fails", "not judged": "-"}
+FLAG_SHORT = {"proper_noun": "name", "specificity_leak": "leak", "copied_ngram": "copy", "duplicate": "dup"}
+
+
+@dataclass(frozen=True)
+class ListRow:
+    """One active constraint on the shown response (model and mode) and its summary at the ratio."""
+
+    constraint_id: int
+    position: int
+    text: str
+    outcome: str  # FLIPPED | pass both | passes full | fails full | not judged (pipeline.analysis.metrics)
+    response_trust: Trust | None  # None: not judged on that text
+    summary_trust: Trust | None
+    similarity: Similarity | None  # None: nothing to compare with
+    similarity_stored: bool  # False: the lexical stand-in computed on the fly
+    copied: tuple[str, ...]  # constraint phrases found in a reference and in the response
+    copied_from: tuple[str, ...]  # "A", "B"
+    flags: tuple[str, ...]
+    score: float  # pipeline.analysis.suspicion's Evidence.score
+
+    @property
+    def split(self) -> bool:
+        return any(t is not None and t.split for t in (self.response_trust, self.summary_trust))
+
+    @property
+    def unquoted(self) -> bool:
+        return any(t is not None and t.unquoted > 0 for t in (self.response_trust, self.summary_trust))
+
+    @property
+    def doubtful(self) -> bool:
+        """The outcome rests on split judges or a Yes whose quote is missing."""
+        return self.split or self.unquoted
+
+
+def sort_rows(rows: Sequence[ListRow], how: str) -> list[ListRow]:
+    if how == "suspicion":
+        return sorted(rows, key=lambda r: (-r.score, r.position))
+    if how == "similarity":
+        return sorted(rows, key=lambda r: (-(r.similarity.highest if r.similarity else -1.0), r.position))
+    if how == "outcome":
+        return sorted(rows, key=lambda r: (OUTCOME_ORDER.index(r.outcome) if r.outcome in OUTCOME_ORDER else 9,
+                                           not r.doubtful, r.position))
+    return sorted(rows, key=lambda r: r.position)
+
+
+def filter_rows(rows: Sequence[ListRow], how: str) -> list[ListRow]:
+    test = {"flipped": lambda r: r.outcome == "FLIPPED", "split": lambda r: r.split,
+            "unquoted": lambda r: r.unquoted, "flagged": lambda r: bool(r.flags)}.get(how)
+    return [r for r in rows if test(r)] if test else list(rows)
+
+
+def trust_cell(trust: Trust | None) -> Text:
+    """``2-0`` Yes-No of the judges on one text; red when split, ``*`` for each Yes without its quote."""
+    if trust is None or not (trust.judged or trust.missing):
+        return Text("-  ", style="dim")
+    style = "bold red" if trust.split else "green" if trust.yes else "yellow"
+    return Text.assemble((f"{trust.yes}-{trust.no}", style), ("*" * trust.unquoted, "bold red"))
+
+
+def outcome_cell(row: ListRow) -> Text:
+    """The outcome; a doubtful one (split judges, an unquoted Yes) ends in '?' and is never plain green."""
+    short = OUTCOME_SHORT.get(row.outcome, row.outcome)
+    if row.doubtful and row.outcome != "not judged":
+        return Text(short + "?", style="bold yellow")
+    style = {"FLIPPED": "bold red", "pass both": "green", "passes full": "green", "fails full": "yellow"}
+    return Text(short, style=style.get(row.outcome, "dim"))
+
+
+def similarity_cells(sim: Similarity | None, stored: bool) -> tuple[Text, Text]:
+    style = "cyan" if stored else "dim cyan"
+    if sim is None:
+        return bar(None, 3), bar(None, 3)
+    return bar(sim.to_a, 3, style=style), bar(sim.to_b, 3, style=style)
+
+
+def similarity_label(rows: Sequence[ListRow]) -> str:
+    """What the similarity columns hold: the stored method, or the lexical stand-in."""
+    methods = sorted({r.similarity.method for r in rows if r.similarity and r.similarity_stored})
+    if methods:
+        return "/".join(methods)
+    return f"{LEXICAL} (none stored)" if rows else ""
+
+
+# The columns before the constraint's text: (key, heading, width).
+COLUMNS = (("pos", "#", 2), ("outcome", "outcome", 10), ("judges", "resp summ", 9), ("sim-a", "sim A", 8),
+           ("sim-b", "sim B", 8), ("copied", "copy", 4), ("flags", "flags", 5))
+TEXT_MIN = 12
+
+
+class ConstraintList(DataTable, inherit_bindings=False):
+    """The rows of one instruction; Audit follows the cursor (``RowHighlighted``).
+
+    No keys of its own but enter: up/down are Audit's (past the last row they go on to the next
+    instruction) and PageUp/PageDown scroll Audit's current text pane."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Select", show=False)]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        self.key: object = None  # what the rows show: (instruction, writer, ratio, sort, filter, stamp)
+        self.rows_shown: list[ListRow] = []
+        self._ids: dict[int, int] = {}  # constraint id -> row
+        self._text_width = 0
+        self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)  # render_line's
+
+    def on_mount(self) -> None:
+        self._add_columns(TEXT_MIN)
+
+    def _add_columns(self, text_width: int) -> None:
+        for key, label, width in COLUMNS:
+            self.add_column(label, key=key, width=width)
+        self.add_column("constraint", key="text", width=text_width)
+        self._text_width = text_width
+
+    def on_resize(self) -> None:
+        """The constraint column takes the width the others leave (DataTable has no 1fr column)."""
+        fixed = sum(w for _, _, w in COLUMNS) + 2 * self.cell_padding * (len(COLUMNS) + 1) + 2
+        width = max(TEXT_MIN, self.size.width - fixed)
+        if width != self._text_width:
+            rows, key, cid = self.rows_shown, self.key, self.constraint_at(self.cursor_row)
+            self.clear(columns=True)
+            self._add_columns(width)
+            self.key = None
+            self.show_rows(rows, key)
+            self.select(cid)
+
+    def show_rows(self, rows: Sequence[ListRow], key: object) -> bool:
+        """Replace the rows when ``key`` changed; True when they were replaced."""
+        if key == self.key:
+            return False
+        self.key = key
+        self.rows_shown = list(rows)
+        self.clear()
+        self.add_rows([self._cells(r) for r in rows])
+        self._ids = {r.constraint_id: i for i, r in enumerate(rows)}
+        return True
+
+    def select(self, constraint_id: int | None) -> None:
+        """Put the cursor on a constraint's row (no message when it is already there)."""
+        row = self._ids.get(constraint_id) if constraint_id is not None else None
+        if row is not None and row != self.cursor_row:
+            self.move_cursor(row=row, animate=False)
+
+    def render_line(self, y: int) -> Strip:
+        """DataTable keys its line cache by the cursor's coordinate, so after a move the row the
+        cursor left is rendered again although it looks as before; here a line is kept by what it
+        shows: its row, and whether the cursor (or the mouse) is on that row."""
+        scroll_x, scroll_y = self.scroll_offset
+        line = y if self.show_header and y < self.header_height else y + scroll_y
+        try:
+            row_key, offset = self._get_offsets(line)
+        except LookupError:
+            return super().render_line(y)
+        found = None if row_key is self._header_row_key else self._row_locations.get(row_key)
+        row = -1 if found is None else found
+        key = (row_key, offset, scroll_x, self.size.width, row >= 0 and row == self.cursor_row,
+               self._show_hover_cursor and row == self.hover_row, self.cursor_type, self.show_cursor,
+               None if self.cursor_type == "row" else (self.cursor_coordinate, self.hover_coordinate),
+               self._update_count, self._pseudo_class_state)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = super().render_line(y)
+        return strip
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()  # new colours: every line looks different
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
+        """A one-line Text cell, wrapped, padded and styled with the Rich calls DataTable makes through
+        Padding and Styled, without them (half the time: a new instruction renders every visible cell).
+        Anything else (the header, a cell of several lines) goes to DataTable's own rendering."""
+        pad = self.cell_padding
+        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns or width < 2 * pad:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        key = (row_key, column_key, base_style, cursor, hover,
+               self._show_hover_cursor, self._update_count, self._pseudo_class_state)  # DataTable's own cache key
+        cached = self._cell_render_cache.get(key)
+        if cached is not None:
+            return cached
+        row = self.rows.get(row_key)
+        cells = self._get_row_renderables(row_index).cells
+        cell = cells[column_index] if column_index < len(cells) else None
+        if (row is None or row.height != 1 or not isinstance(cell, Text) or cell.no_wrap is False
+                or "\n" in cell.plain or "\t" in cell.plain):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        component, post = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        console, options = self.app.console, self.app.console_options
+        inner = width - 2 * pad
+        # Text.__rich_console__'s wrap and join (one line: no_wrap), then Padding's fill and sides.
+        lines = cell.wrap(console, inner, justify=cell.justify or options.justify or "default",
+                          overflow=cell.overflow or options.overflow or "fold", no_wrap=True)
+        text = Text("\n").join(lines)
+        segments = [Segment(" " * pad)] if pad else []
+        segments.extend(text.render(console, end=""))
+        if text.cell_len < inner:
+            segments.append(Segment(" " * (inner - text.cell_len)))
+        if pad:
+            segments.append(Segment(" " * pad))
+        rendered = [list(Segment.apply_style(segments, pre, post))]
+        self._cell_render_cache[key] = rendered
+        return rendered
+
+    def constraint_at(self, row: int) -> int | None:
+        return self.rows_shown[row].constraint_id if 0 <= row < len(self.rows_shown) else None
+
+    @staticmethod
+    def _cells(r: ListRow) -> tuple[object, ...]:
+        sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored)
+        copied = Text(f"{len(r.copied)}{''.join(r.copied_from)}" if r.copied else "-",
+                      style="bold #e5c07b" if r.copied else "dim")
+        flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
+                     style="black on yellow" if r.flags else "dim")
+        text = Text(r.text.replace("\n", " "), no_wrap=True, overflow="ellipsis")
+        judges = trust_cell(r.response_trust)
+        judges.pad_right(5 - len(judges))  # the summary's under "summ"
+        judges.append_text(trust_cell(r.summary_trust))
+        return (str(r.position), outcome_cell(r), judges, sim_a, sim_b, copied, flags, text)
