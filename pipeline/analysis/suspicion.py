@@ -50,7 +50,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
 
 from pipeline.analysis.copying import STOPWORDS, WORD
 from pipeline.analysis.similarity import LEXICAL, Similarity
@@ -135,38 +134,19 @@ class Evidence:
 
     def reasons(self) -> tuple[str, ...]:
         """The reasons that fire, in REASONS order."""
-        return _fired(self.similarity, self.copied, self.lost, self.response_trust, self.summary_trust)
+        response, summary, similarity = self.response_trust, self.summary_trust, self.similarity
+        fired = {
+            "similar": similarity is not None and similarity.highest >= similarity_threshold(similarity.method),
+            "copied": bool(self.copied),
+            "lost": self.lost,
+            "split": any(t is not None and t.split for t in (response, summary)),
+            "unquoted": response is not None and response.unquoted > 0,
+        }
+        return tuple(r for r in REASONS if fired[r])
 
     def score(self, enabled: Sequence[str] = REASONS) -> float:
         """The weighted sum of the enabled reasons that fire (module docstring)."""
         return _score(self.reasons(), enabled, self.similarity, self.copied, self.copied_from)
-
-
-class _Counts(Protocol):
-    """Trust, or the store's TextCounts: the ranking reads only these."""
-
-    @property
-    def yes(self) -> int: ...
-    @property
-    def no(self) -> int: ...
-    @property
-    def unquoted(self) -> int: ...
-
-
-def _split(counts: _Counts | None) -> bool:
-    return counts is not None and counts.yes > 0 and counts.no > 0  # Trust.split
-
-
-def _fired(similarity: Similarity | None, copied: Sequence[str], lost: bool, response: _Counts | None,
-           summary: _Counts | None) -> tuple[str, ...]:
-    fired = {
-        "similar": similarity is not None and similarity.highest >= similarity_threshold(similarity.method),
-        "copied": bool(copied),
-        "lost": lost,
-        "split": _split(response) or _split(summary),
-        "unquoted": response is not None and response.unquoted > 0,
-    }
-    return tuple(r for r in REASONS if fired[r])
 
 
 def _score(reasons: Sequence[str], enabled: Sequence[str], similarity: Similarity | None, copied: Sequence[str],
@@ -236,6 +216,34 @@ def copied_phrases(constraint: str, references: dict[str, str], response: str, n
     return tuple(phrases), "".join(sorted(sources))
 
 
+class PhraseFinder:
+    """copied_phrases over stored texts (by hash), each text's n-grams computed once: a response and
+    its references are compared with every one of its 39 constraints. ``bodies`` maps hashes to
+    texts; callers add the bodies they read."""
+
+    def __init__(self, n: int = COPY_EVIDENCE_NGRAM, *, max_texts: int = 20000) -> None:
+        self.n = n
+        self.bodies: dict[str, str] = {}
+        self._grams: dict[str, set[tuple[str, ...]]] = {}
+        self._max = max_texts
+
+    def _of(self, text_hash: str | None) -> set[tuple[str, ...]]:
+        if not text_hash:
+            return set()
+        found = self._grams.get(text_hash)
+        if found is None:
+            if len(self._grams) >= self._max:
+                self._grams.clear()  # bound memory on a large store; references recur within a chunk
+            found = self._grams[text_hash] = word_ngrams(self.bodies.get(text_hash, ""), self.n)
+        return found
+
+    def find(self, constraint: str, response_hash: str | None, reference_a_hash: str | None,
+             reference_b_hash: str | None) -> tuple[tuple[str, ...], str]:
+        refs = {"A": self._of(reference_a_hash), "B": self._of(reference_b_hash)}
+        return copied_phrases(constraint, {}, "", self.n, response_grams=self._of(response_hash),
+                              reference_grams={k: v for k, v in refs.items() if v})
+
+
 # -- building Evidence ------------------------------------------------------------------------------
 
 
@@ -295,13 +303,12 @@ def _fill_copy_evidence(store: Store, rows: list[EvidenceRow]) -> list[EvidenceR
     if not missing:
         return rows
     hashes = response_and_reference_hashes(store, sorted({r.response_id for r in missing if r.response_id}))
-    bodies = text_bodies(store, [h for triple in hashes.values() for h in triple if h])
+    finder = PhraseFinder()
+    finder.bodies = text_bodies(store, [h for triple in hashes.values() for h in triple if h])
     out = []
     for row in rows:
         if row.copied is None and row.response_id in hashes:
-            r_hash, a_hash, b_hash = hashes[row.response_id]
-            refs = {"A": bodies.get(a_hash or "", ""), "B": bodies.get(b_hash or "", "")}
-            copied, sources = copied_phrases(row.text, refs, bodies.get(r_hash or "", ""))
+            copied, sources = finder.find(row.text, *hashes[row.response_id])
             row = row._replace(copied=copied, copied_from=sources)
         out.append(row)
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.analysis.suspicion import copied_phrases, word_ngrams
+from pipeline.analysis.suspicion import PhraseFinder
 from pipeline.core.definitions import COPY_EVIDENCE_NGRAM
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.store.database import Store
@@ -38,30 +38,17 @@ def compute_copy_evidence(store: Store, *, instruction_ids: Sequence[int] | None
         return 0  # a read-only store from before the migration: nothing can be written
     total = count_missing_copy_evidence(store, run_id=run_id) if instruction_ids is None else 0
     done = 0
-    grams: dict[str, set[tuple[str, ...]]] = {}  # by text hash: a response has 39 constraints
-
-    def grams_of(h: str | None, bodies: dict[str, str]) -> set[tuple[str, ...]]:
-        if not h:
-            return set()
-        if h not in grams:
-            grams[h] = word_ngrams(bodies.get(h, ""), n)
-        return grams[h]
-
+    finder = PhraseFinder(n)  # each text's n-grams once: a response has 39 constraints
     while not (stop is not None and stop.stopped):
         work = missing_copy_work(store, instruction_ids=instruction_ids, run_id=run_id, limit=chunk)
         if not work:
             break
-        bodies = text_bodies(store, [h for w in work for h in (w.response_hash, w.reference_a_hash,
-                                                               w.reference_b_hash) if h])
-        rows = []
-        for w in work:
-            refs = {"A": grams_of(w.reference_a_hash, bodies), "B": grams_of(w.reference_b_hash, bodies)}
-            copied, sources = copied_phrases(w.constraint_text, {}, "", n, response_grams=grams_of(w.response_hash, bodies),
-                                             reference_grams={k: v for k, v in refs.items() if v})
-            rows.append(CopyEvidenceRow(w.response_id, w.constraint_id, n, copied, sources))
+        finder.bodies = text_bodies(store, [h for w in work for h in (w.response_hash, w.reference_a_hash,
+                                                                      w.reference_b_hash) if h])
+        rows = [CopyEvidenceRow(w.response_id, w.constraint_id, n,
+                                *finder.find(w.constraint_text, w.response_hash, w.reference_a_hash, w.reference_b_hash))
+                for w in work]
         put_copy_evidence(store, rows)
         done += len(rows)
-        if len(grams) > 20000:
-            grams.clear()  # bound memory on a large store; references recur within a chunk
         progress(ProgressEvent("copy_evidence", done, max(total, done), f"{done} (response, constraint) pairs"))
     return done
