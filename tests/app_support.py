@@ -9,6 +9,17 @@ from pipeline.store.database import open_store
 
 STAMP = "2026-01-01T00:00:00+00:00"
 
+
+def add_similarities(path: Path) -> None:
+    """Constraint-reference similarities as the build stores them (lexical: no embedder to load)."""
+    from pipeline.stages.similarity import compute_similarities
+
+    store = open_store(path)
+    try:
+        compute_similarities(store, None)
+    finally:
+        store.close()
+
 A = ("The mayor unveiled a flood defence plan for the river district. "
      "Residents argued about the budget shortfall at a packed meeting.")
 B = "A town council debated a budget shortfall for weeks. The flood defence plan was delayed again."

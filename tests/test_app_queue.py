@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app_support import make_known_store, settle, text_of
+from app_support import add_similarities, make_known_store, settle, text_of
 from textual.widgets import DataTable
 
 from pipeline.analysis.suspicion import REASONS, suspicion_queue
@@ -13,17 +13,6 @@ from pipeline.store.database import open_store
 from pipeline.store.view import StoreView
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.queue import LABEL, QueueScreen, layout, shorten
-
-
-def with_similarities(path: Path) -> None:
-    """The known store with its constraint-reference similarities computed (lexical: no model)."""
-    from pipeline.stages.similarity import compute_similarities
-
-    store = open_store(path)
-    try:
-        compute_similarities(store, None)
-    finally:
-        store.close()
 
 
 def expected_queue(path: Path, enabled: tuple[str, ...] = REASONS) -> list:
@@ -50,7 +39,7 @@ def table_rows(screen: QueueScreen) -> list[list[str]]:
 
 async def test_queue_lists_ranked_items(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
-    with_similarities(known.path)
+    add_similarities(known.path)
     expected = expected_queue(known.path)
     assert expected, "the known store has suspects (a flipped constraint, a missing quote, copied n-grams)"
     app = UnspecificApp(known.path, stages={})
@@ -79,7 +68,7 @@ async def test_queue_lists_ranked_items(tmp_path):
 
 async def test_toggling_a_reason_reranks(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
-    with_similarities(known.path)
+    add_similarities(known.path)
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await open_queue(app, pilot)
@@ -114,7 +103,7 @@ async def test_toggling_a_reason_reranks(tmp_path):
 async def test_a_reason_switched_while_ranking_waits_for_its_own_query(tmp_path):
     """Two toggles in a row: only the ranking under the reasons switched on at the end shows."""
     known = make_known_store(tmp_path / "s.sqlite")
-    with_similarities(known.path)
+    add_similarities(known.path)
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await open_queue(app, pilot)
@@ -131,7 +120,7 @@ async def test_the_head_of_a_long_queue_and_more(tmp_path, monkeypatch):
     from unspecific_tui.screens import queue as queue_screen
 
     known = make_known_store(tmp_path / "s.sqlite")
-    with_similarities(known.path)
+    add_similarities(known.path)
     everything = expected_queue(known.path)
     assert len(everything) >= 3
     monkeypatch.setattr(queue_screen, "TOP", 2)
@@ -151,7 +140,7 @@ async def test_the_head_of_a_long_queue_and_more(tmp_path, monkeypatch):
 
 async def test_enter_opens_audit_following_the_queue(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
-    with_similarities(known.path)
+    add_similarities(known.path)
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await open_queue(app, pilot)
@@ -198,7 +187,7 @@ async def test_empty_store_says_so(tmp_path):
 
 async def test_readable_at_80x24(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
-    with_similarities(known.path)
+    add_similarities(known.path)
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_queue(app, pilot)

@@ -12,6 +12,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from tests.app_support import add_similarities
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from unspecific_tui.app import UnspecificApp
 
@@ -33,18 +34,6 @@ def make_app(folder: Path, *, both_modes: bool = False, long_names: bool = False
             lengthen_constraints(path)
             add_similarities(path)
     return UnspecificApp(path, stages={}, display_path="store.sqlite", annotator="snapshot", config_path=None)
-
-
-def add_similarities(path: Path) -> None:
-    """Constraint-reference similarities as the build stores them (lexical: no embedder to load)."""
-    from pipeline.stages.similarity import compute_similarities
-    from pipeline.store.database import open_store
-
-    store = open_store(path)
-    try:
-        compute_similarities(store, None)
-    finally:
-        store.close()
 
 
 def lengthen_constraints(path: Path) -> None:
