@@ -241,27 +241,33 @@ class HashEmbedder:
         return normalize_rows(out)
 
 
-def get_embedder(name: str | None = DEFAULT_MODEL) -> Embedder:
-    """``mpnet`` | ``minilm`` | ``hash`` | a folder holding a sentence-transformers model;
-    None or "" means the default (mpnet).
-
-    One instance per model per process (aliases included), so each model loads once."""
+def canonical_embedder(name: str | None = DEFAULT_MODEL) -> str:
+    """The model ``name`` stands for (``mpnet``, ``minilm``, ``hash-N`` or a model folder's path), without
+    loading anything; an EmbeddingError naming the choices when it stands for none."""
     name = name or DEFAULT_MODEL
     key = name.strip().lower()
     if key in ("mpnet", MODELS["mpnet"].lower()):
-        return _embedder("mpnet")
+        return "mpnet"
     if key in ("minilm", MODELS["minilm"].lower()):
-        return _embedder("minilm")
+        return "minilm"
     if key == "hash" or key.startswith("hash-"):
         try:
             dim = int(key.split("-", 1)[1]) if "-" in key else 256
         except ValueError:
             raise EmbeddingError(f"embedding model {name!r}: hash-N needs a whole number of dimensions") from None
-        return _embedder(f"hash-{dim}")
+        return f"hash-{dim}"
     path = Path(name).expanduser()
     if (path / "modules.json").is_file():
-        return _embedder(str(path.resolve()))
+        return str(path.resolve())
     raise EmbeddingError(f"unknown embedding model {name!r}: use mpnet, minilm, or a folder with a sentence-transformers model")
+
+
+def get_embedder(name: str | None = DEFAULT_MODEL) -> Embedder:
+    """``mpnet`` | ``minilm`` | ``hash`` | a folder holding a sentence-transformers model;
+    None or "" means the default (mpnet).
+
+    One instance per model per process (aliases included), so each model loads once."""
+    return _embedder(canonical_embedder(name))
 
 
 @cache

@@ -21,12 +21,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.analysis.copying import lexical_overlap
 from pipeline.analysis.similarity import LEXICAL
-from pipeline.core.errors import StageError
+from pipeline.core.errors import EmbeddingError, StageError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.store.articles import article_text_hash
 from pipeline.store.constraints import ActiveConstraint, active_constraints
@@ -48,7 +47,6 @@ DEFAULT_EMBEDDER = "mpnet"
 EMBEDDER_ENV = "UNSPECIFIC_EMBEDDER"
 # Names that mean "no embedder": similarity is lexical.
 NO_EMBEDDER = ("lexical", "none")
-_KNOWN = ("mpnet", "minilm", "all-mpnet-base-v2", "all-minilm-l6-v2", "hash")
 
 
 def embedder_name(name: str | None) -> str:
@@ -57,15 +55,18 @@ def embedder_name(name: str | None) -> str:
 
 
 def check_embedder_name(name: str | None, where: str) -> None:
-    """Raise a StageError naming ``where`` (the setting) unless ``name`` could be an embedder;
-    loads nothing, so a build can check it before any work."""
-    key = embedder_name(name).lower()
-    if key in NO_EMBEDDER or key in _KNOWN or (key.startswith("hash-") and key[5:].isdigit()):
+    """Raise a StageError naming ``where`` (the setting) unless ``name`` could be an embedder
+    (pipeline.analysis.embeddings.canonical_embedder); loads nothing, so a build can check it before any work."""
+    from pipeline.analysis.embeddings import canonical_embedder
+
+    key = embedder_name(name)
+    if key.lower() in NO_EMBEDDER:
         return
-    if (Path(embedder_name(name)).expanduser() / "modules.json").is_file():
-        return
-    raise StageError(f"{where}: unknown embedder {embedder_name(name)!r}: use mpnet (the default), minilm, hash, "
-                     f"lexical or none (no embedding), or a folder holding a sentence-transformers model")
+    try:
+        canonical_embedder(key)
+    except EmbeddingError:
+        raise StageError(f"{where}: unknown embedder {key!r}: use mpnet (the default), minilm, hash, "
+                         f"lexical or none (no embedding), or a folder holding a sentence-transformers model") from None
 
 
 def resolve_embedder(name: str | None, where: str) -> Embedder | None:
