@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.analysis.copying import lexical_overlap
 from pipeline.store.database import Store
 from pipeline.store.similarity import similarity_rows
 
@@ -38,3 +39,11 @@ def constraint_similarities(store: Store, *, instruction_id: int | None = None) 
     """Stored similarities by constraint id: one instruction's (one indexed query), or all; {} when none."""
     return {row.constraint_id: Similarity(row.constraint_id, row.method, row.to_a, row.to_b)
             for row in similarity_rows(store, instruction_id=instruction_id)}
+
+
+def lexical_similarity(constraint_id: int, constraint: str, reference_a: str, reference_b: str | None) -> Similarity:
+    """The ``lexical`` method: the share of the constraint's content words found in each reference
+    (what pipeline.stages.similarity stores without an embedder, and what Audit shows while nothing is
+    stored). ``reference_b`` None: one reference only."""
+    return Similarity(constraint_id, LEXICAL, lexical_overlap(constraint, reference_a),
+                      lexical_overlap(constraint, reference_b) if reference_b is not None else None)

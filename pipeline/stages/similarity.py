@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pipeline.analysis.copying import lexical_overlap
-from pipeline.analysis.similarity import LEXICAL
+from pipeline.analysis.similarity import LEXICAL, lexical_similarity
 from pipeline.core.errors import EmbeddingError, StageError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.store.articles import article_text_hash
@@ -117,8 +116,8 @@ def _lexical(store: Store, instruction_id: int, constraints: Sequence[ActiveCons
              refs: References) -> list[SimilarityRow]:
     ref_a = store.get_text(refs.a)
     ref_b = store.get_text(refs.b) if refs.b else None
-    return [SimilarityRow(c.id, instruction_id, LEXICAL, lexical_overlap(c.text, ref_a),
-                          lexical_overlap(c.text, ref_b) if ref_b is not None else None) for c in constraints]
+    sims = [lexical_similarity(c.id, c.text, ref_a, ref_b) for c in constraints]
+    return [SimilarityRow(s.constraint_id, instruction_id, s.method, s.to_a, s.to_b) for s in sims]
 
 
 def compute_similarities(store: Store, embedder: Embedder | None, *, instruction_ids: Sequence[int] | None = None,

@@ -29,7 +29,7 @@ from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import DataTable, Header, Static
 
-from pipeline.analysis.similarity import LEXICAL, Similarity
+from pipeline.analysis.similarity import LEXICAL, Similarity, lexical_similarity
 from pipeline.analysis.suspicion import Evidence, instruction_evidence, suspicion_queue
 from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_RATIO
@@ -58,7 +58,6 @@ from unspecific_tui.widgets.highlight import (
     SOURCE_STYLES,
     copied_spans,
     intersect,
-    lexical_overlap,
     merge,
     quote_span,
     render,
@@ -792,8 +791,7 @@ def _lexical_similarity(con: Constraint, data: InstructionData) -> Similarity | 
     """The stand-in while no similarity is stored: share of the constraint's words in each reference."""
     if not data.article_a:
         return None
-    to_b = lexical_overlap(con.text, data.article_b) if data.article_b else None
-    return Similarity(con.id, LEXICAL, lexical_overlap(con.text, data.article_a), to_b)
+    return lexical_similarity(con.id, con.text, data.article_a, data.article_b or None)
 
 
 def _instruction(entry: tuple[int, int]) -> int:

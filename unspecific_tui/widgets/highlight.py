@@ -67,13 +67,6 @@ def quote_span(quote: str, text: str) -> tuple[str | None, Span | None]:
     return match.found, match.span
 
 
-def lexical_overlap(constraint: str, text: str) -> float:
-    """Share of the constraint's content words that occur in the text."""
-    from pipeline.analysis.copying import lexical_overlap as overlap
-
-    return overlap(constraint, text)
-
-
 def render(text: str, copies: Sequence[Span] = (), quotes: Sequence[tuple[Span, str]] = ()) -> Text:
     """A Rich Text with copied spans and quote spans styled (quotes drawn over copies)."""
     out = Text(text)
