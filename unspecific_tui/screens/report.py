@@ -61,18 +61,13 @@ def _triple(iv: Any) -> Triple:
     return (iv.value, iv.low, iv.high)
 
 
-def correction_of(analysis: Analysis) -> Any:
-    """The app's pipeline.analysis.correction.Correction (computed with the metrics), or None."""
-    return analysis.correction
-
-
 def report_cells(analysis: Analysis) -> list[Cell]:
     """pipeline.analysis.metrics groups at the analysis' summary ratio, in the paper's condition order,
     each with its corrected rates where its judges have an informative validation."""
     metrics = analysis.metrics
     if metrics is None:
         return []
-    correction = correction_of(analysis)
+    correction = analysis.correction
     order = {c: i for i, c in enumerate(CONDITION_ORDER)}
     groups = [g for g in metrics.groups if g.ratio is not None and abs(g.ratio - analysis.ratio) < 1e-9]
     groups.sort(key=lambda g: (g.domain, order.get(g.condition, 99), g.condition, g.model, g.mode))
@@ -95,13 +90,13 @@ def warning_lines(analysis: Analysis) -> list[str]:
     if analysis.metrics is None:
         return []
     lines = [w.message for w in report_warnings(analysis.metrics, ReportOptions())]
-    correction = correction_of(analysis)
+    correction = analysis.correction
     return lines + (correction.warnings() if correction is not None else [])
 
 
 def judge_lines(analysis: Analysis) -> list[str]:
     """Each judge's validation as `report` prints it (pipeline.analysis.correction.JudgeStatus.line)."""
-    correction = correction_of(analysis)
+    correction = analysis.correction
     return [s.line() for s in correction.judges] if correction is not None else []
 
 
@@ -110,7 +105,7 @@ def judges_summary(analysis: Analysis) -> Text:
     raw rates and the one command that validates them."""
     from pipeline.analysis.correction import VALIDATE_COMMAND
 
-    correction = correction_of(analysis)
+    correction = analysis.correction
     if correction is None:
         return Text("judges' validation: computing…", style="dim")
     out = Text("judges: ")
@@ -342,7 +337,7 @@ class ReportScreen(AppScreen):
     @property
     def marked(self) -> bool:
         """The raw rates rest on a judge with no validation."""
-        correction = correction_of(self._analysis) if self._analysis is not None else None
+        correction = self._analysis.correction if self._analysis is not None else None
         return bool(correction is not None and correction.unvalidated)
 
     def _show(self, analysis: Analysis, cells: list[Cell]) -> None:
