@@ -54,7 +54,7 @@ from pipeline.analysis import copying
 from pipeline.analysis.correction import VALIDATE_COMMAND
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.analysis.similarity import constraint_similarities
-from pipeline.analysis.suspicion import REASON_TEXT, REASONS, suspicion_queue
+from pipeline.analysis.suspicion import REASON_TEXT, REASONS, Evidence, suspicion_queue
 from pipeline.core.redact import known_secrets, redact
 from pipeline.outputs.report import (
     any_corrected,
@@ -544,17 +544,23 @@ def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructi
     """The suspicion ranking (pipeline.analysis.suspicion) of the page's instructions and writers: the
     first SUSPICIOUS_MAX items by every reason, each with its score under each reason alone (the score
     is their sum over the enabled reasons, so the page re-ranks when a reason is switched off)."""
-    queue = suspicion_queue(store, ratio=ratio, run_id=run_id)
+    def on_page(queue: list[Evidence]) -> list[Evidence]:
+        return [e for e in queue if e.instruction_id in instructions
+                and (e.writer.model, e.writer.mode) in writers][:SUSPICIOUS_MAX]
+
+    # The head of the ranking is read as evidence; the whole of it only when the page's filters leave
+    # fewer than SUSPICIOUS_MAX of that head (building every item costs seconds on a large benchmark).
+    queue = suspicion_queue(store, ratio=ratio, run_id=run_id, limit=SUSPICIOUS_MAX)
+    kept = on_page(queue)
+    if len(kept) < SUSPICIOUS_MAX and queue.total > len(queue):
+        queue = suspicion_queue(store, ratio=ratio, run_id=run_id)
+        kept = on_page(queue)
     items = []
-    for e in queue:
-        if e.instruction_id not in instructions or (e.writer.model, e.writer.mode) not in writers:
-            continue
+    for e in kept:
         sim = e.similarity
         items.append([e.instruction_id, e.constraint_id, e.position, e.writer.model, e.writer.mode, _clean(e.text),
                       [e.score((r,)) for r in REASONS], _num(sim.highest) if sim else None,
                       [_clean(c) for c in e.copied[:3]], "+".join(e.copied_from)])
-        if len(items) == SUSPICIOUS_MAX:
-            break
     return {"reasons": list(REASONS), "text": REASON_TEXT, "items": items, "top": SUSPICIOUS_TOP,
             "copy_missing": MISSING_COPY if queue.copy_evidence_missing else ""}
 
