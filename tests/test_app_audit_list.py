@@ -277,3 +277,34 @@ async def test_f_can_follow_the_suspicion_queue(tmp_path):
         first = ranked[0]
         assert (screen.shown.constraint_id, screen.shown.writer) == (first.constraint_id, first.writer)
         assert f"following: suspicion queue 1/{len(ranked)}" in text_of(screen.query_one("#audit-head"))
+
+
+async def test_list_cells_render_as_datatable_renders_them(tmp_path):
+    """ConstraintList draws its one-line cells without DataTable's Padding and Styled, and keeps each
+    cell's text apart from the row style: every cell, with the cursor on it or not, must come out
+    segment for segment as DataTable's own rendering makes it."""
+    from rich.style import Style
+    from textual.widgets import DataTable
+
+    known, app = await open_on(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await settle(app, pilot)
+        table = app.screen.query_one(ConstraintList)
+        assert table.row_count >= 3
+        base = table.get_component_styles("datatable--odd-row").rich_style + Style(bold=False)
+        compared = 0
+        for row in range(table.row_count):
+            for column, col in enumerate(table.ordered_columns):
+                width = col.get_render_width(table)
+                # Plain first (what is kept), then the cursor and hover states restyle the kept text.
+                for cursor, hover in ((False, False), (True, False), (False, True), (True, True)):
+                    ours = table._render_cell(row, column, base, width, cursor, hover)
+                    table._cell_render_cache.clear()
+                    theirs = DataTable._render_cell(table, row, column, base, width, cursor, hover)
+                    table._cell_render_cache.clear()
+                    assert ours == theirs, (row, column, cursor, hover)
+                    compared += 1
+        assert compared == table.row_count * len(table.ordered_columns) * 4
+        assert table._plain_cells, "the fast path was not taken"

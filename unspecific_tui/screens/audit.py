@@ -20,6 +20,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from rich.text import Text
@@ -587,7 +588,7 @@ class AuditScreen(AppScreen):
             body = Text("(single condition: one reference only)", style="dim")
         else:
             body = Text("(not generated yet)", style="dim")
-        subtitle = f"{count_words(text)} words"
+        subtitle = f"{_words(text)} words"
         if pane in ("ref-a", "ref-b"):
             sim = row.similarity if row else None
             value = None if sim is None else sim.to_a if pane == "ref-a" else sim.to_b
@@ -644,7 +645,9 @@ class AuditScreen(AppScreen):
                 self._evidence_line(row, flags)]
         lines = [where, text] + [line for line in rest if line is not None][:max(0, budget)]
         # Wrapped here as a Static would wrap them, padded to the fixed height (never a layout).
-        rows = [piece for line in lines for piece in line.wrap(console, width)][:height]
+        # A one-line no_wrap line is its own row: TextLines cuts it at the width as wrap would.
+        rows = [piece for line in lines
+                for piece in ([line] if _one_row(line) else line.wrap(console, width))][:height]
         self.query_one("#audit-head", TextLines).show(rows + [Text()] * (height - len(rows)))
 
     def _outcome_line(self, row: ListRow | None, verdicts: list[Verdict]) -> Text:
@@ -792,6 +795,16 @@ def _lexical_similarity(con: Constraint, data: InstructionData) -> Similarity | 
     if not data.article_a:
         return None
     return lexical_similarity(con.id, con.text, data.article_a, data.article_b or None)
+
+
+@lru_cache(maxsize=64)
+def _words(text: str) -> int:
+    """The pane subtitles' word count: the same four texts on every move within an instruction."""
+    return count_words(text)
+
+
+def _one_row(line: Text) -> bool:
+    return line.no_wrap is True and "\n" not in line.plain and "\t" not in line.plain
 
 
 def _instruction(entry: tuple[int, int]) -> int:

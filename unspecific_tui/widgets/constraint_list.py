@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.strip import Strip
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
@@ -134,6 +135,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self._ids: dict[int, int] = {}  # constraint id -> row
         self._text_width = 0
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)  # render_line's
+        self._plain_cells: LRUCache[tuple[object, ...], list[Segment] | None] = LRUCache(4096)  # _plain_cell's
 
     def on_mount(self) -> None:
         self._add_columns(TEXT_MIN)
@@ -197,11 +199,14 @@ class ConstraintList(DataTable, inherit_bindings=False):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()  # new colours: every line looks different
+        self._plain_cells.clear()
 
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
         """A one-line Text cell, wrapped, padded and styled with the Rich calls DataTable makes through
         Padding and Styled, without them (half the time: a new instruction renders every visible cell).
+        The cell's own segments are kept apart from the row's style, which is applied last: a move
+        restyles the two rows it touches instead of rendering their text again.
         Anything else (the header, a cell of several lines) goes to DataTable's own rendering."""
         pad = self.cell_padding
         if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns or width < 2 * pad:
@@ -215,16 +220,30 @@ class ConstraintList(DataTable, inherit_bindings=False):
         cached = self._cell_render_cache.get(key)
         if cached is not None:
             return cached
-        row = self.rows.get(row_key)
-        cells = self._get_row_renderables(row_index).cells
-        cell = cells[column_index] if column_index < len(cells) else None
-        if (row is None or row.height != 1 or not isinstance(cell, Text) or cell.no_wrap is False
-                or "\n" in cell.plain or "\t" in cell.plain):
+        plain_key = (row_key, column_key, width, self._update_count)
+        if plain_key in self._plain_cells:
+            segments = self._plain_cells[plain_key]
+        else:
+            segments = self._plain_cells[plain_key] = self._plain_cell(row_key, row_index, column_index, width)
+        if segments is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         component, post = self._get_styles_to_render_cell(
             False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
             self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
         pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        rendered = [list(Segment.apply_style(segments, pre, post))]
+        self._cell_render_cache[key] = rendered
+        return rendered
+
+    def _plain_cell(self, row_key: RowKey, row_index: int, column_index: int, width: int) -> list[Segment] | None:
+        """The cell's text as DataTable lays it out, before any row style; None: not a one-line Text."""
+        row = self.rows.get(row_key)
+        cells = self._get_row_renderables(row_index).cells
+        cell = cells[column_index] if column_index < len(cells) else None
+        if (row is None or row.height != 1 or not isinstance(cell, Text) or cell.no_wrap is False
+                or "\n" in cell.plain or "\t" in cell.plain):
+            return None
+        pad = self.cell_padding
         console, options = self.app.console, self.app.console_options
         inner = width - 2 * pad
         # Text.__rich_console__'s wrap and join (one line: no_wrap), then Padding's fill and sides.
@@ -237,9 +256,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
             segments.append(Segment(" " * (inner - text.cell_len)))
         if pad:
             segments.append(Segment(" " * pad))
-        rendered = [list(Segment.apply_style(segments, pre, post))]
-        self._cell_render_cache[key] = rendered
-        return rendered
+        return segments
 
     def constraint_at(self, row: int) -> int | None:
         return self.rows_shown[row].constraint_id if 0 <= row < len(self.rows_shown) else None

@@ -3,18 +3,27 @@
 A Line API widget: the text is wrapped once per (text, width) into character ranges, and only
 the lines in view are styled and rendered. New highlights on the same text (the Audit screen's
 every move) then cost the ~40 visible lines, not a re-wrap and re-render of the whole article.
+
+The pane draws its own scrollbar in its last two columns, with Textual's glyphs and colours,
+instead of Textual's ScrollBar widget: a move in Audit scrolls two panes to their new quotes, and a
+ScrollBar widget renders itself again through Rich on every scroll (about half of a scroll's cost),
+while the drawn bar is two cells added to lines the scroll repaints anyway. The wheel, the keys and
+a click on the bar (which jumps there) scroll it; the thumb cannot be dragged.
 """
 
 from __future__ import annotations
 
 import bisect
 from functools import lru_cache
+from math import ceil
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
 from textual import events
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -41,12 +50,16 @@ def wrap_lines(plain: str, width: int) -> tuple[Line, ...]:
     return tuple(lines)
 
 
+BAR = 2  # columns of the drawn scrollbar: Textual's default scrollbar-size-vertical
+
+
 class TextPane(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     TextPane {
         border: round $panel-lighten-2; padding: 0 1;
-        /* Always a scrollbar: one appearing or going would change the wrap width and lay out the screen. */
-        overflow-x: hidden; overflow-y: scroll;
+        /* Scrollable, with no ScrollBar widget: the pane draws its bar (BAR columns), always, so the
+           wrap width never changes with the text's length. */
+        overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 0;
     }
     TextPane:focus { border: round $accent; }
     """
@@ -63,12 +76,19 @@ class TextPane(ScrollView, can_focus=True):
         self._strips: dict[int, Strip] = {}  # rendered lines of the current text and highlights
         self._pending_reveal: int | None = None
         self._rich_style: Style | None = None
+        self._bar: list[Segment] | None = None  # the drawn scrollbar, a cell pair per row; None: draw again
         self.spans: list[tuple[int, int]] = []  # what is highlighted now (for tests and the footer)
 
     @property
     def lines(self) -> tuple[Line, ...]:
         """The wrapped lines as character ranges of the text (empty until the pane has a size)."""
         return self._lines
+
+    @property
+    def text_region(self) -> Region:
+        """Where the text is drawn on screen: the content region less the drawn scrollbar."""
+        region = self.scrollable_content_region
+        return Region(region.x, region.y, max(0, region.width - BAR), region.height)
 
     def line_of(self, offset: int) -> int:
         """Index of the wrapped line holding character ``offset``."""
@@ -135,8 +155,9 @@ class TextPane(ScrollView, can_focus=True):
     def _wrap(self) -> None:
         """Wrap the text at the current width and repaint; the virtual height follows."""
         self._strips.clear()
+        self._bar = None
         self.refresh()
-        width = self.scrollable_content_region.width
+        width = self.text_region.width
         self._width = width
         if width <= 0:
             return
@@ -150,7 +171,8 @@ class TextPane(ScrollView, can_focus=True):
             self._scroll_update(size)
 
     def on_resize(self, event: events.Resize) -> None:
-        if self.scrollable_content_region.width != self._width:
+        self._bar = None
+        if self.text_region.width != self._width:
             self._wrap()
             if self._pending_reveal is not None and self._width:
                 offset, self._pending_reveal = self._pending_reveal, None
@@ -160,6 +182,7 @@ class TextPane(ScrollView, can_focus=True):
         super().notify_style_update()
         self._strips.clear()
         self._rich_style = None
+        self._bar = None
 
     def _style(self) -> Style:
         """The pane's own colours (``rich_style`` walks the ancestors on every call)."""
@@ -169,15 +192,63 @@ class TextPane(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         index = round(self.scroll_y) + y
-        style = self._style()
+        style, width = self._style(), self._width
         if index >= len(self._lines):
-            return Strip.blank(self._width, style)
-        strip = self._strips.get(index)
-        if strip is None:
+            strip = Strip.blank(width, style)
+        elif index in self._strips:
+            strip = self._strips[index]
+        else:
             piece = self._line_text(*self._lines[index])
-            strip = Strip(piece.render(self.app.console)).apply_style(style).crop_extend(0, self._width, style)
+            strip = Strip(Segment.apply_style(piece.render(self.app.console), style))
+            if strip.cell_length != width:
+                strip = strip.crop_extend(0, width, style)
             self._strips[index] = strip
-        return strip
+        bar = self._bar_cells()
+        # One Strip for text and bar (each Strip carries its own caches: building them is the cost).
+        return Strip([*strip, bar[y]], width + BAR) if y < len(bar) else strip
+
+    def _bar_cells(self) -> list[Segment]:
+        """The scrollbar, a cell pair per row in view, drawn as Textual's ScrollBar draws it (its
+        colours from this pane's scrollbar styles, its thumb by ScrollBarRender); kept until the
+        pane scrolls, resizes, gets another text or other colours."""
+        if self._bar is not None:
+            return self._bar
+        height = self.scrollable_content_region.height
+        virtual = self.virtual_size.height
+        styles = self.styles
+        background, color = styles.scrollbar_background, styles.scrollbar_color
+        if background.a < 1:
+            background = self.background_colors[0] + background
+        color = background + color
+        window = height if height < virtual else 0
+        if self.screen.styles.scrollbar_color.a == 0:  # a theme without thumbs: the bare track
+            window = 0
+        bar = ScrollBarRender.render_bar(size=height, virtual_size=ceil(virtual), window_size=ceil(window),
+                                         position=int(self.scroll_y * 8) / 8,  # ScrollBar's eighths of a cell
+                                         thickness=BAR, vertical=True,
+                                         back_color=background.rich_color, bar_color=color.rich_color)
+        # The bar's own colours over the pane's (the thumb is drawn reversed, with no background of
+        # its own): what Textual's line renderer gives a ScrollBar widget's cells. Without the meta
+        # (ScrollBar's mouse actions): a click is on_mouse_down's.
+        pane = self._style()
+        self._bar = [Segment(s.text, pane + Style(color=s.style.color, bgcolor=s.style.bgcolor, reverse=s.style.reverse))
+                     if s.style else Segment(s.text, pane) for s in bar.segments]
+        return self._bar
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """ScrollView's, without the ScrollBar widget it would move: the drawn bar follows instead."""
+        if round(old_value) != round(new_value):
+            self._bar = None
+            self.refresh(self.size.region)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        """A click on the bar scrolls to that point of the text."""
+        view = self.scrollable_content_region
+        x, y = event.screen_x - view.x, event.screen_y - view.y
+        if not (self._width <= x < self._width + BAR and 0 <= y < view.height) or self.max_scroll_y <= 0:
+            return
+        event.stop()
+        self.scroll_to(y=round(self.max_scroll_y * y / max(1, view.height - 1)), animate=False, immediate=True)
 
     def _line_text(self, start: int, end: int) -> Text:
         """One wrapped line with the spans that touch it, clipped (in order: later ones draw over).
