@@ -308,3 +308,26 @@ async def test_list_cells_render_as_datatable_renders_them(tmp_path):
                     compared += 1
         assert compared == table.row_count * len(table.ordered_columns) * 4
         assert table._plain_cells, "the fast path was not taken"
+
+
+async def test_the_cursor_stays_in_view_down_a_list_longer_than_the_screen(tmp_path):
+    """At 80x24 the list shows a few rows of 39: moving down (and back up) keeps the cursor's row in view."""
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+
+    path = tmp_path / "syn.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=1, n_constraints=39))
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await settle(app, pilot)
+        table = app.screen.query_one(ConstraintList)
+        view = table.scrollable_content_region.height - table.header_height
+        assert 0 < view < 39
+        for keys in (["down"] * 30, ["up"] * 25):
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause()
+                top = round(table.scroll_y)
+                assert top <= table.cursor_row < top + view, (table.cursor_row, top, view)
+        assert table.cursor_row == 5

@@ -173,7 +173,9 @@ class ConstraintList(DataTable, inherit_bindings=False):
         """Put the cursor on a constraint's row (no message when it is already there)."""
         row = self._ids.get(constraint_id) if constraint_id is not None else None
         if row is not None and row != self.cursor_row:
-            self.move_cursor(row=row, animate=False)
+            # scroll=False: the cursor's watcher scrolls the new row into view; move_cursor's own
+            # scroll, made before the cursor moves, would only scroll to the row it leaves.
+            self.move_cursor(row=row, animate=False, scroll=False)
 
     def render_line(self, y: int) -> Strip:
         """DataTable keys its line cache by the cursor's coordinate, so after a move the row the
