@@ -293,6 +293,8 @@ async def test_list_cells_render_as_datatable_renders_them(tmp_path):
         await settle(app, pilot)
         table = app.screen.query_one(ConstraintList)
         assert table.row_count >= 3
+        text_width = table.ordered_columns[-1].get_render_width(table) - 2 * table.cell_padding
+        assert any(len(r.text) > text_width for r in table.rows_shown)  # a cell cut with an ellipsis
         base = table.get_component_styles("datatable--odd-row").rich_style + Style(bold=False)
         compared = 0
         for row in range(table.row_count):

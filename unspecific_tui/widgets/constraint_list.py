@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.strip import Strip
@@ -248,10 +248,13 @@ class ConstraintList(DataTable, inherit_bindings=False):
         pad = self.cell_padding
         console, options = self.app.console, self.app.console_options
         inner = width - 2 * pad
-        # Text.__rich_console__'s wrap and join (one line: no_wrap), then Padding's fill and sides.
-        lines = cell.wrap(console, inner, justify=cell.justify or options.justify or "default",
-                          overflow=cell.overflow or options.overflow or "fold", no_wrap=True)
-        text = Text("\n").join(lines)
+        # What Text.__rich_console__'s wrap and join come to for one no_wrap line: the line cut at
+        # the width (a third of the time), then Padding's fill and sides.
+        text = cell.copy()
+        text.truncate(inner, overflow=cell.overflow or options.overflow or "fold")
+        if text.style:  # as join makes it: the line's style a span under the others (render skips a bare style)
+            text.spans.insert(0, Span(0, len(text), text.style))
+            text.style = ""
         segments = [Segment(" " * pad)] if pad else []
         segments.extend(text.render(console, end=""))
         if text.cell_len < inner:
