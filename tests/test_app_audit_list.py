@@ -311,6 +311,32 @@ async def test_list_cells_render_as_datatable_renders_them(tmp_path):
         assert compared == table.row_count * len(table.ordered_columns) * 4
         assert table._plain_cells, "the fast path was not taken"
 
+        def fresh() -> None:
+            for cache in (table._cell_render_cache, table._row_render_cache, table._line_cache, table._strips):
+                cache.clear()
+
+        # Whole rows (cells and the row's style carried to the right edge), the cursor and the mouse
+        # on it or elsewhere; then every line the widget draws, header included.
+        from textual.coordinate import Coordinate
+
+        for row in range(table.row_count):
+            key = table._row_locations.get_key(row)
+            for cursor in (row, (row + 1) % table.row_count):
+                for hover in (row, (row + 2) % table.row_count):
+                    at, over = Coordinate(cursor, 0), Coordinate(hover, 0)
+                    fresh()
+                    ours = table._render_line_in_row(key, 0, base, at, over)
+                    fresh()
+                    assert ours == DataTable._render_line_in_row(table, key, 0, base, at, over), (row, cursor, hover)
+        for cursor in range(table.row_count):
+            table.move_cursor(row=cursor, animate=False)
+            await pilot.pause()
+            for y in range(table.size.height):
+                fresh()
+                ours_line = table.render_line(y)
+                fresh()
+                assert list(ours_line) == list(DataTable.render_line(table, y)), (cursor, y)
+
 
 async def test_the_cursor_stays_in_view_down_a_list_longer_than_the_screen(tmp_path):
     """At 80x24 the list shows a few rows of 39: moving down (and back up) keeps the cursor's row in view."""

@@ -194,10 +194,12 @@ def _raters(conn: sqlite3.Connection, source: str, *, wide: bool) -> list[tuple[
     return sorted(tuple(r) for r in conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {source}"))
 
 
-def _pivot(conn: sqlite3.Connection, raters: list[tuple[str, str]], source: str) -> None:
+def _pivot(conn: sqlite3.Connection, raters: list[tuple[str, str]], source: str, *, few: bool = False) -> None:
     """Temp q_p: per (text, active constraint), rater k's latest Yes/No in y{k} (LATEST_VERDICT: the
     newest non-missing verdict), its quote check in q{k} (1 missing, 2 fuzzy, 0 else) and s{k} = 1 when
-    the rater has any row (so a rater with rows but no usable verdict counts as missing)."""
+    the rater has any row (so a rater with rows but no usable verdict counts as missing).
+    ``few``: the source holds few verdicts (one instruction, the queue's head), each checked against
+    its constraint by key; else the inactive constraints are listed once (a scan of every constraint)."""
     n = len(raters)
     names = [f"{c}{k}" for c in "yqs" for k in range(n)]
     conn.execute(f"CREATE TEMP TABLE q_p(gid INTEGER, cid INTEGER{''.join(f', {x} INTEGER' for x in names)},"
@@ -217,7 +219,8 @@ def _pivot(conn: sqlite3.Connection, raters: list[tuple[str, str]], source: str)
     # Rows in id order, upserted: the latest verdict of each rater wins (as pipeline.store.scores.pivot).
     conn.execute(
         f"INSERT INTO q_p SELECT v.generation_id, v.constraint_id, {', '.join(cases)} FROM {source}"
-        " AND v.constraint_id NOT IN (SELECT id FROM main.constraints WHERE active = 0)"
+        + (" AND NOT EXISTS (SELECT 1 FROM main.constraints x WHERE x.id = v.constraint_id AND x.active = 0)" if few
+           else " AND v.constraint_id NOT IN (SELECT id FROM main.constraints WHERE active = 0)") +
         f" ORDER BY v.id ON CONFLICT(gid, cid) DO UPDATE SET {updates}", params)
 
 
@@ -289,12 +292,17 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
         params += list(writer)
     with _current_marks(store, ranking is not None) as on_marks, _temp_tables(conn):
         conn.execute("CREATE TEMP TABLE q_gen(gid INTEGER PRIMARY KEY, rid INTEGER, sid INTEGER)")
-        # The response, and its first summary at the ratio (as the app's view keeps one).
-        conn.execute(
-            "INSERT INTO q_gen SELECT r.id, r.id, s.sid FROM generations r JOIN instructions i ON i.id = r.instruction_id"
+        # The response, and its first summary at the ratio (as the app's view keeps one). One
+        # instruction: its summaries by key (the view's way: a summary is filed under its response's
+        # instruction); else every summary grouped once.
+        first_summary = (
+            "(SELECT min(s.id) FROM generations s WHERE s.kind = 'summary' AND s.instruction_id = r.instruction_id"
+            " AND s.parent_id = r.id AND abs(s.ratio - ?) < 1e-9) FROM generations r"
+            " JOIN instructions i ON i.id = r.instruction_id WHERE " if instruction_id is not None else
+            "s.sid FROM generations r JOIN instructions i ON i.id = r.instruction_id"
             " LEFT JOIN (SELECT parent_id, min(id) AS sid FROM generations WHERE kind = 'summary'"
-            " AND abs(ratio - ?) < 1e-9 GROUP BY parent_id) s ON s.parent_id = r.id WHERE " + " AND ".join(where),
-            [ratio, *params])
+            " AND abs(ratio - ?) < 1e-9 GROUP BY parent_id) s ON s.parent_id = r.id WHERE ")
+        conn.execute("INSERT INTO q_gen SELECT r.id, r.id, " + first_summary + " AND ".join(where), [ratio, *params])
         conn.execute("INSERT INTO q_gen SELECT sid, rid, NULL FROM q_gen WHERE sid IS NOT NULL")
         copy_join, copy_cols = (" LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id",
                                 "e.copied, coalesce(e.copied_from, '')") if has_copy_evidence_table(store) \
@@ -306,6 +314,7 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
         extras = f"{copy_join}{sim_join}"
         on_pivot = " LEFT JOIN q_p f ON f.gid = r.id AND f.cid = c.id LEFT JOIN q_p s ON s.gid = q.sid AND s.cid = c.id"
         ranked = ranking is not None and on_marks
+        wide = False
         if ranked and ranking is not None:
             # Rank on the kept marks, then read the verdicts of the kept rows only.
             on_marks_sql = (" LEFT JOIN text_item_marks f ON f.gid = r.id AND f.cid = c.id"
@@ -330,7 +339,7 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             else:
                 source = "q_gen g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: the texts drive
             raters = _raters(conn, source, wide=wide and _has_table(store, "text_scores"))
-        _pivot(conn, raters, source)
+        _pivot(conn, raters, source, few=not wide)
         n = len(raters)
         outcome = item_outcome_sql(n) if n else {"full_score": "NULL", "summary_score": "NULL", "flipped": "0"}
         f_counts, s_counts = _counts_sql("f", n), _counts_sql("s", n)

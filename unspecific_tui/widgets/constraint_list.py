@@ -17,6 +17,7 @@ from rich.style import Style
 from rich.text import Span, Text
 from textual.binding import Binding
 from textual.cache import LRUCache
+from textual.coordinate import Coordinate
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
@@ -135,7 +136,9 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self._ids: dict[int, int] = {}  # constraint id -> row
         self._text_width = 0
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)  # render_line's
-        self._plain_cells: LRUCache[tuple[object, ...], list[Segment] | None] = LRUCache(4096)  # _plain_cell's
+        self._plain_cells: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(4096)  # _plain_segments's
+        self._rich_styles: dict[object, Style] = {}  # the widget's rich_style by pseudo-class state
+        self._metas: dict[tuple[int, int], Style] = {}  # _cell_meta's
 
     def on_mount(self) -> None:
         self._add_columns(TEXT_MIN)
@@ -195,13 +198,62 @@ class ConstraintList(DataTable, inherit_bindings=False):
                self._update_count, self._pseudo_class_state)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._strips[key] = super().render_line(y)
+            if self.fixed_rows:
+                strip = super().render_line(y)
+            else:  # DataTable.render_line's call, with the widget's style kept: rich_style walks the ancestors
+                strip = self._render_line(line, scroll_x, scroll_x + self.size.width, self._base_style())
+            self._strips[key] = strip
         return strip
+
+    def _base_style(self) -> Style:
+        state = self._pseudo_class_state
+        style = self._rich_styles.get(state)
+        if style is None:
+            style = self._rich_styles[state] = self.rich_style
+        return style
+
+    def _render_line_in_row(self, row_key: RowKey, line_no: int, base_style: Style, cursor_location: Coordinate,
+                            hover_location: Coordinate) -> tuple[list[list[Segment]], list[list[Segment]]]:
+        """DataTable's, for this list's rows (a row cursor, no labels, no fixed rows or columns, no
+        zebra stripes): the same segments without the styles DataTable works out for every row and
+        uses only for the header, labels and fixed columns. A new instruction renders ~37 rows."""
+        row_index = self._row_locations.get(row_key) if row_key in self._row_locations else None
+        if (row_index is None or self.cursor_type != "row" or self.fixed_columns or self.fixed_rows
+                or self.zebra_stripes or (self._labelled_row_exists and self.show_row_labels)):
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        cache_key = (row_key, line_no, base_style, cursor_location, hover_location, self.cursor_type,
+                     self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        cached = self._row_render_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        cursor, hover = row_index == cursor_location.row, row_index == hover_location.row
+        show_cursor, show_hover = self.show_cursor, self._show_hover_cursor
+        component, post = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, show_cursor, show_hover,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        row: list[list[Segment]] = []
+        for i, width in enumerate(widths):
+            plain = self._plain_segments(row_key, row_index, i, width)
+            if plain is None or line_no:
+                row.append(self._render_cell(row_index, i, base_style, width, cursor=cursor, hover=hover)[line_no])
+            else:
+                row.append(list(Segment.apply_style(plain, base_style + self._cell_meta(row_index, i) + component, post)))
+        # The row's style carried to the widget's right edge, as DataTable extends it.
+        extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, show_cursor, show_hover,
+                                                    False, False)
+        extend = base_style + extend + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+        remaining = max(0, self.size.width - sum(widths) - self._row_label_column_width)
+        row.append([Segment(" " * remaining, extend)])
+        pair: tuple[list[list[Segment]], list[list[Segment]]] = ([], row)
+        self._row_render_cache[cache_key] = pair
+        return pair
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()  # new colours: every line looks different
         self._plain_cells.clear()
+        self._rich_styles.clear()
 
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
@@ -222,29 +274,42 @@ class ConstraintList(DataTable, inherit_bindings=False):
         cached = self._cell_render_cache.get(key)
         if cached is not None:
             return cached
-        plain_key = (row_key, column_key, width, self._update_count)
-        if plain_key in self._plain_cells:
-            segments = self._plain_cells[plain_key]
-        else:
-            segments = self._plain_cells[plain_key] = self._plain_cell(row_key, row_index, column_index, width)
+        segments = self._plain_segments(row_key, row_index, column_index, width)
         if segments is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         component, post = self._get_styles_to_render_cell(
             False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
             self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        pre = base_style + self._cell_meta(row_index, column_index) + component
         rendered = [list(Segment.apply_style(segments, pre, post))]
         self._cell_render_cache[key] = rendered
         return rendered
 
-    def _plain_cell(self, row_key: RowKey, row_index: int, column_index: int, width: int) -> list[Segment] | None:
-        """The cell's text as DataTable lays it out, before any row style; None: not a one-line Text."""
+    def _plain_segments(self, row_key: RowKey, row_index: int, column_index: int, width: int) -> list[Segment] | None:
+        """The cell's text as DataTable lays it out, before any row style; None: not a one-line Text
+        (DataTable renders it). Kept by what the cell shows and its width, not by its row: most cells
+        of a new instruction ("pass both", "2-0  2-0", "-", a similarity bar) were drawn before."""
         row = self.rows.get(row_key)
         cells = self._get_row_renderables(row_index).cells
         cell = cells[column_index] if column_index < len(cells) else None
         if (row is None or row.height != 1 or not isinstance(cell, Text) or cell.no_wrap is False
                 or "\n" in cell.plain or "\t" in cell.plain):
             return None
+        key = (width, self.cell_padding, cell.plain, cell.style, tuple(cell.spans), cell.overflow)
+        segments = self._plain_cells.get(key)
+        if segments is None:
+            segments = self._plain_cells[key] = self._plain_cell(cell, width)
+        return segments
+
+    def _cell_meta(self, row_index: int, column_index: int) -> Style:
+        """The cell's mouse meta as DataTable sets it (Style.from_meta pickles the dict: kept)."""
+        meta = self._metas.get((row_index, column_index))
+        if meta is None:
+            meta = self._metas[row_index, column_index] = Style.from_meta({"row": row_index, "column": column_index})
+        return meta
+
+    def _plain_cell(self, cell: Text, width: int) -> list[Segment]:
+        """A one-line Text cell's segments at ``width``, padded, with no row style."""
         pad = self.cell_padding
         console, options = self.app.console, self.app.console_options
         inner = width - 2 * pad
