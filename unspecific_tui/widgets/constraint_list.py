@@ -232,9 +232,11 @@ class ConstraintList(DataTable, inherit_bindings=False):
             False, False, False, hover, cursor, show_cursor, show_hover,
             self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
         widths = [column.get_render_width(self) for column in self.ordered_columns]
+        cells = self._get_row_renderables(row_index).cells
+        one_line = self.rows[row_key].height == 1
         row: list[list[Segment]] = []
         for i, width in enumerate(widths):
-            plain = self._plain_segments(row_key, row_index, i, width)
+            plain = self._plain_text(cells[i], width) if one_line and i < len(cells) else None
             if plain is None or line_no:
                 row.append(self._render_cell(row_index, i, base_style, width, cursor=cursor, hover=hover)[line_no])
             else:
@@ -287,15 +289,23 @@ class ConstraintList(DataTable, inherit_bindings=False):
 
     def _plain_segments(self, row_key: RowKey, row_index: int, column_index: int, width: int) -> list[Segment] | None:
         """The cell's text as DataTable lays it out, before any row style; None: not a one-line Text
-        (DataTable renders it). Kept by what the cell shows and its width, not by its row: most cells
-        of a new instruction ("pass both", "2-0  2-0", "-", a similarity bar) were drawn before."""
+        (DataTable renders it)."""
         row = self.rows.get(row_key)
         cells = self._get_row_renderables(row_index).cells
-        cell = cells[column_index] if column_index < len(cells) else None
-        if (row is None or row.height != 1 or not isinstance(cell, Text) or cell.no_wrap is False
-                or "\n" in cell.plain or "\t" in cell.plain):
+        if row is None or row.height != 1 or column_index >= len(cells):
             return None
-        key = (width, self.cell_padding, cell.plain, cell.style, tuple(cell.spans), cell.overflow)
+        return self._plain_text(cells[column_index], width)
+
+    def _plain_text(self, cell: object, width: int) -> list[Segment] | None:
+        """``_plain_cell`` of a one-line Text cell (None for anything else), kept by what the cell
+        shows and its width, not by its row: most cells of a new instruction ("pass both",
+        "2-0  2-0", "-", a similarity bar) were drawn before."""
+        if not isinstance(cell, Text) or cell.no_wrap is False:
+            return None
+        plain = cell.plain
+        if "\n" in plain or "\t" in plain:
+            return None
+        key = (width, self.cell_padding, plain, cell.style, tuple(cell.spans), cell.overflow)
         segments = self._plain_cells.get(key)
         if segments is None:
             segments = self._plain_cells[key] = self._plain_cell(cell, width)
