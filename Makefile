@@ -57,10 +57,12 @@ browser:
 		fi; \
 	fi
 
+# The suite runs on two pytest-xdist workers (2 cores here); --dist loadgroup keeps the tests that
+# share a real model on one worker each (tests/conftest.py names the groups).
 test: $(STAMP) browser
 	$(VENV)/bin/ruff check pipeline unspecific_tui tests bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
 test-fast: $(STAMP) browser
 	$(PY) -m pytest -q -m "not real_model and not real_embeddings"

@@ -21,6 +21,27 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # to load), unless a test names an embedder itself. Set, not defaulted: a developer's own value must
 # not make every test load a model.
 os.environ["UNSPECIFIC_EMBEDDER"] = "hash"
+# The model some tests load in-process gets the short OpenMP spin the server gets
+# (local_model.server_environment): with libgomp's long default spin, it and a second xdist
+# worker slow each other down many times over. Read when libgomp loads, so set before any import.
+if "OMP_WAIT_POLICY" not in os.environ:
+    from pipeline.llm.local_model import OMP_SPIN_COUNT
+
+    os.environ.setdefault("GOMP_SPINCOUNT", OMP_SPIN_COUNT)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group marks into node ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for `-n 2 --dist loadgroup`: the tests on the shared llama.cpp server run on one
+    worker, so it starts once per run; the tests that load the model in-process run together on
+    one worker, so their module's model loads once. Being the largest groups, xdist hands them
+    out first, one to each worker, and the long real-model tests start at once. Without xdist the
+    marks do nothing."""
+    for item in items:
+        if "local_server_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("local_server"))
+        elif item.get_closest_marker("real_model"):
+            item.add_marker(pytest.mark.xdist_group(f"model_in_{item.module.__name__}"))
 
 
 @pytest.fixture

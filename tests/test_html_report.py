@@ -235,7 +235,10 @@ def test_nothing_leaks_into_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "[REDACTED]" in everything
 
 
-def test_cli_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Wide enough that the printed path is never wrapped: xdist's tmp_path is longer (popen-gw0/).
+    monkeypatch.setenv("COLUMNS", "400")
     path = tmp_path / "s.sqlite"
     build_synthetic_store(path, SyntheticSpec(n_instructions=4, seed=2))
     out = tmp_path / "html"
