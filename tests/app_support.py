@@ -173,3 +173,13 @@ def make_two_mode_store(path: Path) -> tuple[Known, int, int]:
     store.commit()
     store.close()
     return known, 5, 6
+
+
+def synthetic_app(tmp_path: Path, **spec: int):  # noqa: ANN201
+    """The app on a synthetic store of ``spec`` (tests.fakes.synthetic.SyntheticSpec's fields)."""
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+    from unspecific_tui.app import UnspecificApp
+
+    path = tmp_path / "syn.sqlite"
+    build_synthetic_store(path, SyntheticSpec(**spec))
+    return UnspecificApp(path, stages={})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app_support import C1, C2, QUOTE_1, RESPONSE, SUMMARY, A, B, make_known_store, settle, text_of
+from app_support import C1, C2, QUOTE_1, RESPONSE, SUMMARY, A, B, make_known_store, settle, synthetic_app, text_of
 
 from unspecific_tui.app import UnspecificApp
 
@@ -141,11 +141,7 @@ async def test_similarity_is_the_stored_one_else_lexical_labelled(tmp_path):
 
 
 async def test_instruction_jumps(tmp_path):
-    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-
-    path = tmp_path / "syn.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=3, n_constraints=5))
-    app = UnspecificApp(path, stages={})
+    app = synthetic_app(tmp_path, n_instructions=3, n_constraints=5)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(app, pilot)
         await pilot.press("3", "j", "right_square_bracket")

@@ -7,7 +7,7 @@ import json
 import re
 import sqlite3
 
-from app_support import C2, C3, make_known_store, settle, text_of
+from app_support import C2, C3, make_known_store, settle, synthetic_app, text_of
 
 from pipeline.store.view import Writer
 from unspecific_tui.app import UnspecificApp
@@ -236,11 +236,7 @@ async def test_wide_160x48_keeps_verdict_rows_whole(tmp_path):
 
 
 async def test_list_moves_on_to_the_next_instruction(tmp_path):
-    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-
-    path = tmp_path / "syn.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=2, n_constraints=4))
-    app = UnspecificApp(path, stages={})
+    app = synthetic_app(tmp_path, n_instructions=2, n_constraints=4)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(app, pilot)
         await pilot.press("3", "down", "down", "down")
@@ -340,11 +336,7 @@ async def test_list_cells_render_as_datatable_renders_them(tmp_path):
 
 async def test_the_cursor_stays_in_view_down_a_list_longer_than_the_screen(tmp_path):
     """At 80x24 the list shows a few rows of 39: moving down (and back up) keeps the cursor's row in view."""
-    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-
-    path = tmp_path / "syn.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=1, n_constraints=39))
-    app = UnspecificApp(path, stages={})
+    app = synthetic_app(tmp_path, n_instructions=1, n_constraints=39)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         await pilot.press("3")
