@@ -4,7 +4,8 @@
 Evidence and the outcome pipeline.analysis.metrics counts); the pure
 ``sort_rows`` / ``filter_rows`` order and pick rows; ``ConstraintList`` draws them in a DataTable
 whose rows are replaced only when the instruction, response, sort or filter changes: a move
-within an instruction only moves the cursor.
+within an instruction only moves the cursor. The list draws its rows itself, with DataTable's
+segments (tested equal), from cell texts kept apart from the row style.
 """
 
 from __future__ import annotations
@@ -206,6 +207,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
         return strip
 
     def _base_style(self) -> Style:
+        """The widget's rich_style (what DataTable.render_line passes on), kept per pseudo-class state."""
         state = self._pseudo_class_state
         style = self._rich_styles.get(state)
         if style is None:
