@@ -10,7 +10,7 @@ segments (tested equal), from cell texts kept apart from the row style.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -19,6 +19,7 @@ from rich.text import Span, Text
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
@@ -252,6 +253,18 @@ class ConstraintList(DataTable, inherit_bindings=False):
         pair: tuple[list[list[Segment]], list[list[Segment]]] = ([], row)
         self._row_render_cache[cache_key] = pair
         return pair
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """DataTable's, without measuring every new cell: it does so for columns that take their
+        content's width, and every column here has a set width (the text's follows the widget). The
+        virtual size as DataTable sets it. A new instruction's rows come in on every jump."""
+        keys = list(new_rows)
+        if (any(column.auto_width for column in self.columns.values())
+                or any(self.rows[key].label is not None or self.rows[key].auto_height for key in keys if key in self.rows)):
+            super()._update_dimensions(keys)
+            return
+        width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
+        self.virtual_size = Size(width, self._total_row_height + (self.header_height if self.show_header else 0))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
