@@ -138,7 +138,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self._ids: dict[int, int] = {}  # constraint id -> row
         self._text_width = 0
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)  # render_line's
-        self._plain_cells: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(4096)  # _plain_segments's
+        self._plain_cells: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(4096)  # _plain_text's
         self._rich_styles: dict[object, Style] = {}  # the widget's rich_style by pseudo-class state
         self._metas: dict[tuple[int, int], Style] = {}  # _cell_meta's
 
@@ -271,45 +271,6 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self._strips.clear()  # new colours: every line looks different
         self._plain_cells.clear()
         self._rich_styles.clear()
-
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
-                     cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
-        """A one-line Text cell, wrapped, padded and styled with the Rich calls DataTable makes through
-        Padding and Styled, without them (half the time: a new instruction renders every visible cell).
-        The cell's own segments are kept apart from the row's style, which is applied last: a move
-        restyles the two rows it touches instead of rendering their text again.
-        Anything else (the header, a cell of several lines) goes to DataTable's own rendering."""
-        pad = self.cell_padding
-        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns or width < 2 * pad:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        if row_key is None or column_key is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        key = (row_key, column_key, base_style, cursor, hover,
-               self._show_hover_cursor, self._update_count, self._pseudo_class_state)  # DataTable's own cache key
-        cached = self._cell_render_cache.get(key)
-        if cached is not None:
-            return cached
-        segments = self._plain_segments(row_key, row_index, column_index, width)
-        if segments is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        component, post = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-        pre = base_style + self._cell_meta(row_index, column_index) + component
-        rendered = [list(Segment.apply_style(segments, pre, post))]
-        self._cell_render_cache[key] = rendered
-        return rendered
-
-    def _plain_segments(self, row_key: RowKey, row_index: int, column_index: int, width: int) -> list[Segment] | None:
-        """The cell's text as DataTable lays it out, before any row style; None: not a one-line Text
-        (DataTable renders it)."""
-        row = self.rows.get(row_key)
-        cells = self._get_row_renderables(row_index).cells
-        if row is None or row.height != 1 or column_index >= len(cells):
-            return None
-        return self._plain_text(cells[column_index], width)
 
     def _plain_text(self, cell: object, width: int) -> list[Segment] | None:
         """``_plain_cell`` of a one-line Text cell (None for anything else), kept by what the cell
