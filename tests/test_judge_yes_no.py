@@ -268,9 +268,9 @@ def test_the_supporting_sentence_is_the_one_sharing_the_rarest_words() -> None:
 def test_the_embedded_model_judges_yes_no_and_a_config_says_how_each_judge_judges() -> None:
     assert default_config().endpoint("local").judging == "yes_no"
     config = parse_config({"endpoints": {"gpt": {"base_url": "https://api.example.invalid/v1", "model": "m"},
-                                         "local_b": {"base_url": "local", "judge_prompt": "judge_yes_no_missing"}}})
+                                         "local_b": {"base_url": "local", "judge_prompt": "judge_yes_no_evidence"}}})
     assert config.endpoint("gpt").judging == "batched"
-    assert (config.endpoint("local_b").judging, config.endpoint("local_b").judge_prompt) == ("yes_no", "judge_yes_no_missing")
+    assert (config.endpoint("local_b").judging, config.endpoint("local_b").judge_prompt) == ("yes_no", "judge_yes_no_evidence")
     with pytest.raises(ConfigError, match=r"endpoints\.gpt\.judging: one of batched, per_constraint, yes_no"):
         parse_config({"endpoints": {"gpt": {"base_url": "https://x.invalid/v1", "model": "m", "judging": "vibes"}}})
     with pytest.raises(ConfigError, match="judge_prompt"):
@@ -285,3 +285,16 @@ def test_a_batch_line_keeps_its_log_probabilities() -> None:
                                                           {"token": "No", "logprob": -2.4}]}]}}]}
     assert _line_logprobs({"response": {"status_code": 200, "body": body}}) == [{"Yes": -0.1, "No": -2.4}]
     assert _line_logprobs({"response": {"status_code": 200, "body": {"choices": [{"message": {}}]}}}) is None
+
+
+def test_the_report_says_how_each_judge_judged() -> None:
+    from pipeline.analysis.calibration import judging_notes
+    from pipeline.store.judge_checks import Calibration
+
+    cal = Calibration("local", "yes_no", "builtin", 0.584, "youden", 205, 0.897, 0.844)
+    notes = judging_notes([("gpt", "batched"), ("local", "yes_no"), ("local_b", "yes_no")], ["gpt", "local", "local_b"],
+                          {("local", "yes_no"): cal})
+    assert [n.mode for n in notes] == ["batched", "yes_no", "yes_no"]
+    assert "batched" in notes[0].line()
+    assert "P(Yes) >= 0.584" in notes[1].line() and "builtin check" in notes[1].line() and "AUC 0.90" in notes[1].line()
+    assert "uncalibrated" in notes[2].line() and "validate judges --builtin" in notes[2].line()

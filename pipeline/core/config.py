@@ -377,7 +377,7 @@ def _judging_fields(spec: dict[str, Any], at: str) -> dict[str, Any]:
         name = spec["judge_prompt"]
         if not isinstance(name, str) or not name or "/" in name or name.endswith(".md"):
             raise ConfigError(f"{at}.judge_prompt: the name of a prompt template in prompts/ (e.g. "
-                              f"\"judge_yes_no_missing\"), got {name!r}")
+                              f"\"judge_yes_no_evidence\"), got {name!r}")
         out["judge_prompt"] = name
     return out
 

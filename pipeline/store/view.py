@@ -374,6 +374,12 @@ class StoreView:
         """(constraint, response) -> annotator -> label and note."""
         return annotations_table.labels_with_notes(self._store)
 
+    def judge_thresholds(self) -> dict[tuple[str, str], float]:
+        """(judge, judging mode) -> the threshold its P(Yes) verdicts are read at, where calibrated."""
+        from pipeline.store.judge_checks import calibrations
+
+        return {key: c.threshold for key, c in calibrations(self._store).items()}
+
     def text_labels(self) -> dict[tuple[int, int], dict[str, int]]:
         """People's answers to the judge's question: (constraint, text) -> annotator -> 1 (yes) / 0 (no)."""
         return validation_tables.text_labels(self._store)
