@@ -61,7 +61,7 @@ from pipeline.analysis.metrics import (
 )
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, bootstrap_mean, holm
 from pipeline.analysis.validation import AnnotatorKappa, ValidationReport, human_validation
-from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.core.definitions import DEFAULT_RATIO, shown_ratio
 from pipeline.store.annotations import annotation_count
 from pipeline.store.generations import model_has_responses
 from pipeline.store.instructions import any_instruction_with, instruction_values
@@ -176,11 +176,9 @@ class Report:
 
     @property
     def ratio(self) -> float | None:
-        """The ratio the main table shows: the requested one if summarised, else the nearest."""
-        ratios = self.metrics.ratios
-        if not ratios:
-            return None
-        return min(ratios, key=lambda r: abs(r - self.options.ratio))
+        """The ratio the main table shows, by the rule the app, export and HTML report share
+        (pipeline.core.definitions.shown_ratio)."""
+        return shown_ratio(self.metrics.ratios, self.options.ratio)
 
 
 class _CompareSettings(TypedDict):
