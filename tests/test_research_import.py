@@ -111,16 +111,18 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
     assert summary.run_id == "import-run1" and summary.condition == "eval, none"
     assert any("base_evaluated.csv: evaluation of base" in f for f in summary.files)
     insts = {(r["source_id"], r["condition"]): r for r in store.query("SELECT * FROM instructions")}
-    assert sorted(insts) == [("1", "none"), ("1/eval", "eval"), ("2", "none"), ("2/eval", "eval")]
+    # The revision joins the instruction of its original list; the direct generation answered the
+    # original list: that is an instruction of its own.
+    assert sorted(insts) == [("1", "eval"), ("1/none", "none"), ("2", "eval"), ("2/none", "none")]
     # The main task, not the article; the reviser's empty task falls back to the constraints file's.
-    assert insts[("2/eval", "eval")]["main_task"] == "Write a news article about harbour storm 2."
+    assert insts[("2", "eval")]["main_task"] == "Write a news article about harbour storm 2."
     # References from blog1/blog2, shared by both conditions of a pair.
     for (sid, _), inst in insts.items():
         a, b = (store.get_text(store.scalar("SELECT text_hash FROM articles WHERE id = ?", (inst[k],)))
                 for k in ("article_a", "article_b"))
         assert (a, b) == BLOGS[int(sid[0]) - 1]
     # The revised list active, the original kept as lineage.
-    eval_id = insts[("1/eval", "eval")]["id"]
+    eval_id = insts[("1", "eval")]["id"]
     rows = store.query("SELECT * FROM constraints WHERE instruction_id = ? ORDER BY active DESC, position", (eval_id,))
     assert [r["text"] for r in rows if r["active"]] == REVISED
     retired = {r["id"]: r["text"] for r in rows if not r["active"]}
@@ -130,8 +132,8 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
     # Responses credited to the models under test: fitted is an edit of the base article.
     gens = store.query("SELECT g.*, t.body FROM generations g JOIN texts t ON t.hash = g.text_hash ORDER BY g.id")
     responses = {(g["instruction_id"], g["model"], g["mode"]) for g in gens if g["kind"] == "response"}
-    none_ids = [insts[(s, "none")]["id"] for s in ("1", "2")]
-    eval_ids = [insts[(f"{s}/eval", "eval")]["id"] for s in ("1", "2")]
+    none_ids = [insts[(f"{s}/none", "none")]["id"] for s in ("1", "2")]
+    eval_ids = [insts[(s, "eval")]["id"] for s in ("1", "2")]
     assert responses == {*((i, "fit-model", "edit") for i in eval_ids), *((i, "direct-model", "direct") for i in none_ids)}
     base_of = store.query("SELECT base_generation_id FROM instructions WHERE id IN (?, ?)", tuple(eval_ids))
     assert all(store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", (r["base_generation_id"],)))
@@ -156,8 +158,13 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
     assert kinds == {("response", "fit-model"), ("response", "direct-model"), ("summary", "summ-model"),
                      ("base", "imported")}
     base_verdicts = [v for v in verdicts if v["kind"] == "base"]
-    assert {v["instruction_id"] for v in base_verdicts} == set(none_ids)
+    assert {v["instruction_id"] for v in base_verdicts} == set(eval_ids)  # the revised instruction's base article
     assert sum(v["verdict"] for v in base_verdicts) == 2 * 3  # harbour master, storm, knots
+    # ... judged on the list before revision, as a build judges it: the retired constraints too.
+    judged = {r["text"]: r["verdict"] for r in store.query(
+        "SELECT c.text, v.verdict FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+        " JOIN constraints c ON c.id = v.constraint_id WHERE g.kind = 'base' AND c.instruction_id = ?", (eval_id,))}
+    assert judged == {ORIGINAL[0]: 1, ORIGINAL[1]: 1, ORIGINAL[2]: 0, ORIGINAL[3]: 1, ORIGINAL[4]: 0}
     direct_verdicts = [v for v in verdicts if v["model"] == "direct-model"]
     assert sum(v["verdict"] for v in direct_verdicts) == 2 * 4 and not any(v["quote"] for v in direct_verdicts)
     # The closing note after item 5 is dropped with a warning, never glued onto constraint 5.
@@ -172,11 +179,39 @@ def test_revision_without_evaluation_is_direct_unless_the_condition_says(store, 
     files = write_run(tmp_path / "run2", with_eval=False)
     paths = [files["common"], files["hardened"]]
     summary = import_research_run(store, ImportOptions("research", paths[0]), paths)
-    assert summary.condition == "direct, none"
+    assert summary.condition == "direct"
     summary = import_research_run(store, ImportOptions("research", paths[0], name="as-eval", condition="common+eval"),
                                   paths)
-    assert summary.condition == "eval, none"
+    assert summary.condition == "eval"
     assert store.scalar("SELECT count(*) FROM instructions WHERE run_id = 'import-as-eval' AND condition = 'eval'") == 2
+
+
+def test_a_revised_list_joins_its_instruction_one_instruction_per_row(store, tmp_path):
+    """Issue 36: common and hardened constraints, fitted content, its summaries and two evaluation
+    files are as many instructions as the run has rows, each with both references and its revised
+    list, the original kept as lineage; not one more per revision."""
+    files = write_run(tmp_path / "run6", with_eval=False)
+    paths = [files[k] for k in ("common", "hardened", "fitted", "fitted_summaries", "fitted_eval", "summary_eval")]
+    summary = import_research_run(store, ImportOptions("research", paths[0]), paths)
+    insts = store.query("SELECT * FROM instructions ORDER BY source_id")
+    assert [(r["source_id"], r["condition"]) for r in insts] == [("1", "direct"), ("2", "direct")]
+    assert summary.added["instructions"] == len(BLOGS)
+    for inst, blogs in zip(insts, BLOGS, strict=True):
+        refs = tuple(store.get_text(store.scalar("SELECT text_hash FROM articles WHERE id = ?", (inst[k],)))
+                     for k in ("article_a", "article_b"))
+        assert refs == blogs
+        rows = store.query("SELECT * FROM constraints WHERE instruction_id = ? ORDER BY position", (inst["id"],))
+        assert [r["text"] for r in rows if r["active"]] == REVISED
+        retired = {r["id"]: r["text"] for r in rows if not r["active"]}
+        assert sorted(retired.values()) == sorted([ORIGINAL[0], ORIGINAL[3]])
+        assert sorted(retired[r["replaces_id"]] for r in rows if r["origin"] == "revised") == sorted(retired.values())
+    # The response, its summary and both evaluations hang on those two instructions.
+    kinds = store.query("SELECT g.kind, count(DISTINCT g.instruction_id) AS n, count(v.id) AS verdicts FROM generations g"
+                        " LEFT JOIN verdicts v ON v.generation_id = g.id GROUP BY g.kind ORDER BY g.kind")
+    assert [(k["kind"], k["n"], k["verdicts"]) for k in kinds] == [
+        ("base", 2, 0), ("response", 2, 2 * 5), ("summary", 2, 2 * 5)]
+    again = import_research_run(store, ImportOptions("research", paths[0]), list(reversed(paths)))
+    assert not again.added
 
 
 def test_single_article_constraints_and_every_file_alone(store, tmp_path):
