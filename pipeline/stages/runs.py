@@ -157,18 +157,18 @@ async def open_client(
             await asyncio.to_thread(lease.release)
 
 
-def check_build_run(store: Store, run_id: str, *, shaped: bool) -> None:
-    """`build --run NAME` names a stored build run to resume; an unknown name alone is a typo,
-    not an order to start a default build under that name (``shaped``: the command also says
-    what to build, so NAME may start a new run)."""
+def check_build_run(store: Store, run_id: str, *, new: bool) -> None:
+    """`build --run NAME` resumes a stored build run: an unknown NAME is a typo, whatever else the
+    command says, never a new run under that name; a new run is named on purpose (``new``:
+    `--new-run NAME`), and then NAME must not be another kind of run."""
     from pipeline.core.errors import StageError
 
     kind = run_kind(store, run_id)
+    flag = "--new-run" if new else "--run"
     if kind is not None and kind != "build":
-        raise StageError(f"--run {run_id}: that is a {kind} run, not a build run")
-    if kind is None and not shaped:
+        raise StageError(f"{flag} {run_id}: that is a {kind} run, not a build run")
+    if kind is None and not new:
         known = runs.recent_runs(store, "build", 8)
         listed = f"build runs here: {', '.join(known)}" if known else "this store has no build run yet"
         raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new run with this name, "
-                         "say what to build too (e.g. --n, --conditions or --domain); to start one with a new "
-                         "name, leave --run out.")
+                         f"say so with --new-run {run_id}; to start one with a name of its own, leave --run out.")
