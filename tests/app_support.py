@@ -183,3 +183,14 @@ def synthetic_app(tmp_path: Path, **spec: int):  # noqa: ANN201
     path = tmp_path / "syn.sqlite"
     build_synthetic_store(path, SyntheticSpec(**spec))
     return UnspecificApp(path, stages={})
+
+
+def store_rows(app, sql: str, params: tuple = ()) -> list[tuple]:  # noqa: ANN001
+    """A query's rows on the app's store, on a connection of the test's own: the app holds no Store."""
+    import sqlite3
+
+    conn = sqlite3.connect(app.store_path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()

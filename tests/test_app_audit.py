@@ -120,10 +120,14 @@ async def test_narrow_terminal_shows_one_pane_and_cycles(tmp_path):
 
 async def test_similarity_is_the_stored_one_else_lexical_labelled(tmp_path):
     from pipeline.analysis.copying import lexical_overlap
+    from pipeline.store.database import open_store
     from pipeline.store.similarity import SimilarityRow, put_similarities
 
     known, app = await open_audit(tmp_path)
-    put_similarities(app.store, [SimilarityRow(known.c1, known.instruction, "mpnet", 0.73, 0.41)])
+    store = open_store(app.store_path)
+    put_similarities(store, [SimilarityRow(known.c1, known.instruction, "mpnet", 0.73, 0.41)])
+    store.commit()
+    store.close()
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
         await pilot.press("3")

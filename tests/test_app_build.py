@@ -6,7 +6,7 @@ import asyncio
 import threading
 from dataclasses import dataclass
 
-from app_support import make_known_store, settle, text_of
+from app_support import make_known_store, settle, store_rows, text_of
 
 from pipeline.core.config import parse_config
 from pipeline.core.errors import EndpointError
@@ -63,7 +63,7 @@ async def failing_judge(store, config, client, options, *, progress, stop=None, 
 
 
 def instructions_in(app, run_id: str) -> int:
-    return app.store.conn.execute("SELECT count(*) FROM instructions WHERE run_id = ?", (run_id,)).fetchone()[0]
+    return store_rows(app, "SELECT count(*) FROM instructions WHERE run_id = ?", (run_id,))[0][0]
 
 
 async def select_stage(pilot, app, name: str) -> None:
@@ -220,9 +220,9 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
                 await pilot.press("s")
                 await wait_idle(app, pilot)
                 assert app.screen.states[stage] == "done", app.screen.query_one("#build-log").lines
-            calls = app.store.conn.execute("SELECT calls FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            calls = store_rows(app, "SELECT calls FROM runs WHERE id = ?", (run_id,))[0][0]
             assert calls > 0  # usage recorded once, by the stages themselves
-            revised = app.store.conn.execute("SELECT count(*) FROM constraints WHERE origin = 'revised'").fetchone()[0]
+            revised = store_rows(app, "SELECT count(*) FROM constraints WHERE origin = 'revised'")[0][0]
             assert revised > 0
             # Evaluation from the same screen: respond, summarize, judge (pipeline.stages.evaluate).
             for stage in ("respond", "summarize", "judge"):
@@ -230,11 +230,10 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
                 await pilot.press("s")
                 await wait_idle(app, pilot)
                 assert app.screen.states[stage] == "done", app.screen.query_one("#build-log").lines
-            judged = app.store.conn.execute("SELECT count(*), sum(quote_found IS NOT NULL) FROM verdicts"
-                                      " WHERE generation_id IN (SELECT id FROM generations WHERE kind = 'summary')"
-                                      ).fetchone()
+            judged = store_rows(app, "SELECT count(*), sum(quote_found IS NOT NULL) FROM verdicts"
+                                " WHERE generation_id IN (SELECT id FROM generations WHERE kind = 'summary')")[0]
             assert judged[0] > 0 and judged[1] > 0
-            calls_after = app.store.conn.execute("SELECT calls FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            calls_after = store_rows(app, "SELECT calls FROM runs WHERE id = ?", (run_id,))[0][0]
             assert calls_after > calls  # the evaluation stages added their usage to the run, unit by unit
             # Every screen reads what the real stages wrote.
             await pilot.press("3")

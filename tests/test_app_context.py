@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from app_support import make_known_store, settle, text_of
+from app_support import make_known_store, settle, store_rows, text_of
 
 from pipeline.store.view import Writer
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
@@ -97,6 +97,6 @@ async def test_build_shows_store_totals_when_no_build_run_exists(tmp_path):
         await settle(app, pilot)
         assert app.run_id is None
         screen = app.screen
-        judged = app.store.scalar("SELECT count(*) FROM verdicts")
+        judged = store_rows(app, "SELECT count(*) FROM verdicts")[0][0]
         assert (screen.counts["synthesize"], screen.counts["respond"], screen.counts["judge"]) == (1, 2, judged)
         assert "store totals" in text_of(screen.query_one("#run-totals"))

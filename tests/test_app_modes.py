@@ -3,7 +3,7 @@ mode, and shows exactly the text it labels or judges (issue 12)."""
 
 from __future__ import annotations
 
-from app_support import EDIT_RESPONSE, EDIT_SUMMARY, RESPONSE, SUMMARY, make_two_mode_store, settle, text_of
+from app_support import EDIT_RESPONSE, EDIT_SUMMARY, RESPONSE, SUMMARY, make_two_mode_store, settle, store_rows, text_of
 
 from pipeline.store.view import Writer
 from unspecific_tui.app import UnspecificApp
@@ -85,7 +85,7 @@ async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
             assert f"{item.model} [{item.mode}]" in head and f"response #{item.generation_id}" in head
             await pilot.press("s")
             await pilot.pause()
-        labelled = set(app.store.conn.execute("SELECT constraint_id, generation_id FROM annotations").fetchall())
+        labelled = set(store_rows(app, "SELECT constraint_id, generation_id FROM annotations"))
         assert labelled == {(i.constraint_id, i.generation_id) for i in screen.items}
 
 

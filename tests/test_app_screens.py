@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from app_support import RESPONSE, RESPONSE_2, make_known_store, settle, text_of
+from app_support import RESPONSE, RESPONSE_2, make_known_store, settle, store_rows, text_of
 
 from pipeline.store.view import StoreView
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
@@ -188,7 +188,7 @@ async def test_annotation_saved_and_scores_update(tmp_path):
             labels[(item.constraint_id, item.generation_id)] = key
             await pilot.press(key)
             await pilot.pause()
-        rows = app.store.conn.execute("SELECT constraint_id, generation_id, annotator, label FROM annotations").fetchall()
+        rows = store_rows(app, "SELECT constraint_id, generation_id, annotator, label FROM annotations")
         assert len(rows) == 4 and {r[2] for r in rows} == {"alice"}
         # The metric calls both flipped items superficial; alice agrees on one: precision 1/2, recall 1/1.
         sc = screen.scores["alice"]
@@ -200,8 +200,8 @@ async def test_annotation_saved_and_scores_update(tmp_path):
         await pilot.press(*"only in a detail", "enter")
         await pilot.pause()
         item = screen.items[screen.index]
-        note = app.store.conn.execute("SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
-                                " AND annotator = 'alice'", (item.constraint_id, item.generation_id)).fetchone()
+        note = store_rows(app, "SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
+                          " AND annotator = 'alice'", (item.constraint_id, item.generation_id))[0]
         assert note[1] == "only in a detail" and note[0] in ("superficial", "integrated")
 
 

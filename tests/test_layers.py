@@ -56,6 +56,42 @@ def test_the_sql_check_sees_statements_not_prose(tmp_path) -> None:
     assert [i for i, line in _code_lines(probe) if SQL.search(line)] == [2, 4]
 
 
+# A connection leaving the store, in any spelling: ``store.conn`` read or passed (``f(store.conn)``,
+# ``conn=view._store.conn``), a ``conn`` taken as an argument or named at all, ``getattr(x, "conn")``.
+CONNECTION = re.compile(r"""\bconn\b|["']conn["']""")
+
+
+@pytest.mark.parametrize("path", OUTSIDE_STORE, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_STORE])
+def test_no_connection_leaves_the_store(path: Path) -> None:
+    hits = [f"{i}: {line.strip()}" for i, line in _code_lines(path) if CONNECTION.search(line)]
+    assert hits == [], f"{path.relative_to(ROOT)} takes the store's connection (call a pipeline.store function): {hits}"
+
+
+def test_the_connection_check_sees_every_spelling(tmp_path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""Never passes store.conn out."""\n'
+                     "refresh_text_scores(store.conn)\n"
+                     "f(x, conn=view._store.conn)\n"
+                     "def g(conn):\n"
+                     "    pass\n"
+                     "c = getattr(store, 'conn')\n"
+                     "connection_count = 1  # conn in a comment\n"
+                     "reconnect(store)\n")
+    assert [i for i, line in _code_lines(probe) if CONNECTION.search(line)] == [2, 3, 4, 6]
+
+
+# The app reads through StoreView and writes through the narrow writers the store offers
+# (pipeline.store.annotations.AnnotationWriter; the stages open their own store): it never opens a
+# Store of its own.
+OPENS_A_STORE = re.compile(r"\bopen_store\b|\bStore\(|pipeline\.store\.database\b|\bstore\.database\b")
+
+
+@pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
+def test_the_app_never_opens_a_store(path: Path) -> None:
+    hits = [f"{i}: {line.strip()}" for i, line in _code_lines(path) if OPENS_A_STORE.search(line)]
+    assert hits == [], f"{path.relative_to(ROOT)} opens a Store (read through StoreView, write through a writer): {hits}"
+
+
 @pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
 def test_the_app_never_holds_a_connection(path: Path) -> None:
     hits = [f"{i}: {line.strip()}" for i, line in _code_lines(path)

@@ -275,7 +275,7 @@ class _RunImport:
         return guard(self.writer.problems, row, f.found["summary"], lambda: self.writer.generation(
             "summary", iid, cell("summary"), model=summariser, ratio=ratio, parent_id=response))
 
-    def _verdicts(self, f: ResearchFile, row: Row, cell: _Cells, target: _Target, texts: dict[str, int | None]) -> None:
+    def _verdicts(self, f: ResearchFile, row: Row, cell: _Cells, into: _Target, texts: dict[str, int | None]) -> None:
         judge = cell("eval_model")
         if not judge:
             self.writer.problems.add(row, "empty (verdicts are credited to the judge model that gave them)",
@@ -288,8 +288,8 @@ class _RunImport:
                                      f.found["results"])
             return
         reply = guard(self.writer.problems, row, f.found["results"],
-                      lambda: self.writer.verdicts(gid, target.iid, judge, cell("results"),
-                                                   constraint_ids=target.constraint_ids))
+                      lambda: self.writer.verdicts(gid, into.iid, judge, cell("results"),
+                                                   constraint_ids=into.constraint_ids))
         if reply is None:
             return
         warnings = list(reply.warnings)

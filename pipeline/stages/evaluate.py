@@ -68,7 +68,7 @@ from pipeline.store.generations import (
 )
 from pipeline.store.imports import imported_models
 from pipeline.store.instructions import any_instruction_with, finished_instruction_ids, instruction_values
-from pipeline.store.scores import refresh_text_scores
+from pipeline.store.scores import refresh_scores
 from pipeline.store.verdicts import yes_count
 
 DEFAULT_WORDS = 500
@@ -384,7 +384,7 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
             async def work(gid: int = gid, judge: str = judge, what: str = what,
                            constraints: list[tuple[int, str]] = constraints) -> str:
                 result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
-                refresh_text_scores(store.conn)  # the report's totals stay current as verdicts arrive
+                refresh_scores(store)  # the report's totals stay current as verdicts arrive
                 _check_usable(gate, judge, result)
                 yes = yes_count(store, gid, judge, plan.judging)
                 extra = f", {result.unanswered} missing (no usable verdict)" if result.unanswered else ""

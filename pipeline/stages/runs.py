@@ -15,12 +15,13 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Config
 from pipeline.llm.client import EventHook, LLMClient, Usage
 from pipeline.store import runs
-from pipeline.store.database import Store, now
+from pipeline.store.database import Store, now, open_store
 from pipeline.store.imports import run_kind
 
 
@@ -38,6 +39,18 @@ def create_run(store: Store, kind: str, config: Config, *, name: str = "", optio
         runs.insert_run(store, run_id=run_id, kind=kind, name=name or run_id, config=cfg, started_at=now(), pid=pid,
                         host=host)
     store.commit()
+    return run_id
+
+
+def new_paused_run(store_path: str | Path, config: Config) -> str:
+    """A new build run, paused, for the app's Build screen to fill stage by stage (on a store of
+    its own: the app never opens one)."""
+    store = open_store(store_path)
+    try:
+        run_id = create_run(store, "build", config)
+        finish_run(store, run_id, status="paused")
+    finally:
+        store.close()
     return run_id
 
 
