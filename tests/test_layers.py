@@ -297,3 +297,60 @@ def test_the_room_check_sees_upward_imports(tmp_path) -> None:
     probe.write_text("from pipeline.stages.judging import x\ndef f():\n    import pipeline.cli.common\n")
     names = [n for _, _, ns in _imports(probe, "pipeline.store") for n in ns]
     assert {_room_of(n) for n in names} == {"stages", "cli"}
+
+
+# The app's modules import each other without a cycle (the app imports its screens; a screen that
+# needs the app's type imports it for the type checker only), counting imports inside functions.
+def _app_module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The app modules ``path`` imports at run time, anywhere in it (not under ``if TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    modules = {_app_module(p) for p in APP}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only or not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+        found |= {n for n in names if n in modules}
+    return found - {_app_module(path)}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (module -> modules it imports), or []."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_the_app_has_no_import_cycle() -> None:
+    graph = {_app_module(p): _runtime_imports(p) for p in APP}
+    cycle = _cycle(graph)
+    assert cycle == [], f"an import cycle in the app: {' -> '.join(cycle)}"
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []

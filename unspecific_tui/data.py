@@ -100,7 +100,7 @@ class Analysis:
     # in it is unvalidated.
     judges_validated: dict[str, Any] = field(default_factory=dict)
     # Satisfaction against the number of constraints, per instruction family (CS4's levels of
-    # specificity: pipeline.outputs.report.family_levels, the rows `report` prints); empty without families.
+    # specificity: pipeline.analysis.families.family_levels, the rows `report` prints); empty without families.
     families: list[Any] = field(default_factory=list)
     # Org, Core and superficial corrected for each judge's measured error (pipeline.analysis.correction
     # .Correction, the rows `report` prints), with the metrics; None until then.

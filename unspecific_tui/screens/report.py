@@ -397,7 +397,7 @@ class ReportScreen(AppScreen):
         if self.cells:
             self._fill_table()
 
-    def _show_families(self, levels: list) -> None:  # pipeline.outputs.report.FamilyLevel
+    def _show_families(self, levels: list) -> None:  # pipeline.analysis.families.FamilyLevel
         table = self.query_one("#family-table", DataTable)
         table.clear()
         table.display = bool(levels)
