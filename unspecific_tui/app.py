@@ -27,6 +27,7 @@ from unspecific_tui.data import Analysis, AppView, compute_analysis, merge_metri
 from unspecific_tui.following import Following
 from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
 from unspecific_tui.stages import Registry
+from unspecific_tui.textual_check import app_names_ok, private_api_problem
 from unspecific_tui.widgets.footer import SCREENS_GROUP
 
 if TYPE_CHECKING:
@@ -178,6 +179,10 @@ class UnspecificApp(App[None]):
     # -- lifecycle ---------------------------------------------------------------------
     def on_mount(self) -> None:
         self._update_subtitle()
+        problem = private_api_problem()
+        if problem is not None:  # said once, at start: the app works on, with Textual's stock widgets
+            self.log.warning(problem)
+            self.notify(problem, title="Textual version", severity="warning", timeout=20)
         # The first screen paints before the store-wide pass starts competing for the CPU.
         self.call_after_refresh(self._after_first_paint)
 
@@ -240,9 +245,9 @@ class UnspecificApp(App[None]):
         self.post_message(AnalysisReady(analysis))
         if not analysis.rows:
             return
+        from pipeline.analysis.families import family_levels
         from pipeline.analysis.judge_validation import judge_scores, judge_validation_by_name
         from pipeline.analysis.metrics import compute_metrics
-        from pipeline.outputs.report import family_levels
 
         view = StoreView.open(self.store_path)  # this thread's own read-only view
         store = view.analysis_store
@@ -322,7 +327,9 @@ class UnspecificApp(App[None]):
         """Quitting asks a running stage to stop after its current unit (finished work is kept)."""
         from unspecific_tui.screens.build import BuildScreen
 
-        for stack in self._screen_stacks.values():
+        # Every mode's screens (a private name, guarded: else the current mode's, textual_check.py).
+        stacks = self._screen_stacks.values() if app_names_ok(self) else [self.screen_stack]
+        for stack in stacks:
             for screen in stack:
                 if isinstance(screen, BuildScreen) and screen.stop_flag is not None:
                     screen.stop_flag.stop("app closed")
