@@ -62,7 +62,7 @@ from pipeline.analysis.metrics import (
 )
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, holm
 from pipeline.analysis.validation import AnnotatorKappa, ValidationReport, human_validation
-from pipeline.core.definitions import DEFAULT_RATIO, shown_ratio
+from pipeline.core.definitions import DEFAULT_RATIO, same_ratio, shown_ratio
 from pipeline.store.annotations import annotation_count
 from pipeline.store.generations import model_has_responses
 from pipeline.store.instructions import any_instruction_with, instruction_values
@@ -141,12 +141,17 @@ def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarn
     return out
 
 
+# Shares computed two ways (a mean of means, a bootstrap bound) differ in the last bits: "above"
+# means above by more than that.
+SHARE_SLACK = 1e-9
+
+
 def _above(core: Any, org: Any) -> bool:
     """Core above Org beyond Org's interval (above Org itself when it has none)."""
     if math.isnan(core.value) or math.isnan(org.value):
         return False
     ceiling = org.value if math.isnan(org.high) else org.high
-    return core.value > ceiling + 1e-9
+    return core.value > ceiling + SHARE_SLACK
 
 
 @dataclass
@@ -270,7 +275,7 @@ def main_groups(report: Report) -> list[Group]:
         key = g.key[:4]
         if g.ratio is None:
             chosen.setdefault(key, g)
-        elif ratio is not None and abs(g.ratio - ratio) < 1e-9 and (g.n or key not in chosen):
+        elif ratio is not None and same_ratio(g.ratio, ratio) and (g.n or key not in chosen):
             chosen[key] = g  # (summaries with no verdict at all keep the Org row; the warnings name them)
     return list(chosen.values())
 
@@ -283,7 +288,7 @@ def render(report: Report, console: Console) -> None:
         console.print(empty_message(report.options.filters))
         return
     ratio = report.ratio
-    if ratio is not None and abs(ratio - report.options.ratio) > 1e-9:
+    if ratio is not None and not same_ratio(ratio, report.options.ratio):
         console.print(f"[yellow]no summaries at ratio {report.options.ratio:g}; showing ratio {ratio:g}[/]")
     runs = runs_covered(m)
     if runs:
