@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_importing import CS4_HEADER, write_csv
 
 from pipeline.importing.common import ImportFailed, ImportOptions, ImportSummary, Problems
 from pipeline.importing.importer import import_file
@@ -19,6 +18,7 @@ from pipeline.importing.reading import read_released_list
 from pipeline.importing.writer import ImportWriter
 from pipeline.store import imports
 from pipeline.store.families import family_member, family_members
+from tests.support.import_files import CS4_HEADER, write_csv
 
 CS4_LEVELS = (7, 15, 23, 31, 39)
 
