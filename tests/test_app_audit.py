@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
-from app_support import C1, C2, QUOTE_1, RESPONSE, SUMMARY, A, B, make_known_store, settle, synthetic_app, text_of
-
+from tests.support.app import (
+    C1,
+    C2,
+    QUOTE_1,
+    RESPONSE,
+    SUMMARY,
+    A,
+    B,
+    goto,
+    make_known_store,
+    settle,
+    synthetic_app,
+    text_of,
+)
 from unspecific_tui.app import UnspecificApp
 
 
@@ -22,8 +34,7 @@ async def test_copied_ngrams_and_quotes_highlighted(tmp_path):
     known, app = await open_audit(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         screen = app.screen
         shown = screen.shown
         assert shown.constraint_id == known.c1 and shown.writer == ("m1", "direct")

@@ -16,6 +16,7 @@ from pipeline.importing.common import ImportFailed, ImportOptions, ResearchColum
 from pipeline.importing.importer import import_file
 from pipeline.importing.reading import parse_numbered
 from pipeline.store.imports import imported_models
+from tests.support.app import goto
 from tests.support.import_files import CS4_HEADER, LONG, cs4_rows, numbered, write_csv, write_jsonl
 
 
@@ -98,9 +99,9 @@ RESEARCH_CONSTRAINTS = ["Describe the storm's arrival over several sentences.", 
 
 
 def research_files(tmp_path: Path) -> dict[str, Path]:
-    """A research run's files as its own writers write them (tests/research_writers.py), with its
+    """A research run's files as its own writers write them (tests/support/research_writers.py), with its
     row id renamed story_id (the research scripts let columns be named; --id-column follows)."""
-    import research_writers as rw
+    from tests.support import research_writers as rw
 
     constraints = numbered(RESEARCH_CONSTRAINTS, "\n")
     common = rw.constraints_common(
@@ -315,9 +316,8 @@ def test_cli_import_dry_run_and_json(store_path, tmp_path, capsys):
 
 
 async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdicts(tmp_path):
-    from app_support import settle
-
     from pipeline.store.database import open_store
+    from tests.support.app import settle
     from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
 
     path = tmp_path / "imported.sqlite"
@@ -337,8 +337,7 @@ async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdict
             await pilot.press(key)
             await settle(app, pilot)
             assert app.current_mode == name
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         shown = app.screen.shown
         assert shown.constraint_id == constraint_1 and shown.writer == ("their-model", "direct")
         # The imported judge's quote, found in the response it judged.

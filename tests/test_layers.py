@@ -346,7 +346,7 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": set()}) == []
 
 
-# Helpers the tests share live in tests/support/ (and tests/fakes/, app_support.py): no test module
+# Helpers the tests share live in tests/support/ (and tests/fakes/): no test module
 # imports another, so running one file never runs or depends on another's module.
 TEST_MODULES = sorted((ROOT / "tests").glob("test_*.py"))
 

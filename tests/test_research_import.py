@@ -1,5 +1,5 @@
 """`unspecific import research`: the research code's own files (written by its writers, re-created in
-tests/research_writers.py), every layout, read with no options; a run's files in any order become
+tests/support/research_writers.py), every layout, read with no options; a run's files in any order become
 one benchmark; its judge's replies as they come."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-import research_writers as rw
 
 from pipeline.cli import main
 from pipeline.importing.common import ImportFailed, ImportOptions
 from pipeline.importing.replies import parse_judge_reply
 from pipeline.importing.research import import_research_run
+from tests.support import research_writers as rw
 from tests.support.research_run import (
     BASE,
     BLOGS,

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from app_support import make_known_store, settle
 
 import unspecific_tui.textual_check as check
+from tests.support.app import goto, make_known_store, settle
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.widgets.constraint_list import ConstraintList
 
@@ -63,8 +63,7 @@ async def test_the_app_says_so_at_start_and_lists_with_the_stock_datatable(moved
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
         assert any(n.title == "Textual version" and "9.1.0" in n.message for n in app._notifications)
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         table = app.screen.query_one(ConstraintList)
         assert table.row_count == 3
         for y in range(table.size.height):  # every line is DataTable's own

@@ -1,11 +1,11 @@
-"""One research run's files, stage by stage, as its scripts chain the writers (tests/research_writers.py)."""
+"""One research run's files, stage by stage, as its scripts chain the writers (tests/support/research_writers.py)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import research_writers as rw
+from tests.support import research_writers as rw
 
 ORIGINAL = ["Mention the harbour master by role.", "Describe the storm's arrival over several sentences.",
             "Include a quote from a ferry passenger.", "State the wind speed in knots.",

@@ -130,6 +130,14 @@ async def settle(app, pilot) -> None:  # noqa: ANN001
     await pilot.pause()
 
 
+async def goto(app, pilot, key: str):  # noqa: ANN001, ANN201
+    """Press ``key`` (a screen's number, or a key that opens a screen) and wait until the app has
+    settled; the screen then shown."""
+    await pilot.press(key)
+    await settle(app, pilot)
+    return app.screen
+
+
 def text_of(widget) -> str:  # noqa: ANN001
     """The plain text a Static shows, whatever it was given (markup, Text, a Rich table)."""
     from rich.console import Console
