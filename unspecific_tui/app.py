@@ -179,15 +179,16 @@ class UnspecificApp(App[None]):
     # -- lifecycle ---------------------------------------------------------------------
     def on_mount(self) -> None:
         self._update_subtitle()
-        problem = private_api_problem()
-        if problem is not None:  # said once, at start: the app works on, with Textual's stock widgets
-            self.log.warning(problem)
-            self.notify(problem, title="Textual version", severity="warning", timeout=20)
         # The first screen paints before the store-wide pass starts competing for the CPU.
         self.call_after_refresh(self._after_first_paint)
 
     def _after_first_paint(self) -> None:
         self._validate_store()
+        # After the first paint: reading Textual's version costs some 50 ms the first screen need not wait.
+        problem = private_api_problem()
+        if problem is not None:  # said once, at start: the app works on, with Textual's stock widgets
+            self.log.warning(problem)
+            self.notify(problem, title="Textual version", severity="warning", timeout=20)
 
     @work(thread=True, exclusive=True, group="open-store", exit_on_error=False)
     def _validate_store(self) -> None:

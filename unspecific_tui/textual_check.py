@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
 
 # [low, high): the Textual releases the overrides were written and tested against (pyproject's bound).
 TESTED_FROM = (8, 0)
@@ -30,6 +29,8 @@ APP_NAMES = ("_screen_stacks",)
 
 
 def textual_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # only when checked: some 30 ms to import
+
     try:
         return version("textual")
     except PackageNotFoundError:  # a source checkout: the module says

@@ -348,7 +348,13 @@ class _RunImport:
                 number, task, revision.original, revision.revised, refs))
             if found is None:
                 return None
-        return _Target(found, self._original_ids(found, revision.original))
+        ids = self._original_ids(found, revision.original)
+        if ids is None:  # imported before from the revised list alone: it holds no lineage to judge on
+            self.writer.problems.add(row, f"instruction {number} was imported before without this list as its "
+                                     "lineage; import the run's files together under another --name",
+                                     f.found["constraints"])
+            return None
+        return _Target(found, ids)
 
     def _write_revision(self, source_id: str, task: str, original: list[str], revised: list[str],
                         refs: list[int | None]) -> int:
@@ -362,13 +368,16 @@ class _RunImport:
         self._texts[iid] = revised
         return iid
 
-    def _original_ids(self, iid: int, original: list[str]) -> list[int]:
+    def _original_ids(self, iid: int, original: list[str]) -> list[int] | None:
         """The constraints of a revised instruction that make up its original list, in its order:
-        the kept ones and the retired ones (a revised constraint is never one of them)."""
+        the kept ones and the retired ones (a revised constraint is never one of them); None when
+        the instruction does not hold that list."""
         pool = [c for c in constraint_records_of(self.writer.store, [iid]).get(iid, []) if c.origin != "revised"]
         ids = []
         for text in original:
-            match = next(c for c in pool if c.text == text)
+            match = next((c for c in pool if c.text == text), None)
+            if match is None:
+                return None
             pool.remove(match)
             ids.append(match.id)
         return ids
