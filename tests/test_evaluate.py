@@ -184,7 +184,10 @@ async def test_edit_mode_without_base_articles_fails_units_not_the_run(store):
 def test_resolve_checks_names_and_values(store):
     config = parse_config({"evaluate": {"ratios": [0.5, 0.25]}})
     plan = resolve(config, EvaluateOptions())
-    assert plan.models == ("local",) and plan.ratios == (0.5, 0.25) and plan.judging == "batched" and plan.mode == "direct"
+    assert plan.models == ("local",) and plan.ratios == (0.5, 0.25) and plan.mode == "direct"
+    # No run-wide judging mode: each judge judges in its own, yes_no for the embedded model.
+    assert plan.judging is None and plan.mode_of("local") == "yes_no"
+    assert resolve(config, EvaluateOptions(judging="batched")).mode_of("local") == "batched"
     assert resolve(config, EvaluateOptions(rejudge=True)).models is None
     from pipeline.core.errors import ConfigError
 

@@ -16,6 +16,7 @@ CONDITION_HELP = "comma-separated: single (one article, CS4 style), none (common
 
 def register(sub: argparse._SubParsersAction) -> None:
     from pipeline.cli.common import DRY_RUN_HELP, nonempty_csv, positive_int
+    from pipeline.core.definitions import JUDGING_MODES
 
     p = sub.add_parser("build", help="synthesize and revise instructions per condition (single, none, direct, eval)")
     p.add_argument("--domain", default=None, help="domain of the pairs to build on (default: news)")
@@ -34,8 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--contradictions", action="store_true", default=None,
                    help="also ask the LLM which constraint pairs contradict each other")
     p.add_argument("--embedder", default=None, help="embedding model for the specificity-leak flag (mpnet, minilm); default lexical only")
-    p.add_argument("--judging-mode", choices=["batched", "per_constraint"], default=None, dest="judging_mode",
-                   help="how the base article is judged (default batched)")
+    p.add_argument("--judging-mode", choices=JUDGING_MODES, default=None, dest="judging_mode",
+                   help="how the base article is judged (default: the base judge's own; yes_no for the embedded model)")
     p.add_argument("--repair-rounds", type=positive_int, default=None, dest="repair_rounds",
                    help="rounds asking for the missing items of a short list (at most 10 a round) before the "
                         "instruction is recorded as failed (default 1; a 1.5B local model needs up to 8 to reach 39)")

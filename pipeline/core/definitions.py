@@ -61,3 +61,27 @@ HIGH_LEXICAL_SIMILARITY = 0.5
 # Copy evidence: a constraint's word n-grams (this many words, as the app's Audit highlights them)
 # found in a reference and in the response; n-grams of stopwords alone do not count.
 COPY_EVIDENCE_NGRAM = 3
+
+
+# How a judge gives its verdicts (pipeline.stages.judging, docs/method.md "Judging"):
+# ``batched``: every constraint of a text in one call, a Yes/No and a quote each (the research code's way);
+# ``per_constraint``: one call per constraint, a Yes/No and a quote;
+# ``yes_no``: one call per constraint answering one token, the verdict read from P(Yes) / (P(Yes) + P(No))
+# of that token against the judge's calibrated threshold (the embedded model's default).
+JUDGING_MODES = ("batched", "per_constraint", "yes_no")
+# Before a judge's check has calibrated it, a yes_no verdict is P(Yes) >= this.
+DEFAULT_YES_THRESHOLD = 0.5
+# A yes_no verdict is uncertain when P(Yes) is this close to the threshold in log-odds (e^0.85, about
+# 2.3 times the threshold's odds either way; at a 0.5 threshold, P(Yes) between 0.3 and 0.7).
+UNCERTAIN_LOG_ODDS = 0.85
+
+
+def uncertain(p_yes: float | None, threshold: float) -> bool:
+    """Whether a P(Yes) verdict sits near its threshold (None: not a probability verdict)."""
+    import math
+
+    if p_yes is None:
+        return False
+    clip = min(max(p_yes, 1e-6), 1 - 1e-6)
+    t = min(max(threshold, 1e-6), 1 - 1e-6)
+    return abs(math.log(clip / (1 - clip)) - math.log(t / (1 - t))) < UNCERTAIN_LOG_ODDS

@@ -43,6 +43,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from pipeline.analysis.calibration import JudgingNote, judging_notes
 from pipeline.analysis.correction import CorrectedGroup, Correction, corrected_metrics
 from pipeline.analysis.coverage import MIN_COVERAGE, describe
 from pipeline.analysis.families import FamilyLevel, family_levels
@@ -66,6 +67,7 @@ from pipeline.core.definitions import DEFAULT_RATIO, same_ratio, shown_ratio
 from pipeline.store.annotations import annotation_count
 from pipeline.store.generations import model_has_responses
 from pipeline.store.instructions import any_instruction_with, instruction_values
+from pipeline.store.judge_checks import calibrations
 from pipeline.store.verdicts import judge_has_verdicts
 
 if TYPE_CHECKING:
@@ -172,6 +174,8 @@ class Report:
     # Every group's rates corrected for its judges' measured error (pipeline.analysis.correction), and
     # which validation each judge has; None before build_report fills it.
     correction: Correction | None = None
+    # How each rater judged (its mode; a yes_no judge's threshold and where it was chosen).
+    judging: list[JudgingNote] = field(default_factory=list)
 
     def warned(self, group: Group) -> list[ReportWarning]:
         return [w for w in self.warnings if w.group == group.key]
@@ -219,6 +223,7 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
                                              n_resamples=options.n_resamples, seed=options.seed)
         report.annotators = report.validation.kappas
     report.families = family_levels(store, metrics, ratio, n_resamples=options.n_resamples, seed=options.seed)
+    report.judging = judging_notes(metrics.rater_keys, metrics.raters, calibrations(store))
     return report
 
 
@@ -346,6 +351,10 @@ def render(report: Report, console: Console) -> None:
         console.print(table)
     elif len(m.raters) == 1:
         console.print(f"one judge ({m.raters[0]}): no judge agreement to report; the paper averages two")
+    if report.judging:
+        console.print("How each judge judged:")
+        for note in report.judging:
+            console.print(f"  {note.line()}", markup=False, highlight=False)
     if m.raters:
         console.print("Judges against people (every number above rests on them):")
         for rater in m.raters:
@@ -430,7 +439,8 @@ def validation_caption(report: Report) -> tuple[str, bool]:
     reasons = {g.reason for g in c.groups.values() if g.reason}
     if reasons:
         return "raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), True
-    used = "; ".join(f"{s.judge}: {'people' if s.check and s.check.source == 'people' else 'built-in check'}"
+    sources = {"people": "people", "own": "own check set", "builtin": "built-in check"}
+    used = "; ".join(f"{s.judge}: {sources.get(s.check.source, s.check.source) if s.check else 'built-in check'}"
                      for s in c.judges)
     return ("corr.: corrected for each judge's measured sensitivity and specificity (Rogan-Gladen, judge by judge; "
             f"95% CI over the instructions and the check's items); validation used: {used}"
@@ -627,6 +637,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
                              for r in m.raters},
         "judge_error": [s.as_dict() for s in report.correction.judges] if report.correction else [],
         "judges_validation": validation_mark(report),  # what every figure rests on (or "unvalidated: ...")
+        "judging": [{"rater": n.rater, "judge": n.judge, "mode": n.mode, "threshold": n.threshold,
+                     "calibrated_on": n.calibrated_on, "auc": n.auc} for n in report.judging],
         "ranking_changes_with_ratio": ranking_changes(m), "min_coverage": report.options.min_coverage,
         "warnings": [w.as_dict() for w in report.warnings],
     })

@@ -45,7 +45,7 @@ from pipeline.llm.client import LLMClient
 from pipeline.stages.generation import MODES as RESPONSE_MODES
 from pipeline.stages.generation import SUMMARY_SLACK, respond, summarize
 from pipeline.stages.judging import MODES as JUDGING_MODES
-from pipeline.stages.judging import JudgeSummary, judge_generation, judge_generation_pending
+from pipeline.stages.judging import JudgeSummary, judge_generation, judge_generation_pending, judging_mode_of
 from pipeline.stages.units import (
     RECORD_AND_CONTINUE,
     Budget,
@@ -109,7 +109,7 @@ class Plan:
     mode: str | None  # None: both modes (rejudge)
     ratios: tuple[float, ...] | None  # None: every stored ratio (rejudge)
     judges: tuple[str, ...]
-    judging: str
+    judging: str | None  # the run's judging mode for every judge; None: each judge's own (Endpoint.judging)
     summarizer: str
     conditions: tuple[str, ...] | None
     domain: str | None
@@ -120,6 +120,11 @@ class Plan:
     summary_slack: float | None  # None: never ask a long summary to shorten
     min_coverage: float = MIN_COVERAGE  # a judged group under it fails the evaluation
     imported: tuple[str, ...] = ()  # models of imported responses: no endpoint, never asked to respond
+    judging_modes: tuple[tuple[str, str], ...] = ()  # (judge, the mode it judges in)
+
+    def mode_of(self, judge: str) -> str:
+        """How ``judge`` judges in this run."""
+        return dict(self.judging_modes).get(judge) or self.judging or "batched"
 
 
 def resolve(config: Config, options: EvaluateOptions) -> Plan:
@@ -144,8 +149,8 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     for r in ratios or []:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
             raise StageError(f"{where} ratios / --ratios: each summary ratio must be a number between 0 and 1, got {r!r}")
-    judging = options.judging or config.setting(section, "judging", "batched")
-    if judging not in JUDGING_MODES:
+    judging = options.judging or config.setting(section, "judging", None)
+    if judging is not None and judging not in JUDGING_MODES:
         raise StageError(f"{where} judging / --judging: one of {', '.join(JUDGING_MODES)}, got {judging!r}")
     words = options.response_words or config.setting(section, "response_words", DEFAULT_WORDS)
     if isinstance(words, bool) or not isinstance(words, int):
@@ -170,6 +175,7 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
         ratios=tuple(sorted({float(r) for r in ratios}, reverse=True)) if ratios else None,
         judges=tuple(dict.fromkeys(judges)),
         judging=judging,
+        judging_modes=tuple((j, judging_mode_of(config, j, judging)) for j in dict.fromkeys(judges)),
         summarizer=config.roles.summarizer,
         conditions=tuple(options.conditions) if options.conditions else None,
         domain=options.domain,
@@ -376,21 +382,25 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
             constraints_of[iid] = [(c.id, c.text) for c in active_constraints(store, iid)]
         constraints = constraints_of[iid]
         for judge in plan.judges:
-            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.judging,
-                                            config.endpoint(judge).judge_format):
+            judge_ep = config.endpoint(judge)
+            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.mode_of(judge),
+                                            judge_ep.judge_format, judge_ep.judge_prompt):
                 summary.skipped += 1
                 continue
 
             async def work(gid: int = gid, judge: str = judge, what: str = what,
                            constraints: list[tuple[int, str]] = constraints) -> str:
-                result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
+                result = await judge_generation(store, client, judge, gid, constraints, mode=plan.mode_of(judge))
                 refresh_scores(store)  # the report's totals stay current as verdicts arrive
                 _check_usable(gate, judge, result)
-                yes = yes_count(store, gid, judge, plan.judging)
+                yes = yes_count(store, gid, judge, plan.mode_of(judge))
                 extra = f", {result.unanswered} missing (no usable verdict)" if result.unanswered else ""
                 return f"{what}: {judge} judged {result.judged} constraint(s), {yes} satisfied{extra}"
 
             units.append(Unit(f"{what}, judge {judge}", work, group=judge))
+    for name in dict.fromkeys(u.group for u in units if u.group):
+        if plan.mode_of(name) == "yes_no":
+            await client.check_logprobs(name)  # an endpoint without them is said now, not mid-run
     try:
         await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
                         stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage),
@@ -400,7 +410,7 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
         raise
     finally:
         summary.coverage = judged_coverage(store, [gid for gid, _, _ in texts],
-                                           [(j, plan.judging) for j in plan.judges])
+                                           [(j, plan.mode_of(j)) for j in plan.judges])
     return summary
 
 

@@ -149,6 +149,8 @@ class Metrics:
     # Per rater: (verdicts given, of them Yes) over the selected texts; a judge that always says
     # the same is flagged by the report.
     rater_totals: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # (judge, judging mode) of each rater, in the order of ``raters``.
+    rater_keys: list[tuple[str, str]] = field(default_factory=list)
     # compare's rows by stratum, unit and side, per (by, ratio): a report compares many pairs.
     _sides: dict[tuple[str, float | None], tuple[_SideTable, float | None]] = field(
         default_factory=dict, repr=False, compare=False)
