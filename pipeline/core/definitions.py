@@ -3,11 +3,44 @@ command reads them from here."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 # A constraint passes a text when its judges' mean verdict is at least this (two judges split
 # 1-1 pass). The store's score tables keep it in integers: 2 * yes >= judged.
 PASS_THRESHOLD = 0.5
 # The summary ratio of Core: a response summarised to 25% of its length.
 DEFAULT_RATIO = 0.25
+# The ratios `evaluate` summarises at when the config names none ([evaluate] ratios).
+DEFAULT_RATIOS = (DEFAULT_RATIO,)
+# Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
+RATIO_TOLERANCE = 1e-9
+
+
+def same_ratio(a: float, b: float) -> bool:
+    """Whether two summary ratios are the same one (within RATIO_TOLERANCE)."""
+    return abs(a - b) < RATIO_TOLERANCE
+
+
+def shown_ratio(stored: Iterable[float], asked: float | None = None) -> float | None:
+    """The one rule for the summary ratio a screen, report or export shows: the asked one (else
+    DEFAULT_RATIO) when summaries exist at it, else the stored ratio nearest to it, the larger on a
+    tie (the gentler summary); None when nothing is summarised. The value returned is a stored one."""
+    target = DEFAULT_RATIO if asked is None else asked
+    ratios = sorted(set(stored), reverse=True)
+    if not ratios:
+        return None
+    return min(ratios, key=lambda r: abs(r - target))  # min keeps the first (larger) on a tie
+
+
+def unknown_ratio(asked: float, stored: Iterable[float], where: object = "this store") -> str | None:
+    """Why an asked-for ratio cannot be shown (no summaries at it: the ratios there are named), or
+    None when it can. Commands refuse such a ratio before any work rather than show another."""
+    ratios = sorted(set(stored), reverse=True)
+    if any(same_ratio(r, asked) for r in ratios):
+        return None
+    there = (f"summaries here are at {', '.join(f'{r:g}' for r in ratios)}" if ratios
+             else "nothing is summarised yet; leave --ratio out for Org alone")
+    return f"--ratio {asked:g}: no summaries at that ratio in {where} ({there})"
 
 
 def passes(score: float | None) -> bool:

@@ -30,11 +30,12 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any
 
-from pipeline.analysis.flags import FlagSettings, check_contradictions, flag_instruction
+from pipeline.analysis.flags import FlagSettings, flag_instruction
 from pipeline.core.config import Config
 from pipeline.core.errors import BatchPending, ParseError, StageError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient, Usage, usage_scope
+from pipeline.stages.contradictions import check_contradictions
 from pipeline.stages.judging import MODES, judging_mode_of
 from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
 from pipeline.stages.runs import create_run, recording

@@ -38,6 +38,7 @@ from typing import Any
 
 from pipeline.analysis.coverage import MIN_COVERAGE, Coverage, GroupKey, group_coverage, low_groups
 from pipeline.core.config import Config
+from pipeline.core.definitions import DEFAULT_RATIOS, same_ratio
 from pipeline.core.errors import StageError, UnusableEndpointError
 from pipeline.core.progress import ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient
@@ -59,7 +60,6 @@ from pipeline.store.constraints import active_constraints
 from pipeline.store.coverage import selected_texts
 from pipeline.store.database import Store
 from pipeline.store.generations import (
-    RATIO_TOLERANCE,
     StoredResponse,
     StoredSummary,
     achieved_ratio,
@@ -68,10 +68,9 @@ from pipeline.store.generations import (
 )
 from pipeline.store.imports import imported_models
 from pipeline.store.instructions import any_instruction_with, finished_instruction_ids, instruction_values
-from pipeline.store.scores import refresh_text_scores
+from pipeline.store.scores import refresh_scores
 from pipeline.store.verdicts import yes_count
 
-DEFAULT_RATIOS = (0.25,)
 DEFAULT_WORDS = 500
 # Texts in a row on which a judge gave no usable verdict at all: then its replies are junk (a
 # wrong model, a proxy's error page with 200 OK) and that judge stops. Three: one bad text is
@@ -290,7 +289,7 @@ def _stored_summaries(store: Store, plan: Plan, response_ids: Sequence[int]) -> 
     rows = summaries_of(store, response_ids)
     if plan.ratios is None:
         return rows
-    return [r for r in rows if any(abs(r.ratio - x) < RATIO_TOLERANCE for x in plan.ratios) and r.model == plan.summarizer]
+    return [r for r in rows if any(same_ratio(r.ratio, x) for x in plan.ratios) and r.model == plan.summarizer]
 
 
 # -- the three steps --------------------------------------------------------------------------
@@ -392,7 +391,7 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
             async def work(gid: int = gid, judge: str = judge, what: str = what,
                            constraints: list[tuple[int, str]] = constraints) -> str:
                 result = await judge_generation(store, client, judge, gid, constraints, mode=plan.mode_of(judge))
-                refresh_text_scores(store.conn)  # the report's totals stay current as verdicts arrive
+                refresh_scores(store)  # the report's totals stay current as verdicts arrive
                 _check_usable(gate, judge, result)
                 yes = yes_count(store, gid, judge, plan.mode_of(judge))
                 extra = f", {result.unanswered} missing (no usable verdict)" if result.unanswered else ""

@@ -34,7 +34,7 @@ from pipeline.analysis.similarity import LEXICAL, Similarity, lexical_similarity
 from pipeline.analysis.support import LOCATED
 from pipeline.analysis.suspicion import Evidence, instruction_evidence, suspicion_queue
 from pipeline.analysis.trust import Trust
-from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_RATIO, DEFAULT_YES_THRESHOLD, uncertain
+from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_RATIO, DEFAULT_YES_THRESHOLD, shown_ratio, uncertain
 from pipeline.core.text import count_words
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData, StoreView, Writer
@@ -462,7 +462,7 @@ class AuditScreen(AppScreen):
         if analysis is not None:
             return analysis.ratio
         if data is not None and data.ratios:
-            return DEFAULT_RATIO if DEFAULT_RATIO in data.ratios else data.ratios[0]
+            return shown_ratio(data.ratios) or DEFAULT_RATIO
         return DEFAULT_RATIO
 
     def _writer_of(self, data: InstructionData) -> Writer | None:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pipeline.analysis.stats import NAN_INTERVAL, Interval
+from pipeline.core.definitions import same_ratio
 from pipeline.store.metrics import Filters as Filters  # the selection is a query: it lives in the store
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
@@ -174,7 +175,7 @@ class Metrics:
 def _same_ratio(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
-    return abs(a - b) < 1e-9
+    return same_ratio(a, b)
 
 
 def _ratio_key(ratio: float | None) -> float | None:
