@@ -7,6 +7,8 @@ several places is defined once and imported, never written out again.
 - ``DEFAULT_RATIO`` and ``DEFAULT_RATIOS`` live side by side in ``pipeline.core.definitions``.
 - The corpus formats are ``pipeline.core.formats.FORMATS`` / ``BUNDLED``, the import formats
   ``pipeline.importing.common.FORMATS``: no module writes either tuple again.
+- The judging modes are ``pipeline.core.definitions.JUDGING_MODES``: no module lists them again, not even
+  in part (a list of two of them is how a third one went missing from three commands' choices).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ HOMES = {
     "DEFAULT_RATIO": "pipeline/core/definitions.py",
     "DEFAULT_RATIOS": "pipeline/core/definitions.py",
     "BUNDLED": "pipeline/core/formats.py",
+    "JUDGING_MODES": "pipeline/core/definitions.py",
+    "DEFAULT_YES_THRESHOLD": "pipeline/core/definitions.py",
 }
 
 
@@ -89,3 +93,15 @@ def test_no_module_writes_a_formats_tuple_out_again(path: Path) -> None:
             values = tuple(e.value for e in node.elts)  # type: ignore[attr-defined]
             copies += [node.lineno for home, tup in homes.items() if values == tup and name != home]
     assert copies == [], f"{name}:{copies}: a copy of a FORMATS tuple; import it"
+
+
+@pytest.mark.parametrize("path", CODE, ids=IDS)
+def test_no_module_lists_judging_modes_again(path: Path) -> None:
+    name = path.relative_to(ROOT).as_posix()
+    if name == "pipeline/core/definitions.py":
+        return
+    tree = ast.parse(path.read_text())
+    copies = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Tuple, ast.List))
+              and len(node.elts) >= 2 and all(isinstance(e, ast.Constant) for e in node.elts)
+              and {e.value for e in node.elts} <= set(definitions.JUDGING_MODES)]  # type: ignore[attr-defined]
+    assert copies == [], f"{name}:{copies}: judging modes written out; import JUDGING_MODES"

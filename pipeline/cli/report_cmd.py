@@ -7,7 +7,7 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     from pipeline.cli.common import ratio
-    from pipeline.core.definitions import DEFAULT_RATIO
+    from pipeline.core.definitions import DEFAULT_RATIO, JUDGING_MODES
 
     p = sub.add_parser(
         "report",
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--condition", help="only this condition (single | none | direct | eval)")
     p.add_argument("--models", help="only these models under test (comma-separated)")
     p.add_argument("--judges", help="only these judges (comma-separated)")
-    p.add_argument("--judging-mode", choices=["batched", "per_constraint"], help="only verdicts of this judging mode")
+    p.add_argument("--judging-mode", choices=JUDGING_MODES, help="only verdicts of this judging mode")
     # None when not given: an asked-for ratio must exist, the default may fall back to the nearest.
     p.add_argument("--ratio", type=ratio, default=None,
                    help=f"summary ratio of the main table (default {DEFAULT_RATIO:g}, else the nearest summarised)")

@@ -22,8 +22,8 @@ is raised, showing one raw reply and carrying what was done (its coverage too). 
 coverage of each group judged (pipeline.analysis.coverage) is compared with ``min_coverage``: the
 CLI exits non-zero when a group is under it.
 
-Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` ("batched" or
-"per_constraint"), ``mode`` ("direct" or "edit"), ``response_words`` (500),
+Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` (one of core.definitions.JUDGING_MODES for
+every judge; unset, each judge's own ``judging``), ``mode`` ("direct" or "edit"), ``response_words`` (500),
 ``summary_slack`` (0.5: a summary outside 0.5x-1.5x of its target is asked again once, then fails;
 false: any length),
 ``min_coverage`` (0.95).
