@@ -361,8 +361,8 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
 
 
 async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str, local_server_url: str, tmp_path) -> None:
-    """The same store on through evaluate (one model, ratio 0.25, batched) and the report: the
-    method end to end on the embedded model, nothing inserted by hand."""
+    """The same store on through evaluate (one model, ratio 0.25, the embedded judge's own yes_no mode) and
+    the report: the method end to end on the embedded model, nothing inserted by hand."""
     import time
 
     from rich.console import Console
@@ -386,10 +386,15 @@ async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str,
     assert summary is not None and summary["parent_id"] == response["id"] and 0 < summary["achieved_ratio"] < 1
     judged = store.scalar("SELECT count(*) FROM verdicts WHERE generation_id IN (?, ?)", [response["id"], summary["id"]])
     assert judged == 2 * 10  # every active constraint on the response and on its summary
+    # One token per constraint, its P(Yes) kept beside the verdict (read at 0.5 before any calibration).
+    rows = store.query("SELECT judging_mode, verdict, p_yes FROM verdicts WHERE generation_id IN (?, ?)",
+                       [response["id"], summary["id"]])
+    assert {r["judging_mode"] for r in rows} == {"yes_no"}
+    assert all(r["p_yes"] is not None and 0 <= r["p_yes"] <= 1 and r["verdict"] == (r["p_yes"] >= 0.5) for r in rows)
     report = build_report(store, ReportOptions(n_resamples=200))
     console = Console(record=True, width=160)
     render(report, console)
-    assert "local" in console.export_text()
+    assert "local" in console.export_text() and "yes_no" in console.export_text()
     assert write_outputs(report, tmp_path / "report")
     print(f"\nreal evaluate: {elapsed:.1f}s, {client.usage.as_dict()}; response {response['words']} words, summary "
           f"{summary['words']} (achieved {summary['achieved_ratio']:.2f})\n{console.export_text()}")

@@ -158,7 +158,8 @@
     const r = d.responses[state.response];
     if (!c || !r) { $("detail").innerHTML = ""; return; }
     const p = c.per[String(r.id)] || {v: [], copies: {r: [], s: []}, lex: {}};
-    // A verdict: [judge index, "r" | "s", 1 | 0 | null, quote unless found exactly, exact | fuzzy | missing, span].
+    // A verdict: [judge index, "r" | "s", 1 | 0 | null, quote unless found exactly, exact | fuzzy | missing | located,
+    // span, P(Yes) of a yes_no judge or null].
     const quotes = (kind, how) => p.v.filter((v) => v[1] === kind && v[5] && v[4] === how).map((v) => v[5]);
     const byConstraint = state.copy === "constraint";
     const panes = [
@@ -169,7 +170,11 @@
     ].map(([id, title, h, copies, kinds, lex]) => {
       const body = text(h);
       const layers = [["copy", copies]];
-      for (const k of kinds) { layers.push(["quote", quotes(k, "exact")]); layers.push(["fuzzy", quotes(k, "fuzzy")]); }
+      for (const k of kinds) {
+        layers.push(["quote", quotes(k, "exact")]);
+        layers.push(["fuzzy", quotes(k, "fuzzy")]);
+        layers.push(["fuzzy", quotes(k, "located")]);
+      }
       const shownBody = body ? highlight(body, layers) :
         `<span class="muted">${id === "ref-b" && d.condition === "single" ? "(single condition: one reference only)" : "(not generated)"}</span>`;
       return `<div class="pane" id="pane-${id}"><h4>${title} <small>${body ? body.split(/\s+/).filter(Boolean).length : 0}` +
@@ -180,7 +185,8 @@
       const body = text(v[1] === "r" ? r.r : r.s);
       const quote = v[4] === "exact" && v[5] ? body.slice(v[5][0], v[5][1]) : v[3];
       return `<tr><td>${esc(judge)}</td><td>${esc(mode)}</td><td>${v[1] === "r" ? "full" : "summary " + meta.ratio}</td>` +
-        `<td>${v[2] === null ? "missing" : v[2] ? "yes" : "no"}</td><td>${esc(v[4] || "-")}</td><td>${esc(quote)}</td></tr>`;
+        `<td>${v[2] === null ? "missing" : v[2] ? "yes" : "no"}${v[6] === null || v[6] === undefined ? "" : ` (P(Yes) ${v[6].toFixed(2)})`}` +
+        `</td><td>${esc(v[4] || "-")}</td><td>${esc(quote)}</td></tr>`;
     }).join("");
     let lineage = `<span class="muted">${esc(c.origin || "-")}</span>`;
     if (c.replaces) lineage = `replaced #${c.replaces.id}: ${esc(c.replaces.text)} <span class="muted">because</span> ${esc(c.replaces.reason || "?")}`;

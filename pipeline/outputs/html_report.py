@@ -54,6 +54,7 @@ from pipeline.analysis import copying
 from pipeline.analysis.correction import VALIDATE_COMMAND
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.analysis.similarity import constraint_similarities
+from pipeline.analysis.support import LOCATED
 from pipeline.analysis.suspicion import REASON_TEXT, REASONS, Evidence, suspicion_queue
 from pipeline.core.definitions import same_ratio
 from pipeline.core.redact import known_secrets, redact
@@ -372,9 +373,12 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
                     for v in verdicts_by.get((gid, cid), ()):
                         quote = _clean(v.quote)
                         how, span = quote_span(quote, body, v.quote_found) if v.verdict and quote else (None, None)
-                        # A quote found exactly is the text at its span: the page reads it there.
+                        # A quote found exactly is the text at its span: the page reads it there. A yes_no
+                        # judge's sentence was located, not quoted by the judge: it says so.
+                        shown = LOCATED if how and v.quote_found == LOCATED else how
                         verdicts.append([raters[(v.judge, v.judging_mode)], kind, v.verdict,
-                                         "" if how == "exact" else quote, how, list(span) if span else None])
+                                         "" if how == "exact" else quote, shown, list(span) if span else None,
+                                         None if v.p_yes is None else round(v.p_yes, 3)])
                 state = ("flipped" if item.flipped else "both" if item.passed_both else "fails") if item else None
                 per[str(rid)] = {
                     "state": state, "full": _num(item.full_score) if item else None,
