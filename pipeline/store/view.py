@@ -374,6 +374,12 @@ class StoreView:
         """(constraint, response) -> annotator -> label and note."""
         return annotations_table.labels_with_notes(self._store)
 
+    def suspicion_marks(self) -> dict[tuple[int, int], Any]:
+        """The auditor's marks on suspects, by (response id, constraint id) (pipeline.store.marks.Mark)."""
+        from pipeline.store.marks import marks
+
+        return marks(self._store)
+
     def text_labels(self) -> dict[tuple[int, int], dict[str, int]]:
         """People's answers to the judge's question: (constraint, text) -> annotator -> 1 (yes) / 0 (no)."""
         return validation_tables.text_labels(self._store)
