@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pipeline.analysis.copying import WORD
 
@@ -83,9 +84,18 @@ def copy_count(constraint: str, text: str, reference_a: str, reference_b: str | 
 
     if not text:
         return NONE
-    refs = {k: v for k, v in (("A", reference_a), ("B", reference_b or "")) if v}
-    copied, sources = copied_phrases(constraint, refs, text)
+    grams = _grams(text)
+    refs = {k: _grams(v) for k, v in (("A", reference_a), ("B", reference_b or "")) if v}
+    copied, sources = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams=refs)
     echoed: tuple[str, ...] = ()
     if not copied:
-        echoed, _ = copied_phrases(constraint, {"C": text}, text)
+        echoed, _ = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams={"C": grams})
     return count_of(copied, sources, echoed)
+
+
+@lru_cache(maxsize=256)
+def _grams(text: str) -> frozenset[tuple[str, ...]]:
+    """A text's word n-grams, once per text: a text is counted against each of its 39 constraints."""
+    from pipeline.analysis.suspicion import word_ngrams
+
+    return frozenset(word_ngrams(text))

@@ -50,7 +50,7 @@ objects: ask for a ``limit``); ``instruction_evidence`` about 15-25 ms.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -226,8 +226,8 @@ def word_ngrams(text: str, n: int = COPY_EVIDENCE_NGRAM) -> set[tuple[str, ...]]
 
 
 def copied_phrases(constraint: str, references: dict[str, str], response: str, n: int = COPY_EVIDENCE_NGRAM,
-                   *, response_grams: set[tuple[str, ...]] | None = None,
-                   reference_grams: dict[str, set[tuple[str, ...]]] | None = None) -> tuple[tuple[str, ...], str]:
+                   *, response_grams: Set[tuple[str, ...]] | None = None,
+                   reference_grams: Mapping[str, Set[tuple[str, ...]]] | None = None) -> tuple[tuple[str, ...], str]:
     """The constraint's phrases (runs of its word n-grams, not all stopwords) found both in a reference
     and in the response, as written in the constraint, and which references ("A", "B", "AB" or "").
     Pass precomputed n-gram sets to compare many constraints with the same texts."""

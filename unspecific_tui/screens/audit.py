@@ -57,6 +57,7 @@ from unspecific_tui.widgets.constraint_list import (
     ListRow,
     filter_rows,
     outcome_cell,
+    row_cells,
     similarity_label,
     sort_rows,
 )
@@ -74,7 +75,7 @@ from unspecific_tui.widgets.highlight import (
     render,
     render_sources,
 )
-from unspecific_tui.widgets.text_pane import TextLines, TextPane
+from unspecific_tui.widgets.text_pane import TextLines, TextPane, wrap_lines
 
 PANES = ("ref-a", "ref-b", "response", "summary")
 PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
@@ -163,6 +164,9 @@ class AuditScreen(AppScreen):
         self._verdict_lines = 0
         self._last: dict[str, Any] = {}  # what each Static shows (``_put``)
         self.source_view = False  # `o`: the response beside the copied words' source
+        # The list's rows as sorted and filtered (the list widget holds them only while shown).
+        self._rows_shown: list[ListRow] = []
+        self._list_key: object = None
         self._said = ""  # what the last key changed, said in the tabs/legend line until the next move
 
     def compose(self) -> ComposeResult:
@@ -246,7 +250,7 @@ class AuditScreen(AppScreen):
         (previous) instruction's first (last) row."""
         if not self.order:
             return
-        rows = self.query_one(ConstraintList).rows_shown
+        rows = self._rows_shown
         cid, iid = self.order[self.index]
         ids = [r.constraint_id for r in rows]
         at = ids.index(cid) if cid in ids else -1
@@ -305,6 +309,47 @@ class AuditScreen(AppScreen):
             self.writer = stop.writer
         self.index = self._pos.get(stop.constraint_id, self.index)
         self.refresh_constraint()
+        # The next stop is most often another instruction: read its rows once this one is painted,
+        # while the auditor reads, so `n` (or `y`) finds them cached.
+        self.call_after_refresh(self._prefetch_next)
+
+    def _prefetch_next(self) -> None:
+        following = self.app.following
+        if following is None or following.index + 1 >= len(following.stops):
+            return
+        stop = following.stops[following.index + 1]
+        if stop.constraint_id not in self._pos:
+            return
+        data = self.app.view.instruction(stop.instruction_id)
+        writer = stop.writer if stop.writer in data.responses else self._writer_of(data)
+        ratio = self._ratio(data)
+        key = (data.id, writer, ratio)
+        if key not in self._rows:
+            self._rows[key] = self._read_rows(data, writer, ratio)
+            if len(self._rows) > CACHE:
+                self._rows.popitem(last=False)
+        rows, con = self._rows[key], data.constraints.get(stop.constraint_id)
+        if con is None or writer is None:
+            return
+        # What drawing it will compute, into the caches it reads (by content): the list's cells,
+        # each text's wrap at its pane's width, its copied spans and the judges' quotes in it.
+        if self._list_visible():
+            for r in self._visible(rows.rows):
+                row_cells(r)
+        response, summary = data.responses.get(writer), data.summary(writer, ratio)
+        texts = {"ref-a": data.article_a, "ref-b": data.article_b,
+                 "response": response.text if response else "", "summary": summary.text if summary else ""}
+        for pane in (PANES[self.pane],) if self._narrow() else PANES:
+            text = texts[pane]
+            width = self.query_one(f"#{pane}", TextPane).text_region.width
+            if text and width > 0:
+                wrap_lines(text, width)
+                if self.copy_mode == "constraint":
+                    copied_spans(con.text, text, CONSTRAINT_N)
+        for v in rows.verdicts.get(con.id, []):
+            if v.verdict and v.quote:
+                quote_span(v.quote, texts.get(v.kind, ""))
+        _copy_count(con.text, texts["summary"], data.article_a, data.article_b or None)
 
     def action_stop_following(self) -> None:
         if self.app.following is not None:
@@ -434,7 +479,7 @@ class AuditScreen(AppScreen):
         """The next filter; when it hides the shown constraint, the list's first row is shown."""
         self.filter = FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)]
         self.refresh_constraint()
-        rows = self.query_one(ConstraintList).rows_shown
+        rows = self._rows_shown
         if rows and all(r.constraint_id != self.shown.constraint_id for r in rows):
             self.index = self._pos.get(rows[0].constraint_id, self.index)
             self.refresh_constraint()
@@ -451,7 +496,25 @@ class AuditScreen(AppScreen):
         self.pane = (self.pane + 1) % len(PANES)
         for i, pane in enumerate(PANES):
             self.query_one(f"#{pane}", TextPane).set_class(i == self.pane, "-current")
+        if self._narrow():
+            self._render_head_only()  # the pane now shown was not drawn while hidden
         self._render_tabs()
+
+    def _list_visible(self) -> bool:
+        if self._narrow():
+            return self.has_class("-list")
+        return not self.query_one("#audit-side").has_class("-hidden")
+
+    def _sync_list(self) -> None:
+        """The list shows the rows of the shown instruction (replaced only when they changed)."""
+        table = self.query_one(ConstraintList)
+        table.show_rows(self._rows_shown, self._list_key)
+        table.select(self.shown.constraint_id)
+
+    def on_resize(self) -> None:
+        # Across the 80-column breakpoint the list and the hidden panes come into view: draw them.
+        if self.shown.constraint_id is not None:
+            self._render_head_only()
 
     def action_scroll_pane(self, step: int) -> None:
         pane = self.query_one(f"#{PANES[self.pane]}", TextPane)
@@ -466,9 +529,12 @@ class AuditScreen(AppScreen):
         if self._narrow():
             self.toggle_class("-list")
             if self.has_class("-list"):
+                self._sync_list()
                 self.query_one(ConstraintList).focus()
             return
         self.query_one("#audit-side").toggle_class("-hidden")
+        if self._list_visible():
+            self._sync_list()
 
     def _narrow(self) -> bool:
         return self.app.size.width < NARROW
@@ -630,12 +696,14 @@ class AuditScreen(AppScreen):
         shown.row = row
         self.shown = shown
 
-        table = self.query_one(ConstraintList)
         visible = self._visible(rows.rows)
-        table.show_rows(visible, (iid, self.writer, ratio, self.sort, self.filter, id(self.order)))
-        table.select(cid)
+        self._rows_shown = visible
+        self._list_key = (iid, self.writer, ratio, self.sort, self.filter, id(self.order))
+        if self._list_visible():
+            self._sync_list()
         self._render_list_head(data, rows.rows, visible)
-        for pane in PANES:
+        # At 80 columns one pane shows: the others are drawn when `t` brings them (a third of a move's cost).
+        for pane in (PANES[self.pane],) if self._narrow() else PANES:
             if not (self.source_view and pane == "response"):  # the source view draws it
                 self._render_pane(pane, texts, con, data, verdicts, row, ratio)
         if self.source_view:
