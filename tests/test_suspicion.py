@@ -268,7 +268,7 @@ def test_report_lines_show_the_top_with_reasons(store: Store) -> None:
     compute_copy_evidence(store)
     lines = report_lines(suspicion_queue(store, limit=10))
     text = "\n".join(lines)
-    assert '6 words copied from reference A into the response: "council approved a new sea wall"' in text
+    assert '6 words copied from reference A into the response ("council approved a new sea wall")' in text
     assert "constraint 0.72 similar to reference B" in text
     rows, missing = suspicion_rows(store)
     assert not missing and all(set(r) >= {f"reason_{x}" for x in REASONS} for r in rows)

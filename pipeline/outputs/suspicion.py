@@ -81,10 +81,14 @@ def mark_of(marked: dict[tuple[int, int], Any], e: Evidence) -> str | None:
 
 
 def _describe(e: Evidence, enabled: Sequence[str]) -> str:
-    text = "; ".join(reason_sentences(e, enabled))
-    if e.copied and "copied" in enabled:
-        text += ": " + "; ".join(f'"{c}"' for c in e.copied[:2])
-    return text
+    """The item's reasons in words; the copied one followed by its phrases."""
+    parts = []
+    for reason in (r for r in e.reasons() if r in enabled):
+        sentence = "; ".join(reason_sentences(e, (reason,)))
+        if reason == "copied" and e.copied:
+            sentence += " (" + "; ".join(f'"{c}"' for c in e.copied[:2]) + ")"
+        parts.append(sentence)
+    return "; ".join(parts)
 
 
 MISSING_COPY = f"copy evidence not computed for every response: `{EVIDENCE_COMMAND}` computes what is missing"
