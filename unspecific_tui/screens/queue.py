@@ -95,6 +95,17 @@ def shorten(text: str, width: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+def writer_cell(model: str, mode: str, width: int) -> str:
+    """"model [mode]" in ``width`` cells: the model's name is cut, never the mode (two responses of
+    one model differ only there)."""
+    if not mode:
+        return shorten(model, width)
+    tail = f" [{mode}]"
+    room = width - len(tail)
+    name = model if len(model) <= room else model[:max(1, room - 1)] + "…"
+    return name + tail
+
+
 def _verdict(passed: bool | None) -> Text:
     if passed is None:
         return Text("-", style="dim")
@@ -313,7 +324,7 @@ class QueueScreen(AppScreen):
             "score": f"{r.score:.2f}",
             "instr": str(e.instruction_id),
             "constraint": Text(shorten(f"{e.position}. {e.text}", self.text_width)),
-            "writer": Text(shorten(e.writer.label, 16)),
+            "writer": Text(writer_cell(e.writer.model, e.writer.mode, 16)),
             "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in self.columns)),
             "outcome": outcome(e),
             "similarity": bar(e.similarity.highest if e.similarity else None),
