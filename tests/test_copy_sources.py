@@ -155,3 +155,27 @@ async def test_audit_shows_the_count_and_the_source_beside(path: Path) -> None:
                 assert said == {body[a:b].lower() for a, b in in_source}
             await pilot.press("o")
             await pilot.pause()
+
+
+def test_the_html_page_says_the_count_on_the_response(path: Path) -> None:
+    """In a browser: the response pane's heading gives the count and its source, as the app does."""
+    from browser import chromium
+
+    store = open_store(path, create=False)
+    try:
+        result = write_html(store, build_report(store, ReportOptions(n_resamples=50)), path.parent / "page")
+    finally:
+        store.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(result.path.as_uri())
+        for cid, expected in (("1", "6 words copied from reference A into the response"),
+                              ("2", "8 words copied from reference B into the response"),
+                              ("3", "3 words of the constraint repeated in the response (in no reference)")):
+            page.evaluate("async () => await window.unspecificReport.open(1)")
+            page.locator(f'.cons tr[data-c="{cid}"]').click()
+            page.wait_for_selector("#detail h3")
+            assert expected in page.locator("#pane-response h4").inner_text()
+        sus = page.locator("#sus-list").inner_text()
+        assert "6 words copied from reference A into the response" in sus
+        assert "satisfied in the response, lost in its 0.25 summary" in sus
