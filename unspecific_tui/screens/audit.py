@@ -57,7 +57,6 @@ from unspecific_tui.widgets.constraint_list import (
     ListRow,
     filter_rows,
     outcome_cell,
-    row_cells,
     similarity_label,
     sort_rows,
 )
@@ -75,7 +74,7 @@ from unspecific_tui.widgets.highlight import (
     render,
     render_sources,
 )
-from unspecific_tui.widgets.text_pane import TextLines, TextPane, wrap_lines
+from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
 PANES = ("ref-a", "ref-b", "response", "summary")
 PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
@@ -309,47 +308,6 @@ class AuditScreen(AppScreen):
             self.writer = stop.writer
         self.index = self._pos.get(stop.constraint_id, self.index)
         self.refresh_constraint()
-        # The next stop is most often another instruction: read its rows once this one is painted,
-        # while the auditor reads, so `n` (or `y`) finds them cached.
-        self.call_after_refresh(self._prefetch_next)
-
-    def _prefetch_next(self) -> None:
-        following = self.app.following
-        if following is None or following.index + 1 >= len(following.stops):
-            return
-        stop = following.stops[following.index + 1]
-        if stop.constraint_id not in self._pos:
-            return
-        data = self.app.view.instruction(stop.instruction_id)
-        writer = stop.writer if stop.writer in data.responses else self._writer_of(data)
-        ratio = self._ratio(data)
-        key = (data.id, writer, ratio)
-        if key not in self._rows:
-            self._rows[key] = self._read_rows(data, writer, ratio)
-            if len(self._rows) > CACHE:
-                self._rows.popitem(last=False)
-        rows, con = self._rows[key], data.constraints.get(stop.constraint_id)
-        if con is None or writer is None:
-            return
-        # What drawing it will compute, into the caches it reads (by content): the list's cells,
-        # each text's wrap at its pane's width, its copied spans and the judges' quotes in it.
-        if self._list_visible():
-            for r in self._visible(rows.rows):
-                row_cells(r)
-        response, summary = data.responses.get(writer), data.summary(writer, ratio)
-        texts = {"ref-a": data.article_a, "ref-b": data.article_b,
-                 "response": response.text if response else "", "summary": summary.text if summary else ""}
-        for pane in (PANES[self.pane],) if self._narrow() else PANES:
-            text = texts[pane]
-            width = self.query_one(f"#{pane}", TextPane).text_region.width
-            if text and width > 0:
-                wrap_lines(text, width)
-                if self.copy_mode == "constraint":
-                    copied_spans(con.text, text, CONSTRAINT_N)
-        for v in rows.verdicts.get(con.id, []):
-            if v.verdict and v.quote:
-                quote_span(v.quote, texts.get(v.kind, ""))
-        _copy_count(con.text, texts["summary"], data.article_a, data.article_b or None)
 
     def action_stop_following(self) -> None:
         if self.app.following is not None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from rich.segment import Segment
 from rich.style import Style
@@ -322,21 +321,15 @@ class ConstraintList(DataTable, inherit_bindings=False):
 
     @staticmethod
     def _cells(r: ListRow) -> tuple[object, ...]:
-        return row_cells(r)
-
-
-@lru_cache(maxsize=4096)
-def row_cells(r: ListRow) -> tuple[object, ...]:
-    """One row's cells, kept by the row's content (Audit warms them for the next stop it follows)."""
-    sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored)
-    # pipeline.analysis.copy_count's count, as the queue, the panes and the reports give it.
-    count = r.copy
-    copied = Text(count.short() if count.words else "-",
-                  style="bold #e5c07b" if count.from_reference else "#e5c07b" if count.words else "dim")
-    flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
-                 style="black on yellow" if r.flags else "dim")
-    text = Text(r.text.replace("\n", " "), no_wrap=True, overflow="ellipsis")
-    judges = trust_cell(r.response_trust)
-    judges.pad_right(5 - len(judges))  # the summary's under "summ"
-    judges.append_text(trust_cell(r.summary_trust))
-    return (str(r.position), outcome_cell(r), judges, sim_a, sim_b, copied, flags, text)
+        sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored)
+        # pipeline.analysis.copy_count's count, as the queue, the panes and the reports give it.
+        count = r.copy
+        copied = Text(count.short() if count.words else "-",
+                      style="bold #e5c07b" if count.from_reference else "#e5c07b" if count.words else "dim")
+        flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
+                     style="black on yellow" if r.flags else "dim")
+        text = Text(r.text.replace("\n", " "), no_wrap=True, overflow="ellipsis")
+        judges = trust_cell(r.response_trust)
+        judges.pad_right(5 - len(judges))  # the summary's under "summ"
+        judges.append_text(trust_cell(r.summary_trust))
+        return (str(r.position), outcome_cell(r), judges, sim_a, sim_b, copied, flags, text)
