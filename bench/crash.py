@@ -93,7 +93,7 @@ def command(setup: Setup, store: Path, config: Path, name: str) -> list[str]:
     base = [sys.executable, "-c", CLI, "--store", str(store), "--config", str(config)]
     if name == "build":
         return base + ["build", "--n", str(setup.pairs), "--constraints", str(setup.constraints), "--words",
-                       str(setup.words), "--run", RUN]
+                       str(setup.words), "--new-run", RUN]
     return base + ["evaluate", "--run", RUN, "--words", str(setup.words)]
 
 

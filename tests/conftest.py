@@ -44,6 +44,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(f"model_in_{item.module.__name__}"))
 
 
+# The scripted judge's store (module-scoped), shared by the correction, report and export tests.
+from tests.support.judge_checks import scripted  # noqa: E402, F401
+
+
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "store.sqlite"

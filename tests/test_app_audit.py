@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
-from app_support import C1, C2, QUOTE_1, RESPONSE, SUMMARY, A, B, make_known_store, settle, synthetic_app, text_of
-
+from tests.support.app import (
+    C1,
+    C2,
+    QUOTE_1,
+    RESPONSE,
+    SUMMARY,
+    A,
+    B,
+    goto,
+    make_known_store,
+    settle,
+    synthetic_app,
+    text_of,
+)
 from unspecific_tui.app import UnspecificApp
 
 
@@ -22,8 +34,7 @@ async def test_copied_ngrams_and_quotes_highlighted(tmp_path):
     known, app = await open_audit(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         screen = app.screen
         shown = screen.shown
         assert shown.constraint_id == known.c1 and shown.writer == ("m1", "direct")
@@ -120,10 +131,14 @@ async def test_narrow_terminal_shows_one_pane_and_cycles(tmp_path):
 
 async def test_similarity_is_the_stored_one_else_lexical_labelled(tmp_path):
     from pipeline.analysis.copying import lexical_overlap
+    from pipeline.store.database import open_store
     from pipeline.store.similarity import SimilarityRow, put_similarities
 
     known, app = await open_audit(tmp_path)
-    put_similarities(app.store, [SimilarityRow(known.c1, known.instruction, "mpnet", 0.73, 0.41)])
+    store = open_store(app.store_path)
+    put_similarities(store, [SimilarityRow(known.c1, known.instruction, "mpnet", 0.73, 0.41)])
+    store.commit()
+    store.close()
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
         await pilot.press("3")

@@ -7,9 +7,8 @@ import json
 import re
 import sqlite3
 
-from app_support import C2, C3, make_known_store, settle, synthetic_app, text_of
-
 from pipeline.store.view import Writer
+from tests.support.app import C2, C3, goto, make_known_store, settle, synthetic_app, text_of
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.following import Following, Stop
 from unspecific_tui.widgets.constraint_list import ConstraintList
@@ -50,8 +49,7 @@ async def test_list_shows_every_constraint_with_outcome_and_trust(tmp_path):
     known, app = await open_on(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         screen = app.screen
         assert screen.shown.writer == M1
         assert "task: Write a news article about a town fighting over a flood plan." in text_of(
@@ -87,8 +85,7 @@ async def test_sort_and_filter_change_the_rows(tmp_path):
     known, app = await open_on(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         screen = app.screen
         ids = lambda: [c for c, _ in rows_of(screen)]  # noqa: E731
         assert ids() == [known.c1, known.c2, known.c3]
@@ -175,12 +172,10 @@ async def test_context_round_trip_with_compare(tmp_path):
         audit = app.screen
         context = audit.context()
         assert (context.instruction_id, context.writer, context.ratio, context.constraint_id) == (1, M2, 0.25, known.c2)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         assert app.context == context
         assert app.screen.context().instruction_id == 1 and app.screen.context().writer == M2
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         assert app.screen is audit
         assert audit.shown.instruction_id == 1 and audit.shown.writer == M2
 
@@ -224,7 +219,7 @@ async def _check_size(tmp_path, size) -> None:
 
 
 C3_ID = 4  # the known store's C3
-assert C3  # (its text is in app_support)
+assert C3  # (its text is in tests/support/app.py)
 
 
 async def test_narrow_80x24_keeps_verdict_rows_whole(tmp_path):
@@ -262,8 +257,7 @@ async def test_f_can_follow_the_suspicion_queue(tmp_path):
     store.close()
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         screen = app.screen
         await pilot.press("f", "down", "down", "enter")  # past the two flags: the queue
         await settle(app, pilot)
@@ -285,8 +279,7 @@ async def test_list_cells_render_as_datatable_renders_them(tmp_path):
     known, app = await open_on(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         table = app.screen.query_one(ConstraintList)
         assert table.row_count >= 3
         text_width = table.ordered_columns[-1].get_render_width(table) - 2 * table.cell_padding
@@ -331,7 +324,8 @@ async def test_the_cursor_stays_in_view_down_a_list_longer_than_the_screen(tmp_p
     app = synthetic_app(tmp_path, n_instructions=1, n_constraints=39)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        await pilot.press("3", "l")  # 80 columns: the list in place of the text pane
+        await goto(app, pilot, "3")
+        await pilot.press("l")  # 80 columns: the list in place of the text pane
         await settle(app, pilot)
         table = app.screen.query_one(ConstraintList)
         view = table.scrollable_content_region.height - table.header_height

@@ -6,12 +6,11 @@ import asyncio
 import threading
 from dataclasses import dataclass
 
-from app_support import make_known_store, settle, text_of
-
 from pipeline.core.config import parse_config
 from pipeline.core.errors import EndpointError
 from pipeline.core.progress import ProgressEvent
 from pipeline.store.database import now
+from tests.support.app import goto, make_known_store, settle, store_rows, text_of
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.help import ErrorScreen
 
@@ -63,7 +62,7 @@ async def failing_judge(store, config, client, options, *, progress, stop=None, 
 
 
 def instructions_in(app, run_id: str) -> int:
-    return app.store.conn.execute("SELECT count(*) FROM instructions WHERE run_id = ?", (run_id,)).fetchone()[0]
+    return store_rows(app, "SELECT count(*) FROM instructions WHERE run_id = ?", (run_id,))[0][0]
 
 
 async def select_stage(pilot, app, name: str) -> None:
@@ -194,8 +193,7 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(app, pilot)
             assert app.screen.states["synthesize"] == "idle"  # the real module is found
-            await pilot.press("n")
-            await settle(app, pilot)
+            await goto(app, pilot, "n")
             run_id = app.run_id
             await select_stage(pilot, app, "synthesize")
             await pilot.press("full_stop")  # one pair: its single and eval instructions
@@ -210,8 +208,7 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
             await pilot.press("a")  # inspect what the step wrote
             await settle(app, pilot)
             assert app.current_mode == "audit" and app.screen.shown.instruction_id == written
-            await pilot.press("1")
-            await settle(app, pilot)
+            await goto(app, pilot, "1")
             await pilot.press("s")
             await wait_idle(app, pilot)
             assert instructions_in(app, run_id) == 2 * per_pair
@@ -220,9 +217,9 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
                 await pilot.press("s")
                 await wait_idle(app, pilot)
                 assert app.screen.states[stage] == "done", app.screen.query_one("#build-log").lines
-            calls = app.store.conn.execute("SELECT calls FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            calls = store_rows(app, "SELECT calls FROM runs WHERE id = ?", (run_id,))[0][0]
             assert calls > 0  # usage recorded once, by the stages themselves
-            revised = app.store.conn.execute("SELECT count(*) FROM constraints WHERE origin = 'revised'").fetchone()[0]
+            revised = store_rows(app, "SELECT count(*) FROM constraints WHERE origin = 'revised'")[0][0]
             assert revised > 0
             # Evaluation from the same screen: respond, summarize, judge (pipeline.stages.evaluate).
             for stage in ("respond", "summarize", "judge"):
@@ -230,21 +227,17 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
                 await pilot.press("s")
                 await wait_idle(app, pilot)
                 assert app.screen.states[stage] == "done", app.screen.query_one("#build-log").lines
-            judged = app.store.conn.execute("SELECT count(*), sum(quote_found IS NOT NULL) FROM verdicts"
-                                      " WHERE generation_id IN (SELECT id FROM generations WHERE kind = 'summary')"
-                                      ).fetchone()
+            judged = store_rows(app, "SELECT count(*), sum(quote_found IS NOT NULL) FROM verdicts"
+                                " WHERE generation_id IN (SELECT id FROM generations WHERE kind = 'summary')")[0]
             assert judged[0] > 0 and judged[1] > 0
-            calls_after = app.store.conn.execute("SELECT calls FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+            calls_after = store_rows(app, "SELECT calls FROM runs WHERE id = ?", (run_id,))[0][0]
             assert calls_after > calls  # the evaluation stages added their usage to the run, unit by unit
             # Every screen reads what the real stages wrote.
-            await pilot.press("3")
-            await settle(app, pilot)
+            await goto(app, pilot, "3")
             shown = app.screen.shown
             assert shown.constraint_id is not None and shown.writer.model == "fake"
             assert any(span for _, span in shown.quotes["response"])  # judges' quotes found in the response
-            await pilot.press("2")
-            await settle(app, pilot)
+            await goto(app, pilot, "2")
             assert app.screen.query_one("#instr-table").row_count == 2 * 2  # 2 pairs x (eval, single) x 1 model
-            await pilot.press("6")
-            await settle(app, pilot)
+            await goto(app, pilot, "6")
             assert app.screen.cells and {c.condition for c in app.screen.cells} == {"eval", "single"}

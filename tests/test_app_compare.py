@@ -3,9 +3,8 @@ filter for the rows where the sides differ, and the cursor kept when a side chan
 
 from __future__ import annotations
 
-from app_support import SUMMARY, SUMMARY_2, make_known_store, make_two_mode_store, settle, text_of
-
 from pipeline.store.view import Writer
+from tests.support.app import SUMMARY, SUMMARY_2, goto, make_known_store, make_two_mode_store, settle, text_of
 from unspecific_tui.app import UnspecificApp
 
 DIRECT, EDIT, M2 = Writer("m1", "direct"), Writer("m1", "edit"), Writer("m2", "direct")
@@ -21,8 +20,7 @@ async def test_both_summaries_sit_under_the_responses_with_their_quotes(tmp_path
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         screen = app.screen
         a_sum, b_sum = screen.query_one("#cmp-a-summary"), screen.query_one("#cmp-b-summary")
         assert (a_sum._text.plain, b_sum._text.plain) == (SUMMARY, SUMMARY_2)
@@ -38,8 +36,7 @@ async def test_each_side_shows_the_reports_org_and_core(tmp_path):
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         screen = app.screen
         metrics = app.analysis.metrics
         assert metrics is not None
@@ -56,8 +53,7 @@ async def test_rows_that_differ_filter_keeps_the_cursor_on_its_constraint(tmp_pa
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         screen = app.screen
         await pilot.press("M")  # B: m1's edit response (C1 and C2 flip the other way round there)
         await pilot.pause()
@@ -81,8 +77,7 @@ async def test_changing_a_side_keeps_the_cursor_row(tmp_path):
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         screen = app.screen
         table = screen.query_one("#compare-table")
         await pilot.press("down", "down")

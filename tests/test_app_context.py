@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from app_support import make_known_store, settle, text_of
-
 from pipeline.store.view import Writer
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.app import goto, make_known_store, settle, store_rows, text_of
 from unspecific_tui.app import UnspecificApp
 
 B_DIRECT = Writer("model-b", "direct")
@@ -28,8 +27,7 @@ async def test_compare_opens_on_what_audit_shows_and_audit_on_what_compare_shows
         await pilot.pause()
         audit_ratio = audit.ratio
         assert audit_ratio is not None and audit_ratio != 0.25
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         compare = app.screen
         assert compare.data.id == 3  # not instruction 1
         assert compare.writers[0] == B_DIRECT
@@ -42,23 +40,19 @@ async def test_compare_opens_on_what_audit_shows_and_audit_on_what_compare_shows
         await pilot.pause()
         row_cid, compare_ratio = compare.row_cids[2], compare.context().ratio
         assert compare_ratio != audit_ratio
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         assert app.current_mode == "audit"
         assert (audit.shown.instruction_id, audit.shown.writer, audit.shown.constraint_id) == (4, B_DIRECT, row_cid)
         assert audit.ratio == compare_ratio and audit.shown.summary_id == compare._texts[0][1].id
         # Another screen in between (Report) keeps the context: Compare is still on instruction 4.
-        await pilot.press("6")
-        await settle(app, pilot)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "6")
+        await goto(app, pilot, "4")
         assert (compare.data.id, compare.writers[0], compare._cursor_cid()) == (4, B_DIRECT, row_cid)
         # Compare's `a` (audit this row) carries the ratio too.
         await pilot.press("r")
         await pilot.pause()
         compare_ratio = compare.context().ratio
-        await pilot.press("a")
-        await settle(app, pilot)
+        await goto(app, pilot, "a")
         assert (audit.shown.constraint_id, audit.ratio) == (row_cid, compare_ratio)
 
 
@@ -97,6 +91,6 @@ async def test_build_shows_store_totals_when_no_build_run_exists(tmp_path):
         await settle(app, pilot)
         assert app.run_id is None
         screen = app.screen
-        judged = app.store.scalar("SELECT count(*) FROM verdicts")
+        judged = store_rows(app, "SELECT count(*) FROM verdicts")[0][0]
         assert (screen.counts["synthesize"], screen.counts["respond"], screen.counts["judge"]) == (1, 2, judged)
         assert "store totals" in text_of(screen.query_one("#run-totals"))

@@ -7,9 +7,8 @@ import subprocess
 import sys
 from typing import Any
 
-from app_support import make_known_store, settle, text_of
-
 from pipeline.store.database import open_store
+from tests.support.app import goto, make_known_store, settle, text_of
 from unspecific_tui.app import UnspecificApp
 
 
@@ -55,8 +54,7 @@ async def test_selecting_a_run_updates_its_totals(tmp_path):
         assert runs.row_count == 2 and "calls 12" in text_of(app.screen.query_one("#run-totals"))
         runs.focus()
         runs.move_cursor(row=runs.get_row_index("r0"))
-        await pilot.press("enter")
-        await settle(app, pilot)
+        await goto(app, pilot, "enter")
         assert app.run_id == "r0"
         assert "calls 7" in text_of(app.screen.query_one("#run-totals"))
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from app_support import make_known_store, settle, text_of
-
+from tests.support.app import goto, make_known_store, settle, text_of
 from unspecific_tui.app import UnspecificApp
 
 
@@ -23,8 +22,7 @@ async def test_report_screen_shows_coverage_and_marks_low_groups(tmp_path):
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(200, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("6")
-        await settle(app, pilot)
+        await goto(app, pilot, "6")
         table = app.screen.query_one("#report-table")
         rows = {str(table.get_row_at(i)[2]): table.get_row_at(i) for i in range(table.row_count)}
         assert str(rows["m1"][-1]) == "50.0 !" and str(rows["m2"][-1]) == "100.0"
@@ -35,8 +33,7 @@ async def test_report_screen_shows_coverage_and_marks_low_groups(tmp_path):
         # One line on the screen; `w` lists every warning in full.
         line = " ".join(text_of(app.screen.query_one("#report-warnings")).split())
         assert line.startswith(f"! {len(app.screen.warnings)} warning(s)")
-        await pilot.press("w")
-        await settle(app, pilot)
+        await goto(app, pilot, "w")
         listed = " ".join(" ".join(text_of(w).split()) for w in app.screen.query(".warning"))
         assert "! " + low in listed
 
@@ -47,8 +44,7 @@ async def test_audit_shows_a_missing_verdict_as_missing(tmp_path):
     app = UnspecificApp(known.path, stages={}, annotator="ann")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         lines = text_of(app.screen.query_one("#audit-verdicts")).splitlines()
         judge_b = [line for line in lines if line.startswith("judge-b")]
         # The verdict column reads "missing" (padded as "no     " would be), never No.

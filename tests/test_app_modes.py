@@ -3,9 +3,18 @@ mode, and shows exactly the text it labels or judges (issue 12)."""
 
 from __future__ import annotations
 
-from app_support import EDIT_RESPONSE, EDIT_SUMMARY, RESPONSE, SUMMARY, make_two_mode_store, settle, text_of
-
 from pipeline.store.view import Writer
+from tests.support.app import (
+    EDIT_RESPONSE,
+    EDIT_SUMMARY,
+    RESPONSE,
+    SUMMARY,
+    goto,
+    make_two_mode_store,
+    settle,
+    store_rows,
+    text_of,
+)
 from unspecific_tui.app import UnspecificApp
 
 DIRECT, EDIT = Writer("m1", "direct"), Writer("m1", "edit")
@@ -16,8 +25,7 @@ async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
     app = UnspecificApp(known.path, stages={}, annotator="ann")
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("2")
-        await settle(app, pilot)
+        await goto(app, pilot, "2")
         rows = app.screen.rows
         assert sorted((r.model, r.mode, r.response_id) for r in rows) == [
             ("m1", "direct", known.response), ("m1", "edit", edit), ("m2", "direct", known.response_2)]
@@ -48,8 +56,7 @@ async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
         verdict_lines = text_of(screen.query_one("#audit-verdicts"))
         assert verdict_lines.count("full") == 2 and verdict_lines.count("summary 0.25") == 2
 
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         compare = app.screen
         # A: the response Audit showed (m1's edit one); B: no other model answered in edit mode, so
         # the other mode.
@@ -69,8 +76,7 @@ async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
     app = UnspecificApp(known.path, stages={}, annotator="ann", sample_seed=0)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("5")
-        await settle(app, pilot)
+        await goto(app, pilot, "5")
         screen = app.screen
         flipped = {(i.constraint_id, i.generation_id) for i in screen.items if i.flipped}
         assert flipped == {(known.c2, known.response), (known.c1, edit), (known.c2, known.response_2)}
@@ -85,7 +91,7 @@ async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
             assert f"{item.model} [{item.mode}]" in head and f"response #{item.generation_id}" in head
             await pilot.press("s")
             await pilot.pause()
-        labelled = set(app.store.conn.execute("SELECT constraint_id, generation_id FROM annotations").fetchall())
+        labelled = set(store_rows(app, "SELECT constraint_id, generation_id FROM annotations"))
         assert labelled == {(i.constraint_id, i.generation_id) for i in screen.items}
 
 
@@ -94,8 +100,7 @@ async def test_report_screen_names_the_mode(tmp_path):
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("6")
-        await settle(app, pilot)
+        await goto(app, pilot, "6")
         cells = app.screen.cells
         assert sorted((c.model, c.mode) for c in cells) == [("m1", "direct"), ("m1", "edit"), ("m2", "direct")]
         table = app.screen.query_one("#report-table")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app_support import add_similarities, make_known_store, settle, text_of
 from textual.widgets import DataTable
 
 from pipeline.analysis.suspicion import REASONS, suspicion_queue
 from pipeline.store.database import open_store
 from pipeline.store.view import StoreView
+from tests.support.app import add_similarities, goto, make_known_store, settle, text_of
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.queue import LABEL, QueueScreen, layout, shorten
 
@@ -90,8 +90,7 @@ async def test_toggling_a_reason_reranks(tmp_path):
         only_lost = [(e.constraint_id, e.writer) for e in everything if e.reasons() == ("lost",)]
         assert only_lost and not {(c, w) for _, c, w in after} & set(only_lost)
         assert len(table_rows(screen)) == len(after)
-        await pilot.press("l")
-        await settle(app, pilot)
+        await goto(app, pilot, "l")
         assert [(r.score, r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == before
         for key in "scldu":
             await pilot.press(key)

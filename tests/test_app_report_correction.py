@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from app_support import make_known_store, settle, text_of
 
 from pipeline.analysis.correction import VALIDATE_COMMAND, corrected_metrics
 from pipeline.analysis.metrics import compute_metrics
 from pipeline.store.database import open_store
 from pipeline.store.judge_checks import CheckItem, put_check_items
-from tests.test_correction import _check, scripted  # noqa: F401  (the scripted judge's store, a fixture)
+from tests.support.app import goto, make_known_store, settle, text_of
+from tests.support.judge_checks import known_check
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.report import WarningsScreen, _fmt
 
@@ -29,7 +29,7 @@ def _copy(scripted_store: tuple[Path, dict[str, float]], tmp_path: Path) -> Path
 
 def _validated(path: Path, sens: float = 0.9, spec: float = 0.7) -> Path:
     store = open_store(path)
-    put_check_items(store, "judge-a", "builtin", _check(np.random.default_rng(2), sens, spec, 600, "judge-a").items)
+    put_check_items(store, "judge-a", "builtin", known_check(np.random.default_rng(2), sens, spec, 600, "judge-a").items)
     store.close()
     return path
 
@@ -56,8 +56,7 @@ def _fits(app) -> None:  # noqa: ANN001
 
 async def _open_report(app, pilot) -> None:  # noqa: ANN001
     await settle(app, pilot)
-    await pilot.press("6")
-    await settle(app, pilot)
+    await goto(app, pilot, "6")
     await pilot.pause(0.1)
 
 

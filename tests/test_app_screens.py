@@ -6,10 +6,10 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from app_support import RESPONSE, RESPONSE_2, make_known_store, settle, text_of
 
 from pipeline.store.view import StoreView
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.app import RESPONSE, RESPONSE_2, goto, make_known_store, settle, store_rows, text_of
 from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
 from unspecific_tui.data import compute_analysis
 from unspecific_tui.screens.help import HelpScreen
@@ -71,8 +71,7 @@ async def test_command_palette_has_screens_and_actions(synthetic):
         await pilot.pause()
         await pilot.press(*"Screen: Report")
         await pilot.pause(0.3)
-        await pilot.press("enter")
-        await settle(app, pilot)
+        await goto(app, pilot, "enter")
         assert app.current_mode == "report"
 
 
@@ -83,8 +82,7 @@ async def test_instructions_filters_and_sort(synthetic):
     app = UnspecificApp(synthetic, stages={})
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("2")
-        await settle(app, pilot)
+        await goto(app, pilot, "2")
         screen = app.screen
         table = screen.query_one("#instr-table")
         assert table.row_count == len(expected.rows) == 24 * 2
@@ -117,8 +115,7 @@ async def test_instructions_filters_and_sort(synthetic):
         # Enter opens the Audit on that instruction and model.
         first = screen.rows[0]
         table.focus()
-        await pilot.press("enter")
-        await settle(app, pilot)
+        await goto(app, pilot, "enter")
         assert app.current_mode == "audit"
         assert app.screen.shown.instruction_id == first.instruction_id
         assert app.screen.shown.writer == (first.model, first.mode)
@@ -129,8 +126,7 @@ async def test_compare_highlights_evidence_in_both(tmp_path):
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         screen = app.screen
         table = screen.query_one("#compare-table")
         assert table.row_count == 3 and screen.writers == [("m1", "direct"), ("m2", "direct")]
@@ -163,8 +159,7 @@ async def test_compare_shows_a_rejudged_verdict_not_the_one_it_replaced(tmp_path
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         table = app.screen.query_one("#compare-table")
         assert [str(c) for c in table.get_row_at(0)[1:5]] == ["no", "no", "no", "no"]
         assert all(len(v) == 2 for (cid, _), v in app.screen.verdicts.items() if cid == known.c1)  # two judges
@@ -175,8 +170,7 @@ async def test_annotation_saved_and_scores_update(tmp_path):
     app = UnspecificApp(known.path, stages={}, annotator="alice", sample_seed=0)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("5")
-        await settle(app, pilot)
+        await goto(app, pilot, "5")
         screen = app.screen
         # Flipped: C2 for m1 and m2; pass-both sampled: C1 for m1 and m2.
         assert {(i.constraint_id, i.model, i.flipped) for i in screen.items} == {
@@ -188,7 +182,7 @@ async def test_annotation_saved_and_scores_update(tmp_path):
             labels[(item.constraint_id, item.generation_id)] = key
             await pilot.press(key)
             await pilot.pause()
-        rows = app.store.conn.execute("SELECT constraint_id, generation_id, annotator, label FROM annotations").fetchall()
+        rows = store_rows(app, "SELECT constraint_id, generation_id, annotator, label FROM annotations")
         assert len(rows) == 4 and {r[2] for r in rows} == {"alice"}
         # The metric calls both flipped items superficial; alice agrees on one: precision 1/2, recall 1/1.
         sc = screen.scores["alice"]
@@ -200,8 +194,8 @@ async def test_annotation_saved_and_scores_update(tmp_path):
         await pilot.press(*"only in a detail", "enter")
         await pilot.pause()
         item = screen.items[screen.index]
-        note = app.store.conn.execute("SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
-                                " AND annotator = 'alice'", (item.constraint_id, item.generation_id)).fetchone()
+        note = store_rows(app, "SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
+                          " AND annotator = 'alice'", (item.constraint_id, item.generation_id))[0]
         assert note[1] == "only in a detail" and note[0] in ("superficial", "integrated")
 
 
@@ -217,8 +211,7 @@ async def test_kappa_between_annotators(tmp_path):
     app = UnspecificApp(known.path, stages={}, annotator="alice")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("5")
-        await settle(app, pilot)
+        await goto(app, pilot, "5")
         screen = app.screen
         assert ("alice", "bob") not in screen.kappas  # alice has no label yet
         bob = {(c, g): lab for c, g, _, lab in rows}
@@ -243,8 +236,7 @@ async def test_report_shows_metrics_groups_with_intervals(synthetic):
     app = UnspecificApp(synthetic, stages={})
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("6")
-        await settle(app, pilot)
+        await goto(app, pilot, "6")
         table = app.screen.query_one("#report-table")
         rows = [table.get_row_at(i) for i in range(table.row_count)]
         assert {(str(r[0]), str(r[1]), str(r[2]), r[5], r[6]) for r in rows} == want
@@ -265,8 +257,7 @@ async def test_instructions_pages_of_rows(tmp_path, monkeypatch):
     app = UnspecificApp(path, stages={})
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(app, pilot)
-        await pilot.press("2")
-        await settle(app, pilot)
+        await goto(app, pilot, "2")
         screen = app.screen
         table = screen.query_one("#instr-table")
         assert len(screen.rows) == 24 and table.row_count == 10

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from app_support import settle, text_of
-
 from pipeline.analysis.validation import draw_plan, load_plan, save_plan, validation_report
 from pipeline.store.database import open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.app import goto, settle, text_of
 from unspecific_tui.app import UnspecificApp
 
 
@@ -20,8 +19,7 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("5")
-        await settle(app, pilot)
+        await goto(app, pilot, "5")
         screen = app.screen
         # Exactly the plan, in its order: not the screen's own sample of every flipped item.
         assert [(i.constraint_id, i.generation_id, i.summary_id) for i in screen.items] == \
@@ -60,8 +58,7 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("5")
-        await settle(app, pilot)
+        await goto(app, pilot, "5")
         await pilot.press("v")  # no judge plan yet: stays in labelling
         await pilot.pause()
         assert not app.screen.judge_check
@@ -72,8 +69,7 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(app, pilot)
-        await pilot.press("5")
-        await settle(app, pilot)
+        await goto(app, pilot, "5")
         await pilot.press("v")
         await pilot.pause()
         screen = app.screen
@@ -114,8 +110,7 @@ async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(app, pilot)
         await app.workers.wait_for_complete()
-        await pilot.press("6")
-        await settle(app, pilot)
+        await goto(app, pilot, "6")
         await app.workers.wait_for_complete()
         await settle(app, pilot)
         judges = " ".join(text_of(app.screen.query_one("#report-judges")).split())

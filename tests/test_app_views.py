@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from app_support import settle
 from rich.text import Text
 from textual.widgets import DataTable, ProgressBar
 
 from pipeline.store.view import Writer
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.app import goto, settle
 from unspecific_tui.app import Context, UnspecificApp
 
 sys.path.insert(0, str(Path(__file__).parent / "snapshots"))
@@ -60,7 +60,7 @@ print(json.dumps({"finished": {"auditable": [1, 3, 4, 6], "failed": [], "seconds
 
 
 async def test_the_demo_bar_counts_instructions_ready_and_stages_do_not_reset_it(tmp_path, monkeypatch):
-    from app_support import make_known_store
+    from tests.support.app import make_known_store
 
     monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path / "cache"))
     script, go = tmp_path / "child.py", tmp_path / "go"
@@ -100,8 +100,7 @@ async def test_instructions_opens_on_the_instruction_and_response_audit_shows(tm
         app.open_audit(6, b)
         await settle(app, pilot)
         audit_ratio = app.screen.context().ratio
-        await pilot.press("2")
-        await settle(app, pilot)
+        await goto(app, pilot, "2")
         instructions = app.screen
         row = instructions._current()
         assert (row.instruction_id, row.writer) == (6, b)
@@ -109,13 +108,11 @@ async def test_instructions_opens_on_the_instruction_and_response_audit_shows(tm
         await pilot.press("down")  # instruction 7, model-a
         context = instructions.context()
         assert context is not None and context.instruction_id == 7 and context.ratio == audit_ratio
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         assert app.screen.data.id == 7
         # Back from Compare: on Compare's instruction and side A's response; a modal closing
         # does not move the cursor back to the context.
-        await pilot.press("2")
-        await settle(app, pilot)
+        await goto(app, pilot, "2")
         assert (instructions._current().instruction_id, instructions._current().writer) == (7, app.screen.context().writer)
         await pilot.press("down")
         moved_to = instructions._current()
@@ -130,16 +127,14 @@ async def test_annotate_opens_on_the_item_of_the_context_or_says_it_has_none(tmp
     app = UnspecificApp(_store(tmp_path), stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("5")
-        await settle(app, pilot)
+        await goto(app, pilot, "5")
         annotate = app.screen
         items = annotate.items
         assert len(items) > 3
         wanted = items[-2]  # not the item it starts on
         app.open_audit(wanted.instruction_id, wanted.writer, wanted.constraint_id)
         await settle(app, pilot)
-        await pilot.press("5")
-        await settle(app, pilot)
+        await goto(app, pilot, "5")
         assert annotate.items[annotate.index] == wanted
         assert annotate.context() == Context(wanted.instruction_id, wanted.writer, annotate.context().ratio,
                                              wanted.constraint_id)
@@ -167,8 +162,7 @@ async def test_compare_shows_each_constraints_similarity_as_a_number_with_a_bar(
     assert sims
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        await pilot.press("4")
-        await settle(app, pilot)
+        await goto(app, pilot, "4")
         compare = app.screen
         table = compare.query_one("#compare-table", DataTable)
         for row, cid in enumerate(compare.row_cids[:5]):
@@ -208,8 +202,7 @@ async def test_the_footer_lays_its_keys_out_again_when_the_terminal_narrows(tmp_
     app = make_app(tmp_path, long_names=True)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("2")
-        await settle(app, pilot)
+        await goto(app, pilot, "2")
         wide = [k.key_display for k in app.screen.query(FooterKey)]
         await pilot.resize_terminal(80, 24)
         await settle(app, pilot)

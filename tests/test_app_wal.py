@@ -8,9 +8,9 @@ import threading
 import time
 
 import pytest
-from app_support import settle
 
 from tests.fakes.synthetic import STAMP, SyntheticSpec, build_synthetic_store
+from tests.support.app import goto, settle, store_rows
 from unspecific_tui.app import UnspecificApp
 
 
@@ -61,12 +61,11 @@ async def test_viewing_while_a_build_writes(tmp_path, readonly):
                 await pilot.press("ctrl+r")  # reload while the writer keeps going
                 await settle(app, pilot)
             if not readonly:
-                await pilot.press("5")
-                await settle(app, pilot)
+                await goto(app, pilot, "5")
                 if app.screen.items:
                     await pilot.press("s")
                     await pilot.pause()
-                    assert app.store.conn.execute("SELECT count(*) FROM annotations").fetchone()[0] == 1
+                    assert store_rows(app, "SELECT count(*) FROM annotations")[0][0] == 1
             await wait_for_more_runs(counter, 0)
             await pilot.press("1")  # showing the Build screen again re-reads the run list
             await settle(app, pilot)

@@ -287,7 +287,7 @@ def test_cli_build_prints_per_condition_report(tmp_path, capsys, monkeypatch) ->
     with FakeOpenAIServer(ScriptedModel()) as server:
         (tmp_path / "c.toml").write_text(config_toml(server.base_url))
         code = main(["--store", str(tmp_path / "store.sqlite"), "--config", str(tmp_path / "c.toml"), "build",
-                     "--n", "1", "--constraints", "6", "--words", "50", "--run", "r1"])
+                     "--n", "1", "--constraints", "6", "--words", "50", "--new-run", "r1"])
     out = capsys.readouterr().out
     assert code == 0
     for word in ("single", "none", "direct", "eval", "common (shared synthesis)", "cache hits", "replaced"):

@@ -15,7 +15,7 @@ from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import ScriptedModel, config_toml, make_store
 
-ARGS = ["build", "--n", "3", "--constraints", "8", "--words", "60", "--contradictions", "--run", "resume-test"]
+ARGS = ["build", "--n", "3", "--constraints", "8", "--words", "60", "--contradictions", "--new-run", "resume-test"]
 CLI = "import sys; from pipeline.cli import main; sys.exit(main())"
 
 

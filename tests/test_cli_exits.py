@@ -152,6 +152,42 @@ def test_build_with_an_unknown_run_alone_lists_the_build_runs(store_path, tmp_pa
     assert counts(store_path) == before
 
 
+@pytest.mark.parametrize("shaping", [["--domain", "news"], ["--n", "2", "--conditions", "eval"]])
+def test_build_with_an_unknown_run_and_build_options_is_not_a_new_run(store_path, tmp_path, capsys, monkeypatch,
+                                                                       shaping) -> None:
+    """A mistyped --run with any build option lists the runs (exit 2): a new run is named with --new-run."""
+    (tmp_path / "c.toml").write_text("[endpoints.f]\nbase_url = 'http://127.0.0.1:9/v1'\nmodel = 'm'\n"
+                                     "[roles]\ngenerator = 'f'\njudges = ['f']\n")
+    before = counts(store_path)
+    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "--config", str(tmp_path / "c.toml"), "build",
+                    "--run", "no-such-run", *shaping)
+    assert code == 2
+    assert err.startswith("Stage error: --run no-such-run: no build run of that name (build runs here: synthetic)")
+    assert "--new-run no-such-run" in err
+    assert counts(store_path) == before
+    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "build", "--run", "a", "--new-run", "b")
+    assert code == 2 and "not allowed with argument" in err
+
+
+def test_new_run_resumes_its_own_build_and_refuses_another_under_its_name(tmp_path, capsys) -> None:
+    from tests.fakes.fake_server import FakeOpenAIServer
+    from tests.fakes.responders import ScriptedModel, config_toml, make_store
+
+    path = tmp_path / "store.sqlite"
+    make_store(path, 1).close()
+    with FakeOpenAIServer(ScriptedModel()) as server:
+        (tmp_path / "c.toml").write_text(config_toml(server.base_url))
+        base = ["--store", str(path), "--config", str(tmp_path / "c.toml"), "build", "--n", "1", "--constraints", "6",
+                "--words", "50", "--conditions", "single", "--new-run", "mine"]
+        assert main(base) == 0
+        calls = server.calls
+        assert main(base) == 0 and server.calls == calls  # the same command again resumes it: all stored
+        capsys.readouterr()
+        assert main([*base, "--constraints", "7"]) == 2
+    err = capsys.readouterr().err
+    assert "--new-run mine: a build run of that name exists with other options (n_constraints)" in err
+
+
 # -- make test on a fresh machine -------------------------------------------------------------------
 
 

@@ -5,7 +5,6 @@ is a failure to retry, one from a model under test is its answer, kept and flagg
 from __future__ import annotations
 
 import pytest
-from test_generation import _config, _setup
 
 from pipeline.core.errors import ParseError
 from pipeline.llm.client import LLMClient
@@ -13,6 +12,7 @@ from pipeline.llm.contract import is_refusal, prose_problem
 from pipeline.stages.generation import respond, summarize
 from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 from tests.fakes.prose import prose
+from tests.support.generation import generation_config, setup_instruction
 
 RESPONSE = " ".join(["The harbour festival drew crowds to the quay at dawn."] * 20)  # 200 words
 JUNK = "%%%garbage%%% ### @@@ 0x00 ~~~"
@@ -54,14 +54,14 @@ def test_prose_is_prose():
 
 async def _response(store, server):
     server.push(RESPONSE)
-    client = LLMClient(_config(server), store)
+    client = LLMClient(generation_config(server), store)
     gid, _ = await respond(store, client, 1, "m", "direct", words=200)
     return client, gid
 
 
 @pytest.mark.parametrize("bad", [prose(5, 3), prose(90, 1)], ids=["5 words for 50", "90 words for 50"])
 async def test_a_summary_of_the_wrong_length_is_asked_again_as_shorten_and_never_cached(store, bad):
-    _setup(store)
+    setup_instruction(store)
     good = prose(48, 3)
     with FakeOpenAIServer() as server:
         client, gid = await _response(store, server)
@@ -78,7 +78,7 @@ async def test_a_summary_of_the_wrong_length_is_asked_again_as_shorten_and_never
 async def test_a_junk_summary_is_asked_again_with_the_reply_quoted_and_never_cached(store, bad):
     """Junk is an endpoint in trouble, not a length the model cannot keep: the same prompt again,
     the reply quoted (a repair round), not the next prompt of the chain."""
-    _setup(store)
+    setup_instruction(store)
     good = prose(48, 3)
     with FakeOpenAIServer() as server:
         client, gid = await _response(store, server)
@@ -93,7 +93,7 @@ async def test_a_junk_summary_is_asked_again_with_the_reply_quoted_and_never_cac
 
 
 async def test_a_summary_bad_twice_fails_and_leaves_nothing_behind(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer() as server:
         client, gid = await _response(store, server)
         server.push(JUNK, JUNK, JUNK, JUNK)  # asked to summarise, then to shorten, each with its repair round
@@ -111,10 +111,10 @@ async def test_a_summary_bad_twice_fails_and_leaves_nothing_behind(store):
 
 
 async def test_a_refusal_from_a_model_under_test_is_kept_and_flagged(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer() as server:
         server.push(REFUSAL, RESPONSE)
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         refused, _ = await respond(store, client, 1, "m", "direct", words=200)
         answered, _ = await respond(store, client, 1, "m", "edit", words=200)
         await client.aclose()
@@ -124,10 +124,10 @@ async def test_a_refusal_from_a_model_under_test_is_kept_and_flagged(store):
 
 
 async def test_junk_from_a_model_under_test_is_repaired(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer() as server:
         server.push(Reply(text=JUNK), RESPONSE)
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=200)
         await client.aclose()
         assert "cannot be used" in last_user_message(server.requests[1])
@@ -138,10 +138,10 @@ async def test_junk_from_a_model_under_test_is_repaired(store):
 async def _summary_of_a_response(store, response: str, summary: str, ratio: float):  # noqa: ANN202
     """A response stored as given, then summarised at ``ratio`` with ``summary`` as the first
     reply: (server, response id, created)."""
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer() as server:
         server.push(response)
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=200)
         server.push(summary)
         _sid, created = await summarize(store, client, gid, ratio, "s")

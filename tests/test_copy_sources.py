@@ -123,8 +123,7 @@ def test_every_view_gives_the_same_count(path: Path) -> None:
 
 
 async def test_audit_shows_the_count_and_the_source_beside(path: Path) -> None:
-    from app_support import settle
-
+    from tests.support.app import settle
     from unspecific_tui.app import UnspecificApp
     from unspecific_tui.widgets.constraint_list import ConstraintList
 

@@ -26,17 +26,9 @@ from pipeline.analysis.judge_validation import draw_judge_plan, load_judge_plan,
 from pipeline.analysis.metrics import compute_metrics
 from pipeline.outputs.report import ReportOptions, build_report, render, write_tables
 from pipeline.store.database import Store, open_store
-from pipeline.store.judge_checks import CheckItem, JudgeCheck, judge_check, put_check_items
+from pipeline.store.judge_checks import CheckItem, JudgeCheck, put_check_items
 from pipeline.store.validation import save_text_label
-from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-
-
-def _check(rng: np.random.Generator, sens: float, spec: float, n: int = 400, judge: str = "j") -> JudgeCheck:
-    """A judge's check: ``n`` items, half true, verdicts drawn with the judge's error rates."""
-    truth = rng.random(n) < 0.5
-    verdict = np.where(truth, rng.random(n) < sens, rng.random(n) >= spec)
-    return judge_check(judge, "builtin", [CheckItem("news", str(i), int(t), int(v))
-                                          for i, (t, v) in enumerate(zip(truth, verdict))])
+from tests.support.judge_checks import known_check
 
 
 def _benchmark(rng: np.random.Generator, sens: float, spec: float, *, units: int = 60, constraints: int = 20,
@@ -78,7 +70,7 @@ def test_the_joint_correction_inverts_a_known_table() -> None:
 
 def test_a_lenient_judge_inflates_org_and_the_correction_takes_it_back() -> None:
     rng = np.random.default_rng(7)
-    check = _check(rng, 0.9, 0.7, n=1000)
+    check = known_check(rng, 0.9, 0.7, n=1000)
     rates, raw = _benchmark(rng, 0.9, 0.7, units=200)
     assert raw["org"] == pytest.approx(0.6, abs=0.03)
     fixed = correct_rates(rates, [check], n_resamples=300)
@@ -92,7 +84,7 @@ def test_a_lenient_judge_inflates_org_and_the_correction_takes_it_back() -> None
 
 def test_each_judge_is_corrected_by_its_own_check_before_the_average() -> None:
     rng = np.random.default_rng(3)
-    lenient, strict = _check(rng, 0.95, 0.6, n=2000, judge="a"), _check(rng, 0.7, 0.9, n=2000, judge="b")
+    lenient, strict = known_check(rng, 0.95, 0.6, n=2000, judge="a"), known_check(rng, 0.7, 0.9, n=2000, judge="b")
     ra, _ = _benchmark(rng, 0.95, 0.6, units=200)
     rb, _ = _benchmark(rng, 0.7, 0.9, units=200)
     both = UnitRates(np.hstack([ra.org, rb.org]), np.hstack([ra.core, rb.core]), np.concatenate([ra.joint, rb.joint], 1))
@@ -106,7 +98,7 @@ def test_each_judge_is_corrected_by_its_own_check_before_the_average() -> None:
 
 def test_a_chance_level_judge_gets_no_number_and_a_warning() -> None:
     rng = np.random.default_rng(1)
-    check = _check(rng, 0.5, 0.5, n=2000)
+    check = known_check(rng, 0.5, 0.5, n=2000)
     # Guarantee the measured rates sum to at most 1, whatever the draw.
     check = JudgeCheck(check.judge, check.source, tp=50, fn=50, tn=40, fp=60, items=())
     rates, _ = _benchmark(rng, 0.5, 0.5)
@@ -127,7 +119,7 @@ def test_the_interval_covers_the_true_rate_about_95_percent_of_the_time() -> Non
     seeds = 200
     for seed in range(seeds):
         rng = np.random.default_rng(1000 + seed)
-        check = _check(rng, 0.9, 0.7, n=200)
+        check = known_check(rng, 0.9, 0.7, n=200)
         rates, _ = _benchmark(rng, 0.9, 0.7, units=40, constraints=10)
         fixed = correct_rates(rates, [check], n_resamples=200, seed=seed)
         for name, value in truth.items():
@@ -138,29 +130,6 @@ def test_the_interval_covers_the_true_rate_about_95_percent_of_the_time() -> Non
 
 
 # -- through the store: a scripted judge on a synthetic benchmark ------------------------------------
-
-
-@pytest.fixture(scope="module")
-def scripted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, float]]:
-    """One judge whose stored verdicts are taken as the truth, then replaced by a scripted judge with
-    sensitivity 0.9 and specificity 0.7 on a benchmark whose true Org is about 0.5."""
-    path = tmp_path_factory.mktemp("correction") / "store.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=60, domains=("news",), conditions=("single",),
-                                              models=("model-a",), judges=("judge-a",),
-                                              model_skill={"model-a": (0.5, 0.6)}, seed=5))
-    store = open_store(path)
-    rng = np.random.default_rng(11)
-    rows = store.conn.execute("SELECT v.id, v.verdict, g.kind FROM verdicts v JOIN generations g"
-                              " ON g.id = v.generation_id WHERE v.verdict IS NOT NULL").fetchall()
-    truth = np.array([t for _, t, _ in rows])
-    scripted_verdicts = np.where(truth == 1, rng.random(len(rows)) < 0.9, rng.random(len(rows)) >= 0.7)
-    with store.conn:
-        store.conn.executemany("UPDATE verdicts SET verdict = ? WHERE id = ?",
-                               [(int(v), vid) for v, (vid, _, _) in zip(scripted_verdicts, rows)])
-    kinds = np.array([k for _, _, k in rows])
-    truths = {"org": float(truth[kinds == "response"].mean()), "core": float(truth[kinds == "summary"].mean())}
-    store.close()
-    return path, truths
 
 
 @pytest.fixture
@@ -174,7 +143,7 @@ def store_of(scripted: tuple[Path, dict[str, float]], tmp_path: Path) -> Store:
 
 def _put_check(store: Store, judge: str, sens: float, spec: float, n: int = 600, seed: int = 2) -> None:
     rng = np.random.default_rng(seed)
-    put_check_items(store, judge, "builtin", _check(rng, sens, spec, n, judge).items)
+    put_check_items(store, judge, "builtin", known_check(rng, sens, spec, n, judge).items)
 
 
 def test_a_scripted_judge_on_the_store_is_corrected_to_the_truth(store_of: Store, scripted) -> None:

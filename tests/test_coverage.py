@@ -9,7 +9,6 @@ import re
 
 import pytest
 from rich.console import Console
-from test_evaluate import KEYWORDS, _between, make_config, make_instructions, role_of, world
 
 from pipeline.analysis.coverage import Coverage, low_groups
 from pipeline.analysis.metrics import compute_metrics
@@ -19,13 +18,8 @@ from pipeline.stages.evaluate import EvaluateOptions, evaluate
 from pipeline.stages.judging import UNANSWERED
 from pipeline.store.database import SCHEMA_VERSION, open_store
 from tests.fakes.fake_server import FakeOpenAIServer
-
-JUNK = "%%%garbage%%% <html>502 upstream</html>"
-
-
-def _flat(text: str) -> str:
-    """Rich wraps long lines: compare messages with whitespace collapsed."""
-    return " ".join(text.replace("│", " ").split())  # rich panels: borders out, wrapped lines joined
+from tests.support.evaluate_world import KEYWORDS, between, make_config, make_instructions, role_of, world
+from tests.support.judges import JUNK, flat_text
 
 
 def _asked(request: dict) -> str:
@@ -38,7 +32,7 @@ def partial_judge(request: dict) -> str:
     lantern and says No to the harbour: every other item it leaves out, even when asked again."""
     if not role_of(request).startswith("judge"):
         return world(request)
-    block = _between(_asked(request), "CONSTRAINTS")
+    block = between(_asked(request), "CONSTRAINTS")
     items = re.findall(r"^(\d+)\. .*the (\w+)\.$", block, re.MULTILINE)
     verdicts = [{"id": int(i), "verdict": "no" if w == KEYWORDS[0] else "yes", "quote": "", "reason": "checked"}
                 for i, w in items if w in KEYWORDS[:2]]
@@ -85,7 +79,7 @@ async def test_report_shows_and_marks_low_coverage_on_screen_and_in_files(store,
     assert {w.kind for w in report.warnings} == {"low_coverage"}
     console = Console(width=200, record=True)
     render(report, console)
-    text = _flat(console.export_text())
+    text = flat_text(console.export_text())
     assert "coverage %" in text and "37.5 !" in text
     assert "news / eval / ma (direct), responses: coverage 37.5% (3 of 8 verdicts given, under 95%)" in text
     write_outputs(report, tmp_path / "out")
@@ -139,7 +133,7 @@ def test_cli_evaluate_exits_non_zero_under_the_minimum_coverage(store_path, tmp_
     s.close()
     with FakeOpenAIServer(partial_judge) as server:
         code = main(["--store", str(store_path), "--config", _cli_config(tmp_path, server), "evaluate"])
-    out = _flat(capsys.readouterr().out)
+    out = flat_text(capsys.readouterr().out)
     assert code == 1, out
     assert "judging coverage under 95% in" in out and "news / eval / ma (direct), responses: 3 of 8" in out
     s = open_store(store_path)
@@ -155,7 +149,7 @@ def test_cli_evaluate_with_a_junk_judge_exits_2_with_the_raw_reply(store_path, t
     s.close()
     with FakeOpenAIServer(junk_judge) as server:
         code = main(["--store", str(store_path), "--config", _cli_config(tmp_path, server), "evaluate"])
-    err = _flat(capsys.readouterr().err)
+    err = flat_text(capsys.readouterr().err)
     assert code == 2
     assert "no usable verdict on 3 texts in a row" in err and "%%%garbage%%%" in err
 

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_importing import CS4_HEADER, write_csv
 
 from pipeline.importing.common import ImportFailed, ImportOptions, ImportSummary, Problems
 from pipeline.importing.importer import import_file
@@ -19,6 +18,8 @@ from pipeline.importing.reading import read_released_list
 from pipeline.importing.writer import ImportWriter
 from pipeline.store import imports
 from pipeline.store.families import family_member, family_members
+from tests.support.app import goto
+from tests.support.import_files import CS4_HEADER, write_csv
 
 CS4_LEVELS = (7, 15, 23, 31, 39)
 
@@ -211,9 +212,8 @@ def test_a_store_from_before_families_gains_their_table(store_path, tmp_path):
 async def test_the_report_screen_shows_the_family_table(store_path, tmp_path):
     """The app's Report screen shows the same family rows `report` prints (level x model, Org and
     Core), and hides the table on a store without families."""
-    from app_support import settle
-
     from pipeline.store.database import open_store
+    from tests.support.app import settle
     from unspecific_tui.app import UnspecificApp
 
     store = open_store(store_path)
@@ -224,8 +224,7 @@ async def test_the_report_screen_shows_the_family_table(store_path, tmp_path):
     app = UnspecificApp(store_path, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        await pilot.press("6")
-        await settle(app, pilot)
+        await goto(app, pilot, "6")
         table = app.screen.query_one("#family-table")
         assert table.display
         rows = {(str(r[0]), str(r[1])): r for r in (table.get_row_at(i) for i in range(table.row_count))}

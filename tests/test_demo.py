@@ -10,14 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-from app_support import settle
-
 from pipeline.core.config import load_config
 from pipeline.core.progress import ProgressEvent
 from pipeline.stages.demo import DemoOptions, run_demo_blocking
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import ScriptedModel, config_toml
+from tests.support.app import goto, settle
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.audit import AuditScreen
 
@@ -116,7 +115,7 @@ def _fake_demo(tmp_path: Path, *extra: str) -> list[str]:
 
 
 async def test_the_app_runs_the_demo_and_offers_the_first_instruction_to_audit(tmp_path, monkeypatch):
-    from app_support import make_known_store
+    from tests.support.app import make_known_store
 
     monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path / "cache"))
     known = make_known_store(tmp_path / "s.sqlite")
@@ -129,13 +128,12 @@ async def test_the_app_runs_the_demo_and_offers_the_first_instruction_to_audit(t
         assert "instruction #1 is judged on its response and summary" in log
         assert "demo finished: 1 instruction(s) ready to audit" in log
         assert screen.states["judge"] == "done"
-        await pilot.press("a")
-        await settle(app, pilot)
+        await goto(app, pilot, "a")
         assert isinstance(app.screen, AuditScreen)
 
 
 async def test_quitting_stops_a_running_demo_at_once(tmp_path, monkeypatch):
-    from app_support import make_known_store
+    from tests.support.app import make_known_store
 
     monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path / "cache"))
     known = make_known_store(tmp_path / "s.sqlite")

@@ -69,7 +69,7 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         assert 0.5 * sent <= estimate["calls"] <= 1.5 * sent
 
         # The same build under another run name asks the same calls: the cache holds every one.
-        assert main([*base, *build, "--run", "again", "--dry-run"]) == 0
+        assert main([*base, *build, "--new-run", "again", "--dry-run"]) == 0
         capsys.readouterr()
         assert len(server.requests) == sent
         (est2,) = json.loads((tmp_path / "store.sqlite.estimates.json").read_text()).values()

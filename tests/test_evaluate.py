@@ -3,8 +3,6 @@ rejudge, failures that do not stop the run, the CLI, and one small real run."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 
 import pytest
@@ -12,127 +10,30 @@ import pytest
 from pipeline.core.config import parse_config
 from pipeline.core.errors import StageError
 from pipeline.core.progress import StopFlag
-from pipeline.llm.client import LLMClient
-from pipeline.stages.evaluate import EvaluateOptions, evaluate, resolve, run_evaluate
-from pipeline.store.database import now
+from pipeline.stages.evaluate import EvaluateOptions, evaluate, resolve
 from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
-
-KEYWORDS = ["harbour", "lantern", "ferry", "market", "storm", "bridge"]
-
-
-def _system(request: dict) -> str:
-    return str(request["messages"][0]["content"]) if request["messages"][0]["role"] == "system" else ""
-
-
-def role_of(request: dict) -> str:
-    system = _system(request)
-    if "skilled writer" in system:
-        return "respond_direct"
-    if "skilled editor" in system:
-        return "respond_edit"
-    if "summarise texts" in system:
-        return "summarize"
-    if "numbered constraint" in system:
-        return "judge_batched"
-    if "one CONSTRAINT" in system:
-        return "judge_single"
-    raise AssertionError(f"unknown prompt: {system[:80]}")
-
-
-def _between(text: str, name: str) -> str:
-    return text.split(f"<<<{name}", 1)[1].split(f"{name}>>>", 1)[0]
-
-
-def world(request: dict) -> str:
-    """A deterministic fake world: the writer mentions each constraint's keyword in its own
-    sentence, in constraint order; the summarizer keeps the first words; a judge says Yes when
-    the keyword is in the text, quoting its sentence. Judge 'jb' disagrees on constraint 1."""
-    role = role_of(request)
-    prompt = last_user_message(request)
-    if role.startswith("respond"):
-        block = _between(prompt, "REQUIREMENTS")
-        words = [w for w in re.findall(r"the (\w+)\.", block)]
-        # Each model writes its own text: identical texts would make identical judge calls, and whether
-        # the second is a cache hit or a second call would depend on timing.
-        return f"Written by {request['model']}. " + " ".join(
-            f"In this part the {w} matters a great deal to everyone." for w in words)
-    if role == "summarize":
-        target = int(prompt.split("Summarise it in about ")[1].split()[0])
-        return " ".join(_between(prompt, "TEXT").split()[:target])
-    text = _between(prompt, "TEXT")
-    sentences = re.split(r"(?<=\.)\s+", text.strip())
-
-    def verdict(constraint: str) -> dict:
-        word = re.search(r"the (\w+)\.", constraint).group(1)
-        hit = next((s for s in sentences if word in s), None)
-        yes = hit is not None
-        if request["model"] == "model-jb" and word == KEYWORDS[0]:
-            yes = not yes
-        return {"verdict": "yes" if yes else "no", "quote": (hit or "an invented line about nothing") if yes else "",
-                "reason": "" if yes else "absent"}
-
-    if role == "judge_single":
-        return json.dumps(verdict(_between(prompt, "CONSTRAINT")))
-    block = _between(prompt, "CONSTRAINTS")
-    items = re.findall(r"^(\d+)\. (.*)$", block, re.MULTILINE)
-    return json.dumps({"verdicts": [{"id": int(i), **verdict(c)} for i, c in items]})
-
-
-def make_instructions(store, n: int = 2, k: int = 4, *, condition: str = "eval", run_id: str = "build-1") -> list[int]:
-    ids = []
-    for i in range(n):
-        iid = store.db["instructions"].insert({"run_id": run_id, "domain": "news", "condition": condition,
-                                               "article_a": 100 + i, "main_task": f"Write a news article number {i}.",
-                                               "n_constraints": k, "status": "done", "created_at": now()}).last_pk
-        base = f"A plain draft number {i} about a town, with no particular details."
-        gid = store.db["generations"].insert({"kind": "base", "instruction_id": iid, "model": "gen", "mode": "",
-                                              "text_hash": store.put_text(base), "words": len(base.split())}).last_pk
-        store.db["instructions"].update(iid, {"base_generation_id": gid})
-        for pos in range(1, k + 1):
-            store.db["constraints"].insert({"instruction_id": iid, "position": pos, "origin": "synthesized",
-                                            "active": 1, "text": f"Mention the {KEYWORDS[(pos - 1 + i) % len(KEYWORDS)]}."})
-        ids.append(iid)
-    # An unfinished instruction: never evaluated.
-    store.db["instructions"].insert({"run_id": run_id, "domain": "news", "condition": condition, "article_a": 999,
-                                     "main_task": "x", "n_constraints": 0, "status": "synthesized", "created_at": now()})
-    store.commit()
-    return ids
-
-
-def make_config(server: FakeOpenAIServer, *, models=("ma", "mb"), judges=("ja", "jb"), extra: dict | None = None,
-                retries: int = 0):
-    names = set(models) | set(judges) | {"summ"}
-    endpoints = {n: {"base_url": server.base_url, "model": f"model-{n}", "concurrency": 3, "max_retries": retries}
-                 for n in names}
-    return parse_config({"endpoints": endpoints,
-                         "roles": {"models_under_test": list(models), "judges": list(judges), "summarizer": "summ"},
-                         "evaluate": {"response_words": 60, **(extra or {})}})
-
-
-def roles_called(server: FakeOpenAIServer) -> Counter:
-    return Counter(role_of(r) for r in server.requests)
-
-
-async def _evaluate(store, config, options=None, **kw):
-    client = LLMClient(config, store, backoff_base_s=0.01)
-    try:
-        return await run_evaluate(store, config, client, options or EvaluateOptions(), **kw)
-    finally:
-        await client.aclose()
+from tests.support.evaluate_world import (
+    evaluate_with,
+    make_config,
+    make_instructions,
+    role_of,
+    roles_called,
+    world,
+)
 
 
 async def test_full_run_and_resume_without_repeated_calls(store):
     ids = make_instructions(store, n=2, k=4)
     with FakeOpenAIServer(world) as server:
         config = make_config(server, extra={"ratios": [0.5, 0.25]})
-        result = await _evaluate(store, config)
+        result = await evaluate_with(store, config)
         calls = roles_called(server)
         # 2 instructions x 2 models; 4 responses x 2 ratios; 12 texts x 2 judges, one batched call each.
         assert calls == Counter(respond_direct=4, summarize=8, judge_batched=24)
         assert result.failed == 0 and not result.stopped
         assert result.stages["judge"].done == 24
         n_calls = server.calls
-        again = await _evaluate(store, config)
+        again = await evaluate_with(store, config)
         assert server.calls == n_calls  # nothing paid twice
         assert again.stages["respond"].skipped == 4 and again.stages["summarize"].skipped == 8
         assert again.stages["judge"].skipped == 24 and again.stages["judge"].done == 0
@@ -169,14 +70,14 @@ async def test_step_mode_and_stop_resume_to_the_same_result(store):
     make_instructions(store, n=2, k=3)
     with FakeOpenAIServer(world) as server:
         config = make_config(server, models=("ma",), judges=("ja",))
-        first = await _evaluate(store, config, max_units=3)
+        first = await evaluate_with(store, config, max_units=3)
         assert first.stopped and server.calls == 3
         assert first.stages["respond"].done == 2 and first.stages["summarize"].done == 1
         stop = StopFlag()
         stop.stop("pause")
-        paused = await _evaluate(store, config, stop=stop)
+        paused = await evaluate_with(store, config, stop=stop)
         assert paused.stopped and server.calls == 3
-        await _evaluate(store, config)
+        await evaluate_with(store, config)
         # 2 responses + 2 summaries + 4 judgings, each paid once.
         assert server.calls == 8 and roles_called(server) == Counter(respond_direct=2, summarize=2, judge_batched=4)
 
@@ -185,16 +86,16 @@ async def test_rejudge_calls_only_the_judge(store):
     make_instructions(store, n=2, k=3)
     with FakeOpenAIServer(world) as server:
         config = make_config(server, models=("ma",), judges=("ja",))
-        await _evaluate(store, config)
+        await evaluate_with(store, config)
         before = server.calls
         new = make_config(server, models=("ma",), judges=("ja", "jb"))
-        result = await _evaluate(store, new, EvaluateOptions(rejudge=True, judges=["jb"]))
+        result = await evaluate_with(store, new, EvaluateOptions(rejudge=True, judges=["jb"]))
         later = server.requests[before:]
         assert {role_of(r) for r in later} == {"judge_batched"} and {r["model"] for r in later} == {"model-jb"}
         assert len(later) == 4 and set(result.stages) == {"judge"}
         # per-constraint judging is another mode: stored texts judged again, one call per constraint.
         before = server.calls
-        await _evaluate(store, new, EvaluateOptions(rejudge=True, judges=["ja"], judging="per_constraint"))
+        await evaluate_with(store, new, EvaluateOptions(rejudge=True, judges=["ja"], judging="per_constraint"))
         assert server.calls - before == 4 * 3
         assert {role_of(r) for r in server.requests[before:]} == {"judge_single"}
     modes = Counter((r["judge"], r["judging_mode"]) for r in store.query("SELECT judge, judging_mode FROM verdicts"))
@@ -209,13 +110,13 @@ async def test_changed_judge_prompt_rejudges_without_regenerating(store, tmp_pat
     make_instructions(store, n=2, k=3)
     with FakeOpenAIServer(world) as server:
         config = make_config(server, models=("ma",), judges=("ja",))
-        await _evaluate(store, config)
+        await evaluate_with(store, config)
         before = server.calls
         copy = tmp_path / "prompts"
         shutil.copytree(prompts_dir(), copy)
         (copy / "judge_batched.md").write_text((copy / "judge_batched.md").read_text() + "\nQuote exactly.\n")
         monkeypatch.setenv("UNSPECIFIC_PROMPTS", str(copy))
-        result = await _evaluate(store, config)  # a plain re-run: texts are stored, verdicts are not
+        result = await evaluate_with(store, config)  # a plain re-run: texts are stored, verdicts are not
         assert {role_of(r) for r in server.requests[before:]} == {"judge_batched"} and server.calls - before == 4
         assert result.stages["respond"].skipped == 2 and result.stages["summarize"].skipped == 2
     assert store.scalar("SELECT count(DISTINCT prompt_hash) FROM verdicts") == 2
@@ -226,11 +127,11 @@ async def test_edit_mode_and_filters(store):
     other = make_instructions(store, n=1, k=2, condition="single", run_id="build-2")
     with FakeOpenAIServer(world) as server:
         config = make_config(server, models=("ma",), judges=("ja",))
-        await _evaluate(store, config, EvaluateOptions(mode="edit", conditions=["eval"], ratios=[0.1]))
+        await evaluate_with(store, config, EvaluateOptions(mode="edit", conditions=["eval"], ratios=[0.1]))
         assert roles_called(server)["respond_edit"] == 2 and "respond_direct" not in roles_called(server)
         edit_prompts = [last_user_message(r) for r in server.requests if role_of(r) == "respond_edit"]
         assert all("A plain draft number" in p for p in edit_prompts)
-        await _evaluate(store, config, EvaluateOptions(build_run="build-2"))
+        await evaluate_with(store, config, EvaluateOptions(build_run="build-2"))
     rows = store.query("SELECT instruction_id, mode FROM generations WHERE kind = 'response' ORDER BY instruction_id")
     assert rows == [{"instruction_id": ids[0], "mode": "edit"}, {"instruction_id": ids[1], "mode": "edit"},
                     {"instruction_id": other[0], "mode": "direct"}]
@@ -248,14 +149,14 @@ async def test_a_failed_instruction_does_not_stop_the_run(store):
     with FakeOpenAIServer(flaky) as server:
         config = make_config(server, models=("ma",), judges=("ja",))
         events = []
-        result = await _evaluate(store, config, progress=events.append)
+        result = await evaluate_with(store, config, progress=events.append)
         assert result.failed == 1 and result.stages["respond"].done == 2
         assert f"instruction {ids[1]}" in result.failures[0].unit and "500" in result.failures[0].error
         assert any(e.kind == "error" for e in events)
         # The others went all the way through.
         assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 2
         server.responder = world
-        again = await _evaluate(store, config)
+        again = await evaluate_with(store, config)
         assert again.failed == 0 and again.stages["respond"].done == 1 and again.stages["respond"].skipped == 2
 
 
@@ -264,7 +165,7 @@ async def test_a_dead_endpoint_stops_the_step(store):
     with FakeOpenAIServer(lambda r: Reply.error(500, "down")) as server:
         config = make_config(server, models=("ma",), judges=("ja",))
         with pytest.raises(StageError, match="in a row"):
-            await _evaluate(store, config, EvaluateOptions(parallel=1))
+            await evaluate_with(store, config, EvaluateOptions(parallel=1))
         assert server.calls == 5
 
 
@@ -275,7 +176,7 @@ async def test_edit_mode_without_base_articles_fails_units_not_the_run(store):
     store.commit()
     with FakeOpenAIServer(world) as server:
         config = make_config(server, models=("ma",), judges=("ja",))
-        result = await _evaluate(store, config, EvaluateOptions(mode="edit"))
+        result = await evaluate_with(store, config, EvaluateOptions(mode="edit"))
         assert server.calls == 0
     assert result.failed == len(ids) and all("no base article" in f.error for f in result.failures)
 
@@ -283,7 +184,10 @@ async def test_edit_mode_without_base_articles_fails_units_not_the_run(store):
 def test_resolve_checks_names_and_values(store):
     config = parse_config({"evaluate": {"ratios": [0.5, 0.25]}})
     plan = resolve(config, EvaluateOptions())
-    assert plan.models == ("local",) and plan.ratios == (0.5, 0.25) and plan.judging == "batched" and plan.mode == "direct"
+    assert plan.models == ("local",) and plan.ratios == (0.5, 0.25) and plan.mode == "direct"
+    # No run-wide judging mode: each judge judges in its own, yes_no for the embedded model.
+    assert plan.judging is None and plan.mode_of("local") == "yes_no"
+    assert resolve(config, EvaluateOptions(judging="batched")).mode_of("local") == "batched"
     assert resolve(config, EvaluateOptions(rejudge=True)).models is None
     from pipeline.core.errors import ConfigError
 
@@ -309,7 +213,7 @@ async def test_evaluate_records_a_run(store):
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE run_id = ?", [result.run_id]) == 4
 
 
-def test_cli_evaluate(store_path, tmp_path, capsys):
+def test_clievaluate_with(store_path, tmp_path, capsys):
     from pipeline.cli import main
     from pipeline.store.database import open_store
 

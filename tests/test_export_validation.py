@@ -13,7 +13,7 @@ from pipeline.analysis.correction import VALIDATE_COMMAND
 from pipeline.outputs.report import ReportOptions, build_report, write_tables
 from pipeline.store.database import open_store
 from pipeline.store.judge_checks import put_check_items
-from tests.test_correction import _check, scripted  # noqa: F401  (the scripted judge's store, a fixture)
+from tests.support.judge_checks import known_check
 
 
 def _tables(scripted_store, tmp_path: Path, validated: bool) -> Path:  # noqa: ANN001
@@ -21,7 +21,7 @@ def _tables(scripted_store, tmp_path: Path, validated: bool) -> Path:  # noqa: A
     path.write_bytes(scripted_store[0].read_bytes())
     store = open_store(path)
     if validated:
-        put_check_items(store, "judge-a", "builtin", _check(np.random.default_rng(2), 0.9, 0.7, 600, "judge-a").items)
+        put_check_items(store, "judge-a", "builtin", known_check(np.random.default_rng(2), 0.9, 0.7, 600, "judge-a").items)
     write_tables(build_report(store, ReportOptions(n_resamples=50, copy=False)), tmp_path / "out")
     store.close()
     return tmp_path / "out"

@@ -4,12 +4,12 @@ item 5): exit 2, a message naming what matched nothing, and no run row added."""
 from __future__ import annotations
 
 import pytest
-from test_evaluate import make_instructions, world
 
 from pipeline.cli import main
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import ScriptedModel, config_toml, make_store
+from tests.support.evaluate_world import make_instructions, world
 
 
 def _flat(text: str) -> str:
@@ -100,7 +100,7 @@ def test_build_with_an_unknown_run_alone_is_an_error_not_a_new_default_build(tmp
     (["--judges", "nobody"], "--judges: nobody matches nothing in"),
 ])
 def test_report_filters_matching_nothing_exit_2(tmp_path, capsys, args, message):
-    from test_metrics import build_hand_store
+    from tests.support.hand_store import build_hand_store
 
     path = tmp_path / "s.sqlite"
     build_hand_store(path).close()

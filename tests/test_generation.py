@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.core.config import parse_config
 from pipeline.core.errors import ParseError, StageError
 from pipeline.core.text import count_words
 from pipeline.llm.client import LLMClient
@@ -12,34 +11,7 @@ from pipeline.stages.generation import respond, summarize
 from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
 from tests.fakes.prose import prose
-
-BASE = "A constraint-blind draft about the harbour festival and its crowded quay at dawn."
-CONSTRAINTS = ["Open with the weather.", "Quote a fisherman.", "End with the tide."]
-
-
-def _setup(store, *, with_base: bool = True) -> int:
-    base_id = None
-    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval",
-                                     "main_task": "Write a news article about a harbour festival.",
-                                     "n_constraints": 3, "status": "done", "created_at": now()})
-    if with_base:
-        base_id = store.db["generations"].insert({"kind": "base", "instruction_id": 1, "model": "gen", "mode": "",
-                                                  "text_hash": store.put_text(BASE), "words": count_words(BASE)}).last_pk
-        store.db["instructions"].update(1, {"base_generation_id": base_id})
-    for pos, text in enumerate(CONSTRAINTS, 1):
-        store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text, "origin": "synthesized",
-                                        "active": 1})
-    # A replaced constraint: never shown to the model under test.
-    store.db["constraints"].insert({"instruction_id": 1, "position": None, "text": "Mention the mayor.",
-                                    "origin": "synthesized", "active": 0})
-    store.commit()
-    return 1
-
-
-def _config(server: FakeOpenAIServer):
-    ep = {"base_url": server.base_url, "concurrency": 2, "max_retries": 0}
-    return parse_config({"endpoints": {"m": {**ep, "model": "writer"}, "s": {**ep, "model": "summ"}},
-                         "roles": {"models_under_test": ["m"], "summarizer": "s"}})
+from tests.support.generation import BASE, generation_config, setup_instruction
 
 
 def _writer(request: dict) -> str:
@@ -51,9 +23,9 @@ def _writer(request: dict) -> str:
 
 
 async def test_direct_response_and_summary(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(_writer) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, created = await respond(store, client, 1, "m", "direct", words=200)
         prompt = last_user_message(server.requests[0])
         assert created and "harbour festival" in prompt and BASE not in prompt
@@ -79,10 +51,10 @@ async def test_direct_response_and_summary(store):
 
 
 async def test_achieved_ratio_is_measured_not_assumed(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(_writer) as server:
         server.push(prose(120), prose(9, 3))  # a summary far shorter than asked
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=120)
         sid, _ = await summarize(store, client, gid, 0.5, "s", slack=None)  # any length: measured as it is
         await client.aclose()
@@ -91,9 +63,9 @@ async def test_achieved_ratio_is_measured_not_assumed(store):
 
 
 async def test_edit_mode_prompt_carries_the_base_article(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(_writer) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         direct, _ = await respond(store, client, 1, "m", "direct", words=200)
         edit, created = await respond(store, client, 1, "m", "edit", words=200)
         await client.aclose()
@@ -104,9 +76,9 @@ async def test_edit_mode_prompt_carries_the_base_article(store):
 
 
 async def test_edit_mode_without_base_article_is_a_stage_error(store):
-    _setup(store, with_base=False)
+    setup_instruction(store, with_base=False)
     with FakeOpenAIServer(_writer) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         with pytest.raises(StageError, match="no base article"):
             await respond(store, client, 1, "m", "edit")
         await client.aclose()
@@ -114,10 +86,10 @@ async def test_edit_mode_without_base_article_is_a_stage_error(store):
 
 
 async def test_empty_text_reply_is_refused_and_not_stored(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(_writer) as server:
         server.push("```\n```", "```\n```")  # the ask and its repair round
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         with pytest.raises(ParseError, match="no usable response"):
             await respond(store, client, 1, "m", "direct")
         gid, created = await respond(store, client, 1, "m", "direct")  # the next reply is fine, no cache of the bad one
@@ -128,7 +100,7 @@ async def test_empty_text_reply_is_refused_and_not_stored(store):
 async def test_edit_mode_borrows_the_pair_base_article(store):
     """The build writes the base article for the eval condition; a direct-condition instruction of
     the same run and pair (same main task) is edited from it."""
-    _setup(store)
+    setup_instruction(store)
     store.conn.execute("UPDATE instructions SET article_a = 5, article_b = 6 WHERE id = 1")
     store.db["instructions"].insert({"id": 2, "run_id": "b", "domain": "news", "condition": "direct", "article_a": 5,
                                      "article_b": 6, "main_task": "Write a news article about a harbour festival.",
@@ -137,7 +109,7 @@ async def test_edit_mode_borrows_the_pair_base_article(store):
                                     "active": 1})
     store.commit()
     with FakeOpenAIServer(_writer) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         await respond(store, client, 2, "m", "edit", words=200)
         await client.aclose()
         assert BASE in last_user_message(server.requests[0])
@@ -148,11 +120,11 @@ def test_count_words():
 
 
 async def test_a_long_summary_is_asked_once_to_shorten_it(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(_writer) as server:
         # response of 200 words; summary at 0.25 (target 50): 120 words, then 55 when asked to shorten it.
         server.push(prose(200), prose(120, 1), prose(55, 3))
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=200)
         sid, _ = await summarize(store, client, gid, 0.25, "s")
         # Within the slack: no second request.
@@ -180,9 +152,9 @@ def _terse_writer(request: dict) -> str:
 
 
 async def test_a_model_that_cannot_write_a_long_summary_summarises_section_by_section(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(_terse_writer) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=800)
         sid, _ = await summarize(store, client, gid, 0.25, "s")
         calls = server.calls
@@ -212,9 +184,9 @@ def _uneven_writer(request: dict) -> str:
 async def _summarised_by(store, writer, words: int):  # noqa: ANN001, ANN202
     """A response of about ``words`` words written by ``writer``, summarised at 0.25: (summary
     id, created, the user messages the server was sent)."""
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(writer) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=words)
         sid, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
@@ -282,9 +254,9 @@ def _copying_writer(shortens: bool):  # noqa: ANN202
 
 
 async def test_a_short_text_handed_back_whole_is_asked_to_be_shortened(store):
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(_copying_writer(shortens=True)) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=150)
         sid, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
@@ -298,9 +270,9 @@ async def test_a_short_text_handed_back_whole_is_asked_to_be_shortened(store):
 async def test_a_short_text_handed_back_whole_every_time_stores_no_summary(store):
     from pipeline.core.errors import ParseError
 
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer(_copying_writer(shortens=False)) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=150)
         with pytest.raises(ParseError, match="prompt summarize_shorten: .* has 150 words"):
             await summarize(store, client, gid, 0.25, "s")

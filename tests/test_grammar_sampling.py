@@ -221,16 +221,22 @@ def test_the_server_bootstrap_logs_why_it_keeps_llama_cpps_sampler(tmp_path):
     import subprocess
     import sys
 
-    from pipeline.llm.local_model import _BOOTSTRAP, _GRAMMAR_SAMPLING_FILE
+    from pipeline.llm.local_model import _BOOTSTRAP, _FAST_LOGPROBS_FILE, _GRAMMAR_SAMPLING_FILE
 
     code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)',
                               'print("server started", file=sys.stderr)')
-    env = {**os.environ, "UNSPECIFIC_GRAMMAR_SAMPLING": "0"}
-    result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE)],
-                            capture_output=True, text=True, env=env, timeout=60)
+    env = {**os.environ, "UNSPECIFIC_GRAMMAR_SAMPLING": "0", "UNSPECIFIC_FAST_LOGPROBS": "off"}
+    result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE),
+                             str(_FAST_LOGPROBS_FILE)], capture_output=True, text=True, env=env, timeout=60)
     lines = result.stderr.splitlines()
     assert lines == ["grammar sampling not installed, llama-cpp-python's own is used: "
-                     "NotInstalled: turned off by UNSPECIFIC_GRAMMAR_SAMPLING=0", "server started"]
+                     "NotInstalled: turned off by UNSPECIFIC_GRAMMAR_SAMPLING=0",
+                     "fast log-probabilities not installed, llama-cpp-python's own is used: "
+                     "NotInstalled: turned off by UNSPECIFIC_FAST_LOGPROBS=off", "server started"]
+    env.pop("UNSPECIFIC_FAST_LOGPROBS")
+    result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE),
+                             str(_FAST_LOGPROBS_FILE)], capture_output=True, text=True, env=env, timeout=60)
+    assert "log-probabilities: read by pipeline.llm.fast_logprobs" in result.stderr.splitlines()
 
 
 # -- against llama-cpp-python's own chain --------------------------------------------------------------

@@ -27,7 +27,6 @@ from pipeline.outputs.html_report import PACKED, write_html
 from pipeline.outputs.report import ReportOptions, build_report, main_groups
 from pipeline.store.database import open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-from tests.test_correction import scripted  # noqa: F401  (the scripted judge's store, a fixture)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -413,9 +412,9 @@ def _scripted_report(scripted_store, tmp_path: Path, check=None):  # noqa: ANN00
 def test_the_page_shows_raw_and_corrected_side_by_side(scripted, browser, tmp_path: Path) -> None:  # noqa: F811
     import numpy as np
 
-    from tests.test_correction import _check
+    from tests.support.judge_checks import known_check
 
-    report, result = _scripted_report(scripted, tmp_path, _check(np.random.default_rng(2), 0.9, 0.7, 600,
+    report, result = _scripted_report(scripted, tmp_path, known_check(np.random.default_rng(2), 0.9, 0.7, 600,
                                                                  "judge-a").items)
     page, problems = _page(browser, result)
     heads = page.locator("section.domain table.groups thead th").all_inner_texts()

@@ -5,7 +5,6 @@ summarised and judged like the project's own."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from pathlib import Path
@@ -17,33 +16,8 @@ from pipeline.importing.common import ImportFailed, ImportOptions, ResearchColum
 from pipeline.importing.importer import import_file
 from pipeline.importing.reading import parse_numbered
 from pipeline.store.imports import imported_models
-
-LONG = ("The old keeper climbed the stairs each night and lit the lamp while the harbour slept below him. "
-        "Ships passed in the dark and the storm came in from the west, bending the grass on the cliffs.")
-
-
-def write_csv(path: Path, header: list[str], rows: list[list[str]], *, bom: bool = True, crlf: bool = True) -> Path:
-    buf = io.StringIO(newline="")
-    csv.writer(buf, lineterminator="\r\n" if crlf else "\n").writerows([header, *rows])
-    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + buf.getvalue().encode("utf-8"))
-    return path
-
-
-def numbered(items: list[str], sep: str = "\r\n") -> str:
-    return sep.join(f"{i}. {t}" for i, t in enumerate(items, 1))
-
-
-def cs4_rows(n: int = 3, first: int = 7) -> list[list[str]]:
-    rows = []
-    for i in range(1, n + 1):
-        k = first + i - 1
-        items = [f"The story should describe lighthouse detail number {j} in several sentences." for j in range(1, k + 1)]
-        rows.append([str(i), f"Write a story about keeper {i} and the storm.", str(k), numbered(items)])
-    return rows
-
-
-# The header exactly as CS4 ships it: a byte-order mark, and "Instruction " with a trailing space.
-CS4_HEADER = ["Instruction Number", "Instruction ", "Number of Constraints", "Constraints"]
+from tests.support.app import goto
+from tests.support.import_files import CS4_HEADER, LONG, cs4_rows, numbered, write_csv, write_jsonl
 
 
 def run_cli(store_path: Path, *args: str) -> int:
@@ -125,9 +99,9 @@ RESEARCH_CONSTRAINTS = ["Describe the storm's arrival over several sentences.", 
 
 
 def research_files(tmp_path: Path) -> dict[str, Path]:
-    """A research run's files as its own writers write them (tests/research_writers.py), with its
+    """A research run's files as its own writers write them (tests/support/research_writers.py), with its
     row id renamed story_id (the research scripts let columns be named; --id-column follows)."""
-    import research_writers as rw
+    from tests.support import research_writers as rw
 
     constraints = numbered(RESEARCH_CONSTRAINTS, "\n")
     common = rw.constraints_common(
@@ -215,12 +189,6 @@ def test_research_row_for_an_unknown_id_or_without_columns_fails_whole(store, tm
 # -- JSONL ----------------------------------------------------------------------------------------
 
 
-def write_jsonl(path: Path, lines: list[object], *, crlf: bool = False) -> Path:
-    text = ("\r\n" if crlf else "\n").join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n"
-    path.write_bytes(text.encode("utf-8"))
-    return path
-
-
 def test_jsonl_instructions_with_references_and_line_numbered_errors(store, tmp_path):
     good = [{"id": "a1", "instruction": "Write a blog post about gardening.", "constraints": ["Mention compost.",
              "Describe a spring morning in the garden."], "condition": "common+none", "domain": "blog",
@@ -277,11 +245,10 @@ def test_export_then_import_round_trip(store, tmp_path):
 def test_responses_import_then_summarised_and_judged_like_our_own(store, tmp_path):
     import asyncio
 
-    from test_evaluate import KEYWORDS, make_config, roles_called, world
-
     from pipeline.llm.client import LLMClient
     from pipeline.stages.evaluate import EvaluateOptions, run_evaluate
     from tests.fakes.fake_server import FakeOpenAIServer
+    from tests.support.evaluate_world import KEYWORDS, make_config, roles_called, world
 
     bench = write_jsonl(tmp_path / "bench.jsonl", [
         {"id": f"q{i}", "instruction": f"Write a news article number {i}.",
@@ -349,9 +316,8 @@ def test_cli_import_dry_run_and_json(store_path, tmp_path, capsys):
 
 
 async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdicts(tmp_path):
-    from app_support import settle
-
     from pipeline.store.database import open_store
+    from tests.support.app import settle
     from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
 
     path = tmp_path / "imported.sqlite"
@@ -371,8 +337,7 @@ async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdict
             await pilot.press(key)
             await settle(app, pilot)
             assert app.current_mode == name
-        await pilot.press("3")
-        await settle(app, pilot)
+        await goto(app, pilot, "3")
         shown = app.screen.shown
         assert shown.constraint_id == constraint_1 and shown.writer == ("their-model", "direct")
         # The imported judge's quote, found in the response it judged.

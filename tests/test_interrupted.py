@@ -11,12 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from test_evaluate import make_instructions, world
-
 from pipeline.core.config import parse_config
 from pipeline.stages.runs import create_run
 from pipeline.store.database import mark_interrupted, open_store
 from tests.fakes.fake_server import FakeOpenAIServer
+from tests.support.evaluate_world import make_instructions, world
 
 ROOT = Path(__file__).resolve().parents[1]
 

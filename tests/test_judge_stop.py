@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_coverage import JUNK, _flat
-from test_evaluate import make_instructions, role_of, world
 
 from pipeline.core.config import parse_config
 from pipeline.stages.evaluate import MAX_UNUSABLE_IN_A_ROW, EvaluateOptions, JudgeStopped, evaluate
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer, Reply
+from tests.support.evaluate_world import make_instructions, role_of, world
+from tests.support.judges import JUNK, flat_text
 
 N_INSTRUCTIONS, K = 6, 3  # 6 responses + 6 summaries: 12 texts for each judge, all different
 
@@ -112,7 +112,7 @@ def test_cli_prints_the_coverage_line_then_exits_2_naming_the_judge(store_path, 
     with FakeOpenAIServer(junk_jx) as server:
         code = main(["--store", str(store_path), "--config", _cli_config(tmp_path, server, concurrency), "evaluate"])
     captured = capsys.readouterr()
-    out, err = _flat(captured.out), _flat(captured.err)
+    out, err = flat_text(captured.out), flat_text(captured.err)
     assert code == 2, out + err
     assert re.search(r"judging coverage: [\d,]+ of [\d,]+ verdicts given", out), out
     assert "judge 'jx': no usable verdict on 3 texts in a row" in err and "%%%garbage%%%" in err

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.code import code_lines
+
 ROOT = Path(__file__).parent.parent
 APP = sorted((ROOT / "unspecific_tui").rglob("*.py"))
 ROOMS = ["core", "store", "llm", "analysis", "stages", "importing", "outputs", "cli"]
@@ -25,24 +27,12 @@ ROOMS = ["core", "store", "llm", "analysis", "stages", "importing", "outputs", "
 SQL = re.compile(r"""(\.execute(many|script)?\(|\bstore\.(one|query|scalar)\(|\bconn\b\.|["'](SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|WITH)\s)""")
 
 
-def _code_lines(path: Path) -> list[tuple[int, str]]:
-    """(line number, text) of the lines of ``path`` that are code, not docstrings or comments."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    docstrings: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-                docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    return [(i, line.split("#")[0]) for i, line in enumerate(path.read_text().splitlines(), 1) if i not in docstrings]
-
-
 OUTSIDE_STORE = [p for p in sorted((ROOT / "pipeline").rglob("*.py")) if p.relative_to(ROOT).parts[1] != "store"] + APP
 
 
 @pytest.mark.parametrize("path", OUTSIDE_STORE, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_STORE])
 def test_sql_runs_only_in_the_store(path: Path) -> None:
-    hits = [f"{i}: {line.strip()}" for i, line in _code_lines(path) if SQL.search(line)]
+    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path) if SQL.search(line)]
     assert hits == [], f"{path.relative_to(ROOT)} runs SQL of its own (put it in pipeline/store/): {hits}"
 
 
@@ -53,12 +43,48 @@ def test_the_sql_check_sees_statements_not_prose(tmp_path) -> None:
                      '# SELECT in a comment\n'
                      'rows = store.query("SELECT * FROM t")\n'
                      'label = "Select a model"\n')
-    assert [i for i, line in _code_lines(probe) if SQL.search(line)] == [2, 4]
+    assert [i for i, line in code_lines(probe) if SQL.search(line)] == [2, 4]
+
+
+# A connection leaving the store, in any spelling: ``store.conn`` read or passed (``f(store.conn)``,
+# ``conn=view._store.conn``), a ``conn`` taken as an argument or named at all, ``getattr(x, "conn")``.
+CONNECTION = re.compile(r"""\bconn\b|["']conn["']""")
+
+
+@pytest.mark.parametrize("path", OUTSIDE_STORE, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_STORE])
+def test_no_connection_leaves_the_store(path: Path) -> None:
+    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path) if CONNECTION.search(line)]
+    assert hits == [], f"{path.relative_to(ROOT)} takes the store's connection (call a pipeline.store function): {hits}"
+
+
+def test_the_connection_check_sees_every_spelling(tmp_path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""Never passes store.conn out."""\n'
+                     "refresh_text_scores(store.conn)\n"
+                     "f(x, conn=view._store.conn)\n"
+                     "def g(conn):\n"
+                     "    pass\n"
+                     "c = getattr(store, 'conn')\n"
+                     "connection_count = 1  # conn in a comment\n"
+                     "reconnect(store)\n")
+    assert [i for i, line in code_lines(probe) if CONNECTION.search(line)] == [2, 3, 4, 6]
+
+
+# The app reads through StoreView and writes through the narrow writers the store offers
+# (pipeline.store.annotations.AnnotationWriter; the stages open their own store): it never opens a
+# Store of its own.
+OPENS_A_STORE = re.compile(r"\bopen_store\b|\bStore\(|pipeline\.store\.database\b|\bstore\.database\b")
+
+
+@pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
+def test_the_app_never_opens_a_store(path: Path) -> None:
+    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path) if OPENS_A_STORE.search(line)]
+    assert hits == [], f"{path.relative_to(ROOT)} opens a Store (read through StoreView, write through a writer): {hits}"
 
 
 @pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
 def test_the_app_never_holds_a_connection(path: Path) -> None:
-    hits = [f"{i}: {line.strip()}" for i, line in _code_lines(path)
+    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path)
             if re.search(r"\bconn\b|sqlite3|sqlite_utils", line)]
     assert hits == [], f"{path.relative_to(ROOT)} reaches past the store's view: {hits}"
 
@@ -261,3 +287,71 @@ def test_the_room_check_sees_upward_imports(tmp_path) -> None:
     probe.write_text("from pipeline.stages.judging import x\ndef f():\n    import pipeline.cli.common\n")
     names = [n for _, _, ns in _imports(probe, "pipeline.store") for n in ns]
     assert {_room_of(n) for n in names} == {"stages", "cli"}
+
+
+# The app's modules import each other without a cycle (the app imports its screens; a screen that
+# needs the app's type imports it for the type checker only), counting imports inside functions.
+def _app_module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The app modules ``path`` imports at run time, anywhere in it (not under ``if TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    modules = {_app_module(p) for p in APP}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only or not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+        found |= {n for n in names if n in modules}
+    return found - {_app_module(path)}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (module -> modules it imports), or []."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_the_app_has_no_import_cycle() -> None:
+    graph = {_app_module(p): _runtime_imports(p) for p in APP}
+    cycle = _cycle(graph)
+    assert cycle == [], f"an import cycle in the app: {' -> '.join(cycle)}"
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []
+
+
+# Helpers the tests share live in tests/support/ (and tests/fakes/): no test module
+# imports another, so running one file never runs or depends on another's module.
+TEST_MODULES = sorted((ROOT / "tests").glob("test_*.py"))
+
+
+def test_no_test_module_imports_another() -> None:
+    hits = [f"{p.name}:{line} {n}" for p in TEST_MODULES for line, _, names in _imports(p) for n in names
+            if re.fullmatch(r"(tests\.)?test_\w+", n)]
+    assert hits == [], f"put shared helpers in tests/support/: {hits}"

@@ -15,6 +15,7 @@ import pytest
 from pipeline.core.errors import LocalModelError, LocalServerDied
 from pipeline.core.processes import process_alive
 from pipeline.llm import local_model as lm
+from tests.fakes import fake_llama
 from tests.fakes.fake_server import FakeOpenAIServer
 
 
@@ -148,73 +149,12 @@ def test_the_scan_finds_what_it_looks_for():
 
 # -- the server's lifecycle, with a stand-in for llama_cpp.server --------------------------------
 
-FAKE_LLAMA = '''
-import http.server, json, os, signal, sys, time
-args = sys.argv[1:]
-if args[:2] == ["-c", "import llama_cpp.server"]:
-    sys.exit(0)
-mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
-port = int(args[args.index("--port") + 1])
-print("fake llama: loading", args[args.index("--model") + 1], flush=True)
-print("fake llama: openmp", os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT"), flush=True)
-if mode == "die":
-    print("error: failed to load model", flush=True)
-    sys.exit(3)
-if mode == "portrace" and not os.path.exists(os.environ["FAKE_LLAMA_MARKER"]):
-    open(os.environ["FAKE_LLAMA_MARKER"], "w").write(str(port))
-    print("ERROR: [Errno 98] error while attempting to bind on address: address already in use", flush=True)
-    sys.exit(1)
-if mode == "hang":
-    time.sleep(60)
-if mode == "stubborn":
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-served = []
-
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        if mode == "busy" and self.path == "/v1/models" and served:
-            time.sleep(30)  # like llama-cpp-python while it generates: /v1/models waits for the model
-        served.append(self.path)
-        body = json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode()
-        self.send_response(200 if self.path in ("/v1/models", "/openapi.json") else 404)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        prompt = sum(len(m["content"].split()) for m in body["messages"])
-        served.append(self.path)
-        posts = served.count(self.path)
-        print(f"fake llama: prompt of {prompt} words", flush=True)
-        # Like a native llama.cpp build on a CPU whose VM forbids AMX: a batched prompt kills it.
-        if (mode == "crash_on_prompt" and prompt > 50) or (mode == "crash_later" and posts > 1):
-            print("ggml: computing a batch", flush=True)
-            os.kill(os.getpid(), signal.SIGSEGV)
-            time.sleep(5)  # the signal lands on another thread a moment later
-        if mode == "junk_on_prompt":
-            reply = {"error": "not today"}
-        else:
-            reply = {"id": "x", "object": "chat.completion", "model": "fake",
-                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "meeting"}, "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": prompt * 4 // 3, "completion_tokens": 1, "total_tokens": prompt * 4 // 3 + 1}}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    def log_message(self, *a):
-        pass
-
-http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-'''
 
 
 @pytest.fixture
 def fake_python(tmp_path) -> str:
     script = tmp_path / "fake-python"
-    script.write_text(f"#!{sys.executable}\n{FAKE_LLAMA}")
+    script.write_text(f"#!{sys.executable}\n{fake_llama.SOURCE.read_text()}")
     script.chmod(0o755)
     return str(script)
 

@@ -2,7 +2,7 @@
 SIGKILL, `local serve` on SIGHUP or SIGTERM, and a stage killed any way leave no demo child and
 no llama.cpp server behind, within 5 seconds.
 
-The server is a stand-in: a fake ``llama_cpp.server`` package on PYTHONPATH, started through the
+The server is a stand-in (tests/fakes/fake_llama.py, mode hold): a fake ``llama_cpp.server`` package on PYTHONPATH, started through the
 real bootstrap (so its watch of its parent is the one under test). It answers the proof prompt
 and then holds every other request, as a server busy generating would.
 """
@@ -20,41 +20,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.llm import local_model as lm
+from tests.fakes import fake_llama
 
 ROOT = Path(__file__).resolve().parent.parent
 GONE_WITHIN_S = 5.0
 
-FAKE_SERVER_MAIN = '''
-import http.server, json, os, sys, time
-port = int(sys.argv[sys.argv.index("--port") + 1])
-open(os.path.join(os.environ["FAKE_LLAMA_PIDS"], str(os.getpid())), "w").close()
-
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode()
-        self.send_response(200 if self.path in ("/v1/models", "/openapi.json") else 404)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        if body.get("max_tokens") != 4:  # not the proof prompt: generate "forever"
-            open(os.path.join(os.environ["FAKE_LLAMA_PIDS"], "busy"), "w").close()
-            time.sleep(600)
-        data = json.dumps({"id": "x", "object": "chat.completion", "model": "fake",
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": "meeting"},
-                                        "finish_reason": "stop"}],
-                           "usage": {"prompt_tokens": 400, "completion_tokens": 1, "total_tokens": 401}}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    def log_message(self, *a):
-        pass
-
-http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-'''
 
 
 @pytest.fixture
@@ -66,7 +36,7 @@ def env(tmp_path) -> dict[str, str]:
     server_pkg.mkdir(parents=True)
     (fake / "llama_cpp" / "__init__.py").write_text("")
     (server_pkg / "__init__.py").write_text("")
-    (server_pkg / "__main__.py").write_text(FAKE_SERVER_MAIN)
+    (server_pkg / "__main__.py").write_text(fake_llama.SOURCE.read_text())
     cache = tmp_path / "cache"
     model = cache / "models" / lm.MODEL_FILE
     model.parent.mkdir(parents=True)
@@ -79,7 +49,7 @@ def env(tmp_path) -> dict[str, str]:
     # (conftest's local_server_url): the processes here must start the stand-in themselves.
     inherited = {k: v for k, v in os.environ.items() if k != "UNSPECIFIC_LOCAL_URL"}
     return {**inherited, "PYTHONPATH": f"{fake}{os.pathsep}{ROOT}", "UNSPECIFIC_CACHE": str(cache),
-            "FAKE_LLAMA_PIDS": str(pids), "HF_HUB_OFFLINE": "1"}
+            "FAKE_LLAMA_PIDS": str(pids), "FAKE_LLAMA_MODE": "hold", "HF_HUB_OFFLINE": "1"}
 
 
 def _alive(pid: int) -> bool:
@@ -234,6 +204,7 @@ STAGE = """
 import sys, time
 from pathlib import Path
 from pipeline.llm import local_model as lm
+from tests.fakes import fake_llama
 lease = lm.acquire_server(timeout_s=60)
 print("serving", lease.base_url, flush=True)
 time.sleep(600)

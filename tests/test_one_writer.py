@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from test_evaluate import make_instructions, world
 
 from pipeline.cli import main
 from pipeline.core.errors import StoreError
 from pipeline.store.database import claim_writer, open_store, writer_lock_path
 from tests.fakes.fake_server import FakeOpenAIServer
+from tests.support.evaluate_world import make_instructions, world
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

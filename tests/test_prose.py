@@ -6,7 +6,6 @@ cached; a junk response is a failed unit that shows the reply, never a scored te
 from __future__ import annotations
 
 import pytest
-from test_generation import _config, _setup
 
 from pipeline.core.errors import ParseError
 from pipeline.core.text import english_words, prose_problem, tokens
@@ -14,6 +13,7 @@ from pipeline.llm.client import LLMClient
 from pipeline.stages.generation import SHOWN_REPLY_CHARS, respond, summarize
 from tests.fakes.fake_server import JUNK_TEXTS, FakeOpenAIServer
 from tests.fakes.prose import prose
+from tests.support.generation import generation_config, setup_instruction
 
 LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et "
          "dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip "
@@ -140,10 +140,10 @@ def test_real_news_passes():
 @pytest.mark.parametrize("kind", JUNK_TEXTS)
 async def test_a_junk_response_is_a_failed_unit_that_shows_the_reply(store, kind):
     junk = JUNK_TEXTS[kind]
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer() as server:
         server.push(junk, junk)  # the ask and its repair round
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         with pytest.raises(ParseError) as caught:
             await respond(store, client, 1, "m", "direct", words=200)
         await client.aclose()
@@ -163,10 +163,10 @@ def test_a_long_reply_is_shown_cut():
 @pytest.mark.parametrize("kind", JUNK_TEXTS)
 async def test_a_junk_summary_is_never_cached_nor_stored(store, kind):
     junk = JUNK_TEXTS[kind]
-    _setup(store)
+    setup_instruction(store)
     with FakeOpenAIServer() as server:
         server.push(prose(200, one_sentence=True))  # one section: no fallback by section
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=200)
         server.push(junk, junk, junk, junk)  # summarise, then shorten, each with its repair round
         with pytest.raises(ParseError):
@@ -181,7 +181,7 @@ async def test_a_junk_summary_is_never_cached_nor_stored(store, kind):
 async def test_junk_sections_fail_the_summary_at_any_length(store):
     """The by-section fallback held each section to no length: junk sections of the right total
     length were joined and stored (issue 29 at --ratios 0.12). Each section keeps the prose contract."""
-    _setup(store)
+    setup_instruction(store)
     response = "\n\n".join(prose(60, p, one_sentence=True) for p in range(4))  # 4 sections of 60 words
 
     def writer(request):  # noqa: ANN001, ANN202
@@ -193,7 +193,7 @@ async def test_junk_sections_fail_the_summary_at_any_length(store):
         return response
 
     with FakeOpenAIServer(writer) as server:
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, _ = await respond(store, client, 1, "m", "direct", words=240)
         with pytest.raises(ParseError, match="not prose"):
             await summarize(store, client, gid, 0.12, "s")
@@ -206,7 +206,7 @@ async def test_a_model_under_test_answering_junk_fails_its_units_and_nothing_is_
     """Issue 29: a model under test answering junk had 8 junk responses stored, summarised, judged
     and reported at 100% coverage. Now each of its units fails, naming the reply, and the other
     model's go through."""
-    from test_evaluate import _evaluate, make_config, make_instructions, role_of, world
+    from tests.support.evaluate_world import evaluate_with, make_config, make_instructions, role_of, world
 
     ids = make_instructions(store, n=2, k=2)
 
@@ -216,7 +216,7 @@ async def test_a_model_under_test_answering_junk_fails_its_units_and_nothing_is_
         return world(request)
 
     with FakeOpenAIServer(junk_for_mb) as server:
-        result = await _evaluate(store, make_config(server, models=("ma", "mb"), judges=("ja",)))
+        result = await evaluate_with(store, make_config(server, models=("ma", "mb"), judges=("ja",)))
     assert result.failed == len(ids) and all("its last reply: 'Lorem ipsum" in f.error for f in result.failures)
     by_model = {r["model"]: r["n"] for r in store.query("SELECT model, count(*) AS n FROM generations"
                                                         " WHERE kind = 'response' GROUP BY model")}
@@ -231,20 +231,20 @@ async def test_junk_cached_under_the_old_contract_is_asked_again_and_replaced(st
     a hit on one is refused now, asked again, and the good reply takes its place."""
     import pipeline.llm.contract as contract
 
-    _setup(store)
+    setup_instruction(store)
     junk = JUNK_TEXTS["junk_repeated"]
     with FakeOpenAIServer() as server:
         with monkeypatch.context() as old:
             old.setattr(contract, "prose_problem", lambda text, source="": None)  # the old, lenient contract
             server.push(junk)
-            client = LLMClient(_config(server), store)
+            client = LLMClient(generation_config(server), store)
             await respond(store, client, 1, "m", "direct", words=200)
             await client.aclose()
         assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [junk]) == 1
         store.conn.execute("DELETE FROM generations WHERE kind = 'response'")  # as if the run had failed later
         store.commit()
         server.push(prose(200))
-        client = LLMClient(_config(server), store)
+        client = LLMClient(generation_config(server), store)
         gid, created = await respond(store, client, 1, "m", "direct", words=200)
         await client.aclose()
     assert created and store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [gid])) == prose(200)

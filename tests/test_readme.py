@@ -116,11 +116,11 @@ def test_readme_command_help(command, capsys):
 def test_readme_import_examples_run_as_dry_runs(tmp_path, monkeypatch, capsys):
     """The import lines, run for real (with --dry-run, then for real for those later lines need),
     in a folder holding files named as the README names them."""
-    from test_importing import CS4_HEADER, LONG, cs4_rows, write_csv, write_jsonl
+    from tests.support.import_files import CS4_HEADER, LONG, cs4_rows, write_csv, write_jsonl
 
     monkeypatch.chdir(tmp_path)
     write_csv(tmp_path / "Story-based Constraints.csv", CS4_HEADER, cs4_rows(2))
-    from test_research_import import write_run
+    from tests.support.research_run import write_run
 
     write_run(tmp_path / "outputs")  # the research code's files, as its writers write them
     write_jsonl(tmp_path / "benchmark.jsonl", [{"id": "q1", "instruction": "Write a post.", "constraints": ["Mention x."]}])

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from test_evaluate import make_instructions
 
 from pipeline.core.errors import EndpointError
 from pipeline.core.redact import MARK, redact, remember_env
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer, Reply
+from tests.support.evaluate_world import make_instructions
 
 KEY = "s3cr3t-not-shaped-like-a-key-4242"  # a known key: found by value, whatever its shape
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from test_metrics import build_hand_store
 
 from pipeline.cli import main
 from pipeline.store.database import open_store
+from tests.support.hand_store import build_hand_store
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -114,11 +114,10 @@ def test_export_jsonl_parses_back_with_lineage(tmp_path: Path) -> None:
 
 
 def test_requested_comparison_carries_the_holm_p(tmp_path: Path) -> None:
-    from test_metrics import _many
-
     from pipeline.outputs.report import ReportOptions, build_report
+    from tests.support.hand_store import many_store
 
-    store = _many(tmp_path, {"strong": 0.9, "weak": 0.5, "twin": 0.9})
+    store = many_store(tmp_path, {"strong": 0.9, "weak": 0.5, "twin": 0.9})
     report = build_report(store, ReportOptions(compare=("weak", "strong"), n_resamples=200, copy=False))
     (requested,) = report.requested
     assert (requested.a, requested.b, requested.metric) == ("weak", "strong", "org") and requested.test.diff < 0

@@ -7,11 +7,11 @@ import json
 import re
 
 from rich.console import Console
-from test_evaluate import _between, make_config, make_instructions, role_of, world
 
 from pipeline.outputs.report import ReportOptions, build_report, render, write_outputs
 from pipeline.stages.evaluate import EvaluateOptions, evaluate
 from tests.fakes.fake_server import FakeOpenAIServer
+from tests.support.evaluate_world import between, make_config, make_instructions, role_of, world
 
 
 def _asked(request: dict) -> str:
@@ -25,8 +25,8 @@ def lenient_on_short_texts(request: dict) -> str:
     if not role_of(request).startswith("judge"):
         return world(request)
     prompt = _asked(request)
-    short = len(_between(prompt, "TEXT").split()) < 40
-    ids = [int(i) for i in re.findall(r"^(\d+)\. ", _between(prompt, "CONSTRAINTS"), re.MULTILINE)]
+    short = len(between(prompt, "TEXT").split()) < 40
+    ids = [int(i) for i in re.findall(r"^(\d+)\. ", between(prompt, "CONSTRAINTS"), re.MULTILINE)]
     always = request["model"] == "model-jb"
     verdicts = [{"id": i, "verdict": "yes" if always or short or i <= 2 else "no", "quote": "", "reason": "r"}
                 for i in ids]

@@ -1,107 +1,33 @@
 """`unspecific import research`: the research code's own files (written by its writers, re-created in
-tests/research_writers.py), every layout, read with no options; a run's files in any order become
+tests/support/research_writers.py), every layout, read with no options; a run's files in any order become
 one benchmark; its judge's replies as they come."""
 
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import pytest
-import research_writers as rw
 
 from pipeline.cli import main
 from pipeline.importing.common import ImportFailed, ImportOptions
 from pipeline.importing.replies import parse_judge_reply
 from pipeline.importing.research import import_research_run
-
-ORIGINAL = ["Mention the harbour master by role.", "Describe the storm's arrival over several sentences.",
-            "Include a quote from a ferry passenger.", "State the wind speed in knots.",
-            "End with the reopening of the port."]
-REVISED = ["Describe the storm's arrival over several sentences.", "Name the lighthouse keeper who raised the alarm.",
-           "Include a quote from a ferry passenger.", "Give the exact time the port closed.",
-           "End with the reopening of the port."]
-# What the scripted judge looks for in a text, per constraint.
-KEYS = {ORIGINAL[0]: "harbour master", ORIGINAL[1]: "storm", ORIGINAL[2]: "We are not asking",
-        ORIGINAL[3]: "knots", ORIGINAL[4]: "reopened", REVISED[1]: "Keeper", REVISED[3]: "o'clock"}
-BLOGS = [("The storm hit the harbour at night.\nFerries stayed in port.", "A gale closed the port.\nWind reached 60 knots."),
-         ("Fishermen waited out the gale.\nThe harbour master spoke.", "Boats were lost in the storm.\nThe port reopened.")]
-BASE = ("The storm came in from the west before dawn.\nThe harbour master closed the quay.\n"
-        "Winds reached 55 knots by noon.")
-FITTED = ("The storm came in from the west before dawn.\nKeeper Ana Ruiz raised the alarm.\n"
-          '"We are not asking for much," said a ferry passenger.\nThe port closed at six o\'clock.\n'
-          "The port reopened the next morning.")
-DIRECT = ("The harbour master watched the storm arrive.\n"
-          '"We are not asking for much," said a ferry passenger.\nThe port reopened on Monday.')
-
-
-def _numbered(items: list[str]) -> str:
-    return "\n".join(f"{i}. {t}" for i, t in enumerate(items, 1))
-
-
-def common_model(prompt: str) -> str:
-    n = 1 if "The storm hit" in prompt else 2
-    return f"**Main Task:** Write a news article about harbour storm {n}.\n**Constraints:**\n{_numbered(ORIGINAL)}"
+from tests.support import research_writers as rw
+from tests.support.research_run import (
+    BASE,
+    BLOGS,
+    DIRECT,
+    ORIGINAL,
+    REVISED,
+    _numbered,
+    common_model,
+    judge,
+    write_run,
+)
 
 
 def single_model(prompt: str) -> str:
     return f"Main Task: Write a news article about the harbour.\nConstraints:\n{_numbered(ORIGINAL)}"
-
-
-def revise_model(prompt: str) -> str:
-    # Instruction 2's reply leaves out its Main Task line, as a model may: the file's main_task is empty.
-    head = "Main Task: Write a news article about harbour storm 1.\n\n" if "storm 1" in prompt else ""
-    return f"{head}Revised Constraints:\n{_numbered(REVISED)}"
-
-
-def judge(content: str, constraints: str, *, terse: bool = False, note: bool = False) -> str:
-    lines, yes = [], 0
-    for m in re.finditer(r"^(\d+)\.\s*(.*)$", constraints, re.MULTILINE):
-        key = KEYS[m.group(2).strip()]
-        hit = next((line for line in content.split("\n") if key in line), None)
-        yes += hit is not None
-        if terse:
-            lines.append(f"{m.group(1)}. {'Yes' if hit else 'No'}")
-        else:
-            lines.append(f'{m.group(1)}. Yes - "{hit}"' if hit else f"{m.group(1)}. No - nothing on it (see [2]).")
-    lines.append(f"Number of constraints satisfied: {yes}")
-    if note:
-        lines.append("\nNote: the article is short, so several constraints could not fit.")
-    return "\n".join(lines)
-
-
-def write_run(folder: Path, *, with_eval: bool = True) -> dict[str, Path]:
-    """One research run, stage by stage, as its scripts chain the writers."""
-    folder.mkdir(parents=True, exist_ok=True)
-    merged = [{"Blog A": a, "Blog B": b} for a, b in BLOGS]
-    common = rw.constraints_common(merged, common_model, "gen-model")
-    base = rw.base_parallel(common, lambda task: BASE, "base-model")
-    base_eval = rw.evaluate(base, lambda c, k: judge(c, k), "judge-model", content_column="base_content")
-    hardened = rw.revise(common, base, revise_model, "gen-model", eval_df=base_eval if with_eval else None)
-    fitted = rw.fit(hardened, base, lambda b: FITTED, "fit-model", constraint_column="revised_constraints")
-    direct = rw.direct(common, lambda task: DIRECT, "direct-model")
-    fitted_summaries = rw.summarize(fitted, lambda t: "The storm came.\nThe port reopened.", "summ-model")
-    direct_summaries = rw.summarize(direct, lambda t: "The port reopened.", "summ-model", content_column="direct_content",
-                                    fail={2})
-    files = {
-        "common": rw.to_csv(common, folder / "common_constraints.csv"),
-        "base": rw.to_csv(base, folder / "base_generated.csv"),
-        "hardened": rw.to_csv(hardened, folder / "hardened_constraints.csv"),
-        "fitted": rw.to_csv(fitted, folder / "fitted_content.csv"),
-        "direct": rw.to_csv(direct, folder / "direct_content.csv"),
-        "fitted_summaries": rw.to_csv(fitted_summaries, folder / "fitted_summaries.csv"),
-        "direct_summaries": rw.to_csv(direct_summaries, folder / "direct_summaries.csv"),
-        "fitted_eval": rw.to_csv(rw.evaluate(fitted, lambda c, k: judge(c, k, note=True), "judge-model"),
-                                 folder / "fitted_evaluated.csv"),
-        "summary_eval": rw.to_csv(rw.evaluate(fitted_summaries, judge, "judge-model",
-                                              content_column="summarized_content"), folder / "summary_evaluated.csv"),
-        "direct_eval": rw.to_csv(rw.evaluate(direct, lambda c, k: judge(c, k, terse=True), "judge-model",
-                                             content_column="direct_content"), folder / "direct_evaluated.csv"),
-    }
-    if with_eval:
-        files["base_eval"] = rw.to_csv(base_eval, folder / "base_evaluated.csv")
-    return files
 
 
 def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
@@ -111,16 +37,18 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
     assert summary.run_id == "import-run1" and summary.condition == "eval, none"
     assert any("base_evaluated.csv: evaluation of base" in f for f in summary.files)
     insts = {(r["source_id"], r["condition"]): r for r in store.query("SELECT * FROM instructions")}
-    assert sorted(insts) == [("1", "none"), ("1/eval", "eval"), ("2", "none"), ("2/eval", "eval")]
+    # The revision joins the instruction of its original list; the direct generation answered the
+    # original list: that is an instruction of its own.
+    assert sorted(insts) == [("1", "eval"), ("1/none", "none"), ("2", "eval"), ("2/none", "none")]
     # The main task, not the article; the reviser's empty task falls back to the constraints file's.
-    assert insts[("2/eval", "eval")]["main_task"] == "Write a news article about harbour storm 2."
+    assert insts[("2", "eval")]["main_task"] == "Write a news article about harbour storm 2."
     # References from blog1/blog2, shared by both conditions of a pair.
     for (sid, _), inst in insts.items():
         a, b = (store.get_text(store.scalar("SELECT text_hash FROM articles WHERE id = ?", (inst[k],)))
                 for k in ("article_a", "article_b"))
         assert (a, b) == BLOGS[int(sid[0]) - 1]
     # The revised list active, the original kept as lineage.
-    eval_id = insts[("1/eval", "eval")]["id"]
+    eval_id = insts[("1", "eval")]["id"]
     rows = store.query("SELECT * FROM constraints WHERE instruction_id = ? ORDER BY active DESC, position", (eval_id,))
     assert [r["text"] for r in rows if r["active"]] == REVISED
     retired = {r["id"]: r["text"] for r in rows if not r["active"]}
@@ -130,8 +58,8 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
     # Responses credited to the models under test: fitted is an edit of the base article.
     gens = store.query("SELECT g.*, t.body FROM generations g JOIN texts t ON t.hash = g.text_hash ORDER BY g.id")
     responses = {(g["instruction_id"], g["model"], g["mode"]) for g in gens if g["kind"] == "response"}
-    none_ids = [insts[(s, "none")]["id"] for s in ("1", "2")]
-    eval_ids = [insts[(f"{s}/eval", "eval")]["id"] for s in ("1", "2")]
+    none_ids = [insts[(f"{s}/none", "none")]["id"] for s in ("1", "2")]
+    eval_ids = [insts[(s, "eval")]["id"] for s in ("1", "2")]
     assert responses == {*((i, "fit-model", "edit") for i in eval_ids), *((i, "direct-model", "direct") for i in none_ids)}
     base_of = store.query("SELECT base_generation_id FROM instructions WHERE id IN (?, ?)", tuple(eval_ids))
     assert all(store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", (r["base_generation_id"],)))
@@ -156,8 +84,13 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
     assert kinds == {("response", "fit-model"), ("response", "direct-model"), ("summary", "summ-model"),
                      ("base", "imported")}
     base_verdicts = [v for v in verdicts if v["kind"] == "base"]
-    assert {v["instruction_id"] for v in base_verdicts} == set(none_ids)
+    assert {v["instruction_id"] for v in base_verdicts} == set(eval_ids)  # the revised instruction's base article
     assert sum(v["verdict"] for v in base_verdicts) == 2 * 3  # harbour master, storm, knots
+    # ... judged on the list before revision, as a build judges it: the retired constraints too.
+    judged = {r["text"]: r["verdict"] for r in store.query(
+        "SELECT c.text, v.verdict FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+        " JOIN constraints c ON c.id = v.constraint_id WHERE g.kind = 'base' AND c.instruction_id = ?", (eval_id,))}
+    assert judged == {ORIGINAL[0]: 1, ORIGINAL[1]: 1, ORIGINAL[2]: 0, ORIGINAL[3]: 1, ORIGINAL[4]: 0}
     direct_verdicts = [v for v in verdicts if v["model"] == "direct-model"]
     assert sum(v["verdict"] for v in direct_verdicts) == 2 * 4 and not any(v["quote"] for v in direct_verdicts)
     # The closing note after item 5 is dropped with a warning, never glued onto constraint 5.
@@ -172,11 +105,39 @@ def test_revision_without_evaluation_is_direct_unless_the_condition_says(store, 
     files = write_run(tmp_path / "run2", with_eval=False)
     paths = [files["common"], files["hardened"]]
     summary = import_research_run(store, ImportOptions("research", paths[0]), paths)
-    assert summary.condition == "direct, none"
+    assert summary.condition == "direct"
     summary = import_research_run(store, ImportOptions("research", paths[0], name="as-eval", condition="common+eval"),
                                   paths)
-    assert summary.condition == "eval, none"
+    assert summary.condition == "eval"
     assert store.scalar("SELECT count(*) FROM instructions WHERE run_id = 'import-as-eval' AND condition = 'eval'") == 2
+
+
+def test_a_revised_list_joins_its_instruction_one_instruction_per_row(store, tmp_path):
+    """Issue 36: common and hardened constraints, fitted content, its summaries and two evaluation
+    files are as many instructions as the run has rows, each with both references and its revised
+    list, the original kept as lineage; not one more per revision."""
+    files = write_run(tmp_path / "run6", with_eval=False)
+    paths = [files[k] for k in ("common", "hardened", "fitted", "fitted_summaries", "fitted_eval", "summary_eval")]
+    summary = import_research_run(store, ImportOptions("research", paths[0]), paths)
+    insts = store.query("SELECT * FROM instructions ORDER BY source_id")
+    assert [(r["source_id"], r["condition"]) for r in insts] == [("1", "direct"), ("2", "direct")]
+    assert summary.added["instructions"] == len(BLOGS)
+    for inst, blogs in zip(insts, BLOGS, strict=True):
+        refs = tuple(store.get_text(store.scalar("SELECT text_hash FROM articles WHERE id = ?", (inst[k],)))
+                     for k in ("article_a", "article_b"))
+        assert refs == blogs
+        rows = store.query("SELECT * FROM constraints WHERE instruction_id = ? ORDER BY position", (inst["id"],))
+        assert [r["text"] for r in rows if r["active"]] == REVISED
+        retired = {r["id"]: r["text"] for r in rows if not r["active"]}
+        assert sorted(retired.values()) == sorted([ORIGINAL[0], ORIGINAL[3]])
+        assert sorted(retired[r["replaces_id"]] for r in rows if r["origin"] == "revised") == sorted(retired.values())
+    # The response, its summary and both evaluations hang on those two instructions.
+    kinds = store.query("SELECT g.kind, count(DISTINCT g.instruction_id) AS n, count(v.id) AS verdicts FROM generations g"
+                        " LEFT JOIN verdicts v ON v.generation_id = g.id GROUP BY g.kind ORDER BY g.kind")
+    assert [(k["kind"], k["n"], k["verdicts"]) for k in kinds] == [
+        ("base", 2, 0), ("response", 2, 2 * 5), ("summary", 2, 2 * 5)]
+    again = import_research_run(store, ImportOptions("research", paths[0]), list(reversed(paths)))
+    assert not again.added
 
 
 def test_single_article_constraints_and_every_file_alone(store, tmp_path):

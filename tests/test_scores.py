@@ -158,9 +158,8 @@ def _schema_1_store(path: Path) -> Path:
 
 
 async def test_the_app_migrates_before_its_store_wide_pass(tmp_path):
-    from app_support import settle
-
     from pipeline.store.database import SCHEMA_VERSION
+    from tests.support.app import settle
     from unspecific_tui.app import UnspecificApp
 
     path = _schema_1_store(tmp_path / "old.sqlite")
@@ -296,8 +295,7 @@ def test_no_change_is_lost_while_a_writer_and_refreshes_interleave(synthetic, tm
 
 @pytest.mark.parametrize("readonly", [False, True])
 async def test_the_app_scores_changed_texts_into_the_store_unless_read_only(synthetic, readonly):
-    from app_support import settle
-
+    from tests.support.app import settle
     from unspecific_tui.app import UnspecificApp
 
     path, store = synthetic

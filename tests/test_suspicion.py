@@ -213,13 +213,13 @@ def test_copied_phrases_needs_a_reference_and_the_response() -> None:
 
 
 def test_lost_is_the_one_flipped_definition(tmp_path: Path) -> None:
-    from tests.test_one_truth import _flipped_by_hand, random_store
+    from tests.support.random_stores import flipped_by_hand, random_store
 
     for seed in range(6):
         store = random_store(tmp_path / f"r{seed}.sqlite", seed)
         for ratio in (0.25, 0.5):
             lost = {(e.constraint_id, e.response_id) for e in suspicion_queue(store, ratio=ratio, enabled=("lost",))}
-            assert lost == _flipped_by_hand(store.conn, ratio), (seed, ratio)
+            assert lost == flipped_by_hand(store.conn, ratio), (seed, ratio)
         store.close()
 
 

@@ -27,11 +27,12 @@ from unspecific_tui.data import Analysis, AppView, compute_analysis, merge_metri
 from unspecific_tui.following import Following
 from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
 from unspecific_tui.stages import Registry
+from unspecific_tui.textual_check import app_names_ok, private_api_problem
 from unspecific_tui.widgets.footer import SCREENS_GROUP
 
 if TYPE_CHECKING:
     from pipeline.core.config import Config
-    from pipeline.store.database import Store
+    from pipeline.store.app_writer import AnnotationWriter
     from pipeline.store.marks import MarkWriter
     from unspecific_tui.demo_child import DemoChild
 
@@ -138,7 +139,7 @@ class UnspecificApp(App[None]):
         self.demo: DemoChild | None = None  # while the demo runs
         self.store_path = Path(store_path)
         self.readonly = readonly
-        self._store: Store | None = None
+        self._labels: AnnotationWriter | None = None
         self.view = self._open_view()
         self.config_path = config_path
         self._config = config
@@ -164,28 +165,30 @@ class UnspecificApp(App[None]):
     def _open_view(self) -> AppView:
         """The UI thread's read-only view, so the first screen does not wait for sqlite-utils.
 
-        A new or empty file goes through ``open_store`` at once (it creates the schema), and so
-        does a file that is not a store (``open_store`` says why); an existing store is validated
-        (and migrated) by ``open_store`` right after the first paint.
+        A new or empty file is prepared at once (``prepare_store`` creates the schema), and so is
+        a file that is not a store (it says why); an existing store is validated (and migrated)
+        by ``prepare_store`` right after the first paint.
         """
         new = not self.store_path.exists() or self.store_path.stat().st_size == 0
         view = None if new else AppView.open_if_store(self.store_path)
         if view is None:
-            self._store = self._open_store()  # creates the schema, or raises StoreError with the reason
+            self._prepare_store()  # creates the schema, or raises StoreError with the reason
             view = AppView.open(self.store_path)
         return view
 
-    def _open_store(self) -> Store:
-        from pipeline.store.database import open_store
+    def _prepare_store(self) -> None:
+        from pipeline.store.view import prepare_store
 
-        return open_store(self.store_path, readonly=self.readonly)
+        prepare_store(self.store_path, readonly=self.readonly)
 
     @property
-    def store(self) -> Store:
-        """The pipeline Store (sqlite-utils), for writes through pipeline functions."""
-        if self._store is None:
-            self._store = self._open_store()
-        return self._store
+    def labels(self) -> AnnotationWriter:
+        """The narrow writer of people's labels (the app writes nothing else itself)."""
+        if self._labels is None:
+            from pipeline.store.app_writer import AnnotationWriter
+
+            self._labels = AnnotationWriter(self.store_path)
+        return self._labels
 
     # -- lifecycle ---------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -195,6 +198,11 @@ class UnspecificApp(App[None]):
 
     def _after_first_paint(self) -> None:
         self._validate_store()
+        # After the first paint: reading Textual's version costs some 50 ms the first screen need not wait.
+        problem = private_api_problem()
+        if problem is not None:  # said once, at start: the app works on, with Textual's stock widgets
+            self.log.warning(problem)
+            self.notify(problem, title="Textual version", severity="warning", timeout=20)
 
     @work(thread=True, exclusive=True, group="open-store", exit_on_error=False)
     def _validate_store(self) -> None:
@@ -203,14 +211,10 @@ class UnspecificApp(App[None]):
         from pipeline.core.errors import UnspecificError
 
         try:
-            store = self._open_store()
+            self._prepare_store()
         except UnspecificError as exc:
             self.call_from_thread(self.show_error, exc.title, exc.msg)
             return
-        if self._store is None:
-            self._store = store
-        else:
-            store.close()
         self.call_from_thread(self.refresh_analysis)
 
     # -- the auditor's marks ---------------------------------------------------------------
@@ -251,8 +255,8 @@ class UnspecificApp(App[None]):
             self._mark_writer.close()
         if self.demo is not None:
             self.demo.stop()  # quitting keeps everything: each unit was committed as it finished
-        if self._store is not None:
-            self._store.close()
+        if self._labels is not None:
+            self._labels.close()
         self.view.close()
 
     def watch_run_id(self) -> None:
@@ -291,12 +295,12 @@ class UnspecificApp(App[None]):
         self.post_message(AnalysisReady(analysis))
         if not analysis.rows:
             return
+        from pipeline.analysis.families import family_levels
         from pipeline.analysis.judge_validation import judge_scores, judge_validation_by_name
         from pipeline.analysis.metrics import compute_metrics
-        from pipeline.outputs.report import family_levels
-        from pipeline.store.database import open_store
 
-        store = open_store(self.store_path, readonly=True)
+        view = StoreView.open(self.store_path)  # this thread's own read-only view
+        store = view.analysis_store
         try:
             metrics = compute_metrics(store, seed=self.sample_seed)
             judges = judge_validation_by_name(judge_scores(store, seed=self.sample_seed))
@@ -306,7 +310,7 @@ class UnspecificApp(App[None]):
 
             correction = corrected_metrics(store, metrics, seed=self.sample_seed)
         finally:
-            store.close()
+            view.close()
         merged = merge_metrics(analysis, metrics)
         merged.judges_validated = judges
         merged.families = families
@@ -374,7 +378,9 @@ class UnspecificApp(App[None]):
         """Quitting asks a running stage to stop after its current unit (finished work is kept)."""
         from unspecific_tui.screens.build import BuildScreen
 
-        for stack in self._screen_stacks.values():
+        # Every mode's screens (a private name, guarded: else the current mode's, textual_check.py).
+        stacks = self._screen_stacks.values() if app_names_ok(self) else [self.screen_stack]
+        for stack in stacks:
             for screen in stack:
                 if isinstance(screen, BuildScreen) and screen.stop_flag is not None:
                     screen.stop_flag.stop("app closed")

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core.definitions import DEFAULT_RATIO, LEXICAL_FLAGS
+from pipeline.core.definitions import DEFAULT_RATIO, LEXICAL_FLAGS, same_ratio, shown_ratio
 from pipeline.store.view import StoreView, TextTotals, Writer
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class Analysis:
     # in it is unvalidated.
     judges_validated: dict[str, Any] = field(default_factory=dict)
     # Satisfaction against the number of constraints, per instruction family (CS4's levels of
-    # specificity: pipeline.outputs.report.family_levels, the rows `report` prints); empty without families.
+    # specificity: pipeline.analysis.families.family_levels, the rows `report` prints); empty without families.
     families: list[Any] = field(default_factory=list)
     # Org, Core and superficial corrected for each judge's measured error (pipeline.analysis.correction
     # .Correction, the rows `report` prints), with the metrics; None until then.
@@ -136,8 +136,9 @@ def compute_analysis(view: StoreView, *, run_id: str | None = None, ratio: float
     Per-constraint outcomes are read when a screen shows a constraint."""
     gens = view.text_totals(run_id)
     ratios = sorted({g.ratio for g in gens if g.kind == "summary" and g.ratio is not None}, reverse=True)
-    if ratio is None or ratio not in ratios:
-        ratio = DEFAULT_RATIO if DEFAULT_RATIO in ratios or not ratios else ratios[0]
+    # The rule `report`, the HTML report and export share; DEFAULT_RATIO while nothing is summarised.
+    shown = shown_ratio(ratios, ratio)
+    ratio = DEFAULT_RATIO if shown is None else shown
     summary_of: dict[int | None, TextTotals] = {}
     for g in sorted(gens, key=lambda g: g.id):  # the first summary at the ratio (by id), as Audit shows
         if g.kind == "summary" and g.ratio == ratio:
@@ -164,7 +165,7 @@ def compute_analysis(view: StoreView, *, run_id: str | None = None, ratio: float
 
 def merge_metrics(analysis: Analysis, metrics: Any) -> Analysis:
     """Take Org, Core and the superficial share from pipeline.analysis.metrics (the report's numbers)."""
-    by_response = {r.response_id: r for r in metrics.rows if r.ratio is not None and abs(r.ratio - analysis.ratio) < 1e-9}
+    by_response = {r.response_id: r for r in metrics.rows if r.ratio is not None and same_ratio(r.ratio, analysis.ratio)}
     full_only = {r.response_id: r for r in metrics.rows if r.ratio is None}
     for row in analysis.rows:
         m = by_response.get(row.response_id)

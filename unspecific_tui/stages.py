@@ -5,19 +5,16 @@ max_units)`` (the convention of pipeline.stages). The registry maps a stage name
 that imports its module lazily, so the app opens when a stage module is absent or broken,
 and tests inject fake stage functions instead.
 
-Each run gets its own store connection and its own event loop in a worker thread: the UI
-thread never waits on SQLite writes or LLM calls.
+A stage runs through pipeline.stages.step (its own store and event loop, in a worker thread):
+the UI thread never waits on SQLite writes or LLM calls, and the app never opens a Store.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import importlib
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pipeline.core.progress import ProgressHook, StopFlag
@@ -90,81 +87,3 @@ def available(spec: StageSpec) -> bool:
         return importlib.util.find_spec(spec.module) is not None
     except (ImportError, ValueError):
         return False
-
-
-def make_options(fn: StageFn, run_id: str, config: Any = None, stored: dict[str, Any] | None = None) -> Any:
-    """Options for a stage: its ``options`` parameter's dataclass, from the run's stored options
-    (what the run was created with), the run id filled in, and the config's defaults."""
-    try:
-        hints = inspect.get_annotations(fn, eval_str=True)
-    except Exception:  # noqa: BLE001 - unresolvable annotations: fall back to a plain dict
-        hints = {}
-    kind = hints.get("options")
-    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
-        return {**(stored or {}), "run_id": run_id}
-    names = {f.name for f in dataclasses.fields(kind)}
-    values = {k: v for k, v in (stored or {}).items() if k in names}
-    if "run_id" in names:
-        values["run_id"] = run_id
-    if "build_run" in names:
-        values["build_run"] = run_id
-    from_config = getattr(kind, "from_config", None)
-    if config is not None and callable(from_config):
-        return from_config(config, **values)
-    return kind(**values)
-
-
-def stored_options(store: Any, run_id: str) -> dict[str, Any]:
-    """The options the run was created with ({} when unknown or unreadable)."""
-    import json
-
-    from pipeline.store.runs import run_config
-
-    config = run_config(store, run_id)
-    try:
-        return dict(json.loads(config).get("options") or {}) if config else {}
-    except (ValueError, AttributeError):
-        return {}
-
-
-def run_stage_blocking(
-    fn: StageFn,
-    *,
-    store_path: Path,
-    config: Any,
-    run_id: str,
-    progress: ProgressHook,
-    stop: StopFlag,
-    max_units: int | None,
-    spec: StageSpec | None = None,
-    options: Any = None,
-) -> Any:
-    """Run one stage to completion (or to ``max_units``/``stop``) on this thread's own loop."""
-    from pipeline.store.database import open_store
-
-    # The one writer of the store while it runs: a CLI command writing the same store is refused,
-    # and this stage is refused while one is at work (shown as an error box).
-    store = open_store(store_path, writer="the app's Build screen")
-    try:
-        if options is None:
-            options = make_options(fn, run_id, config, stored_options(store, run_id))
-        return asyncio.run(_run(fn, store, config, run_id, options, progress, stop, max_units, spec))
-    finally:
-        store.close()
-
-
-async def _run(fn: StageFn, store: Any, config: Any, run_id: str, options: Any, progress: ProgressHook,
-               stop: StopFlag, max_units: int | None, spec: StageSpec | None) -> Any:
-    if spec is not None and not spec.needs_client:
-        return await fn(store, config, None, options, progress=progress, stop=stop, max_units=max_units)
-    from pipeline.core.progress import ProgressEvent
-    from pipeline.stages.runs import open_client
-
-    stage = spec.name if spec is not None else ""
-
-    def on_event(kind: str, detail: str) -> None:  # the client's retries, waits, local server start
-        progress(ProgressEvent(stage, 0, 0, f"{kind}: {detail}", kind="log"))
-
-    # The stages add their usage to the run unit by unit (pipeline.stages.units), as in the CLI.
-    async with open_client(config, store, run_id=run_id, on_event=on_event) as client:
-        return await fn(store, config, client, options, progress=progress, stop=stop, max_units=max_units)

@@ -8,8 +8,9 @@
 - ``copied_ngram``: passages of >= n words copied from either reference, with character spans
   in the constraint and in the reference (pipeline.analysis.copying).
 - ``duplicate``: near-duplicates within the list (rapidfuzz token-sort ratio).
-- ``contradiction``: the optional LLM check (``check_contradictions``): pairs of constraints no
-  single text could satisfy, stored in ``contradictions`` and flagged on both constraints.
+- ``contradiction``: the optional LLM check (pipeline.stages.contradictions, which asks the model
+  and writes; ``parse_contradictions`` here reads its reply): pairs of constraints no single text
+  could satisfy, stored in ``contradictions`` and flagged on both constraints.
 
 Each flag's ``detail`` is JSON that the app shows and highlights from.
 """
@@ -26,7 +27,7 @@ from pipeline.core.definitions import LEXICAL_FLAGS
 from pipeline.store.articles import article_text_hash
 from pipeline.store.constraints import active_constraints
 from pipeline.store.database import Store
-from pipeline.store.flags import CONTRADICTION, ConstraintFlag, Contradiction, replace_contradictions, replace_flags
+from pipeline.store.flags import ConstraintFlag, replace_flags
 from pipeline.store.instructions import get_instruction
 from pipeline.store.pairs import pair_partner
 
@@ -206,22 +207,7 @@ def _article_text(store: Store, article_id: int | None) -> str:
     return store.get_text(text_hash) if text_hash else ""
 
 
-# -- joint satisfiability (LLM) -------------------------------------------------------------------
-
-CONTRADICTIONS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "contradictions": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "reason": {"type": "string"}},
-                "required": ["a", "b"],
-            },
-        }
-    },
-    "required": ["contradictions"],
-}
+# -- joint satisfiability: the model's reply (pipeline.stages.contradictions asks it) ----------------
 
 
 def parse_contradictions(data: Any, n: int) -> list[tuple[int, int, str]]:
@@ -242,32 +228,3 @@ def parse_contradictions(data: Any, n: int) -> list[tuple[int, int, str]]:
         if 1 <= a < b <= n and (a, b) not in out:
             out[(a, b)] = str(item.get("reason") or "")
     return [(a, b, r) for (a, b), r in out.items()]
-
-
-async def check_contradictions(store: Store, client: Any, endpoint: str, instruction_id: int) -> int:
-    """Ask the LLM which pairs of the active constraints contradict; store them and flag both
-    sides. Returns the number of pairs. A repeat costs nothing: the call is cached."""
-    from pipeline.llm.client import Params
-    from pipeline.llm.prompts import defuse, load_template, numbered
-
-    inst = get_instruction(store, instruction_id)
-    rows = active_constraints(store, instruction_id)
-    if inst is None or len(rows) < 2:
-        return 0
-    template = load_template("contradictions")
-    messages = template.render(main_task=defuse(inst.main_task or ""), constraints=numbered([r.text for r in rows]),
-                               n=len(rows))
-    pairs, _ = await client.chat_json(
-        endpoint, messages, schema=CONTRADICTIONS_SCHEMA, validate=lambda d: parse_contradictions(d, len(rows)),
-        template=template, params=Params(max_tokens=800),
-    )
-    found: list[Contradiction] = []
-    by_constraint: dict[int, list[dict[str, Any]]] = {}
-    for a, b, reason in pairs:
-        ca, cb = rows[a - 1].id, rows[b - 1].id
-        found.append(Contradiction(ca, cb, reason))
-        by_constraint.setdefault(ca, []).append({"constraint_id": cb, "reason": reason})
-        by_constraint.setdefault(cb, []).append({"constraint_id": ca, "reason": reason})
-    replace_contradictions(store, instruction_id, found,
-                           [ConstraintFlag(cid, CONTRADICTION, {"with": others}) for cid, others in by_constraint.items()])
-    return len(pairs)

@@ -100,8 +100,86 @@ def selected_texts(*, quick: bool = False) -> tuple[CheckText, ...]:
     return tuple(t for t in check_set() if t.quick or not quick)
 
 
-def entry_kinds() -> dict[str, str]:
-    return {e.key: e.kind for t in check_set() for e in t.entries}
+def entry_kinds(texts: Sequence[CheckText] | None = None) -> dict[str, str]:
+    """Item key -> its kind, in ``texts`` (default: the shipped set)."""
+    return {e.key: e.kind for t in (check_set() if texts is None else texts) for e in t.entries}
+
+
+# -- a user's own set (validate judges --items FILE.jsonl) --------------------------------------------
+
+
+OWN_SOURCE = "own"  # the judge_checks source of a user's own set
+
+
+class CheckFileError(ValueError):
+    """A user's check file is malformed: the message names the file and line."""
+
+
+def load_check_file(path: str) -> tuple[CheckText, ...]:
+    """A check set in the shipped set's format: one JSON object a line, ``{"id", "text", "items":
+    [{"id"?, "constraint", "truth", "kind"?}], "domain"?}``. Item ids default to the item's position;
+    a missing kind is ``unlabelled``; the domain defaults to ``own``. Raises CheckFileError naming the
+    first bad line."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        raise CheckFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckFileError(f"{path}: cannot be read as UTF-8 text ({exc})") from None
+    texts: list[CheckText] = []
+    seen: set[str] = set()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        text = _own_text(line, f"{path}, line {n}")
+        if text.key in seen:
+            raise CheckFileError(f"{path}, line {n}: text id {text.key!r} is used twice")
+        seen.add(text.key)
+        texts.append(text)
+    if not texts:
+        raise CheckFileError(f"{path}: no texts (one JSON object a line, as pipeline/analysis/judge_check_data/*.jsonl)")
+    return tuple(texts)
+
+
+def _own_text(line: str, where: str) -> CheckText:
+    try:
+        raw = json.loads(line)
+    except ValueError as exc:
+        raise CheckFileError(f"{where}: not JSON ({exc.args[0] if exc.args else exc})") from None
+    if not isinstance(raw, dict):
+        raise CheckFileError(f"{where}: expected a JSON object with text and items")
+    text_id, text, items = raw.get("id"), raw.get("text"), raw.get("items")
+    if not isinstance(text_id, (str, int)) or isinstance(text_id, bool) or str(text_id).strip() == "" \
+            or "." in str(text_id):
+        raise CheckFileError(f"{where}: id must be a text's name without dots, got {text_id!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise CheckFileError(f"{where}: text must be a non-empty string")
+    if not isinstance(items, list) or not items:
+        raise CheckFileError(f"{where}: items must be a non-empty list of {{constraint, truth, kind}}")
+    domain = raw.get("domain", "own")
+    if not isinstance(domain, str) or not domain:
+        raise CheckFileError(f"{where}: domain must be a string, got {domain!r}")
+    entries = []
+    keys: set[str] = set()
+    for k, item in enumerate(items, 1):
+        at = f"{where}: item {k}"
+        if not isinstance(item, dict):
+            raise CheckFileError(f"{at}: expected an object with constraint, truth and kind")
+        constraint, truth, kind = item.get("constraint"), item.get("truth"), item.get("kind", "unlabelled")
+        if not isinstance(constraint, str) or not constraint.strip():
+            raise CheckFileError(f"{at}: constraint must be a non-empty string")
+        if not isinstance(truth, bool):
+            raise CheckFileError(f"{at}: truth must be true or false, got {truth!r}")
+        if not isinstance(kind, str) or not kind:
+            raise CheckFileError(f"{at}: kind must be a string, got {kind!r}")
+        item_id = str(item.get("id", k))
+        key = item_id if item_id.startswith(f"{text_id}.") else f"{text_id}.{item_id}"
+        if key in keys:
+            raise CheckFileError(f"{at}: item id {item_id!r} is used twice in this text")
+        keys.add(key)
+        entries.append(CheckEntry(key, constraint, truth, kind))
+    return CheckText(str(text_id), domain, text, False, tuple(entries))
 
 
 # -- scores ------------------------------------------------------------------------------------
@@ -142,11 +220,13 @@ def _score(judge: str, by: str, group: str, items: Sequence[CheckItem], n_resamp
         return CheckScore(judge, by, group, 0, missing, NAN_INTERVAL, NAN_INTERVAL, NAN_INTERVAL, math.nan,
                           NAN_INTERVAL)
     # Per item (the unit resampled): correct, answered, true positive, positive, true negative,
-    # negative, Yes with a found quote, Yes.
+    # negative, Yes with a found quote, Yes the judge was to quote (a yes_no judge's, read from P(Yes),
+    # carries at most a located sentence: its quote share is "-", not 0).
     sums = np.zeros((len(answered), 8))
     for k, i in enumerate(answered):
         t, v = bool(i.truth), bool(i.verdict)
-        sums[k] = [t == v, 1, t and v, t, not t and not v, not t, v and i.quote_found in FOUND, v]
+        sums[k] = [t == v, 1, t and v, t, not t and not v, not t, v and i.quote_found in FOUND,
+                   v and i.p_yes is None]
 
     def rate(num: int, den: int) -> Interval:
         return bootstrap_ratio(sums[:, num], sums[:, den], n_resamples=n_resamples, seed=seed)
@@ -159,9 +239,11 @@ def _score(judge: str, by: str, group: str, items: Sequence[CheckItem], n_resamp
     return CheckScore(judge, by, group, len(answered), missing, rate(0, 1), rate(2, 3), rate(4, 5), kappa, found)
 
 
-def check_scores(check: JudgeCheck, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[CheckScore]:
-    """A judge's stored built-in check scored over all items, per domain, and per kind of item."""
-    kinds = entry_kinds()
+def check_scores(check: JudgeCheck, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                 texts: Sequence[CheckText] | None = None) -> list[CheckScore]:
+    """A judge's stored check scored over all items, per domain, and per kind of item (kinds from
+    ``texts``, default the shipped set)."""
+    kinds = entry_kinds(texts)
     groups: list[tuple[str, str, list[CheckItem]]] = [("all", "all", list(check.items))]
     by_domain: dict[str, list[CheckItem]] = defaultdict(list)
     by_kind: dict[str, list[CheckItem]] = defaultdict(list)
@@ -170,5 +252,6 @@ def check_scores(check: JudgeCheck, *, n_resamples: int = DEFAULT_RESAMPLES, see
         by_kind[kinds.get(item.item_key, "unknown")].append(item)
     order = {d: k for k, d in enumerate(DOMAINS)}
     groups += [("domain", d, by_domain[d]) for d in sorted(by_domain, key=lambda d: (order.get(d, len(order)), d))]
-    groups += [("kind", k, by_kind[k]) for k in (*KINDS, "unknown") if k in by_kind]
+    groups += [("kind", k, by_kind[k]) for k in (*KINDS, *sorted(set(by_kind) - set(KINDS) - {"unknown"}), "unknown")
+               if k in by_kind]
     return [_score(check.judge, by, group, items, n_resamples, seed) for by, group, items in groups]

@@ -50,7 +50,7 @@ import numpy as np
 from pipeline.analysis.metrics.base import Filters
 from pipeline.analysis.metrics.items import Item, constraint_items
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, cohen_kappa
-from pipeline.core.definitions import DEFAULT_RATIO, passes
+from pipeline.core.definitions import DEFAULT_RATIO, passes, same_ratio
 from pipeline.core.errors import UnspecificError
 from pipeline.store.annotations import labels_by_item
 from pipeline.store.validation import (
@@ -613,7 +613,7 @@ def depth_profile(store: Store, plan: Plan, labels: dict[tuple[int, int], dict[s
         items = _items_by_key(store, ratio, plan.run, [r for _, r in labelled])
         values = [float(consensus(labels[k], annotator) == "superficial")
                   for k, i in items.items() if i.flipped and k in labelled]
-        total = next((n for r, n in totals.items() if abs(r - ratio) < 1e-9), 0)
+        total = next((n for r, n in totals.items() if same_ratio(r, ratio)), 0)
         out.append(DepthPoint(ratio, total, len(values),
                               bootstrap_mean(values, n_resamples=n_resamples, seed=seed) if values else NAN_INTERVAL))
     return out

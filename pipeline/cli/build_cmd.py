@@ -16,6 +16,7 @@ CONDITION_HELP = "comma-separated: single (one article, CS4 style), none (common
 
 def register(sub: argparse._SubParsersAction) -> None:
     from pipeline.cli.common import DRY_RUN_HELP, nonempty_csv, positive_int
+    from pipeline.core.definitions import JUDGING_MODES
 
     p = sub.add_parser("build", help="synthesize and revise instructions per condition (single, none, direct, eval)")
     p.add_argument("--domain", default=None, help="domain of the pairs to build on (default: news)")
@@ -25,12 +26,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="constraints per instruction (default 39, config [build] n_constraints)")
     p.add_argument("--words", type=positive_int, default=None, help="base article length in words (default 500)")
     p.add_argument("--rule", choices=["paper", "research"], default=None, help="which pairing rule's pairs to use (default paper)")
-    p.add_argument("--run", default=None, dest="run_id", help="run id: resume this run (default: the id of an identical build, so repeating a command resumes it)")
+    named = p.add_mutually_exclusive_group()
+    named.add_argument("--run", default=None, dest="run_id", metavar="NAME",
+                       help="resume this build run with its stored options (an unknown NAME lists the runs, exit 2)")
+    named.add_argument("--new-run", default=None, dest="new_run", metavar="NAME",
+                       help="start a new build run named NAME (again with the same options: resume it); default: "
+                       "the id of an identical build, so repeating a command resumes it")
     p.add_argument("--contradictions", action="store_true", default=None,
                    help="also ask the LLM which constraint pairs contradict each other")
     p.add_argument("--embedder", default=None, help="embedding model for the specificity-leak flag (mpnet, minilm); default lexical only")
-    p.add_argument("--judging-mode", choices=["batched", "per_constraint"], default=None, dest="judging_mode",
-                   help="how the base article is judged (default batched)")
+    p.add_argument("--judging-mode", choices=JUDGING_MODES, default=None, dest="judging_mode",
+                   help="how the base article is judged (default: the base judge's own; yes_no for the embedded model)")
     p.add_argument("--repair-rounds", type=positive_int, default=None, dest="repair_rounds",
                    help="rounds asking for the missing items of a short list (at most 10 a round) before the "
                         "instruction is recorded as failed (default 1; a 1.5B local model needs up to 8 to reach 39)")
@@ -52,21 +58,26 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config_from(args)
     store = open_store_from(args)
+    run_id = args.run_id or getattr(args, "new_run", None)
     given = dict(
         domain=args.domain, n=args.n, conditions=args.conditions,
-        n_constraints=args.n_constraints, words=args.words, rule=args.rule, run_id=args.run_id,
+        n_constraints=args.n_constraints, words=args.words, rule=args.rule, run_id=run_id,
         contradictions=args.contradictions, embedder=args.embedder, judging_mode=args.judging_mode,
         repair_rounds=args.repair_rounds,
     )
-    # Resuming a run: its stored options, with what the command line gives on top.
-    if args.run_id:
-        try:
-            check_build_run(store, args.run_id, shaped=any(given[k] is not None for k in SHAPING))
-        except BaseException:
-            store.close()
-            raise
-    stored = _stored_options(store, args.run_id) if args.run_id else {}
-    options = BuildOptions.from_config(config, **{**stored, **{k: v for k, v in given.items() if v is not None}})
+    given = {k: v for k, v in given.items() if v is not None}
+    try:
+        # Resuming a run: its stored options, with what the command line gives on top.
+        stored: dict = {}
+        if run_id:
+            check_build_run(store, run_id, new=args.run_id is None)
+            stored = _stored_options(store, run_id)
+            if args.run_id is None and stored:
+                _check_same_build(run_id, stored, BuildOptions.from_config(config, **given))
+        options = BuildOptions.from_config(config, **{**stored, **given})
+    except BaseException:
+        store.close()
+        raise
     try:
         if getattr(args, "dry_run", False):
             return _dry_run(store, config, options, args, console())
@@ -89,8 +100,18 @@ def _dry_run(store, config, options, args, out) -> int:  # noqa: ANN001 - CLI gl
     return 0
 
 
-# Options that say what to build: with one of them, `--run NAME` may name a new run.
-SHAPING = ("domain", "n", "conditions", "n_constraints", "words", "rule")
+def _check_same_build(run_id: str, stored: dict, options) -> None:  # noqa: ANN001
+    """`--new-run NAME` again with the same options resumes NAME (a killed command is repeated as it
+    was); with other options it is a second run under a taken name: exit 2."""
+    import dataclasses
+
+    from pipeline.core.errors import StageError
+
+    fresh = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(options).items()}
+    differ = sorted(k for k, v in stored.items() if k != "run_id" and fresh.get(k) != v)
+    if differ:
+        raise StageError(f"--new-run {run_id}: a build run of that name exists with other options ({', '.join(differ)});"
+                         f" resume it with --run {run_id}, or name the new run otherwise")
 
 
 def _stored_options(store, run_id: str) -> dict:  # noqa: ANN001

@@ -7,12 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from pipeline.core.formats import BUNDLED, FORMATS
+
 if TYPE_CHECKING:
     from pipeline.core.progress import ProgressHook
 
-# Copies of pipeline.stages.corpus.FORMATS/BUNDLED: importing that module here would slow `--help`.
-FORMATS = ("jsonl", "csv", "folder", "bbc-news", "news-articles")
-BUNDLED = ("bbc-news", "news-articles")
 STAGE_LABELS = {"corpus": "import", "embed": "embed", "dedupe": "near-duplicates", "pair": "pair"}
 
 

@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="BBC News articles to import, in file order: the first topic is business (default 60)")
     p.add_argument("--embedder", default=None, help="embedding model for pairing (default mpnet; minilm is faster)")
     p.add_argument("--no-app", action="store_true", help="run in the terminal with progress bars, then print the report")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the quick built-in judge check at the end (42 items, about a minute; it calibrates the "
+                   "judge and gives the report corrected rates)")
     # The app runs the demo as `demo --no-app --events` and reads one JSON object a line.
     p.add_argument("--events", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
@@ -33,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def demo_options(args: argparse.Namespace):  # noqa: ANN201 - DemoOptions, imported lazily
     from pipeline.stages.demo import DemoOptions
 
-    return DemoOptions(pairs=args.pairs, constraints=args.constraints, articles=args.articles, embedder=args.embedder)
+    return DemoOptions(pairs=args.pairs, constraints=args.constraints, articles=args.articles, embedder=args.embedder,
+                       judge_check=not getattr(args, "no_check", False))
 
 
 def child_argv(args: argparse.Namespace) -> list[str]:
@@ -47,6 +51,8 @@ def child_argv(args: argparse.Namespace) -> list[str]:
              "--articles", str(args.articles)]
     if args.embedder:
         argv += ["--embedder", args.embedder]
+    if getattr(args, "no_check", False):
+        argv.append("--no-check")
     return argv
 
 
@@ -84,12 +90,14 @@ def judge_check_argv(args: argparse.Namespace) -> list[str]:
 
 
 def offer_judge_check(args: argparse.Namespace) -> bool:
-    """The demo's judge is unvalidated: offer the quick built-in check (asked on a terminal, else named).
-    True when it ran."""
+    """When the demo's judges are still unvalidated (the demo ran with --no-check, or stopped before its
+    check): offer the quick built-in check (asked on a terminal, else named). True when it ran."""
     from pipeline.analysis.judge_check import selected_texts
     from pipeline.cli import main
     from pipeline.cli.common import console
 
+    if _judges_checked(args):
+        return False
     texts = selected_texts(quick=True)
     out = console()
     out.print(f"[bold]The demo's judge is unvalidated.[/] The quick built-in check measures it on "
@@ -105,6 +113,24 @@ def offer_judge_check(args: argparse.Namespace) -> bool:
     if answer not in ("y", "yes"):
         return False
     return main(judge_check_argv(args)) == 0
+
+
+def _judges_checked(args: argparse.Namespace) -> bool:
+    """Every configured judge has a built-in check stored in the demo's store."""
+    from pathlib import Path
+
+    from pipeline.cli import store_path
+    from pipeline.cli.common import load_config_from, open_store_from
+    from pipeline.store.judge_checks import all_checks
+
+    if not Path(store_path(args)).exists():
+        return False
+    store = open_store_from(args, create=False, reading=True)
+    try:
+        checked = {c.judge for c in all_checks(store) if c.source == "builtin"}
+    finally:
+        store.close()
+    return set(load_config_from(args).roles.judges) <= checked
 
 
 def _json_events():  # noqa: ANN202 - (progress hook, auditable hook)

@@ -30,6 +30,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from pipeline.cli.common import nonempty_csv as parse_csv
+    from pipeline.core.definitions import JUDGING_MODES
 
     p = sub.add_parser("evaluate", help="responses of the models under test, summaries, and judges' verdicts",
                        description="For each finished instruction and model under test: a response (direct or edit "
@@ -42,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="direct: write from the instruction; edit: revise the constraint-blind base article")
     p.add_argument("--ratios", type=_ratios, default=None, metavar="0.5,0.25,0.1",
                    help="summary ratios (default: [evaluate] ratios, else 0.25)")
-    p.add_argument("--judging", choices=["batched", "per_constraint"], default=None,
-                   help="batched: all constraints in one call; per_constraint: one call each")
+    p.add_argument("--judging", choices=JUDGING_MODES, default=None,
+                   help="for every judge (default: each judge's own; yes_no for the embedded model): batched, all "
+                   "constraints in one call; per_constraint, one call each; yes_no, one token each, read from P(Yes)")
     p.add_argument("--words", dest="response_words", type=int, default=None, help="response length asked for (default 500)")
     p.add_argument("--instructions", type=_ids, default=None, metavar="1,2", help="only these instruction ids")
     p.add_argument("--rejudge", action="store_true",

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    " suspicious first (JSONL; CSV when --out ends in .csv)")
     p.add_argument("--reasons", metavar="LIST", help="with --suspicious: only these reasons, comma-separated, of"
                    " similar,copied,lost,split,unquoted (pipeline.analysis.suspicion.REASONS; default all)")
-    p.add_argument("--ratio", type=ratio, default=None, help=f"with --suspicious: the summary ratio (default {DEFAULT_RATIO:g})")
+    p.add_argument("--ratio", type=ratio, default=None, help=f"with --suspicious: the summary ratio (default {DEFAULT_RATIO:g}, else the nearest summarised)")
     p.add_argument("--limit", type=int, default=None, help="with --suspicious: at most this many rows")
     p.set_defaults(func=run)
 
@@ -43,7 +43,8 @@ def _run_suspicious(args: argparse.Namespace) -> int:
     store = open_store_from(args, create=False, reading=True)
     try:
         check_filters(store, Filters(run=args.run))
-        n, missing = write_suspicious(store, args.out, ratio=args.ratio, enabled=enabled, run_id=args.run,
+        ratio = _shown_ratio(store, args.run, args.ratio)
+        n, missing = write_suspicious(store, args.out, ratio=ratio, enabled=enabled, run_id=args.run,
                                       limit=args.limit)
     finally:
         store.close()
@@ -53,6 +54,19 @@ def _run_suspicious(args: argparse.Namespace) -> int:
         if missing:
             out.print(f"[yellow]{MISSING_COPY}[/]")
     return 0
+
+
+def _shown_ratio(store, run_id: str | None, asked: float | None) -> float | None:  # noqa: ANN001
+    """The ratio the ranking is written at: the rule `report` and the app share; an asked-for
+    ratio with no summaries is refused (exit 2) before any ranking."""
+    from pipeline.core.definitions import shown_ratio, unknown_ratio
+    from pipeline.core.errors import UnspecificError
+    from pipeline.store.generations import summary_ratios
+
+    ratios = summary_ratios(store, run_id)
+    if asked is not None and (why := unknown_ratio(asked, ratios, store.path)) is not None:
+        raise UnspecificError(why)
+    return shown_ratio(ratios, asked)
 
 
 def run(args: argparse.Namespace) -> int:

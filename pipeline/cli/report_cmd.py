@@ -7,7 +7,7 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     from pipeline.cli.common import ratio
-    from pipeline.core.definitions import DEFAULT_RATIO
+    from pipeline.core.definitions import DEFAULT_RATIO, JUDGING_MODES
 
     p = sub.add_parser(
         "report",
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--condition", help="only this condition (single | none | direct | eval)")
     p.add_argument("--models", help="only these models under test (comma-separated)")
     p.add_argument("--judges", help="only these judges (comma-separated)")
-    p.add_argument("--judging-mode", choices=["batched", "per_constraint"], help="only verdicts of this judging mode")
+    p.add_argument("--judging-mode", choices=JUDGING_MODES, help="only verdicts of this judging mode")
     # None when not given: an asked-for ratio must exist, the default may fall back to the nearest.
     p.add_argument("--ratio", type=ratio, default=None,
                    help=f"summary ratio of the main table (default {DEFAULT_RATIO:g}, else the nearest summarised)")
@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.definitions import DEFAULT_RATIO
     from pipeline.core.errors import UnspecificError
     from pipeline.outputs.report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
+    from pipeline.store.generations import summary_ratios
 
     # --config is read by nothing here, but a missing or broken file is an error as in evaluate,
     # never silently ignored. A report calls no endpoint, so it needs no key.
@@ -84,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     try:
         check_filters(store, filters)
+        if args.ratio is not None:  # refused before any metric is computed
+            _check_ratio(args.ratio, summary_ratios(store, args.run), store.path)
         embedder = None
         if args.similarity:
             from pipeline.analysis.embeddings import get_embedder
@@ -117,13 +120,12 @@ def run(args: argparse.Namespace) -> int:
 def _check_ratio(asked: float, ratios: list[float], where: object) -> None:
     """An asked-for --ratio with no summaries is a user error naming the ratios there are, not a
     table quietly shown at another ratio."""
+    from pipeline.core.definitions import unknown_ratio
     from pipeline.core.errors import UnspecificError
 
-    if any(abs(r - asked) < 1e-9 for r in ratios):
-        return
-    there = (f"summaries here are at {', '.join(f'{r:g}' for r in sorted(ratios, reverse=True))}" if ratios
-             else "nothing is summarised yet; leave --ratio out for Org alone")
-    raise UnspecificError(f"--ratio {asked:g}: no summaries at that ratio in {where} ({there})")
+    why = unknown_ratio(asked, ratios, where)
+    if why is not None:
+        raise UnspecificError(why)
 
 
 def _print_paid(out, store) -> None:  # noqa: ANN001

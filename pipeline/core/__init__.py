@@ -1,4 +1,5 @@
 """The ground floor: the error family, progress events, configuration, secret redaction, text
-rules (word count, prose, refusals) and the method's named numbers.
+rules (word count, prose, refusals), the method's named numbers (the summary ratio's one rule
+among them) and the corpus formats' names.
 
 Imports only the standard library and third-party packages: every other room may import it."""

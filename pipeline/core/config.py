@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from pipeline.core.definitions import JUDGING_MODES
 from pipeline.core.errors import ConfigError
 
 DEFAULT_CONFIG = Path("unspecific.toml")
@@ -66,6 +67,13 @@ class Endpoint:
     # The server takes a GBNF `grammar` field in the request body (llama.cpp's server, and so the
     # embedded local model): a lines judge is then held to one capped line per constraint.
     gbnf: bool = False
+    # How this endpoint judges unless the run says otherwise ([evaluate] judging, --judging): one of
+    # core.definitions.JUDGING_MODES. ``yes_no`` for the embedded model, whose batched verdicts measured
+    # at chance on the built-in check; ``batched`` (the cheap way) for a strong remote judge.
+    judging: str = "batched"
+    # The prompt template a yes_no judge asks with (prompts/<name>.md): another framing makes a second
+    # judge from the same model. None: judge_yes_no.
+    judge_prompt: str | None = None
     # The most list items (constraints, or an eval revision's replacements) the model is asked
     # for in one reply; a longer list is completed in rounds that ask for the missing ones.
     # None: the whole list at once. A small model held to 39 items by a grammar runs out of
@@ -128,10 +136,13 @@ class Endpoint:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         for key in ("members", "drain_after", "drain_s"):
             out.pop(key)
+        if out["judge_prompt"] is None:
+            out.pop("judge_prompt")
         if self.is_pool:  # in the config's own form, so the public form parses back
             out = {"pool": list(self.members), "model": self.model, "drain_after": self.drain_after,
                    "drain_s": self.drain_s, "max_retries": self.max_retries, "structured": self.structured,
-                   "judge_format": self.judge_format, "gbnf": self.gbnf, "name": self.name}
+                   "judge_format": self.judge_format, "gbnf": self.gbnf, "judging": self.judging,
+                   "name": self.name, **({"judge_prompt": self.judge_prompt} if self.judge_prompt else {})}
         if self.api_key_env:
             present = bool(os.environ.get(self.api_key_env))
             out["api_key"] = "****" + ("(set)" if present else "(NOT SET)")
@@ -149,6 +160,9 @@ def local_endpoint() -> Endpoint:
         structured="json_object_schema",
         judge_format="lines",
         gbnf=True,  # llama-cpp-python's server takes a GBNF grammar
+        # One token per constraint, read from its Yes/No probabilities: on the built-in check (205 items)
+        # the batched lines judge was at chance (kappa -0.10 on the quick set); docs/measurements.md.
+        judging="yes_no",
         # Asked for 39, it wrote 6 and 15 distinct items, then repeated them to 39 (615 and 865 tokens).
         list_items=15,
     )
@@ -255,7 +269,8 @@ def parse_config(raw: dict[str, Any], path: Path | None = None, *, need_keys: bo
                 member_spec = {k: v for k, v in spec.items() if k not in _POOL_ONLY}
                 endpoints[member] = _parse_endpoint(member, {**member_spec, "base_url": url}, where, need_keys)
                 members.append(member)
-            pool_spec = {k: v for k, v in spec.items() if k in _POOL_ONLY or k in ("model", "structured", "judge_format", "gbnf")}
+            pool_spec = {k: v for k, v in spec.items()
+                         if k in _POOL_ONLY or k in ("model", "structured", "judge_format", "gbnf", "judging", "judge_prompt")}
             pools[name] = {**pool_spec, "pool": members}
         else:
             endpoints[name] = _parse_endpoint(name, spec, where, need_keys)
@@ -331,6 +346,7 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
             raise ConfigError(f"{field_at}.gbnf: true or false (whether the server takes a GBNF `grammar` field), "
                               f"got {spec['gbnf']!r}")
         values["gbnf"] = spec["gbnf"]
+    values.update(_judging_fields(spec, field_at))
     if "batch" in spec:
         if spec["batch"] not in BATCH_VIA:
             raise ConfigError(f"{field_at}.batch: one of {', '.join(BATCH_VIA)} (how --batch sends its calls)")
@@ -346,11 +362,29 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         values.setdefault("judge_format", defaults.judge_format)
         values.setdefault("gbnf", defaults.gbnf)
         values.setdefault("list_items", defaults.list_items)
+        values.setdefault("judging", defaults.judging)
     return Endpoint(**values)
 
 
+def _judging_fields(spec: dict[str, Any], at: str) -> dict[str, Any]:
+    """``judging`` and ``judge_prompt`` of an endpoint or pool, checked."""
+    out: dict[str, Any] = {}
+    if "judging" in spec:
+        if spec["judging"] not in JUDGING_MODES:
+            raise ConfigError(f"{at}.judging: one of {', '.join(JUDGING_MODES)}, got {spec['judging']!r}")
+        out["judging"] = spec["judging"]
+    if "judge_prompt" in spec:
+        name = spec["judge_prompt"]
+        if not isinstance(name, str) or not name or "/" in name or name.endswith(".md"):
+            raise ConfigError(f"{at}.judge_prompt: the name of a prompt template in prompts/ (e.g. "
+                              f"\"judge_yes_no_evidence\"), got {name!r}")
+        out["judge_prompt"] = name
+    return out
+
+
 _POOL_ONLY = ("pool", "drain_after", "drain_s", "max_retries")
-_POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format", "gbnf"}
+_POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format", "gbnf", "judging",
+                "judge_prompt"}
 
 
 def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint], where: str,
@@ -392,6 +426,8 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
         "concurrency": sum(endpoints[m].concurrency for m in members),
         "structured": spec.get("structured", first.structured),
         "judge_format": spec.get("judge_format", first.judge_format),
+        "judging": first.judging,
+        "judge_prompt": first.judge_prompt,
         # Attempts over the whole pool: enough to try every member a few times.
         "max_retries": spec.get("max_retries", max(first.max_retries, 2 * len(members))),
         "timeout_s": max(endpoints[m].timeout_s for m in members),
@@ -408,6 +444,7 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
         plain = ", ".join(m for m in members if not endpoints[m].gbnf)
         raise ConfigError(f"{at}.gbnf: true, but member(s) {plain} do not take a GBNF grammar (set gbnf = true on them)")
     values["gbnf"] = gbnf
+    values.update(_judging_fields(spec, at))
     for key, kind in (("drain_after", int), ("drain_s", float), ("max_retries", int)):
         if key in spec:
             value = spec[key]

@@ -3,11 +3,44 @@ command reads them from here."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 # A constraint passes a text when its judges' mean verdict is at least this (two judges split
 # 1-1 pass). The store's score tables keep it in integers: 2 * yes >= judged.
 PASS_THRESHOLD = 0.5
 # The summary ratio of Core: a response summarised to 25% of its length.
 DEFAULT_RATIO = 0.25
+# The ratios `evaluate` summarises at when the config names none ([evaluate] ratios).
+DEFAULT_RATIOS = (DEFAULT_RATIO,)
+# Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
+RATIO_TOLERANCE = 1e-9
+
+
+def same_ratio(a: float, b: float) -> bool:
+    """Whether two summary ratios are the same one (within RATIO_TOLERANCE)."""
+    return abs(a - b) < RATIO_TOLERANCE
+
+
+def shown_ratio(stored: Iterable[float], asked: float | None = None) -> float | None:
+    """The one rule for the summary ratio a screen, report or export shows: the asked one (else
+    DEFAULT_RATIO) when summaries exist at it, else the stored ratio nearest to it, the larger on a
+    tie (the gentler summary); None when nothing is summarised. The value returned is a stored one."""
+    target = DEFAULT_RATIO if asked is None else asked
+    ratios = sorted(set(stored), reverse=True)
+    if not ratios:
+        return None
+    return min(ratios, key=lambda r: abs(r - target))  # min keeps the first (larger) on a tie
+
+
+def unknown_ratio(asked: float, stored: Iterable[float], where: object = "this store") -> str | None:
+    """Why an asked-for ratio cannot be shown (no summaries at it: the ratios there are named), or
+    None when it can. Commands refuse such a ratio before any work rather than show another."""
+    ratios = sorted(set(stored), reverse=True)
+    if any(same_ratio(r, asked) for r in ratios):
+        return None
+    there = (f"summaries here are at {', '.join(f'{r:g}' for r in ratios)}" if ratios
+             else "nothing is summarised yet; leave --ratio out for Org alone")
+    return f"--ratio {asked:g}: no summaries at that ratio in {where} ({there})"
 
 
 def passes(score: float | None) -> bool:
@@ -28,3 +61,27 @@ HIGH_LEXICAL_SIMILARITY = 0.5
 # Copy evidence: a constraint's word n-grams (this many words, as the app's Audit highlights them)
 # found in a reference and in the response; n-grams of stopwords alone do not count.
 COPY_EVIDENCE_NGRAM = 3
+
+
+# How a judge gives its verdicts (pipeline.stages.judging, docs/method.md "Judging"):
+# ``batched``: every constraint of a text in one call, a Yes/No and a quote each (the research code's way);
+# ``per_constraint``: one call per constraint, a Yes/No and a quote;
+# ``yes_no``: one call per constraint answering one token, the verdict read from P(Yes) / (P(Yes) + P(No))
+# of that token against the judge's calibrated threshold (the embedded model's default).
+JUDGING_MODES = ("batched", "per_constraint", "yes_no")
+# Before a judge's check has calibrated it, a yes_no verdict is P(Yes) >= this.
+DEFAULT_YES_THRESHOLD = 0.5
+# A yes_no verdict is uncertain when P(Yes) is this close to the threshold in log-odds (e^0.85, about
+# 2.3 times the threshold's odds either way; at a 0.5 threshold, P(Yes) between 0.3 and 0.7).
+UNCERTAIN_LOG_ODDS = 0.85
+
+
+def uncertain(p_yes: float | None, threshold: float) -> bool:
+    """Whether a P(Yes) verdict sits near its threshold (None: not a probability verdict)."""
+    import math
+
+    if p_yes is None:
+        return False
+    clip = min(max(p_yes, 1e-6), 1 - 1e-6)
+    t = min(max(threshold, 1e-6), 1 - 1e-6)
+    return abs(math.log(clip / (1 - clip)) - math.log(t / (1 - t))) < UNCERTAIN_LOG_ODDS

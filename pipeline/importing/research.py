@@ -5,14 +5,19 @@ imported after the files it refers to.
 
 - constraints (single article) and common constraints: instructions (conditions single and
   none), with the article or ``blog1``/``blog2`` as references;
-- hardened constraints: the revised list as an instruction of condition direct or eval (the two
-  revision scripts write the same file: ``--condition`` says which; without it, eval when the
-  base article's evaluation is among the files), the original list kept as lineage;
+- hardened constraints: the revision of the instruction its original list came from, condition
+  direct or eval (the two revision scripts write the same file: ``--condition`` says which;
+  without it, eval when the base article's evaluation is among the files): the revised list
+  active, the original kept as lineage, in one instruction, as a build keeps it. A response written
+  to the original list (a direct generation from the common constraints) is an instruction of its
+  own (condition none, source id ``N/none``); a hardened file without its constraints file
+  brings its own instruction (``N/eval``);
 - base, fitted, direct generation: the base article; responses by ``model_used``, mode edit
   (fitted: the base article edited) or direct;
 - summaries: attached to the response they summarise, found by instruction and text (the
   summariser overwrote ``model_used``: it is the summary's writer, never a response's);
-- evaluations of any of these: the judge ``eval_model``'s verdicts on the text it judged.
+- evaluations of any of these: the judge ``eval_model``'s verdicts on the text it judged, on the
+  list the row names (the base article's evaluation: on the original list, as a build judges it).
 
 A row is joined to its instruction by ``instruction_number`` and its constraint list, so the
 lists of every condition of one source row live side by side. Rows the research run itself
@@ -49,7 +54,7 @@ from pipeline.importing.research_layouts import (
 )
 from pipeline.importing.writer import ImportWriter, write_import
 from pipeline.store import imports
-from pipeline.store.constraints import active_constraints
+from pipeline.store.constraints import active_constraints, constraint_records_of
 from pipeline.store.database import Store
 
 # The writer of an imported base article: the research files do not reliably say which model
@@ -58,6 +63,25 @@ IMPORTED_WRITER = "imported"
 JUDGED_TEXTS = ("summary", "response", "base")
 _BASE_CONDITIONS = ("single", "none")
 _REVISED_CONDITIONS = ("direct", "eval")
+_RESPONSES = (FITTED, DIRECT, SUMMARIES)  # layouts whose rows carry a response to their list
+
+
+@dataclass(frozen=True)
+class _Revision:
+    """A hardened row, read ahead: the list an instruction had and the one it was revised to."""
+
+    original: list[str]
+    revised: list[str]
+    task: str
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The instruction a row belongs to, and the constraints its list names in order (None: the
+    instruction's active list; else the original list of a revised one)."""
+
+    iid: int
+    constraint_ids: list[int] | None = None
 
 
 @dataclass
@@ -156,6 +180,7 @@ class _RunImport:
     files: list[ResearchFile]
     _texts: dict[int, list[str]] = field(default_factory=dict)  # instruction -> its active constraints
     _conditions: set[str] = field(default_factory=set)
+    _revisions: dict[str, _Revision] = field(default_factory=dict)  # number -> its hardened row
 
     def run(self) -> None:
         summary = self.writer.summary
@@ -167,6 +192,7 @@ class _RunImport:
         # A list found in no constraints file: the condition the person gave, unless it names the
         # revision of a hardened file that is here (then the list is an original one).
         self.given_condition = given if given and not (has_hardened and given in _REVISED_CONDITIONS) else None
+        self._revisions = _read_revisions(self.files)
         for f in sorted(self.files, key=lambda f: f.detected.rank):  # what a file refers to comes first
             self.writer.problems.path = f.path
             summary.files.append(f"{f.path}: {f.detected.name}, {len(f.rows)} row(s)")
@@ -194,9 +220,10 @@ class _RunImport:
         if f.detected.layout is EVALUATION and not cell("results"):
             skipped["evaluations the research run failed (empty satisfaction_results)"] += 1
             return
-        iid = self._instruction(f, row, cell, number)
-        if iid is None:
+        target = self._instruction(f, row, cell, number)
+        if target is None:
             return
+        iid = target.iid
         texts: dict[str, int | None] = {}
         if cell("base"):
             texts["base"] = guard(self.writer.problems, row, f.found["base"], lambda: self.writer.generation(
@@ -212,7 +239,7 @@ class _RunImport:
         if layout is SUMMARIES:
             texts["summary"] = self._summary(f, row, cell, iid, texts["response"])
         if f.detected.layout is EVALUATION:
-            self._verdicts(f, row, cell, iid, texts)
+            self._verdicts(f, row, cell, target, texts)
 
     def _response(self, f: ResearchFile, row: Row, cell: _Cells, iid: int, role: str) -> int | None:
         text = cell(role)
@@ -248,7 +275,7 @@ class _RunImport:
         return guard(self.writer.problems, row, f.found["summary"], lambda: self.writer.generation(
             "summary", iid, cell("summary"), model=summariser, ratio=ratio, parent_id=response))
 
-    def _verdicts(self, f: ResearchFile, row: Row, cell: _Cells, iid: int, texts: dict[str, int | None]) -> None:
+    def _verdicts(self, f: ResearchFile, row: Row, cell: _Cells, into: _Target, texts: dict[str, int | None]) -> None:
         judge = cell("eval_model")
         if not judge:
             self.writer.problems.add(row, "empty (verdicts are credited to the judge model that gave them)",
@@ -261,7 +288,8 @@ class _RunImport:
                                      f.found["results"])
             return
         reply = guard(self.writer.problems, row, f.found["results"],
-                      lambda: self.writer.verdicts(gid, iid, judge, cell("results")))
+                      lambda: self.writer.verdicts(gid, into.iid, judge, cell("results"),
+                                                   constraint_ids=into.constraint_ids))
         if reply is None:
             return
         warnings = list(reply.warnings)
@@ -274,27 +302,85 @@ class _RunImport:
 
     # -- the instruction a row belongs to ------------------------------------------------------
 
-    def _instruction(self, f: ResearchFile, row: Row, cell: _Cells, number: str) -> int | None:
+    def _instruction(self, f: ResearchFile, row: Row, cell: _Cells, number: str) -> _Target | None:
         if f.detected.rows_layout is HARDENED:
-            return self._revised(f, row, cell, number)
+            iid = self._revised(f, row, cell, number)
+            return None if iid is None else _Target(iid)
         if not cell("constraints"):
             self.writer.summary.skipped["rows without constraints (the research run failed on them)"] += 1
             return None
         texts = self._parse(f, row, "constraints", cell("constraints"))
         if texts is None:
             return None
+        revision = self._revisions.get(number)
+        if revision is not None and texts == revision.original and f.detected.rows_layout not in _RESPONSES:
+            # The constraints file's list, its base article or that article's evaluation: the
+            # instruction the revision joins, not a second one. (A response written to the list
+            # before its revision answers another instruction: found or made below.)
+            return self._joined(f, row, cell, number, revision)
         found = self._find(number, texts)
         if found is not None:
-            return found
+            return _Target(found)
         condition = self.given_condition or ("single" if f.found["article"] is not None else "none")
-        source_id = number if condition in _BASE_CONDITIONS else f"{number}/{condition}"
+        plain = condition in _BASE_CONDITIONS and revision is None
+        source_id = number if plain else f"{number}/{condition}"
         if imports.imported_instruction(self.writer.store, self.writer.summary.run_id, source_id) is not None:
             self.writer.problems.add(row, f"none of the lists given for instruction {number}: give the file this list "
                                      "comes from (the hardened constraints?) with it, or import it under another --name",
                                      f.found["constraints"])
             return None
         self._conditions.add(condition)
-        return self._plain(f, row, cell, source_id, condition, texts)
+        iid = self._plain(f, row, cell, source_id, condition, texts)
+        return None if iid is None else _Target(iid)
+
+    def _joined(self, f: ResearchFile, row: Row, cell: _Cells, number: str, revision: _Revision) -> _Target | None:
+        """The instruction a hardened row revises, from the row of its original list: the revised
+        list active, the original as lineage; the row's list named by the original's constraints."""
+        found = self._find(number, revision.revised)
+        if found is None:
+            task = revision.task or _task(cell("instruction"))
+            if not task:
+                self.writer.problems.add(row, "empty (an instruction needs its main task)",
+                                         f.found["instruction"] or self.options.columns.instruction)
+                return None
+            refs = self._references(f, row, cell, number)
+            found = guard(self.writer.problems, row, f.found["constraints"], lambda: self._write_revision(
+                number, task, revision.original, revision.revised, refs))
+            if found is None:
+                return None
+        ids = self._original_ids(found, revision.original)
+        if ids is None:  # imported before from the revised list alone: it holds no lineage to judge on
+            self.writer.problems.add(row, f"instruction {number} was imported before without this list as its "
+                                     "lineage; import the run's files together under another --name",
+                                     f.found["constraints"])
+            return None
+        return _Target(found, ids)
+
+    def _write_revision(self, source_id: str, task: str, original: list[str], revised: list[str],
+                        refs: list[int | None]) -> int:
+        condition = self.revised_condition
+        self._conditions.add(condition)
+        how = "with the base article's evaluation" if condition == "eval" else "from the base article alone"
+        iid = self.writer.revised_instruction(
+            source_id, domain=self.domain, condition=condition, task=task, original=original, revised=revised,
+            reason=f"replaced by the research code's revision ({how}); paired in list order",
+            article_a=refs[0], article_b=refs[1])
+        self._texts[iid] = revised
+        return iid
+
+    def _original_ids(self, iid: int, original: list[str]) -> list[int] | None:
+        """The constraints of a revised instruction that make up its original list, in its order:
+        the kept ones and the retired ones (a revised constraint is never one of them); None when
+        the instruction does not hold that list."""
+        pool = [c for c in constraint_records_of(self.writer.store, [iid]).get(iid, []) if c.origin != "revised"]
+        ids = []
+        for text in original:
+            match = next((c for c in pool if c.text == text), None)
+            if match is None:
+                return None
+            pool.remove(match)
+            ids.append(match.id)
+        return ids
 
     def _plain(self, f: ResearchFile, row: Row, cell: _Cells, source_id: str, condition: str,
                texts: list[str]) -> int | None:
@@ -320,23 +406,18 @@ class _RunImport:
         revised = self._parse(f, row, "revised", cell("revised"))
         if original is None or revised is None:
             return None
+        joined = self._find(number, revised)  # the instruction of its constraints file, revised already
+        if joined is not None:
+            return joined
         # The reviser answers with its own "Main Task:" line, empty when it left it out.
         task = _task(cell("instruction")) or self._stored_task(number)
         if not task:
             self.writer.problems.add(row, "empty (an instruction needs its main task), and no file among these "
                                      f"gives instruction {number}'s", f.found["instruction"] or self.options.columns.instruction)
             return None
-        condition = self.revised_condition
-        self._conditions.add(condition)
-        how = "with the base article's evaluation" if condition == "eval" else "from the base article alone"
         refs = self._references(f, row, cell, number)
-        iid = guard(self.writer.problems, row, f.found["revised"], lambda: self.writer.revised_instruction(
-            f"{number}/{condition}", domain=self.domain, condition=condition, task=task, original=original,
-            revised=revised, reason=f"replaced by the research code's revision ({how}); paired in list order",
-            article_a=refs[0], article_b=refs[1]))
-        if iid is not None:
-            self._texts[iid] = revised
-        return iid
+        return guard(self.writer.problems, row, f.found["revised"], lambda: self._write_revision(
+            f"{number}/{self.revised_condition}", task, original, revised, refs))
 
     def _stored_task(self, number: str) -> str:
         """The main task this import holds for the number (its constraints file's), or ''."""
@@ -357,7 +438,7 @@ class _RunImport:
     def _find(self, number: str, texts: list[str]) -> int | None:
         """The instruction of this import with this number and exactly this list, any condition."""
         store, run_id = self.writer.store, self.writer.summary.run_id
-        for source_id in (number, *(f"{number}/{c}" for c in _REVISED_CONDITIONS)):
+        for source_id in (number, *(f"{number}/{c}" for c in (*_BASE_CONDITIONS, *_REVISED_CONDITIONS))):
             stored = imports.imported_instruction(store, run_id, source_id)
             if stored is None:
                 continue
@@ -381,6 +462,25 @@ class _RunImport:
                 stored = imports.imported_article(self.writer.store, f"import:{self.name}", source_id)
                 refs.append(stored.id if stored else None)
         return refs
+
+
+def _read_revisions(files: list[ResearchFile]) -> dict[str, _Revision]:
+    """Each hardened row's lists by instruction number, read before any row is imported, so the
+    row of the original list can become the revised instruction (a bad row is reported when it is
+    imported, not here)."""
+    out: dict[str, _Revision] = {}
+    for f in files:
+        if f.detected.layout is not HARDENED:
+            continue
+        for row in f.rows:
+            cell = _Cells(f, row)
+            try:
+                original, revised = parse_numbered(cell("original")), parse_numbered(cell("revised"))
+            except ValueError:
+                continue
+            if original and revised:
+                out.setdefault(_number(cell("id")), _Revision(original, revised, _task(cell("instruction"))))
+    return out
 
 
 class _Cells:

@@ -120,13 +120,14 @@ class ImportWriter:
             set_base_generation(self.store, instruction_id, gid)
         return gid
 
-    def verdicts(self, generation_id: int, instruction_id: int, judge: str, results: str) -> ParsedReply:
-        """A research judge's reply (pipeline.importing.replies) as verdicts; returns it as read. A
-        constraint the reply does not mention is stored as missing (NULL), never as No, so coverage
-        shows the gap."""
+    def verdicts(self, generation_id: int, instruction_id: int, judge: str, results: str, *,
+                 constraint_ids: list[int] | None = None) -> ParsedReply:
+        """A research judge's reply (pipeline.importing.replies) as verdicts on ``constraint_ids`` in
+        order (by default the instruction's active list); returns it as read. A constraint the reply
+        does not mention is stored as missing (NULL), never as No, so coverage shows the gap."""
         from pipeline.core.text import find_quote
 
-        constraints = [c.id for c in active_constraints(self.store, instruction_id)]
+        constraints = constraint_ids or [c.id for c in active_constraints(self.store, instruction_id)]
         reply = parse_judge_reply(results, len(constraints))
         items = reply.items
         text = generation_text(self.store, generation_id) or ""

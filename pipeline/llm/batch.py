@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.core.config import Config, Endpoint
 from pipeline.core.errors import ConfigError, EndpointError, StageError
-from pipeline.llm.call import Completion, stored_request
+from pipeline.llm.call import Completion, decode_logprobs, encode_logprobs, reply_logprobs, stored_request
 from pipeline.store import batches as batch_table
 from pipeline.store.batches import DeferredCall, QueuedRequest
 from pipeline.store.database import Store, now
@@ -107,7 +107,7 @@ def collected_answer(store: Store, key: str, ep: Endpoint) -> tuple[Completion |
     if request.status != "done" or not request.response.strip():
         return None, request.status
     return Completion(request.response, request.prompt_tokens, request.completion_tokens, request.cost, False, None,
-                      0.0, ep.name, via="batch"), "done"
+                      0.0, ep.name, via="batch", logprobs=decode_logprobs(request.logprobs)), "done"
 
 
 def answered_online(store: Store, key: str) -> None:
@@ -359,7 +359,8 @@ def ingest_lines(store: Store, config: Config, lines: Iterable[str], batch_id: s
         if error is None:
             # Held until a stage takes it (and for good if refused): a reply echoing a key never
             # sits in the store with it (pipeline.core.redact), as no refused online reply is stored.
-            batch_table.file_answer(store, rid, redact(text) or text, pt, ct, ep.batch_cost(pt, ct))
+            batch_table.file_answer(store, rid, redact(text) or text, pt, ct, ep.batch_cost(pt, ct),
+                                    encode_logprobs(_line_logprobs(item)))
             result.done += 1
         else:
             batch_table.file_error(store, rid, redact(error) or error)
@@ -392,6 +393,14 @@ def _answer(item: dict[str, Any]) -> tuple[str, int, int, str | None]:
         return "", 0, 0, "empty reply"
     usage = body.get("usage") or {}
     return text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), None
+
+
+def _line_logprobs(item: dict[str, Any]) -> list[dict[str, float]] | None:
+    """The reply's top log-probabilities in a batch output line, as online (reply_logprobs)."""
+    try:
+        return reply_logprobs(item["response"]["body"]["choices"][0])
+    except (KeyError, IndexError, TypeError):
+        return None
 
 
 async def _download(client: Any, file_id: str) -> list[str]:

@@ -29,7 +29,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.config import Endpoint
-from pipeline.llm.call import Completion, stored_request
+from pipeline.llm.call import Completion, decode_logprobs, encode_logprobs, stored_request
 from pipeline.store import batches as batch_table
 from pipeline.store import llm_calls
 from pipeline.store.database import Store, now
@@ -59,7 +59,8 @@ def cache_get(store: Store, key: str) -> Completion | None:
     row = llm_calls.cached_reply(store, key)
     if row is None or not row.response.strip():
         return None
-    return Completion(row.response, row.prompt_tokens, row.completion_tokens, 0.0, True, row.id, 0.0, row.endpoint)
+    return Completion(row.response, row.prompt_tokens, row.completion_tokens, 0.0, True, row.id, 0.0, row.endpoint,
+                      logprobs=decode_logprobs(row.logprobs))
 
 
 def cache_put(store: Store, key: str, ep: Endpoint, template: Template | None, messages: list[dict[str, str]],
@@ -70,6 +71,7 @@ def cache_put(store: Store, key: str, ep: Endpoint, template: Template | None, m
         key, ep.name, ep.model, template.name if template else None, template.hash if template else None,
         stored_request(messages, params), completion.text, completion.prompt_tokens, completion.completion_tokens,
         completion.cost, round(completion.latency_s, 4), run_id, now(), completion.via,
+        encode_logprobs(completion.logprobs),
     ))
     if completion.via == "batch":
         # Deleted rather than emptied: an emptied row leaves its page mostly unused (about 2 kB a

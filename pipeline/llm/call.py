@@ -17,6 +17,10 @@ class Params:
     # A GBNF grammar (llama.cpp's server: a top-level `grammar` field of the body). Only for an
     # endpoint with ``gbnf``; others refuse or ignore it. Part of the cache key, like the rest.
     grammar: str | None = None
+    # Ask for the top log-probabilities of each reply token (OpenAI's chat form: ``logprobs`` true,
+    # ``top_logprobs`` how many). Part of the cache key: a reply asked without them is another entry.
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -33,6 +37,46 @@ class Completion:
     latency_s: float
     endpoint: str
     via: str = "online"  # or "batch": answered through a batch API (pipeline.llm.batch)
+    # Per reply token, its top alternatives {token: log-probability}, when they were asked and the
+    # endpoint gave them; None otherwise (the caller decides what a missing one means).
+    logprobs: list[dict[str, float]] | None = None
+
+
+def reply_logprobs(choice: Any) -> list[dict[str, float]] | None:
+    """The top log-probabilities of a chat completion choice (OpenAI's form, which llama.cpp's and
+    vLLM's servers share): per reply token, {token: logprob} of its alternatives, the chosen one
+    included. None when the choice carries none."""
+    try:
+        content = choice["logprobs"]["content"]
+    except (KeyError, TypeError):
+        return None
+    if not isinstance(content, list) or not content:
+        return None
+    out: list[dict[str, float]] = []
+    for entry in content:
+        if not isinstance(entry, dict):
+            return None
+        tops = {str(t["token"]): float(t["logprob"]) for t in entry.get("top_logprobs") or []
+                if isinstance(t, dict) and "token" in t and isinstance(t.get("logprob"), (int, float))}
+        if isinstance(entry.get("logprob"), (int, float)) and "token" in entry:
+            tops.setdefault(str(entry["token"]), float(entry["logprob"]))
+        out.append(tops)
+    return out
+
+
+def encode_logprobs(logprobs: list[dict[str, float]] | None) -> str | None:
+    """As the store keeps them (llm_calls.logprobs, batch_requests.logprobs): JSON, or NULL."""
+    return None if logprobs is None else json.dumps(logprobs, ensure_ascii=False)
+
+
+def decode_logprobs(stored: str | None) -> list[dict[str, float]] | None:
+    if not stored:
+        return None
+    try:
+        value = json.loads(stored)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
 
 
 def stored_request(messages: list[dict[str, str]], params: dict[str, Any]) -> str:

@@ -81,6 +81,8 @@ class LLMClient:
         # sent, and answered with a placeholder that is never cached.
         self.pricing = pricing
         self.accounts = Accounts()
+        # Per endpoint: whether its replies carry the log-probabilities asked for (None: not known yet).
+        self._logprobs: dict[str, bool] = {}
         self.transport = Transport(config, self.accounts, self._emit, local_base_url=local_base_url,
                                    local_death=local_death, backoff_base_s=backoff_base_s,
                                    backoff_cap_s=backoff_cap_s)
@@ -254,6 +256,36 @@ class LLMClient:
         prompt = f", prompt {template.name}" if template else ""
         raise ParseError(f"endpoint '{ep.name}' ({ep.model}){prompt}: no usable {what} after {repair_rounds} "
                          f"repair round(s): {last_error}")
+
+    # -- log-probabilities ------------------------------------------------------------
+    def gives_logprobs(self, endpoint: Endpoint) -> bool | None:
+        """Whether ``endpoint`` returns the log-probabilities asked for: known from check_logprobs or
+        an earlier reply; None when not known yet."""
+        return self._logprobs.get(endpoint.name)
+
+    def note_logprobs(self, endpoint: Endpoint, given: bool) -> None:
+        """Record what a reply showed; an endpoint found without them is said once."""
+        if self._logprobs.get(endpoint.name) is given:
+            return
+        self._logprobs[endpoint.name] = given
+        if not given:
+            self._emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
+                                 "read the word it writes (no P(Yes), no calibration)")
+
+    async def check_logprobs(self, endpoint: str | Endpoint) -> bool:
+        """Ask the endpoint once (one token, cached like any call) whether it returns log-probabilities,
+        so a yes_no judge says at the start of a run what it will do. A dry run or a batch run cannot
+        ask: they assume it does, and the first real reply tells."""
+        ep = self.config.endpoint(endpoint) if isinstance(endpoint, str) else endpoint
+        known = self._logprobs.get(ep.name)
+        if known is not None:
+            return known
+        if self.pricing is not None or self.batch:
+            return True
+        messages = [{"role": "user", "content": "Is water wet? Answer with one word: Yes or No."}]
+        _, completion = await self.chat(ep, messages, params=Params(max_tokens=1, logprobs=True, top_logprobs=5))
+        self.note_logprobs(ep, bool(completion.logprobs))
+        return bool(completion.logprobs)
 
     async def aclose(self) -> None:
         self.flush_deferred()

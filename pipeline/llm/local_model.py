@@ -203,32 +203,36 @@ def server_alive(base_url: str, timeout_s: float = 3.0) -> bool:
 
 
 # Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
-# leaves no server eating the CPU); grammar-held requests get pipeline.llm.grammar_sampling, loaded
-# from its file (the server's Python need not have this project installed) and skipped, with a
-# line in the log saying why, if it cannot be or declines (another llama-cpp-python, or
-# UNSPECIFIC_GRAMMAR_SAMPLING=0); then llama_cpp.server runs as if started with -m.
+# leaves no server eating the CPU); grammar-held requests get pipeline.llm.grammar_sampling and
+# log-probabilities pipeline.llm.fast_logprobs, each loaded from its file (the server's Python need
+# not have this project installed) and skipped, with a line in the log saying why, if it cannot be or
+# declines (another llama-cpp-python, or its switch set to 0); then llama_cpp.server runs as if
+# started with -m.
 _BOOTSTRAP = """
 import importlib.util, os, runpy, sys, threading, time
 parent = int(sys.argv.pop(1))
-sampling_file = sys.argv.pop(1)
+patches = [("grammar-held requests: sampled by pipeline.llm.grammar_sampling", "grammar sampling", sys.argv.pop(1)),
+           ("log-probabilities: read by pipeline.llm.fast_logprobs", "fast log-probabilities", sys.argv.pop(1))]
 def watch():
     while os.getppid() == parent:
         time.sleep(1.0)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
-try:
-    spec = importlib.util.spec_from_file_location("unspecific_grammar_sampling", sampling_file)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.install()
-    print("grammar-held requests: sampled by pipeline.llm.grammar_sampling", file=sys.stderr, flush=True)
-except Exception as exc:
-    print(f"grammar sampling not installed, llama-cpp-python's own is used: {type(exc).__name__}: {exc}",
-          file=sys.stderr, flush=True)
+for done, name, path in patches:
+    try:
+        spec = importlib.util.spec_from_file_location("unspecific_" + os.path.basename(path)[:-3], path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.install()
+        print(done, file=sys.stderr, flush=True)
+    except Exception as exc:
+        print(f"{name} not installed, llama-cpp-python's own is used: {type(exc).__name__}: {exc}",
+              file=sys.stderr, flush=True)
 sys.argv[0] = "llama_cpp.server"
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 _GRAMMAR_SAMPLING_FILE = Path(__file__).with_name("grammar_sampling.py")
+_FAST_LOGPROBS_FILE = Path(__file__).with_name("fast_logprobs.py")
 
 
 @dataclass
@@ -255,7 +259,7 @@ class LocalServer:
 
     def command(self) -> list[str]:
         cmd = [
-            self.python, "-c", _BOOTSTRAP, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE),
+            self.python, "-c", _BOOTSTRAP, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE), str(_FAST_LOGPROBS_FILE),
             "--model", str(self.model),
             "--model_alias", MODEL_ALIAS,
             "--host", self.host,

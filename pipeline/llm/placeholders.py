@@ -78,6 +78,7 @@ def prompt_kind(request: dict[str, Any]) -> str:
         ("respond_direct", fenced(first, "REQUIREMENTS")),
         ("judge_batched", fenced(first, "TEXT") and fenced(first, "CONSTRAINTS")),
         ("judge_single", fenced(first, "TEXT") and fenced(first, "CONSTRAINT")),
+        ("judge_yes_no", fenced(first, "TEXT") and fenced(first, "INSTRUCTION")),
         ("summarize", fenced(first, "TEXT") and "Summarise it in about" in first),
         ("synthesize_single", fenced(first, "TEXT")),
         ("base_article", fenced(first, "TASK")),
@@ -175,6 +176,8 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
         return json.dumps({"verdicts": [{"id": i, **placeholder_verdict(c, text)} for i, c in items]})
     if kind == "judge_single":
         return json.dumps(placeholder_verdict(block(first, "CONSTRAINT"), block(first, "TEXT")))
+    if kind == "judge_yes_no":  # one word: the dry run has no probabilities to read
+        return placeholder_verdict(block(first, "INSTRUCTION"), block(first, "TEXT"))["verdict"].capitalize()
     if kind in ("respond_direct", "respond_edit"):
         words = _number(r"about (\d+) words", first)
         # Each model's text for its own task: no two responses alike (the seed covers the model).

@@ -56,6 +56,7 @@ from pipeline.analysis.correction import VALIDATE_COMMAND
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.suspicion import REASON_TEXT, REASONS, Evidence, reason_sentences, suspicion_queue
+from pipeline.core.definitions import same_ratio
 from pipeline.core.redact import known_secrets, redact
 from pipeline.outputs.report import (
     any_corrected,
@@ -244,7 +245,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     # The responses the report counted, and their per-response numbers.
     full_rows = {r.response_id: r for r in m.rows if r.ratio is None}
     ratio_rows = {r.response_id: r for r in m.rows if r.ratio is not None and ratio is not None
-                  and abs(r.ratio - ratio) < 1e-9}
+                  and same_ratio(r.ratio, ratio)}
     instruction_ids = sorted({r.instruction_id for r in full_rows.values()})
     store_data = _read_store(store, instruction_ids, sorted(full_rows))
     gens = store_data["generations"]
@@ -255,7 +256,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     # The summary each response is shown with: the first at the report ratio (as the app and Item).
     summary_of: dict[int, tuple] = {}
     for g in gens.values():
-        if g[1] == "summary" and ratio is not None and g[5] is not None and abs(g[5] - ratio) < 1e-9:
+        if g[1] == "summary" and ratio is not None and g[5] is not None and same_ratio(g[5], ratio):
             summary_of.setdefault(g[6], g)
     text_ids = sorted(set(full_rows) | {g[0] for g in summary_of.values()})
     verdicts_by: dict[tuple[int, int], list[Verdict]] = defaultdict(list)

@@ -43,8 +43,10 @@ from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from pipeline.analysis.calibration import JudgingNote, judging_notes
 from pipeline.analysis.correction import CorrectedGroup, Correction, corrected_metrics
 from pipeline.analysis.coverage import MIN_COVERAGE, describe
+from pipeline.analysis.families import FamilyLevel, family_levels
 from pipeline.analysis.judge_validation import JudgeScore, judge_scores, judge_validation_by_name, validated_score
 from pipeline.analysis.judge_validation import describe as describe_judge
 from pipeline.analysis.metrics import (
@@ -59,12 +61,13 @@ from pipeline.analysis.metrics import (
     naturalness_rates,
     runs_covered,
 )
-from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, bootstrap_mean, holm
+from pipeline.analysis.stats import DEFAULT_RESAMPLES, holm
 from pipeline.analysis.validation import AnnotatorKappa, ValidationReport, human_validation
-from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.core.definitions import DEFAULT_RATIO, same_ratio, shown_ratio
 from pipeline.store.annotations import annotation_count
 from pipeline.store.generations import model_has_responses
 from pipeline.store.instructions import any_instruction_with, instruction_values
+from pipeline.store.judge_checks import calibrations
 from pipeline.store.verdicts import judge_has_verdicts
 
 if TYPE_CHECKING:
@@ -140,12 +143,17 @@ def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarn
     return out
 
 
+# Shares computed two ways (a mean of means, a bootstrap bound) differ in the last bits: "above"
+# means above by more than that.
+SHARE_SLACK = 1e-9
+
+
 def _above(core: Any, org: Any) -> bool:
     """Core above Org beyond Org's interval (above Org itself when it has none)."""
     if math.isnan(core.value) or math.isnan(org.value):
         return False
     ceiling = org.value if math.isnan(org.high) else org.high
-    return core.value > ceiling + 1e-9
+    return core.value > ceiling + SHARE_SLACK
 
 
 @dataclass
@@ -166,6 +174,8 @@ class Report:
     # Every group's rates corrected for its judges' measured error (pipeline.analysis.correction), and
     # which validation each judge has; None before build_report fills it.
     correction: Correction | None = None
+    # How each rater judged (its mode; a yes_no judge's threshold and where it was chosen).
+    judging: list[JudgingNote] = field(default_factory=list)
 
     def warned(self, group: Group) -> list[ReportWarning]:
         return [w for w in self.warnings if w.group == group.key]
@@ -176,11 +186,9 @@ class Report:
 
     @property
     def ratio(self) -> float | None:
-        """The ratio the main table shows: the requested one if summarised, else the nearest."""
-        ratios = self.metrics.ratios
-        if not ratios:
-            return None
-        return min(ratios, key=lambda r: abs(r - self.options.ratio))
+        """The ratio the main table shows, by the rule the app, export and HTML report share
+        (pipeline.core.definitions.shown_ratio)."""
+        return shown_ratio(self.metrics.ratios, self.options.ratio)
 
 
 class _CompareSettings(TypedDict):
@@ -215,6 +223,7 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
                                              n_resamples=options.n_resamples, seed=options.seed)
         report.annotators = report.validation.kappas
     report.families = family_levels(store, metrics, ratio, n_resamples=options.n_resamples, seed=options.seed)
+    report.judging = judging_notes(metrics.rater_keys, metrics.raters, calibrations(store))
     return report
 
 
@@ -271,7 +280,7 @@ def main_groups(report: Report) -> list[Group]:
         key = g.key[:4]
         if g.ratio is None:
             chosen.setdefault(key, g)
-        elif ratio is not None and abs(g.ratio - ratio) < 1e-9 and (g.n or key not in chosen):
+        elif ratio is not None and same_ratio(g.ratio, ratio) and (g.n or key not in chosen):
             chosen[key] = g  # (summaries with no verdict at all keep the Org row; the warnings name them)
     return list(chosen.values())
 
@@ -284,7 +293,7 @@ def render(report: Report, console: Console) -> None:
         console.print(empty_message(report.options.filters))
         return
     ratio = report.ratio
-    if ratio is not None and abs(ratio - report.options.ratio) > 1e-9:
+    if ratio is not None and not same_ratio(ratio, report.options.ratio):
         console.print(f"[yellow]no summaries at ratio {report.options.ratio:g}; showing ratio {ratio:g}[/]")
     runs = runs_covered(m)
     if runs:
@@ -342,6 +351,10 @@ def render(report: Report, console: Console) -> None:
         console.print(table)
     elif len(m.raters) == 1:
         console.print(f"one judge ({m.raters[0]}): no judge agreement to report; the paper averages two")
+    if report.judging:
+        console.print("How each judge judged:")
+        for note in report.judging:
+            console.print(f"  {note.line()}", markup=False, highlight=False)
     if m.raters:
         console.print("Judges against people (every number above rests on them):")
         for rater in m.raters:
@@ -426,7 +439,8 @@ def validation_caption(report: Report) -> tuple[str, bool]:
     reasons = {g.reason for g in c.groups.values() if g.reason}
     if reasons:
         return "raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), True
-    used = "; ".join(f"{s.judge}: {'people' if s.check and s.check.source == 'people' else 'built-in check'}"
+    sources = {"people": "people", "own": "own check set", "builtin": "built-in check"}
+    used = "; ".join(f"{s.judge}: {sources.get(s.check.source, s.check.source) if s.check else 'built-in check'}"
                      for s in c.judges)
     return ("corr.: corrected for each judge's measured sensitivity and specificity (Rogan-Gladen, judge by judge; "
             f"95% CI over the instructions and the check's items); validation used: {used}"
@@ -623,6 +637,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
                              for r in m.raters},
         "judge_error": [s.as_dict() for s in report.correction.judges] if report.correction else [],
         "judges_validation": validation_mark(report),  # what every figure rests on (or "unvalidated: ...")
+        "judging": [{"rater": n.rater, "judge": n.judge, "mode": n.mode, "threshold": n.threshold,
+                     "calibrated_on": n.calibrated_on, "auc": n.auc} for n in report.judging],
         "ranking_changes_with_ratio": ranking_changes(m), "min_coverage": report.options.min_coverage,
         "warnings": [w.as_dict() for w in report.warnings],
     })
@@ -728,67 +744,6 @@ def _slug(name: str) -> str:
 
 
 # -- CS4's instruction families: satisfaction against the number of constraints --------------------
-
-
-@dataclass(frozen=True)
-class FamilyLevel:
-    """One level of specificity of an import's instruction families (CS4: 7, 15, 23, 31 or 39
-    constraints) for one model and mode: Org over the level's responses and Core at the report ratio
-    over the summarised ones, each the mean of the per-response figures of the metrics (the same rows
-    as the main table), with a bootstrap 95% interval over instructions (one per family at a level)."""
-
-    run_id: str
-    level: int
-    model: str
-    mode: str
-    n: int  # instructions with a judged response
-    org: Interval
-    core: Interval  # at ``ratio``; NaN where nothing is summarised
-    ratio: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"run_id": self.run_id, "level": self.level, "model": self.model, "mode": self.mode,
-                               "n": self.n, "ratio": self.ratio}
-        for name in ("org", "core"):
-            iv: Interval = getattr(self, name)
-            out[name], out[f"{name}_low"], out[f"{name}_high"] = iv.value, iv.low, iv.high
-        return out
-
-
-def family_levels(store: Store, metrics: Metrics, ratio: float | None, *, n_resamples: int = DEFAULT_RESAMPLES,
-                  seed: int = 0) -> list[FamilyLevel]:
-    """Org (and Core at ``ratio``) per (import run, level, model, mode) over the instructions that
-    belong to a family; empty when the selection holds none."""
-    from pipeline.store.families import family_members
-
-    members = family_members(store)
-    if not members:
-        return []
-    org: dict[tuple[str, int, str, str], dict[int, list[float]]] = {}
-    core: dict[tuple[str, int, str, str], dict[int, list[float]]] = {}
-    for row in metrics.rows:
-        member = members.get(row.instruction_id)
-        if member is None:
-            continue
-        key = (member.run_id, member.level, row.model, row.mode)
-        if row.ratio is None:
-            org.setdefault(key, {}).setdefault(row.instruction_id, []).append(row.org)
-        elif ratio is not None and abs(row.ratio - ratio) < 1e-9:
-            core.setdefault(key, {}).setdefault(row.instruction_id, []).append(row.core)
-
-    def per_instruction(values: dict[int, list[float]]) -> list[float]:
-        # An instruction counts once (two responses of one model and mode, from two imports, are averaged).
-        kept = [[v for v in vs if not math.isnan(v)] for vs in values.values()]
-        return [sum(vs) / len(vs) for vs in kept if vs]
-
-    out = []
-    for key in sorted(org, key=lambda k: (k[0], k[2], k[3], k[1])):
-        orgs = per_instruction(org[key])
-        cores = per_instruction(core.get(key, {}))
-        out.append(FamilyLevel(*key, n=len(orgs), org=bootstrap_mean(orgs, n_resamples=n_resamples, seed=seed),
-                               core=bootstrap_mean(cores, n_resamples=n_resamples, seed=seed) if cores
-                               else NAN_INTERVAL, ratio=ratio if cores else None))
-    return out
 
 
 def _render_families(report: Report, console: Console) -> None:

@@ -30,12 +30,13 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any
 
-from pipeline.analysis.flags import FlagSettings, check_contradictions, flag_instruction
+from pipeline.analysis.flags import FlagSettings, flag_instruction
 from pipeline.core.config import Config
 from pipeline.core.errors import BatchPending, ParseError, StageError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient, Usage, usage_scope
-from pipeline.stages.judging import MODES
+from pipeline.stages.contradictions import check_contradictions
+from pipeline.stages.judging import MODES, judging_mode_of
 from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
 from pipeline.stages.runs import create_run, recording
 from pipeline.stages.similarity import check_embedder_name, compute_similarities, resolve_embedder
@@ -74,7 +75,7 @@ class BuildOptions:
     # Constraint-reference similarity and the specificity-leak flag (pipeline.stages.similarity):
     # mpnet, minilm, hash, lexical/none (no embedding), a model folder. None: the default (mpnet).
     embedder: str | None = None
-    judging_mode: str = "batched"
+    judging_mode: str | None = None  # how the base article is judged; None: the base judge's own (Endpoint.judging)
     # Rounds asking for exactly the missing items when a reply is short; then a recorded failure.
     # One is the method's contract; small local models need a few more to reach 39.
     repair_rounds: int = 1
@@ -117,7 +118,7 @@ class BuildOptions:
                 raise StageError(f"{where}: {name} must be a whole number >= {low}, got {value!r}")
         if self.rule not in RULES:
             raise StageError(f"{where}: rule must be one of {', '.join(RULES)}, got {self.rule!r}")
-        if self.judging_mode not in MODES:
+        if self.judging_mode is not None and self.judging_mode not in MODES:
             raise StageError(f"{where}: judging_mode must be one of {', '.join(MODES)}, got {self.judging_mode!r}")
         config.endpoint(self.generator_name(config))
         config.endpoint(self.judge_name(config))
@@ -400,7 +401,7 @@ async def run_base(store: Store, config: Config, client: LLMClient, options: Bui
         with usage_scope(_usage_for(summary, "eval")):
             try:
                 gen_id = await write_base_article(store, client, generator, inst.id, inst.main_task or "", options.words)
-                await judge_base(store, client, judge, inst.id, gen_id, options.judging_mode)
+                await judge_base(store, client, judge, inst.id, gen_id, judging_mode_of(config, judge, options.judging_mode))
             except ParseError as exc:
                 _fail(store, inst.id, exc)
                 raise
@@ -438,7 +439,8 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                     if condition == "direct":
                         result = await revise_direct(store, client, generator, inst, repair_rounds=options.repair_rounds)
                     elif condition == "eval":
-                        result = await revise_eval(store, client, generator, inst, judge=judge, mode=options.judging_mode,
+                        result = await revise_eval(store, client, generator, inst, judge=judge,
+                                                   mode=judging_mode_of(config, judge, options.judging_mode),
                                                    repair_rounds=options.repair_rounds)
                     else:
                         result = None

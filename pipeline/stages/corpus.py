@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import CorpusError
+from pipeline.core.formats import BUNDLED, FORMATS
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.core.text import count_words
 from pipeline.store import articles
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
     from pipeline.store.database import Store
 
-FORMATS = ("jsonl", "csv", "folder", "bbc-news", "news-articles")
-BUNDLED = ("bbc-news", "news-articles")
 STATUSES = ("kept", "duplicate", "near_duplicate", "too_short", "too_long", "pending")
 BATCH = 200  # articles per commit
 FOLDER_SUFFIXES = (".txt", ".md")

@@ -55,6 +55,9 @@ class DemoOptions:
     # its summaries land in the contract's 0.5-1.5x of 25% only for texts of a few hundred words.
     response_words: int = 250
     embedder: str | None = None  # None: the config's default (all-mpnet-base-v2)
+    # The quick built-in judge check at the end (42 items, about a minute for the embedded yes_no
+    # judge): it calibrates the judge and gives the report its corrected rates.
+    judge_check: bool = True
 
     @property
     def evaluate_run(self) -> str:
@@ -168,9 +171,30 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
                     overall()
     else:
         result.stopped = bool(stop is not None and stop.stopped)
+    if options.judge_check and result.auditable and not result.stopped:
+        await _check_judges(store, config, client, result, progress)
     progress(ProgressEvent("demo", len(result.auditable), len(pairs) * len(options.conditions),
                            f"demo: {len(result.auditable)} instruction(s) ready to audit", kind="log"))
     return result
+
+
+async def _check_judges(store: Store, config: Config, client: LLMClient, result: DemoSummary,
+                        progress: ProgressHook) -> None:
+    """The quick built-in check of every judge (cached: free on a rerun); a yes_no judge is calibrated
+    on it and its verdicts read again at its threshold, so the report corrects the rates."""
+    from pipeline.analysis.judge_check import selected_texts
+    from pipeline.stages.judge_check import run_judge_check
+
+    t0 = time.monotonic()
+    judges = list(config.roles.judges)
+    items = sum(len(t.entries) for t in selected_texts(quick=True))
+    progress(ProgressEvent("demo", 0, 0, f"judge check: {', '.join(judges)} on the quick built-in set ({items} "
+                           "constructed items)", kind="log"))
+    ran = await run_judge_check(store, client, judges, quick=True)
+    _add_seconds(result, "judge check", t0)
+    for judge, cal in ran.calibrations.items():
+        progress(ProgressEvent("demo", 0, 0, f"judge check: {judge} calibrated, Yes when P(Yes) >= {cal.threshold:.2f}"
+                               f" ({ran.rethresholded.get(judge, 0)} verdicts read again)", kind="log"))
 
 
 async def _evaluate(store: Store, config: Config, client: LLMClient, options: DemoOptions, ids: list[int], *,

@@ -22,8 +22,8 @@ is raised, showing one raw reply and carrying what was done (its coverage too). 
 coverage of each group judged (pipeline.analysis.coverage) is compared with ``min_coverage``: the
 CLI exits non-zero when a group is under it.
 
-Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` ("batched" or
-"per_constraint"), ``mode`` ("direct" or "edit"), ``response_words`` (500),
+Config, ``[evaluate]``: ``ratios`` (default [0.25]), ``judging`` (one of core.definitions.JUDGING_MODES for
+every judge; unset, each judge's own ``judging``), ``mode`` ("direct" or "edit"), ``response_words`` (500),
 ``summary_slack`` (0.5: a summary outside 0.5x-1.5x of its target is asked again once, then fails;
 false: any length),
 ``min_coverage`` (0.95).
@@ -38,13 +38,14 @@ from typing import Any
 
 from pipeline.analysis.coverage import MIN_COVERAGE, Coverage, GroupKey, group_coverage, low_groups
 from pipeline.core.config import Config
+from pipeline.core.definitions import DEFAULT_RATIOS, same_ratio
 from pipeline.core.errors import StageError, UnusableEndpointError
 from pipeline.core.progress import ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient
 from pipeline.stages.generation import MODES as RESPONSE_MODES
 from pipeline.stages.generation import SUMMARY_SLACK, respond, summarize
 from pipeline.stages.judging import MODES as JUDGING_MODES
-from pipeline.stages.judging import JudgeSummary, judge_generation, judge_generation_pending
+from pipeline.stages.judging import JudgeSummary, judge_generation, judge_generation_pending, judging_mode_of
 from pipeline.stages.units import (
     RECORD_AND_CONTINUE,
     Budget,
@@ -59,7 +60,6 @@ from pipeline.store.constraints import active_constraints
 from pipeline.store.coverage import selected_texts
 from pipeline.store.database import Store
 from pipeline.store.generations import (
-    RATIO_TOLERANCE,
     StoredResponse,
     StoredSummary,
     achieved_ratio,
@@ -68,10 +68,9 @@ from pipeline.store.generations import (
 )
 from pipeline.store.imports import imported_models
 from pipeline.store.instructions import any_instruction_with, finished_instruction_ids, instruction_values
-from pipeline.store.scores import refresh_text_scores
+from pipeline.store.scores import refresh_scores
 from pipeline.store.verdicts import yes_count
 
-DEFAULT_RATIOS = (0.25,)
 DEFAULT_WORDS = 500
 # Texts in a row on which a judge gave no usable verdict at all: then its replies are junk (a
 # wrong model, a proxy's error page with 200 OK) and that judge stops. Three: one bad text is
@@ -110,7 +109,7 @@ class Plan:
     mode: str | None  # None: both modes (rejudge)
     ratios: tuple[float, ...] | None  # None: every stored ratio (rejudge)
     judges: tuple[str, ...]
-    judging: str
+    judging: str | None  # the run's judging mode for every judge; None: each judge's own (Endpoint.judging)
     summarizer: str
     conditions: tuple[str, ...] | None
     domain: str | None
@@ -121,6 +120,11 @@ class Plan:
     summary_slack: float | None  # None: never ask a long summary to shorten
     min_coverage: float = MIN_COVERAGE  # a judged group under it fails the evaluation
     imported: tuple[str, ...] = ()  # models of imported responses: no endpoint, never asked to respond
+    judging_modes: tuple[tuple[str, str], ...] = ()  # (judge, the mode it judges in)
+
+    def mode_of(self, judge: str) -> str:
+        """How ``judge`` judges in this run."""
+        return dict(self.judging_modes).get(judge) or self.judging or "batched"
 
 
 def resolve(config: Config, options: EvaluateOptions) -> Plan:
@@ -145,8 +149,8 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     for r in ratios or []:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
             raise StageError(f"{where} ratios / --ratios: each summary ratio must be a number between 0 and 1, got {r!r}")
-    judging = options.judging or config.setting(section, "judging", "batched")
-    if judging not in JUDGING_MODES:
+    judging = options.judging or config.setting(section, "judging", None)
+    if judging is not None and judging not in JUDGING_MODES:
         raise StageError(f"{where} judging / --judging: one of {', '.join(JUDGING_MODES)}, got {judging!r}")
     words = options.response_words or config.setting(section, "response_words", DEFAULT_WORDS)
     if isinstance(words, bool) or not isinstance(words, int):
@@ -171,6 +175,7 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
         ratios=tuple(sorted({float(r) for r in ratios}, reverse=True)) if ratios else None,
         judges=tuple(dict.fromkeys(judges)),
         judging=judging,
+        judging_modes=tuple((j, judging_mode_of(config, j, judging)) for j in dict.fromkeys(judges)),
         summarizer=config.roles.summarizer,
         conditions=tuple(options.conditions) if options.conditions else None,
         domain=options.domain,
@@ -284,7 +289,7 @@ def _stored_summaries(store: Store, plan: Plan, response_ids: Sequence[int]) -> 
     rows = summaries_of(store, response_ids)
     if plan.ratios is None:
         return rows
-    return [r for r in rows if any(abs(r.ratio - x) < RATIO_TOLERANCE for x in plan.ratios) and r.model == plan.summarizer]
+    return [r for r in rows if any(same_ratio(r.ratio, x) for x in plan.ratios) and r.model == plan.summarizer]
 
 
 # -- the three steps --------------------------------------------------------------------------
@@ -377,21 +382,25 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
             constraints_of[iid] = [(c.id, c.text) for c in active_constraints(store, iid)]
         constraints = constraints_of[iid]
         for judge in plan.judges:
-            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.judging,
-                                            config.endpoint(judge).judge_format):
+            judge_ep = config.endpoint(judge)
+            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.mode_of(judge),
+                                            judge_ep.judge_format, judge_ep.judge_prompt):
                 summary.skipped += 1
                 continue
 
             async def work(gid: int = gid, judge: str = judge, what: str = what,
                            constraints: list[tuple[int, str]] = constraints) -> str:
-                result = await judge_generation(store, client, judge, gid, constraints, mode=plan.judging)
-                refresh_text_scores(store.conn)  # the report's totals stay current as verdicts arrive
+                result = await judge_generation(store, client, judge, gid, constraints, mode=plan.mode_of(judge))
+                refresh_scores(store)  # the report's totals stay current as verdicts arrive
                 _check_usable(gate, judge, result)
-                yes = yes_count(store, gid, judge, plan.judging)
+                yes = yes_count(store, gid, judge, plan.mode_of(judge))
                 extra = f", {result.unanswered} missing (no usable verdict)" if result.unanswered else ""
                 return f"{what}: {judge} judged {result.judged} constraint(s), {yes} satisfied{extra}"
 
             units.append(Unit(f"{what}, judge {judge}", work, group=judge))
+    for name in dict.fromkeys(u.group for u in units if u.group):
+        if plan.mode_of(name) == "yes_no":
+            await client.check_logprobs(name)  # an endpoint without them is said now, not mid-run
     try:
         await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
                         stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage),
@@ -401,7 +410,7 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
         raise
     finally:
         summary.coverage = judged_coverage(store, [gid for gid, _, _ in texts],
-                                           [(j, plan.judging) for j in plan.judges])
+                                           [(j, plan.mode_of(j)) for j in plan.judges])
     return summary
 
 

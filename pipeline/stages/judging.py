@@ -1,11 +1,18 @@
 """Judging: does a text satisfy each constraint? Yes/No, with a quote for Yes.
 
-Two modes, both worth offering and comparing (docs/method.md, "Judging"):
+Three modes (core.definitions.JUDGING_MODES; docs/method.md, "Judging"):
 - ``batched``: all constraints of one text in one call (the research code's way, cheap).
   Constraints the judge left out are asked again in one follow-up call; those still
   missing are recorded as *missing* (verdict NULL, reason UNANSWERED): never a No, so they are
   left out of every rate and lower the coverage instead.
 - ``per_constraint``: one call per constraint (expensive, more robust).
+- ``yes_no``: one short call per constraint, the text first and the constraint last (so llama.cpp
+  keeps the text's prefix evaluated from one constraint to the next), answering one token. The
+  verdict is read from that token's log-probabilities: P(Yes) / (P(Yes) + P(No)), stored beside the
+  verdict, against the judge's threshold (its calibration on its check, pipeline.stages.judge_check;
+  DEFAULT_YES_THRESHOLD before one). Its Yes has no quote: the sentence that best matches the
+  constraint is stored instead, marked ``located`` (pipeline.analysis.support). On an endpoint that
+  returns no log-probabilities the mode says so once and reads the word the judge wrote (no P(Yes)).
 
 A reply may be JSON (``{"verdicts": [...]}``) or the research code's lines
 (``3. Yes - "quote"`` / ``4. No - reason``); both parse. On an endpoint that takes GBNF
@@ -19,20 +26,30 @@ possibly hallucinated quote.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.analysis.support import LOCATED, locate_support
+from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, JUDGING_MODES
 from pipeline.core.errors import ParseError
 from pipeline.core.text import QuoteMatch, find_quote
 from pipeline.llm.client import LLMClient, ReplyError, parse_json_lenient
 from pipeline.llm.prompts import defuse, load_template, numbered
 from pipeline.store.database import UNANSWERED, Store, now
 from pipeline.store.generations import generation_text
+from pipeline.store.judge_checks import judge_threshold
 from pipeline.store.verdicts import NewVerdict, judged_constraint_ids, put_verdicts
 
-MODES = ("batched", "per_constraint")
+MODES = JUDGING_MODES
+YES_NO_TEMPLATE = "judge_yes_no"
+# Alternatives asked for the answer token: Yes and No (in their spellings) are nearly always among
+# the best 20 of a model that was asked to answer Yes or No.
+TOP_LOGPROBS = 20
+_YES = frozenset({"yes", "y"})
+_NO = frozenset({"no", "n"})
 # UNANSWERED is the reason stored with a missing verdict (left out, or its reply stayed unusable).
 # The verdict itself is NULL: a judge that said nothing must not read as a judge that said No.
 # Asked again by the next run, since the cause may have been transient.
@@ -83,6 +100,7 @@ class Judgement:
     call_id: int | None
     answered: bool = True  # False: the judge never gave a verdict; stored as missing (NULL)
     raw_reply: str | None = None  # when unanswered because the reply was unusable: that reply
+    p_yes: float | None = None  # yes_no mode: P(Yes) / (P(Yes) + P(No)) of the answer token
 
 
 # -- reply parsing ---------------------------------------------------------------------------
@@ -200,12 +218,16 @@ async def judge_text(
     *,
     mode: str = "batched",
     max_tokens: int | None = None,
+    threshold: float = DEFAULT_YES_THRESHOLD,
 ) -> list[Judgement]:
-    """Judge ``text`` against each constraint with one judge endpoint. One Judgement per constraint."""
+    """Judge ``text`` against each constraint with one judge endpoint. One Judgement per constraint.
+    ``threshold``: a yes_no verdict is Yes when P(Yes) reaches it (the judge's calibration)."""
     if mode not in MODES:
         raise ValueError(f"judging mode must be one of {MODES}, got {mode!r}")
     if not constraints:
         return []
+    if mode == "yes_no":
+        return await _gather_all([_judge_yes_no(client, judge, text, c, i, threshold) for i, c in enumerate(constraints)])
     if mode == "per_constraint":
         # Let every call finish (each is cached) before an endpoint failure propagates: no orphaned tasks.
         results = await asyncio.gather(*(_judge_one(client, judge, text, c, i, max_tokens) for i, c in enumerate(constraints)),
@@ -235,6 +257,99 @@ async def _judge_one(client: LLMClient, judge: str, text: str, constraint: str, 
     except ParseError:
         return _judgement(index, None, text, None, recorder.last)  # unusable after repair: missing
     return _judgement(index, item, text, completion.call_id)
+
+
+async def _gather_all(calls: list[Any]) -> list[Judgement]:
+    """Every call finishes (each is cached) before a failure propagates: no orphaned tasks. Queued in
+    order, so one text's calls reach a one-at-a-time server back to back and share its prefix."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return [r for r in results if isinstance(r, Judgement)]
+
+
+# -- yes_no: one token, read from its probabilities ------------------------------------------------
+
+
+def yes_probability(top: dict[str, float]) -> float | None:
+    """P(Yes) / (P(Yes) + P(No)) from one token's top log-probabilities, every spelling of each
+    ("Yes", " yes", "YES"); None when neither is among them."""
+    yes = no = 0.0
+    for token, logprob in top.items():
+        word = token.strip().lower()
+        if word in _YES:
+            yes += math.exp(logprob)
+        elif word in _NO:
+            no += math.exp(logprob)
+    return yes / (yes + no) if yes + no > 0 else None
+
+
+def written_verdict(text: str) -> bool | None:
+    """The Yes or No a judge wrote as its first word (the fallback without log-probabilities)."""
+    m = re.match(r"^\W*(yes|no)\b", text.strip(), re.IGNORECASE)
+    return None if m is None else m.group(1).lower() == "yes"
+
+
+def yes_no_template(endpoint: Any) -> str:
+    return endpoint.judge_prompt or YES_NO_TEMPLATE
+
+
+class LogprobsMissing(Exception):
+    """The endpoint answered without log-probabilities though they were asked."""
+
+
+async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: str, index: int,
+                        threshold: float) -> Judgement:
+    from pipeline.llm.client import Params
+
+    endpoint = client.config.endpoint(judge)
+    template = load_template(yes_no_template(endpoint))
+    messages = template.render(text=defuse(text), constraint=defuse(constraint))
+    if client.gives_logprobs(endpoint) is not False:
+        params = Params(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
+        reply, completion = await client.chat(endpoint, messages, template=template, params=params)
+        top = completion.logprobs[0] if completion.logprobs else None
+        if top is not None:
+            client.note_logprobs(endpoint, True)
+            p_yes = yes_probability(top)
+            if p_yes is None:  # neither Yes nor No among its best tokens: no verdict
+                return _judgement(index, None, text, completion.call_id, str(reply))
+            return _probability_judgement(index, p_yes, threshold, text, constraint, completion.call_id)
+        if client.pricing is None:  # a dry run's placeholder carries none; a real reply without them tells
+            client.note_logprobs(endpoint, False)
+        word = written_verdict(str(reply))
+        if word is not None:
+            return _probability_judgement(index, float(word), threshold, text, constraint, completion.call_id,
+                                          read_word=True)
+    # The word, asked without log-probabilities: a few tokens, refused (and repaired once) unless it
+    # starts with Yes or No.
+    recorder = _Recorder(_accept_word)
+    try:
+        verdict, completion = await client.chat_repaired(endpoint, messages, accept=recorder, schema=None,
+                                                         template=template, params=Params(max_tokens=4), what="verdict")
+    except ParseError:
+        return _judgement(index, None, text, None, recorder.last)
+    return _probability_judgement(index, float(verdict), threshold, text, constraint, completion.call_id, read_word=True)
+
+
+def _accept_word(text: str) -> bool:
+    verdict = written_verdict(text)
+    if verdict is None:
+        raise ReplyError("expected the word Yes or No", reply=text)
+    return verdict
+
+
+def _probability_judgement(index: int, p_yes: float, threshold: float, text: str, constraint: str,
+                           call_id: int | None, *, read_word: bool = False) -> Judgement:
+    """A yes_no verdict: Yes when P(Yes) reaches the threshold; the located sentence as its quote
+    (kept for a No too, so a new threshold that turns it Yes needs no call)."""
+    verdict = p_yes >= threshold
+    support = locate_support(text, constraint)
+    reason = "wrote the word (no probabilities)" if read_word else f"P(Yes) {p_yes:.2f}"
+    return Judgement(index, verdict, support.sentence if support else "", reason, LOCATED if support else None,
+                     support.score if support else None, support.span if support else None, call_id,
+                     p_yes=None if read_word else round(p_yes, 4))
 
 
 class _Recorder:
@@ -328,21 +443,34 @@ class JudgeSummary:
         return self.judged > 0 and self.unanswered == self.judged
 
 
-def template_name(mode: str, judge_format: str = "json") -> str:
+def template_name(mode: str, judge_format: str = "json", judge_prompt: str | None = None) -> str:
+    if mode == "yes_no":
+        return judge_prompt or YES_NO_TEMPLATE
     if mode != "batched":
         return "judge_single"
     return "judge_lines" if judge_format == "lines" else "judge_batched"
 
 
-def prompt_hash(mode: str, judge_format: str = "json") -> str:
-    return load_template(template_name(mode, judge_format)).hash
+def prompt_hash(mode: str, judge_format: str = "json", judge_prompt: str | None = None) -> str:
+    return load_template(template_name(mode, judge_format, judge_prompt)).hash
+
+
+def endpoint_prompt_hash(endpoint: Any, mode: str) -> str:
+    """The hash of the template ``endpoint`` judges with in ``mode``."""
+    return prompt_hash(mode, endpoint.judge_format, endpoint.judge_prompt)
+
+
+def judging_mode_of(config: Any, judge: str, override: str | None = None) -> str:
+    """How ``judge`` judges: the run's choice when it makes one ([evaluate] judging, --judging), else
+    the endpoint's own (``judging``: yes_no for the embedded model, batched otherwise)."""
+    return override or config.endpoint(judge).judging
 
 
 def judge_generation_pending(store: Store, generation_id: int, constraint_ids: Sequence[int], judge: str,
-                             mode: str, judge_format: str = "json") -> list[int]:
+                             mode: str, judge_format: str = "json", judge_prompt: str | None = None) -> list[int]:
     """Constraint ids not yet judged on this generation by this judge, mode and prompt (a missing
     verdict counts as not judged)."""
-    done = judged_constraint_ids(store, generation_id, judge, mode, prompt_hash(mode, judge_format))
+    done = judged_constraint_ids(store, generation_id, judge, mode, prompt_hash(mode, judge_format, judge_prompt))
     return [c for c in constraint_ids if c not in done]
 
 
@@ -353,14 +481,17 @@ async def judge_generation(
     generation_id: int,
     constraints: Sequence[tuple[int, str]],
     *,
-    mode: str = "batched",
+    mode: str | None = None,
 ) -> JudgeSummary:
     """Judge a stored generation against (constraint id, text) pairs; writes ``verdicts`` rows and
     commits. Constraints already judged by this judge, mode and prompt are skipped, so a changed
-    judge prompt re-judges and an unchanged one costs nothing."""
+    judge prompt re-judges and an unchanged one costs nothing. ``mode`` None: the judge's own."""
     summary = JudgeSummary()
-    judge_format = client.config.endpoint(judge).judge_format
-    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints], judge, mode, judge_format))
+    endpoint = client.config.endpoint(judge)
+    mode = mode or endpoint.judging
+    judge_format = endpoint.judge_format
+    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints], judge, mode, judge_format,
+                                            endpoint.judge_prompt))
     todo = [(cid, text) for cid, text in constraints if cid in todo_ids]
     summary.skipped = len(constraints) - len(todo)
     if not todo:
@@ -368,14 +499,15 @@ async def judge_generation(
     text = generation_text(store, generation_id)
     if text is None:
         raise ValueError(f"no generation {generation_id} in {store.path}")
-    judgements = await judge_text(client, judge, text, [t for _, t in todo], mode=mode)
-    ph = prompt_hash(mode, judge_format)
+    threshold = judge_threshold(store, judge, mode) if mode == "yes_no" else DEFAULT_YES_THRESHOLD
+    judgements = await judge_text(client, judge, text, [t for _, t in todo], mode=mode, threshold=threshold)
+    ph = endpoint_prompt_hash(endpoint, mode)
     stamp = now()
     rows = []
     for (cid, _), j in zip(todo, judgements, strict=True):
         verdict = None if j.verdict is None else int(j.verdict)  # NULL: missing, never a No
         rows.append(NewVerdict(generation_id, cid, judge, mode, ph, verdict, j.quote or None, j.reason or None,
-                               j.quote_found, j.quote_score, j.call_id, stamp))
+                               j.quote_found, j.quote_score, j.call_id, stamp, j.p_yes))
         summary.judged += 1
         summary.unanswered += 0 if j.answered else 1
         summary.unusable_reply = summary.unusable_reply or j.raw_reply

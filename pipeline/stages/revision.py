@@ -272,9 +272,10 @@ async def judge_base(store: Store, client: LLMClient, judge: str, instruction_id
 
 
 def base_verdicts(store: Store, instruction_id: int, generation_id: int, judge: str, mode: str,
-                  judge_format: str = "json") -> dict[int, BaseVerdict]:
+                  judge_format: str = "json", judge_prompt: str | None = None) -> dict[int, BaseVerdict]:
     """constraint id -> the stored verdict of the base article, for this judge and prompt."""
-    return stored_base_verdicts(store, instruction_id, generation_id, judge, mode, prompt_hash(mode, judge_format))
+    return stored_base_verdicts(store, instruction_id, generation_id, judge, mode,
+                                prompt_hash(mode, judge_format, judge_prompt))
 
 
 # -- applying a revision ------------------------------------------------------------------------------
@@ -330,7 +331,8 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
     if gen_id is None:
         raise ValueError(f"instruction {instruction.id}: no base article yet (run the base stage first)")
     rows = active_constraints(store, instruction.id)
-    verdicts = base_verdicts(store, instruction.id, gen_id, judge, mode, client.config.endpoint(judge).judge_format)
+    judge_ep = client.config.endpoint(judge)
+    verdicts = base_verdicts(store, instruction.id, gen_id, judge, mode, judge_ep.judge_format, judge_ep.judge_prompt)
     easy = [r for r in rows if too_easy(verdicts.get(r.id))]
     unshown = sum(1 for r in rows if (v := verdicts.get(r.id)) is not None and v.verdict == 1) - len(easy)
     changes: list[Change] = []

@@ -15,12 +15,13 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pipeline.core.config import Config
 from pipeline.llm.client import EventHook, LLMClient, Usage
 from pipeline.store import runs
-from pipeline.store.database import Store, now
+from pipeline.store.database import Store, now, open_store
 from pipeline.store.imports import run_kind
 
 
@@ -38,6 +39,18 @@ def create_run(store: Store, kind: str, config: Config, *, name: str = "", optio
         runs.insert_run(store, run_id=run_id, kind=kind, name=name or run_id, config=cfg, started_at=now(), pid=pid,
                         host=host)
     store.commit()
+    return run_id
+
+
+def new_paused_run(store_path: str | Path, config: Config) -> str:
+    """A new build run, paused, for the app's Build screen to fill stage by stage (on a store of
+    its own: the app never opens one)."""
+    store = open_store(store_path)
+    try:
+        run_id = create_run(store, "build", config)
+        finish_run(store, run_id, status="paused")
+    finally:
+        store.close()
     return run_id
 
 
@@ -157,18 +170,18 @@ async def open_client(
             await asyncio.to_thread(lease.release)
 
 
-def check_build_run(store: Store, run_id: str, *, shaped: bool) -> None:
-    """`build --run NAME` names a stored build run to resume; an unknown name alone is a typo,
-    not an order to start a default build under that name (``shaped``: the command also says
-    what to build, so NAME may start a new run)."""
+def check_build_run(store: Store, run_id: str, *, new: bool) -> None:
+    """`build --run NAME` resumes a stored build run: an unknown NAME is a typo, whatever else the
+    command says, never a new run under that name; a new run is named on purpose (``new``:
+    `--new-run NAME`), and then NAME must not be another kind of run."""
     from pipeline.core.errors import StageError
 
     kind = run_kind(store, run_id)
+    flag = "--new-run" if new else "--run"
     if kind is not None and kind != "build":
-        raise StageError(f"--run {run_id}: that is a {kind} run, not a build run")
-    if kind is None and not shaped:
+        raise StageError(f"{flag} {run_id}: that is a {kind} run, not a build run")
+    if kind is None and not new:
         known = runs.recent_runs(store, "build", 8)
         listed = f"build runs here: {', '.join(known)}" if known else "this store has no build run yet"
         raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new run with this name, "
-                         "say what to build too (e.g. --n, --conditions or --domain); to start one with a new "
-                         "name, leave --run out.")
+                         f"say so with --new-run {run_id}; to start one with a name of its own, leave --run out.")

@@ -26,6 +26,7 @@ class RequestState:
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    logprobs: str | None = None  # JSON, as pipeline.llm.call encodes them
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,12 @@ _BATCH_COLUMNS = ", ".join(f.name for f in fields(BatchRow))
 
 def request_for_key(store: Store, cache_key: str) -> RequestState | None:
     row = store.conn.execute(
-        "SELECT id, status, response, prompt_tokens, completion_tokens, cost FROM batch_requests WHERE cache_key = ?",
-        (cache_key,),
+        "SELECT id, status, response, prompt_tokens, completion_tokens, cost, logprobs FROM batch_requests"
+        " WHERE cache_key = ?", (cache_key,),
     ).fetchone()
     if row is None:
         return None
-    return RequestState(row[0], row[1], row[2] or "", row[3] or 0, row[4] or 0, row[5] or 0.0)
+    return RequestState(row[0], row[1], row[2] or "", row[3] or 0, row[4] or 0, row[5] or 0.0, row[6])
 
 
 def delete_request(store: Store, cache_key: str) -> None:
@@ -162,11 +163,11 @@ def request_by_id(store: Store, request_id: int) -> FiledRequest | None:
 
 
 def file_answer(store: Store, request_id: int, text: str, prompt_tokens: int, completion_tokens: int,
-                cost: float) -> None:
-    """A submitted request answered. Does not commit."""
+                cost: float, logprobs: str | None = None) -> None:
+    """A submitted request answered (``logprobs``: JSON, when the line carried them). Does not commit."""
     store.conn.execute("UPDATE batch_requests SET status = 'done', response = ?, prompt_tokens = ?,"
-                       " completion_tokens = ?, cost = ?, updated_at = ? WHERE id = ? AND status = 'submitted'",
-                       (text, prompt_tokens, completion_tokens, cost, now(), request_id))
+                       " completion_tokens = ?, cost = ?, logprobs = ?, updated_at = ? WHERE id = ? AND status = 'submitted'",
+                       (text, prompt_tokens, completion_tokens, cost, logprobs, now(), request_id))
 
 
 def file_error(store: Store, request_id: int, error: str) -> None:

@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipeline.core.definitions import RATIO_TOLERANCE
 from pipeline.store.database import Store, now
-
-# Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
-RATIO_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -84,6 +82,15 @@ def find_summary(store: Store, response_id: int, ratio: float, summarizer: str) 
         "SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND model = ? AND abs(ratio - ?) < ?"
         " ORDER BY id LIMIT 1", (response_id, summarizer, ratio, RATIO_TOLERANCE)).fetchone()
     return None if row is None else row[0]
+
+
+def summary_ratios(store: Store, run_id: str | None = None) -> list[float]:
+    """The ratios summaries are stored at (of ``run_id``'s instructions), largest first: what a
+    command checks an asked-for --ratio against before any work."""
+    run_sql, args = (" AND g.instruction_id IN (SELECT id FROM instructions WHERE run_id = ?)", (run_id,)) if run_id else ("", ())
+    rows = store.conn.execute("SELECT DISTINCT g.ratio FROM generations g WHERE g.kind = 'summary'"
+                              " AND g.ratio IS NOT NULL" + run_sql, args).fetchall()
+    return sorted((float(r[0]) for r in rows), reverse=True)
 
 
 def shared_base_article(store: Store, instruction_id: int) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.core.definitions import RATIO_TOLERANCE
 from pipeline.store.constraints import insert_constraints
 from pipeline.store.database import Store
 
@@ -119,7 +120,7 @@ def imported_generation(store: Store, *, kind: str, instruction_id: int, model: 
     """A generation found again by what it is: kind, instruction, model, mode, ratio and parent."""
     row = store.conn.execute(
         "SELECT id, text_hash FROM generations WHERE kind = ? AND instruction_id = ? AND model = ? AND mode = ?"
-        " AND parent_id IS ? AND (ratio IS ? OR abs(ratio - ?) < 1e-9)",
+        f" AND parent_id IS ? AND (ratio IS ? OR abs(ratio - ?) < {RATIO_TOLERANCE})",
         (kind, instruction_id, model, mode, parent_id, ratio, ratio if ratio is not None else 0.0)).fetchone()
     return None if row is None else StoredText(int(row[0]), row[1])
 
@@ -139,7 +140,7 @@ def first_summary_id(store: Store, parent_id: int | None, ratio: float) -> int |
     """The first summary of the response at this ratio, whoever wrote it (an evaluation file's
     results judge the summary imported with its response)."""
     row = store.conn.execute(
-        "SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND abs(ratio - ?) < 1e-9"
+        f"SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND abs(ratio - ?) < {RATIO_TOLERANCE}"
         " ORDER BY id LIMIT 1", (parent_id, ratio)).fetchone()
     return None if row is None else int(row[0])
 

@@ -8,6 +8,9 @@ items for its interval. A verdict the judge never gave is NULL: missing, never N
 no total.
 
 A store opened read-only before schema 9 has no such table: the readers then return nothing.
+
+``judge_calibrations`` keeps, per judge and judging mode, the threshold on P(Yes) its check chose
+(pipeline.analysis.calibration): a yes_no verdict is Yes when P(Yes) reaches it.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from dataclasses import dataclass
 
 from pipeline.store.database import Store, now
 
-SOURCES = ("people", "builtin")  # in order of preference: people's verdicts are the better truth
-_UPSERT = ("INSERT INTO judge_checks(judge, source, domain, item_key, truth, verdict, quote_found, checked_at)"
-           " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(judge, source, item_key) DO UPDATE SET"
+# In order of preference: people's verdicts on the benchmark's own texts are the better truth; then a
+# user's own constructed set (validate judges --items); then the shipped one.
+SOURCES = ("people", "own", "builtin")
+_UPSERT = ("INSERT INTO judge_checks(judge, source, domain, item_key, truth, verdict, quote_found, p_yes, checked_at)"
+           " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(judge, source, item_key) DO UPDATE SET"
            " domain = excluded.domain, truth = excluded.truth, verdict = excluded.verdict,"
-           " quote_found = excluded.quote_found, checked_at = excluded.checked_at")
+           " quote_found = excluded.quote_found, p_yes = excluded.p_yes, checked_at = excluded.checked_at")
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,7 @@ class CheckItem:
     truth: int  # 1: the text satisfies the constraint
     verdict: int | None  # 1 yes, 0 no, None: the judge gave none
     quote_found: str | None = None  # exact | fuzzy | missing | None (no quote), as verdicts.quote_found
+    p_yes: float | None = None  # a yes_no judge's P(Yes) on the item (None: a judge that wrote its verdict)
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ def put_check_items(store: Store, judge: str, source: str, rows: Iterable[CheckI
         raise ValueError(f"judge check source {source!r}: expected one of {', '.join(SOURCES)}")
     stamp = now()
     values = [(judge, source, r.domain, r.item_key, int(r.truth), None if r.verdict is None else int(r.verdict),
-               r.quote_found, stamp) for r in rows]
+               r.quote_found, r.p_yes, stamp) for r in rows]
     with store.conn:
         store.conn.executemany(_UPSERT, values)
     return len(values)
@@ -100,10 +106,11 @@ def all_checks(store: Store) -> list[JudgeCheck]:
     if not _has_table(store):
         return []
     grouped: dict[tuple[str, str], list[CheckItem]] = {}
-    for judge, source, domain, key, truth, verdict, quote in store.conn.execute(
-            "SELECT judge, source, domain, item_key, truth, verdict, quote_found FROM judge_checks"
+    p_yes = "p_yes" if _has_column(store, "judge_checks", "p_yes") else "NULL"
+    for judge, source, domain, key, truth, verdict, quote, p in store.conn.execute(
+            f"SELECT judge, source, domain, item_key, truth, verdict, quote_found, {p_yes} FROM judge_checks"
             " ORDER BY judge, source, item_key"):
-        grouped.setdefault((judge, source), []).append(CheckItem(domain, key, int(truth), verdict, quote))
+        grouped.setdefault((judge, source), []).append(CheckItem(domain, key, int(truth), verdict, quote, p))
     return [judge_check(judge, source, items) for (judge, source), items in grouped.items()]
 
 
@@ -115,3 +122,59 @@ def check_counts(store: Store) -> dict[str, JudgeCheck]:
         if held is None or SOURCES.index(check.source) < SOURCES.index(held.source):
             out[check.judge] = check
     return out
+
+
+def _has_column(store: Store, table: str, column: str) -> bool:
+    return any(row[1] == column for row in store.conn.execute(f"PRAGMA table_info({table})"))
+
+
+# -- calibrations ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A judge's threshold on P(Yes) for one judging mode, chosen on its check."""
+
+    judge: str
+    judging_mode: str
+    source: str  # the check it was chosen on: people | own | builtin
+    threshold: float
+    rule: str  # how it was chosen (pipeline.analysis.calibration.RULE)
+    n: int  # items it was chosen on
+    auc: float | None  # how well P(Yes) ranks the check's items, threshold aside
+    held_out_accuracy: float | None  # accuracy with each text's threshold chosen on the other texts
+    calibrated_at: str | None = None
+
+
+def _has_calibrations(store: Store) -> bool:
+    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'judge_calibrations'"
+                              ).fetchone() is not None
+
+
+def put_calibration(store: Store, c: Calibration) -> None:
+    """Record (or replace) a judge's calibration, in one transaction."""
+    with store.conn:
+        store.conn.execute(
+            "INSERT OR REPLACE INTO judge_calibrations(judge, judging_mode, source, threshold, rule, n, auc,"
+            " held_out_accuracy, calibrated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (c.judge, c.judging_mode, c.source, c.threshold, c.rule, c.n, c.auc, c.held_out_accuracy, now()))
+
+
+def calibrations(store: Store) -> dict[tuple[str, str], Calibration]:
+    """(judge, judging mode) -> its calibration."""
+    if not _has_calibrations(store):
+        return {}
+    rows = store.conn.execute("SELECT judge, judging_mode, source, threshold, rule, n, auc, held_out_accuracy,"
+                              " calibrated_at FROM judge_calibrations ORDER BY judge, judging_mode")
+    return {(r[0], r[1]): Calibration(*r) for r in rows}
+
+
+def judge_threshold(store: Store, judge: str, judging_mode: str) -> float:
+    """The threshold a judge's P(Yes) verdicts are read at: its calibration's, else the default."""
+    from pipeline.core.definitions import DEFAULT_YES_THRESHOLD
+
+    if not _has_calibrations(store):
+        return DEFAULT_YES_THRESHOLD
+    row = store.conn.execute("SELECT threshold FROM judge_calibrations WHERE judge = ? AND judging_mode = ?",
+                             (judge, judging_mode)).fetchone()
+    return float(row[0]) if row else DEFAULT_YES_THRESHOLD

@@ -22,6 +22,7 @@ class CachedReply:
     prompt_tokens: int
     completion_tokens: int
     endpoint: str
+    logprobs: str | None = None  # JSON, as pipeline.llm.call encodes them
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class NewCall:
     run_id: str | None
     created_at: str
     via: str  # online | batch
+    logprobs: str | None = None  # JSON of the reply tokens' top log-probabilities, when asked and given
 
 
 @dataclass(frozen=True)
@@ -53,24 +55,25 @@ class TemplatedCall:
 
 def cached_reply(store: Store, cache_key: str) -> CachedReply | None:
     row = store.conn.execute(
-        "SELECT id, response, prompt_tokens, completion_tokens, endpoint FROM llm_calls WHERE cache_key = ?",
+        "SELECT id, response, prompt_tokens, completion_tokens, endpoint, logprobs FROM llm_calls WHERE cache_key = ?",
         (cache_key,),
     ).fetchone()
     if row is None:
         return None
-    return CachedReply(row[0], row[1] or "", row[2] or 0, row[3] or 0, row[4])
+    return CachedReply(row[0], row[1] or "", row[2] or 0, row[3] or 0, row[4], row[5])
 
 
 def put_call(store: Store, call: NewCall) -> int:
     """Store a call (replacing one under the same key); returns its id. Does not commit."""
     cur = store.conn.execute(
         "INSERT OR REPLACE INTO llm_calls (cache_key, endpoint, model, template, template_hash, request, response,"
-        " prompt_tokens, completion_tokens, cost, latency_s, run_id, created_at, via)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " prompt_tokens, completion_tokens, cost, latency_s, run_id, created_at, via, logprobs)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         # Spelled out, not dataclasses.astuple: that deep-copies every field, a tenth of a
         # millisecond a call on the client's hot path.
         (call.cache_key, call.endpoint, call.model, call.template, call.template_hash, call.request, call.response,
-         call.prompt_tokens, call.completion_tokens, call.cost, call.latency_s, call.run_id, call.created_at, call.via),
+         call.prompt_tokens, call.completion_tokens, call.cost, call.latency_s, call.run_id, call.created_at, call.via,
+         call.logprobs),
     )
     return int(cur.lastrowid or 0)
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.core.definitions import DEFAULT_RATIO, RATIO_TOLERANCE
 from pipeline.store.database import Store
 from pipeline.store.scores import current_text_scores, drop_temp_scores, item_outcome_sql, pivot
 
@@ -327,7 +327,7 @@ def constraint_item_outcomes(store: Store, f: Filters, ratio: float = DEFAULT_RA
                 f" {sql['full_score']}, {sql['summary_score']}, {sql['flipped']}, {sql['passed_both']}"
                 " FROM m_gen g JOIN m_p s ON s.gid = g.gid JOIN m_p f ON f.gid = g.rid AND f.cid = s.cid"
                 " JOIN generations r ON r.id = g.rid"
-                f" WHERE g.kind = 'summary' AND abs(g.ratio - ?) < 1e-9 AND {sql['judged']} > 0 ORDER BY g.rid, s.cid",
+                f" WHERE g.kind = 'summary' AND abs(g.ratio - ?) < {RATIO_TOLERANCE} AND {sql['judged']} > 0 ORDER BY g.rid, s.cid",
                 (ratio,),
             ).fetchall()
         finally:

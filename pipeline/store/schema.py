@@ -34,7 +34,8 @@ Tables (see DESIGN.md):
   suspicion_marks  per (response, constraint): the auditor's confirmed / dismissed on a suspect
   text_item_marks  per text, its items where judges split, a quote is missing, or the item flipped
   instruction_families  the specificity levels of one task (CS4: 7 to 39 constraints), as one family
-  judge_checks   per judge and source (people | builtin), each checked item's truth and verdict
+  judge_checks   per judge and source (people | own | builtin), each checked item's truth, verdict and P(Yes)
+  judge_calibrations  per judge and judging mode, the threshold on P(Yes) chosen on its check
 
 Imported work (pipeline.importing.importer) lives in the same tables: a run of kind ``import``,
 instructions with their ``source_id``, generations with their ``import_run``.
@@ -438,6 +439,21 @@ def _v12(db: sqlite_utils.Database) -> None:
 
 
 def _v13(db: sqlite_utils.Database) -> None:
+    """Judging from the Yes/No probabilities (pipeline.stages.judging, mode ``yes_no``): a call's first
+    tokens' top log-probabilities beside its reply (``llm_calls.logprobs``, ``batch_requests.logprobs``:
+    JSON, NULL when none were asked or the endpoint gave none); P(Yes) beside each verdict and each
+    checked item (NULL for a judge that writes its verdict); and each judge's calibration: the threshold
+    on P(Yes) chosen on its check (``judge_calibrations``)."""
+    for table, column, kind in (("llm_calls", "logprobs", str), ("batch_requests", "logprobs", str),
+                                ("verdicts", "p_yes", float), ("judge_checks", "p_yes", float)):
+        if db[table].exists() and column not in db.table(table).columns_dict:
+            db.table(table).add_column(column, kind)
+    db.conn.execute("CREATE TABLE IF NOT EXISTS judge_calibrations(judge TEXT NOT NULL, judging_mode TEXT NOT NULL,"
+                    " source TEXT NOT NULL, threshold REAL NOT NULL, rule TEXT NOT NULL, n INTEGER NOT NULL,"
+                    " auc REAL, held_out_accuracy REAL, calibrated_at TEXT, PRIMARY KEY (judge, judging_mode))")
+
+
+def _v14(db: sqlite_utils.Database) -> None:
     """The auditor's marks on the suspicion queue (pipeline.store.marks): per (response, constraint),
     ``confirmed`` (copy-paste confirmed) or ``dismissed``, who marked it and when. Apart from
     ``annotations``, whose labels validate the Core metric and must not mix with these."""
@@ -448,5 +464,5 @@ def _v13(db: sqlite_utils.Database) -> None:
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
-                                                             _v11, _v12, _v13]
+                                                             _v11, _v12, _v13, _v14]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -36,7 +36,10 @@ import sqlite3
 from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.store.database import Store
 
 # The one latest-verdict rule, as an SQL condition on ``verdicts v``: for each (text,
 # constraint, judge, judging mode) only the newest verdict (highest id) that holds a Yes/No
@@ -146,6 +149,12 @@ def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK) -> int 
         if not _cannot_write(exc):
             raise
         return None
+
+
+def refresh_scores(store: Store, *, chunk: int = CHUNK) -> int | None:
+    """``refresh_text_scores`` on the store's own connection: the form every module outside the
+    store calls (the connection never leaves the store)."""
+    return refresh_text_scores(store.conn, chunk=chunk)
 
 
 def current_text_scores(conn: sqlite3.Connection) -> int:

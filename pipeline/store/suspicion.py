@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from pipeline.core.definitions import RATIO_TOLERANCE
 from pipeline.store.database import Store
 from pipeline.store.metrics import LOCK
 from pipeline.store.scores import current_text_scores, drop_temp_scores, item_outcome_sql
@@ -297,11 +298,11 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
         # instruction); else every summary grouped once.
         first_summary = (
             "(SELECT min(s.id) FROM generations s WHERE s.kind = 'summary' AND s.instruction_id = r.instruction_id"
-            " AND s.parent_id = r.id AND abs(s.ratio - ?) < 1e-9) FROM generations r"
+            f" AND s.parent_id = r.id AND abs(s.ratio - ?) < {RATIO_TOLERANCE}) FROM generations r"
             " JOIN instructions i ON i.id = r.instruction_id WHERE " if instruction_id is not None else
             "s.sid FROM generations r JOIN instructions i ON i.id = r.instruction_id"
             " LEFT JOIN (SELECT parent_id, min(id) AS sid FROM generations WHERE kind = 'summary'"
-            " AND abs(ratio - ?) < 1e-9 GROUP BY parent_id) s ON s.parent_id = r.id WHERE ")
+            f" AND abs(ratio - ?) < {RATIO_TOLERANCE} GROUP BY parent_id) s ON s.parent_id = r.id WHERE ")
         conn.execute("INSERT INTO q_gen SELECT r.id, r.id, " + first_summary + " AND ".join(where), [ratio, *params])
         conn.execute("INSERT INTO q_gen SELECT sid, rid, NULL FROM q_gen WHERE sid IS NOT NULL")
         copy_join, copy_cols = (" LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id",

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.core.definitions import RATIO_TOLERANCE
 from pipeline.store.database import Store, now
 from pipeline.store.scores import current_text_scores, drop_temp_scores
 
@@ -209,7 +210,7 @@ def judged_texts(store: Store, ratio: float, run: str | None) -> list[JudgedText
         "SELECT DISTINCT v.constraint_id, v.generation_id, g.kind, i.id, i.domain FROM verdicts v"
         " JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id AND c.active = 1"
         " JOIN instructions i ON i.id = g.instruction_id WHERE v.verdict IS NOT NULL"
-        " AND (g.kind = 'response' OR (g.kind = 'summary' AND abs(g.ratio - ?) < 1e-9))" + where
+        f" AND (g.kind = 'response' OR (g.kind = 'summary' AND abs(g.ratio - ?) < {RATIO_TOLERANCE}))" + where
         + " ORDER BY v.constraint_id, v.generation_id", params)]
 
 

@@ -34,12 +34,13 @@ class Verdict:
     model: str
     mode: str
     ratio: float | None
+    p_yes: float | None = None  # a yes_no judge's P(Yes) (None: the judge wrote its verdict)
 
 
 _VERDICT_COLUMNS = (
     "SELECT v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.verdict, coalesce(v.quote, ''),"
     " coalesce(v.reason, ''), v.quote_found, v.quote_score, g.kind, coalesce(coalesce(r.model, g.model), ''),"
-    " coalesce(coalesce(r.mode, g.mode), ''), g.ratio FROM verdicts v JOIN generations g ON g.id = v.generation_id"
+    " coalesce(coalesce(r.mode, g.mode), ''), g.ratio, v.p_yes FROM verdicts v JOIN generations g ON g.id = v.generation_id"
     " LEFT JOIN generations r ON r.id = g.parent_id AND g.kind = 'summary'")
 
 
@@ -91,16 +92,28 @@ class NewVerdict:
     quote_score: float | None
     call_id: int | None
     created_at: str
+    p_yes: float | None = None
 
 
 def put_verdicts(store: Store, verdicts: Sequence[NewVerdict]) -> None:
     """Write verdicts, replacing those of the same text, constraint, judge, mode and prompt (not committed)."""
     store.conn.executemany(
         "INSERT OR REPLACE INTO verdicts (generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
-        " quote, reason, quote_found, quote_score, call_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        " quote, reason, quote_found, quote_score, call_id, created_at, p_yes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [(v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.prompt_hash, v.verdict, v.quote, v.reason,
-          v.quote_found, v.quote_score, v.call_id, v.created_at) for v in verdicts],
+          v.quote_found, v.quote_score, v.call_id, v.created_at, v.p_yes) for v in verdicts],
     )
+
+
+def apply_threshold(store: Store, judge: str, judging_mode: str, threshold: float) -> int:
+    """Read a judge's stored P(Yes) verdicts at a new threshold (its new calibration): no call is made,
+    the texts' scores go stale through the verdicts' triggers. Returns the verdicts that changed.
+    Commits."""
+    with store.conn:
+        cur = store.conn.execute(
+            "UPDATE verdicts SET verdict = (p_yes >= ?1) WHERE judge = ?2 AND judging_mode = ?3 AND p_yes IS NOT NULL AND verdict IS NOT (p_yes >= ?1)",
+            (threshold, judge, judging_mode))
+    return cur.rowcount
 
 
 def judged_constraint_ids(store: Store, generation_id: int, judge: str, judging_mode: str, prompt_hash: str) -> set[int]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
-from pipeline.store.database import Store
+from pipeline.store.database import Store, open_store
 from pipeline.store.imports import RUN_KIND as IMPORT_RUN_KIND
 from pipeline.store.scores import current_text_scores, drop_temp_scores
 
@@ -183,6 +183,12 @@ def _read_only_connection(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 10000")
     return conn
+
+
+def prepare_store(path: str | Path, *, readonly: bool = False) -> None:
+    """Create the store's schema, or check (and migrate) an existing one, then let go: for the app,
+    which opens no Store of its own. Raises StoreError saying why a file is not a usable store."""
+    open_store(path, readonly=readonly).close()
 
 
 class StoreView:
@@ -379,6 +385,12 @@ class StoreView:
         from pipeline.store.marks import marks
 
         return marks(self._store)
+
+    def judge_thresholds(self) -> dict[tuple[str, str], float]:
+        """(judge, judging mode) -> the threshold its P(Yes) verdicts are read at, where calibrated."""
+        from pipeline.store.judge_checks import calibrations
+
+        return {key: c.threshold for key, c in calibrations(self._store).items()}
 
     def text_labels(self) -> dict[tuple[int, int], dict[str, int]]:
         """People's answers to the judge's question: (constraint, text) -> annotator -> 1 (yes) / 0 (no)."""

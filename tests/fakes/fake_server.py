@@ -58,6 +58,9 @@ class Reply:
     delay_s: float = 0.0
     body: bytes | None = None  # raw body, bypassing the JSON envelope (malformed replies)
     headers: dict[str, str] = field(default_factory=dict)
+    # Per reply token, its top alternatives {token: logprob}: sent in OpenAI's form when the request
+    # asks for log-probabilities (as llama.cpp's server and vLLM do); None: an endpoint that gives none.
+    logprobs: list[dict[str, float]] | None = None
     hang: bool = False  # never answer within the client's timeout
 
     @staticmethod
@@ -164,7 +167,7 @@ class FakeOpenAIServer:
                 if reply.body is not None:
                     self._send(reply.status, reply.body, reply.headers)
                     return
-                body = json.dumps(_envelope(request, reply.text)).encode()
+                body = json.dumps(_envelope(request, reply.text, reply.logprobs)).encode()
                 self._send(reply.status, body, reply.headers)
 
             def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
@@ -317,7 +320,7 @@ class FakeOpenAIServer:
             self.batch_calls.append(cid)
             reply = _as_reply(self.responder(line["body"]))
             out.append({"id": f"req_{i}", "custom_id": cid, "error": None, "response": {
-                "status_code": 200, "request_id": f"r{i}", "body": _envelope(line["body"], reply.text)}})
+                "status_code": 200, "request_id": f"r{i}", "body": _envelope(line["body"], reply.text, reply.logprobs)}})
         text = [json.dumps(x) for x in out]
         if self.batch_duplicate and text:
             text.append(text[0])
@@ -375,9 +378,9 @@ def _fault(kind: str, responder: Responder, request: dict[str, Any]) -> Reply:
     return Reply(text="I am sorry, but as a language model I would rather write a poem about the sea.")
 
 
-def _envelope(request: dict[str, Any], text: str) -> dict[str, Any]:
+def _envelope(request: dict[str, Any], text: str, logprobs: list[dict[str, float]] | None = None) -> dict[str, Any]:
     prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
-    return {
+    envelope = {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -390,3 +393,13 @@ def _envelope(request: dict[str, Any], text: str) -> dict[str, Any]:
             "total_tokens": max(1, prompt_chars // 4) + (len(text) // 4),
         },
     }
+    if logprobs is not None and request.get("logprobs"):
+        top_n = int(request.get("top_logprobs") or 0)
+        content = []
+        for tops in logprobs:
+            ranked = sorted(tops.items(), key=lambda kv: -kv[1])
+            token, logprob = ranked[0]
+            content.append({"token": token, "logprob": logprob, "bytes": None,
+                            "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in ranked[:top_n]]})
+        envelope["choices"][0]["logprobs"] = {"content": content, "refusal": None}  # type: ignore[index]
+    return envelope

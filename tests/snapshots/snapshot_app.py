@@ -12,8 +12,8 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from tests.app_support import add_similarities
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.app import add_similarities
 from unspecific_tui.app import UnspecificApp
 
 SPEC = SyntheticSpec(n_instructions=8, seed=7)

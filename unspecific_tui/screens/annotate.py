@@ -34,7 +34,7 @@ from textual.widgets import Header, Input, Static
 
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.store.annotations import Label
-from pipeline.store.view import Writer
+from pipeline.store.view import StoreView, Writer
 from unspecific_tui.app import Context
 from unspecific_tui.data import Analysis
 from unspecific_tui.messages import AnnotationSaved
@@ -152,14 +152,14 @@ class AnnotateScreen(AppScreen):
     @work(thread=True, exclusive=True, group="annotate-items", exit_on_error=False)
     def _load_items(self, analysis: Analysis) -> None:
         from pipeline.analysis.validation import load_plan, validation_basis
-        from pipeline.store.database import open_store
 
-        store = open_store(self.app.store_path, readonly=True)
+        view = StoreView.open(self.app.store_path)  # this thread's own read-only view
         try:
+            store = view.analysis_store
             items, plan = load_items(store, analysis, self.app.sample_seed)
             basis = validation_basis(store, load_plan(store), ratio=analysis.ratio)
         finally:
-            store.close()
+            view.close()
         self.app.call_from_thread(self._set_items, items, plan, basis)
 
     def _set_items(self, items: list[Item], plan: str | None = None, basis: Basis | None = None) -> None:
@@ -270,13 +270,10 @@ class AnnotateScreen(AppScreen):
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; labels cannot be saved.")
             return
-        from pipeline.store.annotations import save_annotation
-        from pipeline.store.database import now
-
         item = self.items[self.index]
         if note is None:
             note = self.query_one("#ann-note", Input).value
-        save_annotation(self.app.store, item.constraint_id, item.generation_id, self.app.annotator, label, note, now())
+        self.app.labels.label(item.constraint_id, item.generation_id, self.app.annotator, label, note)
         self.post_message(AnnotationSaved(item.constraint_id, item.generation_id, self.app.annotator, label))
         self.refresh_stats()
 
@@ -400,11 +397,8 @@ class AnnotateScreen(AppScreen):
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; answers cannot be saved.")
             return
-        from pipeline.store.database import now
-        from pipeline.store.validation import save_text_label
-
         item = self.judge_items[self.judge_index]
-        save_text_label(self.app.store, item.constraint_id, item.generation_id, self.app.annotator, bool(yes), "", now())
+        self.app.labels.text_label(item.constraint_id, item.generation_id, self.app.annotator, bool(yes))
         # Stay on the item: the judges' verdicts now show beside the answer; j moves on.
         self.refresh_judge_stats()
         self.show_judge_item()

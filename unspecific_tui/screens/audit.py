@@ -40,9 +40,10 @@ from textual.widgets import DataTable, Header, Static
 from pipeline.analysis.copy_count import CONSTRAINT, CopyCount, copy_count, source_name
 from pipeline.analysis.copy_count import NONE as NO_COPY
 from pipeline.analysis.similarity import LEXICAL, Similarity, lexical_similarity
+from pipeline.analysis.support import LOCATED
 from pipeline.analysis.suspicion import Evidence, instruction_evidence, suspicion_queue
 from pipeline.analysis.trust import Trust
-from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_RATIO
+from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_RATIO, DEFAULT_YES_THRESHOLD, shown_ratio, uncertain
 from pipeline.core.text import count_words
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData, StoreView, Writer
@@ -159,6 +160,7 @@ class AuditScreen(AppScreen):
         self.writer: Writer | None = None
         self.shown = Shown()
         self._flagged: dict[int, set[str]] | None = None
+        self._judge_thresholds: dict[tuple[str, str], float] | None = None
         self._rows: OrderedDict[tuple[int, Writer | None, float], Rows] = OrderedDict()
         self._verdict_lines = 0
         self._last: dict[str, Any] = {}  # what each Static shows (``_put``)
@@ -558,7 +560,7 @@ class AuditScreen(AppScreen):
         if analysis is not None:
             return analysis.ratio
         if data is not None and data.ratios:
-            return DEFAULT_RATIO if DEFAULT_RATIO in data.ratios else data.ratios[0]
+            return shown_ratio(data.ratios) or DEFAULT_RATIO
         return DEFAULT_RATIO
 
     def _writer_of(self, data: InstructionData) -> Writer | None:
@@ -916,20 +918,37 @@ class AuditScreen(AppScreen):
         legend.append(" quote ", style=QUOTE_STYLE)
         self._put("audit-legend", legend)
 
+    def _thresholds(self) -> dict[tuple[str, str], float]:
+        """Each yes_no judge's calibrated threshold, read once a screen (a calibration is rare)."""
+        if self._judge_thresholds is None:
+            self._judge_thresholds = self.app.view.judge_thresholds()
+        return self._judge_thresholds
+
     def _render_verdicts(self, verdicts: list[Verdict]) -> None:
-        """Plain aligned lines, not a Rich Table: a table re-measures itself on every move."""
+        """Plain aligned lines, not a Rich Table: a table re-measures itself on every move. A yes_no
+        judge's verdict shows its P(Yes), '?' when near its threshold; its Yes rests on a located
+        sentence, not a quote."""
         lines = [Text("judge        text          verdict quote found? quote / reason", style="bold",
                       no_wrap=True, overflow="ellipsis")]
+        thresholds = self._thresholds()
         for v in verdicts:
-            found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"),
+            found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"), LOCATED: ("located", "cyan"),
                             "missing": ("MISSING", "bold red")}.get(v.quote_found or "", ("-", "dim"))
             if not v.verdict:
                 found, style = "-", "dim"  # a No has no quote to find
             where = "full" if v.kind == "response" else f"summary {v.ratio:g}"
             said = ("missing", "yellow") if v.verdict is None else ("yes    ", "green") if v.verdict else ("no     ", "red")
+            detail = (v.quote if v.verdict else v.reason).replace("\n", " ")
+            if v.p_yes is not None and v.verdict is not None:
+                threshold = thresholds.get((v.judge, v.judging_mode), DEFAULT_YES_THRESHOLD)
+                doubt = uncertain(v.p_yes, threshold)
+                said = (f"{'yes' if v.verdict else 'no'} {v.p_yes:.2f}{'?' if doubt else ' '}"[:7].ljust(7),
+                        "bold yellow" if doubt else said[1])
+                detail = f"P(Yes) {v.p_yes:.2f} vs {threshold:.2f}{', uncertain' if doubt else ''}" + (
+                    f" · {detail}" if v.verdict and detail else "")
             lines.append(Text.assemble(
                 f"{v.judge[:12]:<12} {where:<13} ", said,
-                " ", (f"{found:<12}", style), " ", (v.quote if v.verdict else v.reason).replace("\n", " "),
+                " ", (f"{found:<12}", style), " ", detail,
                 no_wrap=True, overflow="ellipsis"))
         # Padded to the most lines shown so far: a move that shows fewer verdicts keeps the height,
         # so it does not lay out (and re-wrap) the panes again, and the panes do not jump.

@@ -30,7 +30,7 @@ from unspecific_tui.messages import (
     StoreChanged,
 )
 from unspecific_tui.screens.base import AppScreen
-from unspecific_tui.stages import STAGES, StageSpec, available, run_stage_blocking
+from unspecific_tui.stages import STAGES, StageSpec, available
 from unspecific_tui.widgets.footer import KeyFooter
 
 WATCHED = WRITTEN_TABLES
@@ -215,12 +215,10 @@ class BuildScreen(AppScreen):
             self.app.show_error("Read-only", "The store is open read-only; a new run needs write access.")
             return
         from pipeline.core.errors import UnspecificError
-        from pipeline.stages.runs import create_run, finish_run
+        from pipeline.stages.runs import new_paused_run
 
         try:
-            config = self.app.get_config()
-            run_id = create_run(self.app.store, "build", config)
-            finish_run(self.app.store, run_id, status="paused")
+            run_id = new_paused_run(self.app.store_path, self.app.get_config())
         except UnspecificError as exc:
             self.app.show_error(exc.title, exc.msg)
             return
@@ -368,9 +366,12 @@ class BuildScreen(AppScreen):
             self.post_message(StageProgress(event.stage or spec.name, event.done, event.total, event.message,
                                             event.kind))
 
+        from pipeline.stages.step import run_stage_blocking
+
         try:
             summary = run_stage_blocking(fn, store_path=self.app.store_path, config=config, run_id=run_id,
-                                         progress=progress, stop=stop, max_units=max_units, spec=spec)
+                                         progress=progress, stop=stop, max_units=max_units,
+                                         needs_client=spec.needs_client, stage=spec.name)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message, never a crash
             from pipeline.core.errors import UnspecificError
 

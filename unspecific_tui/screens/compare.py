@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.similarity import constraint_similarities
-from pipeline.core.definitions import DEFAULT_RATIO, passes
+from pipeline.core.definitions import DEFAULT_RATIO, passes, same_ratio, shown_ratio
 from pipeline.core.text import count_words
 from pipeline.store.view import Generation, InstructionData, Writer
 from unspecific_tui.app import Context
@@ -191,7 +191,8 @@ class CompareScreen(AppScreen):
             return self.ratio
         if self.app.analysis is not None:
             return self.app.analysis.ratio
-        return DEFAULT_RATIO if DEFAULT_RATIO in data.ratios else (data.ratios or [DEFAULT_RATIO])[0]
+        shown = shown_ratio(data.ratios)  # the rule of the app's analysis, report and export
+        return DEFAULT_RATIO if shown is None else shown
 
     def _pick_writers(self, writers: list[Writer]) -> None:
         if self.writers[0] not in writers:
@@ -303,10 +304,10 @@ class CompareScreen(AppScreen):
             return None, None
         if analysis.metrics is not None:
             rows = self._metric_rows(analysis.metrics).get(response.id, [])
-            at_ratio = next((r for r in rows if r.ratio is not None and abs(r.ratio - ratio) < 1e-9), None)
+            at_ratio = next((r for r in rows if r.ratio is not None and same_ratio(r.ratio, ratio)), None)
             full = at_ratio or next(iter(rows), None)
             return (full.org if full else None), (at_ratio.core if at_ratio else None)
-        if abs(analysis.ratio - ratio) < 1e-9:
+        if same_ratio(analysis.ratio, ratio):
             row = next((r for r in analysis.rows if r.response_id == response.id), None)
             if row is not None:
                 return row.org, row.core

@@ -28,6 +28,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.coverage import MIN_COVERAGE
+from pipeline.core.definitions import same_ratio
 from unspecific_tui.data import Analysis
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.footer import KeyFooter
@@ -69,7 +70,7 @@ def report_cells(analysis: Analysis) -> list[Cell]:
         return []
     correction = analysis.correction
     order = {c: i for i, c in enumerate(CONDITION_ORDER)}
-    groups = [g for g in metrics.groups if g.ratio is not None and abs(g.ratio - analysis.ratio) < 1e-9]
+    groups = [g for g in metrics.groups if g.ratio is not None and same_ratio(g.ratio, analysis.ratio)]
     groups.sort(key=lambda g: (g.domain, order.get(g.condition, 99), g.condition, g.model, g.mode))
     cells = []
     for g in groups:
@@ -397,7 +398,7 @@ class ReportScreen(AppScreen):
         if self.cells:
             self._fill_table()
 
-    def _show_families(self, levels: list) -> None:  # pipeline.outputs.report.FamilyLevel
+    def _show_families(self, levels: list) -> None:  # pipeline.analysis.families.FamilyLevel
         table = self.query_one("#family-table", DataTable)
         table.clear()
         table.display = bool(levels)

@@ -27,6 +27,7 @@ from textual.widgets.data_table import RowKey
 from pipeline.analysis.copy_count import NONE, CopyCount
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
+from unspecific_tui.textual_check import private_api_ok
 from unspecific_tui.widgets.bar import bar
 
 SORTS = ("position", "suspicion", "similarity", "outcome")
@@ -188,6 +189,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
         """DataTable keys its line cache by the cursor's coordinate, so after a move the row the
         cursor left is rendered again although it looks as before; here a line is kept by what it
         shows: its row, and whether the cursor (or the mouse) is on that row."""
+        if not private_api_ok():  # a Textual the overrides were not written for: DataTable's own
+            return super().render_line(y)
         scroll_x, scroll_y = self.scroll_offset
         line = y if self.show_header and y < self.header_height else y + scroll_y
         try:
@@ -222,6 +225,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
         """DataTable's, for this list's rows (a row cursor, no labels, no fixed rows or columns, no
         zebra stripes): the same segments without the styles DataTable works out for every row and
         uses only for the header, labels and fixed columns. A new instruction renders ~37 rows."""
+        if not private_api_ok():
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
         row_index = self._row_locations.get(row_key) if row_key in self._row_locations else None
         if (row_index is None or self.cursor_type != "row" or self.fixed_columns or self.fixed_rows
                 or self.zebra_stripes or (self._labelled_row_exists and self.show_row_labels)):
@@ -261,7 +266,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
         content's width, and every column here has a set width (the text's follows the widget). The
         virtual size as DataTable sets it. A new instruction's rows come in on every jump."""
         keys = list(new_rows)
-        if (any(column.auto_width for column in self.columns.values())
+        if (not private_api_ok() or any(column.auto_width for column in self.columns.values())
                 or any(self.rows[key].label is not None or self.rows[key].auto_height for key in keys if key in self.rows)):
             super()._update_dimensions(keys)
             return

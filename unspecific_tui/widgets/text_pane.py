@@ -27,6 +27,7 @@ from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
 
+from unspecific_tui.textual_check import private_api_ok
 from unspecific_tui.widgets.wrap import divide_line
 
 Line = tuple[int, int]  # [start, end) character offsets of one wrapped line
@@ -169,8 +170,11 @@ class TextPane(ScrollView, can_focus=True):
         if size != self.virtual_size:
             # The pane's box does not depend on its text, so no layout pass (what assigning
             # virtual_size asks for): the scrollbar (always shown) only resizes its thumb.
-            self.set_reactive(TextPane.virtual_size, size)
-            self._scroll_update(size)
+            if private_api_ok():
+                self.set_reactive(TextPane.virtual_size, size)
+                self._scroll_update(size)
+            else:  # a Textual the shortcut was not written for: the stock update (with a layout pass)
+                self.virtual_size = size
 
     def on_resize(self, event: events.Resize) -> None:
         self._bar = None

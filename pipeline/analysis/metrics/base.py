@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pipeline.analysis.stats import NAN_INTERVAL, Interval
+from pipeline.core.definitions import same_ratio
 from pipeline.store.metrics import Filters as Filters  # the selection is a query: it lives in the store
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
@@ -148,6 +149,8 @@ class Metrics:
     # Per rater: (verdicts given, of them Yes) over the selected texts; a judge that always says
     # the same is flagged by the report.
     rater_totals: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # (judge, judging mode) of each rater, in the order of ``raters``.
+    rater_keys: list[tuple[str, str]] = field(default_factory=list)
     # compare's rows by stratum, unit and side, per (by, ratio): a report compares many pairs.
     _sides: dict[tuple[str, float | None], tuple[_SideTable, float | None]] = field(
         default_factory=dict, repr=False, compare=False)
@@ -172,7 +175,7 @@ class Metrics:
 def _same_ratio(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
-    return abs(a - b) < 1e-9
+    return same_ratio(a, b)
 
 
 def _ratio_key(ratio: float | None) -> float | None:

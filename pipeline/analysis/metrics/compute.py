@@ -40,6 +40,7 @@ def compute_metrics(
     f = filters or Filters()
     with selection.scored_selection(store, f):
         raters, rows, kappa_counts = _rows(store, f)
+        keys = selection.scored_raters(store, f)
         vwhere, vparams = selection.verdict_filter(f)
         texts = selection.SELECTED_TEXTS
         coverage = group_coverage(store, texts, expected_raters(store, texts, vwhere, vparams))
@@ -53,7 +54,8 @@ def compute_metrics(
     groups = _with_coverage(_groups(rows, kappa_counts, n_resamples=n_resamples, seed=seed), coverage)
     agreement = _agreement(raters, kappa_counts)
     ratios = sorted({r.ratio for r in rows if r.ratio is not None})
-    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios, rater_totals=totals)
+    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios, rater_totals=totals,
+                   rater_keys=keys)
 
 
 def _add_refusals(store: Store, rows: list[Row]) -> None:

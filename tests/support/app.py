@@ -130,6 +130,14 @@ async def settle(app, pilot) -> None:  # noqa: ANN001
     await pilot.pause()
 
 
+async def goto(app, pilot, key: str):  # noqa: ANN001, ANN201
+    """Press ``key`` (a screen's number, or a key that opens a screen) and wait until the app has
+    settled; the screen then shown."""
+    await pilot.press(key)
+    await settle(app, pilot)
+    return app.screen
+
+
 def text_of(widget) -> str:  # noqa: ANN001
     """The plain text a Static shows, whatever it was given (markup, Text, a Rich table)."""
     from rich.console import Console
@@ -183,3 +191,14 @@ def synthetic_app(tmp_path: Path, **spec: int):  # noqa: ANN201
     path = tmp_path / "syn.sqlite"
     build_synthetic_store(path, SyntheticSpec(**spec))
     return UnspecificApp(path, stages={})
+
+
+def store_rows(app, sql: str, params: tuple = ()) -> list[tuple]:  # noqa: ANN001
+    """A query's rows on the app's store, on a connection of the test's own: the app holds no Store."""
+    import sqlite3
+
+    conn = sqlite3.connect(app.store_path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()

@@ -1,0 +1,194 @@
+"""The embedded judge's two modes side by side, on the same items in one run: batched lines against
+yes_no (one token per constraint, read from P(Yes)).
+
+Each mode judges the built-in check (pipeline/analysis/judge_check_data: 205 items on 21 texts; --quick:
+the 42 items of 3 texts; --items FILE: your own set) through the production path (run_judge_check, the
+embedded llama.cpp server, a fresh store so nothing comes from the cache). Printed per mode: accuracy,
+sensitivity, specificity, kappa, seconds per text, and accuracy per kind of item; for yes_no also the AUC
+of P(Yes), the calibrated threshold (chosen on the same items, so flattering) and the honest figure
+beside it: accuracy with each text's threshold chosen on the other texts. --framings adds a second
+yes_no judge from the same model with another prompt (judge_yes_no_evidence): the two framings'
+agreement and kappa, and whether their mean P(Yes) beats either alone.
+
+Targets (issue 34): on the whole set, yes_no kappa >= 0.75 and accuracy >= 88%, at no more than a
+third of the batched mode's time per text.
+
+Run: .venv/bin/python bench/judge_modes.py [--quick] [--modes batched,yes_no] [--framings]
+(UNSPECIFIC_LOCAL_URL=http://127.0.0.1:PORT reuses a running server; else one is started.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pipeline.analysis.calibration import Scored, auc, best_threshold, held_out_accuracy  # noqa: E402
+from pipeline.analysis.judge_check import (  # noqa: E402
+    KINDS,
+    SOURCE,
+    CheckText,
+    load_check_file,
+    selected_texts,
+)
+from pipeline.core.config import parse_config  # noqa: E402
+from pipeline.stages.judge_check import run_judge_check, text_of  # noqa: E402
+from pipeline.stages.runs import open_client  # noqa: E402
+from pipeline.store.database import open_store  # noqa: E402
+from pipeline.store.judge_checks import CheckItem, all_checks, calibrations  # noqa: E402
+
+SECOND_FRAMING = "judge_yes_no_evidence"
+
+
+@dataclass
+class ModeRun:
+    label: str
+    seconds: float
+    texts: int
+    items: list[CheckItem]
+    threshold: float | None = None
+    held_out: float | None = None
+
+    @property
+    def per_text(self) -> float:
+        return self.seconds / max(1, self.texts)
+
+
+def _kappa(pairs: list[tuple[bool, bool]]) -> float:
+    n = len(pairs)
+    if not n:
+        return math.nan
+    agree = sum(a == b for a, b in pairs) / n
+    pa, pb = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
+    chance = pa * pb + (1 - pa) * (1 - pb)
+    return (agree - chance) / (1 - chance) if chance < 1 else math.nan
+
+
+def _scores(items: list[CheckItem]) -> dict[str, float]:
+    answered = [i for i in items if i.verdict is not None]
+    pos = [i for i in answered if i.truth]
+    neg = [i for i in answered if not i.truth]
+    return {"n": len(answered), "missing": len(items) - len(answered),
+            "accuracy": sum(bool(i.verdict) == bool(i.truth) for i in answered) / max(1, len(answered)),
+            "sensitivity": sum(bool(i.verdict) for i in pos) / max(1, len(pos)),
+            "specificity": sum(not i.verdict for i in neg) / max(1, len(neg)),
+            "kappa": _kappa([(bool(i.verdict), bool(i.truth)) for i in answered])}
+
+
+async def _run_mode(label: str, judge: str, mode: str, texts: tuple[CheckText, ...], config_spec: dict) -> ModeRun:
+    """One mode on a fresh store (no cache): timed, stored, calibrated where it reads P(Yes)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(Path(tmp) / "bench.sqlite")
+        config = parse_config(config_spec)
+        async with open_client(config, store, endpoints=[judge]) as client:
+            if mode == "yes_no":
+                await client.check_logprobs(judge)  # the probe is not the mode's time
+            t0 = time.monotonic()
+            await run_judge_check(store, client, [judge], mode=mode, texts=texts, source=SOURCE)
+            seconds = time.monotonic() - t0
+        (check,) = [c for c in all_checks(store) if c.judge == judge]
+        cal = calibrations(store).get((judge, mode))
+        store.close()
+    return ModeRun(label, seconds, len(texts), list(check.items), cal.threshold if cal else None,
+                   cal.held_out_accuracy if cal else None)
+
+
+def _row(name: str, values: list[str]) -> str:
+    return f"  {name:<28}" + "".join(f"{v:>16}" for v in values)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def _print(runs: list[ModeRun], texts: tuple[CheckText, ...]) -> None:
+    kinds = {e.key: e.kind for t in texts for e in t.entries}
+    print(_row("", [r.label for r in runs]))
+    scored = [_scores(r.items) for r in runs]
+    for name in ("n", "missing"):
+        print(_row(name, [str(s[name]) for s in scored]))
+    for name in ("accuracy", "sensitivity", "specificity"):
+        print(_row(name, [_pct(s[name]) for s in scored]))
+    print(_row("kappa", [f"{s['kappa']:.3f}" for s in scored]))
+    aucs = [auc([Scored(i.p_yes, bool(i.truth), text_of(i.item_key)) for i in r.items if i.p_yes is not None])
+            for r in runs]
+    print(_row("AUC of P(Yes)", ["-" if a is None else f"{a:.3f}" for a in aucs]))
+    print(_row("threshold (in sample)", ["-" if r.threshold is None else f"{r.threshold:.3f}" for r in runs]))
+    print(_row("accuracy, held-out threshold", [_pct(r.held_out) for r in runs]))
+    print(_row("accuracy at P(Yes) 0.5", [_pct(_at(r.items, 0.5)) for r in runs]))
+    print(_row("seconds per text", [f"{r.per_text:.1f}" for r in runs]))
+    print(_row("seconds per item", [f"{r.seconds / max(1, len(r.items)):.2f}" for r in runs]))
+    order = [k for k in KINDS if k in set(kinds.values())] + sorted(set(kinds.values()) - set(KINDS))
+    print("  accuracy by kind of item:")
+    for kind in order:
+        cells = []
+        for r in runs:
+            mine = [i for i in r.items if kinds.get(i.item_key) == kind and i.verdict is not None]
+            right = sum(bool(i.verdict) == bool(i.truth) for i in mine)
+            cells.append(f"{right}/{len(mine)} {_pct(right / len(mine)) if mine else '-'}")
+        print(_row(f"  {kind}", cells))
+
+
+def _at(items: list[CheckItem], threshold: float) -> float | None:
+    scored = [i for i in items if i.p_yes is not None]
+    if not scored:
+        return None
+    return sum((i.p_yes >= threshold) == bool(i.truth) for i in scored if i.p_yes is not None) / len(scored)
+
+
+def _framings(a: ModeRun, b: ModeRun) -> None:
+    """Two framings of one model: agreement, kappa, and their mean P(Yes) against each alone."""
+    pa = {i.item_key: i for i in a.items if i.p_yes is not None}
+    pb = {i.item_key: i for i in b.items if i.p_yes is not None}
+    keys = sorted(pa.keys() & pb.keys())
+    pairs = [(bool(pa[k].verdict), bool(pb[k].verdict)) for k in keys]
+    print(f"  two framings: agree {_pct(sum(x == y for x, y in pairs) / max(1, len(pairs)))}, "
+          f"kappa {_kappa(pairs):.3f} over {len(keys)} items")
+    mean = [Scored((pa[k].p_yes + pb[k].p_yes) / 2, bool(pa[k].truth), text_of(k)) for k in keys]  # type: ignore[operator]
+    t = best_threshold(mean)
+    acc = sum((s.p_yes >= t) == s.truth for s in mean) / max(1, len(mean))
+    kappa = _kappa([(s.p_yes >= t, s.truth) for s in mean])
+    print(f"  mean P(Yes) of both: AUC {auc(mean) or math.nan:.3f}, threshold {t:.3f}: accuracy {_pct(acc)}, "
+          f"kappa {kappa:.3f}; held-out threshold accuracy {_pct(held_out_accuracy(mean))}")
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the quick subset (42 items on 3 texts)")
+    parser.add_argument("--items", help="your own set, in the shipped set's format")
+    parser.add_argument("--modes", default="batched,yes_no", help="modes to run, in order (default batched,yes_no)")
+    parser.add_argument("--framings", action="store_true", help=f"also a second yes_no framing ({SECOND_FRAMING})")
+    args = parser.parse_args()
+    texts = load_check_file(args.items) if args.items else selected_texts(quick=args.quick)
+    n = sum(len(t.entries) for t in texts)
+    print(f"judge modes on {n} items, {len(texts)} texts ({args.items or ('quick set' if args.quick else 'built-in set')})")
+    spec = {"endpoints": {"local_b": {"base_url": "local", "judging": "yes_no", "judge_prompt": SECOND_FRAMING}}}
+    runs = []
+    for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+        runs.append(await _run_mode(mode, "local", mode, texts, spec))
+        print(f"  ... {mode}: {runs[-1].seconds:.0f} s", flush=True)
+    if args.framings:
+        second = await _run_mode(f"yes_no ({SECOND_FRAMING})", "local_b", "yes_no", texts, spec)
+        runs.append(second)
+    _print(runs, texts)
+    base = next((r for r in runs if r.label == "batched"), None)
+    yes_no = next((r for r in runs if r.label == "yes_no"), None)
+    if base and yes_no:
+        print(f"  yes_no time per text / batched: {yes_no.per_text / base.per_text:.2f} (target <= 0.33)")
+    if yes_no:
+        s = _scores(yes_no.items)
+        print(f"  targets: kappa {s['kappa']:.3f} (>= 0.75), accuracy {_pct(s['accuracy'])} (>= 88%)")
+    if args.framings and yes_no:
+        _framings(yes_no, runs[-1])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

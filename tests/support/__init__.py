@@ -1,0 +1,2 @@
+"""Helpers the tests share (stores, worlds, app driving), kept out of the test modules so no test
+module imports another."""

@@ -1,0 +1,107 @@
+"""One home per constant (issue 36, item 4): a number or a list of names the code relies on in
+several places is defined once and imported, never written out again.
+
+- The summary-ratio tolerance is ``pipeline.core.definitions.RATIO_TOLERANCE`` (compared through
+  ``same_ratio``, or interpolated into the store's SQL): no bare ``1e-9`` anywhere else but as the
+  value of a named module constant.
+- ``DEFAULT_RATIO`` and ``DEFAULT_RATIOS`` live side by side in ``pipeline.core.definitions``.
+- The corpus formats are ``pipeline.core.formats.FORMATS`` / ``BUNDLED``, the import formats
+  ``pipeline.importing.common.FORMATS``: no module writes either tuple again.
+- The judging modes are ``pipeline.core.definitions.JUDGING_MODES``: no module lists them again, not even
+  in part (a list of two of them is how a third one went missing from three commands' choices).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from pipeline.core import definitions, formats
+from pipeline.importing import common
+
+ROOT = Path(__file__).resolve().parents[1]
+CODE = sorted(p for d in ("pipeline", "unspecific_tui") for p in (ROOT / d).rglob("*.py"))
+IDS = [str(p.relative_to(ROOT)) for p in CODE]
+
+
+def _assignments(tree: ast.AST) -> dict[str, list[ast.expr]]:
+    """Module-level names assigned a value, anywhere in the module (a redefinition counts)."""
+    out: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    out.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            out.setdefault(node.target.id, []).append(node.value)
+    return out
+
+
+def _tolerance_literals(tree: ast.Module) -> list[int]:
+    """Lines holding the literal 1e-9 where it is not a named module constant's value (numerical
+    guards such as a norm's 1e-12 are another matter)."""
+    named = {id(node.value) for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+             and isinstance(node.value, ast.Constant)}
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, float)
+            and node.value == 1e-9 and id(node) not in named]
+
+
+@pytest.mark.parametrize("path", CODE, ids=IDS)
+def test_the_ratio_tolerance_is_named_once(path: Path) -> None:
+    text = path.read_text()
+    tree = ast.parse(text)
+    assert _tolerance_literals(tree) == [], f"{path.relative_to(ROOT)}: a bare tolerance; use RATIO_TOLERANCE or name it"
+    in_sql = [i for i, line in enumerate(text.splitlines(), 1) if re.search(r"<\s*1e-0?9", line)]
+    assert in_sql == [], f"{path.relative_to(ROOT)}:{in_sql}: interpolate RATIO_TOLERANCE into the SQL"
+
+
+# Names with one home each: (name, the module that defines it).
+HOMES = {
+    "RATIO_TOLERANCE": "pipeline/core/definitions.py",
+    "DEFAULT_RATIO": "pipeline/core/definitions.py",
+    "DEFAULT_RATIOS": "pipeline/core/definitions.py",
+    "BUNDLED": "pipeline/core/formats.py",
+    "JUDGING_MODES": "pipeline/core/definitions.py",
+    "DEFAULT_YES_THRESHOLD": "pipeline/core/definitions.py",
+}
+
+
+@pytest.mark.parametrize("path", CODE, ids=IDS)
+def test_each_constant_is_defined_in_its_home_only(path: Path) -> None:
+    name = path.relative_to(ROOT).as_posix()
+    defined = _assignments(ast.parse(path.read_text()))
+    strays = [n for n, home in HOMES.items() if n in defined and name != home]
+    assert strays == [], f"{name} defines {strays} again: import them from {[HOMES[n] for n in strays]}"
+
+
+def test_the_default_ratios_start_from_the_default_ratio() -> None:
+    assert definitions.DEFAULT_RATIOS == (definitions.DEFAULT_RATIO,)
+    assert definitions.same_ratio(0.1, 0.1 + definitions.RATIO_TOLERANCE / 2)
+
+
+@pytest.mark.parametrize("path", CODE, ids=IDS)
+def test_no_module_writes_a_formats_tuple_out_again(path: Path) -> None:
+    name = path.relative_to(ROOT).as_posix()
+    homes = {"pipeline/core/formats.py": formats.FORMATS, "pipeline/importing/common.py": common.FORMATS}
+    tree = ast.parse(path.read_text())
+    copies = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts):
+            values = tuple(e.value for e in node.elts)  # type: ignore[attr-defined]
+            copies += [node.lineno for home, tup in homes.items() if values == tup and name != home]
+    assert copies == [], f"{name}:{copies}: a copy of a FORMATS tuple; import it"
+
+
+@pytest.mark.parametrize("path", CODE, ids=IDS)
+def test_no_module_lists_judging_modes_again(path: Path) -> None:
+    name = path.relative_to(ROOT).as_posix()
+    if name == "pipeline/core/definitions.py":
+        return
+    tree = ast.parse(path.read_text())
+    copies = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Tuple, ast.List))
+              and len(node.elts) >= 2 and all(isinstance(e, ast.Constant) for e in node.elts)
+              and {e.value for e in node.elts} <= set(definitions.JUDGING_MODES)]  # type: ignore[attr-defined]
+    assert copies == [], f"{name}:{copies}: judging modes written out; import JUDGING_MODES"
