@@ -169,3 +169,43 @@ async def test_instruction_jumps(tmp_path):
         await pilot.press("j", "j", "left_square_bracket")
         await pilot.pause()
         assert screen.shown.instruction_id == 2 and screen.index == 5
+
+
+async def test_80x24_is_one_pane_of_ten_lines_and_the_list_behind_l(tmp_path):
+    """At 80x24 the detail is one text pane with at least 10 lines of text (the list does not share
+    the height); `l` puts the list in its place, enter on a row comes back to that row's text."""
+    from unspecific_tui.widgets.constraint_list import ConstraintList
+
+    known, app = await open_audit(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await settle(app, pilot)
+        screen = app.screen
+        pane = screen.query_one("#ref-a")
+        assert pane.display and pane.scrollable_content_region.height >= 10
+        table = screen.query_one(ConstraintList)
+        assert not table.region.height  # the list is behind `l`
+        await pilot.press("l")
+        await pilot.pause()
+        assert table.has_focus and table.region.height >= 10 and not pane.region.height
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert not table.region.height and pane.scrollable_content_region.height >= 10
+        assert screen.shown.constraint_id == known.c2
+        # The pane's subtitle (its words, what was copied into it) is in the tabs line.
+        assert "words" in text_of(screen.query_one("#audit-tabs"))
+
+
+async def test_a_key_says_what_it_changed_without_a_notice(tmp_path):
+    """Sort, filter and copy mode say so in the tabs / legend line: no toast over the panes and verdicts."""
+    known, app = await open_audit(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3", "s")
+        await pilot.pause()
+        assert not app._notifications
+        assert "list sorted by suspicion" in text_of(app.screen.query_one("#audit-legend"))
+        await pilot.press("j")
+        await pilot.pause()
+        assert "sorted" not in text_of(app.screen.query_one("#audit-legend"))  # gone at the next move

@@ -61,7 +61,7 @@ async def test_list_shows_every_constraint_with_outcome_and_trust(tmp_path):
         first = table.get_row_at(0)
         assert first[2].plain.split() == ["2-0*", "2-0"]
         assert all("green" not in str(s.style) for s in first[1].spans) and "green" not in str(first[1].style)
-        assert first[5].plain == "1AB"  # 'flood defence plan': in A, in B and in the response
+        assert first[5].plain == "3w AB"  # 'flood defence plan': 3 words, in A, in B and in the response
         await pilot.press("down")  # the list's down arrow: the next constraint, and its detail
         await pilot.pause()
         assert screen.shown.constraint_id == known.c2 and table.cursor_row == 1
@@ -132,12 +132,12 @@ async def test_f_picks_a_flag_and_n_follows_it(tmp_path):
         # From the shown constraint (C2) on: the first duplicate at or after it is C3.
         assert screen.shown.constraint_id == known.c3
         head = text_of(screen.query_one("#audit-head"))
-        assert "following: flag duplicate 2/2" in head
+        assert "flag duplicate item 2 of 2" in head
         assert "duplicates #1 Describe the flood defence plan" in head and "88.5" in head
         await pilot.press("p")
         await pilot.pause()
         assert screen.shown.constraint_id == known.c1
-        assert "following: flag duplicate 1/2" in text_of(screen.query_one("#audit-head"))
+        assert "flag duplicate item 1 of 2" in text_of(screen.query_one("#audit-head"))
         await pilot.press("escape")
         await pilot.pause()
         assert app.following is None
@@ -160,7 +160,7 @@ async def test_audit_honours_the_queue_it_was_opened_on(tmp_path):
         await pilot.press("n")
         await pilot.pause()
         assert screen.shown.constraint_id == known.c2 and screen.shown.writer == M1
-        assert "following: suspicion queue 3/3" in text_of(screen.query_one("#audit-head"))
+        assert "suspicion queue item 3 of 3" in text_of(screen.query_one("#audit-head"))
 
 
 async def test_context_round_trip_with_compare(tmp_path):
@@ -266,7 +266,7 @@ async def test_f_can_follow_the_suspicion_queue(tmp_path):
         assert [(s.constraint_id, s.writer) for s in following.stops] == [(e.constraint_id, e.writer) for e in ranked]
         first = ranked[0]
         assert (screen.shown.constraint_id, screen.shown.writer) == (first.constraint_id, first.writer)
-        assert f"following: suspicion queue 1/{len(ranked)}" in text_of(screen.query_one("#audit-head"))
+        assert f"suspicion queue item 1 of {len(ranked)}" in text_of(screen.query_one("#audit-head"))
 
 
 async def test_list_cells_render_as_datatable_renders_them(tmp_path):
@@ -325,6 +325,8 @@ async def test_the_cursor_stays_in_view_down_a_list_longer_than_the_screen(tmp_p
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         await goto(app, pilot, "3")
+        await pilot.press("l")  # 80 columns: the list in place of the text pane
+        await settle(app, pilot)
         table = app.screen.query_one(ConstraintList)
         view = table.scrollable_content_region.height - table.header_height
         assert 0 < view < 39

@@ -224,3 +224,94 @@ async def test_command_palette_opens_the_queue(tmp_path):
         command.callback()
         await settle(app, pilot)
         assert isinstance(app.screen, QueueScreen) and app.current_mode == "build"
+
+
+async def test_auditing_the_queue_is_a_loop(tmp_path):
+    """Enter on the first suspect, then one key per item: `y` confirms and goes on, `d` dismisses;
+    Audit's head says "suspicion queue item k of N" and how many are done; the marks are stored
+    (the store's narrow writer), shown in the queue and exported."""
+    from pipeline.outputs.suspicion import suspicion_rows
+    from pipeline.store.marks import marks
+
+    known = make_known_store(tmp_path / "s.sqlite")
+    add_similarities(known.path)
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(app, pilot)
+        n = len(screen.ranked)
+        assert n >= 3
+        await pilot.press("enter")
+        await settle(app, pilot)
+        audit = app.screen
+        head = text_of(audit.query_one("#audit-head"))
+        assert f"suspicion queue item 1 of {n}" in head and "0 done" in head
+        await pilot.press("y")  # confirmed, and on to item 2
+        await pilot.pause()
+        assert app.following.index == 1
+        head = text_of(audit.query_one("#audit-head"))
+        assert f"suspicion queue item 2 of {n}" in head and "1 done (1 confirmed, 0 dismissed)" in head
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.following.index == 2
+        assert "confirmed the previous item" not in text_of(audit.query_one("#audit-tabs"))
+        assert "dismissed the previous item" in text_of(audit.query_one("#audit-tabs"))
+        first, second = (r.evidence for r in screen.ranked[:2])
+        await pilot.press("2")  # back to the queue, over Instructions
+        await settle(app, pilot)
+        assert app.screen is screen
+        rows = table_rows(screen)
+        assert rows[0][0] == "✓" and rows[1][0] == "✗" and rows[2][0] == " "
+        assert "2 done (1 confirmed, 1 dismissed)" in text_of(screen.query_one("#queue-status"))
+        assert screen.query_one("#queue-table", DataTable).cursor_row == 2  # where Audit was
+    store = open_store(known.path, create=False)
+    try:
+        stored = marks(store)
+        assert {k: m.mark for k, m in stored.items()} == {
+            (first.response_id, first.constraint_id): "confirmed", (second.response_id, second.constraint_id): "dismissed"}
+        rows, _ = suspicion_rows(store)
+        assert [r["mark"] for r in rows[:3]] == ["confirmed", "dismissed", None]
+    finally:
+        store.close()
+
+
+async def test_copy_only_view_and_reasons_in_words(tmp_path):
+    known = make_known_store(tmp_path / "s.sqlite")
+    add_similarities(known.path)
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_queue(app, pilot)
+        everything = len(screen.ranked)
+        await pilot.press("o")
+        await settle(app, pilot)
+        assert screen.enabled == ("similar", "copied")
+        assert screen.ranked and len(screen.ranked) <= everything
+        assert all(set(r.evidence.reasons()) & {"similar", "copied"} for r in screen.ranked)
+        assert "copy evidence only" in text_of(screen.query_one("#queue-status"))
+        detail = text_of(screen.query_one("#queue-detail"))
+        assert "similar to reference" in detail or "copied from reference" in detail
+        await pilot.press("o")
+        await settle(app, pilot)
+        assert screen.enabled == REASONS and len(screen.ranked) == everything
+
+
+async def test_help_is_the_queues_own(tmp_path):
+    from textual.containers import VerticalScroll
+    from textual.widgets import Markdown
+
+    from unspecific_tui.screens.help import HelpScreen
+
+    known = make_known_store(tmp_path / "s.sqlite")
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_queue(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        text = help_screen.query_one("#help-text", Markdown).source
+        assert text.startswith("# Suspects")  # not the Instructions help underneath
+        scroll = help_screen.query_one("#help-scroll", VerticalScroll)
+        assert scroll.has_focus and scroll.max_scroll_y > 0  # longer than 80x24: it scrolls
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert scroll.scroll_y > 0

@@ -41,3 +41,31 @@ def test_queue_snapshot(snap_compare, tmp_path):
 
 def test_queue_narrow_snapshot(snap_compare, tmp_path):
     assert snap_compare(queue_app(tmp_path), terminal_size=(80, 24), run_before=_open_queue)
+
+
+def _audit_following(*keys: str):  # noqa: ANN202
+    """Enter on the queue's third suspect (Audit follows the queue), then ``keys``."""
+    async def before(pilot) -> None:  # noqa: ANN001
+        await _open_queue(pilot)
+        for key in ("enter", *keys):
+            await pilot.press(key)
+            await pilot.pause()
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+    return before
+
+
+def test_audit_following_the_queue_snapshot(snap_compare, tmp_path):
+    assert snap_compare(queue_app(tmp_path), terminal_size=(160, 48), run_before=_audit_following())
+
+
+def test_audit_following_the_queue_narrow_snapshot(snap_compare, tmp_path):
+    assert snap_compare(queue_app(tmp_path), terminal_size=(80, 24), run_before=_audit_following())
+
+
+def test_source_beside_snapshot(snap_compare, tmp_path):
+    assert snap_compare(queue_app(tmp_path), terminal_size=(160, 48), run_before=_audit_following("o"))
+
+
+def test_source_beside_narrow_snapshot(snap_compare, tmp_path):
+    assert snap_compare(queue_app(tmp_path), terminal_size=(80, 24), run_before=_audit_following("o"))

@@ -33,6 +33,7 @@ from unspecific_tui.widgets.footer import SCREENS_GROUP
 if TYPE_CHECKING:
     from pipeline.core.config import Config
     from pipeline.store.app_writer import AnnotationWriter
+    from pipeline.store.marks import MarkWriter
     from unspecific_tui.demo_child import DemoChild
 
 SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
@@ -68,6 +69,15 @@ def context_of(screen: Screen) -> Context | None:
         found = offered()
         return found if isinstance(found, Context) else None
     return None
+
+
+def help_name(screen: Screen, stack: list[Screen], mode: str) -> str:
+    """Which help/*.md ``?`` shows on ``screen``: its own (``HELP_NAME``: Suspects), the mode's for
+    the mode's own screen, else none (only the keys): never the help of the screen underneath."""
+    own = getattr(screen, "HELP_NAME", None)
+    if own:
+        return str(own)
+    return mode if not stack or screen is stack[0] else ""
 
 
 def _mode(name: str):
@@ -145,6 +155,10 @@ class UnspecificApp(App[None]):
         self.context = Context(ratio=ratio)
         # What Audit's next/prev follow when set: the suspicion queue or one flag (following.py).
         self.following: Following | None = None
+        # The auditor's marks on suspects (confirmed / dismissed) by (response, constraint): read
+        # once from the view, kept current by ``mark``; written through the store's narrow writer.
+        self._marks: dict[tuple[int, int], str] | None = None
+        self._mark_writer: MarkWriter | None = None
         # A build run's stages, not an evaluate run's zeros; no such run: the store's totals.
         self.set_reactive(UnspecificApp.run_id, run_id or self.view.latest_build_run_id())
 
@@ -203,7 +217,42 @@ class UnspecificApp(App[None]):
             return
         self.call_from_thread(self.refresh_analysis)
 
+    # -- the auditor's marks ---------------------------------------------------------------
+    @property
+    def marks(self) -> dict[tuple[int, int], str]:
+        """(response id, constraint id) -> confirmed | dismissed."""
+        if self._marks is None:
+            self._marks = {key: m.mark for key, m in self.view.suspicion_marks().items()}
+        return self._marks
+
+    def mark(self, response_id: int, constraint_id: int, mark: str | None) -> bool:
+        """Store the auditor's mark on a suspect (None clears it); False (and why, shown) when it
+        cannot be stored."""
+        if self.readonly:
+            self.show_error("Read-only", "The store is open read-only; marks cannot be saved.")
+            return False
+        from pipeline.core.errors import UnspecificError
+        from pipeline.store.marks import MarkWriter
+
+        if self._mark_writer is None:
+            self._mark_writer = MarkWriter(self.store_path)
+        try:
+            if mark is None:
+                self._mark_writer.clear(response_id, constraint_id)
+            else:
+                self._mark_writer.put(response_id, constraint_id, mark, self.annotator)
+        except UnspecificError as exc:
+            self.show_error(exc.title, exc.msg)
+            return False
+        if mark is None:
+            self.marks.pop((response_id, constraint_id), None)
+        else:
+            self.marks[(response_id, constraint_id)] = mark
+        return True
+
     def on_unmount(self) -> None:
+        if self._mark_writer is not None:
+            self._mark_writer.close()
         if self.demo is not None:
             self.demo.stop()  # quitting keeps everything: each unit was committed as it finished
         if self._labels is not None:
@@ -294,6 +343,7 @@ class UnspecificApp(App[None]):
 
     def on_store_changed(self, message: StoreChanged) -> None:
         self.view.forget()
+        self._marks = None
         self.refresh_analysis()
 
     def action_refresh_store(self) -> None:
@@ -342,7 +392,7 @@ class UnspecificApp(App[None]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        self.push_screen(HelpScreen(self.screen, self.current_mode))
+        self.push_screen(HelpScreen(self.screen, help_name(self.screen, self.screen_stack, self.current_mode)))
 
     def show_error(self, title: str, msg: str) -> None:
         from unspecific_tui.screens.help import ErrorScreen

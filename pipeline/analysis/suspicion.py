@@ -21,14 +21,17 @@ are the item outcome's (the raters who judged both texts); with no judged summar
 
 The score is a weighted sum over the enabled reasons that fire:
 
-  similar   2 x the highest similarity (so 1.2 to 2 at the default threshold)
+  similar   2 x the highest similarity (so 1.0 to 2 at the default thresholds)
   copied    3, plus 0.5 per further copied phrase (at most 3 more), plus 1 when copied from both references
-  lost      1.5
-  unquoted  1
-  split     0.5
+  lost      0.5
+  unquoted  0.25
+  split     0.15
 
-Copying is the direct evidence, so it weighs most; a lost constraint alone is what the benchmark
-measures, not a suspicion, so it weighs less; judge doubt least. Ties go by instruction, position,
+Copying leads: the copy reasons (similar, copied) are the direct evidence of copy-paste, and the
+secondary ones together (0.9) weigh less than the weakest copy reason alone (1.0: a lexical
+similarity at its threshold), so every item with copy evidence ranks above every item without.
+Among the secondary, a lost constraint alone is what the benchmark measures, not a suspicion;
+judge doubt least. ``reason_sentences`` says each reason in words (the one place that does). Ties go by instruction, position,
 writer. ``suspicion_queue`` ranks in the store (pipeline.store.suspicion.evidence_rows computes this
 same score in SQL from WEIGHTS and the COPY_* numbers below, so only the kept rows reach Python; a
 test checks the two agree item for item); ``copy_evidence_missing`` on its result says whether the
@@ -47,10 +50,11 @@ objects: ask for a ``limit``); ``instruction_evidence`` about 15-25 ms.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pipeline.analysis.copy_count import CopyCount, count_of, source_name
 from pipeline.analysis.copying import STOPWORDS, WORD
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
@@ -87,7 +91,9 @@ REASON_TEXT: dict[str, str] = {
     "split": "judges split on the response or the summary",
     "unquoted": "a Yes on the response whose quote is missing",
 }
-WEIGHTS: dict[str, float] = {"similar": 2.0, "copied": 3.0, "lost": 1.5, "unquoted": 1.0, "split": 0.5}
+COPY_REASONS: tuple[str, ...] = ("similar", "copied")  # the "copy only" view
+SECONDARY_REASONS: tuple[str, ...] = ("lost", "split", "unquoted")
+WEIGHTS: dict[str, float] = {"similar": 2.0, "copied": 3.0, "lost": 0.5, "unquoted": 0.25, "split": 0.15}
 COPY_EXTRA = 0.5  # per further copied phrase
 COPY_EXTRA_MAX = 3  # further phrases counted at most
 COPY_BOTH = 1.0  # copied from both references
@@ -127,6 +133,14 @@ class Evidence:
     response_id: int | None = None
     summary_id: int | None = None
     copy_known: bool = True  # False: copy evidence was not computed for this pair
+    # The constraint's phrases in the response and in no reference (the response repeats the
+    # constraint's wording); read only where nothing was copied from a reference.
+    echoed: tuple[str, ...] = ()
+
+    @property
+    def copy_count(self) -> CopyCount:
+        """pipeline.analysis.copy_count's count for the constraint on the response."""
+        return count_of(self.copied, "".join(self.copied_from), self.echoed)
 
     @property
     def lost(self) -> bool:
@@ -165,6 +179,36 @@ def _score(reasons: Sequence[str], enabled: Sequence[str], similarity: Similarit
     return round(total, 6)
 
 
+def reason_sentences(e: Evidence, enabled: Sequence[str] = REASONS) -> list[str]:
+    """Each enabled reason that fires, in words, in REASONS order: what the app, `report`,
+    `export --suspicious` and the HTML report say (the one function that makes the sentences)."""
+    out: list[str] = []
+    for reason in e.reasons():
+        if reason not in enabled:
+            continue
+        if reason == "similar" and e.similarity is not None:
+            out.append(_similar_sentence(e.similarity))
+        elif reason == "copied":
+            out.append(e.copy_count.sentence())
+        elif reason == "lost":
+            out.append(f"satisfied in the response, lost in its {e.ratio:g} summary")
+        elif reason == "split":
+            out.append("judges split on " + " and ".join(
+                f"the {name} ({t.yes} Yes, {t.no} No)" for name, t in (("response", e.response_trust),
+                                                                        ("summary", e.summary_trust))
+                if t is not None and t.split))
+        elif reason == "unquoted" and e.response_trust is not None:
+            n = e.response_trust.unquoted
+            out.append(f"{n} Yes on the response {'quotes' if n == 1 else 'quote'} text not in the response")
+    return out
+
+
+def _similar_sentence(sim: Similarity) -> str:
+    which = "A" if sim.to_b is None or sim.to_a >= sim.to_b else "B"
+    method = " (lexical overlap)" if sim.method == LEXICAL else ""
+    return f"constraint {sim.highest:.2f} similar to {source_name(which)}{method}"
+
+
 class Queue(list[Evidence]):
     """The ranked evidence, with whether copy evidence is missing for some of the selection."""
 
@@ -182,8 +226,8 @@ def word_ngrams(text: str, n: int = COPY_EVIDENCE_NGRAM) -> set[tuple[str, ...]]
 
 
 def copied_phrases(constraint: str, references: dict[str, str], response: str, n: int = COPY_EVIDENCE_NGRAM,
-                   *, response_grams: set[tuple[str, ...]] | None = None,
-                   reference_grams: dict[str, set[tuple[str, ...]]] | None = None) -> tuple[tuple[str, ...], str]:
+                   *, response_grams: Set[tuple[str, ...]] | None = None,
+                   reference_grams: Mapping[str, Set[tuple[str, ...]]] | None = None) -> tuple[tuple[str, ...], str]:
     """The constraint's phrases (runs of its word n-grams, not all stopwords) found both in a reference
     and in the response, as written in the constraint, and which references ("A", "B", "AB" or "").
     Pass precomputed n-gram sets to compare many constraints with the same texts."""
@@ -243,6 +287,11 @@ class PhraseFinder:
         return copied_phrases(constraint, {}, "", self.n, response_grams=self._of(response_hash),
                               reference_grams={k: v for k, v in refs.items() if v})
 
+    def echoed(self, constraint: str, response_hash: str | None) -> tuple[str, ...]:
+        """The constraint's phrases found in the response (the response as its own "reference")."""
+        grams = self._of(response_hash)
+        return copied_phrases(constraint, {}, "", self.n, response_grams=grams, reference_grams={"C": grams})[0]
+
 
 # -- building Evidence ------------------------------------------------------------------------------
 
@@ -279,14 +328,15 @@ def _similarity(row: EvidenceRow) -> Similarity | None:
     return Similarity(row.constraint_id, method, to_a, to_b)
 
 
-def _evidence(row: EvidenceRow, ratio: float, flags: dict[int, tuple[str, ...]]) -> Evidence:
+def _evidence(row: EvidenceRow, ratio: float, flags: dict[int, tuple[str, ...]],
+              echoed: dict[tuple[int | None, int], tuple[str, ...]]) -> Evidence:
     return Evidence(
         constraint_id=row.constraint_id, instruction_id=row.instruction_id, position=row.position, text=row.text,
         writer=_writer(row.model, row.mode), ratio=ratio, similarity=_similarity(row), copied=row.copied or (),
         copied_from=tuple(row.copied_from), response_passed=_passed(row.full_score, row.response),
         summary_passed=_summary_passed(row), response_trust=_trust(row.response), summary_trust=_trust(row.summary),
         flags=flags.get(row.constraint_id, ()), response_id=row.response_id, summary_id=row.summary_id,
-        copy_known=row.copied is not None)
+        copy_known=row.copied is not None, echoed=echoed.get((row.response_id, row.constraint_id), ()))
 
 
 def instruction_evidence(store: Store, instruction_id: int, writer: Writer, ratio: float) -> dict[int, Evidence]:
@@ -294,24 +344,37 @@ def instruction_evidence(store: Store, instruction_id: int, writer: Writer, rati
     copy evidence the stage has not stored is computed here. {} when the writer has no response."""
     rows, _ = evidence_rows(store, ratio=ratio, instruction_id=instruction_id, writer=(writer.model, writer.mode))
     flags = constraint_flags(store, [r.constraint_id for r in rows])
-    rows = _fill_copy_evidence(store, rows)
-    return {row.constraint_id: _evidence(row, ratio, flags) for row in rows}
+    rows, echoed = _fill_copy_evidence(store, rows)
+    return {row.constraint_id: _evidence(row, ratio, flags, echoed) for row in rows}
 
 
-def _fill_copy_evidence(store: Store, rows: list[EvidenceRow]) -> list[EvidenceRow]:
-    missing = [r for r in rows if r.copied is None and r.response_id is not None]
-    if not missing:
-        return rows
-    hashes = response_and_reference_hashes(store, sorted({r.response_id for r in missing if r.response_id}))
+def _fill_copy_evidence(store: Store, rows: list[EvidenceRow]
+                        ) -> tuple[list[EvidenceRow], dict[tuple[int | None, int], tuple[str, ...]]]:
+    """The rows with the copy evidence the stage has not stored computed, and the echoed phrases of
+    the rows copying from no reference (not stored: a cheap pass over the rows' responses, whose
+    n-grams are computed once each)."""
+    need = [r for r in rows if not r.copied and r.response_id is not None]
+    if not need:
+        return rows, {}
+    hashes = response_and_reference_hashes(store, sorted({r.response_id for r in need if r.response_id}))
     finder = PhraseFinder()
-    finder.bodies = text_bodies(store, [h for triple in hashes.values() for h in triple if h])
+    wanted = {h for r in need if r.response_id in hashes
+              for h in (hashes[r.response_id] if r.copied is None else hashes[r.response_id][:1]) if h}
+    finder.bodies = text_bodies(store, sorted(wanted))
     out = []
+    echoed: dict[tuple[int | None, int], tuple[str, ...]] = {}
     for row in rows:
-        if row.copied is None and row.response_id in hashes:
-            copied, sources = finder.find(row.text, *hashes[row.response_id])
-            row = row._replace(copied=copied, copied_from=sources)
+        if not row.copied and row.response_id in hashes:
+            triple = hashes[row.response_id]
+            if row.copied is None:
+                copied, sources = finder.find(row.text, *triple)
+                row = row._replace(copied=copied, copied_from=sources)
+            if not row.copied:
+                found = finder.echoed(row.text, triple[0])
+                if found:
+                    echoed[(row.response_id, row.constraint_id)] = found
         out.append(row)
-    return out
+    return out, echoed
 
 
 def suspicion_queue(store: Store, *, ratio: float | None = None, enabled: Sequence[str] = REASONS,
@@ -325,7 +388,8 @@ def suspicion_queue(store: Store, *, ratio: float | None = None, enabled: Sequen
     rows, total = evidence_rows(store, ratio=ratio, run_id=run_id, ranking=ranking)
     # Few rows: their flags by id; many: every flag at once.
     flags = constraint_flags(store, [r.constraint_id for r in rows]) if len(rows) <= 2000 else constraint_flags(store)
-    queue = Queue(_evidence(row, ratio, flags) for row in rows)
+    _, echoed = _fill_copy_evidence(store, [r for r in rows if r.copied is not None])
+    queue = Queue(_evidence(row, ratio, flags, echoed) for row in rows)
     queue.total = total
     queue.copy_evidence_missing = _copy_missing(store, run_id)
     return queue
@@ -335,5 +399,5 @@ def _copy_missing(store: Store, run_id: str | None) -> bool:
     return count_missing_copy_evidence(store, run_id=run_id) > 0
 
 
-__all__ = ["REASONS", "REASON_TEXT", "Evidence", "Queue", "copied_phrases", "copy_evidence_missing_for",
-           "instruction_evidence", "parse_reasons", "suspicion_queue"]
+__all__ = ["COPY_REASONS", "REASONS", "REASON_TEXT", "Evidence", "Queue", "copied_phrases", "copy_evidence_missing_for",
+           "instruction_evidence", "parse_reasons", "reason_sentences", "suspicion_queue"]

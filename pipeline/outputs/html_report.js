@@ -168,6 +168,8 @@
       ["response", "Response", r.r, byConstraint ? p.copies.r : r.spans.r, ["r"], p.lex.r],
       ["summary", meta.ratio === null ? "Summary" : `Summary @${meta.ratio}`, r.s, byConstraint ? p.copies.s : r.spans.s, ["s"], p.lex.s],
     ].map(([id, title, h, copies, kinds, lex]) => {
+      // The one count of copied words (pipeline.analysis.copy_count) on the response and the summary.
+      const count = p.count ? p.count[kinds[0]] : null;
       const body = text(h);
       const layers = [["copy", copies]];
       for (const k of kinds) {
@@ -178,7 +180,8 @@
       const shownBody = body ? highlight(body, layers) :
         `<span class="muted">${id === "ref-b" && d.condition === "single" ? "(single condition: one reference only)" : "(not generated)"}</span>`;
       return `<div class="pane" id="pane-${id}"><h4>${title} <small>${body ? body.split(/\s+/).filter(Boolean).length : 0}` +
-        ` words · lexical overlap ${lex === null || lex === undefined ? "-" : lex.toFixed(2)} · ${copies.length} copied</small></h4>${shownBody}</div>`;
+        ` words · lexical overlap ${lex === null || lex === undefined ? "-" : lex.toFixed(2)} · ` +
+        `${byConstraint && count ? esc(count[2] || "nothing copied") : copies.length + " copied"}</small></h4>${shownBody}</div>`;
     }).join("");
     const verdicts = p.v.map((v) => {
       const [judge, mode] = meta.judges[v[0]];
@@ -216,9 +219,10 @@
     const ranked = sus.items.map((it) => [ks.reduce((t, k) => t + it[6][k], 0), it]).filter(([x]) => x > 0)
       .sort((a, b) => b[0] - a[0] || a[1][0] - b[1][0] || a[1][2] - b[1][2]);
     $("sus-list").innerHTML = ranked.slice(0, sus.top).map(([score, it]) => {
-      const why = sus.reasons.filter((r, k) => enabled.has(r) && it[6][k] > 0).map((r) =>
-        r === "similar" && it[7] !== null ? `similar ${it[7].toFixed(2)}` :
-        r === "copied" ? `copied from ${esc(it[9])}: ${it[8].map((c) => "\u201c" + esc(c) + "\u201d").join("; ")}` : r);
+      // Each reason as the pipeline wrote it in words (pipeline.analysis.suspicion.reason_sentences).
+      const why = sus.reasons.map((r, k) => [r, k]).filter(([r, k]) => enabled.has(r) && it[6][k] > 0).map(([r, k]) =>
+        r === "copied" ? `${esc(it[10][k])}: ${it[8].map((c) => "\u201c" + esc(c) + "\u201d").join("; ")}` : esc(it[10][k] || r));
+      if (it[12]) why.push(`<b class="mark">${esc(it[12])}</b>`);
       return `<li data-i="${it[0]}" data-c="${it[1]}" data-model="${esc(it[3])}" data-mode="${esc(it[4])}">` +
         `<span class="score">${score.toFixed(2)}</span> <button class="open">#${it[0]}, constraint ${it[2]}</button>, ` +
         `${esc(it[4] ? it[3] + "/" + it[4] : it[3])}: ${esc(it[5])}<br><small class="why">${why.join(" · ")}</small></li>`;

@@ -51,11 +51,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis import copying
+from pipeline.analysis.copy_count import copy_count
 from pipeline.analysis.correction import VALIDATE_COMMAND
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.support import LOCATED
-from pipeline.analysis.suspicion import REASON_TEXT, REASONS, Evidence, suspicion_queue
+from pipeline.analysis.suspicion import REASON_TEXT, REASONS, Evidence, reason_sentences, suspicion_queue
 from pipeline.core.definitions import same_ratio
 from pipeline.core.redact import known_secrets, redact
 from pipeline.outputs.report import (
@@ -66,9 +67,10 @@ from pipeline.outputs.report import (
     validation_caption,
     writer_label,
 )
-from pipeline.outputs.suspicion import MISSING_COPY
+from pipeline.outputs.suspicion import MISSING_COPY, mark_of
 from pipeline.store import metrics as reads
 from pipeline.store.constraints import ConstraintRecord, constraint_records_of
+from pipeline.store.marks import marks
 from pipeline.store.verdicts import Verdict, shown_verdicts
 
 if TYPE_CHECKING:
@@ -200,6 +202,12 @@ def _merge(spans: list[tuple[int, int]]) -> list[list[int]]:
         else:
             out.append([start, end])
     return out
+
+
+def _count(constraint: str, text: str, ref_a: str, ref_b: str, name: str) -> list[Any]:
+    """[words, source, sentence] of pipeline.analysis.copy_count for the page."""
+    found = copy_count(constraint, text, ref_a, ref_b or None)
+    return [found.words, found.source, found.sentence(name)]
 
 
 def copied_spans(source: str, target: str, n: int) -> list[list[int]]:
@@ -384,6 +392,9 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
                     "state": state, "full": _num(item.full_score) if item else None,
                     "summary": _num(item.summary_score) if item else None, "v": verdicts,
                     "copies": {"r": copied_spans(text, r_text, CONSTRAINT_N), "s": copied_spans(text, s_text, CONSTRAINT_N)},
+                    # pipeline.analysis.copy_count: the one count of copied words, named by its source.
+                    "count": {k: _count(c.text, body, ref_a, ref_b, name)
+                              for k, body, name in (("r", r_text, "response"), ("s", s_text, "summary"))},
                     "lex": {"r": _num(copying.lexical_overlap(text, r_text)) if r_text else None,
                             "s": _num(copying.lexical_overlap(text, s_text)) if s_text else None},
                 }
@@ -561,11 +572,15 @@ def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructi
         queue = suspicion_queue(store, ratio=ratio, run_id=run_id)
         kept = on_page(queue)
     items = []
+    marked = marks(store)
     for e in kept:
         sim = e.similarity
         items.append([e.instruction_id, e.constraint_id, e.position, e.writer.model, e.writer.mode, _clean(e.text),
                       [e.score((r,)) for r in REASONS], _num(sim.highest) if sim else None,
-                      [_clean(c) for c in e.copied[:3]], "+".join(e.copied_from)])
+                      [_clean(c) for c in e.copied[:3]], "+".join(e.copied_from),
+                      # Each reason in words, aligned with REASONS ("" where it does not fire).
+                      [next(iter(reason_sentences(e, (r,))), "") for r in REASONS], e.copy_count.short(),
+                      mark_of(marked, e)])
     return {"reasons": list(REASONS), "text": REASON_TEXT, "items": items, "top": SUSPICIOUS_TOP,
             "copy_missing": MISSING_COPY if queue.copy_evidence_missing else ""}
 

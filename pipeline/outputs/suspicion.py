@@ -13,17 +13,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.analysis.suspicion import EVIDENCE_COMMAND, REASON_TEXT, REASONS, Evidence, Queue, suspicion_queue
+from pipeline.analysis.suspicion import (
+    EVIDENCE_COMMAND,
+    REASON_TEXT,
+    REASONS,
+    Evidence,
+    Queue,
+    reason_sentences,
+    suspicion_queue,
+)
 from pipeline.analysis.trust import Trust
 from pipeline.store.database import Store
 
 REPORT_TOP = 10
 # The columns of a row, in order (the CSV header).
-COLUMNS = ("rank", "score", "reasons", "instruction_id", "constraint_id", "position", "model", "mode", "ratio",
+COLUMNS = ("rank", "score", "reasons", "reason_codes", "instruction_id", "constraint_id", "position", "model", "mode", "ratio",
            "constraint", *(f"reason_{r}" for r in REASONS), "similarity", "similarity_method", "similarity_a",
-           "similarity_b", "copied", "copied_from", "response_passed", "summary_passed", "response_yes",
+           "similarity_b", "copied_words", "copy_source", "copied", "copied_from", "response_passed", "summary_passed", "response_yes",
            "response_no", "response_missing", "response_unquoted", "summary_yes", "summary_no", "summary_missing",
-           "summary_unquoted", "flags", "response_id", "summary_id")
+           "summary_unquoted", "flags", "response_id", "summary_id", "mark")
 
 
 def _trust_fields(prefix: str, trust: Trust | None) -> dict[str, int | None]:
@@ -31,20 +39,26 @@ def _trust_fields(prefix: str, trust: Trust | None) -> dict[str, int | None]:
             for k in ("yes", "no", "missing", "unquoted")}
 
 
-def evidence_row(rank: int, e: Evidence, enabled: Sequence[str] = REASONS) -> dict[str, Any]:
-    """One ranked item as a flat dict (every reason as a column, True when it fires and is enabled)."""
+def evidence_row(rank: int, e: Evidence, enabled: Sequence[str] = REASONS, mark: str | None = None
+                 ) -> dict[str, Any]:
+    """One ranked item as a flat dict: ``reasons`` in words (reason_sentences), ``reason_codes`` their
+    names, every reason as a column (True when it fires and is enabled), the copied words and their
+    source (pipeline.analysis.copy_count), and the auditor's mark (confirmed / dismissed) if any."""
     reasons = [r for r in e.reasons() if r in enabled]
     sim = e.similarity
+    count = e.copy_count
     return {
-        "rank": rank, "score": e.score(enabled), "reasons": reasons, "instruction_id": e.instruction_id,
+        "rank": rank, "score": e.score(enabled), "reasons": reason_sentences(e, enabled), "reason_codes": reasons,
+        "instruction_id": e.instruction_id,
         "constraint_id": e.constraint_id, "position": e.position, "model": e.writer.model, "mode": e.writer.mode,
         "ratio": e.ratio, "constraint": e.text, **{f"reason_{r}": r in reasons for r in REASONS},
         "similarity": round(sim.highest, 4) if sim else None, "similarity_method": sim.method if sim else None,
         "similarity_a": sim.to_a if sim else None, "similarity_b": sim.to_b if sim else None,
+        "copied_words": count.words, "copy_source": count.source,
         "copied": list(e.copied), "copied_from": "".join(e.copied_from), "response_passed": e.response_passed,
         "summary_passed": e.summary_passed, **_trust_fields("response", e.response_trust),
         **_trust_fields("summary", e.summary_trust), "flags": list(e.flags), "response_id": e.response_id,
-        "summary_id": e.summary_id,
+        "summary_id": e.summary_id, "mark": mark,
     }
 
 
@@ -52,22 +66,29 @@ def suspicion_rows(store: Store, *, ratio: float | None = None, enabled: Sequenc
                    run_id: str | None = None, limit: int | None = None) -> tuple[list[dict[str, Any]], bool]:
     """The ranked queue as plain rows, and whether copy evidence is missing (then say: run
     `unspecific evaluate` or `unspecific build` again to compute it)."""
+    from pipeline.store.marks import marks
+
     queue = suspicion_queue(store, ratio=ratio, enabled=enabled, run_id=run_id, limit=limit)
-    return [evidence_row(i, e, enabled) for i, e in enumerate(queue, 1)], queue.copy_evidence_missing
+    marked = marks(store)
+    return [evidence_row(i, e, enabled, mark_of(marked, e)) for i, e in enumerate(queue, 1)], \
+        queue.copy_evidence_missing
+
+
+def mark_of(marked: dict[tuple[int, int], Any], e: Evidence) -> str | None:
+    """The auditor's mark on the item (confirmed / dismissed), or None."""
+    found = marked.get((e.response_id or 0, e.constraint_id))
+    return found.mark if found is not None else None
 
 
 def _describe(e: Evidence, enabled: Sequence[str]) -> str:
+    """The item's reasons in words; the copied one followed by its phrases."""
     parts = []
-    for reason in e.reasons():
-        if reason not in enabled:
-            continue
-        if reason == "similar" and e.similarity is not None:
-            parts.append(f"similar {e.similarity.highest:.2f}")
-        elif reason == "copied":
-            parts.append(f"copied from {'+'.join(e.copied_from)}: " + "; ".join(f'"{c}"' for c in e.copied[:2]))
-        else:
-            parts.append(reason)
-    return ", ".join(parts)
+    for reason in (r for r in e.reasons() if r in enabled):
+        sentence = "; ".join(reason_sentences(e, (reason,)))
+        if reason == "copied" and e.copied:
+            sentence += " (" + "; ".join(f'"{c}"' for c in e.copied[:2]) + ")"
+        parts.append(sentence)
+    return "; ".join(parts)
 
 
 MISSING_COPY = f"copy evidence not computed for every response: `{EVIDENCE_COMMAND}` computes what is missing"

@@ -31,6 +31,7 @@ Tables (see DESIGN.md):
                  per-text verdict totals for the metrics, kept fresh (pipeline.store.scores)
   copy_stats     copied n-grams of a response against a reference, by the texts' hashes
   copy_evidence  per (response, constraint): the constraint's n-grams in a reference and the response
+  suspicion_marks  per (response, constraint): the auditor's confirmed / dismissed on a suspect
   text_item_marks  per text, its items where judges split, a quote is missing, or the item flipped
   instruction_families  the specificity levels of one task (CS4: 7 to 39 constraints), as one family
   judge_checks   per judge and source (people | own | builtin), each checked item's truth, verdict and P(Yes)
@@ -452,7 +453,16 @@ def _v13(db: sqlite_utils.Database) -> None:
                     " auc REAL, held_out_accuracy REAL, calibrated_at TEXT, PRIMARY KEY (judge, judging_mode))")
 
 
+def _v14(db: sqlite_utils.Database) -> None:
+    """The auditor's marks on the suspicion queue (pipeline.store.marks): per (response, constraint),
+    ``confirmed`` (copy-paste confirmed) or ``dismissed``, who marked it and when. Apart from
+    ``annotations``, whose labels validate the Core metric and must not mix with these."""
+    db.conn.execute("CREATE TABLE IF NOT EXISTS suspicion_marks(response_id INTEGER NOT NULL, constraint_id INTEGER"
+                    " NOT NULL, mark TEXT NOT NULL CHECK (mark IN ('confirmed', 'dismissed')), auditor TEXT NOT NULL,"
+                    " marked_at TEXT NOT NULL, PRIMARY KEY (response_id, constraint_id)) WITHOUT ROWID")
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
-                                                             _v11, _v12, _v13]
+                                                             _v11, _v12, _v13, _v14]
 SCHEMA_VERSION = len(MIGRATIONS)

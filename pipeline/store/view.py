@@ -380,6 +380,12 @@ class StoreView:
         """(constraint, response) -> annotator -> label and note."""
         return annotations_table.labels_with_notes(self._store)
 
+    def suspicion_marks(self) -> dict[tuple[int, int], Any]:
+        """The auditor's marks on suspects, by (response id, constraint id) (pipeline.store.marks.Mark)."""
+        from pipeline.store.marks import marks
+
+        return marks(self._store)
+
     def judge_thresholds(self) -> dict[tuple[str, str], float]:
         """(judge, judging mode) -> the threshold its P(Yes) verdicts are read at, where calibrated."""
         from pipeline.store.judge_checks import calibrations

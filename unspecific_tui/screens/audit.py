@@ -7,6 +7,13 @@ shows its detail. Its rows are pipeline.analysis.suspicion's Evidence (one defin
 list, the suspicion queue and the reports: pipeline.analysis.trust's "split" and "unquoted",
 the stored similarity, the copied phrases) with the outcome pipeline.analysis.metrics counts.
 
+Auditing the suspicion queue is a loop: the head says "suspicion queue item k of N" and how many
+are done; `y` / `d` mark the item confirmed / dismissed (through the app, stored by the store's
+narrow writer) and go on to the next; `o` shows the copied span of the response beside the same span
+in its source (reference A, reference B, or the constraint itself). What a key changed is said in
+the pane-tabs line, never in a notice over the screen. At 80x24 one pane fills the detail, and `l`
+swaps it for the list.
+
 Moving between constraints of one instruction costs no query: an instruction's rows, verdicts
 and flags are read once per (instruction, response, ratio) and cached; the widgets are built once
 and updated in place; the list's rows are replaced only when the instruction, response, sort or
@@ -30,6 +37,8 @@ from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import DataTable, Header, Static
 
+from pipeline.analysis.copy_count import CONSTRAINT, CopyCount, copy_count, source_name
+from pipeline.analysis.copy_count import NONE as NO_COPY
 from pipeline.analysis.similarity import LEXICAL, Similarity, lexical_similarity
 from pipeline.analysis.support import LOCATED
 from pipeline.analysis.suspicion import Evidence, instruction_evidence, suspicion_queue
@@ -58,6 +67,7 @@ from unspecific_tui.widgets.highlight import (
     QUOTE_FUZZY_STYLE,
     QUOTE_STYLE,
     SOURCE_STYLES,
+    Span,
     copied_spans,
     intersect,
     merge,
@@ -69,6 +79,8 @@ from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
 PANES = ("ref-a", "ref-b", "response", "summary")
 PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
+SOURCE_PANE = "source"  # the source view's right pane: the copied words' source
+MARK_KEYS = {"confirmed": "y", "dismissed": "d"}
 CONSTRAINT_N = COPY_EVIDENCE_NGRAM  # a constraint is short: a few shared words in a row already say "copied"
 REFERENCE_N = 5  # between long texts, the paper's 5-gram
 HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height)
@@ -92,6 +104,10 @@ class Shown:
     quotes: dict[str, list[tuple[str, tuple[int, int] | None]]] = field(default_factory=dict)
     similarities: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # ref pane -> (method, value)
     row: ListRow | None = None
+    counts: dict[str, CopyCount] = field(default_factory=dict)  # response / summary -> copied words and source
+    subtitles: dict[str, str] = field(default_factory=dict)  # pane -> its subtitle (words, similarity, copied)
+    # The source view: (source, spans in the response, the same words' spans in the source).
+    source: tuple[str, tuple[Span, ...], tuple[Span, ...]] | None = None
 
 
 @dataclass
@@ -111,6 +127,10 @@ class AuditScreen(AppScreen):
         Binding("up,k", "move(-1)", "Up", show=False),
         Binding("n", "follow(1)", "Next"),
         Binding("p", "follow(-1)", "Prev"),
+        # The audit loop's keys, early: the footer shows keys in this order while they fit.
+        Binding("y", "mark('confirmed')", "Confirm"),
+        Binding("d", "mark('dismissed')", "Dismiss"),
+        Binding("o", "toggle_source", "Source"),
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
         Binding("f", "pick_follow", "Flagged…"),
@@ -123,7 +143,7 @@ class AuditScreen(AppScreen):
         Binding("t", "next_pane", "Pane (PgUp/PgDn scroll it)"),
         Binding("pageup", "scroll_pane(-1)", "Scroll pane up", show=False),
         Binding("pagedown", "scroll_pane(1)", "Scroll pane down", show=False),
-        Binding("l", "toggle_list", "List", show=False),
+        Binding("l", "toggle_list", "List"),
         Binding("r", "cycle_ratio", "Ratio", show=False),
     ]
 
@@ -144,6 +164,11 @@ class AuditScreen(AppScreen):
         self._rows: OrderedDict[tuple[int, Writer | None, float], Rows] = OrderedDict()
         self._verdict_lines = 0
         self._last: dict[str, Any] = {}  # what each Static shows (``_put``)
+        self.source_view = False  # `o`: the response beside the copied words' source
+        # The list's rows as sorted and filtered (the list widget holds them only while shown).
+        self._rows_shown: list[ListRow] = []
+        self._list_key: object = None
+        self._said = ""  # what the last key changed, said in the tabs/legend line until the next move
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -159,6 +184,7 @@ class AuditScreen(AppScreen):
                 with Container(id="panes"):
                     for i, pane in enumerate(PANES):
                         yield TextPane(PANE_TITLES[pane], id=pane, classes="-current" if i == 0 else "")
+                    yield TextPane("Source", id=SOURCE_PANE)
                 yield TextLines(id="audit-verdicts")
         yield KeyFooter()
 
@@ -225,7 +251,7 @@ class AuditScreen(AppScreen):
         (previous) instruction's first (last) row."""
         if not self.order:
             return
-        rows = self.query_one(ConstraintList).rows_shown
+        rows = self._rows_shown
         cid, iid = self.order[self.index]
         ids = [r.constraint_id for r in rows]
         at = ids.index(cid) if cid in ids else -1
@@ -273,11 +299,11 @@ class AuditScreen(AppScreen):
         before = following.index
         stop = following.step(step)
         if stop is None:
-            self.notify(f"nothing to follow in {following.label}", severity="warning")
+            self._say(f"nothing to follow in {following.label}")
             return
-        if following.index == before and self.shown.constraint_id == stop.constraint_id:
-            self.notify(f"{following.label}: {'last' if step > 0 else 'first'} one", severity="information")
         self._go(stop)
+        if following.index == before:
+            self._say(f"{following.label}: the {'last' if step > 0 else 'first'} one")
 
     def _go(self, stop: Stop) -> None:
         if stop.writer is not None:
@@ -288,8 +314,8 @@ class AuditScreen(AppScreen):
     def action_stop_following(self) -> None:
         if self.app.following is not None:
             self.app.following = None
-            self.notify("stopped following: n/p move through the list")
             self._render_head_only()
+            self._say("stopped following: n/p move through the list")
 
     def action_pick_follow(self) -> None:
         """f: choose a flag (or the suspicion queue) to follow with n / p."""
@@ -318,7 +344,7 @@ class AuditScreen(AppScreen):
             self.action_stop_following()
             return
         if choice == QUEUE:
-            self.notify("ranking the suspicion queue…")
+            self._say("ranking the suspicion queue…")
             self._load_queue(self._ratio(None))
             return
         self.follow_flag(choice)
@@ -328,7 +354,7 @@ class AuditScreen(AppScreen):
         flagged = self._flagged_ids()
         stops = [Stop(cid, iid, None) for cid, iid in self.order if flag in flagged.get(cid, ())]
         if not stops:
-            self.notify(f"no constraint carries the flag {flag}", severity="warning")
+            self._say(f"no constraint carries the flag {flag}")
             return
         here = self.index
         start = next((i for i, s in enumerate(stops) if self._pos.get(s.constraint_id, -1) >= here), 0)
@@ -348,7 +374,7 @@ class AuditScreen(AppScreen):
 
     def _follow_queue(self, stops: list[Stop]) -> None:
         if not stops:
-            self.notify("the suspicion queue is empty", severity="warning")
+            self._say("the suspicion queue is empty")
             return
         self.app.following = Following(QUEUE, stops)
         self._go(stops[0])
@@ -366,7 +392,7 @@ class AuditScreen(AppScreen):
                 self.index = i
                 self.refresh_constraint()
                 return
-        self.notify(f"no {what} constraint", severity="warning")
+        self._say(f"no {what} constraint")
 
     def action_next_flipped(self) -> None:
         """Asks the store per constraint (indexed); once the analysis is ready, only about the
@@ -406,31 +432,49 @@ class AuditScreen(AppScreen):
 
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
-        self.notify(f"list sorted by {self.sort}")
         self.refresh_constraint()
+        self._say(f"list sorted by {self.sort}")
 
     def action_cycle_filter(self) -> None:
         """The next filter; when it hides the shown constraint, the list's first row is shown."""
         self.filter = FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)]
-        self.notify(f"list shows: {self.filter}")
         self.refresh_constraint()
-        rows = self.query_one(ConstraintList).rows_shown
+        rows = self._rows_shown
         if rows and all(r.constraint_id != self.shown.constraint_id for r in rows):
             self.index = self._pos.get(rows[0].constraint_id, self.index)
             self.refresh_constraint()
+        self._say(f"list shows: {self.filter}")
 
     def action_toggle_copy(self) -> None:
         self.copy_mode = "references" if self.copy_mode == "constraint" else "constraint"
         what = "response vs references" if self.copy_mode == "references" else "constraint vs each text"
-        self.notify(f"copied n-grams: {what}")
         self.refresh_constraint()
+        self._say(f"copied n-grams: {what}")
 
     def action_next_pane(self) -> None:
         """Narrow: show the next pane. Wider: mark it current; PageUp/PageDown scroll it."""
         self.pane = (self.pane + 1) % len(PANES)
         for i, pane in enumerate(PANES):
             self.query_one(f"#{pane}", TextPane).set_class(i == self.pane, "-current")
+        if self._narrow():
+            self._render_head_only()  # the pane now shown was not drawn while hidden
         self._render_tabs()
+
+    def _list_visible(self) -> bool:
+        if self._narrow():
+            return self.has_class("-list")
+        return not self.query_one("#audit-side").has_class("-hidden")
+
+    def _sync_list(self) -> None:
+        """The list shows the rows of the shown instruction (replaced only when they changed)."""
+        table = self.query_one(ConstraintList)
+        table.show_rows(self._rows_shown, self._list_key)
+        table.select(self.shown.constraint_id)
+
+    def on_resize(self) -> None:
+        # Across the 80-column breakpoint the list and the hidden panes come into view: draw them.
+        if self.shown.constraint_id is not None:
+            self._render_head_only()
 
     def action_scroll_pane(self, step: int) -> None:
         pane = self.query_one(f"#{PANES[self.pane]}", TextPane)
@@ -440,8 +484,62 @@ class AuditScreen(AppScreen):
             pane.scroll_page_up(animate=False)
 
     def action_toggle_list(self) -> None:
-        """Hide (show) the list: more room for the texts on a small terminal."""
+        """Wide: hide (show) the list, more room for the texts. Narrow: the list in place of the
+        text pane, and back (enter on a row comes back too)."""
+        if self._narrow():
+            self.toggle_class("-list")
+            if self.has_class("-list"):
+                self._sync_list()
+                self.query_one(ConstraintList).focus()
+            return
         self.query_one("#audit-side").toggle_class("-hidden")
+        if self._list_visible():
+            self._sync_list()
+
+    def _narrow(self) -> bool:
+        return self.app.size.width < NARROW
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on the list: at 80 columns, back to the text of the row chosen."""
+        if event.data_table is self.query_one(ConstraintList) and self.has_class("-list"):
+            self.remove_class("-list")
+
+    def action_toggle_source(self) -> None:
+        """o: the response's copied span beside the same span in its source, and back."""
+        self.source_view = not self.source_view
+        self.set_class(self.source_view, "-source")
+        self.refresh_constraint()
+
+    def action_mark(self, mark: str) -> None:
+        """y / d: mark the shown item confirmed / dismissed (the same key again clears it); while the
+        suspicion queue is followed, go on to its next item."""
+        shown = self.shown
+        if shown.response_id is None or shown.constraint_id is None:
+            self._say("nothing to mark: no response shown")
+            return
+        key = (shown.response_id, shown.constraint_id)
+        new = None if self.app.marks.get(key) == mark else mark
+        if not self.app.mark(*key, new):
+            return
+        following = self.app.following
+        if new is not None and following is not None and following.label == QUEUE \
+                and following.index < len(following.stops) - 1:
+            self.action_follow(1)
+            self._say(f"{mark} the previous item · {self._done()}")
+            return
+        self.refresh_constraint()
+        self._say(f"{new or 'mark cleared'} · {self._done()}")
+
+    def _done(self) -> str:
+        marks = list(self.app.marks.values())
+        return f"{len(marks)} done ({marks.count('confirmed')} confirmed, {marks.count('dismissed')} dismissed)"
+
+    def _say(self, message: str) -> None:
+        """What the last key changed, in the tabs/legend line (a notice would cover the panes and
+        the verdicts, which the key just changed); gone at the next move."""
+        self._said = message
+        self._render_tabs()
+        self._render_legend(self.shown.row)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The list's cursor moved (up/down, a click): its constraint's detail follows."""
@@ -507,7 +605,7 @@ class AuditScreen(AppScreen):
             sim = e.similarity or _lexical_similarity(con, data)
             rows.append(ListRow(con.id, con.position or 0, con.text, _outcome(e), e.response_trust, e.summary_trust,
                                 sim, e.similarity is not None, tuple(e.copied), tuple(e.copied_from),
-                                tuple(e.flags), e.score()))
+                                tuple(e.flags), e.score(), e.copy_count))
         return Rows(rows, verdicts, flags)
 
     # -- rendering -----------------------------------------------------------------------
@@ -520,11 +618,22 @@ class AuditScreen(AppScreen):
         self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
     def _render_tabs(self) -> None:
-        parts = [f"[reverse] {PANE_TITLES[p]} [/]" if i == self.pane else f" {PANE_TITLES[p]} "
-                 for i, p in enumerate(PANES)]
-        self._put("audit-tabs", "".join(parts) + " [dim](t)[/]")
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if self._said:
+            line.append(f" {self._said} ", style="bold reverse")
+            line.append(" ")
+        if self.source_view:
+            line.append("response beside its source (o: back)", style="dim")
+        else:
+            # Narrow shows one pane, without its bottom border: its subtitle (words, copied) is here.
+            pane = PANES[self.pane]
+            line.append(f" {PANE_TITLES[pane]} ", style="reverse")
+            line.append(f" {self.shown.subtitles.get(pane, '')}")
+            line.append("  (t: next pane)", style="dim")
+        self._put("audit-tabs", line)
 
     def refresh_constraint(self) -> None:
+        self._said = ""  # said until the next move
         if not self.order:
             empty = Text("No constraints in this store yet. Build a run (1), then come back.")
             width = max(20, self.app.size.width - 2)
@@ -547,13 +656,18 @@ class AuditScreen(AppScreen):
         shown.row = row
         self.shown = shown
 
-        table = self.query_one(ConstraintList)
         visible = self._visible(rows.rows)
-        table.show_rows(visible, (iid, self.writer, ratio, self.sort, self.filter, id(self.order)))
-        table.select(cid)
+        self._rows_shown = visible
+        self._list_key = (iid, self.writer, ratio, self.sort, self.filter, id(self.order))
+        if self._list_visible():
+            self._sync_list()
         self._render_list_head(data, rows.rows, visible)
-        for pane in PANES:
-            self._render_pane(pane, texts, con, data, verdicts, row, ratio)
+        # At 80 columns one pane shows: the others are drawn when `t` brings them (a third of a move's cost).
+        for pane in (PANES[self.pane],) if self._narrow() else PANES:
+            if not (self.source_view and pane == "response"):  # the source view draws it
+                self._render_pane(pane, texts, con, data, verdicts, row, ratio)
+        if self.source_view:
+            self._render_source(texts, con, data, row, ratio)
         shown.state = row.outcome if row else "not judged"
         self._render_head(data, con, rows.flags.get(cid, {}), row, verdicts, ratio)
         self._render_legend(row)
@@ -602,13 +716,47 @@ class AuditScreen(AppScreen):
             both = intersect(list(sources["A"]), list(sources["B"]))
             subtitle += (f" · from A {len(sources['A'])} · from B {len(sources['B'])}"
                          + (f" · both {len(both)}" if both else ""))
+        elif pane in ("response", "summary"):
+            # The one count of copied words, named by its source (pipeline.analysis.copy_count):
+            # the response's is the list's; the summary's is counted the same way here.
+            count = (row.copy if row else NO_COPY) if pane == "response" else \
+                _copy_count(con.text, text, data.article_a, data.article_b or None)
+            shown.counts[pane] = count
+            subtitle += f" · {count.sentence(pane) or 'nothing copied'}"
         else:
-            subtitle += f" · {len(copies)} copied"
+            subtitle += f" · {len(copies)} span{'' if len(copies) == 1 else 's'} of the constraint"
+        shown.subtitles[pane] = subtitle
         widget = self.query_one(f"#{pane}", TextPane)
         widget.show(body, key=(data.id, pane, self.writer, ratio), subtitle=subtitle)
         first = min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
         if first is not None:
             widget.reveal(first)
+
+    def _render_source(self, texts: dict[str, str], con: Constraint, data: InstructionData, row: ListRow | None,
+                       ratio: float) -> None:
+        """The source view: the response's copied words (the list's count) beside the same words in
+        their source (reference A, else B, or the constraint itself), highlighted in both and each
+        scrolled to the first."""
+        count = row.copy if row else NO_COPY
+        source = "A" if "A" in count.source else "B" if "B" in count.source else CONSTRAINT
+        body = {"A": data.article_a, "B": data.article_b, CONSTRAINT: con.text}[source]
+        response = texts["response"]
+        style = SOURCE_STYLES["A" if source == CONSTRAINT else source]
+        in_response = _phrase_spans(count.phrases, response)
+        in_source = _phrase_spans(count.phrases, body)
+        self.shown.source = (source, in_response, in_source)
+        title = source_name(source) if count.words else "source (nothing copied)"
+        pane = self.query_one(f"#{SOURCE_PANE}", TextPane)
+        pane.border_title = title[0].upper() + title[1:]
+        pane.show(render_sources(body, {source if source != CONSTRAINT else "A": in_source}) if body
+                  else Text("(no text)", style="dim"), key=(data.id, SOURCE_PANE, con.id, source),
+                  subtitle=f"{len(in_source)} copied spans")
+        left = self.query_one("#response", TextPane)
+        left.show(_styled(response, in_response, style), key=(data.id, "response-source", self.writer, con.id),
+                  subtitle=count.sentence() or "nothing copied")
+        for widget, spans in ((left, in_response), (pane, in_source)):
+            if spans:
+                widget.reveal(spans[0][0])
 
     def _render_list_head(self, data: InstructionData, rows: list[ListRow], visible: list[ListRow]) -> None:
         self._put("audit-task", Text.assemble(("task: ", "bold"),
@@ -632,10 +780,6 @@ class AuditScreen(AppScreen):
             (f"#{data.id}", "bold"), f" {data.domain} · {data.condition} · constraint {con.position}/{active} · ",
             (self.writer.label if self.writer else "-", "bold"), f" · summary {ratio:g} · copy: {self.copy_mode}",
             f" ({self.index + 1}/{len(self.order)})", no_wrap=True, overflow="ellipsis")
-        following = self.app.following
-        if following is not None:
-            where.append(f" · following: {following.label} {following.position()} (n/p, esc stops)",
-                         style="bold magenta")
         narrow = self.app.size.width < NARROW  # the breakpoint class may not be set yet on the first show
         text = Text(con.text, style="bold", no_wrap=narrow, overflow="ellipsis")
         console, width = self.app.console, max(20, self.app.size.width - 2)
@@ -645,12 +789,34 @@ class AuditScreen(AppScreen):
         budget = height - 1 - (1 if narrow else len(text.wrap(console, width)))
         rest = [self._outcome_line(row, verdicts), self._lineage(data, con), self._duplicates(data, flags),
                 self._evidence_line(row, flags)]
-        lines = [where, text] + [line for line in rest if line is not None][:max(0, budget)]
+        follow = self._following_line()
+        if follow is not None:
+            budget -= 1
+        lines = ([follow] if follow is not None else []) + [where, text] + \
+            [line for line in rest if line is not None][:max(0, budget)]
         # Wrapped here as a Static would wrap them, padded to the fixed height (never a layout).
         # A one-line no_wrap line is its own row: TextLines cuts it at the width as wrap would.
         rows = [piece for line in lines
                 for piece in ([line] if _one_row(line) else line.wrap(console, width))][:height]
         self.query_one("#audit-head", TextLines).show(rows + [Text()] * (height - len(rows)))
+
+    def _following_line(self) -> Text | None:
+        """While n/p follow a list: "suspicion queue item k of N", the item's mark, the count done."""
+        following = self.app.following
+        if following is None:
+            return None
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f"{following.label} item {following.index + 1:,} of {len(following.stops):,}",
+                    style="bold magenta")
+        if following.label == QUEUE:
+            shown = self.shown
+            mark = self.app.marks.get((shown.response_id or 0, shown.constraint_id or 0))
+            line.append(f" · {mark}" if mark else " · not marked",
+                        style="bold green" if mark == "confirmed" else "dim")
+            line.append(" · y confirm · d dismiss", style="magenta")
+            line.append(f" · {self._done()}")
+        line.append(" · n/p next/prev · esc stops", style="dim")
+        return line
 
     def _outcome_line(self, row: ListRow | None, verdicts: list[Verdict]) -> Text:
         """The outcome and how far it can be trusted: agreement and missing quotes on each text."""
@@ -677,12 +843,14 @@ class AuditScreen(AppScreen):
             line.append_text(bar(sim.to_a if sim else None))
             line.append(" B ")
             line.append_text(bar(sim.to_b if sim else None))
-            line.append(" · copied: ")
-            if row.copied:
-                phrases = ", ".join(f"'{p}'" for p in row.copied)
-                line.append(f"{phrases} from {' and '.join(row.copied_from)}", style="bold #e5c07b")
+            line.append(" · ")
+            count = row.copy  # the one count (pipeline.analysis.copy_count), named by its source
+            if count.words:
+                phrases = ", ".join(f"'{p}'" for p in count.phrases)
+                line.append(f"{count.sentence()}: {phrases}",
+                            style="bold #e5c07b" if count.from_reference else "#e5c07b")
             else:
-                line.append("none", style="dim")
+                line.append("nothing copied", style="dim")
             line.append(" · ")
         for flag in sorted(flags):
             line.append(f" {flag} ", style="black on yellow")
@@ -727,7 +895,15 @@ class AuditScreen(AppScreen):
 
     def _render_legend(self, row: ListRow | None) -> None:
         legend = Text(no_wrap=True, overflow="ellipsis")
-        if self.copy_mode == "references":
+        if self._said:
+            legend.append(f" {self._said} ", style="bold reverse")
+            legend.append(" ")
+        if self.source_view:
+            count = row.copy if row else None
+            legend.append(" copied words ", style=SOURCE_STYLES["A"])
+            legend.append(f" {count.sentence() if count and count.words else 'nothing copied'}"
+                          " · the same words in the source on the right (o: back)")
+        elif self.copy_mode == "references":
             legend.append("copied 5-grams in response/summary, from ")
             for name, label in (("A", "A"), ("B", "B"), ("both", "both")):
                 legend.append(f" {label} ", style=SOURCE_STYLES[name])
@@ -814,6 +990,26 @@ def _lexical_similarity(con: Constraint, data: InstructionData) -> Similarity | 
     if not data.article_a:
         return None
     return lexical_similarity(con.id, con.text, data.article_a, data.article_b or None)
+
+
+@lru_cache(maxsize=1024)
+def _copy_count(constraint: str, text: str, reference_a: str, reference_b: str | None) -> CopyCount:
+    """pipeline.analysis.copy_count, cached: moving back to a constraint costs nothing."""
+    return copy_count(constraint, text, reference_a, reference_b)
+
+
+def _phrase_spans(phrases: tuple[str, ...], text: str) -> tuple[Span, ...]:
+    """Where the copied phrases' words (runs of CONSTRAINT_N or more) sit in ``text``."""
+    if not text:
+        return ()
+    return tuple(merge([span for phrase in phrases for span in copied_spans(phrase, text, CONSTRAINT_N)]))
+
+
+def _styled(text: str, spans: tuple[Span, ...], style: str) -> Text:
+    out = Text(text)
+    for start, end in spans:
+        out.stylize(style, start, end)
+    return out
 
 
 @lru_cache(maxsize=64)

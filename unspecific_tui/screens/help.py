@@ -42,12 +42,17 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         path = HELP_DIR / f"{self._mode}.md"
-        text = path.read_text(encoding="utf-8") if path.exists() else f"# {self._mode.capitalize()}\n"
+        text = path.read_text(encoding="utf-8") if self._mode and path.exists() else \
+            f"# {self._mode.capitalize() or 'Keys'}\n"
         with Vertical(id="help-box"):
-            with VerticalScroll():
+            with VerticalScroll(id="help-scroll"):
                 yield Markdown(text, id="help-text")
                 yield Static(bindings_table(self._target), id="help-keys")
-            yield Static("[dim]esc or ? to close[/]", id="help-close")
+            yield Static("[dim]↑/↓ PgUp/PgDn scroll · esc or ? to close[/]", id="help-close")
+
+    def on_mount(self) -> None:
+        # Focused, so the arrow and page keys scroll the help (at 80x24 it is longer than the box).
+        self.query_one("#help-scroll", VerticalScroll).focus()
 
 
 class ErrorScreen(ModalScreen[None]):

@@ -7,7 +7,9 @@ item, only the top TOP become Evidence) is read in a worker on a view of its own
 how many suspects there are in all. Switching a reason off or on asks the store again (the
 table shows it is loading meanwhile); ``+`` shows more rows, and reads further once the loaded
 ones are shown. Enter opens Audit on the row, and Audit's next/prev then follow the loaded queue
-(``app.following``).
+(``app.following``); there `y` / `d` mark the item confirmed / dismissed and go on to the next.
+The marks show here (the first column), with how many are done. `o` shows copy evidence only
+(similar, copied), the reasons that lead the ranking.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
-from pipeline.analysis.suspicion import EVIDENCE_COMMAND, REASON_TEXT, REASONS, Evidence
+from pipeline.analysis.suspicion import (
+    COPY_REASONS,
+    EVIDENCE_COMMAND,
+    REASONS,
+    Evidence,
+    reason_sentences,
+)
 from pipeline.store.view import StoreView
 from unspecific_tui.app import Context
 from unspecific_tui.following import Following, Stop
@@ -87,6 +95,17 @@ def shorten(text: str, width: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+def writer_cell(model: str, mode: str, width: int) -> str:
+    """"model [mode]" in ``width`` cells: the model's name is cut, never the mode (two responses of
+    one model differ only there)."""
+    if not mode:
+        return shorten(model, width)
+    tail = f" [{mode}]"
+    room = width - len(tail)
+    name = model if len(model) <= room else model[:max(1, room - 1)] + "…"
+    return name + tail
+
+
 def _verdict(passed: bool | None) -> Text:
     if passed is None:
         return Text("-", style="dim")
@@ -99,9 +118,21 @@ def outcome(e: Evidence) -> Text:
 
 
 def copied(e: Evidence) -> str:
-    if not e.copied:
-        return "-"
-    return f"{len(e.copied)} " + "+".join(e.copied_from)
+    """pipeline.analysis.copy_count's count: "12w A" (words of the constraint, and their source)."""
+    return e.copy_count.short()
+
+
+MARK_CELLS = {"confirmed": Text("✓", style="bold green"), "dismissed": Text("✗", style="dim")}
+
+
+def mark_cell(mark: str | None) -> Text:
+    return MARK_CELLS.get(mark or "", Text(" "))
+
+
+def done_line(marks: Sequence[str | None]) -> str:
+    """How many of the loaded items are marked: "3 done (2 confirmed, 1 dismissed)"."""
+    confirmed, dismissed = marks.count("confirmed"), marks.count("dismissed")
+    return f"{confirmed + dismissed} done ({confirmed} confirmed, {dismissed} dismissed)"
 
 
 def trust_marks(e: Evidence) -> str:
@@ -136,10 +167,10 @@ class Column:
 
 
 # Always shown, then the optional ones in the order they give way (last first) as width shrinks.
-CORE = (Column("rank", "#", 6), Column("score", "score", 5), Column("instr", "instr.", 6),
+CORE = (Column("mark", "✓", 1), Column("rank", "#", 6), Column("score", "score", 5), Column("instr", "instr.", 6),
         Column("constraint", "constraint", 0), Column("writer", "model/mode", 16))
 OPTIONAL = (Column("reasons", "reasons", 22), Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11),
-            Column("copied", "copied", 7), Column("trust", "trust", 18), Column("flags", "flags", 14))
+            Column("copied", "copied", 8), Column("trust", "trust", 18), Column("flags", "flags", 14))
 SHORT_REASONS = Column("reasons", "why", 5)  # when the full tags do not fit: the toggle keys
 CELL_PADDING = 2  # a DataTable cell's padding, left and right
 CHROME = 2  # the vertical scrollbar
@@ -163,9 +194,11 @@ def layout(width: int) -> tuple[list[Column], int]:
 
 class QueueScreen(AppScreen):
     CSS_PATH = "queue.tcss"
+    HELP_NAME = "queue"  # `?` shows help/queue.md, not the screen under it
     BINDINGS = [
         Binding("enter", "audit", "Audit", show=True),
         Binding("escape", "back", "Back", show=True),
+        Binding("o", "copy_only", "Copy only", show=True),
         *(Binding(key, f"reason('{reason}')", f"Reason: {reason}", show=False) for reason, key in REASON_KEYS.items()),
         Binding("plus", "more", "More rows", key_display="+"),
     ]
@@ -286,11 +319,12 @@ class QueueScreen(AppScreen):
     def _cells(self, n: int, r: Ranked) -> tuple[Text | str, ...]:
         e = r.evidence
         cells: dict[str, Text | str] = {
+            "mark": mark_cell(self._mark(e)),
             "rank": str(n),
             "score": f"{r.score:.2f}",
             "instr": str(e.instruction_id),
             "constraint": Text(shorten(f"{e.position}. {e.text}", self.text_width)),
-            "writer": Text(shorten(e.writer.label, 16)),
+            "writer": Text(writer_cell(e.writer.model, e.writer.mode, 16)),
             "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in self.columns)),
             "outcome": outcome(e),
             "similarity": bar(e.similarity.highest if e.similarity else None),
@@ -299,6 +333,9 @@ class QueueScreen(AppScreen):
             "flags": Text(shorten(", ".join(e.flags) or "-", 14)),
         }
         return tuple(cells[c.key] for c in self.columns)
+
+    def _mark(self, e: Evidence) -> str | None:
+        return self.app.marks.get((e.response_id or 0, e.constraint_id))
 
     def _empty_message(self) -> str:
         if self.evidence is None:
@@ -326,9 +363,13 @@ class QueueScreen(AppScreen):
             return
         more = f" (showing {self.shown:,}: + for more)" if self.shown < self.total else ""
         ratio = self.evidence[0].ratio if self.evidence else self._ratio()
+        view = "copy evidence only" if self.enabled == COPY_REASONS else ""
+        done = done_line([self._mark(r.evidence) for r in self.ranked])
+        wide = self.size.width >= 100
         self.query_one("#queue-status", Static).update(
-            f"{self.total:,} suspects{more} · summary ratio {ratio if ratio is not None else '-'}"
-            + (" · enter: Audit, following the queue" if self.size.width >= 100 else " · ⏎ Audit"))
+            f"{self.total:,} suspects{more}" + (f" · {view}" if view else "") + f" · {done}"
+            + (f" · summary ratio {ratio if ratio is not None else '-'} · enter: Audit, following the queue"
+               if wide else ""))
 
     def _detail(self) -> None:
         """The highlighted row in full: its constraint and what each of its reasons means."""
@@ -339,13 +380,17 @@ class QueueScreen(AppScreen):
             return
         e = row.evidence
         text = Text.assemble((f"#{e.instruction_id} · {e.writer.label} · ", "bold"), f"{e.position}. {e.text}")
+        mark = self._mark(e)
+        if mark:
+            text.append(f"  [{mark}]", style="bold green" if mark == "confirmed" else "dim")
+        # Each reason in words (pipeline.analysis.suspicion.reason_sentences); switched off: dim.
         for reason in e.reasons():
             on = reason in self.enabled
-            text.append(f"\n{REASON_TAGS.get(reason, reason)}: ", style=REASON_STYLES.get(reason, "bold") if on else "dim")
-            text.append(REASON_TEXT.get(reason, reason), style="" if on else "dim")
-        if e.copied:
-            text.append(f"\ncopied from {'+'.join(e.copied_from)}: ", style="magenta")
-            text.append(" · ".join(f"“{g}”" for g in e.copied))
+            sentence = next(iter(reason_sentences(e, (reason,))), reason)
+            text.append("\n• ", style=REASON_STYLES.get(reason, "bold") if on else "dim")
+            text.append(sentence, style="" if on else "dim strike")
+            if reason == "copied" and e.copied:
+                text.append(": " + " · ".join(f"“{g}”" for g in e.copied), style="magenta" if on else "dim")
         if e.flags:
             text.append("\nflags: ", style="bold")
             text.append(", ".join(e.flags))
@@ -374,7 +419,26 @@ class QueueScreen(AppScreen):
         e = row.evidence
         return Context(e.instruction_id, e.writer, e.ratio, e.constraint_id)
 
+    def on_screen_resume(self) -> None:
+        """Back from Audit: the marks given there, and the cursor on the item Audit shows."""
+        if self.evidence is None:
+            return
+        table = self.query_one("#queue-table", DataTable)
+        following = self.app.following
+        row = following.index if following is not None and following.label == LABEL else table.cursor_row
+        self._fill()
+        while self.shown <= row < len(self.ranked):
+            self._add_page()
+        table.move_cursor(row=min(row, max(0, len(self.ranked) - 1)))
+        table.focus()
+
     # -- actions ---------------------------------------------------------------------------
+    def action_copy_only(self) -> None:
+        """o: only the copy evidence (similar, copied); again: every reason."""
+        self.enabled = REASONS if self.enabled == COPY_REASONS else COPY_REASONS
+        self._reasons_line()
+        self._ask(TOP, "ranking by copy evidence only…" if self.enabled == COPY_REASONS else "re-ranking…")
+
     def action_reason(self, reason: str) -> None:
         """Switch one reason off or on and re-rank what is loaded."""
         on = set(self.enabled) ^ {reason}

@@ -24,6 +24,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
+from pipeline.analysis.copy_count import NONE, CopyCount
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
 from unspecific_tui.textual_check import private_api_ok
@@ -54,6 +55,7 @@ class ListRow:
     copied_from: tuple[str, ...]  # "A", "B"
     flags: tuple[str, ...]
     score: float  # pipeline.analysis.suspicion's Evidence.score
+    copy: CopyCount = NONE  # the one count of copied words and its source (pipeline.analysis.copy_count)
 
     @property
     def split(self) -> bool:
@@ -120,7 +122,7 @@ def similarity_label(rows: Sequence[ListRow]) -> str:
 
 # The columns before the constraint's text: (key, heading, width).
 COLUMNS = (("pos", "#", 2), ("outcome", "outcome", 10), ("judges", "resp summ", 9), ("sim-a", "sim A", 8),
-           ("sim-b", "sim B", 8), ("copied", "copy", 4), ("flags", "flags", 5))
+           ("sim-b", "sim B", 8), ("copied", "copied", 7), ("flags", "flags", 5))
 TEXT_MIN = 12
 
 
@@ -325,8 +327,10 @@ class ConstraintList(DataTable, inherit_bindings=False):
     @staticmethod
     def _cells(r: ListRow) -> tuple[object, ...]:
         sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored)
-        copied = Text(f"{len(r.copied)}{''.join(r.copied_from)}" if r.copied else "-",
-                      style="bold #e5c07b" if r.copied else "dim")
+        # pipeline.analysis.copy_count's count, as the queue, the panes and the reports give it.
+        count = r.copy
+        copied = Text(count.short() if count.words else "-",
+                      style="bold #e5c07b" if count.from_reference else "#e5c07b" if count.words else "dim")
         flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
                      style="black on yellow" if r.flags else "dim")
         text = Text(r.text.replace("\n", " "), no_wrap=True, overflow="ellipsis")

@@ -76,6 +76,7 @@ class TextPane(ScrollView, can_focus=True):
         self._width = 0
         self._strips: dict[int, Strip] = {}  # rendered lines of the current text and highlights
         self._pending_reveal: int | None = None
+        self._revealed: int | None = None  # the last offset revealed: kept in view when the width changes
         self._rich_style: Style | None = None
         self._bar: list[Segment] | None = None  # the drawn scrollbar, a cell pair per row; None: draw again
         self.spans: list[tuple[int, int]] = []  # what is highlighted now (for tests and the footer)
@@ -120,7 +121,7 @@ class TextPane(ScrollView, can_focus=True):
             self._set_subtitle(subtitle)
         if key != self._key:
             self._key = key
-            self._pending_reveal = None
+            self._pending_reveal = self._revealed = None
             self.scroll_to(y=0, animate=False, immediate=True)
 
     def _set_subtitle(self, subtitle: str) -> None:
@@ -146,6 +147,7 @@ class TextPane(ScrollView, can_focus=True):
         """Scroll so that the line holding character ``offset`` is in view (a third from the top)."""
         if offset is None:
             return
+        self._revealed = offset
         if not self._width:  # not laid out yet: reveal once the text is wrapped
             self._pending_reveal = offset
             return
@@ -178,8 +180,10 @@ class TextPane(ScrollView, can_focus=True):
         self._bar = None
         if self.text_region.width != self._width:
             self._wrap()
-            if self._pending_reveal is not None and self._width:
-                offset, self._pending_reveal = self._pending_reveal, None
+            # Revealed at another width (or not yet laid out): its line moved with the new wrap.
+            offset = self._pending_reveal if self._pending_reveal is not None else self._revealed
+            if offset is not None and self._width:
+                self._pending_reveal = None
                 self.reveal(offset)
 
     def notify_style_update(self) -> None:

@@ -1,0 +1,180 @@
+"""One count of copied words per (constraint, text), named by its source, the same in every view.
+
+A handmade store whose one response copies from each source:
+
+  c1  "council approved a new sea wall"                from reference A   -> 6 words, A (copied)
+  c2  "farmers in the valley worried about the drought"  from reference B -> 8 words, B (copied)
+  c3  "rising water levels"                            in no reference: the response repeats the
+                                                       constraint's own words       -> 3 words, constraint
+  c4  nothing copied                                                        -> 0
+
+c3 and c4 are lost in the summary (the judges say so), so the queue and the export list them too.
+The count must agree in Audit's list and response pane, the suspicion queue, `export --suspicious`,
+the HTML report's data, and the reason sentences.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pipeline.analysis.copy_count import copy_count
+from pipeline.analysis.suspicion import instruction_evidence, reason_sentences, suspicion_queue
+from pipeline.outputs.html_report import PACKED, write_html
+from pipeline.outputs.report import ReportOptions, build_report
+from pipeline.outputs.suspicion import suspicion_rows
+from pipeline.stages.copy_evidence import compute_copy_evidence
+from pipeline.store.database import open_store
+from pipeline.store.view import Writer
+
+REF_A = "The harbour council approved a new sea wall after the spring floods. Residents gathered at the old market."
+REF_B = "Farmers in the valley worried about the drought. The river ran low all summer."
+CONSTRAINTS = [
+    "Mention that the council approved a new sea wall.",
+    "Say that farmers in the valley worried about the drought.",
+    "End with a question about rising water levels.",
+    "Keep the tone measured throughout.",
+]
+RESPONSE = ("Last week the council approved a new sea wall, said the mayor. Upstream, farmers in the valley"
+            " worried about the drought all year. Will the town keep pace with rising water levels?")
+SUMMARY = "The council approved a new sea wall."
+DIRECT = Writer("m1", "direct")
+EXPECTED = {1: (6, "A"), 2: (8, "B"), 3: (3, "constraint"), 4: (0, "")}
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    p = tmp_path / "copy.sqlite"
+    store = open_store(p)
+    c = store.conn
+    a, b = store.put_text(REF_A), store.put_text(REF_B)
+    c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status) VALUES"
+              " (1, 't', 'news', 'a', 'A', ?, 20, 'kept'), (2, 't', 'news', 'b', 'B', ?, 14, 'kept')", (a, b))
+    c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task, n_constraints,"
+              " status) VALUES (1, 'r1', 'news', 'eval', 1, 2, 'Write about the town.', 4, 'done')")
+    for position, text in enumerate(CONSTRAINTS, 1):
+        c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active) VALUES (?, 1, ?, ?,"
+                  " 'synthesized', 1)", (position, position, text))
+    for gid, kind, model, mode, ratio, parent, body in ((10, "response", "m1", "direct", None, None, RESPONSE),
+                                                         (11, "summary", "s", "", 0.25, 10, SUMMARY)):
+        c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash)"
+                  " VALUES (?, ?, 1, ?, ?, ?, ?, ?)", (gid, kind, model, mode, ratio, parent, store.put_text(body)))
+    # Every constraint passes on the response; c3 and c4 are lost in the summary.
+    rows = [(10, cid, "J1", "batched", "p", 1, "exact") for cid in (1, 2, 3, 4)]
+    rows += [(11, cid, "J1", "batched", "p", 1 if cid < 3 else 0, "exact" if cid < 3 else None) for cid in (1, 2, 3, 4)]
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
+                  " quote_found) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    store.commit()
+    compute_copy_evidence(store)
+    store.close()
+    return p
+
+
+def _counts(items) -> dict[int, tuple[int, str]]:  # noqa: ANN001
+    return {cid: (count.words, count.source) for cid, count in items}
+
+
+def test_the_definition_on_the_texts() -> None:
+    got = {cid: copy_count(text, RESPONSE, REF_A, REF_B) for cid, text in enumerate(CONSTRAINTS, 1)}
+    assert _counts(got.items()) == EXPECTED
+    assert got[1].sentence() == "6 words copied from reference A into the response"
+    assert got[3].sentence() == "3 words of the constraint repeated in the response (in no reference)"
+    assert got[4].sentence() == "" and got[4].short() == "-"
+
+
+def test_every_view_gives_the_same_count(path: Path) -> None:
+    store = open_store(path, create=False)
+    try:
+        # Audit's list (its rows are this Evidence) and the response pane's count (the same object).
+        listed = instruction_evidence(store, 1, DIRECT, 0.25)
+        assert _counts((cid, e.copy_count) for cid, e in listed.items()) == EXPECTED
+        # The queue: c1, c2 copied (leading), c3, c4 lost.
+        queue = suspicion_queue(store)
+        assert [e.constraint_id for e in queue] == [1, 2, 3, 4]  # copied first, then lost
+        assert _counts((e.constraint_id, e.copy_count) for e in queue) == EXPECTED
+        # export --suspicious: the words, the source, and the reasons as sentences with their codes.
+        rows, missing = suspicion_rows(store)
+        assert not missing
+        assert {r["constraint_id"]: (r["copied_words"], r["copy_source"]) for r in rows} == EXPECTED
+        by_id = {r["constraint_id"]: r for r in rows}
+        assert by_id[1]["reasons"] == ["6 words copied from reference A into the response"]
+        assert by_id[1]["reason_codes"] == ["copied"]
+        assert by_id[3]["reasons"] == ["satisfied in the response, lost in its 0.25 summary"]
+        assert reason_sentences(listed[2]) == ["8 words copied from reference B into the response"]
+        # The HTML report's data for the instruction: the same words and source on the response.
+        report = build_report(store, ReportOptions(n_resamples=50))
+        result = write_html(store, report, path.parent / "html")
+    finally:
+        store.close()
+    page = result.path.read_text(encoding="utf-8")
+    m = re.search(rf'<script type="{re.escape(PACKED)}" id="i1">([^<]*)</script>', page)
+    assert m
+    chunk = json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+    html = {c["id"]: tuple(c["per"]["10"]["count"]["r"][:2]) for c in chunk["constraints"] if c["active"]}
+    assert html == EXPECTED
+    sus = json.loads(re.search(r'<script type="application/json" id="suspicion-data">(.*?)</script>', page,
+                               re.S).group(1))
+    assert {it[1]: it[11] for it in sus["items"]} == {1: "6w A", 2: "8w B", 3: "3w con", 4: "-"}
+
+
+async def test_audit_shows_the_count_and_the_source_beside(path: Path) -> None:
+    from tests.support.app import settle
+    from unspecific_tui.app import UnspecificApp
+    from unspecific_tui.widgets.constraint_list import ConstraintList
+
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        app.open_audit(1, DIRECT, 1)
+        await settle(app, pilot)
+        screen = app.screen
+        listed = {r.constraint_id: (r.copy.words, r.copy.source) for r in screen.query_one(ConstraintList).rows_shown}
+        assert listed == EXPECTED
+        for cid, expected in EXPECTED.items():
+            if cid > 1:
+                await pilot.press("down")
+                await pilot.pause()
+            assert screen.shown.constraint_id == cid
+            count = screen.shown.counts["response"]
+            assert (count.words, count.source) == expected
+            # The source view: the copied words highlighted in the response and in their source.
+            await pilot.press("o")
+            await pilot.pause()
+            source, in_response, in_source = screen.shown.source
+            if expected[0]:
+                assert source == {"A": "A", "B": "B", "constraint": "constraint"}[expected[1]]
+                body = {"A": REF_A, "B": REF_B, "constraint": CONSTRAINTS[cid - 1]}[source]
+                assert in_response and in_source
+                said = {RESPONSE[a:b].lower() for a, b in in_response}
+                assert said == {body[a:b].lower() for a, b in in_source}
+            await pilot.press("o")
+            await pilot.pause()
+
+
+def test_the_html_page_says_the_count_on_the_response(path: Path) -> None:
+    """In a browser: the response pane's heading gives the count and its source, as the app does."""
+    from browser import chromium
+
+    store = open_store(path, create=False)
+    try:
+        result = write_html(store, build_report(store, ReportOptions(n_resamples=50)), path.parent / "page")
+    finally:
+        store.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(result.path.as_uri())
+        for cid, expected in (("1", "6 words copied from reference A into the response"),
+                              ("2", "8 words copied from reference B into the response"),
+                              ("3", "3 words of the constraint repeated in the response (in no reference)")):
+            page.evaluate("async () => await window.unspecificReport.open(1)")
+            page.locator(f'.cons tr[data-c="{cid}"]').click()
+            page.wait_for_selector("#detail h3")
+            assert expected in page.locator("#pane-response h4").inner_text()
+        sus = page.locator("#sus-list").inner_text()
+        assert "6 words copied from reference A into the response" in sus
+        assert "satisfied in the response, lost in its 0.25 summary" in sus
