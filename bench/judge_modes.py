@@ -4,9 +4,9 @@ yes_no (one token per constraint, read from P(Yes)).
 Each mode judges the built-in check (pipeline/analysis/judge_check_data: 205 items on 21 texts; --quick:
 the 42 items of 3 texts; --items FILE: your own set) through the production path (run_judge_check, the
 embedded llama.cpp server, a fresh store so nothing comes from the cache). Printed per mode: accuracy,
-sensitivity, specificity, kappa, seconds per text, and accuracy per kind of item; for yes_no also the AUC
-of P(Yes), the calibrated threshold (chosen on the same items, so flattering) and the honest figure
-beside it: accuracy with each text's threshold chosen on the other texts. --framings adds a second
+sensitivity, specificity, kappa, seconds per text, and accuracy per kind of item. A yes_no judge's verdicts
+are read as its check stores them, held out: each text at the threshold chosen on the other texts; beside
+them the AUC of P(Yes), the one threshold chosen on every item and its (flattering) in-sample accuracy. --framings adds a second
 yes_no judge from the same model with another prompt (judge_yes_no_evidence): the two framings'
 agreement and kappa, and whether their mean P(Yes) beats either alone.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import sys
 import tempfile
@@ -110,6 +111,7 @@ def _pct(x: float | None) -> str:
 
 def _print(runs: list[ModeRun], texts: tuple[CheckText, ...]) -> None:
     kinds = {e.key: e.kind for t in texts for e in t.entries}
+    print("  (a yes_no judge's verdicts read each text at the threshold chosen on the other texts: held out)")
     print(_row("", [r.label for r in runs]))
     scored = [_scores(r.items) for r in runs]
     for name in ("n", "missing"):
@@ -120,8 +122,8 @@ def _print(runs: list[ModeRun], texts: tuple[CheckText, ...]) -> None:
     aucs = [auc([Scored(i.p_yes, bool(i.truth), text_of(i.item_key)) for i in r.items if i.p_yes is not None])
             for r in runs]
     print(_row("AUC of P(Yes)", ["-" if a is None else f"{a:.3f}" for a in aucs]))
-    print(_row("threshold (in sample)", ["-" if r.threshold is None else f"{r.threshold:.3f}" for r in runs]))
-    print(_row("accuracy, held-out threshold", [_pct(r.held_out) for r in runs]))
+    print(_row("threshold (all items)", ["-" if r.threshold is None else f"{r.threshold:.3f}" for r in runs]))
+    print(_row("accuracy at it (in sample)", [_pct(_at(r.items, r.threshold)) if r.threshold else "-" for r in runs]))
     print(_row("accuracy at P(Yes) 0.5", [_pct(_at(r.items, 0.5)) for r in runs]))
     print(_row("seconds per text", [f"{r.per_text:.1f}" for r in runs]))
     print(_row("seconds per item", [f"{r.seconds / max(1, len(r.items)):.2f}" for r in runs]))
@@ -136,9 +138,9 @@ def _print(runs: list[ModeRun], texts: tuple[CheckText, ...]) -> None:
         print(_row(f"  {kind}", cells))
 
 
-def _at(items: list[CheckItem], threshold: float) -> float | None:
+def _at(items: list[CheckItem], threshold: float | None) -> float | None:
     scored = [i for i in items if i.p_yes is not None]
-    if not scored:
+    if not scored or threshold is None:
         return None
     return sum((i.p_yes >= threshold) == bool(i.truth) for i in scored if i.p_yes is not None) / len(scored)
 
@@ -165,6 +167,7 @@ async def main() -> int:
     parser.add_argument("--items", help="your own set, in the shipped set's format")
     parser.add_argument("--modes", default="batched,yes_no", help="modes to run, in order (default batched,yes_no)")
     parser.add_argument("--framings", action="store_true", help=f"also a second yes_no framing ({SECOND_FRAMING})")
+    parser.add_argument("--dump", metavar="FILE.json", help="write every item's verdict and P(Yes) per mode here")
     args = parser.parse_args()
     texts = load_check_file(args.items) if args.items else selected_texts(quick=args.quick)
     n = sum(len(t.entries) for t in texts)
@@ -178,6 +181,9 @@ async def main() -> int:
         second = await _run_mode(f"yes_no ({SECOND_FRAMING})", "local_b", "yes_no", texts, spec)
         runs.append(second)
     _print(runs, texts)
+    if args.dump:
+        Path(args.dump).write_text(json.dumps({r.label: {"seconds": r.seconds, "threshold": r.threshold, "items": [
+            [i.item_key, i.truth, i.verdict, i.p_yes] for i in r.items]} for r in runs}, indent=1))
     base = next((r for r in runs if r.label == "batched"), None)
     yes_no = next((r for r in runs if r.label == "yes_no"), None)
     if base and yes_no:

@@ -9,8 +9,10 @@ half-way between the two P(Yes) values it falls between. J is what the corrected
 (pipeline.analysis.correction, Rogan-Gladen) divide by: the larger it is, the less a rate's
 correction amplifies the judge's noise. It also does not depend on the check's share of true Yes.
 
-A threshold chosen on a set and scored on the same set flatters it, so beside it goes a held-out
-figure: each text's items scored at the threshold chosen on the other texts (leave one text out).
+A threshold chosen on a set and scored on the same set flatters it. So the check's own verdicts are
+held out: each text's items are read at the threshold chosen on the other texts (leave one text out),
+and the sensitivity and specificity the corrected rates use come from those; the one threshold chosen
+on every item is what the judge's benchmark verdicts are read at.
 """
 
 from __future__ import annotations
@@ -93,17 +95,21 @@ def best_threshold(items: Sequence[Scored]) -> float:
     return round(best, 6)
 
 
-def held_out_accuracy(items: Sequence[Scored]) -> float | None:
-    """Accuracy with each text's items read at the threshold chosen on every other text."""
+def held_out_verdicts(items: Sequence[Scored]) -> list[bool] | None:
+    """Each item's verdict at the threshold chosen on every other text's items (None: fewer than two texts)."""
     groups = sorted({i.group for i in items})
     if len(groups) < 2:
         return None
-    right = 0
-    for g in groups:
-        rest = [i for i in items if i.group != g]
-        t = best_threshold(rest)
-        right += sum((i.p_yes >= t) == i.truth for i in items if i.group == g)
-    return right / len(items)
+    thresholds = {g: best_threshold([i for i in items if i.group != g]) for g in groups}
+    return [i.p_yes >= thresholds[i.group] for i in items]
+
+
+def held_out_accuracy(items: Sequence[Scored]) -> float | None:
+    """Accuracy with each text's items read at the threshold chosen on every other text."""
+    verdicts = held_out_verdicts(items)
+    if verdicts is None:
+        return None
+    return sum(v == i.truth for v, i in zip(verdicts, items, strict=True)) / len(items)
 
 
 def fit(items: Sequence[Scored]) -> Fit:

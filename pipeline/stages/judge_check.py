@@ -10,9 +10,10 @@ finishes leaves exactly the set's items (an item since dropped from the set goes
 updates its items only (they are the same calls as the full check's).
 
 A yes_no judge's items carry P(Yes). Once its check finishes, the judge is calibrated on every item of
-that check holding one (pipeline.analysis.calibration): the threshold is stored, the check's verdicts
-and the judge's stored benchmark verdicts are read at it again (no call is made), and the texts'
-scores follow.
+that check holding one (pipeline.analysis.calibration): the threshold is stored and the judge's stored
+benchmark verdicts are read at it again (no call is made; the texts' scores follow). The check's own
+items are read held out, each text at the threshold chosen on the others, so the check's accuracy,
+sensitivity and specificity (and the corrections built on them) are not flattered by the choice.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pipeline.analysis.calibration import RULE, Scored, fit
+from pipeline.analysis.calibration import RULE, Scored, fit, held_out_verdicts
 from pipeline.analysis.judge_check import SOURCE, CheckText, selected_texts
 from pipeline.llm.client import LLMClient
 from pipeline.stages.judging import MODES, judge_text, judging_mode_of
@@ -107,21 +108,24 @@ async def run_judge_check(store: Store, client: LLMClient, judges: Sequence[str]
 
 
 def calibrate(store: Store, judge: str, mode: str, source: str) -> Calibration | None:
-    """Choose the judge's threshold on every item of its ``source`` check that has a P(Yes), store it,
-    and read the check's items at it. None when no item has one (an endpoint without log-probabilities)."""
+    """Choose the judge's threshold on every item of its ``source`` check that has a P(Yes) and store it.
+    The check's own items are read held out (each text at the threshold chosen on the other texts), so
+    the sensitivity and specificity the corrections use are not flattered by the choice. None when no
+    item has a P(Yes) (an endpoint without log-probabilities)."""
     check = next((c for c in all_checks(store) if (c.judge, c.source) == (judge, source)), None)
     if check is None:
         return None
-    scored = [i for i in check.items if i.p_yes is not None]
+    scored = [(i, i.p_yes) for i in check.items if i.p_yes is not None]
     if not scored:
         return None
-    result = fit([Scored(i.p_yes, bool(i.truth), text_of(i.item_key)) for i in scored if i.p_yes is not None])
+    items = [Scored(p, bool(i.truth), text_of(i.item_key)) for i, p in scored]
+    result = fit(items)
     calibration = Calibration(judge, mode, source, result.threshold, RULE, result.n, result.auc,
                               result.held_out_accuracy)
     put_calibration(store, calibration)
-    put_check_items(store, judge, source, [
-        CheckItem(i.domain, i.item_key, i.truth, int(i.p_yes >= result.threshold), i.quote_found, i.p_yes)
-        for i in scored if i.p_yes is not None])
+    held = held_out_verdicts(items) or [p >= result.threshold for _, p in scored]
+    put_check_items(store, judge, source, [CheckItem(i.domain, i.item_key, i.truth, int(v), i.quote_found, p)
+                                           for (i, p), v in zip(scored, held, strict=True)])
     return calibration
 
 
