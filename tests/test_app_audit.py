@@ -209,3 +209,28 @@ async def test_a_key_says_what_it_changed_without_a_notice(tmp_path):
         await pilot.press("j")
         await pilot.pause()
         assert "sorted" not in text_of(app.screen.query_one("#audit-legend"))  # gone at the next move
+
+
+async def test_a_yes_no_verdict_shows_p_yes_uncertain_near_its_threshold_and_a_located_sentence(tmp_path):
+    """A verdict read from P(Yes): its probability beside the threshold it was read at, '?' when near
+    it, and a Yes resting on a located sentence (not a quote the judge wrote)."""
+    from pipeline.store.database import open_store
+    from pipeline.store.judge_checks import Calibration, put_calibration
+
+    known = make_known_store(tmp_path / "s.sqlite")
+    store = open_store(known.path)
+    store.conn.execute("UPDATE verdicts SET judging_mode = 'yes_no', p_yes = 0.66, quote_found = 'located', reason = NULL"
+                       " WHERE judge = 'judge-a' AND verdict = 1")
+    store.conn.execute("UPDATE verdicts SET judging_mode = 'yes_no', p_yes = 0.02 WHERE judge = 'judge-a' AND verdict = 0")
+    store.commit()
+    put_calibration(store, Calibration("judge-a", "yes_no", "builtin", 0.6, "youden", 205, 0.9, 0.85))
+    store.close()
+    app = UnspecificApp(known.path, stages={}, annotator="ann")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await goto(app, pilot, "3")
+        lines = text_of(app.screen.query_one("#audit-verdicts")).splitlines()
+    mine = [line for line in lines if line.startswith("judge-a")]
+    said_yes = [line for line in mine if " yes? " in line]
+    assert said_yes and all("located" in line and "P(Yes) 0.66 vs 0.60, uncertain" in line for line in said_yes)
+    assert not any("MISSING" in line for line in mine)

@@ -926,8 +926,8 @@ class AuditScreen(AppScreen):
 
     def _render_verdicts(self, verdicts: list[Verdict]) -> None:
         """Plain aligned lines, not a Rich Table: a table re-measures itself on every move. A yes_no
-        judge's verdict shows its P(Yes), '?' when near its threshold; its Yes rests on a located
-        sentence, not a quote."""
+        judge's verdict shows its P(Yes) against its threshold, 'yes?' / 'no?' when near it; its Yes
+        rests on a located sentence, not a quote."""
         lines = [Text("judge        text          verdict quote found? quote / reason", style="bold",
                       no_wrap=True, overflow="ellipsis")]
         thresholds = self._thresholds()
@@ -942,8 +942,7 @@ class AuditScreen(AppScreen):
             if v.p_yes is not None and v.verdict is not None:
                 threshold = thresholds.get((v.judge, v.judging_mode), DEFAULT_YES_THRESHOLD)
                 doubt = uncertain(v.p_yes, threshold)
-                said = (f"{'yes' if v.verdict else 'no'} {v.p_yes:.2f}{'?' if doubt else ' '}"[:7].ljust(7),
-                        "bold yellow" if doubt else said[1])
+                said = (f"{'yes' if v.verdict else 'no'}{'?' if doubt else ''}".ljust(7), "bold yellow" if doubt else said[1])
                 detail = f"P(Yes) {v.p_yes:.2f} vs {threshold:.2f}{', uncertain' if doubt else ''}" + (
                     f" · {detail}" if v.verdict and detail else "")
             lines.append(Text.assemble(
