@@ -168,11 +168,14 @@ async def main() -> int:
     parser.add_argument("--modes", default="batched,yes_no", help="modes to run, in order (default batched,yes_no)")
     parser.add_argument("--framings", action="store_true", help=f"also a second yes_no framing ({SECOND_FRAMING})")
     parser.add_argument("--dump", metavar="FILE.json", help="write every item's verdict and P(Yes) per mode here")
+    parser.add_argument("--prompt", metavar="NAME", help="yes_no asks with prompts/NAME.md instead of judge_yes_no")
     args = parser.parse_args()
     texts = load_check_file(args.items) if args.items else selected_texts(quick=args.quick)
     n = sum(len(t.entries) for t in texts)
     print(f"judge modes on {n} items, {len(texts)} texts ({args.items or ('quick set' if args.quick else 'built-in set')})")
-    spec = {"endpoints": {"local_b": {"base_url": "local", "judging": "yes_no", "judge_prompt": SECOND_FRAMING}}}
+    spec: dict = {"endpoints": {"local_b": {"base_url": "local", "judging": "yes_no", "judge_prompt": SECOND_FRAMING}}}
+    if args.prompt:
+        spec["endpoints"]["local"] = {"base_url": "local", "judge_prompt": args.prompt}
     runs = []
     for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
         runs.append(await _run_mode(mode, "local", mode, texts, spec))

@@ -20,12 +20,12 @@ from pipeline.core.config import default_config, parse_config
 from pipeline.core.definitions import uncertain
 from pipeline.core.errors import ConfigError
 from pipeline.llm.client import LLMClient
+from pipeline.llm.placeholders import yes_no_constraint, yes_no_text
 from pipeline.stages.judge_check import run_judge_check
 from pipeline.stages.judging import endpoint_prompt_hash, judge_generation, yes_probability
 from pipeline.store.database import Store, now, open_store
 from pipeline.store.judge_checks import all_checks, calibrations, judge_threshold
 from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
-from tests.fakes.responders import block
 
 TEXT = ("The town council met on Tuesday to argue over a budget shortfall. Residents crowded the hall. "
         "The treasurer warned that reserves would run out by spring.")
@@ -45,8 +45,8 @@ def yes_no_reply(p_yes: float) -> Reply:
 
 def _responder(table: dict[str, float], *, logprobs: bool = True) -> Any:
     def respond(request: dict[str, Any]) -> Reply:
-        constraint = block(last_user_message(request), "INSTRUCTION")
-        p = table.get(constraint, 0.9)  # the start's probe asks no constraint
+        constraint = yes_no_constraint(last_user_message(request))
+        p = table.get(constraint or "", 0.9)  # the start's probe asks no constraint
         return yes_no_reply(p) if logprobs else Reply(text="Yes." if p >= 0.5 else "No")
     return respond
 
@@ -84,7 +84,8 @@ async def test_one_token_per_constraint_with_p_yes_stored_and_a_located_sentence
         for request in server.requests:
             assert request["max_tokens"] == 1 and request["logprobs"] is True and request["top_logprobs"] >= 5
             prompt = last_user_message(request)
-            assert prompt.index("<<<TEXT") < prompt.index("<<<INSTRUCTION")  # the text first: a shared prefix
+            # The text first, the constraint last: one text's calls share the prefix up to the constraint.
+            assert yes_no_text(prompt) == TEXT and prompt.rstrip().endswith(yes_no_constraint(prompt) or "?")
         again = await judge_generation(store, client, "ja", gid, constraints)
         assert server.calls == 3 and again.skipped == 3
         await client.aclose()
@@ -171,7 +172,7 @@ def _own_set() -> tuple[CheckText, ...]:
 
 
 def _truthful(request: dict[str, Any]) -> Reply:
-    constraint = block(last_user_message(request), "INSTRUCTION")
+    constraint = yes_no_constraint(last_user_message(request)) or ""
     return yes_no_reply(P_YES.get(constraint, 0.8 if "TRUE" in constraint else 0.65))
 
 
@@ -298,3 +299,16 @@ def test_the_report_says_how_each_judge_judged() -> None:
     assert "batched" in notes[0].line()
     assert "P(Yes) >= 0.584" in notes[1].line() and "builtin check" in notes[1].line() and "AUC 0.90" in notes[1].line()
     assert "uncalibrated" in notes[2].line() and "validate judges --builtin" in notes[2].line()
+
+
+def test_the_dry_run_answers_a_yes_no_prompt_with_one_word() -> None:
+    from pipeline.llm.placeholders import placeholder_reply, prompt_kind
+    from pipeline.llm.prompts import defuse, load_template
+
+    for name in ("judge_yes_no", "judge_yes_no_evidence"):
+        template = load_template(name)
+        easy = {"messages": template.render(text=defuse(TEXT), constraint="Discuss the mood from angle number 3 (easy).")}
+        hard = {"messages": template.render(text=defuse(TEXT), constraint="Discuss the mood from angle number 4.")}
+        assert prompt_kind(easy) == "judge_yes_no"
+        assert yes_no_text(easy["messages"][-1]["content"]) == TEXT
+        assert (placeholder_reply(easy, quote_cap=80), placeholder_reply(hard, quote_cap=80)) == ("Yes", "No")

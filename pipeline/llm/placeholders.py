@@ -78,13 +78,30 @@ def prompt_kind(request: dict[str, Any]) -> str:
         ("respond_direct", fenced(first, "REQUIREMENTS")),
         ("judge_batched", fenced(first, "TEXT") and fenced(first, "CONSTRAINTS")),
         ("judge_single", fenced(first, "TEXT") and fenced(first, "CONSTRAINT")),
-        ("judge_yes_no", fenced(first, "TEXT") and fenced(first, "INSTRUCTION")),
+        ("judge_yes_no", yes_no_constraint(first) is not None),
         ("summarize", fenced(first, "TEXT") and "Summarise it in about" in first),
         ("synthesize_single", fenced(first, "TEXT")),
         ("base_article", fenced(first, "TASK")),
         ("contradictions", "contradict" in first),
     )
     return next((kind for kind, hit in checks if hit), "unknown")
+
+
+# The yes_no judge's prompt (prompts/judge_yes_no.md): no fences, which cost it accuracy (docs/measurements.md).
+_YES_NO_CONSTRAINT = re.compile(r"^INSTRUCTION: (.*)$", re.MULTILINE)
+_YES_NO_TEXT = re.compile(r"^TEXT:\n(.*?)\n\n(?:Does the TEXT|Is there|INSTRUCTION: )", re.DOTALL | re.MULTILINE)
+
+
+def yes_no_constraint(prompt: str) -> str | None:
+    """The constraint a yes_no judge prompt asks about (its last ``INSTRUCTION:`` line: a text quoting
+    one comes before it), or None when ``prompt`` is not one."""
+    found = _YES_NO_CONSTRAINT.findall(prompt)
+    return found[-1] if found and prompt.startswith("TEXT:\n") and "Answer Yes or No" in prompt else None
+
+
+def yes_no_text(prompt: str) -> str:
+    m = _YES_NO_TEXT.search(prompt)
+    return m.group(1) if m else ""
 
 
 def constraint_angle(constraint: str) -> str | None:
@@ -177,7 +194,7 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
     if kind == "judge_single":
         return json.dumps(placeholder_verdict(block(first, "CONSTRAINT"), block(first, "TEXT")))
     if kind == "judge_yes_no":  # one word: the dry run has no probabilities to read
-        return placeholder_verdict(block(first, "INSTRUCTION"), block(first, "TEXT"))["verdict"].capitalize()
+        return placeholder_verdict(yes_no_constraint(first) or "", yes_no_text(first))["verdict"].capitalize()
     if kind in ("respond_direct", "respond_edit"):
         words = _number(r"about (\d+) words", first)
         # Each model's text for its own task: no two responses alike (the seed covers the model).
