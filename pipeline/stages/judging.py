@@ -48,8 +48,9 @@ YES_NO_TEMPLATE = "judge_yes_no"
 # Alternatives asked for the answer token: Yes and No (in their spellings) are nearly always among
 # the best 20 of a model that was asked to answer Yes or No.
 TOP_LOGPROBS = 20
-_YES = frozenset({"yes", "y"})
-_NO = frozenset({"no", "n"})
+# A token counts for Yes or No only spelled out: a bare "Y" or "N" may begin another word.
+_YES = frozenset({"yes"})
+_NO = frozenset({"no"})
 # UNANSWERED is the reason stored with a missing verdict (left out, or its reply stayed unusable).
 # The verdict itself is NULL: a judge that said nothing must not read as a judge that said No.
 # Asked again by the next run, since the cause may have been transient.
@@ -293,10 +294,6 @@ def written_verdict(text: str) -> bool | None:
 
 def yes_no_template(endpoint: Any) -> str:
     return endpoint.judge_prompt or YES_NO_TEMPLATE
-
-
-class LogprobsMissing(Exception):
-    """The endpoint answered without log-probabilities though they were asked."""
 
 
 async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: str, index: int,
