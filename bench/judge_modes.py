@@ -46,6 +46,7 @@ from pipeline.store.database import open_store  # noqa: E402
 from pipeline.store.judge_checks import CheckItem, all_checks, calibrations  # noqa: E402
 
 SECOND_FRAMING = "judge_yes_no_evidence"
+SECOND_LABEL = "yes_no, evidence"
 
 
 @dataclass
@@ -102,7 +103,7 @@ async def _run_mode(label: str, judge: str, mode: str, texts: tuple[CheckText, .
 
 
 def _row(name: str, values: list[str]) -> str:
-    return f"  {name:<28}" + "".join(f"{v:>16}" for v in values)
+    return f"  {name:<28}" + "".join(f"{v:>16}" if len(v) < 15 else f"  {v}" for v in values)
 
 
 def _pct(x: float | None) -> str:
@@ -181,7 +182,7 @@ async def main() -> int:
         runs.append(await _run_mode(mode, "local", mode, texts, spec))
         print(f"  ... {mode}: {runs[-1].seconds:.0f} s", flush=True)
     if args.framings:
-        second = await _run_mode(f"yes_no ({SECOND_FRAMING})", "local_b", "yes_no", texts, spec)
+        second = await _run_mode(SECOND_LABEL, "local_b", "yes_no", texts, spec)
         runs.append(second)
     _print(runs, texts)
     if args.dump:
