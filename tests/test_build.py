@@ -394,7 +394,8 @@ async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str,
     report = build_report(store, ReportOptions(n_resamples=200))
     console = Console(record=True, width=160)
     render(report, console)
-    assert "local" in console.export_text() and "yes_no" in console.export_text()
+    shown = console.export_text(clear=False)
+    assert "local" in shown and "yes_no (one token, verdict from P(Yes))" in shown
     assert write_outputs(report, tmp_path / "report")
     print(f"\nreal evaluate: {elapsed:.1f}s, {client.usage.as_dict()}; response {response['words']} words, summary "
           f"{summary['words']} (achieved {summary['achieved_ratio']:.2f})\n{console.export_text()}")
