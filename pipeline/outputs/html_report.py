@@ -232,8 +232,8 @@ def _read_store(store: Store, instruction_ids: list[int], response_ids: list[int
 def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: Any = None) -> HtmlResult:
     """Write ``report.html`` into ``out_dir`` and return where and how big.
 
-    ``report`` is the one ``pipeline.outputs.report.build_report`` made: the page shows its groups, rows
-    and warnings as they are. ``progress`` (optional) is called with (done, total) instructions.
+    ``report`` is the one ``pipeline.analysis.report_model.build_report`` made: the page shows its
+    groups, rows and warnings as they are. ``progress`` (optional) is called with (done, total) instructions.
     """
     global _SECRETS
     _SECRETS = known_secrets()

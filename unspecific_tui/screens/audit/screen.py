@@ -1,0 +1,279 @@
+"""The Audit screen: its layout, its state, moving through the constraints (up/down, [ ], model,
+ratio) and ``refresh_constraint``, which draws the shown constraint through the parts."""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal, Vertical
+from textual.widgets import Header, Static
+
+from pipeline.core.definitions import DEFAULT_RATIO, shown_ratio
+from pipeline.store.view import InstructionData, Writer
+from unspecific_tui.app import Context
+from unspecific_tui.screens.audit.following import FollowingPart
+from unspecific_tui.screens.audit.head import HeadPart
+from unspecific_tui.screens.audit.listing import ListPart
+from unspecific_tui.screens.audit.panes import PanesPart
+from unspecific_tui.screens.audit.state import NARROW, PANE_TITLES, PANES, SOURCE_PANE, Rows, Shown
+from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.constraint_list import FILTERS, SORTS, ConstraintList, ListRow
+from unspecific_tui.widgets.footer import KeyFooter
+from unspecific_tui.widgets.text_pane import TextLines, TextPane
+
+
+class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
+    """Audit: the list (listing.py), the detail panes (panes.py), the head (head.py) and what n / p
+    follow (following.py), composed here with the screen's state, its moves and its one refresh."""
+
+    CSS_PATH = "audit.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-medium"), (200, "-wide")]
+    BINDINGS = [
+        Binding("down,j", "move(1)", "Down", show=False),
+        Binding("up,k", "move(-1)", "Up", show=False),
+        Binding("n", "follow(1)", "Next"),
+        Binding("p", "follow(-1)", "Prev"),
+        # The audit loop's keys, early: the footer shows keys in this order while they fit.
+        Binding("y", "mark('confirmed')", "Confirm"),
+        Binding("d", "mark('dismissed')", "Dismiss"),
+        Binding("o", "toggle_source", "Source"),
+        Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
+        Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
+        Binding("f", "pick_follow", "Flagged…"),
+        Binding("escape", "stop_following", "Stop following", show=False),
+        Binding("x", "next_flipped", "Flipped"),
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("slash", "cycle_filter", "Filter", key_display="/"),
+        Binding("m", "cycle_model", "Model/mode"),
+        Binding("c", "toggle_copy", "Copy mode"),
+        Binding("t", "next_pane", "Pane (PgUp/PgDn scroll it)"),
+        Binding("pageup", "scroll_pane(-1)", "Scroll pane up", show=False),
+        Binding("pagedown", "scroll_pane(1)", "Scroll pane down", show=False),
+        Binding("l", "toggle_list", "List"),
+        Binding("r", "cycle_ratio", "Ratio", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[tuple[int, int]] = []
+        self._pos: dict[int, int] = {}  # constraint id -> index in order
+        self.index = 0
+        self.copy_mode = "constraint"  # constraint | references
+        self.pane = 0
+        self.sort = SORTS[0]
+        self.filter = FILTERS[0]
+        self.ratio: float | None = None
+        self.writer: Writer | None = None
+        self.shown = Shown()
+        self._flagged: dict[int, set[str]] | None = None
+        self._judge_thresholds: dict[tuple[str, str], float] | None = None
+        self._rows: OrderedDict[tuple[int, Writer | None, float], Rows] = OrderedDict()
+        self._verdict_lines = 0
+        self._last: dict[str, Any] = {}  # what each Static shows (``_put``)
+        self.source_view = False  # `o`: the response beside the copied words' source
+        # The list's rows as sorted and filtered (the list widget holds them only while shown).
+        self._rows_shown: list[ListRow] = []
+        self._list_key: object = None
+        self._said = ""  # what the last key changed, said in the tabs/legend line until the next move
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="audit-task")
+        yield TextLines(id="audit-head")
+        with Horizontal(id="audit-body"):
+            with Vertical(id="audit-side"):
+                yield Static(id="audit-list-head")
+                yield ConstraintList(id="audit-list")
+            with Vertical(id="audit-detail"):
+                yield Static(id="audit-tabs")
+                yield Static(id="audit-legend")
+                with Container(id="panes"):
+                    for i, pane in enumerate(PANES):
+                        yield TextPane(PANE_TITLES[pane], id=pane, classes="-current" if i == 0 else "")
+                    yield TextPane("Source", id=SOURCE_PANE)
+                yield TextLines(id="audit-verdicts")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        if self.ratio is None:
+            self.ratio = self.app.ratio
+        self.query_one(ConstraintList).focus()
+
+    def on_screen_resume(self) -> None:
+        self._show_target()
+
+    def context(self) -> Context | None:
+        """Where the auditor is (app.switch_mode carries it to the other screens)."""
+        shown = self.shown
+        if shown.instruction_id is None:
+            return None
+        return Context(shown.instruction_id, shown.writer, self._ratio(None), shown.constraint_id)
+
+    def _set_order(self, order: list[tuple[int, int]]) -> None:
+        self.order = order
+        self._pos = {cid: i for i, (cid, _) in enumerate(order)}
+        self._rows.clear()  # the store changed: rows are read again
+        self._flagged = None
+
+    def _show_target(self) -> None:
+        """Show the constraint another screen asked for, or stay where we were."""
+        order = self.app.view.constraint_order()  # cached; re-read after a stage wrote
+        target = self.app.target
+        if target is None and order is self.order and self.shown.constraint_id is not None:
+            return  # nothing changed while we were away
+        current = self.order[self.index][0] if self.order else None
+        if order is not self.order:
+            self._set_order(order)
+            if current is not None:
+                self.index = self._pos.get(current, 0)
+        if target is not None:
+            self.app.target = None
+            if self.app.context.ratio is not None:
+                self.ratio = self.app.context.ratio
+            iid, writer, cid = target
+            if writer:
+                self.writer = writer
+            if cid is None:
+                pos = bisect.bisect_left(order, iid, key=_instruction)
+                self.index = pos if pos < len(order) else 0
+            else:
+                self.index = self._pos.get(cid, 0)
+                self._sync_following(cid, iid, writer)
+        self.refresh_constraint()
+
+    def action_move(self, step: int) -> None:
+        """The next (previous) row of the list as sorted and filtered; past its end, the next
+        (previous) instruction's first (last) row."""
+        if not self.order:
+            return
+        rows = self._rows_shown
+        cid, iid = self.order[self.index]
+        ids = [r.constraint_id for r in rows]
+        at = ids.index(cid) if cid in ids else -1
+        if at >= 0 and 0 <= at + step < len(ids):
+            self.index = self._pos.get(ids[at + step], self.index)
+        elif at < 0 and ids:
+            self.index = self._pos.get(ids[0 if step > 0 else -1], self.index)
+        else:
+            self._instruction_step(step, last=step < 0)
+            return
+        self.refresh_constraint()
+
+    def action_instruction(self, step: int) -> None:
+        """First constraint of the next (or previous) instruction."""
+        self._instruction_step(step, last=False)
+
+    def _instruction_step(self, step: int, *, last: bool) -> None:
+        if not self.order:
+            return
+        order = self.order
+        current = order[self.index][1]
+        if step > 0:
+            start = bisect.bisect_right(order, current, key=_instruction)
+            if start >= len(order):
+                return  # stays on the last instruction
+        else:
+            first = bisect.bisect_left(order, current, key=_instruction)
+            if first == 0:
+                return
+            start = bisect.bisect_left(order, order[first - 1][1], key=_instruction)
+        self.index = start
+        iid = order[start][1]
+        # The row the list shows first (or last) there, as sorted and filtered.
+        rows = self._visible(self._instruction_rows(self.app.view.instruction(iid)).rows)
+        if rows:
+            self.index = self._pos.get(rows[-1 if last else 0].constraint_id, start)
+        self.refresh_constraint()
+
+    def action_cycle_model(self) -> None:
+        """The next response of this instruction: every (model, mode) in turn."""
+        if not self.order:
+            return
+        writers = self.app.view.instruction(self.order[self.index][1]).writers
+        if writers:
+            i = writers.index(self.writer) if self.writer in writers else -1
+            self.writer = writers[(i + 1) % len(writers)]
+            self.refresh_constraint()
+
+    def action_cycle_ratio(self) -> None:
+        if not self.order:
+            return
+        ratios = self.app.view.instruction(self.order[self.index][1]).ratios
+        if ratios:
+            cur = self._ratio(None)
+            self.ratio = ratios[(ratios.index(cur) + 1) % len(ratios)] if cur in ratios else ratios[0]
+            self.refresh_constraint()
+
+    def on_resize(self) -> None:
+        # Across the 80-column breakpoint the list and the hidden panes come into view: draw them.
+        if self.shown.constraint_id is not None:
+            self._render_head_only()
+
+    def _narrow(self) -> bool:
+        return self.app.size.width < NARROW
+
+    def _ratio(self, data: InstructionData | None) -> float:
+        if self.ratio is not None:
+            return self.ratio
+        analysis = self.app.analysis
+        if analysis is not None:
+            return analysis.ratio
+        if data is not None and data.ratios:
+            return shown_ratio(data.ratios) or DEFAULT_RATIO
+        return DEFAULT_RATIO
+
+    def _writer_of(self, data: InstructionData) -> Writer | None:
+        if self.writer in data.responses:
+            return self.writer
+        return self.app.writer if self.app.writer in data.responses else (data.writers[0] if data.writers else None)
+
+    def refresh_constraint(self) -> None:
+        self._said = ""  # said until the next move
+        if not self.order:
+            empty = Text("No constraints in this store yet. Build a run (1), then come back.")
+            width = max(20, self.app.size.width - 2)
+            self.query_one("#audit-head", TextLines).show(list(empty.wrap(self.app.console, width)))
+            return
+        view = self.app.view
+        cid, iid = self.order[self.index]
+        data = view.instruction(iid)
+        con = data.constraints[cid]
+        self.writer = self._writer_of(data)
+        ratio = self._ratio(data)
+        response = data.responses.get(self.writer) if self.writer else None
+        summary = data.summary(self.writer, ratio) if self.writer else None
+        rows = self._instruction_rows(data)
+        row = next((r for r in rows.rows if r.constraint_id == cid), None)
+        verdicts = rows.verdicts.get(cid, [])
+        texts = {"ref-a": data.article_a, "ref-b": data.article_b,
+                 "response": response.text if response else "", "summary": summary.text if summary else ""}
+        shown = Shown(cid, iid, self.writer, response.id if response else None, summary.id if summary else None)
+        shown.row = row
+        self.shown = shown
+
+        visible = self._visible(rows.rows)
+        self._rows_shown = visible
+        self._list_key = (iid, self.writer, ratio, self.sort, self.filter, id(self.order))
+        if self._list_visible():
+            self._sync_list()
+        self._render_list_head(data, rows.rows, visible)
+        # At 80 columns one pane shows: the others are drawn when `t` brings them (a third of a move's cost).
+        for pane in (PANES[self.pane],) if self._narrow() else PANES:
+            if not (self.source_view and pane == "response"):  # the source view draws it
+                self._render_pane(pane, texts, con, data, verdicts, row, ratio)
+        if self.source_view:
+            self._render_source(texts, con, data, row, ratio)
+        shown.state = row.outcome if row else "not judged"
+        self._render_head(data, con, rows.flags.get(cid, {}), row, verdicts, ratio)
+        self._render_legend(row)
+        self._render_verdicts(verdicts)
+        self._render_tabs()
+
+
+def _instruction(entry: tuple[int, int]) -> int:
+    return entry[1]

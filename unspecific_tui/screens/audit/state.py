@@ -1,0 +1,96 @@
+"""What the Audit screen shows and holds, shared by its parts: ``Shown`` (what tests read instead of
+the SVG), ``Rows`` (one instruction's list and the verdicts behind it), the panes' names, and
+``AuditBase``: the screen as each part sees it, for the type checker only."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipeline.analysis.copy_count import CopyCount
+from pipeline.store.verdicts import Verdict
+from pipeline.store.view import InstructionData, Writer
+from unspecific_tui.widgets.constraint_list import ListRow
+from unspecific_tui.widgets.highlight import Span
+
+if TYPE_CHECKING:
+    from unspecific_tui.screens.base import AppScreen
+
+PANES = ("ref-a", "ref-b", "response", "summary")
+PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
+SOURCE_PANE = "source"  # the source view's right pane: the copied words' source
+NARROW = 120  # below this width (the -narrow breakpoint) the head shows the constraint on one line
+
+
+@dataclass
+class Shown:
+    """What the screen shows now: tests read it instead of parsing the SVG."""
+
+    constraint_id: int | None = None
+    instruction_id: int | None = None
+    writer: Writer | None = None
+    response_id: int | None = None  # the texts in the panes, by id
+    summary_id: int | None = None
+    state: str = ""  # FLIPPED | pass both | fails full | not judged (pipeline.analysis.metrics.Item)
+    copies: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # References mode: the response's and summary's copied spans by source ("A", "B").
+    sources: dict[str, dict[str, tuple[tuple[int, int], ...]]] = field(default_factory=dict)
+    quotes: dict[str, list[tuple[str, tuple[int, int] | None]]] = field(default_factory=dict)
+    similarities: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # ref pane -> (method, value)
+    row: ListRow | None = None
+    counts: dict[str, CopyCount] = field(default_factory=dict)  # response / summary -> copied words and source
+    subtitles: dict[str, str] = field(default_factory=dict)  # pane -> its subtitle (words, similarity, copied)
+    # The source view: (source, spans in the response, the same words' spans in the source).
+    source: tuple[str, tuple[Span, ...], tuple[Span, ...]] | None = None
+
+
+@dataclass
+class Rows:
+    """One instruction's list on one response at one ratio, and the verdicts behind it."""
+
+    rows: list[ListRow]
+    verdicts: dict[int, list[Verdict]]  # constraint -> the shown verdicts on the response and summary
+    flags: dict[int, dict[str, str]]  # constraint -> flag -> detail
+
+
+if TYPE_CHECKING:
+
+    class AuditBase(AppScreen):
+        """The Audit screen as each part (listing, panes, head, following) sees it: the state
+        AuditScreen sets, and the methods one part calls on another (each defined once, where the
+        comment says)."""
+
+        order: list[tuple[int, int]]
+        _pos: dict[int, int]
+        index: int
+        copy_mode: str
+        pane: int
+        sort: str
+        filter: str
+        ratio: float | None
+        writer: Writer | None
+        shown: Shown
+        _flagged: dict[int, set[str]] | None
+        _judge_thresholds: dict[tuple[str, str], float] | None
+        _rows: OrderedDict[tuple[int, Writer | None, float], Rows]
+        _verdict_lines: int
+        _last: dict[str, Any]
+        source_view: bool
+        _rows_shown: list[ListRow]
+        _list_key: object
+        _said: str
+
+        # screen.py
+        def refresh_constraint(self) -> None: ...
+        def action_move(self, step: int) -> None: ...
+        def _narrow(self) -> bool: ...
+        def _ratio(self, data: InstructionData | None) -> float: ...
+        def _writer_of(self, data: InstructionData) -> Writer | None: ...
+        # head.py
+        def _put(self, widget_id: str, content: Any, *, layout: bool = False) -> None: ...
+        def _say(self, message: str) -> None: ...
+        def _render_tabs(self) -> None: ...
+        def _render_head_only(self) -> None: ...
+        # following.py
+        def _done(self) -> str: ...
