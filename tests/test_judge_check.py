@@ -218,3 +218,18 @@ async def test_a_full_check_drops_items_no_longer_in_the_set(store: Store) -> No
         await _run(store, server)
     keys = {i.item_key for i in all_checks(store)[0].items}
     assert keys == {e.key for t in check_set() for e in t.entries}
+
+
+def test_a_run_wide_judging_mode_that_overrides_a_judges_own_is_said(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A config from an older `unspecific init` sets [evaluate] judging = "batched": the check runs the
+    judge in it, and says that it overrides the judge's own mode."""
+    path = tmp_path / "store.sqlite"
+    open_store(path).close()
+    with FakeOpenAIServer(_judge("changed_fact", silent=False)) as server:
+        config = tmp_path / "unspecific.toml"
+        config.write_text(f'[endpoints.ja]\nbase_url = "{server.base_url}"\nmodel = "judge-a"\nmax_retries = 0\n'
+                          'judging = "yes_no"\n\n[roles]\njudges = ["ja"]\n\n[evaluate]\njudging = "batched"\n')
+        assert main(["--store", str(path), "--config", str(config), "validate", "judges", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "ja (batched)" in out and "overrides the own mode of ja (yes_no)" in " ".join(out.split())

@@ -18,6 +18,7 @@ TEMPLATE = '''# unspecific configuration. Keys never go here: name the environme
 # price_completion_per_mtok = 0.60
 # structured = "json_schema"      # OpenAI form; llama.cpp wants "json_object_schema"
 # gbnf = false                    # true for llama.cpp's server: it takes a GBNF `grammar` field
+# judging = "batched"             # how it judges: batched | per_constraint | yes_no
 
 [roles]
 generator = "local"
@@ -31,7 +32,7 @@ article_words = 500
 
 [evaluate]
 ratios = [0.25]
-judging = "batched"
+# judging = "batched"           # one mode for every judge; unset, each judge's own (yes_no for "local")
 # evaluate fails when fewer verdicts than this share of those expected were given in a group
 min_coverage = 0.95
 '''

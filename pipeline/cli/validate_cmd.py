@@ -403,6 +403,11 @@ def run_builtin_check(args: argparse.Namespace) -> int:
     if not args.json:
         out.print(f"{what}: {sum(len(t.entries) for t in texts)} items on {len(texts)} texts, judges "
                   + ", ".join(f"{j} ({m})" for j, m in modes.items()))
+        overridden = [j for j, m in modes.items() if m != config.endpoint(j).judging and not args.judging]
+        if overridden:
+            out.print(f"[yellow]{config.path or 'the config'} [evaluate] judging = {mode!r} overrides the own mode of "
+                      + ", ".join(f"{j} ({config.endpoint(j).judging})" for j in overridden)
+                      + "; remove it to judge each in its own (`unspecific init` no longer writes it)[/]")
     ran = CheckRun()
 
     async def check(store: Store) -> None:

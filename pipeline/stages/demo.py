@@ -190,7 +190,8 @@ async def _check_judges(store: Store, config: Config, client: LLMClient, result:
     items = sum(len(t.entries) for t in selected_texts(quick=True))
     progress(ProgressEvent("demo", 0, 0, f"judge check: {', '.join(judges)} on the quick built-in set ({items} "
                            "constructed items)", kind="log"))
-    ran = await run_judge_check(store, client, judges, quick=True)
+    # The mode the demo's evaluation judged in: [evaluate] judging when the config sets one.
+    ran = await run_judge_check(store, client, judges, quick=True, mode=config.setting("evaluate", "judging", None))
     _add_seconds(result, "judge check", t0)
     for judge, cal in ran.calibrations.items():
         progress(ProgressEvent("demo", 0, 0, f"judge check: {judge} calibrated, Yes when P(Yes) >= {cal.threshold:.2f}"
