@@ -186,6 +186,21 @@ async def queue_ready(app, painted: asyncio.Event) -> dict[str, float]:  # noqa:
             "queue_table_rows": screen.query_one("#queue-table", DataTable).row_count}
 
 
+def bench_store(store: str | None, instructions: int) -> Path:
+    """The synthetic bench store (``store``, else one in the temp folder named by its size): built when
+    missing, its copy evidence computed."""
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+
+    path = Path(store or Path(tempfile.gettempdir()) / f"unspecific-bench-{instructions}.sqlite")
+    if not path.exists():
+        t = time.perf_counter()
+        summary = build_synthetic_store(path, SyntheticSpec(n_instructions=instructions))
+        print(f"built {summary.instructions:,} instructions, {summary.constraints:,} constraints, "
+              f"{summary.verdicts:,} verdicts in {time.perf_counter() - t:.1f} s -> {path}")
+    ensure_copy_evidence(path)
+    return path
+
+
 def ensure_copy_evidence(path: Path) -> None:
     """The queue ranks stored evidence: compute what the store lacks once (the copy-evidence stage,
     and lexical similarity: no model to load), and say how long it took."""
@@ -248,15 +263,8 @@ def main() -> int:
     parser.add_argument("--size", default="160x48", help="terminal size, WIDTHxHEIGHT (default 160x48)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
-    path = Path(args.store or Path(tempfile.gettempdir()) / f"unspecific-bench-{args.instructions}.sqlite")
-    if not path.exists():
-        t = time.perf_counter()
-        summary = build_synthetic_store(path, SyntheticSpec(n_instructions=args.instructions))
-        print(f"built {summary.instructions:,} instructions, {summary.constraints:,} constraints, "
-              f"{summary.verdicts:,} verdicts in {time.perf_counter() - t:.1f} s -> {path}")
-    ensure_copy_evidence(path)
+    path = bench_store(args.store, args.instructions)
     width, height = (int(x) for x in args.size.lower().split("x"))
     result = asyncio.run(measure(path, args.moves, (width, height)))
     cold = [cold_start(path) for _ in range(3)]

@@ -21,14 +21,13 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from app_latency import GAP_S, QUEUE_TARGET_S, ensure_copy_evidence, pct, queue_ready, send_key  # noqa: E402
+from app_latency import GAP_S, QUEUE_TARGET_S, bench_store, pct, queue_ready, send_key  # noqa: E402
 from app_timing import paint_event, wait_for_first_screen  # noqa: E402
 
 NEXT_TARGET_MS = 50.0  # the 95th percentile
@@ -98,14 +97,8 @@ def main() -> int:
     parser.add_argument("--size", default="80x24", help="terminal size, WIDTHxHEIGHT (default 80x24)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
-    path = Path(args.store or Path(tempfile.gettempdir()) / f"unspecific-bench-{args.instructions}.sqlite")
-    if not path.exists():
-        t = time.perf_counter()
-        summary = build_synthetic_store(path, SyntheticSpec(n_instructions=args.instructions))
-        print(f"built {summary.instructions:,} instructions in {time.perf_counter() - t:.1f} s -> {path}")
-    ensure_copy_evidence(path)
+    path = bench_store(args.store, args.instructions)
     width, height = (int(x) for x in args.size.lower().split("x"))
     r = asyncio.run(measure(path, (width, height)))
     ok_queue = r["queue_ready_s"] < QUEUE_TARGET_S

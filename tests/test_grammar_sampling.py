@@ -200,13 +200,17 @@ def test_another_llama_cpp_version_keeps_its_own_sampler(monkeypatch):
 
 
 def test_the_mirrored_version_is_the_pinned_one():
-    """grammar_sampling mirrors one llama-cpp-python: the one the project installs."""
+    """grammar_sampling and fast_logprobs mirror one llama-cpp-python: the one the project installs.
+    Each keeps its own copy of the pin: the server loads each from its file, without the project."""
     import re
     from pathlib import Path
 
     import llama_cpp
 
+    from pipeline.llm import fast_logprobs
     from pipeline.llm.grammar_sampling import PINNED_LLAMA_CPP
+
+    assert fast_logprobs.PINNED_LLAMA_CPP == PINNED_LLAMA_CPP
 
     root = Path(__file__).resolve().parent.parent
     assert f'"llama-cpp-python[server]=={PINNED_LLAMA_CPP}"' in (root / "pyproject.toml").read_text()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pipeline.analysis.copying import STOPWORDS
 
@@ -57,15 +58,21 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+@lru_cache(maxsize=64)
+def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[frozenset[str], ...]]:
+    """A text's sentence spans and their stems, once per text: a text is judged on each of its constraints."""
+    spans = tuple(sentence_spans(text))
+    return spans, tuple(frozenset(_stems(text[start:end])) for start, end in spans)
+
+
 def locate_support(text: str, constraint: str) -> Support | None:
     """The sentence of ``text`` sharing most of the constraint's content words, each weighted by how
     few sentences hold it (the earlier sentence on a tie); None when the text has no sentence, the
     constraint no content word, or no sentence shares one."""
     wanted = _stems(constraint)
-    spans = sentence_spans(text)
+    spans, stems = _sentences(text)
     if not wanted or not spans:
         return None
-    stems = [_stems(text[start:end]) for start, end in spans]
     weight = {w: math.log(1 + len(spans) / (1 + sum(w in s for s in stems))) for w in wanted}
     total = sum(weight.values())
     best: Support | None = None

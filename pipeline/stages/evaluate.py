@@ -382,9 +382,8 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
             constraints_of[iid] = [(c.id, c.text) for c in active_constraints(store, iid)]
         constraints = constraints_of[iid]
         for judge in plan.judges:
-            judge_ep = config.endpoint(judge)
-            if not judge_generation_pending(store, gid, [c for c, _ in constraints], judge, plan.mode_of(judge),
-                                            judge_ep.judge_format, judge_ep.judge_prompt):
+            if not judge_generation_pending(store, gid, [c for c, _ in constraints], config.endpoint(judge),
+                                            plan.mode_of(judge)):
                 summary.skipped += 1
                 continue
 

@@ -48,9 +48,6 @@ YES_NO_TEMPLATE = "judge_yes_no"
 # Alternatives asked for the answer token: Yes and No (in their spellings) are nearly always among
 # the best 20 of a model that was asked to answer Yes or No.
 TOP_LOGPROBS = 20
-# A token counts for Yes or No only spelled out: a bare "Y" or "N" may begin another word.
-_YES = frozenset({"yes"})
-_NO = frozenset({"no"})
 # UNANSWERED is the reason stored with a missing verdict (left out, or its reply stayed unusable).
 # The verdict itself is NULL: a judge that said nothing must not read as a judge that said No.
 # Asked again by the next run, since the cause may have been transient.
@@ -230,13 +227,7 @@ async def judge_text(
     if mode == "yes_no":
         return await _gather_all([_judge_yes_no(client, judge, text, c, i, threshold) for i, c in enumerate(constraints)])
     if mode == "per_constraint":
-        # Let every call finish (each is cached) before an endpoint failure propagates: no orphaned tasks.
-        results = await asyncio.gather(*(_judge_one(client, judge, text, c, i, max_tokens) for i, c in enumerate(constraints)),
-                                       return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
-        return list(results)  # type: ignore[arg-type]
+        return await _gather_all([_judge_one(client, judge, text, c, i, max_tokens) for i, c in enumerate(constraints)])
     return await _judge_batched(client, judge, text, list(constraints), max_tokens)
 
 
@@ -261,8 +252,9 @@ async def _judge_one(client: LLMClient, judge: str, text: str, constraint: str, 
 
 
 async def _gather_all(calls: list[Any]) -> list[Judgement]:
-    """Every call finishes (each is cached) before a failure propagates: no orphaned tasks. Queued in
-    order, so one text's calls reach a one-at-a-time server back to back and share its prefix."""
+    """One call a constraint (per_constraint, yes_no). Every call finishes (each is cached) before a
+    failure propagates: no orphaned tasks. Queued in order, so one text's calls reach a one-at-a-time
+    server back to back and share its prefix."""
     results = await asyncio.gather(*calls, return_exceptions=True)
     for r in results:
         if isinstance(r, BaseException):
@@ -275,13 +267,14 @@ async def _gather_all(calls: list[Any]) -> list[Judgement]:
 
 def yes_probability(top: dict[str, float]) -> float | None:
     """P(Yes) / (P(Yes) + P(No)) from one token's top log-probabilities, every spelling of each
-    ("Yes", " yes", "YES"); None when neither is among them."""
+    ("Yes", " yes", "YES"); None when neither is among them. Only the whole word counts: a bare "Y"
+    or "N" may begin another word."""
     yes = no = 0.0
     for token, logprob in top.items():
         word = token.strip().lower()
-        if word in _YES:
+        if word == "yes":
             yes += math.exp(logprob)
-        elif word in _NO:
+        elif word == "no":
             no += math.exp(logprob)
     return yes / (yes + no) if yes + no > 0 else None
 
@@ -292,16 +285,12 @@ def written_verdict(text: str) -> bool | None:
     return None if m is None else m.group(1).lower() == "yes"
 
 
-def yes_no_template(endpoint: Any) -> str:
-    return endpoint.judge_prompt or YES_NO_TEMPLATE
-
-
 async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: str, index: int,
                         threshold: float) -> Judgement:
     from pipeline.llm.client import Params
 
     endpoint = client.config.endpoint(judge)
-    template = load_template(yes_no_template(endpoint))
+    template = load_template(template_name("yes_no", endpoint.judge_format, endpoint.judge_prompt))
     messages = template.render(text=defuse(text), constraint=defuse(constraint))
     if client.gives_logprobs(endpoint) is not False:
         params = Params(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
@@ -463,11 +452,11 @@ def judging_mode_of(config: Any, judge: str, override: str | None = None) -> str
     return override or config.endpoint(judge).judging
 
 
-def judge_generation_pending(store: Store, generation_id: int, constraint_ids: Sequence[int], judge: str,
-                             mode: str, judge_format: str = "json", judge_prompt: str | None = None) -> list[int]:
-    """Constraint ids not yet judged on this generation by this judge, mode and prompt (a missing
-    verdict counts as not judged)."""
-    done = judged_constraint_ids(store, generation_id, judge, mode, prompt_hash(mode, judge_format, judge_prompt))
+def judge_generation_pending(store: Store, generation_id: int, constraint_ids: Sequence[int], endpoint: Any,
+                             mode: str) -> list[int]:
+    """Constraint ids not yet judged on this generation by this judge endpoint, mode and the prompt it
+    asks with (a missing verdict counts as not judged)."""
+    done = judged_constraint_ids(store, generation_id, endpoint.name, mode, endpoint_prompt_hash(endpoint, mode))
     return [c for c in constraint_ids if c not in done]
 
 
@@ -486,9 +475,7 @@ async def judge_generation(
     summary = JudgeSummary()
     endpoint = client.config.endpoint(judge)
     mode = mode or endpoint.judging
-    judge_format = endpoint.judge_format
-    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints], judge, mode, judge_format,
-                                            endpoint.judge_prompt))
+    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints], endpoint, mode))
     todo = [(cid, text) for cid, text in constraints if cid in todo_ids]
     summary.skipped = len(constraints) - len(todo)
     if not todo:
