@@ -18,7 +18,7 @@ from unspecific_tui.screens.queue import LABEL, QueueScreen, layout, shorten
 def expected_queue(path: Path, enabled: tuple[str, ...] = REASONS) -> list:
     view = StoreView.open(path)
     try:
-        return suspicion_queue(view.analysis_store, enabled=enabled)
+        return suspicion_queue(view, enabled=enabled)
     finally:
         view.close()
 

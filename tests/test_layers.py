@@ -71,16 +71,34 @@ def test_the_connection_check_sees_every_spelling(tmp_path) -> None:
     assert [i for i, line in code_lines(probe) if CONNECTION.search(line)] == [2, 3, 4, 6]
 
 
-# The app reads through StoreView and writes through the narrow writers the store offers
-# (pipeline.store.annotations.AnnotationWriter; the stages open their own store): it never opens a
-# Store of its own.
-OPENS_A_STORE = re.compile(r"\bopen_store\b|\bStore\(|pipeline\.store\.database\b|\bstore\.database\b")
+# The app reads through StoreView, handing the view itself to pipeline.analysis (a StoreReader), and
+# writes through the narrow writer the store offers (pipeline.store.app_writer.AppWriter; the stages
+# open their own store): it never opens a Store, names the type, or takes the one behind a view
+# (``store_of``, a view's ``_store``, the old ``analysis_store``).
+HOLDS_A_STORE = re.compile(r"\bopen_store\b|\bStore\b|pipeline\.store\.database\b|\bstore\.database\b"
+                           r"|\banalysis_store\b|\bstore_of\b|\._store\b")
 
 
 @pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
-def test_the_app_never_opens_a_store(path: Path) -> None:
-    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path) if OPENS_A_STORE.search(line)]
-    assert hits == [], f"{path.relative_to(ROOT)} opens a Store (read through StoreView, write through a writer): {hits}"
+def test_the_app_never_holds_a_store(path: Path) -> None:
+    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path) if HOLDS_A_STORE.search(line)]
+    assert hits == [], f"{path.relative_to(ROOT)} holds a Store (read through StoreView, write through the writer): {hits}"
+
+
+def test_the_store_check_sees_every_spelling(tmp_path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""Holds no Store: it reads through StoreView."""\n'
+                     "store = open_store(path)\n"
+                     "queue = suspicion_queue(view.analysis_store)\n"
+                     "def f(store: Store) -> None:\n"
+                     "    pass\n"
+                     "store = store_of(view)\n"
+                     "rows = similarity(self.app.view._store)\n"
+                     "from pipeline.store.database import now\n"
+                     "view = StoreView.open(path)  # a Store in a comment\n"
+                     "queue = suspicion_queue(view)\n"
+                     "self.show_error(StoreError.title, 'the store is busy')\n")
+    assert [i for i, line in code_lines(probe) if HOLDS_A_STORE.search(line)] == [2, 3, 4, 6, 7, 8]
 
 
 @pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])

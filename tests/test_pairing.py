@@ -254,6 +254,29 @@ def test_cli_pair_with_hash_model(tmp_path, capsys):
     assert not (tmp_path / "missing.sqlite").exists()
 
 
+def test_the_build_screen_s_pair_stage_reads_its_config(tmp_path):
+    """run_pair as the app's Build screen runs it (pipeline.stages.step, no client): the domain,
+    rule and embedding model come from the config's [pair]."""
+    from types import SimpleNamespace
+
+    from pipeline.core.progress import StopFlag
+    from pipeline.stages.pairing import run_pair
+    from pipeline.stages.step import run_stage_blocking
+
+    db = tmp_path / "s.sqlite"
+    s = open_store(db)
+    add_articles(s, 12)
+    add_articles(s, 4, domain="story", start=12)
+    s.close()
+    config = SimpleNamespace(settings={"pair": {"domain": "news", "rule": "research", "model": "hash"}})
+    summary = run_stage_blocking(run_pair, store_path=db, config=config, run_id="r", progress=lambda event: None,
+                                 stop=StopFlag(), max_units=None, needs_client=False, stage="pair")
+    assert (summary.domain, summary.rule, summary.model, summary.articles) == ("news", "research", "hash-256", 12)
+    s = open_store(db)
+    assert s.scalar("SELECT count(*) FROM pairs WHERE rule = 'research' AND domain = 'news'") == summary.pairs
+    s.close()
+
+
 def test_bbc_import_and_pair_with_minilm(store):
     """The bundled BBC set, first 60 files, MiniLM: every kept article gets its most similar
     partner below 0.85 that has not already chosen it, checked against the cached vectors."""

@@ -110,7 +110,7 @@ def test_stored_values_equal_a_direct_cosine_of_the_hash_vectors(tmp_path) -> No
     store.close()
     view = StoreView.open(tmp_path / "store.sqlite")
     try:
-        assert constraint_similarities(view.analysis_store, instruction_id=iid) == sims
+        assert constraint_similarities(view, instruction_id=iid) == sims
     finally:
         view.close()
 

@@ -38,7 +38,7 @@ from pipeline.store.database import Store, open_store
 from pipeline.store.scores import stale_count
 from pipeline.store.suspicion import count_missing_copy_evidence
 from pipeline.store.verdicts import shown_verdicts
-from pipeline.store.view import StoreView, Writer
+from pipeline.store.view import StoreReader, StoreView, Writer, store_of
 
 REF_A = "The harbour council approved a new sea wall after the spring floods. Residents gathered at the old market."
 REF_B = "Farmers in the valley worried about the drought. The river ran low all summer."
@@ -274,23 +274,25 @@ def test_report_lines_show_the_top_with_reasons(store: Store) -> None:
     assert not missing and all(set(r) >= {f"reason_{x}" for x in REASONS} for r in rows)
 
 
-def _assert_ranking_agrees(store: Store) -> None:
-    """suspicion_queue (scored in SQL) against Evidence.score on instruction_evidence of every item."""
+def _assert_ranking_agrees(reader: StoreReader) -> None:
+    """suspicion_queue (scored in SQL) against Evidence.score on instruction_evidence of every item,
+    read through ``reader`` (a Store, or the app's view)."""
+    store = store_of(reader)  # the items to expect, listed by hand
     active = store.conn.execute("SELECT id, instruction_id FROM constraints WHERE active = 1").fetchall()
     writers = [Writer(m, mode) for m, mode in store.conn.execute(
         "SELECT DISTINCT model, mode FROM generations WHERE kind = 'response'")]
     everything = [e for iid in sorted({i for _, i in active}) for w in writers
-                  for e in instruction_evidence(store, iid, w, 0.25).values()]
+                  for e in instruction_evidence(reader, iid, w, 0.25).values()]
     assert any(e.copied for e in everything) and any(e.lost for e in everything)
     for enabled in (REASONS, ("similar", "copied"), ("split", "unquoted"), ("lost",)):
         by_hand = sorted((e for e in everything if e.score(enabled) > 0),
                          key=lambda e: (-e.score(enabled), e.instruction_id, e.position, e.writer))
-        queue = suspicion_queue(store, enabled=enabled)
+        queue = suspicion_queue(reader, enabled=enabled)
         assert [(_key(e), e.writer.model, e.score(enabled)) for e in queue] == \
             [(_key(e), e.writer.model, e.score(enabled)) for e in by_hand], enabled
         assert queue == by_hand  # every field: the kept rows' verdicts are read in full
         assert queue.total == len(by_hand)
-        head = suspicion_queue(store, enabled=enabled, limit=5)
+        head = suspicion_queue(reader, enabled=enabled, limit=5)
         assert head == by_hand[:5] and head.total == len(by_hand)
 
 
@@ -327,7 +329,7 @@ def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
     assert stale_count(store.conn) > 0
     view = StoreView.open(path)
     try:
-        _assert_ranking_agrees(view.analysis_store)  # fresh marks on the side: the view never writes
+        _assert_ranking_agrees(view)  # fresh marks on the side: the view never writes
     finally:
         view.close()
     assert stale_count(store.conn) > 0
@@ -335,7 +337,7 @@ def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
     _assert_ranking_agrees(store)
     view = StoreView.open(path)
     try:
-        _assert_ranking_agrees(view.analysis_store)
+        _assert_ranking_agrees(view)
         assert view.text_totals()  # the other kept totals, fresh on the side without the marks' table
     finally:
         view.close()

@@ -300,15 +300,14 @@ class UnspecificApp(App[None]):
         from pipeline.analysis.metrics import compute_metrics
 
         view = StoreView.open(self.store_path)  # this thread's own read-only view
-        store = view.analysis_store
         try:
-            metrics = compute_metrics(store, seed=self.sample_seed)
-            judges = judge_validation_by_name(judge_scores(store, seed=self.sample_seed))
-            families = family_levels(store, metrics, analysis.ratio, seed=self.sample_seed)
+            metrics = compute_metrics(view, seed=self.sample_seed)
+            judges = judge_validation_by_name(judge_scores(view, seed=self.sample_seed))
+            families = family_levels(view, metrics, analysis.ratio, seed=self.sample_seed)
             # The rates corrected for each judge's measured error: the function `report` calls.
             from pipeline.analysis.correction import corrected_metrics
 
-            correction = corrected_metrics(store, metrics, seed=self.sample_seed)
+            correction = corrected_metrics(view, metrics, seed=self.sample_seed)
         finally:
             view.close()
         merged = merge_metrics(analysis, metrics)

@@ -26,7 +26,7 @@ def item_outcomes(view: StoreView, instruction_id: int, writer: Writer, ratio: f
     With two summaries at the ratio (two summarizers), the first summary's item is kept."""
     from pipeline.analysis.metrics import Filters, constraint_items
 
-    items = constraint_items(view.analysis_store,
+    items = constraint_items(view,
                              Filters(instruction=instruction_id, models=(writer.model,), mode=writer.mode),
                              ratio=ratio)
     out: dict[int, Item] = {}

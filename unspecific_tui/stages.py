@@ -6,18 +6,16 @@ that imports its module lazily, so the app opens when a stage module is absent o
 and tests inject fake stage functions instead.
 
 A stage runs through pipeline.stages.step (its own store and event loop, in a worker thread):
-the UI thread never waits on SQLite writes or LLM calls, and the app never opens a Store.
+the UI thread never waits on SQLite writes or LLM calls, and the app never opens or holds a Store
+(pairing too is a pipeline stage, pipeline.stages.pairing.run_pair).
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from pipeline.core.progress import ProgressHook, StopFlag
 
 StageFn = Callable[..., Any]
 
@@ -50,7 +48,7 @@ STAGES: tuple[StageSpec, ...] = (
     # Importing articles reads files the user names: the CLI's job (pipeline.stages.corpus.import_corpus).
     StageSpec("corpus", "Corpus", "pipeline.stages.corpus", "import_corpus", False,
               hint="importing articles needs files: run `unspecific corpus add` in a shell"),
-    StageSpec("pair", "Pair", "unspecific_tui.stages", "run_pair", False),
+    StageSpec("pair", "Pair", "pipeline.stages.pairing", "run_pair", False),
     StageSpec("synthesize", "Synthesize", "pipeline.stages.build", "run_synthesize", True),
     StageSpec("base", "Base article", "pipeline.stages.build", "run_base", True),
     StageSpec("revise", "Revise", "pipeline.stages.build", "run_revise", True),
@@ -59,18 +57,6 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec("judge", "Judge", "pipeline.stages.evaluate", "run_judge", True),
 )
 SPECS = {s.name: s for s in STAGES}
-
-
-async def run_pair(store: Any, config: Any, client: Any, options: Any, *, progress: ProgressHook,
-                   stop: StopFlag | None = None, max_units: int | None = None) -> Any:
-    """Pairing behind the stage convention: one domain is one unit ([pair] domain/model in the config)."""
-    from pipeline.analysis.embeddings import get_embedder
-    from pipeline.stages.pairing import PairOptions, pair_domain
-
-    section = config.settings.get("pair", {}) if config is not None else {}
-    embedder = await asyncio.to_thread(get_embedder, section.get("model"))
-    opts = PairOptions(domain=section.get("domain", "news"), rule=section.get("rule", "paper"))
-    return await asyncio.to_thread(pair_domain, store, embedder, opts, progress=progress, stop=stop)
 
 
 Registry = dict[str, StageFn | None]

@@ -42,9 +42,11 @@ from pipeline.store import metrics as selection
 from pipeline.store.judge_checks import CheckItem, JudgeCheck, check_counts, judge_check
 from pipeline.store.validation import text_labels
 from pipeline.store.verdicts import latest_verdicts
+from pipeline.store.view import store_of
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
+    from pipeline.store.view import StoreReader
 
 VALIDATE_COMMAND = "unspecific validate judges --builtin"
 GroupKey = tuple[str, str, str, str, float | None]  # domain, condition, model, mode, ratio
@@ -286,9 +288,10 @@ class Correction:
         return [s.judge for s in self.judges if not s.validated]
 
 
-def corrected_metrics(store: Store, metrics: Metrics, filters: Filters | None = None, *,
+def corrected_metrics(reader: StoreReader, metrics: Metrics, filters: Filters | None = None, *,
                       n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Correction:
     """Every group of ``metrics`` corrected for its judges' checks (the same selection of texts)."""
+    store = store_of(reader)
     f = filters or Filters()
     with selection.scored_selection(store, f):
         keys = selection.scored_raters(store, f)

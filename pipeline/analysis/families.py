@@ -11,8 +11,8 @@ from typing import Any
 from pipeline.analysis.metrics import Metrics
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, bootstrap_mean
 from pipeline.core.definitions import same_ratio
-from pipeline.store.database import Store
 from pipeline.store.families import family_members
+from pipeline.store.view import StoreReader, store_of
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,11 @@ class FamilyLevel:
         return out
 
 
-def family_levels(store: Store, metrics: Metrics, ratio: float | None, *, n_resamples: int = DEFAULT_RESAMPLES,
+def family_levels(reader: StoreReader, metrics: Metrics, ratio: float | None, *, n_resamples: int = DEFAULT_RESAMPLES,
                   seed: int = 0) -> list[FamilyLevel]:
     """Org (and Core at ``ratio``) per (import run, level, model, mode) over the instructions that
     belong to a family; empty when the selection holds none."""
+    store = store_of(reader)
     members = family_members(store)
     if not members:
         return []

@@ -53,9 +53,11 @@ from pipeline.store.validation import (
     text_labels,
 )
 from pipeline.store.verdicts import latest_verdicts
+from pipeline.store.view import store_of
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
+    from pipeline.store.view import StoreReader
 
 DEFAULT_PLAN = "judges"
 PER_STRATUM = 25  # items per (domain, text kind)
@@ -106,8 +108,9 @@ def save_judge_plan(store: Store, plan: JudgePlan, *, replace: bool = False) -> 
                                               plan.items), now())
 
 
-def load_judge_plan(store: Store, name: str | None = None) -> JudgePlan | None:
+def load_judge_plan(reader: StoreReader, name: str | None = None) -> JudgePlan | None:
     """A stored judge plan by name, or the newest; None when there is none."""
+    store = store_of(reader)
     row = stored_judge_plan(store, name)
     if row is None:
         return None
@@ -155,9 +158,10 @@ class JudgeScore:
                 f" recall {self.recall.fmt()}, n={self.n}")
 
 
-def judge_scores(store: Store, plan: JudgePlan | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
+def judge_scores(reader: StoreReader, plan: JudgePlan | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
                  seed: int = 0) -> list[JudgeScore]:
     """Every judge against people's labels of ``plan`` (the newest judge plan; none: no scores)."""
+    store = store_of(reader)
     plan = plan or load_judge_plan(store)
     if plan is None or not plan.items:
         return []

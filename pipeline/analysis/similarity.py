@@ -7,7 +7,7 @@ similarity` fills in an older store) and read here from the store:
     sims = constraint_similarities(store, instruction_id=42)   # {constraint id: Similarity}
     sims[cid].to_a, sims[cid].to_b, sims[cid].highest, sims[cid].method
 
-On the app's read-only view, pass ``view.analysis_store``. Nothing is computed here: a constraint
+The app passes its read-only view in place of the store. Nothing is computed here: a constraint
 without a stored value is simply absent.
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.analysis.copying import lexical_overlap
-from pipeline.store.database import Store
 from pipeline.store.similarity import similarity_rows
+from pipeline.store.view import StoreReader, store_of
 
 LEXICAL = "lexical"  # the method name when no embedder is used (pipeline.analysis.copying.lexical_overlap)
 
@@ -35,10 +35,10 @@ class Similarity:
         return self.to_a if self.to_b is None else max(self.to_a, self.to_b)
 
 
-def constraint_similarities(store: Store, *, instruction_id: int | None = None) -> dict[int, Similarity]:
+def constraint_similarities(reader: StoreReader, *, instruction_id: int | None = None) -> dict[int, Similarity]:
     """Stored similarities by constraint id: one instruction's (one indexed query), or all; {} when none."""
     return {row.constraint_id: Similarity(row.constraint_id, row.method, row.to_a, row.to_b)
-            for row in similarity_rows(store, instruction_id=instruction_id)}
+            for row in similarity_rows(store_of(reader), instruction_id=instruction_id)}
 
 
 def lexical_similarity(constraint_id: int, constraint: str, reference_a: str, reference_b: str | None) -> Similarity:

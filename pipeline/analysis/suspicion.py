@@ -78,7 +78,7 @@ from pipeline.store.suspicion import (
     response_and_reference_hashes,
     text_bodies,
 )
-from pipeline.store.view import Writer
+from pipeline.store.view import StoreReader, Writer, store_of
 
 REASONS: tuple[str, ...] = ("similar", "copied", "lost", "split", "unquoted")
 # The one command that computes the stored evidence a store built before it lacks (similarity, copy
@@ -339,9 +339,10 @@ def _evidence(row: EvidenceRow, ratio: float, flags: dict[int, tuple[str, ...]],
         copy_known=row.copied is not None, echoed=echoed.get((row.response_id, row.constraint_id), ()))
 
 
-def instruction_evidence(store: Store, instruction_id: int, writer: Writer, ratio: float) -> dict[int, Evidence]:
+def instruction_evidence(reader: StoreReader, instruction_id: int, writer: Writer, ratio: float) -> dict[int, Evidence]:
     """Evidence for every active constraint of one instruction on one writer's response (Audit's list);
     copy evidence the stage has not stored is computed here. {} when the writer has no response."""
+    store = store_of(reader)
     rows, _ = evidence_rows(store, ratio=ratio, instruction_id=instruction_id, writer=(writer.model, writer.mode))
     flags = constraint_flags(store, [r.constraint_id for r in rows])
     rows, echoed = _fill_copy_evidence(store, rows)
@@ -377,10 +378,11 @@ def _fill_copy_evidence(store: Store, rows: list[EvidenceRow]
     return out, echoed
 
 
-def suspicion_queue(store: Store, *, ratio: float | None = None, enabled: Sequence[str] = REASONS,
+def suspicion_queue(reader: StoreReader, *, ratio: float | None = None, enabled: Sequence[str] = REASONS,
                     run_id: str | None = None, limit: int | None = None) -> Queue:
     """Every (constraint, response) with an enabled reason, highest score first (score > 0 only).
     ``.copy_evidence_missing`` on the result: the copy-evidence stage has not covered the selection."""
+    store = store_of(reader)
     ratio = DEFAULT_RATIO if ratio is None else ratio
     enabled = tuple(r for r in REASONS if r in enabled)
     ranking = Ranking(weights={r: WEIGHTS[r] for r in enabled}, high=HIGH_SIMILARITY, lexical=HIGH_LEXICAL_SIMILARITY,

@@ -63,9 +63,11 @@ from pipeline.store.validation import (
     stored_plan,
     summary_flips,
 )
+from pipeline.store.view import store_of
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
+    from pipeline.store.view import StoreReader
 
 DEFAULT_PLAN = "default"
 PER_DOMAIN = 50
@@ -186,9 +188,10 @@ def save_plan(store: Store, plan: Plan, *, replace: bool = False) -> Plan:
     return Plan(plan.name, plan.ratio, plan.seed, plan.run, plan.strata, plan.items, created)
 
 
-def load_plan(store: Store, name: str | None = None) -> Plan | None:
+def load_plan(reader: StoreReader, name: str | None = None) -> Plan | None:
     """A stored plan by name; with no name, the newest one. None when there is none (also in a
     store opened read-only before its migration to schema 5)."""
+    store = store_of(reader)
     row = stored_plan(store, name)
     if row is None:
         return None
@@ -212,10 +215,11 @@ def current_items(store: Store, plan: Plan) -> dict[tuple[int, int], Item]:
             for p in plan.items if (p.constraint_id, p.response_id) in items}
 
 
-def annotation_items(store: Store, plan: Plan) -> list[Item]:
+def annotation_items(reader: StoreReader, plan: Plan) -> list[Item]:
     """The plan's items in its order, as pipeline.analysis.metrics items with the metric's current call
     (for the Annotate screen's list). An item no rater judges on both texts any more keeps its
     place, with no call (scores NaN, not flipped): people still label exactly the plan."""
+    store = store_of(reader)
     now_items = current_items(store, plan)
     writers = plan_response_writers(store, plan.name)
     out = []
@@ -279,8 +283,9 @@ class Basis:
     order: tuple[tuple[int, int], ...] | None  # the plan's keys in its order; None: every labelled item
 
 
-def validation_basis(store: Store, plan: Plan | None = None, *, ratio: float = DEFAULT_RATIO,
+def validation_basis(reader: StoreReader, plan: Plan | None = None, *, ratio: float = DEFAULT_RATIO,
                      filters: Filters | None = None) -> Basis:
+    store = store_of(reader)
     if plan is not None:
         return Basis(plan.ratio, plan, current_items(store, plan),
                      {(p.constraint_id, p.response_id): p.stratum for p in plan.items},
@@ -486,11 +491,12 @@ class AnnotateScores:
     kappas: list[AnnotatorKappa]
 
 
-def annotate_scores(store: Store, *, ratio: float = DEFAULT_RATIO, basis: Basis | None = None,
+def annotate_scores(reader: StoreReader, *, ratio: float = DEFAULT_RATIO, basis: Basis | None = None,
                     n_resamples: int = 200, seed: int = 0) -> AnnotateScores:
     """Annotate's panel: as `human_validation` (the newest plan's items, or every labelled item at
     ``ratio``), once per annotator who labelled one of them. ``basis``: one computed before (the
     metric's call does not change while people label; the labels are read anew)."""
+    store = store_of(reader)
     basis = basis or validation_basis(store, load_plan(store), ratio=ratio)
     labels = read_labels(store)
     keys = basis.order or tuple(sorted(k for k in labels if k in basis.items))

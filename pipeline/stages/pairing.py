@@ -20,6 +20,7 @@ articles, and from a usearch HNSW index beyond, which avoids the n x n matrix.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipeline.analysis.embeddings import get_embedder
 from pipeline.core.errors import CorpusError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.store.articles import count_articles, kept_articles
@@ -36,6 +38,7 @@ from pipeline.store.pairs import PairWrite, stored_pairing, write_pairing
 
 if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
+    from pipeline.core.config import Config
     from pipeline.store.database import Store
 
 RULES = ("paper", "research")
@@ -357,6 +360,16 @@ def pair_domain(
         summary.search_detail = f"index sampled recall by expansion_search {{{tried}}}"
     _store_pairs(store, options, options.params(embedder.name, search), choices, summary)
     return summary
+
+
+async def run_pair(store: Store, config: Config | None, client: None, options: Any, *, progress: ProgressHook,
+                   stop: StopFlag | None = None, max_units: int | None = None) -> PairSummary:
+    """Pairing behind the stage convention (pipeline.stages.step), as the app's Build screen runs it:
+    one domain is one unit, the domain, rule and embedding model from the config's [pair]."""
+    section = config.settings.get("pair", {}) if config is not None else {}
+    embedder = await asyncio.to_thread(get_embedder, section.get("model"))
+    opts = PairOptions(domain=section.get("domain", "news"), rule=section.get("rule", "paper"))
+    return await asyncio.to_thread(pair_domain, store, embedder, opts, progress=progress, stop=stop)
 
 
 def _store_pairs(store: Store, options: PairOptions, params: dict[str, Any], choices: list[Choice],

@@ -3,7 +3,12 @@
 The app receives a ``StoreView`` and never a connection: screens ask it for an instruction's
 texts and constraints, a constraint's verdicts and flags, the runs, what a step wrote, and the
 per-text totals the store keeps. ``StoreView.open`` connects read-only (under WAL a reader never
-blocks a writer); the app writes (labels, runs) through pipeline functions on its own Store.
+blocks a writer); the app writes people's labels and marks through the store's narrow writer
+(pipeline.store.app_writer) and runs stages through pipeline.stages, which open their own Store.
+
+pipeline.analysis's reading functions take a ``StoreReader``: the Store a command opened, or a view.
+The app hands them its view whole; only pipeline code turns a view into a Store (``store_of``), so
+the app never holds one (tests/test_layers.py).
 
 A response is named by its writer, (model under test, response mode): one model answers an
 instruction directly and, in edit mode, by editing a draft, and the two are different texts with
@@ -22,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeAlias
 
 from pipeline.store.database import Store, open_store
 from pipeline.store.imports import RUN_KIND as IMPORT_RUN_KIND
@@ -195,8 +200,8 @@ class StoreView:
     """Read access for the app: indexed lookups, each instruction's texts cached.
 
     Built on a Store the caller opened (``StoreView(store)``) or, for the app, read-only on a path
-    (``StoreView.open``). There is no connection to take: pipeline.analysis functions, which take a
-    Store, get ``analysis_store``."""
+    (``StoreView.open``). There is no connection or Store to take: pipeline.analysis functions take
+    the view itself (a ``StoreReader``)."""
 
     def __init__(self, store: Store, *, cache_size: int = 64) -> None:
         self._store = store
@@ -230,11 +235,6 @@ class StoreView:
     @property
     def path(self) -> Path:
         return self._store.path
-
-    @property
-    def analysis_store(self) -> Store:
-        """The view's Store, for pipeline.analysis functions that take one (they query through pipeline.store)."""
-        return self._store
 
     def close(self) -> None:
         self._store.close()
@@ -459,3 +459,13 @@ class StoreView:
             if row and row[0] is not None:
                 return int(row[0])
         return None
+
+
+# What pipeline.analysis's reading functions take: the Store a command opened, or the app's view.
+StoreReader: TypeAlias = Store | StoreView
+
+
+def store_of(reader: StoreReader) -> Store:
+    """The Store a reader reads through, for pipeline code to hand the store's query functions.
+    The app never calls this (tests/test_layers.py): it passes its view to pipeline.analysis whole."""
+    return reader._store if isinstance(reader, StoreView) else reader

@@ -66,18 +66,18 @@ class Item:
         return Writer(self.model, self.mode)
 
 
-def load_items(store, analysis: Analysis, seed: int) -> tuple[list[Item], str | None]:  # noqa: ANN001
+def load_items(view: StoreView, analysis: Analysis, seed: int) -> tuple[list[Item], str | None]:
     """The newest validation plan's items and its name; with no plan, pipeline.analysis.metrics' items:
     every flipped constraint plus a seeded sample of pass-both ones (and no name)."""
     from pipeline.analysis.metrics import items_to_annotate
     from pipeline.analysis.validation import annotation_items, load_plan
 
-    plan = load_plan(store)
+    plan = load_plan(view)
     if plan is not None:
-        chosen, name = annotation_items(store, plan), plan.name
+        chosen, name = annotation_items(view, plan), plan.name
     else:
         sample = max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * analysis.n_flipped))
-        chosen, name = items_to_annotate(store, ratio=analysis.ratio, passed_sample=sample, seed=seed), None
+        chosen, name = items_to_annotate(view, ratio=analysis.ratio, passed_sample=sample, seed=seed), None
     return [Item(i.constraint_id, i.response_id, i.summary_id, i.instruction_id, i.model, i.mode, i.flipped,
                  i.full_score) for i in chosen], name
 
@@ -155,9 +155,8 @@ class AnnotateScreen(AppScreen):
 
         view = StoreView.open(self.app.store_path)  # this thread's own read-only view
         try:
-            store = view.analysis_store
-            items, plan = load_items(store, analysis, self.app.sample_seed)
-            basis = validation_basis(store, load_plan(store), ratio=analysis.ratio)
+            items, plan = load_items(view, analysis, self.app.sample_seed)
+            basis = validation_basis(view, load_plan(view), ratio=analysis.ratio)
         finally:
             view.close()
         self.app.call_from_thread(self._set_items, items, plan, basis)
@@ -219,7 +218,7 @@ class AnnotateScreen(AppScreen):
         if self._basis is None:
             self.scores, self.kappas = {}, {}
         else:
-            scores = annotate_scores(self.app.view.analysis_store, basis=self._basis)
+            scores = annotate_scores(self.app.view, basis=self._basis)
             self.scores = scores.by_annotator
             self.kappas = {(a.annotator_a, a.annotator_b): (a.kappa.value, a.kappa.n) for a in scores.kappas
                            if a.kappa.n}
@@ -340,7 +339,7 @@ class AnnotateScreen(AppScreen):
             self.refresh_stats()
             self.show()
             return
-        plan = load_judge_plan(self.app.view.analysis_store)
+        plan = load_judge_plan(self.app.view)
         if plan is None or not plan.items:
             self.notify("no judge plan yet: draw one with `unspecific validate judge-plan`", severity="warning")
             return
@@ -413,7 +412,7 @@ class AnnotateScreen(AppScreen):
         """Each judge against this store's answers on the judge plan (all annotators' consensus)."""
         from pipeline.analysis.judge_validation import judge_scores
 
-        scores = [s for s in judge_scores(self.app.view.analysis_store, n_resamples=200) if s.by == "all"]
+        scores = [s for s in judge_scores(self.app.view, n_resamples=200) if s.by == "all"]
         table = Table(box=None, pad_edge=False, header_style="bold", title="judges vs people", title_justify="left")
         for col in ("judge", "n", "acc.", "κ", "Yes bias"):
             table.add_column(col, no_wrap=True)

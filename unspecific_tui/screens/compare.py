@@ -221,7 +221,7 @@ class CompareScreen(AppScreen):
         for v in self.app.view.latest_verdicts(shown_ids):
             self.verdicts.setdefault((v.constraint_id, v.generation_id), []).append((v.judge, v.verdict, v.quote))
         active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
-        similar = constraint_similarities(self.app.view.analysis_store, instruction_id=data.id)
+        similar = constraint_similarities(self.app.view, instruction_id=data.id)
         table = self.query_one("#compare-table", DataTable)
         text_width = self._lay_out(table, [c.text for c in active])
         rows: list[list[Text | str]] = []

@@ -256,14 +256,14 @@ class QueueScreen(AppScreen):
         t = time.perf_counter()
         view = StoreView.open(self.app.store_path)
         try:
-            queue = suspicion_queue(view.analysis_store, ratio=ratio, enabled=query.enabled, limit=query.limit)
+            queue = suspicion_queue(view, ratio=ratio, enabled=query.enabled, limit=query.limit)
             missing = []
             if queue.copy_evidence_missing:
                 missing.append(f"copied n-grams were not computed for every response (`{EVIDENCE_COMMAND}`"
                                " computes them)")
             # No similarity anywhere (one cheap query, asked only when the queue shows none).
             if (not any(e.similarity is not None for e in queue) and view.instruction_ids()
-                    and not constraint_similarities(view.analysis_store)):
+                    and not constraint_similarities(view)):
                 missing.append(f"constraint-reference similarity was never computed (`{EVIDENCE_COMMAND}`"
                                " computes it)")
         finally:

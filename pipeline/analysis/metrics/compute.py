@@ -17,14 +17,16 @@ from pipeline.analysis.metrics.text_columns import _add_copying, _add_similarity
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL
 from pipeline.store import metrics as selection
 from pipeline.store.coverage import expected_raters
+from pipeline.store.view import store_of
 
 if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
     from pipeline.store.database import Store
+    from pipeline.store.view import StoreReader
 
 
 def compute_metrics(
-    store: Store,
+    reader: StoreReader,
     filters: Filters | None = None,
     *,
     n_resamples: int = DEFAULT_RESAMPLES,
@@ -37,6 +39,7 @@ def compute_metrics(
 
     ``copy`` adds copied n-gram columns; ``embedder`` (pipeline.analysis.embeddings) adds similarity
     columns. Both read texts, so they cost more than the verdict arithmetic."""
+    store = store_of(reader)
     f = filters or Filters()
     with selection.scored_selection(store, f):
         raters, rows, kappa_counts = _rows(store, f)

@@ -10,23 +10,24 @@ from pipeline.analysis.metrics.base import Filters
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.store.metrics import Item as Item  # a row of the one item query, read by the store
 from pipeline.store.metrics import constraint_item_outcomes
+from pipeline.store.view import store_of
 
 if TYPE_CHECKING:
-    from pipeline.store.database import Store
+    from pipeline.store.view import StoreReader
 
 
-def constraint_items(store: Store, filters: Filters | None = None, *, ratio: float = DEFAULT_RATIO) -> list[Item]:
+def constraint_items(reader: StoreReader, filters: Filters | None = None, *, ratio: float = DEFAULT_RATIO) -> list[Item]:
     """Every (constraint, response) judged on the full response and on its summary at ``ratio``
     by at least one rater; scores are the mean verdict over the raters who judged both."""
-    return constraint_item_outcomes(store, filters or Filters(), ratio)
+    return constraint_item_outcomes(store_of(reader), filters or Filters(), ratio)
 
 
-def items_to_annotate(store: Store, filters: Filters | None = None, *, ratio: float = DEFAULT_RATIO,
+def items_to_annotate(reader: StoreReader, filters: Filters | None = None, *, ratio: float = DEFAULT_RATIO,
                       passed_sample: int = 0, seed: int = 0) -> list[Item]:
     """The flipped items, plus a seeded random sample of ``passed_sample`` items that passed on
     both texts (the control set reviewers asked for), shuffled together so labellers cannot
     tell which is which."""
-    items = constraint_items(store, filters, ratio=ratio)
+    items = constraint_items(reader, filters, ratio=ratio)
     flipped = [i for i in items if i.flipped]
     passed = [i for i in items if i.passed_both]
     rng = random.Random(seed)

@@ -111,7 +111,7 @@ class FollowingPart(_Screen):
         """The suspicion queue on a view of its own (the UI thread's connection stays the UI's)."""
         view = StoreView.open(self.app.view.path)
         try:
-            ranked = suspicion_queue(view.analysis_store, ratio=ratio)
+            ranked = suspicion_queue(view, ratio=ratio)
         finally:
             view.close()
         stops = [Stop(e.constraint_id, e.instruction_id, e.writer) for e in ranked]

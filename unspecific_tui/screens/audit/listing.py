@@ -116,7 +116,7 @@ class ListPart(_Screen):
         for vs in verdicts.values():
             vs.sort(key=lambda v: (v.kind != "response", v.judge))
         flags = view.instruction_flags(data.id)
-        evidence = instruction_evidence(view.analysis_store, data.id, writer, ratio) if writer else {}
+        evidence = instruction_evidence(view, data.id, writer, ratio) if writer else {}
         rows = []
         for con in sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0):
             e = evidence.get(con.id)
