@@ -32,8 +32,7 @@ from unspecific_tui.widgets.footer import SCREENS_GROUP
 
 if TYPE_CHECKING:
     from pipeline.core.config import Config
-    from pipeline.store.app_writer import AnnotationWriter
-    from pipeline.store.marks import MarkWriter
+    from pipeline.store.app_writer import AppWriter
     from unspecific_tui.demo_child import DemoChild
 
 SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
@@ -139,7 +138,7 @@ class UnspecificApp(App[None]):
         self.demo: DemoChild | None = None  # while the demo runs
         self.store_path = Path(store_path)
         self.readonly = readonly
-        self._labels: AnnotationWriter | None = None
+        self._store_writer: AppWriter | None = None
         self.view = self._open_view()
         self.config_path = config_path
         self._config = config
@@ -158,7 +157,6 @@ class UnspecificApp(App[None]):
         # The auditor's marks on suspects (confirmed / dismissed) by (response, constraint): read
         # once from the view, kept current by ``mark``; written through the store's narrow writer.
         self._marks: dict[tuple[int, int], str] | None = None
-        self._mark_writer: MarkWriter | None = None
         # A build run's stages, not an evaluate run's zeros; no such run: the store's totals.
         self.set_reactive(UnspecificApp.run_id, run_id or self.view.latest_build_run_id())
 
@@ -182,13 +180,14 @@ class UnspecificApp(App[None]):
         prepare_store(self.store_path, readonly=self.readonly)
 
     @property
-    def labels(self) -> AnnotationWriter:
-        """The narrow writer of people's labels (the app writes nothing else itself)."""
-        if self._labels is None:
-            from pipeline.store.app_writer import AnnotationWriter
+    def store_writer(self) -> AppWriter:
+        """The store's narrow writer of people's labels, answers and marks (the app writes nothing
+        else itself), opened at the first write."""
+        if self._store_writer is None:
+            from pipeline.store.app_writer import AppWriter
 
-            self._labels = AnnotationWriter(self.store_path)
-        return self._labels
+            self._store_writer = AppWriter(self.store_path)
+        return self._store_writer
 
     # -- lifecycle ---------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -232,15 +231,12 @@ class UnspecificApp(App[None]):
             self.show_error("Read-only", "The store is open read-only; marks cannot be saved.")
             return False
         from pipeline.core.errors import UnspecificError
-        from pipeline.store.marks import MarkWriter
 
-        if self._mark_writer is None:
-            self._mark_writer = MarkWriter(self.store_path)
         try:
             if mark is None:
-                self._mark_writer.clear(response_id, constraint_id)
+                self.store_writer.clear_mark(response_id, constraint_id)
             else:
-                self._mark_writer.put(response_id, constraint_id, mark, self.annotator)
+                self.store_writer.put_mark(response_id, constraint_id, mark, self.annotator)
         except UnspecificError as exc:
             self.show_error(exc.title, exc.msg)
             return False
@@ -251,12 +247,10 @@ class UnspecificApp(App[None]):
         return True
 
     def on_unmount(self) -> None:
-        if self._mark_writer is not None:
-            self._mark_writer.close()
         if self.demo is not None:
             self.demo.stop()  # quitting keeps everything: each unit was committed as it finished
-        if self._labels is not None:
-            self._labels.close()
+        if self._store_writer is not None:
+            self._store_writer.close()
         self.view.close()
 
     def watch_run_id(self) -> None:

@@ -1,21 +1,30 @@
-"""The app's one way to write: people's labels, through a narrow writer.
+"""The app's one way to write: what a person gives in it, through one narrow writer.
 
 The app reads through ``pipeline.store.view.StoreView`` and never opens a Store; what a person
-gives in it (an annotation of a flipped constraint, a Yes/No on a text for the judge check) is
-written here, on a store connection of the writer's own, opened at the first label and committed
-at each (a label is saved the moment it is given)."""
+gives in it is written here: an annotation of a flipped constraint, a Yes/No on a text for the
+judge check, and an auditor's mark on a suspect of the suspicion queue. The writer opens a store
+connection of its own at the first write and commits each write at once (a label or a mark is
+saved the moment it is given); a build writing the same store makes it wait (busy timeout).
+
+May import: pipeline.core, pipeline.store.
+"""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from pipeline.core.errors import StoreError
 from pipeline.store.annotations import save_annotation
 from pipeline.store.database import Store, now, open_store
+from pipeline.store.marks import clear_mark, put_mark
 from pipeline.store.validation import save_text_label
 
 
-class AnnotationWriter:
-    """Writes people's labels to the store at ``path``; nothing else."""
+class AppWriter:
+    """Writes people's labels, answers and marks to the store at ``path``; nothing else."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -34,7 +43,26 @@ class AnnotationWriter:
         """One person's Yes/No on a constraint and a text (a response or a summary)."""
         save_text_label(self._open(), constraint_id, generation_id, annotator, yes, "", now())
 
+    def put_mark(self, response_id: int, constraint_id: int, mark: str, auditor: str) -> None:
+        """An auditor's mark (pipeline.store.marks.MARKS) on a suspect; it replaces an earlier one."""
+        with self._saving_mark():
+            put_mark(self._open(), response_id, constraint_id, mark, auditor, now())
+
+    def clear_mark(self, response_id: int, constraint_id: int) -> None:
+        with self._saving_mark():
+            clear_mark(self._open(), response_id, constraint_id)
+
+    @contextmanager
+    def _saving_mark(self) -> Iterator[None]:
+        """A mark the store refuses (a lock held too long, a read-only file) is a StoreError naming
+        the store, which the app shows as it shows every store error, and goes on."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: the mark could not be saved ({exc})") from exc
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+

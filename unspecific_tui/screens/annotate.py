@@ -272,7 +272,7 @@ class AnnotateScreen(AppScreen):
         item = self.items[self.index]
         if note is None:
             note = self.query_one("#ann-note", Input).value
-        self.app.labels.label(item.constraint_id, item.generation_id, self.app.annotator, label, note)
+        self.app.store_writer.label(item.constraint_id, item.generation_id, self.app.annotator, label, note)
         self.post_message(AnnotationSaved(item.constraint_id, item.generation_id, self.app.annotator, label))
         self.refresh_stats()
 
@@ -397,7 +397,7 @@ class AnnotateScreen(AppScreen):
             self.app.show_error("Read-only", "The store is open read-only; answers cannot be saved.")
             return
         item = self.judge_items[self.judge_index]
-        self.app.labels.text_label(item.constraint_id, item.generation_id, self.app.annotator, bool(yes))
+        self.app.store_writer.text_label(item.constraint_id, item.generation_id, self.app.annotator, bool(yes))
         # Stay on the item: the judges' verdicts now show beside the answer; j moves on.
         self.refresh_judge_stats()
         self.show_judge_item()
