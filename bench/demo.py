@@ -65,7 +65,8 @@ def _chat(base_url: str, content: str, max_tokens: int) -> tuple[float, dict]:
 def raw_speed() -> tuple[float, float]:
     """(prompt tokens/s, generated tokens/s) of llama.cpp's server, as the demo runs it."""
     from pipeline.llm import local_model as lm
-    server = lm.LocalServer(model=lm.model_path())
+    from pipeline.llm import model_file
+    server = lm.LocalServer(model=model_file.model_path())
     server.start(timeout_s=600)
     try:
         words = " ".join(f"The council met on day {i} to weigh line {i * 7} of the budget." for i in range(90))

@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     from llama_cpp import Llama
 
     from pipeline.llm import grammar_sampling
-    from pipeline.llm.local_model import N_THREADS, model_path
+    from pipeline.llm.local_model import N_THREADS
+    from pipeline.llm.model_file import model_path
 
     own_init = Llama._init_sampler
     llama = Llama(model_path=str(model_path()), n_ctx=4096, n_threads=N_THREADS, n_threads_batch=N_THREADS,

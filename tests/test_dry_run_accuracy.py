@@ -130,9 +130,9 @@ def test_prompt_tokens_use_the_rate_measured_in_the_cache_then_a_tokenizer(tmp_p
 
 
 def test_the_embedded_models_tokenizer_counts_its_chat_template() -> None:
-    from pipeline.llm import local_model
+    from pipeline.llm import local_model, model_file
 
-    if not (local_model.llama_cpp_available() and local_model.model_ready()):
+    if not (local_model.llama_cpp_available() and model_file.model_ready()):
         pytest.skip("llama.cpp or the embedded model is not on this machine")
     count = local_tokenizer()
     assert count is not None

@@ -265,7 +265,8 @@ def test_install_refuses_a_llama_cpp_that_samples_otherwise(monkeypatch):
 def llama():
     from llama_cpp import Llama
 
-    from pipeline.llm.local_model import N_THREADS, model_path
+    from pipeline.llm.local_model import N_THREADS
+    from pipeline.llm.model_file import model_path
 
     model = Llama(model_path=str(model_path()), n_ctx=2048, n_threads=N_THREADS, n_threads_batch=N_THREADS,
                   verbose=False)

@@ -15,6 +15,7 @@ import pytest
 from pipeline.core.errors import LocalModelError, LocalServerDied
 from pipeline.core.processes import process_alive
 from pipeline.llm import local_model as lm
+from pipeline.llm import model_file, server_health
 from tests.fakes import fake_llama
 from tests.fakes.fake_server import FakeOpenAIServer
 
@@ -35,8 +36,8 @@ def small_parts(tmp_path, monkeypatch) -> list[Path]:
         p = tmp_path / f"part{i:02d}.bin"
         p.write_bytes(body)
         paths.append(p)
-    monkeypatch.setattr(lm, "part_paths", lambda: list(paths))
-    monkeypatch.setattr(lm, "MODEL_BYTES", sum(len(b) for b in bodies))
+    monkeypatch.setattr(model_file, "part_paths", lambda: list(paths))
+    monkeypatch.setattr(model_file, "MODEL_BYTES", sum(len(b) for b in bodies))
     return paths
 
 
@@ -44,32 +45,32 @@ def small_parts(tmp_path, monkeypatch) -> list[Path]:
 
 
 def test_real_parts_are_installed_and_add_up():
-    parts = lm.part_paths()
-    assert len(parts) == lm.PARTS == 22
+    parts = model_file.part_paths()
+    assert len(parts) == model_file.PARTS == 22
     assert [p.name for p in parts][:2] == ["part01.bin", "part02.bin"]
-    assert sum(p.stat().st_size for p in parts) == lm.MODEL_BYTES == 1_117_320_768
-    assert parts[0].read_bytes()[:4] == lm.GGUF_MAGIC
+    assert sum(p.stat().st_size for p in parts) == model_file.MODEL_BYTES == 1_117_320_768
+    assert parts[0].read_bytes()[:4] == model_file.GGUF_MAGIC
 
 
 def test_assembles_in_order_once_then_reuses(cache, small_parts, monkeypatch):
     seen: list[tuple[int, int]] = []
-    path = lm.model_path(progress=lambda done, total: seen.append((done, total)))
-    assert path == cache / "models" / lm.MODEL_FILE
+    path = model_file.model_path(progress=lambda done, total: seen.append((done, total)))
+    assert path == cache / "models" / model_file.MODEL_FILE
     assert path.read_bytes() == b"".join(p.read_bytes() for p in small_parts)
-    assert seen[-1] == (lm.MODEL_BYTES, lm.MODEL_BYTES)
-    assert lm.model_ready()
+    assert seen[-1] == (model_file.MODEL_BYTES, model_file.MODEL_BYTES)
+    assert model_file.model_ready()
     mtime = path.stat().st_mtime_ns
-    monkeypatch.setattr(lm, "part_paths", lambda: pytest.fail("parts read again"))
-    assert lm.model_path() == path
+    monkeypatch.setattr(model_file, "part_paths", lambda: pytest.fail("parts read again"))
+    assert model_file.model_path() == path
     assert path.stat().st_mtime_ns == mtime
     assert [p.name for p in path.parent.iterdir() if ".tmp" in p.name] == []
 
 
 def test_wrong_total_is_refused_and_leaves_nothing(cache, small_parts, monkeypatch):
-    monkeypatch.setattr(lm, "MODEL_BYTES", lm.MODEL_BYTES + 1)
+    monkeypatch.setattr(model_file, "MODEL_BYTES", model_file.MODEL_BYTES + 1)
     with pytest.raises(LocalModelError, match="add up to 3,504 bytes, expected 3,505"):
-        lm.model_path()
-    assert not lm.target_path().exists()
+        model_file.model_path()
+    assert not model_file.target_path().exists()
 
 
 def test_a_killed_assembly_leaves_no_model_file(cache, small_parts):
@@ -78,33 +79,33 @@ def test_a_killed_assembly_leaves_no_model_file(cache, small_parts):
             raise KeyboardInterrupt  # Ctrl-C in the middle of the join
 
     with pytest.raises(KeyboardInterrupt):
-        lm.model_path(progress=die)
+        model_file.model_path(progress=die)
     folder = cache / "models"
-    assert not lm.target_path().exists()
+    assert not model_file.target_path().exists()
     assert [p.name for p in folder.iterdir() if p.suffix != ".lock"] == []
-    assert lm.model_path().stat().st_size == lm.MODEL_BYTES  # the next call finishes the job
+    assert model_file.model_path().stat().st_size == model_file.MODEL_BYTES  # the next call finishes the job
 
 
 def test_a_wrong_size_file_is_assembled_again(cache, small_parts):
-    target = lm.target_path()
+    target = model_file.target_path()
     target.parent.mkdir(parents=True)
     target.write_bytes(b"GGUF truncated")
-    assert not lm.model_ready()
-    assert lm.model_path().stat().st_size == lm.MODEL_BYTES
+    assert not model_file.model_ready()
+    assert model_file.model_path().stat().st_size == model_file.MODEL_BYTES
 
 
 def test_parts_out_of_order_are_refused(cache, small_parts, monkeypatch):
-    monkeypatch.setattr(lm, "part_paths", lambda: list(reversed(small_parts)))
+    monkeypatch.setattr(model_file, "part_paths", lambda: list(reversed(small_parts)))
     with pytest.raises(LocalModelError, match="not a GGUF"):
-        lm.model_path()
-    assert not lm.target_path().exists()
+        model_file.model_path()
+    assert not model_file.target_path().exists()
 
 
 def test_cache_folder_defaults_and_override(monkeypatch, tmp_path):
     monkeypatch.delenv("UNSPECIFIC_CACHE", raising=False)
-    assert lm.models_dir() == Path.home() / ".cache" / "unspecific" / "models"
+    assert model_file.models_dir() == Path.home() / ".cache" / "unspecific" / "models"
     monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path))
-    assert lm.models_dir() == tmp_path / "models"
+    assert model_file.models_dir() == tmp_path / "models"
     assert lm.state_path() == tmp_path / lm.STATE_FILE
 
 
@@ -166,7 +167,7 @@ def test_server_starts_answers_and_stops(cache, fake_python, tmp_path, monkeypat
     url = server.start(timeout_s=20)
     try:
         assert url == server.base_url and url.startswith("http://127.0.0.1:")
-        assert lm.server_answers(url)
+        assert server_health.server_answers(url)
         assert server.running
         assert "fake llama: loading" in server.log_tail()
         assert "fake llama: openmp None 1000" in server.log_tail()  # a short spin, then sleep
@@ -176,7 +177,7 @@ def test_server_starts_answers_and_stops(cache, fake_python, tmp_path, monkeypat
     finally:
         server.stop()
     assert not server.running
-    assert not lm.server_answers(url, timeout_s=0.5)
+    assert not server_health.server_answers(url, timeout_s=0.5)
 
 
 def test_openmp_waits_as_the_caller_says_else_a_short_spin():
@@ -189,7 +190,7 @@ def test_server_proves_itself_with_a_real_prompt_before_it_is_up(cache, fake_pyt
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
     server.start(timeout_s=20)
     try:
-        assert server.proof is not None and server.proof.prompt_tokens >= lm.PROOF_MIN_PROMPT_TOKENS
+        assert server.proof is not None and server.proof.prompt_tokens >= server_health.PROOF_MIN_PROMPT_TOKENS
         assert "fake llama: prompt of" in server.log_tail()
     finally:
         server.stop()
@@ -197,9 +198,9 @@ def test_server_proves_itself_with_a_real_prompt_before_it_is_up(cache, fake_pyt
 
 
 def test_proof_prompt_is_long_enough_for_a_batch():
-    words = sum(len(m["content"].split()) for m in lm.proof_messages())
+    words = sum(len(m["content"].split()) for m in server_health.proof_messages())
     # about 4/3 tokens a word in English for Qwen's tokenizer; 300 tokens needs 225+ words
-    assert words * 4 // 3 >= lm.PROOF_MIN_PROMPT_TOKENS
+    assert words * 4 // 3 >= server_health.PROOF_MIN_PROMPT_TOKENS
 
 
 def test_server_that_crashes_on_its_first_real_prompt_is_never_reported_up(cache, fake_python, tmp_path, monkeypatch):
@@ -296,7 +297,7 @@ def test_a_port_taken_meanwhile_is_retried_on_another(cache, fake_python, tmp_pa
     try:
         server.start(timeout_s=20)
         assert marker.exists() and server.port != int(marker.read_text())
-        assert lm.server_answers(server.base_url)
+        assert server_health.server_answers(server.base_url)
     finally:
         server.stop()
 
@@ -315,7 +316,7 @@ def test_a_busy_served_server_is_still_found(cache, fake_python, tmp_path, monke
     server.start(timeout_s=20)
     try:
         lm.write_state(server)
-        assert not lm.server_answers(server.base_url, timeout_s=0.5)  # busy
+        assert not server_health.server_answers(server.base_url, timeout_s=0.5)  # busy
         t0 = time.monotonic()
         lease = lm.acquire_server()
         assert lease.base_url == server.base_url and not lease.owned
@@ -346,18 +347,18 @@ def test_lease_borrows_a_served_server(cache):
         lease = lm.acquire_server()
         assert lease.base_url == served.base_url and not lease.owned
         lease.release()  # borrowing never stops it
-        assert lm.server_answers(served.base_url)
+        assert server_health.server_answers(served.base_url)
 
 
 def test_stale_state_starts_an_own_server_and_release_stops_it(cache, small_parts, fake_python):
     write_state("http://127.0.0.1:9/v1", os.getpid())  # alive pid, but nothing answers there
     lease = lm.acquire_server(python=fake_python, timeout_s=20)
     try:
-        assert lease.owned and lm.server_answers(lease.base_url)
+        assert lease.owned and server_health.server_answers(lease.base_url)
         url = lease.base_url
     finally:
         lease.release()
-    assert not lm.server_answers(url, timeout_s=0.5)
+    assert not server_health.server_answers(url, timeout_s=0.5)
     lease.release()  # twice is harmless
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.core import processes
 from pipeline.llm import local_model as lm
+from pipeline.llm import model_file
 from tests.fakes import fake_llama
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,11 +40,11 @@ def env(tmp_path) -> dict[str, str]:
     (server_pkg / "__init__.py").write_text("")
     (server_pkg / "__main__.py").write_text(fake_llama.SOURCE.read_text())
     cache = tmp_path / "cache"
-    model = cache / "models" / lm.MODEL_FILE
+    model = cache / "models" / model_file.MODEL_FILE
     model.parent.mkdir(parents=True)
     with model.open("wb") as fh:
-        fh.write(lm.GGUF_MAGIC)
-        fh.truncate(lm.MODEL_BYTES)
+        fh.write(model_file.GGUF_MAGIC)
+        fh.truncate(model_file.MODEL_BYTES)
     pids = tmp_path / "server_pids"
     pids.mkdir()
     # Without the real server a real-model test of this session may have left in the environment
@@ -251,7 +253,7 @@ def test_a_signal_that_interrupts_exits_anyway_when_the_orderly_stop_hangs(tmp_p
     """The orderly stop gets ORDERLY_STOP_S; a stop that hangs (a request the server holds, a
     finally that waits) cannot keep the process, or its children, alive."""
     script = (
-        "import time\nfrom pipeline.llm import local_model as lm\nlm.interrupt_on_signals()\n"
+        "import time\nfrom pipeline.core import processes\nprocesses.interrupt_on_signals()\n"
         "try:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('stopping', flush=True)\n    time.sleep(60)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -259,14 +261,14 @@ def test_a_signal_that_interrupts_exits_anyway_when_the_orderly_stop_hangs(tmp_p
     t0 = time.monotonic()
     proc.send_signal(signal.SIGHUP)
     assert proc.wait(10) == 130
-    assert lm.ORDERLY_STOP_S - 0.5 < time.monotonic() - t0 < lm.ORDERLY_STOP_S + 2
+    assert processes.ORDERLY_STOP_S - 0.5 < time.monotonic() - t0 < processes.ORDERLY_STOP_S + 2
     assert proc.stdout is not None and proc.stdout.read() == "stopping\n"
 
 
 def test_a_child_following_its_parent_stops_when_the_named_parent_is_already_gone(tmp_path):
     """The parent may die before the child's watch starts: the pid it was given tells."""
-    script = ("import time\nfrom pipeline.llm import local_model as lm\nlm.interrupt_on_signals()\n"
-              "try:\n    lm.follow_parent()\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('followed', flush=True)\n")
-    env = {**os.environ, lm.PARENT_PID_ENV: str(2**22 + 4321)}  # not our parent: that one is gone
+    script = ("import time\nfrom pipeline.core import processes\nprocesses.interrupt_on_signals()\n"
+              "try:\n    processes.follow_parent()\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('followed', flush=True)\n")
+    env = {**os.environ, processes.PARENT_PID_ENV: str(2**22 + 4321)}  # not our parent: that one is gone
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=20)
     assert proc.stdout == "followed\n", proc.stderr

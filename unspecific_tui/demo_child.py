@@ -23,7 +23,7 @@ class DemoChild:
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
-        from pipeline.llm.local_model import PARENT_PID_ENV
+        from pipeline.core.processes import PARENT_PID_ENV
 
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # The child follows this process: if the app dies without stopping it (a closed terminal's

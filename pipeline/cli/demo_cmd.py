@@ -150,8 +150,8 @@ def _json_events():  # noqa: ANN202 - (progress hook, auditable hook)
 
 def _headless(args: argparse.Namespace, path: str, hooks) -> int:  # noqa: ANN001
     from pipeline.cli.common import load_config_from
+    from pipeline.core.processes import follow_parent, interrupt_on_signals
     from pipeline.core.progress import StopFlag
-    from pipeline.llm.local_model import follow_parent, interrupt_on_signals
     from pipeline.stages.demo import run_demo_blocking
 
     progress, auditable = hooks

@@ -31,7 +31,9 @@ def serve(args: argparse.Namespace) -> int:
 
     from pipeline.cli.common import console
     from pipeline.core.errors import LocalModelError, LocalServerDied
+    from pipeline.core.processes import interrupt_on_signals
     from pipeline.llm import local_model as lm
+    from pipeline.llm import model_file
 
     out = console()
     running = lm.running_server()
@@ -41,9 +43,9 @@ def serve(args: argparse.Namespace) -> int:
             "stop it with `unspecific local stop`"
         )
     t0 = time.monotonic()
-    fresh = not lm.model_ready()
+    fresh = not model_file.model_ready()
     with out.status("assembling the model file (once)..." if fresh else "checking the model file..."):
-        model = lm.model_path()
+        model = model_file.model_path()
     if fresh:
         out.print(f"model assembled in {time.monotonic() - t0:.1f}s: {model}")
     server = lm.LocalServer(
@@ -56,14 +58,14 @@ def serve(args: argparse.Namespace) -> int:
     # `local stop` and service managers send SIGTERM, a closed terminal SIGHUP: stop the server in
     # order, as for Ctrl-C, within seconds. SIGINT too, explicitly: a shell starting us in the
     # background would have it ignored.
-    lm.interrupt_on_signals((signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
+    interrupt_on_signals((signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
     try:
         with out.status("starting the llama.cpp server..."):
             server.start()
         lm.write_state(server)
         proof = server.proof
         proved = f", answered a {proof.prompt_tokens}-token prompt in {proof.seconds:.1f}s" if proof else ""
-        out.print(f"serving [bold]{server.base_url}[/] (model {lm.MODEL_ALIAS}, started in {server.started_s:.1f}s{proved})")
+        out.print(f"serving [bold]{server.base_url}[/] (model {model_file.MODEL_ALIAS}, started in {server.started_s:.1f}s{proved})")
         out.print(f"log: {server.log_path}\nruns started now use this server; Ctrl-C stops it")
         while (death := server.death(when="while serving")) is None:
             time.sleep(1.0)
@@ -81,16 +83,17 @@ def status(args: argparse.Namespace) -> int:
 
     from pipeline.cli.common import console
     from pipeline.llm import local_model as lm
+    from pipeline.llm import model_file
 
-    target = lm.target_path()
+    target = model_file.target_path()
     size = target.stat().st_size if target.exists() else None
     state = lm.read_state()
     running = lm.running_server()
     info = {
         "model_path": str(target),
         "model_bytes": size,
-        "model_ok": size == lm.MODEL_BYTES,
-        "expected_bytes": lm.MODEL_BYTES,
+        "model_ok": size == model_file.MODEL_BYTES,
+        "expected_bytes": model_file.MODEL_BYTES,
         "llama_cpp_installed": lm.llama_cpp_available(),
         "server": running["base_url"] if running else None,
         "server_pid": running["server_pid"] if running else None,
@@ -105,7 +108,7 @@ def status(args: argparse.Namespace) -> int:
     elif info["model_ok"]:
         out.print(f"model: [green]OK[/] {target} ({size:,} bytes)")
     else:
-        out.print(f"model: [red]wrong size[/] {target} ({size:,} bytes, expected {lm.MODEL_BYTES:,}); "
+        out.print(f"model: [red]wrong size[/] {target} ({size:,} bytes, expected {model_file.MODEL_BYTES:,}); "
                   "delete it and it is assembled again")
     out.print("llama-cpp-python: " + ("installed" if info["llama_cpp_installed"] else
                                       "[red]not installed[/] (pip install -e '.\\[local]')"))

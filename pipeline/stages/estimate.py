@@ -175,9 +175,9 @@ def local_tokenizer() -> Callable[[Messages], int] | None:
     (about a second; no server, no weights): counts a request's prompt tokens as its server does
     (the same chat format, ``local_model.CHAT_FORMAT``, the same tokenizing call). None when
     llama.cpp or the model file is not on this machine."""
-    from pipeline.llm import local_model
+    from pipeline.llm import local_model, model_file
 
-    if not (local_model.llama_cpp_available() and local_model.model_ready()):
+    if not (local_model.llama_cpp_available() and model_file.model_ready()):
         return None
     try:
         import llama_cpp
@@ -188,7 +188,7 @@ def local_tokenizer() -> Callable[[Messages], int] | None:
             return None
         params = llama_cpp.llama_model_default_params()
         params.vocab_only = True  # the model alone, no context: Llama() would make one and warn about it
-        model = _internals.LlamaModel(path_model=str(local_model.target_path()), params=params, verbose=False)
+        model = _internals.LlamaModel(path_model=str(model_file.target_path()), params=params, verbose=False)
     except Exception:  # noqa: BLE001 - an unreadable model file: counted by rate instead
         return None
 

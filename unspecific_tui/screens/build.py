@@ -240,7 +240,7 @@ class BuildScreen(AppScreen):
         if self.running:
             self.notify(f"{self.running} is running; pause it first (space)", severity="warning")
             return
-        from pipeline.llm.local_model import cache_root
+        from pipeline.llm.model_file import cache_root
         from unspecific_tui.demo_child import DemoChild
 
         self.app.demo = DemoChild(self.app.demo_command, cache_root() / "logs" / "demo.log")
