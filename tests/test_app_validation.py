@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.analysis.validation import draw_plan, load_plan, save_plan, validation_report
+from pipeline.analysis.validation import validation_report
+from pipeline.analysis.validation_plan import draw_plan, load_plan, save_plan
 from pipeline.store.database import open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from tests.support.app import goto, settle, text_of

@@ -21,7 +21,8 @@ from pipeline.analysis.judge_validation import (
     load_judge_plan,
     save_judge_plan,
 )
-from pipeline.analysis.validation import ADJUDICATOR, ValidationError
+from pipeline.analysis.validation import ADJUDICATOR
+from pipeline.analysis.validation_plan import ValidationError
 from pipeline.cli import main
 from pipeline.outputs.report import ReportOptions, build_report, render
 from pipeline.store.database import Store, open_store

@@ -158,7 +158,8 @@ def test_human_validation_is_one_number_in_report_validate_and_annotate(tmp_path
     Now all three read pipeline.analysis.validation's one rule."""
     import json
 
-    from pipeline.analysis.validation import annotate_scores, draw_plan, human_validation, save_plan, validation_report
+    from pipeline.analysis.validation import annotate_scores, human_validation, validation_report
+    from pipeline.analysis.validation_plan import draw_plan, save_plan
     from pipeline.cli import main
     from pipeline.outputs.report import ReportOptions, build_report
     from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store

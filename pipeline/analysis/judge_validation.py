@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, Interval
-from pipeline.analysis.validation import ADJUDICATOR, ValidationError
+from pipeline.analysis.validation import ADJUDICATOR
+from pipeline.analysis.validation_plan import ValidationError
 from pipeline.analysis.validation_sheets import ImportResult, RowError, SheetRowError, read_sheets, row_owner
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.store.validation import (

@@ -14,15 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pipeline.analysis.metrics.base import LABELS
-from pipeline.analysis.validation import (
-    ADJUDICATOR,
-    DEFAULT_PLAN,
-    SHEET_COLUMNS,
-    Plan,
-    ValidationError,
-    load_plan,
-    read_labels,
-)
+from pipeline.analysis.validation import ADJUDICATOR, read_labels
+from pipeline.analysis.validation_plan import DEFAULT_PLAN, Plan, ValidationError, load_plan
 from pipeline.store.annotations import AnnotationRow, annotator_labels, save_annotations
 from pipeline.store.database import now
 from pipeline.store.validation import PlanItem, item_texts
@@ -30,6 +23,8 @@ from pipeline.store.validation import PlanItem, item_texts
 if TYPE_CHECKING:
     from pipeline.store.database import Store
 
+SHEET_COLUMNS = ("plan", "item", "constraint_id", "response_id", "domain", "main_task", "constraint", "response",
+                 "summary", "annotator", "label", "note")
 # What a sheet's label column may hold: the labels, or their first letters.
 LABEL_ALIASES = {**{label: label for label in LABELS}, "i": "integrated", "s": "superficial", "a": "ambiguous"}
 

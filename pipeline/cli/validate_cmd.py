@@ -118,7 +118,7 @@ def _count(value: str) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from pipeline.analysis.validation import draw_plan, save_plan
+    from pipeline.analysis.validation_plan import draw_plan, save_plan
     from pipeline.cli.common import console, open_store_from, parse_csv
 
     store = open_store_from(args, create=False)
@@ -141,7 +141,8 @@ def run_plan(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     import json
 
-    from pipeline.analysis.validation import require_plan, validation_report
+    from pipeline.analysis.validation import validation_report
+    from pipeline.analysis.validation_plan import require_plan
     from pipeline.cli.common import open_store_from
 
     store = open_store_from(args, create=False, reading=True)
@@ -204,7 +205,7 @@ def run_export(args: argparse.Namespace) -> int:
     import sys
 
     from pipeline.analysis.judge_validation import JUDGE_SHEET_COLUMNS, judge_sheet_rows, load_judge_plan
-    from pipeline.analysis.validation import ValidationError, require_plan
+    from pipeline.analysis.validation_plan import ValidationError, require_plan
     from pipeline.analysis.validation_sheets import sheet_rows, write_sheet
     from pipeline.cli.common import console, open_store_from
 
@@ -236,7 +237,7 @@ def run_import(args: argparse.Namespace) -> int:
     import sys
 
     from pipeline.analysis.judge_validation import import_judge_sheets, is_judge_sheet, load_judge_plan
-    from pipeline.analysis.validation import ValidationError, load_plan, require_plan
+    from pipeline.analysis.validation_plan import ValidationError, load_plan, require_plan
     from pipeline.analysis.validation_sheets import disagreements, import_sheets
     from pipeline.cli.common import console, open_store_from
 
@@ -279,7 +280,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_disagreements(args: argparse.Namespace) -> int:
-    from pipeline.analysis.validation import require_plan
+    from pipeline.analysis.validation_plan import require_plan
     from pipeline.analysis.validation_sheets import adjudication_rows, disagreements, write_sheet
     from pipeline.cli.common import console, open_store_from
 
@@ -338,7 +339,7 @@ def run_judges(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from pipeline.analysis.judge_validation import judge_scores, load_judge_plan
-    from pipeline.analysis.validation import ValidationError
+    from pipeline.analysis.validation_plan import ValidationError
     from pipeline.cli.common import console, open_store_from
 
     store = open_store_from(args, create=False, reading=True)

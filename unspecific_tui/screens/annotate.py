@@ -70,7 +70,7 @@ def load_items(view: StoreView, analysis: Analysis, seed: int) -> tuple[list[Ite
     """The newest validation plan's items and its name; with no plan, pipeline.analysis.metrics' items:
     every flipped constraint plus a seeded sample of pass-both ones (and no name)."""
     from pipeline.analysis.metrics import items_to_annotate
-    from pipeline.analysis.validation import annotation_items, load_plan
+    from pipeline.analysis.validation_plan import annotation_items, load_plan
 
     plan = load_plan(view)
     if plan is not None:
@@ -151,7 +151,8 @@ class AnnotateScreen(AppScreen):
 
     @work(thread=True, exclusive=True, group="annotate-items", exit_on_error=False)
     def _load_items(self, analysis: Analysis) -> None:
-        from pipeline.analysis.validation import load_plan, validation_basis
+        from pipeline.analysis.validation import validation_basis
+        from pipeline.analysis.validation_plan import load_plan
 
         view = StoreView.open(self.app.store_path)  # this thread's own read-only view
         try:
