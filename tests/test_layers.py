@@ -8,7 +8,8 @@
 - The pipeline never imports the app: only the commands that open it do, inside the function that
   opens it.
 - The scripted fakes (tests/fakes) never reach a real run: no production module imports them.
-- No module of the app is over 600 lines; the report computes in analysis and draws in outputs.
+- No module of the pipeline or the app is over 600 lines; the report computes in analysis and draws
+  in outputs.
 """
 
 from __future__ import annotations
@@ -376,11 +377,12 @@ def test_no_test_module_imports_another() -> None:
     assert hits == [], f"put shared helpers in tests/support/: {hits}"
 
 
-# Rooms a reader can hold: no module of the app over 600 lines (Audit is a package split by concern:
-# list, detail panes, head, following), and the report's numbers (pipeline.analysis.report_model)
-# apart from its drawing (pipeline.outputs.report).
+# Rooms a reader can hold: no module of the pipeline or the app over 600 lines. A module that grows
+# past it is split by concern (Audit: list, detail panes, head, following; the report's numbers in
+# pipeline.analysis.report_model apart from its drawing in pipeline.outputs.report; the local model's
+# file, server and health), not trimmed.
 MAX_LINES = 600
-KEPT_SMALL = APP + [ROOT / "pipeline/outputs/report.py", ROOT / "pipeline/analysis/report_model.py"]
+KEPT_SMALL = PIPELINE + APP
 
 
 @pytest.mark.parametrize("path", KEPT_SMALL, ids=[str(p.relative_to(ROOT)) for p in KEPT_SMALL])

@@ -1,7 +1,8 @@
 """`unspecific report --html DIR`: the report and the Audit content in one self-contained HTML file.
 
 Anyone can open the file: no server, no network, no CDN; the styles and the script are inlined
-(``html_report.css`` and ``html_report.js`` beside this module). It holds:
+(``html_report.css`` and ``html_report.js`` beside this module). It holds (the first screen drawn by
+pipeline.outputs.html_tables, the highlights' spans found by pipeline.outputs.html_highlights):
 
 - the condition x model tables of ``pipeline.outputs.report.main_groups`` with their intervals and
   coverage, the warnings, and the depth profile when several summary ratios exist;
@@ -40,33 +41,23 @@ from __future__ import annotations
 
 import base64
 import gzip
-import html
 import json
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis import copying
-from pipeline.analysis.copy_count import copy_count
-from pipeline.analysis.correction import VALIDATE_COMMAND
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.support import LOCATED
 from pipeline.analysis.suspicion import REASON_TEXT, REASONS, Evidence, reason_sentences, suspicion_queue
 from pipeline.core.definitions import same_ratio
 from pipeline.core.redact import known_secrets, redact
-from pipeline.outputs.report import (
-    any_corrected,
-    condition_order,
-    corrected_group,
-    main_groups,
-    validation_caption,
-    writer_label,
-)
+from pipeline.outputs.html_highlights import copied_spans, copy_count_cell, merge_spans, quote_span
+from pipeline.outputs.html_tables import depth_html, esc, judges_html, tables_html
+from pipeline.outputs.report import writer_label
 from pipeline.outputs.suspicion import MISSING_COPY, mark_of
 from pipeline.store import metrics as reads
 from pipeline.store.constraints import ConstraintRecord, constraint_records_of
@@ -98,22 +89,6 @@ class HtmlResult:
 # -- small helpers -------------------------------------------------------------------------------
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _pct(x: float | None, digits: int = 1) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}"
-
-
-def _ci_html(iv: Any) -> str:
-    if math.isnan(iv.value):
-        return "-"
-    if math.isnan(iv.low):
-        return f"{100 * iv.value:.1f}"
-    return f"{100 * iv.value:.1f} <small>[{100 * iv.low:.1f}-{100 * iv.high:.1f}]</small>"
-
-
 def _num(x: float | None) -> float | None:
     """JSON-safe number (NaN -> null), rounded: the page shows 3 decimals at most."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
@@ -139,82 +114,6 @@ _SECRETS: list[str] | None = None  # known_secrets(), read once per page (write_
 
 def _clean(text: str | None) -> str:
     return redact(text or "", _SECRETS) or ""
-
-
-# -- quotes --------------------------------------------------------------------------------------
-
-
-_SPACES = re.compile(r"\s+")
-
-
-@lru_cache(maxsize=64)
-def _normalised(text: str) -> tuple[str, list[int]]:
-    """pipeline.core.text.normalise_for_quote (lower-case, curly quotes and dashes unified, whitespace runs
-    collapsed, offsets kept). ASCII text takes a fast path with the same result: NFC and the
-    quote table change no ASCII character, and a whitespace run becomes one space at the run's
-    first offset, as there. normalise_for_quote walks a 3,000-character text character by character."""
-    from pipeline.core.text import normalise_for_quote
-
-    if not text.isascii():
-        return normalise_for_quote(text)
-    low = text.lower()
-    out: list[str] = []
-    index: list[int] = []
-    pos = 0
-    for m in _SPACES.finditer(low):
-        out.append(low[pos : m.start()])
-        index.extend(range(pos, m.start()))
-        out.append(" ")
-        index.append(m.start())
-        pos = m.end()
-    out.append(low[pos:])
-    index.extend(range(pos, len(low)))
-    return "".join(out), index
-
-
-def quote_span(quote: str, text: str, found: str | None = None) -> tuple[str | None, tuple[int, int] | None]:
-    """Where a judge's quote sits in ``text`` (exact | fuzzy | missing, span), by
-    pipeline.core.text.find_quote's rules; ``found`` is the verdict's stored quote_found (judging
-    decided it when it stored the verdict), so a missing quote is not searched again and only a
-    fuzzy one pays for the fuzzy alignment."""
-    from pipeline.core.text import find_quote
-
-    q = quote.strip().strip("\"'\u201c\u201d\u2018\u2019").strip()
-    if not q or found == "missing":
-        return (found if q else None), None
-    q = q.rstrip(".").strip() or q
-    nq, _ = _normalised(q)
-    nt, idx = _normalised(text)
-    pos = nt.find(nq) if nq else -1
-    if pos != -1:
-        return "exact", (idx[pos], idx[pos + len(nq) - 1] + 1)
-    if found == "exact":
-        return "missing", None  # judged against another version of the text: not here
-    match = find_quote(quote, text)
-    return match.found, match.span
-
-
-def _merge(spans: list[tuple[int, int]]) -> list[list[int]]:
-    out: list[list[int]] = []
-    for start, end in sorted(spans):
-        if out and start <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], end)
-        else:
-            out.append([start, end])
-    return out
-
-
-def _count(constraint: str, text: str, ref_a: str, ref_b: str, name: str) -> list[Any]:
-    """[words, source, sentence] of pipeline.analysis.copy_count for the page."""
-    found = copy_count(constraint, text, ref_a, ref_b or None)
-    return [found.words, found.source, found.sentence(name)]
-
-
-def copied_spans(source: str, target: str, n: int) -> list[list[int]]:
-    """Character spans of ``target`` copied word for word (>= n words) from ``source``."""
-    if not source or not target:
-        return []
-    return _merge([(s.a_start, s.a_end) for s in copying.copied_ngrams(target, source, n=n)])
 
 
 # -- what the store holds, read in bulk ---------------------------------------------------------
@@ -341,9 +240,9 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
             "copy_a_share": _num(extra.get("copy_a_share")), "copy_b_share": _num(extra.get("copy_b_share")),
             # The response's passages copied from the references (the report's copied 5-grams), and
             # the summary's; references show what the response took from them.
-            "spans": {"r": _merge([(start, end) for start, end in copied_spans(ref_a, r_text, REFERENCE_N)
+            "spans": {"r": merge_spans([(start, end) for start, end in copied_spans(ref_a, r_text, REFERENCE_N)
                                    + copied_spans(ref_b, r_text, REFERENCE_N)]),
-                      "s": _merge([(start, end) for start, end in copied_spans(ref_a, s_text, REFERENCE_N)
+                      "s": merge_spans([(start, end) for start, end in copied_spans(ref_a, s_text, REFERENCE_N)
                                    + copied_spans(ref_b, s_text, REFERENCE_N)]),
                       "a": copied_spans(r_text, ref_a, REFERENCE_N), "b": copied_spans(r_text, ref_b, REFERENCE_N)},
         })
@@ -393,7 +292,7 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
                     "summary": _num(item.summary_score) if item else None, "v": verdicts,
                     "copies": {"r": copied_spans(text, r_text, CONSTRAINT_N), "s": copied_spans(text, s_text, CONSTRAINT_N)},
                     # pipeline.analysis.copy_count: the one count of copied words, named by its source.
-                    "count": {k: _count(c.text, body, ref_a, ref_b, name)
+                    "count": {k: copy_count_cell(c.text, body, ref_a, ref_b, name)
                               for k, body, name in (("r", r_text, "response"), ("s", s_text, "summary"))},
                     "lex": {"r": _num(copying.lexical_overlap(text, r_text)) if r_text else None,
                             "s": _num(copying.lexical_overlap(text, s_text)) if s_text else None},
@@ -404,155 +303,6 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
              "task": _clean(main_task), "a": hash_a, "b": hash_b, "responses": responses, "constraints": cons,
              "texts": sorted(texts)}
     return chunk, [iid, run_id or "", domain or "", condition or "", index_responses, chunk["task"]]
-
-
-# -- tables and charts ---------------------------------------------------------------------------
-
-
-# Beside a raw rate whose judge has no validation (pipeline.analysis.correction): the mark, and the command.
-UNVALIDATED = (f' <sup class="unvalidated" title="unvalidated judge: raw rate; `{_e(VALIDATE_COMMAND)}` validates'
-               ' it">?</sup>')
-
-
-def _rates_html(report: Report, g: Any, corrected: bool) -> list[str]:
-    """Org, Core and superficial: raw (marked when a judge is unvalidated), each followed by its
-    corrected figure when the table shows them (pipeline.outputs.report's, as `report` prints)."""
-    fixed = corrected_group(report, g.key)
-    mark = UNVALIDATED if fixed.reason.startswith("unvalidated") else ""
-    raw = [_ci_html(g.org), _ci_html(g.core), _ci_html(g.superficial)]
-    raw = [cell + mark if cell != "-" else cell for cell in raw]
-    if not corrected:
-        return raw
-    r = fixed.rates
-    fixed_cells = [_ci_html(r.org), _ci_html(r.core), _ci_html(r.superficial)] if r else ["-", "-", "-"]
-    return [cell for pair in zip(raw, fixed_cells) for cell in pair]
-
-
-def _judges(report: Report) -> str:
-    """Each judge's validation beside the numbers: its measured error (people's or the built-in
-    check's, which is constructed, not human gold), at chance, or unvalidated with the command."""
-    c = report.correction
-    if c is None or not c.judges:
-        return ""
-    items = "".join(f'<li class="{"ok" if s.informative else "warn"}">{_e(s.line())}</li>' for s in c.judges)
-    return f'<section id="judges"><h3>Judges\' measured error (the corrected rates use it)</h3><ul>{items}</ul></section>'
-
-
-def _tables(report: Report) -> str:
-    groups = main_groups(report)
-    ratio = report.ratio
-    core = f"Core@{ratio:g}" if ratio is not None else "Core"
-    has_copy = any("copy_a_ngrams" in g.extra for g in groups)
-    has_sim = any("sim_ref_a" in g.extra for g in groups)
-    corrected = any_corrected(report)
-    caption, raw = validation_caption(report)
-    parts = []
-    for domain in sorted({g.domain for g in groups}):
-        mine = sorted((g for g in groups if g.domain == domain), key=lambda g: (condition_order(g.condition), g.model, g.mode))
-        rate_heads = ["Org", core, "superficial"]
-        if corrected:  # raw and corrected side by side
-            rate_heads = [h for name in rate_heads for h in (name, f"{name} corr.")]
-        head = ["condition", "model", *rate_heads, "judge κ", "n", "coverage %", "verdicts given"]
-        if has_copy:
-            head += ["copied 5-grams A / B", "copied words A / B %"]
-        if has_sim:
-            head += ["c-ref cos A / B", "c-resp cos"]
-        rows = []
-        for g in mine:
-            warned = report.warned(g)
-            cells = [_e(g.condition), _e(writer_label(g.model, g.mode, set())), *_rates_html(report, g, corrected),
-                     "-" if math.isnan(g.kappa) else f"{g.kappa:.2f}", str(g.n),
-                     _pct(g.coverage) + (' <b class="warn" title="see the warnings">!</b>' if warned else ""),
-                     f"{g.judged_items} / {g.expected_items}"]
-            e = g.extra
-            if has_copy:
-                cells.append(f"{_fmt(e.get('copy_a_ngrams'), 1)} / {_fmt(e.get('copy_b_ngrams'), 1)}")
-                cells.append(f"{_pct(e.get('copy_a_share', math.nan))} / {_pct(e.get('copy_b_share', math.nan))}")
-            if has_sim:
-                cells.append(f"{_fmt(e.get('sim_ref_a'), 2)} / {_fmt(e.get('sim_ref_b'), 2)}")
-                cells.append(_fmt(e.get("sim_response"), 2))
-            key = "|".join(str(x) for x in (g.domain, g.condition, g.model, g.mode))
-            rows.append(f'<tr data-group="{_e(key)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-        parts.append(f'<section class="domain"><h3>{_e(domain)}: Org and Core (% of constraints, bootstrap 95% CI'
-                     f' over instructions)</h3><table class="groups"><thead><tr>'
-                     + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
-                     + "</tbody></table>"
-                     + (f'<p class="caption{" warn" if raw else ""}">{_e(caption)}</p>' if caption else "")
-                     + _chart(report, domain, mine) + "</section>")
-    return "".join(parts)
-
-
-def _fmt(x: float | None, digits: int) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
-PALETTE = ["#3465a4", "#c4a000", "#4e9a06", "#ce5c00", "#75507b", "#cc0000", "#06989a", "#555753"]
-
-
-def _chart(report: Report, domain: str, groups: list[Any]) -> str:
-    """Org and Core bars with 95% whiskers per condition x model, as inline SVG."""
-    conditions = sorted({g.condition for g in groups}, key=condition_order)
-    systems = sorted({(g.model, g.mode) for g in groups})
-    if not conditions or not systems:
-        return ""
-    bar, gap, top, height, left = 14, 18, 20, 180, 40
-    per = 2 * len(systems) * bar
-    width = left + len(conditions) * (per + gap) + 10
-    y = lambda v: top + height * (1 - v)  # noqa: E731 - a tiny scale
-    total = top + height + 30 + 16 * len(systems)  # the legend: one line per model
-    width = max(width, 320)
-    out = [f'<svg class="chart" role="img" aria-label="{_e(domain)}: Org vs Core" viewBox="0 0 {width} {total}"'
-           f' width="{width}" height="{total}">']
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        out.append(f'<line x1="{left}" x2="{width - 5}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
-                   f'<text x="{left - 4}" y="{y(tick) + 4:.1f}" class="tick" text-anchor="end">{int(tick * 100)}</text>')
-    for c, condition in enumerate(conditions):
-        x0 = left + c * (per + gap) + gap / 2
-        out.append(f'<text x="{x0 + per / 2:.1f}" y="{top + height + 16}" text-anchor="middle" class="tick">'
-                   f'{_e(condition)}</text>')
-        for s, system in enumerate(systems):
-            g = next((g for g in groups if g.condition == condition and (g.model, g.mode) == system), None)
-            if g is None:
-                continue
-            for k, (metric, iv) in enumerate((("Org", g.org), ("Core", g.core))):
-                if math.isnan(iv.value):
-                    continue
-                x = x0 + (2 * s + k) * bar
-                color = PALETTE[s % len(PALETTE)]
-                title = f"{writer_label(*system, set())} {metric}: {_pct(iv.value)}%"
-                if not math.isnan(iv.low):
-                    title += f" [{_pct(iv.low)}-{_pct(iv.high)}]"
-                out.append(f'<rect x="{x:.1f}" y="{y(iv.value):.1f}" width="{bar - 2}" height="{height * iv.value:.1f}"'
-                           f' fill="{color}" fill-opacity="{1.0 if k == 0 else 0.45}"><title>{_e(title)}</title></rect>')
-                if not math.isnan(iv.low):
-                    cx = x + (bar - 2) / 2
-                    out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(iv.high):.1f}" y2="{y(iv.low):.1f}" class="whisker"/>')
-    for s, system in enumerate(systems):
-        ly = top + height + 26 + 16 * s
-        out.append(f'<rect x="{left}" y="{ly}" width="10" height="10" fill="{PALETTE[s % len(PALETTE)]}"/>'
-                   f'<text x="{left + 14}" y="{ly + 9}" class="tick">{_e(writer_label(*system, set()))}'
-                   " (solid: Org, pale: Core)</text>")
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _depth(report: Report) -> str:
-    m = report.metrics
-    if len(m.ratios) < 2:
-        return ""
-    ratios = sorted(m.ratios, reverse=True)
-    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], condition_order(k[1]), k[2], k[3]))
-    rows = []
-    for domain, condition, model, mode in keys:
-        org = m.group(domain, condition, model, mode, None)
-        cells = [_e(domain), _e(condition), _e(writer_label(model, mode, set())), _pct(org.org.value) if org else "-"]
-        for r in ratios:
-            g = m.group(domain, condition, model, mode, r)
-            cells.append(_pct(g.core.value) if g else "-")
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    head = ["domain", "condition", "model", "Org"] + [f"Core@{r:g}" for r in ratios]
-    return ("<h3>Depth profile: Core across summary ratios (%)</h3><table><thead><tr>"
-            + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructions: set[int],
@@ -590,10 +340,10 @@ def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: 
     css = (HERE / "html_report.css").read_text(encoding="utf-8")
     js = (HERE / "html_report.js").read_text(encoding="utf-8")
     m = report.metrics
-    warnings = "".join(f"<li>{_e(_clean(w.message))}</li>" for w in report.warnings)
+    warnings = "".join(f"<li>{esc(_clean(w.message))}</li>" for w in report.warnings)
     runs = ", ".join(runs_covered(m))
     ratio = report.ratio
-    summary = (f"{len(index)} instructions; judges: {_e(', '.join(m.raters)) or '-'}; runs: {_e(runs) or '-'};"
+    summary = (f"{len(index)} instructions; judges: {esc(', '.join(m.raters)) or '-'}; runs: {esc(runs) or '-'};"
                f" summary ratio {ratio:g}" if ratio is not None else f"{len(index)} instructions")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -606,10 +356,10 @@ def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: 
         f"<p class=\"meta\">{summary}. Org = share of constraints satisfied by the full response; Core = on its"
         " summary; superficial = share of satisfied constraints that flipped (per judge, then averaged). Missing"
         " verdicts are left out and counted in the coverage.</p></header>"
-        f"<main><section id=\"tables\"><h2>Condition x model</h2>{_tables(report)}{_depth(report)}"
+        f"<main><section id=\"tables\"><h2>Condition x model</h2>{tables_html(report)}{depth_html(report)}"
         + (f"<section id=\"warnings\"><h3>{len(report.warnings)} warning(s)</h3><ul>{warnings}</ul></section>"
            if warnings else "")
-        + _judges(report)
+        + judges_html(report)
         + "</section>"
         + ("<section id=\"suspicious\"><h2>Most suspicious</h2><div id=\"sus-reasons\"></div><ol id=\"sus-list\">"
            "</ol></section>" if suspicious and suspicious["items"] else "")
