@@ -32,20 +32,31 @@ SQL = re.compile(r"""(\.execute(many|script)?\(|\bstore\.(one|query|scalar)\(|\b
 OUTSIDE_STORE = [p for p in sorted((ROOT / "pipeline").rglob("*.py")) if p.relative_to(ROOT).parts[1] != "store"] + APP
 
 
+def _hits(path: Path, pattern: re.Pattern[str]) -> list[str]:
+    """'line: code' of each code line of ``path`` (not docstring, not comment) ``pattern`` finds."""
+    return [f"{i}: {line.strip()}" for i, line in code_lines(path) if pattern.search(line)]
+
+
+def _probe(tmp_path: Path, code: str, pattern: re.Pattern[str]) -> list[int]:
+    """The lines of ``code`` a check with ``pattern`` flags: each check proves it sees what it forbids."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(code)
+    return [i for i, line in code_lines(probe) if pattern.search(line)]
+
+
 @pytest.mark.parametrize("path", OUTSIDE_STORE, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_STORE])
 def test_sql_runs_only_in_the_store(path: Path) -> None:
-    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path) if SQL.search(line)]
+    hits = _hits(path, SQL)
     assert hits == [], f"{path.relative_to(ROOT)} runs SQL of its own (put it in pipeline/store/): {hits}"
 
 
 def test_the_sql_check_sees_statements_not_prose(tmp_path) -> None:
-    probe = tmp_path / "probe.py"
-    probe.write_text('"""Reads the verdicts table: SELECT nothing here."""\n'
-                     'x = store.conn.execute("SELECT 1")\n'
-                     '# SELECT in a comment\n'
-                     'rows = store.query("SELECT * FROM t")\n'
-                     'label = "Select a model"\n')
-    assert [i for i, line in code_lines(probe) if SQL.search(line)] == [2, 4]
+    code = ('"""Reads the verdicts table: SELECT nothing here."""\n'
+            'x = store.conn.execute("SELECT 1")\n'
+            '# SELECT in a comment\n'
+            'rows = store.query("SELECT * FROM t")\n'
+            'label = "Select a model"\n')
+    assert _probe(tmp_path, code, SQL) == [2, 4]
 
 
 # A connection leaving the store, in any spelling: ``store.conn`` read or passed (``f(store.conn)``,
@@ -55,21 +66,20 @@ CONNECTION = re.compile(r"""\bconn\b|["']conn["']""")
 
 @pytest.mark.parametrize("path", OUTSIDE_STORE, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_STORE])
 def test_no_connection_leaves_the_store(path: Path) -> None:
-    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path) if CONNECTION.search(line)]
+    hits = _hits(path, CONNECTION)
     assert hits == [], f"{path.relative_to(ROOT)} takes the store's connection (call a pipeline.store function): {hits}"
 
 
 def test_the_connection_check_sees_every_spelling(tmp_path) -> None:
-    probe = tmp_path / "probe.py"
-    probe.write_text('"""Never passes store.conn out."""\n'
-                     "refresh_text_scores(store.conn)\n"
-                     "f(x, conn=view._store.conn)\n"
-                     "def g(conn):\n"
-                     "    pass\n"
-                     "c = getattr(store, 'conn')\n"
-                     "connection_count = 1  # conn in a comment\n"
-                     "reconnect(store)\n")
-    assert [i for i, line in code_lines(probe) if CONNECTION.search(line)] == [2, 3, 4, 6]
+    code = ('"""Never passes store.conn out."""\n'
+            "refresh_text_scores(store.conn)\n"
+            "f(x, conn=view._store.conn)\n"
+            "def g(conn):\n"
+            "    pass\n"
+            "c = getattr(store, 'conn')\n"
+            "connection_count = 1  # conn in a comment\n"
+            "reconnect(store)\n")
+    assert _probe(tmp_path, code, CONNECTION) == [2, 3, 4, 6]
 
 
 # The app reads through StoreView, handing the view itself to pipeline.analysis (a StoreReader), and
@@ -82,30 +92,28 @@ HOLDS_A_STORE = re.compile(r"\bopen_store\b|\bStore\b|pipeline\.store\.database\
 
 @pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
 def test_the_app_never_holds_a_store(path: Path) -> None:
-    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path) if HOLDS_A_STORE.search(line)]
+    hits = _hits(path, HOLDS_A_STORE)
     assert hits == [], f"{path.relative_to(ROOT)} holds a Store (read through StoreView, write through the writer): {hits}"
 
 
 def test_the_store_check_sees_every_spelling(tmp_path) -> None:
-    probe = tmp_path / "probe.py"
-    probe.write_text('"""Holds no Store: it reads through StoreView."""\n'
-                     "store = open_store(path)\n"
-                     "queue = suspicion_queue(view.analysis_store)\n"
-                     "def f(store: Store) -> None:\n"
-                     "    pass\n"
-                     "store = store_of(view)\n"
-                     "rows = similarity(self.app.view._store)\n"
-                     "from pipeline.store.database import now\n"
-                     "view = StoreView.open(path)  # a Store in a comment\n"
-                     "queue = suspicion_queue(view)\n"
-                     "self.show_error(StoreError.title, 'the store is busy')\n")
-    assert [i for i, line in code_lines(probe) if HOLDS_A_STORE.search(line)] == [2, 3, 4, 6, 7, 8]
+    code = ('"""Holds no Store: it reads through StoreView."""\n'
+            "store = open_store(path)\n"
+            "queue = suspicion_queue(view.analysis_store)\n"
+            "def f(store: Store) -> None:\n"
+            "    pass\n"
+            "store = store_of(view)\n"
+            "rows = similarity(self.app.view._store)\n"
+            "from pipeline.store.database import now\n"
+            "view = StoreView.open(path)  # a Store in a comment\n"
+            "queue = suspicion_queue(view)\n"
+            "self.show_error(StoreError.title, 'the store is busy')\n")
+    assert _probe(tmp_path, code, HOLDS_A_STORE) == [2, 3, 4, 6, 7, 8]
 
 
 @pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
 def test_the_app_never_holds_a_connection(path: Path) -> None:
-    hits = [f"{i}: {line.strip()}" for i, line in code_lines(path)
-            if re.search(r"\bconn\b|sqlite3|sqlite_utils", line)]
+    hits = _hits(path, re.compile(r"\bconn\b|sqlite3|sqlite_utils"))
     assert hits == [], f"{path.relative_to(ROOT)} reaches past the store's view: {hits}"
 
 
