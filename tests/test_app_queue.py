@@ -12,7 +12,7 @@ from pipeline.store.database import open_store
 from pipeline.store.view import StoreView
 from tests.support.app import add_similarities, goto, make_known_store, settle, text_of
 from unspecific_tui.app import UnspecificApp
-from unspecific_tui.screens.queue import LABEL, QueueScreen, layout, shorten
+from unspecific_tui.screens.queue import LABEL, REASON_KEYS, QueueScreen, layout, shorten
 
 
 def expected_queue(path: Path, enabled: tuple[str, ...] = REASONS) -> list:
@@ -92,7 +92,7 @@ async def test_toggling_a_reason_reranks(tmp_path):
         assert len(table_rows(screen)) == len(after)
         await goto(app, pilot, "l")
         assert [(r.score, r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == before
-        for key in "scldu":
+        for key in REASON_KEYS.values():
             await pilot.press(key)
         await settle(app, pilot)
         assert screen.enabled == () and not screen.ranked
@@ -315,3 +315,30 @@ async def test_help_is_the_queues_own(tmp_path):
         await pilot.press("pagedown")
         await pilot.pause()
         assert scroll.scroll_y > 0
+
+
+async def test_an_uncertain_verdict_is_a_reason_in_words_and_switches_off(tmp_path):
+    """A yes_no judge's No at P(Yes) 0.45 (threshold 0.5) on m2's response to C3: "uncertain" alone."""
+    known = make_known_store(tmp_path / "s.sqlite")
+    store = open_store(known.path)
+    try:
+        store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
+                           " verdict, p_yes) VALUES (3, 4, 'judge-y', 'yes_no', 'h', 0, 0.45)")
+        store.commit()
+    finally:
+        store.close()
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_queue(app, pilot)
+        row = next(i for i, r in enumerate(screen.ranked) if r.evidence.constraint_id == 4
+                   and r.evidence.writer == ("m2", "direct"))
+        assert screen.ranked[row].evidence.reasons() == ("uncertain",) and screen.ranked[row].score == 0.05
+        keys = [c.key for c in screen.columns]
+        assert table_rows(screen)[row][keys.index("reasons")] == "unsure"
+        screen.query_one("#queue-table", DataTable).move_cursor(row=row)
+        await pilot.pause()
+        assert "the judge was unsure: P(Yes) 0.45 against its threshold 0.50" in text_of(
+            screen.query_one("#queue-detail"))
+        await goto(app, pilot, "t")
+        assert "uncertain" not in screen.enabled
+        assert all(r.evidence.constraint_id != 4 or r.evidence.writer != ("m2", "direct") for r in screen.ranked)

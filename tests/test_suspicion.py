@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from pipeline.analysis.suspicion import (
     copied_phrases,
     instruction_evidence,
     parse_reasons,
+    reason_sentences,
     suspicion_queue,
 )
 from pipeline.analysis.trust import text_trust
@@ -35,9 +37,10 @@ from pipeline.core.errors import UnspecificError
 from pipeline.core.progress import StopFlag
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.store.database import Store, open_store
-from pipeline.store.scores import stale_count
-from pipeline.store.suspicion import count_missing_copy_evidence
-from pipeline.store.verdicts import shown_verdicts
+from pipeline.store.judge_checks import Calibration, put_calibration
+from pipeline.store.scores import refresh_text_scores, stale_count
+from pipeline.store.suspicion import YesProbability, count_missing_copy_evidence
+from pipeline.store.verdicts import apply_threshold, shown_verdicts
 from pipeline.store.view import StoreReader, StoreView, Writer, store_of
 
 REF_A = "The harbour council approved a new sea wall after the spring floods. Residents gathered at the old market."
@@ -284,7 +287,8 @@ def _assert_ranking_agrees(reader: StoreReader) -> None:
     everything = [e for iid in sorted({i for _, i in active}) for w in writers
                   for e in instruction_evidence(reader, iid, w, 0.25).values()]
     assert any(e.copied for e in everything) and any(e.lost for e in everything)
-    for enabled in (REASONS, ("similar", "copied"), ("split", "unquoted"), ("lost",)):
+    assert any(e.unsure for e in everything) and any(e.p_yes and not e.unsure for e in everything)
+    for enabled in (REASONS, ("similar", "copied"), ("split", "unquoted", "uncertain"), ("lost",), ("uncertain",)):
         by_hand = sorted((e for e in everything if e.score(enabled) > 0),
                          key=lambda e: (-e.score(enabled), e.instruction_id, e.position, e.writer))
         queue = suspicion_queue(reader, enabled=enabled)
@@ -299,7 +303,8 @@ def _assert_ranking_agrees(reader: StoreReader) -> None:
 def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
     """The queue scores in SQL on the kept per-item marks (pipeline.store.scores text_item_marks);
     Evidence.score is the definition: same items, scores and order. On a fresh store, on a read-only
-    view whose texts changed since the marks were kept, and on a store without the marks."""
+    view whose texts changed (or whose judge was recalibrated) since the marks were kept, on a store
+    whose marks predate "uncertain", and on a store without the marks. judge-b is a yes_no judge."""
     import random
 
     from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
@@ -314,7 +319,12 @@ def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
         "INSERT INTO constraint_similarity(constraint_id, instruction_id, method, to_a, to_b) VALUES (?, ?, ?, ?, ?)",
         [(cid, iid, rng.choice(("lexical", "hash")), rng.random(), rng.choice((None, rng.random())))
          for cid, iid in active])
+    verdicts = store.conn.execute("SELECT id, verdict FROM verdicts WHERE judge = 'judge-b'").fetchall()
+    store.conn.executemany("UPDATE verdicts SET judging_mode = 'yes_no', p_yes = ? WHERE id = ?",
+                           [((0.5 + rng.random() / 2) if v else rng.random() / 2, i) for i, v in verdicts])
     store.commit()
+    put_calibration(store, Calibration("judge-b", "yes_no", "builtin", 0.55, "test", 42, None, None))
+    assert apply_threshold(store, "judge-b", "yes_no", 0.55) > 0
     _assert_ranking_agrees(store)
     assert store.conn.execute("SELECT count(*) FROM text_item_marks").fetchone()[0] > 0
     # Re-judged after the marks were kept: a newer verdict (another prompt) turns a Yes into a No
@@ -333,6 +343,18 @@ def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
     finally:
         view.close()
     assert stale_count(store.conn) > 0
+    assert refresh_text_scores(store.conn) and stale_count(store.conn) == 0
+    put_calibration(store, Calibration("judge-b", "yes_no", "builtin", 0.7, "test", 42, None, None))
+    assert stale_count(store.conn) > 0  # recalibrated, no verdict re-read: the marks still follow
+    view = StoreView.open(path)
+    try:
+        _assert_ranking_agrees(view)
+        store.conn.execute("ALTER TABLE text_item_marks DROP COLUMN uncertain")  # a store from before _v15
+        store.commit()
+        _assert_ranking_agrees(view)
+        assert view.text_totals()  # the other kept totals, fresh on the side beside the old marks
+    finally:
+        view.close()
     store.conn.execute("DROP TABLE text_item_marks")  # a read-only store from before the marks
     _assert_ranking_agrees(store)
     view = StoreView.open(path)
@@ -342,3 +364,99 @@ def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
     finally:
         view.close()
     store.close()
+
+
+J3 = ("J3", "yes_no")
+
+
+def _yes_no_verdicts(store: Store, rows: list[tuple[int, int, int, float]]) -> None:
+    """J3's (text, constraint, verdict, P(Yes)) as a yes_no judge stores them."""
+    store.conn.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
+                           " verdict, p_yes) VALUES (?, ?, ?, ?, 'p', ?, ?)", [(g, c, *J3, v, p) for g, c, v, p in rows])
+    store.commit()
+
+
+def test_uncertain_is_a_p_yes_on_the_response_near_its_judges_current_threshold(
+        store: Store, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """c2: J3 says Yes at P(Yes) 0.75 on the response, 0.62 on the summary. At the default threshold
+    (0.5) only the summary's is near it, which does not count; calibrated at 0.6 (no verdict flips) the
+    response's is near it too: the kept marks follow the calibration, not only the verdicts."""
+    from pipeline.outputs.suspicion import report_lines
+
+    compute_copy_evidence(store)
+    _yes_no_verdicts(store, [(10, 2, 1, 0.75), (11, 2, 1, 0.62), (10, 1, 1, 0.97)])
+    assert suspicion_queue(store, enabled=("uncertain",)) == []
+    two = instruction_evidence(store, 1, DIRECT, 0.25)[2]
+    assert [(p.judge, p.p_yes, p.threshold) for p in two.p_yes] == [("J3", 0.75, 0.5)] and two.reasons() == ()
+
+    put_calibration(store, Calibration("J3", "yes_no", "builtin", 0.6, "test", 42, None, None))
+    assert apply_threshold(store, "J3", "yes_no", 0.6) == 0 and stale_count(store.conn) > 0
+    queue = suspicion_queue(store)
+    two = next(e for e in queue if _key(e) == (2, "direct"))
+    assert two.reasons() == ("uncertain",) and two.score() == 0.05 and queue[-1] is two  # judge doubt least
+    assert reason_sentences(two) == ["the judge was unsure: P(Yes) 0.75 against its threshold 0.60"]
+    assert [_key(e) for e in suspicion_queue(store, enabled=("uncertain",))] == [(2, "direct")]
+    assert instruction_evidence(store, 1, DIRECT, 0.25)[2] == two
+    # Several yes_no judges: each unsure one is named; equal at two digits, a third is shown.
+    other = YesProbability("J4", 0.5449, 0.5432)
+    both = replace(two, p_yes=(*two.p_yes, other))
+    assert reason_sentences(both, ("uncertain",)) == [
+        "judge J3 was unsure: P(Yes) 0.75 against its threshold 0.60;"
+        " judge J4 was unsure: P(Yes) 0.545 against its threshold 0.543"]
+
+    out = tmp_path / "u.jsonl"
+    assert main(["--store", str(store.path), "export", "--suspicious", "--out", str(out), "--reasons",
+                 "uncertain"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["constraint_id"], r["reason_codes"], r["reason_uncertain"]) for r in rows] == [(2, ["uncertain"], True)]
+    assert rows[0]["reasons"] == ["the judge was unsure: P(Yes) 0.75 against its threshold 0.60"]
+    text = "\n".join(report_lines(queue, top=20))
+    assert "the judge was unsure: P(Yes) 0.75" in text and "uncertain = a judge's P(Yes)" in text
+    html = _html_suspicion(store, tmp_path / "html")
+    uncertain_at = html["reasons"].index("uncertain")
+    item = next(i for i in html["items"] if (i[1], i[4]) == (2, "direct"))
+    assert item[6][uncertain_at] == 0.05
+    assert item[10][uncertain_at] == "the judge was unsure: P(Yes) 0.75 against its threshold 0.60"
+    # Recalibrated back to 0.5: the mark goes again.
+    put_calibration(store, Calibration("J3", "yes_no", "builtin", 0.5, "test", 42, None, None))
+    assert suspicion_queue(store, enabled=("uncertain",)) == []
+
+
+def test_a_store_from_before_uncertain_marks_is_migrated(store: Store) -> None:
+    """Schema 14 kept the marks without ``uncertain`` and no calibration triggers: opening the store
+    builds the marks anew from every judged text, and a new calibration then rescores its judge's texts."""
+    from pipeline.store.database import SCHEMA_VERSION
+
+    _yes_no_verdicts(store, [(10, 2, 1, 0.55)])
+    suspicion_queue(store)  # the marks kept, in the current shape
+    store.conn.execute("ALTER TABLE text_item_marks DROP COLUMN uncertain")
+    for name in ("insert", "update", "delete"):
+        store.conn.execute(f"DROP TRIGGER calibrations_stale_{name}")
+    store.conn.execute("PRAGMA user_version = 14")
+    store.commit()
+    path = store.path
+    store.close()
+    migrated = open_store(path)
+    try:
+        assert migrated.schema_version == SCHEMA_VERSION == 15
+        assert stale_count(migrated.conn) == migrated.scalar("SELECT count(DISTINCT generation_id) FROM verdicts")
+        assert [_key(e) for e in suspicion_queue(migrated, enabled=("uncertain",))] == [(2, "direct")]
+        put_calibration(migrated, Calibration("J3", "yes_no", "builtin", 0.2, "test", 42, None, None))
+        assert stale_count(migrated.conn) == 1
+        assert suspicion_queue(migrated, enabled=("uncertain",)) == []
+    finally:
+        migrated.close()
+
+
+def _html_suspicion(store: Store, out: Path) -> dict:
+    """The HTML report's "Most suspicious" data (reasons, and per item its scores and sentences by reason)."""
+    import re
+
+    from pipeline.outputs.html_report import write_html
+    from pipeline.outputs.report import ReportOptions, build_report
+
+    result = write_html(store, build_report(store, ReportOptions(n_resamples=20)), out)
+    page = result.path.read_text(encoding="utf-8")
+    found = re.search(r'<script type="application/json" id="suspicion-data">(.*?)</script>', page, re.S)
+    assert found
+    return json.loads(found.group(1))

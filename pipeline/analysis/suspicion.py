@@ -14,6 +14,12 @@ The reasons (each can be switched off; an item with no enabled reason is not in 
   split     the judges split (some Yes, some No) on the response or on the summary (Trust.split)
   unquoted  a Yes on the response whose quote is not in the response (Trust.unquoted); a Yes on the
             summary does not count: it keeps the constraint, the opposite of what is suspected
+  uncertain a yes_no judge's latest verdict on the response, Yes or No, whose P(Yes) is within
+            UNCERTAIN_LOG_ODDS of that judge's current threshold (pipeline.core.definitions.uncertain;
+            the threshold its check chose, pipeline.store.judge_checks). On the response, like
+            unquoted: the queue doubts whether the response satisfied the constraint at all, and
+            that rests on the response's verdict, Yes or No alike; a doubtful summary verdict only
+            makes "lost" doubtful, which the auditor reads beside it, and says nothing of pasting
 
 Missing verdicts are never a No (Trust counts them apart). ``response_passed`` and ``summary_passed``
 are the item outcome's (the raters who judged both texts); with no judged summary,
@@ -26,21 +32,26 @@ The score is a weighted sum over the enabled reasons that fire:
   lost      0.5
   unquoted  0.25
   split     0.15
+  uncertain 0.05
 
 Copying leads: the copy reasons (similar, copied) are the direct evidence of copy-paste, and the
-secondary ones together (0.9) weigh less than the weakest copy reason alone (1.0: a lexical
+secondary ones together (0.95) weigh less than the weakest copy reason alone (1.0: a lexical
 similarity at its threshold), so every item with copy evidence ranks above every item without.
 Among the secondary, a lost constraint alone is what the benchmark measures, not a suspicion;
-judge doubt least. ``reason_sentences`` says each reason in words (the one place that does). Ties go by instruction, position,
-writer. ``suspicion_queue`` ranks in the store (pipeline.store.suspicion.evidence_rows computes this
-same score in SQL from WEIGHTS and the COPY_* numbers below, so only the kept rows reach Python; a
-test checks the two agree item for item); ``copy_evidence_missing`` on its result says whether the
-copy-evidence stage has not run everywhere (screens then say "run `unspecific evaluate`" or
-"`unspecific build`"), and ``total`` how many items scored before ``limit``.
+judge doubt least, and of it one judge's near-threshold P(Yes) least of all: a Yes resting on text
+not in the response, or two judges disagreeing outright, say more than a verdict that nearly went
+the other way. ``reason_sentences`` says each reason in words (the one place that does). Ties go by
+instruction, position, writer. ``suspicion_queue`` ranks in the store
+(pipeline.store.suspicion.evidence_rows computes this same score in SQL from WEIGHTS and the COPY_*
+numbers below, so only the kept rows reach Python; a test checks the two agree item for item);
+``copy_evidence_missing`` on its result says whether the copy-evidence stage has not run everywhere
+(screens then say "run `unspecific evaluate`" or "`unspecific build`"), and ``total`` how many items
+scored before ``limit``.
 
-The verdict reasons (lost, split, unquoted) are ranked on per-item marks the store keeps with its
-per-text totals (pipeline.store.scores text_item_marks), so ranking reads no verdicts; only the kept
-rows' verdicts are read in full.
+The verdict reasons (lost, split, unquoted, uncertain) are ranked on per-item marks the store keeps
+with its per-text totals (pipeline.store.scores text_item_marks), so ranking reads no verdicts; only
+the kept rows' verdicts are read in full. A new calibration marks its judge's texts for rescoring,
+so "uncertain" follows the threshold.
 
 Cost (bench: tests/fakes/synthetic.py, 2,000 instructions x 39 constraints x 2 writers, 624,000
 verdicts, 111,000 suspects of 156,000 items): the queue's top 1,000 in about 0.6 s of CPU (1.5 s when
@@ -64,6 +75,7 @@ from pipeline.core.definitions import (
     HIGH_LEXICAL_SIMILARITY,
     HIGH_SIMILARITY,
     passes,
+    uncertain,
 )
 from pipeline.core.errors import UnspecificError
 from pipeline.store.database import Store
@@ -71,6 +83,7 @@ from pipeline.store.suspicion import (
     EvidenceRow,
     Ranking,
     TextCounts,
+    YesProbability,
     constraint_flags,
     copy_evidence_missing_for,
     count_missing_copy_evidence,
@@ -80,7 +93,7 @@ from pipeline.store.suspicion import (
 )
 from pipeline.store.view import StoreReader, Writer, store_of
 
-REASONS: tuple[str, ...] = ("similar", "copied", "lost", "split", "unquoted")
+REASONS: tuple[str, ...] = ("similar", "copied", "lost", "split", "unquoted", "uncertain")
 # The one command that computes the stored evidence a store built before it lacks (similarity, copy
 # evidence): named by every screen and report that finds it missing.
 EVIDENCE_COMMAND = "unspecific evidence"
@@ -90,10 +103,12 @@ REASON_TEXT: dict[str, str] = {
     "lost": "satisfied in the response, lost in the summary",
     "split": "judges split on the response or the summary",
     "unquoted": "a Yes on the response whose quote is missing",
+    "uncertain": "a judge's P(Yes) on the response near its threshold",
 }
 COPY_REASONS: tuple[str, ...] = ("similar", "copied")  # the "copy only" view
-SECONDARY_REASONS: tuple[str, ...] = ("lost", "split", "unquoted")
-WEIGHTS: dict[str, float] = {"similar": 2.0, "copied": 3.0, "lost": 0.5, "unquoted": 0.25, "split": 0.15}
+SECONDARY_REASONS: tuple[str, ...] = ("lost", "split", "unquoted", "uncertain")
+WEIGHTS: dict[str, float] = {"similar": 2.0, "copied": 3.0, "lost": 0.5, "unquoted": 0.25, "split": 0.15,
+                             "uncertain": 0.05}
 COPY_EXTRA = 0.5  # per further copied phrase
 COPY_EXTRA_MAX = 3  # further phrases counted at most
 COPY_BOTH = 1.0  # copied from both references
@@ -136,6 +151,13 @@ class Evidence:
     # The constraint's phrases in the response and in no reference (the response repeats the
     # constraint's wording); read only where nothing was copied from a reference.
     echoed: tuple[str, ...] = ()
+    # Each yes_no judge's latest P(Yes) on the response, with the threshold it is read at now.
+    p_yes: tuple[YesProbability, ...] = ()
+
+    @property
+    def unsure(self) -> tuple[YesProbability, ...]:
+        """The response's P(Yes) verdicts near their judge's threshold (the "uncertain" reason)."""
+        return tuple(p for p in self.p_yes if uncertain(p.p_yes, p.threshold))
 
     @property
     def copy_count(self) -> CopyCount:
@@ -155,6 +177,7 @@ class Evidence:
             "lost": self.lost,
             "split": any(t is not None and t.split for t in (response, summary)),
             "unquoted": response is not None and response.unquoted > 0,
+            "uncertain": bool(self.unsure),
         }
         return tuple(r for r in REASONS if fired[r])
 
@@ -200,7 +223,21 @@ def reason_sentences(e: Evidence, enabled: Sequence[str] = REASONS) -> list[str]
         elif reason == "unquoted" and e.response_trust is not None:
             n = e.response_trust.unquoted
             out.append(f"{n} Yes on the response {'quotes' if n == 1 else 'quote'} text not in the response")
+        elif reason == "uncertain":
+            out.append(_uncertain_sentence(e))
     return out
+
+
+def _uncertain_sentence(e: Evidence) -> str:
+    """"the judge was unsure: P(Yes) 0.52 against its threshold 0.54"; the judge named when several
+    gave a P(Yes) on the response."""
+    def said(p: YesProbability) -> str:
+        digits = 2 if f"{p.p_yes:.2f}" != f"{p.threshold:.2f}" else 3  # never "0.54 against 0.54"
+        return f"P(Yes) {p.p_yes:.{digits}f} against its threshold {p.threshold:.{digits}f}"
+
+    if len(e.p_yes) == 1:
+        return f"the judge was unsure: {said(e.unsure[0])}"
+    return "; ".join(f"judge {p.judge} was unsure: {said(p)}" for p in e.unsure)
 
 
 def _similar_sentence(sim: Similarity) -> str:
@@ -336,7 +373,8 @@ def _evidence(row: EvidenceRow, ratio: float, flags: dict[int, tuple[str, ...]],
         copied_from=tuple(row.copied_from), response_passed=_passed(row.full_score, row.response),
         summary_passed=_summary_passed(row), response_trust=_trust(row.response), summary_trust=_trust(row.summary),
         flags=flags.get(row.constraint_id, ()), response_id=row.response_id, summary_id=row.summary_id,
-        copy_known=row.copied is not None, echoed=echoed.get((row.response_id, row.constraint_id), ()))
+        copy_known=row.copied is not None, echoed=echoed.get((row.response_id, row.constraint_id), ()),
+        p_yes=row.p_yes)
 
 
 def instruction_evidence(reader: StoreReader, instruction_id: int, writer: Writer, ratio: float) -> dict[int, Evidence]:

@@ -76,12 +76,19 @@ DEFAULT_YES_THRESHOLD = 0.5
 UNCERTAIN_LOG_ODDS = 0.85
 
 
-def uncertain(p_yes: float | None, threshold: float) -> bool:
-    """Whether a P(Yes) verdict sits near its threshold (None: not a probability verdict)."""
+def uncertain_bounds(threshold: float) -> tuple[float, float]:
+    """The P(Yes) interval, open at both ends, within UNCERTAIN_LOG_ODDS of ``threshold`` in log-odds.
+    In probabilities so that SQL (whose SQLite may lack ln()) tests the same verdicts as ``uncertain``."""
     import math
 
+    t = min(max(threshold, 1e-6), 1 - 1e-6)
+    centre = math.log(t / (1 - t))
+    return 1 / (1 + math.exp(UNCERTAIN_LOG_ODDS - centre)), 1 / (1 + math.exp(-UNCERTAIN_LOG_ODDS - centre))
+
+
+def uncertain(p_yes: float | None, threshold: float) -> bool:
+    """Whether a P(Yes) verdict sits near its threshold (None: not a probability verdict)."""
     if p_yes is None:
         return False
-    clip = min(max(p_yes, 1e-6), 1 - 1e-6)
-    t = min(max(threshold, 1e-6), 1 - 1e-6)
-    return abs(math.log(clip / (1 - clip)) - math.log(t / (1 - t))) < UNCERTAIN_LOG_ODDS
+    low, high = uncertain_bounds(threshold)
+    return low < p_yes < high

@@ -10,7 +10,8 @@ no total.
 A store opened read-only before schema 9 has no such table: the readers then return nothing.
 
 ``judge_calibrations`` keeps, per judge and judging mode, the threshold on P(Yes) its check chose
-(pipeline.analysis.calibration): a yes_no verdict is Yes when P(Yes) reaches it.
+(pipeline.analysis.calibration): a yes_no verdict is Yes when P(Yes) reaches it. Storing one marks the
+judge's texts for rescoring (pipeline.store.scores: which verdicts are uncertain moves with it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pipeline.store.database import Store, now
+from pipeline.store.scores import yes_thresholds
 
 # In order of preference: people's verdicts on the benchmark's own texts are the better truth; then a
 # user's own constructed set (validate judges --items); then the shipped one.
@@ -173,8 +175,4 @@ def judge_threshold(store: Store, judge: str, judging_mode: str) -> float:
     """The threshold a judge's P(Yes) verdicts are read at: its calibration's, else the default."""
     from pipeline.core.definitions import DEFAULT_YES_THRESHOLD
 
-    if not _has_calibrations(store):
-        return DEFAULT_YES_THRESHOLD
-    row = store.conn.execute("SELECT threshold FROM judge_calibrations WHERE judge = ? AND judging_mode = ?",
-                             (judge, judging_mode)).fetchone()
-    return float(row[0]) if row else DEFAULT_YES_THRESHOLD
+    return yes_thresholds(store.conn).get((judge, judging_mode), DEFAULT_YES_THRESHOLD)

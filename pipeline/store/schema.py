@@ -32,7 +32,8 @@ Tables (see DESIGN.md):
   copy_stats     copied n-grams of a response against a reference, by the texts' hashes
   copy_evidence  per (response, constraint): the constraint's n-grams in a reference and the response
   suspicion_marks  per (response, constraint): the auditor's confirmed / dismissed on a suspect
-  text_item_marks  per text, its items where judges split, a quote is missing, or the item flipped
+  text_item_marks  per text, its items where judges split, a quote is missing, the item flipped, or a
+                   P(Yes) is near its judge's threshold
   instruction_families  the specificity levels of one task (CS4: 7 to 39 constraints), as one family
   judge_checks   per judge and source (people | own | builtin), each checked item's truth, verdict and P(Yes)
   judge_calibrations  per judge and judging mode, the threshold on P(Yes) chosen on its check
@@ -462,7 +463,21 @@ def _v14(db: sqlite_utils.Database) -> None:
                     " marked_at TEXT NOT NULL, PRIMARY KEY (response_id, constraint_id)) WITHOUT ROWID")
 
 
+def _v15(db: sqlite_utils.Database) -> None:
+    """The per-item marks also say where a yes_no judge's P(Yes) is near its threshold
+    (pipeline.store.scores text_item_marks ``uncertain``: the suspicion queue's reason of that name):
+    the table is built anew and every judged text rescored to fill it. A new calibration marks the
+    texts its judge gave a P(Yes) on for rescoring (triggers on judge_calibrations): a verdict's
+    doubt moves with the threshold even where the verdict does not flip."""
+    from pipeline.store.scores import MARKS_LATEST_COLUMN, create_calibration_triggers, create_tables
+
+    if MARKS_LATEST_COLUMN not in db.table("text_item_marks").columns_dict:
+        db.conn.execute("DROP TABLE IF EXISTS text_item_marks")
+    create_tables(db.conn)
+    create_calibration_triggers(db.conn)
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
-                                                             _v11, _v12, _v13, _v14]
+                                                             _v11, _v12, _v13, _v14, _v15]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -19,11 +19,15 @@ texts whose verdicts changed since, and read as some 100,000 rows.
                      ``flipped``: items that flipped from its response (``item_outcome_sql``)
   text_item_marks    per text, the items where the judges split (a Yes and a No), where a Yes's
                      quote is missing (``unquoted``), or, on a summary, that flipped from its
-                     response (``item_outcome_sql``); no row when none holds. What the suspicion
-                     queue ranks on (pipeline.store.suspicion) without re-reading the verdicts
+                     response (``item_outcome_sql``), or where a yes_no rater's P(Yes) is near its
+                     threshold (``uncertain``, pipeline.core.definitions); no row when none holds.
+                     What the suspicion queue ranks on (pipeline.store.suspicion) without
+                     re-reading the verdicts
   text_scores_stale  texts to rescore. Triggers on verdicts, constraints (``active``) and
-                     generations add to it; ``refresh_text_scores`` empties it, in chunks. The
-                     evaluate stage refreshes after each judging; a report refreshes what is left
+                     generations add to it, and on judge_calibrations the texts a recalibrated
+                     judge gave a P(Yes) on (``uncertain`` moves with the threshold even where no
+                     verdict flips); ``refresh_text_scores`` empties it, in chunks. The evaluate
+                     stage refreshes after each judging; a report refreshes what is left
 
 The rules are those of pipeline.analysis.metrics: only active constraints count, and for each (text,
 constraint, rater) the latest verdict wins. A summary's totals depend on its response's
@@ -37,6 +41,8 @@ from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, uncertain_bounds
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
@@ -73,12 +79,14 @@ def _tables(schema: str) -> list[str]:
         " passed INTEGER NOT NULL, score_sum REAL NOT NULL, disagree INTEGER NOT NULL, missing INTEGER NOT NULL,"
         " flipped INTEGER)",
         f"CREATE TABLE IF NOT EXISTS {schema}text_item_marks(gid INTEGER NOT NULL, cid INTEGER NOT NULL,"
-        " split INTEGER NOT NULL, unquoted INTEGER NOT NULL, flipped INTEGER NOT NULL,"
+        " split INTEGER NOT NULL, unquoted INTEGER NOT NULL, flipped INTEGER NOT NULL, uncertain INTEGER NOT NULL,"
         " PRIMARY KEY (gid, cid)) WITHOUT ROWID",
     ]
 
 
 TABLES = ("text_scores", "text_agreement", "text_items", "text_item_marks")
+# The column text_item_marks gained at schema 15: a store from before lacks it (migration _v15).
+MARKS_LATEST_COLUMN = "uncertain"
 
 
 def _mark(*gids: str) -> str:
@@ -101,14 +109,70 @@ _TRIGGERS = {
 }
 
 
+def _judge_texts(row: str) -> str:
+    return ("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts"
+            f" WHERE judge = {row}.judge AND judging_mode = {row}.judging_mode AND p_yes IS NOT NULL")
+
+
+# Apart from _TRIGGERS: judge_calibrations comes at schema 13, after the tables (migration _v15).
+# INSERT OR REPLACE (pipeline.store.judge_checks.put_calibration) fires the insert trigger.
+_CALIBRATION_TRIGGERS = {
+    "calibrations_stale_insert": ("AFTER INSERT ON judge_calibrations", _judge_texts("NEW")),
+    "calibrations_stale_update": ("AFTER UPDATE ON judge_calibrations",
+                                  f"{_judge_texts('OLD')}; {_judge_texts('NEW')}"),
+    "calibrations_stale_delete": ("AFTER DELETE ON judge_calibrations", _judge_texts("OLD")),
+}
+
+
+def _create_triggers(conn: sqlite3.Connection, triggers: dict[str, tuple[str, str]]) -> None:
+    for name, (when, action) in triggers.items():
+        conn.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {when} BEGIN {action}; END")
+
+
 def create_tables(conn: sqlite3.Connection) -> None:
     """The migration step: tables, triggers, and every judged text marked for scoring."""
     for statement in _tables(""):
         conn.execute(statement)
     conn.execute("CREATE TABLE IF NOT EXISTS text_scores_stale(gid INTEGER PRIMARY KEY)")
-    for name, (when, action) in _TRIGGERS.items():
-        conn.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {when} BEGIN {action}; END")
+    _create_triggers(conn, _TRIGGERS)
     conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts")
+
+
+def create_calibration_triggers(conn: sqlite3.Connection) -> None:
+    """The migration step once judge_calibrations exists: a new threshold rescores its judge's texts."""
+    _create_triggers(conn, _CALIBRATION_TRIGGERS)
+
+
+def _columns(conn: sqlite3.Connection, schema: str, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA {schema}.table_info({table})")]
+
+
+def has_current_marks(conn: sqlite3.Connection) -> bool:
+    """Whether the store keeps text_item_marks in their current shape (not a store opened read-only
+    before migration _v12 added them, or _v15 added ``uncertain``)."""
+    return MARKS_LATEST_COLUMN in _columns(conn, "main", "text_item_marks")
+
+
+def yes_thresholds(conn: sqlite3.Connection) -> dict[tuple[str, str], float]:
+    """(judge, judging mode) -> the threshold its check chose (pipeline.store.judge_checks); {} on a
+    store from before the calibrations."""
+    if not _columns(conn, "main", "judge_calibrations"):
+        return {}
+    return {(judge, mode): float(t) for judge, mode, t in
+            conn.execute("SELECT judge, judging_mode, threshold FROM main.judge_calibrations")}
+
+
+def rater_thresholds(conn: sqlite3.Connection, raters: Sequence[tuple[str, str]]) -> list[float | None]:
+    """Per rater, the threshold its P(Yes) verdicts are read at now (its calibration's, else the
+    default); None for a rater that is not a yes_no judge (its verdicts carry no P(Yes) to doubt)."""
+    thresholds = yes_thresholds(conn)
+    return [thresholds.get(rater, DEFAULT_YES_THRESHOLD) if rater[1] == "yes_no" else None for rater in raters]
+
+
+def uncertain_bounds_of(thresholds: Sequence[float | None]) -> list[tuple[float, float] | None]:
+    """``rater_thresholds`` as the P(Yes) intervals where a verdict is uncertain
+    (pipeline.core.definitions.uncertain_bounds)."""
+    return [uncertain_bounds(t) if t is not None else None for t in thresholds]
 
 
 def stale_count(conn: sqlite3.Connection) -> int:
@@ -182,8 +246,9 @@ def _score_into_temp(conn: sqlite3.Connection) -> int:
     stale = "(SELECT gid FROM main.text_scores_stale UNION SELECT g.id FROM main.generations g" \
             " JOIN main.text_scores_stale s ON s.gid = g.parent_id WHERE g.kind = 'summary')"
     for table in TABLES:
-        # A store opened read-only before a migration added a table: its totals are all new here.
-        if conn.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+        # A store opened read-only before a migration added a table, or a column: its totals are all
+        # new here (and the marks' readers check has_current_marks).
+        if _columns(conn, "main", table) == _columns(conn, "temp", table):
             conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} WHERE gid NOT IN {stale}")
     gids = [g for (g,) in conn.execute(f"SELECT gid FROM {stale} ORDER BY gid")]
     for start in range(0, len(gids), CHUNK):
@@ -213,7 +278,7 @@ def _score(conn: sqlite3.Connection, gids: Sequence[int], *, schema: str) -> Non
         conn.execute("INSERT OR IGNORE INTO s_need SELECT gid FROM s_gen UNION SELECT rid FROM s_gen")
         source = "s_need g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: the texts drive
         raters = sorted(tuple(r) for r in conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {source}"))
-        pivot(conn, "s_p", raters, source, missing=True)
+        pivot(conn, "s_p", raters, source, missing=True, uncertain=uncertain_bounds_of(rater_thresholds(conn, raters)))
         if raters:
             conn.executemany(f"INSERT INTO {schema}text_scores VALUES (?,?,?,?,?,?,?,?,?)", _rater_rows(conn, raters))
             conn.executemany(f"INSERT INTO {schema}text_agreement VALUES (?,?,?,?,?,?,?,?,?)",
@@ -227,13 +292,17 @@ def _score(conn: sqlite3.Connection, gids: Sequence[int], *, schema: str) -> Non
 
 
 def pivot(conn: Any, table: str, raters: list[tuple[str, str]], source: str, vsql: str = "",
-          vparams: Sequence[Any] = (), *, missing: bool = False) -> None:
+          vparams: Sequence[Any] = (), *, missing: bool = False,
+          uncertain: Sequence[tuple[float, float] | None] | None = None) -> None:
     """Temp ``table``: one row per (text, active constraint), rater k's verdict in column y{k};
-    with ``missing``, also m{k}: 1 when that verdict's quote is not in the text.
+    with ``missing``, also m{k}: 1 when that verdict's quote is not in the text; with ``uncertain``
+    (per rater, its P(Yes) interval from ``uncertain_bounds_of``), also u{k}: 1 when that verdict's
+    P(Yes) is inside it.
 
     ``source`` is a FROM clause over ``verdicts v`` ending in a WHERE; ``vsql`` adds conditions."""
     n = len(raters)
-    names = [f"y{k}" for k in range(n)] + ([f"m{k}" for k in range(n)] if missing else [])
+    names = ([f"y{k}" for k in range(n)] + ([f"m{k}" for k in range(n)] if missing else [])
+             + ([f"u{k}" for k in range(n)] if uncertain is not None else []))
     columns = "".join(f", {name} INTEGER" for name in names)
     conn.execute(f"CREATE TEMP TABLE {table}(gid INTEGER, cid INTEGER{columns}, PRIMARY KEY(gid, cid)) WITHOUT ROWID")
     if not raters:
@@ -246,6 +315,10 @@ def pivot(conn: Any, table: str, raters: list[tuple[str, str]], source: str, vsq
     if missing:  # never NULL for the rater's row, so that the latest verdict's flag wins too
         cases += [rater.format("coalesce(v.quote_found = 'missing', 0)")] * n
     case_params = [x for judge, mode in raters for x in (judge, mode)] * (2 if missing else 1)
+    for (judge, mode), bounds in zip(raters, uncertain or (), strict=False):
+        # Never NULL for the rater's row either. Open interval, as pipeline.core.definitions.uncertain.
+        cases.append(rater.format("coalesce(v.p_yes > ? AND v.p_yes < ?, 0)" if bounds else "0"))
+        case_params += [judge, mode, *(bounds or ())]
     updates = ", ".join(f"{name} = coalesce(excluded.{name}, {name})" for name in names)
     conn.execute(
         f"INSERT INTO {table} SELECT v.generation_id, v.constraint_id, {', '.join(cases)} FROM {source}"
@@ -341,16 +414,19 @@ def _item_rows(conn: sqlite3.Connection, n_raters: int) -> list[tuple[Any, ...]]
 
 def _insert_marks(conn: sqlite3.Connection, n_raters: int, schema: str) -> None:
     """text_item_marks rows of the texts in s_gen, from s_p (as Trust counts: split is a Yes and a
-    No among the raters' latest verdicts, unquoted a Yes whose quote is missing)."""
+    No among the raters' latest verdicts, unquoted a Yes whose quote is missing; uncertain a latest
+    verdict whose P(Yes) is near its rater's threshold, Yes or No)."""
     yes = " + ".join(f"coalesce(p.y{k}, 0)" for k in range(n_raters))
     no = " + ".join(f"coalesce(1 - p.y{k}, 0)" for k in range(n_raters))
     unquoted = " + ".join(f"coalesce(p.y{k} * p.m{k}, 0)" for k in range(n_raters))
+    unsure = " + ".join(f"coalesce(p.u{k}, 0)" for k in range(n_raters))
     flipped = item_outcome_sql(n_raters, full="f", summary="p")["flipped"]
     conn.execute(
         f"INSERT INTO {schema}text_item_marks SELECT * FROM (SELECT p.gid, p.cid, ({yes}) > 0 AND ({no}) > 0 AS split,"
-        f" ({unquoted}) > 0 AS unquoted, coalesce(g.kind = 'summary' AND {flipped}, 0) AS flipped"
+        f" ({unquoted}) > 0 AS unquoted, coalesce(g.kind = 'summary' AND {flipped}, 0) AS flipped,"
+        f" ({unsure}) > 0 AS uncertain"
         " FROM s_p p JOIN s_gen g ON g.gid = p.gid LEFT JOIN s_p f ON g.kind = 'summary' AND f.gid = g.rid"
-        " AND f.cid = p.cid) WHERE split OR unquoted OR flipped")
+        " AND f.cid = p.cid) WHERE split OR unquoted OR flipped OR uncertain")
 
 
 def _pair_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list[tuple[Any, ...]]:

@@ -11,8 +11,10 @@ first summary at the ratio, pivoted per (text, constraint) as pipeline.store.sco
 Trust's numbers (yes, no, missing, unquoted, fuzzy), with the item outcome of
 pipeline.store.scores.item_outcome_sql, the copy evidence and the stored similarity joined on.
 The queue ranks first, on the per-item marks pipeline.store.scores keeps (text_item_marks: split,
-unquoted, flipped), and pivots only the kept rows' verdicts: pivoting every verdict of a large store
-takes seconds (1.3 s for 624,000), ranking on the marks about half a second.
+unquoted, flipped, uncertain), and pivots only the kept rows' verdicts: pivoting every verdict of a
+large store takes seconds (1.3 s for 624,000), ranking on the marks about half a second. Each yes_no
+rater's P(Yes) on the response comes with its threshold now (pipeline.store.scores.rater_thresholds):
+SQL tests it against the bounds computed in Python (SQLite may lack ln()).
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from typing import Any, NamedTuple
 from pipeline.core.definitions import RATIO_TOLERANCE
 from pipeline.store.database import Store
 from pipeline.store.metrics import LOCK
-from pipeline.store.scores import current_text_scores, drop_temp_scores, item_outcome_sql
+from pipeline.store.scores import (
+    current_text_scores,
+    drop_temp_scores,
+    has_current_marks,
+    item_outcome_sql,
+    rater_thresholds,
+    uncertain_bounds_of,
+)
 
 # SQLite caps the number of bound parameters.
 _CHUNK = 500
@@ -148,6 +157,14 @@ class TextCounts(NamedTuple):
     fuzzy: int
 
 
+class YesProbability(NamedTuple):
+    """A yes_no rater's latest verdict on a text as its P(Yes), with the threshold it is read at now."""
+
+    judge: str
+    p_yes: float
+    threshold: float
+
+
 class EvidenceRow(NamedTuple):
     constraint_id: int
     instruction_id: int
@@ -165,6 +182,7 @@ class EvidenceRow(NamedTuple):
     copied: tuple[str, ...] | None  # None: copy evidence not computed for the pair
     copied_from: str
     similarity: tuple[str, float, float | None] | None  # (method, to A, to B)
+    p_yes: tuple[YesProbability, ...] = ()  # on the response, per yes_no rater with a P(Yes)
 
 
 @dataclass(frozen=True)
@@ -195,27 +213,35 @@ def _raters(conn: sqlite3.Connection, source: str, *, wide: bool) -> list[tuple[
     return sorted(tuple(r) for r in conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {source}"))
 
 
-def _pivot(conn: sqlite3.Connection, raters: list[tuple[str, str]], source: str, *, few: bool = False) -> None:
+def _pivot(conn: sqlite3.Connection, raters: list[tuple[str, str]], source: str,
+           bounds: Sequence[tuple[float, float] | None], *, few: bool = False) -> None:
     """Temp q_p: per (text, active constraint), rater k's latest Yes/No in y{k} (LATEST_VERDICT: the
-    newest non-missing verdict), its quote check in q{k} (1 missing, 2 fuzzy, 0 else) and s{k} = 1 when
+    newest non-missing verdict), its quote check in q{k} (1 missing, 2 fuzzy, 0 else), its P(Yes) in
+    p{k} and u{k} = 1 when that is inside the rater's ``bounds`` (uncertain), and s{k} = 1 when
     the rater has any row (so a rater with rows but no usable verdict counts as missing).
     ``few``: the source holds few verdicts (one instruction, the queue's head), each checked against
     its constraint by key; else the inactive constraints are listed once (a scan of every constraint)."""
     n = len(raters)
-    names = [f"{c}{k}" for c in "yqs" for k in range(n)]
-    conn.execute(f"CREATE TEMP TABLE q_p(gid INTEGER, cid INTEGER{''.join(f', {x} INTEGER' for x in names)},"
+    names = [f"{c}{k} {'REAL' if c == 'p' else 'INTEGER'}" for c in "yqspu" for k in range(n)]
+    conn.execute(f"CREATE TEMP TABLE q_p(gid INTEGER, cid INTEGER{''.join(f', {x}' for x in names)},"
                  " PRIMARY KEY(gid, cid)) WITHOUT ROWID")
     if not raters:
         return
     rater = "CASE WHEN v.judge = ? AND v.judging_mode = ? {} END"
+    latest = "AND v.verdict IS NOT NULL THEN"  # the columns that follow the latest Yes/No
     cases = ([rater.format("THEN v.verdict")] * n
-             + [rater.format("AND v.verdict IS NOT NULL THEN (CASE v.quote_found WHEN 'missing' THEN 1"
+             + [rater.format(f"{latest} (CASE v.quote_found WHEN 'missing' THEN 1"
                              " WHEN 'fuzzy' THEN 2 ELSE 0 END)")] * n
-             + [rater.format("THEN 1")] * n)
-    params = [x for judge, mode in raters for x in (judge, mode)] * 3
+             + [rater.format("THEN 1")] * n
+             + [rater.format(f"{latest} v.p_yes")] * n
+             # Open interval, as pipeline.core.definitions.uncertain.
+             + [rater.format(f"{latest} coalesce(v.p_yes > ? AND v.p_yes < ?, 0)" if b else f"{latest} 0")
+                for b in bounds])
+    params = ([x for judge, mode in raters for x in (judge, mode)] * 4
+              + [x for (judge, mode), b in zip(raters, bounds, strict=True) for x in (judge, mode, *(b or ()))])
     updates = ", ".join([f"y{k} = coalesce(excluded.y{k}, y{k})" for k in range(n)]
-                        + [f"q{k} = CASE WHEN excluded.y{k} IS NOT NULL THEN excluded.q{k} ELSE q{k} END"
-                           for k in range(n)]
+                        + [f"{c}{k} = CASE WHEN excluded.y{k} IS NOT NULL THEN excluded.{c}{k} ELSE {c}{k} END"
+                           for c in "qpu" for k in range(n)]
                         + [f"s{k} = coalesce(excluded.s{k}, s{k})" for k in range(n)])
     # Rows in id order, upserted: the latest verdict of each rater wins (as pipeline.store.scores.pivot).
     conn.execute(
@@ -258,8 +284,9 @@ def _current_marks(store: Store, wanted: bool) -> Iterator[bool]:
     """Whether the kept per-item marks (pipeline.store.scores text_item_marks) can rank: ``wanted``
     and the store has them (not a read-only store from before migration _v12). Made current first:
     a writable store is refreshed, a read-only one gets fresh marks of its changed texts in temp
-    tables that shadow the kept ones, dropped on leaving."""
-    usable = wanted and _has_table(store, "text_item_marks")
+    tables that shadow the kept ones, dropped on leaving. A read-only store from before migration _v15
+    (marks without ``uncertain``) ranks on the verdicts, as one without the marks."""
+    usable = wanted and has_current_marks(store.conn)
     with LOCK:
         if usable:
             current_text_scores(store.conn)
@@ -277,7 +304,7 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
     ``ranking`` None: every row, in list order (Audit's list); else the rows scoring above 0, highest
     first, at most ``ranking.limit`` of them, and how many scored above 0 (the queue).
 
-    The queue ranks on the kept per-item marks (split, unquoted, flipped) and pivots the verdicts of
+    The queue ranks on the kept per-item marks (split, unquoted, flipped, uncertain) and pivots the verdicts of
     the kept rows only; a store without the marks pivots every selected text's verdicts first."""
     conn = store.conn
     where: list[str] = ["r.kind = 'response'"]
@@ -321,7 +348,8 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             on_marks_sql = (" LEFT JOIN text_item_marks f ON f.gid = r.id AND f.cid = c.id"
                             " LEFT JOIN text_item_marks s ON s.gid = q.sid AND s.cid = c.id")
             total = _rank(conn, ranking, Fired(split="(coalesce(f.split, 0) OR coalesce(s.split, 0))",
-                                               unquoted="coalesce(f.unquoted, 0)", flipped="coalesce(s.flipped, 0)"),
+                                               unquoted="coalesce(f.unquoted, 0)", flipped="coalesce(s.flipped, 0)",
+                                               uncertain="coalesce(f.uncertain, 0)"),
                           pairs + on_marks_sql + extras, bool(copy_join), bool(sim_join))
             limit = total if ranking.limit is None else ranking.limit
             conn.execute("CREATE TEMP TABLE q_need(gid INTEGER, cid INTEGER, PRIMARY KEY(gid, cid)) WITHOUT ROWID")
@@ -340,7 +368,8 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             else:
                 source = "q_gen g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: the texts drive
             raters = _raters(conn, source, wide=wide and _has_table(store, "text_scores"))
-        _pivot(conn, raters, source, few=not wide)
+        thresholds = rater_thresholds(conn, raters)
+        _pivot(conn, raters, source, uncertain_bounds_of(thresholds), few=not wide)
         n = len(raters)
         outcome = item_outcome_sql(n) if n else {"full_score": "NULL", "summary_score": "NULL", "flipped": "0"}
         f_counts, s_counts = _counts_sql("f", n), _counts_sql("s", n)
@@ -351,19 +380,22 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             " r.id, q.sid, f.gid IS NOT NULL, s.gid IS NOT NULL,"
             f" {', '.join(f_counts)}, {', '.join(s_counts)},"
             f" {outcome['full_score']}, {outcome['summary_score']}, {outcome['flipped']} AS flipped,"
-            f" {copy_cols}, {sim_cols}")
+            f" {copy_cols}, {sim_cols}{''.join(f', f.p{k}' for k in range(n))}")
+        judges = [(judge, t) for (judge, _), t in zip(raters, thresholds, strict=True)]
         if ranking is None:
             rows = conn.execute(columns + joins + " ORDER BY c.instruction_id, c.position, r.model, r.mode").fetchall()
-            return [_evidence_row(row) for row in rows], len(rows)
+            return [_evidence_row(row, judges) for row in rows], len(rows)
         if not ranked:
             total = _rank(conn, ranking, Fired(
                 split=f"(({f_counts[0]} > 0 AND {f_counts[1]} > 0) OR ({s_counts[0]} > 0 AND {s_counts[1]} > 0))",
-                unquoted=f"{f_counts[3]} > 0", flipped=outcome["flipped"]), joins, bool(copy_join), bool(sim_join))
+                unquoted=f"{f_counts[3]} > 0", flipped=outcome["flipped"],
+                uncertain="(" + " OR ".join(["0", *(f"coalesce(f.u{k}, 0)" for k in range(n))]) + ")"),
+                joins, bool(copy_join), bool(sim_join))
         rows = conn.execute(columns + joins.replace(" FROM q_gen q", " FROM q_top t JOIN q_gen q ON q.gid = t.rid", 1)
                             .replace(" c.active = 1", " c.active = 1 AND c.id = t.cid", 1)
                             + " WHERE t.rank <= :limit ORDER BY t.rank",
                             {"limit": total if ranking.limit is None else ranking.limit}).fetchall()
-    return [_evidence_row(row) for row in rows], total
+    return [_evidence_row(row, judges) for row in rows], total
 
 
 class Fired(NamedTuple):
@@ -372,6 +404,7 @@ class Fired(NamedTuple):
     split: str  # the judges split on the response or on the summary (Trust.split)
     unquoted: str  # a Yes on the response whose quote is missing
     flipped: str  # the item outcome flipped (lost)
+    uncertain: str  # a yes_no rater's P(Yes) on the response is near its threshold
 
 
 def _rank(conn: sqlite3.Connection, ranking: Ranking, fired: Fired, joins: str, copy: bool, sim: bool) -> int:
@@ -407,21 +440,27 @@ def _score_sql(ranking: Ranking, fired: Fired, copy: bool, sim: bool) -> tuple[s
         parts.append(f"(CASE WHEN {fired.split} THEN :w_split ELSE 0.0 END)")
     if "unquoted" in w:
         parts.append(f"(CASE WHEN {fired.unquoted} THEN :w_unquoted ELSE 0.0 END)")
+    if "uncertain" in w:
+        parts.append(f"(CASE WHEN {fired.uncertain} THEN :w_uncertain ELSE 0.0 END)")
     args: dict[str, Any] = {f"w_{k}": v for k, v in w.items()}
     args.update(high=ranking.high, lexical=ranking.lexical, copy_extra=ranking.copy_extra,
                 copy_extra_max=ranking.copy_extra_max, copy_both=ranking.copy_both)
     return f"round({' + '.join(['0.0', *parts])}, 6)", args
 
 
-def _evidence_row(row: tuple) -> EvidenceRow:
+def _evidence_row(row: tuple, judges: Sequence[tuple[str, float | None]]) -> EvidenceRow:
+    """``judges``: per rater, its judge and the threshold of a yes_no one (rater_thresholds), in the
+    order of the row's P(Yes) columns."""
     cid, iid, position, text, model, mode, rid, sid, has_f, has_s, *rest = row
     f_counts, s_counts = TextCounts(*rest[0:5]), TextCounts(*rest[5:10])
-    full_score, summary_score, flipped, copied, copied_from, method, to_a, to_b = rest[10:]
+    full_score, summary_score, flipped, copied, copied_from, method, to_a, to_b = rest[10:18]
     return EvidenceRow(
         cid, iid, position if position is not None else 0, text, model, mode, rid, sid,
         f_counts if has_f else None, s_counts if has_s else None, full_score, summary_score, bool(flipped),
         (tuple(json.loads(copied)) if copied_from else ()) if copied is not None else None, copied_from,
-        (method, to_a, to_b) if method is not None else None)
+        (method, to_a, to_b) if method is not None else None,
+        tuple(YesProbability(judge, p, t) for (judge, t), p in zip(judges, rest[18:], strict=True)
+              if t is not None and p is not None))
 
 
 def constraint_flags(store: Store, constraint_ids: Sequence[int] | None = None) -> dict[int, tuple[str, ...]]:

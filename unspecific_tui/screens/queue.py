@@ -45,9 +45,11 @@ PAGE = 300  # rows put in the table at a time (a DataTable's cost grows with its
 TOP = 1000
 LABEL = "suspicion queue"  # what Audit's head says it follows
 # One key per reason (digits switch screens); its short tag in the table.
-REASON_KEYS = {"similar": "s", "copied": "c", "lost": "l", "split": "d", "unquoted": "u"}
-REASON_TAGS = {"similar": "sim", "copied": "copy", "lost": "lost", "split": "split", "unquoted": "unq"}
-REASON_STYLES = {"similar": "cyan", "copied": "magenta", "lost": "yellow", "split": "red", "unquoted": "red"}
+REASON_KEYS = {"similar": "s", "copied": "c", "lost": "l", "split": "d", "unquoted": "u", "uncertain": "t"}
+REASON_TAGS = {"similar": "sim", "copied": "copy", "lost": "lost", "split": "split", "unquoted": "unq",
+               "uncertain": "unsure"}
+REASON_STYLES = {"similar": "cyan", "copied": "magenta", "lost": "yellow", "split": "red", "unquoted": "red",
+                 "uncertain": "red"}
 # What computes each kind of evidence an older store lacks.
 # Optional columns give way before the constraint gets narrower than this (or a fifth of the width).
 MIN_CONSTRAINT_WIDTH = 24
@@ -171,7 +173,7 @@ CORE = (Column("mark", "✓", 1), Column("rank", "#", 6), Column("score", "score
         Column("constraint", "constraint", 0), Column("writer", "model/mode", 16))
 OPTIONAL = (Column("reasons", "reasons", 22), Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11),
             Column("copied", "copied", 8), Column("trust", "trust", 18), Column("flags", "flags", 14))
-SHORT_REASONS = Column("reasons", "why", 5)  # when the full tags do not fit: the toggle keys
+SHORT_REASONS = Column("reasons", "why", len(REASON_KEYS))  # when the full tags do not fit: the toggle keys
 CELL_PADDING = 2  # a DataTable cell's padding, left and right
 CHROME = 2  # the vertical scrollbar
 
