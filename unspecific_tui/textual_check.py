@@ -1,11 +1,13 @@
 """The Textual versions the app's private overrides were written for, checked at start-up.
 
-Three widgets reach into Textual's private API for speed: the Audit list (widgets/constraint_list.py)
-overrides DataTable's ``render_line``, ``_render_line_in_row`` and ``_update_dimensions`` and reads
-its private attributes; the text pane (widgets/text_pane.py) calls ``_scroll_update``; quitting
-(app.py) walks ``_screen_stacks``. Private names change without notice, so each use is guarded by
-``private_api_ok()``: outside the tested versions, or with a name gone, the app says so once and
-falls back to the stock behaviour (DataTable's own drawing, a plain ``virtual_size`` update, the
+Three widgets and the app reach into Textual's private API for speed: the Audit list
+(widgets/constraint_list.py) overrides DataTable's ``render_line`` and ``_update_dimensions``, draws
+its rows as ``_render_line_in_row`` would, and reads its private attributes; the text pane
+(widgets/text_pane.py) calls ``_scroll_update``; the app (app.py) hooks its paint, ``_display``
+(``after_paint``), and quitting walks ``_screen_stacks``. Private names change without notice, so
+each use is guarded by ``private_api_ok()``: outside the tested versions, or with a name gone, the
+app says so once and falls back to the stock behaviour (DataTable's own drawing, a plain
+``virtual_size`` update, Textual's call_after_refresh and collections whenever they fall, the
 current mode's screens). tests/test_textual_check.py fails when the installed Textual leaves the
 range, so a version bump is a decision made with the overrides re-tested.
 """
@@ -20,12 +22,13 @@ TESTED_FROM = (8, 0)
 TESTED_BELOW = (9,)
 # What the overrides read on a DataTable, a Widget and the App.
 DATA_TABLE_NAMES = (
-    "_render_line_in_row", "_update_dimensions", "_render_line", "_get_offsets", "_row_locations", "_header_row_key",
-    "_show_hover_cursor", "_update_count", "_pseudo_class_state", "_row_render_cache", "_get_styles_to_render_cell",
-    "_get_row_renderables", "_render_cell", "_labelled_row_exists", "_row_label_column_width", "_total_row_height",
+    "_update_dimensions", "_render_line", "_get_offsets", "_row_locations", "_header_row_key", "_show_hover_cursor",
+    "_update_count", "_pseudo_class_state", "_get_styles_to_render_cell", "_labelled_row_exists",
+    "_row_label_column_width", "_total_row_height",
 )
 WIDGET_NAMES = ("_scroll_update",)
-APP_NAMES = ("_screen_stacks",)
+APP_HOOKS = ("_display",)  # on the App class
+APP_NAMES = ("_screen_stacks",)  # on a running app
 
 
 def textual_version() -> str:
@@ -51,12 +54,14 @@ def in_tested_range(text: str) -> bool:
 
 def missing_names() -> list[str]:
     """The private names the overrides use that this Textual does not have."""
+    from textual.app import App
     from textual.widget import Widget
     from textual.widgets import DataTable
 
     table: DataTable[object] = DataTable()
     gone = [f"DataTable.{n}" for n in DATA_TABLE_NAMES if not hasattr(table, n)]
     gone += [f"Widget.{n}" for n in WIDGET_NAMES if not hasattr(Widget, n)]
+    gone += [f"App.{n}" for n in APP_HOOKS if not hasattr(App, n)]
     return gone
 
 

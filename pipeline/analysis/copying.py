@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -85,15 +86,21 @@ def tokenize(text: str) -> list[Token]:
     return [Token(w, s, e) for w, s, e in zip(words, starts, ends)]
 
 
+# The caches below hold tuples, not lists: the garbage collector stops tracking a tuple of strings
+# or ints (and a dict of such tuples) once it has seen it, while a cached list of a text's words or
+# offsets would be walked again by every full collection. In the app these caches fill as the
+# auditor moves, and a full collection walking them paused a move by 100-200 ms.
+
+
 @lru_cache(maxsize=2048)
-def _words(text: str) -> list[str]:
+def _words(text: str) -> tuple[str, ...]:
     """The lower-cased words alone: findall runs in C, many times faster than _tokens, and
     comparing texts needs offsets only where they share an n-gram."""
-    return [w.lower() for w in WORD.findall(text)]
+    return tuple(w.lower() for w in WORD.findall(text))
 
 
 @lru_cache(maxsize=2048)
-def _tokens(text: str) -> tuple[list[str], list[int], list[int]]:
+def _tokens(text: str) -> tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]:
     """(lower-cased words, start offsets, end offsets); cached: a reference is compared with
     every response written for it."""
     words, starts, ends = [], [], []
@@ -102,40 +109,40 @@ def _tokens(text: str) -> tuple[list[str], list[int], list[int]]:
         start, end = m.span()
         starts.append(start)
         ends.append(end)
-    return words, starts, ends
+    return tuple(words), tuple(starts), tuple(ends)
 
 
-def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
+def _ngrams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
     return list(zip(*(words[k:] for k in range(n)))) if n > 0 else []
 
 
 @lru_cache(maxsize=512)
-def _gram_index(text: str, n: int) -> tuple[list[tuple[str, ...]], dict[tuple[str, ...], list[int]], frozenset]:
-    """The text's word n-grams in order, where each occurs, and the set of them (intersecting
-    two sets runs in C: most response/reference pairs share no n-gram); cached like _tokens."""
-    grams = _ngrams(_words(text), n)
+def _gram_index(text: str, n: int) -> tuple[tuple[tuple[str, ...], ...], dict[tuple[str, ...], tuple[int, ...]]]:
+    """The text's word n-grams in order and where each occurs (its keys intersect another's in
+    C: most response/reference pairs share no n-gram); cached like _tokens."""
+    grams = tuple(_ngrams(_words(text), n))
     where: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for j, gram in enumerate(grams):
         where[gram].append(j)
-    return grams, dict(where), frozenset(where)
+    return grams, {gram: tuple(at) for gram, at in where.items()}
 
 
 def shared_ngram_count(a: str, b: str, n: int = 5) -> int:
     return len(_shared(a, b, n))
 
 
-def _shared(a: str, b: str, n: int) -> frozenset:
+def _shared(a: str, b: str, n: int) -> Set[tuple[str, ...]]:
     """The distinct word n-grams of a that b has too."""
-    return _gram_index(a, n)[2] & _gram_index(b, n)[2] if n >= 1 else frozenset()
+    return _gram_index(a, n)[1].keys() & _gram_index(b, n)[1].keys() if n >= 1 else set()
 
 
-def _spans(a: str, b: str, n: int, shared: frozenset | None = None) -> list[Span]:
+def _spans(a: str, b: str, n: int, shared: Set[tuple[str, ...]] | None = None) -> list[Span]:
     shared = _shared(a, b, n) if shared is None else shared
     if not shared:
         return []
     wa, a_starts, a_ends = _tokens(a)
     wb, b_starts, b_ends = _tokens(b)
-    grams, where_a, _ = _gram_index(a, n)
+    grams, where_a = _gram_index(a, n)
     where = _gram_index(b, n)[1]
     la, lb = len(wa), len(wb)
     spans: list[Span] = []

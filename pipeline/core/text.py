@@ -195,10 +195,11 @@ class QuoteMatch:
     span: tuple[int, int] | None  # where the quote sits in the text
 
 
-def normalise_for_quote(text: str) -> tuple[str, list[int]]:
+def normalise_for_quote(text: str) -> tuple[str, tuple[int, ...]]:
     """The text as quotes are matched in it: NFC, lower-case, curly quotes and dashes made plain,
     whitespace runs collapsed to one space; with, per character kept, its offset in ``text``, so a
-    match maps back to a span of the original."""
+    match maps back to a span of the original. The offsets are a tuple: callers cache them, and
+    the garbage collector walks a cached list of a text's every offset in each full collection."""
     out: list[str] = []
     index: list[int] = []
     prev_space = False
@@ -212,7 +213,7 @@ def normalise_for_quote(text: str) -> tuple[str, list[int]]:
             prev_space = False
         out.append(ch)
         index.append(i)
-    return "".join(out), index
+    return "".join(out), tuple(index)
 
 
 def bare_quote(quote: str) -> str:

@@ -16,7 +16,7 @@ _SPACES = re.compile(r"\s+")
 
 
 @lru_cache(maxsize=64)
-def _normalised(text: str) -> tuple[str, list[int]]:
+def _normalised(text: str) -> tuple[str, tuple[int, ...]]:
     """pipeline.core.text.normalise_for_quote (lower-case, curly quotes and dashes unified, whitespace runs
     collapsed, offsets kept). ASCII text takes a fast path with the same result: NFC and the
     quote table change no ASCII character, and a whitespace run becomes one space at the run's
@@ -37,7 +37,7 @@ def _normalised(text: str) -> tuple[str, list[int]]:
         pos = m.end()
     out.append(low[pos:])
     index.extend(range(pos, len(low)))
-    return "".join(out), index
+    return "".join(out), tuple(index)  # as normalise_for_quote: cached, kept from the collector
 
 
 def quote_span(quote: str, text: str, found: str | None = None) -> tuple[str | None, tuple[int, int] | None]:

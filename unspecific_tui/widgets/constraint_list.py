@@ -5,20 +5,22 @@ Evidence and the outcome pipeline.analysis.metrics counts); the pure
 ``sort_rows`` / ``filter_rows`` order and pick rows; ``ConstraintList`` draws them in a DataTable
 whose rows are replaced only when the instruction, response, sort or filter changes: a move
 within an instruction only moves the cursor. The list draws its rows itself, with DataTable's
-segments (tested equal), from cell texts kept apart from the row style.
+segments (tested equal), from cell texts kept apart from the row style, and keeps each line by
+what it shows (the row's facts, its place, the cursor on it or not), so the lines of the next
+instruction can be drawn ahead (``draw_ahead``) while the auditor reads the current one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.coordinate import Coordinate
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -142,6 +144,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self._text_width = 0
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)  # render_line's
         self._plain_cells: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(4096)  # _plain_text's
+        self._row_cells: LRUCache[ListRow, tuple[Text, ...]] = LRUCache(256)  # row_cells'
         self._rich_styles: dict[object, Style] = {}  # the widget's rich_style by pseudo-class state
         self._metas: dict[tuple[int, int], Style] = {}  # _cell_meta's
 
@@ -173,7 +176,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self.key = key
         self.rows_shown = list(rows)
         self.clear()
-        self.add_rows([self._cells(r) for r in rows])
+        self.add_rows([self.row_cells(r) for r in rows])
         self._ids = {r.constraint_id: i for i, r in enumerate(rows)}
         return True
 
@@ -186,9 +189,11 @@ class ConstraintList(DataTable, inherit_bindings=False):
             self.move_cursor(row=row, animate=False, scroll=False)
 
     def render_line(self, y: int) -> Strip:
-        """DataTable keys its line cache by the cursor's coordinate, so after a move the row the
-        cursor left is rendered again although it looks as before; here a line is kept by what it
-        shows: its row, and whether the cursor (or the mouse) is on that row."""
+        """DataTable keys its line cache by the cursor's coordinate and its row keys, new with every
+        instruction, so after a move the row the cursor left is rendered again although it looks as
+        before, and an instruction's rows are rendered again each time it is shown. Here a row's line
+        is kept by what it shows: the row's facts, its place in the list, and whether the cursor (or
+        the mouse) is on it; so the lines drawn ahead (``draw_ahead``) or shown before are found."""
         if not private_api_ok():  # a Textual the overrides were not written for: DataTable's own
             return super().render_line(y)
         scroll_x, scroll_y = self.scroll_offset
@@ -199,10 +204,16 @@ class ConstraintList(DataTable, inherit_bindings=False):
             return super().render_line(y)
         found = None if row_key is self._header_row_key else self._row_locations.get(row_key)
         row = -1 if found is None else found
-        key = (row_key, offset, scroll_x, self.size.width, row >= 0 and row == self.cursor_row,
-               self._show_hover_cursor and row == self.hover_row, self.cursor_type, self.show_cursor,
+        cursor = row >= 0 and row == self.cursor_row
+        if 0 <= row < len(self.rows_shown) and offset == 0 and self._own_rows():
+            strip = self._row_line(self.rows_shown[row], row, cursor, row == self.hover_row, scroll_x)
+            if strip is not None:
+                return strip
+        # The header (its look follows the columns, not the rows) and rows the list does not draw itself.
+        key = (row_key, offset, scroll_x, self.size.width, cursor, self._show_hover_cursor and row == self.hover_row,
+               self.cursor_type, self.show_cursor,
                None if self.cursor_type == "row" else (self.cursor_coordinate, self.hover_coordinate),
-               self._update_count, self._pseudo_class_state)
+               self._text_width if row < 0 else self._update_count, self._pseudo_class_state)
         strip = self._strips.get(key)
         if strip is None:
             if self.fixed_rows:
@@ -212,6 +223,70 @@ class ConstraintList(DataTable, inherit_bindings=False):
             self._strips[key] = strip
         return strip
 
+    def draw_ahead(self, rows: Sequence[ListRow], cursor: int | None) -> None:
+        """Draw the lines ``rows`` will show (the cursor on the row of constraint ``cursor``) into the
+        kept lines: the next item of what Audit follows, drawn while the auditor reads this one, is
+        then shown without rendering a row. Only the rows that can be in view once the cursor is."""
+        if not private_api_ok() or not self._own_rows() or not self.size.height:
+            return
+        at = next((i for i, r in enumerate(rows) if r.constraint_id == cursor), 0)
+        height = self.size.height
+        scroll_x = self.scroll_offset[0]
+        for i in range(max(0, at - height), min(len(rows), max(at, height) + 1)):
+            self._row_line(rows[i], i, i == at, self._show_hover_cursor and i == self.hover_row, scroll_x)
+
+    def _own_rows(self) -> bool:
+        """Whether rows are drawn here (``_row_segments``): a row cursor, no labels, no fixed rows or
+        columns, no zebra stripes, as Audit's list is (each row one line: ``show_rows`` adds them so);
+        otherwise DataTable draws them."""
+        return (self.cursor_type == "row" and not self.fixed_columns and not self.fixed_rows and not self.zebra_stripes
+                and not (self._labelled_row_exists and self.show_row_labels))
+
+    def _row_line(self, content: ListRow, row: int, cursor: bool, hover: bool, scroll_x: int) -> Strip | None:
+        """The kept line of ``content`` shown at ``row`` (drawn now when missing); None when a cell
+        is not one plain line (DataTable draws that row)."""
+        width = self.size.width
+        key = (content, row, scroll_x, width, self._text_width, self.cell_padding, cursor,
+               hover and self._show_hover_cursor, self.show_cursor, self._pseudo_class_state)
+        strip = self._strips.get(key)
+        if strip is None:
+            base = self._base_style()
+            segments = self._row_segments(self.row_cells(content), row, cursor, hover, base)
+            if segments is None:
+                return None
+            # As DataTable._render_line finishes a line: cropped to the view, padded, simplified.
+            strip = Strip(list(chain.from_iterable(segments))).crop(scroll_x, scroll_x + width)
+            strip = self._strips[key] = strip.adjust_cell_length(width, base).simplify()
+        return strip
+
+    def _row_segments(self, cells: Sequence[object], row_index: int, cursor: bool, hover: bool,
+                      base_style: Style) -> list[list[Segment]] | None:
+        """DataTable's ``_render_line_in_row`` for a one-line row of this list: the same segments
+        without the styles DataTable works out for every row and uses only for the header, labels
+        and fixed columns. None when a cell is not one plain line of text."""
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        if len(cells) < len(widths):
+            return None
+        plains: list[list[Segment]] = []
+        for cell, width in zip(cells, widths):
+            plain = self._plain_text(cell, width)
+            if plain is None:
+                return None
+            plains.append(plain)
+        show_cursor, show_hover = self.show_cursor, self._show_hover_cursor
+        component, post = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, show_cursor, show_hover,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+        row = [list(Segment.apply_style(plain, base_style + self._cell_meta(row_index, i) + component, post))
+               for i, plain in enumerate(plains)]
+        # The row's style carried to the widget's right edge, as DataTable extends it.
+        extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, show_cursor, show_hover,
+                                                    False, False)
+        extend = base_style + extend + self._cell_meta(row_index, -1)
+        remaining = max(0, self.size.width - sum(widths) - self._row_label_column_width)
+        row.append([Segment(" " * remaining, extend)])
+        return row
+
     def _base_style(self) -> Style:
         """The widget's rich_style (what DataTable.render_line passes on), kept per pseudo-class state."""
         state = self._pseudo_class_state
@@ -219,47 +294,6 @@ class ConstraintList(DataTable, inherit_bindings=False):
         if style is None:
             style = self._rich_styles[state] = self.rich_style
         return style
-
-    def _render_line_in_row(self, row_key: RowKey, line_no: int, base_style: Style, cursor_location: Coordinate,
-                            hover_location: Coordinate) -> tuple[list[list[Segment]], list[list[Segment]]]:
-        """DataTable's, for this list's rows (a row cursor, no labels, no fixed rows or columns, no
-        zebra stripes): the same segments without the styles DataTable works out for every row and
-        uses only for the header, labels and fixed columns. A new instruction renders ~37 rows."""
-        if not private_api_ok():
-            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
-        row_index = self._row_locations.get(row_key) if row_key in self._row_locations else None
-        if (row_index is None or self.cursor_type != "row" or self.fixed_columns or self.fixed_rows
-                or self.zebra_stripes or (self._labelled_row_exists and self.show_row_labels)):
-            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
-        cache_key = (row_key, line_no, base_style, cursor_location, hover_location, self.cursor_type,
-                     self.show_cursor, self._show_hover_cursor, self._update_count, self._pseudo_class_state)
-        cached = self._row_render_cache.get(cache_key)
-        if cached is not None:
-            return cached
-        cursor, hover = row_index == cursor_location.row, row_index == hover_location.row
-        show_cursor, show_hover = self.show_cursor, self._show_hover_cursor
-        component, post = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, show_cursor, show_hover,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-        widths = [column.get_render_width(self) for column in self.ordered_columns]
-        cells = self._get_row_renderables(row_index).cells
-        one_line = self.rows[row_key].height == 1
-        row: list[list[Segment]] = []
-        for i, width in enumerate(widths):
-            plain = self._plain_text(cells[i], width) if one_line and i < len(cells) else None
-            if plain is None or line_no:
-                row.append(self._render_cell(row_index, i, base_style, width, cursor=cursor, hover=hover)[line_no])
-            else:
-                row.append(list(Segment.apply_style(plain, base_style + self._cell_meta(row_index, i) + component, post)))
-        # The row's style carried to the widget's right edge, as DataTable extends it.
-        extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, show_cursor, show_hover,
-                                                    False, False)
-        extend = base_style + extend + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
-        remaining = max(0, self.size.width - sum(widths) - self._row_label_column_width)
-        row.append([Segment(" " * remaining, extend)])
-        pair: tuple[list[list[Segment]], list[list[Segment]]] = ([], row)
-        self._row_render_cache[cache_key] = pair
-        return pair
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         """DataTable's, without measuring every new cell: it does so for columns that take their
@@ -295,10 +329,13 @@ class ConstraintList(DataTable, inherit_bindings=False):
         return segments
 
     def _cell_meta(self, row_index: int, column_index: int) -> Style:
-        """The cell's mouse meta as DataTable sets it (Style.from_meta pickles the dict: kept)."""
+        """The cell's mouse meta as DataTable sets it (Style.from_meta pickles the dict: kept); column
+        -1: the row's space right of its cells."""
         meta = self._metas.get((row_index, column_index))
         if meta is None:
-            meta = self._metas[row_index, column_index] = Style.from_meta({"row": row_index, "column": column_index})
+            where = {"row": row_index, "column": 0, "out_of_bounds": True} if column_index < 0 else \
+                {"row": row_index, "column": column_index}
+            meta = self._metas[row_index, column_index] = Style.from_meta(where)
         return meta
 
     def _plain_cell(self, cell: Text, width: int) -> list[Segment]:
@@ -324,17 +361,26 @@ class ConstraintList(DataTable, inherit_bindings=False):
     def constraint_at(self, row: int) -> int | None:
         return self.rows_shown[row].constraint_id if 0 <= row < len(self.rows_shown) else None
 
-    @staticmethod
-    def _cells(r: ListRow) -> tuple[object, ...]:
-        sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored)
-        # pipeline.analysis.copy_count's count, as the queue, the panes and the reports give it.
-        count = r.copy
-        copied = Text(count.short() if count.words else "-",
-                      style="bold #e5c07b" if count.from_reference else "#e5c07b" if count.words else "dim")
-        flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
-                     style="black on yellow" if r.flags else "dim")
-        text = Text(r.text.replace("\n", " "), no_wrap=True, overflow="ellipsis")
-        judges = trust_cell(r.response_trust)
-        judges.pad_right(5 - len(judges))  # the summary's under "summ"
-        judges.append_text(trust_cell(r.summary_trust))
-        return (str(r.position), outcome_cell(r), judges, sim_a, sim_b, copied, flags, text)
+    def row_cells(self, r: ListRow) -> tuple[Text, ...]:
+        """The row's cells, kept by its facts: an instruction shown again, or drawn ahead, reuses them."""
+        cells = self._row_cells.get(r)
+        if cells is None:
+            cells = self._row_cells[r] = _cells(r)
+        return cells
+
+
+def _cells(r: ListRow) -> tuple[Text, ...]:
+    """A row's cells, each one line of text (the position too: DataTable would parse a str as markup)."""
+    sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored)
+    # pipeline.analysis.copy_count's count, as the queue, the panes and the reports give it.
+    count = r.copy
+    copied = Text(count.short() if count.words else "-",
+                  style="bold #e5c07b" if count.from_reference else "#e5c07b" if count.words else "dim")
+    flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
+                 style="black on yellow" if r.flags else "dim")
+    text = Text(r.text.replace("\n", " "), no_wrap=True, overflow="ellipsis")
+    judges = trust_cell(r.response_trust)
+    judges.pad_right(5 - len(judges))  # the summary's under "summ"
+    judges.append_text(trust_cell(r.summary_trust))
+    position = Text(str(r.position), no_wrap=True, end="")
+    return (position, outcome_cell(r), judges, sim_a, sim_b, copied, flags, text)

@@ -39,7 +39,7 @@ def merge(spans: list[Span]) -> list[Span]:
 
 
 @lru_cache(maxsize=256)
-def _normalised(text: str) -> tuple[str, list[int]]:
+def _normalised(text: str) -> tuple[str, tuple[int, ...]]:
     from pipeline.core.text import normalise_for_quote
 
     return normalise_for_quote(text)

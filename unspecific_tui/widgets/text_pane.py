@@ -124,6 +124,13 @@ class TextPane(ScrollView, can_focus=True):
             self._pending_reveal = self._revealed = None
             self.scroll_to(y=0, animate=False, immediate=True)
 
+    def wrap_ahead(self, plain: str) -> None:
+        """Wrap ``plain`` at this pane's width into the cache ``show`` reads: Audit does so for the
+        next item it will show, while the auditor reads the current one."""
+        width = self.text_region.width
+        if plain and width > 0:
+            wrap_lines(plain.replace("\t", " "), width)
+
     def _set_subtitle(self, subtitle: str) -> None:
         """Repaint only the bottom border row: setting ``border_subtitle`` repaints the whole pane."""
         if not self._width:

@@ -94,8 +94,9 @@ class ListPart(_Screen):
     def _visible(self, rows: list[ListRow]) -> list[ListRow]:
         return filter_rows(sort_rows(rows, self.sort), self.filter)
 
-    def _instruction_rows(self, data: InstructionData) -> Rows:
-        writer, ratio = self._writer_of(data), self._ratio(data)
+    def _instruction_rows(self, data: InstructionData, writer: Writer | None = None) -> Rows:
+        """The rows on ``writer``'s response (by default the one shown: ``_writer_of``), read once."""
+        writer, ratio = self._writer_of(data, writer), self._ratio(data)
         key = (data.id, writer, ratio)
         hit = self._rows.get(key)
         if hit is None:

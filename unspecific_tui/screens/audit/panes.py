@@ -18,7 +18,7 @@ from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_YES_THRESHOLD
 from pipeline.core.text import count_words
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData
-from unspecific_tui.screens.audit.state import PANES, SOURCE_PANE
+from unspecific_tui.screens.audit.state import PANES, SOURCE_PANE, Shown
 from unspecific_tui.widgets.constraint_list import ListRow
 from unspecific_tui.widgets.highlight import (
     QUOTE_FUZZY_STYLE,
@@ -76,7 +76,18 @@ class PanesPart(_Screen):
 
     def _render_pane(self, pane: str, texts: dict[str, str], con: Constraint, data: InstructionData,
                      verdicts: list[Verdict], row: ListRow | None, ratio: float) -> None:
-        shown, text = self.shown, texts[pane]
+        body, subtitle, first = self._pane_content(pane, texts, con, data, verdicts, row, self.shown)
+        widget = self.query_one(f"#{pane}", TextPane)
+        widget.show(body, key=(data.id, pane, self.writer, ratio), subtitle=subtitle)
+        if first is not None:
+            widget.reveal(first)
+
+    def _pane_content(self, pane: str, texts: dict[str, str], con: Constraint, data: InstructionData,
+                      verdicts: list[Verdict], row: ListRow | None, shown: Shown) -> tuple[Text, str, int | None]:
+        """One pane's text with its copied spans and the judges' quotes highlighted, its subtitle, and
+        the offset to scroll to (the first highlight); what it found recorded in ``shown``. Reading
+        ahead passes a Shown of its own: the spans and counts land in their caches, nothing is drawn."""
+        text = texts[pane]
         sources: dict[str, tuple[tuple[int, int], ...]] = {}
         if self.copy_mode == "constraint":
             copies = copied_spans(con.text, text, CONSTRAINT_N) if text else ()
@@ -126,11 +137,7 @@ class PanesPart(_Screen):
         else:
             subtitle += f" · {len(copies)} span{'' if len(copies) == 1 else 's'} of the constraint"
         shown.subtitles[pane] = subtitle
-        widget = self.query_one(f"#{pane}", TextPane)
-        widget.show(body, key=(data.id, pane, self.writer, ratio), subtitle=subtitle)
-        first = min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
-        if first is not None:
-            widget.reveal(first)
+        return body, subtitle, min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
 
     def _render_source(self, texts: dict[str, str], con: Constraint, data: InstructionData, row: ListRow | None,
                        ratio: float) -> None:

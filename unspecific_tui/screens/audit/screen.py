@@ -26,6 +26,8 @@ from unspecific_tui.widgets.constraint_list import FILTERS, SORTS, ConstraintLis
 from unspecific_tui.widgets.footer import KeyFooter
 from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
+READ_AHEAD_S = 0.03  # after the paint, before the next stop is read ahead (an auditor reads for seconds)
+
 
 class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
     """Audit: the list (listing.py), the detail panes (panes.py), the head (head.py) and what n / p
@@ -227,12 +229,29 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
             return shown_ratio(data.ratios) or DEFAULT_RATIO
         return DEFAULT_RATIO
 
-    def _writer_of(self, data: InstructionData) -> Writer | None:
-        if self.writer in data.responses:
-            return self.writer
+    def _writer_of(self, data: InstructionData, preferred: Writer | None = None) -> Writer | None:
+        """The response shown for ``data``: ``preferred`` (by default the one shown now) when the
+        instruction has it, else the app's, else its first."""
+        wanted = self.writer if preferred is None else preferred
+        if wanted in data.responses:
+            return wanted
         return self.app.writer if self.app.writer in data.responses else (data.writers[0] if data.writers else None)
 
+    def _texts(self, data: InstructionData, writer: Writer | None, ratio: float) -> dict[str, str]:
+        """Each pane's text: the two references, the writer's response and its summary at ``ratio``."""
+        response = data.responses.get(writer) if writer else None
+        summary = data.summary(writer, ratio) if writer else None
+        return {"ref-a": data.article_a, "ref-b": data.article_b,
+                "response": response.text if response else "", "summary": summary.text if summary else ""}
+
+    def _drawn_panes(self) -> tuple[str, ...]:
+        """The panes a refresh draws: at 80 columns the one shown (the others when `t` brings them: a
+        third of a move's cost), the response left to the source view when it is on."""
+        panes = (PANES[self.pane],) if self._narrow() else PANES
+        return tuple(p for p in panes if not (self.source_view and p == "response"))
+
     def refresh_constraint(self) -> None:
+        self.app.collect_after_paint()
         self._said = ""  # said until the next move
         if not self.order:
             empty = Text("No constraints in this store yet. Build a run (1), then come back.")
@@ -250,8 +269,7 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
         rows = self._instruction_rows(data)
         row = next((r for r in rows.rows if r.constraint_id == cid), None)
         verdicts = rows.verdicts.get(cid, [])
-        texts = {"ref-a": data.article_a, "ref-b": data.article_b,
-                 "response": response.text if response else "", "summary": summary.text if summary else ""}
+        texts = self._texts(data, self.writer, ratio)
         shown = Shown(cid, iid, self.writer, response.id if response else None, summary.id if summary else None)
         shown.row = row
         self.shown = shown
@@ -262,17 +280,45 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
         if self._list_visible():
             self._sync_list()
         self._render_list_head(data, rows.rows, visible)
-        # At 80 columns one pane shows: the others are drawn when `t` brings them (a third of a move's cost).
-        for pane in (PANES[self.pane],) if self._narrow() else PANES:
-            if not (self.source_view and pane == "response"):  # the source view draws it
-                self._render_pane(pane, texts, con, data, verdicts, row, ratio)
-        if self.source_view:
+        for pane in self._drawn_panes():
+            self._render_pane(pane, texts, con, data, verdicts, row, ratio)
+        if self.source_view:  # it draws the response
             self._render_source(texts, con, data, row, ratio)
         shown.state = row.outcome if row else "not judged"
         self._render_head(data, con, rows.flags.get(cid, {}), row, verdicts, ratio)
         self._render_legend(row)
         self._render_verdicts(verdicts)
         self._render_tabs()
+        if self.app.following is not None:
+            self.app.after_paint(self._read_ahead, READ_AHEAD_S)
+
+    def _read_ahead(self) -> None:
+        """Run once this item is painted, as the auditor reads it: the next stop of what n / p
+        follow is read (its rows, from the store), its list lines drawn and its panes' spans, quotes,
+        counts and wraps computed, into the caches its move will find. Moving to another instruction
+        otherwise reads and draws all of it between the key and the paint (at 160x48 the list's ~37
+        rows and four panes: most of a move). Nothing here is shown; a stop it did not guess (`p`,
+        another key) is drawn as before."""
+        following = self.app.following
+        if following is None or following.index + 1 >= len(following.stops) or not self.is_current:
+            return
+        stop = following.stops[following.index + 1]
+        if stop.constraint_id not in self._pos:
+            return
+        data = self.app.view.instruction(stop.instruction_id)
+        con = data.constraints.get(stop.constraint_id)
+        writer = self._writer_of(data, stop.writer)
+        if con is None or writer is None:
+            return
+        rows = self._instruction_rows(data, writer)
+        if self._list_visible():
+            self.query_one(ConstraintList).draw_ahead(self._visible(rows.rows), con.id)
+        texts = self._texts(data, writer, self._ratio(data))
+        row = next((r for r in rows.rows if r.constraint_id == con.id), None)
+        scratch = Shown()  # what the panes found: recorded again when the move shows them
+        for pane in self._drawn_panes():
+            self._pane_content(pane, texts, con, data, rows.verdicts.get(con.id, []), row, scratch)
+            self.query_one(f"#{pane}", TextPane).wrap_ahead(texts[pane])
 
 
 def _instruction(entry: tuple[int, int]) -> int:
