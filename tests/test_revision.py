@@ -142,6 +142,41 @@ async def test_base_article_too_short_is_refused(tmp_path) -> None:
     assert store.scalar("SELECT count(*) FROM generations") == 0
 
 
+MORE = ("The river rose two metres overnight and reached the old mill by dawn. Volunteers filled sandbags in "
+        "the church car park while the school opened its gym to families. Farmers moved their cattle to the "
+        "high fields above the valley road. By noon the rain had eased, but the bridge stayed shut.")
+
+
+async def test_a_short_base_article_is_continued_not_rewritten(tmp_path) -> None:
+    # The embedded model wrote 148 words for 500 and, asked again, the same short text: go on from it.
+    store = make_store(tmp_path / "s.sqlite", 1)
+    inst = _instruction(store, ["C."])
+    first = prose(60)
+    with FakeOpenAIServer(lambda r: Reply(text=first if len(r["messages"]) == 2 else MORE)) as server:
+        client = LLMClient(fake_config(server.base_url), store)
+        gen = await write_base_article(store, client, "fake", inst, "Write about a flood.", 300)
+        await client.aclose()
+    assert server.calls == 2
+    follow = server.requests[1]["messages"]
+    assert follow[-2] == {"role": "assistant", "content": first}
+    assert "from where it stops" in follow[-1]["content"] and "240 more words" in follow[-1]["content"]
+    row = store.one("SELECT * FROM generations WHERE id = ?", [gen])
+    assert store.get_text(row["text_hash"]) == f"{first}\n\n{MORE}" and row["words"] == 60 + len(MORE.split())
+
+
+async def test_a_continuation_that_repeats_the_text_fails_the_article(tmp_path) -> None:
+    store = make_store(tmp_path / "s.sqlite", 1)
+    inst = _instruction(store, ["C."])
+    first = prose(60)
+    with FakeOpenAIServer(lambda r: Reply(text=first)) as server:
+        client = LLMClient(fake_config(server.base_url), store)
+        with pytest.raises(ParseError, match="has 60 words after continuing; about 300 were asked for"):
+            await write_base_article(store, client, "fake", inst, "Write about a flood.", 300)
+        await client.aclose()
+    assert server.calls == 2  # the ask, then one continuation that only said it again
+    assert store.scalar("SELECT count(*) FROM generations") == 0
+
+
 def test_revise_eval_prompt_keeps_the_base_article_fenced() -> None:
     from pipeline.llm.prompts import defuse
 

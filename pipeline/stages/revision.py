@@ -226,22 +226,69 @@ def clean_article(text: str) -> str:
     return body
 
 
+# A small model stops well short of the length asked and, asked again, writes the same short text
+# (the embedded model: 148 words for 500, twice). A reply past STUB_SHARE of the length is kept and
+# continued from where it stops, up to CONTINUE_ROUNDS times; only a stub is rewritten from scratch.
+STUB_SHARE = 0.1
+MIN_SHARE = 0.3  # a base article shorter than this share of the length asked is not one
+CONTINUE_ROUNDS = 2
+REPEAT_SHARE = 0.5  # a continuation whose 5-word runs are mostly in the text already repeats it
+
+
+def _five_grams(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return set(zip(*(words[k:] for k in range(5))))
+
+
+def _repeats(text: str, more: str) -> bool:
+    grams = _five_grams(more)
+    return bool(grams) and len(grams & _five_grams(text)) / len(grams) >= REPEAT_SHARE
+
+
+async def _continued(client: LLMClient, ep: Any, template: Template, messages: list[dict[str, str]], body: str,
+                     words: int, minimum: int) -> str:
+    """``body`` continued by the model until it reaches ``minimum`` words (CONTINUE_ROUNDS at most);
+    a continuation that is junk, a refusal or a repeat of the text ends it."""
+    from pipeline.llm.contract import check_prose
+
+    for _ in range(CONTINUE_ROUNDS):
+        n = count_words(body)
+        if n >= minimum:
+            break
+        follow = [*messages, {"role": "assistant", "content": body},
+                  {"role": "user", "content": f"Go on with the text from where it stops: about {words - n} more words "
+                                              "of the same plain prose. Write only the new part."}]
+        reply, _ = await client.chat(ep, follow, template=template, params=Params(max_tokens=int((words - n) * 2.2) + 200))
+        try:
+            more = check_prose(clean_article(reply), what="continuation", refusal_fails=True)
+        except ValueError:
+            break
+        if _repeats(body, more):
+            break
+        body = f"{body}\n\n{more}"
+    return body
+
+
 async def write_base_article(store: Store, client: LLMClient, endpoint: str, instruction_id: int, main_task: str,
                              words: int) -> int:
-    """The constraint-blind article for an eval instruction, written once and stored; returns its id."""
+    """The constraint-blind article for an eval instruction, written once and stored; returns its id.
+    A short article is continued (STUB_SHARE, above), a stub rewritten."""
+    from pipeline.core.errors import ParseError
+
     existing = base_generation_id(store, instruction_id)
     if existing is not None:
         return existing
     ep = client.config.endpoint(endpoint)
     template = load_template("base_article")
-    minimum = max(20, int(words * 0.3))
+    minimum = max(20, int(words * MIN_SHARE))
+    stub = max(20, int(words * STUB_SHARE))
 
     def accept(text: str) -> str:
         from pipeline.llm.contract import check_prose
 
         body = clean_article(text)
         n = count_words(body)
-        if n < minimum:
+        if n < stub:
             raise ReplyError(f"the article has {n} words; about {words} were asked for", reply=text)
         # Junk or a refusal is no base article: the constraints would be judged against nothing.
         return check_prose(body, what="article", refusal_fails=True)
@@ -254,7 +301,11 @@ async def write_base_article(store: Store, client: LLMClient, endpoint: str, ins
         repair=lambda error: f"That reply cannot be used: {error}. Write the whole text now, about {words} words, "
                              "and nothing else.",
     )
-    h = store.put_text(body)  # type: ignore[arg-type]
+    body = await _continued(client, ep, template, messages, body, words, minimum)
+    if count_words(body) < minimum:
+        raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable base article: it has "
+                         f"{count_words(body)} words after continuing; about {words} were asked for")
+    h = store.put_text(body)
     gen_id = insert_generation(store, NewGeneration(
         kind="base", instruction_id=instruction_id, model=f"{ep.name}/{ep.model}", mode="", text_hash=h,
         words=count_words(body), call_id=completion.call_id,  # type: ignore[union-attr]
