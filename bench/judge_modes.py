@@ -29,7 +29,6 @@ import asyncio
 import importlib.util
 import json
 import math
-import re
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ from pipeline.analysis.judge_check import (  # noqa: E402
     load_check_file,
     selected_texts,
 )
+from pipeline.analysis.support import sentence_spans  # noqa: E402
 from pipeline.core.config import parse_config  # noqa: E402
 from pipeline.stages.judge_check import run_judge_check, text_of  # noqa: E402
 from pipeline.stages.runs import open_client  # noqa: E402
@@ -118,7 +118,7 @@ CONSTRAINT_WORDS = 14  # a constraint keeps a sentence's first words, about a sy
 
 def _sentence_constraints(text: str, n: int) -> list[str]:
     """'Mention that ...' from the text's sentences (capitals kept: names stay names), cut to CONSTRAINT_WORDS words, n of them spread evenly."""
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if len(s.split()) >= 6]
+    sentences = [s for a, b in sentence_spans(text) if len((s := text[a:b].strip()).split()) >= 6]
     picked = [sentences[round(k * (len(sentences) - 1) / max(1, n - 1))] for k in range(n)] if sentences else []
     out = []
     for s in picked:

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.analysis.suspicion import word_ngrams
 from pipeline.core.text import count_words
 from pipeline.llm.client import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from pipeline.llm.prompts import Template, defuse, load_template, numbered
@@ -235,14 +236,9 @@ CONTINUE_ROUNDS = 2
 REPEAT_SHARE = 0.5  # a continuation whose 5-word runs are mostly in the text already repeats it
 
 
-def _five_grams(text: str) -> set[tuple[str, ...]]:
-    words = re.findall(r"\w+", text.lower())
-    return set(zip(*(words[k:] for k in range(5))))
-
-
 def _repeats(text: str, more: str) -> bool:
-    grams = _five_grams(more)
-    return bool(grams) and len(grams & _five_grams(text)) / len(grams) >= REPEAT_SHARE
+    grams = word_ngrams(more, 5)
+    return bool(grams) and len(grams & word_ngrams(text, 5)) / len(grams) >= REPEAT_SHARE
 
 
 async def _continued(client: LLMClient, ep: Any, template: Template, messages: list[dict[str, str]], body: str,
