@@ -95,17 +95,24 @@ def test_every_view_gives_the_same_count(path: Path) -> None:
         assert _counts((cid, e.copy_count) for cid, e in listed.items()) == EXPECTED
         # The queue: c1, c2 copied (leading), c3, c4 lost.
         queue = suspicion_queue(store)
-        assert [e.constraint_id for e in queue] == [1, 2, 3, 4]  # copied first, then lost
+        # Copied first, the more specific first (8 words of B against 6 of A), the echo, then lost.
+        assert [e.constraint_id for e in queue] == [2, 1, 3, 4]
         assert _counts((e.constraint_id, e.copy_count) for e in queue) == EXPECTED
         # export --suspicious: the words, the source, and the reasons as sentences with their codes.
         rows, missing = suspicion_rows(store)
         assert not missing
         assert {r["constraint_id"]: (r["copied_words"], r["copy_source"]) for r in rows} == EXPECTED
         by_id = {r["constraint_id"]: r for r in rows}
-        assert by_id[1]["reasons"] == ["6 words copied from reference A into the response"]
+        assert by_id[1]["reasons"] == ["6 words copied from reference A into the response: “council approved a new"
+                                       " sea wall” (6 words of reference A only, in 1 of 2 articles)"]
         assert by_id[1]["reason_codes"] == ["copied"]
-        assert by_id[3]["reasons"] == ["satisfied in the response, lost in its 0.25 summary"]
-        assert reason_sentences(listed[2]) == ["8 words copied from reference B into the response"]
+        assert by_id[3]["reasons"][1:] == ["satisfied in the response, lost in its 0.25 summary"]
+        assert reason_sentences(listed[2]) == ["8 words copied from reference B into the response: “farmers in the"
+                                               " valley worried about the drought” (8 words of reference B only, in 1"
+                                               " of 2 articles)"]
+        # The response repeats c3's own words, in no reference: the echo (no embedder here: the words alone).
+        assert reason_sentences(listed[3])[0] == ("the response repeats the constraint: 3 of its words in no reference"
+                                                  " (“rising water levels”)")
         # The HTML report's data for the instruction: the same words and source on the response.
         report = build_report(store, ReportOptions(n_resamples=50))
         result = write_html(store, report, path.parent / "html")

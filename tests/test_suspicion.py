@@ -26,6 +26,7 @@ from pipeline.analysis.suspicion import (
     REASONS,
     Evidence,
     copied_phrases,
+    group_by_phrase,
     instruction_evidence,
     parse_reasons,
     reason_sentences,
@@ -154,7 +155,7 @@ def test_the_queue_ranks_by_score_and_leaves_out_items_without_a_reason(store: S
     # the secondary reasons alone: lost + unquoted 0.75; lost 0.5.
     assert [_key(e) for e in queue] == [(1, "direct"), (3, "direct"), (3, "edit"), (5, "direct"), (5, "edit"),
                                         (4, "direct"), (6, "direct")]
-    assert [e.score() for e in queue] == [3.0, 1.59, 1.44, 1.1, 1.1, 0.75, 0.5]
+    assert [e.score() for e in queue] == [3.32, 1.59, 1.44, 1.1, 1.1, 0.75, 0.5]
     assert [e.score() for e in queue] == sorted((e.score() for e in queue), reverse=True)
     assert queue.total == 7 and len(suspicion_queue(store, limit=2)) == 2
     assert suspicion_queue(store, limit=2).total == 7
@@ -169,7 +170,7 @@ def test_reasons_switch_off(store: Store) -> None:
     assert four.score(tuple(r for r in REASONS if r != "unquoted")) == 0.5
     assert suspicion_queue(store, enabled=()) == []
     assert parse_reasons("lost, copied") == ("copied", "lost")
-    with pytest.raises(UnspecificError, match="'bogus'.*similar, copied, lost, split, unquoted"):
+    with pytest.raises(UnspecificError, match="'bogus'.*similar, copied, echo, lost, split, unquoted"):
         parse_reasons("copied,bogus")
 
 
@@ -235,7 +236,12 @@ def test_export_suspicious_through_the_cli(store: Store, tmp_path: Path, capsys:
     assert [(r["constraint_id"], r["mode"]) for r in rows][:2] == [(1, "direct"), (3, "direct")]
     assert rows[0]["reason_codes"] == ["copied"] and rows[0]["copied_from"] == "A" and rows[0]["rank"] == 1
     # Each reason in words, beside its code (pipeline.analysis.suspicion.reason_sentences).
-    assert rows[0]["reasons"] == ["6 words copied from reference A into the response"]
+    assert rows[0]["reasons"] == ["6 words copied from reference A into the response: “council approved a new sea"
+                                  " wall” (6 words of reference A only, in 1 of 2 articles)"]
+    # Every phrase found, by source: the paste from A, and the constraint's own words (in no reference).
+    assert rows[0]["copied"] == [{"phrase": "council approved a new sea wall", "source": "A", "specificity": 0.58,
+                                  "why": "6 words of reference A only, in 1 of 2 articles"},
+                                 {"phrase": "the council approved", "source": "constraint"}]
     assert (rows[0]["copied_words"], rows[0]["copy_source"]) == (6, "A")
     four = next(r for r in rows if r["constraint_id"] == 4)
     assert four["reason_lost"] and four["reason_unquoted"] and not four["reason_copied"]
@@ -253,7 +259,7 @@ def test_export_suspicious_through_the_cli(store: Store, tmp_path: Path, capsys:
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["constraint_id"] for line in lines] == [1]
     assert main(["--store", path, "export", "--suspicious", "--out", "-", "--reasons", "copid"]) == 2
-    assert "similar, copied, lost, split, unquoted" in capsys.readouterr().err.replace("\n", " ")
+    assert "similar, copied, echo, lost, split, unquoted" in capsys.readouterr().err.replace("\n", " ")
 
 
 def test_export_help_names_every_reason(capsys: pytest.CaptureFixture) -> None:
@@ -271,7 +277,8 @@ def test_report_lines_show_the_top_with_reasons(store: Store) -> None:
     compute_copy_evidence(store)
     lines = report_lines(suspicion_queue(store, limit=10))
     text = "\n".join(lines)
-    assert '6 words copied from reference A into the response ("council approved a new sea wall")' in text
+    assert ('6 words copied from reference A into the response: “council approved a new sea wall” (6 words of'
+            ' reference A only, in 1 of 2 articles)') in text
     assert "constraint 0.72 similar to reference B" in text
     rows, missing = suspicion_rows(store)
     assert not missing and all(set(r) >= {f"reason_{x}" for x in REASONS} for r in rows)
@@ -288,15 +295,18 @@ def _assert_ranking_agrees(reader: StoreReader) -> None:
                   for e in instruction_evidence(reader, iid, w, 0.25).values()]
     assert any(e.copied for e in everything) and any(e.lost for e in everything)
     assert any(e.unsure for e in everything) and any(e.p_yes and not e.unsure for e in everything)
-    for enabled in (REASONS, ("similar", "copied"), ("split", "unquoted", "uncertain"), ("lost",), ("uncertain",)):
+    for enabled in (REASONS, ("similar", "copied", "echo"), ("echo",), ("split", "unquoted", "uncertain"), ("lost",),
+                    ("uncertain",)):
         by_hand = sorted((e for e in everything if e.score(enabled) > 0),
                          key=lambda e: (-e.score(enabled), e.instruction_id, e.position, e.writer))
-        queue = suspicion_queue(reader, enabled=enabled)
+        # Item for item (ungrouped), then grouped by lead phrase as the screens show it.
+        assert suspicion_queue(reader, enabled=enabled) == group_by_phrase(by_hand)
+        queue = suspicion_queue(reader, enabled=enabled, grouped=False)
         assert [(_key(e), e.writer.model, e.score(enabled)) for e in queue] == \
             [(_key(e), e.writer.model, e.score(enabled)) for e in by_hand], enabled
         assert queue == by_hand  # every field: the kept rows' verdicts are read in full
         assert queue.total == len(by_hand)
-        head = suspicion_queue(reader, enabled=enabled, limit=5)
+        head = suspicion_queue(reader, enabled=enabled, limit=5, grouped=False)
         assert head == by_hand[:5] and head.total == len(by_hand)
 
 
@@ -438,7 +448,7 @@ def test_a_store_from_before_uncertain_marks_is_migrated(store: Store) -> None:
     store.close()
     migrated = open_store(path)
     try:
-        assert migrated.schema_version == SCHEMA_VERSION == 15
+        assert migrated.schema_version == SCHEMA_VERSION == 16
         assert stale_count(migrated.conn) == migrated.scalar("SELECT count(DISTINCT generation_id) FROM verdicts")
         assert [_key(e) for e in suspicion_queue(migrated, enabled=("uncertain",))] == [(2, "direct")]
         put_calibration(migrated, Calibration("J3", "yes_no", "builtin", 0.2, "test", 42, None, None))

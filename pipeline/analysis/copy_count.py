@@ -3,7 +3,7 @@
 Every view that says how much a constraint's words were copied into a text (Audit's list and
 panes, the suspicion queue, `report`, `export --suspicious`, the HTML report) reads this count,
 so they cannot disagree. The words are the constraint's phrases (runs of its word n-grams, not
-all stopwords: pipeline.analysis.suspicion.copied_phrases) that occur in the text, and the
+all stopwords or the list's template words: pipeline.analysis.copy_evidence.copied_phrases) that occur in the text, and the
 source is:
 
   "A", "B", "AB"  the phrases are also in reference A, B or both: text pasted from a reference,
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from pipeline.analysis.copying import WORD
+from pipeline.core.definitions import echo_counts
 
 REFERENCE_SOURCES = ("A", "B", "AB")
 CONSTRAINT = "constraint"
@@ -69,33 +70,39 @@ def phrase_words(phrases: Sequence[str]) -> int:
     return sum(len(WORD.findall(p)) for p in phrases)
 
 
-def count_of(copied: Sequence[str], copied_from: str, echoed: Sequence[str] = ()) -> CopyCount:
-    """The count from the phrases found: reference phrases first, else the constraint's own words."""
+def count_of(copied: Sequence[str], copied_from: str, echoed: Sequence[str] = (), echo: float | None = None
+             ) -> CopyCount:
+    """The count from the phrases found: reference phrases first, else the constraint's own words when
+    they count (pipeline.core.definitions.echo_counts: with the text's ``echo``, when one was computed)."""
     if copied:
         return CopyCount(phrase_words(copied), "".join(sorted(copied_from)), tuple(copied))
-    if echoed:
+    if echo_counts(bool(echoed), echo, copied=False):
         return CopyCount(phrase_words(echoed), CONSTRAINT, tuple(echoed))
     return NONE
 
 
-def copy_count(constraint: str, text: str, reference_a: str, reference_b: str | None) -> CopyCount:
-    """The count for one constraint and one text (a response or a summary), from the texts."""
-    from pipeline.analysis.suspicion import copied_phrases
+def copy_count(constraint: str, text: str, reference_a: str, reference_b: str | None,
+               template: frozenset[str] = frozenset(), echo: float | None = None) -> CopyCount:
+    """The count for one constraint and one text (a response or a summary), from the texts; the
+    ``template`` words of the constraint's list (pipeline.analysis.specificity.template_words) never
+    count; ``echo``: the constraint's stored echo on the text (None: not computed)."""
+    from pipeline.analysis.copy_evidence import copied_phrases
 
     if not text:
         return NONE
     grams = _grams(text)
     refs = {k: _grams(v) for k, v in (("A", reference_a), ("B", reference_b or "")) if v}
-    copied, sources = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams=refs)
+    copied, sources = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams=refs, ignore=template)
     echoed: tuple[str, ...] = ()
     if not copied:
-        echoed, _ = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams={"C": grams})
-    return count_of(copied, sources, echoed)
+        echoed, _ = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams={"C": grams},
+                                   ignore=template)
+    return count_of(copied, sources, echoed, echo)
 
 
 @lru_cache(maxsize=256)
 def _grams(text: str) -> frozenset[tuple[str, ...]]:
     """A text's word n-grams, once per text: a text is counted against each of its 39 constraints."""
-    from pipeline.analysis.suspicion import word_ngrams
+    from pipeline.analysis.copy_evidence import word_ngrams
 
     return frozenset(word_ngrams(text))

@@ -6,9 +6,16 @@ The reasons (each can be switched off; an item with no enabled reason is not in 
   similar   the constraint is close to a reference: its stored similarity (pipeline.analysis.similarity)
             to A or B reaches HIGH_SIMILARITY (an embedder's cosine) or HIGH_LEXICAL_SIMILARITY
             (lexical overlap), pipeline.core.definitions
-  copied    constraint word n-grams (COPY_EVIDENCE_NGRAM words, not all stopwords) found in a
-            reference AND in the response; ``copied_from`` says which reference(s). Computed once by
-            pipeline.stages.copy_evidence into the store; Audit's list computes what is missing
+  copied    constraint word n-grams (COPY_EVIDENCE_NGRAM words, not all stopwords or template words)
+            found in a reference AND in the response; ``copied_from`` says which reference(s), ``facts``
+            why each phrase is or is not specific (pipeline.analysis.specificity: the main task's words
+            and both references' are the topic; a phrase in few of the domain's articles, a name, a
+            number, a long run are a paste). Computed once by pipeline.stages.copy_evidence into the
+            store; Audit's list computes what is missing
+  echo      the response repeats some of the constraint's own words, in no reference (its template's
+            never count), and the constraint's echo (the research code's copy-paste score: its highest
+            cosine with a sentence of the response, pipeline.stages.echo) reaches ECHO_HIGH; with no
+            echo computed, the words alone (pipeline.core.definitions.echo_counts)
   lost      satisfied in the response, lost in the summary: the item flipped
             (pipeline.store.scores.item_outcome_sql, the raters who judged both texts)
   split     the judges split (some Yes, some No) on the response or on the summary (Trust.split)
@@ -28,13 +35,14 @@ are the item outcome's (the raters who judged both texts); with no judged summar
 The score is a weighted sum over the enabled reasons that fire:
 
   similar   2 x the highest similarity (so 1.0 to 2 at the default thresholds)
-  copied    3, plus 0.5 per further copied phrase (at most 3 more), plus 1 when copied from both references
+  copied    1 + 4 x the item's specificity (1 for the topic's words, up to 5 for a long, rare, named paste)
+  echo      1 + the echo (1.75 to 2 from ECHO_HIGH; 1 on the words alone, with no echo computed)
   lost      0.5
   unquoted  0.25
   split     0.15
   uncertain 0.05
 
-Copying leads: the copy reasons (similar, copied) are the direct evidence of copy-paste, and the
+Copying leads: the copy reasons (similar, copied, echo) are the direct evidence of copy-paste, and the
 secondary ones together (0.95) weigh less than the weakest copy reason alone (1.0: a lexical
 similarity at its threshold), so every item with copy evidence ranks above every item without.
 Among the secondary, a lost constraint alone is what the benchmark measures, not a suspicion;
@@ -43,7 +51,8 @@ not in the response, or two judges disagreeing outright, say more than a verdict
 the other way. ``reason_sentences`` says each reason in words (the one place that does). Ties go by
 instruction, position, writer. ``suspicion_queue`` ranks in the store
 (pipeline.store.suspicion.evidence_rows computes this same score in SQL from WEIGHTS and the COPY_*
-numbers below, so only the kept rows reach Python; a test checks the two agree item for item);
+numbers below and the stored specificity, so only the kept rows reach Python; a test checks the two
+agree item for item);
 ``copy_evidence_missing`` on its result says whether the copy-evidence stage has not run everywhere
 (screens then say "run `unspecific evaluate`" or "`unspecific build`"), and ``total`` how many items
 scored before ``limit``.
@@ -57,21 +66,28 @@ Cost (bench: tests/fakes/synthetic.py, 2,000 instructions x 39 constraints x 2 w
 verdicts, 111,000 suspects of 156,000 items): the queue's top 1,000 in about 0.6 s of CPU (1.5 s when
 the verdicts were pivoted per query), all 111,000 as Evidence in about 5 s (building the Python
 objects: ask for a ``limit``); ``instruction_evidence`` about 15-25 ms.
+
+Diversity at the head: one phrase copied by many constraints of one instruction (its subject, as a
+rule) leads once; ``group_by_phrase`` files the later items of the same (instruction, writer, lead
+phrase) under the first (``Evidence.same_phrase``), which the app, `report` and the HTML show as
+"and 15 more constraints on the same phrase".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from pipeline.analysis.copy_count import CopyCount, count_of, source_name
-from pipeline.analysis.copying import STOPWORDS, WORD
+from pipeline.analysis.copy_evidence import CopyFinder, copied_phrases
 from pipeline.analysis.similarity import LEXICAL, Similarity
+from pipeline.analysis.specificity import PhraseFacts, dump_facts, lead, load_facts
 from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import (
-    COPY_EVIDENCE_NGRAM,
     DEFAULT_RATIO,
+    ECHO_HIGH,
+    echo_counts,
     HIGH_LEXICAL_SIMILARITY,
     HIGH_SIMILARITY,
     passes,
@@ -88,30 +104,29 @@ from pipeline.store.suspicion import (
     copy_evidence_missing_for,
     count_missing_copy_evidence,
     evidence_rows,
-    response_and_reference_hashes,
-    text_bodies,
+    missing_copy_work,
 )
 from pipeline.store.view import StoreReader, Writer, store_of
 
-REASONS: tuple[str, ...] = ("similar", "copied", "lost", "split", "unquoted", "uncertain")
+REASONS: tuple[str, ...] = ("similar", "copied", "echo", "lost", "split", "unquoted", "uncertain")
 # The one command that computes the stored evidence a store built before it lacks (similarity, copy
 # evidence): named by every screen and report that finds it missing.
 EVIDENCE_COMMAND = "unspecific evidence"
 REASON_TEXT: dict[str, str] = {
     "similar": "constraint close to a reference (high similarity)",
     "copied": "constraint words copied from a reference into the response",
+    "echo": "the response repeats the constraint (a sentence close to it, its own words)",
     "lost": "satisfied in the response, lost in the summary",
     "split": "judges split on the response or the summary",
     "unquoted": "a Yes on the response whose quote is missing",
     "uncertain": "a judge's P(Yes) on the response near its threshold",
 }
-COPY_REASONS: tuple[str, ...] = ("similar", "copied")  # the "copy only" view
+COPY_REASONS: tuple[str, ...] = ("similar", "copied", "echo")  # the "copy only" view
 SECONDARY_REASONS: tuple[str, ...] = ("lost", "split", "unquoted", "uncertain")
-WEIGHTS: dict[str, float] = {"similar": 2.0, "copied": 3.0, "lost": 0.5, "unquoted": 0.25, "split": 0.15,
-                             "uncertain": 0.05}
-COPY_EXTRA = 0.5  # per further copied phrase
-COPY_EXTRA_MAX = 3  # further phrases counted at most
-COPY_BOTH = 1.0  # copied from both references
+WEIGHTS: dict[str, float] = {"similar": 2.0, "copied": 1.0, "echo": 1.0, "lost": 0.5, "unquoted": 0.25,
+                             "split": 0.15, "uncertain": 0.05}
+COPY_SPECIFIC = 4.0  # added to "copied" per unit of the item's specificity
+ECHO_COSINE = 1.0  # added to "echo" per unit of the echo (0 when none was computed)
 
 
 def similarity_threshold(method: str) -> float:
@@ -148,11 +163,16 @@ class Evidence:
     response_id: int | None = None
     summary_id: int | None = None
     copy_known: bool = True  # False: copy evidence was not computed for this pair
-    # The constraint's phrases in the response and in no reference (the response repeats the
-    # constraint's wording); read only where nothing was copied from a reference.
+    # The constraint's phrases the response repeats (its own wording; template words never count).
     echoed: tuple[str, ...] = ()
     # Each yes_no judge's latest P(Yes) on the response, with the threshold it is read at now.
     p_yes: tuple[YesProbability, ...] = ()
+    facts: tuple[PhraseFacts, ...] = ()  # one per copied phrase: why it is (not) specific
+    specificity: float = 0.0  # the item's (pipeline.core.definitions.item_specificity)
+    echo: float | None = None  # the constraint's echo on the response (None: not computed)
+    summary_echo: float | None = None
+    lead_key: str = ""  # the phrase the item is about (pipeline.analysis.specificity.phrase_key)
+    same_phrase: tuple[Evidence, ...] = ()  # later items of the instruction and writer on the same phrase
 
     @property
     def unsure(self) -> tuple[YesProbability, ...]:
@@ -160,9 +180,22 @@ class Evidence:
         return tuple(p for p in self.p_yes if uncertain(p.p_yes, p.threshold))
 
     @property
+    def echoes(self) -> bool:
+        """The "echo" reason: the constraint's own words repeated, and a sentence close to it
+        (pipeline.core.definitions.echo_counts)."""
+        return echo_counts(bool(self.echoed), self.echo, bool(self.copied))
+
+    @property
     def copy_count(self) -> CopyCount:
-        """pipeline.analysis.copy_count's count for the constraint on the response."""
-        return count_of(self.copied, "".join(self.copied_from), self.echoed)
+        """pipeline.analysis.copy_count's count for the constraint on the response: the words that make
+        a copy reason fire (a reference's, else the constraint's own when it echoes), so the copied
+        column and the copy-only view agree."""
+        return count_of(self.copied, "".join(self.copied_from), self.echoed, self.echo)
+
+    @property
+    def lead(self) -> PhraseFacts | None:
+        """The most specific copied phrase."""
+        return lead(self.facts)
 
     @property
     def lost(self) -> bool:
@@ -174,6 +207,7 @@ class Evidence:
         fired = {
             "similar": similarity is not None and similarity.highest >= similarity_threshold(similarity.method),
             "copied": bool(self.copied),
+            "echo": self.echoes,
             "lost": self.lost,
             "split": any(t is not None and t.split for t in (response, summary)),
             "unquoted": response is not None and response.unquoted > 0,
@@ -183,23 +217,19 @@ class Evidence:
 
     def score(self, enabled: Sequence[str] = REASONS) -> float:
         """The weighted sum of the enabled reasons that fire (module docstring)."""
-        return _score(self.reasons(), enabled, self.similarity, self.copied, self.copied_from)
-
-
-def _score(reasons: Sequence[str], enabled: Sequence[str], similarity: Similarity | None, copied: Sequence[str],
-           copied_from: Sequence[str]) -> float:
-    total = 0.0
-    for reason in reasons:
-        if reason not in enabled:
-            continue
-        if reason == "similar" and similarity is not None:
-            total += WEIGHTS["similar"] * similarity.highest
-        elif reason == "copied":
-            total += (WEIGHTS["copied"] + COPY_EXTRA * min(len(copied) - 1, COPY_EXTRA_MAX)
-                      + (COPY_BOTH if len(copied_from) > 1 else 0.0))
-        else:
-            total += WEIGHTS[reason]
-    return round(total, 6)
+        total = 0.0
+        for reason in self.reasons():
+            if reason not in enabled:
+                continue
+            if reason == "similar" and self.similarity is not None:
+                total += WEIGHTS["similar"] * self.similarity.highest
+            elif reason == "copied":
+                total += WEIGHTS["copied"] + COPY_SPECIFIC * self.specificity
+            elif reason == "echo":
+                total += WEIGHTS["echo"] + ECHO_COSINE * (self.echo or 0.0)
+            else:
+                total += WEIGHTS[reason]
+        return round(total, 6)
 
 
 def reason_sentences(e: Evidence, enabled: Sequence[str] = REASONS) -> list[str]:
@@ -212,7 +242,12 @@ def reason_sentences(e: Evidence, enabled: Sequence[str] = REASONS) -> list[str]
         if reason == "similar" and e.similarity is not None:
             out.append(_similar_sentence(e.similarity))
         elif reason == "copied":
-            out.append(e.copy_count.sentence())
+            out.append(copied_sentence(e))
+        elif reason == "echo":
+            words = count_of((), "", e.echoed).words
+            close = f"a sentence {e.echo:.2f} close to it, " if e.echo is not None else ""
+            out.append(f"the response repeats the constraint: {close}{words} of its words in no reference"
+                       f" (“{e.echoed[0]}”{', …' if len(e.echoed) > 1 else ''})")
         elif reason == "lost":
             out.append(f"satisfied in the response, lost in its {e.ratio:g} summary")
         elif reason == "split":
@@ -226,6 +261,19 @@ def reason_sentences(e: Evidence, enabled: Sequence[str] = REASONS) -> list[str]
         elif reason == "uncertain":
             out.append(_uncertain_sentence(e))
     return out
+
+
+def copied_sentence(e: Evidence) -> str:
+    """How many words were copied and from where, then the most specific phrase and why it is (or is
+    not) specific: '8 words copied from reference A into the response: “probe by the US Securities
+    Exchange Commission” (8 words of reference A only, in 1 of 2,225 articles, a name)'."""
+    count = e.copy_count.sentence()
+    top = e.lead
+    if top is None:  # no facts for the phrases: the count alone
+        return count
+    others = len(e.facts) - 1
+    more = f", and {others} more phrase{'' if others == 1 else 's'}" if others else ""
+    return f"{count}: “{top.text}” ({top.sentence()}){more}"
 
 
 def _uncertain_sentence(e: Evidence) -> str:
@@ -251,83 +299,6 @@ class Queue(list[Evidence]):
 
     copy_evidence_missing: bool = False
     total: int = 0  # items with a score > 0 before ``limit``
-
-
-# -- copy evidence ----------------------------------------------------------------------------------
-
-
-def word_ngrams(text: str, n: int = COPY_EVIDENCE_NGRAM) -> set[tuple[str, ...]]:
-    """The text's lower-cased word n-grams (words as pipeline.analysis.copying counts them)."""
-    words = [w.lower() for w in WORD.findall(text)]
-    return set(zip(*(words[k:] for k in range(n))))
-
-
-def copied_phrases(constraint: str, references: dict[str, str], response: str, n: int = COPY_EVIDENCE_NGRAM,
-                   *, response_grams: Set[tuple[str, ...]] | None = None,
-                   reference_grams: Mapping[str, Set[tuple[str, ...]]] | None = None) -> tuple[tuple[str, ...], str]:
-    """The constraint's phrases (runs of its word n-grams, not all stopwords) found both in a reference
-    and in the response, as written in the constraint, and which references ("A", "B", "AB" or "").
-    Pass precomputed n-gram sets to compare many constraints with the same texts."""
-    spans = [m.span() for m in WORD.finditer(constraint)]
-    words = [constraint[a:b].lower() for a, b in spans]
-    in_response = response_grams if response_grams is not None else word_ngrams(response, n)
-    refs = reference_grams if reference_grams is not None else {k: word_ngrams(v, n) for k, v in references.items() if v}
-    hit = [False] * len(words)
-    sources: set[str] = set()
-    for i in range(len(words) - n + 1):
-        gram = tuple(words[i:i + n])
-        if gram not in in_response or all(w in STOPWORDS for w in gram):
-            continue
-        found = [label for label, grams in refs.items() if gram in grams]
-        if found:
-            sources.update(found)
-            for k in range(i, i + n):
-                hit[k] = True
-    phrases: list[str] = []
-    i = 0
-    while i < len(words):
-        if not hit[i]:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(words) and hit[j + 1]:
-            j += 1
-        phrases.append(constraint[spans[i][0]:spans[j][1]])
-        i = j + 1
-    return tuple(phrases), "".join(sorted(sources))
-
-
-class PhraseFinder:
-    """copied_phrases over stored texts (by hash), each text's n-grams computed once: a response and
-    its references are compared with every one of its 39 constraints. ``bodies`` maps hashes to
-    texts; callers add the bodies they read."""
-
-    def __init__(self, n: int = COPY_EVIDENCE_NGRAM, *, max_texts: int = 20000) -> None:
-        self.n = n
-        self.bodies: dict[str, str] = {}
-        self._grams: dict[str, set[tuple[str, ...]]] = {}
-        self._max = max_texts
-
-    def _of(self, text_hash: str | None) -> set[tuple[str, ...]]:
-        if not text_hash:
-            return set()
-        found = self._grams.get(text_hash)
-        if found is None:
-            if len(self._grams) >= self._max:
-                self._grams.clear()  # bound memory on a large store; references recur within a chunk
-            found = self._grams[text_hash] = word_ngrams(self.bodies.get(text_hash, ""), self.n)
-        return found
-
-    def find(self, constraint: str, response_hash: str | None, reference_a_hash: str | None,
-             reference_b_hash: str | None) -> tuple[tuple[str, ...], str]:
-        refs = {"A": self._of(reference_a_hash), "B": self._of(reference_b_hash)}
-        return copied_phrases(constraint, {}, "", self.n, response_grams=self._of(response_hash),
-                              reference_grams={k: v for k, v in refs.items() if v})
-
-    def echoed(self, constraint: str, response_hash: str | None) -> tuple[str, ...]:
-        """The constraint's phrases found in the response (the response as its own "reference")."""
-        grams = self._of(response_hash)
-        return copied_phrases(constraint, {}, "", self.n, response_grams=grams, reference_grams={"C": grams})[0]
 
 
 # -- building Evidence ------------------------------------------------------------------------------
@@ -365,16 +336,15 @@ def _similarity(row: EvidenceRow) -> Similarity | None:
     return Similarity(row.constraint_id, method, to_a, to_b)
 
 
-def _evidence(row: EvidenceRow, ratio: float, flags: dict[int, tuple[str, ...]],
-              echoed: dict[tuple[int | None, int], tuple[str, ...]]) -> Evidence:
+def _evidence(row: EvidenceRow, ratio: float, flags: dict[int, tuple[str, ...]]) -> Evidence:
     return Evidence(
         constraint_id=row.constraint_id, instruction_id=row.instruction_id, position=row.position, text=row.text,
         writer=_writer(row.model, row.mode), ratio=ratio, similarity=_similarity(row), copied=row.copied or (),
         copied_from=tuple(row.copied_from), response_passed=_passed(row.full_score, row.response),
         summary_passed=_summary_passed(row), response_trust=_trust(row.response), summary_trust=_trust(row.summary),
         flags=flags.get(row.constraint_id, ()), response_id=row.response_id, summary_id=row.summary_id,
-        copy_known=row.copied is not None, echoed=echoed.get((row.response_id, row.constraint_id), ()),
-        p_yes=row.p_yes)
+        copy_known=row.copied is not None, echoed=row.echoed, p_yes=row.p_yes, facts=load_facts(row.facts),
+        specificity=row.specificity, echo=row.echo, summary_echo=row.summary_echo, lead_key=row.lead)
 
 
 def instruction_evidence(reader: StoreReader, instruction_id: int, writer: Writer, ratio: float) -> dict[int, Evidence]:
@@ -383,53 +353,65 @@ def instruction_evidence(reader: StoreReader, instruction_id: int, writer: Write
     store = store_of(reader)
     rows, _ = evidence_rows(store, ratio=ratio, instruction_id=instruction_id, writer=(writer.model, writer.mode))
     flags = constraint_flags(store, [r.constraint_id for r in rows])
-    rows, echoed = _fill_copy_evidence(store, rows)
-    return {row.constraint_id: _evidence(row, ratio, flags, echoed) for row in rows}
+    rows = _fill_copy_evidence(store, instruction_id, rows)
+    return {row.constraint_id: _evidence(row, ratio, flags) for row in rows}
 
 
-def _fill_copy_evidence(store: Store, rows: list[EvidenceRow]
-                        ) -> tuple[list[EvidenceRow], dict[tuple[int | None, int], tuple[str, ...]]]:
-    """The rows with the copy evidence the stage has not stored computed, and the echoed phrases of
-    the rows copying from no reference (not stored: a cheap pass over the rows' responses, whose
-    n-grams are computed once each)."""
-    need = [r for r in rows if not r.copied and r.response_id is not None]
-    if not need:
-        return rows, {}
-    hashes = response_and_reference_hashes(store, sorted({r.response_id for r in need if r.response_id}))
-    finder = PhraseFinder()
-    wanted = {h for r in need if r.response_id in hashes
-              for h in (hashes[r.response_id] if r.copied is None else hashes[r.response_id][:1]) if h}
-    finder.bodies = text_bodies(store, sorted(wanted))
+def _fill_copy_evidence(store: Store, instruction_id: int, rows: list[EvidenceRow]) -> list[EvidenceRow]:
+    """The rows, with the copy evidence the stage has not stored computed as the stage would
+    (pipeline.analysis.copy_evidence; nothing is written: the app reads)."""
+    if all(r.copied is not None or r.response_id is None for r in rows):
+        return rows
+    work = missing_copy_work(store, instruction_ids=[instruction_id], limit=10 ** 6)
+    finder = CopyFinder(store)
+    finder.prepare(work)
+    found = {(w.response_id, w.constraint_id): finder.find(w) for w in work}
     out = []
-    echoed: dict[tuple[int | None, int], tuple[str, ...]] = {}
     for row in rows:
-        if not row.copied and row.response_id in hashes:
-            triple = hashes[row.response_id]
-            if row.copied is None:
-                copied, sources = finder.find(row.text, *triple)
-                row = row._replace(copied=copied, copied_from=sources)
-            if not row.copied:
-                found = finder.echoed(row.text, triple[0])
-                if found:
-                    echoed[(row.response_id, row.constraint_id)] = found
+        f = found.get((row.response_id or 0, row.constraint_id)) if row.copied is None else None
+        if f is not None:
+            row = row._replace(copied=f.copied, copied_from=f.copied_from, specificity=f.specificity, echoed=f.echoed,
+                               lead=f.lead, facts=dump_facts(f.facts))
         out.append(row)
-    return out, echoed
+    return out
+
+
+def group_by_phrase(items: Sequence[Evidence]) -> list[Evidence]:
+    """The items in rank order with each later item of the same instruction, writer and lead phrase
+    filed under the first (``same_phrase``): one phrase across many constraints leads once."""
+    leaders: dict[tuple[int, Writer, str], int] = {}
+    out: list[Evidence] = []
+    followers: dict[int, list[Evidence]] = {}
+    for e in items:
+        if not e.lead_key or not (e.copied or e.echoes):
+            out.append(e)
+            continue
+        key = (e.instruction_id, e.writer, e.lead_key)
+        if key in leaders:
+            followers.setdefault(leaders[key], []).append(e)
+            continue
+        leaders[key] = len(out)
+        out.append(e)
+    for i, rest in followers.items():
+        out[i] = replace(out[i], same_phrase=tuple(rest))
+    return out
 
 
 def suspicion_queue(reader: StoreReader, *, ratio: float | None = None, enabled: Sequence[str] = REASONS,
-                    run_id: str | None = None, limit: int | None = None) -> Queue:
-    """Every (constraint, response) with an enabled reason, highest score first (score > 0 only).
+                    run_id: str | None = None, limit: int | None = None, grouped: bool = True) -> Queue:
+    """Every (constraint, response) with an enabled reason, highest score first (score > 0 only);
+    ``grouped``: items on the same phrase as a higher one filed under it (group_by_phrase).
     ``.copy_evidence_missing`` on the result: the copy-evidence stage has not covered the selection."""
     store = store_of(reader)
     ratio = DEFAULT_RATIO if ratio is None else ratio
     enabled = tuple(r for r in REASONS if r in enabled)
     ranking = Ranking(weights={r: WEIGHTS[r] for r in enabled}, high=HIGH_SIMILARITY, lexical=HIGH_LEXICAL_SIMILARITY,
-                      copy_extra=COPY_EXTRA, copy_extra_max=COPY_EXTRA_MAX, copy_both=COPY_BOTH, limit=limit)
+                      copy_specific=COPY_SPECIFIC, echo_cosine=ECHO_COSINE, echo_high=ECHO_HIGH, limit=limit)
     rows, total = evidence_rows(store, ratio=ratio, run_id=run_id, ranking=ranking)
     # Few rows: their flags by id; many: every flag at once.
     flags = constraint_flags(store, [r.constraint_id for r in rows]) if len(rows) <= 2000 else constraint_flags(store)
-    _, echoed = _fill_copy_evidence(store, [r for r in rows if r.copied is not None])
-    queue = Queue(_evidence(row, ratio, flags, echoed) for row in rows)
+    items = [_evidence(row, ratio, flags) for row in rows]
+    queue = Queue(group_by_phrase(items) if grouped else items)
     queue.total = total
     queue.copy_evidence_missing = _copy_missing(store, run_id)
     return queue
@@ -439,5 +421,6 @@ def _copy_missing(store: Store, run_id: str | None) -> bool:
     return count_missing_copy_evidence(store, run_id=run_id) > 0
 
 
-__all__ = ["COPY_REASONS", "REASONS", "REASON_TEXT", "Evidence", "Queue", "copied_phrases", "copy_evidence_missing_for",
-           "instruction_evidence", "parse_reasons", "reason_sentences", "suspicion_queue"]
+__all__ = ["COPY_REASONS", "REASONS", "REASON_TEXT", "Evidence", "Queue", "copied_phrases", "copied_sentence",
+           "copy_evidence_missing_for", "group_by_phrase", "instruction_evidence", "parse_reasons", "reason_sentences",
+           "suspicion_queue"]

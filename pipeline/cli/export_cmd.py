@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write the suspicion ranking instead: every (constraint, response) with a reason, most"
                    " suspicious first (JSONL; CSV when --out ends in .csv)")
     p.add_argument("--reasons", metavar="LIST", help="with --suspicious: only these reasons, comma-separated, of"
-                   " similar,copied,lost,split,unquoted,uncertain (pipeline.analysis.suspicion.REASONS; default all)")
+                   " similar,copied,echo,lost,split,unquoted,uncertain (pipeline.analysis.suspicion.REASONS; default all)")
     p.add_argument("--ratio", type=ratio, default=None, help=f"with --suspicious: the summary ratio (default {DEFAULT_RATIO:g}, else the nearest summarised)")
     p.add_argument("--limit", type=int, default=None, help="with --suspicious: at most this many rows")
     p.set_defaults(func=run)

@@ -92,3 +92,59 @@ def uncertain(p_yes: float | None, threshold: float) -> bool:
         return False
     low, high = uncertain_bounds(threshold)
     return low < p_yes < high
+
+
+# -- copy evidence: what makes a copied phrase specific (pipeline.analysis.specificity) ---------------
+# A constraint phrase found in a reference and the response is copy-paste only when it is specific to
+# that reference. Its specificity, in [0, 1], is rarity x source x shape:
+#   rarity  log(N / df) / log(N): df, the articles of the instruction's domain holding the phrase, of N
+#           (1 when the store holds no such articles: nothing to compare with);
+#   source  the share of its content words absent from the main task (at least SPECIFIC_TOPIC: the
+#           subject the writer was told to write about is no paste), times SPECIFIC_SHARED when both
+#           references hold it (the shared topic the method asks constraints to come from);
+#   shape   SHAPE_BASE, + SHAPE_ENTITY for a name (a word the reference capitalises mid-sentence),
+#           + SHAPE_NUMBER for a number, + SHAPE_LONG x how far past the n-gram it runs towards
+#           LONG_SPAN_WORDS words; at most 1.
+SPECIFIC_TOPIC = 0.1
+SPECIFIC_SHARED = 0.3
+SHAPE_BASE = 0.4
+SHAPE_ENTITY = 0.3
+SHAPE_NUMBER = 0.2
+SHAPE_LONG = 0.3
+LONG_SPAN_WORDS = 8
+# An item's specificity: its most specific phrase's, plus this share of the others' (at most 1).
+SPECIFIC_OTHERS = 0.25
+# A phrase at or above this is "specific" in words and in the benchmark's make-up counts.
+SPECIFIC_ENOUGH = 0.35
+# A word in more than this share of an instruction's constraints is the list's template ("The text
+# should discuss the"): it never counts as copied (instructions of at least TEMPLATE_MIN constraints).
+TEMPLATE_SHARE = 0.5
+TEMPLATE_MIN = 4
+# The constraint's echo (the research code's copy-paste score, cs4/analysis/copy_paste.py): the
+# highest cosine between the constraint and a sentence of the text. The response repeating some of the
+# constraint's own words (not its template's, in no reference) counts as copying when the echo reaches
+# ECHO_HIGH, or when no echo was computed (no embedder): the words alone then.
+ECHO_HIGH = 0.75
+
+
+def echo_counts(echoed: bool, echo: float | None, copied: bool = False) -> bool:
+    """Whether a text's repeating the constraint's words counts (the "echo" reason, and the words
+    every view's copied count shows): some words repeated, an echo at ECHO_HIGH or none computed, and
+    nothing ``copied`` from a reference (a paste from a reference says more, and is what is counted)."""
+    return echoed and not copied and (echo is None or echo >= ECHO_HIGH)
+
+
+def specificity(rarity: float, outside_task: float, shared: bool, entity: bool, number: bool, words: int) -> float:
+    """A copied phrase's specificity (the formula above), from its facts."""
+    source = max(SPECIFIC_TOPIC, outside_task) * (SPECIFIC_SHARED if shared else 1.0)
+    run = min(1.0, max(0, words - COPY_EVIDENCE_NGRAM) / max(1, LONG_SPAN_WORDS - COPY_EVIDENCE_NGRAM))
+    shape = min(1.0, SHAPE_BASE + SHAPE_ENTITY * entity + SHAPE_NUMBER * number + SHAPE_LONG * run)
+    return round(max(0.0, min(1.0, rarity)) * source * shape, 6)
+
+
+def item_specificity(phrases: Iterable[float]) -> float:
+    """An item's specificity from its phrases': the highest, plus SPECIFIC_OTHERS of the rest, at most 1."""
+    values = sorted(phrases, reverse=True)
+    if not values:
+        return 0.0
+    return round(min(1.0, values[0] + SPECIFIC_OTHERS * sum(values[1:])), 6)

@@ -29,7 +29,8 @@ REPORT_TOP = 10
 # The columns of a row, in order (the CSV header).
 COLUMNS = ("rank", "score", "reasons", "reason_codes", "instruction_id", "constraint_id", "position", "model", "mode", "ratio",
            "constraint", *(f"reason_{r}" for r in REASONS), "similarity", "similarity_method", "similarity_a",
-           "similarity_b", "copied_words", "copy_source", "copied", "copied_from", "response_passed", "summary_passed", "response_yes",
+           "similarity_b", "copied_words", "copy_source", "copied", "copied_from", "specificity", "echo", "summary_echo",
+           "same_phrase", "grouped_under", "response_passed", "summary_passed", "response_yes",
            "response_no", "response_missing", "response_unquoted", "summary_yes", "summary_no", "summary_missing",
            "summary_unquoted", "flags", "response_id", "summary_id", "mark")
 
@@ -39,11 +40,24 @@ def _trust_fields(prefix: str, trust: Trust | None) -> dict[str, int | None]:
             for k in ("yes", "no", "missing", "unquoted")}
 
 
-def evidence_row(rank: int, e: Evidence, enabled: Sequence[str] = REASONS, mark: str | None = None
-                 ) -> dict[str, Any]:
+def copied_words(e: Evidence) -> list[dict[str, Any]]:
+    """Every phrase of the constraint found in the response, by source: each copied phrase with its
+    reference(s), specificity and why; then the phrases the response repeats from the constraint alone."""
+    out: list[dict[str, Any]] = [{"phrase": f.text, "source": f.source, "specificity": f.specificity,
+                                  "why": f.sentence()} for f in e.facts]
+    if not e.facts:  # no facts stored for the phrases: the phrases alone
+        out = [{"phrase": p, "source": "".join(e.copied_from)} for p in e.copied]
+    out += [{"phrase": p, "source": "constraint"} for p in e.echoed if p not in e.copied]
+    return out
+
+
+def evidence_row(rank: int, e: Evidence, enabled: Sequence[str] = REASONS, mark: str | None = None,
+                 grouped_under: int | None = None) -> dict[str, Any]:
     """One ranked item as a flat dict: ``reasons`` in words (reason_sentences), ``reason_codes`` their
     names, every reason as a column (True when it fires and is enabled), the copied words and their
-    source (pipeline.analysis.copy_count), and the auditor's mark (confirmed / dismissed) if any."""
+    source (pipeline.analysis.copy_count; ``copied``: every phrase found, by source, echo included),
+    the item's specificity and echo, the items filed under it (``same_phrase``) or the rank of the one
+    it is filed under (``grouped_under``), and the auditor's mark (confirmed / dismissed) if any."""
     reasons = [r for r in e.reasons() if r in enabled]
     sim = e.similarity
     count = e.copy_count
@@ -55,7 +69,9 @@ def evidence_row(rank: int, e: Evidence, enabled: Sequence[str] = REASONS, mark:
         "similarity": round(sim.highest, 4) if sim else None, "similarity_method": sim.method if sim else None,
         "similarity_a": sim.to_a if sim else None, "similarity_b": sim.to_b if sim else None,
         "copied_words": count.words, "copy_source": count.source,
-        "copied": list(e.copied), "copied_from": "".join(e.copied_from), "response_passed": e.response_passed,
+        "copied": copied_words(e), "copied_from": "".join(e.copied_from), "specificity": e.specificity,
+        "echo": e.echo, "summary_echo": e.summary_echo, "same_phrase": len(e.same_phrase),
+        "grouped_under": grouped_under, "response_passed": e.response_passed,
         "summary_passed": e.summary_passed, **_trust_fields("response", e.response_trust),
         **_trust_fields("summary", e.summary_trust), "flags": list(e.flags), "response_id": e.response_id,
         "summary_id": e.summary_id, "mark": mark,
@@ -70,8 +86,11 @@ def suspicion_rows(store: Store, *, ratio: float | None = None, enabled: Sequenc
 
     queue = suspicion_queue(store, ratio=ratio, enabled=enabled, run_id=run_id, limit=limit)
     marked = marks(store)
-    return [evidence_row(i, e, enabled, mark_of(marked, e)) for i, e in enumerate(queue, 1)], \
-        queue.copy_evidence_missing
+    rows: list[dict[str, Any]] = []
+    for i, e in enumerate(queue, 1):
+        rows.append(evidence_row(i, e, enabled, mark_of(marked, e)))
+        rows += [evidence_row(i, f, enabled, mark_of(marked, f), grouped_under=i) for f in e.same_phrase]
+    return rows, queue.copy_evidence_missing
 
 
 def mark_of(marked: dict[tuple[int, int], Any], e: Evidence) -> str | None:
@@ -81,14 +100,17 @@ def mark_of(marked: dict[tuple[int, int], Any], e: Evidence) -> str | None:
 
 
 def _describe(e: Evidence, enabled: Sequence[str]) -> str:
-    """The item's reasons in words; the copied one followed by its phrases."""
-    parts = []
-    for reason in (r for r in e.reasons() if r in enabled):
-        sentence = "; ".join(reason_sentences(e, (reason,)))
-        if reason == "copied" and e.copied:
-            sentence += " (" + "; ".join(f'"{c}"' for c in e.copied[:2]) + ")"
-        parts.append(sentence)
+    """The item's reasons in words, and the constraints filed under it on the same phrase."""
+    parts = reason_sentences(e, enabled)
+    if e.same_phrase:
+        parts.append(same_phrase_sentence(e))
     return "; ".join(parts)
+
+
+def same_phrase_sentence(e: Evidence) -> str:
+    """'and 15 more constraints on the same phrase' (the items group_by_phrase filed under ``e``)."""
+    n = len(e.same_phrase)
+    return f"and {n} more constraint{'' if n == 1 else 's'} on the same phrase"
 
 
 MISSING_COPY = f"copy evidence not computed for every response: `{EVIDENCE_COMMAND}` computes what is missing"
@@ -96,7 +118,8 @@ MISSING_COPY = f"copy evidence not computed for every response: `{EVIDENCE_COMMA
 
 def report_lines(queue: Queue, *, enabled: Sequence[str] = REASONS, top: int = REPORT_TOP) -> list[str]:
     """The report's "Most suspicious" section: plain text lines, the top items and why."""
-    lines = [f"Most suspicious (constraint, response) items: {max(queue.total, len(queue)):,} with a reason"]
+    lines = [f"Most suspicious (constraint, response) items: {max(queue.total, len(queue)):,} with a reason"
+             " (one phrase across many constraints of an instruction leads once)"]
     if queue.copy_evidence_missing:
         lines.append(f"  ({MISSING_COPY})")
     for i, e in enumerate(queue[:top], 1):
@@ -136,4 +159,11 @@ def _csv(rows: list[dict[str, Any]], f: IO[str]) -> None:
     writer = csv.DictWriter(f, fieldnames=COLUMNS)
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: "; ".join(v) if isinstance(v, list) else v for k, v in row.items()})
+        writer.writerow({k: _cell(v) for k, v in row.items()})
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: lists joined by '; ', a copied phrase with its source ("the phrase [A]")."""
+    if isinstance(value, list):
+        return "; ".join(f"{v['phrase']} [{v['source']}]" if isinstance(v, dict) else str(v) for v in value)
+    return value

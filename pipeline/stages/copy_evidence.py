@@ -1,9 +1,11 @@
 """The copy-evidence stage: for every (response, active constraint) without it, the constraint's
-word n-grams found in a reference and in the response (pipeline.analysis.suspicion.copied_phrases),
-stored for the suspicion ranking (pipeline.store.suspicion, table ``copy_evidence``).
+word n-grams found in a reference and in the response, each phrase's facts and specificity, and the
+constraint's phrases the response repeats (pipeline.analysis.copy_evidence), stored for the suspicion
+ranking (pipeline.store.suspicion, table ``copy_evidence``).
 
-No LLM and no embedder: word n-grams only, so it runs at the end of `evaluate` and `build` and costs
-seconds on thousands of instructions. Resumable: each chunk of pairs is committed, and only pairs
+No LLM and no embedder: word n-grams only, and the domain's articles read once for the phrases'
+document frequency, so it runs at the end of `evaluate` and `build` and costs seconds on thousands
+of instructions. Resumable: each chunk of pairs is committed, and only pairs
 without a row are computed.
 """
 
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.analysis.suspicion import PhraseFinder
+from pipeline.analysis.copy_evidence import CopyFinder
+from pipeline.analysis.specificity import dump_facts
 from pipeline.core.definitions import COPY_EVIDENCE_NGRAM
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.store.database import Store
@@ -21,7 +24,6 @@ from pipeline.store.suspicion import (
     has_copy_evidence_table,
     missing_copy_work,
     put_copy_evidence,
-    text_bodies,
 )
 
 STAGE = "copy evidence"
@@ -38,16 +40,17 @@ def compute_copy_evidence(store: Store, *, instruction_ids: Sequence[int] | None
         return 0  # a read-only store from before the migration: nothing can be written
     total = count_missing_copy_evidence(store, run_id=run_id) if instruction_ids is None else 0
     done = 0
-    finder = PhraseFinder(n)  # each text's n-grams once: a response has 39 constraints
+    finder = CopyFinder(store, n)  # each text's n-grams once: a response has 39 constraints
     while not (stop is not None and stop.stopped):
         work = missing_copy_work(store, instruction_ids=instruction_ids, run_id=run_id, limit=chunk)
         if not work:
             break
-        finder.bodies = text_bodies(store, [h for w in work for h in (w.response_hash, w.reference_a_hash,
-                                                                      w.reference_b_hash) if h])
-        rows = [CopyEvidenceRow(w.response_id, w.constraint_id, n,
-                                *finder.find(w.constraint_text, w.response_hash, w.reference_a_hash, w.reference_b_hash))
-                for w in work]
+        finder.prepare(work)
+        rows = []
+        for w in work:
+            f = finder.find(w)
+            rows.append(CopyEvidenceRow(w.response_id, w.constraint_id, n, f.copied, f.copied_from,
+                                        dump_facts(f.facts), f.specificity, f.echoed, f.lead))
         put_copy_evidence(store, rows)
         done += len(rows)
         progress(ProgressEvent("copy_evidence", done, max(total, done), f"{done} (response, constraint) pairs"))

@@ -208,7 +208,7 @@ async def _evaluate(store: Store, config: Config, client: LLMClient, options: De
     with recording(store, run_id) as end:
         result = await run_evaluate(
             store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids,
-                                                   response_words=options.response_words),
+                                                   response_words=options.response_words, embedder=options.embedder),
             progress=progress, stop=stop,
         )
         # As `evaluate` does: a judged group under the coverage minimum fails, it is not a

@@ -98,6 +98,8 @@ class EvaluateOptions:
     # Models whose responses were imported (pipeline.importing.importer.imported_models): named like
     # endpoints in ``models``, but their responses are only summarised and judged, never written.
     imported_models: list[str] | None = None
+    # The embedder of the constraint's echo (pipeline.stages.echo): None: [build] embedder, else the default.
+    embedder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -466,10 +468,15 @@ async def run_evaluate(store: Store, config: Config, client: LLMClient, options:
             raise
     if not result.halted and not (stop is not None and stop.stopped):
         from pipeline.stages.copy_evidence import compute_copy_evidence
+        from pipeline.stages.echo import compute_echo
 
-        # The suspicion ranking's copy evidence for the new responses (word n-grams: seconds).
-        compute_copy_evidence(store, instruction_ids=select_instructions(store, resolve(config, options)),
-                              progress=progress, stop=stop)
+        # The suspicion ranking's copy evidence for the new responses (word n-grams: seconds), and the
+        # constraint's echo on each response and summary (an embedder: about 30 sentences a response).
+        ids = select_instructions(store, resolve(config, options))
+        compute_copy_evidence(store, instruction_ids=ids, progress=progress, stop=stop)
+        embedder = echo_embedder(config, options)
+        if embedder is not None:
+            compute_echo(store, embedder, instruction_ids=ids, progress=progress, stop=stop)
     result.usage = client.usage.as_dict()
     return result
 
@@ -524,6 +531,15 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
         end.status = "paused" if result.stopped or result.deferred else "failed" if low else "done"
         end.error = "\n".join(errors) or None
     return result
+
+
+def echo_embedder(config: Config, options: EvaluateOptions) -> Any:
+    """The embedder of the constraint's echo: --embedder, else [build] embedder, else the default;
+    None for lexical (no echo without vectors)."""
+    from pipeline.stages.similarity import resolve_embedder
+
+    where = "--embedder" if options.embedder else f"{config.path or 'config'} [build] embedder"
+    return resolve_embedder(options.embedder or config.setting("build", "embedder", None), where)
 
 
 def with_imported_models(store: Store, options: EvaluateOptions) -> EvaluateOptions:

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.analysis.suspicion import word_ngrams
+from pipeline.analysis.copy_evidence import word_ngrams
 from pipeline.core.text import count_words
 from pipeline.llm.client import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from pipeline.llm.prompts import Template, defuse, load_template, numbered

@@ -187,3 +187,11 @@ def article_source(store: Store, article_id: int) -> ArticleSource | None:
     row = store.conn.execute("SELECT id, corpus, source_id, title, text_hash FROM articles WHERE id = ?",
                              (article_id,)).fetchone()
     return ArticleSource(*row) if row else None
+
+
+def domain_article_bodies(store: Store, domain: str) -> list[str]:
+    """The texts of the domain's kept articles, in id order: the corpus a copied phrase's document
+    frequency is counted in (pipeline.analysis.specificity)."""
+    rows = store.conn.execute("SELECT t.body FROM articles a JOIN texts t ON t.hash = a.text_hash"
+                              " WHERE a.domain = ? AND a.status = 'kept' ORDER BY a.id", (domain,))
+    return [row[0] for row in rows]

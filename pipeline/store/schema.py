@@ -30,7 +30,9 @@ Tables (see DESIGN.md):
   text_scores, text_agreement, text_scores_stale
                  per-text verdict totals for the metrics, kept fresh (pipeline.store.scores)
   copy_stats     copied n-grams of a response against a reference, by the texts' hashes
-  copy_evidence  per (response, constraint): the constraint's n-grams in a reference and the response
+  copy_evidence  per (response, constraint): the constraint's n-grams in a reference and the response,
+                 each phrase's specificity, the phrases it echoes
+  constraint_echo per (response or summary, constraint): the highest constraint-sentence cosine
   suspicion_marks  per (response, constraint): the auditor's confirmed / dismissed on a suspect
   text_item_marks  per text, its items where judges split, a quote is missing, the item flipped, or a
                    P(Yes) is near its judge's threshold
@@ -477,7 +479,26 @@ def _v15(db: sqlite_utils.Database) -> None:
     create_calibration_triggers(db.conn)
 
 
+def _v16(db: sqlite_utils.Database) -> None:
+    """Copy evidence that tells copying from the topic (pipeline.analysis.specificity): per (response,
+    constraint), each copied phrase's facts (JSON: which references hold it, its share outside the main
+    task, the domain's articles holding it, a name, a number, its specificity), the item's specificity,
+    the constraint's phrases the response repeats (``echoed``, JSON) and the phrase the item is about
+    (``lead``). The table holds only derived values, so it is built anew and the stage refills it
+    (`unspecific evidence`, evaluate, build). And the constraint's echo (``constraint_echo``): per
+    (response or summary, constraint), the highest cosine between the constraint and a sentence of the
+    text (the research code's copy-paste score), by ``method`` (the embedder), with that sentence's span."""
+    db.conn.execute("DROP TABLE IF EXISTS copy_evidence")
+    db.conn.execute("CREATE TABLE copy_evidence(response_id INTEGER NOT NULL, constraint_id INTEGER NOT NULL,"
+                    " ngram INTEGER NOT NULL, copied TEXT NOT NULL, copied_from TEXT NOT NULL, facts TEXT NOT NULL,"
+                    " specificity REAL NOT NULL, echoed TEXT NOT NULL, lead TEXT NOT NULL,"
+                    " PRIMARY KEY (response_id, constraint_id)) WITHOUT ROWID")
+    db.conn.execute("CREATE TABLE IF NOT EXISTS constraint_echo(generation_id INTEGER NOT NULL, constraint_id INTEGER"
+                    " NOT NULL, method TEXT NOT NULL, echo REAL NOT NULL, sentence_start INTEGER NOT NULL,"
+                    " sentence_end INTEGER NOT NULL, PRIMARY KEY (generation_id, constraint_id)) WITHOUT ROWID")
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
-                                                             _v11, _v12, _v13, _v14, _v15]
+                                                             _v11, _v12, _v13, _v14, _v15, _v16]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -65,6 +65,8 @@ class CopyWork(NamedTuple):
     response_hash: str | None
     reference_a_hash: str | None
     reference_b_hash: str | None
+    domain: str | None = None
+    main_task: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,10 @@ class CopyEvidenceRow:
     ngram: int
     copied: tuple[str, ...]
     copied_from: str  # '', 'A', 'B' or 'AB'
+    facts: str = "[]"  # JSON: each copied phrase's facts (pipeline.analysis.specificity.PhraseFacts)
+    specificity: float = 0.0  # the item's
+    echoed: tuple[str, ...] = ()  # the constraint's phrases the response repeats
+    lead: str = ""  # the phrase the item is about
 
 
 _PAIRS = (
@@ -104,7 +110,7 @@ def missing_copy_work(store: Store, *, instruction_ids: Sequence[int] | None = N
     if not responses:
         return []
     return [CopyWork(*row) for row in store.conn.execute(
-        "SELECT r.id, c.id, r.instruction_id, c.text, r.text_hash, a.text_hash, b.text_hash"
+        "SELECT r.id, c.id, r.instruction_id, c.text, r.text_hash, a.text_hash, b.text_hash, i.domain, i.main_task"
         " FROM generations r JOIN instructions i ON i.id = r.instruction_id"
         " JOIN constraints c ON c.instruction_id = r.instruction_id AND c.active = 1"
         " LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id"
@@ -138,10 +144,10 @@ def put_copy_evidence(store: Store, rows: Sequence[CopyEvidenceRow]) -> None:
     """Store these rows (replacing the same pairs'); commits, one batch."""
     with store.conn:
         store.conn.executemany(
-            "INSERT OR REPLACE INTO copy_evidence(response_id, constraint_id, ngram, copied, copied_from)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [(r.response_id, r.constraint_id, r.ngram, json.dumps(list(r.copied), ensure_ascii=False), r.copied_from)
-             for r in rows])
+            "INSERT OR REPLACE INTO copy_evidence(response_id, constraint_id, ngram, copied, copied_from, facts,"
+            " specificity, echoed, lead) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(r.response_id, r.constraint_id, r.ngram, json.dumps(list(r.copied), ensure_ascii=False), r.copied_from,
+              r.facts, r.specificity, json.dumps(list(r.echoed), ensure_ascii=False), r.lead) for r in rows])
 
 
 # -- the evidence query ---------------------------------------------------------------------------
@@ -183,6 +189,12 @@ class EvidenceRow(NamedTuple):
     copied_from: str
     similarity: tuple[str, float, float | None] | None  # (method, to A, to B)
     p_yes: tuple[YesProbability, ...] = ()  # on the response, per yes_no rater with a P(Yes)
+    facts: str | None = None  # JSON: the copied phrases' facts (pipeline.analysis.specificity)
+    specificity: float = 0.0  # the item's (0: nothing copied, or not computed)
+    echoed: tuple[str, ...] = ()  # the constraint's phrases the response repeats
+    lead: str = ""  # the phrase the item is about
+    echo: float | None = None  # the constraint's echo on the response (None: not computed)
+    summary_echo: float | None = None  # ... on the summary
 
 
 @dataclass(frozen=True)
@@ -194,9 +206,9 @@ class Ranking:
     weights: dict[str, float]  # enabled reason -> weight; a reason switched off is absent
     high: float  # HIGH_SIMILARITY
     lexical: float  # HIGH_LEXICAL_SIMILARITY
-    copy_extra: float  # per further copied phrase
-    copy_extra_max: int  # further phrases counted at most
-    copy_both: float  # copied from both references
+    copy_specific: float  # added per unit of the copied phrases' specificity
+    echo_cosine: float  # added per unit of the echo
+    echo_high: float  # ECHO_HIGH
     limit: int | None = None
 
 
@@ -337,6 +349,13 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             else ("", "NULL, ''")
         sim_join, sim_cols = (" LEFT JOIN constraint_similarity m ON m.constraint_id = c.id", "m.method, m.to_a, m.to_b") \
             if _has_table(store, "constraint_similarity") else ("", "NULL, NULL, NULL")
+        if copy_join:
+            copy_cols += ", e.facts, coalesce(e.specificity, 0.0), e.echoed, coalesce(e.lead, '')"
+            sim_cols += ", x.echo"
+            copy_join += " LEFT JOIN constraint_echo x ON x.generation_id = r.id AND x.constraint_id = c.id"
+        else:
+            copy_cols += ", NULL, 0.0, NULL, ''"
+            sim_cols += ", NULL"
         pairs = (" FROM q_gen q JOIN generations r ON r.id = q.gid AND q.rid = q.gid"
                  " JOIN constraints c ON c.instruction_id = r.instruction_id AND c.active = 1")
         extras = f"{copy_join}{sim_join}"
@@ -380,7 +399,10 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             " r.id, q.sid, f.gid IS NOT NULL, s.gid IS NOT NULL,"
             f" {', '.join(f_counts)}, {', '.join(s_counts)},"
             f" {outcome['full_score']}, {outcome['summary_score']}, {outcome['flipped']} AS flipped,"
-            f" {copy_cols}, {sim_cols}{''.join(f', f.p{k}' for k in range(n))}")
+            f" {copy_cols}, {sim_cols},"
+            + (" (SELECT xs.echo FROM constraint_echo xs WHERE xs.generation_id = q.sid AND xs.constraint_id = c.id)"
+               if copy_join else " NULL")
+            + f"{''.join(f', f.p{k}' for k in range(n))}")
         judges = [(judge, t) for (judge, _), t in zip(raters, thresholds, strict=True)]
         if ranking is None:
             rows = conn.execute(columns + joins + " ORDER BY c.instruction_id, c.position, r.model, r.mode").fetchall()
@@ -431,9 +453,11 @@ def _score_sql(ranking: Ranking, fired: Fired, copy: bool, sim: bool) -> tuple[s
         parts.append(f"(CASE WHEN m.method IS NOT NULL AND {highest} >= (CASE WHEN m.method = 'lexical'"
                      f" THEN :lexical ELSE :high END) THEN :w_similar * {highest} ELSE 0.0 END)")
     if "copied" in w and copy:
-        parts.append("(CASE WHEN e.copied_from != '' THEN :w_copied + :copy_extra * min(json_array_length(e.copied)"
-                     " - 1, :copy_extra_max) + (CASE WHEN length(e.copied_from) > 1 THEN :copy_both ELSE 0.0 END)"
-                     " ELSE 0.0 END)")
+        parts.append("(CASE WHEN e.copied_from != '' THEN :w_copied + :copy_specific * e.specificity ELSE 0.0 END)")
+    if "echo" in w and copy:
+        # pipeline.core.definitions.echo_counts: words repeated, nothing copied, an echo at the bar or none.
+        parts.append("(CASE WHEN e.echoed != '[]' AND e.copied_from = '' AND (x.echo IS NULL OR x.echo >= :echo_high)"
+                     " THEN :w_echo + :echo_cosine * coalesce(x.echo, 0.0) ELSE 0.0 END)")
     if "lost" in w:
         parts.append(f"(CASE WHEN {fired.flipped} THEN :w_lost ELSE 0.0 END)")
     if "split" in w:
@@ -443,8 +467,8 @@ def _score_sql(ranking: Ranking, fired: Fired, copy: bool, sim: bool) -> tuple[s
     if "uncertain" in w:
         parts.append(f"(CASE WHEN {fired.uncertain} THEN :w_uncertain ELSE 0.0 END)")
     args: dict[str, Any] = {f"w_{k}": v for k, v in w.items()}
-    args.update(high=ranking.high, lexical=ranking.lexical, copy_extra=ranking.copy_extra,
-                copy_extra_max=ranking.copy_extra_max, copy_both=ranking.copy_both)
+    args.update(high=ranking.high, lexical=ranking.lexical, copy_specific=ranking.copy_specific,
+                echo_cosine=ranking.echo_cosine, echo_high=ranking.echo_high)
     return f"round({' + '.join(['0.0', *parts])}, 6)", args
 
 
@@ -453,14 +477,16 @@ def _evidence_row(row: tuple, judges: Sequence[tuple[str, float | None]]) -> Evi
     order of the row's P(Yes) columns."""
     cid, iid, position, text, model, mode, rid, sid, has_f, has_s, *rest = row
     f_counts, s_counts = TextCounts(*rest[0:5]), TextCounts(*rest[5:10])
-    full_score, summary_score, flipped, copied, copied_from, method, to_a, to_b = rest[10:18]
+    full_score, summary_score, flipped, copied, copied_from, facts, specificity, echoed, lead, method, to_a, to_b, \
+        echo, summary_echo = rest[10:24]
     return EvidenceRow(
         cid, iid, position if position is not None else 0, text, model, mode, rid, sid,
         f_counts if has_f else None, s_counts if has_s else None, full_score, summary_score, bool(flipped),
         (tuple(json.loads(copied)) if copied_from else ()) if copied is not None else None, copied_from,
         (method, to_a, to_b) if method is not None else None,
-        tuple(YesProbability(judge, p, t) for (judge, t), p in zip(judges, rest[18:], strict=True)
-              if t is not None and p is not None))
+        tuple(YesProbability(judge, p, t) for (judge, t), p in zip(judges, rest[24:], strict=True)
+              if t is not None and p is not None),
+        facts, float(specificity or 0.0), tuple(json.loads(echoed)) if echoed else (), lead or "", echo, summary_echo)
 
 
 def constraint_flags(store: Store, constraint_ids: Sequence[int] | None = None) -> dict[int, tuple[str, ...]]:

@@ -1,0 +1,200 @@
+"""How specific a copied phrase is: copy-paste, or the topic the writer was asked to write about.
+
+A constraint phrase found in a reference and in the response (pipeline.analysis.suspicion.copied_phrases)
+is evidence of pasting only when it belongs to that reference: "probe by the US Securities Exchange
+Commission" is; "the US trade deficit", the instruction's own subject, repeated by 16 of its
+constraints and held by both references, is not. Each phrase gets its facts (which references hold
+it, the share of its words outside the main task, how many of the domain's articles hold it, whether
+it names or counts something, how long it runs) and from them its specificity, the formula of
+pipeline.core.definitions.specificity. The copy-evidence stage stores the facts per (response,
+constraint); the ranking (Python and SQL), the app, `report`, the export and the HTML read them.
+
+    facts = PhraseFacts.of(phrase, words, "A", context)
+    facts.specificity, facts.sentence()   # 0.93, '8 words of reference A only, in 1 of 2,225 articles, a name'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+
+from pipeline.analysis.copying import STOPWORDS, WORD
+from pipeline.core.definitions import SPECIFIC_ENOUGH, TEMPLATE_MIN, TEMPLATE_SHARE, specificity
+
+# A capitalised word after a sentence's end is no sign of a name: only mid-sentence ones count.
+_SENTENCE_START = re.compile(r"(?:^|[.!?]['\"\u201d\u2019)\]]*\s+|\n\s*)$")
+_DIGIT = re.compile(r"\d")
+
+
+def template_words(constraints: Sequence[str]) -> frozenset[str]:
+    """The words (lower-cased) in more than TEMPLATE_SHARE of an instruction's constraints: the list's
+    template ("the text should discuss"), never copied. Empty for lists under TEMPLATE_MIN."""
+    if len(constraints) < TEMPLATE_MIN:
+        return frozenset()
+    seen: dict[str, int] = {}
+    for text in constraints:
+        for word in {w.lower() for w in WORD.findall(text)}:
+            seen[word] = seen.get(word, 0) + 1
+    return frozenset(w for w, n in seen.items() if n > TEMPLATE_SHARE * len(constraints))
+
+
+@lru_cache(maxsize=256)
+def proper_words(text: str) -> frozenset[str]:
+    """The text's names, lower-cased: words it writes capitalised mid-sentence (acronyms included),
+    and capitalised in most of their uses (so "Tuesday" is one and "Market" at a headline is not)."""
+    caps: dict[str, int] = {}
+    uses: dict[str, int] = {}
+    mid: set[str] = set()
+    for m in WORD.finditer(text):
+        word = m.group(0)
+        low = word.lower()
+        uses[low] = uses.get(low, 0) + 1
+        if word[0].isupper():
+            caps[low] = caps.get(low, 0) + 1
+            if not _SENTENCE_START.search(text[max(0, m.start() - 6):m.start()]):
+                mid.add(low)
+    return frozenset(w for w in mid if w not in STOPWORDS and caps[w] * 2 > uses[w] and not w.isdigit())
+
+
+class CorpusFrequency:
+    """Document frequency of word runs over a domain's articles: how many hold the run, word for word."""
+
+    def __init__(self, bodies: Iterable[str]) -> None:
+        self._joined: list[str] = []
+        self._postings: dict[str, list[int]] = {}
+        for i, body in enumerate(bodies):
+            words = [w.lower() for w in WORD.findall(body)]
+            self._joined.append(" " + " ".join(words) + " ")
+            for word in set(words):
+                self._postings.setdefault(word, []).append(i)
+        self._memo: dict[tuple[str, ...], int] = {}
+
+    @property
+    def articles(self) -> int:
+        return len(self._joined)
+
+    def df(self, words: Sequence[str]) -> int:
+        """Articles holding these (lower-cased) words in a row."""
+        key = tuple(words)
+        found = self._memo.get(key)
+        if found is None:
+            lists = [self._postings.get(w, []) for w in key]
+            rarest = min(lists, key=len) if lists else []
+            needle = " " + " ".join(key) + " "
+            found = self._memo[key] = sum(1 for i in rarest if needle in self._joined[i])
+        return found
+
+
+NO_CORPUS = CorpusFrequency(())
+
+
+@dataclass(frozen=True)
+class PhraseContext:
+    """What a phrase of one instruction is judged against: its main task, the references' texts
+    by label, the template words of its constraint list, and the domain's articles."""
+
+    main_task: str
+    references: dict[str, str]
+    template: frozenset[str] = frozenset()
+    corpus: CorpusFrequency = field(default=NO_CORPUS, repr=False, compare=False)
+
+    @property
+    def task_words(self) -> frozenset[str]:
+        return _content(self.main_task, frozenset())
+
+
+@lru_cache(maxsize=1024)
+def _content(text: str, template: frozenset[str]) -> frozenset[str]:
+    return frozenset(w.lower() for w in WORD.findall(text)) - STOPWORDS - template
+
+
+@dataclass(frozen=True)
+class PhraseFacts:
+    """One copied phrase and why it is (or is not) specific."""
+
+    text: str  # as the constraint writes it
+    words: int
+    source: str  # the references holding it: "A", "B" or "AB"
+    outside_task: float  # share of its content words absent from the main task
+    df: int | None  # articles of the domain holding it; None: the store holds none to count in
+    articles: int  # the domain's articles counted in
+    entity: bool  # a name (capitalised mid-sentence in its reference)
+    number: bool
+    specificity: float
+
+    @classmethod
+    def of(cls, phrase: str, source: str, context: PhraseContext) -> PhraseFacts:
+        words = tuple(w.lower() for w in WORD.findall(phrase))
+        content = [w for w in words if w not in STOPWORDS and w not in context.template]
+        task = context.task_words
+        outside = sum(1 for w in content if w not in task) / len(content) if content else 0.0
+        n = context.corpus.articles
+        df = context.corpus.df(words) if n else None
+        rarity = math.log(n / max(1, df)) / math.log(n) if df is not None and n > 1 else 1.0
+        names = set().union(*(proper_words(context.references[k]) for k in source if k in context.references))
+        entity = any(w in names for w in content)
+        number = any(_DIGIT.search(w) for w in words)
+        value = specificity(rarity, outside, len(source) > 1, entity, number, len(words))
+        return cls(phrase, len(words), source, round(outside, 4), df, n, entity, number, value)
+
+    @property
+    def shared(self) -> bool:
+        return len(self.source) > 1
+
+    @property
+    def specific(self) -> bool:
+        return self.specificity >= SPECIFIC_ENOUGH
+
+    @property
+    def topic(self) -> bool:
+        """Words of the main task, or of both references: the subject, not a paste."""
+        return self.outside_task <= 0.5 or self.shared
+
+    def sentence(self) -> str:
+        """Why, in words: '8 words of reference A only, in 1 of 2,225 articles, a name'."""
+        where = "both references (the shared topic)" if self.shared else f"reference {self.source} only"
+        parts = [f"{self.words} words of {where}"]
+        if self.df is not None:
+            parts.append(f"in {self.df:,} of {self.articles:,} articles")
+        if self.outside_task <= 0.5:
+            parts.append("mostly the main task's words" if self.outside_task else "the main task's words")
+        if self.entity:
+            parts.append("a name")
+        if self.number:
+            parts.append("a number")
+        return ", ".join(parts)
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> PhraseFacts:
+        return cls(**data)  # type: ignore[arg-type]
+
+
+def dump_facts(facts: Sequence[PhraseFacts]) -> str:
+    return json.dumps([f.as_json() for f in facts], ensure_ascii=False)
+
+
+def load_facts(text: str | None) -> tuple[PhraseFacts, ...]:
+    if not text:
+        return ()
+    return tuple(PhraseFacts.from_json(d) for d in json.loads(text))
+
+
+def lead(facts: Sequence[PhraseFacts]) -> PhraseFacts | None:
+    """The phrase an item is about: its most specific (the longest on a tie)."""
+    return max(facts, key=lambda f: (f.specificity, f.words), default=None)
+
+
+def phrase_key(phrase: str) -> str:
+    """A phrase compared across constraints: its lower-cased words."""
+    return " ".join(w.lower() for w in WORD.findall(phrase))
+
+
+__all__ = ["CorpusFrequency", "PhraseContext", "PhraseFacts", "dump_facts", "lead", "load_facts", "phrase_key",
+           "proper_words", "template_words"]
