@@ -283,9 +283,12 @@ async def test_copy_only_view_and_reasons_in_words(tmp_path):
         everything = len(screen.ranked)
         await pilot.press("o")
         await settle(app, pilot)
-        assert screen.enabled == ("similar", "copied")
+        assert screen.enabled == ("similar", "copied", "echo")
         assert screen.ranked and len(screen.ranked) <= everything
-        assert all(set(r.evidence.reasons()) & {"similar", "copied"} for r in screen.ranked)
+        assert all(set(r.evidence.reasons()) & {"similar", "copied", "echo"} for r in screen.ranked)
+        # The copy-only view agrees with the copied column: every row with a count is in it.
+        assert all(r.evidence.copy_count.words == 0 or {"copied", "echo"} & set(r.evidence.reasons())
+                   for r in screen.ranked)
         assert "copy evidence only" in text_of(screen.query_one("#queue-status"))
         detail = text_of(screen.query_one("#queue-detail"))
         assert "similar to reference" in detail or "copied from reference" in detail

@@ -258,7 +258,8 @@ def test_cli_fills_in_an_older_store(tmp_path, capsys) -> None:
     path = str(tmp_path / "store.sqlite")
     assert main(["--store", path, "evidence", "--embedder", "hash", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {
-        "method": "hash-256", "stored": 2 * len(CONSTRAINTS), "copy_evidence": 0, "run": None}  # no responses yet
+        "method": "hash-256", "stored": 2 * len(CONSTRAINTS), "copy_evidence": 0, "echo": 0,
+        "run": None}  # no responses yet
     # `similarity` is the same command (its first name)
     assert main(["--store", path, "similarity", "--embedder", "lexical", "--run", "other", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["stored"] == 0

@@ -123,7 +123,7 @@ class CopyFinder:
             refs = {k: self._bodies.get(h or "", "") for k, h in (("A", w.reference_a_hash), ("B", w.reference_b_hash))}
             self._contexts[w.instruction_id] = PhraseContext(
                 w.main_task or "", {k: v for k, v in refs.items() if v},
-                template_words([c.text for c in lists.get(w.instruction_id, [])]), self._corpus(w.domain))
+                template_words(tuple(c.text for c in lists.get(w.instruction_id, []))), self._corpus(w.domain))
 
     def _corpus(self, domain: str | None) -> CorpusFrequency:
         key = domain or ""

@@ -3,7 +3,7 @@
 ``build_report`` gathers everything from the store: the condition x model groups with their
 intervals (pipeline.analysis.metrics), every paired comparison Holm-adjusted together, naturalness,
 the judges' validation and the rates corrected for their error (pipeline.analysis.correction),
-human validation, CS4's instruction families and how each judge judged. ``report_warnings`` names
+human validation, CS4's instruction families, how each judge judged and the method's copy numbers. ``report_warnings`` names
 the figures not to trust; ``main_groups`` picks the main table's rows at the shown ratio
 (pipeline.core.definitions.shown_ratio); ``check_filters`` refuses a filter naming nothing in the
 store. Drawing and writing them (terminal tables, CSV, JSON, charts) is pipeline.outputs.report's.
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from pipeline.analysis.calibration import JudgingNote, judging_notes
 from pipeline.analysis.correction import CorrectedGroup, Correction, corrected_metrics
+from pipeline.analysis.copy_numbers import CopyNumbers, copy_numbers
 from pipeline.analysis.coverage import MIN_COVERAGE, describe
 from pipeline.analysis.families import FamilyLevel, family_levels
 from pipeline.analysis.judge_validation import JudgeScore, judge_scores, judge_validation_by_name
@@ -144,6 +145,9 @@ class Report:
     correction: Correction | None = None
     # How each rater judged (its mode; a yes_no judge's threshold and where it was chosen).
     judging: list[JudgingNote] = field(default_factory=list)
+    # The method's copy numbers (pipeline.analysis.copy_numbers): the copy-paste score and the
+    # constraint-reference similarity per condition x model x mode, and single against the common ones.
+    copying: CopyNumbers | None = None
 
     def warned(self, group: Group) -> list[ReportWarning]:
         return [w for w in self.warnings if w.group == group.key]
@@ -192,6 +196,7 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
         report.annotators = report.validation.kappas
     report.families = family_levels(store, metrics, ratio, n_resamples=options.n_resamples, seed=options.seed)
     report.judging = judging_notes(metrics.rater_keys, metrics.raters, calibrations(store))
+    report.copying = copy_numbers(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
     return report
 
 

@@ -30,7 +30,8 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?]['\"\u201d\u2019)\]]*\s+|\n\s*)$")
 _DIGIT = re.compile(r"\d")
 
 
-def template_words(constraints: Sequence[str]) -> frozenset[str]:
+@lru_cache(maxsize=256)
+def template_words(constraints: tuple[str, ...]) -> frozenset[str]:
     """The words (lower-cased) in more than TEMPLATE_SHARE of an instruction's constraints: the list's
     template ("the text should discuss"), never copied. Empty for lists under TEMPLATE_MIN."""
     if len(constraints) < TEMPLATE_MIN:
@@ -40,6 +41,38 @@ def template_words(constraints: Sequence[str]) -> frozenset[str]:
         for word in {w.lower() for w in WORD.findall(text)}:
             seen[word] = seen.get(word, 0) + 1
     return frozenset(w for w, n in seen.items() if n > TEMPLATE_SHARE * len(constraints))
+
+
+def shared_prefix(constraints: Sequence[str]) -> str:
+    """The words most of an instruction's constraints open with ("The text should"), as the first of
+    them writes them: the longest word prefix shared by more than TEMPLATE_SHARE of them ("" for lists
+    under TEMPLATE_MIN). A list shows what follows it, where the constraints differ."""
+    if len(constraints) < TEMPLATE_MIN:
+        return ""
+    openings = [tuple(w.lower() for w in WORD.findall(c)) for c in constraints]
+    best: tuple[str, ...] = ()
+    for n in range(1, 12):
+        counts: dict[tuple[str, ...], int] = {}
+        for words in openings:
+            if len(words) > n:  # a prefix leaves words after it
+                counts[words[:n]] = counts.get(words[:n], 0) + 1
+        top = max(counts.items(), key=lambda kv: kv[1], default=((), 0))
+        if top[1] <= TEMPLATE_SHARE * len(constraints):
+            break
+        best = top[0]
+    return " ".join(best)
+
+
+def after_prefix(text: str, prefix: str) -> str:
+    """``text`` without ``prefix`` (shared_prefix's words, matched case-blind) and the spaces after it,
+    marked with a leading '…'; ``text`` itself when it does not open with the prefix."""
+    if not prefix:
+        return text
+    words = prefix.split()
+    found = list(WORD.finditer(text))
+    if len(found) <= len(words) or any(m.group(0).lower() != w for m, w in zip(found, words)):
+        return text
+    return "…" + text[found[len(words) - 1].end():].lstrip(" ,:;")
 
 
 @lru_cache(maxsize=256)
@@ -196,5 +229,5 @@ def phrase_key(phrase: str) -> str:
     return " ".join(w.lower() for w in WORD.findall(phrase))
 
 
-__all__ = ["CorpusFrequency", "PhraseContext", "PhraseFacts", "dump_facts", "lead", "load_facts", "phrase_key",
-           "proper_words", "template_words"]
+__all__ = ["CorpusFrequency", "PhraseContext", "PhraseFacts", "after_prefix", "dump_facts", "lead", "load_facts",
+           "phrase_key", "proper_words", "shared_prefix", "template_words"]

@@ -276,6 +276,12 @@ def copied_sentence(e: Evidence) -> str:
     return f"{count}: “{top.text}” ({top.sentence()}){more}"
 
 
+def same_phrase_sentence(e: Evidence) -> str:
+    """'and 15 more constraints on the same phrase' (the items group_by_phrase filed under ``e``)."""
+    n = len(e.same_phrase)
+    return f"and {n} more constraint{'' if n == 1 else 's'} on the same phrase"
+
+
 def _uncertain_sentence(e: Evidence) -> str:
     """"the judge was unsure: P(Yes) 0.52 against its threshold 0.54"; the judge named when several
     gave a P(Yes) on the response."""
@@ -423,4 +429,4 @@ def _copy_missing(store: Store, run_id: str | None) -> bool:
 
 __all__ = ["COPY_REASONS", "REASONS", "REASON_TEXT", "Evidence", "Queue", "copied_phrases", "copied_sentence",
            "copy_evidence_missing_for", "group_by_phrase", "instruction_evidence", "parse_reasons", "reason_sentences",
-           "suspicion_queue"]
+           "same_phrase_sentence", "suspicion_queue"]

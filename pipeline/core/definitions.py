@@ -16,6 +16,10 @@ DEFAULT_RATIOS = (DEFAULT_RATIO,)
 RATIO_TOLERANCE = 1e-9
 
 
+# The significance level of every test the report marks (after Holm's correction).
+SIGNIFICANCE = 0.05
+
+
 def same_ratio(a: float, b: float) -> bool:
     """Whether two summary ratios are the same one (within RATIO_TOLERANCE)."""
     return abs(a - b) < RATIO_TOLERANCE

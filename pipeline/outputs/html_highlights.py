@@ -72,9 +72,11 @@ def merge_spans(spans: list[tuple[int, int]]) -> list[list[int]]:
     return out
 
 
-def copy_count_cell(constraint: str, text: str, ref_a: str, ref_b: str, name: str) -> list[Any]:
-    """[words, source, sentence] of pipeline.analysis.copy_count for the page."""
-    found = copy_count(constraint, text, ref_a, ref_b or None)
+def copy_count_cell(constraint: str, text: str, ref_a: str, ref_b: str, name: str,
+                    template: frozenset[str] = frozenset(), echo: float | None = None) -> list[Any]:
+    """[words, source, sentence] of pipeline.analysis.copy_count for the page (``template``: the list's
+    template words; ``echo``: the constraint's stored echo on the text)."""
+    found = copy_count(constraint, text, ref_a, ref_b or None, template, echo)
     return [found.words, found.source, found.sentence(name)]
 
 

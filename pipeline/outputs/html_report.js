@@ -181,7 +181,10 @@
         `<span class="muted">${id === "ref-b" && d.condition === "single" ? "(single condition: one reference only)" : "(not generated)"}</span>`;
       return `<div class="pane" id="pane-${id}"><h4>${title} <small>${body ? body.split(/\s+/).filter(Boolean).length : 0}` +
         ` words · lexical overlap ${lex === null || lex === undefined ? "-" : lex.toFixed(2)} · ` +
-        `${byConstraint && count ? esc(count[2] || "nothing copied") : copies.length + " copied"}</small></h4>${shownBody}</div>`;
+        `${byConstraint && count ? esc(count[2] || "nothing copied") : copies.length + " copied"}` +
+        // The constraint's echo on the text (pipeline.stages.echo), where stored.
+        `${byConstraint && p.echo && p.echo[kinds[0]] !== null && p.echo[kinds[0]] !== undefined ? " · echo " + p.echo[kinds[0]].toFixed(2) : ""}` +
+        `</small></h4>${shownBody}</div>`;
     }).join("");
     const verdicts = p.v.map((v) => {
       const [judge, mode] = meta.judges[v[0]];
@@ -221,7 +224,10 @@
     $("sus-list").innerHTML = ranked.slice(0, sus.top).map(([score, it]) => {
       // Each reason as the pipeline wrote it in words (pipeline.analysis.suspicion.reason_sentences).
       const why = sus.reasons.map((r, k) => [r, k]).filter(([r, k]) => enabled.has(r) && it[6][k] > 0).map(([r, k]) =>
-        r === "copied" ? `${esc(it[10][k])}: ${it[8].map((c) => "\u201c" + esc(c) + "\u201d").join("; ")}` : esc(it[10][k] || r));
+        esc(it[10][k] || r));
+      // One phrase across many constraints of the instruction leads once (group_by_phrase); its echo beside.
+      if (it[13]) why.push(esc(it[13]));
+      if (it[14] !== null && it[14] !== undefined) why.push(`echo ${it[14].toFixed(2)}`);
       if (it[12]) why.push(`<b class="mark">${esc(it[12])}</b>`);
       return `<li data-i="${it[0]}" data-c="${it[1]}" data-model="${esc(it[3])}" data-mode="${esc(it[4])}">` +
         `<span class="score">${score.toFixed(2)}</span> <button class="open">#${it[0]}, constraint ${it[2]}</button>, ` +

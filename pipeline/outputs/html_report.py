@@ -52,15 +52,25 @@ from pipeline.analysis import copying
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.support import LOCATED
-from pipeline.analysis.suspicion import REASON_TEXT, REASONS, Evidence, reason_sentences, suspicion_queue
+from pipeline.analysis.specificity import template_words
+from pipeline.analysis.suspicion import (
+    REASON_TEXT,
+    REASONS,
+    Evidence,
+    reason_sentences,
+    same_phrase_sentence,
+    suspicion_queue,
+)
 from pipeline.core.definitions import same_ratio
 from pipeline.core.redact import known_secrets, redact
+from pipeline.outputs.html_copying import copying_html
 from pipeline.outputs.html_highlights import copied_spans, copy_count_cell, merge_spans, quote_span
 from pipeline.outputs.html_tables import depth_html, esc, judges_html, tables_html
 from pipeline.outputs.report import writer_label
 from pipeline.outputs.suspicion import MISSING_COPY, mark_of
 from pipeline.store import metrics as reads
 from pipeline.store.constraints import ConstraintRecord, constraint_records_of
+from pipeline.store.echo import echoes_of
 from pipeline.store.marks import marks
 from pipeline.store.verdicts import Verdict, shown_verdicts
 
@@ -159,6 +169,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
         if g[1] == "summary" and ratio is not None and g[5] is not None and same_ratio(g[5], ratio):
             summary_of.setdefault(g[6], g)
     text_ids = sorted(set(full_rows) | {g[0] for g in summary_of.values()})
+    store_data["echoes"] = echoes_of(store, text_ids)
     verdicts_by: dict[tuple[int, int], list[Verdict]] = defaultdict(list)
     judges = set(filters.judges or ())
     for v in shown_verdicts(store, text_ids):
@@ -249,6 +260,8 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
         index_responses.append([row.model, row.mode, _num(row.org), _num(at.core) if at else None, flips.get(rid, 0)])
     cons = []
     records: list[ConstraintRecord] = data["constraints"].get(iid, [])
+    template = template_words(tuple(c.text for c in records if c.active))
+    echoes: dict[tuple[int, int], float] = data["echoes"]
     all_cons = {c.id: c for c in records}
     for c in records:
         cid, position, origin, active = c.id, c.position, c.origin, c.active
@@ -292,8 +305,11 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
                     "summary": _num(item.summary_score) if item else None, "v": verdicts,
                     "copies": {"r": copied_spans(text, r_text, CONSTRAINT_N), "s": copied_spans(text, s_text, CONSTRAINT_N)},
                     # pipeline.analysis.copy_count: the one count of copied words, named by its source.
-                    "count": {k: copy_count_cell(c.text, body, ref_a, ref_b, name)
-                              for k, body, name in (("r", r_text, "response"), ("s", s_text, "summary"))},
+                    "count": {k: copy_count_cell(c.text, body, ref_a, ref_b, name, template, echoes.get((gid or 0, cid)))
+                              for k, body, name, gid in (("r", r_text, "response", rid),
+                                                         ("s", s_text, "summary", s[0] if s else None))},
+                    # The constraint's echo (pipeline.stages.echo): its highest cosine with a sentence.
+                    "echo": {"r": _num(echoes.get((rid, cid))), "s": _num(echoes.get((s[0], cid)) if s else None)},
                     "lex": {"r": _num(copying.lexical_overlap(text, r_text)) if r_text else None,
                             "s": _num(copying.lexical_overlap(text, s_text)) if s_text else None},
                 }
@@ -330,7 +346,7 @@ def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructi
                       [_clean(c) for c in e.copied[:3]], "+".join(e.copied_from),
                       # Each reason in words, aligned with REASONS ("" where it does not fire).
                       [next(iter(reason_sentences(e, (r,))), "") for r in REASONS], e.copy_count.short(),
-                      mark_of(marked, e)])
+                      mark_of(marked, e), same_phrase_sentence(e) if e.same_phrase else "", _num(e.echo)])
     return {"reasons": list(REASONS), "text": REASON_TEXT, "items": items, "top": SUSPICIOUS_TOP,
             "copy_missing": MISSING_COPY if queue.copy_evidence_missing else ""}
 
@@ -357,6 +373,7 @@ def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: 
         " summary; superficial = share of satisfied constraints that flipped (per judge, then averaged). Missing"
         " verdicts are left out and counted in the coverage.</p></header>"
         f"<main><section id=\"tables\"><h2>Condition x model</h2>{tables_html(report)}{depth_html(report)}"
+        + copying_html(report)
         + (f"<section id=\"warnings\"><h3>{len(report.warnings)} warning(s)</h3><ul>{warnings}</ul></section>"
            if warnings else "")
         + judges_html(report)

@@ -64,7 +64,8 @@ from pipeline.analysis.report_model import (
     report_warnings,
     validation_mark,
 )
-from pipeline.core.definitions import same_ratio
+from pipeline.core.definitions import SIGNIFICANCE, same_ratio
+from pipeline.outputs.copy_report import copying_chart, copying_rows, render_copying
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -147,6 +148,7 @@ def render(report: Report, console: Console) -> None:
             table.add_row(*row)
         console.print(table)
     _render_warnings(report, console)
+    render_copying(report.copying, console, lambda model, mode: writer_label(model, mode, modes))
     _render_families(report, console)
     if len(m.ratios) > 1:
         _render_depth(report, console)
@@ -171,9 +173,10 @@ def render(report: Report, console: Console) -> None:
             console.print(f"  {status.line()}", markup=False, highlight=False)
     tested = [c for c in report.comparisons if not math.isnan(c.test.p_value)]
     if tested:
-        significant = [c for c in tested if c.p_holm < 0.05]
+        significant = [c for c in tested if c.p_holm < SIGNIFICANCE]
         console.print(f"{len(significant)} of {len(tested)} paired comparisons (model pairs within a condition, "
-                      "condition pairs within a model, response modes) differ at p < 0.05 after Holm correction"
+                      f"condition pairs within a model, response modes) differ at p < {SIGNIFICANCE:g} after Holm"
+                      " correction"
                       + (":" if significant and len(significant) <= 12 else "; see comparisons.csv"))
         if significant and len(significant) <= 12:
             for c in significant:
@@ -288,10 +291,10 @@ def _render_comparisons(comparisons: list[Comparison], console: Console) -> None
         t = c.test
         diff = "-" if math.isnan(t.diff) else f"{100 * t.diff:+.1f} [{pct(t.low)}, {pct(t.high)}]"
         p = "-" if math.isnan(t.p_value) else (f"{t.p_value:.3f}" + (" *" if t.significant() else ""))
-        holm_p = "-" if math.isnan(c.p_holm) else (f"{c.p_holm:.3f}" + (" *" if c.p_holm < 0.05 else ""))
+        holm_p = "-" if math.isnan(c.p_holm) else (f"{c.p_holm:.3f}" + (" *" if c.p_holm < SIGNIFICANCE else ""))
         table.add_row(c.domain, c.within, c.metric, pct(t.mean_a), pct(t.mean_b), diff, p, holm_p)
     console.print(table)
-    console.print("* p < 0.05; p Holm corrects for every comparison the report made (see comparisons.csv)")
+    console.print(f"* p < {SIGNIFICANCE:g}; p Holm corrects for every comparison the report made (see comparisons.csv)")
 
 
 def empty_message(filters: Filters) -> str:
@@ -336,6 +339,7 @@ def write_outputs(report: Report, out_dir: str | Path) -> list[Path]:
     written = write_tables(report, out_dir)
     if not report.metrics.empty:
         written += charts(report, Path(out_dir))
+    written += copying_chart(report.copying, Path(out_dir))
     return written
 
 
@@ -366,6 +370,10 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
     emit("comparisons", [c.as_dict() for c in report.comparisons])
     if report.naturalness:
         emit("naturalness", [w.as_dict() for w in report.naturalness])
+    copying, copy_tests = copying_rows(report.copying)
+    if copying:
+        emit("copying", copying)
+        emit("copy_tests", copy_tests)
     if report.families:
         mark = validation_mark(report)
         emit("families", [{**f.as_dict(), "judges_validation": mark} for f in report.families])
@@ -381,7 +389,7 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         "comparisons": [c.as_dict() for c in report.comparisons],
         "requested_comparison": [c.as_dict() for c in report.requested],
         "naturalness": [w.as_dict() for w in report.naturalness], "validation": validation,
-        "families": [f.as_dict() for f in report.families],
+        "families": [f.as_dict() for f in report.families], "copying": copying, "copy_tests": copy_tests,
         "judge_validation": {r: (score.as_dict() if (score := validated_score(r, report.judges_validated)) else None)
                              for r in m.raters},
         "judge_error": [s.as_dict() for s in report.correction.judges] if report.correction else [],

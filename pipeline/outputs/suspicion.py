@@ -20,6 +20,7 @@ from pipeline.analysis.suspicion import (
     Evidence,
     Queue,
     reason_sentences,
+    same_phrase_sentence,
     suspicion_queue,
 )
 from pipeline.analysis.trust import Trust
@@ -106,11 +107,6 @@ def _describe(e: Evidence, enabled: Sequence[str]) -> str:
         parts.append(same_phrase_sentence(e))
     return "; ".join(parts)
 
-
-def same_phrase_sentence(e: Evidence) -> str:
-    """'and 15 more constraints on the same phrase' (the items group_by_phrase filed under ``e``)."""
-    n = len(e.same_phrase)
-    return f"and {n} more constraint{'' if n == 1 else 's'} on the same phrase"
 
 
 MISSING_COPY = f"copy evidence not computed for every response: `{EVIDENCE_COMMAND}` computes what is missing"

@@ -190,8 +190,9 @@ def article_source(store: Store, article_id: int) -> ArticleSource | None:
 
 
 def domain_article_bodies(store: Store, domain: str) -> list[str]:
-    """The texts of the domain's kept articles, in id order: the corpus a copied phrase's document
-    frequency is counted in (pipeline.analysis.specificity)."""
-    rows = store.conn.execute("SELECT t.body FROM articles a JOIN texts t ON t.hash = a.text_hash"
-                              " WHERE a.domain = ? AND a.status = 'kept' ORDER BY a.id", (domain,))
+    """The texts of the domain's articles, in id order, each text once and duplicates left out: the
+    corpus a copied phrase's document frequency is counted in (pipeline.analysis.specificity). Articles
+    outside the build's word window count: they are the domain's writing all the same."""
+    rows = store.conn.execute("SELECT t.body FROM texts t WHERE t.hash IN (SELECT a.text_hash FROM articles a"
+                              " WHERE a.domain = ? AND a.status NOT LIKE '%duplicate%') ORDER BY t.hash", (domain,))
     return [row[0] for row in rows]

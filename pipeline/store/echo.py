@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from pipeline.store.database import Store
+from pipeline.store.metrics import Filters
 
 
 class EchoWork(NamedTuple):
@@ -87,9 +88,16 @@ def echo_of(store: Store, generation_id: int, constraint_id: int) -> EchoRow | N
     return EchoRow(*row) if row else None
 
 
+def echoes_of(store: Store, generation_ids: Sequence[int]) -> dict[tuple[int, int], float]:
+    """(text, constraint) -> the stored echo, for these texts."""
+    rows = store.conn.execute("SELECT generation_id, constraint_id, echo FROM constraint_echo WHERE generation_id IN"
+                              " (SELECT value FROM json_each(?))", (json.dumps(sorted(set(generation_ids))),))
+    return {(g, c): e for g, c, e in rows}
+
+
 class CopyCell(NamedTuple):
-    """One (constraint, response) of the report's copy numbers: its instruction's keys, the echo on
-    the response and the constraint's similarity to its references (None where not stored)."""
+    """One (active constraint, response) of the report's copy numbers: its instruction's keys, the
+    constraint's echo on the response and its similarity to its references (None where not stored)."""
 
     domain: str
     condition: str
@@ -101,16 +109,28 @@ class CopyCell(NamedTuple):
     echo: float | None
     reference_similarity: float | None  # the higher of to A and to B
     similarity_method: str | None
+    echo_method: str | None
 
 
-def copy_cells(store: Store) -> list[CopyCell]:
-    """Every (active constraint, response) with the stored echo and constraint-reference similarity."""
+def copy_cells(store: Store, filters: Filters | None = None) -> list[CopyCell]:
+    """Every (active constraint, response) of the selection with its stored echo and
+    constraint-reference similarity, nothing computed."""
+    f = filters or Filters()
+    where, params = ["g.kind = 'response'"], []
+    for column, value in (("i.run_id", f.run), ("i.id", f.instruction), ("i.domain", f.domain),
+                          ("i.condition", f.condition), ("g.mode", f.mode)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if f.models is not None:
+        where.append("g.model IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(f.models)))
     rows = store.conn.execute(
-        "SELECT i.domain, i.condition, i.article_a, i.id, coalesce(g.model, ''), coalesce(g.mode, ''), c.id, x.echo,"
-        " CASE WHEN m.to_b IS NULL THEN m.to_a ELSE max(m.to_a, m.to_b) END, m.method"
+        "SELECT coalesce(i.domain, ''), i.condition, i.article_a, i.id, coalesce(g.model, ''), coalesce(g.mode, ''),"
+        " c.id, x.echo, CASE WHEN m.to_b IS NULL THEN m.to_a ELSE max(m.to_a, m.to_b) END, m.method, x.method"
         " FROM generations g JOIN instructions i ON i.id = g.instruction_id"
         " JOIN constraints c ON c.instruction_id = g.instruction_id AND c.active = 1"
         " LEFT JOIN constraint_echo x ON x.generation_id = g.id AND x.constraint_id = c.id"
         " LEFT JOIN constraint_similarity m ON m.constraint_id = c.id"
-        " WHERE g.kind = 'response' ORDER BY i.id, g.id, c.position")
+        f" WHERE {' AND '.join(where)} ORDER BY i.id, g.id, c.position", params)
     return [CopyCell(*r) for r in rows]

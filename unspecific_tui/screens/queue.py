@@ -31,12 +31,16 @@ from pipeline.analysis.suspicion import (
     REASONS,
     Evidence,
     reason_sentences,
+    same_phrase_sentence,
 )
+from pipeline.analysis.specificity import after_prefix, shared_prefix
+from pipeline.core.definitions import ECHO_HIGH
 from pipeline.store.view import StoreView
 from unspecific_tui.app import Context
 from unspecific_tui.following import Following, Stop
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.bar import bar
+from unspecific_tui.widgets.constraint_list import echo_cell
 from unspecific_tui.widgets.footer import KeyFooter
 
 PAGE = 300  # rows put in the table at a time (a DataTable's cost grows with its rows)
@@ -45,11 +49,12 @@ PAGE = 300  # rows put in the table at a time (a DataTable's cost grows with its
 TOP = 1000
 LABEL = "suspicion queue"  # what Audit's head says it follows
 # One key per reason (digits switch screens); its short tag in the table.
-REASON_KEYS = {"similar": "s", "copied": "c", "lost": "l", "split": "d", "unquoted": "u", "uncertain": "t"}
-REASON_TAGS = {"similar": "sim", "copied": "copy", "lost": "lost", "split": "split", "unquoted": "unq",
+REASON_KEYS = {"similar": "s", "copied": "c", "echo": "e", "lost": "l", "split": "d", "unquoted": "u",
+               "uncertain": "t"}
+REASON_TAGS = {"similar": "sim", "copied": "copy", "echo": "echo", "lost": "lost", "split": "split", "unquoted": "unq",
                "uncertain": "unsure"}
-REASON_STYLES = {"similar": "cyan", "copied": "magenta", "lost": "yellow", "split": "red", "unquoted": "red",
-                 "uncertain": "red"}
+REASON_STYLES = {"similar": "cyan", "copied": "magenta", "echo": "magenta", "lost": "yellow", "split": "red",
+                 "unquoted": "red", "uncertain": "red"}
 # What computes each kind of evidence an older store lacks.
 # Optional columns give way before the constraint gets narrower than this (or a fifth of the width).
 MIN_CONSTRAINT_WIDTH = 24
@@ -119,6 +124,11 @@ def outcome(e: Evidence) -> Text:
     return Text.assemble(_verdict(e.response_passed), "→", _verdict(e.summary_passed))
 
 
+def same_phrase_tag(e: Evidence) -> str:
+    """'[+15] ' before an item with 15 more constraints of its instruction on the same phrase."""
+    return f"[+{len(e.same_phrase)}] " if e.same_phrase else ""
+
+
 def copied(e: Evidence) -> str:
     """pipeline.analysis.copy_count's count: "12w A" (words of the constraint, and their source)."""
     return e.copy_count.short()
@@ -170,9 +180,10 @@ class Column:
 
 # Always shown, then the optional ones in the order they give way (last first) as width shrinks.
 CORE = (Column("mark", "✓", 1), Column("rank", "#", 6), Column("score", "score", 5), Column("instr", "instr.", 6),
-        Column("constraint", "constraint", 0), Column("writer", "model/mode", 16))
+        Column("constraint", "constraint", 0), Column("writer", "model/mode", 15))
 OPTIONAL = (Column("reasons", "reasons", 22), Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11),
-            Column("copied", "copied", 8), Column("trust", "trust", 18), Column("flags", "flags", 14))
+            Column("copied", "copied", 8), Column("trust", "trust", 18), Column("echo", "echo", 4),
+            Column("flags", "flags", 14))
 SHORT_REASONS = Column("reasons", "why", len(REASON_KEYS))  # when the full tags do not fit: the toggle keys
 CELL_PADDING = 2  # a DataTable cell's padding, left and right
 CHROME = 2  # the vertical scrollbar
@@ -218,6 +229,7 @@ class QueueScreen(AppScreen):
         self.columns: list[Column] = []
         self.text_width = 0
         self._keep_row = 0  # where the cursor goes once more rows are read
+        self.prefix = ""  # the words most loaded constraints open with: the constraint column shows what follows
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -289,6 +301,7 @@ class QueueScreen(AppScreen):
     def rerank(self) -> None:
         """The table from the loaded rows; back to where the cursor was when more were read."""
         self.ranked = ranked(self.evidence or [], self.enabled)
+        self.prefix = shared_prefix([e.text for e in self.evidence or []])
         self._reasons_line()
         self._fill()
         keep, self._keep_row = self._keep_row, 0
@@ -325,12 +338,14 @@ class QueueScreen(AppScreen):
             "rank": str(n),
             "score": f"{r.score:.2f}",
             "instr": str(e.instruction_id),
-            "constraint": Text(shorten(f"{e.position}. {e.text}", self.text_width)),
-            "writer": Text(writer_cell(e.writer.model, e.writer.mode, 16)),
+            "constraint": Text(shorten(f"{same_phrase_tag(e)}{e.position}. {after_prefix(e.text, self.prefix)}",
+                                       self.text_width)),
+            "writer": Text(writer_cell(e.writer.model, e.writer.mode, 15)),
             "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in self.columns)),
             "outcome": outcome(e),
             "similarity": bar(e.similarity.highest if e.similarity else None),
             "copied": Text(copied(e)),
+            "echo": echo_cell(e.echo),
             "trust": Text(shorten(trust_marks(e), 18)),
             "flags": Text(shorten(", ".join(e.flags) or "-", 14)),
         }
@@ -391,8 +406,12 @@ class QueueScreen(AppScreen):
             sentence = next(iter(reason_sentences(e, (reason,))), reason)
             text.append("\n• ", style=REASON_STYLES.get(reason, "bold") if on else "dim")
             text.append(sentence, style="" if on else "dim strike")
-            if reason == "copied" and e.copied:
-                text.append(": " + " · ".join(f"“{g}”" for g in e.copied), style="magenta" if on else "dim")
+        if e.echo is not None:
+            text.append(f"\necho {e.echo:.2f}", style="bold" if e.echo >= ECHO_HIGH else "dim")
+            text.append(" (the constraint's highest cosine with a sentence of the response)", style="dim")
+        if e.same_phrase:
+            text.append("\n• ", style="magenta")
+            text.append(same_phrase_sentence(e) + ": " + ", ".join(f"#{f.position}" for f in e.same_phrase))
         if e.flags:
             text.append("\nflags: ", style="bold")
             text.append(", ".join(e.flags))

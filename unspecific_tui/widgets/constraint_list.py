@@ -29,6 +29,7 @@ from textual.widgets.data_table import RowKey
 from pipeline.analysis.copy_count import NONE, CopyCount
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
+from pipeline.core.definitions import ECHO_HIGH
 from unspecific_tui.textual_check import private_api_ok
 from unspecific_tui.widgets.bar import bar
 
@@ -58,6 +59,11 @@ class ListRow:
     flags: tuple[str, ...]
     score: float  # pipeline.analysis.suspicion's Evidence.score
     copy: CopyCount = NONE  # the one count of copied words and its source (pipeline.analysis.copy_count)
+    # The constraint as the list shows it: after the words most of the instruction's constraints open
+    # with (pipeline.analysis.specificity.after_prefix); "" shows ``text``.
+    shown_text: str = ""
+    echo: float | None = None  # the constraint's echo on the response (None: not computed)
+    summary_echo: float | None = None  # ... on the summary
 
     @property
     def split(self) -> bool:
@@ -124,7 +130,7 @@ def similarity_label(rows: Sequence[ListRow]) -> str:
 
 # The columns before the constraint's text: (key, heading, width).
 COLUMNS = (("pos", "#", 2), ("outcome", "outcome", 10), ("judges", "resp summ", 9), ("sim-a", "sim A", 8),
-           ("sim-b", "sim B", 8), ("copied", "copied", 7), ("flags", "flags", 5))
+           ("sim-b", "sim B", 8), ("copied", "copied", 7), ("echo", "echo", 4), ("flags", "flags", 5))
 TEXT_MIN = 12
 
 
@@ -378,9 +384,17 @@ def _cells(r: ListRow) -> tuple[Text, ...]:
                   style="bold #e5c07b" if count.from_reference else "#e5c07b" if count.words else "dim")
     flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
                  style="black on yellow" if r.flags else "dim")
-    text = Text(r.text.replace("\n", " "), no_wrap=True, overflow="ellipsis")
+    text = Text((r.shown_text or r.text).replace("\n", " "), no_wrap=True, overflow="ellipsis")
     judges = trust_cell(r.response_trust)
     judges.pad_right(5 - len(judges))  # the summary's under "summ"
     judges.append_text(trust_cell(r.summary_trust))
     position = Text(str(r.position), no_wrap=True, end="")
-    return (position, outcome_cell(r), judges, sim_a, sim_b, copied, flags, text)
+    return (position, outcome_cell(r), judges, sim_a, sim_b, copied, echo_cell(r.echo), flags, text)
+
+
+def echo_cell(echo: float | None) -> Text:
+    """The constraint's echo as '.82' (bold at ECHO_HIGH, where repeated words count as copying); '-'."""
+    if echo is None:
+        return Text("-", style="dim")
+    return Text(f"{echo:.2f}".lstrip("0") if echo >= 0 else f"{echo:.1f}",
+                style="bold #e5c07b" if echo >= ECHO_HIGH else "")

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from pipeline.analysis.similarity import Similarity, lexical_similarity
+from pipeline.analysis.specificity import after_prefix, shared_prefix
 from pipeline.analysis.suspicion import Evidence, instruction_evidence
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData, Writer
@@ -118,18 +119,21 @@ class ListPart(_Screen):
             vs.sort(key=lambda v: (v.kind != "response", v.judge))
         flags = view.instruction_flags(data.id)
         evidence = instruction_evidence(view, data.id, writer, ratio) if writer else {}
+        active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
+        prefix = shared_prefix([c.text for c in active])
         rows = []
-        for con in sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0):
+        for con in active:
             e = evidence.get(con.id)
+            shown = after_prefix(con.text, prefix)
             if e is None:  # no response by this writer: nothing judged, nothing copied
                 rows.append(ListRow(con.id, con.position or 0, con.text, "not judged", None, None,
                                     _lexical_similarity(con, data), False, (), (),
-                                    tuple(sorted(flags.get(con.id, {}))), 0.0))
+                                    tuple(sorted(flags.get(con.id, {}))), 0.0, shown_text=shown))
                 continue
             sim = e.similarity or _lexical_similarity(con, data)
             rows.append(ListRow(con.id, con.position or 0, con.text, _outcome(e), e.response_trust, e.summary_trust,
                                 sim, e.similarity is not None, tuple(e.copied), tuple(e.copied_from),
-                                tuple(e.flags), e.score(), e.copy_count))
+                                tuple(e.flags), e.score(), e.copy_count, shown, e.echo, e.summary_echo))
         return Rows(rows, verdicts, flags)
 
     def _render_list_head(self, data: InstructionData, rows: list[ListRow], visible: list[ListRow]) -> None:

@@ -13,6 +13,7 @@ from rich.text import Text
 from pipeline.analysis.copy_count import CONSTRAINT, CopyCount, copy_count, source_name
 from pipeline.analysis.copy_count import NONE as NO_COPY
 from pipeline.analysis.similarity import LEXICAL
+from pipeline.analysis.specificity import template_words
 from pipeline.analysis.support import LOCATED
 from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_YES_THRESHOLD, uncertain
 from pipeline.core.text import count_words
@@ -67,6 +68,16 @@ class PanesPart(_Screen):
             pane.scroll_page_down(animate=False)
         else:
             pane.scroll_page_up(animate=False)
+
+    def action_next_copy(self) -> None:
+        """g: the response pane on its next copied span (the words the list counts), round to the first."""
+        spans = self.shown.copied_in_response
+        if not spans:
+            self._say("nothing copied into the response for this constraint")
+            return
+        self.shown.copy_step = (self.shown.copy_step + 1) % len(spans)
+        self.query_one("#response", TextPane).reveal(spans[self.shown.copy_step][0])
+        self._say(f"copied span {self.shown.copy_step + 1} of {len(spans)} in the response")
 
     def action_toggle_source(self) -> None:
         """o: the response's copied span beside the same span in its source, and back."""
@@ -131,9 +142,18 @@ class PanesPart(_Screen):
             # The one count of copied words, named by its source (pipeline.analysis.copy_count):
             # the response's is the list's; the summary's is counted the same way here.
             count = (row.copy if row else NO_COPY) if pane == "response" else \
-                _copy_count(con.text, text, data.article_a, data.article_b or None)
+                _copy_count(con.text, text, data.article_a, data.article_b or None,
+                            template_words(tuple(c.text for c in data.constraints.values() if c.active)),
+                            row.summary_echo if row else None)
             shown.counts[pane] = count
             subtitle += f" · {count.sentence(pane) or 'nothing copied'}"
+            if pane == "response":
+                # Opened on the first copied span the list counts, not the first highlight.
+                shown.copied_in_response = _phrase_spans(count.phrases, text)
+                shown.copy_step = 0
+                if shown.copied_in_response:
+                    subtitle += " · g: next copied span"
+                    return body, subtitle, shown.copied_in_response[0][0]
         else:
             subtitle += f" · {len(copies)} span{'' if len(copies) == 1 else 's'} of the constraint"
         shown.subtitles[pane] = subtitle
@@ -203,9 +223,10 @@ class PanesPart(_Screen):
 
 
 @lru_cache(maxsize=1024)
-def _copy_count(constraint: str, text: str, reference_a: str, reference_b: str | None) -> CopyCount:
+def _copy_count(constraint: str, text: str, reference_a: str, reference_b: str | None, template: frozenset[str],
+                echo: float | None) -> CopyCount:
     """pipeline.analysis.copy_count, cached: moving back to a constraint costs nothing."""
-    return copy_count(constraint, text, reference_a, reference_b)
+    return copy_count(constraint, text, reference_a, reference_b, template, echo)
 
 
 def _phrase_spans(phrases: tuple[str, ...], text: str) -> tuple[Span, ...]:

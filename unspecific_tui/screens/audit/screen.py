@@ -44,6 +44,7 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
         Binding("y", "mark('confirmed')", "Confirm"),
         Binding("d", "mark('dismissed')", "Dismiss"),
         Binding("o", "toggle_source", "Source"),
+        Binding("g", "next_copy", "Next copy"),
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
         Binding("f", "pick_follow", "Flagged…"),

@@ -43,6 +43,10 @@ class Shown:
     subtitles: dict[str, str] = field(default_factory=dict)  # pane -> its subtitle (words, similarity, copied)
     # The source view: (source, spans in the response, the same words' spans in the source).
     source: tuple[str, tuple[Span, ...], tuple[Span, ...]] | None = None
+    # The response's copied words as the list counts them (row.copy's phrases), in text order: the
+    # response pane opens on the first, and `g` steps from one to the next (``copy_step``).
+    copied_in_response: tuple[Span, ...] = ()
+    copy_step: int = 0
 
 
 @dataclass

@@ -1,0 +1,285 @@
+"""Copy evidence that tells copying from the topic: a copied phrase's specificity (main task, both
+references, document frequency, names, numbers, length), template words never copied, one phrase
+across many constraints leading once, the constraint's echo (stored per text, a reason when high on
+the constraint's own words), and the method's copy numbers in the report.
+
+The handmade store (domain news, six corpus articles):
+
+  instruction 1 (eval) and 2 (single) on article A (1); B (2) for the common one. The main task is
+  about "the US trade deficit", which A and B both hold and every response repeats; A alone holds
+  "probe by the Securities and Exchange Commission into 12 firms". The 12 constraints of each:
+    c1..c5  "The text should discuss the US trade deficit and <something>": the topic, repeated
+    c6      quotes A's probe: pasted into the response
+    c7      "...the rest of the year": a phrase every corpus article holds, in A and the response
+    c8      "...discuss the harvest festival traditions": in no reference; the response repeats it
+    c9..c12 other constraints, copying nothing
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.analysis.copy_numbers import copy_numbers
+from pipeline.analysis.specificity import (
+    CorpusFrequency,
+    PhraseContext,
+    PhraseFacts,
+    after_prefix,
+    shared_prefix,
+    template_words,
+)
+from pipeline.analysis.suspicion import COPY_REASONS, group_by_phrase, instruction_evidence, suspicion_queue
+from pipeline.core.definitions import ECHO_HIGH, SPECIFIC_ENOUGH
+from pipeline.stages.copy_evidence import compute_copy_evidence
+from pipeline.stages.echo import compute_echo, text_echoes
+from pipeline.store.database import Store, open_store
+from pipeline.store.echo import count_missing_echo
+from pipeline.store.view import Writer
+
+PROBE = "probe by the Securities and Exchange Commission into 12 firms"
+REF_A = ("Officials said the US trade deficit widened again in March. A probe by the Securities and Exchange "
+         "Commission into 12 firms began on Monday. Traders expect more volatility for the rest of the year.")
+REF_B = ("The US trade deficit narrowed slightly, figures showed. Exporters hope the weaker dollar will help for "
+         "the rest of the year.")
+OTHERS = [f"Article {k} on other news. Sales were flat for the rest of the year, the company said." for k in range(4)]
+TASK = "Write a news article about the US trade deficit."
+TOPIC = ["The text should discuss the US trade deficit and its effect on jobs.",
+         "The text should discuss the US trade deficit and what it means for prices.",
+         "The text should discuss the US trade deficit and the reaction of investors.",
+         "The text should discuss the US trade deficit and the outlook for exports.",
+         "The text should discuss the US trade deficit and its political cost."]
+CONSTRAINTS = [*TOPIC, f"The text should mention a {PROBE}.",
+               "The text should say markets stay volatile for the rest of the year.",
+               "The text should discuss the harvest festival traditions of the town.",
+               "The text should end with a question.", "The text should quote one official.",
+               "The text should stay under six paragraphs.", "The text should open with a date."]
+RESPONSE = ("Economists worry about the US trade deficit and its effect on jobs. Prices may rise as the US trade "
+            "deficit grows. Investors shrugged at the US trade deficit and moved on. Exports slowed while the US "
+            f"trade deficit widened. Analysts say the political cost is high. Separately, a {PROBE} unsettled "
+            "traders. Markets will stay volatile for the rest of the year. The harvest festival traditions of the "
+            "town drew crowds.")
+SUMMARY = "The US trade deficit widened and the harvest festival traditions of the town drew crowds."
+WRITER = Writer("m1", "direct")
+
+
+def _store(path: Path) -> Store:
+    store = open_store(path)
+    c = store.conn
+    for i, body in enumerate([REF_A, REF_B, *OTHERS], 1):
+        c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status) VALUES"
+                  " (?, 't', 'news', ?, 't', ?, 40, 'kept')", (i, f"s{i}", store.put_text(body)))
+    for iid, condition, b in ((1, "eval", 2), (2, "single", None)):
+        c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task,"
+                  " n_constraints, status) VALUES (?, 'r', 'news', ?, 1, ?, ?, 8, 'done')", (iid, condition, b, TASK))
+        for position, text in enumerate(CONSTRAINTS, 1):
+            c.execute("INSERT INTO constraints(instruction_id, position, text, origin, active) VALUES (?, ?, ?,"
+                      " 'synthesized', 1)", (iid, position, text))
+        rid = c.execute("INSERT INTO generations(kind, instruction_id, model, mode, text_hash) VALUES"
+                        " ('response', ?, 'm1', 'direct', ?)", (iid, store.put_text(RESPONSE))).lastrowid
+        sid = c.execute("INSERT INTO generations(kind, instruction_id, model, mode, ratio, parent_id, text_hash)"
+                        " VALUES ('summary', ?, 's', '', 0.25, ?, ?)", (iid, rid, store.put_text(SUMMARY))).lastrowid
+        # One judge says Yes everywhere but on the summary's probe: the report has rates to show.
+        c.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
+                  " quote_found) SELECT g.id, k.id, 'J1', 'batched', 'p', CASE WHEN g.kind = 'summary' AND k.position"
+                  " = 6 THEN 0 ELSE 1 END, 'exact' FROM generations g JOIN constraints k ON k.instruction_id ="
+                  " g.instruction_id WHERE g.id IN (?, ?)", (rid, sid))
+    store.commit()
+    return store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = _store(tmp_path / "spec.sqlite")
+    yield s
+    s.close()
+
+
+def _by_position(store: Store, iid: int = 1) -> dict[int, object]:
+    return {e.position: e for e in instruction_evidence(store, iid, WRITER, 0.25).values()}
+
+
+def test_template_words_and_the_shared_prefix() -> None:
+    words = template_words(tuple(CONSTRAINTS))
+    assert words == {"the", "text", "should"}  # in more than half of the 12; "deficit" (5) is not
+    assert template_words(tuple(TOPIC[:3])) == frozenset()  # too short a list to have a template
+    assert {"us", "trade", "deficit", "discuss"} <= template_words(tuple(CONSTRAINTS[:8]))  # 5 or 6 of 8
+    prefix = shared_prefix(CONSTRAINTS)
+    assert prefix == "the text should"
+    assert after_prefix(TOPIC[0], prefix) == "…discuss the US trade deficit and its effect on jobs."
+    assert after_prefix(TOPIC[0], shared_prefix(TOPIC)) == "…its effect on jobs."
+    assert after_prefix("Use a quote.", prefix) == "Use a quote."  # does not open with it: shown whole
+    assert shared_prefix(["Use a quote.", "Be brief.", "End well.", "Say hi."]) == ""
+
+
+def test_document_frequency_counts_articles_holding_the_run() -> None:
+    corpus = CorpusFrequency([REF_A, REF_B, *OTHERS])
+    assert corpus.articles == 6
+    assert corpus.df(("the", "rest", "of", "the", "year")) == 6
+    assert corpus.df(("us", "trade", "deficit")) == 2
+    assert corpus.df(tuple(PROBE.lower().split())) == 1
+    assert corpus.df(("deficit", "widened", "nowhere")) == 0
+
+
+def test_a_specific_paste_outranks_the_topic_and_common_phrases() -> None:
+    context = PhraseContext(TASK, {"A": REF_A, "B": REF_B}, template_words(tuple(CONSTRAINTS)),
+                            CorpusFrequency([REF_A, REF_B, *OTHERS]))
+    probe = PhraseFacts.of(PROBE, "A", context)
+    topic = PhraseFacts.of("the US trade deficit", "AB", context)
+    common = PhraseFacts.of("for the rest of the year", "AB", context)
+    assert probe.entity and probe.number and not probe.topic and probe.specific
+    assert probe.sentence() == "10 words of reference A only, in 1 of 6 articles, a name, a number"
+    assert topic.topic and topic.specificity < 0.05
+    assert topic.sentence().startswith("4 words of both references (the shared topic), in 2 of 6 articles")
+    assert common.specificity == 0.0  # in every article: rarity 0
+    assert probe.specificity > SPECIFIC_ENOUGH > max(topic.specificity, common.specificity)
+
+
+def test_the_queue_leads_with_the_paste_and_groups_the_topic(store: Store) -> None:
+    compute_copy_evidence(store)
+    by_pos = _by_position(store)
+    probe = by_pos[6]
+    assert probe.copied and probe.lead is not None and probe.lead.text.endswith("12 firms")
+    assert "in 1 of 6 articles, a name, a number" in next(s for s in _sentences(probe) if "copied" in s)
+    # The template ("The text should discuss the ...") is never copied: c8's words are its own.
+    assert all("text should" not in p.lower() for e in by_pos.values() for p in (*e.copied, *e.echoed))
+    queue = suspicion_queue(store)
+    first = queue[0]
+    assert (first.instruction_id, first.position) in ((1, 6), (2, 6))
+    # Per instruction: the paste leads, the topic's five constraints lead once, the rest filed under it.
+    mine = [e for e in queue if e.instruction_id == 1]
+    assert mine[0].position == 6
+    topic = [e for e in mine if e.lead_key == "the us trade deficit"]
+    assert len(topic) == 1 and len(topic[0].same_phrase) == 4
+    assert topic[0].score() < probe.score()
+    flat = suspicion_queue(store, grouped=False)
+    assert group_by_phrase(list(flat)) == list(queue) and flat.total == queue.total
+
+
+def _sentences(e: object) -> list[str]:
+    from pipeline.analysis.suspicion import reason_sentences
+
+    return reason_sentences(e)  # type: ignore[arg-type]
+
+
+def test_the_echo_is_stored_per_text_and_resumes(store: Store) -> None:
+    from pipeline.analysis.embeddings import get_embedder
+
+    embedder = get_embedder("hash")
+    assert count_missing_echo(store, embedder.name) == 2 * 2 * len(CONSTRAINTS)  # responses and summaries
+    assert compute_echo(store, embedder) == 2 * 2 * len(CONSTRAINTS)
+    assert compute_echo(store, embedder) == 0
+    rows = store.conn.execute("SELECT echo, sentence_start, sentence_end FROM constraint_echo").fetchall()
+    assert all(-1.0 <= e <= 1.0001 and 0 <= a < b for e, a, b in rows)
+    # The research code's score by hand: the best sentence of the response for c8 is the one that repeats it.
+    found = text_echoes(store, embedder, RESPONSE, [CONSTRAINTS[7]])[0]
+    assert RESPONSE[found[1][0]:found[1][1]].startswith("The harvest festival traditions")
+
+
+def test_the_echo_reason_and_the_copy_only_view_agree_with_the_copied_column(store: Store) -> None:
+    compute_copy_evidence(store)
+    # No echo computed: the response repeating the constraint's own words counts on the words alone.
+    eight = _by_position(store)[8]
+    assert eight.echoed and "echo" in eight.reasons() and eight.copy_count.source == "constraint"
+    # A computed echo below the bar: the words no longer count, in the reason and in the column alike.
+    cid, rid = eight.constraint_id, eight.response_id
+    store.conn.execute("INSERT INTO constraint_echo VALUES (?, ?, 'hash', ?, 0, 5)", (rid, cid, ECHO_HIGH - 0.1))
+    store.commit()
+    low = _by_position(store)[8]
+    assert "echo" not in low.reasons() and low.copy_count.words == 0
+    store.conn.execute("UPDATE constraint_echo SET echo = ? WHERE constraint_id = ?", (0.9, cid))
+    store.commit()
+    high = _by_position(store)[8]
+    assert "echo" in high.reasons() and high.score() == pytest.approx(1.9)
+    assert any("a sentence 0.90 close to it" in s for s in _sentences(high))
+    # Everywhere: a count in the copied column <=> a copy reason <=> in the copy-only view.
+    only = {(e.instruction_id, e.constraint_id) for e in suspicion_queue(store, enabled=COPY_REASONS, grouped=False)}
+    for iid in (1, 2):
+        for e in instruction_evidence(store, iid, WRITER, 0.25).values():
+            counted = e.copy_count.words > 0
+            assert counted == bool({"copied", "echo"} & set(e.reasons())), e.text
+            listed = (iid, e.constraint_id) in only
+            assert listed == (counted or "similar" in e.reasons()), e.text
+
+
+def test_the_report_gives_the_methods_copy_numbers(store: Store, tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from pipeline.analysis.embeddings import get_embedder
+    from pipeline.outputs.report import ReportOptions, build_report, render, write_outputs
+    from pipeline.stages.similarity import compute_similarities
+
+    compute_copy_evidence(store)
+    compute_similarities(store, None)
+    before = copy_numbers(store, n_resamples=50)
+    assert before.missing_echo == 2 * len(CONSTRAINTS)
+    assert all(math.isnan(g.copy_paste.value) for g in before.groups)  # nothing computed: nothing shown
+    compute_echo(store, get_embedder("hash"))
+    numbers = copy_numbers(store, n_resamples=50)
+    stored = store.conn.execute("SELECT avg(x.echo) FROM constraint_echo x JOIN generations g ON g.id = x.generation_id"
+                                " WHERE g.kind = 'response' AND g.instruction_id = 1").fetchone()[0]
+    eval_group = next(g for g in numbers.groups if g.condition == "eval")
+    assert eval_group.copy_paste.value == pytest.approx(stored)  # the cell mean of stored values
+    assert numbers.missing_echo == 0
+    test = next(t for t in numbers.tests if t.measure == "copy-paste")
+    assert (test.condition, test.test.n) == ("eval", 1)  # paired on the shared article A
+    report = build_report(store, ReportOptions(n_resamples=50))
+    console = Console(width=80, record=True)
+    render(report, console)
+    text = " ".join(console.export_text().split())
+    assert "eval vs single (m1 [direct]) on 1 shared article A: copy-paste" in text
+    assert "the paper's claim (common constraints lower both)" in text
+    written = write_outputs(report, tmp_path / "out")
+    rows = list(csv.DictReader((tmp_path / "out" / "copying.csv").open()))
+    assert {r["condition"] for r in rows} == {"eval", "single"}
+    assert float(next(r for r in rows if r["condition"] == "eval")["copy_paste"]) == pytest.approx(stored)
+    assert any(p.name.startswith("copying_") and p.suffix == ".png" for p in written)
+
+
+async def test_audit_opens_the_response_on_the_copied_span_and_steps(tmp_path: Path) -> None:
+    """A long response: the paste sits far below the top. Audit's response pane opens on it, `g` steps
+    from copied span to copied span, and the list shows what follows "The text should" and the echo."""
+    from tests.support.app import settle
+    from unspecific_tui.app import UnspecificApp
+    from unspecific_tui.widgets.constraint_list import ConstraintList
+    from unspecific_tui.widgets.text_pane import TextPane
+
+    store = _store(tmp_path / "long.sqlite")
+    filler = " ".join(f"Paragraph {k} says nothing of note about the weather." for k in range(60))
+    # An early highlight that is no copy evidence ("should mention a" is the constraint's, not a reference's):
+    # the pane opens on the paste, not on the first highlight.
+    long = f"Critics said they should mention a budget. {filler} Separately, a {PROBE} unsettled traders. {filler} Again the {PROBE} was news."
+    store.conn.execute("UPDATE generations SET text_hash = ? WHERE kind = 'response'", (store.put_text(long),))
+    store.commit()
+    compute_copy_evidence(store)
+    cid = store.conn.execute("SELECT id FROM constraints WHERE instruction_id = 1 AND position = 6").fetchone()[0]
+    rid = store.conn.execute("SELECT id FROM generations WHERE kind = 'response' AND instruction_id = 1").fetchone()[0]
+    store.conn.execute("INSERT INTO constraint_echo VALUES (?, ?, 'hash', 0.81, 0, 5)", (rid, cid))
+    store.commit()
+    store.close()
+    app = UnspecificApp(tmp_path / "long.sqlite", stages={})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        app.open_audit(1, WRITER, cid)
+        await settle(app, pilot)
+        screen = app.screen
+        spans = screen.shown.copied_in_response
+        assert len(spans) == 2 and "probe by the securities" in long[spans[0][0]:spans[0][1]].lower()
+        pane = screen.query_one("#response", TextPane)
+        first_line = pane.line_of(spans[0][0])
+        assert first_line > pane.scrollable_content_region.height  # far below the top ...
+        assert pane.scroll_y <= first_line < pane.scroll_y + pane.scrollable_content_region.height  # ... in view
+        await pilot.press("g")
+        await pilot.pause()
+        second = pane.line_of(spans[1][0])
+        assert screen.shown.copy_step == 1
+        assert pane.scroll_y <= second < pane.scroll_y + pane.scrollable_content_region.height
+        await pilot.press("g")
+        await pilot.pause()
+        assert screen.shown.copy_step == 0  # round to the first
+        row = next(r for r in screen.query_one(ConstraintList).rows_shown if r.constraint_id == cid)
+        assert row.shown_text == f"…mention a {PROBE}." and row.echo == pytest.approx(0.81)
