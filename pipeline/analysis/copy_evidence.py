@@ -51,8 +51,8 @@ def phrase_runs(constraint: str, response_grams: Set[tuple[str, ...]], reference
         if found:
             hit[i] = found
     covered = [False] * len(words)
-    for i, found in enumerate(hit):
-        if found is not None:
+    for i, sources in enumerate(hit):
+        if sources is not None:
             for k in range(i, i + n):
                 covered[k] = True
     runs: list[tuple[str, str]] = []

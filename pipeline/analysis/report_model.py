@@ -17,8 +17,8 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pipeline.analysis.calibration import JudgingNote, judging_notes
-from pipeline.analysis.correction import CorrectedGroup, Correction, corrected_metrics
 from pipeline.analysis.copy_numbers import CopyNumbers, copy_numbers
+from pipeline.analysis.correction import CorrectedGroup, Correction, corrected_metrics
 from pipeline.analysis.coverage import MIN_COVERAGE, describe
 from pipeline.analysis.families import FamilyLevel, family_levels
 from pipeline.analysis.judge_validation import JudgeScore, judge_scores, judge_validation_by_name

@@ -75,7 +75,7 @@ phrase) under the first (``Evidence.same_phrase``), which the app, `report` and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -87,9 +87,9 @@ from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import (
     DEFAULT_RATIO,
     ECHO_HIGH,
-    echo_counts,
     HIGH_LEXICAL_SIMILARITY,
     HIGH_SIMILARITY,
+    echo_counts,
     passes,
     uncertain,
 )

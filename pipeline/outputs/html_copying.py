@@ -64,5 +64,5 @@ def _chart(groups: list[CopyGroup]) -> str:
         shapes.append(f'<text x="{x0}" y="{HEIGHT + 12}" font-size="9">{esc(g.condition[:6])}</text>')
     legend = ("<p class=\"legend\"><span style=\"color:#c678dd\">■</span> copy-paste score "
               "<span style=\"color:#56b6c2\">■</span> constraint-reference similarity (0 to 1)</p>")
-    return (f'<svg class="chart" width="{width}" height="{HEIGHT + 16}" role="img"'
+    return (f'<svg class="copying-chart" width="{width}" height="{HEIGHT + 16}" role="img"'
             f' aria-label="copying by condition">{"".join(shapes)}</svg>{legend}')

@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any
 from pipeline.analysis import copying
 from pipeline.analysis.metrics import constraint_items, runs_covered
 from pipeline.analysis.similarity import constraint_similarities
-from pipeline.analysis.support import LOCATED
 from pipeline.analysis.specificity import template_words
+from pipeline.analysis.support import LOCATED
 from pipeline.analysis.suspicion import (
     REASON_TEXT,
     REASONS,

@@ -35,7 +35,7 @@ class EchoRow(NamedTuple):
 
 
 def _selection(instruction_ids: Sequence[int] | None, run_id: str | None) -> tuple[str, list[object]]:
-    where, params = "", []
+    where, params = "", list[object]()
     if instruction_ids is not None:
         where += " AND g.instruction_id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(sorted(set(instruction_ids))))

@@ -25,6 +25,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
+from pipeline.analysis.specificity import after_prefix, shared_prefix
 from pipeline.analysis.suspicion import (
     COPY_REASONS,
     EVIDENCE_COMMAND,
@@ -33,7 +34,6 @@ from pipeline.analysis.suspicion import (
     reason_sentences,
     same_phrase_sentence,
 )
-from pipeline.analysis.specificity import after_prefix, shared_prefix
 from pipeline.core.definitions import ECHO_HIGH
 from pipeline.store.view import StoreView
 from unspecific_tui.app import Context

@@ -128,9 +128,11 @@ def similarity_label(rows: Sequence[ListRow]) -> str:
     return f"{LEXICAL} (none stored)" if rows else ""
 
 
-# The columns before the constraint's text: (key, heading, width).
+# The columns before the constraint's text: (key, heading, width). The echo's only while the rows
+# shown have one (a store without echoes keeps the constraint's width).
 COLUMNS = (("pos", "#", 2), ("outcome", "outcome", 10), ("judges", "resp summ", 9), ("sim-a", "sim A", 8),
            ("sim-b", "sim B", 8), ("copied", "copied", 7), ("echo", "echo", 4), ("flags", "flags", 5))
+NO_ECHO = tuple(c for c in COLUMNS if c[0] != "echo")
 TEXT_MIN = 12
 
 
@@ -150,23 +152,26 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self._text_width = 0
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)  # render_line's
         self._plain_cells: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(4096)  # _plain_text's
-        self._row_cells: LRUCache[ListRow, tuple[Text, ...]] = LRUCache(256)  # row_cells'
+        self._row_cells: LRUCache[tuple[ListRow, bool], tuple[Text, ...]] = LRUCache(256)  # row_cells'
+        self.show_echo = False  # the echo column is there (some row shown has an echo)
         self._rich_styles: dict[object, Style] = {}  # the widget's rich_style by pseudo-class state
         self._metas: dict[tuple[int, int], Style] = {}  # _cell_meta's
 
     def on_mount(self) -> None:
         self._add_columns(TEXT_MIN)
 
+    def _columns(self) -> tuple[tuple[str, str, int], ...]:
+        return COLUMNS if self.show_echo else NO_ECHO
+
     def _add_columns(self, text_width: int) -> None:
-        for key, label, width in COLUMNS:
+        for key, label, width in self._columns():
             self.add_column(label, key=key, width=width)
         self.add_column("constraint", key="text", width=text_width)
         self._text_width = text_width
 
     def on_resize(self) -> None:
         """The constraint column takes the width the others leave (DataTable has no 1fr column)."""
-        fixed = sum(w for _, _, w in COLUMNS) + 2 * self.cell_padding * (len(COLUMNS) + 1) + 2
-        width = max(TEXT_MIN, self.size.width - fixed)
+        width = self._fitted_text_width()
         if width != self._text_width:
             rows, key, cid = self.rows_shown, self.key, self.constraint_at(self.cursor_row)
             self.clear(columns=True)
@@ -175,11 +180,21 @@ class ConstraintList(DataTable, inherit_bindings=False):
             self.show_rows(rows, key)
             self.select(cid)
 
+    def _fitted_text_width(self) -> int:
+        columns = self._columns()
+        fixed = sum(w for _, _, w in columns) + 2 * self.cell_padding * (len(columns) + 1) + 2
+        return max(TEXT_MIN, self.size.width - fixed)
+
     def show_rows(self, rows: Sequence[ListRow], key: object) -> bool:
         """Replace the rows when ``key`` changed; True when they were replaced."""
         if key == self.key:
             return False
         self.key = key
+        echo = any(r.echo is not None for r in rows)
+        if echo != self.show_echo:  # the echo column comes or goes: the columns anew
+            self.show_echo = echo
+            self.clear(columns=True)
+            self._add_columns(self._fitted_text_width())
         self.rows_shown = list(rows)
         self.clear()
         self.add_rows([self.row_cells(r) for r in rows])
@@ -252,7 +267,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
         """The kept line of ``content`` shown at ``row`` (drawn now when missing); None when a cell
         is not one plain line (DataTable draws that row)."""
         width = self.size.width
-        key = (content, row, scroll_x, width, self._text_width, self.cell_padding, cursor,
+        key = (content, self.show_echo, row, scroll_x, width, self._text_width, self.cell_padding, cursor,
                hover and self._show_hover_cursor, self.show_cursor, self._pseudo_class_state)
         strip = self._strips.get(key)
         if strip is None:
@@ -369,13 +384,13 @@ class ConstraintList(DataTable, inherit_bindings=False):
 
     def row_cells(self, r: ListRow) -> tuple[Text, ...]:
         """The row's cells, kept by its facts: an instruction shown again, or drawn ahead, reuses them."""
-        cells = self._row_cells.get(r)
+        cells = self._row_cells.get((r, self.show_echo))
         if cells is None:
-            cells = self._row_cells[r] = _cells(r)
+            cells = self._row_cells[(r, self.show_echo)] = _cells(r, self.show_echo)
         return cells
 
 
-def _cells(r: ListRow) -> tuple[Text, ...]:
+def _cells(r: ListRow, echo: bool) -> tuple[Text, ...]:
     """A row's cells, each one line of text (the position too: DataTable would parse a str as markup)."""
     sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored)
     # pipeline.analysis.copy_count's count, as the queue, the panes and the reports give it.
@@ -389,7 +404,9 @@ def _cells(r: ListRow) -> tuple[Text, ...]:
     judges.pad_right(5 - len(judges))  # the summary's under "summ"
     judges.append_text(trust_cell(r.summary_trust))
     position = Text(str(r.position), no_wrap=True, end="")
-    return (position, outcome_cell(r), judges, sim_a, sim_b, copied, echo_cell(r.echo), flags, text)
+    if echo:
+        return (position, outcome_cell(r), judges, sim_a, sim_b, copied, echo_cell(r.echo), flags, text)
+    return (position, outcome_cell(r), judges, sim_a, sim_b, copied, flags, text)
 
 
 def echo_cell(echo: float | None) -> Text:
