@@ -110,6 +110,7 @@ def demo_part(path: Path, embedder_name: str) -> None:
     from pipeline.stages.copy_evidence import compute_copy_evidence
     from pipeline.stages.echo import compute_echo
     from pipeline.stages.similarity import resolve_embedder
+    from pipeline.store.suspicion import clear_copy_evidence
 
     if not path.exists():
         print(f"demo store: {path} is missing (make demo builds it; --demo PATH names another): skipped")
@@ -120,6 +121,7 @@ def demo_part(path: Path, embedder_name: str) -> None:
         if Path(f"{path}{suffix}").exists():
             shutil.copy(f"{path}{suffix}", f"{work}{suffix}")
     store = open_store(work, create=False)
+    clear_copy_evidence(store)  # computed again by this code, whatever wrote the store
     t = time.perf_counter()
     compute_copy_evidence(store)
     embedder = resolve_embedder(embedder_name, "--embedder")

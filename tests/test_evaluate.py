@@ -64,6 +64,10 @@ async def test_full_run_and_resume_without_repeated_calls(store):
         "SELECT count(*) FROM verdicts a JOIN verdicts b ON a.generation_id = b.generation_id"
         " AND a.constraint_id = b.constraint_id AND a.judge = 'ja' AND b.judge = 'jb' AND a.verdict != b.verdict")
     assert disagree > 0
+    # The suspicion ranking's evidence came with it: copy evidence per (response, constraint), and the
+    # constraint's echo per (response or summary, constraint) by the configured embedder (hash here).
+    assert store.scalar("SELECT count(*) FROM copy_evidence") == 4 * 4
+    assert store.scalar("SELECT count(*) FROM constraint_echo WHERE method = 'hash-256'") == 12 * 4
 
 
 async def test_step_mode_and_stop_resume_to_the_same_result(store):

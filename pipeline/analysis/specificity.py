@@ -140,9 +140,14 @@ class PhraseContext:
         return _content(self.main_task, frozenset())
 
 
+def _is_content(word: str) -> bool:
+    """Not a function word, nor a letter alone (the "s" of "Reserve's")."""
+    return len(word) > 1 and word not in STOPWORDS
+
+
 @lru_cache(maxsize=1024)
 def _content(text: str, template: frozenset[str]) -> frozenset[str]:
-    return frozenset(w.lower() for w in WORD.findall(text)) - STOPWORDS - template
+    return frozenset(w for w in (w.lower() for w in WORD.findall(text)) if _is_content(w)) - template
 
 
 @dataclass(frozen=True)
@@ -162,11 +167,13 @@ class PhraseFacts:
     @classmethod
     def of(cls, phrase: str, source: str, context: PhraseContext) -> PhraseFacts:
         words = tuple(w.lower() for w in WORD.findall(phrase))
-        content = [w for w in words if w not in STOPWORDS and w not in context.template]
+        content = [w for w in words if _is_content(w) and w not in context.template]
         task = context.task_words
         outside = sum(1 for w in content if w not in task) / len(content) if content else 0.0
         n = context.corpus.articles
-        df = context.corpus.df(words) if n else None
+        # At least the reference itself: a run stitched from 3-grams its reference holds apart is in
+        # no article word for word, and is no rarer for that.
+        df = max(1, context.corpus.df(words)) if n else None
         rarity = math.log(n / max(1, df)) / math.log(n) if df is not None and n > 1 else 1.0
         names = set().union(*(proper_words(context.references[k]) for k in source if k in context.references))
         entity = any(w in names for w in content)

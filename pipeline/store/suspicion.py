@@ -140,6 +140,12 @@ def text_bodies(store: Store, hashes: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def clear_copy_evidence(store: Store) -> int:
+    """Forget every stored copy evidence row (derived values: the stage computes them again); commits."""
+    with store.conn:
+        return store.conn.execute("DELETE FROM copy_evidence").rowcount
+
+
 def put_copy_evidence(store: Store, rows: Sequence[CopyEvidenceRow]) -> None:
     """Store these rows (replacing the same pairs'); commits, one batch."""
     with store.conn:
