@@ -283,3 +283,23 @@ async def test_audit_opens_the_response_on_the_copied_span_and_steps(tmp_path: P
         assert screen.shown.copy_step == 0  # round to the first
         row = next(r for r in screen.query_one(ConstraintList).rows_shown if r.constraint_id == cid)
         assert row.shown_text == f"…mention a {PROBE}." and row.echo == pytest.approx(0.81)
+
+
+def test_planted_pastes_lead_on_real_news_text(tmp_path: Path) -> None:
+    """bench/copy_evidence.py's planted store, small: real BBC News articles (the whole corpus, so a
+    phrase's document frequency is real), the topic repeated by 12 constraints of each instruction, 4
+    specific phrases of A pasted. The queue's head is the pastes; the flat scoring of before led with
+    the topic."""
+    from bench.copy_evidence import old_top, planted_store
+
+    store, planted, kinds = planted_store(tmp_path / "planted.sqlite", 4)
+    try:
+        assert kinds["planted"] == 16 and kinds["topic"] == 48
+        compute_copy_evidence(store)
+        head = list(suspicion_queue(store, limit=200)[:16])
+        assert sum(e.constraint_id in planted for e in head) / len(head) >= 0.9
+        assert all(e.lead is not None and e.lead.specific for e in head if e.constraint_id in planted)
+        before = old_top(store, 16)
+        assert sum(e.constraint_id in planted for e in before) / len(before) < 0.5
+    finally:
+        store.close()

@@ -9,6 +9,8 @@ constraints (its template) never count as copied, in either.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
@@ -22,7 +24,7 @@ from pipeline.analysis.specificity import (
     template_words,
 )
 from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, item_specificity
-from pipeline.store.articles import domain_article_bodies
+from pipeline.store.articles import count_articles, domain_article_bodies
 from pipeline.store.constraints import active_constraints_of
 from pipeline.store.database import Store
 from pipeline.store.suspicion import CopyWork, text_bodies
@@ -95,6 +97,28 @@ class CopyFinding:
     lead: str  # the key of the phrase the item is about: its most specific copied one, else its first echo
 
 
+# The last domains' article frequencies, by (store, domain, its article count): Audit computes the
+# evidence a store lacks instruction by instruction, and reading 2,000 articles again each time costs seconds.
+_CORPORA: OrderedDict[tuple[str, str, int], CorpusFrequency] = OrderedDict()
+_CORPORA_KEPT = 4
+_CORPORA_LOCK = threading.Lock()
+
+
+def domain_corpus(store: Store, domain: str) -> CorpusFrequency:
+    """The domain's articles as CorpusFrequency, kept while the domain's articles are the same."""
+    if not domain:
+        return CorpusFrequency(())
+    key = (str(store.path), domain, count_articles(store, domain))
+    with _CORPORA_LOCK:  # the app's workers read evidence in threads of their own
+        found = _CORPORA.get(key)
+        if found is None:
+            found = _CORPORA[key] = CorpusFrequency(domain_article_bodies(store, domain))
+            while len(_CORPORA) > _CORPORA_KEPT:
+                _CORPORA.popitem(last=False)
+        _CORPORA.move_to_end(key)
+        return found
+
+
 class CopyFinder:
     """Findings over stored texts: each text's n-grams, each instruction's context and each domain's
     article frequencies computed once (a response is compared with every one of its 39 constraints)."""
@@ -128,7 +152,7 @@ class CopyFinder:
     def _corpus(self, domain: str | None) -> CorpusFrequency:
         key = domain or ""
         if key not in self._corpora:
-            self._corpora[key] = CorpusFrequency(domain_article_bodies(self.store, key) if key else ())
+            self._corpora[key] = domain_corpus(self.store, key)
         return self._corpora[key]
 
     def _of(self, text_hash: str | None) -> set[tuple[str, ...]]:
