@@ -36,7 +36,8 @@ from pipeline.analysis.specificity import (
 from pipeline.analysis.suspicion import COPY_REASONS, group_by_phrase, instruction_evidence, suspicion_queue
 from pipeline.core.definitions import ECHO_HIGH, SPECIFIC_ENOUGH
 from pipeline.stages.copy_evidence import compute_copy_evidence
-from pipeline.stages.echo import compute_echo, text_echoes
+from pipeline.analysis.echo import text_echoes
+from pipeline.stages.echo import compute_echo
 from pipeline.store.database import Store, open_store
 from pipeline.store.echo import count_missing_echo
 from pipeline.store.view import Writer
@@ -238,6 +239,10 @@ def test_the_report_gives_the_methods_copy_numbers(store: Store, tmp_path: Path)
     assert {r["condition"] for r in rows} == {"eval", "single"}
     assert float(next(r for r in rows if r["condition"] == "eval")["copy_paste"]) == pytest.approx(stored)
     assert any(p.name.startswith("copying_") and p.suffix == ".png" for p in written)
+    # One definition: the report's constraint-response similarity (--similarity) reads the stored echo.
+    with_sim = build_report(store, ReportOptions(n_resamples=50), embedder=get_embedder("hash"))
+    row = next(r for r in with_sim.metrics.rows if r.instruction_id == 1 and r.ratio is None)
+    assert row.extra["sim_response"] == pytest.approx(stored)
 
 
 async def test_audit_opens_the_response_on_the_copied_span_and_steps(tmp_path: Path) -> None:

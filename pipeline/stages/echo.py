@@ -1,6 +1,6 @@
 """The echo stage: per response and summary, each active constraint's echo, the highest cosine between
-the constraint and a sentence of the text (the research code's copy-paste score: all-mpnet-base-v2 by
-default, any configured embedder), stored in ``constraint_echo`` with the sentence's span
+the constraint and a sentence of the text (pipeline.analysis.echo: the research code's copy-paste
+score, all-mpnet-base-v2 by default, any configured embedder), stored in ``constraint_echo`` with the sentence's span
 (pipeline.store.echo).
 
 Run at the end of `evaluate` (and by `unspecific evidence`). Vectors are cached by text hash in the
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pipeline.analysis.support import sentence_spans
+from pipeline.analysis.echo import text_echoes
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.store.echo import EchoRow, count_missing_echo, missing_echo_work, put_echoes
 
@@ -21,22 +21,6 @@ if TYPE_CHECKING:
     from pipeline.store.database import Store
 
 STAGE = "echo"
-
-
-def text_echoes(store: Store, embedder: Embedder, text: str, constraints: Sequence[str]
-                ) -> list[tuple[float, tuple[int, int]]]:
-    """Per constraint, its highest cosine with a sentence of ``text`` and that sentence's span;
-    (0.0, (0, 0)) each when the text has no sentence."""
-    from pipeline.analysis.embeddings import embed_texts
-
-    spans = sentence_spans(text)
-    if not spans or not constraints:
-        return [(0.0, (0, 0)) for _ in constraints]
-    sentences = embed_texts(store, embedder, [text[a:b] for a, b in spans])
-    wanted = embed_texts(store, embedder, list(constraints))
-    cosines = wanted @ sentences.T  # unit rows: cosines
-    best = cosines.argmax(axis=1)
-    return [(round(float(cosines[i, j]), 6), spans[int(j)]) for i, j in enumerate(best)]
 
 
 def compute_echo(store: Store, embedder: Embedder, *, instruction_ids: Sequence[int] | None = None,

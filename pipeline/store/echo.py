@@ -88,10 +88,11 @@ def echo_of(store: Store, generation_id: int, constraint_id: int) -> EchoRow | N
     return EchoRow(*row) if row else None
 
 
-def echoes_of(store: Store, generation_ids: Sequence[int]) -> dict[tuple[int, int], float]:
-    """(text, constraint) -> the stored echo, for these texts."""
+def echoes_of(store: Store, generation_ids: Sequence[int], method: str | None = None) -> dict[tuple[int, int], float]:
+    """(text, constraint) -> the stored echo, for these texts (by this embedder only, when given)."""
     rows = store.conn.execute("SELECT generation_id, constraint_id, echo FROM constraint_echo WHERE generation_id IN"
-                              " (SELECT value FROM json_each(?))", (json.dumps(sorted(set(generation_ids))),))
+                              " (SELECT value FROM json_each(?)) AND (? IS NULL OR method = ?)",
+                              (json.dumps(sorted(set(generation_ids))), method, method))
     return {(g, c): e for g, c, e in rows}
 
 

@@ -96,19 +96,22 @@ def _stored_reference_similarity(store: Store, instruction_id: int, method: str,
 
 def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
     """sim_ref_a / sim_ref_b (cosine), lex_ref_a / lex_ref_b (lexical overlap) per instruction;
-    sim_response (mean over constraints of the max cosine over response sentences) per response."""
+    sim_response per response: the mean over its constraints of their echo (pipeline.analysis.echo,
+    the research code's copy-paste score), read where the echo stage stored it by this embedder and
+    computed by the same function where not."""
+    from pipeline.analysis.echo import text_echoes
     from pipeline.analysis.embeddings import embed_texts
+    from pipeline.store.echo import echoes_of
 
     resp, arts = _response_and_reference_hashes(store, rows)
     bodies = reads.text_bodies(store, {*resp.values(), *arts.values()})
     active_rows = active_constraints_of(store, [r.instruction_id for r in rows])
     constraints = {iid: [c.text for c in active] for iid, active in active_rows.items()}
-    sentences = {rid: copying.split_sentences(bodies.get(h, "")) for rid, h in resp.items()}
+    stored_echo = echoes_of(store, list(resp), embedder.name)
     # One embedding call for every distinct text: the cache makes repeats free anyway.
     all_texts = list(dict.fromkeys(
         [t for ts in constraints.values() for t in ts]
         + [bodies[h] for h in arts.values() if h in bodies]
-        + [s for ss in sentences.values() for s in ss]
     ))
     if not all_texts:
         return
@@ -138,9 +141,11 @@ def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
                 values[f"lex_ref_{label}"] = float(np.mean([copying.lexical_overlap(c, body) for c in cons]))
             per_instruction[row.instruction_id] = values
         if row.response_id not in per_response:
-            sv = vecs(sentences.get(row.response_id, []))
-            per_response[row.response_id] = (
-                float((vecs(cons) @ sv.T).max(axis=1).mean()) if cons and len(sv) else math.nan
-            )
+            active = active_rows.get(row.instruction_id, [])
+            echoes = [stored_echo.get((row.response_id, c.id)) for c in active]
+            if any(e is None for e in echoes):
+                text = bodies.get(resp.get(row.response_id, ""), "")
+                echoes = [e for e, _ in text_echoes(store, embedder, text, cons)] if text else []
+            per_response[row.response_id] = float(np.mean(echoes)) if echoes else math.nan
         row.extra.update(per_instruction[row.instruction_id])
         row.extra["sim_response"] = per_response[row.response_id]
