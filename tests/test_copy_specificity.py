@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.analysis.copy_numbers import copy_numbers
+from pipeline.analysis.echo import text_echoes
 from pipeline.analysis.specificity import (
     CorpusFrequency,
     PhraseContext,
@@ -36,7 +37,6 @@ from pipeline.analysis.specificity import (
 from pipeline.analysis.suspicion import COPY_REASONS, group_by_phrase, instruction_evidence, suspicion_queue
 from pipeline.core.definitions import ECHO_HIGH, SPECIFIC_ENOUGH
 from pipeline.stages.copy_evidence import compute_copy_evidence
-from pipeline.analysis.echo import text_echoes
 from pipeline.stages.echo import compute_echo
 from pipeline.store.database import Store, open_store
 from pipeline.store.echo import count_missing_echo

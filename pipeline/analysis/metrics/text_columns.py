@@ -142,8 +142,9 @@ def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
             per_instruction[row.instruction_id] = values
         if row.response_id not in per_response:
             active = active_rows.get(row.instruction_id, [])
-            echoes = [stored_echo.get((row.response_id, c.id)) for c in active]
-            if any(e is None for e in echoes):
+            found = [stored_echo.get((row.response_id, c.id)) for c in active]
+            echoes = [e for e in found if e is not None]
+            if len(echoes) < len(found):
                 text = bodies.get(resp.get(row.response_id, ""), "")
                 echoes = [e for e, _ in text_echoes(store, embedder, text, cons)] if text else []
             per_response[row.response_id] = float(np.mean(echoes)) if echoes else math.nan
