@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ratio", type=ratio, default=None,
                    help=f"summary ratio of the main table (default {DEFAULT_RATIO:g}, else the nearest summarised)")
     p.add_argument("--out", metavar="DIR", help="write CSV, JSON and PNG files here")
+    p.add_argument("--format", choices=("text", "markdown", "csv", "json"), default="text",
+                   help="text (default): tables fitted to the terminal; markdown, csv or json: the same tables on"
+                   " standard output, for pasting into a paper or piping")
     p.add_argument("--html", metavar="DIR",
                    help="write report.html here: one self-contained page (no network) with the tables, charts"
                    " and, per instruction, the Audit content of every constraint")
@@ -99,6 +102,13 @@ def run(args: argparse.Namespace) -> int:
             return 1
         if args.ratio is not None:
             _check_ratio(args.ratio, report.metrics.ratios, store.path)
+        if args.format != "text":
+            import sys
+
+            from pipeline.outputs.report_text import write_format
+
+            write_format(report, args.format, sys.stdout)
+            return 0
         render(report, out)
         _print_suspicious(out, store, args.run, report.ratio or options.ratio)
         _print_paid(out, store)

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipeline.analysis.copy_numbers import SINGLE, CopyNumbers, CopyTest
 from pipeline.analysis.report_model import condition_order
 from pipeline.core.definitions import SIGNIFICANCE
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 TITLE = ("copying: copy-paste score (each constraint's highest cosine with a response sentence, the research"
          " code's) and constraint-reference similarity, means with bootstrap 95% CI over instructions")
@@ -52,32 +49,36 @@ def verdict_line(numbers: CopyNumbers) -> str:
             f" lower than single (p Holm < {SIGNIFICANCE:g})")
 
 
-def render_copying(numbers: CopyNumbers | None, console: Console, writer: Any) -> None:
-    """The copying table per domain, the tests and the verdict. ``writer(model, mode)``: the row's label."""
-    from rich.table import Table
+def copying_document(numbers: CopyNumbers | None, writer: Any) -> list[Any]:
+    """The copying table per domain (a Sheet), the tests and the verdict (Notes), as the report prints
+    them (pipeline.outputs.report_text). ``writer(model, mode)``: the row's label."""
+    from pipeline.outputs.report_text import Note
+    from pipeline.outputs.tables import Block, Sheet
 
     if numbers is None or numbers.empty:
-        return
-    sep = "\n" if console.width < 100 else " "
+        return []
+    out: list[Any] = []
     for domain in sorted({g.domain for g in numbers.groups}):
-        table = Table(title=f"{domain}: {TITLE}", title_justify="left")
-        table.add_column("condition", no_wrap=True)
-        table.add_column("model", no_wrap=True)
-        table.add_column("copy-paste", justify="right", no_wrap=sep == " ")
-        table.add_column("c-ref sim", justify="right", no_wrap=sep == " ")
-        table.add_column("n", justify="right")
-        mine = sorted((g for g in numbers.groups if g.domain == domain),
-                      key=lambda g: (condition_order(g.condition), g.model, g.mode))
-        for g in mine:
-            table.add_row(g.condition, writer(g.model, g.mode), num(g.copy_paste, sep), num(g.reference, sep),
-                          str(g.instructions))
-        console.print(table)
-        for t in (t for t in numbers.tests if t.domain == domain):
-            console.print(f"  {test_line(t)}", markup=False, highlight=False)
+        sheet = Sheet(f"{domain}: {TITLE}", ("condition", "model"), (Block("", ("copy-paste", "c-ref sim", "n")),))
+        for g in sorted((g for g in numbers.groups if g.domain == domain),
+                        key=lambda g: (condition_order(g.condition), g.model, g.mode)):
+            sheet.add(g.condition, writer(g.model, g.mode), cell(g.copy_paste), cell(g.reference), str(g.instructions))
+        out.append(sheet)
+        out += [Note(f"  {test_line(t)}") for t in numbers.tests if t.domain == domain]
     if numbers.missing_echo:
-        console.print(f"  {numbers.missing_echo:,} (constraint, response) pairs have no copy-paste score yet:"
-                      " `unspecific evidence` computes them", markup=False, highlight=False)
-    console.print(f"  {verdict_line(numbers)}", markup=False, highlight=False)
+        out.append(Note(f"  {numbers.missing_echo:,} (constraint, response) pairs have no copy-paste score yet:"
+                        " `unspecific evidence` computes them"))
+    out.append(Note(f"  {verdict_line(numbers)}"))
+    return out
+
+
+def cell(iv: Any) -> Any:
+    """A cosine and its interval as a table cell: ('0.62', '[0.58, 0.66]'); '-' when undefined."""
+    if math.isnan(iv.value):
+        return "-"
+    if math.isnan(iv.low):
+        return f"{iv.value:.2f}"
+    return f"{iv.value:.2f}", f"[{iv.low:.2f}, {iv.high:.2f}]"
 
 
 def copying_rows(numbers: CopyNumbers | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -42,9 +42,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.analysis.judge_validation import describe as describe_judge
 from pipeline.analysis.judge_validation import validated_score
-from pipeline.analysis.metrics import Comparison, Filters, Group, runs_covered
+from pipeline.analysis.metrics import Group, runs_covered
 from pipeline.analysis.report_model import (
     CONSTANT_JUDGE_MIN,
     SHARE_SLACK,
@@ -55,21 +54,18 @@ from pipeline.analysis.report_model import (
     any_corrected,
     build_report,
     check_filters,
-    ci,
     condition_order,
     corrected_group,
     main_groups,
-    pct,
     ranking_changes,
     report_warnings,
     validation_mark,
 )
-from pipeline.core.definitions import SIGNIFICANCE, same_ratio
-from pipeline.outputs.copy_report import copying_chart, copying_rows, render_copying
+from pipeline.outputs.copy_report import copying_chart, copying_rows
+from pipeline.outputs.report_text import empty_message, render, validation_caption, writer_label
 
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.text import Text
+    pass
 
 # The report's model (pipeline.analysis.report_model), importable from here as before, and the drawing.
 __all__ = [
@@ -80,228 +76,7 @@ __all__ = [
 ]
 
 
-def writer_label(model: str, mode: str, modes: set[str]) -> str:
-    """The model and its response mode, always: a table of direct responses says so too."""
-    return f"{model}/{mode}" if mode else model
-
-
-def _num(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
-# -- the terminal ---------------------------------------------------------------------------------
-
-
-def render(report: Report, console: Console) -> None:
-    from rich.table import Table
-
-    m = report.metrics
-    if report.empty:
-        console.print(empty_message(report.options.filters))
-        return
-    ratio = report.ratio
-    if ratio is not None and not same_ratio(ratio, report.options.ratio):
-        console.print(f"[yellow]no summaries at ratio {report.options.ratio:g}; showing ratio {ratio:g}[/]")
-    runs = runs_covered(m)
-    if runs:
-        console.print(f"runs: {', '.join(runs)} [dim](each pair of references counts once per condition, model"
-                      " and mode: see README, 'Counting')[/]")
-    groups = main_groups(report)
-    modes = {g.mode for g in groups}
-    extra_names = sorted({name for g in groups for name in g.extra})
-    core_label = f"Core@{ratio:g}" if ratio is not None else "Core"
-    show_corrected = any_corrected(report)
-    for domain in sorted({g.domain for g in groups}):
-        table = Table(title=f"{domain}: Org and Core (% of constraints, bootstrap 95% CI over instructions)",
-                      title_justify="left", caption=_validation_caption(report), caption_justify="left")
-        table.add_column("condition", no_wrap=True)
-        table.add_column("model", no_wrap=True)
-        for col in ("Org", core_label, "superficial"):
-            table.add_column(col, justify="right", no_wrap=True)
-            if show_corrected:
-                table.add_column(f"{col} corr.", justify="right", no_wrap=True)
-        for col in ("judge κ", "n", "coverage %"):
-            table.add_column(col, justify="right")
-        if "copy_a_ngrams" in extra_names:
-            table.add_column("copied 5-grams A/B", justify="right")
-            table.add_column("copied words A/B %", justify="right")
-        if "sim_ref_a" in extra_names:
-            table.add_column("c-ref cos A/B", justify="right")
-            table.add_column("c-ref lex A/B", justify="right")
-            table.add_column("c-resp cos", justify="right")
-        # A narrow terminal gets each interval on its own line rather than squeezed columns.
-        sep = "\n" if console.width < 100 + 30 * bool(extra_names) + 60 * show_corrected else " "
-        for g in (g for g in groups if g.domain == domain):
-            row = [g.condition, writer_label(g.model, g.mode, modes)]
-            rates = [ci(g.org, sep), ci(g.core, sep), ci(g.superficial, sep)]
-            if show_corrected:  # raw and corrected side by side
-                rates = [cell for pair in zip(rates, _corrected_cells(report, g, sep)) for cell in pair]
-            row += [*rates, _num(g.kappa), str(g.n), _coverage_cell(g, report)]
-            e = g.extra
-            if "copy_a_ngrams" in extra_names:
-                row.append(f"{_num(e.get('copy_a_ngrams'), 1)} / {_num(e.get('copy_b_ngrams'), 1)}")
-                row.append(f"{pct(e.get('copy_a_share', math.nan))} / {pct(e.get('copy_b_share', math.nan))}")
-            if "sim_ref_a" in extra_names:
-                row.append(f"{_num(e.get('sim_ref_a'))} / {_num(e.get('sim_ref_b'))}")
-                row.append(f"{pct(e.get('lex_ref_a', math.nan))} / {pct(e.get('lex_ref_b', math.nan))}")
-                row.append(_num(e.get("sim_response")))
-            table.add_row(*row)
-        console.print(table)
-    _render_warnings(report, console)
-    render_copying(report.copying, console, lambda model, mode: writer_label(model, mode, modes))
-    _render_families(report, console)
-    if len(m.ratios) > 1:
-        _render_depth(report, console)
-    if m.agreement:
-        table = Table("judge", "judge", "texts", "κ", "agree %", "items", title="Judge agreement", title_justify="left")
-        for a in m.agreement:
-            table.add_row(a.rater_a, a.rater_b, a.kind, _num(a.kappa), pct(a.percent), str(a.n))
-        console.print(table)
-    elif len(m.raters) == 1:
-        console.print(f"one judge ({m.raters[0]}): no judge agreement to report; the paper averages two")
-    if report.judging:
-        console.print("How each judge judged:")
-        for note in report.judging:
-            console.print(f"  {note.line()}", markup=False, highlight=False)
-    if m.raters:
-        console.print("Judges against people (every number above rests on them):")
-        for rater in m.raters:
-            console.print(f"  {describe_judge(rater, report.judges_validated)}", markup=False, highlight=False)
-    if report.correction is not None and report.correction.judges:
-        console.print("Judges' measured error (the corrected rates, 'corr.', use it):")
-        for status in report.correction.judges:
-            console.print(f"  {status.line()}", markup=False, highlight=False)
-    tested = [c for c in report.comparisons if not math.isnan(c.test.p_value)]
-    if tested:
-        significant = [c for c in tested if c.p_holm < SIGNIFICANCE]
-        console.print(f"{len(significant)} of {len(tested)} paired comparisons (model pairs within a condition, "
-                      f"condition pairs within a model, response modes) differ at p < {SIGNIFICANCE:g} after Holm"
-                      " correction"
-                      + (":" if significant and len(significant) <= 12 else "; see comparisons.csv"))
-        if significant and len(significant) <= 12:
-            for c in significant:
-                console.print(f"  {c.domain} {c.within}: {c.metric} {c.a} {pct(c.test.mean_a)} vs {c.b} "
-                              f"{pct(c.test.mean_b)} ({100 * c.test.diff:+.1f} points, p_holm {c.p_holm:.3f})")
-    if report.requested:
-        _render_comparisons(report.requested, console)
-    elif report.options.compare:
-        first, second = report.options.compare
-        console.print(f"[yellow]--compare {first},{second}: no instructions where both were judged[/]")
-    if report.naturalness:
-        table = Table("condition", "vs", "n", "win rate % [CI]", "W/T/L", "first shown wins % [CI]",
-                      "orders agree % [CI]", "pairs",
-                      title="Naturalness (pairwise preference in both orders; ties count half)", title_justify="left")
-        for w in report.naturalness:
-            table.add_row(w.condition, w.opponent, str(w.n), ci(w.rate), f"{w.wins}/{w.ties}/{w.losses}",
-                          ci(w.first_shown), ci(w.order_agreement), str(w.both_orders))
-        console.print(table)
-    if report.validation is not None:
-        v = report.validation
-        where = f"plan {v.plan.name}, " if v.plan else ""
-        console.print(
-            f"Human validation ({where}ratio {v.ratio:g}; label superficial = positive, weighted by stratum as"
-            f" `validate report`; ambiguous left out: {v.ambiguous}; ties: {v.ties}; outside the metric's scope:"
-            f" {v.out_of_scope}): precision {ci(v.precision)}, recall {ci(v.recall)} (%), n = {v.n}"
-        )
-        for pair in report.annotators:
-            console.print(f"  annotators {pair.annotator_a} / {pair.annotator_b}: κ {_num(pair.kappa.value)}, "
-                          f"agree {pct(pair.percent)}%, n = {pair.kappa.n}")
-
-
-def _corrected_cells(report: Report, g: Group, sep: str) -> list[str]:
-    """Org, Core and superficial of the group corrected for its judges' error ('-' where none)."""
-    r = corrected_group(report, g.key).rates
-    if r is None:
-        return ["-", "-", "-"]
-    return [ci(r.org, sep), ci(r.core, sep), ci(r.superficial, sep)]
-
-
-def validation_caption(report: Report) -> tuple[str, bool]:
-    """Under each table: which validation corrected the rates, or why they are raw (and the one
-    command that validates an unvalidated judge); True when the rates are raw."""
-    c = report.correction
-    if c is None or not c.judges:
-        return "", False
-    reasons = {g.reason for g in c.groups.values() if g.reason}
-    if reasons:
-        return "raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), True
-    sources = {"people": "people", "own": "own check set", "builtin": "built-in check"}
-    used = "; ".join(f"{s.judge}: {sources.get(s.check.source, s.check.source) if s.check else 'built-in check'}"
-                     for s in c.judges)
-    return ("corr.: corrected for each judge's measured sensitivity and specificity (Rogan-Gladen, judge by judge; "
-            f"95% CI over the instructions and the check's items); validation used: {used}"
-            + ("; the built-in check is constructed, not human gold" if "built-in" in used else "")), False
-
-
-def _validation_caption(report: Report) -> Text:
-    from rich.text import Text
-
-    text, raw = validation_caption(report)
-    return Text(text, style="yellow" if raw else "")
-
-
-def _coverage_cell(g: Group, report: Report) -> str:
-    """The group's coverage; '!' marks a group the warnings name."""
-    mark = " [bold red]![/]" if report.warned(g) else ""
-    return f"{pct(g.coverage)}{mark}"
-
-
-def _render_warnings(report: Report, console: Console) -> None:
-    from rich.text import Text
-
-    if not report.warnings:
-        return
-    console.print(Text(f"! {len(report.warnings)} warning(s): figures not to trust as they stand", style="bold red"))
-    for w in report.warnings:
-        console.print(Text(f"  ! {w.message}"))
-
-
-def _render_depth(report: Report, console: Console) -> None:
-    from rich.table import Table
-
-    m = report.metrics
-    ratios = sorted(m.ratios, reverse=True)
-    table = Table("domain", "condition", "model", "Org", *[f"Core@{r:g}" for r in ratios],
-                  title="Depth profile: Core across summary ratios (%)", title_justify="left")
-    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], condition_order(k[1]), k[2], k[3]))
-    modes = {k[3] for k in keys}
-    for domain, condition, model, mode in keys:
-        org = m.group(domain, condition, model, mode, None)
-        cells = []
-        for r in ratios:
-            g = m.group(domain, condition, model, mode, r)
-            cells.append(pct(g.core.value) if g else "-")
-        table.add_row(domain, condition, writer_label(model, mode, modes), pct(org.org.value) if org else "-", *cells)
-    console.print(table)
-    changed = ranking_changes(m)
-    if changed:
-        console.print("[bold]model ranking by Core changes with the ratio[/] in: " + "; ".join(changed))
-    else:
-        console.print("model ranking by Core is the same at every ratio")
-
-
-def _render_comparisons(comparisons: list[Comparison], console: Console) -> None:
-    from rich.table import Table
-
-    first = comparisons[0]
-    table = Table("domain", "within", "metric", first.a, first.b, "difference [95% CI]", "p", "p Holm",
-                  title=f"{first.a} vs {first.b} (paired by {'reference article' if first.by == 'condition' else 'instruction'};"
-                        " sign-flip permutation test)", title_justify="left")
-    for c in comparisons:
-        t = c.test
-        diff = "-" if math.isnan(t.diff) else f"{100 * t.diff:+.1f} [{pct(t.low)}, {pct(t.high)}]"
-        p = "-" if math.isnan(t.p_value) else (f"{t.p_value:.3f}" + (" *" if t.significant() else ""))
-        holm_p = "-" if math.isnan(c.p_holm) else (f"{c.p_holm:.3f}" + (" *" if c.p_holm < SIGNIFICANCE else ""))
-        table.add_row(c.domain, c.within, c.metric, pct(t.mean_a), pct(t.mean_b), diff, p, holm_p)
-    console.print(table)
-    console.print(f"* p < {SIGNIFICANCE:g}; p Holm corrects for every comparison the report made (see comparisons.csv)")
-
-
-def empty_message(filters: Filters) -> str:
-    active = {k: v for k, v in vars(filters).items() if v}
-    where = f" matching {active}" if active else ""
-    return (f"Nothing to report: no judged responses{where} in this store. Run `unspecific build` and "
-            "`unspecific evaluate` first (or check --run / --domain).")
+# The text of the report (tables fitted to the terminal, --format) is pipeline.outputs.report_text's.
 
 
 # -- files ----------------------------------------------------------------------------------------
@@ -498,39 +273,3 @@ def charts(report: Report, out: Path) -> list[Path]:
 
 def _slug(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name) or "all"
-
-
-# -- CS4's instruction families: satisfaction against the number of constraints --------------------
-
-
-def _render_families(report: Report, console: Console) -> None:
-    """Per import run with families: level x model, Org (and Core where summaries exist)."""
-    from rich.table import Table
-
-    for run_id in sorted({f.run_id for f in report.families}):
-        rows = [f for f in report.families if f.run_id == run_id]
-        modes = {f.mode for f in rows}
-        writers = sorted({(f.model, f.mode) for f in rows})
-        with_core = {(f.model, f.mode) for f in rows if f.ratio is not None}
-        core_label = f"Core@{report.ratio:g}" if report.ratio is not None else "Core"
-        table = Table(title=f"{run_id}: satisfaction by number of constraints (% of constraints, bootstrap 95% CI"
-                            " over instructions; one family per task)", title_justify="left")
-        table.add_column("constraints", justify="right")
-        for model, mode in writers:
-            label = writer_label(model, mode, modes)
-            table.add_column(f"{label} Org", justify="right", no_wrap=True)
-            if (model, mode) in with_core:
-                table.add_column(f"{label} {core_label}", justify="right", no_wrap=True)
-        table.add_column("n", justify="right")
-        by_cell = {(f.level, f.model, f.mode): f for f in rows}
-        for level in sorted({f.level for f in rows}):
-            cells = [str(level)]
-            n = 0
-            for model, mode in writers:
-                f = by_cell.get((level, model, mode))
-                cells.append(ci(f.org) if f else "-")
-                if (model, mode) in with_core:
-                    cells.append(ci(f.core) if f else "-")
-                n = max(n, f.n if f else 0)
-            table.add_row(*cells, str(n))
-        console.print(table)

@@ -1,0 +1,333 @@
+"""The report as text: every table as a Sheet (pipeline.outputs.tables) and every line as a Note, in
+the order `report` prints them. ``render`` prints them to a terminal, each table fitted to its width;
+``write_format`` writes the same tables as markdown, CSV or JSON for people who pipe. Nothing is
+computed here: the numbers are pipeline.analysis.report_model's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
+
+from pipeline.analysis.judge_validation import describe as describe_judge
+from pipeline.analysis.metrics import Comparison, Filters, Group, runs_covered
+from pipeline.analysis.report_model import (
+    Report,
+    any_corrected,
+    condition_order,
+    corrected_group,
+    main_groups,
+    pct,
+    ranking_changes,
+)
+from pipeline.core.definitions import SIGNIFICANCE, same_ratio
+from pipeline.outputs.copy_report import copying_document
+from pipeline.outputs.tables import Block, Cell, Sheet, csv_text, json_data, markdown, render_sheet
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+FORMATS = ("text", "markdown", "csv", "json")
+
+
+@dataclass(frozen=True)
+class Note:
+    """A line of the report between its tables; ``style``: how a terminal shows it (rich style)."""
+
+    text: str
+    style: str = ""
+
+
+Item = Sheet | Note
+
+
+def writer_label(model: str, mode: str, modes: set[str]) -> str:
+    """The model and its response mode, always: a table of direct responses says so too."""
+    return f"{model}/{mode}" if mode else model
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def ci_cell(iv: object) -> Cell:
+    """A percentage and its interval: ('83.7', '[81.2-87.1]'); '-' when undefined."""
+    value, low, high = (getattr(iv, k) for k in ("value", "low", "high"))
+    if math.isnan(value):
+        return "-"
+    if math.isnan(low):
+        return f"{100 * value:.1f}"
+    return f"{100 * value:.1f}", f"[{100 * low:.1f}-{100 * high:.1f}]"
+
+
+def empty_message(filters: Filters) -> str:
+    active = {k: v for k, v in vars(filters).items() if v}
+    where = f" matching {active}" if active else ""
+    return (f"Nothing to report: no judged responses{where} in this store. Run `unspecific build` and "
+            "`unspecific evaluate` first (or check --run / --domain).")
+
+
+def validation_caption(report: Report) -> tuple[str, bool]:
+    """Under each table: which validation corrected the rates, or why they are raw (and the one
+    command that validates an unvalidated judge); True when the rates are raw."""
+    c = report.correction
+    if c is None or not c.judges:
+        return "", False
+    reasons = {g.reason for g in c.groups.values() if g.reason}
+    if reasons:
+        return "raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), True
+    sources = {"people": "people", "own": "own check set", "builtin": "built-in check"}
+    used = "; ".join(f"{s.judge}: {sources.get(s.check.source, s.check.source) if s.check else 'built-in check'}"
+                     for s in c.judges)
+    return ("corr.: corrected for each judge's measured sensitivity and specificity (Rogan-Gladen, judge by judge; "
+            f"95% CI over the instructions and the check's items); validation used: {used}"
+            + ("; the built-in check is constructed, not human gold" if "built-in" in used else "")), False
+
+
+# -- the document --------------------------------------------------------------------------------
+
+
+def document(report: Report) -> list[Item]:
+    """Every table and line of the report, in order."""
+    m = report.metrics
+    if report.empty:
+        return [Note(empty_message(report.options.filters))]
+    out: list[Item] = []
+    ratio = report.ratio
+    if ratio is not None and not same_ratio(ratio, report.options.ratio):
+        out.append(Note(f"no summaries at ratio {report.options.ratio:g}; showing ratio {ratio:g}", "yellow"))
+    runs = runs_covered(m)
+    if runs:
+        out.append(Note(f"runs: {', '.join(runs)} (each pair of references counts once per condition, model and"
+                        " mode: see README, 'Counting')"))
+    groups = main_groups(report)
+    modes = {g.mode for g in groups}
+    for domain in sorted({g.domain for g in groups}):
+        out.append(_main_sheet(report, [g for g in groups if g.domain == domain], domain, modes))
+    if report.warnings:
+        out.append(Note(f"! {len(report.warnings)} warning(s): figures not to trust as they stand", "bold red"))
+        out += [Note(f"  ! {w.message}") for w in report.warnings]
+    out += copying_document(report.copying, lambda model, mode: writer_label(model, mode, modes))
+    out += _families(report)
+    if len(m.ratios) > 1:
+        out += _depth(report)
+    if m.agreement:
+        sheet = Sheet("Judge agreement", ("judge", "judge"), (Block("", ("texts", "κ", "agree %", "items")),))
+        for a in m.agreement:
+            sheet.add(a.rater_a, a.rater_b, a.kind, _num(a.kappa), pct(a.percent), str(a.n))
+        out.append(sheet)
+    elif len(m.raters) == 1:
+        out.append(Note(f"one judge ({m.raters[0]}): no judge agreement to report; the paper averages two"))
+    out += _judges(report)
+    out += _comparisons(report)
+    if report.naturalness:
+        sheet = Sheet("Naturalness (pairwise preference in both orders; ties count half)", ("condition", "vs"),
+                      (Block("", ("n", "win rate % [CI]", "W/T/L", "first shown wins % [CI]", "orders agree % [CI]",
+                                  "pairs")),))
+        for w in report.naturalness:
+            sheet.add(w.condition, w.opponent, str(w.n), ci_cell(w.rate), f"{w.wins}/{w.ties}/{w.losses}",
+                      ci_cell(w.first_shown), ci_cell(w.order_agreement), str(w.both_orders))
+        out.append(sheet)
+    if report.validation is not None:
+        v = report.validation
+        where = f"plan {v.plan.name}, " if v.plan else ""
+        out.append(Note(
+            f"Human validation ({where}ratio {v.ratio:g}; label superficial = positive, weighted by stratum as"
+            f" `validate report`; ambiguous left out: {v.ambiguous}; ties: {v.ties}; outside the metric's scope:"
+            f" {v.out_of_scope}): precision {_ci_text(v.precision)}, recall {_ci_text(v.recall)} (%), n = {v.n}"))
+        out += [Note(f"  annotators {pair.annotator_a} / {pair.annotator_b}: κ {_num(pair.kappa.value)}, "
+                     f"agree {pct(pair.percent)}%, n = {pair.kappa.n}") for pair in report.annotators]
+    return out
+
+
+def _ci_text(iv: object) -> str:
+    cell = ci_cell(iv)
+    return " ".join(cell) if isinstance(cell, tuple) else cell
+
+
+def _main_sheet(report: Report, groups: Sequence[Group], domain: str, modes: set[str]) -> Sheet:
+    """Org and Core per condition x model: rates; corrected rates (where a judge's error is measured);
+    judges and coverage; copying (where computed)."""
+    ratio = report.ratio
+    core = f"Core@{ratio:g}" if ratio is not None else "Core"
+    extra = {name for g in groups for name in g.extra}
+    blocks = [Block("rates", ("Org", core, "superficial"))]
+    corrected = any_corrected(report)
+    if corrected:
+        blocks.append(Block("corrected rates", ("Org corr.", f"{core} corr.", "superficial corr.")))
+    blocks.append(Block("judges and coverage", ("judge κ", "n", "coverage %")))
+    copy_heads: tuple[str, ...] = ()
+    if "copy_a_ngrams" in extra:
+        copy_heads += ("copied 5-grams A/B", "copied words A/B %")
+    if "sim_ref_a" in extra:
+        copy_heads += ("c-ref cos A/B", "c-ref lex A/B", "c-resp cos")
+    if copy_heads:
+        blocks.append(Block("copying", copy_heads))
+    caption, _ = validation_caption(report)
+    sheet = Sheet(f"{domain}: Org and Core (% of constraints, bootstrap 95% CI over instructions)",
+                  ("condition", "model"), tuple(blocks), caption=caption)
+    for g in sorted(groups, key=lambda g: (condition_order(g.condition), g.model, g.mode)):
+        cells: list[Cell] = [g.condition, writer_label(g.model, g.mode, modes), ci_cell(g.org), ci_cell(g.core),
+                             ci_cell(g.superficial)]
+        if corrected:
+            r = corrected_group(report, g.key).rates
+            cells += [ci_cell(r.org), ci_cell(r.core), ci_cell(r.superficial)] if r else ["-", "-", "-"]
+        cells += [_num(g.kappa), str(g.n), pct(g.coverage) + (" !" if report.warned(g) else "")]
+        e = g.extra
+        if "copy_a_ngrams" in extra:
+            cells.append(f"{_num(e.get('copy_a_ngrams'), 1)} / {_num(e.get('copy_b_ngrams'), 1)}")
+            cells.append(f"{pct(e.get('copy_a_share', math.nan))} / {pct(e.get('copy_b_share', math.nan))}")
+        if "sim_ref_a" in extra:
+            cells.append(f"{_num(e.get('sim_ref_a'))} / {_num(e.get('sim_ref_b'))}")
+            cells.append(f"{pct(e.get('lex_ref_a', math.nan))} / {pct(e.get('lex_ref_b', math.nan))}")
+            cells.append(_num(e.get("sim_response")))
+        sheet.add(*cells)
+    return sheet
+
+
+def _depth(report: Report) -> list[Item]:
+    m = report.metrics
+    ratios = sorted(m.ratios, reverse=True)
+    sheet = Sheet("Depth profile: Core across summary ratios (%)", ("domain", "condition", "model"),
+                  (Block("", ("Org", *[f"Core@{r:g}" for r in ratios])),))
+    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None},
+                  key=lambda k: (k[0], condition_order(k[1]), k[2], k[3]))
+    modes = {k[3] for k in keys}
+    for domain, condition, model, mode in keys:
+        org = m.group(domain, condition, model, mode, None)
+        cells = [pct(g.core.value) if (g := m.group(domain, condition, model, mode, r)) else "-" for r in ratios]
+        sheet.add(domain, condition, writer_label(model, mode, modes), pct(org.org.value) if org else "-", *cells)
+    changed = ranking_changes(m)
+    return [sheet, Note("model ranking by Core changes with the ratio in: " + "; ".join(changed), "bold")
+            if changed else Note("model ranking by Core is the same at every ratio")]
+
+
+def _judges(report: Report) -> list[Item]:
+    m = report.metrics
+    out: list[Item] = []
+    if report.judging:
+        out.append(Note("How each judge judged:"))
+        out += [Note(f"  {note.line()}") for note in report.judging]
+    if m.raters:
+        out.append(Note("Judges against people (every number above rests on them):"))
+        out += [Note(f"  {describe_judge(rater, report.judges_validated)}") for rater in m.raters]
+    if report.correction is not None and report.correction.judges:
+        out.append(Note("Judges' measured error (the corrected rates, 'corr.', use it):"))
+        out += [Note(f"  {status.line()}") for status in report.correction.judges]
+    return out
+
+
+def _comparisons(report: Report) -> list[Item]:
+    out: list[Item] = []
+    tested = [c for c in report.comparisons if not math.isnan(c.test.p_value)]
+    if tested:
+        significant = [c for c in tested if c.p_holm < SIGNIFICANCE]
+        out.append(Note(f"{len(significant)} of {len(tested)} paired comparisons (model pairs within a condition, "
+                        f"condition pairs within a model, response modes) differ at p < {SIGNIFICANCE:g} after Holm"
+                        " correction" + (":" if significant and len(significant) <= 12 else "; see comparisons.csv")))
+        if significant and len(significant) <= 12:
+            out += [Note(f"  {c.domain} {c.within}: {c.metric} {c.a} {pct(c.test.mean_a)} vs {c.b} "
+                         f"{pct(c.test.mean_b)} ({100 * c.test.diff:+.1f} points, p_holm {c.p_holm:.3f})")
+                    for c in significant]
+    if report.requested:
+        out += _requested(report.requested)
+    elif report.options.compare:
+        first, second = report.options.compare
+        out.append(Note(f"--compare {first},{second}: no instructions where both were judged", "yellow"))
+    return out
+
+
+def _requested(comparisons: list[Comparison]) -> list[Item]:
+    first = comparisons[0]
+    by = "reference article" if first.by == "condition" else "instruction"
+    sheet = Sheet(f"{first.a} vs {first.b} (paired by {by}; sign-flip permutation test)", ("domain", "within", "metric"),
+                  (Block("", (first.a, first.b, "difference [95% CI]", "p", "p Holm")),))
+    for c in comparisons:
+        t = c.test
+        diff: Cell = "-" if math.isnan(t.diff) else (f"{100 * t.diff:+.1f}", f"[{pct(t.low)}, {pct(t.high)}]")
+        p = "-" if math.isnan(t.p_value) else (f"{t.p_value:.3f}" + (" *" if t.significant() else ""))
+        holm_p = "-" if math.isnan(c.p_holm) else (f"{c.p_holm:.3f}" + (" *" if c.p_holm < SIGNIFICANCE else ""))
+        sheet.add(c.domain, c.within, c.metric, pct(t.mean_a), pct(t.mean_b), diff, p, holm_p)
+    return [sheet, Note(f"* p < {SIGNIFICANCE:g}; p Holm corrects for every comparison the report made"
+                        " (see comparisons.csv)")]
+
+
+def _families(report: Report) -> list[Item]:
+    """Per import run with families: level x model, Org (and Core where summaries exist)."""
+    out: list[Item] = []
+    for run_id in sorted({f.run_id for f in report.families}):
+        rows = [f for f in report.families if f.run_id == run_id]
+        modes = {f.mode for f in rows}
+        writers = sorted({(f.model, f.mode) for f in rows})
+        with_core = {(f.model, f.mode) for f in rows if f.ratio is not None}
+        core_label = f"Core@{report.ratio:g}" if report.ratio is not None else "Core"
+        blocks = []
+        for model, mode in writers:
+            label = writer_label(model, mode, modes)
+            blocks.append(Block(label, (f"{label} Org", *([f"{label} {core_label}"] if (model, mode) in with_core
+                                                         else []))))
+        blocks.append(Block("instructions", ("n",)))
+        sheet = Sheet(f"{run_id}: satisfaction by number of constraints (% of constraints, bootstrap 95% CI over"
+                      " instructions; one family per task)", ("constraints",), tuple(blocks))
+        by_cell = {(f.level, f.model, f.mode): f for f in rows}
+        for level in sorted({f.level for f in rows}):
+            cells: list[Cell] = [str(level)]
+            n = 0
+            for model, mode in writers:
+                f = by_cell.get((level, model, mode))
+                cells.append(ci_cell(f.org) if f else "-")
+                if (model, mode) in with_core:
+                    cells.append(ci_cell(f.core) if f else "-")
+                n = max(n, f.n if f else 0)
+            sheet.add(*cells, str(n))
+        out.append(sheet)
+    return out
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+
+def render(report: Report, console: Console) -> None:
+    """The report on a terminal: each table in the layout that fits its width (pipeline.outputs.tables)."""
+    from rich.text import Text
+
+    for item in document(report):
+        if isinstance(item, Sheet):
+            render_sheet(console, item)
+        else:
+            console.print(Text(item.text, style=item.style), crop=False, soft_wrap=not console.is_terminal)
+
+
+def _markdown_blocks(items: Sequence[Item]) -> list[str]:
+    """Each table, and each run of lines as one paragraph (an indented line as a list item)."""
+    blocks: list[str] = []
+    lines: list[str] = []
+    for item in [*items, None]:
+        if isinstance(item, Note):
+            lines.append(f"- {item.text.strip()}" if item.text.startswith(" ") else item.text)
+            continue
+        if lines:
+            blocks.append("\n".join(lines))
+            lines = []
+        if isinstance(item, Sheet) and item.rows:
+            blocks.append(markdown(item))
+    return blocks
+
+
+def write_format(report: Report, fmt: str, out: IO[str]) -> None:
+    """The report's tables (and, in markdown, its lines) as ``fmt``: markdown, csv or json."""
+    items = document(report)
+    sheets = [i for i in items if isinstance(i, Sheet) and i.rows]
+    if fmt == "markdown":
+        out.write("\n\n".join(_markdown_blocks(items)) + "\n")
+    elif fmt == "csv":
+        out.write("\n".join(csv_text(s) for s in sheets))
+    elif fmt == "json":
+        notes = [i.text for i in items if isinstance(i, Note)]
+        out.write(json.dumps({"tables": [json_data(s) for s in sheets], "notes": notes}, ensure_ascii=False,
+                             indent=2) + "\n")
+    else:
+        raise ValueError(f"unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
