@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pipeline.analysis.judge_check import CheckScore
     from pipeline.analysis.stats import Interval
     from pipeline.analysis.validation import ValidationReport
+    from pipeline.outputs.tables import Cell
     from pipeline.store.database import Store
 
 
@@ -336,11 +337,10 @@ def run_judges(args: argparse.Namespace) -> int:
     if args.builtin or args.quick or args.items:
         return run_builtin_check(args)
 
-    from rich.table import Table
-
     from pipeline.analysis.judge_validation import judge_scores, load_judge_plan
     from pipeline.analysis.validation_plan import ValidationError
     from pipeline.cli.common import console, open_store_from
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
     store = open_store_from(args, create=False, reading=True)
     try:
@@ -359,12 +359,13 @@ def run_judges(args: argparse.Namespace) -> int:
         out.print(f"judge plan {plan.name}: no answers yet ({len(plan.items)} items); answer them in the app"
                   " (5 Annotate, then v)")
         return 0
-    table = Table("judge", "by", "group", "n", "accuracy %", "Yes precision %", "Yes recall %", "κ", "Yes bias",
-                  title=f"The judges against people, judge plan {plan.name}", title_justify="left")
+    sheet = Sheet(f"The judges against people, judge plan {plan.name}", ("judge", "by", "group"),
+                  (Block("agreement", ("n", "accuracy %", "κ")), Block("Yes", ("Yes precision %", "Yes recall %",
+                                                                             "Yes bias"))))
     for s in scores:
-        table.add_row(s.judge, s.by, s.group, str(s.n), s.accuracy.fmt(), s.precision.fmt(), s.recall.fmt(),
-                      s.kappa.fmt(2, 1.0), "-" if math.isnan(s.yes_bias) else f"{s.yes_bias:+.2f}")
-    out.print(table)
+        sheet.add(s.judge, s.by, s.group, str(s.n), _cell(s.accuracy), _cell(s.kappa, 2, 1.0), _cell(s.precision),
+                  _cell(s.recall), "-" if math.isnan(s.yes_bias) else f"{s.yes_bias:+.2f}")
+    render_sheet(out, sheet)
     out.print("Yes bias: the judge's Yes rate minus people's (> 0 lenient). Position: the constraint's third of its"
               " list; length: the text's half by words.")
     return 0
@@ -459,24 +460,22 @@ def run_builtin_check(args: argparse.Namespace) -> int:
 
 
 def _print_check(scores: list[CheckScore], *, title: str = "the built-in constructed set") -> None:
-    from rich import box
-    from rich.table import Column, Table
-
     from pipeline.analysis.judge_check import NOT_GOLD
     from pipeline.cli.common import console
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
     out = console()
     missing = any(s.missing for s in scores)
     for judge in dict.fromkeys(s.judge for s in scores):
-        table = Table(Column("items", no_wrap=True), "n", *(["missing"] if missing else []), "accuracy",
-                      "sensitivity", "specificity", "κ", "quote", box=box.SIMPLE_HEAD, pad_edge=False,
-                      title_justify="left", title=f"[bold]{judge}[/] on {title} (%)")
+        sheet = Sheet(f"{judge} on {title} (%)", ("items",),
+                      (Block("", ("n", *(["missing"] if missing else []), "accuracy", "sensitivity", "specificity",
+                                  "κ", "quote")),))
         for s in (s for s in scores if s.judge == judge):
             group = "all" if s.by == "all" else s.group.replace("_", " ")
-            table.add_row(group if s.by != "kind" else f"  {group}", str(s.n), *([str(s.missing)] if missing else []),
-                          _whole(s.accuracy), _whole(s.sensitivity), _whole(s.specificity),
-                          "-" if math.isnan(s.kappa) else f"{s.kappa:.2f}", _whole(s.quote_found))
-        out.print(table)
+            sheet.add(group if s.by != "kind" else f"  {group}", str(s.n), *([str(s.missing)] if missing else []),
+                      _whole(s.accuracy), _whole(s.sensitivity), _whole(s.specificity),
+                      "-" if math.isnan(s.kappa) else f"{s.kappa:.2f}", _whole(s.quote_found))
+        render_sheet(out, sheet)
     out.print(f"[yellow]{NOT_GOLD}[/]")
     out.print("Sensitivity: of the items that satisfy their constraint, the share the judge said Yes to; specificity:"
               " of those that do not, the share it said No to; quote: of its Yes, the share whose quote is in the text."
@@ -486,10 +485,17 @@ def _print_check(scores: list[CheckScore], *, title: str = "the built-in constru
               markup=False)
 
 
-def _whole(iv: Interval) -> str:
-    """'45 [29-60]': whole percents, narrow enough for a terminal (a few hundred items carry no decimals)."""
+def _whole(iv: Interval) -> Cell:
+    """('45', '[29-60]'): whole percents, narrow enough for a terminal (a few hundred items carry no decimals)."""
     if math.isnan(iv.value):
         return "-"
     if math.isnan(iv.low):
         return f"{100 * iv.value:.0f}"
-    return f"{100 * iv.value:.0f} [{100 * iv.low:.0f}-{100 * iv.high:.0f}]"
+    return f"{100 * iv.value:.0f}", f"[{100 * iv.low:.0f}-{100 * iv.high:.0f}]"
+
+
+def _cell(iv: Interval, digits: int = 1, scale: float = 100.0) -> Cell:
+    """Interval.fmt as a table cell: the value, and its interval apart (pipeline.outputs.tables)."""
+    shown = iv.fmt(digits, scale)
+    value, _, interval = shown.partition(" ")
+    return (value, interval) if interval else value
