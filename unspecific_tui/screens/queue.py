@@ -57,7 +57,7 @@ REASON_STYLES = {"similar": "cyan", "copied": "magenta", "echo": "magenta", "los
                  "unquoted": "red", "uncertain": "red"}
 # What computes each kind of evidence an older store lacks.
 # Optional columns give way before the constraint gets narrower than this (or a fifth of the width).
-MIN_CONSTRAINT_WIDTH = 24
+MIN_CONSTRAINT_WIDTH = 20
 
 
 @dataclass(frozen=True)
@@ -178,19 +178,23 @@ class Column:
     width: int  # 0: the constraint column, which takes what is left
 
 
-# Always shown, then the optional ones in the order they give way (last first) as width shrinks.
-CORE = (Column("mark", "✓", 1), Column("rank", "#", 6), Column("score", "score", 5), Column("instr", "instr.", 6),
+# Always shown, then the optional ones in the order they give way (last first) as width shrinks:
+# the copied count before the instruction's number (the row's detail names its instruction).
+CORE = (Column("mark", "✓", 1), Column("rank", "#", 6), Column("score", "score", 5),
         Column("constraint", "constraint", 0), Column("writer", "model/mode", 15))
-OPTIONAL = (Column("reasons", "reasons", 22), Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11),
-            Column("copied", "copied", 8), Column("trust", "trust", 18), Column("echo", "echo", 4),
-            Column("flags", "flags", 14))
+OPTIONAL = (Column("reasons", "reasons", 22), Column("copied", "copied", 8), Column("instr", "instr.", 6),
+            Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11), Column("trust", "trust", 18),
+            Column("echo", "echo", 4), Column("flags", "flags", 14))
+# Left to right, whichever are shown.
+ORDER = ("mark", "rank", "score", "instr", "constraint", "writer", "reasons", "outcome", "similarity", "copied",
+         "echo", "trust", "flags")
 SHORT_REASONS = Column("reasons", "why", len(REASON_KEYS))  # when the full tags do not fit: the toggle keys
 CELL_PADDING = 2  # a DataTable cell's padding, left and right
 CHROME = 2  # the vertical scrollbar
 
 
 def layout(width: int) -> tuple[list[Column], int]:
-    """The columns that fit ``width`` cells and the constraint column's width."""
+    """The columns that fit ``width`` cells, left to right, and the constraint column's width."""
 
     def used(cols: list[Column]) -> int:
         return sum(c.width + CELL_PADDING for c in cols) + CHROME
@@ -202,6 +206,7 @@ def layout(width: int) -> tuple[list[Column], int]:
             columns.append(column)
         elif column.key == "reasons" and width - used([*columns, SHORT_REASONS]) >= least:
             columns.append(SHORT_REASONS)
+    columns.sort(key=lambda c: ORDER.index(c.key))
     return columns, max(12, width - used(columns))
 
 
@@ -396,7 +401,9 @@ class QueueScreen(AppScreen):
             detail.update("")
             return
         e = row.evidence
-        text = Text.assemble((f"#{e.instruction_id} · {e.writer.label} · ", "bold"), f"{e.position}. {e.text}")
+        # "instruction 1", not "#1": beside a ranked list a bare number reads as the rank.
+        text = Text.assemble((f"instruction {e.instruction_id} · {e.writer.label} · ", "bold"),
+                             f"{e.position}. {e.text}")
         mark = self._mark(e)
         if mark:
             text.append(f"  [{mark}]", style="bold green" if mark == "confirmed" else "dim")

@@ -130,7 +130,7 @@ def similarity_label(rows: Sequence[ListRow]) -> str:
 
 # The columns before the constraint's text: (key, heading, width). The echo's only while the rows
 # shown have one (a store without echoes keeps the constraint's width).
-COLUMNS = (("pos", "#", 2), ("outcome", "outcome", 10), ("judges", "resp summ", 9), ("sim-a", "sim A", 8),
+COLUMNS = (("pos", "#", 2), ("outcome", "outcome", 10), ("judges", "resp summ", 10), ("sim-a", "sim A", 8),
            ("sim-b", "sim B", 8), ("copied", "copied", 7), ("echo", "echo", 4), ("flags", "flags", 5))
 NO_ECHO = tuple(c for c in COLUMNS if c[0] != "echo")
 TEXT_MIN = 12
@@ -401,7 +401,7 @@ def _cells(r: ListRow, echo: bool) -> tuple[Text, ...]:
                  style="black on yellow" if r.flags else "dim")
     text = Text((r.shown_text or r.text).replace("\n", " "), no_wrap=True, overflow="ellipsis")
     judges = trust_cell(r.response_trust)
-    judges.pad_right(5 - len(judges))  # the summary's under "summ"
+    judges.pad_right(max(1, 5 - len(judges)))  # the summary's under "summ", never run together ("2-0** 2-0*")
     judges.append_text(trust_cell(r.summary_trust))
     position = Text(str(r.position), no_wrap=True, end="")
     if echo:

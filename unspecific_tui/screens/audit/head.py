@@ -42,17 +42,16 @@ class HeadPart(_Screen):
         self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
     def _say(self, message: str) -> None:
-        """What the last key changed, in the tabs/legend line (a notice would cover the panes and
-        the verdicts, which the key just changed); gone at the next move."""
+        """What the last key changed: in the legend line where it is shown (a notice would cover the
+        panes and the verdicts, which the key just changed), gone at the next move; narrow, where the
+        legend gives way, in Textual's notice area. Never in the tabs line: its caption stays."""
         self._said = message
-        self._render_tabs()
+        if self._narrow():
+            self.notify(message, timeout=3)
         self._render_legend(self.shown.row)
 
     def _render_tabs(self) -> None:
         line = Text(no_wrap=True, overflow="ellipsis")
-        if self._said:
-            line.append(f" {self._said} ", style="bold reverse")
-            line.append(" ")
         if self.source_view:
             line.append("response beside its source (o: back)", style="dim")
         else:
