@@ -122,8 +122,14 @@ def _assert_all_gone(pids: list[int]) -> float:
 
 def _spawn(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
     # Its own session: the test plays the terminal, and the signal reaches only what it would.
+    # SIGHUP back to its default: a suite started under nohup ignores it, and children inherit that.
     return subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=open(cwd / "parent.log", "wb"), start_new_session=True)
+                            stderr=open(cwd / "parent.log", "wb"), start_new_session=True,
+                            preexec_fn=_default_hangup)
+
+
+def _default_hangup() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _kill_parent(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
@@ -256,7 +262,8 @@ def test_a_signal_that_interrupts_exits_anyway_when_the_orderly_stop_hangs(tmp_p
         "import time\nfrom pipeline.core import processes\nprocesses.interrupt_on_signals()\n"
         "try:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('stopping', flush=True)\n    time.sleep(60)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                            preexec_fn=_default_hangup)
     time.sleep(1.5)  # imports done, handler installed
     t0 = time.monotonic()
     proc.send_signal(signal.SIGHUP)

@@ -335,3 +335,30 @@ def test_a_store_scored_under_the_old_flipped_rule_is_rescored(tmp_path):
         assert [g for (g,) in again.conn.execute("SELECT gid FROM text_scores_stale")] == [7]
     finally:
         again.close()
+
+
+def test_the_stored_totals_follow_the_pass_threshold(tmp_path, monkeypatch):
+    """The store's SQL reads PASS_THRESHOLD when it builds its statements: raised above a 1-1 split,
+    the totals kept in the store count split items as failing, as pipeline.core.definitions.passes does."""
+    from pipeline.core import definitions
+
+    path = tmp_path / "t.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=6, n_constraints=6, judges=("judge-a", "judge-b")))
+    store = open_store(path)
+    try:
+        def passed() -> int:
+            store.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts")
+            store.conn.commit()
+            assert refresh_text_scores(store.conn)
+            return store.conn.execute("SELECT total(passed) FROM text_items").fetchone()[0]
+
+        split = store.conn.execute(
+            "SELECT count(*) FROM (SELECT generation_id, constraint_id FROM verdicts WHERE verdict IS NOT NULL"
+            " GROUP BY generation_id, constraint_id HAVING count(*) = 2 AND sum(verdict) = 1)").fetchone()[0]
+        assert split > 0
+        at_half = passed()
+        monkeypatch.setattr(definitions, "PASS_THRESHOLD", 0.75)
+        assert passed() == at_half - split  # a 1-1 split no longer passes, in the store as in Python
+        assert not definitions.passes(0.5)
+    finally:
+        store.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 # A constraint passes a text when its judges' mean verdict is at least this (two judges split
-# 1-1 pass). The store's score tables keep it in integers: 2 * yes >= judged.
+# 1-1 pass). The store's SQL reads it when it builds its statements (pipeline.store.scores.passes_sql).
 PASS_THRESHOLD = 0.5
 # The summary ratio of Core: a response summarised to 25% of its length.
 DEFAULT_RATIO = 0.25

@@ -13,7 +13,7 @@ texts whose verdicts changed since, and read as some 100,000 rows.
   text_agreement     per text and pair of raters (a < b in (judge, mode) order), the 2x2 cells
                      over the items both judged: n11, n10, n01, n00
   text_items         per text, its constraints (items) with every rater together, as the app's
-                     tables count them: ``judged``, ``passed`` (the raters' mean verdict >= 0.5),
+                     tables count them: ``judged``, ``passed`` (the raters' mean verdict passes: PASS_THRESHOLD),
                      ``score_sum`` (the sum of those means), ``disagree`` (raters differ),
                      ``missing`` (a latest verdict's quote is not in the text); on a summary,
                      ``flipped``: items that flipped from its response (``item_outcome_sql``)
@@ -42,6 +42,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.core import definitions
 from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, uncertain_bounds
 
 if TYPE_CHECKING:
@@ -369,8 +370,8 @@ def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict
       ``judged``   raters who judged both texts
       ``full_yes`` / ``summary_yes``  of those, Yes on the response / on the summary
       ``full_score`` / ``summary_score``  the raters' mean verdicts (NULL when none judged both)
-      ``flipped``  full_score >= 0.5 and summary_score < 0.5 (the "superficial" call)
-      ``passed_both``  both scores >= 0.5
+      ``flipped``  full_score passes and summary_score does not (the "superficial" call)
+      ``passed_both``  both scores pass (PASS_THRESHOLD, passes_sql)
     Every consumer (text_items, pipeline.analysis.metrics.constraint_items and through them the app's
     screens, the report and the export) uses these expressions."""
     both = [both_judged(f"{summary}.y{k}", f"{full}.y{k}") for k in range(n_raters)]
@@ -381,10 +382,16 @@ def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict
         "judged": judged, "full_yes": full_yes, "summary_yes": summary_yes,
         "full_score": f"(CASE WHEN {judged} > 0 THEN {full_yes} * 1.0 / {judged} END)",
         "summary_score": f"(CASE WHEN {judged} > 0 THEN {summary_yes} * 1.0 / {judged} END)",
-        # In integers: mean >= PASS_THRESHOLD (pipeline.core.definitions, 0.5) <=> 2 * yes >= judged.
-        "flipped": f"({judged} > 0 AND 2 * {full_yes} >= {judged} AND 2 * {summary_yes} < {judged})",
-        "passed_both": f"({judged} > 0 AND 2 * {full_yes} >= {judged} AND 2 * {summary_yes} >= {judged})",
+        "flipped": f"({judged} > 0 AND {passes_sql(full_yes, judged)} AND NOT {passes_sql(summary_yes, judged)})",
+        "passed_both": f"({judged} > 0 AND {passes_sql(full_yes, judged)} AND {passes_sql(summary_yes, judged)})",
     }
+
+
+def passes_sql(yes: str, judged: str) -> str:
+    """SQL of pipeline.core.definitions.passes on a count of Yes among ``judged`` verdicts: their mean
+    reaches PASS_THRESHOLD, read from the definitions when the statement is built (one rule, in
+    Python and in the store)."""
+    return f"({yes} * 1.0 >= {float(definitions.PASS_THRESHOLD)!r} * {judged})"
 
 
 def _item_rows(conn: sqlite3.Connection, n_raters: int) -> list[tuple[Any, ...]]:
@@ -396,8 +403,8 @@ def _item_rows(conn: sqlite3.Connection, n_raters: int) -> list[tuple[Any, ...]]
     def yes(p: str) -> str:  # raters saying Yes
         return "(" + " + ".join(f"coalesce({p}.y{k}, 0)" for k in range(n_raters)) + ")"
 
-    def passed(p: str) -> str:  # the raters' mean >= 0.5, in integers
-        return f"({judged(p)} > 0 AND 2 * {yes(p)} >= {judged(p)})"
+    def passed(p: str) -> str:  # the raters' mean passes
+        return f"({judged(p)} > 0 AND {passes_sql(yes(p), judged(p))})"
 
     missing = "(" + " + ".join(f"coalesce(p.m{k}, 0)" for k in range(n_raters)) + ") > 0"
     own = {gid: values for gid, *values in conn.execute(
