@@ -119,11 +119,14 @@ def _packed(data: Any) -> str:
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
-_SECRETS: list[str] | None = None  # known_secrets(), read once per page (write_html)
+@dataclass(frozen=True)
+class Cleaner:
+    """Redacts the keys the environment holds (known_secrets, read once per page) from page text."""
 
+    secrets: tuple[str, ...]
 
-def _clean(text: str | None) -> str:
-    return redact(text or "", _SECRETS) or ""
+    def __call__(self, text: str | None) -> str:
+        return redact(text or "", list(self.secrets)) or ""
 
 
 # -- what the store holds, read in bulk ---------------------------------------------------------
@@ -144,8 +147,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     ``report`` is the one ``pipeline.analysis.report_model.build_report`` made: the page shows its
     groups, rows and warnings as they are. ``progress`` (optional) is called with (done, total) instructions.
     """
-    global _SECRETS
-    _SECRETS = known_secrets()
+    clean = Cleaner(tuple(known_secrets()))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     m = report.metrics
@@ -182,7 +184,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     raters = {r: k for k, r in enumerate(rater_list)}  # a verdict names its rater by this index
     hashes = {h for row in store_data["instructions"].values() for h in row[5:7] if h}
     hashes |= {g[7] for g in gens.values() if g[7]}
-    bodies = {h: _clean(b) for h, b in reads.text_bodies(store, hashes).items()}
+    bodies = {h: clean(b) for h, b in reads.text_bodies(store, hashes).items()}
 
     flips: dict[int, int] = defaultdict(int)
     for (_, rid), item in outcome.items():
@@ -197,7 +199,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     used_texts: set[str] = set()
     for k, iid in enumerate(instruction_ids):
         chunk, entry = _instruction_chunk(iid, store_data, responses_of[iid], full_rows, ratio_rows, summary_of,
-                                          outcome, verdicts_by, bodies, flips, raters)
+                                          outcome, verdicts_by, bodies, flips, raters, clean)
         for c in chunk["constraints"]:  # the stored constraint-reference similarity (pipeline.analysis.similarity)
             sim = similarities.get(c["id"])
             if sim is not None:
@@ -214,8 +216,8 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
             vars(filters).items() if v}, "judges": [list(r) for r in rater_list], "constraint_n": CONSTRAINT_N, "reference_n": REFERENCE_N,
             "columns": ["id", "run", "domain", "condition", "responses", "task"]}
     suspicious = _suspicious(store, ratio, filters.run, set(instruction_ids),
-                             {(r.model, r.mode) for r in full_rows.values()})
-    page = _page(report, meta, index, blocks, suspicious)
+                             {(r.model, r.mode) for r in full_rows.values()}, clean)
+    page = _page(report, meta, index, blocks, clean, suspicious)
     path = out / FILE_NAME
     path.write_text(page, encoding="utf-8")
     return HtmlResult(path, path.stat().st_size, len(instruction_ids), len(used_texts))
@@ -224,7 +226,8 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
 def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], full_rows: dict[int, Any],
                        ratio_rows: dict[int, Any], summary_of: dict[int, tuple], outcome: dict[tuple[int, int], Any],
                        verdicts_by: dict[tuple[int, int], list[Verdict]], bodies: dict[str, str],
-                       flips: dict[int, int], raters: dict[tuple[str, str], int]) -> tuple[dict[str, Any], list[Any]]:
+                       flips: dict[int, int], raters: dict[tuple[str, str], int], clean: Cleaner
+                       ) -> tuple[dict[str, Any], list[Any]]:
     """One instruction's block (texts by hash) and its row in the index."""
     irow = data["instructions"][iid]
     _, run_id, domain, condition, main_task, hash_a, hash_b = irow
@@ -266,15 +269,15 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
     for c in records:
         cid, position, origin, active = c.id, c.position, c.origin, c.active
         replaces_id, reason, base_verdict, base_quote = c.replaces_id, c.replaced_reason, c.base_verdict, c.base_quote
-        text = _clean(c.text)
+        text = clean(c.text)
         entry: dict[str, Any] = {"id": cid, "pos": position, "text": text, "origin": origin or "",
                                  "active": bool(active)}
         if replaces_id and replaces_id in all_cons:
             old = all_cons[replaces_id]
             # pipeline.stages.revision keeps the reason on the new row (older stores: on the old one).
-            entry["replaces"] = {"id": old.id, "text": _clean(old.text), "reason": _clean(reason or old.replaced_reason or "")}
+            entry["replaces"] = {"id": old.id, "text": clean(old.text), "reason": clean(reason or old.replaced_reason or "")}
         if base_verdict is not None:
-            entry["base"] = {"verdict": base_verdict, "quote": _clean(base_quote)}
+            entry["base"] = {"verdict": base_verdict, "quote": clean(base_quote)}
         if active:
             entry["copies"] = {"a": copied_spans(text, ref_a, CONSTRAINT_N), "b": copied_spans(text, ref_b, CONSTRAINT_N)}
             entry["lex"] = {"a": _num(copying.lexical_overlap(text, ref_a)) if ref_a else None,
@@ -291,7 +294,7 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
                     if gid is None:
                         continue
                     for v in verdicts_by.get((gid, cid), ()):
-                        quote = _clean(v.quote)
+                        quote = clean(v.quote)
                         how, span = quote_span(quote, body, v.quote_found) if v.verdict and quote else (None, None)
                         # A quote found exactly is the text at its span: the page reads it there. A yes_no
                         # judge's sentence was located, not quoted by the judge: it says so.
@@ -316,13 +319,13 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
             entry["per"] = per
         cons.append(entry)
     chunk = {"id": iid, "run": run_id or "", "domain": domain or "", "condition": condition or "",
-             "task": _clean(main_task), "a": hash_a, "b": hash_b, "responses": responses, "constraints": cons,
+             "task": clean(main_task), "a": hash_a, "b": hash_b, "responses": responses, "constraints": cons,
              "texts": sorted(texts)}
     return chunk, [iid, run_id or "", domain or "", condition or "", index_responses, chunk["task"]]
 
 
 def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructions: set[int],
-                writers: set[tuple[str, str]]) -> dict[str, Any]:
+                writers: set[tuple[str, str]], clean: Cleaner) -> dict[str, Any]:
     """The suspicion ranking (pipeline.analysis.suspicion) of the page's instructions and writers: the
     first SUSPICIOUS_MAX items by every reason, each with its score under each reason alone (the score
     is their sum over the enabled reasons, so the page re-ranks when a reason is switched off)."""
@@ -341,9 +344,9 @@ def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructi
     marked = marks(store)
     for e in kept:
         sim = e.similarity
-        items.append([e.instruction_id, e.constraint_id, e.position, e.writer.model, e.writer.mode, _clean(e.text),
+        items.append([e.instruction_id, e.constraint_id, e.position, e.writer.model, e.writer.mode, clean(e.text),
                       [e.score((r,)) for r in REASONS], _num(sim.highest) if sim else None,
-                      [_clean(c) for c in e.copied[:3]], "+".join(e.copied_from),
+                      [clean(c) for c in e.copied[:3]], "+".join(e.copied_from),
                       # Each reason in words, aligned with REASONS ("" where it does not fire).
                       [next(iter(reason_sentences(e, (r,))), "") for r in REASONS], e.copy_count.short(),
                       mark_of(marked, e), same_phrase_sentence(e) if e.same_phrase else "", _num(e.echo)])
@@ -351,12 +354,12 @@ def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructi
             "copy_missing": MISSING_COPY if queue.copy_evidence_missing else ""}
 
 
-def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: list[str],
+def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: list[str], clean: Cleaner,
           suspicious: dict[str, Any] | None = None) -> str:
     css = (HERE / "html_report.css").read_text(encoding="utf-8")
     js = (HERE / "html_report.js").read_text(encoding="utf-8")
     m = report.metrics
-    warnings = "".join(f"<li>{esc(_clean(w.message))}</li>" for w in report.warnings)
+    warnings = "".join(f"<li>{esc(clean(w.message))}</li>" for w in report.warnings)
     runs = ", ".join(runs_covered(m))
     ratio = report.ratio
     summary = (f"{len(index)} instructions; judges: {esc(', '.join(m.raters)) or '-'}; runs: {esc(runs) or '-'};"
