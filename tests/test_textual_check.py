@@ -70,3 +70,26 @@ async def test_the_app_says_so_at_start_and_lists_with_the_stock_datatable(moved
             assert list(table.render_line(y)) == list(DataTable.render_line(table, y))
         assert not table._strips  # the list's own line cache was never filled
         await pilot.press("q")
+
+
+def test_every_private_name_the_app_uses_is_listed() -> None:
+    """Each private Textual name in unspecific_tui/ is one the check looks for (a name read outside the
+    list would break silently on a Textual that moved it)."""
+    listed = {*check.DATA_TABLE_NAMES, *check.WIDGET_NAMES, *check.WIDGET_INSTANCE_NAMES, *check.APP_HOOKS, *check.APP_NAMES, *check.FOOTER_NAMES,
+              *(name for _, name in check.PRIVATE_MODULES)}
+    assert {"_bindings_ready", "_border_subtitle", "FooterKey"} <= listed
+    private_modules = {m for path in (ROOT / "unspecific_tui").rglob("*.py")
+                       for m in re.findall(r"^\s*(?:from|import) (textual\.\S*\._\w+)", path.read_text(), re.M)}
+    assert private_modules == set(), f"private Textual modules imported directly: {private_modules}"
+
+
+async def test_the_footer_falls_back_to_textuals_own_on_a_moved_textual(moved, tmp_path) -> None:
+    from unspecific_tui.widgets.footer import KeyFooter
+
+    known = make_known_store(tmp_path / "s.sqlite")
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        footer = app.screen.query_one(KeyFooter)
+        assert footer.children  # Textual's stock footer keys, not none
+        await pilot.press("q")

@@ -3,7 +3,9 @@
 Three widgets and the app reach into Textual's private API for speed: the Audit list
 (widgets/constraint_list.py) overrides DataTable's ``render_line`` and ``_update_dimensions``, draws
 its rows as ``_render_line_in_row`` would, and reads its private attributes; the text pane
-(widgets/text_pane.py) calls ``_scroll_update``; the app (app.py) hooks its paint, ``_display``
+(widgets/text_pane.py) calls ``_scroll_update`` and writes ``_border_subtitle`` (to repaint its
+bottom row alone); the key footer (widgets/footer.py) builds ``textual.widgets._footer.FooterKey``
+and waits on ``Footer._bindings_ready``; the app (app.py) hooks its paint, ``_display``
 (``after_paint``), and quitting walks ``_screen_stacks``. Private names change without notice, so
 each use is guarded by ``private_api_ok()``: outside the tested versions, or with a name gone, the
 app says so once and falls back to the stock behaviour (DataTable's own drawing, a plain
@@ -27,6 +29,10 @@ DATA_TABLE_NAMES = (
     "_row_label_column_width", "_total_row_height",
 )
 WIDGET_NAMES = ("_scroll_update",)
+WIDGET_INSTANCE_NAMES = ("_border_subtitle",)  # the text pane repaints its subtitle row alone
+FOOTER_NAMES = ("_bindings_ready",)  # on a Footer: the key footer lays out its keys once they are known
+# Private modules imported by name: the key footer builds Textual's own key widget.
+PRIVATE_MODULES = (("textual.widgets._footer", "FooterKey"),)
 APP_HOOKS = ("_display",)  # on the App class
 APP_NAMES = ("_screen_stacks",)  # on a running app
 
@@ -61,8 +67,24 @@ def missing_names() -> list[str]:
     table: DataTable[object] = DataTable()
     gone = [f"DataTable.{n}" for n in DATA_TABLE_NAMES if not hasattr(table, n)]
     gone += [f"Widget.{n}" for n in WIDGET_NAMES if not hasattr(Widget, n)]
+    gone += [f"Widget.{n}" for n in WIDGET_INSTANCE_NAMES if not hasattr(Widget(), n)]
     gone += [f"App.{n}" for n in APP_HOOKS if not hasattr(App, n)]
+    from textual.widgets import Footer
+
+    footer = Footer()
+    gone += [f"Footer.{n}" for n in FOOTER_NAMES if not hasattr(footer, n)]
+    gone += [f"{module}.{name}" for module, name in PRIVATE_MODULES if private_import(module, name) is None]
     return gone
+
+
+def private_import(module: str, name: str) -> object | None:
+    """``name`` from a private Textual module, or None when it moved."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
 
 
 @cache

@@ -14,7 +14,8 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+from unspecific_tui.textual_check import private_api_ok, private_import
 
 # The app's six screen keys share this group: the footer shows them as one "1-6 screens" item.
 SCREENS_GROUP = Binding.Group("screens", compact=True)
@@ -77,14 +78,19 @@ class KeyFooter(Footer):
         return ([screens_key] if screens_key else []) + app_keys + screen_keys
 
     def compose(self) -> ComposeResult:
+        footer_key = private_import("textual.widgets._footer", "FooterKey") if private_api_ok() else None
+        if footer_key is None:  # a Textual the overrides were not written for: the stock footer
+            yield from super().compose()
+            return
         if not self._bindings_ready:
             return
         width = self.size.width or self.app.size.width
         self._laid_out_for = width
         for item in fitting(self.items(), width):
-            yield FooterKey(item.key, item.display, item.description, item.action, disabled=not item.enabled,
-                            tooltip=item.tooltip or item.description).data_bind(compact=Footer.compact)
+            yield footer_key(item.key, item.display, item.description, item.action,  # type: ignore[operator]
+                             disabled=not item.enabled,
+                             tooltip=item.tooltip or item.description).data_bind(compact=Footer.compact)
 
     def on_resize(self, event: events.Resize) -> None:
-        if self._bindings_ready and event.size.width != self._laid_out_for:
+        if private_api_ok() and self._bindings_ready and event.size.width != self._laid_out_for:
             self.call_after_refresh(self.recompose)

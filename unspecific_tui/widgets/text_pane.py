@@ -133,7 +133,7 @@ class TextPane(ScrollView, can_focus=True):
 
     def _set_subtitle(self, subtitle: str) -> None:
         """Repaint only the bottom border row: setting ``border_subtitle`` repaints the whole pane."""
-        if not self._width:
+        if not self._width or not private_api_ok():  # the public setter repaints the whole pane
             self.border_subtitle = subtitle
             return
         self._border_subtitle = self.render_str(subtitle).expand_tabs(4).split()[0]  # as the descriptor stores it
