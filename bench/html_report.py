@@ -26,14 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from browser import chromium  # noqa: E402
 
 from pipeline.outputs.html_report import write_html  # noqa: E402
 from pipeline.outputs.report import ReportOptions, build_report  # noqa: E402
 from pipeline.store.database import open_store  # noqa: E402
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store  # noqa: E402
+from tests.support.browser import chromium  # noqa: E402
 
 MB = 1e6
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")

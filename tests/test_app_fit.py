@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets._footer import FooterKey
 
-sys.path.insert(0, str(Path(__file__).parent / "snapshots"))
-
-from snapshot_app import make_app  # noqa: E402
-
-from unspecific_tui.app import SCREENS_ORDER, UnspecificApp  # noqa: E402
+from tests.support.snapshot_app import make_app
+from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
 
 
 def _sizes() -> list[tuple[int, int]]:

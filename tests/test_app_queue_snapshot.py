@@ -4,16 +4,12 @@ synthetic store with its copy evidence and constraint-reference similarities com
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent / "snapshots"))
-
-from snapshot_app import make_app  # noqa: E402
-
-from pipeline.stages.copy_evidence import compute_copy_evidence  # noqa: E402
-from pipeline.stages.similarity import compute_similarities  # noqa: E402
-from pipeline.store.database import open_store  # noqa: E402
+from pipeline.stages.copy_evidence import compute_copy_evidence
+from pipeline.stages.similarity import compute_similarities
+from pipeline.store.database import open_store
+from tests.support.snapshot_app import make_app
 
 
 def queue_app(folder: Path):  # noqa: ANN201

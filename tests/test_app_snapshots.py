@@ -4,12 +4,7 @@ title, no clock, no cursor blink; workers awaited before the picture)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent / "snapshots"))
-
-from snapshot_app import make_app  # noqa: E402
+from tests.support.snapshot_app import make_app
 
 
 async def _ready(pilot) -> None:  # noqa: ANN001

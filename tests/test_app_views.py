@@ -16,11 +16,8 @@ from textual.widgets import DataTable, ProgressBar
 from pipeline.store.view import Writer
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from tests.support.app import goto, settle
+from tests.support.snapshot_app import make_app
 from unspecific_tui.app import Context, UnspecificApp
-
-sys.path.insert(0, str(Path(__file__).parent / "snapshots"))
-
-from snapshot_app import make_app  # noqa: E402
 
 # The events `unspecific demo --events` wrote for its first pair on the fake server (pairs=2, two
 # conditions): the demo's own progress (instructions ready of 4), then each stage's, per pair.

@@ -165,7 +165,7 @@ async def test_audit_shows_the_count_and_the_source_beside(path: Path) -> None:
 
 def test_the_html_page_says_the_count_on_the_response(path: Path) -> None:
     """In a browser: the response pane's heading gives the count and its source, as the app does."""
-    from browser import chromium
+    from tests.support.browser import chromium
 
     store = open_store(path, create=False)
     try:

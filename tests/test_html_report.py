@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import chromium
 
 from pipeline.analysis import copying
 from pipeline.analysis.metrics import constraint_items
@@ -27,6 +26,7 @@ from pipeline.outputs.html_report import PACKED, write_html
 from pipeline.outputs.report import ReportOptions, build_report, main_groups
 from pipeline.store.database import open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.browser import chromium
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -18,11 +18,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser import chromium
 
 from pipeline.cli import build_parser
 from pipeline.outputs.serve import ServeOptions, app_command, needs_token
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.browser import chromium
 
 ROOT = Path(__file__).parent.parent
 # Not 127.0.0.1: another loopback address, so the server demands its token as on a real network,

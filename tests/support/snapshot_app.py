@@ -1,7 +1,7 @@
 """The app as the snapshot tests see it: a fixed synthetic store, a fixed title, no stages.
 
 Like Posting's dedicated entry app: nothing from the developer's environment (store path,
-$USER, config, stage modules) reaches the picture. ``textual run tests/snapshots/snapshot_app.py``
+$USER, config, stage modules) reaches the picture. ``textual run tests/support/snapshot_app.py``
 shows the same app by hand.
 """
 
