@@ -62,6 +62,26 @@ def store(store_path: Path):
     s.close()
 
 
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small synthetic store (8 instructions, two models, two judges), built once: tests copy it."""
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+
+    path = tmp_path_factory.mktemp("seed") / "seed.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=8))
+    return path
+
+
+@pytest.fixture
+def seeded_copy(seeded: Path, tmp_path: Path) -> Path:
+    """A copy of ``seeded`` of the test's own, to write to."""
+    import shutil
+
+    path = tmp_path / "store.sqlite"
+    shutil.copy(seeded, path)
+    return path
+
+
 @pytest.fixture
 def fake_server():
     from tests.fakes.fake_server import FakeOpenAIServer

@@ -21,7 +21,6 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.store.database import open_store
-from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("texts", "articles", "pairs", "runs", "instructions", "constraints", "generations", "verdicts", "llm_calls")
@@ -30,18 +29,9 @@ DEAD = ("[endpoints.f]\nbase_url = 'http://127.0.0.1:9/v1'\nmodel = 'm'\nmax_ret
         "[roles]\ngenerator = 'f'\njudges = ['f']\nsummarizer = 'f'\nmodels_under_test = ['f']\nnaturalness_judge = 'f'\n")
 
 
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("seed") / "seed.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=8))
-    return path
-
-
 @pytest.fixture
-def store_copy(seeded, tmp_path) -> Path:
-    path = tmp_path / "store.sqlite"
-    shutil.copy(seeded, path)
-    return path
+def store_copy(seeded_copy: Path) -> Path:
+    return seeded_copy
 
 
 def counts(path: Path) -> dict[str, int]:

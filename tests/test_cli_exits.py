@@ -21,18 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("articles", "runs", "instructions", "generations", "verdicts", "annotations", "llm_calls")
 
 
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("seed") / "seed.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=4))
-    return path
-
-
 @pytest.fixture
-def store_path(seeded, tmp_path) -> Path:
-    path = tmp_path / "store.sqlite"
-    shutil.copy(seeded, path)
-    return path
+def store_path(seeded_copy: Path) -> Path:
+    return seeded_copy
 
 
 def counts(path: Path) -> dict[str, int]:
@@ -236,7 +227,6 @@ def test_report_reads_a_config_without_its_keys(tmp_path, monkeypatch, capsys):
     """A report calls no endpoint: a config naming a key variable that is not set is fine there
     (evaluate, which calls, refuses it)."""
     from pipeline.cli import main
-    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
     store = tmp_path / "store.sqlite"
     build_synthetic_store(store, SyntheticSpec(n_instructions=2, n_constraints=4))

@@ -21,7 +21,6 @@ from pipeline.stages.corpus import (
     read_news_articles,
     split_title,
 )
-from pipeline.store.database import open_store
 
 VOCAB = [f"w{i}" for i in range(3000)]
 
@@ -40,13 +39,6 @@ def tweak(text: str, n: int = 2) -> str:
     for i in range(n):
         words[5 + i * 7] = f"changed{i}"
     return " ".join(words)
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "store.sqlite")
-    yield s
-    s.close()
 
 
 def opts(path: Path, fmt: str, **kw) -> ImportOptions:

@@ -21,7 +21,7 @@ from pipeline.analysis.embeddings import (
 )
 from pipeline.core.errors import EmbeddingError
 from pipeline.core.progress import ProgressEvent
-from pipeline.store.database import open_store, text_hash
+from pipeline.store.database import text_hash
 
 
 class CountingEmbedder(HashEmbedder):
@@ -34,13 +34,6 @@ class CountingEmbedder(HashEmbedder):
     def embed(self, texts):
         self.seen.extend(texts)
         return super().embed(texts)
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "store.sqlite")
-    yield s
-    s.close()
 
 
 def test_cosine_vectors_and_matrices():

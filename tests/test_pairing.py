@@ -55,13 +55,6 @@ class TableEmbedder:
         return np.stack([self.vectors[int(re.search(r"article (\d+)", t).group(1))] for t in texts])
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "store.sqlite")
-    yield s
-    s.close()
-
-
 def add_articles(store, n: int, domain: str = "news", start: int = 0) -> list[int]:
     ids = []
     for i in range(start, start + n):
