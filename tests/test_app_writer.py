@@ -48,3 +48,39 @@ def test_a_mark_the_store_refuses_is_a_store_error(tmp_path) -> None:
             writer.clear_mark(100, 1)
     finally:
         writer.close()
+
+
+def test_the_writer_refreshes_the_score_totals_a_round_at_a_time(tmp_path) -> None:
+    """The app's score refresh goes through its one writer: every stale text scored, one short
+    transaction a round, and a mark given from another thread meanwhile is saved."""
+    import threading
+
+    from pipeline.store.database import open_store
+    from pipeline.store.scores import stale_count
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+
+    path = tmp_path / "syn.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=6, n_constraints=4))
+    store = open_store(path)
+    store.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts")
+    store.commit()
+    stale = stale_count(store.conn)
+    response, constraint = store.conn.execute(
+        "SELECT g.id, c.id FROM generations g JOIN constraints c ON c.instruction_id = g.instruction_id"
+        " WHERE g.kind = 'response' LIMIT 1").fetchone()
+    store.close()
+    assert stale > 0
+    writer = AppWriter(path)
+    try:
+        marker = threading.Thread(target=writer.put_mark, args=(response, constraint, "confirmed", "alice"))
+        marker.start()
+        assert writer.refresh_scores() == stale
+        marker.join()
+        assert writer.refresh_scores() == 0  # nothing left
+        view = StoreView.open(path)
+        try:
+            assert (response, constraint) in view.suspicion_marks()
+        finally:
+            view.close()
+    finally:
+        writer.close()

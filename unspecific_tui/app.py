@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -143,6 +144,7 @@ class UnspecificApp(App[None]):
         self.store_path = Path(store_path)
         self.readonly = readonly
         self._store_writer: AppWriter | None = None
+        self._writer_lock = threading.Lock()
         self.view = self._open_view()
         self.config_path = config_path
         self._config = config
@@ -188,13 +190,15 @@ class UnspecificApp(App[None]):
 
     @property
     def store_writer(self) -> AppWriter:
-        """The store's narrow writer of people's labels, answers and marks (the app writes nothing
-        else itself), opened at the first write."""
-        if self._store_writer is None:
-            from pipeline.store.app_writer import AppWriter
+        """The store's narrow writer of people's labels, answers and marks, and of the score totals
+        the analysis refreshes (the app writes nothing else itself), opened at the first write.
+        Made under a lock: the analysis worker may ask for it while the UI writes a mark."""
+        with self._writer_lock:
+            if self._store_writer is None:
+                from pipeline.store.app_writer import AppWriter
 
-            self._store_writer = AppWriter(self.store_path)
-        return self._store_writer
+                self._store_writer = AppWriter(self.store_path)
+            return self._store_writer
 
     # -- lifecycle ---------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -326,10 +330,9 @@ class UnspecificApp(App[None]):
         """Per-instruction counts first (the tables, navigation), then pipeline.analysis.metrics' numbers."""
         if not self.readonly:
             # Texts judged since the last refresh are scored once, into the store, for this pass
-            # and every later one (in short transactions: a build writing beside us barely waits).
-            from pipeline.store.scores import refresh_text_scores_at
-
-            refresh_text_scores_at(self.store_path)
+            # and every later one, through the app's one writer (in short transactions: a build
+            # writing beside us, or a mark given meanwhile, barely waits).
+            self.store_writer.refresh_scores()
         view = StoreView.open(self.store_path)
         try:
             analysis = compute_analysis(view, ratio=self.ratio)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from itertools import combinations
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core import definitions
@@ -180,8 +179,9 @@ def stale_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM text_scores_stale").fetchone()[0]
 
 
-def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK) -> int | None:
+def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK, rounds: int | None = None) -> int | None:
     """Rescore every stale text and commit, ``chunk`` texts per transaction; return how many.
+    ``rounds``: at most this many transactions (the rest stay marked for the next call).
 
     None when the store cannot be written now: opened read-only, locked by another writer, or
     this connection holds someone's uncommitted writes (never commit those for them). The marks
@@ -210,16 +210,20 @@ def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK) -> int 
             if not gids:
                 return done
             done += len(gids)
+            if rounds is not None:
+                rounds -= 1
+                if rounds <= 0:
+                    return done
     except sqlite3.OperationalError as exc:
         if not _cannot_write(exc):
             raise
         return None
 
 
-def refresh_scores(store: Store, *, chunk: int = CHUNK) -> int | None:
+def refresh_scores(store: Store, *, chunk: int = CHUNK, rounds: int | None = None) -> int | None:
     """``refresh_text_scores`` on the store's own connection: the form every module outside the
     store calls (the connection never leaves the store)."""
-    return refresh_text_scores(store.conn, chunk=chunk)
+    return refresh_text_scores(store.conn, chunk=chunk, rounds=rounds)
 
 
 def current_text_scores(conn: sqlite3.Connection) -> int:
@@ -452,12 +456,3 @@ def _pair_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list[
     return rows
 
 
-def refresh_text_scores_at(path: str | Path) -> int | None:
-    """``refresh_text_scores`` on a connection of its own to the store at ``path``: for the app, whose
-    view only reads, and whose writes must not wait behind a long refresh."""
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 10000")
-    try:
-        return refresh_text_scores(conn)
-    finally:
-        conn.close()
