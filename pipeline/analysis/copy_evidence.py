@@ -82,7 +82,12 @@ def copied_phrases(constraint: str, references: dict[str, str], response: str, n
     in_response = response_grams if response_grams is not None else word_ngrams(response, n)
     refs = reference_grams if reference_grams is not None else {k: word_ngrams(v, n) for k, v in references.items() if v}
     runs = phrase_runs(constraint, in_response, refs, n, ignore)
-    return tuple(p for p, _ in runs), "".join(sorted({c for _, s in runs for c in s}))
+    return tuple(p for p, _ in runs), run_sources(runs)
+
+
+def run_sources(runs: Sequence[tuple[str, str]]) -> str:
+    """Every reference the runs come from: '', 'A', 'B' or 'AB'."""
+    return "".join(sorted({c for _, sources in runs for c in sources}))
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,7 @@ class CopyFinder:
         alone = response.difference(*refs.values()) if refs else response
         echoed = tuple(p for p, _ in phrase_runs(w.constraint_text, response, {"C": alone}, self.n, context.template))
         top = lead(facts)
-        return CopyFinding(tuple(p for p, _ in runs), "".join(sorted({c for _, s in runs for c in s})), facts,
+        return CopyFinding(tuple(p for p, _ in runs), run_sources(runs), facts,
                            item_specificity(f.specificity for f in facts), echoed,
                            phrase_key(top.text) if top else phrase_key(echoed[0]) if echoed else "")
 

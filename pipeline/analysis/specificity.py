@@ -28,6 +28,8 @@ from pipeline.core.definitions import SPECIFIC_ENOUGH, TEMPLATE_MIN, TEMPLATE_SH
 # A capitalised word after a sentence's end is no sign of a name: only mid-sentence ones count.
 _SENTENCE_START = re.compile(r"(?:^|[.!?]['\"\u201d\u2019)\]]*\s+|\n\s*)$")
 _DIGIT = re.compile(r"\d")
+# A phrase with no more than this share of its content words outside the main task is the task's.
+TOPIC_SHARE = 0.5
 
 
 @lru_cache(maxsize=256)
@@ -137,7 +139,7 @@ class PhraseContext:
 
     @property
     def task_words(self) -> frozenset[str]:
-        return _content(self.main_task, frozenset())
+        return _content(self.main_task)
 
 
 def _is_content(word: str) -> bool:
@@ -146,8 +148,8 @@ def _is_content(word: str) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def _content(text: str, template: frozenset[str]) -> frozenset[str]:
-    return frozenset(w for w in (w.lower() for w in WORD.findall(text)) if _is_content(w)) - template
+def _content(text: str) -> frozenset[str]:
+    return frozenset(w for w in (w.lower() for w in WORD.findall(text)) if _is_content(w))
 
 
 @dataclass(frozen=True)
@@ -190,9 +192,14 @@ class PhraseFacts:
         return self.specificity >= SPECIFIC_ENOUGH
 
     @property
+    def mostly_task(self) -> bool:
+        """At most TOPIC_SHARE of its content words are outside the main task."""
+        return self.outside_task <= TOPIC_SHARE
+
+    @property
     def topic(self) -> bool:
         """Words of the main task, or of both references: the subject, not a paste."""
-        return self.outside_task <= 0.5 or self.shared
+        return self.mostly_task or self.shared
 
     def sentence(self) -> str:
         """Why, in words: '8 words of reference A only, in 1 of 2,225 articles, a name'."""
@@ -200,7 +207,7 @@ class PhraseFacts:
         parts = [f"{self.words} words of {where}"]
         if self.df is not None:
             parts.append(f"in {self.df:,} of {self.articles:,} articles")
-        if self.outside_task <= 0.5:
+        if self.mostly_task:
             parts.append("mostly the main task's words" if self.outside_task else "the main task's words")
         if self.entity:
             parts.append("a name")
