@@ -470,3 +470,14 @@ def _html_suspicion(store: Store, out: Path) -> dict:
     found = re.search(r'<script type="application/json" id="suspicion-data">(.*?)</script>', page, re.S)
     assert found
     return json.loads(found.group(1))
+
+
+def test_the_queue_shows_the_stored_ratio_nearest_the_asked_one(store: Store) -> None:
+    """pipeline.core.definitions.shown_ratio decides the queue's ratio, as every view's: summaries only
+    at 0.5, the default (0.25) asks for the nearest, and the lost items are found there."""
+    at_default = {_key(e) for e in suspicion_queue(store) if "lost" in e.reasons()}
+    store.conn.execute("UPDATE generations SET ratio = 0.5 WHERE kind = 'summary'")
+    store.commit()
+    queue = suspicion_queue(store)
+    assert queue and all(e.ratio == 0.5 for e in queue)
+    assert {_key(e) for e in queue if "lost" in e.reasons()} == at_default != set()

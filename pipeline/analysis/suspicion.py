@@ -91,10 +91,12 @@ from pipeline.core.definitions import (
     HIGH_SIMILARITY,
     echo_counts,
     passes,
+    shown_ratio,
     uncertain,
 )
 from pipeline.core.errors import UnspecificError
 from pipeline.store.database import Store
+from pipeline.store.generations import summary_ratios
 from pipeline.store.suspicion import (
     EvidenceRow,
     Ranking,
@@ -409,7 +411,9 @@ def suspicion_queue(reader: StoreReader, *, ratio: float | None = None, enabled:
     ``grouped``: items on the same phrase as a higher one filed under it (group_by_phrase).
     ``.copy_evidence_missing`` on the result: the copy-evidence stage has not covered the selection."""
     store = store_of(reader)
-    ratio = DEFAULT_RATIO if ratio is None else ratio
+    # The ratio the views show (pipeline.core.definitions.shown_ratio): the asked one where summaries
+    # are at it, else the stored one nearest; the default only where nothing is summarised.
+    ratio = shown_ratio(summary_ratios(store, run_id), ratio) or DEFAULT_RATIO
     enabled = tuple(r for r in REASONS if r in enabled)
     ranking = Ranking(weights={r: WEIGHTS[r] for r in enabled}, high=HIGH_SIMILARITY, lexical=HIGH_LEXICAL_SIMILARITY,
                       copy_specific=COPY_SPECIFIC, echo_cosine=ECHO_COSINE, echo_high=ECHO_HIGH, limit=limit)
