@@ -308,3 +308,22 @@ def test_planted_pastes_lead_on_real_news_text(tmp_path: Path) -> None:
         assert sum(e.constraint_id in planted for e in before) / len(before) < 0.5
     finally:
         store.close()
+
+
+def test_evidence_of_another_definition_is_stale_and_computed_again(store: Store, monkeypatch) -> None:
+    """Stored copy evidence names the definition it was computed by: change a number of the definition
+    and the ranking leaves the old rows out (said missing), and the stage computes them again."""
+    from pipeline.core import definitions
+    from pipeline.store.suspicion import count_missing_copy_evidence
+
+    assert compute_copy_evidence(store) == 2 * len(CONSTRAINTS)
+    assert count_missing_copy_evidence(store) == 0 and not suspicion_queue(store).copy_evidence_missing
+    before = _by_position(store)[6].specificity
+    monkeypatch.setattr(definitions, "SHAPE_ENTITY", 0.0)  # a name counts for nothing now
+    monkeypatch.setattr(definitions, "SHAPE_NUMBER", 0.0)
+    assert count_missing_copy_evidence(store) == 2 * len(CONSTRAINTS)
+    assert suspicion_queue(store).copy_evidence_missing
+    assert compute_copy_evidence(store) == 2 * len(CONSTRAINTS)  # every row again, none twice
+    assert store.conn.execute("SELECT count(*) FROM copy_evidence").fetchone()[0] == 2 * len(CONSTRAINTS)
+    assert count_missing_copy_evidence(store) == 0
+    assert _by_position(store)[6].specificity < before

@@ -138,6 +138,21 @@ def echo_counts(echoed: bool, echo: float | None, copied: bool = False) -> bool:
     return echoed and not copied and (echo is None or echo >= ECHO_HIGH)
 
 
+# What stored copy evidence was computed by: the numbers above, and the rules' own version (bumped when
+# pipeline.analysis.copy_evidence or .specificity change what they find). Evidence of another version
+# is stale: the ranking leaves it out and the stage computes it again.
+COPY_EVIDENCE_RULES = 1
+
+
+def copy_evidence_version() -> str:
+    """A short name of the copy-evidence definition in force (COPY_EVIDENCE_RULES and its numbers)."""
+    import hashlib
+
+    numbers = (COPY_EVIDENCE_RULES, COPY_EVIDENCE_NGRAM, SPECIFIC_TOPIC, SPECIFIC_SHARED, SHAPE_BASE, SHAPE_ENTITY,
+               SHAPE_NUMBER, SHAPE_LONG, LONG_SPAN_WORDS, SPECIFIC_OTHERS, TEMPLATE_SHARE, TEMPLATE_MIN)
+    return f"{COPY_EVIDENCE_RULES}-" + hashlib.sha256(repr(numbers).encode()).hexdigest()[:10]
+
+
 def specificity(rarity: float, outside_task: float, shared: bool, entity: bool, number: bool, words: int) -> float:
     """A copied phrase's specificity (the formula above), from its facts."""
     source = max(SPECIFIC_TOPIC, outside_task) * (SPECIFIC_SHARED if shared else 1.0)

@@ -498,7 +498,15 @@ def _v16(db: sqlite_utils.Database) -> None:
                     " sentence_end INTEGER NOT NULL, PRIMARY KEY (generation_id, constraint_id)) WITHOUT ROWID")
 
 
+def _v17(db: sqlite_utils.Database) -> None:
+    """Copy evidence names the definition it was computed by (``version``: pipeline.core.definitions
+    .copy_evidence_version); rows of another version are stale, left out of the ranking and computed
+    again by the stage. Rows from before say '' (stale)."""
+    if "version" not in db.table("copy_evidence").columns_dict:
+        db.conn.execute("ALTER TABLE copy_evidence ADD COLUMN version TEXT NOT NULL DEFAULT ''")
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
-                                                             _v11, _v12, _v13, _v14, _v15, _v16]
+                                                             _v11, _v12, _v13, _v14, _v15, _v16, _v17]
 SCHEMA_VERSION = len(MIGRATIONS)

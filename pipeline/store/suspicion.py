@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pipeline.core.definitions import RATIO_TOLERANCE
+from pipeline.core.definitions import RATIO_TOLERANCE, copy_evidence_version
 from pipeline.store.database import Store
 from pipeline.store.metrics import LOCK
 from pipeline.store.scores import (
@@ -82,10 +82,16 @@ class CopyEvidenceRow:
     lead: str = ""  # the phrase the item is about
 
 
+def _current() -> str:
+    """The join condition of copy evidence computed by the definition in force (a literal: the version
+    is a name this code makes, never input)."""
+    return f"e.version = '{copy_evidence_version()}'"
+
+
 _PAIRS = (
     " FROM generations r JOIN instructions i ON i.id = r.instruction_id"
     " JOIN constraints c ON c.instruction_id = r.instruction_id AND c.active = 1"
-    " LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id"
+    " LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id AND {current}"
     " WHERE r.kind = 'response' AND e.response_id IS NULL")
 
 
@@ -104,7 +110,8 @@ def missing_copy_work(store: Store, *, instruction_ids: Sequence[int] | None = N
     responses = [row[0] for row in store.conn.execute(
         "SELECT r.id FROM generations r JOIN (SELECT instruction_id, count(*) AS n FROM constraints WHERE active = 1"
         " GROUP BY instruction_id) a ON a.instruction_id = r.instruction_id"
-        " LEFT JOIN (SELECT response_id, count(*) AS n FROM copy_evidence GROUP BY response_id) e ON e.response_id = r.id"
+        " LEFT JOIN (SELECT response_id, count(*) AS n FROM copy_evidence e WHERE " + _current() + " GROUP BY"
+        " response_id) e ON e.response_id = r.id"
         " WHERE r.kind = 'response' AND coalesce(e.n, 0) < a.n" + where + " ORDER BY r.id LIMIT ?",
         (*params, max(1, int(limit) // 39)))]
     if not responses:
@@ -113,7 +120,7 @@ def missing_copy_work(store: Store, *, instruction_ids: Sequence[int] | None = N
         "SELECT r.id, c.id, r.instruction_id, c.text, r.text_hash, a.text_hash, b.text_hash, i.domain, i.main_task"
         " FROM generations r JOIN instructions i ON i.id = r.instruction_id"
         " JOIN constraints c ON c.instruction_id = r.instruction_id AND c.active = 1"
-        " LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id"
+        " LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id AND " + _current() +
         " LEFT JOIN articles a ON a.id = i.article_a LEFT JOIN articles b ON b.id = i.article_b"
         " WHERE e.response_id IS NULL AND r.id IN (SELECT value FROM json_each(?)) ORDER BY r.id, c.id",
         (json.dumps(responses),))]
@@ -127,7 +134,7 @@ def count_missing_copy_evidence(store: Store, *, run_id: str | None = None) -> i
             "SELECT count(*) FROM generations r JOIN instructions i ON i.id = r.instruction_id JOIN constraints c"
             " ON c.instruction_id = r.instruction_id AND c.active = 1 WHERE r.kind = 'response'" + run_sql, params)
         return int(row.fetchone()[0])
-    return int(store.conn.execute("SELECT count(*)" + _PAIRS + run_sql, params).fetchone()[0])
+    return int(store.conn.execute("SELECT count(*)" + _PAIRS.format(current=_current()) + run_sql, params).fetchone()[0])
 
 
 def text_bodies(store: Store, hashes: Sequence[str]) -> dict[str, str]:
@@ -147,13 +154,15 @@ def clear_copy_evidence(store: Store) -> int:
 
 
 def put_copy_evidence(store: Store, rows: Sequence[CopyEvidenceRow]) -> None:
-    """Store these rows (replacing the same pairs'); commits, one batch."""
+    """Store these rows (replacing the same pairs'), named by the definition in force; commits, one batch."""
+    version = copy_evidence_version()
     with store.conn:
         store.conn.executemany(
             "INSERT OR REPLACE INTO copy_evidence(response_id, constraint_id, ngram, copied, copied_from, facts,"
-            " specificity, echoed, lead) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " specificity, echoed, lead, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(r.response_id, r.constraint_id, r.ngram, json.dumps(list(r.copied), ensure_ascii=False), r.copied_from,
-              r.facts, r.specificity, json.dumps(list(r.echoed), ensure_ascii=False), r.lead) for r in rows])
+              r.facts, r.specificity, json.dumps(list(r.echoed), ensure_ascii=False), r.lead, version)
+             for r in rows])
 
 
 # -- the evidence query ---------------------------------------------------------------------------
@@ -350,7 +359,8 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             f" AND abs(ratio - ?) < {RATIO_TOLERANCE} GROUP BY parent_id) s ON s.parent_id = r.id WHERE ")
         conn.execute("INSERT INTO q_gen SELECT r.id, r.id, " + first_summary + " AND ".join(where), [ratio, *params])
         conn.execute("INSERT INTO q_gen SELECT sid, rid, NULL FROM q_gen WHERE sid IS NOT NULL")
-        copy_join, copy_cols = (" LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id",
+        copy_join, copy_cols = (" LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id"
+                                f" AND {_current()}",
                                 "e.copied, coalesce(e.copied_from, '')") if has_copy_evidence_table(store) \
             else ("", "NULL, ''")
         sim_join, sim_cols = (" LEFT JOIN constraint_similarity m ON m.constraint_id = c.id", "m.method, m.to_a, m.to_b") \
@@ -521,7 +531,8 @@ def copy_evidence_missing_for(store: Store, response_ids: Sequence[int]) -> bool
         return True
     ids = json.dumps(sorted(set(response_ids)))
     return store.conn.execute(
-        "SELECT 1" + _PAIRS + " AND r.id IN (SELECT value FROM json_each(?)) LIMIT 1", (ids,)).fetchone() is not None
+        "SELECT 1" + _PAIRS.format(current=_current()) + " AND r.id IN (SELECT value FROM json_each(?)) LIMIT 1",
+        (ids,)).fetchone() is not None
 
 
 def response_and_reference_hashes(store: Store, response_ids: Sequence[int]
