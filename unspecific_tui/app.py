@@ -188,6 +188,16 @@ class UnspecificApp(App[None]):
 
         prepare_store(self.store_path, readonly=self.readonly)
 
+    def view_ratio(self, asked: float | None = None) -> float:
+        """The summary ratio a screen shows (pipeline.core.definitions.view_ratio: the store's summaries
+        and the choice, ``asked`` else the app's ``ratio``): the rule `report`, export and the ranking
+        follow, with no fallback of a screen's own."""
+        from pipeline.core.definitions import view_ratio
+
+        # The store-wide ratios the analysis read (no query on every Audit move), else the store's own.
+        stored = self.analysis.ratios if self.analysis is not None else self.view.summary_ratios()
+        return view_ratio(stored, self.ratio if asked is None else asked)
+
     @property
     def store_writer(self) -> AppWriter:
         """The store's narrow writer of people's labels, answers and marks, and of the score totals

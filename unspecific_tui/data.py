@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core.definitions import DEFAULT_RATIO, LEXICAL_FLAGS, same_ratio, shown_ratio
+from pipeline.core.definitions import LEXICAL_FLAGS, same_ratio, view_ratio
 from pipeline.store.view import StoreView, TextTotals, Writer
 
 if TYPE_CHECKING:
@@ -137,11 +137,10 @@ def compute_analysis(view: StoreView, *, run_id: str | None = None, ratio: float
     gens = view.text_totals(run_id)
     ratios = sorted({g.ratio for g in gens if g.kind == "summary" and g.ratio is not None}, reverse=True)
     # The rule `report`, the HTML report and export share; DEFAULT_RATIO while nothing is summarised.
-    shown = shown_ratio(ratios, ratio)
-    ratio = DEFAULT_RATIO if shown is None else shown
+    ratio = view_ratio(ratios, ratio)
     summary_of: dict[int | None, TextTotals] = {}
     for g in sorted(gens, key=lambda g: g.id):  # the first summary at the ratio (by id), as Audit shows
-        if g.kind == "summary" and g.ratio == ratio:
+        if g.kind == "summary" and g.ratio is not None and same_ratio(g.ratio, ratio):
             summary_of.setdefault(g.parent_id, g)
     n_active = view.active_counts(run_id)
     flag_counts = view.flag_counts(run_id)

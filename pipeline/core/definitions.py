@@ -3,7 +3,7 @@ command reads them from here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 # A constraint passes a text when its judges' mean verdict is at least this (two judges split
 # 1-1 pass). The store's SQL reads it when it builds its statements (pipeline.store.scores.passes_sql).
@@ -34,6 +34,21 @@ def shown_ratio(stored: Iterable[float], asked: float | None = None) -> float | 
     if not ratios:
         return None
     return min(ratios, key=lambda r: abs(r - target))  # min keeps the first (larger) on a tie
+
+
+def view_ratio(stored: Iterable[float], asked: float | None = None) -> float:
+    """The summary ratio a view shows: shown_ratio of the store's summaries and the user's choice, and
+    DEFAULT_RATIO while nothing is summarised. Every screen, report, export and ranking asks this one
+    function (given the same summaries and choice they name the same ratio) and falls back on nothing else."""
+    shown = shown_ratio(stored, asked)
+    return DEFAULT_RATIO if shown is None else shown
+
+
+def next_ratio(ratios: Sequence[float], current: float) -> float:
+    """The ratio after ``current`` in ``ratios`` (round to the first), compared by same_ratio; the
+    first when ``current`` is not among them (a view's `r` key)."""
+    at = next((i for i, r in enumerate(ratios) if same_ratio(r, current)), None)
+    return ratios[0] if at is None else ratios[(at + 1) % len(ratios)]
 
 
 def unknown_ratio(asked: float, stored: Iterable[float], where: object = "this store") -> str | None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeAlias
 
+from pipeline.core.definitions import same_ratio
 from pipeline.store.database import Store, open_store
 from pipeline.store.imports import RUN_KIND as IMPORT_RUN_KIND
 from pipeline.store.scores import current_text_scores, drop_temp_scores
@@ -121,7 +122,11 @@ class InstructionData:
         return sorted({r for _, r in self.summaries}, reverse=True)
 
     def summary(self, writer: Writer, ratio: float) -> Generation | None:
-        return self.summaries.get((writer, ratio))
+        """The writer's summary at ``ratio`` (compared by same_ratio, never float equality)."""
+        found = self.summaries.get((writer, ratio))
+        if found is None:
+            found = next((g for (w, r), g in self.summaries.items() if w == writer and same_ratio(r, ratio)), None)
+        return found
 
 
 @dataclass(frozen=True)
@@ -271,6 +276,12 @@ class StoreView:
 
     def instruction_ids(self) -> list[int]:
         return [row[0] for row in self._store.conn.execute("SELECT id FROM instructions ORDER BY id")]
+
+    def summary_ratios(self, run_id: str | None = None) -> list[float]:
+        """The ratios the store's summaries are at, largest first (pipeline.store.generations.summary_ratios)."""
+        from pipeline.store.generations import summary_ratios
+
+        return summary_ratios(self._store, run_id)
 
     def stage_units(self, stage: str, run_id: str | None) -> int:
         """How many units of a Build stage (``STAGE_UNITS``) the store holds for ``run_id``."""

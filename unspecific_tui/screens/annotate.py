@@ -32,7 +32,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Header, Input, Static
 
-from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.core.definitions import same_ratio
 from pipeline.store.annotations import Label
 from pipeline.store.view import StoreView, Writer
 from unspecific_tui.app import Context
@@ -144,7 +144,7 @@ class AnnotateScreen(AppScreen):
         if analysis is None:
             self.query_one("#ann-head", Static).update("computing the flipped constraints…")
             return
-        if self._ratio != analysis.ratio or not self.items:
+        if self._ratio is None or not same_ratio(self._ratio, analysis.ratio) or not self.items:
             self._ratio = analysis.ratio
             self.query_one("#ann-head", Static).update("collecting the items to label…")
             self._load_items(analysis)
@@ -248,7 +248,7 @@ class AnnotateScreen(AppScreen):
         # Exactly the two texts the item names, by id: the label is stored against this response.
         resp = data.generations.get(item.generation_id)
         summ = data.generations.get(item.summary_id)
-        ratio = summ.ratio if summ is not None and summ.ratio is not None else self._ratio or DEFAULT_RATIO
+        ratio = summ.ratio if summ is not None and summ.ratio is not None else self.app.view_ratio(self._ratio)
         mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
         label = f"[b]{mine.label}[/]" + (f" — {_esc(mine.note)}" if mine.note else "") if mine else "[dim]unlabelled[/]"
         self.shown = (item.generation_id, item.summary_id)

@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.similarity import constraint_similarities
-from pipeline.core.definitions import DEFAULT_RATIO, passes, same_ratio, shown_ratio
+from pipeline.core.definitions import next_ratio, passes, same_ratio
 from pipeline.core.text import count_words
 from pipeline.store.view import Generation, InstructionData, Writer
 from unspecific_tui.app import Context
@@ -171,8 +171,7 @@ class CompareScreen(AppScreen):
     def action_cycle_ratio(self) -> None:
         if not self.data or not self.data.ratios:
             return
-        ratios, cur = self.data.ratios, self._ratio(self.data)
-        self.ratio = ratios[(ratios.index(cur) + 1) % len(ratios)] if cur in ratios else ratios[0]
+        self.ratio = next_ratio(self.data.ratios, self._ratio(self.data))
         self.load(self._cursor_cid())
 
     def action_toggle_differ(self) -> None:
@@ -186,13 +185,11 @@ class CompareScreen(AppScreen):
 
     # -- loading -------------------------------------------------------------------------
     def _ratio(self, data: InstructionData) -> float:
-        """The chosen ratio when this instruction has summaries at it; else the analysis' ratio."""
-        if self.ratio is not None and self.ratio in data.ratios:
+        """The ratio shown: the one `r` chose here when this instruction has summaries at it, else the
+        app's (the rule every view follows: app.view_ratio)."""
+        if self.ratio is not None and any(same_ratio(self.ratio, r) for r in data.ratios):
             return self.ratio
-        if self.app.analysis is not None:
-            return self.app.analysis.ratio
-        shown = shown_ratio(data.ratios)  # the rule of the app's analysis, report and export
-        return DEFAULT_RATIO if shown is None else shown
+        return self.app.view_ratio()
 
     def _pick_writers(self, writers: list[Writer]) -> None:
         if self.writers[0] not in writers:

@@ -257,9 +257,10 @@ class QueueScreen(AppScreen):
         # time from the ranking (a third of a second of 1 on a busy 2-core machine).
         self._ask(TOP, "ranking every constraint by its copy-paste evidence…", animate=False)
 
-    def _ratio(self) -> float | None:
-        analysis = self.app.analysis
-        return self.app.context.ratio or self.app.ratio or (analysis.ratio if analysis else None)
+    def _ratio(self) -> float:
+        """The ratio the queue ranks at: the one the auditor was looking at, by the rule every view
+        follows (app.view_ratio)."""
+        return self.app.view_ratio(self.app.context.ratio)
 
     def _ask(self, limit: int, status: str, *, animate: bool = True) -> None:
         """Rank again in the worker under the reasons switched on; the table loads meanwhile."""

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Header, Static
 
-from pipeline.core.definitions import DEFAULT_RATIO, shown_ratio
+from pipeline.core.definitions import next_ratio
 from pipeline.store.view import InstructionData, Writer
 from unspecific_tui.app import Context
 from unspecific_tui.screens.audit.following import FollowingPart
@@ -208,8 +208,7 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
             return
         ratios = self.app.view.instruction(self.order[self.index][1]).ratios
         if ratios:
-            cur = self._ratio(None)
-            self.ratio = ratios[(ratios.index(cur) + 1) % len(ratios)] if cur in ratios else ratios[0]
+            self.ratio = next_ratio(ratios, self._ratio(None))
             self.refresh_constraint()
 
     def on_resize(self) -> None:
@@ -221,14 +220,8 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
         return self.app.size.width < NARROW
 
     def _ratio(self, data: InstructionData | None) -> float:
-        if self.ratio is not None:
-            return self.ratio
-        analysis = self.app.analysis
-        if analysis is not None:
-            return analysis.ratio
-        if data is not None and data.ratios:
-            return shown_ratio(data.ratios) or DEFAULT_RATIO
-        return DEFAULT_RATIO
+        """The ratio `r` chose here, else the app's (app.view_ratio: the rule every view follows)."""
+        return self.ratio if self.ratio is not None else self.app.view_ratio()
 
     def _writer_of(self, data: InstructionData, preferred: Writer | None = None) -> Writer | None:
         """The response shown for ``data``: ``preferred`` (by default the one shown now) when the
