@@ -327,8 +327,9 @@ def _passed(score: float | None, counts: TextCounts | None) -> bool | None:
     """The item outcome's verdict on the response; with no rater on both texts, the response's own."""
     if score is not None:
         return passes(score)
-    judged = counts.yes + counts.no if counts is not None else 0
-    return passes(counts.yes / judged) if counts is not None and judged else None
+    trust = _trust(counts)
+    mean = trust.mean if trust is not None else None
+    return passes(mean) if mean is not None else None
 
 
 def _summary_passed(row: EvidenceRow) -> bool | None:

@@ -40,6 +40,11 @@ class Trust:
         return self.judged > 0 and not self.split
 
     @property
+    def mean(self) -> float | None:
+        """The judges' mean verdict (Yes = 1); None when none judged (a missing verdict is no No)."""
+        return self.yes / self.judged if self.judged else None
+
+    @property
     def marks(self) -> str:
         """A short mark for tables: '' when unanimous and every Yes quoted; else what is wrong."""
         parts = []

@@ -24,6 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.similarity import constraint_similarities
+from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import next_ratio, passes, same_ratio
 from pipeline.core.text import count_words
 from pipeline.store.view import Generation, InstructionData, Writer
@@ -227,9 +228,9 @@ class CompareScreen(AppScreen):
         for c in active:
             cells: list[Text] = []
             for slot, (response, _) in enumerate(self._texts):
-                # Missing verdicts (None) are left out, as the metrics leave them out.
+                # The judges' mean (pipeline.analysis.trust): missing verdicts are left out, as the metrics do.
                 vs = [v[1] for v in self.verdicts.get((c.id, response.id), []) if v[1] is not None] if response else []
-                cells.append(_mark(sum(vs) / len(vs) if vs else None))
+                cells.append(_mark(Trust(yes=sum(vs), no=len(vs) - sum(vs)).mean))
                 cells.append(_core_mark(outcomes[slot].get(c.id)))
             plain = tuple(cell.plain for cell in cells)
             if self.only_differ and plain[:2] == plain[2:]:
