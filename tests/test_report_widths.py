@@ -100,3 +100,37 @@ def test_report_cli_formats_and_unwrapped_pipes(tmp_path: Path, capsys: pytest.C
     assert main(["--store", str(path), "report", "--resamples", "20"]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines() if "condition" in line and "Org" in line)
     assert "coverage %" in header
+
+
+def _lines_fit(out: str, width: int) -> None:
+    table_lines = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table_lines and all(len(line) <= width for line in table_lines)
+    assert not any("…" in line for line in table_lines), "a header or a value was cut"
+
+
+@pytest.mark.parametrize("width", [80, 120, 160])
+def test_validate_judges_and_batch_status_fit(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`validate judges --builtin` (a judge's check, per kind of item) and `batch status` at each width."""
+    from pipeline.analysis.judge_check import CheckScore
+    from pipeline.analysis.stats import Interval
+    from pipeline.cli import common
+    from pipeline.cli.batch_cmd import _print_status
+    from pipeline.cli.validate_cmd import _print_check
+
+    console = Console(width=width, force_terminal=True, color_system=None, record=True, file=io.StringIO())
+    monkeypatch.setattr(common, "console", lambda: console)
+    iv = Interval(0.834, 0.781, 0.882, 205)
+    scores = [CheckScore(judge, by, group, 205, 3, iv, iv, iv, 0.67, iv)
+              for judge in ("local", "gpt-4o-mini-judge")
+              for by, group in (("all", "all"), ("domain", "news"), ("kind", "changed_fact"), ("kind", "off_by_one"))]
+    _print_check(scores)
+    batches = [{"id": f"b{k}", "kind": "judge", "endpoint": "openai-main", "remote_id": "batch_6750c2f1e4a8b8190",
+                "path": None, "state": "in_progress", "requests": 20000, "completed": 12345, "failed": 3,
+                "collected_at": None} for k in range(2)]
+    _print_status(console, {"batches": batches, "requests": {"pending": 7655}, "paid": {},
+                            "collected_not_used": {"calls": 0, "cost": 0.0}})
+    out = console.export_text()
+    _lines_fit(out, width)
+    flat = " ".join(out.split())
+    assert "83 [78-88]" in flat or ("83" in flat and "[78-88]" in flat)
+    assert "batch_6750c2f1e4a8b8190" in flat and "20000" in flat and "12345" in flat

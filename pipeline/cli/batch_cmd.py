@@ -85,15 +85,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_status(out: Any, info: dict[str, Any]) -> None:
-    from rich.table import Table
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
-    table = Table("batch", "kind", "endpoint", "remote id", "state", "requests", "completed", "failed", "collected",
-                  title="batches")
+    # Fitted to the terminal (pipeline.outputs.tables): split by concern when it does not fit whole.
+    sheet = Sheet("batches", ("batch",), (Block("where", ("kind", "endpoint", "remote id", "state")),
+                                          Block("counts", ("requests", "completed", "failed", "collected"))))
     for b in info["batches"]:
-        table.add_row(b["id"], b["kind"], b["endpoint"], b["remote_id"] or b["path"] or "", b["state"],
-                      str(b["requests"] or 0), str(b["completed"] or 0), str(b["failed"] or 0),
-                      "yes" if b["collected_at"] else "no")
-    out.print(table)
+        sheet.add(b["id"], b["kind"], b["endpoint"], b["remote_id"] or b["path"] or "", b["state"],
+                  str(b["requests"] or 0), str(b["completed"] or 0), str(b["failed"] or 0),
+                  "yes" if b["collected_at"] else "no")
+    render_sheet(out, sheet)
     req = info["requests"]
     out.print("calls: " + ", ".join(f"{k} {v:,}" for k, v in sorted(req.items())) if req else "calls: none deferred")
     for via in ("online", "batch"):
