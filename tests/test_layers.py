@@ -397,3 +397,20 @@ KEPT_SMALL = PIPELINE + APP
 def test_no_module_over_600_lines(path: Path) -> None:
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it by concern"
+
+
+# Classes a reader can hold: none in the app over 300 lines. Build was split by concern (its state,
+# its stages, its demo). The two below are the ones issue 42 still names: split them, and drop them here.
+MAX_CLASS_LINES = 300
+NOT_SPLIT_YET = {"UnspecificApp", "AnnotateScreen"}
+
+
+def test_no_app_class_over_300_lines() -> None:
+    over = {}
+    for path in APP:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                size = node.end_lineno - node.lineno + 1
+                if size > MAX_CLASS_LINES:
+                    over[node.name] = (str(path.relative_to(ROOT)), size)
+    assert set(over) <= NOT_SPLIT_YET, f"classes over {MAX_CLASS_LINES} lines: {over}"
