@@ -7,7 +7,6 @@ never hold a connection; the stages the Build screen runs are in ``stages.py``.
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -15,22 +14,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import RenderableType
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
-from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import AwaitMount
-from textual.worker import Worker, WorkerState
 
-from pipeline.store.view import StoreView, Writer
-from unspecific_tui.data import Analysis, AppView, compute_analysis, merge_metrics
+from pipeline.store.view import Writer
+from unspecific_tui.app_analysis import AnalysisPart
+from unspecific_tui.app_paint import PaintPart
+from unspecific_tui.data import AppView
 from unspecific_tui.following import Following
-from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
 from unspecific_tui.stages import Registry
-from unspecific_tui.textual_check import app_names_ok, private_api_ok, private_api_problem
+from unspecific_tui.textual_check import app_names_ok, private_api_problem
 from unspecific_tui.widgets.footer import SCREENS_GROUP
 
 if TYPE_CHECKING:
@@ -44,8 +41,6 @@ SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "repor
 # an item); Build and Report keep their own place.
 OPEN_ON_CONTEXT = ("audit", "compare")
 HERE = Path(__file__).parent
-AFTER_PAINT_S = 0.02  # after_paint's wait: the terminal is written, a key already typed goes first
-HOLD_AT_MOST_S = 1.0  # collect_after_paint's longest hold
 
 
 @dataclass(frozen=True)
@@ -96,7 +91,7 @@ def _mode(name: str):
     return make
 
 
-class UnspecificApp(App[None]):
+class UnspecificApp(AnalysisPart, PaintPart):
     CSS_PATH = "app.tcss"
     TITLE = "unspecific"
     MODES = {name: _mode(name) for name in SCREENS_ORDER}
@@ -117,10 +112,6 @@ class UnspecificApp(App[None]):
         Binding("q", "quit", "Quit", show=False),
     ]
 
-    run_id: reactive[str | None] = reactive(None)
-    analysis: reactive[Analysis | None] = reactive(None, always_update=True)
-    # The response the screens start on: (model under test, response mode).
-    writer: reactive[Writer | None] = reactive(None)
 
     def __init__(
         self,
@@ -198,17 +189,6 @@ class UnspecificApp(App[None]):
         stored = self.analysis.ratios if self.analysis is not None else self.view.summary_ratios()
         return view_ratio(stored, self.ratio if asked is None else asked)
 
-    @property
-    def store_writer(self) -> AppWriter:
-        """The store's narrow writer of people's labels, answers and marks, and of the score totals
-        the analysis refreshes (the app writes nothing else itself), opened at the first write.
-        Made under a lock: the analysis worker may ask for it while the UI writes a mark."""
-        with self._writer_lock:
-            if self._store_writer is None:
-                from pipeline.store.app_writer import AppWriter
-
-                self._store_writer = AppWriter(self.store_path)
-            return self._store_writer
 
     # -- lifecycle ---------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -267,46 +247,9 @@ class UnspecificApp(App[None]):
             self.marks[(response_id, constraint_id)] = mark
         return True
 
-    # -- after a paint ------------------------------------------------------------------
-    def after_paint(self, callback: Callable[[], object], delay: float = AFTER_PAINT_S) -> None:
-        """Run ``callback`` ``delay`` seconds after the next paint, once what a key changed is on the
-        terminal: Textual's call_after_refresh can run before that paint (the widgets tell the
-        screen what they changed after it has gone idle). With a Textual whose paint hook is not
-        known: after the refresh call_after_refresh waits for."""
-        if private_api_ok():
-            self._after_paint.append((callback, delay))
-        else:
-            self.call_after_refresh(self.set_timer, delay, callback)
 
-    def _display(self, screen: Screen, renderable: RenderableType | None) -> None:
-        """Textual's paint; then what waits for it (``after_paint``), each on a timer, so the
-        terminal's writer thread writes the paint before they take the interpreter."""
-        super()._display(screen, renderable)
-        waiting, self._after_paint = self._after_paint, []
-        for callback, delay in waiting:
-            self.set_timer(delay, callback)
 
-    def collect_after_paint(self) -> None:
-        """No automatic garbage collection until the screen has painted what a key changed. A full
-        collection walks what the app keeps since the last freeze (rows, texts, drawn lines: 30-180 ms
-        on the 2,000-instruction bench store, on a busy machine) and one fell between the key and
-        the paint in about one move of seven following the queue in Audit: its slowest moves. One that is due runs after
-        the paint instead, while the auditor reads; at the latest after HOLD_AT_MOST_S (a key that
-        changed nothing paints nothing)."""
-        if self._collection_held or not gc.isenabled() or not private_api_ok():
-            return
-        gc.disable()
-        self._collection_held = True
-        self.after_paint(self._release_collection)
-        self._hold_limit = self.set_timer(HOLD_AT_MOST_S, self._release_collection)
 
-    def _release_collection(self) -> None:
-        if self._hold_limit is not None:  # this hold's: a later hold has its own
-            self._hold_limit.stop()
-            self._hold_limit = None
-        if self._collection_held:
-            self._collection_held = False
-            gc.enable()
 
     def on_unmount(self) -> None:
         self._release_collection()  # never left off: a paint it waited for may not come
@@ -331,79 +274,12 @@ class UnspecificApp(App[None]):
             self._config = load_config(self.config_path)
         return self._config
 
-    # -- store-wide analysis -------------------------------------------------------------
-    def refresh_analysis(self) -> None:
-        self._analysis_worker()
 
-    @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
-    def _analysis_worker(self) -> None:
-        """Per-instruction counts first (the tables, navigation), then pipeline.analysis.metrics' numbers."""
-        if not self.readonly:
-            # Texts judged since the last refresh are scored once, into the store, for this pass
-            # and every later one, through the app's one writer (in short transactions: a build
-            # writing beside us, or a mark given meanwhile, barely waits).
-            self.store_writer.refresh_scores()
-        view = StoreView.open(self.store_path)
-        try:
-            analysis = compute_analysis(view, ratio=self.ratio)
-        finally:
-            view.close()
-        self.post_message(AnalysisReady(analysis))
-        if not analysis.rows:
-            return
-        from pipeline.analysis.families import family_levels
-        from pipeline.analysis.judge_validation import judge_scores, judge_validation_by_name
-        from pipeline.analysis.metrics import compute_metrics
 
-        view = StoreView.open(self.store_path)  # this thread's own read-only view
-        try:
-            metrics = compute_metrics(view, seed=self.sample_seed)
-            judges = judge_validation_by_name(judge_scores(view, seed=self.sample_seed))
-            families = family_levels(view, metrics, analysis.ratio, seed=self.sample_seed)
-            # The rates corrected for each judge's measured error: the function `report` calls.
-            from pipeline.analysis.correction import corrected_metrics
 
-            correction = corrected_metrics(view, metrics, seed=self.sample_seed)
-        finally:
-            view.close()
-        merged = merge_metrics(analysis, metrics)
-        merged.judges_validated = judges
-        merged.families = families
-        merged.correction = correction
-        self.post_message(MetricsReady(merged))
 
-    def on_analysis_ready(self, message: AnalysisReady) -> None:
-        if self.writer is None and message.analysis.writers:
-            self.writer = message.analysis.writers[0]
-        self.analysis = message.analysis
-        gc.freeze()
 
-    def on_metrics_ready(self, message: MetricsReady) -> None:
-        self.analysis = message.analysis
-        # The analysis, the store's caches and the imported libraries live as long as the app:
-        # out of the collector's sight, a full collection no longer stalls a keypress (~100 ms).
-        gc.freeze()
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A background job that failed shows why; the app keeps running."""
-        if event.state != WorkerState.ERROR:
-            return
-        from pipeline.core.errors import UnspecificError
-
-        error = event.worker.error
-        if isinstance(error, UnspecificError):
-            self.show_error(error.title, error.msg)
-        else:
-            self.show_error(f"{event.worker.group or 'background'} failed ({type(error).__name__})", str(error))
-
-    def on_store_changed(self, message: StoreChanged) -> None:
-        self.view.forget()
-        self._marks = None
-        self.refresh_analysis()
-
-    def action_refresh_store(self) -> None:
-        self.post_message(StoreChanged())
-        self.notify("reloading the store")
 
     # -- navigation ----------------------------------------------------------------------
     def switch_mode(self, mode: str) -> AwaitMount:
@@ -449,10 +325,6 @@ class UnspecificApp(App[None]):
             return
         self.push_screen(HelpScreen(self.screen, help_name(self.screen, self.screen_stack, self.current_mode)))
 
-    def show_error(self, title: str, msg: str) -> None:
-        from unspecific_tui.screens.help import ErrorScreen
-
-        self.push_screen(ErrorScreen(title, msg))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

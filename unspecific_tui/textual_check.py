@@ -5,7 +5,7 @@ Three widgets and the app reach into Textual's private API for speed: the Audit 
 its rows as ``_render_line_in_row`` would, and reads its private attributes; the text pane
 (widgets/text_pane.py) calls ``_scroll_update`` and writes ``_border_subtitle`` (to repaint its
 bottom row alone); the key footer (widgets/footer.py) builds ``textual.widgets._footer.FooterKey``
-and waits on ``Footer._bindings_ready``; the app (app.py) hooks its paint, ``_display``
+and waits on ``Footer._bindings_ready``; the app (app_paint.py) hooks its paint, ``_display``
 (``after_paint``), and quitting walks ``_screen_stacks``. Private names change without notice, so
 each use is guarded by ``private_api_ok()``: outside the tested versions, or with a name gone, the
 app says so once and falls back to the stock behaviour (DataTable's own drawing, a plain
