@@ -5,24 +5,19 @@ flag picker (`f`), the next flagged or flipped constraint, and the audit loop's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from textual import work
 
 from pipeline.analysis.suspicion import suspicion_queue
 from pipeline.store.view import StoreView, Writer
 from unspecific_tui.following import Following, Stop
+from unspecific_tui.screens.audit.state import AuditBase
 from unspecific_tui.widgets.flag_picker import QUEUE, STOP, FlagPicker
-
-if TYPE_CHECKING:
-    from unspecific_tui.screens.audit.state import AuditBase as _Screen
-else:
-    _Screen = object
 
 MARK_KEYS = {"confirmed": "y", "dismissed": "d"}
 
 
-class FollowingPart(_Screen):
+class FollowingPart(AuditBase):
     """What n / p follow, and the marks on the suspicion queue's items."""
 
     def _sync_following(self, cid: int, iid: int, writer: Writer | None) -> None:

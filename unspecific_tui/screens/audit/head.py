@@ -6,7 +6,7 @@ last key changed is said.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual.widgets import Static
@@ -15,22 +15,17 @@ from pipeline.analysis.similarity import LEXICAL
 from pipeline.analysis.trust import Trust
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData
-from unspecific_tui.screens.audit.state import NARROW, PANE_TITLES, PANES
+from unspecific_tui.screens.audit.state import NARROW, PANE_TITLES, PANES, AuditBase
 from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.constraint_list import ListRow, outcome_cell
 from unspecific_tui.widgets.flag_picker import QUEUE
 from unspecific_tui.widgets.highlight import QUOTE_STYLE, SOURCE_STYLES
 from unspecific_tui.widgets.text_pane import TextLines
 
-if TYPE_CHECKING:
-    from unspecific_tui.screens.audit.state import AuditBase as _Screen
-else:
-    _Screen = object
-
 HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height)
 
 
-class HeadPart(_Screen):
+class HeadPart(AuditBase):
     """The head, the tabs line and the legend."""
 
     def _put(self, widget_id: str, content: Any, *, layout: bool = False) -> None:

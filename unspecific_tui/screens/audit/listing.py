@@ -5,8 +5,6 @@ the list's cursor and keys (s, /, l, enter).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -15,7 +13,7 @@ from pipeline.analysis.specificity import after_prefix, shared_prefix
 from pipeline.analysis.suspicion import Evidence, instruction_evidence
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData, Writer
-from unspecific_tui.screens.audit.state import Rows
+from unspecific_tui.screens.audit.state import AuditBase, Rows
 from unspecific_tui.widgets.constraint_list import (
     FILTERS,
     SORTS,
@@ -26,15 +24,10 @@ from unspecific_tui.widgets.constraint_list import (
     sort_rows,
 )
 
-if TYPE_CHECKING:
-    from unspecific_tui.screens.audit.state import AuditBase as _Screen
-else:
-    _Screen = object
-
 CACHE = 64  # instructions' rows kept (as the store view keeps their texts)
 
 
-class ListPart(_Screen):
+class ListPart(AuditBase):
     """The list beside the detail, and the rows it shows."""
 
     def action_cycle_sort(self) -> None:

@@ -6,7 +6,6 @@ the judges' verdict lines under them.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -19,7 +18,7 @@ from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_YES_THRESHOLD
 from pipeline.core.text import count_words
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData
-from unspecific_tui.screens.audit.state import PANES, SOURCE_PANE, Shown
+from unspecific_tui.screens.audit.state import PANES, SOURCE_PANE, AuditBase, Shown
 from unspecific_tui.widgets.constraint_list import ListRow
 from unspecific_tui.widgets.highlight import (
     QUOTE_FUZZY_STYLE,
@@ -35,16 +34,11 @@ from unspecific_tui.widgets.highlight import (
 )
 from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
-if TYPE_CHECKING:
-    from unspecific_tui.screens.audit.state import AuditBase as _Screen
-else:
-    _Screen = object
-
 CONSTRAINT_N = COPY_EVIDENCE_NGRAM  # a constraint is short: a few shared words in a row already say "copied"
 REFERENCE_N = 5  # between long texts, the paper's 5-gram
 
 
-class PanesPart(_Screen):
+class PanesPart(AuditBase):
     """The text panes, the source view and the verdict lines."""
 
     def action_toggle_copy(self) -> None:

@@ -21,7 +21,6 @@ from unspecific_tui.screens.audit.head import HeadPart
 from unspecific_tui.screens.audit.listing import ListPart
 from unspecific_tui.screens.audit.panes import PanesPart
 from unspecific_tui.screens.audit.state import NARROW, PANE_TITLES, PANES, SOURCE_PANE, Rows, Shown
-from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.constraint_list import FILTERS, SORTS, ConstraintList, ListRow
 from unspecific_tui.widgets.footer import KeyFooter
 from unspecific_tui.widgets.text_pane import TextLines, TextPane
@@ -29,7 +28,7 @@ from unspecific_tui.widgets.text_pane import TextLines, TextPane
 READ_AHEAD_S = 0.03  # after the paint, before the next stop is read ahead (an auditor reads for seconds)
 
 
-class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart, AppScreen):
+class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
     """Audit: the list (listing.py), the detail panes (panes.py), the head (head.py) and what n / p
     follow (following.py), composed here with the screen's state, its moves and its one refresh."""
 

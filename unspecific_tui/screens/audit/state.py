@@ -1,21 +1,19 @@
 """What the Audit screen shows and holds, shared by its parts: ``Shown`` (what tests read instead of
 the SVG), ``Rows`` (one instruction's list and the verdicts behind it), the panes' names, and
-``AuditBase``: the screen as each part sees it, for the type checker only."""
+``AuditBase``: the screen as each part sees it, one real class every part builds on."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipeline.analysis.copy_count import CopyCount
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import InstructionData, Writer
+from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.constraint_list import ListRow
 from unspecific_tui.widgets.highlight import Span
-
-if TYPE_CHECKING:
-    from unspecific_tui.screens.base import AppScreen
 
 PANES = ("ref-a", "ref-b", "response", "summary")
 PANE_TITLES = {"ref-a": "Reference A", "ref-b": "Reference B", "response": "Response", "summary": "Summary"}
@@ -58,43 +56,61 @@ class Rows:
     flags: dict[int, dict[str, str]]  # constraint -> flag -> detail
 
 
-if TYPE_CHECKING:
+class AuditBase(AppScreen):
+    """The Audit screen as each part (listing, panes, head, following) sees it: the state
+    AuditScreen sets (declared here, given in AuditScreen.__init__), and the methods one part calls on
+    another, each defined once where the comment says (a part or the screen comes before this class
+    in the screen's MRO, so these never run)."""
 
-    class AuditBase(AppScreen):
-        """The Audit screen as each part (listing, panes, head, following) sees it: the state
-        AuditScreen sets, and the methods one part calls on another (each defined once, where the
-        comment says)."""
+    order: list[tuple[int, int]]
+    _pos: dict[int, int]
+    index: int
+    copy_mode: str
+    pane: int
+    sort: str
+    filter: str
+    ratio: float | None
+    writer: Writer | None
+    shown: Shown
+    _flagged: dict[int, set[str]] | None
+    _judge_thresholds: dict[tuple[str, str], float] | None
+    _rows: OrderedDict[tuple[int, Writer | None, float], Rows]
+    _verdict_lines: int
+    _last: dict[str, Any]
+    source_view: bool
+    _rows_shown: list[ListRow]
+    _list_key: object
+    _said: str
 
-        order: list[tuple[int, int]]
-        _pos: dict[int, int]
-        index: int
-        copy_mode: str
-        pane: int
-        sort: str
-        filter: str
-        ratio: float | None
-        writer: Writer | None
-        shown: Shown
-        _flagged: dict[int, set[str]] | None
-        _judge_thresholds: dict[tuple[str, str], float] | None
-        _rows: OrderedDict[tuple[int, Writer | None, float], Rows]
-        _verdict_lines: int
-        _last: dict[str, Any]
-        source_view: bool
-        _rows_shown: list[ListRow]
-        _list_key: object
-        _said: str
+    # screen.py
+    def refresh_constraint(self) -> None:
+        raise NotImplementedError("refresh_constraint: defined in a part of the Audit screen")
 
-        # screen.py
-        def refresh_constraint(self) -> None: ...
-        def action_move(self, step: int) -> None: ...
-        def _narrow(self) -> bool: ...
-        def _ratio(self, data: InstructionData | None) -> float: ...
-        def _writer_of(self, data: InstructionData, preferred: Writer | None = None) -> Writer | None: ...
-        # head.py
-        def _put(self, widget_id: str, content: Any, *, layout: bool = False) -> None: ...
-        def _say(self, message: str) -> None: ...
-        def _render_tabs(self) -> None: ...
-        def _render_head_only(self) -> None: ...
-        # following.py
-        def _done(self) -> str: ...
+    def action_move(self, step: int) -> None:
+        raise NotImplementedError("action_move: defined in a part of the Audit screen")
+
+    def _narrow(self) -> bool:
+        raise NotImplementedError("_narrow: defined in a part of the Audit screen")
+
+    def _ratio(self, data: InstructionData | None) -> float:
+        raise NotImplementedError("_ratio: defined in a part of the Audit screen")
+
+    def _writer_of(self, data: InstructionData, preferred: Writer | None = None) -> Writer | None:
+        raise NotImplementedError("_writer_of: defined in a part of the Audit screen")
+
+    # head.py
+    def _put(self, widget_id: str, content: Any, *, layout: bool = False) -> None:
+        raise NotImplementedError("_put: defined in a part of the Audit screen")
+
+    def _say(self, message: str) -> None:
+        raise NotImplementedError("_say: defined in a part of the Audit screen")
+
+    def _render_tabs(self) -> None:
+        raise NotImplementedError("_render_tabs: defined in a part of the Audit screen")
+
+    def _render_head_only(self) -> None:
+        raise NotImplementedError("_render_head_only: defined in a part of the Audit screen")
+
+    # following.py
+    def _done(self) -> str:
+        raise NotImplementedError("_done: defined in a part of the Audit screen")
