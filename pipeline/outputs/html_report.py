@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis import copying
 from pipeline.analysis.metrics import constraint_items, runs_covered
+from pipeline.analysis.metrics.items import flipped_per_response, items_by_pair, shown_verdicts_by_pair
 from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.specificity import template_words
 from pipeline.analysis.support import LOCATED
@@ -72,7 +73,7 @@ from pipeline.store import metrics as reads
 from pipeline.store.constraints import ConstraintRecord, constraint_records_of
 from pipeline.store.echo import echoes_of
 from pipeline.store.marks import marks
-from pipeline.store.verdicts import Verdict, shown_verdicts
+from pipeline.store.verdicts import Verdict
 
 if TYPE_CHECKING:
     from pipeline.outputs.report import Report
@@ -161,10 +162,7 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     instruction_ids = sorted({r.instruction_id for r in full_rows.values()})
     store_data = _read_store(store, instruction_ids, sorted(full_rows))
     gens = store_data["generations"]
-    items = constraint_items(store, filters, ratio=ratio) if ratio is not None else []
-    outcome: dict[tuple[int, int], Any] = {}
-    for item in items:
-        outcome.setdefault((item.constraint_id, item.response_id), item)  # the first summary, as the app
+    outcome = items_by_pair(constraint_items(store, filters, ratio=ratio) if ratio is not None else [])
     # The summary each response is shown with: the first at the report ratio (as the app and Item).
     summary_of: dict[int, tuple] = {}
     for g in gens.values():
@@ -172,23 +170,14 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
             summary_of.setdefault(g[6], g)
     text_ids = sorted(set(full_rows) | {g[0] for g in summary_of.values()})
     store_data["echoes"] = echoes_of(store, text_ids)
-    verdicts_by: dict[tuple[int, int], list[Verdict]] = defaultdict(list)
-    judges = set(filters.judges or ())
-    for v in shown_verdicts(store, text_ids):
-        if judges and v.judge not in judges:
-            continue
-        if filters.judging_mode and v.judging_mode != filters.judging_mode:
-            continue
-        verdicts_by[(v.generation_id, v.constraint_id)].append(v)
+    verdicts_by = shown_verdicts_by_pair(store, text_ids, filters)
     rater_list = sorted({(v.judge, v.judging_mode) for vs in verdicts_by.values() for v in vs})
     raters = {r: k for k, r in enumerate(rater_list)}  # a verdict names its rater by this index
     hashes = {h for row in store_data["instructions"].values() for h in row[5:7] if h}
     hashes |= {g[7] for g in gens.values() if g[7]}
     bodies = {h: clean(b) for h, b in reads.text_bodies(store, hashes).items()}
 
-    flips: dict[int, int] = defaultdict(int)
-    for (_, rid), item in outcome.items():
-        flips[rid] += item.flipped
+    flips = flipped_per_response(outcome)
     responses_of: dict[int, list[int]] = defaultdict(list)
     for rid, row in sorted(full_rows.items(), key=lambda kv: (kv[1].model, kv[1].mode, kv[0])):
         responses_of[row.instruction_id].append(rid)
