@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.analysis.suspicion import suspicion_queue
 from pipeline.cli.export_cmd import _shown_ratio
-from pipeline.core.definitions import DEFAULT_RATIO, next_ratio, same_ratio, view_ratio
+from pipeline.core.definitions import DEFAULT_RATIO, next_ratio, ratio_key, same_ratio, view_ratio
 from pipeline.outputs.report import ReportOptions, build_report
 from pipeline.store.database import open_store
 from pipeline.store.generations import summary_ratios
@@ -56,3 +56,6 @@ def test_no_summaries_means_the_default_and_r_cycles_by_tolerance() -> None:
     assert view_ratio([], None) == DEFAULT_RATIO and view_ratio([], 0.5) == DEFAULT_RATIO
     assert next_ratio([0.5, 0.25, 0.1], 0.25000000001) == 0.1  # a ratio read back, not the same float
     assert next_ratio([0.5, 0.25, 0.1], 0.1) == 0.5 and next_ratio([0.5, 0.25], 0.3) == 0.5
+    # The metrics group by the same tolerance the views compare with.
+    assert ratio_key(0.25000000001) == ratio_key(0.25) and ratio_key(0.2500001) != ratio_key(0.25)
+    assert same_ratio(0.25000000001, 0.25) and not same_ratio(0.2500001, 0.25)

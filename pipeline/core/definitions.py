@@ -14,6 +14,8 @@ DEFAULT_RATIO = 0.25
 DEFAULT_RATIOS = (DEFAULT_RATIO,)
 # Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
 RATIO_TOLERANCE = 1e-9
+# A ratio as a grouping key, to the tolerance's digits (ratio_key).
+RATIO_DIGITS = 9
 
 
 # The significance level of every test the report marks (after Holm's correction).
@@ -34,6 +36,12 @@ def shown_ratio(stored: Iterable[float], asked: float | None = None) -> float | 
     if not ratios:
         return None
     return min(ratios, key=lambda r: abs(r - target))  # min keeps the first (larger) on a tie
+
+
+def ratio_key(ratio: float) -> float:
+    """A ratio as a dict key: rounded to the digits of RATIO_TOLERANCE, so ratios same_ratio calls the
+    same one group together."""
+    return round(float(ratio), RATIO_DIGITS)
 
 
 def view_ratio(stored: Iterable[float], asked: float | None = None) -> float:
