@@ -224,13 +224,20 @@ def pct(x: float, digits: int = 1) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}"
 
 
-def ci(iv: Any, sep: str = " ") -> str:
-    """'83.7 [81.2-87.1]' in percent; ``sep="\n"`` puts the interval under the value."""
+def ci_parts(iv: Any) -> str | tuple[str, str]:
+    """A percentage and its interval apart: ('83.7', '[81.2-87.1]'); the value alone without an
+    interval; '-' when undefined (a table cell of pipeline.outputs.tables)."""
     if math.isnan(iv.value):
         return "-"
     if math.isnan(iv.low):
         return f"{100 * iv.value:.1f}"
-    return f"{100 * iv.value:.1f}{sep}[{100 * iv.low:.1f}-{100 * iv.high:.1f}]"
+    return f"{100 * iv.value:.1f}", f"[{100 * iv.low:.1f}-{100 * iv.high:.1f}]"
+
+
+def ci(iv: Any, sep: str = " ") -> str:
+    """'83.7 [81.2-87.1]' in percent; ``sep="\n"`` puts the interval under the value."""
+    parts = ci_parts(iv)
+    return sep.join(parts) if isinstance(parts, tuple) else parts
 
 
 def main_groups(report: Report) -> list[Group]:

@@ -18,12 +18,9 @@ TITLE = ("copying: copy-paste score (each constraint's highest cosine with a res
 
 
 def num(iv: Any, sep: str = " ") -> str:
-    """'0.62 [0.58, 0.66]' (cosines: two decimals); '-' when undefined."""
-    if math.isnan(iv.value):
-        return "-"
-    if math.isnan(iv.low):
-        return f"{iv.value:.2f}"
-    return f"{iv.value:.2f}{sep}[{iv.low:.2f}, {iv.high:.2f}]"
+    """'0.62 [0.58, 0.66]' (cosines: two decimals, ``cell`` joined by ``sep``); '-' when undefined."""
+    parts = cell(iv)
+    return sep.join(parts) if isinstance(parts, tuple) else parts
 
 
 def test_line(t: CopyTest) -> str:

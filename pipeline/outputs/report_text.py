@@ -17,6 +17,8 @@ from pipeline.analysis.metrics import Comparison, Filters, Group, runs_covered
 from pipeline.analysis.report_model import (
     Report,
     any_corrected,
+    ci,
+    ci_parts,
     condition_order,
     corrected_group,
     main_groups,
@@ -51,16 +53,6 @@ def writer_label(model: str, mode: str, modes: set[str]) -> str:
 
 def _num(x: float | None, digits: int = 2) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
-def ci_cell(iv: object) -> Cell:
-    """A percentage and its interval: ('83.7', '[81.2-87.1]'); '-' when undefined."""
-    value, low, high = (getattr(iv, k) for k in ("value", "low", "high"))
-    if math.isnan(value):
-        return "-"
-    if math.isnan(low):
-        return f"{100 * value:.1f}"
-    return f"{100 * value:.1f}", f"[{100 * low:.1f}-{100 * high:.1f}]"
 
 
 def empty_message(filters: Filters) -> str:
@@ -128,8 +120,8 @@ def document(report: Report) -> list[Item]:
                       (Block("", ("n", "win rate % [CI]", "W/T/L", "first shown wins % [CI]", "orders agree % [CI]",
                                   "pairs")),))
         for w in report.naturalness:
-            sheet.add(w.condition, w.opponent, str(w.n), ci_cell(w.rate), f"{w.wins}/{w.ties}/{w.losses}",
-                      ci_cell(w.first_shown), ci_cell(w.order_agreement), str(w.both_orders))
+            sheet.add(w.condition, w.opponent, str(w.n), ci_parts(w.rate), f"{w.wins}/{w.ties}/{w.losses}",
+                      ci_parts(w.first_shown), ci_parts(w.order_agreement), str(w.both_orders))
         out.append(sheet)
     if report.validation is not None:
         v = report.validation
@@ -137,15 +129,10 @@ def document(report: Report) -> list[Item]:
         out.append(Note(
             f"Human validation ({where}ratio {v.ratio:g}; label superficial = positive, weighted by stratum as"
             f" `validate report`; ambiguous left out: {v.ambiguous}; ties: {v.ties}; outside the metric's scope:"
-            f" {v.out_of_scope}): precision {_ci_text(v.precision)}, recall {_ci_text(v.recall)} (%), n = {v.n}"))
+            f" {v.out_of_scope}): precision {ci(v.precision)}, recall {ci(v.recall)} (%), n = {v.n}"))
         out += [Note(f"  annotators {pair.annotator_a} / {pair.annotator_b}: κ {_num(pair.kappa.value)}, "
                      f"agree {pct(pair.percent)}%, n = {pair.kappa.n}") for pair in report.annotators]
     return out
-
-
-def _ci_text(iv: object) -> str:
-    cell = ci_cell(iv)
-    return " ".join(cell) if isinstance(cell, tuple) else cell
 
 
 def _main_sheet(report: Report, groups: Sequence[Group], domain: str, modes: set[str]) -> Sheet:
@@ -170,11 +157,11 @@ def _main_sheet(report: Report, groups: Sequence[Group], domain: str, modes: set
     sheet = Sheet(f"{domain}: Org and Core (% of constraints, bootstrap 95% CI over instructions)",
                   ("condition", "model"), tuple(blocks), caption=caption)
     for g in sorted(groups, key=lambda g: (condition_order(g.condition), g.model, g.mode)):
-        cells: list[Cell] = [g.condition, writer_label(g.model, g.mode, modes), ci_cell(g.org), ci_cell(g.core),
-                             ci_cell(g.superficial)]
+        cells: list[Cell] = [g.condition, writer_label(g.model, g.mode, modes), ci_parts(g.org), ci_parts(g.core),
+                             ci_parts(g.superficial)]
         if corrected:
             r = corrected_group(report, g.key).rates
-            cells += [ci_cell(r.org), ci_cell(r.core), ci_cell(r.superficial)] if r else ["-", "-", "-"]
+            cells += [ci_parts(r.org), ci_parts(r.core), ci_parts(r.superficial)] if r else ["-", "-", "-"]
         cells += [_num(g.kappa), str(g.n), pct(g.coverage) + (" !" if report.warned(g) else "")]
         e = g.extra
         if "copy_a_ngrams" in extra:
@@ -278,9 +265,9 @@ def _families(report: Report) -> list[Item]:
             n = 0
             for model, mode in writers:
                 f = by_cell.get((level, model, mode))
-                cells.append(ci_cell(f.org) if f else "-")
+                cells.append(ci_parts(f.org) if f else "-")
                 if (model, mode) in with_core:
-                    cells.append(ci_cell(f.core) if f else "-")
+                    cells.append(ci_parts(f.core) if f else "-")
                 n = max(n, f.n if f else 0)
             sheet.add(*cells, str(n))
         out.append(sheet)
