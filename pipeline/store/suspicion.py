@@ -533,18 +533,3 @@ def copy_evidence_missing_for(store: Store, response_ids: Sequence[int]) -> bool
     return store.conn.execute(
         "SELECT 1" + _PAIRS.format(current=_current()) + " AND r.id IN (SELECT value FROM json_each(?)) LIMIT 1",
         (ids,)).fetchone() is not None
-
-
-def response_and_reference_hashes(store: Store, response_ids: Sequence[int]
-                                  ) -> dict[int, tuple[str | None, str | None, str | None]]:
-    """response id -> (its text's hash, reference A's, reference B's)."""
-    out: dict[int, tuple[str | None, str | None, str | None]] = {}
-    ids = sorted(set(response_ids))
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start:start + _CHUNK]
-        for rid, *hashes in store.conn.execute(
-                "SELECT r.id, r.text_hash, a.text_hash, b.text_hash FROM generations r"
-                " JOIN instructions i ON i.id = r.instruction_id LEFT JOIN articles a ON a.id = i.article_a"
-                f" LEFT JOIN articles b ON b.id = i.article_b WHERE r.id IN ({','.join('?' * len(chunk))})", chunk):
-            out[rid] = (hashes[0], hashes[1], hashes[2])
-    return out
