@@ -193,8 +193,20 @@ async def test_80x24_is_one_pane_of_ten_lines_and_the_list_behind_l(tmp_path):
         await pilot.pause()
         assert not table.region.height and pane.scrollable_content_region.height >= 10
         assert screen.shown.constraint_id == known.c2
-        # The pane's subtitle (its words, what was copied into it) is in the tabs line.
-        assert "words" in text_of(screen.query_one("#audit-tabs"))
+        # The one pane keeps its whole border, focused or not: its title says which pane it is, its
+        # footer (its words, what was copied into it) is in the bottom border.
+        for focused in (False, True):
+            if focused:
+                pane.focus()
+                await pilot.pause()
+            assert pane.has_focus is focused and pane.styles.border_bottom[0] == "round"
+            assert pane.border_title.startswith("Reference A (1/4") and "words" in pane.border_subtitle
+            assert pane.scrollable_content_region.height >= 10
+        await pilot.press("t", "t")
+        await settle(app, pilot)
+        response = screen.query_one("#response")
+        assert response.display and "words" in response.border_subtitle
+        assert response.border_title.startswith("Response (3/4")
 
 
 async def test_a_key_says_what_it_changed_without_a_notice(tmp_path):

@@ -113,8 +113,12 @@ def outcome_cell(row: ListRow) -> Text:
     return Text(short, style=style.get(row.outcome, "dim"))
 
 
-def similarity_cells(sim: Similarity | None, stored: bool) -> tuple[Text, Text]:
+def similarity_cells(sim: Similarity | None, stored: bool, bars: bool = True) -> tuple[Text, Text]:
+    """The two similarities, each with a bar of 3 cells, or the number alone (``bars`` off)."""
     style = "cyan" if stored else "dim cyan"
+    if not bars:
+        return tuple(Text("-", style="dim") if v is None else Text(f"{v:.2f}", style=style)  # type: ignore[return-value]
+                     for v in ((sim.to_a, sim.to_b) if sim else (None, None)))
     if sim is None:
         return bar(None, 3), bar(None, 3)
     return bar(sim.to_a, 3, style=style), bar(sim.to_b, 3, style=style)
@@ -133,7 +137,11 @@ def similarity_label(rows: Sequence[ListRow]) -> str:
 COLUMNS = (("pos", "#", 2), ("outcome", "outcome", 10), ("judges", "resp summ", 10), ("sim-a", "sim A", 8),
            ("sim-b", "sim B", 8), ("copied", "copied", 7), ("echo", "echo", 4), ("flags", "flags", 5))
 NO_ECHO = tuple(c for c in COLUMNS if c[0] != "echo")
+SIM_COMPACT = 5  # a similarity column without its bar: the header's width ("sim A"), "0.12" under it
 TEXT_MIN = 12
+# Under this many cells for the constraint, the similarity bars give their cells to it (the numbers
+# stay): at 160 columns the list's side is 88 cells and the constraint had 20 of them.
+TEXT_COMFORT = 32
 
 
 class ConstraintList(DataTable, inherit_bindings=False):
@@ -152,16 +160,19 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self._text_width = 0
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(256)  # render_line's
         self._plain_cells: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(4096)  # _plain_text's
-        self._row_cells: LRUCache[tuple[ListRow, bool], tuple[Text, ...]] = LRUCache(256)  # row_cells'
+        self._row_cells: LRUCache[tuple[ListRow, bool, bool], tuple[Text, ...]] = LRUCache(256)  # row_cells'
         self.show_echo = False  # the echo column is there (some row shown has an echo)
+        self.bars = True  # the similarity columns draw bars (while the constraint keeps TEXT_COMFORT cells)
         self._rich_styles: dict[object, Style] = {}  # the widget's rich_style by pseudo-class state
         self._metas: dict[tuple[int, int], Style] = {}  # _cell_meta's
 
     def on_mount(self) -> None:
         self._add_columns(TEXT_MIN)
 
-    def _columns(self) -> tuple[tuple[str, str, int], ...]:
-        return COLUMNS if self.show_echo else NO_ECHO
+    def _columns(self, bars: bool | None = None) -> tuple[tuple[str, str, int], ...]:
+        bars = self.bars if bars is None else bars
+        return tuple((key, label, width if bars or not key.startswith("sim-") else SIM_COMPACT)
+                     for key, label, width in (COLUMNS if self.show_echo else NO_ECHO))
 
     def _add_columns(self, text_width: int) -> None:
         for key, label, width in self._columns():
@@ -170,9 +181,12 @@ class ConstraintList(DataTable, inherit_bindings=False):
         self._text_width = text_width
 
     def on_resize(self) -> None:
-        """The constraint column takes the width the others leave (DataTable has no 1fr column)."""
-        width = self._fitted_text_width()
-        if width != self._text_width:
+        """The constraint column takes the width the others leave (DataTable has no 1fr column); the
+        similarity bars go where it would be left fewer than TEXT_COMFORT cells."""
+        bars = self._fitted_text_width(bars=True) >= TEXT_COMFORT
+        width = self._fitted_text_width(bars=bars)
+        if width != self._text_width or bars != self.bars:
+            self.bars = bars
             rows, key, cid = self.rows_shown, self.key, self.constraint_at(self.cursor_row)
             self.clear(columns=True)
             self._add_columns(width)
@@ -180,8 +194,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
             self.show_rows(rows, key)
             self.select(cid)
 
-    def _fitted_text_width(self) -> int:
-        columns = self._columns()
+    def _fitted_text_width(self, bars: bool | None = None) -> int:
+        columns = self._columns(bars)
         fixed = sum(w for _, _, w in columns) + 2 * self.cell_padding * (len(columns) + 1) + 2
         return max(TEXT_MIN, self.size.width - fixed)
 
@@ -267,7 +281,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
         """The kept line of ``content`` shown at ``row`` (drawn now when missing); None when a cell
         is not one plain line (DataTable draws that row)."""
         width = self.size.width
-        key = (content, self.show_echo, row, scroll_x, width, self._text_width, self.cell_padding, cursor,
+        key = (content, self.show_echo, self.bars, row, scroll_x, width, self._text_width, self.cell_padding, cursor,
                hover and self._show_hover_cursor, self.show_cursor, self._pseudo_class_state)
         strip = self._strips.get(key)
         if strip is None:
@@ -384,15 +398,15 @@ class ConstraintList(DataTable, inherit_bindings=False):
 
     def row_cells(self, r: ListRow) -> tuple[Text, ...]:
         """The row's cells, kept by its facts: an instruction shown again, or drawn ahead, reuses them."""
-        cells = self._row_cells.get((r, self.show_echo))
+        cells = self._row_cells.get((r, self.show_echo, self.bars))
         if cells is None:
-            cells = self._row_cells[(r, self.show_echo)] = _cells(r, self.show_echo)
+            cells = self._row_cells[(r, self.show_echo, self.bars)] = _cells(r, self.show_echo, self.bars)
         return cells
 
 
-def _cells(r: ListRow, echo: bool) -> tuple[Text, ...]:
+def _cells(r: ListRow, echo: bool, bars: bool = True) -> tuple[Text, ...]:
     """A row's cells, each one line of text (the position too: DataTable would parse a str as markup)."""
-    sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored)
+    sim_a, sim_b = similarity_cells(r.similarity, r.similarity_stored, bars)
     # pipeline.analysis.copy_count's count, as the queue, the panes and the reports give it.
     count = r.copy
     copied = Text(count.short() if count.words else "-",

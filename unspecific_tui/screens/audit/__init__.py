@@ -11,8 +11,9 @@ Auditing the suspicion queue is a loop: the head says "suspicion queue item k of
 are done; `y` / `d` mark the item confirmed / dismissed (through the app, stored by the store's
 narrow writer) and go on to the next; `o` shows the copied span of the response beside the same span
 in its source (reference A, reference B, or the constraint itself). What a key changed is said in
-the pane-tabs line, never in a notice over the screen. At 80x24 one pane fills the detail, and `l`
-swaps it for the list.
+the legend line (at 80 columns, where the legend gives way, in Textual's notice area), never in a
+pane's title. At 80x24 one pane fills the detail inside its whole border (its title says which, `t`
+the next; its footer gives its words and what was copied), and `l` swaps it for the list.
 
 Moving between constraints of one instruction costs no query: an instruction's rows, verdicts
 and flags are read once per (instruction, response, ratio) and cached; the widgets are built once
@@ -21,7 +22,7 @@ filter changes.
 
 The screen is split by concern: ``screen.py`` (AuditScreen: layout, state, moves and the one
 refresh) composes ``listing.py`` (the constraint list and its rows), ``panes.py`` (the text panes,
-highlights, the source view and the verdict lines), ``head.py`` (the head, the tabs and the legend)
+highlights, the source view and the verdict lines), ``head.py`` (the head, the panes' titles and the legend)
 and ``following.py`` (n / p, the flag picker, the suspicion queue and its marks); ``state.py`` holds
 what they share. Its style is ``audit.tcss`` beside them.
 """

@@ -1,6 +1,6 @@
 """The Audit screen's head: where the auditor is, the constraint, its outcome, lineage, duplicates and
-evidence in a fixed number of lines; what is followed; the tabs and legend lines, where what the
-last key changed is said.
+evidence in a fixed number of lines; what is followed; the panes' titles; the legend line, where what
+the last key changed is said.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.constraint_list import ListRow, outcome_cell
 from unspecific_tui.widgets.flag_picker import QUEUE
 from unspecific_tui.widgets.highlight import QUOTE_STYLE, SOURCE_STYLES
-from unspecific_tui.widgets.text_pane import TextLines
+from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
 HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height)
 
 
 class HeadPart(AuditBase):
-    """The head, the tabs line and the legend."""
+    """The head, the panes' titles and the legend."""
 
     def _put(self, widget_id: str, content: Any, *, layout: bool = False) -> None:
         """Update a Static unless it already shows ``content``: an update repaints it, and most
-        moves within an instruction leave the task, the list's head, the tabs and the legend as they were."""
+        moves within an instruction leave the task, the list's head and the legend as they were."""
         if self._last.get(widget_id) == content and not layout:
             return
         self._last[widget_id] = content
@@ -39,23 +39,22 @@ class HeadPart(AuditBase):
     def _say(self, message: str) -> None:
         """What the last key changed: in the legend line where it is shown (a notice would cover the
         panes and the verdicts, which the key just changed), gone at the next move; narrow, where the
-        legend gives way, in Textual's notice area. Never in the tabs line: its caption stays."""
+        legend gives way, in Textual's notice area. Never in a pane's title: the caption stays."""
         self._said = message
         if self._narrow():
             self.notify(message, timeout=3)
         self._render_legend(self.shown.row)
 
-    def _render_tabs(self) -> None:
-        line = Text(no_wrap=True, overflow="ellipsis")
-        if self.source_view:
-            line.append("response beside its source (o: back)", style="dim")
-        else:
-            # Narrow shows one pane, without its bottom border: its subtitle (words, copied) is here.
-            pane = PANES[self.pane]
-            line.append(f" {PANE_TITLES[pane]} ", style="reverse")
-            line.append(f" {self.shown.subtitles.get(pane, '')}")
-            line.append("  (t: next pane)", style="dim")
-        self._put("audit-tabs", line)
+    def _render_titles(self) -> None:
+        """The panes' titles. Narrow shows one pane at a time: its title says which of the four it is
+        and how to get the next, and its bottom border keeps its footer (words, copied), focused or
+        not; the source view's right pane says how to go back."""
+        narrow = self._narrow()
+        for i, pane in enumerate(PANES):
+            title = PANE_TITLES[pane]
+            if narrow and i == self.pane and not self.source_view:
+                title = f"{title} ({i + 1}/{len(PANES)}, t: next)"
+            self.query_one(f"#{pane}", TextPane).border_title = title
 
     def _render_legend(self, row: ListRow | None) -> None:
         legend = Text(no_wrap=True, overflow="ellipsis")

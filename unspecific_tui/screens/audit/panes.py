@@ -54,7 +54,7 @@ class PanesPart(AuditBase):
             self.query_one(f"#{pane}", TextPane).set_class(i == self.pane, "-current")
         if self._narrow():
             self._render_head_only()  # the pane now shown was not drawn while hidden
-        self._render_tabs()
+        self._render_titles()
 
     def action_scroll_pane(self, step: int) -> None:
         pane = self.query_one(f"#{PANES[self.pane]}", TextPane)
@@ -150,7 +150,6 @@ class PanesPart(AuditBase):
                     return body, subtitle, shown.copied_in_response[0][0]
         else:
             subtitle += f" · {len(copies)} span{'' if len(copies) == 1 else 's'} of the constraint"
-        shown.subtitles[pane] = subtitle
         return body, subtitle, min([s[0] for s, _ in quotes] + [s[0] for s in copies], default=None)
 
     def _render_source(self, texts: dict[str, str], con: Constraint, data: InstructionData, row: ListRow | None,
@@ -168,10 +167,10 @@ class PanesPart(AuditBase):
         self.shown.source = (source, in_response, in_source)
         title = source_name(source) if count.words else "source (nothing copied)"
         pane = self.query_one(f"#{SOURCE_PANE}", TextPane)
-        pane.border_title = title[0].upper() + title[1:]
+        pane.border_title = f"{title[0].upper()}{title[1:]} (o: back)"
         pane.show(render_sources(body, {source if source != CONSTRAINT else "A": in_source}) if body
                   else Text("(no text)", style="dim"), key=(data.id, SOURCE_PANE, con.id, source),
-                  subtitle=f"{len(in_source)} copied spans")
+                  subtitle=f"{len(in_source)} copied span{'' if len(in_source) == 1 else 's'}")
         left = self.query_one("#response", TextPane)
         left.show(_styled(response, in_response, style), key=(data.id, "response-source", self.writer, con.id),
                   subtitle=count.sentence() or "nothing copied")

@@ -81,7 +81,7 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         # The list's rows as sorted and filtered (the list widget holds them only while shown).
         self._rows_shown: list[ListRow] = []
         self._list_key: object = None
-        self._said = ""  # what the last key changed, said in the tabs/legend line until the next move
+        self._said = ""  # what the last key changed, said in the legend line until the next move
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -92,7 +92,6 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
                 yield Static(id="audit-list-head")
                 yield ConstraintList(id="audit-list")
             with Vertical(id="audit-detail"):
-                yield Static(id="audit-tabs")
                 yield Static(id="audit-legend")
                 with Container(id="panes"):
                     for i, pane in enumerate(PANES):
@@ -281,7 +280,7 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         self._render_head(data, con, rows.flags.get(cid, {}), row, verdicts, ratio)
         self._render_legend(row)
         self._render_verdicts(verdicts)
-        self._render_tabs()
+        self._render_titles()
         if self.app.following is not None:
             self.app.after_paint(self._read_ahead, READ_AHEAD_S)
 

@@ -38,7 +38,6 @@ class Shown:
     similarities: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # ref pane -> (method, value)
     row: ListRow | None = None
     counts: dict[str, CopyCount] = field(default_factory=dict)  # response / summary -> copied words and source
-    subtitles: dict[str, str] = field(default_factory=dict)  # pane -> its subtitle (words, similarity, copied)
     # The source view: (source, spans in the response, the same words' spans in the source).
     source: tuple[str, tuple[Span, ...], tuple[Span, ...]] | None = None
     # The response's copied words as the list counts them (row.copy's phrases), in text order: the
@@ -105,8 +104,8 @@ class AuditBase(AppScreen):
     def _say(self, message: str) -> None:
         raise NotImplementedError("_say: defined in a part of the Audit screen")
 
-    def _render_tabs(self) -> None:
-        raise NotImplementedError("_render_tabs: defined in a part of the Audit screen")
+    def _render_titles(self) -> None:
+        raise NotImplementedError("_render_titles: defined in a part of the Audit screen")
 
     def _render_head_only(self) -> None:
         raise NotImplementedError("_render_head_only: defined in a part of the Audit screen")
