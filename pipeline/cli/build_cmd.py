@@ -208,25 +208,23 @@ def _print_stage(out, store, summary) -> None:  # noqa: ANN001
 
 
 def _print_report(out, summary) -> None:  # noqa: ANN001
-    from rich.table import Table
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
-    table = Table(title=f"build {summary.run_id}", title_justify="left")
-    for col in ("condition", "instructions", "failed", "replaced (share)", "flags raised", "calls", "tokens", "cost $",
-                "cache hits"):
-        table.add_column(col, justify="left" if col in ("condition", "flags raised") else "right")
+    sheet = Sheet(f"build {summary.run_id}", ("condition",),
+                  (Block("instructions", ("instructions", "failed", "replaced (share)", "flags raised")),
+                   Block("calls", ("calls", "tokens", "cost $", "cache hits"))))
     for r in summary.conditions:
         u = r.usage
         tokens = f"{u.prompt_tokens + u.completion_tokens:,}"
         if r.condition == "common":
-            table.add_row("common (shared synthesis)", "-", "-", "-", "-", str(u.calls), tokens, f"{u.cost:.4f}", str(u.cache_hits))
+            sheet.add("common (shared synthesis)", "-", "-", "-", "-", str(u.calls), tokens, f"{u.cost:.4f}", str(u.cache_hits))
             continue
         replaced = f"{r.replaced}/{r.constraints} ({r.replaced_share:.0%})" if r.condition in ("direct", "eval") else "-"
         flags = ", ".join(f"{k} {v}" for k, v in sorted(r.flags.items())) or "none"
         made = f"{r.instructions}" + (f" (+{r.unfinished} unfinished)" if r.unfinished else "")
-        table.add_row(r.condition, made, str(r.failed), replaced, f"{sum(r.flags.values())}: {flags}", str(u.calls), tokens,
-                      f"{u.cost:.4f}", str(u.cache_hits))
+        sheet.add(r.condition, made, str(r.failed), replaced, f"{sum(r.flags.values())}: {flags}", str(u.calls), tokens,
+                  f"{u.cost:.4f}", str(u.cache_hits), end_section=r is summary.conditions[-1])
     u = summary.usage
-    table.add_section()
-    table.add_row("total (this run)", "", "", "", "", str(u.calls), f"{u.prompt_tokens + u.completion_tokens:,}",
-                  f"{u.cost:.4f}", str(u.cache_hits))
-    out.print(table)
+    sheet.add("total (this run)", "", "", "", "", str(u.calls), f"{u.prompt_tokens + u.completion_tokens:,}",
+              f"{u.cost:.4f}", str(u.cache_hits))
+    render_sheet(out, sheet)

@@ -42,16 +42,18 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
-        _table(out, rows, ["id", "created_at", "endpoint", "model", "template", "prompt_tokens",
-                           "completion_tokens", "cost", "latency_s", "response"])
+        _table(out, "cached calls, newest first", rows, ("id",),
+               (("call", ("created_at", "endpoint", "model", "template")),
+                ("size and cost", ("prompt_tokens", "completion_tokens", "cost", "latency_s")),
+                ("reply", ("response",))))
         return 0
     if args.action == "stats":
         rows = cache_stats(store)
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
-        _table(out, rows, ["endpoint", "model", "template", "calls", "prompt_tokens", "completion_tokens",
-                           "cost", "bytes", "first", "last"])
+        _table(out, "cached calls per endpoint, model and template", rows, ("endpoint", "model", "template"),
+               (("calls", ("calls", "prompt_tokens", "completion_tokens", "cost", "bytes")), ("when", ("first", "last"))))
         total = sum(r["calls"] for r in rows)
         cost = sum(r["cost"] or 0 for r in rows)
         out.print(f"{total} cached call(s); a rerun of them costs nothing (they cost {cost:.4f} when made)")
@@ -68,24 +70,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(out: Any, rows: list[dict[str, Any]], columns: list[str]) -> None:
-    from rich.table import Table
+def _table(out: Any, title: str, rows: list[dict[str, Any]], keys: tuple[str, ...],
+           blocks: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
     if not rows:
         out.print("no cached calls")
         return
-    table = Table(*columns)
+    # Headers as words ("prompt tokens"): a header wraps between its words, never inside one.
+    sheet = Sheet(title, tuple(_header(k) for k in keys),
+                  tuple(Block(name, tuple(_header(c) for c in columns)) for name, columns in blocks))
     for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in columns))
-    out.print(table)
+        sheet.add(*(_cell(row.get(c)) for c in (*keys, *(c for _, columns in blocks for c in columns))))
+    render_sheet(out, sheet)
+
+
+def _header(column: str) -> str:
+    return {"created_at": "created", "latency_s": "latency s"}.get(column, column.replace("_", " "))
 
 
 def _cell(value: Any) -> str:
-    from rich.markup import escape
-
-    if value is None:
+    if value is None or value == "":
         return "-"
     if isinstance(value, float):
         return f"{value:.4g}"
     text = str(value).replace("\n", " ")
-    return escape(text if len(text) <= 60 else text[:57] + "...")
+    if len(text) == 25 and text[10] == "T" and text.endswith("+00:00"):  # a stored UTC time, to the second
+        return text[:19].replace("T", " ")
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -130,22 +130,22 @@ DRY_RUN_HELP = ("print what the command would send (calls, prompt and completion
 
 
 def print_estimate(out, est) -> None:  # noqa: ANN001 - a pipeline.stages.estimate.Estimate
-    from rich.table import Table
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
-    table = Table(title=f"dry run: what `{est.command}` would send (nothing was sent)", title_justify="left")
-    for col in ("endpoint", "calls", "prompt tokens", "completion tokens", "in cache", "online $", "batch $", "wall time"):
-        table.add_column(col, justify="left" if col == "endpoint" else "right")
+    sheet = Sheet(f"dry run: what `{est.command}` would send (nothing was sent)", ("endpoint",),
+                  (Block("calls", ("calls", "prompt tokens", "completion tokens", "in cache")),
+                   Block("cost and time", ("online $", "batch $", "wall time"))))
 
     def wall(s):  # noqa: ANN001, ANN202
         return "unknown" if s is None else f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
 
     for e in est.endpoints.values():
-        table.add_row(e.endpoint, f"{e.calls:,}", f"{e.prompt_tokens:,}", f"{e.completion_tokens:,}", f"{e.cache_hits:,}",
-                      f"{e.cost:.4f}", f"{e.batch_cost:.4f}", wall(e.wall_s) if e.calls else "-")
-    table.add_section()
-    table.add_row("total", f"{est.calls:,}", f"{est.total('prompt_tokens'):,}", f"{est.total('completion_tokens'):,}",
-                  f"{est.total('cache_hits'):,}", f"{est.cost:.4f}", f"{est.batch_cost:.4f}", wall(est.wall_s))
-    out.print(table)
+        sheet.add(e.endpoint, f"{e.calls:,}", f"{e.prompt_tokens:,}", f"{e.completion_tokens:,}", f"{e.cache_hits:,}",
+                  f"{e.cost:.4f}", f"{e.batch_cost:.4f}", wall(e.wall_s) if e.calls else "-",
+                  end_section=e is list(est.endpoints.values())[-1])
+    sheet.add("total", f"{est.calls:,}", f"{est.total('prompt_tokens'):,}", f"{est.total('completion_tokens'):,}",
+              f"{est.total('cache_hits'):,}", f"{est.cost:.4f}", f"{est.batch_cost:.4f}", wall(est.wall_s))
+    render_sheet(out, sheet)
     out.print(f"[dim]estimated: {est.method}. Wall time: calls x the endpoint's mean measured latency / its "
               "concurrency (unknown without measured calls).[/]")
     if est.unparsed:

@@ -26,17 +26,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2, default=str))
         return 0
-    from rich.table import Table
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
     out.print(f"config: [bold]{data['path'] or '(built-in default: every role on the embedded local model)'}[/]")
-    table = Table("endpoint", "base_url", "model", "key", "concurrency", "rpm", "$/M in", "$/M out")
+    endpoints = Sheet("endpoints", ("endpoint",), (Block("where", ("base_url", "model", "key")),
+                                                   Block("limits and prices", ("concurrency", "rpm", "$/M in", "$/M out"))))
     for name, ep in data["endpoints"].items():
         key = f"${ep['api_key_env']} {ep.get('api_key', '')}" if ep["api_key_env"] else "-"
-        table.add_row(name, ep["base_url"], ep["model"], key, str(ep["concurrency"]), str(ep["requests_per_minute"] or "-"),
+        endpoints.add(name, ep["base_url"], ep["model"], key, str(ep["concurrency"]), str(ep["requests_per_minute"] or "-"),
                       f"{ep['price_prompt_per_mtok']:g}", f"{ep['price_completion_per_mtok']:g}")
-    out.print(table)
-    roles = Table("role", "endpoint(s)")
+    render_sheet(out, endpoints)
+    roles = Sheet("roles", ("role",), (Block("", ("endpoint(s)",)),))
     for role, value in data["roles"].items():
-        roles.add_row(role, ", ".join(value) if isinstance(value, list) else value)
-    out.print(roles)
+        roles.add(role, ", ".join(value) if isinstance(value, list) else value)
+    render_sheet(out, roles)
     return 0

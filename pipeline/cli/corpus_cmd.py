@@ -213,24 +213,19 @@ def run_list(args: argparse.Namespace) -> int:
     if not stats:
         out.print("no articles yet: `unspecific corpus add --format bbc-news` imports the bundled BBC News set")
         return 0
-    from rich import box
-    from rich.table import Table
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
-    table = Table(title="articles per domain and corpus (min/med/mean/max: words of kept ones)",
-                  box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
-    for col in ("domain", "corpus", "kept", "dup", "near", "short", "long", "min", "med", "mean", "max"):
-        text = col in ("domain", "corpus")  # names may wrap; numbers never
-        table.add_column(col, justify="left" if text else "right", no_wrap=not text, overflow="fold")
+    sheet = Sheet("articles per domain and corpus (min/med/mean/max: words of kept ones)", ("domain", "corpus"),
+                  (Block("articles", ("kept", "dup", "near", "short", "long")), Block("words", ("min", "med", "mean", "max"))))
     for s in stats:
         c = s.counts
         w = s.kept_words
-        name = "[italic]all corpora[/]" if s.corpus == "*" else s.corpus
         pending = f" (+{c['pending']} pending)" if c.get("pending") else ""
-        table.add_row(
-            s.domain, name, f"{c.get('kept', 0)}{pending}", str(c.get("duplicate", 0)),
-            str(c.get("near_duplicate", 0)), str(c.get("too_short", 0)), str(c.get("too_long", 0)),
+        sheet.add(
+            s.domain, "all corpora" if s.corpus == "*" else s.corpus, f"{c.get('kept', 0)}{pending}",
+            str(c.get("duplicate", 0)), str(c.get("near_duplicate", 0)), str(c.get("too_short", 0)), str(c.get("too_long", 0)),
             *([f"{w['min']:.0f}", f"{w['median']:.0f}", f"{w['mean']:.0f}", f"{w['max']:.0f}"] if w else ["-"] * 4),
             end_section=s.corpus == "*",
         )
-    out.print(table)
+    render_sheet(out, sheet)
     return 0

@@ -180,12 +180,12 @@ def _print_coverage(out: Any, result: Any, low: list[Any]) -> None:
 
 
 def _print_summary(out: Any, store: Any, result: Any, estimate: Any = None) -> None:
-    from rich.table import Table
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
-    table = Table("step", "to do", "done", "already stored", "failed", title=f"evaluate run {result.run_id}")
+    table = Sheet(f"evaluate run {result.run_id}", ("step",), (Block("", ("to do", "done", "already stored", "failed")),))
     for name, s in result.stages.items():
-        table.add_row(name, str(s.total), str(s.done), str(s.skipped), f"[red]{s.failed}[/]" if s.failed else "0")
-    out.print(table)
+        table.add(name, str(s.total), str(s.done), str(s.skipped), str(s.failed))
+    render_sheet(out, table)
     from pipeline.stages.runs import run_usage
 
     run = run_usage(store, result.run_id)
@@ -292,18 +292,19 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
 
 
 def _print_win_rates(out: Any, rates: list[Any]) -> None:
-    from rich.table import Table
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
     if not rates:
         out.print("no naturalness comparisons stored yet")
         return
-    table = Table("condition", "against", "win rate [95% CI]", "wins", "ties", "losses", "comparisons",
-                  "first shown won [CI]", "orders agree [CI]", "pairs", title="naturalness: how often a "
-                  "condition's constraints read more like a person's request (a tie counts half)")
+    sheet = Sheet("naturalness: how often a condition's constraints read more like a person's request (a tie counts half)",
+                  ("condition", "against"),
+                  (Block("preference", ("win rate [95% CI]", "wins", "ties", "losses", "comparisons")),
+                   Block("position", ("first shown won [CI]", "orders agree [CI]", "pairs"))))
     for r in rates:
-        table.add_row(r.condition, r.opponent, r.rate.fmt(), str(r.wins), str(r.ties), str(r.losses), str(r.n),
-                      r.first_shown.fmt(), r.order_agreement.fmt(), str(r.both_orders))
-    out.print(table)
+        sheet.add(r.condition, r.opponent, r.rate.fmt(), str(r.wins), str(r.ties), str(r.losses), str(r.n),
+                  r.first_shown.fmt(), r.order_agreement.fmt(), str(r.both_orders))
+    render_sheet(out, sheet)
     out.print("[dim]first shown won: share of decided comparisons won by the set the judge saw first (50% = no "
               "position bias; each pair is judged in both orders, so the bias cancels in the win rates). "
               "orders agree: share of pairs whose two orders name the same winner (low = position, not "

@@ -4,8 +4,9 @@ A ``Sheet`` is one table as data: its key columns (kept in every part, such as c
 its value columns grouped by concern (``Block``: rates, corrected rates, judges and coverage,
 copying), its rows, and a cell may be a value with its interval. ``render_sheet`` prints it whole
 when it fits the terminal, else with each interval under its value, else split by concern (each part
-keeping the key columns), else one value column a part: never a column narrower than its header,
-never a header cut, never a value dropped. Without a terminal it prints the whole table unwrapped.
+keeping the key columns), else its columns packed into as few tables as fit, else each row stacked
+(its values under its keys); headers wrap between words where that keeps a table whole. Never a
+column narrower than its header's longest word, never a header cut, never a value dropped. Without a terminal it prints the whole table unwrapped.
 ``markdown`` (as lm-evaluation-harness prints its tables), ``csv_text`` and ``json_data`` give the
 same tables for people who pipe.
 """
@@ -14,15 +15,21 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, Group
     from rich.table import Table
 
 Cell = str | tuple[str, str]  # a value, or (value, interval)
+# A value column is right-aligned when every cell reads as a number ("83 [78-88]", "1,204", "$0.12",
+# "-"); names and times stay left.
+# More tables than this for one sheet read worse than its rows stacked (a value a line).
+MAX_PARTS = 4
+_NUMBER = re.compile(r"^[-+−$]?[\d.,]*%?( ?[\[(][-\d., −%]+[\])])?\*{0,3}$|^-$|^n/a$")
 
 
 @dataclass(frozen=True)
@@ -40,14 +47,17 @@ class Sheet:
     blocks: tuple[Block, ...]
     rows: list[list[Cell]] = field(default_factory=list)  # keys, then each block's columns in order
     caption: str = ""
+    ends: set[int] = field(default_factory=set)  # rows a rule follows (the last of a section, before a total)
 
     @property
     def headers(self) -> list[str]:
         return [*self.keys, *(h for b in self.blocks for h in b.headers)]
 
-    def add(self, *cells: Cell) -> None:
+    def add(self, *cells: Cell, end_section: bool = False) -> None:
         if len(cells) != len(self.headers):
             raise ValueError(f"{self.title}: {len(cells)} cells for {len(self.headers)} columns")
+        if end_section:
+            self.ends.add(len(self.rows))
         self.rows.append(list(cells))
 
     def part(self, columns: Sequence[int], title: str) -> Sheet:
@@ -55,7 +65,7 @@ class Sheet:
         keep = [*range(len(self.keys)), *columns]
         headers = self.headers
         return Sheet(title, self.keys, (Block("", tuple(headers[i] for i in columns)),),
-                     [[row[i] for i in keep] for row in self.rows], self.caption)
+                     [[row[i] for i in keep] for row in self.rows], self.caption, set(self.ends))
 
 
 def text(cell: Cell, sep: str = " ") -> str:
@@ -66,17 +76,27 @@ def text(cell: Cell, sep: str = " ") -> str:
     return cell
 
 
-def _table(sheet: Sheet, sep: str) -> Table:
+def _table(sheet: Sheet, sep: str, *, compact: bool = False) -> Table:
+    """The sheet as a Rich table (its title and caption printed apart: they wrap at the terminal's
+    width, not the table's). Compact: each column as wide as its values or its header's longest word,
+    whichever is wider (the header wraps between its words); else headers on one line."""
+    from rich.cells import cell_len
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=sheet.title or None, title_justify="left", caption=sheet.caption or None,
-                  caption_justify="left")
+    table = Table()
     for k, header in enumerate(sheet.headers):
-        # No column narrower than its header's longest word: headers wrap between words, never cut.
-        table.add_column(header, justify="left" if k < len(sheet.keys) else "right", no_wrap=True,
-                         min_width=max(len(w) for w in header.split()) if header.strip() else 1)
-    for row in sheet.rows:
-        table.add_row(*(text(c, sep) for c in row))
+        cells = [text(row[k], sep) for row in sheet.rows]
+        numbers = k >= len(sheet.keys) and all(_NUMBER.match(text(row[k])) for row in sheet.rows)
+        word = max((cell_len(w) for w in header.split()), default=1)
+        widest = max((cell_len(line) for c in cells for line in c.split("\n")), default=1)
+        # Values never wrap nor get cut: no column narrower than its widest value, and none narrower
+        # than its header's longest word (headers wrap between words, never inside one).
+        table.add_column(Text(header, no_wrap=False, overflow="fold"), justify="right" if numbers else "left", no_wrap=True,
+                         width=max(word, widest) if compact else None, min_width=word)
+    for i, row in enumerate(sheet.rows):
+        # Text, not strings: Rich reads "[direct]" in a model's label as markup and drops it.
+        table.add_row(*(Text(text(c, sep)) for c in row), end_section=i in sheet.ends)
     return table
 
 
@@ -89,7 +109,7 @@ def natural_width(console: Console, table: Table) -> int:
 
 def _layouts(sheet: Sheet) -> Iterator[list[tuple[Sheet, str]]]:
     """Candidate layouts, most compact reading first: whole; intervals under values; split by concern
-    (each beside, then under); one value column a part."""
+    (each beside, then under). A split sheet's caption follows its last part."""
     yield [(sheet, " ")]
     yield [(sheet, "\n")]
     start = len(sheet.keys)
@@ -99,14 +119,61 @@ def _layouts(sheet: Sheet) -> Iterator[list[tuple[Sheet, str]]]:
         start += len(block.headers)
         parts.append(sheet.part(columns, f"{sheet.title} ({block.name})" if block.name else sheet.title))
     if len(parts) > 1:
-        yield [(p, " ") for p in parts]
-        yield [(p, "\n") for p in parts]
-    singles = [sheet.part([i], f"{sheet.title} ({h})") for i, h in enumerate(sheet.headers) if i >= len(sheet.keys)]
-    yield [(p, "\n") for p in singles]
+        yield [(p, " ") for p in _captioned_last(parts)]
+        yield [(p, "\n") for p in _captioned_last(parts)]
+
+
+def _packed(console: Console, sheet: Sheet) -> list[Sheet]:
+    """The value columns packed left to right into as few tables as fit (intervals under values,
+    headers wrapped), a concern kept in one table where it fits in one."""
+    def fits(columns: list[int]) -> bool:
+        return natural_width(console, _table(sheet.part(columns, ""), "\n", compact=True)) <= console.width
+
+    groups: list[list[int]] = []
+    current: list[int] = []
+    start = len(sheet.keys)
+    for block in sheet.blocks:
+        columns = list(range(start, start + len(block.headers)))
+        start += len(columns)
+        if current and fits(current + columns):
+            current += columns
+            continue
+        if fits(columns):
+            if current:
+                groups.append(current)
+            current = columns
+            continue
+        for column in columns:  # the concern is wider than the terminal: its columns as they fit
+            if current and not fits([*current, column]):
+                groups.append(current)
+                current = []
+            current.append(column)
+    if current:
+        groups.append(current)
+    return _captioned_last([sheet.part(g, f"{sheet.title} ({k} of {len(groups)})" if len(groups) > 1 else sheet.title)
+                            for k, g in enumerate(groups, 1)])
+
+
+def _captioned_last(parts: list[Sheet]) -> list[Sheet]:
+    for part in parts[:-1]:
+        part.caption = ""
+    return parts
+
+
+def _print(console: Console, sheet: Sheet, body: Table | Group) -> None:
+    from rich.text import Text
+
+    if sheet.title:
+        console.print(Text(sheet.title, style="italic"))
+    console.print(body, crop=False)
+    if sheet.caption:
+        console.print(Text(sheet.caption, style="dim"))
 
 
 def render_sheet(console: Console, sheet: Sheet) -> None:
-    """Print ``sheet`` in the first layout whose every table fits the console (module docstring)."""
+    """Print ``sheet`` in the first layout whose every table fits the console (module docstring),
+    headers on one line if they can, else wrapped between words; where none fits (its key columns
+    alone are wider), each row stacked: its keys, then a line a value."""
     if not sheet.rows:
         return
     if not console.is_terminal:  # piped: one table, unwrapped (print caps a width at the console's)
@@ -114,17 +181,37 @@ def render_sheet(console: Console, sheet: Sheet) -> None:
         width = console.width
         console.width = max(width, natural_width(console, table))
         try:
-            console.print(table, crop=False)
+            _print(console, sheet, table)
         finally:
             console.width = width
         return
-    chosen: list[Table] = []
     for layout in _layouts(sheet):
-        chosen = [_table(part, sep) for part, sep in layout]
-        if all(natural_width(console, t) <= console.width for t in chosen):
-            break
-    for table in chosen:
-        console.print(table)
+        for compact in (False, True):
+            chosen = [(part, _table(part, sep, compact=compact)) for part, sep in layout]
+            if all(natural_width(console, t) <= console.width for _, t in chosen):
+                for part, table in chosen:
+                    _print(console, part, table)
+                return
+    packed = [(part, _table(part, "\n", compact=True)) for part in _packed(console, sheet)]
+    if len(packed) <= MAX_PARTS and all(natural_width(console, t) <= console.width for _, t in packed):
+        for part, table in packed:
+            _print(console, part, table)
+        return
+    _print(console, sheet, _stacked(sheet))
+
+
+def _stacked(sheet: Sheet) -> Group:
+    """The rows one under another: the keys in bold on a line, then each header and its value on a
+    line of their own (a long value wraps; nothing is cut)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    keys, headers = len(sheet.keys), sheet.headers
+    lines: list[Text] = []
+    for row in sheet.rows:
+        lines.append(Text(" · ".join(text(c) for c in row[:keys]), style="bold"))
+        lines += [Text.assemble(f"  {header}: ", text(cell)) for header, cell in zip(headers[keys:], row[keys:], strict=True)]
+    return Group(*lines)
 
 
 # -- for people who pipe ---------------------------------------------------------------------------
