@@ -118,3 +118,20 @@ def test_fitting_skips_what_does_not_fit_whole() -> None:
     assert [i.key for i in fitting(items, 20)] == ["1", "y"]  # 12 + 5 fit; the 21-wide one is skipped
     assert [i.key for i in fitting(items, 100)] == ["1", "x", "y"]
     assert fitting(items, 3) == []
+
+
+@pytest.mark.parametrize(("model", "others", "width"), [
+    ("model-a", ["model-b"], 6),  # from the end both read "model…"
+    ("meta-llama/Llama-3.1-70B-Instruct", ["meta-llama/Llama-3.1-8B-Instruct"], 14),
+    ("meta-llama/Llama-3.1-70B-Instruct", ["gpt-4o-mini"], 14),
+    ("org/abc-7b-chat-v1-long-suffix", ["org/abc-7b-chat-v2-long-suffix"], 8),
+])
+def test_a_clipped_model_name_keeps_what_tells_it_apart(model: str, others: list[str], width: int) -> None:
+    from unspecific_tui.screens.queue import writer_cell
+    from unspecific_tui.widgets.fit import distinct_clip
+
+    mine = distinct_clip(model, others, width)
+    theirs = {distinct_clip(o, [model], width) for o in others}
+    assert len(mine) <= width and mine not in theirs and "…" in mine
+    cell = writer_cell(model, "direct", width + 9, others)
+    assert cell.endswith(" [direct]") and cell != writer_cell(others[0], "direct", width + 9, [model])

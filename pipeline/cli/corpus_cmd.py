@@ -200,7 +200,8 @@ def run_list(args: argparse.Namespace) -> int:
     from pipeline.cli.common import console, open_store_from
     from pipeline.stages.corpus import corpus_stats
 
-    store = open_store_from(args, create=False, readonly=True)
+    # Reading: migrated first where the store can be written (an older store), read-only where not.
+    store = open_store_from(args, create=False, reading=True)
     try:
         stats = corpus_stats(store)
     finally:

@@ -150,7 +150,9 @@ def _open(path: Path, *, readonly: bool) -> Store:
     store = Store(path=path, conn=conn)
     if readonly:
         if version < SCHEMA_VERSION:
-            raise StoreError(f"{path}: schema {version} needs migrating, but the store is opened read-only")
+            raise StoreError(f"{path}: schema {version} needs migrating to {SCHEMA_VERSION}, but the store is opened "
+                             "read-only; open it once where it can be written (any command, or the app), or copy it "
+                             "somewhere writable")
         return store
     try:
         if version == 0 and _has_foreign_tables(conn):

@@ -41,6 +41,7 @@ from unspecific_tui.following import Following, Stop
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.constraint_list import echo_cell
+from unspecific_tui.widgets.fit import distinct_clip
 from unspecific_tui.widgets.footer import KeyFooter
 
 PAGE = 300  # rows put in the table at a time (a DataTable's cost grows with its rows)
@@ -102,15 +103,13 @@ def shorten(text: str, width: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def writer_cell(model: str, mode: str, width: int) -> str:
-    """"model [mode]" in ``width`` cells: the model's name is cut, never the mode (two responses of
-    one model differ only there)."""
+def writer_cell(model: str, mode: str, width: int, models: Sequence[str] = ()) -> str:
+    """"model [mode]" in ``width`` cells: the model's name is cut where it does not tell it from the
+    other ``models`` shown, never the mode (two responses of one model differ only there)."""
     if not mode:
-        return shorten(model, width)
+        return distinct_clip(model, models, width)
     tail = f" [{mode}]"
-    room = width - len(tail)
-    name = model if len(model) <= room else model[:max(1, room - 1)] + "…"
-    return name + tail
+    return distinct_clip(model, models, max(1, width - len(tail))) + tail
 
 
 def _verdict(passed: bool | None) -> Text:
@@ -229,6 +228,7 @@ class QueueScreen(AppScreen):
         self.limit = TOP  # how many the last query asked for
         self.missing: tuple[str, ...] = ()  # evidence never computed for this store, and how to
         self.ranked: list[Ranked] = []
+        self.models: list[str] = []
         self.shown = 0
         self.seconds = 0.0
         self.columns: list[Column] = []
@@ -308,6 +308,7 @@ class QueueScreen(AppScreen):
         """The table from the loaded rows; back to where the cursor was when more were read."""
         self.ranked = ranked(self.evidence or [], self.enabled)
         self.prefix = shared_prefix([e.text for e in self.evidence or []])
+        self.models = sorted({e.writer.model for e in self.evidence or []})  # clipped apart (writer_cell)
         self._reasons_line()
         self._fill()
         keep, self._keep_row = self._keep_row, 0
@@ -346,7 +347,7 @@ class QueueScreen(AppScreen):
             "instr": str(e.instruction_id),
             "constraint": Text(shorten(f"{same_phrase_tag(e)}{e.position}. {after_prefix(e.text, self.prefix)}",
                                        self.text_width)),
-            "writer": Text(writer_cell(e.writer.model, e.writer.mode, 15)),
+            "writer": Text(writer_cell(e.writer.model, e.writer.mode, 15, self.models)),
             "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in self.columns)),
             "outcome": outcome(e),
             "similarity": bar(e.similarity.highest if e.similarity else None),

@@ -25,6 +25,33 @@ def clip(text: str, width: int) -> str:
     return set_cell_size(text, width - 1).rstrip() + ELLIPSIS
 
 
+def distinct_clip(text: str, others: Iterable[str], width: int) -> str:
+    """``text`` in at most ``width`` cells, keeping where it differs from ``others`` (model names
+    shown side by side: "model-a" and "model-b" clipped from the end both read "model…"): its head
+    when that holds the difference, else its tail, else the difference between two ellipses."""
+    if cell_len(text) <= width:
+        return text
+    rivals = [o for o in others if o != text]
+    if not rivals or width <= 2:
+        return clip(text, width)
+    start = max(_common_prefix(text, o) for o in rivals)  # every rival differs from text by here
+    same_tail = max(_common_prefix(text[::-1], o[::-1]) for o in rivals)
+    if start < width - 1:
+        return clip(text, width)
+    if same_tail < width - 1:
+        return ELLIPSIS + text[len(text) - (width - 1):]
+    return ELLIPSIS + text[start:start + width - 2] + ELLIPSIS
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def natural_width(label: str, values: Iterable[str]) -> int:
     """The cells a column needs for its label and its widest value."""
     return max([cell_len(label), *(cell_len(v) for v in values)])
