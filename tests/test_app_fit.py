@@ -135,3 +135,15 @@ def test_a_clipped_model_name_keeps_what_tells_it_apart(model: str, others: list
     assert len(mine) <= width and mine not in theirs and "…" in mine
     cell = writer_cell(model, "direct", width + 9, others)
     assert cell.endswith(" [direct]") and cell != writer_cell(others[0], "direct", width + 9, [model])
+
+
+def test_the_queue_widens_the_model_column_to_its_labels_where_there_is_room() -> None:
+    from unspecific_tui.screens.queue import ROOMY_CONSTRAINT, WRITER, layout
+
+    label = len("meta-llama/Llama-3.1-70B-Instruct [direct]")
+    narrow, _ = layout(80, label)
+    assert next(c.width for c in narrow if c.key == "writer") == WRITER.width
+    wide, text = layout(200, label)  # every optional column shown: it grows while the constraint keeps its room
+    assert WRITER.width < next(c.width for c in wide if c.key == "writer") < label and text == ROOMY_CONSTRAINT
+    wider, text = layout(260, label)
+    assert next(c.width for c in wider if c.key == "writer") == label and text > ROOMY_CONSTRAINT

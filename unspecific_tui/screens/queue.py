@@ -59,6 +59,7 @@ REASON_STYLES = {"similar": "cyan", "copied": "magenta", "echo": "magenta", "los
 # What computes each kind of evidence an older store lacks.
 # Optional columns give way before the constraint gets narrower than this (or a fifth of the width).
 MIN_CONSTRAINT_WIDTH = 20
+ROOMY_CONSTRAINT = 30  # the model/mode column widens to its labels only while the constraint keeps this
 
 
 @dataclass(frozen=True)
@@ -179,8 +180,9 @@ class Column:
 
 # Always shown, then the optional ones in the order they give way (last first) as width shrinks:
 # the copied count before the instruction's number (the row's detail names its instruction).
+WRITER = Column("writer", "model/mode", 15)
 CORE = (Column("mark", "✓", 1), Column("rank", "#", 6), Column("score", "score", 5),
-        Column("constraint", "constraint", 0), Column("writer", "model/mode", 15))
+        Column("constraint", "constraint", 0), WRITER)
 OPTIONAL = (Column("reasons", "reasons", 22), Column("copied", "copied", 8), Column("instr", "instr.", 6),
             Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11), Column("trust", "trust", 18),
             Column("echo", "echo", 4), Column("flags", "flags", 14))
@@ -192,8 +194,10 @@ CELL_PADDING = 2  # a DataTable cell's padding, left and right
 CHROME = 2  # the vertical scrollbar
 
 
-def layout(width: int) -> tuple[list[Column], int]:
-    """The columns that fit ``width`` cells, left to right, and the constraint column's width."""
+def layout(width: int, writer: int = 0) -> tuple[list[Column], int]:
+    """The columns that fit ``width`` cells, left to right, and the constraint column's width. The
+    model/mode column grows towards ``writer`` cells (the longest label) while the constraint keeps
+    ROOMY_CONSTRAINT."""
 
     def used(cols: list[Column]) -> int:
         return sum(c.width + CELL_PADDING for c in cols) + CHROME
@@ -206,7 +210,12 @@ def layout(width: int) -> tuple[list[Column], int]:
         elif column.key == "reasons" and width - used([*columns, SHORT_REASONS]) >= least:
             columns.append(SHORT_REASONS)
     columns.sort(key=lambda c: ORDER.index(c.key))
-    return columns, max(12, width - used(columns))
+    left = width - used(columns)
+    grow = min(max(0, writer - WRITER.width), left - ROOMY_CONSTRAINT)
+    if grow > 0:
+        columns = [Column(c.key, c.label, c.width + grow) if c.key == "writer" else c for c in columns]
+        left -= grow
+    return columns, max(12, left)
 
 
 class QueueScreen(AppScreen):
@@ -319,7 +328,7 @@ class QueueScreen(AppScreen):
 
     def _fill(self) -> None:
         table = self.query_one("#queue-table", DataTable)
-        self.columns, self.text_width = layout(self.size.width or self.app.size.width)
+        self.columns, self.text_width = self._layout(self.size.width or self.app.size.width)
         table.clear(columns=True)
         for column in self.columns:
             table.add_column(column.label, key=column.key, width=column.width or self.text_width)
@@ -330,6 +339,14 @@ class QueueScreen(AppScreen):
         self.query_one("#queue-empty", Static).display = bool(empty)
         table.display = not empty
         self._detail()
+
+    def _layout(self, width: int) -> tuple[list[Column], int]:
+        labels = {f"{e.writer.model} [{e.writer.mode}]" if e.writer.mode else e.writer.model
+                  for e in self.evidence or []}
+        return layout(width, max(map(len, labels), default=0))
+
+    def _width_of(self, key: str) -> int:
+        return next(c.width for c in self.columns if c.key == key)
 
     def _add_page(self) -> None:
         table = self.query_one("#queue-table", DataTable)
@@ -347,7 +364,7 @@ class QueueScreen(AppScreen):
             "instr": str(e.instruction_id),
             "constraint": Text(shorten(f"{same_phrase_tag(e)}{e.position}. {after_prefix(e.text, self.prefix)}",
                                        self.text_width)),
-            "writer": Text(writer_cell(e.writer.model, e.writer.mode, 15, self.models)),
+            "writer": Text(writer_cell(e.writer.model, e.writer.mode, self._width_of("writer"), self.models)),
             "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in self.columns)),
             "outcome": outcome(e),
             "similarity": bar(e.similarity.highest if e.similarity else None),
@@ -430,7 +447,7 @@ class QueueScreen(AppScreen):
         self._detail()
 
     def on_resize(self) -> None:
-        if self.evidence is not None and layout(self.size.width)[0] != self.columns:
+        if self.evidence is not None and self._layout(self.size.width)[0] != self.columns:
             row = self.query_one("#queue-table", DataTable).cursor_row
             self._fill()
             self.query_one("#queue-table", DataTable).move_cursor(row=row)
