@@ -327,3 +327,38 @@ def test_evidence_of_another_definition_is_stale_and_computed_again(store: Store
     assert store.conn.execute("SELECT count(*) FROM copy_evidence").fetchone()[0] == 2 * len(CONSTRAINTS)
     assert count_missing_copy_evidence(store) == 0
     assert _by_position(store)[6].specificity < before
+
+
+def test_a_small_store_asks_bbc_news_how_common_a_phrase_is() -> None:
+    """Six articles cannot tell "in the United States" is common; the bundled BBC News can. A phrase BBC
+    News never prints keeps the store's count (and its reason)."""
+    from pipeline.analysis.copy_evidence import background_corpus
+
+    background = background_corpus()
+    assert background is not None and background.articles > 2000
+    ref = "Officials in the United States said the new budget would pass by May."
+    small = CorpusFrequency([ref, *OTHERS])
+    alone = PhraseFacts.of("in the United States", "A", PhraseContext(TASK, {"A": ref}, frozenset(), small))
+    both = PhraseFacts.of("in the United States", "A",
+                          PhraseContext(TASK, {"A": ref}, frozenset(), small, background))
+    assert alone.counted_in == "articles" and alone.df == 1
+    assert both.counted_in == "BBC News articles" and both.df > 1 and both.specificity < alone.specificity
+    assert f"of {background.articles:,} BBC News articles" in both.sentence()
+    probe = PhraseFacts.of(PROBE, "A", PhraseContext(TASK, {"A": REF_A}, frozenset(),
+                                                     CorpusFrequency([REF_A, REF_B, *OTHERS]), background))
+    assert probe.counted_in == "articles" and probe.sentence().startswith("10 words of reference A only, in 1 of 6")
+
+
+def test_the_background_is_read_for_a_small_domain_only(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.analysis import copy_evidence
+    from pipeline.store.suspicion import missing_copy_work
+
+    work = missing_copy_work(store, limit=50)
+    small = copy_evidence.CopyFinder(store)
+    small.prepare(work)
+    monkeypatch.setattr(copy_evidence, "BACKGROUND_ARTICLES", 6)  # the handmade store's six articles: enough
+    enough = copy_evidence.CopyFinder(store)
+    enough.prepare(work)
+    ids = {w.instruction_id for w in work}
+    assert all(small._contexts[i].background is not None for i in ids)
+    assert all(enough._contexts[i].background is None for i in ids)

