@@ -181,6 +181,7 @@ class PhraseFacts:
     number: bool
     specificity: float
     counted_in: str = "articles"  # which articles df counts: the domain's, or the BBC News background
+
     @classmethod
     def of(cls, phrase: str, source: str, context: PhraseContext) -> PhraseFacts:
         words = tuple(w.lower() for w in WORD.findall(phrase))

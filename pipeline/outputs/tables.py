@@ -4,9 +4,11 @@ A ``Sheet`` is one table as data: its key columns (kept in every part, such as c
 its value columns grouped by concern (``Block``: rates, corrected rates, judges and coverage,
 copying), its rows, and a cell may be a value with its interval. ``render_sheet`` prints it whole
 when it fits the terminal, else with each interval under its value, else split by concern (each part
-keeping the key columns), else its columns packed into as few tables as fit, else each row stacked
+keeping the key columns), else (key columns holding one value on every row moved into the title)
+its columns packed into as few tables as fit, else each row stacked
 (its values under its keys); headers wrap between words where that keeps a table whole. Never a
-column narrower than its header's longest word, never a header cut, never a value dropped. Without a terminal it prints the whole table unwrapped.
+column narrower than its header's longest word, never a header cut, never a value dropped. Without
+a terminal it prints the whole table unwrapped.
 ``markdown`` (as lm-evaluation-harness prints its tables), ``csv_text`` and ``json_data`` give the
 same tables for people who pipe.
 """
@@ -25,10 +27,10 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 Cell = str | tuple[str, str]  # a value, or (value, interval)
-# A value column is right-aligned when every cell reads as a number ("83 [78-88]", "1,204", "$0.12",
-# "-"); names and times stay left.
 # More tables than this for one sheet read worse than its rows stacked (a value a line).
 MAX_PARTS = 4
+# A value column is right-aligned when every cell reads as a number ("83 [78-88]", "1,204", "$0.12",
+# "-"); names and times stay left.
 _NUMBER = re.compile(r"^[-+−$]?[\d.,]*%?( ?[\[(][-\d., −%]+[\])])?\*{0,3}$|^-$|^n/a$")
 
 
@@ -92,8 +94,8 @@ def _table(sheet: Sheet, sep: str, *, compact: bool = False) -> Table:
         widest = max((cell_len(line) for c in cells for line in c.split("\n")), default=1)
         # Values never wrap nor get cut: no column narrower than its widest value, and none narrower
         # than its header's longest word (headers wrap between words, never inside one).
-        table.add_column(Text(header, no_wrap=False, overflow="fold"), justify="right" if numbers else "left", no_wrap=True,
-                         width=max(word, widest) if compact else None, min_width=word)
+        table.add_column(Text(header, no_wrap=False, overflow="fold"), justify="right" if numbers else "left",
+                         no_wrap=True, width=max(word, widest) if compact else None, min_width=word)
     for i, row in enumerate(sheet.rows):
         # Text, not strings: Rich reads "[direct]" in a model's label as markup and drops it.
         table.add_row(*(Text(text(c, sep)) for c in row), end_section=i in sheet.ends)
@@ -192,12 +194,33 @@ def render_sheet(console: Console, sheet: Sheet) -> None:
                 for part, table in chosen:
                     _print(console, part, table)
                 return
+    hoisted = _hoisted(sheet)
+    if hoisted is not None:
+        render_sheet(console, hoisted)
+        return
     packed = [(part, _table(part, "\n", compact=True)) for part in _packed(console, sheet)]
     if len(packed) <= MAX_PARTS and all(natural_width(console, t) <= console.width for _, t in packed):
         for part, table in packed:
             _print(console, part, table)
         return
     _print(console, sheet, _stacked(sheet))
+
+
+def _hoisted(sheet: Sheet) -> Sheet | None:
+    """The sheet with its key columns that hold one value on every row moved into its title ("model:
+    local/direct"), their width given to the values; None when there are none to move (one key column
+    always stays)."""
+    if len(sheet.rows) < 2:
+        return None
+    same = [k for k in range(len(sheet.keys)) if len({text(row[k]) for row in sheet.rows}) == 1]
+    same = same[:len(sheet.keys) - 1] if len(same) == len(sheet.keys) else same
+    if not same:
+        return None
+    said = ", ".join(f"{sheet.keys[k]}: {text(sheet.rows[0][k])}" for k in same)
+    keep = [i for i in range(len(sheet.headers)) if i not in same]
+    return Sheet(f"{sheet.title} ({said})" if sheet.title else said, tuple(h for k, h in enumerate(sheet.keys)
+                 if k not in same), sheet.blocks, [[row[i] for i in keep] for row in sheet.rows], sheet.caption,
+                 set(sheet.ends))
 
 
 def _stacked(sheet: Sheet) -> Group:
@@ -210,7 +233,8 @@ def _stacked(sheet: Sheet) -> Group:
     lines: list[Text] = []
     for row in sheet.rows:
         lines.append(Text(" · ".join(text(c) for c in row[:keys]), style="bold"))
-        lines += [Text.assemble(f"  {header}: ", text(cell)) for header, cell in zip(headers[keys:], row[keys:], strict=True)]
+        lines += [Text.assemble(f"  {header}: ", text(cell))
+                  for header, cell in zip(headers[keys:], row[keys:], strict=True)]
     return Group(*lines)
 
 

@@ -117,8 +117,9 @@ def similarity_cells(sim: Similarity | None, stored: bool, bars: bool = True) ->
     """The two similarities, each with a bar of 3 cells, or the number alone (``bars`` off)."""
     style = "cyan" if stored else "dim cyan"
     if not bars:
-        return tuple(Text("-", style="dim") if v is None else Text(f"{v:.2f}", style=style)  # type: ignore[return-value]
-                     for v in ((sim.to_a, sim.to_b) if sim else (None, None)))
+        a, b = (sim.to_a, sim.to_b) if sim else (None, None)
+        return (Text("-", style="dim") if a is None else Text(f"{a:.2f}", style=style),
+                Text("-", style="dim") if b is None else Text(f"{b:.2f}", style=style))
     if sim is None:
         return bar(None, 3), bar(None, 3)
     return bar(sim.to_a, 3, style=style), bar(sim.to_b, 3, style=style)
@@ -183,8 +184,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
     def on_resize(self) -> None:
         """The constraint column takes the width the others leave (DataTable has no 1fr column); the
         similarity bars go where it would be left fewer than TEXT_COMFORT cells."""
-        bars = self._fitted_text_width(bars=True) >= TEXT_COMFORT
-        width = self._fitted_text_width(bars=bars)
+        bars, width = self._fit()
         if width != self._text_width or bars != self.bars:
             self.bars = bars
             rows, key, cid = self.rows_shown, self.key, self.constraint_at(self.cursor_row)
@@ -193,6 +193,11 @@ class ConstraintList(DataTable, inherit_bindings=False):
             self.key = None
             self.show_rows(rows, key)
             self.select(cid)
+
+    def _fit(self) -> tuple[bool, int]:
+        """Whether the similarity columns keep their bars, and the constraint column's width."""
+        bars = self._fitted_text_width(bars=True) >= TEXT_COMFORT
+        return bars, self._fitted_text_width(bars=bars)
 
     def _fitted_text_width(self, bars: bool | None = None) -> int:
         columns = self._columns(bars)
@@ -208,7 +213,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
         if echo != self.show_echo:  # the echo column comes or goes: the columns anew
             self.show_echo = echo
             self.clear(columns=True)
-            self._add_columns(self._fitted_text_width())
+            self.bars, width = self._fit()
+            self._add_columns(width)
         self.rows_shown = list(rows)
         self.clear()
         self.add_rows([self.row_cells(r) for r in rows])
