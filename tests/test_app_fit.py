@@ -147,3 +147,11 @@ def test_the_queue_widens_the_model_column_to_its_labels_where_there_is_room() -
     assert WRITER.width < next(c.width for c in wide if c.key == "writer") < label and text == ROOMY_CONSTRAINT
     wider, text = layout(260, label)
     assert next(c.width for c in wider if c.key == "writer") == label and text > ROOMY_CONSTRAINT
+
+
+def test_the_report_and_instructions_clip_model_names_apart() -> None:
+    from unspecific_tui.screens.report import short_model
+
+    models = ["meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"]
+    shown = {short_model(m, 12, models) for m in models}
+    assert len(shown) == 2 and all(len(s) <= 12 for s in shown)

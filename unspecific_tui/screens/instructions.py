@@ -19,7 +19,7 @@ from pipeline.store.view import Writer
 from unspecific_tui.app import Context
 from unspecific_tui.data import Analysis, InstructionRow
 from unspecific_tui.screens.base import AppScreen
-from unspecific_tui.widgets.fit import clip, natural_width, table_width, widths
+from unspecific_tui.widgets.fit import clip, distinct_clip, natural_width, table_width, widths
 from unspecific_tui.widgets.footer import KeyFooter
 
 ANY = "__any__"
@@ -103,6 +103,7 @@ class InstructionsScreen(AppScreen):
         self.columns: tuple[Column, ...] = ()  # the columns shown, for the table's width
         self._followed: Context | None = None  # the app's context last opened on (once each)
         self.widths: list[int] = []
+        self._flexible: list[str] = []  # the flexible column's values, clipped apart (distinct_clip)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -183,7 +184,10 @@ class InstructionsScreen(AppScreen):
     def _add_page(self) -> None:
         table = self.query_one("#instr-table", DataTable)
         page = self.rows[self.shown:self.shown + PAGE]
-        table.add_rows([tuple(Text(clip(c.fmt(c.value(r)), w)) for c, w in zip(self.columns, self.widths, strict=True))
+        # The flexible column (model and mode) is cut where it does not tell its value from the others'.
+        table.add_rows([tuple(Text(distinct_clip(c.fmt(c.value(r)), self._flexible, w) if c.key in FLEXIBLE
+                                   else clip(c.fmt(c.value(r)), w))
+                              for c, w in zip(self.columns, self.widths, strict=True))
                         for r in page])
         self.shown += len(page)
         self._status()
@@ -243,6 +247,7 @@ class InstructionsScreen(AppScreen):
             fitted = natural
         table.clear(columns=True)
         self.columns, self.widths = columns, fitted
+        self._flexible = sorted({c.fmt(c.value(r)) for c in columns if c.key in FLEXIBLE for r in self.rows})
         for col, width in zip(columns, fitted, strict=True):
             table.add_column(col.label, key=col.key, width=width)
 

@@ -15,7 +15,7 @@ and says so). The warnings are one line that `w` (or a click) opens as a list.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ from pipeline.analysis.coverage import MIN_COVERAGE
 from pipeline.core.definitions import same_ratio
 from unspecific_tui.data import Analysis
 from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.fit import distinct_clip
 from unspecific_tui.widgets.footer import KeyFooter
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
@@ -167,12 +168,12 @@ LAYOUTS = (Layout("interval"), Layout("short"), Layout("value"), Layout("value",
            Layout("value", joined=True, drop_constant=True, drop=("n", "kappa"), model_width=12))
 
 
-def short_model(name: str, width: int | None) -> str:
-    """'meta-llama/Llama-3.1-70B-Instruct' at 16: 'Llama-3.1-70B-I…' (the row's line has it whole)."""
+def short_model(name: str, width: int | None, others: Iterable[str] = ()) -> str:
+    """'meta-llama/Llama-3.1-70B-Instruct' at 16: 'Llama-3.1-70B-I…' (the row's line has it whole),
+    cut where it does not tell it from the ``others`` shown ('…3.1-8B-Instruct' beside 70B)."""
     if width is None:
         return name
-    name = name.rsplit("/", 1)[-1]
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return distinct_clip(name.rsplit("/", 1)[-1], {o.rsplit("/", 1)[-1] for o in others}, width)
 
 
 @dataclass(frozen=True)
@@ -188,11 +189,12 @@ RATES = (("Org", "org", 0), ("Core", "core", 1), ("sup.", "sup", 2))
 def table_columns(cells: list[Cell], layout: Layout, *, marked: bool) -> list[Column]:
     """The columns of ``layout``; ``marked``: the raw rates come from an unvalidated judge."""
     corrected = any(c.corrected for c in cells)
+    models = {c.model for c in cells}
     mark = f" {UNVALIDATED_MARK}" if marked else ""
     short = layout.style == "value"  # the labels shrink with the figures
     cols = [Column("domain", "domain", lambda c: Text(c.domain)),
             Column("condition", "condition", lambda c: Text(c.condition)),
-            Column("model", "model", lambda c: Text(short_model(c.model, layout.model_width))),
+            Column("model", "model", lambda c: Text(short_model(c.model, layout.model_width, models))),
             Column("mode", "mode", lambda c: Text(c.mode)),
             Column("n", "n", lambda c: str(c.n))]
     if layout.drop_constant:
