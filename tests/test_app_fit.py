@@ -153,5 +153,5 @@ def test_the_report_and_instructions_clip_model_names_apart() -> None:
     from unspecific_tui.screens.report import short_model
 
     models = ["meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"]
-    shown = {short_model(m, 12, models) for m in models}
-    assert len(shown) == 2 and all(len(s) <= 12 for s in shown)
+    shown = {short_model(m, 10, models) for m in models}  # from the end both read "Llama-3.1…"
+    assert len(shown) == 2 and all(len(s) <= 10 for s in shown)
