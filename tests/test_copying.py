@@ -8,7 +8,6 @@ from pipeline.analysis.copying import (
     lexical_overlap,
     longest_common_substring,
     shared_ngram_count,
-    split_sentences,
 )
 
 A = "The mayor said, on Monday: the flood plan will cost the town a great deal of money. Nothing else."
@@ -64,13 +63,6 @@ def test_lexical_overlap() -> None:
     assert lexical_overlap("Mention the flood plan of the mayor", B) == 0.75
     assert lexical_overlap("the of and", B) == 0.0
     assert lexical_overlap("Describe a storm", "") == 0.0
-
-
-def test_split_sentences() -> None:
-    text = 'Hello there. "Is it?" she asked! Yes.\n\nA heading\n- bullet one\n- bullet two. End'
-    assert split_sentences(text) == ["Hello there.", '"Is it?"', "she asked!", "Yes.", "A heading", "- bullet one",
-                                     "- bullet two.", "End"]
-    assert split_sentences("") == []
 
 
 def test_what_is_kept_per_text_costs_the_collector_nothing() -> None:

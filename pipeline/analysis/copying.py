@@ -16,7 +16,6 @@ API:
   copy_stats(a, b, n=5) -> CopyStats               counts, share of a's words in copied spans
   longest_common_substring(a, b) -> Span | None    longest run of words shared
   lexical_overlap(a, b) -> float                   share of a's content words found in b
-  split_sentences(text) -> list[str]               a plain regex sentence splitter
 """
 
 from __future__ import annotations
@@ -28,8 +27,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 WORD = re.compile(r"\w+", re.UNICODE)
-# A sentence ends at . ! ? (and any closing quotes/brackets) before whitespace, or at a blank line.
-SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+|\n\s*\n+|\n(?=\s*[-*\u2022]\s)")
 
 # Function words left out of lexical overlap: sharing "the" says nothing about copying.
 STOPWORDS = frozenset(
@@ -221,24 +218,6 @@ def longest_common_substring(a: str, b: str) -> Span | None:
         return None
     length, i, j = found
     return Span(a_starts[i], a_ends[i + length - 1], b_starts[j], b_ends[j + length - 1], length)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a text, by a plain regex: ends at . ! ? followed by space, at blank lines and
-    before bullet lines. Abbreviations ("Dr. Smith") split too; for a max-cosine over sentences
-    that costs little."""
-    out = []
-    pos = 0
-    for m in SENTENCE_END.finditer(text):
-        end = m.start() if text[m.start()] in "\n" else m.end()
-        piece = text[pos:end].strip()
-        if piece:
-            out.append(piece)
-        pos = m.end()
-    tail = text[pos:].strip()
-    if tail:
-        out.append(tail)
-    return out
 
 
 @lru_cache(maxsize=2048)
