@@ -260,8 +260,8 @@ async def test_auditing_the_queue_is_a_loop(tmp_path):
         assert "confirmed the previous item" not in text_of(audit.query_one("#audit-legend"))
         assert "dismissed the previous item" in text_of(audit.query_one("#audit-legend"))
         assert any("dismissed the previous item" in n.message for n in app._notifications)
-        shown = audit.query_one("#ref-a")
-        assert shown.display and shown.border_title.startswith("Reference A (1/4")
+        shown = [p for p in audit.query("#panes TextPane") if p.display]
+        assert len(shown) == 1 and "t: next)" in shown[0].border_title and "dismissed" not in shown[0].border_title
         first, second = (r.evidence for r in screen.ranked[:2])
         await pilot.press("2")  # back to the queue, over Instructions
         await settle(app, pilot)
@@ -352,3 +352,35 @@ async def test_an_uncertain_verdict_is_a_reason_in_words_and_switches_off(tmp_pa
         await goto(app, pilot, "t")
         assert "uncertain" not in screen.enabled
         assert all(r.evidence.constraint_id != 4 or r.evidence.writer != ("m2", "direct") for r in screen.ranked)
+
+
+async def test_at_80x24_a_copy_suspect_opens_on_the_response(tmp_path):
+    """Following the queue at 80x24 (one pane shown), an item whose response holds copied words
+    opens on the response pane, as the wide layout shows it; `t` moves on and stays until the next
+    item. Without following, the pane stays where the auditor put it."""
+    from pipeline.stages.copy_evidence import compute_copy_evidence
+
+    known = make_known_store(tmp_path / "s.sqlite")
+    add_similarities(known.path)
+    store = open_store(known.path)
+    compute_copy_evidence(store)
+    store.close()
+    app = UnspecificApp(known.path, stages={})
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(app, pilot)
+        copies = [i for i, r in enumerate(screen.ranked) if r.evidence.copy_count.words]
+        assert copies, "the known store has copy suspects"
+        table = screen.query_one("#queue-table", DataTable)
+        table.move_cursor(row=copies[0])
+        await pilot.press("enter")
+        await settle(app, pilot)
+        audit = app.screen
+        response = audit.query_one("#response")
+        assert response.display and response.border_title.startswith("Response (3/4")
+        await pilot.press("t")
+        await pilot.pause()
+        assert audit.query_one("#summary").display and not response.display
+        await pilot.press("escape")  # stop following: moving keeps the pane chosen
+        await pilot.press("down")
+        await settle(app, pilot)
+        assert audit.query_one("#summary").display and not response.display

@@ -49,12 +49,22 @@ class PanesPart(AuditBase):
 
     def action_next_pane(self) -> None:
         """Narrow: show the next pane. Wider: mark it current; PageUp/PageDown scroll it."""
-        self.pane = (self.pane + 1) % len(PANES)
-        for i, pane in enumerate(PANES):
-            self.query_one(f"#{pane}", TextPane).set_class(i == self.pane, "-current")
+        self._set_pane((self.pane + 1) % len(PANES))
         if self._narrow():
             self._render_head_only()  # the pane now shown was not drawn while hidden
         self._render_titles()
+
+    def _set_pane(self, index: int) -> None:
+        self.pane = index
+        for i, pane in enumerate(PANES):
+            self.query_one(f"#{pane}", TextPane).set_class(i == self.pane, "-current")
+
+    def _open_on_copy(self, arrived: bool, row: ListRow | None) -> None:
+        """Narrow, following (the suspicion queue, a flag): an item arrived at whose response holds
+        copied words opens on the response pane, on its first copied span, as the wide layout shows
+        it; `t` still moves on, and stays put until the next item."""
+        if arrived and self._narrow() and self.app.following is not None and row is not None and row.copy.words:
+            self._set_pane(PANES.index("response"))
 
     def action_scroll_pane(self, step: int) -> None:
         pane = self.query_one(f"#{PANES[self.pane]}", TextPane)

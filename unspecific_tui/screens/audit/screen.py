@@ -262,9 +262,11 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         row = next((r for r in rows.rows if r.constraint_id == cid), None)
         verdicts = rows.verdicts.get(cid, [])
         texts = self._texts(data, self.writer, ratio)
+        arrived = (self.shown.constraint_id, self.shown.instruction_id, self.shown.writer) != (cid, iid, self.writer)
         shown = Shown(cid, iid, self.writer, response.id if response else None, summary.id if summary else None)
         shown.row = row
         self.shown = shown
+        self._open_on_copy(arrived, row)
 
         visible = self._visible(rows.rows)
         self._rows_shown = visible

@@ -107,6 +107,9 @@ class AuditBase(AppScreen):
     def _render_titles(self) -> None:
         raise NotImplementedError("_render_titles: defined in a part of the Audit screen")
 
+    def _open_on_copy(self, arrived: bool, row: ListRow | None) -> None:
+        raise NotImplementedError("_open_on_copy: defined in a part of the Audit screen")
+
     def _render_head_only(self) -> None:
         raise NotImplementedError("_render_head_only: defined in a part of the Audit screen")
 
