@@ -223,8 +223,9 @@ def _print_report(out, summary) -> None:  # noqa: ANN001
         flags = ", ".join(f"{k} {v}" for k, v in sorted(r.flags.items())) or "none"
         made = f"{r.instructions}" + (f" (+{r.unfinished} unfinished)" if r.unfinished else "")
         sheet.add(r.condition, made, str(r.failed), replaced, f"{sum(r.flags.values())}: {flags}", str(u.calls), tokens,
-                  f"{u.cost:.4f}", str(u.cache_hits), end_section=r is summary.conditions[-1])
+                  f"{u.cost:.4f}", str(u.cache_hits))
     u = summary.usage
+    sheet.rule()
     sheet.add("total (this run)", "", "", "", "", str(u.calls), f"{u.prompt_tokens + u.completion_tokens:,}",
               f"{u.cost:.4f}", str(u.cache_hits))
     render_sheet(out, sheet)

@@ -141,8 +141,8 @@ def print_estimate(out, est) -> None:  # noqa: ANN001 - a pipeline.stages.estima
 
     for e in est.endpoints.values():
         sheet.add(e.endpoint, f"{e.calls:,}", f"{e.prompt_tokens:,}", f"{e.completion_tokens:,}", f"{e.cache_hits:,}",
-                  f"{e.cost:.4f}", f"{e.batch_cost:.4f}", wall(e.wall_s) if e.calls else "-",
-                  end_section=e is list(est.endpoints.values())[-1])
+                  f"{e.cost:.4f}", f"{e.batch_cost:.4f}", wall(e.wall_s) if e.calls else "-")
+    sheet.rule()
     sheet.add("total", f"{est.calls:,}", f"{est.total('prompt_tokens'):,}", f"{est.total('completion_tokens'):,}",
               f"{est.total('cache_hits'):,}", f"{est.cost:.4f}", f"{est.batch_cost:.4f}", wall(est.wall_s))
     render_sheet(out, sheet)

@@ -62,6 +62,11 @@ class Sheet:
             self.ends.add(len(self.rows))
         self.rows.append(list(cells))
 
+    def rule(self) -> None:
+        """A rule under the rows so far (before a total)."""
+        if self.rows:
+            self.ends.add(len(self.rows) - 1)
+
     def part(self, columns: Sequence[int], title: str) -> Sheet:
         """The key columns and these value columns (indexes into ``headers``), as a sheet of its own."""
         keep = [*range(len(self.keys)), *columns]
