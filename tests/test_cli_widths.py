@@ -93,7 +93,27 @@ def test_corpus_list(terminal: Console, tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     build_synthetic_store(path, SyntheticSpec(n_instructions=3))
     assert main(["--store", str(path), "corpus", "list"]) == 0
-    _fits(terminal, ["news", "synthetic", "kept", "mean", "max"])
+    out = _fits(terminal, ["news", "synthetic", "kept", "mean", "max"])
+    assert out.count("┃ corpus") == 1, out
+
+
+@pytest.mark.parametrize("terminal", WIDTHS, indirect=True)
+def test_corpus_list_of_two_corpora_is_one_table(terminal: Console, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bundled BBC News set and a second corpus in one domain: one table at 80 columns (the domain
+    # column and "all corpora" made it 81 and split it in two), the domain said in its title.
+    from pipeline.stages import corpus
+
+    words = {"min": 300, "median": 438, "mean": 473.4, "max": 998}
+    counts = {"kept": 1138, "duplicate": 133, "near_duplicate": 27, "too_short": 906, "too_long": 20}
+    monkeypatch.setattr(corpus, "corpus_stats", lambda store: [
+        corpus.CorpusStats("bbc-news", "news", counts, words), corpus.CorpusStats("kaggle", "news", counts, words),
+        corpus.CorpusStats("*", "news", {k: 2 * v for k, v in counts.items()}, words)])
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=2))
+    assert main(["--store", str(path), "corpus", "list"]) == 0
+    out = _fits(terminal, ["bbc-news", "kaggle", "2276", "1812", "473", "998", "all"])
+    assert out.count("┃ corpus") == 1 and "articles of domain news per corpus" in out, out
 
 
 @pytest.mark.parametrize("terminal", WIDTHS, indirect=True)
