@@ -362,3 +362,15 @@ def test_the_background_is_read_for_a_small_domain_only(store: Store, monkeypatc
     ids = {w.instruction_id for w in work}
     assert all(small._contexts[i].background is not None for i in ids)
     assert all(enough._contexts[i].background is None for i in ids)
+
+
+def test_the_app_reads_ahead_what_missing_evidence_needs(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """warm_for_missing (the app's analysis worker calls it) reads the background a small store's missing
+    evidence is counted against, and nothing once the evidence is stored."""
+    from pipeline.analysis import copy_evidence
+
+    monkeypatch.setattr(copy_evidence, "_BACKGROUND", [])
+    assert copy_evidence.warm_for_missing(store) and copy_evidence._BACKGROUND
+    compute_copy_evidence(store)
+    monkeypatch.setattr(copy_evidence, "_BACKGROUND", [])
+    assert not copy_evidence.warm_for_missing(store) and not copy_evidence._BACKGROUND

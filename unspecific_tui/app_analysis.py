@@ -62,6 +62,15 @@ class AnalysisPart(AppState):
         merged.families = families
         merged.correction = correction
         self.post_message(MetricsReady(merged))
+        # A store whose copy evidence is missing or stale: Audit computes it as it opens an
+        # instruction, and the first would pay for reading the articles it is counted against.
+        from pipeline.analysis.copy_evidence import warm_for_missing
+
+        view = StoreView.open(self.store_path)
+        try:
+            warm_for_missing(view)
+        finally:
+            view.close()
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
         if self.writer is None and message.analysis.writers:

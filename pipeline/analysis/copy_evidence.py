@@ -27,7 +27,8 @@ from pipeline.core.definitions import BACKGROUND_ARTICLES, COPY_EVIDENCE_NGRAM, 
 from pipeline.store.articles import count_articles, domain_article_bodies
 from pipeline.store.constraints import active_constraints_of
 from pipeline.store.database import Store
-from pipeline.store.suspicion import CopyWork, text_bodies
+from pipeline.store.suspicion import CopyWork, missing_copy_work, text_bodies
+from pipeline.store.view import StoreReader, store_of
 
 
 def word_ngrams(text: str, n: int = COPY_EVIDENCE_NGRAM) -> set[tuple[str, ...]]:
@@ -140,6 +141,19 @@ def background_corpus() -> CorpusFrequency | None:
             except CorpusError:
                 _BACKGROUND.append(None)
         return _BACKGROUND[0]
+
+
+def warm_for_missing(reader: StoreReader) -> bool:
+    """Read now what computing this store's missing copy evidence needs first (the domain's article
+    frequencies and, on a small store, the BBC News background: about a second), so Audit's first
+    instruction does not pay it. For a worker to call; True when there was missing evidence."""
+    store = store_of(reader)
+    work = missing_copy_work(store, limit=1)
+    if not work:
+        return False
+    if domain_corpus(store, work[0].domain or "").articles < BACKGROUND_ARTICLES:
+        background_corpus()
+    return True
 
 
 class CopyFinder:
