@@ -355,3 +355,43 @@ def test_cli(store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert "PASS" in out or "FAIL" in out
     assert not math.isnan(data["criteria"][0]["value"])
+
+
+@pytest.mark.parametrize("width", [80, 120, 160])
+def test_the_report_reads_at_every_width(store: Store, tmp_path: Path, width: int,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`validate report` at 80, 120 and 160 columns: its criteria and depth profile are tables that fit,
+    each value whole (a criterion's line ran past 80 columns and wrapped under its name)."""
+    import io
+
+    from rich.console import Console
+
+    from pipeline.cli import common
+
+    console = Console(width=width, force_terminal=True, color_system=None, record=True, file=io.StringIO())
+    monkeypatch.setattr(common, "console", lambda: console)
+    path = str(store.path)
+    assert main(["--store", path, "validate", "plan", "--per-domain", "10", "--passed", "5", "--seed", "4"]) == 0
+    for annotator, wrong in (("oracle", 0.1), ("second-annotator", 0.2)):  # two: their agreement's table
+        sheet = tmp_path / f"{annotator}.csv"
+        assert main(["--store", path, "validate", "export", "--out", str(sheet), "--annotator", annotator]) == 0
+        rows = list(csv.DictReader(sheet.open()))
+        labels = script(store, BAD, wrong=wrong, seed=len(annotator))
+        for row in rows:
+            row["label"] = labels[(int(row["constraint_id"]), int(row["response_id"]))]
+        _write(sheet, rows)
+        assert main(["--store", path, "validate", "import", str(sheet)]) == 0
+    console.export_text()  # what came before the report
+    assert main(["--store", path, "validate", "report", "--resamples", "200"]) == 0
+    out = console.export_text()
+    assert all(len(line) <= width for line in out.splitlines())
+    report = validation_report(store, n_resamples=200)
+    flat = " ".join(out.split())
+    for c in report.criteria:
+        line = next(line for line in out.splitlines() if c.name in line)
+        assert f"{100 * c.value.value:.1f}" in line, (c.name, line)  # its value on its own line
+        assert ("PASS" if c.passed and not math.isnan(c.value.value) else "FAIL") in flat
+    for point in report.profile:
+        assert f"{point.ratio:g}" in flat and str(point.flipped) in flat
+    kappa = report.kappas[0].kappa
+    assert "second-annotator" in flat and f"{kappa.value:.2f}" in flat and f"[{kappa.low:.2f}-{kappa.high:.2f}]" in flat

@@ -224,14 +224,15 @@ def pct(x: float, digits: int = 1) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}"
 
 
-def ci_parts(iv: Any) -> str | tuple[str, str]:
+def ci_parts(iv: Any, *, scale: float = 100.0, digits: int = 1) -> str | tuple[str, str]:
     """A percentage and its interval apart: ('83.7', '[81.2-87.1]'); the value alone without an
-    interval; '-' when undefined (a table cell of pipeline.outputs.tables)."""
+    interval; '-' when undefined (a table cell of pipeline.outputs.tables). ``scale=1, digits=2``
+    for a kappa: ('0.36', '[0.09-0.66]')."""
     if math.isnan(iv.value):
         return "-"
     if math.isnan(iv.low):
-        return f"{100 * iv.value:.1f}"
-    return f"{100 * iv.value:.1f}", f"[{100 * iv.low:.1f}-{100 * iv.high:.1f}]"
+        return f"{scale * iv.value:.{digits}f}"
+    return f"{scale * iv.value:.{digits}f}", f"[{scale * iv.low:.{digits}f}-{scale * iv.high:.{digits}f}]"
 
 
 def ci(iv: Any, sep: str = " ") -> str:

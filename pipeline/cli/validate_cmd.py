@@ -168,7 +168,9 @@ def _pct(x: float) -> str:
 
 
 def _print_report(report: ValidationReport) -> None:
+    from pipeline.analysis.report_model import ci_parts, pct
     from pipeline.cli.common import console
+    from pipeline.outputs.tables import Block, Sheet, render_sheet
 
     out = console()
     plan = report.plan
@@ -176,30 +178,40 @@ def _print_report(report: ValidationReport) -> None:
     who = report.annotator or "consensus (adjudicator, else majority)"
     out.print(f"[bold]Validation of the Core metric[/], plan {plan.name} (ratio {plan.ratio:g}, seed {plan.seed}),"
               f" labels: {who}")
-    out.print(f"  items {report.items}, labelled {report.labelled}, ambiguous {report.ambiguous} (left out of"
+    out.print(f"items {report.items}, labelled {report.labelled}, ambiguous {report.ambiguous} (left out of"
               f" precision/recall), ties {report.ties}, outside the metric's call {report.out_of_scope}")
     if report.changed:
-        out.print(f"  [yellow]{report.changed} items' metric call changed since the plan was drawn (verdicts"
+        out.print(f"[yellow]{report.changed} items' metric call changed since the plan was drawn (verdicts"
                   " changed); the report uses the current call[/]")
-    out.print(f"  in the sample: TP {report.tp}, FP {report.fp}, FN {report.fn}, TN {report.tn}; estimates below"
-              " weight each stratum by its population")
+    out.print(f"in the sample: TP {report.tp}, FP {report.fp}, FN {report.fn}, TN {report.tn}")
+    # Tables, not padded lines: a criterion's line with its verdict ran past 80 columns and wrapped.
+    criteria = Sheet("The metric against the labels (%, bootstrap 95% CI; each stratum weighted by its population)",
+                     ("criterion",), (Block("", ("estimate", "bar", "verdict", "n")),),
+                     caption="?: the interval straddles the bar, so the verdict may change with more labels")
     for c in report.criteria:
-        verdict = "[green]PASS[/]" if c.passed else "[red]FAIL[/]"
         if math.isnan(c.value.value):
-            verdict = "[red]FAIL[/] (no labels)"
-        elif not c.certain:
-            verdict += " (the interval straddles the bar)"
-        bar = f"{'>=' if c.at_least else '<='} {_pct(c.threshold)}"
-        out.print(f"  {c.name:<26} {c.value.fmt():<24} {bar:<8} {verdict}  n={c.value.n}")
-    for k in report.kappas:
-        out.print(f"  κ {k.annotator_a} / {k.annotator_b}: {k.kappa.fmt(2, 1.0)} over {k.kappa.n} items both labelled"
-                  f" (agree {_pct(k.percent)})")
-    if not report.kappas:
-        out.print("  κ needs two annotators on the same items")
-    out.print("  depth profile (share labelled superficial among the labelled items flipped at each ratio):")
+            verdict = "FAIL (no labels)"
+        else:
+            verdict = ("PASS" if c.passed else "FAIL") + ("" if c.certain else "?")
+        criteria.add(c.name, ci_parts(c.value), f"{'>=' if c.at_least else '<='} {_pct(c.threshold)}", verdict,
+                     str(c.value.n))
+    if not any(row[3].endswith("?") for row in criteria.rows):
+        criteria.caption = ""
+    render_sheet(out, criteria)
+    if report.kappas:
+        kappas = Sheet("Annotators' agreement (κ with its bootstrap 95% CI)", ("annotator", "annotator"),
+                       (Block("", ("κ", "agree %", "items")),))
+        for k in report.kappas:
+            kappas.add(k.annotator_a, k.annotator_b, ci_parts(k.kappa, scale=1.0, digits=2), pct(k.percent),
+                       str(k.kappa.n))
+        render_sheet(out, kappas)
+    else:
+        out.print("κ needs two annotators on the same items")
+    profile = Sheet("Depth profile: share labelled superficial among the labelled items flipped at each ratio (%)",
+                    ("ratio",), (Block("", ("superficial", "labelled", "flipped")),))
     for point in report.profile:
-        out.print(f"    ratio {point.ratio:g}: {point.superficial.fmt():<24} labelled {point.labelled} of "
-                  f"{point.flipped} flipped")
+        profile.add(f"{point.ratio:g}", ci_parts(point.superficial), str(point.labelled), str(point.flipped))
+    render_sheet(out, profile)
 
 
 def run_export(args: argparse.Namespace) -> int:
