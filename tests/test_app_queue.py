@@ -12,7 +12,7 @@ from pipeline.store.database import open_store
 from pipeline.store.view import StoreView
 from tests.support.app import add_similarities, goto, make_known_store, settle, text_of
 from unspecific_tui.app import UnspecificApp
-from unspecific_tui.screens.queue import LABEL, REASON_KEYS, QueueScreen, layout, shorten
+from unspecific_tui.screens.queue import LABEL, REASON_KEYS, QueueScreen, column_width, layout, shorten
 
 
 def expected_queue(path: Path, enabled: tuple[str, ...] = REASONS) -> list:
@@ -215,6 +215,9 @@ def test_shorten_and_layout():
     assert len(cols80) < len(cols160) and text80 >= 20 and text160 >= 32
     assert [c.key for c in cols80] == ["mark", "rank", "score", "constraint", "writer", "reasons", "copied"]
     assert "flags" in [c.key for c in layout(200)[0]]
+    # The rank column as wide as the highest rank: its spare cells go to the constraint.
+    cols, text = layout(80, ranks=300)
+    assert column_width(cols, "rank") == 3 and text == text80 + 3
 
 
 async def test_command_palette_opens_the_queue(tmp_path):

@@ -194,18 +194,23 @@ CELL_PADDING = 2  # a DataTable cell's padding, left and right
 CHROME = 2  # the vertical scrollbar
 
 
-def layout(width: int, writer: int = 0) -> tuple[list[Column], int]:
+def layout(width: int, writer: int = 0, ranks: int = 0) -> tuple[list[Column], int]:
     """The columns that fit ``width`` cells, left to right, and the constraint column's width. The
     model/mode column grows towards ``writer`` cells (the longest label) while the constraint keeps
-    ROOMY_CONSTRAINT."""
+    ROOMY_CONSTRAINT; the rank column is as wide as the highest of ``ranks`` rows' numbers."""
 
     def used(cols: list[Column]) -> int:
         return sum(c.width + CELL_PADDING for c in cols) + CHROME
 
     least = max(MIN_CONSTRAINT_WIDTH, width // 5)
-    columns = list(CORE)
+    # Six cells held "300" in three: at 80 columns the constraint gets them.
+    columns = [Column("rank", "#", len(str(ranks))) if c.key == "rank" and ranks else c for c in CORE]
+    copied = next(c for c in OPTIONAL if c.key == "copied")
     for column in OPTIONAL:
-        if width - used([*columns, column]) >= least:
+        # The reasons' words only where the copy count fits beside them: the count is what the
+        # queue is read for, the toggle keys say the same reasons in fewer cells.
+        after = [copied] if column.key == "reasons" else []
+        if width - used([*columns, column, *after]) >= least:
             columns.append(column)
         elif column.key == "reasons" and width - used([*columns, SHORT_REASONS]) >= least:
             columns.append(SHORT_REASONS)
@@ -338,7 +343,7 @@ class QueueScreen(AppScreen):
 
     def _fill(self) -> None:
         table = self.query_one("#queue-table", DataTable)
-        self.columns, self.text_width = layout(self.size.width or self.app.size.width, label_width(self.evidence))
+        self.columns, self.text_width = self._layout(self.size.width or self.app.size.width)
         table.clear(columns=True)
         for column in self.columns:
             table.add_column(column.label, key=column.key, width=column.width or self.text_width)
@@ -349,6 +354,9 @@ class QueueScreen(AppScreen):
         self.query_one("#queue-empty", Static).display = bool(empty)
         table.display = not empty
         self._detail()
+
+    def _layout(self, width: int) -> tuple[list[Column], int]:
+        return layout(width, label_width(self.evidence), len(self.ranked))
 
     def _add_page(self) -> None:
         table = self.query_one("#queue-table", DataTable)
@@ -449,7 +457,7 @@ class QueueScreen(AppScreen):
         self._detail()
 
     def on_resize(self) -> None:
-        if self.evidence is not None and layout(self.size.width, label_width(self.evidence))[0] != self.columns:
+        if self.evidence is not None and self._layout(self.size.width)[0] != self.columns:
             row = self.query_one("#queue-table", DataTable).cursor_row
             self._fill()
             self.query_one("#queue-table", DataTable).move_cursor(row=row)
