@@ -350,3 +350,24 @@ def test_messages_name_the_domain_the_rows_live_in(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "4 already imported" in out
     assert "4 of the already imported articles live in domain story, not fiction-csv" in " ".join(out.split())
+
+
+def test_progress_bar_of_a_finished_stage_stays_full_after_a_pass_with_nothing_to_do():
+    """A second embedding pass with everything cached (0 of 0) once redrew the bar as 0/24."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from pipeline.cli.corpus_cmd import rich_progress
+    from pipeline.core.progress import ProgressEvent
+
+    out = Console(file=StringIO(), width=100, force_terminal=False)
+    with rich_progress(out) as hook:
+        hook(ProgressEvent("embed", 0, 24))
+        hook(ProgressEvent("embed", 24, 24))
+        hook(ProgressEvent("embed", 0, 0))
+        hook(ProgressEvent("pair", 0, 0))  # nothing to do from the start: no bar
+    text = out.file.getvalue()
+    last = [line for line in text.splitlines() if line.startswith("embed")][-1]
+    assert "24/24" in last and "0/24" not in last
+    assert "pair" not in text

@@ -183,10 +183,12 @@ def rich_progress(out=None) -> Iterator[ProgressHook]:
         if event.kind != "progress":
             bars.console.print(event.message)
             return
+        if event.total == 0 and event.done == 0:
+            # Nothing to do (all cached): no bar, and a finished bar of the same stage stays
+            # full; a later pass with nothing to embed once drew "embed 0/24".
+            return
         label = STAGE_LABELS.get(event.stage, event.stage)
         if event.stage not in tasks:
-            if event.total == 0 and event.done == 0:
-                return  # nothing to do in this stage: no bar
             tasks[event.stage] = bars.add_task(label, total=event.total or None)
         bars.update(tasks[event.stage], completed=event.done, total=event.total or None)
 
