@@ -284,6 +284,26 @@ def test_report_lines_show_the_top_with_reasons(store: Store) -> None:
     assert not missing and all(set(r) >= {f"reason_{x}" for x in REASONS} for r in rows)
 
 
+def test_report_lines_wrap_under_their_item_in_a_terminal(store: Store) -> None:
+    """At 80 columns each line wraps between words: an item's text under its 'instruction', its
+    reasons under their first word, so the next item's number stands alone at the left."""
+    import re
+
+    from pipeline.outputs.suspicion import report_lines, wrap_report_lines
+
+    compute_copy_evidence(store)
+    lines = report_lines(suspicion_queue(store, limit=10))[1:]
+    wrapped = wrap_report_lines(lines, 60)
+    assert len(wrapped) > len(lines) and all(len(line) <= 60 for line in wrapped)
+    assert " ".join(" ".join(wrapped).split()) == " ".join(" ".join(lines).split())  # no word lost or cut
+    items = [line for line in wrapped if re.match(r"\s*\d+\. ", line)]
+    assert len(items) == sum(1 for line in lines if re.match(r"\s*\d+\. ", line))
+    legend = next(i for i, line in enumerate(wrapped) if line.startswith("  reasons:"))
+    assert all(line.startswith(" " * 7) for line in wrapped[:legend] if line not in items)
+    assert all(line.startswith(" " * 4) for line in wrapped[legend + 1:])
+    assert wrap_report_lines(["  1.  6.72  instruction 1 #31 a b"], 80) == ["  1.  6.72  instruction 1 #31 a b"]
+
+
 def _assert_ranking_agrees(reader: StoreReader) -> None:
     """suspicion_queue (scored in SQL) against Evidence.score on instruction_evidence of every item,
     read through ``reader`` (a Store, or the app's view)."""

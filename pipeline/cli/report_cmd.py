@@ -164,11 +164,12 @@ def _print_estimates(out, store) -> None:  # noqa: ANN001
 def _print_suspicious(out, store, run_id: str | None, ratio: float) -> None:  # noqa: ANN001
     """The "Most suspicious" section: the top of the suspicion ranking, each with its reasons."""
     from pipeline.analysis.suspicion import suspicion_queue
-    from pipeline.outputs.suspicion import REPORT_TOP, report_lines
+    from pipeline.outputs.suspicion import REPORT_TOP, report_lines, wrap_report_lines
 
     with out.status("ranking suspicious items..."):
         queue = suspicion_queue(store, ratio=ratio, run_id=run_id, limit=REPORT_TOP)
     lines = report_lines(queue, top=REPORT_TOP)
     out.print(f"\n[bold]{lines[0]}[/]", highlight=False)
-    for line in lines[1:]:
+    # Piped: one line an item and one for its reasons, for grep; in a terminal, wrapped under the item.
+    for line in wrap_report_lines(lines[1:], out.width) if out.is_terminal else lines[1:]:
         out.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -127,6 +129,21 @@ def report_lines(queue: Queue, *, enabled: Sequence[str] = REASONS, top: int = R
         lines.append("  none")
     lines.append("  reasons: " + "; ".join(f"{r} = {REASON_TEXT[r]}" for r in REASONS if r in enabled))
     return lines
+
+
+def wrap_report_lines(lines: Sequence[str], width: int) -> list[str]:
+    """``report_lines`` for a terminal ``width`` cells wide: each line wrapped between words, an
+    item's continuing under its "instruction", its reasons' under their first word (a terminal's own
+    wrap cut words in two and ran back to the first column, where the next item's number is looked
+    for)."""
+    wrapped: list[str] = []
+    for line in lines:
+        head = re.match(r"\s*\d+\.\s+\S+\s+", line)  # "  1.  6.72  "
+        lead = len(line) - len(line.lstrip(" "))
+        indent = len(head.group()) if head else lead if lead > 2 else lead + 2
+        wrapped.extend(textwrap.wrap(line, max(width, indent + 20), subsequent_indent=" " * indent,
+                                     break_on_hyphens=False) or [""])
+    return wrapped
 
 
 def write_suspicious(store: Store, out: str | Path | IO[str], *, ratio: float | None = None,
