@@ -391,6 +391,9 @@ def test_the_report_reads_at_every_width(store: Store, tmp_path: Path, width: in
         line = next(line for line in out.splitlines() if c.name in line)
         assert f"{100 * c.value.value:.1f}" in line, (c.name, line)  # its value on its own line
         assert ("PASS" if c.passed and not math.isnan(c.value.value) else "FAIL") in flat
+    # The '?' is explained under the table exactly when a verdict carries one.
+    uncertain = any(not c.certain and not math.isnan(c.value.value) for c in report.criteria)
+    assert ("the interval straddles the bar" in flat) == uncertain
     for point in report.profile:
         assert f"{point.ratio:g}" in flat and str(point.flipped) in flat
     kappa = report.kappas[0].kappa

@@ -188,16 +188,14 @@ def _print_report(report: ValidationReport) -> None:
     criteria = Sheet("The metric against the labels (%, bootstrap 95% CI; each stratum weighted by its population)",
                      ("criterion",), (Block("", ("estimate", "bar", "verdict", "n")),),
                      caption="?: the interval straddles the bar, so the verdict may change with more labels")
-    uncertain = False
     for c in report.criteria:
-        uncertain = uncertain or (not c.certain and not math.isnan(c.value.value))
         if math.isnan(c.value.value):
             verdict = "FAIL (no labels)"
         else:
             verdict = ("PASS" if c.passed else "FAIL") + ("" if c.certain else "?")
         criteria.add(c.name, ci_parts(c.value), f"{'>=' if c.at_least else '<='} {_pct(c.threshold)}", verdict,
                      str(c.value.n))
-    if not uncertain:
+    if all(c.certain or math.isnan(c.value.value) for c in report.criteria):
         criteria.caption = ""
     render_sheet(out, criteria)
     if report.kappas:
