@@ -36,13 +36,15 @@ class FollowingPart(AuditBase):
         if following is None:
             self.action_move(step)
             return
-        before = following.index
+        before, back = following.index, following.left
         stop = following.step(step)
         if stop is None:
             self._say(f"nothing to follow in {following.label}")
             return
         self._go(stop)
-        if following.index == before:
+        if back:
+            self._say(f"back to {following.label} item {following.index + 1:,}")
+        elif following.index == before:
             self._say(f"{following.label}: the {'last' if step > 0 else 'first'} one")
 
     def _go(self, stop: Stop) -> None:
@@ -152,8 +154,9 @@ class FollowingPart(AuditBase):
         return item is not None and item.flipped
 
     def action_mark(self, mark: str) -> None:
-        """y / d: mark the shown item confirmed / dismissed (the same key again clears it); while the
-        suspicion queue is followed, go on to its next item."""
+        """y / d: mark the item shown, the one the head names (the same key again clears it); on the
+        suspicion queue's current item, go on to its next. Off the queue (a key moved the view away),
+        the mark still goes on the item shown, and the queue waits where it was."""
         shown = self.shown
         if shown.response_id is None or shown.constraint_id is None:
             self._say("nothing to mark: no response shown")
@@ -163,13 +166,14 @@ class FollowingPart(AuditBase):
         if not self.app.mark(*key, new):
             return
         following = self.app.following
-        if new is not None and following is not None and following.label == QUEUE \
-                and following.index < len(following.stops) - 1:
+        on_queue = following is not None and following.label == QUEUE and not following.left
+        if new is not None and on_queue and following is not None and following.index < len(following.stops) - 1:
             self.action_follow(1)
             self._say(f"{mark} the previous item · {self._done()}")
             return
         self.refresh_constraint()
-        self._say(f"{new or 'mark cleared'} · {self._done()}")
+        where = " (not in the queue)" if following is not None and following.left else ""
+        self._say(f"{new or 'mark cleared'}{where} · {self._done()}")
 
     def _done(self) -> str:
         marks = list(self.app.marks.values())

@@ -113,13 +113,18 @@ class HeadPart(AuditBase):
         self.query_one("#audit-head", TextLines).show(rows + [Text()] * (height - len(rows)))
 
     def _following_line(self) -> Text | None:
-        """While n/p follow a list: "suspicion queue item k of N", the item's mark, the count done."""
+        """While n/p follow a list: "suspicion queue item k of N", the item's mark, the count done;
+        after a key left the list, that the item shown is not in it (and which item n/p go back to)."""
         following = self.app.following
         if following is None:
             return None
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f"{following.label} item {following.index + 1:,} of {len(following.stops):,}",
-                    style="bold magenta")
+        position = f"item {following.index + 1:,} of {len(following.stops):,}"
+        if following.left:
+            line.append(f"not in the {following.label}", style="bold yellow")
+            line.append(f" · n/p back to {position}", style="dim")
+        else:
+            line.append(f"{following.label} {position}", style="bold magenta")
         if following.label == QUEUE:
             shown = self.shown
             mark = self.app.marks.get((shown.response_id or 0, shown.constraint_id or 0))
@@ -127,7 +132,9 @@ class HeadPart(AuditBase):
                         style="bold green" if mark == "confirmed" else "dim")
             line.append(" · y confirm · d dismiss", style="magenta")
             line.append(f" · {self._done()}")
-        line.append(" · n/p next/prev · esc stops", style="dim")
+        if not following.left:
+            line.append(" · n/p next/prev", style="dim")
+        line.append(" · esc stops", style="dim")
         return line
 
     def _outcome_line(self, row: ListRow | None, verdicts: list[Verdict]) -> Text:

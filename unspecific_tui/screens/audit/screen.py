@@ -266,6 +266,8 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         shown = Shown(cid, iid, self.writer, response.id if response else None, summary.id if summary else None)
         shown.row = row
         self.shown = shown
+        if self.app.following is not None:  # the head names the item shown, in what is followed or not
+            self.app.following.track(cid, iid, self.writer)
         self._open_on_copy(arrived, row)
 
         visible = self._visible(rows.rows)
@@ -294,7 +296,8 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         rows and four panes: most of a move). Nothing here is shown; a stop it did not guess (`p`,
         another key) is drawn as before."""
         following = self.app.following
-        if following is None or following.index + 1 >= len(following.stops) or not self.is_current:
+        if following is None or following.left or following.index + 1 >= len(following.stops) \
+                or not self.is_current:
             return
         stop = following.stops[following.index + 1]
         if stop.constraint_id not in self._pos:

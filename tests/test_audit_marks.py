@@ -1,0 +1,109 @@
+"""An auditor's mark lands on the item the head names. While Audit follows the suspicion queue, every
+key that moves the view (n, p, the list's keys, [ ], x, the filter, the sort, the model, the ratio,
+the panes) is pressed, and `y` after each: the one mark written is on the item the head names
+(instruction, constraint, model), and when the head says "suspicion queue item k of N", item k is
+that item. No key but `y` / `d` writes a mark."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pipeline.store.view import StoreView
+from tests.support.app import settle, store_rows, synthetic_app, text_of
+from unspecific_tui.screens.audit import AuditScreen
+from unspecific_tui.screens.queue import QueueScreen
+
+# Every key of Audit's that changes what is shown, each pressed while following the queue.
+NAVIGATION = ("n", "j", "down", "k", "up", "n", "right_square_bracket", "n", "p", "x", "left_square_bracket",
+              "slash", "n", "s", "m", "p", "r", "t", "g", "o", "o", "c", "l", "l", "x", "n", "n")
+
+
+def stored_marks(app) -> dict[tuple[int, int], str]:  # noqa: ANN001
+    return {(r, c): m for r, c, m in store_rows(app, "SELECT response_id, constraint_id, mark FROM suspicion_marks")}
+
+
+def named_item(app, head: str) -> tuple[int, int]:  # noqa: ANN001
+    """(response id, constraint id) of the item the head's where-line names: "#iid ... constraint
+    p/n · model [mode] ·", read through the store as a reader would, not from the screen's state."""
+    where = re.search(r"#(\d+) .*? constraint (\d+)/\d+ · (.+?) · summary", head)
+    assert where, head
+    iid, position, label = int(where[1]), int(where[2]), where[3]
+    view = StoreView.open(app.store_path)
+    try:
+        data = view.instruction(iid)
+        writer = next(w for w in data.writers if w.label == label)
+        con = next(c for c in data.constraints.values() if c.active and c.position == position)
+        return data.responses[writer].id, con.id
+    finally:
+        view.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_every_key_while_following_marks_the_item_the_head_names(tmp_path, size):
+    app = synthetic_app(tmp_path, n_instructions=3, n_constraints=6)
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await pilot.press("2", "exclamation_mark")
+        await settle(app, pilot)
+        queue = app.screen
+        assert isinstance(queue, QueueScreen) and len(queue.ranked) >= 5
+        await pilot.press("enter")
+        await settle(app, pilot)
+        audit = app.screen
+        assert isinstance(audit, AuditScreen) and app.following is not None
+        stops = app.following.stops
+        left_seen = followed_seen = 0
+        for key in NAVIGATION:
+            before = stored_marks(app)
+            await pilot.press(key)
+            await settle(app, pilot)
+            assert stored_marks(app) == before, f"{key} wrote a mark"
+            head = text_of(audit.query_one("#audit-head"))
+            item = named_item(app, head)
+            at = re.search(r"suspicion queue item ([\d,]+) of", head)
+            if at:  # the head says the item shown is this stop of the queue
+                followed_seen += 1
+                stop = stops[int(at[1].replace(",", "")) - 1]
+                shown = audit.shown
+                assert stop.is_at(shown.constraint_id, shown.instruction_id, shown.writer), key
+                assert (shown.response_id, shown.constraint_id) == item
+            else:
+                left_seen += 1
+                assert "not in the suspicion queue" in head, (key, head)
+            await pilot.press("y")
+            await settle(app, pilot)
+            after = stored_marks(app)
+            changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+            assert changed == {item}, (key, head, changed)
+        # Both cases were met: keys that stay in the queue and keys that leave it.
+        assert followed_seen and left_seen
+
+
+async def test_off_the_queue_n_goes_back_to_the_item_left(tmp_path):
+    app = synthetic_app(tmp_path, n_instructions=3, n_constraints=6)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("2", "exclamation_mark")
+        await settle(app, pilot)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        audit, following = app.screen, app.following
+        assert following is not None
+        left = following.current
+        for _ in range(20):  # down the list until the view leaves the queue (it may pass other stops)
+            left = following.current
+            await pilot.press("j")
+            await settle(app, pilot)
+            if following.left:
+                break
+        assert following.left and following.current == left
+        head = text_of(audit.query_one("#audit-head"))
+        assert "not in the suspicion queue" in head and f"n/p back to item {following.index + 1}" in head
+        await pilot.press("n")
+        await settle(app, pilot)
+        shown = audit.shown
+        assert not following.left and left is not None
+        assert left.is_at(shown.constraint_id, shown.instruction_id, shown.writer)
+        assert f"suspicion queue item {following.index + 1} of" in text_of(audit.query_one("#audit-head"))
