@@ -352,6 +352,57 @@ async def test_tokens_and_cost_per_call_and_per_client(fake_server, store):
     assert client.usage_by_endpoint["fake"].as_dict() == u.as_dict()
 
 
+async def test_prompt_tokens_the_endpoint_cached_are_stored_and_priced_as_it_prices_them(fake_server, store):
+    """usage.prompt_tokens_details.cached_tokens (OpenAI's, llama.cpp's): stored per call and priced at
+    the endpoint's cached price; a reply that does not say stores NULL (missing, not 0) and pays the
+    prompt price; 0 said is 0 stored."""
+    config = make_config(fake_server.base_url, price_prompt_per_mtok=3.0, price_completion_per_mtok=15.0,
+                         price_cached_prompt_per_mtok=0.3)
+    client = make_client(config, store)
+    prompt = "a prompt long enough to have a cached part " * 10
+    fake_server.push(Reply(text="yes it is", cached_tokens=40), Reply(text="yes it is"),
+                     Reply(text="yes it is", cached_tokens=0), Reply(text="yes it is", cached_tokens=10**6))
+    said = []
+    for n in range(4):
+        messages = user(f"{prompt}{n}")
+        text, c = await client.chat("fake", messages)
+        pt, ct = expected_tokens(messages, text)
+        said.append(c.cached_prompt_tokens)
+        cached = c.cached_prompt_tokens or 0
+        assert c.cost == pytest.approx(((pt - cached) * 3.0 + cached * 0.3 + ct * 15.0) / 1e6)
+        stored = store.scalar("SELECT cached_prompt_tokens FROM llm_calls WHERE id = ?", [c.call_id])
+        assert stored == c.cached_prompt_tokens
+    assert said == [40, None, 0, pt]  # never more than the prompt
+    _, hit = await client.chat("fake", user(f"{prompt}0"))
+    assert hit.cached and hit.cached_prompt_tokens == 40
+    await client.aclose()
+    u = client.usage
+    assert (u.cached_reported, u.cached_prompt_tokens) == (3, 40 + pt)
+
+    # An endpoint with no cached price: a cached token costs the prompt price.
+    plain = make_client(make_config(fake_server.base_url, price_prompt_per_mtok=3.0), store, use_cache=False)
+    fake_server.push(Reply(text="yes", cached_tokens=40))
+    messages = user(prompt)
+    _, c = await plain.chat("fake", messages)
+    await plain.aclose()
+    assert c.cached_prompt_tokens == 40
+    assert c.cost == pytest.approx(expected_tokens(messages, "yes")[0] * 3.0 / 1e6)
+
+
+async def test_a_server_with_one_prompt_cache_reports_the_shared_start(store):
+    """The fake's llama.cpp-like prompt cache: a second prompt sharing a long start with the first reports
+    that start as cached; the first, and one sharing nothing, report 0 (said, not missing)."""
+    with FakeOpenAIServer(prompt_cache=True) as server:
+        client = make_client(make_config(server.base_url), store)
+        start = "The same long instructions, word for word, in every call. " * 8
+        _, first = await client.chat("fake", user(start + "Then the first text."))
+        _, second = await client.chat("fake", user(start + "Then another text."))
+        _, other = await client.chat("fake", user("Nothing in common."))
+        await client.aclose()
+    assert first.cached_prompt_tokens == 0 and other.cached_prompt_tokens == 0
+    assert second.cached_prompt_tokens == len(start + "Then ") // 4
+
+
 # -- secrets ----------------------------------------------------------------------------------
 
 

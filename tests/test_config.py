@@ -43,7 +43,8 @@ def test_bad_url_names_the_field(url):
 @pytest.mark.parametrize(
     "field,value",
     [("concurrency", -1), ("concurrency", 0), ("concurrency", 2.5), ("requests_per_minute", -5),
-     ("price_prompt_per_mtok", -0.1), ("timeout_s", 0), ("max_retries", -1), ("concurrency", "4")],
+     ("price_prompt_per_mtok", -0.1), ("timeout_s", 0), ("max_retries", -1), ("concurrency", "4"),
+     ("price_cached_prompt_per_mtok", -0.1), ("price_cached_prompt_per_mtok", "0.1")],
 )
 def test_bad_numbers_name_the_field(field, value):
     with pytest.raises(ConfigError, match=rf"endpoints\.ex\.{field}"):

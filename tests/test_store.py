@@ -74,6 +74,24 @@ def test_migrates_forward_from_an_older_version(store_path, monkeypatch):
     s.close()
 
 
+def test_a_store_from_before_cached_prompt_tokens_keeps_its_calls_with_nothing_said(store_path):
+    """Schema 18 adds llm_calls.cached_prompt_tokens: the calls stored before keep NULL there (the
+    endpoint's cache was not asked about: missing, not 0), and new ones can say."""
+    s = open_store(store_path)
+    s.conn.execute("ALTER TABLE llm_calls DROP COLUMN cached_prompt_tokens")
+    s.db["llm_calls"].insert({"cache_key": "old", "prompt_tokens": 100, "completion_tokens": 5})
+    s.conn.execute("PRAGMA user_version = 17")
+    s.commit()
+    s.close()
+    s = open_store(store_path)
+    try:
+        assert s.schema_version == SCHEMA_VERSION >= 18
+        assert s.query("SELECT cache_key, cached_prompt_tokens FROM llm_calls") == [
+            {"cache_key": "old", "cached_prompt_tokens": None}]
+    finally:
+        s.close()
+
+
 def test_a_failed_migration_leaves_the_old_version(store_path, monkeypatch):
     open_store(store_path).close()
 

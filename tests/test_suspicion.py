@@ -468,7 +468,7 @@ def test_a_store_from_before_uncertain_marks_is_migrated(store: Store) -> None:
     store.close()
     migrated = open_store(path)
     try:
-        assert migrated.schema_version == SCHEMA_VERSION == 17
+        assert migrated.schema_version == SCHEMA_VERSION == 18
         assert stale_count(migrated.conn) == migrated.scalar("SELECT count(DISTINCT generation_id) FROM verdicts")
         assert [_key(e) for e in suspicion_queue(migrated, enabled=("uncertain",))] == [(2, "direct")]
         put_calibration(migrated, Calibration("J3", "yes_no", "builtin", 0.2, "test", 42, None, None))

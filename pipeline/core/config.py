@@ -55,6 +55,10 @@ class Endpoint:
     requests_per_minute: float | None = None
     price_prompt_per_mtok: float = 0.0
     price_completion_per_mtok: float = 0.0
+    # What a prompt token the endpoint read from its prompt cache costs (OpenAI's and others' cached
+    # input price; the reply says how many: usage.prompt_tokens_details.cached_tokens). None: the
+    # prompt price, as if it had no cache.
+    price_cached_prompt_per_mtok: float | None = None
     timeout_s: float = 300.0
     max_retries: int = 5
     # How the endpoint takes structured output: llama.cpp's server wants
@@ -317,6 +321,7 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         "requests_per_minute": (float, None),
         "price_prompt_per_mtok": (float, 0.0),
         "price_completion_per_mtok": (float, 0.0),
+        "price_cached_prompt_per_mtok": (float, 0.0),
         "timeout_s": (float, None),
         "max_retries": (int, 0),
         "list_items": (int, 1),

@@ -60,7 +60,7 @@ def cache_get(store: Store, key: str) -> Completion | None:
     if row is None or not row.response.strip():
         return None
     return Completion(row.response, row.prompt_tokens, row.completion_tokens, 0.0, True, row.id, 0.0, row.endpoint,
-                      logprobs=decode_logprobs(row.logprobs))
+                      logprobs=decode_logprobs(row.logprobs), cached_prompt_tokens=row.cached_prompt_tokens)
 
 
 def cache_put(store: Store, key: str, ep: Endpoint, template: Template | None, messages: list[dict[str, str]],
@@ -71,7 +71,7 @@ def cache_put(store: Store, key: str, ep: Endpoint, template: Template | None, m
         key, ep.name, ep.model, template.name if template else None, template.hash if template else None,
         stored_request(messages, params), completion.text, completion.prompt_tokens, completion.completion_tokens,
         completion.cost, round(completion.latency_s, 4), run_id, now(), completion.via,
-        encode_logprobs(completion.logprobs),
+        encode_logprobs(completion.logprobs), completion.cached_prompt_tokens,
     ))
     if completion.via == "batch":
         # Deleted rather than emptied: an emptied row leaves its page mostly unused (about 2 kB a

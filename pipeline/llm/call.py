@@ -40,6 +40,22 @@ class Completion:
     # Per reply token, its top alternatives {token: log-probability}, when they were asked and the
     # endpoint gave them; None otherwise (the caller decides what a missing one means).
     logprobs: list[dict[str, float]] | None = None
+    # Of ``prompt_tokens``, those the endpoint read from its own prompt cache (OpenAI's and llama.cpp's
+    # ``usage.prompt_tokens_details.cached_tokens``), as it reported them; None when it said nothing
+    # (missing is missing, not 0). Priced at the endpoint's cached price (pipeline.llm.pricing).
+    cached_prompt_tokens: int | None = None
+
+
+def reply_cached_tokens(usage: Any, prompt_tokens: int) -> int | None:
+    """The prompt tokens a reply's ``usage`` says the endpoint served from its prompt cache
+    (``prompt_tokens_details.cached_tokens``: OpenAI's form, which llama.cpp's server and the embedded
+    one, through pipeline.llm.cache_report, share). None when the reply does not say; never more than
+    ``prompt_tokens``."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(cached, bool) or not isinstance(cached, (int, float)) or cached < 0:
+        return None
+    return min(int(cached), prompt_tokens)
 
 
 def reply_logprobs(choice: Any) -> list[dict[str, float]] | None:

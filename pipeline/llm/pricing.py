@@ -14,9 +14,17 @@ from pipeline.core.config import Endpoint
 from pipeline.llm.call import Completion
 
 
-def online_cost(ep: Endpoint, prompt_tokens: int, completion_tokens: int) -> float:
-    """What a call sent online costs at ``ep``'s prices per million tokens."""
-    return (prompt_tokens * ep.price_prompt_per_mtok + completion_tokens * ep.price_completion_per_mtok) / 1e6
+def online_cost(ep: Endpoint, prompt_tokens: int, completion_tokens: int,
+                cached_prompt_tokens: int | None = None) -> float:
+    """What a call sent online costs at ``ep``'s prices per million tokens: the prompt tokens the
+    endpoint read from its prompt cache at its cached price (``price_cached_prompt_per_mtok``; unset,
+    the prompt price), the others at the prompt price, the reply at the completion price."""
+    cached = min(cached_prompt_tokens or 0, prompt_tokens)
+    cached_price = ep.price_cached_prompt_per_mtok
+    if cached_price is None:
+        cached_price = ep.price_prompt_per_mtok
+    return ((prompt_tokens - cached) * ep.price_prompt_per_mtok + cached * cached_price
+            + completion_tokens * ep.price_completion_per_mtok) / 1e6
 
 
 @dataclass
@@ -32,6 +40,10 @@ class Usage:
     batch_calls: int = 0  # of ``calls``, those answered through a batch (priced as batch)
     batch_cost: float = 0.0  # of ``cost``, what the batch calls cost
     deferred: int = 0  # calls left to a batch (batch mode): asked for, not yet answered
+    # Of ``prompt_tokens``, those the endpoints said they read from their prompt cache, over the
+    # ``cached_reported`` calls whose replies said (a reply that says nothing is not counted as 0).
+    cached_prompt_tokens: int = 0
+    cached_reported: int = 0
 
     def add(self, other: Usage) -> None:
         for name in self.__dataclass_fields__:
@@ -39,6 +51,14 @@ class Usage:
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def spent_line(u: Usage) -> str:
+    """What a client spent, in one line; the prompt tokens read from the endpoints' own prompt caches
+    only when an endpoint said how many."""
+    cached = f" ({u.cached_prompt_tokens:,} of them cached by the endpoint)" if u.cached_reported else ""
+    return (f"LLM calls {u.calls}, cache hits {u.cache_hits}, tokens {u.prompt_tokens:,} in{cached} / "
+            f"{u.completion_tokens:,} out, cost ${u.cost:.4f}")
 
 
 # Extra Usage records the calls of the current task are also counted in (see usage_scope).
@@ -84,6 +104,9 @@ class Accounts:
                 u.prompt_tokens += c.prompt_tokens
                 u.completion_tokens += c.completion_tokens
                 u.cost += c.cost
+                if c.cached_prompt_tokens is not None:
+                    u.cached_reported += 1
+                    u.cached_prompt_tokens += c.cached_prompt_tokens
                 if c.via == "batch":
                     u.batch_calls += 1
                     u.batch_cost += c.cost

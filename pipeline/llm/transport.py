@@ -18,7 +18,7 @@ from typing import Any
 
 from pipeline.core.config import Config, Endpoint
 from pipeline.core.errors import EndpointError, LocalServerDied
-from pipeline.llm.call import Completion, reply_logprobs
+from pipeline.llm.call import Completion, reply_cached_tokens, reply_logprobs
 from pipeline.llm.pools import Pools
 from pipeline.llm.pricing import Accounts, online_cost
 
@@ -200,9 +200,11 @@ class Transport:
                 usage = response.get("usage") or {}
                 pt = int(usage.get("prompt_tokens") or 0)
                 ct = int(usage.get("completion_tokens") or 0)
+                cached = reply_cached_tokens(usage, pt)
                 logprobs = reply_logprobs(response["choices"][0]) if params.get("logprobs") else None
-                return Completion(text, pt, ct, online_cost(ep, pt, ct), False, None, latency, ep.name,
-                                  logprobs=logprobs)
+                cost = online_cost(ep, pt, ct, cached)
+                return Completion(text, pt, ct, cost, False, None, latency, ep.name, logprobs=logprobs,
+                                  cached_prompt_tokens=cached)
         finally:
             self._release(ep)
 

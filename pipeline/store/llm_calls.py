@@ -23,6 +23,7 @@ class CachedReply:
     completion_tokens: int
     endpoint: str
     logprobs: str | None = None  # JSON, as pipeline.llm.call encodes them
+    cached_prompt_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class NewCall:
     created_at: str
     via: str  # online | batch
     logprobs: str | None = None  # JSON of the reply tokens' top log-probabilities, when asked and given
+    cached_prompt_tokens: int | None = None  # of prompt_tokens, read from the endpoint's cache; None: unsaid
 
 
 @dataclass(frozen=True)
@@ -55,25 +57,27 @@ class TemplatedCall:
 
 def cached_reply(store: Store, cache_key: str) -> CachedReply | None:
     row = store.conn.execute(
-        "SELECT id, response, prompt_tokens, completion_tokens, endpoint, logprobs FROM llm_calls WHERE cache_key = ?",
+        "SELECT id, response, prompt_tokens, completion_tokens, endpoint, logprobs, cached_prompt_tokens"
+        " FROM llm_calls WHERE cache_key = ?",
         (cache_key,),
     ).fetchone()
     if row is None:
         return None
-    return CachedReply(row[0], row[1] or "", row[2] or 0, row[3] or 0, row[4], row[5])
+    return CachedReply(row[0], row[1] or "", row[2] or 0, row[3] or 0, row[4], row[5], row[6])
 
 
 def put_call(store: Store, call: NewCall) -> int:
     """Store a call (replacing one under the same key); returns its id. Does not commit."""
     cur = store.conn.execute(
         "INSERT OR REPLACE INTO llm_calls (cache_key, endpoint, model, template, template_hash, request, response,"
-        " prompt_tokens, completion_tokens, cost, latency_s, run_id, created_at, via, logprobs)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " prompt_tokens, completion_tokens, cost, latency_s, run_id, created_at, via, logprobs,"
+        " cached_prompt_tokens)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         # Spelled out, not dataclasses.astuple: that deep-copies every field, a tenth of a
         # millisecond a call on the client's hot path.
         (call.cache_key, call.endpoint, call.model, call.template, call.template_hash, call.request, call.response,
          call.prompt_tokens, call.completion_tokens, call.cost, call.latency_s, call.run_id, call.created_at, call.via,
-         call.logprobs),
+         call.logprobs, call.cached_prompt_tokens),
     )
     return int(cur.lastrowid or 0)
 
@@ -96,17 +100,20 @@ def newest_calls(store: Store, *, endpoint: str | None, template: str | None, li
     """The newest calls, newest first, with the first 200 characters of each reply."""
     where, params = _where(endpoint, template)
     return store.query(
-        "SELECT id, created_at, endpoint, model, template, prompt_tokens, completion_tokens, cost, latency_s,"
-        " run_id, substr(response, 1, 200) AS response FROM llm_calls" + where + " ORDER BY id DESC LIMIT ?",
+        "SELECT id, created_at, endpoint, model, template, prompt_tokens, cached_prompt_tokens,"
+        " completion_tokens, cost, latency_s, run_id, substr(response, 1, 200) AS response FROM llm_calls"
+        + where + " ORDER BY id DESC LIMIT ?",
         [*params, limit],
     )
 
 
 def calls_by_endpoint_model_template(store: Store) -> list[dict[str, Any]]:
-    """Per endpoint, model and template: calls, tokens, cost, bytes, first and last."""
+    """Per endpoint, model and template: calls, tokens, cost, bytes, first and last. ``cached_prompt_tokens``
+    sums what the endpoint said it read from its prompt cache (NULL when none of the calls said)."""
     return store.query(
         "SELECT endpoint, model, coalesce(template, '') AS template, count(*) AS calls,"
-        " sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,"
+        " sum(prompt_tokens) AS prompt_tokens, sum(cached_prompt_tokens) AS cached_prompt_tokens,"
+        " sum(completion_tokens) AS completion_tokens,"
         " round(sum(cost), 6) AS cost, sum(length(request) + length(response)) AS bytes,"
         " min(created_at) AS first, max(created_at) AS last"
         " FROM llm_calls GROUP BY endpoint, model, template ORDER BY endpoint, model, template"

@@ -24,7 +24,7 @@ Tables (see DESIGN.md):
                  people's own Yes/No on constraints and texts, to validate the judges
                  (pipeline.analysis.judge_validation)
   naturalness    pairwise preferences between constraint sets
-  llm_calls      every finished LLM call; the cache
+  llm_calls      every finished LLM call (tokens, cached prompt tokens, cost, time); the cache
   batches, batch_requests
                  calls deferred to a provider's batch API or vLLM's run_batch, and their results
   text_scores, text_agreement, text_scores_stale
@@ -506,7 +506,15 @@ def _v17(db: sqlite_utils.Database) -> None:
         db.conn.execute("ALTER TABLE copy_evidence ADD COLUMN version TEXT NOT NULL DEFAULT ''")
 
 
+def _v18(db: sqlite_utils.Database) -> None:
+    """Of a call's prompt tokens, those the endpoint read from its own prompt cache, as its reply said
+    (``llm_calls.cached_prompt_tokens``: OpenAI's and llama.cpp's ``prompt_tokens_details.cached_tokens``).
+    NULL where the endpoint did not say, and for every call stored before: missing, not 0."""
+    if "cached_prompt_tokens" not in db.table("llm_calls").columns_dict:
+        db.table("llm_calls").add_column("cached_prompt_tokens", int)
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
-                                                             _v11, _v12, _v13, _v14, _v15, _v16, _v17]
+                                                             _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18]
 SCHEMA_VERSION = len(MIGRATIONS)

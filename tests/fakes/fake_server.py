@@ -19,11 +19,19 @@ to the error file (HTTP 500); ``batch_expire`` expires the batch with half its r
 duplicate ``custom_id`` in the input fails the batch at validation, as the real API does.
 Batch answers come from the responder, and each request answered is counted in
 ``batch_calls`` (per request body, so a test can see nothing was asked twice).
+
+Cached prompt tokens: a reply says none unless asked. ``Reply.cached_tokens`` puts that count in its
+usage (``prompt_tokens_details.cached_tokens``, as OpenAI and llama.cpp's server say it);
+``prompt_cache=True`` has the server keep one prompt cache as llama.cpp does (one slot: the previous
+request's messages) and report, for each request, the tokens its messages share with that one's
+from the start.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import random
 import threading
 import time
@@ -62,6 +70,8 @@ class Reply:
     # asks for log-probabilities (as llama.cpp's server and vLLM do); None: an endpoint that gives none.
     logprobs: list[dict[str, float]] | None = None
     hang: bool = False  # never answer within the client's timeout
+    # Of the prompt tokens, those read from the server's prompt cache: reported in the usage when set.
+    cached_tokens: int | None = None
 
     @staticmethod
     def error(status: int, message: str = "scripted error", retry_after: float | None = None) -> Reply:
@@ -94,12 +104,16 @@ class FakeOpenAIServer:
         fault_kinds: tuple[str, ...] = FAULT_KINDS,
         seed: int = 0,
         hang_s: float = 5.0,
+        prompt_cache: bool = False,
     ) -> None:
         self.responder = responder
         self.latency_s = latency_s
         self.fault_rate = fault_rate
         self.fault_kinds = fault_kinds
         self.hang_s = hang_s
+        # One prompt cache, as llama.cpp's server keeps (see the module's docstring): the last prompt.
+        self.prompt_cache = prompt_cache
+        self._cached_prompt = ""
         self.script: list[Reply | str] = []
         self.requests: list[dict[str, Any]] = []
         self.faults_served: dict[str, int] = {}
@@ -167,7 +181,8 @@ class FakeOpenAIServer:
                 if reply.body is not None:
                     self._send(reply.status, reply.body, reply.headers)
                     return
-                body = json.dumps(_envelope(request, reply.text, reply.logprobs)).encode()
+                envelope = _envelope(request, reply.text, reply.logprobs, reply.cached_tokens)
+                body = json.dumps(envelope).encode()
                 self._send(reply.status, body, reply.headers)
 
             def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
@@ -225,11 +240,24 @@ class FakeOpenAIServer:
             if scripted is None and self.fault_rate and self._rng.random() < self.fault_rate:
                 fault = self._rng.choice(self.fault_kinds)
                 self.faults_served[fault] = self.faults_served.get(fault, 0) + 1
+            cached = self._reuse(request) if self.prompt_cache else None
         if scripted is not None:
-            return _as_reply(scripted)
-        if fault is not None:
-            return _fault(fault, self.responder, request)
-        return _as_reply(self.responder(request))
+            reply = _as_reply(scripted)
+        elif fault is not None:
+            reply = _fault(fault, self.responder, request)
+        else:
+            reply = _as_reply(self.responder(request))
+        if cached is not None and reply.cached_tokens is None:
+            reply = dataclasses.replace(reply, cached_tokens=cached)
+        return reply
+
+    def _reuse(self, request: dict[str, Any]) -> int:
+        """The prompt tokens (four characters each, as the usage counts them) this request's messages
+        share from the start with the previous request's; this one's are kept for the next."""
+        prompt = "".join(str(m.get("content", "")) for m in request.get("messages", []))
+        shared = len(os.path.commonprefix([prompt, self._cached_prompt]))
+        self._cached_prompt = prompt
+        return min(shared // 4, max(1, len(prompt) // 4))
 
 
     # -- the Files and Batches APIs -------------------------------------------------------
@@ -378,7 +406,8 @@ def _fault(kind: str, responder: Responder, request: dict[str, Any]) -> Reply:
     return Reply(text="I am sorry, but as a language model I would rather write a poem about the sea.")
 
 
-def _envelope(request: dict[str, Any], text: str, logprobs: list[dict[str, float]] | None = None) -> dict[str, Any]:
+def _envelope(request: dict[str, Any], text: str, logprobs: list[dict[str, float]] | None = None,
+              cached_tokens: int | None = None) -> dict[str, Any]:
     prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
     envelope = {
         "id": "chatcmpl-fake",
@@ -393,6 +422,8 @@ def _envelope(request: dict[str, Any], text: str, logprobs: list[dict[str, float
             "total_tokens": max(1, prompt_chars // 4) + (len(text) // 4),
         },
     }
+    if cached_tokens is not None:
+        envelope["usage"]["prompt_tokens_details"] = {"cached_tokens": cached_tokens}  # type: ignore[index]
     if logprobs is not None and request.get("logprobs"):
         top_n = int(request.get("top_logprobs") or 0)
         content = []
