@@ -97,6 +97,25 @@ def test_cache_commands(filled, store_path, capsys):
     assert "no cached calls" in capsys.readouterr().out
 
 
+def test_cached_prompt_tokens_are_shown_once_an_endpoint_said(filled, store_path, capsys):
+    """The prompt tokens an endpoint read from its own prompt cache: no column (no JSON field) while no
+    call says; once one does, a column, summed where said ("-" where none said)."""
+    base = ["--store", str(store_path), "cache"]
+    assert main([*base, "stats"]) == 0
+    assert "cached prompt tokens" not in capsys.readouterr().out
+    assert main([*base, "list", "--json"]) == 0
+    assert all("cached_prompt_tokens" not in r for r in json.loads(capsys.readouterr().out))
+    filled.conn.execute("UPDATE llm_calls SET cached_prompt_tokens = 60 WHERE id IN (1, 2)")
+    filled.commit()
+    rows = {(r["endpoint"], r["template"]): r for r in cache_stats(filled)}
+    assert rows[("gpt", "judge")]["cached_prompt_tokens"] == 120
+    assert rows[("gpt", "summarize")]["cached_prompt_tokens"] is None  # not said: missing, not 0
+    assert main([*base, "stats"]) == 0
+    assert "cached prompt tokens" in capsys.readouterr().out
+    assert main([*base, "list", "--json"]) == 0
+    assert [r["cached_prompt_tokens"] for r in json.loads(capsys.readouterr().out)] == [None, None, 60, 60]
+
+
 def test_cache_on_a_missing_store(tmp_path, capsys):
     assert main(["--store", str(tmp_path / "none.sqlite"), "cache", "stats"]) == 2
     assert "no store here" in capsys.readouterr().err

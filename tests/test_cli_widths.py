@@ -176,3 +176,38 @@ def test_rows_stack_where_the_keys_alone_are_too_wide(terminal: Console) -> None
     render_sheet(terminal, sheet)
     out = _fits(terminal, [long, "calls: 12", "cost: 0.5"])
     assert "┏" not in out
+
+
+@pytest.mark.parametrize("terminal", WIDTHS, indirect=True)
+def test_prompt_tokens_cached_by_the_endpoint_when_one_said(terminal: Console, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prompt tokens an endpoint read from its own prompt cache: a column of the cache's list and stats
+    and of the build summary, and the cached price in the config, once any call or endpoint has one."""
+    from pipeline.cli.build_cmd import _print_report
+    from pipeline.llm import cache
+
+    calls = [{**CALL, "cached_prompt_tokens": 1536}, {**CALL, "id": 1203, "cached_prompt_tokens": None}]
+    monkeypatch.setattr(cache, "list_calls", lambda *a, **k: calls)
+    stats = {"endpoint": "openrouter", "model": LONG_MODEL, "template": "constraints_more", "calls": 2890,
+             "prompt_tokens": 5_412_893, "cached_prompt_tokens": 3_871_204, "completion_tokens": 1_190_220,
+             "cost": 1.0064, "bytes": 9_812_334, "first": "2026-12-01T09:12:44+00:00",
+             "last": "2026-12-03T07:31:00+00:00"}
+    monkeypatch.setattr(cache, "cache_stats", lambda *a, **k: [stats])
+    path = tmp_path / "s.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=2))
+    assert main(["--store", str(path), "cache", "list"]) == 0
+    assert main(["--store", str(path), "cache", "stats"]) == 0
+    usage = Usage(calls=1460, cache_hits=312, prompt_tokens=2_412_093, completion_tokens=603_118, cost=0.7321,
+                  cached_prompt_tokens=1_804_310, cached_reported=1400)
+    _print_report(terminal, BuildSummary("build-2026-12-03-news", [], [
+        ConditionReport("common", 0, 0, 0, 0, 0, {}, Usage(calls=3, prompt_tokens=900, completion_tokens=80)),
+        ConditionReport("direct", 118, 2, 3, 4602, 1187, {"duplicate_constraint": 14}, usage),
+    ], usage, complete=False))
+    config = tmp_path / "c.toml"
+    config.write_text('[endpoints.gpt]\nbase_url = "https://api.openai.com/v1"\nmodel = "gpt-4o-mini"\n'
+                      "price_prompt_per_mtok = 0.15\nprice_cached_prompt_per_mtok = 0.075\n"
+                      "price_completion_per_mtok = 0.6\n"
+                      '[roles]\ngenerator = "gpt"\njudges = ["gpt"]\nsummarizer = "gpt"\n'
+                      'models_under_test = ["gpt"]\n')
+    assert main(["--config", str(config), "config", "show"]) == 0
+    _fits(terminal, ["1536", "3871204", "5412893", "1,804,310", "0.075", "0.15"])

@@ -208,24 +208,30 @@ def _print_stage(out, store, summary) -> None:  # noqa: ANN001
 
 
 def _print_report(out, summary) -> None:  # noqa: ANN001
+    from pipeline.llm.pricing import Usage
     from pipeline.outputs.tables import Block, Sheet, render_sheet
 
+    # The prompt tokens the endpoints read from their own prompt cache: a column only when one said.
+    cached = summary.usage.cached_reported > 0
+    calls = ("calls", "tokens", *(("prompt tokens cached",) if cached else ()), "cost $", "cache hits")
     sheet = Sheet(f"build {summary.run_id}", ("condition",),
                   (Block("instructions", ("instructions", "failed", "replaced (share)", "flags raised")),
-                   Block("calls", ("calls", "tokens", "cost $", "cache hits"))))
-    for r in summary.conditions:
-        u = r.usage
+                   Block("calls", calls)))
+
+    def spent(u: Usage) -> tuple[str, ...]:
+        said = (f"{u.cached_prompt_tokens:,}" if u.cached_reported else "-",) if cached else ()
         tokens = f"{u.prompt_tokens + u.completion_tokens:,}"
+        return (str(u.calls), tokens, *said, f"{u.cost:.4f}", str(u.cache_hits))
+
+    for r in summary.conditions:
         if r.condition == "common":
-            sheet.add("common (shared synthesis)", "-", "-", "-", "-", str(u.calls), tokens, f"{u.cost:.4f}", str(u.cache_hits))
+            sheet.add("common (shared synthesis)", "-", "-", "-", "-", *spent(r.usage))
             continue
         replaced = f"{r.replaced}/{r.constraints} ({r.replaced_share:.0%})" if r.condition in ("direct", "eval") else "-"
         flags = ", ".join(f"{k} {v}" for k, v in sorted(r.flags.items())) or "none"
         made = f"{r.instructions}" + (f" (+{r.unfinished} unfinished)" if r.unfinished else "")
-        sheet.add(r.condition, made, str(r.failed), replaced, f"{sum(r.flags.values())}: {flags}", str(u.calls), tokens,
-                  f"{u.cost:.4f}", str(u.cache_hits))
-    u = summary.usage
+        raised = f"{sum(r.flags.values())}: {flags}"
+        sheet.add(r.condition, made, str(r.failed), replaced, raised, *spent(r.usage))
     sheet.rule()
-    sheet.add("total (this run)", "", "", "", "", str(u.calls), f"{u.prompt_tokens + u.completion_tokens:,}",
-              f"{u.cost:.4f}", str(u.cache_hits))
+    sheet.add("total (this run)", "", "", "", "", *spent(summary.usage))
     render_sheet(out, sheet)

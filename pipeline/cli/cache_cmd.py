@@ -38,22 +38,24 @@ def run(args: argparse.Namespace) -> int:
     store = open_store_from(args, reading=args.action in ("list", "stats"))
     out = console()
     if args.action == "list":
-        rows = list_calls(store, endpoint=args.endpoint, template=args.template, limit=args.limit)
+        rows, cached = _cached_column(list_calls(store, endpoint=args.endpoint, template=args.template,
+                                                 limit=args.limit))
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
         _table(out, "cached calls, newest first", rows, ("id",),
                (("call", ("created_at", "endpoint", "model", "template")),
-                ("size and cost", ("prompt_tokens", "completion_tokens", "cost", "latency_s")),
+                ("size and cost", ("prompt_tokens", *cached, "completion_tokens", "cost", "latency_s")),
                 ("reply", ("response",))))
         return 0
     if args.action == "stats":
-        rows = cache_stats(store)
+        rows, cached = _cached_column(cache_stats(store))
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
         _table(out, "cached calls per endpoint, model and template", rows, ("endpoint", "model", "template"),
-               (("calls", ("calls", "prompt_tokens", "completion_tokens", "cost", "bytes")), ("when", ("first", "last"))))
+               (("calls", ("calls", "prompt_tokens", *cached, "completion_tokens", "cost", "bytes")),
+                ("when", ("first", "last"))))
         total = sum(r["calls"] for r in rows)
         cost = sum(r["cost"] or 0 for r in rows)
         out.print(f"{total} cached call(s); a rerun of them costs nothing (they cost {cost:.4f} when made)")
@@ -68,6 +70,14 @@ def run(args: argparse.Namespace) -> int:
     n = clear_cache(store)
     out.print(f"cleared {n} cached call(s)")
     return 0
+
+
+def _cached_column(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """The rows, and ("cached_prompt_tokens",) when an endpoint said how many prompt tokens it read from
+    its prompt cache for any of them; else the rows without that field, and no column."""
+    if any(r.get("cached_prompt_tokens") is not None for r in rows):
+        return rows, ("cached_prompt_tokens",)
+    return [{k: v for k, v in r.items() if k != "cached_prompt_tokens"} for r in rows], ()
 
 
 def _table(out: Any, title: str, rows: list[dict[str, Any]], keys: tuple[str, ...],

@@ -255,6 +255,7 @@ def run_naturalness(args: argparse.Namespace) -> int:
 
 async def _naturalness(store: Any, config: Any, options: Any, max_units: int | None, out: Any, *,
                        batch: bool = False) -> Any:
+    from pipeline.llm.pricing import spent_line
     from pipeline.stages.estimate import estimate_key, spent_beside, take_estimate
     from pipeline.stages.naturalness import run_naturalness as run_stage
     from pipeline.stages.runs import create_run, open_client, record_estimate, recording
@@ -284,8 +285,7 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
                           f"{sum(b.requests for b in sent):,} call(s) sent; run the same command again when they are done")
         end.status = "paused" if summary.stopped or summary.deferred else "done"
         u = client.usage
-        out.print(f"LLM calls {u.calls}, cache hits {u.cache_hits}, tokens {u.prompt_tokens:,} in / "
-                  f"{u.completion_tokens:,} out, cost ${u.cost:.4f}")
+        out.print(spent_line(u))
         if estimate is not None:
             out.print(spent_beside(estimate, u))
         return summary

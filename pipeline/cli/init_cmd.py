@@ -16,6 +16,7 @@ TEMPLATE = '''# unspecific configuration. Keys never go here: name the environme
 # requests_per_minute = 500
 # price_prompt_per_mtok = 0.15
 # price_completion_per_mtok = 0.60
+# price_cached_prompt_per_mtok = 0.075   # a prompt token read from its prompt cache (unset: the prompt price)
 # structured = "json_schema"      # OpenAI form; llama.cpp wants "json_object_schema"
 # gbnf = false                    # true for llama.cpp's server: it takes a GBNF `grammar` field
 # judging = "batched"             # how it judges: batched | per_constraint | yes_no

@@ -393,6 +393,7 @@ def run_builtin_check(args: argparse.Namespace) -> int:
     from pipeline.analysis.judge_check import OWN_SOURCE, SOURCE, check_scores, load_check_file, selected_texts
     from pipeline.cli.common import console, load_config_from, open_store_from
     from pipeline.core.errors import UnspecificError
+    from pipeline.llm.pricing import spent_line
     from pipeline.stages.judge_check import CheckRun, run_judge_check
     from pipeline.stages.judging import judging_mode_of
     from pipeline.stages.runs import open_client
@@ -430,8 +431,7 @@ def run_builtin_check(args: argparse.Namespace) -> int:
             ran = await run_judge_check(store, client, judges, mode=mode, quick=args.quick, texts=texts, source=source)
             u = client.usage
             if not args.json:
-                out.print(f"LLM calls {u.calls}, cache hits {u.cache_hits}, tokens {u.prompt_tokens:,} in / "
-                          f"{u.completion_tokens:,} out, cost ${u.cost:.4f}")
+                out.print(spent_line(u))
 
     store = open_store_from(args, create=False)
     try:
