@@ -200,17 +200,18 @@ def test_another_llama_cpp_version_keeps_its_own_sampler(monkeypatch):
 
 
 def test_the_mirrored_version_is_the_pinned_one():
-    """grammar_sampling and fast_logprobs mirror one llama-cpp-python: the one the project installs.
+    """grammar_sampling, fast_logprobs and cache_report mirror one llama-cpp-python: the one the project
+    installs.
     Each keeps its own copy of the pin: the server loads each from its file, without the project."""
     import re
     from pathlib import Path
 
     import llama_cpp
 
-    from pipeline.llm import fast_logprobs
+    from pipeline.llm import cache_report, fast_logprobs
     from pipeline.llm.grammar_sampling import PINNED_LLAMA_CPP
 
-    assert fast_logprobs.PINNED_LLAMA_CPP == PINNED_LLAMA_CPP
+    assert fast_logprobs.PINNED_LLAMA_CPP == cache_report.PINNED_LLAMA_CPP == PINNED_LLAMA_CPP
 
     root = Path(__file__).resolve().parent.parent
     assert f'"llama-cpp-python[server]=={PINNED_LLAMA_CPP}"' in (root / "pyproject.toml").read_text()
@@ -225,22 +226,34 @@ def test_the_server_bootstrap_logs_why_it_keeps_llama_cpps_sampler(tmp_path):
     import subprocess
     import sys
 
-    from pipeline.llm.local_model import _BOOTSTRAP, _FAST_LOGPROBS_FILE, _GRAMMAR_SAMPLING_FILE
+    from pipeline.llm.local_model import (
+        _BOOTSTRAP,
+        _CACHE_REPORT_FILE,
+        _FAST_LOGPROBS_FILE,
+        _GRAMMAR_SAMPLING_FILE,
+    )
 
     code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)',
                               'print("server started", file=sys.stderr)')
-    env = {**os.environ, "UNSPECIFIC_GRAMMAR_SAMPLING": "0", "UNSPECIFIC_FAST_LOGPROBS": "off"}
-    result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE),
-                             str(_FAST_LOGPROBS_FILE)], capture_output=True, text=True, env=env, timeout=60)
+    env = {**os.environ, "UNSPECIFIC_GRAMMAR_SAMPLING": "0", "UNSPECIFIC_FAST_LOGPROBS": "off",
+           "UNSPECIFIC_CACHE_REPORT": "no"}
+    files = [str(_GRAMMAR_SAMPLING_FILE), str(_FAST_LOGPROBS_FILE), str(_CACHE_REPORT_FILE)]
+    result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), *files], capture_output=True,
+                            text=True, env=env, timeout=60)
     lines = result.stderr.splitlines()
     assert lines == ["grammar sampling not installed, llama-cpp-python's own is used: "
                      "NotInstalled: turned off by UNSPECIFIC_GRAMMAR_SAMPLING=0",
                      "fast log-probabilities not installed, llama-cpp-python's own is used: "
-                     "NotInstalled: turned off by UNSPECIFIC_FAST_LOGPROBS=off", "server started"]
+                     "NotInstalled: turned off by UNSPECIFIC_FAST_LOGPROBS=off",
+                     "cached-token report not installed, llama-cpp-python's own is used: "
+                     "NotInstalled: turned off by UNSPECIFIC_CACHE_REPORT=no", "server started"]
     env.pop("UNSPECIFIC_FAST_LOGPROBS")
-    result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE),
-                             str(_FAST_LOGPROBS_FILE)], capture_output=True, text=True, env=env, timeout=60)
-    assert "log-probabilities: read by pipeline.llm.fast_logprobs" in result.stderr.splitlines()
+    env.pop("UNSPECIFIC_CACHE_REPORT")
+    result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), *files], capture_output=True,
+                            text=True, env=env, timeout=60)
+    lines = result.stderr.splitlines()
+    assert "log-probabilities: read by pipeline.llm.fast_logprobs" in lines
+    assert "cached prompt tokens: reported by pipeline.llm.cache_report" in lines
 
 
 # -- against llama-cpp-python's own chain --------------------------------------------------------------

@@ -372,7 +372,8 @@ def test_child_exits_when_its_parent_dies(cache, tmp_path):
 import os, subprocess, sys, time
 from pipeline.llm.local_model import _BOOTSTRAP
 code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)', 'time.sleep(60)')
-child = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), "/nonexistent/grammar_sampling.py"], start_new_session=True)
+patches = ["/nonexistent/" + name for name in ("grammar_sampling.py", "fast_logprobs.py", "cache_report.py")]
+child = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), *patches], start_new_session=True)
 open({str(marker)!r}, "w").write(str(child.pid))
 time.sleep(0.5)
 os._exit(0)

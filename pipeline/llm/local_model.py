@@ -67,16 +67,18 @@ def free_port() -> int:
 
 
 # Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
-# leaves no server eating the CPU); grammar-held requests get pipeline.llm.grammar_sampling and
-# log-probabilities pipeline.llm.fast_logprobs, each loaded from its file (the server's Python need
-# not have this project installed) and skipped, with a line in the log saying why, if it cannot be or
-# declines (another llama-cpp-python, or its switch set to 0); then llama_cpp.server runs as if
-# started with -m.
+# leaves no server eating the CPU); grammar-held requests get pipeline.llm.grammar_sampling,
+# log-probabilities pipeline.llm.fast_logprobs and replies their cached prompt tokens
+# pipeline.llm.cache_report, each loaded from its file (the server's Python need not have this project
+# installed) and skipped, with a line in the log saying why, if it cannot be or declines (another
+# llama-cpp-python, or its switch set to 0); then llama_cpp.server runs as if started with -m.
 _BOOTSTRAP = """
 import importlib.util, os, runpy, sys, threading, time
 parent = int(sys.argv.pop(1))
 patches = [("grammar-held requests: sampled by pipeline.llm.grammar_sampling", "grammar sampling", sys.argv.pop(1)),
            ("log-probabilities: read by pipeline.llm.fast_logprobs", "fast log-probabilities", sys.argv.pop(1))]
+patches.append(("cached prompt tokens: reported by pipeline.llm.cache_report", "cached-token report",
+                sys.argv.pop(1)))
 def watch():
     while os.getppid() == parent:
         time.sleep(1.0)
@@ -97,6 +99,7 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 _GRAMMAR_SAMPLING_FILE = Path(__file__).with_name("grammar_sampling.py")
 _FAST_LOGPROBS_FILE = Path(__file__).with_name("fast_logprobs.py")
+_CACHE_REPORT_FILE = Path(__file__).with_name("cache_report.py")
 
 
 @dataclass
@@ -124,6 +127,7 @@ class LocalServer:
     def command(self) -> list[str]:
         cmd = [
             self.python, "-c", _BOOTSTRAP, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE), str(_FAST_LOGPROBS_FILE),
+            str(_CACHE_REPORT_FILE),
             "--model", str(self.model),
             "--model_alias", MODEL_ALIAS,
             "--host", self.host,
