@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from pipeline.core.config import load_config
 from pipeline.core.progress import ProgressEvent
 from pipeline.stages.demo import DemoOptions, run_demo_blocking
@@ -274,3 +276,81 @@ def test_the_demo_bench_reads_refusals_and_tokens_from_a_store(tmp_path, monkeyp
     store.close()
     assert bench.refusals(path) == (1, 2)
     assert bench.token_table(path) == [("judge_lines", 1, 10, 5, 1.5)]
+
+
+def test_the_demo_bench_says_per_step_where_the_time_goes(tmp_path, monkeypatch) -> None:
+    """bench/demo.py's lines on a demo store built against the fake server, which reports the prompt tokens
+    it read from its one-slot prompt cache: per step, the tokens evaluated anew are the prompt's less those;
+    the judge's line, in its exact form, sums the judge steps; the whole run and each model under test
+    are set against the sum of their ideals, a model whose raw speeds were not measured said so."""
+    import importlib
+    import re
+
+    from tests.fakes.responders import multi_config_toml
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    bench = importlib.import_module("demo")
+    path = tmp_path / "demo.sqlite"
+    with FakeOpenAIServer(ScriptedModel(), prompt_cache=True) as server:
+        config_path = tmp_path / "unspecific.toml"
+        config_path.write_text(multi_config_toml(server.base_url, models=2, judges=1, concurrency=1))
+        options = DemoOptions(pairs=1, constraints=5, articles=30, embedder="hash")
+        result = run_demo_blocking(str(path), load_config(str(config_path)), options)
+    assert result.failed == []
+
+    rows = bench.call_totals_of(path)
+    speeds = {"model-gen": (100.0, 10.0), "model-j1": (50.0, 5.0), "model-m1": (200.0, 20.0),
+              "model-summ": (100.0, 10.0)}
+    lines = bench.step_lines(rows, speeds, "model-gen")
+    store = open_store(path, readonly=True)
+    try:
+        said = store.scalar("SELECT count(*) FROM llm_calls WHERE cached_prompt_tokens > 0")
+        judged = store.one("SELECT count(*) AS calls, sum(prompt_tokens) AS prompt, sum(cached_prompt_tokens)"
+                           " AS cached, sum(completion_tokens) AS written, sum(latency_s) AS s FROM llm_calls"
+                           " WHERE template LIKE 'judge%'")
+        templates = [r[0] for r in store.conn.execute("SELECT DISTINCT template FROM llm_calls")]
+    finally:
+        store.close()
+    assert said > 0  # the fake said, and the judges' shared instructions were found in its cache
+    assert judged["calls"] > 0 and judged["cached"] > 0
+
+    judge = [line for line in lines if line.startswith("judge:")]
+    assert len(judge) == 1
+    m = re.fullmatch(r"judge: (\d+) calls, (\d+) new prompt tokens, ([\d.]+) s model time, ([\d.]+) s ideal",
+                     judge[0])
+    assert m, judge
+    new = judged["prompt"] - judged["cached"]
+    assert (int(m[1]), int(m[2])) == (judged["calls"], new)
+    assert float(m[3]) == pytest.approx(judged["s"], abs=0.06)
+    # at the judge's speeds
+    assert float(m[4]) == pytest.approx(new / 50.0 + judged["written"] / 5.0, abs=0.06)
+
+    steps = {line.split()[0]: line.split()[1:] for line in lines[1:lines.index(judge[0])]}
+    assert set(steps) == {t or "(no template)" for t in templates}
+    for template in steps:
+        calls, read, new_tokens, _written, _s, _ideal = (float(v) for v in steps[template])
+        assert new_tokens <= read and calls > 0
+    assert sum(float(v[2]) for k, v in steps.items() if k.startswith("judge")) == new
+
+    whole = next(line for line in lines if line.startswith("whole run:"))
+    assert re.fullmatch(r"whole run: \d+ calls, \d+ new prompt tokens, \d+ generated, [\d.]+ s model time, "
+                        r"[\d.]+ s ideal = [\d.]+x", whole), whole
+    models = [line for line in lines if line.startswith("model ")]
+    assert [line.split(":")[0] for line in models] == [
+        "model model-gen", "model model-j1", "model model-m1", "model model-m2", "model model-summ"]
+    assert models[3].endswith("(at model-gen's raw speeds: its own were not measured)")
+    assert not any(line.endswith("measured)") for line in models[:3])
+
+
+def test_the_demo_bench_measures_a_shipped_models_own_speed_when_it_finds_its_file(monkeypatch) -> None:
+    """The other local models the demo called get their own raw speeds where the bench finds their files:
+    the embedded model's always; none for a model this checkout does not ship."""
+    import importlib
+
+    from pipeline.llm import model_file
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    bench = importlib.import_module("demo")
+    monkeypatch.setattr(model_file, "model_path", lambda *a, **k: Path("/models/embedded.gguf"))
+    assert bench.model_file_of(model_file.MODEL_ALIAS) == (Path("/models/embedded.gguf"), "chatml")
+    assert bench.model_file_of("gpt-4o-mini") is None
