@@ -111,6 +111,7 @@ class CopyCell(NamedTuple):
     reference_similarity: float | None  # the higher of to A and to B
     similarity_method: str | None
     echo_method: str | None
+    article_b: int | None = None  # with article_a, the pair of references: models pair on it (model_duel)
 
 
 def copy_cells(store: Store, filters: Filters | None = None) -> list[CopyCell]:
@@ -128,7 +129,8 @@ def copy_cells(store: Store, filters: Filters | None = None) -> list[CopyCell]:
         params.append(json.dumps(list(f.models)))
     rows = store.conn.execute(
         "SELECT coalesce(i.domain, ''), i.condition, i.article_a, i.id, coalesce(g.model, ''), coalesce(g.mode, ''),"
-        " c.id, x.echo, CASE WHEN m.to_b IS NULL THEN m.to_a ELSE max(m.to_a, m.to_b) END, m.method, x.method"
+        " c.id, x.echo, CASE WHEN m.to_b IS NULL THEN m.to_a ELSE max(m.to_a, m.to_b) END, m.method,"
+        " x.method, i.article_b"
         " FROM generations g JOIN instructions i ON i.id = g.instruction_id"
         " JOIN constraints c ON c.instruction_id = g.instruction_id AND c.active = 1"
         " LEFT JOIN constraint_echo x ON x.generation_id = g.id AND x.constraint_id = c.id"
