@@ -12,6 +12,7 @@ store. Drawing and writing them (terminal tables, CSV, JSON, charts) is pipeline
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -33,6 +34,7 @@ from pipeline.analysis.metrics import (
     compute_metrics,
     naturalness_rates,
 )
+from pipeline.analysis.model_duel import ModelDuel, copy_paste_comparisons, copy_paste_units, model_duel
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, holm
 from pipeline.analysis.validation import AnnotatorKappa, ValidationReport, human_validation
 from pipeline.core.definitions import DEFAULT_RATIO, same_ratio, shown_ratio
@@ -135,6 +137,9 @@ class Report:
     annotators: list[AnnotatorKappa]
     validation: ValidationReport | None  # pipeline.analysis.validation's one rule, as `validate report`
     warnings: list[ReportWarning] = field(default_factory=list)
+    # Every model pair on the same instructions, with the copy-paste score's tests, each model's refusals
+    # (pipeline.analysis.model_duel); None before build_report fills it.
+    models: ModelDuel | None = None
     # Each judge's accuracy against people (pipeline.analysis.judge_validation), by rater name; a judge
     # not in it is unvalidated, and the report says so beside its numbers.
     judges_validated: dict[str, JudgeScore] = field(default_factory=dict)
@@ -178,7 +183,11 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report = Report(options, metrics, [], [], [], [], None, report_warnings(metrics, options))
     ratio = report.ratio
     kw: _CompareSettings = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
-    report.comparisons = all_comparisons(metrics, options, ratio)
+    copy_units = copy_paste_units(store, metrics, options.filters)
+    draws = {"n_resamples": options.n_resamples, "seed": options.seed}
+    report.comparisons = all_comparisons(metrics, options, ratio,
+                                         copy_paste_comparisons(metrics, copy_units, **draws))
+    report.models = model_duel(metrics, report.comparisons, copy_units, ratio, **draws)
     if options.compare:
         family = {(c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric): c.p_holm for c in report.comparisons}
         report.requested = [replace(c, p_holm=family.get((c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric),
@@ -200,13 +209,16 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     return report
 
 
-def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | None) -> list[Comparison]:
+def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | None,
+                    copy_paste: Sequence[Comparison] = ()) -> list[Comparison]:
     """Every model pair within a condition, condition pair within a model and mode pair, Holm-adjusted
-    together."""
+    together; with ``copy_paste``, the model pairs' tests of the copy-paste score
+    (pipeline.analysis.model_duel) join the family."""
     kw: _CompareSettings = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
     out: list[Comparison] = []
     for a, b in combinations(sorted({r.model for r in metrics.rows}), 2):
         out += compare(metrics, a, b, by="model", **kw)
+    out += copy_paste
     for a, b in combinations(sorted({r.condition for r in metrics.rows}, key=condition_order), 2):
         out += compare(metrics, a, b, by="condition", **kw)
     for a, b in combinations(sorted({r.mode for r in metrics.rows}), 2):
