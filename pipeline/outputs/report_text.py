@@ -104,6 +104,7 @@ def document(report: Report) -> list[Item]:
         out += [Note(f"  ! {w.message}") for w in report.warnings]
     out += copying_document(report.copying, lambda model, mode: writer_label(model, mode, modes))
     out += _families(report)
+    out += _models_compared(report)
     if len(m.ratios) > 1:
         out += _depth(report)
     if m.agreement:
@@ -272,6 +273,13 @@ def _families(report: Report) -> list[Item]:
             sheet.add(*cells, str(n))
         out.append(sheet)
     return out
+
+
+def _models_compared(report: Report) -> list[Item]:
+    """Every model pair on the same instructions, each model's refusals (pipeline.outputs.models_report)."""
+    from pipeline.outputs.models_report import models_document
+
+    return models_document(report)
 
 
 # -- output ----------------------------------------------------------------------------------------
