@@ -36,7 +36,7 @@ from pipeline.analysis.metrics import CONDITION_ORDER, Comparison, Filters, Metr
 from pipeline.analysis.metrics.comparisons import paired_values
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, bootstrap_mean, paired_test
 from pipeline.core.definitions import SIGNIFICANCE
-from pipeline.store.echo import copy_cells
+from pipeline.store.echo import response_echoes
 from pipeline.store.view import StoreReader, store_of
 
 COPY_PASTE = "copy-paste"
@@ -143,20 +143,13 @@ def copy_paste_units(reader: StoreReader, metrics: Metrics, filters: Filters | N
     or the instruction without one) and model: the mean over the unit's instructions of each
     response's mean echo over its constraints. Constraints without a stored echo are left out."""
     several_modes = len({r.mode for r in metrics.response_rows()}) > 1
-    sums: dict[tuple[str, str, Hashable, str, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for c in copy_cells(store_of(reader), filters):
-        if c.echo is None:
-            continue
-        within = f"{c.condition}/{c.mode}" if several_modes and c.mode else c.condition
-        unit: Hashable = ((c.article_a, c.article_b) if c.article_a is not None
-                          else ("instruction", c.instruction_id))
-        acc = sums[(c.domain, within, unit, c.model, c.instruction_id)]
-        acc[0] += c.echo
-        acc[1] += 1
     per_unit: dict[tuple[str, str], dict[Hashable, dict[str, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))
-    for (domain, within, unit, model, _), (total, n) in sums.items():
-        per_unit[(domain, within)][unit][model].append(total / n)
+    for r in response_echoes(store_of(reader), filters):
+        within = f"{r.condition}/{r.mode}" if several_modes and r.mode else r.condition
+        unit: Hashable = ((r.article_a, r.article_b) if r.article_a is not None
+                          else ("instruction", r.instruction_id))
+        per_unit[(r.domain, within)][unit][r.model].append(r.echo)
     return {stratum: {unit: {model: float(np.mean(v)) for model, v in sides.items()}
                       for unit, sides in units.items()}
             for stratum, units in per_unit.items()}
