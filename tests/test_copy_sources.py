@@ -104,12 +104,12 @@ def test_every_view_gives_the_same_count(path: Path) -> None:
         assert {r["constraint_id"]: (r["copied_words"], r["copy_source"]) for r in rows} == EXPECTED
         by_id = {r["constraint_id"]: r for r in rows}
         assert by_id[1]["reasons"] == ["6 words copied from reference A into the response: “council approved a new"
-                                       " sea wall” (6 words of reference A only, in 1 of 2 articles)"]
+                                       " sea wall” (6 words of reference A only, in 1 of 2 store articles)"]
         assert by_id[1]["reason_codes"] == ["copied"]
         assert by_id[3]["reasons"][1:] == ["satisfied in the response, lost in its 0.25 summary"]
         assert reason_sentences(listed[2]) == ["8 words copied from reference B into the response: “farmers in the"
                                                " valley worried about the drought” (8 words of reference B only, in 1"
-                                               " of 2 articles)"]
+                                               " of 2 store articles)"]
         # The response repeats c3's own words, in no reference: the echo (no embedder here: the words alone).
         assert reason_sentences(listed[3])[0] == ("the response repeats the constraint: 3 of its words in no reference"
                                                   " (“rising water levels”)")

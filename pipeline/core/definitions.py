@@ -168,7 +168,8 @@ def echo_counts(echoed: bool, echo: float | None, copied: bool = False) -> bool:
 # What stored copy evidence was computed by: the numbers above, and the rules' own version (bumped when
 # pipeline.analysis.copy_evidence or .specificity change what they find). Evidence of another version
 # is stale: the ranking leaves it out and the stage computes it again.
-COPY_EVIDENCE_RULES = 2  # 2: the BBC News background for small stores
+# 2: the BBC News background for small stores; 3: an acronym (G7, US) is a name, never a number.
+COPY_EVIDENCE_RULES = 3
 
 
 def copy_evidence_version() -> str:
