@@ -31,10 +31,19 @@ from pipeline.analysis.specificity import (
     PhraseContext,
     PhraseFacts,
     after_prefix,
+    lead,
+    phrase_key,
     shared_prefix,
     template_words,
 )
-from pipeline.analysis.suspicion import COPY_REASONS, group_by_phrase, instruction_evidence, suspicion_queue
+from pipeline.analysis.suspicion import (
+    COPY_REASONS,
+    Evidence,
+    group_by_phrase,
+    instruction_evidence,
+    same_phrase_sentence,
+    suspicion_queue,
+)
 from pipeline.core.definitions import ECHO_HIGH, SPECIFIC_ENOUGH
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.stages.echo import compute_echo
@@ -375,6 +384,31 @@ def test_an_acronym_is_a_name_never_a_number() -> None:
     sec = PhraseFacts.of("the SEC said of 12 firms", "A", context)
     assert sec.entity and sec.number
     assert not PhraseFacts.of("it is NOT over", "A", context).entity  # the reference writes "not"
+
+
+def _item(position: int, phrases: dict[str, float]) -> Evidence:
+    """An item of instruction 1 on WRITER that copied ``phrases`` (with their specificity) from A."""
+    facts = tuple(PhraseFacts(text, len(text.split()), "A", 1.0, 1, 60, False, False, value)
+                  for text, value in phrases.items())
+    top = lead(facts)
+    assert top is not None
+    return Evidence(position, 1, position, f"constraint {position}", WRITER, 0.25, None, tuple(phrases), ("A",),
+                    True, True, None, None, (), facts=facts, specificity=top.specificity,
+                    lead_key=phrase_key(top.text))
+
+
+def test_a_group_holds_only_the_items_on_its_phrase_alone() -> None:
+    """Filed under "China's currency": the items that copied that phrase and nothing else. An item
+    that also copied "the Federal Reserve's decision on" (less specific: its lead is still the
+    currency) is a row of its own, as is one that leads with another phrase."""
+    currency, fed = "China's currency", "the Federal Reserve's decision on"
+    items = [_item(1, {currency: 0.6}), _item(2, {currency: 0.6}), _item(3, {currency: 0.6, fed: 0.3}),
+             _item(4, {fed: 0.5}), _item(5, {currency: 0.6})]
+    assert items[2].lead_key == items[0].lead_key
+    grouped = group_by_phrase(items)
+    assert [e.position for e in grouped] == [1, 3, 4]
+    assert [f.position for f in grouped[0].same_phrase] == [2, 5]
+    assert same_phrase_sentence(grouped[0]) == "and 2 more constraints on “China's currency” alone"
 
 
 def test_the_background_is_read_for_a_small_domain_only(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
