@@ -78,6 +78,19 @@ def passes(score: float | None) -> bool:
 # The lexical quality flags a build stores per constraint (pipeline.analysis.flags computes them;
 # screens and reports list them): named here so a reader of flags needs no text analysis loaded.
 LEXICAL_FLAGS = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")
+# What each flag means, where a screen lists flags (Audit's `f` menu): one line each. copied_ngram is
+# the constraint's own text holding a reference's words; the words pasted into the response are
+# another count (pipeline.analysis.copy_count, the queue's `copied`), under another name.
+FLAG_TEXT = {
+    "proper_noun": "a name taken from a reference",
+    "specificity_leak": "much closer to one reference than to the other",
+    "copied_ngram": "a reference's n-grams copied into the constraint",
+    "duplicate": "a near-duplicate of another constraint",
+    "contradiction": "no text could satisfy it with another constraint",
+}
+# The flag's short name where a column has few cells (Instructions, Audit's list): not "copy", which
+# the queue's count of words pasted into the response goes by.
+COPIED_NGRAM_SHORT = "ngram"
 
 
 # The suspicion ranking (pipeline.analysis.suspicion, docs/counting.md): a constraint is "close to its
