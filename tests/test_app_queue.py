@@ -463,3 +463,56 @@ async def test_the_queue_says_its_length_one_way_and_plus_shows_a_group(tmp_path
         await pilot.pause()
         assert table.row_count == len(expected)
         assert any(n.message == "no constraints are filed under this row" for n in app._notifications)
+
+
+async def test_a_grouped_head_reads_further_as_the_cursor_reaches_its_end(tmp_path, monkeypatch):
+    """The head read holds fewer rows than suspects (some are filed under a leader): at its last
+    row the screen reads further until new rows come, and says how many of the suspects it read,
+    on one line at 80 columns."""
+    from unspecific_tui.screens import queue as queue_screen
+
+    path = _grouped_store(tmp_path / "g.sqlite")
+    expected = expected_queue(path)
+    total = len(expected) + sum(len(e.same_phrase) for e in expected)
+    monkeypatch.setattr(queue_screen, "TOP", 3)
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(app, pilot)
+        status = text_of(screen.query_one("#queue-status"))
+        assert status.startswith(f"3 suspects · 3 of {total} read ·") and len(status) <= 78
+        table = screen.query_one("#queue-table", DataTable)
+        await pilot.press("down", "down")  # the last row read
+        for _ in range(6):
+            await settle(app, pilot)
+        assert table.cursor_row == 2 and len(screen.leaders) > 3
+        read = sum(1 + len(r.evidence.same_phrase) for r in screen.leaders)
+        assert [(r.evidence.constraint_id, r.evidence.writer) for r in screen.leaders] == \
+            [(e.constraint_id, e.writer) for e in suspicion_queue_head(path, read)]
+        status = text_of(screen.query_one("#queue-status"))
+        assert f"{read} of {total} read" in status or (read == total and "leaders" in status)
+
+
+def suspicion_queue_head(path: Path, limit: int) -> list:
+    view = StoreView.open(path)
+    try:
+        return list(suspicion_queue(view, limit=limit))
+    finally:
+        view.close()
+
+
+def test_the_length_line() -> None:
+    from types import SimpleNamespace
+
+    from unspecific_tui.screens.queue import length_line
+
+    def rows(*filed: int) -> list:
+        return [SimpleNamespace(evidence=SimpleNamespace(same_phrase=(None,) * n)) for n in filed]
+
+    assert length_line(rows(0, 0), 2, wide=True) == "2 suspects"
+    assert length_line(rows(3, 0, 1), 7, wide=False) == "3 leaders, 4 more filed under them"
+    assert length_line(rows(0), 1, wide=True) == "1 suspect"
+    assert length_line(rows(1), 2, wide=True) == "1 leader, 1 more filed under them"
+    assert length_line(rows(0, 2), 5000, wide=True) == \
+        "the top 4 of 5,000 suspects: 2 leaders, 2 more filed under them (more as you scroll)"
+    assert length_line(rows(0, 2), 5000, wide=False) == "2 leaders, 2 more filed under them · 4 of 5,000 read"
+    assert length_line(rows(0, 0), 5000, wide=True) == "the top 2 of 5,000 suspects (more as you scroll)"

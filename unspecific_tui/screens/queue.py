@@ -459,8 +459,11 @@ class QueueScreen(AppScreen):
         view = "copy evidence only" if self.enabled == COPY_REASONS else ""
         done = done_line([self._mark(e) for r in self.leaders for e in (r.evidence, *r.evidence.same_phrase)])
         wide = self.size.width >= 100
+        head = length_line(self.leaders, self.total, wide=wide) + (f" · {view}" if view else "")
+        if not wide and len(f"{head} · {done}") > self.size.width - 2:  # one line: the count done alone
+            done = done.split(" (")[0]
         self.query_one("#queue-status", Static).update(
-            length_line(self.leaders, self.total, wide=wide) + (f" · {view}" if view else "") + f" · {done}"
+            f"{head} · {done}"
             + (f" · summary ratio {ratio if ratio is not None else '-'} · enter: Audit, following the queue"
                if wide else ""))
 
