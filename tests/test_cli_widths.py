@@ -162,9 +162,10 @@ def test_headers_wrap_between_words_before_a_table_splits(terminal: Console) -> 
     ("superficial corr." over two lines): they are not split one value a table."""
     sheet = Sheet("corrected", ("condition", "model"),
                   (Block("", ("Org corr.", "Core@0.25 corr.", "superficial corr.")),))
-    sheet.add("single", "local [direct]", ("79.7", "[46.8-100.0]"), ("47.9", "[22.3-71.9]"), ("1.6", "[0.0-30.9]"))
+    sheet.add("single", "local [direct]", ("79.7", "[46.8, 100.0]"), ("47.9", "[22.3, 71.9]"),
+              ("1.6", "[0.0, 30.9]"))
     render_sheet(terminal, sheet)
-    out = _fits(terminal, ["local [direct]", "79.7", "[46.8-100.0]", "[0.0-30.9]"])
+    out = _fits(terminal, ["local [direct]", "79.7", "[46.8, 100.0]", "[0.0, 30.9]"])
     assert out.count("┏") == 1 and "superficial" in out and "corr." in out
 
 

@@ -132,5 +132,5 @@ def test_validate_judges_and_batch_status_fit(width: int, monkeypatch: pytest.Mo
     out = console.export_text()
     _lines_fit(out, width)
     flat = " ".join(out.split())
-    assert "83 [78-88]" in flat or ("83" in flat and "[78-88]" in flat)
+    assert "83 [78, 88]" in flat or ("83" in flat and "[78, 88]" in flat)
     assert "batch_6750c2f1e4a8b8190" in flat and "20000" in flat and "12345" in flat

@@ -36,6 +36,7 @@ from pipeline.analysis.metrics import (
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, holm
 from pipeline.analysis.validation import AnnotatorKappa, ValidationReport, human_validation
 from pipeline.core.definitions import DEFAULT_RATIO, same_ratio, shown_ratio
+from pipeline.core.intervals import ci
 from pipeline.store.annotations import annotation_count
 from pipeline.store.generations import model_has_responses
 from pipeline.store.instructions import any_instruction_with, instruction_values
@@ -222,23 +223,6 @@ def condition_order(condition: str) -> tuple[int, str]:
 def pct(x: float, digits: int = 1) -> str:
     """A share in percent ('-' for none): the warnings say a figure as the report's tables print it."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}"
-
-
-def ci_parts(iv: Any, *, scale: float = 100.0, digits: int = 1) -> str | tuple[str, str]:
-    """A percentage and its interval apart: ('83.7', '[81.2-87.1]'); the value alone without an
-    interval; '-' when undefined (a table cell of pipeline.outputs.tables). ``scale=1, digits=2``
-    for a kappa: ('0.36', '[0.09-0.66]')."""
-    if math.isnan(iv.value):
-        return "-"
-    if math.isnan(iv.low):
-        return f"{scale * iv.value:.{digits}f}"
-    return f"{scale * iv.value:.{digits}f}", f"[{scale * iv.low:.{digits}f}-{scale * iv.high:.{digits}f}]"
-
-
-def ci(iv: Any, sep: str = " ") -> str:
-    """'83.7 [81.2-87.1]' in percent; ``sep="\n"`` puts the interval under the value."""
-    parts = ci_parts(iv)
-    return sep.join(parts) if isinstance(parts, tuple) else parts
 
 
 def main_groups(report: Report) -> list[Group]:

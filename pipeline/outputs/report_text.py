@@ -17,8 +17,6 @@ from pipeline.analysis.metrics import Comparison, Filters, Group, runs_covered
 from pipeline.analysis.report_model import (
     Report,
     any_corrected,
-    ci,
-    ci_parts,
     condition_order,
     corrected_group,
     main_groups,
@@ -26,6 +24,7 @@ from pipeline.analysis.report_model import (
     ranking_changes,
 )
 from pipeline.core.definitions import SIGNIFICANCE, same_ratio
+from pipeline.core.intervals import ci, ci_parts
 from pipeline.outputs.copy_report import copying_document
 from pipeline.outputs.tables import Block, Cell, Sheet, csv_text, json_data, markdown, render_sheet
 
@@ -234,7 +233,7 @@ def _requested(comparisons: list[Comparison]) -> list[Item]:
                   (Block("", (first.a, first.b, "difference [95% CI]", "p", "p Holm")),))
     for c in comparisons:
         t = c.test
-        diff: Cell = "-" if math.isnan(t.diff) else (f"{100 * t.diff:+.1f}", f"[{pct(t.low)}, {pct(t.high)}]")
+        diff = ci_parts((t.diff, t.low, t.high), signed=True)
         p = "-" if math.isnan(t.p_value) else (f"{t.p_value:.3f}" + (" *" if t.significant() else ""))
         holm_p = "-" if math.isnan(c.p_holm) else (f"{c.p_holm:.3f}" + (" *" if c.p_holm < SIGNIFICANCE else ""))
         sheet.add(c.domain, c.within, c.metric, pct(t.mean_a), pct(t.mean_b), diff, p, holm_p)

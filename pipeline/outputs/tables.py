@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 Cell = str | tuple[str, str]  # a value, or (value, interval)
 # More tables than this for one sheet read worse than its rows stacked (a value a line).
 MAX_PARTS = 4
-# A value column is right-aligned when every cell reads as a number ("83 [78-88]", "1,204", "$0.12",
+# A value column is right-aligned when every cell reads as a number ("83 [78, 88]", "1,204", "$0.12",
 # "-"); names and times stay left.
-_NUMBER = re.compile(r"^[-+−$]?[\d.,]*%?( ?[\[(][-\d., −%]+[\])])?\*{0,3}$|^-$|^n/a$")
+_NUMBER = re.compile(r"^[-+−$]?[\d.,]*%?( ?[\[(][-+\d., −%]+[\])])?\*{0,3}$|^-$|^n/a$")
 
 
 @dataclass(frozen=True)
