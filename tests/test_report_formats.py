@@ -1,5 +1,6 @@
 """`unspecific report --format markdown|csv|json` and the text report, as a paper and a script read
-them (issue 47, item 6): one interval style ("[low, high]") in text, markdown, HTML and the app."""
+them (issue 47, item 6): one interval style ("[low, high]") in text, markdown, HTML and the app; and
+piped text no wider than COLUMNS, else 100."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.cli import main
 from pipeline.core.intervals import ci, ci_parts
 from pipeline.outputs.report import ReportOptions, build_report
 from pipeline.outputs.report_text import render, write_format
+from pipeline.outputs.suspicion import REPORT_TOP
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.stages.similarity import compute_similarities
 from pipeline.store.database import open_store
@@ -77,3 +80,24 @@ def test_text_markdown_html_and_the_app_write_intervals_alike(report) -> None:  
         assert not HYPHENATED.search(shown), (name, HYPHENATED.search(shown))
     assert _fmt((0.814, 0.782, 0.846)) == "81.4 [78.2, 84.6]"
     assert _fmt((0.814, 0.782, 0.846), "short") == "81.4 [78, 85]"
+
+
+# -- piped text: wrapped at COLUMNS, else 100 ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("columns", [None, 64])
+def test_piped_text_is_wrapped_and_grep_still_finds_each_item(store_path: Path, capsys: pytest.CaptureFixture,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              columns: int | None) -> None:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["--store", str(store_path), "report", "--resamples", "20"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    width = columns or 100
+    assert max(map(len, lines)) <= width, max(lines, key=len)
+    start = next(i for i, line in enumerate(lines) if line.startswith("Most suspicious"))
+    ranked = [line for line in lines[start:] if re.match(r"^\s*\d+\. ", line)]
+    assert [int(line.split(".")[0]) for line in ranked] == list(range(1, REPORT_TOP + 1))
+    assert all(re.match(r"^\s*\d+\.\s+\d+\.\d\d  instruction \d+ #\d+ ", line) for line in ranked)

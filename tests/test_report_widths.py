@@ -1,6 +1,7 @@
 """The report read in 80-, 120- and 160-column terminals: every table fits, no column squashed to
 nothing, no header cut, no value dropped (tables split by concern, intervals under their values, as
-pipeline.outputs.tables lays them out); and the same tables as markdown, CSV and JSON for pipes."""
+pipeline.outputs.tables lays them out); piped, the same at COLUMNS or 100 columns; and the same
+tables as markdown, CSV and JSON for pipes."""
 
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def test_the_same_tables_as_markdown_csv_and_json(report) -> None:  # noqa: ANN0
     assert data["notes"] == [i.text for i in document(report) if isinstance(i, Note)]
 
 
-def test_report_cli_formats_and_unwrapped_pipes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_report_cli_formats_and_wrapped_pipes(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline.cli import main
 
     path = tmp_path / "cli.sqlite"
@@ -96,10 +98,17 @@ def test_report_cli_formats_and_unwrapped_pipes(tmp_path: Path, capsys: pytest.C
     assert main(["--store", str(path), "report", "--resamples", "20", "--format", "markdown"]) == 0
     got = capsys.readouterr().out
     assert "|condition|model" in got.replace(" ", "") and "┃" not in got
-    # Piped (no terminal): each table whole and unwrapped, whatever the width.
+    # Piped (no terminal): fitted to COLUMNS when set, else to 100 columns, as a terminal that wide.
+    monkeypatch.delenv("COLUMNS", raising=False)
     assert main(["--store", str(path), "report", "--resamples", "20"]) == 0
-    header = next(line for line in capsys.readouterr().out.splitlines() if "condition" in line and "Org" in line)
-    assert "coverage %" in header
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 100
+    assert any("Org" in line and "superficial" in line for line in lines)  # the rates, one table
+    assert not any("Org" in line and "coverage %" in line for line in lines)  # split by concern
+    monkeypatch.setenv("COLUMNS", "72")
+    assert main(["--store", str(path), "report", "--resamples", "20"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 72 and any("Org" in line for line in lines)
 
 
 def _lines_fit(out: str, width: int) -> None:

@@ -146,8 +146,7 @@ def _print_paid(out, store) -> None:  # noqa: ANN001
     if not by_mode:
         return
     parts = [f"{mode} ${p['cost']:.4f} for {p['calls']:,} calls" for mode, p in sorted(by_mode.items(), reverse=True)]
-    out.print("[dim]paid for the cached LLM calls (every run): " + ", ".join(parts) + "[/]", highlight=False,
-              soft_wrap=True)
+    out.print("[dim]paid for the cached LLM calls (every run): " + ", ".join(parts) + "[/]", highlight=False)
 
 
 def _print_estimates(out, store) -> None:  # noqa: ANN001
@@ -157,8 +156,8 @@ def _print_estimates(out, store) -> None:  # noqa: ANN001
     for r in estimated_runs(store):
         e = r["estimate"]
         out.print(f"[dim]{r['kind']} run {r['id']}: estimated {e['calls']:,} calls, ${e['cost']:.4f} online "
-                  f"(${e['batch_cost']:.4f} batch); spent {r['calls']:,} calls, ${r['cost']:.4f}[/]", highlight=False,
-                  soft_wrap=True)
+                  f"(${e['batch_cost']:.4f} batch); spent {r['calls']:,} calls, ${r['cost']:.4f}[/]",
+                  highlight=False)
 
 
 def _print_suspicious(out, store, run_id: str | None, ratio: float) -> None:  # noqa: ANN001
@@ -170,6 +169,7 @@ def _print_suspicious(out, store, run_id: str | None, ratio: float) -> None:  # 
         queue = suspicion_queue(store, ratio=ratio, run_id=run_id, limit=REPORT_TOP)
     lines = report_lines(queue, top=REPORT_TOP)
     out.print(f"\n[bold]{lines[0]}[/]", highlight=False)
-    # Piped: one line an item and one for its reasons, for grep; in a terminal, wrapped under the item.
-    for line in wrap_report_lines(lines[1:], out.width) if out.is_terminal else lines[1:]:
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    # Wrapped under the item, piped too (at COLUMNS, else 100): each item's first line starts with its
+    # rank, so grep still finds it.
+    for line in wrap_report_lines(lines[1:], out.width):
+        out.print(line, highlight=False, markup=False, crop=False)

@@ -1,13 +1,14 @@
 """The report as text: every table as a Sheet (pipeline.outputs.tables) and every line as a Note, in
-the order `report` prints them. ``render`` prints them to a terminal, each table fitted to its width;
-``write_format`` writes the same tables as markdown, CSV or JSON for people who pipe. Nothing is
-computed here: the numbers are pipeline.analysis.report_model's.
+the order `report` prints them. ``render`` prints them fitted to the console's width (a terminal's;
+piped, COLUMNS or 100: no line wider); ``write_format`` writes the same tables as markdown, CSV or
+JSON for people who pipe. Nothing is computed here: the numbers are pipeline.analysis.report_model's.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
@@ -277,14 +278,23 @@ def _families(report: Report) -> list[Item]:
 
 
 def render(report: Report, console: Console) -> None:
-    """The report on a terminal: each table in the layout that fits its width (pipeline.outputs.tables)."""
+    """The report on a console: each table in the layout that fits its width (pipeline.outputs.tables),
+    each line wrapped between words under its own indent, no line wider than the console."""
     from rich.text import Text
 
     for item in document(report):
         if isinstance(item, Sheet):
             render_sheet(console, item)
         else:
-            console.print(Text(item.text, style=item.style), crop=False, soft_wrap=not console.is_terminal)
+            for line in _wrap(item.text, console.width):
+                console.print(Text(line, style=item.style), crop=False)
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """A line wrapped between words at ``width``, its continuation two columns past its indent."""
+    lead = len(line) - len(line.lstrip(" "))
+    return textwrap.wrap(line, max(width, lead + 22), subsequent_indent=" " * (lead + 2),
+                         break_on_hyphens=False) or [""]
 
 
 def _markdown_blocks(items: Sequence[Item]) -> list[str]:

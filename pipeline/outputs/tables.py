@@ -7,8 +7,8 @@ when it fits the terminal, else with each interval under its value, else split b
 keeping the key columns), else (key columns holding one value on every row moved into the title)
 its columns packed into as few tables as fit, else each row stacked
 (its values under its keys); headers wrap between words where that keeps a table whole. Never a
-column narrower than its header's longest word, never a header cut, never a value dropped. Without
-a terminal it prints the whole table unwrapped.
+column narrower than its header's longest word, never a header cut, never a value dropped. Piped
+(no terminal), the same at the console's width (the CLI's: COLUMNS, else 100).
 ``markdown`` (as lm-evaluation-harness prints its tables), ``csv_text`` and ``json_data`` give the
 same tables for people who pipe.
 """
@@ -180,17 +180,9 @@ def _print(console: Console, sheet: Sheet, body: Table | Group) -> None:
 def render_sheet(console: Console, sheet: Sheet) -> None:
     """Print ``sheet`` in the first layout whose every table fits the console (module docstring),
     headers on one line if they can, else wrapped between words; where none fits (its key columns
-    alone are wider), each row stacked: its keys, then a line a value."""
+    alone are wider), each row stacked: its keys, then a line a value. Piped as in a terminal: the
+    console's width is the CLI's for pipes (pipeline.cli.common.console)."""
     if not sheet.rows:
-        return
-    if not console.is_terminal:  # piped: one table, unwrapped (print caps a width at the console's)
-        table = _table(sheet, " ")
-        width = console.width
-        console.width = max(width, natural_width(console, table))
-        try:
-            _print(console, sheet, table)
-        finally:
-            console.width = width
         return
     for layout in _layouts(sheet):
         for compact in (False, True):
