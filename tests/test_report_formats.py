@@ -1,6 +1,7 @@
 """`unspecific report --format markdown|csv|json` and the text report, as a paper and a script read
-them (issue 47, item 6): one interval style ("[low, high]") in text, markdown, HTML and the app; and
-piped text no wider than COLUMNS, else 100."""
+them (issue 47, item 6): markdown tables no wider than 100 characters, split by concern; one
+interval style ("[low, high]") in text, markdown, HTML and the app; and piped text no wider than
+COLUMNS, else 100."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pytest
 from pipeline.cli import main
 from pipeline.core.intervals import ci, ci_parts
 from pipeline.outputs.report import ReportOptions, build_report
-from pipeline.outputs.report_text import render, write_format
+from pipeline.outputs.report_text import document, render, write_format
 from pipeline.outputs.suspicion import REPORT_TOP
+from pipeline.outputs.tables import MARKDOWN_WIDTH, Sheet
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.stages.similarity import compute_similarities
 from pipeline.store.database import open_store
@@ -53,6 +55,22 @@ def _written(report, fmt: str) -> str:  # noqa: ANN001
     out = io.StringIO()
     write_format(report, fmt, out)
     return out.getvalue()
+
+
+def _sheets(report) -> list[Sheet]:  # noqa: ANN001
+    return [i for i in document(report) if isinstance(i, Sheet) and i.rows]
+
+
+# -- markdown: narrow tables, split by concern ------------------------------------------------------
+
+
+def test_markdown_tables_fit_100_characters_split_by_concern(report) -> None:  # noqa: ANN001
+    md = _written(report, "markdown")
+    table_lines = [line for line in md.splitlines() if line.startswith("|")]
+    assert table_lines and max(map(len, table_lines)) <= MARKDOWN_WIDTH
+    first = _sheets(report)[0]  # the main table
+    for block in first.blocks:  # the terminal's concerns, each a table of its own
+        assert f"**{first.title} ({block.name})**" in md, block.name
 
 
 # -- one interval style -------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ its columns packed into as few tables as fit, else each row stacked
 (its values under its keys); headers wrap between words where that keeps a table whole. Never a
 column narrower than its header's longest word, never a header cut, never a value dropped. Piped
 (no terminal), the same at the console's width (the CLI's: COLUMNS, else 100).
-``markdown`` (as lm-evaluation-harness prints its tables), ``csv_text`` and ``json_data`` give the
-same tables for people who pipe.
+``markdown`` (as lm-evaluation-harness prints its tables) splits a sheet the same way to keep each
+table within 100 characters; ``csv_text`` and ``json_data`` give the same tables for people who pipe.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 Cell = str | tuple[str, str]  # a value, or (value, interval)
 # More tables than this for one sheet read worse than its rows stacked (a value a line).
 MAX_PARTS = 4
+# Markdown tables are kept this narrow (a paper's source, a review diff, a terminal's pager).
+MARKDOWN_WIDTH = 100
 # A value column is right-aligned when every cell reads as a number ("83 [78, 88]", "1,204", "$0.12",
 # "-"); names and times stay left.
 _NUMBER = re.compile(r"^[-+−$]?[\d.,]*%?( ?[\[(][-+\d., −%]+[\])])?\*{0,3}$|^-$|^n/a$")
@@ -73,6 +75,17 @@ class Sheet:
         headers = self.headers
         return Sheet(title, self.keys, (Block("", tuple(headers[i] for i in columns)),),
                      [[row[i] for i in keep] for row in self.rows], self.caption, set(self.ends))
+
+    def by_concern(self) -> list[Sheet]:
+        """Each block as a table of its own beside the key columns, titled by its concern; the caption
+        follows the last."""
+        start = len(self.keys)
+        parts = []
+        for block in self.blocks:
+            columns = list(range(start, start + len(block.headers)))
+            start += len(block.headers)
+            parts.append(self.part(columns, f"{self.title} ({block.name})" if block.name else self.title))
+        return _captioned_last(parts)
 
 
 def text(cell: Cell, sep: str = " ") -> str:
@@ -119,23 +132,14 @@ def _layouts(sheet: Sheet) -> Iterator[list[tuple[Sheet, str]]]:
     (each beside, then under). A split sheet's caption follows its last part."""
     yield [(sheet, " ")]
     yield [(sheet, "\n")]
-    start = len(sheet.keys)
-    parts = []
-    for block in sheet.blocks:
-        columns = list(range(start, start + len(block.headers)))
-        start += len(block.headers)
-        parts.append(sheet.part(columns, f"{sheet.title} ({block.name})" if block.name else sheet.title))
-    if len(parts) > 1:
-        yield [(p, " ") for p in _captioned_last(parts)]
-        yield [(p, "\n") for p in _captioned_last(parts)]
+    if len(sheet.blocks) > 1:
+        yield [(p, " ") for p in sheet.by_concern()]
+        yield [(p, "\n") for p in sheet.by_concern()]
 
 
-def _packed(console: Console, sheet: Sheet) -> list[Sheet]:
-    """The value columns packed left to right into as few tables as fit (intervals under values,
-    headers wrapped), a concern kept in one table where it fits in one."""
-    def fits(columns: list[int]) -> bool:
-        return natural_width(console, _table(sheet.part(columns, ""), "\n", compact=True)) <= console.width
-
+def _packed(sheet: Sheet, fits: Callable[[list[int]], bool]) -> list[Sheet]:
+    """The value columns packed left to right into as few tables as ``fits`` (given the value columns
+    of a table, indexes into ``headers``), a concern kept in one table where it fits in one."""
     groups: list[list[int]] = []
     current: list[int] = []
     start = len(sheet.keys)
@@ -195,7 +199,10 @@ def render_sheet(console: Console, sheet: Sheet) -> None:
     if hoisted is not None:
         render_sheet(console, hoisted)
         return
-    packed = [(part, _table(part, "\n", compact=True)) for part in _packed(console, sheet)]
+    def fits(columns: list[int]) -> bool:
+        return natural_width(console, _table(sheet.part(columns, ""), "\n", compact=True)) <= console.width
+
+    packed = [(part, _table(part, "\n", compact=True)) for part in _packed(sheet, fits)]
     if len(packed) <= MAX_PARTS and all(natural_width(console, t) <= console.width for _, t in packed):
         for part, table in packed:
             _print(console, part, table)
@@ -238,8 +245,27 @@ def _stacked(sheet: Sheet) -> Group:
 # -- for people who pipe ---------------------------------------------------------------------------
 
 
-def markdown(sheet: Sheet) -> str:
-    """The sheet as a markdown table (values right-aligned), its title above in bold."""
+def markdown(sheet: Sheet, width: int = MARKDOWN_WIDTH) -> str:
+    """The sheet as markdown tables no wider than ``width``, split as a terminal splits it (whole; else
+    by concern; else the key columns holding one value moved into the title; else its columns packed
+    into as few tables as fit); a table whose key columns alone are wider is left wider."""
+    for parts in ([sheet], sheet.by_concern()):
+        tables = [_markdown_table(part) for part in parts]
+        if all(_table_width(t) <= width for t in tables):
+            return "\n\n".join(tables)
+    hoisted = _hoisted(sheet)
+    if hoisted is not None:
+        return markdown(hoisted, width)
+    parts = _packed(sheet, lambda columns: _table_width(_markdown_table(sheet.part(columns, ""))) <= width)
+    return "\n\n".join(_markdown_table(part) for part in parts)
+
+
+def _table_width(block: str) -> int:
+    return max((len(line) for line in block.splitlines() if line.startswith("|")), default=0)
+
+
+def _markdown_table(sheet: Sheet) -> str:
+    """One markdown table (values right-aligned), its title above in bold, its caption under it."""
     headers = sheet.headers
     rows = [[text(c).replace("|", "\\|") for c in row] for row in sheet.rows]
     widths = [max([len(h), 3, *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
