@@ -2,7 +2,8 @@
 them (issue 47, item 6): the suspicion list in every format; JSON numbers as numbers and intervals
 as [low, high]; CSV one rectangular table (a ``table`` column first) or one file a table; markdown
 tables no wider than 100 characters, split by concern; one interval style ("[low, high]") in text,
-markdown, HTML and the app; and piped text no wider than COLUMNS, else 100."""
+markdown, HTML and the app; no line sending the reader to a file that was not written; and piped
+text no wider than COLUMNS, else 100."""
 
 from __future__ import annotations
 
@@ -181,6 +182,24 @@ def test_text_markdown_html_and_the_app_write_intervals_alike(report) -> None:  
         assert not HYPHENATED.search(shown), (name, HYPHENATED.search(shown))
     assert _fmt((0.814, 0.782, 0.846)) == "81.4 [78.2, 84.6]"
     assert _fmt((0.814, 0.782, 0.846), "short") == "81.4 [78, 85]"
+
+
+# -- "see X" only when X was written ------------------------------------------------------------------
+
+
+def test_no_line_sends_the_reader_to_a_file_not_written(report, store_path: Path,  # noqa: ANN001
+                                                        tmp_path: Path, capsys: pytest.CaptureFixture
+                                                        ) -> None:
+    assert main(["--store", str(store_path), "report", "--resamples", "20"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "see comparisons.csv" not in shown
+    out = tmp_path / "out"
+    assert main(["--store", str(store_path), "report", "--resamples", "20", "--out", str(out)]) == 0
+    shown = "".join(capsys.readouterr().out.split())
+    assert (out / "comparisons.csv").is_file() and "".join(str(out / "comparisons.csv").split()) in shown
+    for fmt in ("markdown", "json"):  # written to standard output: no file beside them
+        assert "see comparisons.csv" not in _written(report, fmt)
+        assert "every test is in" not in _written(report, fmt)
 
 
 # -- piped text: wrapped at COLUMNS, else 100 ---------------------------------------------------------

@@ -111,19 +111,22 @@ def run(args: argparse.Namespace) -> int:
             return 1
         if args.ratio is not None:
             _check_ratio(args.ratio, report.metrics.ratios, store.path)
+        # The files first: a line of the report sends the reader to one only when it was written.
         written: list[Path] = []
+        if args.out:
+            with out.status("writing files..."):
+                written = write_outputs(report, args.out)
         # Markdown and JSON go to standard output: what is said about files goes to standard error.
         said = out if args.format == "text" or (args.format == "csv" and args.out) else console(stderr=True)
         if args.format == "text":
-            render(report, out)
+            render(report, out, written)
             _print_paid(out, store)
             _print_estimates(out, store)
         elif args.format == "csv" and args.out:
-            written += write_csv_tables(report, args.out)
+            written += write_csv_tables(report, args.out, written)
         else:
-            write_format(report, args.format, sys.stdout)
+            write_format(report, args.format, sys.stdout, written)
         if args.out:
-            written += write_outputs(report, args.out)
             said.print(f"wrote {len(written)} files to [bold]{args.out}[/]")
         if args.html:
             from pipeline.outputs.html_report import write_html

@@ -4,8 +4,9 @@ fitted to the console's width (a terminal's; piped, COLUMNS or 100: no line wide
 writes the same report as markdown (tables no wider than 100 characters, split by concern as a
 terminal splits them), CSV (one rectangular table: a ``table`` column first) or JSON (numbers as
 numbers, an interval as [low, high], missing as null), and ``write_csv_tables`` one CSV a table.
-Every interval is written as pipeline.core.intervals writes it. Nothing is computed here: the
-numbers are pipeline.analysis.report_model's.
+Every interval is written as pipeline.core.intervals writes it. A line sends the reader to a file
+("see comparisons.csv") only when that file was written. Nothing is computed here: the numbers are
+pipeline.analysis.report_model's.
 """
 
 from __future__ import annotations
@@ -113,8 +114,9 @@ def validation_caption(report: Report) -> tuple[str, bool]:
 # -- the document --------------------------------------------------------------------------------
 
 
-def document(report: Report) -> list[Item]:
-    """Every table and line of the report, in order."""
+def document(report: Report, written: Sequence[Path] = ()) -> list[Item]:
+    """Every table and line of the report, in order; ``written``: the files the report wrote, which its
+    lines may send the reader to."""
     m = report.metrics
     if report.empty:
         return [Note(empty_message(report.options.filters))]
@@ -146,7 +148,7 @@ def document(report: Report) -> list[Item]:
     elif len(m.raters) == 1:
         out.append(Note(f"one judge ({m.raters[0]}): no judge agreement to report; the paper averages two"))
     out += _judges(report)
-    out += _comparisons(report)
+    out += _comparisons(report, written)
     if report.naturalness:
         sheet = Sheet("Naturalness (pairwise preference in both orders; ties count half)", ("condition", "vs"),
                       (Block("", ("n", "win rate % [CI]", "W/T/L", "first shown wins % [CI]", "orders agree % [CI]",
@@ -168,6 +170,11 @@ def document(report: Report) -> list[Item]:
     if report.suspicious is not None:
         out.append(Suspects(report.suspicious))
     return out
+
+
+def _written(written: Sequence[Path], name: str) -> Path | None:
+    """The file of that name the report wrote, if it wrote one."""
+    return next((path for path in written if path.name == name), None)
 
 
 def _main_sheet(report: Report, groups: Sequence[Group], domain: str, modes: set[str]) -> Sheet:
@@ -252,27 +259,31 @@ def _judges(report: Report) -> list[Item]:
     return out
 
 
-def _comparisons(report: Report) -> list[Item]:
+def _comparisons(report: Report, written: Sequence[Path]) -> list[Item]:
     out: list[Item] = []
     tested = [c for c in report.comparisons if not math.isnan(c.test.p_value)]
+    file = _written(written, "comparisons.csv")
     if tested:
         significant = [c for c in tested if c.p_holm < SIGNIFICANCE]
+        listed = significant and len(significant) <= 12
+        where = (f"; every test is in {file}" if file
+                 else "; `report --out DIR` writes every test to comparisons.csv")
         out.append(Note(f"{len(significant)} of {len(tested)} paired comparisons (model pairs within a condition, "
                         f"condition pairs within a model, response modes) differ at p < {SIGNIFICANCE:g} after Holm"
-                        " correction" + (":" if significant and len(significant) <= 12 else "; see comparisons.csv")))
+                        " correction" + (":" if listed else where)))
         if significant and len(significant) <= 12:
             out += [Note(f"  {c.domain} {c.within}: {c.metric} {c.a} {pct(c.test.mean_a)} vs {c.b} "
                          f"{pct(c.test.mean_b)} ({100 * c.test.diff:+.1f} points, p_holm {c.p_holm:.3f})")
                     for c in significant]
     if report.requested:
-        out += _requested(report.requested)
+        out += _requested(report.requested, file)
     elif report.options.compare:
         first, second = report.options.compare
         out.append(Note(f"--compare {first},{second}: no instructions where both were judged", "yellow"))
     return out
 
 
-def _requested(comparisons: list[Comparison]) -> list[Item]:
+def _requested(comparisons: list[Comparison], file: Path | None) -> list[Item]:
     first = comparisons[0]
     by = "reference article" if first.by == "condition" else "instruction"
     sheet = Sheet(f"{first.a} vs {first.b} (paired by {by}; sign-flip permutation test)", ("domain", "within", "metric"),
@@ -285,7 +296,7 @@ def _requested(comparisons: list[Comparison]) -> list[Item]:
         holm_p = "-" if math.isnan(c.p_holm) else _marked(round(c.p_holm, 3), c.p_holm < SIGNIFICANCE)
         sheet.add(c.domain, c.within, c.metric, pct(t.mean_a), pct(t.mean_b), diff, p, holm_p)
     return [sheet, Note(f"* p < {SIGNIFICANCE:g}; p Holm corrects for every comparison the report made"
-                        " (see comparisons.csv)")]
+                        + (f" (every one is in {file})" if file else ""))]
 
 
 def _marked(p: float, significant: bool) -> Value:
@@ -329,12 +340,12 @@ def _families(report: Report) -> list[Item]:
 # -- output ----------------------------------------------------------------------------------------
 
 
-def render(report: Report, console: Console) -> None:
+def render(report: Report, console: Console, written: Sequence[Path] = ()) -> None:
     """The report on a console: each table in the layout that fits its width (pipeline.outputs.tables),
     each line wrapped between words under its own indent, no line wider than the console."""
     from rich.text import Text
 
-    for item in document(report):
+    for item in document(report, written):
         if isinstance(item, Sheet):
             render_sheet(console, item)
         elif isinstance(item, Suspects):
@@ -430,10 +441,11 @@ def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: IO[str]) -
     writer.writerows([row.get(c) for c in columns] for row in rows)
 
 
-def write_format(report: Report, fmt: str, out: IO[str]) -> None:
+def write_format(report: Report, fmt: str, out: IO[str], written: Sequence[Path] = ()) -> None:
     """The report as ``fmt``: markdown (every table, line and the suspicion list), csv (every table as
-    one: its ``table`` column names the table) or json (tables, the suspicion list and the lines)."""
-    items = document(report)
+    one: its ``table`` column names the table) or json (tables, the suspicion list and the lines);
+    ``written``: the files the report wrote (document)."""
+    items = document(report, written)
     if fmt == "markdown":
         out.write("\n\n".join(_markdown_blocks(items)) + "\n")
     elif fmt == "csv":
@@ -452,13 +464,13 @@ def write_format(report: Report, fmt: str, out: IO[str]) -> None:
         raise ValueError(f"unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
 
 
-def write_csv_tables(report: Report, out_dir: str | Path) -> list[Path]:
+def write_csv_tables(report: Report, out_dir: str | Path, written: Sequence[Path] = ()) -> list[Path]:
     """Every table of the report (the suspicion list as ``suspicious``) as a CSV file of its own in
     ``out_dir``, named by the table; return the files written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, data, _ in _tables(document(report), flat=True):
+    for name, data, _ in _tables(document(report, written), flat=True):
         path = out / f"{name}.csv"
         with path.open("w", newline="", encoding="utf-8") as fh:
             _csv(data, _columns(data), fh)
