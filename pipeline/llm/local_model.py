@@ -31,7 +31,7 @@ from typing import Any
 
 from pipeline.core.errors import LocalModelError, LocalServerDied
 from pipeline.core.processes import process_alive
-from pipeline.llm.model_file import MODEL_ALIAS, ByteProgress, cache_root, model_path
+from pipeline.llm.model_file import EMBEDDED_NAME, MODEL_ALIAS, ByteProgress, cache_root, model_path, shipped_model
 from pipeline.llm.server_health import (
     PROOF_MIN_PROMPT_TOKENS,
     Proof,
@@ -44,9 +44,9 @@ from pipeline.llm.server_health import (
 
 STATE_FILE = "local-server.json"
 
-# Qwen2.5 speaks ChatML; naming it avoids the GGUF's Jinja template, whose default system
-# prompt ("You are Qwen, created by Alibaba Cloud") would creep into every call.
-CHAT_FORMAT = "chatml"
+# The embedded model's chat format, from its registry entry (pipeline.llm.model_file): ChatML,
+# named so the GGUF's Jinja template and its default system prompt stay out of every call.
+CHAT_FORMAT = shipped_model(EMBEDDED_NAME).chat_format
 N_CTX = 8192
 N_THREADS = 2
 

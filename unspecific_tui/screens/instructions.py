@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Select, Static
 
+from pipeline.core.definitions import COPIED_NGRAM_SHORT
 from pipeline.store.view import Writer
 from unspecific_tui.app import Context
 from unspecific_tui.data import Analysis, InstructionRow
@@ -28,7 +29,7 @@ PAGE = 300
 FLAGS: dict[str, tuple[str, Callable[[InstructionRow], bool]]] = {
     "proper_noun": ("proper noun", lambda r: r.flags.get("proper_noun", 0) > 0),
     "specificity_leak": ("specificity leak", lambda r: r.flags.get("specificity_leak", 0) > 0),
-    "copied_ngram": ("copied n-grams", lambda r: r.flags.get("copied_ngram", 0) > 0),
+    "copied_ngram": ("n-grams in the constraint", lambda r: r.flags.get("copied_ngram", 0) > 0),
     "duplicate": ("duplicate constraint", lambda r: r.flags.get("duplicate", 0) > 0),
     "flipped": ("flipped Org->Core", lambda r: r.flipped > 0),
     "disagree": ("judges disagree", lambda r: r.disagree > 0),
@@ -61,7 +62,8 @@ COLUMNS = (
     Column("flipped", "flip", lambda r: r.flipped),
     Column("proper_noun", "PN", lambda r: r.flags.get("proper_noun", 0)),
     Column("specificity_leak", "leak", lambda r: r.flags.get("specificity_leak", 0)),
-    Column("copied_ngram", "copy", lambda r: r.flags.get("copied_ngram", 0)),
+    # Constraints holding a reference's n-grams (the flag), not the queue's words pasted into the response.
+    Column("copied_ngram", COPIED_NGRAM_SHORT, lambda r: r.flags.get("copied_ngram", 0)),
     Column("duplicate", "dup", lambda r: r.flags.get("duplicate", 0)),
     Column("disagree", "disag.", lambda r: r.disagree),
     Column("quote_missing", "q.miss", lambda r: r.quote_missing),

@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.coverage import MIN_COVERAGE
 from pipeline.core.definitions import same_ratio
+from pipeline.core.intervals import ci
 from unspecific_tui.data import Analysis
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.fit import distinct_clip
@@ -136,15 +137,12 @@ def _coverage(cell: Cell) -> Text:
 
 
 def _fmt(iv: Triple, style: str = "interval") -> str:
-    """A rate in percent: 'interval' 81.4 [78.2, 84.6]; 'short' 81.4 [78-85]; 'value' 81.4."""
+    """A rate in percent, as every output writes one (pipeline.core.intervals.ci): 'interval'
+    81.4 [78.2, 84.6]; 'short' 81.4 [78, 85]; 'value' 81.4."""
     v, lo, hi = iv
-    if math.isnan(v):
-        return "-"
-    if math.isnan(lo) or style == "value":
-        return f"{100 * v:.1f}"
-    if style == "short":
-        return f"{100 * v:.1f} [{100 * lo:.0f}-{100 * hi:.0f}]"
-    return f"{100 * v:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    if style == "value":
+        lo = hi = math.nan
+    return ci((v, lo, hi), interval_digits=0 if style == "short" else None)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from textual.widgets.data_table import RowKey
 from pipeline.analysis.copy_count import NONE, CopyCount
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
-from pipeline.core.definitions import ECHO_HIGH
+from pipeline.core.definitions import COPIED_NGRAM_SHORT, ECHO_HIGH
 from unspecific_tui.textual_check import private_api_ok
 from unspecific_tui.widgets.bar import bar
 
@@ -39,7 +39,10 @@ FILTERS = ("all", "flipped", "split", "unquoted", "flagged")
 OUTCOME_ORDER = ("FLIPPED", "pass both", "passes full", "fails full", "not judged")
 OUTCOME_SHORT = {"FLIPPED": "FLIPPED", "pass both": "pass both", "passes full": "pass full",
                  "fails full": "fails", "not judged": "-"}
-FLAG_SHORT = {"proper_noun": "name", "specificity_leak": "leak", "copied_ngram": "copy", "duplicate": "dup"}
+# copied_ngram: the constraint holds a reference's n-grams ("ngram"); "copy" would read as the count
+# of words pasted into the response, which the copied column gives.
+FLAG_SHORT = {"proper_noun": "name", "specificity_leak": "leak", "copied_ngram": COPIED_NGRAM_SHORT,
+              "duplicate": "dup"}
 
 
 @dataclass(frozen=True)
