@@ -27,7 +27,7 @@ from pipeline.outputs.html_report import write_html
 from pipeline.outputs.models_report import verdict_sentence
 from pipeline.outputs.report import ReportOptions, build_report, render, write_outputs
 from pipeline.outputs.report_text import Note, document
-from pipeline.outputs.tables import Sheet
+from pipeline.outputs.tables import Sheet, Value, text
 from pipeline.stages.echo import compute_echo
 from pipeline.store.database import Store, open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
@@ -93,7 +93,7 @@ def test_the_section_compares_both_models_with_the_copy_paste_score(deeper) -> N
     assert list(rows) == ["Org", "Core@0.25", "superficial", "Org-Core gap", "copy-paste"]
     copy_row = rows["copy-paste"]
     for cell in copy_row[3:6]:  # each model's cosine and the difference, each with an interval
-        assert isinstance(cell, tuple) and cell[1].startswith("[")
+        assert isinstance(cell, Value) and cell.interval.startswith("[") and cell.bounds is not None
     assert copy_row[8] == "30"
     # The copy-paste score of a unit: the mean of its response's stored echoes, as the copying section's.
     pair = report.models.pairs[0]
@@ -104,7 +104,7 @@ def test_the_section_compares_both_models_with_the_copy_paste_score(deeper) -> N
         " WHERE g.kind = 'response' GROUP BY g.id ORDER BY g.model").fetchall()
     for model, mean in (("model-a", test.test.mean_a), ("model-b", test.test.mean_b)):
         assert mean == pytest.approx(sum(e for m, e in echoes if m == model) / 30)
-    assert float(copy_row[3][0]) == pytest.approx(test.test.mean_a, abs=0.005)
+    assert copy_row[3].data == (round(test.test.mean_a, 2),)
 
 
 def test_one_holm_family_holds_the_copy_paste_tests_and_a_note_says_what_it_is(deeper) -> None:  # noqa: ANN001
@@ -205,7 +205,7 @@ def test_the_section_fits_80_columns_with_real_model_names(tmp_path: Path) -> No
     assert {row[1] for row in sheet.rows} == {"single", "none", "direct", "eval"}
     for row in sheet.rows:
         for cell in row:
-            for part in (cell if isinstance(cell, tuple) else (cell,)):
+            for part in text(cell, "\n").split("\n"):
                 assert part in flat, part
     assert "qwen2.5-coder-1.5b 1 of 16 responses, smollm2-135m 0 of 16 responses" in flat
     notes = [i.text for i in document(report) if isinstance(i, Note)]

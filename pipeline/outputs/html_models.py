@@ -20,7 +20,7 @@ from pipeline.outputs.models_report import (
     value_cell,
     verdict_sentence,
 )
-from pipeline.outputs.tables import Cell
+from pipeline.outputs.tables import Cell, Value
 
 if TYPE_CHECKING:
     from pipeline.analysis.model_duel import ModelPair
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 
 def _cell(cell: Cell) -> str:
+    """A value, and its interval in small type."""
+    if isinstance(cell, Value):
+        return esc(cell.shown) + (f" <small>{esc(cell.interval)}</small>" if cell.interval else "")
     return f"{esc(cell[0])} <small>{esc(cell[1])}</small>" if isinstance(cell, tuple) else esc(cell)
 
 
@@ -39,7 +42,7 @@ def _pair_table(pair: ModelPair, ratio: float | None) -> str:
         c = row.comparison
         cells = [esc(c.domain), esc(c.within), esc(metric_label(c.metric, ratio)),
                  _cell(value_cell(c.metric, row.a)), _cell(value_cell(c.metric, row.b)),
-                 _cell(diff_cell(row)), esc(p_cell(c.test.p_value)), esc(p_cell(c.p_holm)), str(c.test.n)]
+                 _cell(diff_cell(row)), _cell(p_cell(c.test.p_value)), _cell(p_cell(c.p_holm)), str(c.test.n)]
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     return (f'<table class="groups models"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
             "</table>"

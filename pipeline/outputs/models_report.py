@@ -12,10 +12,9 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis.model_duel import COPY_PASTE, DuelRow, ModelDuel, ModelPair, RefusalCount
-from pipeline.analysis.report_model import ci_parts, pct
+from pipeline.analysis.report_model import pct
 from pipeline.core.definitions import SIGNIFICANCE
-from pipeline.outputs.copy_report import cell as cosine_cell
-from pipeline.outputs.tables import Block, Cell, Sheet
+from pipeline.outputs.tables import Block, Cell, Sheet, Value, figure, slug
 
 if TYPE_CHECKING:
     from pipeline.analysis.report_model import Report
@@ -32,25 +31,25 @@ def metric_label(metric: str, ratio: float | None) -> str:
             COPY_PASTE: COPY_PASTE}.get(metric, metric)
 
 
+def _scale(metric: str) -> dict[str, Any]:
+    """Rates in %, the copy-paste score a cosine (as the copying section writes it)."""
+    return {"scale": 1.0, "digits": 2} if metric == COPY_PASTE else {}
+
+
 def value_cell(metric: str, iv: Any) -> Cell:
-    """A side's value and interval: rates in %, the copy-paste score a cosine."""
-    return cosine_cell(iv) if metric == COPY_PASTE else ci_parts(iv)
+    """A side's value and its interval."""
+    return figure(iv, **_scale(metric))
 
 
 def diff_cell(row: DuelRow) -> Cell:
     """A - B with its paired interval: percentage points, or a cosine's difference."""
     t = row.comparison.test
-    if math.isnan(t.diff):
-        return "-"
-    scale, digits = (1.0, 2) if row.comparison.metric == COPY_PASTE else (100.0, 1)
-    value = f"{scale * t.diff:+.{digits}f}"
-    if math.isnan(t.low):
-        return value
-    return value, f"[{scale * t.low:+.{digits}f}, {scale * t.high:+.{digits}f}]"
+    return figure((t.diff, t.low, t.high), signed=True, **_scale(row.comparison.metric))
 
 
-def p_cell(p: float) -> str:
-    return "-" if math.isnan(p) else f"{p:.3f}" + (" *" if p < SIGNIFICANCE else "")
+def p_cell(p: float) -> Cell:
+    """A p-value, starred when under SIGNIFICANCE."""
+    return "-" if math.isnan(p) else Value(f"{p:.3f}" + (" *" if p < SIGNIFICANCE else ""), (round(p, 3),))
 
 
 def _instructions(n: int) -> str:
@@ -103,8 +102,8 @@ def verdict_sentence(pair: ModelPair) -> str:
 def family_note(duel: ModelDuel) -> str:
     return (f"p Holm: adjusted over the report's whole family of {duel.family} paired tests (every model"
             " pair within a condition: Org, Core, superficial, gap, copy-paste; every condition pair within a"
-            " model; direct vs edit), as comparisons.csv; the copying section's single-vs-common tests are a"
-            f" family of their own. * p < {SIGNIFICANCE:g}")
+            " model; direct vs edit); the copying section's single-vs-common tests are a family of their own."
+            f" * p < {SIGNIFICANCE:g}")
 
 
 def _refusal(r: RefusalCount) -> str:
@@ -132,7 +131,8 @@ def pair_sheet(pair: ModelPair, ratio: float | None) -> Sheet:
     sheet = Sheet(f"{HEADING}: {pair.a} vs {pair.b} (paired on the same instructions)",
                   ("domain", "condition", "metric"),
                   (Block("values", (pair.a, pair.b)), Block("difference", (DIFFERENCE, "p", "p Holm", "n"))),
-                  caption=caption(pair))
+                  caption=caption(pair), name=f"models_{slug(pair.a)}_vs_{slug(pair.b)}",
+                  names={pair.a: "mean_a", pair.b: "mean_b"})
     for k, row in enumerate(pair.rows):
         c = row.comparison
         following = pair.rows[k + 1].comparison if k + 1 < len(pair.rows) else None

@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pipeline.analysis.judge_validation import describe as describe_judge
 from pipeline.analysis.metrics import Comparison, Filters, Group, runs_covered
+from pipeline.analysis.model_duel import COPY_PASTE
 from pipeline.analysis.report_model import (
     Report,
     any_corrected,
@@ -273,8 +274,7 @@ def _comparisons(report: Report, written: Sequence[Path]) -> list[Item]:
                         f"condition pairs within a model, response modes) differ at p < {SIGNIFICANCE:g} after Holm"
                         " correction" + (":" if listed else where)))
         if significant and len(significant) <= 12:
-            out += [Note(f"  {c.domain} {c.within}: {c.metric} {c.a} {pct(c.test.mean_a)} vs {c.b} "
-                         f"{pct(c.test.mean_b)} ({100 * c.test.diff:+.1f} points, p_holm {c.p_holm:.3f})")
+            out += [Note(f"  {c.domain} {c.within}: {_difference(c)}, p_holm {c.p_holm:.3f})")
                     for c in significant]
     if report.requested:
         out += _requested(report.requested, file)
@@ -282,6 +282,14 @@ def _comparisons(report: Report, written: Sequence[Path]) -> list[Item]:
         first, second = report.options.compare
         out.append(Note(f"--compare {first},{second}: no instructions where both were judged", "yellow"))
     return out
+
+
+def _difference(c: Comparison) -> str:
+    """'core m1 61.2 vs m2 40.3 (+20.9 points'; the copy-paste score is a cosine: '0.77 vs 0.75 (+0.02'."""
+    t = c.test
+    if c.metric == COPY_PASTE:
+        return f"{c.metric} {c.a} {t.mean_a:.2f} vs {c.b} {t.mean_b:.2f} ({t.diff:+.2f}"
+    return f"{c.metric} {c.a} {pct(t.mean_a)} vs {c.b} {pct(t.mean_b)} ({100 * t.diff:+.1f} points"
 
 
 def _requested(comparisons: list[Comparison], file: Path | None) -> list[Item]:
