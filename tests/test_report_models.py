@@ -39,7 +39,8 @@ REFUSAL = "I'm sorry, but I can't help with that request."
 def _store(path: Path, **spec: object) -> Store:
     """A synthetic store with every response's copy-paste score (the hash embedder's echo) and every
     response checked for refusal, as the generation stage leaves them."""
-    build_synthetic_store(path, SyntheticSpec(n_constraints=8, domains=("news",), **spec))  # type: ignore[arg-type]
+    spec = {"n_constraints": 8, "domains": ("news",), **spec}
+    build_synthetic_store(path, SyntheticSpec(**spec))  # type: ignore[arg-type]
     store = open_store(path)
     compute_echo(store, get_embedder("hash"))
     store.conn.execute("UPDATE generations SET refusal = 0 WHERE kind = 'response'")
@@ -76,7 +77,8 @@ def deeper(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     """30 instructions of one condition: model-a follows deeply, model-b superficially; one model-a
     response refuses."""
     path = tmp_path_factory.mktemp("duel") / "deeper.sqlite"
-    store = _store(path, n_instructions=30, conditions=("eval",), model_skill={"model-a": DEEP, "model-b": SHALLOW})
+    store = _store(path, n_instructions=30, conditions=("eval",),
+                   model_skill={"model-a": DEEP, "model-b": SHALLOW})
     _refuse(store, "model-a")
     report = build_report(store, ReportOptions(n_resamples=200))
     yield store, report
@@ -87,8 +89,8 @@ def test_the_section_compares_both_models_with_the_copy_paste_score(deeper) -> N
     store, report = deeper
     (sheet,) = _sheets(report)
     assert sheet.title == "Models compared: model-a vs model-b (paired on the same instructions)"
-    assert sheet.headers == ["domain", "condition", "metric", "model-a", "model-b", "difference [95% CI]", "p",
-                             "p Holm", "n"]
+    assert sheet.headers == ["domain", "condition", "metric", "model-a", "model-b", "difference [95% CI]",
+                             "p", "p Holm", "n"]
     rows = {row[2]: row for row in sheet.rows}
     assert list(rows) == ["Org", "Core@0.25", "superficial", "Org-Core gap", "copy-paste"]
     copy_row = rows["copy-paste"]
@@ -107,7 +109,7 @@ def test_the_section_compares_both_models_with_the_copy_paste_score(deeper) -> N
     assert copy_row[3].data == (round(test.test.mean_a, 2),)
 
 
-def test_one_holm_family_holds_the_copy_paste_tests_and_a_note_says_what_it_is(deeper) -> None:  # noqa: ANN001
+def test_one_holm_family_holds_the_copy_paste_tests_and_a_note_says_it(deeper) -> None:  # noqa: ANN001
     _, report = deeper
     tested = [c for c in report.comparisons if not math.isnan(c.test.p_value)]
     assert any(c.metric == COPY_PASTE and c.by == "model" for c in tested)
@@ -123,7 +125,8 @@ def test_the_sentence_names_the_deeper_model(deeper, tmp_path: Path) -> None:  #
     pair = report.models.pairs[0]
     assert (pair.verdict, pair.deeper, pair.instructions) == ("deeper", "model-a", 30)
     flat = _flat(_text(report))
-    assert "model-a follows more deeply than model-b on the 30 instructions both answered (30 in each test)" in flat
+    assert ("model-a follows more deeply than model-b on the 30 instructions both answered (30 in each test;"
+            " Core") in flat
     assert "significant after Holm, higher Core in 1 of 1 test and less superficial in 1 of 1" in flat
     # The other way round: the verdict follows the skill, not the models' order.
     store = _store(tmp_path / "swapped.sqlite", n_instructions=30, conditions=("eval",),
@@ -149,8 +152,8 @@ def test_refusals_are_counted_per_model_in_text_html_and_json(deeper, tmp_path: 
     store, report = deeper
     counts = {r.model: (r.refused, r.responses) for r in report.models.refusals}
     assert counts == {"model-a": (1, 30), "model-b": (0, 30)}
-    line = "refusals (responses that refuse the task, scored as the model's answers): model-a 1 of 30 responses," \
-           " model-b 0 of 30 responses"
+    line = ("refusals (responses that refuse the task, scored as the model's answers): model-a 1 of 30"
+            " responses, model-b 0 of 30 responses")
     assert line in _flat(_text(report))
     page = write_html(store, report, tmp_path / "html").path.read_text(encoding="utf-8")
     assert '<section id="models"><h2>Models compared</h2>' in page
@@ -180,13 +183,15 @@ def test_one_model_still_counts_its_refusals_and_an_unchecked_store_says_so(tmp_
     _refuse(store, "qwen2.5-coder-1.5b")
     report = build_report(store, ReportOptions(n_resamples=50))
     assert not _sheets(report)
-    assert "refusals (responses that refuse the task, scored as the model's answers): qwen2.5-coder-1.5b 1 of 4" \
-           " responses" in _flat(_text(report))
-    store.conn.execute("UPDATE generations SET refusal = NULL WHERE kind = 'response'")  # stored before the flag
+    assert ("refusals (responses that refuse the task, scored as the model's answers): qwen2.5-coder-1.5b"
+            " 1 of 4 responses") in _flat(_text(report))
+    # As a store written before the refusal flag holds its responses.
+    store.conn.execute("UPDATE generations SET refusal = NULL WHERE kind = 'response'")
     store.commit()
     unchecked = build_report(store, ReportOptions(n_resamples=50))
     store.close()
-    assert "qwen2.5-coder-1.5b not checked (4 responses stored before the refusal flag)" in _flat(_text(unchecked))
+    said = "qwen2.5-coder-1.5b not checked (4 responses stored before the refusal flag)"
+    assert said in _flat(_text(unchecked))
 
 
 def test_the_section_fits_80_columns_with_real_model_names(tmp_path: Path) -> None:
@@ -230,4 +235,5 @@ def test_the_sentence_when_the_tests_disagree_or_nothing_was_shared() -> None:
         " significant after Holm, m1 has higher Core in 2 of 2 tests, while m2 has less copy-paste in 1 of 2"
         " tests.")
     none = _pair({}, {}, instructions=0)
-    assert verdict_sentence(none) == "m1 and m2 answered no instruction in common: this report cannot compare them."
+    said = "m1 and m2 answered no instruction in common: this report cannot compare them."
+    assert verdict_sentence(none) == said

@@ -89,11 +89,10 @@ def verdict_sentence(pair: ModelPair) -> str:
     if pair.verdict == "deeper":
         winner = pair.deeper or a
         loser = b if winner == a else a
-        core = ""
         if known:
             mine, theirs = (pair.core_a, pair.core_b) if winner == a else (pair.core_b, pair.core_a)
-            core = f" (Core {pct(mine)}% vs {pct(theirs)}%)"
-        return (f"{winner} follows more deeply than {loser} on {both}{core}: significant after Holm,"
+            both = f"{both[:-1]}; Core {pct(mine)}% vs {pct(theirs)}%)"
+        return (f"{winner} follows more deeply than {loser} on {both}: significant after Holm,"
                 f" {_claims(pair, winner)}.")
     return (f"Neither model follows more deeply throughout on {both}: significant after Holm, {a} has"
             f" {_claims(pair, a)}, while {b} has {_claims(pair, b)}.")
