@@ -34,6 +34,8 @@ from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.fit import clip, natural_width, table_width, widths
 from unspecific_tui.widgets.footer import KeyFooter
 from unspecific_tui.widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
+from unspecific_tui.widgets.refusal import WORD as REFUSAL
+from unspecific_tui.widgets.refusal import refusal_mark
 from unspecific_tui.widgets.text_pane import TextPane
 
 SIDES = ("a", "b")
@@ -292,8 +294,11 @@ class CompareScreen(AppScreen):
             org, core = self._org_core(response, writer, ratio)
             self.totals[side] = (_pct(org), _pct(core))
             # Short enough for half of 80 columns: the pane titles below name the writer and the ratio.
-            self.query_one(f"#cmp-{side}-totals", Static).update(
-                f"[b]{side.upper()}[/] Org [b]{_pct(org)}[/] · Core [b]{_pct(core)}[/] [dim]at {ratio:g}[/]")
+            line = Text.from_markup(f"[b]{side.upper()}[/] Org [b]{_pct(org)}[/] · Core [b]{_pct(core)}[/]"
+                                    f" [dim]at {ratio:g}[/]")
+            if response is not None and response.refusal:
+                line.append_text(refusal_mark())
+            self.query_one(f"#cmp-{side}-totals", Static).update(line)
 
     def _org_core(self, response: Generation | None, writer: Writer | None,
                   ratio: float) -> tuple[float | None, float | None]:
@@ -335,7 +340,8 @@ class CompareScreen(AppScreen):
             writer = self.writers[slot]
             response, summary = self._texts[slot]
             pane = self.query_one(f"#cmp-{side}", TextPane)
-            pane.border_title = f"{side.upper()}: {_label(writer)}"
+            pane.border_title = f"{side.upper()}: {_label(writer)}" + \
+                (f" · {REFUSAL}" if response and response.refusal else "")
             self._show_text(pane, f"cmp-{side}", response, cid, (data.id, writer), "(no response)")
             spane = self.query_one(f"#cmp-{side}-summary", TextPane)
             spane.border_title = f"{side.upper()} summary {ratio:g}"

@@ -20,6 +20,8 @@ from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.constraint_list import ListRow, outcome_cell
 from unspecific_tui.widgets.flag_picker import QUEUE
 from unspecific_tui.widgets.highlight import QUOTE_STYLE, SOURCE_STYLES
+from unspecific_tui.widgets.refusal import WORD as REFUSAL
+from unspecific_tui.widgets.refusal import refusal_mark
 from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
 HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height)
@@ -52,6 +54,8 @@ class HeadPart(AuditBase):
         narrow = self._narrow()
         for i, pane in enumerate(PANES):
             title = PANE_TITLES[pane]
+            if pane == "response" and self.shown.refusal:
+                title = f"{title}: {REFUSAL}"
             if narrow and i == self.pane and not self.source_view:
                 title = f"{title} ({i + 1}/{len(PANES)}, t: next)"
             self.query_one(f"#{pane}", TextPane).border_title = title
@@ -90,7 +94,9 @@ class HeadPart(AuditBase):
         active = sum(1 for c in data.constraints.values() if c.active)
         where = Text.assemble(
             (f"#{data.id}", "bold"), f" {data.domain} · {data.condition} · constraint {con.position}/{active} · ",
-            (self.writer.label if self.writer else "-", "bold"), f" · summary {ratio:g} · copy: {self.copy_mode}",
+            (self.writer.label if self.writer else "-", "bold"),
+            refusal_mark() if self.shown.refusal else "",
+            f" · summary {ratio:g} · copy: {self.copy_mode}",
             f" ({self.index + 1}/{len(self.order)})", no_wrap=True, overflow="ellipsis")
         narrow = self.app.size.width < NARROW  # the breakpoint class may not be set yet on the first show
         text = Text(con.text, style="bold", no_wrap=narrow, overflow="ellipsis")

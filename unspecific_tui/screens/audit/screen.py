@@ -263,7 +263,8 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         verdicts = rows.verdicts.get(cid, [])
         texts = self._texts(data, self.writer, ratio)
         arrived = (self.shown.constraint_id, self.shown.instruction_id, self.shown.writer) != (cid, iid, self.writer)
-        shown = Shown(cid, iid, self.writer, response.id if response else None, summary.id if summary else None)
+        shown = Shown(cid, iid, self.writer, response.id if response else None,
+                      summary.id if summary else None, bool(response and response.refusal))
         shown.row = row
         self.shown = shown
         self._open_on_copy(arrived, row)

@@ -30,6 +30,7 @@ class Shown:
     writer: Writer | None = None
     response_id: int | None = None  # the texts in the panes, by id
     summary_id: int | None = None
+    refusal: bool = False  # the response refuses the task (marked in the head and the pane's title)
     state: str = ""  # FLIPPED | pass both | fails full | not judged (pipeline.analysis.metrics.Item)
     copies: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # References mode: the response's and summary's copied spans by source ("A", "B").
