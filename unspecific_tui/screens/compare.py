@@ -162,22 +162,42 @@ class CompareScreen(AppScreen):
 
     def action_cycle(self, which: int) -> None:
         if not self.data or not self.data.writers:
+            self.notify("no response to this instruction yet: nothing to switch to")
             return
         other = self.writers[1 - which]
         # Never the other side's response: the two sides are two different texts.
         writers = [w for w in self.data.writers if w != other] or self.data.writers
         cur = self.writers[which]
+        if len(self.data.writers) < 2:
+            only = self.data.writers[0]
+            self.notify(f"one response to this instruction ({_label(only)}): nothing to switch to; "
+                        f"{second_writer(only)}")
+            return
+        if writers == [cur]:
+            there, key = SIDES[1 - which].upper(), "M" if which == 0 else "m"
+            self.notify(f"side {SIDES[which].upper()} has no other response to show: the instruction's other "
+                        f"one is on side {there} ({key} changes that side)")
+            return
         later = [w for w in writers if cur is not None and w > cur]
         self.writers[which] = later[0] if later else writers[0]
         self.load(self._cursor_cid())  # the same constraint, now on the other response
 
     def action_cycle_ratio(self) -> None:
         if not self.data or not self.data.ratios:
+            self.notify("no summary of this instruction yet: no ratio to switch to")
+            return
+        if len(self.data.ratios) < 2:
+            self.notify(f"summaries at one ratio only ({self.data.ratios[0]:g}): nothing to switch to; "
+                        "`unspecific evaluate --ratios 0.5,0.25` adds more")
             return
         self.ratio = next_ratio(self.data.ratios, self._ratio(self.data))
         self.load(self._cursor_cid())
 
     def action_toggle_differ(self) -> None:
+        if self.data is not None and self.writers[1] is None:
+            self.notify(f"one response to this instruction: no second side to differ from; "
+                        f"{second_writer(self.writers[0])}")
+            return
         self.only_differ = not self.only_differ
         self.load(self._cursor_cid())
 
@@ -201,7 +221,8 @@ class CompareScreen(AppScreen):
             # Two models in the same mode first (the screen's main use); else the other mode.
             mode_a = self.writers[0].mode if self.writers[0] else None  # None only when there are no writers
             others = sorted((w for w in writers if w != self.writers[0]), key=lambda w: (w.mode != mode_a, w))
-            self.writers[1] = others[0] if others else self.writers[0]
+            # One response only: side B stays empty and says what would fill it, never A's text again.
+            self.writers[1] = others[0] if others else None
 
     def load(self, keep_cid: int | None = None) -> None:
         """Show the current instruction; the cursor stays on ``keep_cid`` when it is still listed."""
@@ -282,9 +303,12 @@ class CompareScreen(AppScreen):
     def _render_head(self, data: InstructionData, ratio: float, n_active: int) -> None:
         listing = (f" · [b]rows that differ[/]: {len(self.row_cids)} of {n_active} (d: all)" if self.only_differ
                    else f" · {n_active} constraints (d: rows that differ)")
+        # One response: B says so (its pane says what would fill it).
+        b = _label(self.writers[1]) if self.writers[1] is not None or self.writers[0] is None else \
+            "[b yellow]none: one response to compare[/]"
         self.query_one("#compare-head", Static).update(
             f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={_label(self.writers[0])}"
-            f"  [b]B[/]={_label(self.writers[1])} · summary {ratio:g}{listing}\n{_esc(data.main_task)}")
+            f"  [b]B[/]={b} · summary {ratio:g}{listing}\n{_esc(data.main_task)}")
 
     def _render_totals(self, ratio: float) -> None:
         """Each side's Org and Core: the report's numbers (pipeline.analysis.metrics rows) once they
@@ -340,19 +364,22 @@ class CompareScreen(AppScreen):
             writer = self.writers[slot]
             response, summary = self._texts[slot]
             pane = self.query_one(f"#cmp-{side}", TextPane)
-            pane.border_title = f"{side.upper()}: {_label(writer)}" + \
+            alone = writer is None and self.writers[0] is not None  # B of an instruction with one response
+            pane.border_title = f"{side.upper()}: " + ("no second response" if alone else _label(writer)) + \
                 (f" · {REFUSAL}" if response and response.refusal else "")
-            self._show_text(pane, f"cmp-{side}", response, cid, (data.id, writer), "(no response)")
+            empty = f"No second response to this instruction: {second_writer(self.writers[0])}." if alone \
+                else "(no response)"
+            self._show_text(pane, f"cmp-{side}", response, cid, (data.id, writer), empty)
             spane = self.query_one(f"#cmp-{side}-summary", TextPane)
             spane.border_title = f"{side.upper()} summary {ratio:g}"
             self._show_text(spane, f"cmp-{side}-summary", summary, cid, (data.id, writer, ratio),
-                            "(no summary at this ratio)")
+                            "(no second response)" if alone else "(no summary at this ratio)")
 
     def _show_text(self, pane: TextPane, name: str, text: Generation | None, cid: int | None, key: object,
                    empty: str) -> None:
         if text is None:
             self.highlighted[name] = []
-            pane.show(Text(empty, style="dim"), key=key)
+            pane.show(Text(empty, style="dim" if empty.startswith("(") else "yellow"), key=key)
             return
         quotes = []
         for _judge, verdict, quote in self.verdicts.get((cid, text.id), []) if cid else []:
@@ -365,6 +392,13 @@ class CompareScreen(AppScreen):
                   subtitle=f"{text.words or count_words(text.text)} words · {len(quotes)} quote(s)")
         if quotes:
             pane.reveal(min(s[0] for s, _ in quotes))
+
+
+def second_writer(writer: Writer | None) -> str:
+    """What fills side B when an instruction has one response (``writer``'s): said by B's pane, m and M."""
+    other = "direct" if writer is not None and writer.mode == "edit" else "edit"
+    return (f"a second model (`unspecific evaluate --models NAME`) or the {other} response mode "
+            f"(`unspecific evaluate --mode {other}`) fills side B")
 
 
 def _esc(text: str) -> str:
