@@ -194,20 +194,31 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
     def action_cycle_model(self) -> None:
         """The next response of this instruction: every (model, mode) in turn."""
         if not self.order:
+            self._say("no constraints in this store yet: nothing to switch")
             return
         writers = self.app.view.instruction(self.order[self.index][1]).writers
-        if writers:
-            i = writers.index(self.writer) if self.writer in writers else -1
-            self.writer = writers[(i + 1) % len(writers)]
-            self.refresh_constraint()
+        if len(writers) < 2:
+            shown = f"one response ({writers[0].label})" if writers else "no response"
+            other = "direct" if writers and writers[0].mode == "edit" else "edit"
+            self._say(f"{shown} to this instruction: no other model or mode to switch to; a second model "
+                      f"(`unspecific evaluate --models NAME`) or mode (`--mode {other}`) adds one")
+            return
+        i = writers.index(self.writer) if self.writer in writers else -1
+        self.writer = writers[(i + 1) % len(writers)]
+        self.refresh_constraint()
 
     def action_cycle_ratio(self) -> None:
         if not self.order:
+            self._say("no constraints in this store yet: nothing to switch")
             return
         ratios = self.app.view.instruction(self.order[self.index][1]).ratios
-        if ratios:
-            self.ratio = next_ratio(ratios, self._ratio(None))
-            self.refresh_constraint()
+        if len(ratios) < 2:
+            shown = f"summaries at one ratio only ({ratios[0]:g})" if ratios else "no summary"
+            self._say(f"{shown} for this instruction: no other ratio to switch to; "
+                      "`unspecific evaluate --ratios 0.5,0.25` adds more")
+            return
+        self.ratio = next_ratio(ratios, self._ratio(None))
+        self.refresh_constraint()
 
     def on_resize(self) -> None:
         # Across the 80-column breakpoint the list and the hidden panes come into view: draw them.
