@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,6 +77,23 @@ def help_name(screen: Screen, stack: list[Screen], mode: str) -> str:
     if own:
         return str(own)
     return mode if not stack or screen is stack[0] else ""
+
+
+def shown_runs(per_run: Mapping[str, int], build_run: str | None) -> str:
+    """The title's words for what the screens show: the runs holding instructions ("run: demo",
+    "runs: a, b", "5 runs"), and Build's run when it holds none yet ("· Build: build-2, empty")."""
+    runs = sorted(str(r) for r, n in per_run.items() if n and r is not None)
+    if not runs:
+        shown = "no instructions yet"
+    elif len(runs) == 1:
+        shown = f"run: {runs[0]}"
+    elif len(runs) <= 3:
+        shown = "runs: " + ", ".join(runs)
+    else:
+        shown = f"{len(runs)} runs"
+    if build_run and build_run not in runs:
+        shown += f" · Build: {build_run}, empty"
+    return shown
 
 
 def _mode(name: str):
@@ -262,8 +279,14 @@ class UnspecificApp(AnalysisPart, PaintPart):
     def watch_run_id(self) -> None:
         self._update_subtitle()
 
+    def watch_analysis(self) -> None:
+        self._update_subtitle()  # a build wrote instructions into a run the title did not name yet
+
     def _update_subtitle(self) -> None:
-        self.sub_title = f"run: {self.run_id or '(none)'}" + ("  [read-only]" if self.readonly else "")
+        """The runs whose instructions the screens show (every run's: the screens read the whole
+        store), and Build's run when it is another one (a new run, empty until a stage writes)."""
+        self.sub_title = shown_runs(self.view.instructions_per_run(), self.run_id) + \
+            ("  [read-only]" if self.readonly else "")
 
     # -- config ------------------------------------------------------------------------
     def get_config(self) -> Config:

@@ -1,4 +1,5 @@
-"""Modal screens: the keys of the current screen (``?``) and a user-facing error."""
+"""Modal screens: the keys of the current screen (``?``), a user-facing error, and a question
+asked before an action that writes to the store (``ConfirmScreen``)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,25 @@ class ErrorScreen(ModalScreen[None]):
             box.border_title = self._title
             yield Static(self._msg, id="error-msg", markup=False)
             yield Static("[dim]esc or enter to close; the app keeps running[/]", id="error-close")
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question before an action that writes to the store: y or enter says yes, n or escape
+    no (dismissed with True / False)."""
+
+    BINDINGS = [Binding("y,enter", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, title: str, msg: str, yes: str, no: str) -> None:
+        super().__init__()
+        self._title = title
+        self._msg = msg
+        self._keys = f"[b]y[/]: {yes} · [b]n[/] or esc: {no}"
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box") as box:
+            box.border_title = self._title
+            yield Static(self._msg, id="confirm-msg", markup=False)
+            yield Static(self._keys, id="confirm-keys")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
