@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
+from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import AwaitMount
@@ -303,6 +304,22 @@ class UnspecificApp(AnalysisPart, PaintPart):
 
 
 
+
+    # -- notices ---------------------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Textual's notice, in one line (app.tcss puts notices in the header's row, where they cover
+        no pane, table or caption): a title goes in front of the message."""
+        if title:
+            from textual.markup import escape
+
+            message = f"[b]{escape(title)}[/b]: {message}" if markup else f"{title}: {message}"
+        super().notify(message, severity=severity, timeout=timeout, markup=markup)
+
+    def on_notify(self, event: Notify) -> None:
+        """One notice at a time: a new one replaces the one shown (the header's row holds one). Runs
+        before Textual's own handler adds the new notice."""
+        self.clear_notifications()
 
     # -- navigation ----------------------------------------------------------------------
     def switch_mode(self, mode: str) -> AwaitMount:

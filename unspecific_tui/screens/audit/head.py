@@ -39,13 +39,9 @@ class HeadPart(AuditBase):
         self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
     def _say(self, message: str) -> None:
-        """What the last key changed: in the legend line where it is shown (a notice would cover the
-        panes and the verdicts, which the key just changed), gone at the next move; narrow, where the
-        legend gives way, in Textual's notice area. Never in a pane's title: the caption stays."""
-        self._said = message
-        if self._narrow():
-            self.notify(message, timeout=3)
-        self._render_legend(self.shown.row)
+        """What the last key changed, as a notice: the app shows notices in the header's row
+        (app.tcss), where they cover no pane, verdict or legend, at every width."""
+        self.notify(message, timeout=3)
 
     def _render_titles(self) -> None:
         """The panes' titles. Narrow shows one pane at a time: its title says which of the four it is
@@ -62,9 +58,6 @@ class HeadPart(AuditBase):
 
     def _render_legend(self, row: ListRow | None) -> None:
         legend = Text(no_wrap=True, overflow="ellipsis")
-        if self._said:
-            legend.append(f" {self._said} ", style="bold reverse")
-            legend.append(" ")
         if self.source_view:
             count = row.copy if row else None
             legend.append(" copied words ", style=SOURCE_STYLES["A"])

@@ -81,7 +81,6 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         # The list's rows as sorted and filtered (the list widget holds them only while shown).
         self._rows_shown: list[ListRow] = []
         self._list_key: object = None
-        self._said = ""  # what the last key changed, said in the legend line until the next move
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -255,7 +254,6 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
 
     def refresh_constraint(self) -> None:
         self.app.collect_after_paint()
-        self._said = ""  # said until the next move
         if not self.order:
             empty = Text("No constraints in this store yet. Build a run (1), then come back.")
             width = max(20, self.app.size.width - 2)

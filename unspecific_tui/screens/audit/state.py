@@ -80,7 +80,6 @@ class AuditBase(AppScreen):
     source_view: bool
     _rows_shown: list[ListRow]
     _list_key: object
-    _said: str
 
     # screen.py
     def refresh_constraint(self) -> None:
