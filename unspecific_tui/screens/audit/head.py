@@ -92,12 +92,15 @@ class HeadPart(AuditBase):
             f" · summary {ratio:g} · copy: {self.copy_mode}",
             f" ({self.index + 1}/{len(self.order)})", no_wrap=True, overflow="ellipsis")
         narrow = self.app.size.width < NARROW  # the breakpoint class may not be set yet on the first show
-        text = Text(con.text, style="bold", no_wrap=narrow, overflow="ellipsis")
+        # Narrow, the constraint is one line over a text pane; over the list (`l`), whose column cuts
+        # it, the head gives it the lines it needs: the whole constraint stands above its row.
+        one_line = narrow and not self.has_class("-list")
+        text = Text(con.text, style="bold", no_wrap=one_line, overflow="ellipsis")
         console, width = self.app.console, max(20, self.app.size.width - 2)
         # The head's height is fixed (a move never lays the screen out again): the lines that fit,
         # by importance; the list shows each row's similarity and copies when the last lines go.
         height = NARROW_HEAD if narrow else HEAD
-        budget = height - 1 - (1 if narrow else len(text.wrap(console, width)))
+        budget = height - 1 - (1 if one_line else len(text.wrap(console, width)))
         rest = [self._outcome_line(row, verdicts), self._lineage(data, con), self._duplicates(data, flags),
                 self._evidence_line(row, flags)]
         follow = self._following_line()

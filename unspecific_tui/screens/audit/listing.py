@@ -64,6 +64,7 @@ class ListPart(AuditBase):
             if self.has_class("-list"):
                 self._sync_list()
                 self.query_one(ConstraintList).focus()
+            self._render_head_only()  # over the list the head holds the whole constraint
             return
         self.query_one("#audit-side").toggle_class("-hidden")
         if self._list_visible():
@@ -73,6 +74,7 @@ class ListPart(AuditBase):
         """Enter on the list: at 80 columns, back to the text of the row chosen."""
         if event.data_table is self.query_one(ConstraintList) and self.has_class("-list"):
             self.remove_class("-list")
+            self._render_head_only()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The list's cursor moved (up/down, a click): its constraint's detail follows."""
