@@ -18,7 +18,7 @@ from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.notifications import Notify, SeverityLevel
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widget import AwaitMount
 
@@ -322,6 +322,22 @@ class UnspecificApp(AnalysisPart, PaintPart):
         self.clear_notifications()
 
     # -- navigation ----------------------------------------------------------------------
+    async def action_switch_mode(self, mode: str) -> None:
+        """1-6: the screen of that number. Its own number on a screen pushed over it (the queue over
+        Instructions) goes back to it; on the screen itself, says so."""
+        if mode != self.current_mode:
+            self.switch_mode(mode)
+            return
+        pushed = [s for s in self.screen_stack[1:] if not isinstance(s, ModalScreen)]
+        if not pushed:
+            self.notify(f"this is the {mode.capitalize()} screen")
+            return
+        found = context_of(self.screen)
+        if found is not None:
+            self.context = found
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, ModalScreen):
+            self.pop_screen()
+
     def switch_mode(self, mode: str) -> AwaitMount:
         """Every screen change carries the context: what the screen left shows (its instruction,
         response, ratio, constraint) is where Audit and Compare open, unless a target was set."""
