@@ -125,6 +125,7 @@ class UnspecificApp(AnalysisPart, PaintPart):
         Binding("5", "switch_mode('annotate')", "Annotate", show=True, group=SCREENS_GROUP),
         Binding("6", "switch_mode('report')", "Report", show=True, group=SCREENS_GROUP),
         Binding("question_mark", "help", "keys", show=True, key_display="?"),
+        Binding("f1", "help", "keys (as ?)", show=False, key_display="F1"),
         Binding("ctrl+p", "command_palette", "Command palette", show=False, key_display="^p"),
         Binding("ctrl+r", "refresh_store", "Reload", show=False),
         Binding("q", "quit", "Quit", show=False),

@@ -1,4 +1,4 @@
-"""Modal screens: the keys of the current screen (``?``), a user-facing error, and a question
+"""Modal screens: the keys of the current screen (``?`` or F1), a user-facing error, and a question
 asked before an action that writes to the store (``ConfirmScreen``)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def bindings_table(screen: Screen) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,question_mark,q,f1", "dismiss", "Close")]
 
     def __init__(self, screen: Screen, mode: str) -> None:
         super().__init__()
@@ -49,7 +49,7 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll(id="help-scroll"):
                 yield Markdown(text, id="help-text")
                 yield Static(bindings_table(self._target), id="help-keys")
-            yield Static("[dim]↑/↓ PgUp/PgDn scroll · esc or ? to close[/]", id="help-close")
+            yield Static("[dim]↑/↓ PgUp/PgDn scroll · esc, ? or F1 to close[/]", id="help-close")
 
     def on_mount(self) -> None:
         # Focused, so the arrow and page keys scroll the help (at 80x24 it is longer than the box).

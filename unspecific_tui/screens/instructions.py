@@ -239,6 +239,10 @@ class InstructionsScreen(AppScreen):
         self.query_one("#f-domain", Select).focus()
 
     def action_clear_filters(self) -> None:
+        if all(v == ANY for v in self.filters.values()):
+            self.notify("no filter set: every row is listed (/ picks one)")
+            self.query_one("#instr-table", DataTable).focus()
+            return
         for name in self.filters:
             self.set_filter(name, None)
         self.query_one("#instr-table", DataTable).focus()

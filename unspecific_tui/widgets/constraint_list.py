@@ -174,6 +174,13 @@ class ConstraintList(DataTable, inherit_bindings=False):
     def on_mount(self) -> None:
         self._add_columns(TEXT_MIN)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No row to pick (the list out of sight at 80 columns, filled when shown): enter goes on to
+        the screen, which says where it works."""
+        if action == "select_cursor" and not self.row_count:
+            return False
+        return super().check_action(action, parameters)
+
     def _columns(self, bars: bool | None = None) -> tuple[tuple[str, str, int], ...]:
         bars = self.bars if bars is None else bars
         return tuple((key, label, width if bars or not key.startswith("sim-") else SIM_COMPACT)

@@ -70,11 +70,21 @@ class ListPart(AuditBase):
         if self._list_visible():
             self._sync_list()
 
+    def _to_text(self) -> None:
+        """At 80 columns over the list (`l`): back to the text, for the keys that act on a pane (t,
+        PgUp/PgDn, o), which would change a pane out of sight."""
+        if self._narrow() and self.has_class("-list"):
+            self.action_toggle_list()
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on the list: at 80 columns, back to the text of the row chosen."""
-        if event.data_table is self.query_one(ConstraintList) and self.has_class("-list"):
+        if event.data_table is not self.query_one(ConstraintList):
+            return
+        if self.has_class("-list"):
             self.remove_class("-list")
             self._render_head_only()
+        elif self._narrow():  # the list is out of sight (it keeps the focus): enter has no row to pick
+            self._say("enter picks a row of the list: l shows it")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The list's cursor moved (up/down, a click): its constraint's detail follows."""

@@ -47,7 +47,8 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
         Binding("f", "pick_follow", "Flagged…"),
-        Binding("escape", "stop_following", "Stop following", show=False),
+        Binding("escape", "escape", "Stop following", show=False),
+        Binding("enter", "enter", show=False),  # the list's own enter picks its row while it has the focus
         Binding("x", "next_flipped", "Flipped"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("slash", "cycle_filter", "Filter", key_display="/"),
@@ -176,10 +177,12 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         if step > 0:
             start = bisect.bisect_right(order, current, key=_instruction)
             if start >= len(order):
-                return  # stays on the last instruction
+                self._say(f"#{current} is the last instruction")  # it stays
+                return
         else:
             first = bisect.bisect_left(order, current, key=_instruction)
             if first == 0:
+                self._say(f"#{current} is the first instruction")
                 return
             start = bisect.bisect_left(order, order[first - 1][1], key=_instruction)
         self.index = start
@@ -189,6 +192,20 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         if rows:
             self.index = self._pos.get(rows[-1 if last else 0].constraint_id, start)
         self.refresh_constraint()
+
+    def action_escape(self) -> None:
+        """escape: at 80 columns, from the list back to the text; else stop following (n / p then
+        move through the list); with neither, says so."""
+        if self._narrow() and self.has_class("-list"):
+            self.action_toggle_list()
+        elif self.app.following is not None:
+            self.action_stop_following()
+        else:
+            self._say("nothing followed to stop: f picks a flag or the suspicion queue")
+
+    def action_enter(self) -> None:
+        """enter with the list out of sight (80 columns, a text shown): says where it works."""
+        self._say("enter picks a row of the list: l shows it")
 
     def action_cycle_model(self) -> None:
         """The next response of this instruction: every (model, mode) in turn."""

@@ -97,6 +97,10 @@ class AuditBase(AppScreen):
     def _writer_of(self, data: InstructionData, preferred: Writer | None = None) -> Writer | None:
         raise NotImplementedError("_writer_of: defined in a part of the Audit screen")
 
+    # listing.py
+    def _to_text(self) -> None:
+        raise NotImplementedError("_to_text: defined in a part of the Audit screen")
+
     # head.py
     def _put(self, widget_id: str, content: Any, *, layout: bool = False) -> None:
         raise NotImplementedError("_put: defined in a part of the Audit screen")
