@@ -26,19 +26,15 @@ from textual.widgets import DataTable, Header, Static
 from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import next_ratio, passes, same_ratio
-from pipeline.core.text import count_words
 from pipeline.store.view import Generation, InstructionData, Writer
 from unspecific_tui.app import Context
-from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.screens.compare_texts import SIDES, CompareTexts, markup_escape, second_writer, writer_label
 from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.fit import clip, natural_width, table_width, widths
 from unspecific_tui.widgets.footer import KeyFooter
-from unspecific_tui.widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
-from unspecific_tui.widgets.refusal import WORD as REFUSAL
 from unspecific_tui.widgets.refusal import refusal_mark
 from unspecific_tui.widgets.text_pane import TextPane
 
-SIDES = ("a", "b")
 # The table's columns: both sides' verdicts, the constraint's similarity to the closer reference
 # (pipeline.analysis.similarity), the constraint (the flexible column: clipped to what is left).
 COLUMNS = (("#", "pos"), ("A Org", "a_org"), ("A Core", "a_core"), ("B Org", "b_org"), ("B Core", "b_core"),
@@ -67,7 +63,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{100 * value:.0f}%"
 
 
-class CompareScreen(AppScreen):
+class CompareScreen(CompareTexts):
     DEFAULT_CSS = """
     CompareScreen .cmp-side { width: 1fr; height: 1fr; }
     CompareScreen .cmp-totals { height: 1; padding: 0 1; }
@@ -170,7 +166,7 @@ class CompareScreen(AppScreen):
         cur = self.writers[which]
         if len(self.data.writers) < 2:
             only = self.data.writers[0]
-            self.notify(f"one response to this instruction ({_label(only)}): nothing to switch to; "
+            self.notify(f"one response to this instruction ({writer_label(only)}): nothing to switch to; "
                         f"{second_writer(only)}")
             return
         if writers == [cur]:
@@ -304,11 +300,11 @@ class CompareScreen(AppScreen):
         listing = (f" · [b]rows that differ[/]: {len(self.row_cids)} of {n_active} (d: all)" if self.only_differ
                    else f" · {n_active} constraints (d: rows that differ)")
         # One response: B says so (its pane says what would fill it).
-        b = _label(self.writers[1]) if self.writers[1] is not None or self.writers[0] is None else \
+        b = writer_label(self.writers[1]) if self.writers[1] is not None or self.writers[0] is None else \
             "[b yellow]none: one response to compare[/]"
         self.query_one("#compare-head", Static).update(
-            f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={_label(self.writers[0])}"
-            f"  [b]B[/]={b} · summary {ratio:g}{listing}\n{_esc(data.main_task)}")
+            f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={writer_label(self.writers[0])}"
+            f"  [b]B[/]={b} · summary {ratio:g}{listing}\n{markup_escape(data.main_task)}")
 
     def _render_totals(self, ratio: float) -> None:
         """Each side's Org and Core: the report's numbers (pipeline.analysis.metrics rows) once they
@@ -348,63 +344,3 @@ class CompareScreen(AppScreen):
                 index.setdefault(r.response_id, []).append(r)
             self._rows_of = (metrics, index)
         return self._rows_of[1]
-
-    # -- highlighting --------------------------------------------------------------------
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        # The cursor now, not the event's: a reload's clear() reports row 0 after the cursor was put back.
-        self.highlight(event.data_table.cursor_row)
-
-    def highlight(self, row: int) -> None:
-        data = self.data
-        if data is None:
-            return
-        cid = self.row_cids[row] if 0 <= row < len(self.row_cids) else None
-        ratio = self._ratio(data)
-        for slot, side in enumerate(SIDES):
-            writer = self.writers[slot]
-            response, summary = self._texts[slot]
-            pane = self.query_one(f"#cmp-{side}", TextPane)
-            alone = writer is None and self.writers[0] is not None  # B of an instruction with one response
-            pane.border_title = f"{side.upper()}: " + ("no second response" if alone else _label(writer)) + \
-                (f" · {REFUSAL}" if response and response.refusal else "")
-            empty = f"No second response to this instruction: {second_writer(self.writers[0])}." if alone \
-                else "(no response)"
-            self._show_text(pane, f"cmp-{side}", response, cid, (data.id, writer), empty)
-            spane = self.query_one(f"#cmp-{side}-summary", TextPane)
-            spane.border_title = f"{side.upper()} summary {ratio:g}"
-            self._show_text(spane, f"cmp-{side}-summary", summary, cid, (data.id, writer, ratio),
-                            "(no second response)" if alone else "(no summary at this ratio)")
-
-    def _show_text(self, pane: TextPane, name: str, text: Generation | None, cid: int | None, key: object,
-                   empty: str) -> None:
-        if text is None:
-            self.highlighted[name] = []
-            pane.show(Text(empty, style="dim" if empty.startswith("(") else "yellow"), key=key)
-            return
-        quotes = []
-        for _judge, verdict, quote in self.verdicts.get((cid, text.id), []) if cid else []:
-            if verdict and quote:
-                how, span = quote_span(quote, text.text)
-                if span:
-                    quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
-        self.highlighted[name] = sorted({s for s, _ in quotes})
-        pane.show(render(text.text, (), quotes), key=key,
-                  subtitle=f"{text.words or count_words(text.text)} words · {len(quotes)} quote(s)")
-        if quotes:
-            pane.reveal(min(s[0] for s, _ in quotes))
-
-
-def second_writer(writer: Writer | None) -> str:
-    """What fills side B when an instruction has one response (``writer``'s): said by B's pane, m and M."""
-    other = "direct" if writer is not None and writer.mode == "edit" else "edit"
-    return (f"a second model (`unspecific evaluate --models NAME`) or the {other} response mode "
-            f"(`unspecific evaluate --mode {other}`) fills side B")
-
-
-def _esc(text: str) -> str:
-    return text.replace("[", r"\[")
-
-
-def _label(writer: Writer | None) -> str:
-    """The writer's name and mode, escaped for Rich markup ("m1 [edit]" is not a tag)."""
-    return _esc(writer.label) if writer else "-"

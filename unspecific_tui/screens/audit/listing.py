@@ -1,6 +1,6 @@
 """The Audit screen's constraint list: an instruction's rows read once per (instruction, response,
 ratio) and cached, sorted and filtered, shown in the list (widgets/constraint_list.py) and its head;
-the list's cursor and keys (s, /, l, enter).
+the list's cursor and keys (s, /, l, enter, escape).
 """
 
 from __future__ import annotations
@@ -69,6 +69,20 @@ class ListPart(AuditBase):
         self.query_one("#audit-side").toggle_class("-hidden")
         if self._list_visible():
             self._sync_list()
+
+    def action_escape(self) -> None:
+        """escape: at 80 columns, from the list back to the text; else stop following (n / p then
+        move through the list); with neither, says so."""
+        if self._narrow() and self.has_class("-list"):
+            self.action_toggle_list()
+        elif self.app.following is not None:
+            self.action_stop_following()
+        else:
+            self._say("nothing followed to stop: f picks a flag or the suspicion queue")
+
+    def action_enter(self) -> None:
+        """enter with the list out of sight (80 columns, a text shown): says where it works."""
+        self._say("enter picks a row of the list: l shows it")
 
     def _to_text(self) -> None:
         """At 80 columns over the list (`l`): back to the text, for the keys that act on a pane (t,

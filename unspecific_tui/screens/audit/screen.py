@@ -193,20 +193,6 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
             self.index = self._pos.get(rows[-1 if last else 0].constraint_id, start)
         self.refresh_constraint()
 
-    def action_escape(self) -> None:
-        """escape: at 80 columns, from the list back to the text; else stop following (n / p then
-        move through the list); with neither, says so."""
-        if self._narrow() and self.has_class("-list"):
-            self.action_toggle_list()
-        elif self.app.following is not None:
-            self.action_stop_following()
-        else:
-            self._say("nothing followed to stop: f picks a flag or the suspicion queue")
-
-    def action_enter(self) -> None:
-        """enter with the list out of sight (80 columns, a text shown): says where it works."""
-        self._say("enter picks a row of the list: l shows it")
-
     def action_cycle_model(self) -> None:
         """The next response of this instruction: every (model, mode) in turn."""
         if not self.order:

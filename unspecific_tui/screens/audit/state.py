@@ -118,5 +118,8 @@ class AuditBase(AppScreen):
         raise NotImplementedError("_render_head_only: defined in a part of the Audit screen")
 
     # following.py
+    def action_stop_following(self) -> None:
+        raise NotImplementedError("action_stop_following: defined in a part of the Audit screen")
+
     def _done(self) -> str:
         raise NotImplementedError("_done: defined in a part of the Audit screen")
