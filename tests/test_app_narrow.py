@@ -73,7 +73,7 @@ async def test_the_whole_constraint_stands_above_the_list(tmp_path, size):
 
 
 def _shown_regions(screen) -> list:  # noqa: ANN001
-    """The regions a notice must leave alone: every pane shown, the verdicts, the legend, the list, the footer."""
+    """What a notice must leave alone: the panes shown, the verdicts, the legend, the list, the keys."""
     from unspecific_tui.widgets.footer import KeyFooter
 
     widgets = [p for p in screen.query("#panes TextPane") if p.display]
@@ -166,7 +166,8 @@ def _validated_store(tmp_path: Path, spec: SyntheticSpec) -> Path:
     path = tmp_path / "report.sqlite"
     build_synthetic_store(path, spec)
     store = open_store(path)
-    put_check_items(store, "local", "builtin", known_check(np.random.default_rng(2), 0.9, 0.7, 600, "local").items)
+    check = known_check(np.random.default_rng(2), 0.9, 0.7, 600, "local")
+    put_check_items(store, "local", "builtin", check.items)
     store.close()
     return path
 
@@ -185,7 +186,8 @@ async def test_report_draws_its_chart_where_lines_are_free(tmp_path, size):
         await pilot.pause(0.2)
         chart, table = screen.query_one("#report-chart"), screen.query_one("#report-table")
         assert chart.display and chart.region.height >= CHART_MIN_LINES
-        assert not chart.region.overlaps(table.region) and not chart.region.overlaps(screen.query_one("#report-row").region)
+        row = screen.query_one("#report-row")
+        assert not chart.region.overlaps(table.region) and not chart.region.overlaps(row.region)
         assert table.region.height == table.row_count + 1  # as tall as its rows: the rest is the chart's
         notices = len(app._notifications)
         await pilot.press("g")

@@ -28,7 +28,13 @@ from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import next_ratio, passes, same_ratio
 from pipeline.store.view import Generation, InstructionData, Writer
 from unspecific_tui.app import Context
-from unspecific_tui.screens.compare_texts import SIDES, CompareTexts, markup_escape, second_writer, writer_label
+from unspecific_tui.screens.compare_texts import (
+    SIDES,
+    CompareTexts,
+    markup_escape,
+    second_writer,
+    writer_label,
+)
 from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.fit import clip, natural_width, table_width, widths
 from unspecific_tui.widgets.footer import KeyFooter

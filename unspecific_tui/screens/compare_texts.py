@@ -47,8 +47,9 @@ class CompareTexts(AppScreen):
             response, summary = self._texts[slot]
             pane = self.query_one(f"#cmp-{side}", TextPane)
             alone = writer is None and self.writers[0] is not None  # B of an instruction with one response
-            pane.border_title = f"{side.upper()}: " + ("no second response" if alone else writer_label(writer)) + \
-                (f" · {REFUSAL}" if response and response.refusal else "")
+            name = "no second response" if alone else writer_label(writer)
+            refused = f" · {REFUSAL}" if response and response.refusal else ""
+            pane.border_title = f"{side.upper()}: {name}{refused}"
             empty = f"No second response to this instruction: {second_writer(self.writers[0])}." if alone \
                 else "(no response)"
             self._show_text(pane, f"cmp-{side}", response, cid, (data.id, writer), empty)

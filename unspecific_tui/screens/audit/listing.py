@@ -81,8 +81,9 @@ class ListPart(AuditBase):
             self._say("nothing followed to stop: f picks a flag or the suspicion queue")
 
     def action_enter(self) -> None:
-        """enter with the list out of sight (80 columns, a text shown): says where it works."""
-        self._say("enter picks a row of the list: l shows it")
+        """enter with no row to pick (the list out of sight at 80 columns, or empty): says why."""
+        self._say("enter picks a row of the list: l shows it" if not self._list_visible()
+                  else "the list has no row to pick")
 
     def _to_text(self) -> None:
         """At 80 columns over the list (`l`): back to the text, for the keys that act on a pane (t,
