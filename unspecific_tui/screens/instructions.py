@@ -22,6 +22,8 @@ from unspecific_tui.data import Analysis, InstructionRow
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.fit import clip, distinct_clip, natural_width, table_width, widths
 from unspecific_tui.widgets.footer import KeyFooter
+from unspecific_tui.widgets.refusal import WORD as REFUSAL
+from unspecific_tui.widgets.refusal import refusal_mark
 
 ANY = "__any__"
 PAGE = 300
@@ -34,6 +36,7 @@ FLAGS: dict[str, tuple[str, Callable[[InstructionRow], bool]]] = {
     "flipped": ("flipped Org->Core", lambda r: r.flipped > 0),
     "disagree": ("judges disagree", lambda r: r.disagree > 0),
     "quote_missing": ("quote not found", lambda r: r.quote_missing > 0),
+    "refusal": ("refusals", lambda r: r.refusal),
 }
 
 
@@ -186,13 +189,20 @@ class InstructionsScreen(AppScreen):
     def _add_page(self) -> None:
         table = self.query_one("#instr-table", DataTable)
         page = self.rows[self.shown:self.shown + PAGE]
-        # The flexible column (model and mode) is cut where it does not tell its value from the others'.
-        table.add_rows([tuple(Text(distinct_clip(c.fmt(c.value(r)), self._flexible, w) if c.key in FLEXIBLE
-                                   else clip(c.fmt(c.value(r)), w))
-                              for c, w in zip(self.columns, self.widths, strict=True))
+        table.add_rows([tuple(self._cell(c, r, w) for c, w in zip(self.columns, self.widths, strict=True))
                         for r in page])
         self.shown += len(page)
         self._status()
+
+    def _cell(self, column: Column, row: InstructionRow, width: int) -> Text:
+        """One cell; the flexible column (model and mode) cut where it does not tell its value from the
+        others'; Org of a response that refuses the task marked so ("0 refusal")."""
+        value = column.fmt(column.value(row))
+        if column.key in FLEXIBLE:
+            return Text(distinct_clip(value, self._flexible, width))
+        if column.key == "org" and row.refusal:
+            return Text.assemble(clip(value, width), refusal_mark(" "))
+        return Text(clip(value, width))
 
     def action_more(self) -> None:
         if self.shown < len(self.rows):
@@ -231,6 +241,10 @@ class InstructionsScreen(AppScreen):
         self.query_one("#f-domain", Select).focus()
 
     def action_clear_filters(self) -> None:
+        if all(v == ANY for v in self.filters.values()):
+            self.notify("no filter set: every row is listed (/ picks one)")
+            self.query_one("#instr-table", DataTable).focus()
+            return
         for name in self.filters:
             self.set_filter(name, None)
         self.query_one("#instr-table", DataTable).focus()
@@ -240,7 +254,7 @@ class InstructionsScreen(AppScreen):
         (the model's name clipped if need be), else the narrow set; each as wide as its values."""
         available = table_width(table)
         for columns in (COLUMNS, NARROW):
-            natural = [natural_width(c.label, {c.fmt(c.value(r)) for r in self.rows}) for c in columns]
+            natural = [natural_width(c.label, {self._plain(c, r) for r in self.rows}) for c in columns]
             flexible = next(i for i, c in enumerate(columns) if c.key in FLEXIBLE)
             fitted = widths(natural, flexible, available, least=16)
             if fitted is not None:
@@ -252,6 +266,12 @@ class InstructionsScreen(AppScreen):
         self._flexible = sorted({c.fmt(c.value(r)) for c in columns if c.key in FLEXIBLE for r in self.rows})
         for col, width in zip(columns, fitted, strict=True):
             table.add_column(col.label, key=col.key, width=width)
+
+    @staticmethod
+    def _plain(column: Column, row: InstructionRow) -> str:
+        """What ``_cell`` shows, unclipped (the column's natural width)."""
+        value = column.fmt(column.value(row))
+        return f"{value} {REFUSAL}" if column.key == "org" and row.refusal else value
 
     def on_resize(self) -> None:
         if self.rows and self.widths:

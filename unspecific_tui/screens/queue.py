@@ -203,6 +203,33 @@ def reason_tags(e: Evidence, enabled: tuple[str, ...], *, short: bool = False) -
     return text
 
 
+REASON_ON, REASON_OFF = "●", "○"  # a reason switched on / off: a symbol as well as a colour
+
+
+def reasons_bar(enabled: tuple[str, ...], width: int) -> Text:
+    """Each reason with its key and whether it counts ("● s similar", "○ e echo") after a legend of the
+    symbols, in ``width`` cells: where one line is too narrow, the reasons go on a second line, broken
+    between two reasons, never inside one."""
+    parts = [Text.assemble(("reasons", "bold"), (f" {REASON_ON} on {REASON_OFF} off:", "dim"))]
+    for reason in REASONS:
+        on = reason in enabled
+        parts.append(Text.assemble((f"{REASON_ON if on else REASON_OFF} ", "bold" if on else "dim"),
+                                   (REASON_KEYS.get(reason, "?"), "reverse" if on else "dim"),
+                                   (f" {reason}", REASON_STYLES.get(reason, "bold") if on else "dim strike")))
+    line = Text()
+    used = 0
+    for part in parts:
+        if used and used + 1 + part.cell_len > width:
+            line.append("\n")
+            used = 0
+        elif used:
+            line.append(" ")
+            used += 1
+        line.append_text(part)
+        used += part.cell_len
+    return line
+
+
 class QueueTable(DataTable):
     """The ranked rows; its enter (which selects the row, opening Audit) is named in the footer."""
 
@@ -445,12 +472,8 @@ class QueueScreen(AppScreen):
         return ""
 
     def _reasons_line(self) -> None:
-        line = Text("reasons ", style="bold")
-        for reason in REASONS:
-            on = reason in self.enabled
-            line.append(f" {REASON_KEYS.get(reason, '?')} ", style="reverse" if on else "dim")
-            line.append(f" {reason} ", style=REASON_STYLES.get(reason, "bold") if on else "dim strike")
-        self.query_one("#queue-reasons", Static).update(line)
+        width = (self.size.width or self.app.size.width) - 2  # the bar's padding
+        self.query_one("#queue-reasons", Static).update(reasons_bar(self.enabled, width))
 
     def _status(self) -> None:
         if self.evidence is None:
@@ -506,6 +529,7 @@ class QueueScreen(AppScreen):
             self._more()
 
     def on_resize(self) -> None:
+        self._reasons_line()
         if self.evidence is not None and self._layout(self.size.width)[0] != self.columns:
             row = self.query_one("#queue-table", DataTable).cursor_row
             self._fill()
