@@ -209,18 +209,23 @@ async def test_80x24_is_one_pane_of_ten_lines_and_the_list_behind_l(tmp_path):
         assert response.border_title.startswith("Response (3/4")
 
 
-async def test_a_key_says_what_it_changed_without_a_notice(tmp_path):
-    """Sort, filter and copy mode say so in the tabs / legend line: no toast over the panes and verdicts."""
+async def test_a_key_says_what_it_changed_on_the_header_row(tmp_path):
+    """Sort, filter and copy mode say so in a notice on the header's row: over no pane, verdict or
+    list, and the legend keeps its caption whole (the message pushed it off the line before)."""
+    from textual.widgets._toast import Toast
+
     known, app = await open_audit(tmp_path)
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await settle(app, pilot)
-        await pilot.press("3", "s")
-        await pilot.pause()
-        assert not app._notifications
-        assert "list sorted by suspicion" in text_of(app.screen.query_one("#audit-legend"))
-        await pilot.press("j")
-        await pilot.pause()
-        assert "sorted" not in text_of(app.screen.query_one("#audit-legend"))  # gone at the next move
+        await pilot.press("3")
+        await settle(app, pilot)
+        legend = text_of(app.screen.query_one("#audit-legend"))
+        await pilot.press("s")
+        await pilot.pause(0.1)
+        assert any("list sorted by suspicion" in n.message for n in app._notifications)
+        toast = app.screen.query_one(Toast)
+        assert (toast.region.y, toast.region.height) == (0, 1)  # the header's row
+        assert text_of(app.screen.query_one("#audit-legend")) == legend
 
 
 async def test_a_yes_no_verdict_shows_p_yes_uncertain_near_its_threshold_and_a_located_sentence(tmp_path):

@@ -102,7 +102,7 @@ async def test_step_then_continue(tmp_path):
     app = UnspecificApp(known.path, config=CONFIG, stages={"synthesize": make_stage(calls=calls)})
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(app, pilot)
-        await pilot.press("n")  # a new run
+        await pilot.press("n", "y")  # a new run, once asked and answered
         await settle(app, pilot)
         run_id = app.run_id
         assert run_id != "r1" and run_id.startswith("build-")
@@ -193,7 +193,8 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(app, pilot)
             assert app.screen.states["synthesize"] == "idle"  # the real module is found
-            await goto(app, pilot, "n")
+            await pilot.press("n")  # a new run: asked first
+            await goto(app, pilot, "y")
             run_id = app.run_id
             await select_stage(pilot, app, "synthesize")
             await pilot.press("full_stop")  # one pair: its single and eval instructions

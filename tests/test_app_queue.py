@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable
 
 from pipeline.analysis.suspicion import REASONS, suspicion_queue
@@ -115,7 +116,8 @@ async def test_a_reason_switched_while_ranking_waits_for_its_own_query(tmp_path)
 
 
 async def test_the_head_of_a_long_queue_and_more(tmp_path, monkeypatch):
-    """The screen reads the top TOP suspects, says how many there are in all, and + reads further."""
+    """The screen reads the top TOP suspects, says how many there are in all, and reads further when
+    the cursor reaches the last row read (the cursor stays on it)."""
     from unspecific_tui.screens import queue as queue_screen
 
     known = make_known_store(tmp_path / "s.sqlite")
@@ -128,13 +130,17 @@ async def test_the_head_of_a_long_queue_and_more(tmp_path, monkeypatch):
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await open_queue(app, pilot)
         assert screen.total == len(everything) and len(screen.ranked) == 2 == len(table_rows(screen))
-        assert f"{len(everything)} suspects (showing 2" in text_of(screen.query_one("#queue-status"))
-        await pilot.press("down", "plus")  # every loaded row is shown: the next two are read
+        assert f"the top 2 of {len(everything)} suspects" in text_of(screen.query_one("#queue-status"))
+        await pilot.press("down")  # on the last row read: the next two are read
         await settle(app, pilot)
         assert len(screen.ranked) == 4 or len(screen.ranked) == len(everything)
         assert [(r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == \
             [(e.constraint_id, e.writer) for e in everything[:len(screen.ranked)]]
-        assert screen.query_one("#queue-table", DataTable).cursor_row == 2
+        table = screen.query_one("#queue-table", DataTable)
+        assert table.cursor_row == 1
+        await pilot.press("down")
+        await settle(app, pilot)
+        assert table.cursor_row == 2 and table.row_count == len(screen.ranked)
 
 
 async def test_enter_opens_audit_following_the_queue(tmp_path):
@@ -258,11 +264,9 @@ async def test_auditing_the_queue_is_a_loop(tmp_path):
         await pilot.press("d")
         await pilot.pause()
         assert app.following.index == 2
-        # The notice in the legend line (hidden at 80 columns: Textual's notice area then); the pane
-        # keeps its caption.
-        assert "confirmed the previous item" not in text_of(audit.query_one("#audit-legend"))
-        assert "dismissed the previous item" in text_of(audit.query_one("#audit-legend"))
+        # The notice on the header's row (one at a time: the newest); the pane keeps its caption.
         assert any("dismissed the previous item" in n.message for n in app._notifications)
+        assert not any("confirmed the previous item" in n.message for n in app._notifications)
         shown = [p for p in audit.query("#panes TextPane") if p.display]
         assert len(shown) == 1 and "t: next)" in shown[0].border_title and "dismissed" not in shown[0].border_title
         first, second = (r.evidence for r in screen.ranked[:2])
@@ -387,3 +391,126 @@ async def test_at_80x24_a_copy_suspect_opens_on_the_response(tmp_path):
         await pilot.press("down")
         await settle(app, pilot)
         assert audit.query_one("#summary").display and not response.display
+
+
+def _grouped_store(path: Path) -> Path:
+    """tests/test_copy_specificity.py's store, its copy evidence computed: per instruction, the
+    topic's five constraints copy only "the US trade deficit", four of them filed under the first."""
+    from pipeline.stages.copy_evidence import compute_copy_evidence
+    from tests.test_copy_specificity import _store
+
+    store = _store(path)
+    try:
+        compute_copy_evidence(store)
+    finally:
+        store.close()
+    return path
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_the_queue_says_its_length_one_way_and_plus_shows_a_group(tmp_path, size):
+    """"8 leaders, 8 more filed under them", never "N suspects (showing M: + for more)" with
+    nothing more to show; `+` shows the highlighted leader's filed items as rows under it (no rank
+    of their own), Audit then follows every row shown, and `+` again (from a filed row too) hides them."""
+    path = _grouped_store(tmp_path / "g.sqlite")
+    expected = expected_queue(path)
+    filed = sum(len(e.same_phrase) for e in expected)
+    assert filed and all(f.lead_key == e.lead_key for e in expected for f in e.same_phrase)
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=size) as pilot:
+        screen = await open_queue(app, pilot)
+        status = text_of(screen.query_one("#queue-status"))
+        assert status.startswith(f"{len(expected)} leaders, {filed} more filed under them ·")
+        assert "showing" not in status and " of " not in status.split("·")[0]
+        table = screen.query_one("#queue-table", DataTable)
+        assert table.row_count == len(expected) == len(screen.ranked)
+        at = next(i for i, r in enumerate(screen.ranked) if r.evidence.same_phrase)
+        group = screen.ranked[at].evidence.same_phrase
+        keys = [c.key for c in screen.columns]
+        assert table_rows(screen)[at][keys.index("constraint")].startswith(f"[+{len(group)}]")
+        table.move_cursor(row=at)
+        await pilot.pause()
+        await pilot.press("plus")
+        await pilot.pause()
+        assert table.row_count == len(expected) + len(group) == len(screen.ranked)
+        assert [r.evidence for r in screen.ranked[at + 1:at + 1 + len(group)]] == list(group)
+        rows = table_rows(screen)
+        assert rows[at][keys.index("constraint")].startswith(f"[-{len(group)}]")
+        for row in rows[at + 1:at + 1 + len(group)]:
+            assert row[keys.index("constraint")].startswith("└") and row[keys.index("rank")] == ""
+        assert rows[at + 1 + len(group)][keys.index("rank")] == str(at + 2)  # the next leader keeps its rank
+        assert text_of(screen.query_one("#queue-status")) == status  # the same queue, one group open
+        # Enter on the first filed row: Audit on it, following every row shown.
+        await pilot.press("down", "enter")
+        await settle(app, pilot)
+        following = app.following
+        assert following is not None and following.index == at + 1
+        assert len(following.stops) == len(expected) + len(group)
+        assert app.screen.shown.constraint_id == group[0].constraint_id
+        await pilot.press("2")  # back to the queue
+        await settle(app, pilot)
+        assert app.screen is screen and table.cursor_row == at + 1
+        await pilot.press("plus")  # from a filed row: its group closes, the cursor on its leader
+        await pilot.pause()
+        assert table.row_count == len(expected) and table.cursor_row == at
+        assert table_rows(screen)[at][keys.index("constraint")].startswith(f"[+{len(group)}]")
+        alone = next(i for i, r in enumerate(screen.ranked) if not r.evidence.same_phrase)
+        table.move_cursor(row=alone)
+        await pilot.pause()
+        await pilot.press("plus")  # nothing filed under it: said, nothing changes
+        await pilot.pause()
+        assert table.row_count == len(expected)
+        assert any(n.message == "no constraints are filed under this row" for n in app._notifications)
+
+
+async def test_a_grouped_head_reads_further_as_the_cursor_reaches_its_end(tmp_path, monkeypatch):
+    """The head read holds fewer rows than suspects (some are filed under a leader): at its last
+    row the screen reads further until new rows come, and says how many of the suspects it read,
+    on one line at 80 columns."""
+    from unspecific_tui.screens import queue as queue_screen
+
+    path = _grouped_store(tmp_path / "g.sqlite")
+    expected = expected_queue(path)
+    total = len(expected) + sum(len(e.same_phrase) for e in expected)
+    monkeypatch.setattr(queue_screen, "TOP", 3)
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_queue(app, pilot)
+        status = text_of(screen.query_one("#queue-status"))
+        assert status.startswith(f"3 suspects · 3 of {total} read ·") and len(status) <= 78
+        table = screen.query_one("#queue-table", DataTable)
+        await pilot.press("down", "down")  # the last row read
+        for _ in range(6):
+            await settle(app, pilot)
+        assert table.cursor_row == 2 and len(screen.leaders) > 3
+        read = sum(1 + len(r.evidence.same_phrase) for r in screen.leaders)
+        assert [(r.evidence.constraint_id, r.evidence.writer) for r in screen.leaders] == \
+            [(e.constraint_id, e.writer) for e in suspicion_queue_head(path, read)]
+        status = text_of(screen.query_one("#queue-status"))
+        assert f"{read} of {total} read" in status or (read == total and "leaders" in status)
+
+
+def suspicion_queue_head(path: Path, limit: int) -> list:
+    view = StoreView.open(path)
+    try:
+        return list(suspicion_queue(view, limit=limit))
+    finally:
+        view.close()
+
+
+def test_the_length_line() -> None:
+    from types import SimpleNamespace
+
+    from unspecific_tui.screens.queue import length_line
+
+    def rows(*filed: int) -> list:
+        return [SimpleNamespace(evidence=SimpleNamespace(same_phrase=(None,) * n)) for n in filed]
+
+    assert length_line(rows(0, 0), 2, wide=True) == "2 suspects"
+    assert length_line(rows(3, 0, 1), 7, wide=False) == "3 leaders, 4 more filed under them"
+    assert length_line(rows(0), 1, wide=True) == "1 suspect"
+    assert length_line(rows(1), 2, wide=True) == "1 leader, 1 more filed under them"
+    assert length_line(rows(0, 2), 5000, wide=True) == \
+        "the top 4 of 5,000 suspects: 2 leaders, 2 more filed under them (more as you scroll)"
+    assert length_line(rows(0, 2), 5000, wide=False) == "2 leaders, 2 more filed under them · 4 of 5,000 read"
+    assert length_line(rows(0, 0), 5000, wide=True) == "the top 2 of 5,000 suspects (more as you scroll)"

@@ -88,10 +88,12 @@ async def test_a_scripted_judge_shows_raw_and_corrected_side_by_side(scripted, t
         _fits(app)
         await pilot.resize_terminal(80, 24)
         await pilot.pause(0.2)
-        headers = _headers(table)  # narrow: raw and corrected share a cell, still side by side
-        assert "Org>corr." in headers
-        raw, corrected = str(table.get_row_at(0)[headers.index("Org>corr.")]).split(">")
+        headers = _headers(table)  # narrow: raw and corrected in columns of their own, side by side
+        assert headers.index("corr.") == headers.index("Org") + 1
+        row = [str(cell) for cell in table.get_row_at(0)]
+        raw, corrected = row[headers.index("Org")], row[headers.index("Org") + 1]
         assert (raw, corrected) == (f"{100 * group.org.value:.1f}", f"{100 * rates.org.value:.1f}")
+        assert not any(">" in cell for cell in row)  # never "76.9>93.5", which reads as a comparison
         _fits(app)
 
 

@@ -162,9 +162,10 @@ def test_headers_wrap_between_words_before_a_table_splits(terminal: Console) -> 
     ("superficial corr." over two lines): they are not split one value a table."""
     sheet = Sheet("corrected", ("condition", "model"),
                   (Block("", ("Org corr.", "Core@0.25 corr.", "superficial corr.")),))
-    sheet.add("single", "local [direct]", ("79.7", "[46.8-100.0]"), ("47.9", "[22.3-71.9]"), ("1.6", "[0.0-30.9]"))
+    sheet.add("single", "local [direct]", ("79.7", "[46.8, 100.0]"), ("47.9", "[22.3, 71.9]"),
+              ("1.6", "[0.0, 30.9]"))
     render_sheet(terminal, sheet)
-    out = _fits(terminal, ["local [direct]", "79.7", "[46.8-100.0]", "[0.0-30.9]"])
+    out = _fits(terminal, ["local [direct]", "79.7", "[46.8, 100.0]", "[0.0, 30.9]"])
     assert out.count("┏") == 1 and "superficial" in out and "corr." in out
 
 
@@ -211,3 +212,25 @@ def test_prompt_tokens_cached_by_the_endpoint_when_one_said(terminal: Console, t
                       'models_under_test = ["gpt"]\n')
     assert main(["--config", str(config), "config", "show"]) == 0
     _fits(terminal, ["1536", "3871204", "5412893", "1,804,310", "0.075", "0.15"])
+
+
+@pytest.mark.parametrize("columns", [None, 60])
+def test_piped_tables_fit_columns_else_100(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                           monkeypatch: pytest.MonkeyPatch, columns: int | None) -> None:
+    """Piped (not a terminal), a command's tables are laid out as in a terminal as wide as COLUMNS, else
+    100 columns (Rich's own default is 80; the report's tables used to print unwrapped)."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", str(columns))
+    assert common.console().width == (columns or common.PIPED_WIDTH)
+    monkeypatch.setenv("WIDTHS_TEST_KEY", "sk-not-shown-0123456789")
+    path = tmp_path / "unspecific.toml"
+    path.write_text(f'[endpoints.openrouter]\nbase_url = "https://openrouter.ai/api/v1"\nmodel = "{LONG_MODEL}"\n'
+                    'api_key_env = "WIDTHS_TEST_KEY"\n[roles]\ngenerator = "openrouter"\njudges = ["openrouter"]\n')
+    assert main(["--config", str(path), "config", "show"]) == 0
+    store = tmp_path / "s.sqlite"
+    build_synthetic_store(store, SyntheticSpec(n_instructions=3))
+    assert main(["--store", str(store), "corpus", "list"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= (columns or 100) and LONG_MODEL in out and "synthetic" in out

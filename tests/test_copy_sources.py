@@ -11,6 +11,10 @@ A handmade store whose one response copies from each source:
 c3 and c4 are lost in the summary (the judges say so), so the queue and the export list them too.
 The count must agree in Audit's list and response pane, the suspicion queue, `export --suspicious`,
 the HTML report's data, and the reason sentences.
+
+The flag copied_ngram is another count, of constraints that hold five words of a reference in a row
+whatever the response did (c1 and c2: 2, where 3 constraints have words pasted into the response):
+Instructions' column and Audit's `f` menu give it under its own name, never "copy".
 """
 
 from __future__ import annotations
@@ -75,6 +79,19 @@ def path(tmp_path: Path) -> Path:
     return p
 
 
+@pytest.fixture
+def flagged(path: Path) -> Path:
+    """The store with the build's lexical flags: copied_ngram on c1 and c2."""
+    from pipeline.analysis.flags import flag_instruction
+
+    store = open_store(path, create=False)
+    try:
+        flag_instruction(store, 1)
+    finally:
+        store.close()
+    return path
+
+
 def _counts(items) -> dict[int, tuple[int, str]]:  # noqa: ANN001
     return {cid: (count.words, count.source) for cid, count in items}
 
@@ -104,12 +121,12 @@ def test_every_view_gives_the_same_count(path: Path) -> None:
         assert {r["constraint_id"]: (r["copied_words"], r["copy_source"]) for r in rows} == EXPECTED
         by_id = {r["constraint_id"]: r for r in rows}
         assert by_id[1]["reasons"] == ["6 words copied from reference A into the response: “council approved a new"
-                                       " sea wall” (6 words of reference A only, in 1 of 2 articles)"]
+                                       " sea wall” (6 words of reference A only, in 1 of 2 store articles)"]
         assert by_id[1]["reason_codes"] == ["copied"]
         assert by_id[3]["reasons"][1:] == ["satisfied in the response, lost in its 0.25 summary"]
         assert reason_sentences(listed[2]) == ["8 words copied from reference B into the response: “farmers in the"
                                                " valley worried about the drought” (8 words of reference B only, in 1"
-                                               " of 2 articles)"]
+                                               " of 2 store articles)"]
         # The response repeats c3's own words, in no reference: the echo (no embedder here: the words alone).
         assert reason_sentences(listed[3])[0] == ("the response repeats the constraint: 3 of its words in no reference"
                                                   " (“rising water levels”)")
@@ -185,3 +202,56 @@ def test_the_html_page_says_the_count_on_the_response(path: Path) -> None:
         sus = page.locator("#sus-list").inner_text()
         assert "6 words copied from reference A into the response" in sus
         assert "satisfied in the response, lost in its 0.25 summary" in sus
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_instructions_and_the_flag_menu_give_the_other_count_its_own_name(flagged: Path, size) -> None:
+    """Two counts, two names: the queue, Audit, the export and the HTML count the words pasted into
+    the response (c1, c2, c3); Instructions' column and Audit's `f` menu count the flag copied_ngram
+    (c1, c2), as "ngram" / "n-grams copied into the constraint", and nothing there is called "copy"."""
+    from textual.widgets import DataTable, OptionList
+
+    from pipeline.core.definitions import FLAG_TEXT
+    from pipeline.store.suspicion import constraint_flags
+    from tests.support.app import goto, settle
+    from unspecific_tui.app import UnspecificApp
+    from unspecific_tui.screens.instructions import FLAGS
+    from unspecific_tui.screens.queue import OPTIONAL
+    from unspecific_tui.widgets.constraint_list import FLAG_SHORT
+    from unspecific_tui.widgets.flag_picker import FlagPicker
+
+    store = open_store(flagged, create=False)
+    try:
+        ngram = {cid for cid, flags in constraint_flags(store).items() if "copied_ngram" in flags}
+        pasted = {cid for cid, e in instruction_evidence(store, 1, DIRECT, 0.25).items() if e.copy_count.words}
+    finally:
+        store.close()
+    assert ngram == {1, 2} and pasted == {1, 2, 3}  # two measures: they differ, so their names must
+    queue_name = next(c.label for c in OPTIONAL if c.key == "copied")
+    assert queue_name == "copied"
+    flag_names = {FLAGS["copied_ngram"][0], FLAG_SHORT["copied_ngram"], FLAG_TEXT["copied_ngram"]}
+    assert all("constraint" in name or name == "ngram" for name in flag_names)
+    assert not {"copy", queue_name} & flag_names
+    app = UnspecificApp(flagged, stages={})
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        screen = await goto(app, pilot, "2")
+        labels = {c.key: c.label for c in screen.columns}
+        assert not {"copy", "copied"} & set(labels.values())
+        if "copied_ngram" in labels:  # wide enough for a column per flag
+            assert labels["copied_ngram"] == "ngram"
+            table = screen.query_one("#instr-table", DataTable)
+            at = [c.key for c in screen.columns].index("copied_ngram")
+            assert [str(table.get_row_at(i)[at]) for i in range(table.row_count)] == [str(len(ngram))]
+        else:
+            assert size == (80, 24)
+        app.open_audit(1, DIRECT, 1)
+        await settle(app, pilot)
+        await pilot.press("f")
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, FlagPicker)
+        option = picker.query_one(OptionList).get_option("copied_ngram").prompt
+        prompt = option.plain if hasattr(option, "plain") else str(option)
+        assert prompt.split()[:4] == ["flag", "copied_ngram", str(len(ngram)), "constraints"]
+        assert FLAG_TEXT["copied_ngram"] in prompt and "response" not in prompt

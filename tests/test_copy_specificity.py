@@ -31,10 +31,19 @@ from pipeline.analysis.specificity import (
     PhraseContext,
     PhraseFacts,
     after_prefix,
+    lead,
+    phrase_key,
     shared_prefix,
     template_words,
 )
-from pipeline.analysis.suspicion import COPY_REASONS, group_by_phrase, instruction_evidence, suspicion_queue
+from pipeline.analysis.suspicion import (
+    COPY_REASONS,
+    Evidence,
+    group_by_phrase,
+    instruction_evidence,
+    same_phrase_sentence,
+    suspicion_queue,
+)
 from pipeline.core.definitions import ECHO_HIGH, SPECIFIC_ENOUGH
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.stages.echo import compute_echo
@@ -133,9 +142,9 @@ def test_a_specific_paste_outranks_the_topic_and_common_phrases() -> None:
     topic = PhraseFacts.of("the US trade deficit", "AB", context)
     common = PhraseFacts.of("for the rest of the year", "AB", context)
     assert probe.entity and probe.number and not probe.topic and probe.specific
-    assert probe.sentence() == "10 words of reference A only, in 1 of 6 articles, a name, a number"
+    assert probe.sentence() == "10 words of reference A only, in 1 of 6 store articles, a name, a number"
     assert topic.topic and topic.specificity < 0.05
-    assert topic.sentence().startswith("4 words of both references (the shared topic), in 2 of 6 articles")
+    assert topic.sentence().startswith("4 words of both references (the shared topic), in 2 of 6 store articles")
     assert common.specificity == 0.0  # in every article: rarity 0
     assert probe.specificity > SPECIFIC_ENOUGH > max(topic.specificity, common.specificity)
 
@@ -145,7 +154,7 @@ def test_the_queue_leads_with_the_paste_and_groups_the_topic(store: Store) -> No
     by_pos = _by_position(store)
     probe = by_pos[6]
     assert probe.copied and probe.lead is not None and probe.lead.text.endswith("12 firms")
-    assert "in 1 of 6 articles, a name, a number" in next(s for s in _sentences(probe) if "copied" in s)
+    assert "in 1 of 6 store articles, a name, a number" in next(s for s in _sentences(probe) if "copied" in s)
     # The template ("The text should discuss the ...") is never copied: c8's words are its own.
     assert all("text should" not in p.lower() for e in by_pos.values() for p in (*e.copied, *e.echoed))
     queue = suspicion_queue(store)
@@ -341,12 +350,65 @@ def test_a_small_store_asks_bbc_news_how_common_a_phrase_is() -> None:
     alone = PhraseFacts.of("in the United States", "A", PhraseContext(TASK, {"A": ref}, frozenset(), small))
     both = PhraseFacts.of("in the United States", "A",
                           PhraseContext(TASK, {"A": ref}, frozenset(), small, background))
-    assert alone.counted_in == "articles" and alone.df == 1
+    assert alone.counted_in == "store articles" and alone.df == 1
     assert both.counted_in == "BBC News articles" and both.df > 1 and both.specificity < alone.specificity
     assert f"of {background.articles:,} BBC News articles" in both.sentence()
     probe = PhraseFacts.of(PROBE, "A", PhraseContext(TASK, {"A": REF_A}, frozenset(),
                                                      CorpusFrequency([REF_A, REF_B, *OTHERS]), background))
-    assert probe.counted_in == "articles" and probe.sentence().startswith("10 words of reference A only, in 1 of 6")
+    assert probe.counted_in == "store articles"
+    assert probe.sentence().startswith("10 words of reference A only, in 1 of 6 store articles")
+
+
+def test_the_rarity_always_names_the_articles_it_counts() -> None:
+    """One way, every time: "in 1 of 6 store articles" beside "in 4 of 2,224 BBC News articles", never
+    a bare "articles"; facts stored before the store's were named say it too."""
+    store_facts = PhraseFacts.of(PROBE, "A", PhraseContext(TASK, {"A": REF_A}, frozenset(),
+                                                           CorpusFrequency([REF_A, REF_B, *OTHERS])))
+    assert "in 1 of 6 store articles" in store_facts.sentence()
+    stored = {**store_facts.as_json(), "counted_in": "articles"}
+    assert "in 1 of 6 store articles" in PhraseFacts.from_json(stored).sentence()
+    older = {k: v for k, v in store_facts.as_json().items() if k != "counted_in"}
+    assert "in 1 of 6 store articles" in PhraseFacts.from_json(older).sentence()
+
+
+def test_an_acronym_is_a_name_never_a_number() -> None:
+    """"the G7 meeting" names the G7 (a name, not a number); "the US" is a name though "us" is a
+    function word; "12 firms" stays a number; a word only the constraint writes in capitals is no name."""
+    ref = "Ministers met at the G7 meeting in Rome. The US economy grew. It is not over, the SEC said of 12 firms."
+    context = PhraseContext(TASK, {"A": ref}, frozenset(), CorpusFrequency([ref, *OTHERS]))
+    g7 = PhraseFacts.of("the G7 meeting", "A", context)
+    assert g7.entity and not g7.number
+    assert g7.sentence() == "3 words of reference A only, in 1 of 5 store articles, a name"
+    us = PhraseFacts.of("the US economy grew", "A", context)
+    assert us.entity and not us.number
+    sec = PhraseFacts.of("the SEC said of 12 firms", "A", context)
+    assert sec.entity and sec.number
+    assert not PhraseFacts.of("it is NOT over", "A", context).entity  # the reference writes "not"
+
+
+def _item(position: int, phrases: dict[str, float]) -> Evidence:
+    """An item of instruction 1 on WRITER that copied ``phrases`` (with their specificity) from A."""
+    facts = tuple(PhraseFacts(text, len(text.split()), "A", 1.0, 1, 60, False, False, value)
+                  for text, value in phrases.items())
+    top = lead(facts)
+    assert top is not None
+    return Evidence(position, 1, position, f"constraint {position}", WRITER, 0.25, None, tuple(phrases), ("A",),
+                    True, True, None, None, (), facts=facts, specificity=top.specificity,
+                    lead_key=phrase_key(top.text))
+
+
+def test_a_group_holds_only_the_items_on_its_phrase_alone() -> None:
+    """Filed under "China's currency": the items that copied that phrase and nothing else. An item
+    that also copied "the Federal Reserve's decision on" (less specific: its lead is still the
+    currency) is a row of its own, as is one that leads with another phrase."""
+    currency, fed = "China's currency", "the Federal Reserve's decision on"
+    items = [_item(1, {currency: 0.6}), _item(2, {currency: 0.6}), _item(3, {currency: 0.6, fed: 0.3}),
+             _item(4, {fed: 0.5}), _item(5, {currency: 0.6})]
+    assert items[2].lead_key == items[0].lead_key
+    grouped = group_by_phrase(items)
+    assert [e.position for e in grouped] == [1, 3, 4]
+    assert [f.position for f in grouped[0].same_phrase] == [2, 5]
+    assert same_phrase_sentence(grouped[0]) == "and 2 more constraints on “China's currency” alone"
 
 
 def test_the_background_is_read_for_a_small_domain_only(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -231,13 +231,15 @@ def test_the_server_bootstrap_logs_why_it_keeps_llama_cpps_sampler(tmp_path):
         _CACHE_REPORT_FILE,
         _FAST_LOGPROBS_FILE,
         _GRAMMAR_SAMPLING_FILE,
+        _PROMPT_BATCH_FILE,
     )
 
     code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)',
                               'print("server started", file=sys.stderr)')
     env = {**os.environ, "UNSPECIFIC_GRAMMAR_SAMPLING": "0", "UNSPECIFIC_FAST_LOGPROBS": "off",
-           "UNSPECIFIC_CACHE_REPORT": "no"}
-    files = [str(_GRAMMAR_SAMPLING_FILE), str(_FAST_LOGPROBS_FILE), str(_CACHE_REPORT_FILE)]
+           "UNSPECIFIC_CACHE_REPORT": "no", "UNSPECIFIC_PROMPT_BATCH": "0"}
+    files = [str(f) for f in (_GRAMMAR_SAMPLING_FILE, _FAST_LOGPROBS_FILE, _CACHE_REPORT_FILE,
+                              _PROMPT_BATCH_FILE)]
     result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), *files], capture_output=True,
                             text=True, env=env, timeout=60)
     lines = result.stderr.splitlines()
@@ -246,14 +248,16 @@ def test_the_server_bootstrap_logs_why_it_keeps_llama_cpps_sampler(tmp_path):
                      "fast log-probabilities not installed, llama-cpp-python's own is used: "
                      "NotInstalled: turned off by UNSPECIFIC_FAST_LOGPROBS=off",
                      "cached-token report not installed, llama-cpp-python's own is used: "
-                     "NotInstalled: turned off by UNSPECIFIC_CACHE_REPORT=no", "server started"]
+                     "NotInstalled: turned off by UNSPECIFIC_CACHE_REPORT=no",
+                     "prompt lists not installed, llama-cpp-python's own is used: "
+                     "NotInstalled: turned off by UNSPECIFIC_PROMPT_BATCH=0", "server started"]
     env.pop("UNSPECIFIC_FAST_LOGPROBS")
     env.pop("UNSPECIFIC_CACHE_REPORT")
     result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), *files], capture_output=True,
                             text=True, env=env, timeout=60)
     lines = result.stderr.splitlines()
     assert "log-probabilities: read by pipeline.llm.fast_logprobs" in lines
-    assert "cached prompt tokens: reported by pipeline.llm.cache_report" in lines
+    assert "cached prompt tokens: said by pipeline.llm.cache_report" in lines
 
 
 # -- against llama-cpp-python's own chain --------------------------------------------------------------

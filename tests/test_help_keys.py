@@ -78,3 +78,78 @@ def test_help_names_the_screens_keys_and_no_others(name: str) -> None:
     assert not unknown, f"help/{name}.md names keys {name} has not: {unknown}"
     missing = sorted(f"{b.key} ({b.description})" for b in mine if not (_written(b) & written))
     assert not missing, f"help/{name}.md does not name these keys of the screen: {missing}"
+
+
+# -- every key the help lists does something there ------------------------------------------------
+
+# Keys the help lists that the test does not press: `q` quits, ctrl+p opens Textual's palette.
+NOT_PRESSED = {"q", "ctrl+p"}
+# How each screen is reached from Build (the app's first screen).
+REACH = {"build": (), "instructions": ("2",), "audit": ("3",), "compare": ("4",), "annotate": ("5",),
+         "report": ("6",), "queue": ("2", "exclamation_mark")}
+# Textual's name of a key as the help writes it.
+PRESS = {written: name for name, written in WRITTEN.items()} | {"esc": "escape", "F1": "f1"}
+
+
+def _listed_keys(name: str) -> list[str]:
+    """Every key `?` lists on the screen (its bindings and the app's) and every key its help page
+    writes that is bound there, as Textual names them."""
+    cls = _screen_class(name)
+    mine = _bound(cls)
+    app = [b for b in UnspecificApp.BINDINGS if isinstance(b, Binding) and b.description]
+    bound = {PRESS.get(k, k) for b in [*mine, *app] for k in _written(b)} | {"escape", "enter"}
+    keys = {PRESS.get(k, k) for b in [*mine, *app] for k in b.key.split(",")}
+    _, written = _keys_in_help((HELP_DIR / f"{name}.md").read_text(encoding="utf-8"))
+    keys |= {PRESS.get(k, k) for k in written} & bound
+    return sorted(keys - NOT_PRESSED)
+
+
+async def _reach(app, pilot, name: str):  # noqa: ANN001, ANN202
+    """The screen ``name``, from wherever the app is: modals closed, its mode, the queue pushed."""
+    from tests.support.app import settle
+
+    while len(app.screen_stack) > 1 and app.screen.is_modal:
+        app.pop_screen()
+        await pilot.pause()
+    mode = "instructions" if name == "queue" else name
+    if app.current_mode != mode:
+        await app.switch_mode(mode)
+    if name == "queue" and type(app.screen).__name__ != "QueueScreen":
+        await pilot.press("exclamation_mark")
+    elif name != "queue":
+        while len(app.screen_stack) > 1:
+            app.pop_screen()
+            await pilot.pause()
+    await settle(app, pilot)
+    return app.screen
+
+
+def _seen(app) -> tuple[object, ...]:  # noqa: ANN001
+    """What a key can change: the screen shown, the picture, the notices."""
+    return (app.screen, app.export_screenshot(), tuple(n.identity for n in app._notifications))
+
+
+@pytest.mark.parametrize("name", sorted(SCREENS))
+async def test_every_listed_key_changes_something_or_says_something(tmp_path, name: str) -> None:
+    """On a store with two models and one ratio, each key `?` lists on the screen (its own, the app's,
+    and those its help page writes) changes what is shown or says something: none is silently dead
+    (the queue's `2`, Report's `g` at 80x24, Compare's `m` with one response did nothing)."""
+    from tests.support.app import settle, synthetic_app
+
+    app = synthetic_app(tmp_path, n_instructions=6, seed=7)
+    silent = []
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(app, pilot)
+        for key in REACH[name]:
+            await pilot.press(key)
+            await settle(app, pilot)
+        for key in _listed_keys(name):
+            screen = await _reach(app, pilot, name)
+            before = _seen(app)
+            await pilot.press(key)
+            await settle(app, pilot)
+            await pilot.pause(0.05)
+            after = _seen(app)
+            if after[0] is screen and after[1:] == before[1:]:
+                silent.append(key)
+    assert not silent, f"{name}: keys that change nothing and say nothing: {silent}"

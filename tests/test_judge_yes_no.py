@@ -312,3 +312,60 @@ def test_the_dry_run_answers_a_yes_no_prompt_with_one_word() -> None:
         assert prompt_kind(easy) == "judge_yes_no"
         assert yes_no_text(easy["messages"][-1]["content"]) == TEXT
         assert (placeholder_reply(easy, quote_cap=80), placeholder_reply(hard, quote_cap=80)) == ("Yes", "No")
+
+
+# -- one text's constraints in one request (judge_batch; pipeline.llm.prompt_batch on the embedded server)
+
+
+async def _verdicts(store: Store, tmp_path: Path, *, listed: bool, lists_taken: bool = True) -> tuple[list, Any]:
+    with FakeOpenAIServer(_responder(P_YES)) as server:
+        server.prompt_lists = lists_taken
+        events: list[tuple[str, str]] = []
+        client = LLMClient(_config(server, judge_batch=listed), store, on_event=lambda k, m: events.append((k, m)))
+        gid, constraints = _generation(store, list(P_YES))
+        result = await judge_generation(store, client, "ja", gid, constraints)
+        again = await judge_generation(store, client, "ja", gid, constraints)
+        await client.aclose()
+        assert result.judged == 3 and again.skipped == 3  # every constraint judged exactly once
+        rows = [(r["constraint_id"], r["verdict"], r["p_yes"], r["quote"]) for r in
+                store.query("SELECT * FROM verdicts WHERE generation_id = ? ORDER BY constraint_id", [gid])]
+        return rows, (list(server.requests), events)
+
+
+async def test_a_texts_constraints_in_one_request_give_the_verdicts_of_one_call_each(tmp_path: Path) -> None:
+    one = open_store(tmp_path / "one.sqlite")
+    listed = open_store(tmp_path / "listed.sqlite")
+    try:
+        alone, (alone_requests, _) = await _verdicts(one, tmp_path, listed=False)
+        together, (requests, _) = await _verdicts(listed, tmp_path, listed=True)
+    finally:
+        one.close()
+        listed.close()
+    assert together == alone and len(together) == 3
+    assert len(alone_requests) == 3 and len(requests) == 1
+    (request,) = requests
+    assert request["max_tokens"] == 1 and request["logprobs"] == 20 and len(request["prompt"]) == 3
+    # Each prompt is the chat's messages in ChatML, the text first and its constraint last.
+    assert all(p.startswith("<|im_start|>system\n") and p.endswith("<|im_start|>assistant\n") for p in request["prompt"])
+    users = [p.split("<|im_start|>user\n")[1].split("<|im_end|>")[0] for p in request["prompt"]]
+    assert [yes_no_constraint(u) for u in users] == list(P_YES)
+
+
+async def test_an_endpoint_refusing_lists_is_said_once_and_judged_one_call_a_constraint(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "s.sqlite")
+    try:
+        rows, (requests, events) = await _verdicts(store, tmp_path, listed=True, lists_taken=False)
+    finally:
+        store.close()
+    assert [r[1] for r in rows] == [1, 1, 0]
+    assert isinstance(requests[0].get("prompt"), list) and all("messages" in r for r in requests[1:])
+    assert len(requests) == 1 + 3  # the refused list, then one call a constraint
+    assert [m for k, m in events if k == "notice" and "refused a list of prompts" in m]
+
+
+def test_the_embedded_judge_sends_lists_and_a_config_can_turn_it_off() -> None:
+    assert default_config().endpoint("local").judge_batch is True
+    config = parse_config({"endpoints": {"local2": {"base_url": "local", "judge_batch": False}}})
+    assert config.endpoint("local2").judge_batch is False
+    with pytest.raises(ConfigError, match="judge_batch"):
+        parse_config({"endpoints": {"x": {"base_url": "local", "judge_batch": "yes"}}})

@@ -18,6 +18,7 @@ from pipeline.llm import local_model as lm
 from pipeline.llm import model_file, server_health
 from tests.fakes import fake_llama
 from tests.fakes.fake_server import FakeOpenAIServer
+from tests.support.model_parts import fake_model
 
 
 @pytest.fixture
@@ -28,85 +29,10 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def small_parts(tmp_path, monkeypatch) -> list[Path]:
-    """Three small parts standing in for the 22 real ones (a GGUF header, then bytes)."""
-    bodies = [b"GGUF" + b"a" * 1000, b"b" * 2000, b"c" * 500]
-    paths = []
-    for i, body in enumerate(bodies, 1):
-        p = tmp_path / f"part{i:02d}.bin"
-        p.write_bytes(body)
-        paths.append(p)
-    monkeypatch.setattr(model_file, "part_paths", lambda: list(paths))
-    monkeypatch.setattr(model_file, "MODEL_BYTES", sum(len(b) for b in bodies))
-    return paths
-
-
-# -- the model file ----------------------------------------------------------------------------
-
-
-def test_real_parts_are_installed_and_add_up():
-    parts = model_file.part_paths()
-    assert len(parts) == model_file.PARTS == 22
-    assert [p.name for p in parts][:2] == ["part01.bin", "part02.bin"]
-    assert sum(p.stat().st_size for p in parts) == model_file.MODEL_BYTES == 1_117_320_768
-    assert parts[0].read_bytes()[:4] == model_file.GGUF_MAGIC
-
-
-def test_assembles_in_order_once_then_reuses(cache, small_parts, monkeypatch):
-    seen: list[tuple[int, int]] = []
-    path = model_file.model_path(progress=lambda done, total: seen.append((done, total)))
-    assert path == cache / "models" / model_file.MODEL_FILE
-    assert path.read_bytes() == b"".join(p.read_bytes() for p in small_parts)
-    assert seen[-1] == (model_file.MODEL_BYTES, model_file.MODEL_BYTES)
-    assert model_file.model_ready()
-    mtime = path.stat().st_mtime_ns
-    monkeypatch.setattr(model_file, "part_paths", lambda: pytest.fail("parts read again"))
-    assert model_file.model_path() == path
-    assert path.stat().st_mtime_ns == mtime
-    assert [p.name for p in path.parent.iterdir() if ".tmp" in p.name] == []
-
-
-def test_wrong_total_is_refused_and_leaves_nothing(cache, small_parts, monkeypatch):
-    monkeypatch.setattr(model_file, "MODEL_BYTES", model_file.MODEL_BYTES + 1)
-    with pytest.raises(LocalModelError, match="add up to 3,504 bytes, expected 3,505"):
-        model_file.model_path()
-    assert not model_file.target_path().exists()
-
-
-def test_a_killed_assembly_leaves_no_model_file(cache, small_parts):
-    def die(done: int, total: int) -> None:
-        if done >= 1000:
-            raise KeyboardInterrupt  # Ctrl-C in the middle of the join
-
-    with pytest.raises(KeyboardInterrupt):
-        model_file.model_path(progress=die)
-    folder = cache / "models"
-    assert not model_file.target_path().exists()
-    assert [p.name for p in folder.iterdir() if p.suffix != ".lock"] == []
-    assert model_file.model_path().stat().st_size == model_file.MODEL_BYTES  # the next call finishes the job
-
-
-def test_a_wrong_size_file_is_assembled_again(cache, small_parts):
-    target = model_file.target_path()
-    target.parent.mkdir(parents=True)
-    target.write_bytes(b"GGUF truncated")
-    assert not model_file.model_ready()
-    assert model_file.model_path().stat().st_size == model_file.MODEL_BYTES
-
-
-def test_parts_out_of_order_are_refused(cache, small_parts, monkeypatch):
-    monkeypatch.setattr(model_file, "part_paths", lambda: list(reversed(small_parts)))
-    with pytest.raises(LocalModelError, match="not a GGUF"):
-        model_file.model_path()
-    assert not model_file.target_path().exists()
-
-
-def test_cache_folder_defaults_and_override(monkeypatch, tmp_path):
-    monkeypatch.delenv("UNSPECIFIC_CACHE", raising=False)
-    assert model_file.models_dir() == Path.home() / ".cache" / "unspecific" / "models"
-    monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path))
-    assert model_file.models_dir() == tmp_path / "models"
-    assert lm.state_path() == tmp_path / lm.STATE_FILE
+def small_parts(tmp_path, monkeypatch) -> model_file.ShippedModel:
+    """A small model of three parts in the embedded model's place (tests/support/model_parts.py;
+    the model file's own tests are tests/test_model_file.py)."""
+    return fake_model(tmp_path, monkeypatch, register_as=model_file.EMBEDDED_NAME)
 
 
 # -- the installed llama.cpp is portable ---------------------------------------------------------
@@ -372,7 +298,8 @@ def test_child_exits_when_its_parent_dies(cache, tmp_path):
 import os, subprocess, sys, time
 from pipeline.llm.local_model import _BOOTSTRAP
 code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)', 'time.sleep(60)')
-patches = ["/nonexistent/" + name for name in ("grammar_sampling.py", "fast_logprobs.py", "cache_report.py")]
+names = ("grammar_sampling.py", "fast_logprobs.py", "cache_report.py", "prompt_batch.py")
+patches = ["/nonexistent/" + name for name in names]
 child = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), *patches], start_new_session=True)
 open({str(marker)!r}, "w").write(str(child.pid))
 time.sleep(0.5)

@@ -23,6 +23,7 @@ from pipeline.core import processes
 from pipeline.llm import local_model as lm
 from pipeline.llm import model_file
 from tests.fakes import fake_llama
+from tests.support.model_parts import stamp_as_verified
 
 ROOT = Path(__file__).resolve().parent.parent
 GONE_WITHIN_S = 5.0
@@ -32,7 +33,7 @@ GONE_WITHIN_S = 5.0
 @pytest.fixture
 def env(tmp_path) -> dict[str, str]:
     """An environment whose `python` finds the fake llama_cpp.server and whose cache holds a
-    (sparse) model file of the right size, so nothing real is loaded."""
+    (sparse) model file of the right size, stamped as checked, so nothing real is loaded or hashed."""
     fake = tmp_path / "fake_site"
     server_pkg = fake / "llama_cpp" / "server"
     server_pkg.mkdir(parents=True)
@@ -45,6 +46,7 @@ def env(tmp_path) -> dict[str, str]:
     with model.open("wb") as fh:
         fh.write(model_file.GGUF_MAGIC)
         fh.truncate(model_file.MODEL_BYTES)
+    stamp_as_verified(model_file.shipped_model(model_file.EMBEDDED_NAME), model)  # taken as checked: never hashed
     pids = tmp_path / "server_pids"
     pids.mkdir()
     # Without the real server a real-model test of this session may have left in the environment

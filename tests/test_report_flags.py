@@ -52,7 +52,8 @@ async def test_core_above_org_one_instruction_and_a_constant_judge_are_flagged(s
     render(report, console)
     text = " ".join(console.export_text().split())
     assert "warning(s): figures not to trust as they stand" in text
-    assert "news / eval / ma (direct), summaries at 0.25: Core 100.0 [100.0-100.0] is above Org 75.0 [75.0-75.0]" in text
+    assert ("news / eval / ma (direct), summaries at 0.25: Core 100.0 [100.0, 100.0] is above Org 75.0"
+            " [75.0, 75.0]") in text
     write_outputs(report, tmp_path / "out")
     whole = json.loads((tmp_path / "out" / "report.json").read_text())
     assert {w["kind"] for w in whole["warnings"]} == {"core_above_org", "one_instruction", "constant_judge"}

@@ -1,6 +1,7 @@
 """The report read in 80-, 120- and 160-column terminals: every table fits, no column squashed to
 nothing, no header cut, no value dropped (tables split by concern, intervals under their values, as
-pipeline.outputs.tables lays them out); and the same tables as markdown, CSV and JSON for pipes."""
+pipeline.outputs.tables lays them out); piped, the same at COLUMNS or 100 columns; and the same
+tables as markdown, CSV and JSON (tests/test_report_formats.py holds what each format promises)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rich.console import Console
 
 from pipeline.outputs.report import ReportOptions, build_report
 from pipeline.outputs.report_text import Note, document, render, write_format
-from pipeline.outputs.tables import Sheet, text
+from pipeline.outputs.tables import Cell, Sheet, Value
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.stages.similarity import compute_similarities
 from pipeline.store.database import open_store
@@ -33,6 +34,13 @@ def report(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     built = build_report(store, ReportOptions(n_resamples=50))
     store.close()
     return built
+
+
+def _parts(cell: Cell) -> tuple[str, ...]:
+    """What a cell shows: its value, and its interval where it has one."""
+    if isinstance(cell, Value):
+        return (cell.shown, cell.interval) if cell.interval else (cell.shown,)
+    return cell if isinstance(cell, tuple) else (cell,)
 
 
 def _rendered(report, width: int) -> str:  # noqa: ANN001
@@ -56,7 +64,7 @@ def test_every_table_fits_with_nothing_cut_or_dropped(report, width: int) -> Non
             assert all(word in flat for word in header.split()), header
         for row in sheet.rows:
             for cell in row:
-                for part in (cell if isinstance(cell, tuple) else (cell,)):
+                for part in _parts(cell):
                     assert part in flat, (width, sheet.title, part)
 
 
@@ -70,17 +78,15 @@ def test_the_same_tables_as_markdown_csv_and_json(report) -> None:  # noqa: ANN0
     sheets = [i for i in document(report) if isinstance(i, Sheet) and i.rows]
     md = io.StringIO()
     write_format(report, "markdown", md)
-    lines = md.getvalue().splitlines()
-    first = sheets[0]
-    head = "|" + "|".join(first.headers) + "|"
-    assert any(line.replace(" ", "") == head.replace(" ", "") for line in lines)
-    assert sum(line.startswith("|--") or line.startswith("|-") for line in lines) == len(sheets)
+    flat = " ".join(md.getvalue().split())
+    for sheet in sheets:  # every header and value, in tables split as the terminal splits them
+        cells = flat.replace(" ", "")
+        assert all(f"|{header}|".replace(" ", "") in cells for header in sheet.headers), sheet.title
+        assert all(part in flat for row in sheet.rows for cell in row for part in _parts(cell)), sheet.title
     out = io.StringIO()
     write_format(report, "csv", out)
-    blocks = [b for b in out.getvalue().split("\n# ") if b.strip()]
-    assert len(blocks) == len(sheets)
-    rows = list(csv.reader(io.StringIO(blocks[0].split("\n", 1)[1])))
-    assert rows[0] == first.headers and rows[1] == [text(c) for c in first.rows[0]]
+    rows = list(csv.reader(io.StringIO(out.getvalue())))
+    assert [name for name in dict.fromkeys(row[0] for row in rows[1:])] == [s.name for s in sheets]
     out = io.StringIO()
     write_format(report, "json", out)
     data = json.loads(out.getvalue())
@@ -88,7 +94,8 @@ def test_the_same_tables_as_markdown_csv_and_json(report) -> None:  # noqa: ANN0
     assert data["notes"] == [i.text for i in document(report) if isinstance(i, Note)]
 
 
-def test_report_cli_formats_and_unwrapped_pipes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_report_cli_formats_and_wrapped_pipes(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline.cli import main
 
     path = tmp_path / "cli.sqlite"
@@ -96,10 +103,17 @@ def test_report_cli_formats_and_unwrapped_pipes(tmp_path: Path, capsys: pytest.C
     assert main(["--store", str(path), "report", "--resamples", "20", "--format", "markdown"]) == 0
     got = capsys.readouterr().out
     assert "|condition|model" in got.replace(" ", "") and "┃" not in got
-    # Piped (no terminal): each table whole and unwrapped, whatever the width.
+    # Piped (no terminal): fitted to COLUMNS when set, else to 100 columns, as a terminal that wide.
+    monkeypatch.delenv("COLUMNS", raising=False)
     assert main(["--store", str(path), "report", "--resamples", "20"]) == 0
-    header = next(line for line in capsys.readouterr().out.splitlines() if "condition" in line and "Org" in line)
-    assert "coverage %" in header
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 100
+    assert any("Org" in line and "superficial" in line for line in lines)  # the rates, one table
+    assert not any("Org" in line and "coverage %" in line for line in lines)  # split by concern
+    monkeypatch.setenv("COLUMNS", "72")
+    assert main(["--store", str(path), "report", "--resamples", "20"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 72 and any("Org" in line for line in lines)
 
 
 def _lines_fit(out: str, width: int) -> None:
@@ -132,5 +146,5 @@ def test_validate_judges_and_batch_status_fit(width: int, monkeypatch: pytest.Mo
     out = console.export_text()
     _lines_fit(out, width)
     flat = " ".join(out.split())
-    assert "83 [78-88]" in flat or ("83" in flat and "[78-88]" in flat)
+    assert "83 [78, 88]" in flat or ("83" in flat and "[78, 88]" in flat)
     assert "batch_6750c2f1e4a8b8190" in flat and "20000" in flat and "12345" in flat

@@ -62,7 +62,9 @@ async def test_the_app_says_so_at_start_and_lists_with_the_stock_datatable(moved
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        assert any(n.title == "Textual version" and "9.1.0" in n.message for n in app._notifications)
+        # One line on the header's row: the title in front of the message.
+        assert any(n.message.startswith("[b]Textual version[/b]: ") and "9.1.0" in n.message
+                   for n in app._notifications)
         await goto(app, pilot, "3")
         table = app.screen.query_one(ConstraintList)
         assert table.row_count == 3

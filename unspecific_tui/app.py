@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
-from textual.screen import Screen
+from textual.notifications import Notify, SeverityLevel
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widget import AwaitMount
 
@@ -79,6 +80,23 @@ def help_name(screen: Screen, stack: list[Screen], mode: str) -> str:
     return mode if not stack or screen is stack[0] else ""
 
 
+def shown_runs(per_run: Mapping[str, int], build_run: str | None) -> str:
+    """The title's words for what the screens show: the runs holding instructions ("run: demo",
+    "runs: a, b", "5 runs"), and Build's run when it holds none yet ("· Build: build-2, empty")."""
+    runs = sorted(str(r) for r, n in per_run.items() if n and r is not None)
+    if not runs:
+        shown = "no instructions yet"
+    elif len(runs) == 1:
+        shown = f"run: {runs[0]}"
+    elif len(runs) <= 3:
+        shown = "runs: " + ", ".join(runs)
+    else:
+        shown = f"{len(runs)} runs"
+    if build_run and build_run not in runs:
+        shown += f" · Build: {build_run}, empty"
+    return shown
+
+
 def _mode(name: str):
     """A lazy factory: each screen module is imported the first time its mode opens."""
 
@@ -107,6 +125,7 @@ class UnspecificApp(AnalysisPart, PaintPart):
         Binding("5", "switch_mode('annotate')", "Annotate", show=True, group=SCREENS_GROUP),
         Binding("6", "switch_mode('report')", "Report", show=True, group=SCREENS_GROUP),
         Binding("question_mark", "help", "keys", show=True, key_display="?"),
+        Binding("f1", "help", "keys (as ?)", show=False, key_display="F1"),
         Binding("ctrl+p", "command_palette", "Command palette", show=False, key_display="^p"),
         Binding("ctrl+r", "refresh_store", "Reload", show=False),
         Binding("q", "quit", "Quit", show=False),
@@ -262,8 +281,14 @@ class UnspecificApp(AnalysisPart, PaintPart):
     def watch_run_id(self) -> None:
         self._update_subtitle()
 
+    def watch_analysis(self) -> None:
+        self._update_subtitle()  # a build wrote instructions into a run the title did not name yet
+
     def _update_subtitle(self) -> None:
-        self.sub_title = f"run: {self.run_id or '(none)'}" + ("  [read-only]" if self.readonly else "")
+        """The runs whose instructions the screens show (every run's: the screens read the whole
+        store), and Build's run when it is another one (a new run, empty until a stage writes)."""
+        self.sub_title = shown_runs(self.view.instructions_per_run(), self.run_id) + \
+            ("  [read-only]" if self.readonly else "")
 
     # -- config ------------------------------------------------------------------------
     def get_config(self) -> Config:
@@ -281,7 +306,39 @@ class UnspecificApp(AnalysisPart, PaintPart):
 
 
 
+    # -- notices ---------------------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Textual's notice, in one line (app.tcss puts notices in the header's row, where they cover
+        no pane, table or caption): a title goes in front of the message."""
+        if title:
+            from textual.markup import escape
+
+            message = f"[b]{escape(title)}[/b]: {message}" if markup else f"{title}: {message}"
+        super().notify(message, severity=severity, timeout=timeout, markup=markup)
+
+    def on_notify(self, event: Notify) -> None:
+        """One notice at a time: a new one replaces the one shown (the header's row holds one). Runs
+        before Textual's own handler adds the new notice."""
+        self.clear_notifications()
+
     # -- navigation ----------------------------------------------------------------------
+    async def action_switch_mode(self, mode: str) -> None:
+        """1-6: the screen of that number. Its own number on a screen pushed over it (the queue over
+        Instructions) goes back to it; on the screen itself, says so."""
+        if mode != self.current_mode:
+            self.switch_mode(mode)
+            return
+        pushed = [s for s in self.screen_stack[1:] if not isinstance(s, ModalScreen)]
+        if not pushed:
+            self.notify(f"this is the {mode.capitalize()} screen")
+            return
+        found = context_of(self.screen)
+        if found is not None:
+            self.context = found
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, ModalScreen):
+            self.pop_screen()
+
     def switch_mode(self, mode: str) -> AwaitMount:
         """Every screen change carries the context: what the screen left shows (its instruction,
         response, ratio, constraint) is where Audit and Compare open, unless a target was set."""

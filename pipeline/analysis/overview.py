@@ -38,6 +38,7 @@ class InstructionRow:
     flags: dict[str, int]
     disagree: int
     quote_missing: int
+    refusal: bool = False  # the response refuses the task: scored as the model's answer, marked where shown
 
     @property
     def writer(self) -> Writer:
@@ -112,7 +113,7 @@ def compute_analysis(view: StoreView, *, run_id: str | None = None, ratio: float
             g.instruction_id, run or "", domain or "", condition or "", g.model or "", g.mode, g.id,
             n_active.get(g.instruction_id, 0), _mean_score(g), core, passed or 0,
             flipped, flipped / passed if passed else None, {f: flags.get(f, 0) for f in LEXICAL_FLAGS},
-            g.disagree or 0, g.missing or 0))
+            g.disagree or 0, g.missing or 0, g.refusal))
     models = sorted({r.model for r in rows})
     return Analysis(ratio, models, ratios, rows)
 

@@ -3,7 +3,8 @@
 ``build_report`` gathers everything from the store: the condition x model groups with their
 intervals (pipeline.analysis.metrics), every paired comparison Holm-adjusted together, naturalness,
 the judges' validation and the rates corrected for their error (pipeline.analysis.correction),
-human validation, CS4's instruction families, how each judge judged and the method's copy numbers. ``report_warnings`` names
+human validation, CS4's instruction families, how each judge judged, the method's copy numbers
+and, when asked, the top of the suspicion ranking. ``report_warnings`` names
 the figures not to trust; ``main_groups`` picks the main table's rows at the shown ratio
 (pipeline.core.definitions.shown_ratio); ``check_filters`` refuses a filter naming nothing in the
 store. Drawing and writing them (terminal tables, CSV, JSON, charts) is pipeline.outputs.report's.
@@ -12,6 +13,7 @@ store. Drawing and writing them (terminal tables, CSV, JSON, charts) is pipeline
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -33,9 +35,12 @@ from pipeline.analysis.metrics import (
     compute_metrics,
     naturalness_rates,
 )
+from pipeline.analysis.model_duel import ModelDuel, copy_paste_comparisons, copy_paste_units, model_duel
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, holm
+from pipeline.analysis.suspicion import Queue, suspicion_queue
 from pipeline.analysis.validation import AnnotatorKappa, ValidationReport, human_validation
 from pipeline.core.definitions import DEFAULT_RATIO, same_ratio, shown_ratio
+from pipeline.core.intervals import ci
 from pipeline.store.annotations import annotation_count
 from pipeline.store.generations import model_has_responses
 from pipeline.store.instructions import any_instruction_with, instruction_values
@@ -56,6 +61,7 @@ class ReportOptions:
     n_resamples: int = DEFAULT_RESAMPLES
     seed: int = 0
     min_coverage: float = MIN_COVERAGE  # groups under it are marked
+    suspicious: int = 0  # the top of the suspicion ranking the report lists ("Most suspicious"); 0: none
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,9 @@ class Report:
     annotators: list[AnnotatorKappa]
     validation: ValidationReport | None  # pipeline.analysis.validation's one rule, as `validate report`
     warnings: list[ReportWarning] = field(default_factory=list)
+    # Every model pair on the same instructions, with the copy-paste score's tests, each model's refusals
+    # (pipeline.analysis.model_duel); None before build_report fills it.
+    models: ModelDuel | None = None
     # Each judge's accuracy against people (pipeline.analysis.judge_validation), by rater name; a judge
     # not in it is unvalidated, and the report says so beside its numbers.
     judges_validated: dict[str, JudgeScore] = field(default_factory=dict)
@@ -148,6 +157,9 @@ class Report:
     # The method's copy numbers (pipeline.analysis.copy_numbers): the copy-paste score and the
     # constraint-reference similarity per condition x model x mode, and single against the common ones.
     copying: CopyNumbers | None = None
+    # The top ``options.suspicious`` of the suspicion ranking (pipeline.analysis.suspicion), at the
+    # report's ratio; None when not asked for.
+    suspicious: Queue | None = None
 
     def warned(self, group: Group) -> list[ReportWarning]:
         return [w for w in self.warnings if w.group == group.key]
@@ -178,7 +190,11 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report = Report(options, metrics, [], [], [], [], None, report_warnings(metrics, options))
     ratio = report.ratio
     kw: _CompareSettings = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
-    report.comparisons = all_comparisons(metrics, options, ratio)
+    copy_units = copy_paste_units(store, metrics, options.filters)
+    draws = {"n_resamples": options.n_resamples, "seed": options.seed}
+    report.comparisons = all_comparisons(metrics, options, ratio,
+                                         copy_paste_comparisons(metrics, copy_units, **draws))
+    report.models = model_duel(metrics, report.comparisons, copy_units, ratio, **draws)
     if options.compare:
         family = {(c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric): c.p_holm for c in report.comparisons}
         report.requested = [replace(c, p_holm=family.get((c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric),
@@ -197,16 +213,22 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report.families = family_levels(store, metrics, ratio, n_resamples=options.n_resamples, seed=options.seed)
     report.judging = judging_notes(metrics.rater_keys, metrics.raters, calibrations(store))
     report.copying = copy_numbers(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
+    if options.suspicious:
+        report.suspicious = suspicion_queue(store, ratio=ratio or options.ratio, run_id=options.filters.run,
+                                            limit=options.suspicious)
     return report
 
 
-def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | None) -> list[Comparison]:
+def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | None,
+                    copy_paste: Sequence[Comparison] = ()) -> list[Comparison]:
     """Every model pair within a condition, condition pair within a model and mode pair, Holm-adjusted
-    together."""
+    together; with ``copy_paste``, the model pairs' tests of the copy-paste score
+    (pipeline.analysis.model_duel) join the family."""
     kw: _CompareSettings = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
     out: list[Comparison] = []
     for a, b in combinations(sorted({r.model for r in metrics.rows}), 2):
         out += compare(metrics, a, b, by="model", **kw)
+    out += copy_paste
     for a, b in combinations(sorted({r.condition for r in metrics.rows}, key=condition_order), 2):
         out += compare(metrics, a, b, by="condition", **kw)
     for a, b in combinations(sorted({r.mode for r in metrics.rows}), 2):
@@ -222,23 +244,6 @@ def condition_order(condition: str) -> tuple[int, str]:
 def pct(x: float, digits: int = 1) -> str:
     """A share in percent ('-' for none): the warnings say a figure as the report's tables print it."""
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{digits}f}"
-
-
-def ci_parts(iv: Any, *, scale: float = 100.0, digits: int = 1) -> str | tuple[str, str]:
-    """A percentage and its interval apart: ('83.7', '[81.2-87.1]'); the value alone without an
-    interval; '-' when undefined (a table cell of pipeline.outputs.tables). ``scale=1, digits=2``
-    for a kappa: ('0.36', '[0.09-0.66]')."""
-    if math.isnan(iv.value):
-        return "-"
-    if math.isnan(iv.low):
-        return f"{scale * iv.value:.{digits}f}"
-    return f"{scale * iv.value:.{digits}f}", f"[{scale * iv.low:.{digits}f}-{scale * iv.high:.{digits}f}]"
-
-
-def ci(iv: Any, sep: str = " ") -> str:
-    """'83.7 [81.2-87.1]' in percent; ``sep="\n"`` puts the interval under the value."""
-    parts = ci_parts(iv)
-    return sep.join(parts) if isinstance(parts, tuple) else parts
 
 
 def main_groups(report: Report) -> list[Group]:

@@ -10,7 +10,7 @@ pipeline.core.definitions.specificity. The copy-evidence stage stores the facts 
 constraint); the ranking (Python and SQL), the app, `report`, the export and the HTML read them.
 
     facts = PhraseFacts.of(phrase, words, "A", context)
-    facts.specificity, facts.sentence()   # 0.93, '8 words of reference A only, in 1 of 2,225 articles, a name'
+    facts.specificity, facts.sentence()   # 0.93, '8 words of reference A only, in 1 of 60 store articles, a name'
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ from pipeline.core.definitions import SPECIFIC_ENOUGH, TEMPLATE_MIN, TEMPLATE_SH
 # A capitalised word after a sentence's end is no sign of a name: only mid-sentence ones count.
 _SENTENCE_START = re.compile(r"(?:^|[.!?]['\"\u201d\u2019)\]]*\s+|\n\s*)$")
 _DIGIT = re.compile(r"\d")
+# An acronym as a text writes it: a capital and more capitals or digits (G7, SEC, US, BBC). A name,
+# though its digit reads as a number and its lower case may be a function word ("us").
+_ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
+# Which articles a phrase's document frequency counts, said in every rarity ("in 1 of 60 store
+# articles", "in 4 of 2,224 BBC News articles"): the store's articles of the domain, or the background.
+STORE_ARTICLES = "store articles"
 # A phrase with no more than this share of its content words outside the main task is the task's.
 TOPIC_SHARE = 0.5
 
@@ -95,11 +101,27 @@ def proper_words(text: str) -> frozenset[str]:
     return frozenset(w for w in mid if w not in STOPWORDS and caps[w] * 2 > uses[w] and not w.isdigit())
 
 
+@lru_cache(maxsize=256)
+def acronyms(text: str) -> frozenset[str]:
+    """The acronyms the text writes (G7, SEC, US), as written."""
+    return frozenset(w for w in WORD.findall(text) if _ACRONYM.fullmatch(w))
+
+
+def named_acronyms(phrase: str, references: Iterable[str]) -> frozenset[str]:
+    """The words the phrase writes as acronyms that a reference writes so too: names ("the G7
+    meeting" names the G7; it counts nothing)."""
+    written = {w for w in WORD.findall(phrase) if _ACRONYM.fullmatch(w)}
+    if not written:
+        return frozenset()
+    return frozenset(written & set().union(*(acronyms(r) for r in references)))
+
+
 class CorpusFrequency:
     """Document frequency of word runs over a domain's articles: how many hold the run, word for word.
-    ``name`` says which articles in a reason ("in 22 of 2,224 BBC News articles")."""
+    ``name`` says which articles in a reason ("in 22 of 2,224 BBC News articles", "in 1 of 60 store
+    articles")."""
 
-    def __init__(self, bodies: Iterable[str], name: str = "articles") -> None:
+    def __init__(self, bodies: Iterable[str], name: str = STORE_ARTICLES) -> None:
         self.name = name
         self._joined: list[str] = []
         self._postings: dict[str, list[int]] = {}
@@ -177,14 +199,15 @@ class PhraseFacts:
     outside_task: float  # share of its content words absent from the main task
     df: int | None  # articles of the domain holding it; None: the store holds none to count in
     articles: int  # the domain's articles counted in
-    entity: bool  # a name (capitalised mid-sentence in its reference)
-    number: bool
+    entity: bool  # a name (capitalised mid-sentence in its reference, or an acronym: G7, SEC, US)
+    number: bool  # a word with a digit that is not an acronym ("12 firms", not "the G7 meeting")
     specificity: float
-    counted_in: str = "articles"  # which articles df counts: the domain's, or the BBC News background
+    counted_in: str = STORE_ARTICLES  # which articles df counts: the store's of the domain, or BBC News
 
     @classmethod
     def of(cls, phrase: str, source: str, context: PhraseContext) -> PhraseFacts:
-        words = tuple(w.lower() for w in WORD.findall(phrase))
+        written = WORD.findall(phrase)
+        words = tuple(w.lower() for w in written)
         content = [w for w in words if _is_content(w) and w not in context.template]
         task = context.task_words
         outside = sum(1 for w in content if w not in task) / len(content) if content else 0.0
@@ -194,9 +217,11 @@ class PhraseFacts:
             in_background, background_df = _rarity(context.background, words)
             if in_background < rarity or df is None:
                 corpus, rarity, df = context.background, in_background, background_df
-        names = set().union(*(proper_words(context.references[k]) for k in source if k in context.references))
-        entity = any(w in names for w in content)
-        number = any(_DIGIT.search(w) for w in words)
+        held = [context.references[k] for k in source if k in context.references]
+        names = set().union(*(proper_words(text) for text in held))
+        named = named_acronyms(phrase, held)
+        entity = bool(named) or any(w in names for w in content)
+        number = any(_DIGIT.search(w) for w in written if w not in named)
         value = specificity(rarity, outside, len(source) > 1, entity, number, len(words))
         return cls(phrase, len(words), source, round(outside, 4), df, corpus.articles, entity, number, value, corpus.name)
 
@@ -219,11 +244,14 @@ class PhraseFacts:
         return self.mostly_task or self.shared
 
     def sentence(self) -> str:
-        """Why, in words: '8 words of reference A only, in 1 of 2,225 articles, a name'."""
+        """Why, in words: '8 words of reference A only, in 1 of 2,224 BBC News articles, a name'; the
+        rarity always names the articles it counts (a store's stored before they were named: "store
+        articles")."""
         where = "both references (the shared topic)" if self.shared else f"reference {self.source} only"
         parts = [f"{self.words} words of {where}"]
         if self.df is not None:
-            parts.append(f"in {self.df:,} of {self.articles:,} {self.counted_in}")
+            counted_in = STORE_ARTICLES if self.counted_in == "articles" else self.counted_in
+            parts.append(f"in {self.df:,} of {self.articles:,} {counted_in}")
         if self.mostly_task:
             parts.append("mostly the main task's words" if self.outside_task else "the main task's words")
         if self.entity:
@@ -260,5 +288,5 @@ def phrase_key(phrase: str) -> str:
     return " ".join(w.lower() for w in WORD.findall(phrase))
 
 
-__all__ = ["CorpusFrequency", "PhraseContext", "PhraseFacts", "after_prefix", "dump_facts", "lead", "load_facts",
-           "phrase_key", "proper_words", "shared_prefix", "template_words"]
+__all__ = ["STORE_ARTICLES", "CorpusFrequency", "PhraseContext", "PhraseFacts", "after_prefix", "dump_facts", "lead",
+           "load_facts", "named_acronyms", "phrase_key", "proper_words", "shared_prefix", "template_words"]

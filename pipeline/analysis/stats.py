@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core.intervals import ci
+
 DEFAULT_RESAMPLES = 1000
 _CHUNK_CELLS = 4_000_000  # indices drawn at once: bounds memory for large n
 _CACHE_CELLS = _CHUNK_CELLS  # cached draws (9 bytes a cell): at most 36 MB
@@ -56,12 +58,8 @@ class Interval:
         return asdict(self)
 
     def fmt(self, digits: int = 1, scale: float = 100.0) -> str:
-        """'78.2 [74.0, 82.1]' (percent by default); '-' when undefined."""
-        if math.isnan(self.value):
-            return "-"
-        if math.isnan(self.low):
-            return f"{self.value * scale:.{digits}f}"
-        return f"{self.value * scale:.{digits}f} [{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"
+        """'78.2 [74.0, 82.1]' (percent by default); '-' when undefined (``ci``)."""
+        return ci(self, scale=scale, digits=digits)
 
 
 NAN_INTERVAL = Interval(math.nan, math.nan, math.nan, 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -85,10 +86,27 @@ def print_error(exc: UnspecificError) -> None:
     err.print(Panel(Text(exc.msg), title=exc.title, border_style="red", expand=False))
 
 
-def console():
+# Piped (not a terminal) with no COLUMNS set, the CLI writes lines no wider than this.
+PIPED_WIDTH = 100
+
+
+def console(*, stderr: bool = False):
+    """The CLI's console; piped, as wide as COLUMNS when set, else PIPED_WIDTH (Rich's default is 80)."""
     from rich.console import Console
 
-    return Console()
+    out = Console(stderr=stderr)
+    if not out.is_terminal:
+        out.width = piped_width()
+    return out
+
+
+def piped_width() -> int:
+    """The width of piped output: COLUMNS when it is a positive number, else PIPED_WIDTH."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    return columns if columns > 0 else PIPED_WIDTH
 
 
 def parse_csv(value: str) -> list[str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,10 +27,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     # None when not given: an asked-for ratio must exist, the default may fall back to the nearest.
     p.add_argument("--ratio", type=ratio, default=None,
                    help=f"summary ratio of the main table (default {DEFAULT_RATIO:g}, else the nearest summarised)")
-    p.add_argument("--out", metavar="DIR", help="write CSV, JSON and PNG files here")
+    p.add_argument("--out", metavar="DIR",
+                   help="write CSV, JSON and PNG files here (the data: shares in [0, 1], every response's"
+                   " row); with --format csv, the report's tables too, one CSV a table")
     p.add_argument("--format", choices=("text", "markdown", "csv", "json"), default="text",
-                   help="text (default): tables fitted to the terminal; markdown, csv or json: the same tables on"
-                   " standard output, for pasting into a paper or piping")
+                   help="text (default): tables fitted to the terminal (piped: to COLUMNS, else 100 columns);"
+                   " markdown: tables no wider than 100 characters, for a paper; csv: every table as one,"
+                   " a 'table' column first (with --out, one file a table); json: numbers as numbers,"
+                   " intervals as [low, high]. Each with the suspicion list")
     p.add_argument("--html", metavar="DIR",
                    help="write report.html here: one self-contained page (no network) with the tables, charts"
                    " and, per instruction, the Audit content of every constraint")
@@ -62,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.definitions import DEFAULT_RATIO
     from pipeline.core.errors import UnspecificError
     from pipeline.outputs.report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
+    from pipeline.outputs.report_text import write_csv_tables, write_format
+    from pipeline.outputs.suspicion import REPORT_TOP
     from pipeline.store.generations import summary_ratios
 
     # --config is read by nothing here, but a missing or broken file is an error as in evaluate,
@@ -81,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         judging_mode=args.judging_mode,
     )
     options = ReportOptions(filters=filters, ratio=DEFAULT_RATIO if args.ratio is None else args.ratio,
-                            compare=pair, copy=not args.no_copy, n_resamples=max(1, args.resamples), seed=args.seed)
+                            compare=pair, copy=not args.no_copy, n_resamples=max(1, args.resamples),
+                            seed=args.seed, suspicious=REPORT_TOP)
     if args.min_coverage is not None:
         options.min_coverage = args.min_coverage
     store = open_store_from(args, create=False, reading=True)
@@ -102,26 +111,30 @@ def run(args: argparse.Namespace) -> int:
             return 1
         if args.ratio is not None:
             _check_ratio(args.ratio, report.metrics.ratios, store.path)
-        if args.format != "text":
-            import sys
-
-            from pipeline.outputs.report_text import write_format
-
-            write_format(report, args.format, sys.stdout)
-            return 0
-        render(report, out)
-        _print_suspicious(out, store, args.run, report.ratio or options.ratio)
-        _print_paid(out, store)
-        _print_estimates(out, store)
+        # The files first: a line of the report sends the reader to one only when it was written.
+        written: list[Path] = []
         if args.out:
-            files = write_outputs(report, args.out)
-            out.print(f"wrote {len(files)} files to [bold]{args.out}[/]")
+            with out.status("writing files..."):
+                written = write_outputs(report, args.out)
+        # Markdown and JSON go to standard output: what is said about files goes to standard error.
+        said = out if args.format == "text" or (args.format == "csv" and args.out) else console(stderr=True)
+        if args.format == "text":
+            render(report, out, written)
+            _print_paid(out, store)
+            _print_estimates(out, store)
+        elif args.format == "csv" and args.out:
+            written += write_csv_tables(report, args.out, written)
+        else:
+            write_format(report, args.format, sys.stdout, written)
+        if args.out:
+            said.print(f"wrote {len(written)} files to [bold]{args.out}[/]")
         if args.html:
             from pipeline.outputs.html_report import write_html
 
-            with out.status("writing the HTML report..."):
+            with said.status("writing the HTML report..."):
                 page = write_html(store, report, args.html)
-            out.print(f"wrote [bold]{page.path}[/] ({page.bytes / 1e6:.1f} MB, {page.instructions} instructions)")
+            said.print(f"wrote [bold]{page.path}[/] ({page.bytes / 1e6:.1f} MB, "
+                       f"{page.instructions} instructions)")
     finally:
         store.close()
     return 0
@@ -146,8 +159,7 @@ def _print_paid(out, store) -> None:  # noqa: ANN001
     if not by_mode:
         return
     parts = [f"{mode} ${p['cost']:.4f} for {p['calls']:,} calls" for mode, p in sorted(by_mode.items(), reverse=True)]
-    out.print("[dim]paid for the cached LLM calls (every run): " + ", ".join(parts) + "[/]", highlight=False,
-              soft_wrap=True)
+    out.print("[dim]paid for the cached LLM calls (every run): " + ", ".join(parts) + "[/]", highlight=False)
 
 
 def _print_estimates(out, store) -> None:  # noqa: ANN001
@@ -157,19 +169,5 @@ def _print_estimates(out, store) -> None:  # noqa: ANN001
     for r in estimated_runs(store):
         e = r["estimate"]
         out.print(f"[dim]{r['kind']} run {r['id']}: estimated {e['calls']:,} calls, ${e['cost']:.4f} online "
-                  f"(${e['batch_cost']:.4f} batch); spent {r['calls']:,} calls, ${r['cost']:.4f}[/]", highlight=False,
-                  soft_wrap=True)
-
-
-def _print_suspicious(out, store, run_id: str | None, ratio: float) -> None:  # noqa: ANN001
-    """The "Most suspicious" section: the top of the suspicion ranking, each with its reasons."""
-    from pipeline.analysis.suspicion import suspicion_queue
-    from pipeline.outputs.suspicion import REPORT_TOP, report_lines, wrap_report_lines
-
-    with out.status("ranking suspicious items..."):
-        queue = suspicion_queue(store, ratio=ratio, run_id=run_id, limit=REPORT_TOP)
-    lines = report_lines(queue, top=REPORT_TOP)
-    out.print(f"\n[bold]{lines[0]}[/]", highlight=False)
-    # Piped: one line an item and one for its reasons, for grep; in a terminal, wrapped under the item.
-    for line in wrap_report_lines(lines[1:], out.width) if out.is_terminal else lines[1:]:
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+                  f"(${e['batch_cost']:.4f} batch); spent {r['calls']:,} calls, ${r['cost']:.4f}[/]",
+                  highlight=False)

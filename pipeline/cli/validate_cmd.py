@@ -168,8 +168,9 @@ def _pct(x: float) -> str:
 
 
 def _print_report(report: ValidationReport) -> None:
-    from pipeline.analysis.report_model import ci_parts, pct
+    from pipeline.analysis.report_model import pct
     from pipeline.cli.common import console
+    from pipeline.core.intervals import ci_parts
     from pipeline.outputs.tables import Block, Sheet, render_sheet
 
     out = console()
@@ -498,16 +499,15 @@ def _print_check(scores: list[CheckScore], *, title: str = "the built-in constru
 
 
 def _whole(iv: Interval) -> Cell:
-    """('45', '[29-60]'): whole percents, narrow enough for a terminal (a few hundred items carry no decimals)."""
-    if math.isnan(iv.value):
-        return "-"
-    if math.isnan(iv.low):
-        return f"{100 * iv.value:.0f}"
-    return f"{100 * iv.value:.0f}", f"[{100 * iv.low:.0f}-{100 * iv.high:.0f}]"
+    """('45', '[29, 60]'): whole percents, narrow enough for a terminal (a few hundred items carry no
+    decimals)."""
+    from pipeline.core.intervals import ci_parts
+
+    return ci_parts(iv, digits=0)
 
 
 def _cell(iv: Interval, digits: int = 1, scale: float = 100.0) -> Cell:
     """Interval.fmt as a table cell: the value, and its interval apart (pipeline.outputs.tables)."""
-    shown = iv.fmt(digits, scale)
-    value, _, interval = shown.partition(" ")
-    return (value, interval) if interval else value
+    from pipeline.core.intervals import ci_parts
+
+    return ci_parts(iv, digits=digits, scale=scale)

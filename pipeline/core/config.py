@@ -97,6 +97,14 @@ class Endpoint:
     members: tuple[str, ...] = ()
     drain_after: int = 3  # a member failing this many times in a row is set aside ...
     drain_s: float = 30.0  # ... for this long, then tried again
+    # A local model under test beyond the embedded one (base_url "local"): its GGUF file, served by
+    # the same llama.cpp server under ``model`` as its alias, and the chat format it speaks.
+    gguf: str | None = None
+    chat_format: str | None = None
+    # A yes_no judge sends all of one text's constraints as one completions request with a list of
+    # ChatML prompts (the embedded server, pipeline.llm.prompt_batch; vLLM takes lists too, for a
+    # ChatML model): one evaluation of the text, no per-call cost. Off: one call a constraint.
+    judge_batch: bool = False
 
     @property
     def is_local(self) -> bool:
@@ -140,8 +148,9 @@ class Endpoint:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         for key in ("members", "drain_after", "drain_s"):
             out.pop(key)
-        if out["judge_prompt"] is None:
-            out.pop("judge_prompt")
+        for key in ("judge_prompt", "gguf", "chat_format"):
+            if out[key] is None:
+                out.pop(key)
         if self.is_pool:  # in the config's own form, so the public form parses back
             out = {"pool": list(self.members), "model": self.model, "drain_after": self.drain_after,
                    "drain_s": self.drain_s, "max_retries": self.max_retries, "structured": self.structured,
@@ -167,6 +176,7 @@ def local_endpoint() -> Endpoint:
         # One token per constraint, read from its Yes/No probabilities: on the built-in check (205 items)
         # the batched lines judge was at chance (kappa -0.10 on the quick set); docs/measurements.md.
         judging="yes_no",
+        judge_batch=True,
         # Asked for 39, it wrote 6 and 15 distinct items, then repeated them to 39 (615 and 865 tokens).
         list_items=15,
     )
@@ -346,6 +356,11 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         if spec["judge_format"] not in JUDGE_FORMATS:
             raise ConfigError(f"{field_at}.judge_format: one of {', '.join(JUDGE_FORMATS)}")
         values["judge_format"] = spec["judge_format"]
+    if "judge_batch" in spec:
+        if not isinstance(spec["judge_batch"], bool):
+            raise ConfigError(f"{field_at}.judge_batch: true or false (whether a yes_no judge sends a text's constraints "
+                              f"as one list of prompts), got {spec['judge_batch']!r}")
+        values["judge_batch"] = spec["judge_batch"]
     if "gbnf" in spec:
         if not isinstance(spec["gbnf"], bool):
             raise ConfigError(f"{field_at}.gbnf: true or false (whether the server takes a GBNF `grammar` field), "
@@ -360,6 +375,7 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         if not isinstance(spec["extra_body"], dict):
             raise ConfigError(f"{field_at}.extra_body: must be a table")
         values["extra_body"] = spec["extra_body"]
+    values.update(_local_file_fields(spec, field_at, base_url))
     if base_url == LOCAL:
         defaults = local_endpoint()
         values.setdefault("concurrency", defaults.concurrency)
@@ -368,7 +384,28 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         values.setdefault("gbnf", defaults.gbnf)
         values.setdefault("list_items", defaults.list_items)
         values.setdefault("judging", defaults.judging)
+        values.setdefault("judge_batch", defaults.judge_batch)
     return Endpoint(**values)
+
+
+def _local_file_fields(spec: dict[str, Any], at: str, base_url: str) -> dict[str, Any]:
+    """``gguf`` (a GGUF file that must exist) and ``chat_format``, for a local model only."""
+    out: dict[str, Any] = {}
+    for key in ("gguf", "chat_format"):
+        if key not in spec:
+            continue
+        value = spec[key]
+        if base_url != LOCAL:
+            raise ConfigError(f"{at}.{key}: only for a local model (base_url = \"local\")")
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{at}.{key}: must be a non-empty string, got {value!r}")
+        out[key] = value
+    if "gguf" in out:
+        path = Path(out["gguf"]).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"{at}.gguf: no such file: {path}")
+        out["gguf"] = str(path.resolve())
+    return out
 
 
 def _judging_fields(spec: dict[str, Any], at: str) -> dict[str, Any]:

@@ -78,6 +78,19 @@ def passes(score: float | None) -> bool:
 # The lexical quality flags a build stores per constraint (pipeline.analysis.flags computes them;
 # screens and reports list them): named here so a reader of flags needs no text analysis loaded.
 LEXICAL_FLAGS = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")
+# What each flag means, where a screen lists flags (Audit's `f` menu): one line each. copied_ngram is
+# the constraint's own text holding a reference's words; the words pasted into the response are
+# another count (pipeline.analysis.copy_count, the queue's `copied`), under another name.
+FLAG_TEXT = {
+    "proper_noun": "a name taken from a reference",
+    "specificity_leak": "much closer to one reference than to the other",
+    "copied_ngram": "a reference's n-grams copied into the constraint",
+    "duplicate": "a near-duplicate of another constraint",
+    "contradiction": "no text could satisfy it with another constraint",
+}
+# The flag's short name where a column has few cells (Instructions, Audit's list): not "copy", which
+# the queue's count of words pasted into the response goes by.
+COPIED_NGRAM_SHORT = "ngram"
 
 
 # The suspicion ranking (pipeline.analysis.suspicion, docs/counting.md): a constraint is "close to its
@@ -168,7 +181,8 @@ def echo_counts(echoed: bool, echo: float | None, copied: bool = False) -> bool:
 # What stored copy evidence was computed by: the numbers above, and the rules' own version (bumped when
 # pipeline.analysis.copy_evidence or .specificity change what they find). Evidence of another version
 # is stale: the ranking leaves it out and the stage computes it again.
-COPY_EVIDENCE_RULES = 2  # 2: the BBC News background for small stores
+# 2: the BBC News background for small stores; 3: an acronym (G7, US) is a name, never a number.
+COPY_EVIDENCE_RULES = 3
 
 
 def copy_evidence_version() -> str:

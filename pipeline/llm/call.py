@@ -21,6 +21,10 @@ class Params:
     # ``top_logprobs`` how many). Part of the cache key: a reply asked without them is another entry.
     logprobs: bool | None = None
     top_logprobs: int | None = None
+    # Each message's content is a whole prompt (chat template applied), all sent as one completions
+    # request with a list ``prompt`` and scored for their next token: the reply's ``logprobs`` hold one
+    # entry per prompt (pipeline.llm.prompt_batch serves it on the embedded server; vLLM takes it too).
+    prompt_list: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -77,6 +81,24 @@ def reply_logprobs(choice: Any) -> list[dict[str, float]] | None:
         if isinstance(entry.get("logprob"), (int, float)) and "token" in entry:
             tops.setdefault(str(entry["token"]), float(entry["logprob"]))
         out.append(tops)
+    return out
+
+
+def prompt_list_logprobs(response: Any, n: int) -> list[dict[str, float]] | None:
+    """Per prompt of a completions reply to ``n`` prompts, the top log-probabilities of its one
+    token ({token: logprob}); None unless every prompt has its choice and alternatives."""
+    try:
+        choices = sorted(response["choices"], key=lambda c: int(c["index"]))
+        tops = [c["logprobs"]["top_logprobs"][0] for c in choices]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    if len(tops) != n or [int(c["index"]) for c in choices] != list(range(n)):
+        return None
+    out: list[dict[str, float]] = []
+    for top in tops:
+        if not isinstance(top, dict):
+            return None
+        out.append({str(t): float(v) for t, v in top.items() if isinstance(v, (int, float))})
     return out
 
 

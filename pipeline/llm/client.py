@@ -83,6 +83,7 @@ class LLMClient:
         self.accounts = Accounts()
         # Per endpoint: whether its replies carry the log-probabilities asked for (None: not known yet).
         self._logprobs: dict[str, bool] = {}
+        self._lists_refused: set[str] = set()  # endpoints that refused a list of prompts (note_refused_lists)
         self.transport = Transport(config, self.accounts, self._emit, local_base_url=local_base_url,
                                    local_death=local_death, backoff_base_s=backoff_base_s,
                                    backoff_cap_s=backoff_cap_s)
@@ -271,6 +272,18 @@ class LLMClient:
         if not given:
             self._emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
                                  "read the word it writes (no P(Yes), no calibration)")
+
+    def refused_lists(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint`` refused a request of several prompts in this client's life."""
+        return endpoint.name in self._lists_refused
+
+    def note_refused_lists(self, endpoint: Endpoint, why: str) -> None:
+        """A list of prompts was refused: said once, and the endpoint's judge asks one call a
+        constraint from now on."""
+        if endpoint.name not in self._lists_refused:
+            self._lists_refused.add(endpoint.name)
+            self._emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; its yes_no judge asks "
+                                 f"one call a constraint ({why})")
 
     async def check_logprobs(self, endpoint: str | Endpoint) -> bool:
         """Ask the endpoint once (one token, cached like any call) whether it returns log-probabilities,

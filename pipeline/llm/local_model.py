@@ -24,14 +24,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.config import Config
 from pipeline.core.errors import LocalModelError, LocalServerDied
 from pipeline.core.processes import process_alive
-from pipeline.llm.model_file import MODEL_ALIAS, ByteProgress, cache_root, model_path
+from pipeline.llm.model_file import EMBEDDED_NAME, MODEL_ALIAS, ByteProgress, cache_root, model_path, shipped_model
 from pipeline.llm.server_health import (
     PROOF_MIN_PROMPT_TOKENS,
     Proof,
@@ -44,9 +45,9 @@ from pipeline.llm.server_health import (
 
 STATE_FILE = "local-server.json"
 
-# Qwen2.5 speaks ChatML; naming it avoids the GGUF's Jinja template, whose default system
-# prompt ("You are Qwen, created by Alibaba Cloud") would creep into every call.
-CHAT_FORMAT = "chatml"
+# The embedded model's chat format, from its registry entry (pipeline.llm.model_file): ChatML,
+# named so the GGUF's Jinja template and its default system prompt stay out of every call.
+CHAT_FORMAT = shipped_model(EMBEDDED_NAME).chat_format
 N_CTX = 8192
 N_THREADS = 2
 
@@ -68,17 +69,19 @@ def free_port() -> int:
 
 # Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
 # leaves no server eating the CPU); grammar-held requests get pipeline.llm.grammar_sampling,
-# log-probabilities pipeline.llm.fast_logprobs and replies their cached prompt tokens
-# pipeline.llm.cache_report, each loaded from its file (the server's Python need not have this project
-# installed) and skipped, with a line in the log saying why, if it cannot be or declines (another
-# llama-cpp-python, or its switch set to 0); then llama_cpp.server runs as if started with -m.
+# log-probabilities pipeline.llm.fast_logprobs, replies their cached prompt tokens
+# pipeline.llm.cache_report and lists of prompts pipeline.llm.prompt_batch, each loaded from its file
+# (the server's Python need not have this project installed) and skipped, with a line in the log saying
+# why, if it cannot be or declines (another llama-cpp-python, or its switch set to 0); then
+# llama_cpp.server runs as if started with -m. cache_report comes before prompt_batch, which imports
+# the server's app: the response models built then must keep the field cache_report adds.
 _BOOTSTRAP = """
 import importlib.util, os, runpy, sys, threading, time
 parent = int(sys.argv.pop(1))
 patches = [("grammar-held requests: sampled by pipeline.llm.grammar_sampling", "grammar sampling", sys.argv.pop(1)),
-           ("log-probabilities: read by pipeline.llm.fast_logprobs", "fast log-probabilities", sys.argv.pop(1))]
-patches.append(("cached prompt tokens: reported by pipeline.llm.cache_report", "cached-token report",
-                sys.argv.pop(1)))
+           ("log-probabilities: read by pipeline.llm.fast_logprobs", "fast log-probabilities", sys.argv.pop(1)),
+           ("cached prompt tokens: said by pipeline.llm.cache_report", "cached-token report", sys.argv.pop(1)),
+           ("lists of prompts: scored by pipeline.llm.prompt_batch", "prompt lists", sys.argv.pop(1))]
 def watch():
     while os.getppid() == parent:
         time.sleep(1.0)
@@ -100,11 +103,24 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 _GRAMMAR_SAMPLING_FILE = Path(__file__).with_name("grammar_sampling.py")
 _FAST_LOGPROBS_FILE = Path(__file__).with_name("fast_logprobs.py")
 _CACHE_REPORT_FILE = Path(__file__).with_name("cache_report.py")
+_PROMPT_BATCH_FILE = Path(__file__).with_name("prompt_batch.py")
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A further model the server holds beside the embedded one, asked for by its alias."""
+
+    alias: str
+    path: Path
+    chat_format: str | None = CHAT_FORMAT
 
 
 @dataclass
 class LocalServer:
-    """llama.cpp's OpenAI-compatible server as a child process."""
+    """llama.cpp's OpenAI-compatible server as a child process. With ``others``, one server holds
+    every model and loads the one a request names (llama-cpp-python keeps one in memory at a time:
+    switching costs a load from the page cache, measured in docs/measurements.md, where a second
+    server would cost a second process and its memory for models that never run at once)."""
 
     model: Path
     port: int | None = None
@@ -119,15 +135,23 @@ class LocalServer:
     proof: Proof | None = field(default=None, init=False)
     # The process we stopped on purpose is not a death; one that ended by itself is kept to report.
     _ended: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    others: tuple[ServedModel, ...] = ()
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        return (MODEL_ALIAS, *(m.alias for m in self.others))
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
     def command(self) -> list[str]:
+        boot = [self.python, "-c", _BOOTSTRAP, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE), str(_FAST_LOGPROBS_FILE),
+                str(_CACHE_REPORT_FILE), str(_PROMPT_BATCH_FILE)]
+        if self.others:
+            return [*boot, "--config_file", str(self._config_file())]
         cmd = [
-            self.python, "-c", _BOOTSTRAP, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE), str(_FAST_LOGPROBS_FILE),
-            str(_CACHE_REPORT_FILE),
+            *boot,
             "--model", str(self.model),
             "--model_alias", MODEL_ALIAS,
             "--host", self.host,
@@ -139,6 +163,23 @@ class LocalServer:
         if self.chat_format:
             cmd += ["--chat_format", self.chat_format]
         return cmd
+
+    def _model_settings(self, alias: str, path: Path, chat_format: str | None) -> dict[str, Any]:
+        settings: dict[str, Any] = {"model": str(path), "model_alias": alias, "n_ctx": self.n_ctx,
+                                    "n_threads": self.n_threads, "n_threads_batch": self.n_threads}
+        return settings | ({"chat_format": chat_format} if chat_format else {})
+
+    def _config_file(self) -> Path:
+        """llama-cpp-python's multi-model config (JSON), beside the log; the embedded model first,
+        so it is the one loaded at start and the one a request naming no known alias gets."""
+        assert self.port is not None
+        models = [self._model_settings(MODEL_ALIAS, self.model, self.chat_format)]
+        models += [self._model_settings(m.alias, m.path, m.chat_format) for m in self.others]
+        path = cache_root() / "logs" / f"llama-server-{self.port}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"host": self.host, "port": self.port, "models": models}, indent=2),
+                        encoding="utf-8")
+        return path
 
     def start(self, timeout_s: float = 180.0) -> str:
         """Start and wait until the server answers; returns its base URL.
@@ -291,6 +332,7 @@ def write_state(server: LocalServer) -> None:
         "port": server.port,
         "base_url": server.base_url,
         "model": str(server.model),
+        "aliases": list(server.aliases),
         "log": str(server.log_path),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -368,14 +410,43 @@ class Lease:
         self.release()
 
 
+def served_models(config: Config, names: Iterable[str] | None = None, *,
+                  resolve: bool = True) -> tuple[ServedModel, ...]:
+    """The local models beyond the embedded one that these endpoints (default: every role's) ask for:
+    a GGUF named by path (``gguf``), else a shipped model by its alias; LocalModelError names the
+    endpoint whose model is neither. ``resolve=False``: the aliases alone, no file assembled."""
+    from pipeline.llm.model_file import shipped_model
+
+    if names is None:
+        roles = config.roles
+        names = [roles.generator, roles.summarizer, roles.naturalness_judge, *roles.judges, *roles.models_under_test]
+    out: dict[str, ServedModel] = {}
+    for name in dict.fromkeys(names):
+        ep = config.endpoint(name)
+        if not ep.is_local or (ep.model == MODEL_ALIAS and not ep.gguf) or ep.model in out:
+            continue
+        if ep.gguf:
+            out[ep.model] = ServedModel(ep.model, Path(ep.gguf), ep.chat_format or CHAT_FORMAT)
+            continue
+        try:
+            shipped = shipped_model(ep.model)
+        except LocalModelError as exc:
+            raise LocalModelError(f"endpoint '{name}': model '{ep.model}' is no shipped model; give its GGUF file "
+                                  f"as endpoints.{name}.gguf ({exc})") from None
+        path = shipped.path() if resolve else Path(shipped.file)
+        out[ep.model] = ServedModel(shipped.alias, path, ep.chat_format or shipped.chat_format)
+    return tuple(out.values())
+
+
 def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = None, **server_options: Any) -> Lease:
     """Reuse the server of `unspecific local serve`, or start one for this run.
 
     ``server_options`` go to LocalServer (n_ctx, n_threads, python, ...) when one is started.
     """
     state = running_server()
-    if state is not None:
+    others: tuple[ServedModel, ...] = tuple(server_options.pop("others", ()))
+    if state is not None and {m.alias for m in others} <= set(state.get("aliases") or (MODEL_ALIAS,)):
         return Lease(base_url=str(state["base_url"]), borrowed=state)
-    server = LocalServer(model=model_path(progress), **server_options)
+    server = LocalServer(model=model_path(progress), others=others, **server_options)
     server.start(timeout_s=timeout_s)
     return Lease(base_url=server.base_url, server=server)

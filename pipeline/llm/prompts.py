@@ -108,3 +108,14 @@ def load_template(name: str) -> Template:
     if not path.exists():
         raise PromptError(f"{path}: no such prompt template")
     return _load(path, path.stat().st_mtime)
+
+
+def chatml(messages: list[dict[str, str]]) -> str:
+    """The messages as one ChatML prompt, ending where the assistant's reply begins: the text
+    llama-cpp-python's ``chatml`` chat format builds from them, so a prompt sent whole shares the
+    server's cached prefix with the same messages sent as a chat."""
+    system = "".join(m["content"] for m in messages if m["role"] == "system")
+    out = [f"<|im_start|>system\n{system}<|im_end|>\n"]
+    out += [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages if m["role"] != "system"]
+    return "".join(out) + "<|im_start|>assistant\n"
+

@@ -30,6 +30,16 @@ def server_answers(base_url: str, timeout_s: float = 2.0) -> bool:
         return False
 
 
+def served_aliases(base_url: str, timeout_s: float = 30.0) -> set[str] | None:
+    """The model names the server at base_url answers to (GET /models), or None when it does not say."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout_s) as resp:
+            data = json.loads(resp.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return {str(m.get("id")) for m in data.get("data", []) if isinstance(m, dict)}
+
+
 def server_alive(base_url: str, timeout_s: float = 3.0) -> bool:
     """True when the server at base_url answers at all, busy or not. (llama-cpp-python serves
     /v1/models under the model's lock, so while it generates, that request waits; its OpenAPI

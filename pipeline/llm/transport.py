@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.config import Config, Endpoint
+from pipeline.core.config import LOCAL, Config, Endpoint
 from pipeline.core.errors import EndpointError, LocalServerDied
-from pipeline.llm.call import Completion, reply_cached_tokens, reply_logprobs
+from pipeline.llm.call import Completion, prompt_list_logprobs, reply_cached_tokens, reply_logprobs
 from pipeline.llm.pools import Pools
 from pipeline.llm.pricing import Accounts, online_cost
 
@@ -58,10 +58,13 @@ class Transport:
         self.pools = Pools(config, self.state, emit)
 
     def state(self, ep: Endpoint) -> EndpointState:
-        state = self._states.get(ep.name)
+        # Every local model is one server answering one request at a time: one state (one
+        # semaphore, one client) for all, so two models' calls never interleave their loads.
+        key = LOCAL if ep.is_local else ep.name
+        state = self._states.get(key)
         if state is None:
             state = EndpointState(semaphore=asyncio.Semaphore(ep.concurrency), pace_lock=asyncio.Lock())
-            self._states[ep.name] = state
+            self._states[key] = state
         return state
 
     def _openai(self, ep: Endpoint, state: EndpointState) -> Any:
@@ -164,11 +167,18 @@ class Transport:
                     # transport): the typed `create` re-walks every message against its TypedDicts
                     # and builds pydantic models, about half our CPU per call. It also lets
                     # llama.cpp's {"type": "json_object", "schema": ...} through as it is.
-                    body = {"model": ep.model, "messages": messages, **params, **ep.extra_body}
+                    path, body = _request(ep, messages, params)
                     # Serialised here (C encoder) rather than deep-copied and encoded by openai.
                     content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-                    response = await client.post("/chat/completions", cast_to=object, content=content)
-                    text = _reply_text(response)
+                    response = await client.post(path, cast_to=object, content=content)
+                    if params.get("prompt_list"):
+                        logprobs = prompt_list_logprobs(response, len(messages))
+                        if logprobs is None:
+                            raise _EmptyReply(f"a reply to {len(messages)} prompts without one scored choice each")
+                        text = json.dumps([max(top, key=top.__getitem__) if top else "" for top in logprobs])
+                    else:
+                        text = _reply_text(response)
+                        logprobs = reply_logprobs(response["choices"][0]) if params.get("logprobs") else None
                     if not text.strip():
                         raise _EmptyReply("empty reply")
                 except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
@@ -201,7 +211,6 @@ class Transport:
                 pt = int(usage.get("prompt_tokens") or 0)
                 ct = int(usage.get("completion_tokens") or 0)
                 cached = reply_cached_tokens(usage, pt)
-                logprobs = reply_logprobs(response["choices"][0]) if params.get("logprobs") else None
                 cost = online_cost(ep, pt, ct, cached)
                 return Completion(text, pt, ct, cost, False, None, latency, ep.name, logprobs=logprobs,
                                   cached_prompt_tokens=cached)
@@ -253,6 +262,17 @@ class _Retryable(Exception):
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+
+
+def _request(ep: Endpoint, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The path and body of a call: a chat completion, or for ``prompt_list`` one completions request
+    whose prompts are the messages' contents, each scored for one token (legacy ``logprobs``: a count)."""
+    if not params.get("prompt_list"):
+        return "/chat/completions", {"model": ep.model, "messages": messages, **params, **ep.extra_body}
+    rest = {k: v for k, v in params.items() if k not in ("prompt_list", "logprobs", "top_logprobs", "max_tokens")}
+    body = {"model": ep.model, "prompt": [m["content"] for m in messages], "max_tokens": 1,
+            "logprobs": params.get("top_logprobs") or 1, **rest, **ep.extra_body}
+    return "/completions", body
 
 
 def _reply_text(response: Any) -> str:

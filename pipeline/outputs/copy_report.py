@@ -12,15 +12,15 @@ from typing import Any
 from pipeline.analysis.copy_numbers import SINGLE, CopyNumbers, CopyTest
 from pipeline.analysis.report_model import condition_order
 from pipeline.core.definitions import SIGNIFICANCE
+from pipeline.core.intervals import ci
 
 TITLE = ("copying: copy-paste score (each constraint's highest cosine with a response sentence, the research"
          " code's) and constraint-reference similarity, means with bootstrap 95% CI over instructions")
 
 
 def num(iv: Any, sep: str = " ") -> str:
-    """'0.62 [0.58, 0.66]' (cosines: two decimals, ``cell`` joined by ``sep``); '-' when undefined."""
-    parts = cell(iv)
-    return sep.join(parts) if isinstance(parts, tuple) else parts
+    """'0.62 [0.58, 0.66]' (cosines: two decimals, the interval after ``sep``); '-' when undefined."""
+    return ci(iv, sep, scale=1.0, digits=2)
 
 
 def test_line(t: CopyTest) -> str:
@@ -30,9 +30,9 @@ def test_line(t: CopyTest) -> str:
     if math.isnan(x.diff):
         return f"{t.condition} vs {SINGLE}{who}: {t.measure}: no reference article A under both"
     holm_p = "-" if math.isnan(t.p_holm) else f"{t.p_holm:.3f}" + (" *" if t.p_holm < SIGNIFICANCE else "")
-    interval = "" if math.isnan(x.low) else f" [{x.low:+.2f}, {x.high:+.2f}]"
+    diff = ci((x.diff, x.low, x.high), scale=1.0, digits=2, signed=True)
     return (f"{t.condition} vs {SINGLE}{who} on {x.n} shared article{'' if x.n == 1 else 's'} A: {t.measure}"
-            f" {x.mean_a:.2f} vs {x.mean_b:.2f} ({x.diff:+.2f}{interval}, p Holm {holm_p})")
+            f" {x.mean_a:.2f} vs {x.mean_b:.2f} ({diff}, p Holm {holm_p})")
 
 
 def verdict_line(numbers: CopyNumbers) -> str:
@@ -48,15 +48,17 @@ def verdict_line(numbers: CopyNumbers) -> str:
 
 def copying_document(numbers: CopyNumbers | None, writer: Any) -> list[Any]:
     """The copying table per domain (a Sheet), the tests and the verdict (Notes), as the report prints
-    them (pipeline.outputs.report_text). ``writer(model, mode)``: the row's label."""
+    them (pipeline.outputs.report_text). ``writer(model, mode)``: the row's writer cell."""
     from pipeline.outputs.report_text import Note
-    from pipeline.outputs.tables import Block, Sheet
+    from pipeline.outputs.tables import Block, Sheet, slug
 
     if numbers is None or numbers.empty:
         return []
     out: list[Any] = []
     for domain in sorted({g.domain for g in numbers.groups}):
-        sheet = Sheet(f"{domain}: {TITLE}", ("condition", "model"), (Block("", ("copy-paste", "c-ref sim", "n")),))
+        sheet = Sheet(f"{domain}: {TITLE}", ("condition", "model"),
+                      (Block("", ("copy-paste", "c-ref sim", "n")),), name=f"copying_{slug(domain)}",
+                      names={"model": ("model", "mode")})
         for g in sorted((g for g in numbers.groups if g.domain == domain),
                         key=lambda g: (condition_order(g.condition), g.model, g.mode)):
             sheet.add(g.condition, writer(g.model, g.mode), cell(g.copy_paste), cell(g.reference), str(g.instructions))
@@ -71,11 +73,9 @@ def copying_document(numbers: CopyNumbers | None, writer: Any) -> list[Any]:
 
 def cell(iv: Any) -> Any:
     """A cosine and its interval as a table cell: ('0.62', '[0.58, 0.66]'); '-' when undefined."""
-    if math.isnan(iv.value):
-        return "-"
-    if math.isnan(iv.low):
-        return f"{iv.value:.2f}"
-    return f"{iv.value:.2f}", f"[{iv.low:.2f}, {iv.high:.2f}]"
+    from pipeline.outputs.tables import figure
+
+    return figure(iv, scale=1.0, digits=2)
 
 
 def copying_rows(numbers: CopyNumbers | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

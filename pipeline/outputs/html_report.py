@@ -10,6 +10,8 @@ pipeline.outputs.html_tables, the highlights' spans found by pipeline.outputs.ht
   caption naming the validation used, each judge's measured error (the built-in check said to be
   constructed, not human gold), and a "?" on every raw rate of an unvalidated judge with the command;
 - the Org vs Core charts as inline SVG, drawn from the same groups;
+- "Models compared" (pipeline.outputs.html_models): each model pair on the same instructions, which
+  follows more deeply if the tests can tell, and each model's refusals;
 - "Most suspicious": pipeline.analysis.suspicion's ranking of the page's items, each with its
   reasons; checkboxes switch reasons off and the page re-ranks (each item carries its score per
   reason, the score is their sum); an item opens its constraint's detail;
@@ -66,6 +68,7 @@ from pipeline.core.definitions import same_ratio
 from pipeline.core.redact import known_secrets, redact
 from pipeline.outputs.html_copying import copying_html
 from pipeline.outputs.html_highlights import copied_spans, copy_count_cell, merge_spans, quote_span
+from pipeline.outputs.html_models import models_html
 from pipeline.outputs.html_tables import depth_html, esc, judges_html, tables_html
 from pipeline.outputs.report import writer_label
 from pipeline.outputs.suspicion import MISSING_COPY, mark_of
@@ -366,6 +369,7 @@ def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: 
         " verdicts are left out and counted in the coverage.</p></header>"
         f"<main><section id=\"tables\"><h2>Condition x model</h2>{tables_html(report)}{depth_html(report)}"
         + copying_html(report)
+        + models_html(report)
         + (f"<section id=\"warnings\"><h3>{len(report.warnings)} warning(s)</h3><ul>{warnings}</ul></section>"
            if warnings else "")
         + judges_html(report)

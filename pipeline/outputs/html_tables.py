@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis.correction import VALIDATE_COMMAND
+from pipeline.core.intervals import ci_parts
 from pipeline.outputs.report import (
     any_corrected,
     condition_order,
@@ -35,11 +36,8 @@ def pct(x: float | None, digits: int = 1) -> str:
 
 
 def _ci_html(iv: Any) -> str:
-    if math.isnan(iv.value):
-        return "-"
-    if math.isnan(iv.low):
-        return f"{100 * iv.value:.1f}"
-    return f"{100 * iv.value:.1f} <small>[{100 * iv.low:.1f}-{100 * iv.high:.1f}]</small>"
+    parts = ci_parts(iv)
+    return f"{parts[0]} <small>{parts[1]}</small>" if isinstance(parts, tuple) else parts
 
 
 # Beside a raw rate whose judge has no validation (pipeline.analysis.correction): the mark, and the command.
@@ -152,9 +150,9 @@ def _chart(report: Report, domain: str, groups: list[Any]) -> str:
                     continue
                 x = x0 + (2 * s + k) * bar
                 color = PALETTE[s % len(PALETTE)]
-                title = f"{writer_label(*system, set())} {metric}: {pct(iv.value)}%"
-                if not math.isnan(iv.low):
-                    title += f" [{pct(iv.low)}-{pct(iv.high)}]"
+                parts = ci_parts(iv)
+                value, interval = parts if isinstance(parts, tuple) else (parts, "")
+                title = f"{writer_label(*system, set())} {metric}: {value}% {interval}".rstrip()
                 out.append(f'<rect x="{x:.1f}" y="{y(iv.value):.1f}" width="{bar - 2}" height="{height * iv.value:.1f}"'
                            f' fill="{color}" fill-opacity="{1.0 if k == 0 else 0.45}"><title>{esc(title)}</title></rect>')
                 if not math.isnan(iv.low):

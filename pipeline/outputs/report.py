@@ -16,6 +16,12 @@ writes CSV, JSON and PNG charts into a folder:
                                of conditions within a model, direct vs edit mode, at the report
                                ratio (org, core, superficial, gap = org - core); p_value per test
                                and p_holm adjusted over all of them
+  model_comparisons.csv        "Models compared": per model pair, domain, condition and metric (org,
+                               core, superficial, gap, copy-paste) each model's value with its interval
+                               over the instructions both answered, the difference, p_value, p_holm
+                               (the family of comparisons.csv) and the pair's verdict (deeper, mixed,
+                               too_small); report.json's ``models`` adds each pair's sentence and each
+                               model's refusals
   naturalness.csv              win rates of each condition's constraint sets (if judged)
   families.csv                 instruction families (CS4's levels of specificity): Org and Core per
                                (import run, number of constraints, model, mode), if any; with
@@ -62,6 +68,7 @@ from pipeline.analysis.report_model import (
     validation_mark,
 )
 from pipeline.outputs.copy_report import copying_chart, copying_rows
+from pipeline.outputs.models_report import models_json, models_rows
 from pipeline.outputs.report_text import empty_message, render, validation_caption, writer_label
 
 if TYPE_CHECKING:
@@ -143,6 +150,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
     written.append(out / "per_instruction.json")
     emit("agreement", [a.as_dict() for a in m.agreement])
     emit("comparisons", [c.as_dict() for c in report.comparisons])
+    if model_rows := models_rows(report.models):
+        emit("model_comparisons", model_rows)
     if report.naturalness:
         emit("naturalness", [w.as_dict() for w in report.naturalness])
     copying, copy_tests = copying_rows(report.copying)
@@ -161,7 +170,7 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         "filters": vars(report.options.filters), "ratio": report.ratio, "raters": m.raters, "ratios": m.ratios,
         "runs": runs_covered(m),
         "summary": summary, "agreement": [a.as_dict() for a in m.agreement],
-        "comparisons": [c.as_dict() for c in report.comparisons],
+        "comparisons": [c.as_dict() for c in report.comparisons], "models": models_json(report.models),
         "requested_comparison": [c.as_dict() for c in report.requested],
         "naturalness": [w.as_dict() for w in report.naturalness], "validation": validation,
         "families": [f.as_dict() for f in report.families], "copying": copying, "copy_tests": copy_tests,

@@ -102,32 +102,54 @@ def mark_of(marked: dict[tuple[int, int], Any], e: Evidence) -> str | None:
     return found.mark if found is not None else None
 
 
-def _describe(e: Evidence, enabled: Sequence[str]) -> str:
+def _reasons(e: Evidence, enabled: Sequence[str]) -> list[str]:
     """The item's reasons in words, and the constraints filed under it on the same phrase."""
     parts = reason_sentences(e, enabled)
     if e.same_phrase:
         parts.append(same_phrase_sentence(e))
-    return "; ".join(parts)
-
+    return parts
 
 
 MISSING_COPY = f"copy evidence not computed for every response: `{EVIDENCE_COMMAND}` computes what is missing"
 
 
+def report_heading(queue: Queue) -> str:
+    """The "Most suspicious" section's title line."""
+    return (f"Most suspicious (constraint, response) items: {max(queue.total, len(queue)):,} with a reason"
+            " (one phrase across many constraints of an instruction leads once)")
+
+
+def reasons_legend(enabled: Sequence[str] = REASONS) -> str:
+    """What each reason's name means."""
+    return "reasons: " + "; ".join(f"{r} = {REASON_TEXT[r]}" for r in REASONS if r in enabled)
+
+
+def report_items(queue: Queue, *, enabled: Sequence[str] = REASONS,
+                 top: int = REPORT_TOP) -> list[dict[str, Any]]:
+    """The "Most suspicious" items as data, the same in every format of the report: rank, score (as
+    shown), the instruction, the constraint (id, position, text), the model and mode, and the reasons
+    in words (the constraints filed under it on the same phrase last)."""
+    return [{"rank": i, "score": round(e.score(enabled), 2), "instruction_id": e.instruction_id,
+             "position": e.position, "constraint_id": e.constraint_id, "model": e.writer.model,
+             "mode": e.writer.mode, "constraint": e.text, "reasons": _reasons(e, enabled)}
+            for i, e in enumerate(queue[:top], 1)]
+
+
 def report_lines(queue: Queue, *, enabled: Sequence[str] = REASONS, top: int = REPORT_TOP) -> list[str]:
     """The report's "Most suspicious" section: plain text lines, the top items and why."""
-    lines = [f"Most suspicious (constraint, response) items: {max(queue.total, len(queue)):,} with a reason"
-             " (one phrase across many constraints of an instruction leads once)"]
+    lines = [report_heading(queue)]
     if queue.copy_evidence_missing:
         lines.append(f"  ({MISSING_COPY})")
-    for i, e in enumerate(queue[:top], 1):
-        text = e.text if len(e.text) <= 80 else e.text[:77] + "..."
-        lines.append(f"{i:>3}. {e.score(enabled):5.2f}  instruction {e.instruction_id} #{e.position}"
-                     f" {e.writer.label}: {text}")
-        lines.append(f"       {_describe(e, enabled)}")
+    for item in report_items(queue, enabled=enabled, top=top):
+        text = item["constraint"]
+        text = text if len(text) <= 80 else text[:77] + "..."
+        writer = f"{item['model']} [{item['mode']}]" if item["mode"] else item["model"]
+        lines.append(f"{item['rank']:>3}. {item['score']:5.2f}  instruction {item['instruction_id']}"
+                     f" #{item['position']} {writer}: {text}")
+        lines.append(f"       {'; '.join(item['reasons'])}")
     if not queue:
         lines.append("  none")
-    lines.append("  reasons: " + "; ".join(f"{r} = {REASON_TEXT[r]}" for r in REASONS if r in enabled))
+    lines.append(f"  {reasons_legend(enabled)}")
     return lines
 
 

@@ -7,31 +7,66 @@ when it fits the terminal, else with each interval under its value, else split b
 keeping the key columns), else (key columns holding one value on every row moved into the title)
 its columns packed into as few tables as fit, else each row stacked
 (its values under its keys); headers wrap between words where that keeps a table whole. Never a
-column narrower than its header's longest word, never a header cut, never a value dropped. Without
-a terminal it prints the whole table unwrapped.
-``markdown`` (as lm-evaluation-harness prints its tables), ``csv_text`` and ``json_data`` give the
-same tables for people who pipe.
+column narrower than its header's longest word, never a header cut, never a value dropped. Piped
+(no terminal), the same at the console's width (the CLI's: COLUMNS, else 100).
+``markdown`` (as lm-evaluation-harness prints its tables) splits a sheet the same way to keep each
+table within 100 characters; ``records`` gives its rows as data for CSV and JSON: numbers as numbers
+(a ``Value`` cell's data, or a cell that reads as one), an interval as its two bounds, missing as
+None, each column under a machine name (``column_names``).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from pipeline.core.intervals import ci_parts
 
 if TYPE_CHECKING:
     from rich.console import Console, Group
     from rich.table import Table
 
-Cell = str | tuple[str, str]  # a value, or (value, interval)
+
+@dataclass(frozen=True)
+class Value:
+    """A cell as people read it and as a script reads it: ``shown`` ("76.9", "3.1 / 2.0",
+    "local/direct"), its interval as shown ("[71.8, 82.1]", or ""), ``data`` what it shows (numbers in
+    the unit shown, None for none, or names; one per machine name of its column: (3.1, 2.0),
+    ("local", "direct")) and the interval's bounds."""
+
+    shown: str
+    data: tuple[Any, ...]
+    interval: str = ""
+    bounds: tuple[float, float] | None = None
+
+
+Cell = str | tuple[str, str] | Value  # a value, (value, interval), or a value with its data
 # More tables than this for one sheet read worse than its rows stacked (a value a line).
 MAX_PARTS = 4
-# A value column is right-aligned when every cell reads as a number ("83 [78-88]", "1,204", "$0.12",
+# Markdown tables are kept this narrow (a paper's source, a review diff, a terminal's pager).
+MARKDOWN_WIDTH = 100
+# A value column is right-aligned when every cell reads as a number ("83 [78, 88]", "1,204", "$0.12",
 # "-"); names and times stay left.
-_NUMBER = re.compile(r"^[-+−$]?[\d.,]*%?( ?[\[(][-\d., −%]+[\])])?\*{0,3}$|^-$|^n/a$")
+_NUMBER = re.compile(r"^[-+−$]?[\d.,]*%?( ?[\[(][-+\d., −%]+[\])])?\*{0,3}$|^-$|^n/a$")
+
+
+def figure(iv: Any, **how: Any) -> Cell:
+    """An interval as a cell: what ``ci_parts`` writes (``how``: its scale, digits...), and the
+    numbers it shows; '-' when undefined."""
+    parts = ci_parts(iv, **how)
+    if parts == "-":
+        return "-"
+    value, low, high = iv if isinstance(iv, tuple) else (iv.value, iv.low, iv.high)
+    scale = how.get("scale", 100.0)
+    digits = how.get("digits", 1)
+    shown = round(scale * value, digits)
+    if not isinstance(parts, tuple):
+        return Value(parts, (shown,))
+    bounds = digits if how.get("interval_digits") is None else how["interval_digits"]
+    return Value(parts[0], (shown,), parts[1], (round(scale * low, bounds), round(scale * high, bounds)))
 
 
 @dataclass(frozen=True)
@@ -50,6 +85,10 @@ class Sheet:
     rows: list[list[Cell]] = field(default_factory=list)  # keys, then each block's columns in order
     caption: str = ""
     ends: set[int] = field(default_factory=set)  # rows a rule follows (the last of a section, before a total)
+    name: str = ""  # the table's machine name (a CSV file's, the ``table`` column's)
+    # Machine names of columns whose header does not make a good one (column_names), by header: a cell
+    # of two numbers ("3.1 / 2.0") has two.
+    names: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def headers(self) -> list[str]:
@@ -72,11 +111,25 @@ class Sheet:
         keep = [*range(len(self.keys)), *columns]
         headers = self.headers
         return Sheet(title, self.keys, (Block("", tuple(headers[i] for i in columns)),),
-                     [[row[i] for i in keep] for row in self.rows], self.caption, set(self.ends))
+                     [[row[i] for i in keep] for row in self.rows], self.caption, set(self.ends), self.name,
+                     self.names)
+
+    def by_concern(self) -> list[Sheet]:
+        """Each block as a table of its own beside the key columns, titled by its concern; the caption
+        follows the last."""
+        start = len(self.keys)
+        parts = []
+        for block in self.blocks:
+            columns = list(range(start, start + len(block.headers)))
+            start += len(block.headers)
+            parts.append(self.part(columns, f"{self.title} ({block.name})" if block.name else self.title))
+        return _captioned_last(parts)
 
 
 def text(cell: Cell, sep: str = " ") -> str:
     """A cell as one string: the value and its interval joined by ``sep``."""
+    if isinstance(cell, Value):
+        return f"{cell.shown}{sep}{cell.interval}" if cell.interval else cell.shown
     if isinstance(cell, tuple):
         value, interval = cell
         return f"{value}{sep}{interval}" if interval else value
@@ -119,23 +172,14 @@ def _layouts(sheet: Sheet) -> Iterator[list[tuple[Sheet, str]]]:
     (each beside, then under). A split sheet's caption follows its last part."""
     yield [(sheet, " ")]
     yield [(sheet, "\n")]
-    start = len(sheet.keys)
-    parts = []
-    for block in sheet.blocks:
-        columns = list(range(start, start + len(block.headers)))
-        start += len(block.headers)
-        parts.append(sheet.part(columns, f"{sheet.title} ({block.name})" if block.name else sheet.title))
-    if len(parts) > 1:
-        yield [(p, " ") for p in _captioned_last(parts)]
-        yield [(p, "\n") for p in _captioned_last(parts)]
+    if len(sheet.blocks) > 1:
+        yield [(p, " ") for p in sheet.by_concern()]
+        yield [(p, "\n") for p in sheet.by_concern()]
 
 
-def _packed(console: Console, sheet: Sheet) -> list[Sheet]:
-    """The value columns packed left to right into as few tables as fit (intervals under values,
-    headers wrapped), a concern kept in one table where it fits in one."""
-    def fits(columns: list[int]) -> bool:
-        return natural_width(console, _table(sheet.part(columns, ""), "\n", compact=True)) <= console.width
-
+def _packed(sheet: Sheet, fits: Callable[[list[int]], bool]) -> list[Sheet]:
+    """The value columns packed left to right into as few tables as ``fits`` (given the value columns
+    of a table, indexes into ``headers``), a concern kept in one table where it fits in one."""
     groups: list[list[int]] = []
     current: list[int] = []
     start = len(sheet.keys)
@@ -180,17 +224,9 @@ def _print(console: Console, sheet: Sheet, body: Table | Group) -> None:
 def render_sheet(console: Console, sheet: Sheet) -> None:
     """Print ``sheet`` in the first layout whose every table fits the console (module docstring),
     headers on one line if they can, else wrapped between words; where none fits (its key columns
-    alone are wider), each row stacked: its keys, then a line a value."""
+    alone are wider), each row stacked: its keys, then a line a value. Piped as in a terminal: the
+    console's width is the CLI's for pipes (pipeline.cli.common.console)."""
     if not sheet.rows:
-        return
-    if not console.is_terminal:  # piped: one table, unwrapped (print caps a width at the console's)
-        table = _table(sheet, " ")
-        width = console.width
-        console.width = max(width, natural_width(console, table))
-        try:
-            _print(console, sheet, table)
-        finally:
-            console.width = width
         return
     for layout in _layouts(sheet):
         for compact in (False, True):
@@ -203,7 +239,10 @@ def render_sheet(console: Console, sheet: Sheet) -> None:
     if hoisted is not None:
         render_sheet(console, hoisted)
         return
-    packed = [(part, _table(part, "\n", compact=True)) for part in _packed(console, sheet)]
+    def fits(columns: list[int]) -> bool:
+        return natural_width(console, _table(sheet.part(columns, ""), "\n", compact=True)) <= console.width
+
+    packed = [(part, _table(part, "\n", compact=True)) for part in _packed(sheet, fits)]
     if len(packed) <= MAX_PARTS and all(natural_width(console, t) <= console.width for _, t in packed):
         for part, table in packed:
             _print(console, part, table)
@@ -225,7 +264,7 @@ def _hoisted(sheet: Sheet) -> Sheet | None:
     keep = [i for i in range(len(sheet.headers)) if i not in same]
     return Sheet(f"{sheet.title} ({said})" if sheet.title else said, tuple(h for k, h in enumerate(sheet.keys)
                  if k not in same), sheet.blocks, [[row[i] for i in keep] for row in sheet.rows], sheet.caption,
-                 set(sheet.ends))
+                 set(sheet.ends), sheet.name, sheet.names)
 
 
 def _stacked(sheet: Sheet) -> Group:
@@ -246,8 +285,27 @@ def _stacked(sheet: Sheet) -> Group:
 # -- for people who pipe ---------------------------------------------------------------------------
 
 
-def markdown(sheet: Sheet) -> str:
-    """The sheet as a markdown table (values right-aligned), its title above in bold."""
+def markdown(sheet: Sheet, width: int = MARKDOWN_WIDTH) -> str:
+    """The sheet as markdown tables no wider than ``width``, split as a terminal splits it (whole; else
+    by concern; else the key columns holding one value moved into the title; else its columns packed
+    into as few tables as fit); a table whose key columns alone are wider is left wider."""
+    for parts in ([sheet], sheet.by_concern()):
+        tables = [_markdown_table(part) for part in parts]
+        if all(_table_width(t) <= width for t in tables):
+            return "\n\n".join(tables)
+    hoisted = _hoisted(sheet)
+    if hoisted is not None:
+        return markdown(hoisted, width)
+    parts = _packed(sheet, lambda columns: _table_width(_markdown_table(sheet.part(columns, ""))) <= width)
+    return "\n\n".join(_markdown_table(part) for part in parts)
+
+
+def _table_width(block: str) -> int:
+    return max((len(line) for line in block.splitlines() if line.startswith("|")), default=0)
+
+
+def _markdown_table(sheet: Sheet) -> str:
+    """One markdown table (values right-aligned), its title above in bold, its caption under it."""
     headers = sheet.headers
     rows = [[text(c).replace("|", "\\|") for c in row] for row in sheet.rows]
     widths = [max([len(h), 3, *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
@@ -264,19 +322,77 @@ def markdown(sheet: Sheet) -> str:
     return "\n".join(out)
 
 
-def csv_text(sheet: Sheet) -> str:
-    """The sheet as CSV, its title as a comment line above."""
-    buffer = io.StringIO()
-    if sheet.title:
-        buffer.write(f"# {sheet.title}\n")
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(sheet.headers)
-    writer.writerows([text(c) for c in row] for row in sheet.rows)
-    return buffer.getvalue()
+def slug(header: str) -> str:
+    """A header as a machine name: 'Core@0.25 corr.' -> 'core_at_0.25_corr', 'coverage %' ->
+    'coverage_pct', 'judge κ' -> 'judge_kappa'; an interval's mark ('[95% CI]') dropped."""
+    name = re.sub(r"\[[^]]*\]", "", header.lower())
+    name = name.replace("κ", " kappa ").replace("%", " pct ").replace("@", " at ")
+    return re.sub(r"[^a-z0-9.]+", "_", name).strip("_.") or "value"
 
 
-def json_data(sheet: Sheet) -> dict[str, Any]:
-    """The sheet as a JSON object: title, columns, rows (a value and its interval apart)."""
-    return {"title": sheet.title, "columns": sheet.headers,
-            "rows": [[list(c) if isinstance(c, tuple) else c for c in row] for row in sheet.rows],
-            "caption": sheet.caption}
+def column_names(sheet: Sheet) -> list[str | tuple[str, ...]]:
+    """Each column's machine name (a cell of several numbers: one a number): the sheet's own
+    (``Sheet.names``), else its header's ``slug``; a name held by several columns lettered
+    ('judge_a', 'judge_b')."""
+    names = [sheet.names.get(h) or slug(h) for h in sheet.headers]
+    counts = Counter(names)
+    seen: Counter[str | tuple[str, ...]] = Counter()
+    out: list[str | tuple[str, ...]] = []
+    for name in names:
+        if isinstance(name, str) and counts[name] > 1:
+            letter = chr(ord("a") + seen[name])
+            seen[name] += 1
+            name = f"{name}_{letter}"
+        out.append(name)
+    return out
+
+
+# A cell's text that is a number ("1,204", "-0.35"): never "nan" or "inf", which JSON has no word for.
+_PLAIN_NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?")
+
+
+def _parse(value: str) -> Any:
+    """A cell's text as data: a number when it reads as one ('1,204' -> 1204), None for '-', else the
+    text."""
+    if value.strip() in ("", "-", "n/a"):
+        return None
+    if not _PLAIN_NUMBER.fullmatch(value):
+        return value
+    plain = value.replace(",", "")
+    return float(plain) if "." in plain else int(plain)
+
+
+def _data(cell: Cell) -> tuple[tuple[Any, ...], tuple[float, float] | None]:
+    """A cell's numbers (or text) and its interval's bounds."""
+    if isinstance(cell, Value):
+        return cell.data, cell.bounds
+    if isinstance(cell, tuple):
+        bounds = re.fullmatch(r"\[(\S+), (\S+)\]", cell[1])
+        low, high = (_parse(bounds.group(1)), _parse(bounds.group(2))) if bounds else (None, None)
+        if isinstance(low, float | int) and isinstance(high, float | int):
+            return (_parse(cell[0]),), (low, high)
+        return (_parse(cell[0]),), None
+    return (_parse(cell),), None
+
+
+def records(sheet: Sheet, *, flat: bool = False) -> list[dict[str, Any]]:
+    """The rows as data, a dict a row under the machine names (``column_names``): numbers as numbers,
+    missing as None; a column with intervals has ``<name>_ci`` = [low, high] (None where a row has
+    none), or with ``flat`` (CSV) ``<name>_low`` and ``<name>_high``."""
+    names = column_names(sheet)
+    with_ci = [any(_data(row[k])[1] is not None for row in sheet.rows) for k in range(len(names))]
+    out = []
+    for row in sheet.rows:
+        record: dict[str, Any] = {}
+        for name, cell, has_ci in zip(names, row, with_ci, strict=True):
+            values, bounds = _data(cell)
+            if isinstance(name, tuple):
+                record.update({n: values[i] if i < len(values) else None for i, n in enumerate(name)})
+                continue
+            record[name] = values[0] if len(values) == 1 else list(values)
+            if has_ci and flat:
+                record[f"{name}_low"], record[f"{name}_high"] = bounds or (None, None)
+            elif has_ci:
+                record[f"{name}_ci"] = list(bounds) if bounds else None
+        out.append(record)
+    return out

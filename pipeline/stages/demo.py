@@ -73,6 +73,27 @@ class DemoSummary:
     stopped: bool = False
 
 
+def demo_config(config: Config) -> Config:
+    """The demo's models under test: with the default roles (the embedded model alone, as ``local``),
+    both shipped models, each named for what it is; a config naming its own models keeps them."""
+    from dataclasses import replace
+
+    from pipeline.core.config import LOCAL
+
+    if config.roles.models_under_test != (LOCAL,):
+        return config
+    from pipeline.llm.model_file import EMBEDDED_NAME, SMALL_NAME, shipped_model
+
+    endpoints = dict(config.endpoints)
+    for name in (EMBEDDED_NAME, SMALL_NAME):
+        if name not in endpoints:
+            shipped = shipped_model(name)
+            # The embedded endpoint's settings; the embedded model's calls keep its cache key (model, "local").
+            endpoints[name] = replace(config.endpoint(LOCAL), name=name, model=shipped.alias,
+                                      chat_format=shipped.chat_format)
+    return replace(config, endpoints=endpoints, roles=replace(config.roles, models_under_test=(EMBEDDED_NAME, SMALL_NAME)))
+
+
 def prepare(store: Store, options: DemoOptions, *, progress: ProgressHook = no_progress,
             stop: StopFlag | None = None) -> None:
     """Import the demo's articles and pair them; nothing is repeated on a second run."""
@@ -154,21 +175,19 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
             result.failed += [f"build: {f.stage}: {f.unit}: {f.error}" for s in built.stages for f in s.failures]
             ids = [i for i in done_instructions_of_pair(store, options.run_id, pair.id) if i not in evaluated_now]
             evaluated_now.update(ids)
-            if ids and not (stop is not None and stop.stopped):
+            # One model under test after the other: the instructions can be audited on the first
+            # model's response while the second writes (the first auditable sooner by a whole model).
+            for wave, models in enumerate(config.roles.models_under_test):
+                if not ids or (stop is not None and stop.stopped):
+                    break
                 t0 = time.monotonic()
-                evaluated, coverage_error = await _evaluate(store, config, client, options, ids, progress=progress,
-                                                            stop=stop)
+                evaluated, coverage_error = await _evaluate(store, config, client, options, ids, [models],
+                                                            progress=progress, stop=stop)
                 _add_seconds(result, "evaluate", t0)
                 result.failed += [f"{f.stage}: {f.unit}: {f.error}" for f in evaluated.failures]
                 result.failed += [coverage_error] if coverage_error else []
-            for iid in ids:
-                if judged_on_response_and_summary(store, iid):
-                    result.auditable.append(iid)
-                    if result.first_auditable_s is None:
-                        result.first_auditable_s = time.monotonic() - started
-                    if on_auditable is not None:
-                        on_auditable(iid)
-                    overall()
+                if wave == 0:
+                    _announce(store, ids, result, started, on_auditable, overall)
     else:
         result.stopped = bool(stop is not None and stop.stopped)
     if options.judge_check and result.auditable and not result.stopped:
@@ -198,8 +217,22 @@ async def _check_judges(store: Store, config: Config, client: LLMClient, result:
                                f" ({ran.rethresholded.get(judge, 0)} verdicts read again)", kind="log"))
 
 
-async def _evaluate(store: Store, config: Config, client: LLMClient, options: DemoOptions, ids: list[int], *,
-                    progress: ProgressHook, stop: StopFlag | None) -> tuple[Any, str | None]:
+def _announce(store: Store, ids: list[int], result: DemoSummary, started: float,
+              on_auditable: AuditableHook | None, overall: Callable[[], None]) -> None:
+    """The instructions judged on a response and its summary are ready to audit: say so once each."""
+    for iid in ids:
+        if iid in result.auditable or not judged_on_response_and_summary(store, iid):
+            continue
+        result.auditable.append(iid)
+        if result.first_auditable_s is None:
+            result.first_auditable_s = time.monotonic() - started
+        if on_auditable is not None:
+            on_auditable(iid)
+        overall()
+
+
+async def _evaluate(store: Store, config: Config, client: LLMClient, options: DemoOptions, ids: list[int],
+                    models: list[str], *, progress: ProgressHook, stop: StopFlag | None) -> tuple[Any, str | None]:
     """The evaluation of these instructions in the demo's evaluate run; with the message naming
     the groups judged under the coverage minimum, if any."""
     run_id = create_run(store, "evaluate", config, name="demo evaluate", run_id=options.evaluate_run,
@@ -208,7 +241,8 @@ async def _evaluate(store: Store, config: Config, client: LLMClient, options: De
     with recording(store, run_id) as end:
         result = await run_evaluate(
             store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids,
-                                                   response_words=options.response_words, embedder=options.embedder),
+                                                   models=models, response_words=options.response_words,
+                                                   embedder=options.embedder),
             progress=progress, stop=stop,
         )
         # As `evaluate` does: a judged group under the coverage minimum fails, it is not a
@@ -233,6 +267,7 @@ def run_demo_blocking(store_path: str, config: Config, options: DemoOptions, *,
     from pipeline.store.database import open_store
 
     store = open_store(store_path)
+    config = demo_config(config)
     try:
         t0 = time.monotonic()
         prepare(store, options, progress=progress, stop=stop)

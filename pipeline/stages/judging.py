@@ -26,6 +26,7 @@ possibly hallucinated quote.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -225,6 +226,9 @@ async def judge_text(
     if not constraints:
         return []
     if mode == "yes_no":
+        listed = await _judge_yes_no_listed(client, judge, text, list(constraints), threshold)
+        if listed is not None:
+            return listed
         return await _gather_all([_judge_yes_no(client, judge, text, c, i, threshold) for i, c in enumerate(constraints)])
     if mode == "per_constraint":
         return await _gather_all([_judge_one(client, judge, text, c, i, max_tokens) for i, c in enumerate(constraints)])
@@ -317,6 +321,45 @@ async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: st
     except ParseError:
         return _judgement(index, None, text, None, recorder.last)
     return _probability_judgement(index, float(verdict), threshold, text, constraint, completion.call_id, read_word=True)
+
+
+async def _judge_yes_no_listed(client: LLMClient, judge: str, text: str, constraints: list[str],
+                               threshold: float) -> list[Judgement] | None:
+    """Every constraint of one text in one request: the same prompts the one-call-a-constraint path
+    sends, whole (ChatML), each scored for its one token (Params.prompt_list; the embedded server's
+    pipeline.llm.prompt_batch). The server evaluates the text once and each constraint's tail after
+    it, without a request's fixed cost per constraint. None when the endpoint does not take lists
+    (``judge_batch`` off, refused once, a dry run's placeholder): then one call a constraint."""
+    from pipeline.core.errors import EndpointError
+    from pipeline.llm.client import Params
+    from pipeline.llm.prompts import chatml
+
+    endpoint = client.config.endpoint(judge)
+    if len(constraints) < 2 or not endpoint.judge_batch or endpoint.chat_format not in (None, "chatml") \
+            or client.gives_logprobs(endpoint) is False \
+            or client.refused_lists(endpoint):
+        return None
+    template = load_template(template_name("yes_no", endpoint.judge_format, endpoint.judge_prompt))
+    prompts = [chatml(template.render(text=defuse(text), constraint=defuse(c))) for c in constraints]
+    params = Params(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS, prompt_list=True)
+    try:
+        _, completion = await client.chat(endpoint, [{"role": "user", "content": p} for p in prompts],
+                                          template=template, params=params)
+    except EndpointError as exc:
+        client.note_refused_lists(endpoint, str(exc))
+        return None
+    tops = completion.logprobs
+    if tops is None or len(tops) != len(constraints):
+        return None
+    client.note_logprobs(endpoint, True)
+    out = []
+    for i, (constraint, top) in enumerate(zip(constraints, tops, strict=True)):
+        p_yes = yes_probability(top)
+        if p_yes is None:  # neither Yes nor No among its best tokens: no verdict
+            out.append(_judgement(i, None, text, completion.call_id, json.dumps(top)))
+        else:
+            out.append(_probability_judgement(i, p_yes, threshold, text, constraint, completion.call_id))
+    return out
 
 
 def _accept_word(text: str) -> bool:

@@ -153,12 +153,16 @@ async def open_client(
     lease = None
     needs_local = config.uses_local if endpoints is None else any(config.endpoint(n).is_local for n in endpoints)
     needs_local = needs_local and not batch and pricing is None  # batch mode sends nothing: the local model has no batch API
+    if needs_local and local_url:
+        _check_served(config, endpoints, local_url)
     if needs_local and not local_url:
-        from pipeline.llm.local_model import acquire_server
+        from pipeline.llm.local_model import acquire_server, served_models
 
+        others = served_models(config, endpoints)
         if on_event:
-            on_event("local", "starting the embedded llama.cpp server (first start assembles the model)")
-        lease = await asyncio.to_thread(acquire_server)
+            also = f", with {', '.join(m.alias for m in others)}" if others else ""
+            on_event("local", f"starting the embedded llama.cpp server{also} (first start assembles the model)")
+        lease = await asyncio.to_thread(acquire_server, others=others)
         local_url = lease.base_url
     client = LLMClient(config, store, run_id=run_id, local_base_url=local_url, on_event=on_event,
                        local_death=lease.death if lease is not None else None, batch=batch, pricing=pricing)
@@ -168,6 +172,25 @@ async def open_client(
         await client.aclose()
         if lease is not None:
             await asyncio.to_thread(lease.release)
+
+
+def _check_served(config: Config, endpoints: list[str] | None, local_url: str) -> None:
+    """A server named by UNSPECIFIC_LOCAL_URL must hold every further local model the run asks for:
+    llama-cpp-python answers a model it does not know with its first one, which would store one
+    model's replies under another's name."""
+    from pipeline.core.errors import LocalModelError
+    from pipeline.llm.local_model import served_models
+    from pipeline.llm.server_health import served_aliases
+
+    wanted = {m.alias for m in served_models(config, endpoints, resolve=False)}
+    if not wanted:
+        return
+    have = served_aliases(local_url)
+    missing = sorted(wanted - have) if have is not None else []
+    if missing:
+        raise LocalModelError(f"the local server at {local_url} (UNSPECIFIC_LOCAL_URL) does not serve "
+                              f"{', '.join(missing)} (it serves {', '.join(sorted(have or ())) or 'nothing'}); "
+                              "start it with every model the run needs, or unset UNSPECIFIC_LOCAL_URL")
 
 
 def check_build_run(store: Store, run_id: str, *, new: bool) -> None:

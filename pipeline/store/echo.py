@@ -4,7 +4,8 @@ score, cs4/analysis/copy_paste.py), by ``method`` (the embedder's name), with th
 
 Written by pipeline.stages.echo, one committed batch per text; read by the suspicion ranking
 (pipeline.store.suspicion joins it), Audit (the sentence), and the report's copy numbers
-(``echo_cells``). One row per pair: computing with another embedder replaces it."""
+(``copy_cells``; ``response_echoes`` for the model duel). One row per pair: computing with another
+embedder replaces it."""
 
 from __future__ import annotations
 
@@ -113,11 +114,10 @@ class CopyCell(NamedTuple):
     echo_method: str | None
 
 
-def copy_cells(store: Store, filters: Filters | None = None) -> list[CopyCell]:
-    """Every (active constraint, response) of the selection with its stored echo and
-    constraint-reference similarity, nothing computed."""
+def _responses_where(filters: Filters | None) -> tuple[list[str], list[object]]:
+    """The responses of the selection (generations g, instructions i)."""
     f = filters or Filters()
-    where, params = ["g.kind = 'response'"], []
+    where, params = ["g.kind = 'response'"], list[object]()
     for column, value in (("i.run_id", f.run), ("i.id", f.instruction), ("i.domain", f.domain),
                           ("i.condition", f.condition), ("g.mode", f.mode)):
         if value is not None:
@@ -126,6 +126,13 @@ def copy_cells(store: Store, filters: Filters | None = None) -> list[CopyCell]:
     if f.models is not None:
         where.append("g.model IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(list(f.models)))
+    return where, params
+
+
+def copy_cells(store: Store, filters: Filters | None = None) -> list[CopyCell]:
+    """Every (active constraint, response) of the selection with its stored echo and
+    constraint-reference similarity, nothing computed."""
+    where, params = _responses_where(filters)
     rows = store.conn.execute(
         "SELECT coalesce(i.domain, ''), i.condition, i.article_a, i.id, coalesce(g.model, ''), coalesce(g.mode, ''),"
         " c.id, x.echo, CASE WHEN m.to_b IS NULL THEN m.to_a ELSE max(m.to_a, m.to_b) END, m.method, x.method"
@@ -135,3 +142,31 @@ def copy_cells(store: Store, filters: Filters | None = None) -> list[CopyCell]:
         " LEFT JOIN constraint_similarity m ON m.constraint_id = c.id"
         f" WHERE {' AND '.join(where)} ORDER BY i.id, g.id, c.position", params)
     return [CopyCell(*r) for r in rows]
+
+
+class ResponseEcho(NamedTuple):
+    """A response's copy-paste score: the mean echo over its active constraints that have one."""
+
+    domain: str
+    condition: str
+    article_a: int | None
+    article_b: int | None
+    instruction_id: int
+    model: str
+    mode: str
+    echo: float
+    constraints: int  # of them with an echo
+
+
+def response_echoes(store: Store, filters: Filters | None = None) -> list[ResponseEcho]:
+    """Each response of the selection with a stored echo, its mean echo (the model duel's copy-paste
+    unit values, pipeline.analysis.model_duel); in instruction order."""
+    where, params = _responses_where(filters)
+    rows = store.conn.execute(
+        "SELECT coalesce(i.domain, ''), i.condition, i.article_a, i.article_b, i.id, coalesce(g.model, ''),"
+        " coalesce(g.mode, ''), avg(x.echo), count(*)"
+        " FROM generations g JOIN instructions i ON i.id = g.instruction_id"
+        " JOIN constraints c ON c.instruction_id = g.instruction_id AND c.active = 1"
+        " JOIN constraint_echo x ON x.generation_id = g.id AND x.constraint_id = c.id"
+        f" WHERE {' AND '.join(where)} GROUP BY g.id ORDER BY i.id, g.id", params)
+    return [ResponseEcho(*r) for r in rows]

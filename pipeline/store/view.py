@@ -24,7 +24,7 @@ import importlib
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeAlias
@@ -95,6 +95,9 @@ class Generation:
     text_hash: str
     text: str
     words: int | None
+    # The response refuses the task (pipeline.core.text.is_refusal, flagged as it is stored): the
+    # model's answer, scored as such, and marked wherever a screen shows it.
+    refusal: bool = False
 
 
 @dataclass
@@ -161,6 +164,8 @@ class TextTotals:
     missing: int | None
     flipped: int | None
     mode: str
+    # A response that refuses the task (Generation.refusal); keyword-only: the query's row fills the rest.
+    refusal: bool = field(default=False, kw_only=True)
 
 
 # The tables a step may add rows to, by name: only these are ever put into SQL text.
@@ -213,6 +218,7 @@ class StoreView:
         self._instructions: OrderedDict[int, InstructionData] = OrderedDict()
         self._cache_size = cache_size
         self._order: list[tuple[int, int]] | None = None
+        self._refusal_sql: str | None = None
 
     @classmethod
     def open(cls, path: str | Path, *, cache_size: int = 64) -> Self:
@@ -256,6 +262,16 @@ class StoreView:
 
     def _one(self, sql: str, params: tuple | dict[str, object] = ()) -> tuple | None:
         return self._store.conn.execute(sql, params).fetchone()
+
+    def _refusal(self, alias: str = "") -> str:
+        """The SQL of a generation's refusal flag: the column, or 0 on a store from before it (the app
+        paints its first screen before the store is migrated: asked again until the column is there)."""
+        if self._refusal_sql is None:
+            names = {row[1] for row in self._store.conn.execute("PRAGMA table_info(generations)")}
+            if "refusal" not in names:
+                return "0"
+            self._refusal_sql = "coalesce({}refusal, 0)"
+        return self._refusal_sql.format(f"{alias}." if alias else "")
 
     # -- runs and instructions -----------------------------------------------------------
     def latest_build_run_id(self) -> str | None:
@@ -331,8 +347,9 @@ class StoreView:
         if row is None:
             raise KeyError(iid)
         gens = [Generation(r["id"], r["kind"], r["model"] or "", r["mode"] or "", r["ratio"], r["parent_id"],
-                           r["text_hash"], self.text(r["text_hash"]), r["words"])
-                for r in self._rows("SELECT id, kind, model, mode, ratio, parent_id, text_hash, words FROM generations"
+                           r["text_hash"], self.text(r["text_hash"]), r["words"], bool(r["refusal"]))
+                for r in self._rows("SELECT id, kind, model, mode, ratio, parent_id, text_hash, words,"
+                                    f" {self._refusal()} AS refusal FROM generations"
                                     " WHERE instruction_id = ? ORDER BY id", (iid,))]
         by_id = {g.id: g for g in gens}
         responses = {Writer(g.model, g.mode): g for g in gens if g.kind == "response"}
@@ -417,12 +434,13 @@ class StoreView:
         try:
             rows = conn.execute(
                 "SELECT g.id, g.kind, g.instruction_id, g.model, g.ratio, g.parent_id, t.judged, t.passed,"
-                " t.score_sum, t.disagree, t.missing, t.flipped, coalesce(g.mode, '') FROM generations g"
+                " t.score_sum, t.disagree, t.missing, t.flipped, coalesce(g.mode, ''),"
+                f" {self._refusal('g')} FROM generations g"
                 " JOIN instructions i ON i.id = g.instruction_id LEFT JOIN text_items t ON t.gid = g.id"
                 " WHERE g.kind IN ('response', 'summary')" + run_sql, run_args).fetchall()
         finally:
             drop_temp_scores(conn)
-        return [TextTotals(*row) for row in rows]
+        return [TextTotals(*row[:-1], refusal=bool(row[-1])) for row in rows]
 
     def active_counts(self, run_id: str | None = None) -> dict[int, int]:
         """Instruction -> how many active constraints it has."""

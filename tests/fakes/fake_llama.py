@@ -33,10 +33,16 @@ def main(args: list[str]) -> None:
         sys.exit(0)
     mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
     pids = os.environ.get("FAKE_LLAMA_PIDS")
-    port = int(_arg(args, "--port"))
+    if "--config_file" in args:  # several models (pipeline.llm.local_model.ServedModel): llama-cpp-python's form
+        with open(_arg(args, "--config_file"), encoding="utf-8") as fh:
+            settings = json.load(fh)
+        port, model = int(settings["port"]), settings["models"][0]["model"]
+        aliases = [m["model_alias"] for m in settings["models"]]
+    else:
+        port, model, aliases = int(_arg(args, "--port")), _arg(args, "--model", "?"), ["fake"]
     if pids:
         open(os.path.join(pids, str(os.getpid())), "w").close()
-    print("fake llama: loading", _arg(args, "--model", "?"), flush=True)
+    print("fake llama: loading", model, "as", ", ".join(aliases), flush=True)
     print("fake llama: openmp", os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT"), flush=True)
     if mode == "die":
         print("error: failed to load model", flush=True)
@@ -56,7 +62,7 @@ def main(args: list[str]) -> None:
             if mode == "busy" and self.path == "/v1/models" and served:
                 time.sleep(30)  # like llama-cpp-python while it generates: /v1/models waits for the model
             served.append(self.path)
-            body = json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode()
+            body = json.dumps({"object": "list", "data": [{"id": a} for a in aliases]}).encode()
             self.send_response(200 if self.path in ("/v1/models", "/openapi.json") else 404)
             self.send_header("content-length", str(len(body)))
             self.end_headers()

@@ -105,8 +105,13 @@ class FakeOpenAIServer:
         seed: int = 0,
         hang_s: float = 5.0,
         prompt_cache: bool = False,
+        models: tuple[str, ...] = ("fake-model",),
     ) -> None:
         self.responder = responder
+        self.models = models  # what GET /v1/models lists
+        # A completions request with a list of prompts (pipeline.llm.prompt_batch's form) is answered
+        # prompt by prompt by the responder, as the same prompts sent as chats; False: refused (400).
+        self.prompt_lists = True
         self.latency_s = latency_s
         self.fault_rate = fault_rate
         self.fault_kinds = fault_kinds
@@ -156,7 +161,8 @@ class FakeOpenAIServer:
                     status, body = server._batch_get(self.path)
                     self._send(status, body, {})
                     return
-                body = json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}).encode()
+                body = json.dumps({"object": "list",
+                                   "data": [{"id": m, "object": "model"} for m in server.models]}).encode()
                 self._send(200, body, {})
 
             def do_POST(self) -> None:
@@ -172,7 +178,8 @@ class FakeOpenAIServer:
                     self._send(400, b'{"error": {"message": "bad json"}}', {})
                     return
                 request["_headers"] = {"authorization": self.headers.get("authorization", "")}
-                reply = server._next_reply(request)
+                listed = isinstance(request.get("prompt"), list) and not self.path.endswith("/chat/completions")
+                reply = server._list_reply(request) if listed else server._next_reply(request)
                 delay = server.latency_s + reply.delay_s
                 if reply.hang:
                     delay += server.hang_s
@@ -259,6 +266,44 @@ class FakeOpenAIServer:
         self._cached_prompt = prompt
         return min(shared // 4, max(1, len(prompt) // 4))
 
+
+    def _list_reply(self, request: dict[str, Any]) -> Reply:
+        """One request of several prompts (recorded once): a script or a fault answers it whole, else
+        each prompt is read back into its chat messages and answered by the responder."""
+        if not self.prompt_lists:
+            with self._lock:
+                self.requests.append(request)
+            return Reply.error(400, "prompt must be a string")
+        with self._lock:
+            self.requests.append(request)
+            scripted = self.script.pop(0) if self.script else None
+        if scripted is not None:
+            return _as_reply(scripted)
+        top_n = int(request.get("logprobs") or 1)
+        choices = []
+        for i, prompt in enumerate(request["prompt"]):
+            chat = {"model": request.get("model"), "messages": chatml_messages(prompt), "max_tokens": 1,
+                    "logprobs": True, "top_logprobs": top_n}
+            reply = _as_reply(self.responder(chat))
+            tops = (reply.logprobs or [{reply.text.split()[0] if reply.text.split() else "": 0.0}])[0]
+            ranked = sorted(tops.items(), key=lambda kv: -kv[1])[:top_n]
+            choices.append({"text": ranked[0][0], "index": i, "finish_reason": "length",
+                            "logprobs": {"tokens": [ranked[0][0]], "token_logprobs": [ranked[0][1]],
+                                         "top_logprobs": [dict(ranked)], "text_offset": [0]}})
+        prompt_tokens = sum(len(p) // 4 for p in request["prompt"])
+        usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": len(choices),
+                                 "total_tokens": prompt_tokens + len(choices)}
+        if self.prompt_cache:  # as pipeline.llm.prompt_batch counts it: the shared start once, reused after
+            prompts = [str(p) for p in request["prompt"]]
+            shared = len(os.path.commonprefix(prompts))
+            with self._lock:
+                held = len(os.path.commonprefix([prompts[0][:shared], self._cached_prompt]))
+                self._cached_prompt = prompts[-1]
+            cached = (held + shared * (len(prompts) - 1)) // 4
+            usage["prompt_tokens_details"] = {"cached_tokens": min(cached, prompt_tokens)}
+        body = {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
+                "model": request.get("model"), "choices": choices, "usage": usage}
+        return Reply(body=json.dumps(body).encode())
 
     # -- the Files and Batches APIs -------------------------------------------------------
     def _batch_post(self, path: str, content_type: str, raw: bytes) -> tuple[int, bytes]:
@@ -404,6 +449,18 @@ def _fault(kind: str, responder: Responder, request: dict[str, Any]) -> Reply:
         return Reply(text=ECHO_KEY_TEXT.format(key=auth.removeprefix("Bearer ").strip() or "sk-none"))
     # wrong_format: a reply in prose where the caller wanted its contract
     return Reply(text="I am sorry, but as a language model I would rather write a poem about the sea.")
+
+
+def chatml_messages(prompt: str) -> list[dict[str, str]]:
+    """A ChatML prompt (pipeline.llm.prompts.chatml) read back into its messages; an empty system
+    message and the open assistant turn left out."""
+    out = []
+    for part in prompt.split("<|im_start|>")[1:]:
+        role, _, content = part.partition("\n")
+        content = content.removesuffix("\n").removesuffix("<|im_end|>")
+        if content or role not in ("system", "assistant"):
+            out.append({"role": role, "content": content})
+    return out
 
 
 def _envelope(request: dict[str, Any], text: str, logprobs: list[dict[str, float]] | None = None,

@@ -202,3 +202,36 @@ def store_rows(app, sql: str, params: tuple = ()) -> list[tuple]:  # noqa: ANN00
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
+
+
+REFUSAL = "I'm sorry, but I can't assist with that request."
+
+
+def make_refusal(path: Path, response_id: int) -> None:
+    """Response ``response_id`` becomes a refusal, flagged as the respond stage stores one (the demo's
+    local model refused an instruction so); its verdicts stay (a refusal is scored as the answer)."""
+    store = open_store(path)
+    try:
+        words = len(REFUSAL.split())
+        store.conn.execute("UPDATE generations SET text_hash = ?, words = ?, refusal = 1"
+                           " WHERE id = ? AND kind = 'response'",
+                           (store.put_text(REFUSAL), words, response_id))
+        store.commit()
+    finally:
+        store.close()
+
+
+def screen_text(app) -> str:  # noqa: ANN001
+    """The screen as plain text lines (from the SVG Textual exports: one <text> per run)."""
+    import re
+
+    svg = app.export_screenshot()
+    lines: dict[str, list[tuple[float, str]]] = {}
+    for x, y, body in re.findall(r'<text[^>]*x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg):
+        lines.setdefault(y, []).append((float(x), body))
+    out = []
+    for y in sorted(lines, key=float):
+        text = "".join(b for _, b in sorted(lines[y]))
+        text = text.replace("&#160;", " ").replace("&amp;", "&")
+        out.append(text.replace("&lt;", "<").replace("&gt;", ">"))
+    return "\n".join(out)

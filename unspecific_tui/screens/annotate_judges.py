@@ -79,8 +79,10 @@ class JudgeCheckPart(AnnotateState):
 
     def action_answer(self, yes: int) -> None:
         if not self.judge_check:
+            self.notify("y answers the judge check (v switches to it); here: i, s or a labels the item")
             return
         if not self.judge_items:
+            self.notify("no item to answer in the judge plan")
             return
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; answers cannot be saved.")

@@ -32,7 +32,7 @@ class BuildScreen(DemoPart, RunPart, BuildState):
         Binding("n", "new_run", "New run"),
         Binding("d", "demo", "Demo", show=False),
         Binding("a", "audit_written", "Audit output"),
-        Binding("tab", "focus_next", "Switch table", show=False),
+        Binding("tab", "switch_table", "Switch table", show=False),
         Binding("r", "reload", "Refresh", show=False),
         Binding("ctrl+r", "reload_store", "Reload", show=False),
     ]
@@ -85,8 +85,14 @@ class BuildScreen(DemoPart, RunPart, BuildState):
         else:
             self.action_start()
 
+    def action_switch_table(self) -> None:
+        """tab: the runs table or the stage table (Build's keys act on the one focused)."""
+        runs, stages = self.query_one("#runs", DataTable), self.query_one("#stages", DataTable)
+        (stages if runs.has_focus else runs).focus()
+
     def action_reload(self) -> None:
         self.load_runs()
+        self.notify("reading the runs and each stage's count from the store again")
 
     def action_reload_store(self) -> None:
         """The app's ctrl+r (analysis) plus this screen's run list."""

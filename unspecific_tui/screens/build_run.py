@@ -24,9 +24,26 @@ class RunPart(BuildState):
         return STAGES[max(0, table.cursor_row)]
 
     def action_new_run(self) -> None:
+        """n: a new, empty run, once the auditor said yes (a run is kept in the store for good)."""
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; a new run needs write access.")
             return
+        from unspecific_tui.screens.help import ConfirmScreen
+
+        shown = self.app.sub_title.split("  [")[0]
+        msg = ("A new run starts empty and stays in the store. Build's stages then write into it "
+               f"(s runs the selected stage, . one unit); the other screens go on showing every run's "
+               f"instructions ({shown}).")
+        question = ConfirmScreen("Create a new run?", msg, "create it", "keep the runs as they are")
+        self.app.push_screen(question, self._new_run_answered)
+
+    def _new_run_answered(self, yes: bool | None) -> None:
+        if yes:
+            self._create_run()
+        else:
+            self.log_line("no run created")
+
+    def _create_run(self) -> None:
         from pipeline.core.errors import UnspecificError
         from pipeline.stages.runs import new_paused_run
 
@@ -36,7 +53,7 @@ class RunPart(BuildState):
             self.app.show_error(exc.title, exc.msg)
             return
         self.app.run_id = run_id
-        self.log_line(f"created run [b]{run_id}[/]")
+        self.log_line(f"created run [b]{run_id}[/]: empty until a stage writes into it")
         self.load_runs()
 
     def action_start(self) -> None:
@@ -72,8 +89,8 @@ class RunPart(BuildState):
         if self.app.readonly:
             self.app.show_error("Read-only", "The store is open read-only; running a stage needs write access.")
             return
-        if not self.app.run_id:
-            self.action_new_run()
+        if not self.app.run_id:  # starting a stage with no run at all: the run it needs
+            self._create_run()
             if not self.app.run_id:
                 return
         from pipeline.core.errors import UnspecificError

@@ -137,11 +137,37 @@ class BuildState(AppScreen):
         self.query_one("#step-view", Static).update("\n".join(lines) or "[dim]the step wrote nothing new[/]")
 
     def action_audit_written(self) -> None:
-        if self.last_instruction is None:
-            self.notify("run a step first (.)")
-            return
+        """a: Audit on what was written: the instruction the last step (or the demo) wrote; with no step
+        this session (a finished run, the demo done), the selected run's first judged instruction."""
         self.app.view.forget()  # the Audit must see what was just written
-        self.app.open_audit(self.last_instruction)
+        if self.last_instruction is not None:
+            self.app.open_audit(self.last_instruction)
+            return
+        found, note = self._first_to_audit()
+        if found is None:
+            self.notify(note, severity="warning")
+            return
+        if note:
+            self.notify(note)
+        self.app.open_audit(found)
+
+    def _first_to_audit(self) -> tuple[int | None, str]:
+        """The instruction `a` opens when no step ran this session, and what to say about it."""
+        run = self.app.run_id
+        analysis = self.app.analysis
+        rows = analysis.rows if analysis is not None else []
+        judged_rows = [r for r in rows if r.org is not None]
+        judged = sorted(r.instruction_id for r in judged_rows)
+        mine = sorted(r.instruction_id for r in judged_rows if run is None or r.run_id == run)
+        if mine:
+            return mine[0], ""
+        if judged:
+            other = next(r.run_id for r in rows if r.instruction_id == judged[0])
+            return judged[0], f"run {run} holds no judged instruction yet: Audit opens on run {other}'s first"
+        order = self.app.view.constraint_order()
+        if order:
+            return order[0][1], "no response is judged yet: Audit shows the first instruction's constraints"
+        return None, "nothing to audit yet: no instruction in the store (s runs the selected stage, . a unit)"
 
 
 def _row_line(table: str, row: dict[str, Any], view: StoreView) -> str:

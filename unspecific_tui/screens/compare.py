@@ -26,17 +26,21 @@ from textual.widgets import DataTable, Header, Static
 from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import next_ratio, passes, same_ratio
-from pipeline.core.text import count_words
 from pipeline.store.view import Generation, InstructionData, Writer
 from unspecific_tui.app import Context
-from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.screens.compare_texts import (
+    SIDES,
+    CompareTexts,
+    markup_escape,
+    second_writer,
+    writer_label,
+)
 from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.fit import clip, natural_width, table_width, widths
 from unspecific_tui.widgets.footer import KeyFooter
-from unspecific_tui.widgets.highlight import QUOTE_FUZZY_STYLE, QUOTE_STYLE, quote_span, render
+from unspecific_tui.widgets.refusal import refusal_mark
 from unspecific_tui.widgets.text_pane import TextPane
 
-SIDES = ("a", "b")
 # The table's columns: both sides' verdicts, the constraint's similarity to the closer reference
 # (pipeline.analysis.similarity), the constraint (the flexible column: clipped to what is left).
 COLUMNS = (("#", "pos"), ("A Org", "a_org"), ("A Core", "a_core"), ("B Org", "b_org"), ("B Core", "b_core"),
@@ -65,7 +69,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{100 * value:.0f}%"
 
 
-class CompareScreen(AppScreen):
+class CompareScreen(CompareTexts):
     DEFAULT_CSS = """
     CompareScreen .cmp-side { width: 1fr; height: 1fr; }
     CompareScreen .cmp-totals { height: 1; padding: 0 1; }
@@ -160,22 +164,42 @@ class CompareScreen(AppScreen):
 
     def action_cycle(self, which: int) -> None:
         if not self.data or not self.data.writers:
+            self.notify("no response to this instruction yet: nothing to switch to")
             return
         other = self.writers[1 - which]
         # Never the other side's response: the two sides are two different texts.
         writers = [w for w in self.data.writers if w != other] or self.data.writers
         cur = self.writers[which]
+        if len(self.data.writers) < 2:
+            only = self.data.writers[0]
+            self.notify(f"one response to this instruction ({writer_label(only)}): nothing to switch to; "
+                        f"{second_writer(only)}")
+            return
+        if writers == [cur]:
+            there, key = SIDES[1 - which].upper(), "M" if which == 0 else "m"
+            self.notify(f"side {SIDES[which].upper()} has no other response to show: the instruction's other "
+                        f"one is on side {there} ({key} changes that side)")
+            return
         later = [w for w in writers if cur is not None and w > cur]
         self.writers[which] = later[0] if later else writers[0]
         self.load(self._cursor_cid())  # the same constraint, now on the other response
 
     def action_cycle_ratio(self) -> None:
         if not self.data or not self.data.ratios:
+            self.notify("no summary of this instruction yet: no ratio to switch to")
+            return
+        if len(self.data.ratios) < 2:
+            self.notify(f"summaries at one ratio only ({self.data.ratios[0]:g}): nothing to switch to; "
+                        "`unspecific evaluate --ratios 0.5,0.25` adds more")
             return
         self.ratio = next_ratio(self.data.ratios, self._ratio(self.data))
         self.load(self._cursor_cid())
 
     def action_toggle_differ(self) -> None:
+        if self.data is not None and self.writers[1] is None:
+            self.notify(f"one response to this instruction: no second side to differ from; "
+                        f"{second_writer(self.writers[0])}")
+            return
         self.only_differ = not self.only_differ
         self.load(self._cursor_cid())
 
@@ -199,7 +223,8 @@ class CompareScreen(AppScreen):
             # Two models in the same mode first (the screen's main use); else the other mode.
             mode_a = self.writers[0].mode if self.writers[0] else None  # None only when there are no writers
             others = sorted((w for w in writers if w != self.writers[0]), key=lambda w: (w.mode != mode_a, w))
-            self.writers[1] = others[0] if others else self.writers[0]
+            # One response only: side B stays empty and says what would fill it, never A's text again.
+            self.writers[1] = others[0] if others else None
 
     def load(self, keep_cid: int | None = None) -> None:
         """Show the current instruction; the cursor stays on ``keep_cid`` when it is still listed."""
@@ -280,9 +305,12 @@ class CompareScreen(AppScreen):
     def _render_head(self, data: InstructionData, ratio: float, n_active: int) -> None:
         listing = (f" · [b]rows that differ[/]: {len(self.row_cids)} of {n_active} (d: all)" if self.only_differ
                    else f" · {n_active} constraints (d: rows that differ)")
+        # One response: B says so (its pane says what would fill it).
+        b = writer_label(self.writers[1]) if self.writers[1] is not None or self.writers[0] is None else \
+            "[b yellow]none: one response to compare[/]"
         self.query_one("#compare-head", Static).update(
-            f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={_label(self.writers[0])}"
-            f"  [b]B[/]={_label(self.writers[1])} · summary {ratio:g}{listing}\n{_esc(data.main_task)}")
+            f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={writer_label(self.writers[0])}"
+            f"  [b]B[/]={b} · summary {ratio:g}{listing}\n{markup_escape(data.main_task)}")
 
     def _render_totals(self, ratio: float) -> None:
         """Each side's Org and Core: the report's numbers (pipeline.analysis.metrics rows) once they
@@ -292,8 +320,11 @@ class CompareScreen(AppScreen):
             org, core = self._org_core(response, writer, ratio)
             self.totals[side] = (_pct(org), _pct(core))
             # Short enough for half of 80 columns: the pane titles below name the writer and the ratio.
-            self.query_one(f"#cmp-{side}-totals", Static).update(
-                f"[b]{side.upper()}[/] Org [b]{_pct(org)}[/] · Core [b]{_pct(core)}[/] [dim]at {ratio:g}[/]")
+            line = Text.from_markup(f"[b]{side.upper()}[/] Org [b]{_pct(org)}[/] · Core [b]{_pct(core)}[/]"
+                                    f" [dim]at {ratio:g}[/]")
+            if response is not None and response.refusal:
+                line.append_text(refusal_mark())
+            self.query_one(f"#cmp-{side}-totals", Static).update(line)
 
     def _org_core(self, response: Generation | None, writer: Writer | None,
                   ratio: float) -> tuple[float | None, float | None]:
@@ -319,52 +350,3 @@ class CompareScreen(AppScreen):
                 index.setdefault(r.response_id, []).append(r)
             self._rows_of = (metrics, index)
         return self._rows_of[1]
-
-    # -- highlighting --------------------------------------------------------------------
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        # The cursor now, not the event's: a reload's clear() reports row 0 after the cursor was put back.
-        self.highlight(event.data_table.cursor_row)
-
-    def highlight(self, row: int) -> None:
-        data = self.data
-        if data is None:
-            return
-        cid = self.row_cids[row] if 0 <= row < len(self.row_cids) else None
-        ratio = self._ratio(data)
-        for slot, side in enumerate(SIDES):
-            writer = self.writers[slot]
-            response, summary = self._texts[slot]
-            pane = self.query_one(f"#cmp-{side}", TextPane)
-            pane.border_title = f"{side.upper()}: {_label(writer)}"
-            self._show_text(pane, f"cmp-{side}", response, cid, (data.id, writer), "(no response)")
-            spane = self.query_one(f"#cmp-{side}-summary", TextPane)
-            spane.border_title = f"{side.upper()} summary {ratio:g}"
-            self._show_text(spane, f"cmp-{side}-summary", summary, cid, (data.id, writer, ratio),
-                            "(no summary at this ratio)")
-
-    def _show_text(self, pane: TextPane, name: str, text: Generation | None, cid: int | None, key: object,
-                   empty: str) -> None:
-        if text is None:
-            self.highlighted[name] = []
-            pane.show(Text(empty, style="dim"), key=key)
-            return
-        quotes = []
-        for _judge, verdict, quote in self.verdicts.get((cid, text.id), []) if cid else []:
-            if verdict and quote:
-                how, span = quote_span(quote, text.text)
-                if span:
-                    quotes.append((span, QUOTE_STYLE if how == "exact" else QUOTE_FUZZY_STYLE))
-        self.highlighted[name] = sorted({s for s, _ in quotes})
-        pane.show(render(text.text, (), quotes), key=key,
-                  subtitle=f"{text.words or count_words(text.text)} words · {len(quotes)} quote(s)")
-        if quotes:
-            pane.reveal(min(s[0] for s, _ in quotes))
-
-
-def _esc(text: str) -> str:
-    return text.replace("[", r"\[")
-
-
-def _label(writer: Writer | None) -> str:
-    """The writer's name and mode, escaped for Rich markup ("m1 [edit]" is not a tag)."""
-    return _esc(writer.label) if writer else "-"

@@ -1,4 +1,5 @@
-"""Modal screens: the keys of the current screen (``?``) and a user-facing error."""
+"""Modal screens: the keys of the current screen (``?`` or F1), a user-facing error, and a question
+asked before an action that writes to the store (``ConfirmScreen``)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def bindings_table(screen: Screen) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,question_mark,q,f1", "dismiss", "Close")]
 
     def __init__(self, screen: Screen, mode: str) -> None:
         super().__init__()
@@ -48,7 +49,7 @@ class HelpScreen(ModalScreen[None]):
             with VerticalScroll(id="help-scroll"):
                 yield Markdown(text, id="help-text")
                 yield Static(bindings_table(self._target), id="help-keys")
-            yield Static("[dim]↑/↓ PgUp/PgDn scroll · esc or ? to close[/]", id="help-close")
+            yield Static("[dim]↑/↓ PgUp/PgDn scroll · esc, ? or F1 to close[/]", id="help-close")
 
     def on_mount(self) -> None:
         # Focused, so the arrow and page keys scroll the help (at 80x24 it is longer than the box).
@@ -70,3 +71,25 @@ class ErrorScreen(ModalScreen[None]):
             box.border_title = self._title
             yield Static(self._msg, id="error-msg", markup=False)
             yield Static("[dim]esc or enter to close; the app keeps running[/]", id="error-close")
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question before an action that writes to the store: y or enter says yes, n or escape
+    no (dismissed with True / False)."""
+
+    BINDINGS = [Binding("y,enter", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, title: str, msg: str, yes: str, no: str) -> None:
+        super().__init__()
+        self._title = title
+        self._msg = msg
+        self._keys = f"[b]y[/]: {yes} · [b]n[/] or esc: {no}"
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box") as box:
+            box.border_title = self._title
+            yield Static(self._msg, id="confirm-msg", markup=False)
+            yield Static(self._keys, id="confirm-keys")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

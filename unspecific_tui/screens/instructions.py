@@ -15,12 +15,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Select, Static
 
+from pipeline.core.definitions import COPIED_NGRAM_SHORT
 from pipeline.store.view import Writer
 from unspecific_tui.app import Context
 from unspecific_tui.data import Analysis, InstructionRow
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.fit import clip, distinct_clip, natural_width, table_width, widths
 from unspecific_tui.widgets.footer import KeyFooter
+from unspecific_tui.widgets.refusal import WORD as REFUSAL
+from unspecific_tui.widgets.refusal import refusal_mark
 
 ANY = "__any__"
 PAGE = 300
@@ -28,11 +31,12 @@ PAGE = 300
 FLAGS: dict[str, tuple[str, Callable[[InstructionRow], bool]]] = {
     "proper_noun": ("proper noun", lambda r: r.flags.get("proper_noun", 0) > 0),
     "specificity_leak": ("specificity leak", lambda r: r.flags.get("specificity_leak", 0) > 0),
-    "copied_ngram": ("copied n-grams", lambda r: r.flags.get("copied_ngram", 0) > 0),
+    "copied_ngram": ("n-grams in the constraint", lambda r: r.flags.get("copied_ngram", 0) > 0),
     "duplicate": ("duplicate constraint", lambda r: r.flags.get("duplicate", 0) > 0),
     "flipped": ("flipped Org->Core", lambda r: r.flipped > 0),
     "disagree": ("judges disagree", lambda r: r.disagree > 0),
     "quote_missing": ("quote not found", lambda r: r.quote_missing > 0),
+    "refusal": ("refusals", lambda r: r.refusal),
 }
 
 
@@ -61,7 +65,8 @@ COLUMNS = (
     Column("flipped", "flip", lambda r: r.flipped),
     Column("proper_noun", "PN", lambda r: r.flags.get("proper_noun", 0)),
     Column("specificity_leak", "leak", lambda r: r.flags.get("specificity_leak", 0)),
-    Column("copied_ngram", "copy", lambda r: r.flags.get("copied_ngram", 0)),
+    # Constraints holding a reference's n-grams (the flag), not the queue's words pasted into the response.
+    Column("copied_ngram", COPIED_NGRAM_SHORT, lambda r: r.flags.get("copied_ngram", 0)),
     Column("duplicate", "dup", lambda r: r.flags.get("duplicate", 0)),
     Column("disagree", "disag.", lambda r: r.disagree),
     Column("quote_missing", "q.miss", lambda r: r.quote_missing),
@@ -184,13 +189,20 @@ class InstructionsScreen(AppScreen):
     def _add_page(self) -> None:
         table = self.query_one("#instr-table", DataTable)
         page = self.rows[self.shown:self.shown + PAGE]
-        # The flexible column (model and mode) is cut where it does not tell its value from the others'.
-        table.add_rows([tuple(Text(distinct_clip(c.fmt(c.value(r)), self._flexible, w) if c.key in FLEXIBLE
-                                   else clip(c.fmt(c.value(r)), w))
-                              for c, w in zip(self.columns, self.widths, strict=True))
+        table.add_rows([tuple(self._cell(c, r, w) for c, w in zip(self.columns, self.widths, strict=True))
                         for r in page])
         self.shown += len(page)
         self._status()
+
+    def _cell(self, column: Column, row: InstructionRow, width: int) -> Text:
+        """One cell; the flexible column (model and mode) cut where it does not tell its value from the
+        others'; Org of a response that refuses the task marked so ("0 refusal")."""
+        value = column.fmt(column.value(row))
+        if column.key in FLEXIBLE:
+            return Text(distinct_clip(value, self._flexible, width))
+        if column.key == "org" and row.refusal:
+            return Text.assemble(clip(value, width), refusal_mark(" "))
+        return Text(clip(value, width))
 
     def action_more(self) -> None:
         if self.shown < len(self.rows):
@@ -229,6 +241,10 @@ class InstructionsScreen(AppScreen):
         self.query_one("#f-domain", Select).focus()
 
     def action_clear_filters(self) -> None:
+        if all(v == ANY for v in self.filters.values()):
+            self.notify("no filter set: every row is listed (/ picks one)")
+            self.query_one("#instr-table", DataTable).focus()
+            return
         for name in self.filters:
             self.set_filter(name, None)
         self.query_one("#instr-table", DataTable).focus()
@@ -238,7 +254,7 @@ class InstructionsScreen(AppScreen):
         (the model's name clipped if need be), else the narrow set; each as wide as its values."""
         available = table_width(table)
         for columns in (COLUMNS, NARROW):
-            natural = [natural_width(c.label, {c.fmt(c.value(r)) for r in self.rows}) for c in columns]
+            natural = [natural_width(c.label, {self._plain(c, r) for r in self.rows}) for c in columns]
             flexible = next(i for i, c in enumerate(columns) if c.key in FLEXIBLE)
             fitted = widths(natural, flexible, available, least=16)
             if fitted is not None:
@@ -250,6 +266,12 @@ class InstructionsScreen(AppScreen):
         self._flexible = sorted({c.fmt(c.value(r)) for c in columns if c.key in FLEXIBLE for r in self.rows})
         for col, width in zip(columns, fitted, strict=True):
             table.add_column(col.label, key=col.key, width=width)
+
+    @staticmethod
+    def _plain(column: Column, row: InstructionRow) -> str:
+        """What ``_cell`` shows, unclipped (the column's natural width)."""
+        value = column.fmt(column.value(row))
+        return f"{value} {REFUSAL}" if column.key == "org" and row.refusal else value
 
     def on_resize(self) -> None:
         if self.rows and self.widths:

@@ -4,9 +4,12 @@ Pushed over the current screen (``!`` on Instructions, or "Suspects" in the comm
 not a mode of its own: the keys 1-6 keep switching the six screens and escape comes back. The
 queue's head (pipeline.analysis.suspicion.suspicion_queue with ``limit``: the store ranks every
 item, only the top TOP become Evidence) is read in a worker on a view of its own; the status says
-how many suspects there are in all. Switching a reason off or on asks the store again (the
-table shows it is loading meanwhile); ``+`` shows more rows, and reads further once the loaded
-ones are shown. Enter opens Audit on the row, and Audit's next/prev then follow the loaded queue
+how long the queue is: "80 leaders, 27 more filed under them" (group_by_phrase files an item that
+copied only a higher item's phrase under it). ``+`` shows the highlighted leader's filed items as
+rows under it (again: hides them). Rows come a page at a time, the next page when the cursor
+reaches the last row, read from the store once the loaded ones are shown. Switching a reason off
+or on asks the store again (the table shows it is loading meanwhile). Enter opens Audit on the
+row, and Audit's next/prev then follow the rows
 (``app.following``); there `y` / `d` mark the item confirmed / dismissed and go on to the next.
 The marks show here (the first column), with how many are done. `o` shows copy evidence only
 (similar, copied), the reasons that lead the ranking.
@@ -35,7 +38,7 @@ from pipeline.analysis.suspicion import (
     same_phrase_sentence,
 )
 from pipeline.core.definitions import ECHO_HIGH
-from pipeline.store.view import StoreView
+from pipeline.store.view import StoreView, Writer
 from unspecific_tui.app import Context
 from unspecific_tui.following import Following, Stop
 from unspecific_tui.screens.base import AppScreen
@@ -85,11 +88,45 @@ class QueueReady(Message):
 class Ranked:
     score: float
     evidence: Evidence
+    rank: int = 0  # the leader's place in the queue; 0: an item filed under the leader above it
+
+
+Key = tuple[int, Writer]  # a row's item: its constraint and response
+
+
+def key_of(e: Evidence) -> Key:
+    return e.constraint_id, e.writer
 
 
 def ranked(evidence: Sequence[Evidence], enabled: tuple[str, ...]) -> list[Ranked]:
-    """The queue's rows (already in rank order) with their scores under the ``enabled`` reasons."""
-    return [Ranked(e.score(enabled), e) for e in evidence]
+    """The queue's leaders (already in rank order), their ranks and scores under the ``enabled`` reasons."""
+    return [Ranked(e.score(enabled), e, i) for i, e in enumerate(evidence, 1)]
+
+
+def rows_of(leaders: Sequence[Ranked], expanded: set[Key], enabled: tuple[str, ...]) -> list[Ranked]:
+    """The table's rows: the leaders, each ``expanded`` one followed by the items filed under it."""
+    out: list[Ranked] = []
+    for r in leaders:
+        out.append(r)
+        if r.evidence.same_phrase and key_of(r.evidence) in expanded:
+            out += [Ranked(f.score(enabled), f) for f in r.evidence.same_phrase]
+    return out
+
+
+def length_line(leaders: Sequence[Ranked], total: int, *, wide: bool) -> str:
+    """How long the queue is, one way: "80 leaders, 27 more filed under them" (the items
+    group_by_phrase filed under a leader), "80 suspects" when nothing is filed; when the store
+    holds more than the head read, how many of its ``total`` were read."""
+    filed = sum(len(r.evidence.same_phrase) for r in leaders)
+    n, read = len(leaders), len(leaders) + filed
+    rows = (f"{n:,} leader{'' if n == 1 else 's'}, {filed:,} more filed under them" if filed
+            else f"{n:,} suspect{'' if n == 1 else 's'}")
+    if read >= total:
+        return rows
+    if not wide:
+        return f"{rows} · {read:,} of {total:,} read"
+    head = f"the top {read:,} of {total:,} suspects"
+    return f"{head}: {rows} (more as you scroll)" if filed else f"{head} (more as you scroll)"
 
 
 def shorten(text: str, width: int) -> str:
@@ -124,9 +161,10 @@ def outcome(e: Evidence) -> Text:
     return Text.assemble(_verdict(e.response_passed), "→", _verdict(e.summary_passed))
 
 
-def same_phrase_tag(e: Evidence) -> str:
-    """'[+15] ' before an item with 15 more constraints of its instruction on the same phrase."""
-    return f"[+{len(e.same_phrase)}] " if e.same_phrase else ""
+def same_phrase_tag(e: Evidence, expanded: bool = False) -> str:
+    """'[+15] ' before an item with 15 more constraints of its instruction filed under it (on its
+    phrase alone); '[-15] ' while they are shown under it."""
+    return f"[{'-' if expanded else '+'}{len(e.same_phrase)}] " if e.same_phrase else ""
 
 
 def copied(e: Evidence) -> str:
@@ -163,6 +201,33 @@ def reason_tags(e: Evidence, enabled: tuple[str, ...], *, short: bool = False) -
         text.append("" if short else " ")
     text.rstrip()
     return text
+
+
+REASON_ON, REASON_OFF = "●", "○"  # a reason switched on / off: a symbol as well as a colour
+
+
+def reasons_bar(enabled: tuple[str, ...], width: int) -> Text:
+    """Each reason with its key and whether it counts ("● s similar", "○ e echo") after a legend of the
+    symbols, in ``width`` cells: where one line is too narrow, the reasons go on a second line, broken
+    between two reasons, never inside one."""
+    parts = [Text.assemble(("reasons", "bold"), (f" {REASON_ON} on {REASON_OFF} off:", "dim"))]
+    for reason in REASONS:
+        on = reason in enabled
+        parts.append(Text.assemble((f"{REASON_ON if on else REASON_OFF} ", "bold" if on else "dim"),
+                                   (REASON_KEYS.get(reason, "?"), "reverse" if on else "dim"),
+                                   (f" {reason}", REASON_STYLES.get(reason, "bold") if on else "dim strike")))
+    line = Text()
+    used = 0
+    for part in parts:
+        if used and used + 1 + part.cell_len > width:
+            line.append("\n")
+            used = 0
+        elif used:
+            line.append(" ")
+            used += 1
+        line.append_text(part)
+        used += part.cell_len
+    return line
 
 
 class QueueTable(DataTable):
@@ -241,7 +306,7 @@ class QueueScreen(AppScreen):
         Binding("escape", "back", "Back", show=True),
         Binding("o", "copy_only", "Copy only", show=True),
         *(Binding(key, f"reason('{reason}')", f"Reason: {reason}", show=False) for reason, key in REASON_KEYS.items()),
-        Binding("plus", "more", "More rows", key_display="+"),
+        Binding("plus", "expand", "Show filed", key_display="+"),
     ]
 
     def __init__(self) -> None:
@@ -251,13 +316,15 @@ class QueueScreen(AppScreen):
         self.total = 0  # suspects in all under ``enabled`` (the loaded ones are the first)
         self.limit = TOP  # how many the last query asked for
         self.missing: tuple[str, ...] = ()  # evidence never computed for this store, and how to
-        self.ranked: list[Ranked] = []
+        self.leaders: list[Ranked] = []  # the queue's rows, each leading the items filed under it
+        self.expanded: set[Key] = set()  # the leaders whose filed items are shown under them (``+``)
+        self.ranked: list[Ranked] = []  # the table's rows: the leaders and the filed items shown
         self.models: list[str] = []
         self.shown = 0
         self.seconds = 0.0
         self.columns: list[Column] = []
         self.text_width = 0
-        self._keep_row = 0  # where the cursor goes once more rows are read
+        self._keep_row: int | None = None  # where the cursor stays once more suspects are read
         self.prefix = ""  # the words most loaded constraints open with: the constraint column shows what follows
 
     def compose(self) -> ComposeResult:
@@ -330,13 +397,14 @@ class QueueScreen(AppScreen):
     # -- ranking and the table --------------------------------------------------------------
     def rerank(self) -> None:
         """The table from the loaded rows; back to where the cursor was when more were read."""
-        self.ranked = ranked(self.evidence or [], self.enabled)
+        self.leaders = ranked(self.evidence or [], self.enabled)
+        self.ranked = rows_of(self.leaders, self.expanded, self.enabled)
         self.prefix = shared_prefix([e.text for e in self.evidence or []])
         self.models = sorted({e.writer.model for e in self.evidence or []})  # clipped apart (writer_cell)
         self._reasons_line()
         self._fill()
-        keep, self._keep_row = self._keep_row, 0
-        if keep:
+        keep, self._keep_row = self._keep_row, None
+        if keep is not None:
             while self.shown <= keep and self.shown < len(self.ranked):
                 self._add_page()
             self.query_one("#queue-table", DataTable).move_cursor(row=min(keep, len(self.ranked) - 1))
@@ -356,24 +424,26 @@ class QueueScreen(AppScreen):
         self._detail()
 
     def _layout(self, width: int) -> tuple[list[Column], int]:
-        return layout(width, label_width(self.evidence), len(self.ranked))
+        return layout(width, label_width(self.evidence), len(self.leaders))
 
     def _add_page(self) -> None:
         table = self.query_one("#queue-table", DataTable)
         page = self.ranked[self.shown:self.shown + PAGE]
-        table.add_rows([self._cells(self.shown + i + 1, r) for i, r in enumerate(page)])
+        table.add_rows([self._cells(r) for r in page])
         self.shown += len(page)
         self._status()
 
-    def _cells(self, n: int, r: Ranked) -> tuple[Text | str, ...]:
+    def _cells(self, r: Ranked) -> tuple[Text | str, ...]:
         e = r.evidence
+        # A filed item: no rank of its own, under its leader.
+        lead = same_phrase_tag(e, key_of(e) in self.expanded) if r.rank else "└ "
         cells: dict[str, Text | str] = {
             "mark": mark_cell(self._mark(e)),
-            "rank": str(n),
+            "rank": str(r.rank) if r.rank else "",
             "score": f"{r.score:.2f}",
             "instr": str(e.instruction_id),
-            "constraint": Text(shorten(f"{same_phrase_tag(e)}{e.position}. {after_prefix(e.text, self.prefix)}",
-                                       self.text_width)),
+            "constraint": Text(shorten(f"{lead}{e.position}. {after_prefix(e.text, self.prefix)}",
+                                       self.text_width), style="" if r.rank else "dim"),
             "writer": Text(writer_cell(e.writer.model, e.writer.mode, column_width(self.columns, "writer"), self.models)),
             "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in self.columns)),
             "outcome": outcome(e),
@@ -402,23 +472,21 @@ class QueueScreen(AppScreen):
         return ""
 
     def _reasons_line(self) -> None:
-        line = Text("reasons ", style="bold")
-        for reason in REASONS:
-            on = reason in self.enabled
-            line.append(f" {REASON_KEYS.get(reason, '?')} ", style="reverse" if on else "dim")
-            line.append(f" {reason} ", style=REASON_STYLES.get(reason, "bold") if on else "dim strike")
-        self.query_one("#queue-reasons", Static).update(line)
+        width = (self.size.width or self.app.size.width) - 2  # the bar's padding
+        self.query_one("#queue-reasons", Static).update(reasons_bar(self.enabled, width))
 
     def _status(self) -> None:
         if self.evidence is None:
             return
-        more = f" (showing {self.shown:,}: + for more)" if self.shown < self.total else ""
         ratio = self.evidence[0].ratio if self.evidence else self._ratio()
         view = "copy evidence only" if self.enabled == COPY_REASONS else ""
-        done = done_line([self._mark(r.evidence) for r in self.ranked])
+        done = done_line([self._mark(e) for r in self.leaders for e in (r.evidence, *r.evidence.same_phrase)])
         wide = self.size.width >= 100
+        head = length_line(self.leaders, self.total, wide=wide) + (f" · {view}" if view else "")
+        if not wide and len(f"{head} · {done}") > self.size.width - 2:  # one line: the count done alone
+            done = done.split(" (")[0]
         self.query_one("#queue-status", Static).update(
-            f"{self.total:,} suspects{more}" + (f" · {view}" if view else "") + f" · {done}"
+            f"{head} · {done}"
             + (f" · summary ratio {ratio if ratio is not None else '-'} · enter: Audit, following the queue"
                if wide else ""))
 
@@ -448,6 +516,8 @@ class QueueScreen(AppScreen):
         if e.same_phrase:
             text.append("\n• ", style="magenta")
             text.append(same_phrase_sentence(e) + ": " + ", ".join(f"#{f.position}" for f in e.same_phrase))
+            shown = key_of(e) in self.expanded
+            text.append(f" ({'shown below: + hides them' if shown else '+ shows them'})", style="dim")
         if e.flags:
             text.append("\nflags: ", style="bold")
             text.append(", ".join(e.flags))
@@ -455,8 +525,11 @@ class QueueScreen(AppScreen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail()
+        if event.cursor_row >= self.shown - 1:
+            self._more()
 
     def on_resize(self) -> None:
+        self._reasons_line()
         if self.evidence is not None and self._layout(self.size.width)[0] != self.columns:
             row = self.query_one("#queue-table", DataTable).cursor_row
             self._fill()
@@ -509,14 +582,39 @@ class QueueScreen(AppScreen):
         self.query_one("#queue-table", DataTable).loading = False
         self.rerank()
 
-    def action_more(self) -> None:
+    def _more(self) -> None:
+        """The cursor is on the last row: the next page, or the next suspects from the store."""
         if self.shown < len(self.ranked):
             self._add_page()
-        elif self.evidence is not None and len(self.evidence) < self.total:
-            self._keep_row = self.shown
-            self._ask(self.limit + TOP, f"reading suspects {self.shown + 1:,} to {self.shown + TOP:,}…")
-        else:
-            self.notify("every suspect is shown")
+        elif self.evidence is not None and self._read() < self.total and self._keep_row is None:
+            self._keep_row = self.shown - 1
+            self._ask(self.limit + TOP, f"reading suspects {self._read() + 1:,} to"
+                                        f" {min(self.total, self._read() + TOP):,}…")
+
+    def _read(self) -> int:
+        """Suspects read from the store: the leaders and the items filed under them."""
+        return sum(1 + len(r.evidence.same_phrase) for r in self.leaders)
+
+    def action_expand(self) -> None:
+        """+: show the highlighted leader's filed items under it, or hide them (from a filed row too)."""
+        table = self.query_one("#queue-table", DataTable)
+        row = table.cursor_row
+        if not (0 <= row < len(self.ranked)):
+            return
+        at = next(i for i in range(row, -1, -1) if self.ranked[i].rank)  # the row's leader
+        leader = self.ranked[at].evidence
+        if not leader.same_phrase:
+            self.notify("no constraints are filed under this row")
+            return
+        self.expanded ^= {key_of(leader)}
+        self.ranked = rows_of(self.leaders, self.expanded, self.enabled)
+        end = max(self.shown, at + 1) + (len(leader.same_phrase) if key_of(leader) in self.expanded else 0)
+        table.clear()
+        self.shown = 0
+        while self.shown < min(end, len(self.ranked)):
+            self._add_page()
+        table.move_cursor(row=at)
+        self._detail()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_audit()

@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.coverage import MIN_COVERAGE
 from pipeline.core.definitions import same_ratio
+from pipeline.core.intervals import ci
 from unspecific_tui.data import Analysis
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.fit import distinct_clip
@@ -38,7 +39,9 @@ CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
 Triple = tuple[float, float, float]  # value, low, high (NaN where undefined)
 NAN3: Triple = (math.nan, math.nan, math.nan)
 UNVALIDATED_MARK = "?"  # beside a raw rate whose judge has no validation
-CHART_MIN_HEIGHT = 40  # under it (and narrower than -wide) the chart gives its rows to the table
+# The chart's fewest lines (its title, bars and axis): narrower than -wide it stands under the table
+# when the table and its row's line leave this many free, else the table takes them.
+CHART_MIN_LINES = 8
 
 
 @dataclass
@@ -136,36 +139,32 @@ def _coverage(cell: Cell) -> Text:
 
 
 def _fmt(iv: Triple, style: str = "interval") -> str:
-    """A rate in percent: 'interval' 81.4 [78.2, 84.6]; 'short' 81.4 [78-85]; 'value' 81.4."""
+    """A rate in percent, as every output writes one (pipeline.core.intervals.ci): 'interval'
+    81.4 [78.2, 84.6]; 'short' 81.4 [78, 85]; 'value' 81.4."""
     v, lo, hi = iv
-    if math.isnan(v):
-        return "-"
-    if math.isnan(lo) or style == "value":
-        return f"{100 * v:.1f}"
-    if style == "short":
-        return f"{100 * v:.1f} [{100 * lo:.0f}-{100 * hi:.0f}]"
-    return f"{100 * v:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    if style == "value":
+        lo = hi = math.nan
+    return ci((v, lo, hi), interval_digits=0 if style == "short" else None)
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How the table shows its rows: the rates' format, raw and corrected in one cell or two
-    columns, and whether a column holding one value for every row (one domain, one mode) goes."""
+    """How the table shows its rows: the rates' format, and whether a column holding one value for
+    every row (one domain, one mode) goes. Raw and corrected rates always sit in columns of their
+    own, side by side (never one cell: "76.9>93.5" read as a comparison)."""
 
     style: str  # interval | short | value
-    joined: bool = False  # "81.4>76.0": raw, then corrected, in one cell
     drop_constant: bool = False
     drop: tuple[str, ...] = ()  # columns that go too (the highlighted row's line under the table has them)
     model_width: int | None = None  # the model's name after its last "/", cut to this width (None: whole)
 
 
-LAYOUTS = (Layout("interval"), Layout("short"), Layout("value"), Layout("value", joined=True),
-           Layout("value", joined=True, drop_constant=True),
-           Layout("value", joined=True, drop_constant=True, model_width=24),
-           Layout("value", joined=True, drop_constant=True, drop=("n",), model_width=24),
-           Layout("value", joined=True, drop_constant=True, drop=("n", "kappa"), model_width=24),
-           Layout("value", joined=True, drop_constant=True, drop=("n", "kappa"), model_width=16),
-           Layout("value", joined=True, drop_constant=True, drop=("n", "kappa"), model_width=12))
+LAYOUTS = (Layout("interval"), Layout("short"), Layout("value"), Layout("value", drop_constant=True),
+           Layout("value", drop_constant=True, model_width=24),
+           Layout("value", drop_constant=True, drop=("n",), model_width=24),
+           Layout("value", drop_constant=True, drop=("n", "kappa"), model_width=24),
+           Layout("value", drop_constant=True, drop=("n", "kappa"), model_width=16),
+           Layout("value", drop_constant=True, drop=("n", "kappa"), model_width=12))
 
 
 def short_model(name: str, width: int | None, others: Iterable[str] = ()) -> str:
@@ -206,16 +205,10 @@ def table_columns(cells: list[Cell], layout: Layout, *, marked: bool) -> list[Co
     def fixed(k: int) -> Callable[[Cell], str]:
         return lambda c: _fmt(c.corrected[k], layout.style) if c.corrected else "-"
 
-    def both(k: int) -> Callable[[Cell], str]:
-        return lambda c: f"{raw(k)(c)}>{fixed(k)(c)}"
-
     for label, key, k in RATES:
-        if corrected and layout.joined:
-            cols.append(Column(f"{label}>corr.", key, both(k)))
-            continue
         cols.append(Column(f"{label}{'' if short else ' %'}{mark}", key, raw(k)))
-        if corrected:
-            cols.append(Column(f"{label} {'c.' if short else 'corr.'}", f"{key}_corr", fixed(k)))
+        if corrected:  # the corrected rate right of its raw one ("corr." alone where the figures are short)
+            cols.append(Column("corr." if short else f"{label} corr.", f"{key}_corr", fixed(k)))
     cols.append(Column("κ" if short else "κ judges", "kappa", lambda c: "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}"))
     cols.append(Column("cov%" if short else "coverage %", "coverage", _coverage))
     return [col for col in cols if col.key not in layout.drop]
@@ -300,6 +293,7 @@ class ReportScreen(AppScreen):
         self.table_layout = LAYOUTS[0]
         self.fits = True
         self._analysis: Analysis | None = None
+        self._row_text = Text()  # the highlighted row's line under the table
 
     def compose(self) -> ComposeResult:
         from textual_plotext import PlotextPlot
@@ -354,6 +348,7 @@ class ReportScreen(AppScreen):
         self._fill_table()
         self._show_families(analysis.families)
         self._plot()
+        self.call_after_refresh(self._lay_out_body)  # once the head, warnings and families have their heights
 
     def _show_warnings(self) -> None:
         """One line: how many, the first one's words, and the key that lists them all."""
@@ -392,13 +387,32 @@ class ReportScreen(AppScreen):
             out.append(row_detail(self.cells[row], marked=self.marked))
         if not self.fits:
             out.append("\n→ more columns: scroll the table right · i: intervals on/off", style="bold yellow")
+        self._row_text = out
         self.query_one("#report-row", Static).update(out)
 
     def on_resize(self, event: events.Resize) -> None:
-        chart = self.query_one("#report-chart")
-        chart.display = self.has_class("-wide") or event.size.height >= CHART_MIN_HEIGHT
         if self.cells:
             self._fill_table()
+        self.call_after_refresh(self._lay_out_body)  # once the screen's parts have their new sizes
+
+    def _lay_out_body(self) -> None:
+        """Wide: the chart beside the table. Otherwise the table as tall as its rows and the chart under
+        it in the lines left, when there are CHART_MIN_LINES of them; else the table takes them all."""
+        chart, table = self.query_one("#report-chart"), self.query_one("#report-table", DataTable)
+        left = self.query_one("#report-left")
+        if self.has_class("-wide") or not self.cells:
+            table.styles.height = left.styles.height = "1fr"
+            chart.display = self.has_class("-wide")
+            return
+        body = self.query_one("#report-body").size.height
+        # The row's line as it wraps at this width (its padding aside).
+        width = max(1, (self.size.width or self.app.size.width) - 2)
+        detail = len(self._row_text.wrap(self.app.console, width)) if self._row_text.plain else 0
+        rows = table.row_count + 1 + (1 if not self.fits else 0)  # the header; a horizontal scrollbar
+        room = body - rows - detail >= CHART_MIN_LINES
+        table.styles.height = rows if room else "1fr"
+        left.styles.height = "auto" if room else "1fr"
+        chart.display = room
 
     def _show_families(self, levels: list) -> None:  # pipeline.analysis.families.FamilyLevel
         table = self.query_one("#family-table", DataTable)
@@ -424,12 +438,25 @@ class ReportScreen(AppScreen):
 
     def action_toggle_intervals(self) -> None:
         self.intervals = not self.intervals
-        if self.cells:
-            self._fill_table()
+        if not self.cells:
+            self.notify("no figures yet: nothing to show intervals for")
+            return
+        before = self.table_layout
+        self._fill_table()
+        if self.table_layout == before:  # the width already fits them (or fits nothing narrower)
+            self.notify("the table shows full intervals at this width already" if before == LAYOUTS[0]
+                        else "intervals: the table keeps its columns")
+        self.call_after_refresh(self._lay_out_body)
 
     def action_toggle_chart(self) -> None:
         self.chart = "superficial" if self.chart == "org_core" else "org_core"
         self._plot()
+        what = "Org vs Core" if self.chart == "org_core" else "the superficial rate"
+        if not self.query_one("#report-chart").display:
+            self.notify(f"the chart ({what}) needs {CHART_MIN_LINES} free lines under the table: a taller "
+                        "terminal shows it")
+        elif not self.cells:
+            self.notify("no figures yet: nothing to chart")
 
     def _plot(self) -> None:
         from textual_plotext import PlotextPlot

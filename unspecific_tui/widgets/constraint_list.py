@@ -29,7 +29,7 @@ from textual.widgets.data_table import RowKey
 from pipeline.analysis.copy_count import NONE, CopyCount
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
-from pipeline.core.definitions import ECHO_HIGH
+from pipeline.core.definitions import COPIED_NGRAM_SHORT, ECHO_HIGH
 from unspecific_tui.textual_check import private_api_ok
 from unspecific_tui.widgets.bar import bar
 
@@ -39,7 +39,10 @@ FILTERS = ("all", "flipped", "split", "unquoted", "flagged")
 OUTCOME_ORDER = ("FLIPPED", "pass both", "passes full", "fails full", "not judged")
 OUTCOME_SHORT = {"FLIPPED": "FLIPPED", "pass both": "pass both", "passes full": "pass full",
                  "fails full": "fails", "not judged": "-"}
-FLAG_SHORT = {"proper_noun": "name", "specificity_leak": "leak", "copied_ngram": "copy", "duplicate": "dup"}
+# copied_ngram: the constraint holds a reference's n-grams ("ngram"); "copy" would read as the count
+# of words pasted into the response, which the copied column gives.
+FLAG_SHORT = {"proper_noun": "name", "specificity_leak": "leak", "copied_ngram": COPIED_NGRAM_SHORT,
+              "duplicate": "dup"}
 
 
 @dataclass(frozen=True)
@@ -133,10 +136,13 @@ def similarity_label(rows: Sequence[ListRow]) -> str:
     return f"{LEXICAL} (none stored)" if rows else ""
 
 
-# The columns before the constraint's text: (key, heading, width). The echo's only while the rows
-# shown have one (a store without echoes keeps the constraint's width).
-COLUMNS = (("pos", "#", 2), ("outcome", "outcome", 10), ("judges", "resp summ", 10), ("sim-a", "sim A", 8),
+# The columns before the constraint's text: (key, heading, width of what they show). The echo's only
+# while the rows shown have one (a store without echoes keeps the constraint's width). Each is followed
+# by one blank cell (GAP), not DataTable's padding of one cell each side: the constraint gets the rest.
+COLUMNS = (("pos", " #", 3), ("outcome", "outcome", 10), ("judges", "resp summ", 10), ("sim-a", "sim A", 8),
            ("sim-b", "sim B", 8), ("copied", "copied", 7), ("echo", "echo", 4), ("flags", "flags", 5))
+GAP = 1
+SCROLLBAR = 1  # the list's vertical scrollbar (audit.tcss)
 NO_ECHO = tuple(c for c in COLUMNS if c[0] != "echo")
 SIM_COMPACT = 5  # a similarity column without its bar: the header's width ("sim A"), "0.12" under it
 TEXT_MIN = 12
@@ -154,7 +160,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
     BINDINGS = [Binding("enter", "select_cursor", "Select", show=False)]
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        # No padding: each fixed column carries its own one-cell gap (GAP), the constraint none.
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False, cell_padding=0)
         self.key: object = None  # what the rows show: (instruction, writer, ratio, sort, filter, stamp)
         self.rows_shown: list[ListRow] = []
         self._ids: dict[int, int] = {}  # constraint id -> row
@@ -170,6 +177,13 @@ class ConstraintList(DataTable, inherit_bindings=False):
     def on_mount(self) -> None:
         self._add_columns(TEXT_MIN)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No row to pick (the list out of sight at 80 columns, filled when shown): enter goes on to
+        the screen, which says where it works."""
+        if action == "select_cursor" and not self.row_count:
+            return False
+        return super().check_action(action, parameters)
+
     def _columns(self, bars: bool | None = None) -> tuple[tuple[str, str, int], ...]:
         bars = self.bars if bars is None else bars
         return tuple((key, label, width if bars or not key.startswith("sim-") else SIM_COMPACT)
@@ -177,7 +191,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
 
     def _add_columns(self, text_width: int) -> None:
         for key, label, width in self._columns():
-            self.add_column(label, key=key, width=width)
+            self.add_column(label, key=key, width=width + GAP)
         self.add_column("constraint", key="text", width=text_width)
         self._text_width = text_width
 
@@ -201,7 +215,7 @@ class ConstraintList(DataTable, inherit_bindings=False):
 
     def _fitted_text_width(self, bars: bool | None = None) -> int:
         columns = self._columns(bars)
-        fixed = sum(w for _, _, w in columns) + 2 * self.cell_padding * (len(columns) + 1) + 2
+        fixed = sum(w + GAP for _, _, w in columns) + 2 * self.cell_padding * (len(columns) + 1) + SCROLLBAR
         return max(TEXT_MIN, self.size.width - fixed)
 
     def show_rows(self, rows: Sequence[ListRow], key: object) -> bool:
@@ -406,7 +420,12 @@ class ConstraintList(DataTable, inherit_bindings=False):
         """The row's cells, kept by its facts: an instruction shown again, or drawn ahead, reuses them."""
         cells = self._row_cells.get((r, self.show_echo, self.bars))
         if cells is None:
-            cells = self._row_cells[(r, self.show_echo, self.bars)] = _cells(r, self.show_echo, self.bars)
+            cells = _cells(r, self.show_echo, self.bars)
+            # Each fixed cell within its column's width, so its gap stays blank ("name copy": "name…").
+            for cell, (_, _, width) in zip(cells, self._columns()):
+                if cell.cell_len > width:
+                    cell.truncate(width, overflow="ellipsis")
+            self._row_cells[(r, self.show_echo, self.bars)] = cells
         return cells
 
 
@@ -423,7 +442,7 @@ def _cells(r: ListRow, echo: bool, bars: bool = True) -> tuple[Text, ...]:
     judges = trust_cell(r.response_trust)
     judges.pad_right(max(1, 5 - len(judges)))  # the summary's under "summ", never run together ("2-0** 2-0*")
     judges.append_text(trust_cell(r.summary_trust))
-    position = Text(str(r.position), no_wrap=True, end="")
+    position = Text(f" {r.position}", no_wrap=True, end="")  # a cell from the edge: no padding (GAP)
     if echo:
         return (position, outcome_cell(r), judges, sim_a, sim_b, copied, echo_cell(r.echo), flags, text)
     return (position, outcome_cell(r), judges, sim_a, sim_b, copied, flags, text)

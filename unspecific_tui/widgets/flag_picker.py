@@ -1,10 +1,13 @@
-"""Audit's ``f``: which list to follow (one flag, with how many constraints carry it, or the
-suspicion queue). Dismisses with the chosen name, or None."""
+"""Audit's ``f``: which list to follow (one flag, with how many constraints carry it and what it
+means, or the suspicion queue). Dismisses with the chosen name, or None. The flag copied_ngram
+counts constraints holding a reference's n-grams, whatever the response did: its line says so, as
+the queue's count of words pasted into the response is another number."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -12,8 +15,18 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from pipeline.core.definitions import FLAG_TEXT
+
 QUEUE = "suspicion queue"
 STOP = "stop following"
+
+
+def flag_prompt(name: str, count: int) -> Text:
+    """"flag copied_ngram   33 constraints" and, under it, what the flag means."""
+    prompt = Text(f"flag {name:<18} {count:>7,} constraint{'' if count == 1 else 's'}")
+    if name in FLAG_TEXT:
+        prompt.append(f"\n  {FLAG_TEXT[name]}", style="dim")
+    return prompt
 
 
 class FlagPicker(ModalScreen[str | None]):
@@ -32,8 +45,7 @@ class FlagPicker(ModalScreen[str | None]):
         self.following = following
 
     def compose(self) -> ComposeResult:
-        options = [Option(f"flag {name:<18} {count:>7,} constraint{'' if count == 1 else 's'}", id=name)
-                   for name, count in self.counts]
+        options = [Option(flag_prompt(name, count), id=name) for name, count in self.counts]
         if self.queue:
             options.append(Option(f"{QUEUE:<23} ranked by suspicion", id=QUEUE))
         if self.following:

@@ -22,7 +22,7 @@ class Comparison:
     b: str
     domain: str
     within: str  # the condition (model comparison) or model/mode (condition comparison)
-    metric: str  # org | core | superficial | gap (org - core)
+    metric: str  # org | core | superficial | gap (org - core) | copy-paste (model pairs: model_duel)
     ratio: float | None
     test: PairedTest
     p_holm: float = math.nan  # Holm-adjusted over the family the report tested together
@@ -44,24 +44,35 @@ def compare(metrics: Metrics, a: str, b: str, *, by: str | None = None, ratio: f
         modes_present = {r.mode for r in metrics.rows}
         by = ("condition" if a in conditions and b in conditions
               else "mode" if a in modes_present and b in modes_present else "model")
+    ratio, strata = paired_values(metrics, a, b, by=by, ratio=ratio)
+    metric_names = ["org"] if ratio is None else ["org", "core", "superficial", "gap"]
+    out: list[Comparison] = []
+    for domain, within, xa, xb in strata:
+        for k, metric in enumerate(metric_names):
+            test = paired_test(xa[:, k], xb[:, k], n_resamples=n_resamples, seed=seed)
+            out.append(Comparison(by, a, b, domain, within, metric, ratio, test))
+    return out
+
+
+def paired_values(metrics: Metrics, a: str, b: str, *, by: str, ratio: float | None = DEFAULT_RATIO
+                  ) -> tuple[float | None, list[tuple[str, str, np.ndarray, np.ndarray]]]:
+    """What ``compare`` tests: the ratio the units are at (None: Org only), and per stratum (domain,
+    within) each side's units x (org, core, superficial, gap), row i of both sides the same unit.
+    pipeline.analysis.model_duel reads each side's values from it, for their intervals."""
     if by not in ("model", "condition", "mode"):
         raise ValueError(f"compare: by must be 'model', 'condition' or 'mode', not {by!r}")
     table, ratio = _side_table(metrics, by, ratio)
-    metric_names = ["org"] if ratio is None else ["org", "core", "superficial", "gap"]
-    out: list[Comparison] = []
+    out = []
     for (domain, within), units in sorted(table.items()):
         # Units with both sides, in the order their first row of either side came.
         paired = sorted((min(sa[0], sb[0]), sa[1], sb[1]) for sides in units.values()
                         if (sa := sides.get(a)) and (sb := sides.get(b)))
         if not paired:
             continue
-        # units x (org, core, superficial, gap), for each side
         xa = np.array([_unit_values(ra) for _, ra, _ in paired], dtype=float)
         xb = np.array([_unit_values(rb) for _, _, rb in paired], dtype=float)
-        for k, metric in enumerate(metric_names):
-            test = paired_test(xa[:, k], xb[:, k], n_resamples=n_resamples, seed=seed)
-            out.append(Comparison(by, a, b, domain, within, metric, ratio, test))
-    return out
+        out.append((domain, within, xa, xb))
+    return ratio, out
 
 
 def _side_table(metrics: Metrics, by: str, ratio: float | None) -> tuple[_SideTable, float | None]:

@@ -20,6 +20,8 @@ from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.constraint_list import ListRow, outcome_cell
 from unspecific_tui.widgets.flag_picker import QUEUE
 from unspecific_tui.widgets.highlight import QUOTE_STYLE, SOURCE_STYLES
+from unspecific_tui.widgets.refusal import WORD as REFUSAL
+from unspecific_tui.widgets.refusal import refusal_mark
 from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
 HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height)
@@ -37,13 +39,9 @@ class HeadPart(AuditBase):
         self.query_one(f"#{widget_id}", Static).update(content, layout=layout)
 
     def _say(self, message: str) -> None:
-        """What the last key changed: in the legend line where it is shown (a notice would cover the
-        panes and the verdicts, which the key just changed), gone at the next move; narrow, where the
-        legend gives way, in Textual's notice area. Never in a pane's title: the caption stays."""
-        self._said = message
-        if self._narrow():
-            self.notify(message, timeout=3)
-        self._render_legend(self.shown.row)
+        """What the last key changed, as a notice: the app shows notices in the header's row
+        (app.tcss), where they cover no pane, verdict or legend, at every width."""
+        self.notify(message, timeout=3)
 
     def _render_titles(self) -> None:
         """The panes' titles. Narrow shows one pane at a time: its title says which of the four it is
@@ -52,15 +50,14 @@ class HeadPart(AuditBase):
         narrow = self._narrow()
         for i, pane in enumerate(PANES):
             title = PANE_TITLES[pane]
+            if pane == "response" and self.shown.refusal:
+                title = f"{title}: {REFUSAL}"
             if narrow and i == self.pane and not self.source_view:
                 title = f"{title} ({i + 1}/{len(PANES)}, t: next)"
             self.query_one(f"#{pane}", TextPane).border_title = title
 
     def _render_legend(self, row: ListRow | None) -> None:
         legend = Text(no_wrap=True, overflow="ellipsis")
-        if self._said:
-            legend.append(f" {self._said} ", style="bold reverse")
-            legend.append(" ")
         if self.source_view:
             count = row.copy if row else None
             legend.append(" copied words ", style=SOURCE_STYLES["A"])
@@ -90,15 +87,20 @@ class HeadPart(AuditBase):
         active = sum(1 for c in data.constraints.values() if c.active)
         where = Text.assemble(
             (f"#{data.id}", "bold"), f" {data.domain} · {data.condition} · constraint {con.position}/{active} · ",
-            (self.writer.label if self.writer else "-", "bold"), f" · summary {ratio:g} · copy: {self.copy_mode}",
+            (self.writer.label if self.writer else "-", "bold"),
+            refusal_mark() if self.shown.refusal else "",
+            f" · summary {ratio:g} · copy: {self.copy_mode}",
             f" ({self.index + 1}/{len(self.order)})", no_wrap=True, overflow="ellipsis")
         narrow = self.app.size.width < NARROW  # the breakpoint class may not be set yet on the first show
-        text = Text(con.text, style="bold", no_wrap=narrow, overflow="ellipsis")
+        # Narrow, the constraint is one line over a text pane; over the list (`l`), whose column cuts
+        # it, the head gives it the lines it needs: the whole constraint stands above its row.
+        one_line = narrow and not self.has_class("-list")
+        text = Text(con.text, style="bold", no_wrap=one_line, overflow="ellipsis")
         console, width = self.app.console, max(20, self.app.size.width - 2)
         # The head's height is fixed (a move never lays the screen out again): the lines that fit,
         # by importance; the list shows each row's similarity and copies when the last lines go.
         height = NARROW_HEAD if narrow else HEAD
-        budget = height - 1 - (1 if narrow else len(text.wrap(console, width)))
+        budget = height - 1 - (1 if one_line else len(text.wrap(console, width)))
         rest = [self._outcome_line(row, verdicts), self._lineage(data, con), self._duplicates(data, flags),
                 self._evidence_line(row, flags)]
         follow = self._following_line()

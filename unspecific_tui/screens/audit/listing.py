@@ -1,6 +1,6 @@
 """The Audit screen's constraint list: an instruction's rows read once per (instruction, response,
 ratio) and cached, sorted and filtered, shown in the list (widgets/constraint_list.py) and its head;
-the list's cursor and keys (s, /, l, enter).
+the list's cursor and keys (s, /, l, enter, escape).
 """
 
 from __future__ import annotations
@@ -64,15 +64,42 @@ class ListPart(AuditBase):
             if self.has_class("-list"):
                 self._sync_list()
                 self.query_one(ConstraintList).focus()
+            self._render_head_only()  # over the list the head holds the whole constraint
             return
         self.query_one("#audit-side").toggle_class("-hidden")
         if self._list_visible():
             self._sync_list()
 
+    def action_escape(self) -> None:
+        """escape: at 80 columns, from the list back to the text; else stop following (n / p then
+        move through the list); with neither, says so."""
+        if self._narrow() and self.has_class("-list"):
+            self.action_toggle_list()
+        elif self.app.following is not None:
+            self.action_stop_following()
+        else:
+            self._say("nothing followed to stop: f picks a flag or the suspicion queue")
+
+    def action_enter(self) -> None:
+        """enter with no row to pick (the list out of sight at 80 columns, or empty): says why."""
+        self._say("enter picks a row of the list: l shows it" if not self._list_visible()
+                  else "the list has no row to pick")
+
+    def _to_text(self) -> None:
+        """At 80 columns over the list (`l`): back to the text, for the keys that act on a pane (t,
+        PgUp/PgDn, o), which would change a pane out of sight."""
+        if self._narrow() and self.has_class("-list"):
+            self.action_toggle_list()
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on the list: at 80 columns, back to the text of the row chosen."""
-        if event.data_table is self.query_one(ConstraintList) and self.has_class("-list"):
+        if event.data_table is not self.query_one(ConstraintList):
+            return
+        if self.has_class("-list"):
             self.remove_class("-list")
+            self._render_head_only()
+        elif self._narrow():  # the list is out of sight (it keeps the focus): enter has no row to pick
+            self._say("enter picks a row of the list: l shows it")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The list's cursor moved (up/down, a click): its constraint's detail follows."""

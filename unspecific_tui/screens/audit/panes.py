@@ -18,7 +18,7 @@ from pipeline.core.definitions import COPY_EVIDENCE_NGRAM, DEFAULT_YES_THRESHOLD
 from pipeline.core.text import count_words
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData
-from unspecific_tui.screens.audit.state import PANES, SOURCE_PANE, AuditBase, Shown
+from unspecific_tui.screens.audit.state import PANE_TITLES, PANES, SOURCE_PANE, AuditBase, Shown
 from unspecific_tui.widgets.constraint_list import ListRow
 from unspecific_tui.widgets.highlight import (
     QUOTE_FUZZY_STYLE,
@@ -48,7 +48,13 @@ class PanesPart(AuditBase):
         self._say(f"copied n-grams: {what}")
 
     def action_next_pane(self) -> None:
-        """Narrow: show the next pane. Wider: mark it current; PageUp/PageDown scroll it."""
+        """Narrow: show the next pane. Wider: mark it current; PageUp/PageDown scroll it. From the
+        source view (o), back to the four texts."""
+        self._to_text()
+        if self.source_view:
+            self.action_toggle_source()
+            self._say("back to the four texts (o: the source view again)")
+            return
         self._set_pane((self.pane + 1) % len(PANES))
         if self._narrow():
             self._render_head_only()  # the pane now shown was not drawn while hidden
@@ -67,11 +73,17 @@ class PanesPart(AuditBase):
             self._set_pane(PANES.index("response"))
 
     def action_scroll_pane(self, step: int) -> None:
+        self._to_text()
         pane = self.query_one(f"#{PANES[self.pane]}", TextPane)
+        before = pane.scroll_y
         if step > 0:
             pane.scroll_page_down(animate=False)
         else:
             pane.scroll_page_up(animate=False)
+        if pane.scroll_y == before and pane.max_scroll_y == 0:
+            self._say(f"{PANE_TITLES[PANES[self.pane]]}: the whole text is in view (t: the next pane)")
+        elif pane.scroll_y == before:
+            self._say(f"{PANE_TITLES[PANES[self.pane]]}: at its {'end' if step > 0 else 'start'}")
 
     def action_next_copy(self) -> None:
         """g: the response pane on its next copied span (the words the list counts), round to the first."""
@@ -85,6 +97,7 @@ class PanesPart(AuditBase):
 
     def action_toggle_source(self) -> None:
         """o: the response's copied span beside the same span in its source, and back."""
+        self._to_text()
         self.source_view = not self.source_view
         self.set_class(self.source_view, "-source")
         self.refresh_constraint()

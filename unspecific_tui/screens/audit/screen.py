@@ -47,7 +47,8 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
         Binding("f", "pick_follow", "Flagged…"),
-        Binding("escape", "stop_following", "Stop following", show=False),
+        Binding("escape", "escape", "Stop following", show=False),
+        Binding("enter", "enter", show=False),  # the list's own enter picks its row while it has the focus
         Binding("x", "next_flipped", "Flipped"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("slash", "cycle_filter", "Filter", key_display="/"),
@@ -81,7 +82,6 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         # The list's rows as sorted and filtered (the list widget holds them only while shown).
         self._rows_shown: list[ListRow] = []
         self._list_key: object = None
-        self._said = ""  # what the last key changed, said in the legend line until the next move
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -177,10 +177,12 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         if step > 0:
             start = bisect.bisect_right(order, current, key=_instruction)
             if start >= len(order):
-                return  # stays on the last instruction
+                self._say(f"#{current} is the last instruction")  # it stays
+                return
         else:
             first = bisect.bisect_left(order, current, key=_instruction)
             if first == 0:
+                self._say(f"#{current} is the first instruction")
                 return
             start = bisect.bisect_left(order, order[first - 1][1], key=_instruction)
         self.index = start
@@ -194,20 +196,31 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
     def action_cycle_model(self) -> None:
         """The next response of this instruction: every (model, mode) in turn."""
         if not self.order:
+            self._say("no constraints in this store yet: nothing to switch")
             return
         writers = self.app.view.instruction(self.order[self.index][1]).writers
-        if writers:
-            i = writers.index(self.writer) if self.writer in writers else -1
-            self.writer = writers[(i + 1) % len(writers)]
-            self.refresh_constraint()
+        if len(writers) < 2:
+            shown = f"one response ({writers[0].label})" if writers else "no response"
+            other = "direct" if writers and writers[0].mode == "edit" else "edit"
+            self._say(f"{shown} to this instruction: no other model or mode to switch to; a second model "
+                      f"(`unspecific evaluate --models NAME`) or mode (`--mode {other}`) adds one")
+            return
+        i = writers.index(self.writer) if self.writer in writers else -1
+        self.writer = writers[(i + 1) % len(writers)]
+        self.refresh_constraint()
 
     def action_cycle_ratio(self) -> None:
         if not self.order:
+            self._say("no constraints in this store yet: nothing to switch")
             return
         ratios = self.app.view.instruction(self.order[self.index][1]).ratios
-        if ratios:
-            self.ratio = next_ratio(ratios, self._ratio(None))
-            self.refresh_constraint()
+        if len(ratios) < 2:
+            shown = f"summaries at one ratio only ({ratios[0]:g})" if ratios else "no summary"
+            self._say(f"{shown} for this instruction: no other ratio to switch to; "
+                      "`unspecific evaluate --ratios 0.5,0.25` adds more")
+            return
+        self.ratio = next_ratio(ratios, self._ratio(None))
+        self.refresh_constraint()
 
     def on_resize(self) -> None:
         # Across the 80-column breakpoint the list and the hidden panes come into view: draw them.
@@ -244,7 +257,6 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
 
     def refresh_constraint(self) -> None:
         self.app.collect_after_paint()
-        self._said = ""  # said until the next move
         if not self.order:
             empty = Text("No constraints in this store yet. Build a run (1), then come back.")
             width = max(20, self.app.size.width - 2)
@@ -263,7 +275,8 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         verdicts = rows.verdicts.get(cid, [])
         texts = self._texts(data, self.writer, ratio)
         arrived = (self.shown.constraint_id, self.shown.instruction_id, self.shown.writer) != (cid, iid, self.writer)
-        shown = Shown(cid, iid, self.writer, response.id if response else None, summary.id if summary else None)
+        shown = Shown(cid, iid, self.writer, response.id if response else None,
+                      summary.id if summary else None, bool(response and response.refusal))
         shown.row = row
         self.shown = shown
         if self.app.following is not None:  # the head names the item shown, in what is followed or not

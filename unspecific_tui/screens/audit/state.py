@@ -30,6 +30,7 @@ class Shown:
     writer: Writer | None = None
     response_id: int | None = None  # the texts in the panes, by id
     summary_id: int | None = None
+    refusal: bool = False  # the response refuses the task (marked in the head and the pane's title)
     state: str = ""  # FLIPPED | pass both | fails full | not judged (pipeline.analysis.metrics.Item)
     copies: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # References mode: the response's and summary's copied spans by source ("A", "B").
@@ -79,7 +80,6 @@ class AuditBase(AppScreen):
     source_view: bool
     _rows_shown: list[ListRow]
     _list_key: object
-    _said: str
 
     # screen.py
     def refresh_constraint(self) -> None:
@@ -96,6 +96,10 @@ class AuditBase(AppScreen):
 
     def _writer_of(self, data: InstructionData, preferred: Writer | None = None) -> Writer | None:
         raise NotImplementedError("_writer_of: defined in a part of the Audit screen")
+
+    # listing.py
+    def _to_text(self) -> None:
+        raise NotImplementedError("_to_text: defined in a part of the Audit screen")
 
     # head.py
     def _put(self, widget_id: str, content: Any, *, layout: bool = False) -> None:
@@ -114,5 +118,8 @@ class AuditBase(AppScreen):
         raise NotImplementedError("_render_head_only: defined in a part of the Audit screen")
 
     # following.py
+    def action_stop_following(self) -> None:
+        raise NotImplementedError("action_stop_following: defined in a part of the Audit screen")
+
     def _done(self) -> str:
         raise NotImplementedError("_done: defined in a part of the Audit screen")

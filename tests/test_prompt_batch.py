@@ -1,0 +1,99 @@
+"""pipeline.llm.prompt_batch: several prompts scored in one request on the embedded server. Their next
+token's alternatives are the ones one chat call each gives (the real model, in process), the shared
+prefix is evaluated once, and the server's route serves the list (the real server)."""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.request
+
+import numpy as np
+import pytest
+
+from pipeline.llm import prompt_batch
+from pipeline.llm.prompts import chatml, load_template
+from pipeline.stages.judging import yes_probability
+
+TEXT = ("The council voted 7 to 4 on Tuesday to close the old bridge to cars from March. The mayor said repairs "
+        "would cost more than a new crossing, while shop owners warned that trade would fall.")
+CONSTRAINTS = ["Give the result of the council's vote.", "Mention a dragon.", "Say when the bridge closes.",
+               "Quote a shop owner by name."]
+
+
+def _messages(constraint: str) -> list[dict[str, str]]:
+    return load_template("judge_yes_no").render(text=TEXT, constraint=constraint)
+
+
+def test_common_prefix_and_the_best_alternatives() -> None:
+    assert prompt_batch.common_prefix([[1, 2, 3, 4], [1, 2, 5], [1, 2, 3]]) == 2
+    assert prompt_batch.common_prefix([[7, 8], [7, 8]]) == 2
+    logits = np.array([0.0, 3.0, 1.0, 3.5, -2.0], dtype=np.float32)
+    best = prompt_batch.top_alternatives(logits, 3)
+    assert [t for t, _ in best] == [3, 1, 2]
+    total = math.log(sum(math.exp(v) for v in logits))
+    assert [lp for _, lp in best] == pytest.approx([3.5 - total, 3.0 - total, 1.0 - total])
+
+
+def test_install_refuses_another_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
+    import llama_cpp
+
+    with pytest.raises(prompt_batch.NotInstalled, match="turned off"):
+        prompt_batch.install({prompt_batch.SWITCH: "off"})
+    monkeypatch.setattr(llama_cpp, "__version__", "0.4.0")
+    with pytest.raises(prompt_batch.NotInstalled, match="0.4.0"):
+        prompt_batch.install({})
+
+
+def test_chatml_is_the_chat_formats_own_prompt() -> None:
+    from llama_cpp.llama_chat_format import format_chatml
+
+    messages = _messages(CONSTRAINTS[0])
+    assert chatml(messages) == format_chatml(messages).prompt
+
+
+@pytest.mark.real_model
+def test_scored_together_as_one_call_each(llama_judge) -> None:  # noqa: ANN001
+    llama = llama_judge
+    alone = []
+    for constraint in CONSTRAINTS:
+        llama.create_chat_completion(messages=[{"role": "user", "content": "hi"}], max_tokens=1)  # a fresh state
+        reply = llama.create_chat_completion(messages=_messages(constraint), max_tokens=1, temperature=0.0,
+                                             logprobs=True, top_logprobs=20)
+        content = reply["choices"][0]["logprobs"]["content"][0]
+        alone.append(yes_probability({t["token"]: t["logprob"] for t in content["top_logprobs"]}))
+    llama.create_chat_completion(messages=[{"role": "user", "content": "hi"}], max_tokens=1)
+    scored, total, cached = prompt_batch.score_prompts(llama, [chatml(_messages(c)) for c in CONSTRAINTS], 20)
+    body = prompt_batch.completion_body(llama, "m", scored, total, cached)
+    together = [yes_probability(c["logprobs"]["top_logprobs"][0]) for c in body["choices"]]
+    # Batches split differently (the prefix once, then each tail) round differently: seen 0.035 apart.
+    assert together == pytest.approx(alone, abs=0.05)
+    assert [p >= 0.5 for p in together] == [p >= 0.5 for p in alone]  # type: ignore[operator]
+    # The text (every prompt's shared prefix) counted once: the other prompts read it from the cache.
+    assert cached >= (len(CONSTRAINTS) - 1) * 100 and body["usage"]["prompt_tokens"] == total
+
+
+@pytest.fixture(scope="module")
+def llama_judge():  # noqa: ANN201
+    from llama_cpp import Llama
+
+    from pipeline.llm.local_model import N_THREADS
+    from pipeline.llm.model_file import model_path
+
+    model = Llama(model_path=str(model_path()), n_ctx=2048, n_threads=N_THREADS, n_threads_batch=N_THREADS,
+                  logits_all=True, verbose=False, chat_format="chatml")
+    yield model
+    model.close()
+
+
+@pytest.mark.real_model
+def test_the_embedded_server_serves_a_list_of_prompts(local_server_url: str) -> None:
+    prompts = [chatml(_messages(c)) for c in CONSTRAINTS[:2]]
+    body = json.dumps({"prompt": prompts, "max_tokens": 1, "logprobs": 5, "temperature": 0}).encode()
+    request = urllib.request.Request(f"{local_server_url}/completions", data=body,
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        reply = json.loads(response.read())
+    assert [c["index"] for c in reply["choices"]] == [0, 1]
+    assert all(len(c["logprobs"]["top_logprobs"][0]) == 5 for c in reply["choices"])
+    assert reply["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
