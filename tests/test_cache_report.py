@@ -133,6 +133,43 @@ def test_installed_on_llama_the_response_model_keeps_the_field(monkeypatch: pyte
         "cached_tokens": 6}
 
 
+def test_the_servers_chat_route_keeps_the_field_as_the_bootstrap_orders_the_patches() -> None:
+    """The bootstrap installs cache_report before prompt_batch, which imports the server's app: the chat
+    route's response model, built at that import, then keeps prompt_tokens_details (in the other order it
+    drops it). The server's app stood in for by its module, no model loaded."""
+    import os
+    import subprocess
+    import sys
+
+    from pipeline.llm.local_model import (
+        _BOOTSTRAP,
+        _CACHE_REPORT_FILE,
+        _FAST_LOGPROBS_FILE,
+        _GRAMMAR_SAMPLING_FILE,
+        _PROMPT_BATCH_FILE,
+    )
+
+    check = """
+import asyncio
+from fastapi.routing import serialize_response
+from llama_cpp.server import app
+route = next(r for r in app.router.routes if getattr(r, "path", "") == "/v1/chat/completions")
+reply = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": [],
+         "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11,
+                   "prompt_tokens_details": {"cached_tokens": 6}}}
+print(asyncio.run(serialize_response(field=route.response_field, response_content=reply))["usage"])
+"""
+    run_server = 'runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)'
+    code = _BOOTSTRAP.replace(run_server, check)
+    files = [str(f) for f in (_GRAMMAR_SAMPLING_FILE, _FAST_LOGPROBS_FILE, _CACHE_REPORT_FILE,
+                              _PROMPT_BATCH_FILE)]
+    result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), *files], capture_output=True,
+                            text=True, timeout=120)
+    said = result.stderr.splitlines()
+    assert "cached prompt tokens: said by pipeline.llm.cache_report" in said, result.stderr
+    assert "'prompt_tokens_details': {'cached_tokens': 6}" in result.stdout, result.stderr
+
+
 @pytest.mark.real_model
 def test_the_real_server_reports_the_prefix_it_reused(local_server_url: str) -> None:
     """Two chats sharing a long start, through the embedded server the project starts (its bootstrap loads

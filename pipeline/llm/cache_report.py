@@ -14,6 +14,9 @@ count to their reply's usage. It also lets the server's response model keep the 
 ``CompletionUsage`` TypedDict otherwise drops keys it does not name). Nothing else changes: the same
 tokens are evaluated and sampled.
 
+Order: it must be installed before anything imports ``llama_cpp.server.app`` (pipeline.llm.prompt_batch
+does): the routes' response models are built at that import. The bootstrap installs it before.
+
 Safety, as pipeline.llm.grammar_sampling and pipeline.llm.fast_logprobs: self-contained (the server
 loads it from its file, without this project); only llama-cpp-python ``PINNED_LLAMA_CPP`` is patched
 (``NotInstalled`` otherwise, or when a wrapped method is missing or takes other arguments, and the
