@@ -247,7 +247,7 @@ def test_the_server_bootstrap_logs_why_it_keeps_llama_cpps_sampler(tmp_path):
                      "NotInstalled: turned off by UNSPECIFIC_GRAMMAR_SAMPLING=0",
                      "fast log-probabilities not installed, llama-cpp-python's own is used: "
                      "NotInstalled: turned off by UNSPECIFIC_FAST_LOGPROBS=off",
-                     "cached-token report not installed, llama-cpp-python's own is used: "
+                     "cached-token count not installed, llama-cpp-python's own is used: "
                      "NotInstalled: turned off by UNSPECIFIC_CACHE_REPORT=no",
                      "prompt lists not installed, llama-cpp-python's own is used: "
                      "NotInstalled: turned off by UNSPECIFIC_PROMPT_BATCH=0", "server started"]

@@ -80,7 +80,7 @@ import importlib.util, os, runpy, sys, threading, time
 parent = int(sys.argv.pop(1))
 patches = [("grammar-held requests: sampled by pipeline.llm.grammar_sampling", "grammar sampling", sys.argv.pop(1)),
            ("log-probabilities: read by pipeline.llm.fast_logprobs", "fast log-probabilities", sys.argv.pop(1)),
-           ("cached prompt tokens: said by pipeline.llm.cache_report", "cached-token report", sys.argv.pop(1)),
+           ("cached prompt tokens: said by pipeline.llm.cache_report", "cached-token count", sys.argv.pop(1)),
            ("lists of prompts: scored by pipeline.llm.prompt_batch", "prompt lists", sys.argv.pop(1))]
 def watch():
     while os.getppid() == parent:
