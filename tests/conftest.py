@@ -92,15 +92,18 @@ def fake_server():
 
 @pytest.fixture(scope="session")
 def local_server_url() -> Iterator[str]:
-    """The embedded llama.cpp server, started once per session (or borrowed from a running
+    """The embedded llama.cpp server (holding the demo's second model too), started once per session (or borrowed from a running
     `unspecific local serve`). Never skipped: without llama-cpp-python the test fails, which is
     what CI must report, since `make test` installs it.
 
     While it is up, UNSPECIFIC_LOCAL_URL points at it, so `runs.open_client` in a test that asks
     for this fixture uses it instead of starting a server of its own."""
-    from pipeline.llm.local_model import acquire_server
+    from pipeline.core.config import default_config
+    from pipeline.llm.local_model import acquire_server, served_models
+    from pipeline.stages.demo import demo_config
 
-    lease = acquire_server(timeout_s=300)
+    # With the demo's second model beside the embedded one, as `make demo` runs them.
+    lease = acquire_server(timeout_s=300, others=served_models(demo_config(default_config())))
     previous = os.environ.get("UNSPECIFIC_LOCAL_URL")
     os.environ["UNSPECIFIC_LOCAL_URL"] = lease.base_url
     try:

@@ -361,17 +361,20 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
 
 
 async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str, local_server_url: str, tmp_path) -> None:
-    """The same store on through evaluate (one model, ratio 0.25, the embedded judge's own yes_no mode) and
-    the report: the method end to end on the embedded model, nothing inserted by hand."""
+    """The same store on through evaluate (the demo's two models under test, ratio 0.25, the embedded judge's
+    own yes_no mode, a text's constraints in one request) and the report: the method end to end on both
+    shipped models, nothing inserted by hand."""
     import time
 
     from rich.console import Console
 
     from pipeline.core.config import parse_config
+    from pipeline.llm.model_file import EMBEDDED_NAME, SMALL_NAME
     from pipeline.outputs.report import ReportOptions, build_report, render, write_outputs
+    from pipeline.stages.demo import demo_config
     from pipeline.stages.evaluate import EvaluateOptions, run_evaluate
 
-    config = parse_config({"evaluate": {"response_words": 150, "ratios": [0.25]}})
+    config = demo_config(parse_config({"evaluate": {"response_words": 150, "ratios": [0.25]}}))
     client = LLMClient(config, store, local_base_url=local_server_url)
     started = time.monotonic()
     try:
@@ -380,22 +383,27 @@ async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str,
         await client.aclose()
     elapsed = time.monotonic() - started
     assert result.failed == 0, result.failures
-    response = store.one("SELECT * FROM generations WHERE kind = 'response' AND instruction_id = ?", [instruction_id])
-    summary = store.one("SELECT * FROM generations WHERE kind = 'summary' AND instruction_id = ?", [instruction_id])
-    assert response is not None and response["words"] > 40
-    assert summary is not None and summary["parent_id"] == response["id"] and 0 < summary["achieved_ratio"] < 1
-    judged = store.scalar("SELECT count(*) FROM verdicts WHERE generation_id IN (?, ?)", [response["id"], summary["id"]])
-    assert judged == 2 * 10  # every active constraint on the response and on its summary
-    # One token per constraint, its P(Yes) kept beside the verdict (read at 0.5 before any calibration).
-    rows = store.query("SELECT judging_mode, verdict, p_yes FROM verdicts WHERE generation_id IN (?, ?)",
-                       [response["id"], summary["id"]])
-    assert {r["judging_mode"] for r in rows} == {"yes_no"}
-    assert all(r["p_yes"] is not None and 0 <= r["p_yes"] <= 1 and r["verdict"] == (r["p_yes"] >= 0.5) for r in rows)
+    for model in (EMBEDDED_NAME, SMALL_NAME):  # each model's response, its summary, both judged the same way
+        response = store.one("SELECT * FROM generations WHERE kind = 'response' AND instruction_id = ? AND model = ?",
+                             [instruction_id, model])
+        assert response is not None and response["words"] > 40, model
+        summary = store.one("SELECT * FROM generations WHERE kind = 'summary' AND parent_id = ?", [response["id"]])
+        assert summary is not None and 0 < summary["achieved_ratio"] < 1, model
+        # One token per constraint on the response and on its summary, its P(Yes) kept beside the verdict
+        # (read at 0.5 before any calibration).
+        rows = store.query("SELECT judging_mode, verdict, p_yes FROM verdicts WHERE generation_id IN (?, ?)",
+                           [response["id"], summary["id"]])
+        assert len(rows) == 2 * 10 and {r["judging_mode"] for r in rows} == {"yes_no"}, model
+        assert all(r["p_yes"] is not None and 0 <= r["p_yes"] <= 1 and r["verdict"] == (r["p_yes"] >= 0.5)
+                   for r in rows)
+    response = store.one("SELECT * FROM generations WHERE kind = 'response' AND model = ?", [EMBEDDED_NAME])
+    summary = store.one("SELECT * FROM generations WHERE kind = 'summary' AND parent_id = ?", [response["id"]])
     report = build_report(store, ReportOptions(n_resamples=200))
     console = Console(record=True, width=160)
     render(report, console)
     shown = console.export_text(clear=False)
-    assert "local" in shown and "yes_no (one token, verdict from P(Yes))" in shown
+    assert EMBEDDED_NAME in shown and SMALL_NAME in shown and "yes_no (one token, verdict from P(Yes))" in shown
+    assert "Models compared" in shown
     assert write_outputs(report, tmp_path / "report")
     print(f"\nreal evaluate: {elapsed:.1f}s, {client.usage.as_dict()}; response {response['words']} words, summary "
           f"{summary['words']} (achieved {summary['achieved_ratio']:.2f})\n{console.export_text()}")
