@@ -396,12 +396,12 @@ async def test_at_80x24_a_copy_suspect_opens_on_the_response(tmp_path):
 
 
 def _grouped_store(path: Path) -> Path:
-    """tests/test_copy_specificity.py's store, its copy evidence computed: per instruction, the
+    """tests/support/copy_store.py's store, its copy evidence computed: per instruction, the
     topic's five constraints copy only "the US trade deficit", four of them filed under the first."""
     from pipeline.stages.copy_evidence import compute_copy_evidence
-    from tests.test_copy_specificity import _store
+    from tests.support.copy_store import build_copy_store
 
-    store = _store(path)
+    store = build_copy_store(path)
     try:
         compute_copy_evidence(store)
     finally:
