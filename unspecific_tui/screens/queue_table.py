@@ -102,9 +102,10 @@ class QueueTable(DataTable):
 
     def toggle_group(self) -> bool:
         """+: the highlighted leader's filed items shown under it, or hidden (from a filed row too),
-        the cursor on the leader. False when nothing changed (nothing is filed under it: said)."""
+        the cursor on the leader. False when nothing changed (no row, or nothing filed under it: said)."""
         row = self.cursor_row
         if not (0 <= row < len(self.ranked)):
+            self.notify("no suspects shown: no filed items to show")
             return False
         at = next(i for i in range(row, -1, -1) if self.ranked[i].rank)  # the row's leader
         leader = self.ranked[at].evidence
