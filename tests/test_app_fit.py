@@ -127,7 +127,7 @@ def test_fitting_skips_what_does_not_fit_whole() -> None:
     ("org/abc-7b-chat-v1-long-suffix", ["org/abc-7b-chat-v2-long-suffix"], 8),
 ])
 def test_a_clipped_model_name_keeps_what_tells_it_apart(model: str, others: list[str], width: int) -> None:
-    from unspecific_tui.screens.queue import writer_cell
+    from unspecific_tui.screens.queue_rows import writer_cell
     from unspecific_tui.widgets.fit import distinct_clip
 
     mine = distinct_clip(model, others, width)
@@ -138,7 +138,7 @@ def test_a_clipped_model_name_keeps_what_tells_it_apart(model: str, others: list
 
 
 def test_the_queue_widens_the_model_column_to_its_labels_where_there_is_room() -> None:
-    from unspecific_tui.screens.queue import ROOMY_CONSTRAINT, WRITER, layout
+    from unspecific_tui.screens.queue_rows import ROOMY_CONSTRAINT, WRITER, layout
 
     label = len("meta-llama/Llama-3.1-70B-Instruct [direct]")
     narrow, _ = layout(80, label)

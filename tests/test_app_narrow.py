@@ -108,7 +108,7 @@ async def test_a_notice_covers_no_pane_table_or_caption(tmp_path, size):
 async def test_the_reasons_bar_keeps_every_reason_and_marks_on_and_off(tmp_path, size):
     """At 80 columns the bar was cut ("uncertain" gone) and on or off showed only by colour."""
     from pipeline.analysis.suspicion import REASONS
-    from unspecific_tui.screens.queue import REASON_KEYS, REASON_OFF, REASON_ON
+    from unspecific_tui.screens.queue_rows import REASON_KEYS, REASON_OFF, REASON_ON
 
     app = synthetic_app(tmp_path, n_instructions=4, seed=7)
     async with app.run_test(size=size) as pilot:

@@ -13,7 +13,8 @@ from pipeline.store.database import open_store
 from pipeline.store.view import StoreView
 from tests.support.app import add_similarities, goto, make_known_store, settle, text_of
 from unspecific_tui.app import UnspecificApp
-from unspecific_tui.screens.queue import LABEL, REASON_KEYS, QueueScreen, column_width, layout, shorten
+from unspecific_tui.screens.queue import LABEL, QueueScreen
+from unspecific_tui.screens.queue_rows import REASON_KEYS, column_width, layout, shorten
 
 
 def expected_queue(path: Path, enabled: tuple[str, ...] = REASONS) -> list:
@@ -49,7 +50,7 @@ async def test_queue_lists_ranked_items(tmp_path):
         assert not any("similarity" in m for m in screen.missing)
         rows = table_rows(screen)
         assert len(rows) == len(expected)
-        keys = [c.key for c in screen.columns]
+        keys = [c.key for c in screen.table.layout_columns]
         scores = [float(r[keys.index("score")]) for r in rows]
         assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
         assert [(r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == \
@@ -119,13 +120,14 @@ async def test_the_head_of_a_long_queue_and_more(tmp_path, monkeypatch):
     """The screen reads the top TOP suspects, says how many there are in all, and reads further when
     the cursor reaches the last row read (the cursor stays on it)."""
     from unspecific_tui.screens import queue as queue_screen
+    from unspecific_tui.screens import queue_table
 
     known = make_known_store(tmp_path / "s.sqlite")
     add_similarities(known.path)
     everything = expected_queue(known.path)
     assert len(everything) >= 3
     monkeypatch.setattr(queue_screen, "TOP", 2)
-    monkeypatch.setattr(queue_screen, "PAGE", 2)
+    monkeypatch.setattr(queue_table, "PAGE", 2)
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await open_queue(app, pilot)
@@ -196,11 +198,11 @@ async def test_readable_at_80x24(tmp_path):
     app = UnspecificApp(known.path, stages={})
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_queue(app, pilot)
-        keys = [c.key for c in screen.columns]
+        keys = [c.key for c in screen.table.layout_columns]
         # The copy count at 80 columns too (the detail line names the instruction).
         assert {"rank", "score", "constraint", "writer", "reasons", "copied"} <= set(keys)
         assert "trust" not in keys  # narrow: the optional columns gave way
-        widths = {c.key: c.width or screen.text_width for c in screen.columns}
+        widths = {c.key: c.width or screen.table.text_width for c in screen.table.layout_columns}
         assert sum(w + 2 for w in widths.values()) <= 80
         for row in table_rows(screen):
             for key, cell in zip(keys, row, strict=True):
@@ -350,7 +352,7 @@ async def test_an_uncertain_verdict_is_a_reason_in_words_and_switches_off(tmp_pa
         row = next(i for i, r in enumerate(screen.ranked) if r.evidence.constraint_id == 4
                    and r.evidence.writer == ("m2", "direct"))
         assert screen.ranked[row].evidence.reasons() == ("uncertain",) and screen.ranked[row].score == 0.05
-        keys = [c.key for c in screen.columns]
+        keys = [c.key for c in screen.table.layout_columns]
         assert table_rows(screen)[row][keys.index("reasons")] == "unsure"
         screen.query_one("#queue-table", DataTable).move_cursor(row=row)
         await pilot.pause()
@@ -394,12 +396,12 @@ async def test_at_80x24_a_copy_suspect_opens_on_the_response(tmp_path):
 
 
 def _grouped_store(path: Path) -> Path:
-    """tests/test_copy_specificity.py's store, its copy evidence computed: per instruction, the
+    """tests/support/copy_store.py's store, its copy evidence computed: per instruction, the
     topic's five constraints copy only "the US trade deficit", four of them filed under the first."""
     from pipeline.stages.copy_evidence import compute_copy_evidence
-    from tests.test_copy_specificity import _store
+    from tests.support.copy_store import build_copy_store
 
-    store = _store(path)
+    store = build_copy_store(path)
     try:
         compute_copy_evidence(store)
     finally:
@@ -426,7 +428,7 @@ async def test_the_queue_says_its_length_one_way_and_plus_shows_a_group(tmp_path
         assert table.row_count == len(expected) == len(screen.ranked)
         at = next(i for i, r in enumerate(screen.ranked) if r.evidence.same_phrase)
         group = screen.ranked[at].evidence.same_phrase
-        keys = [c.key for c in screen.columns]
+        keys = [c.key for c in screen.table.layout_columns]
         assert table_rows(screen)[at][keys.index("constraint")].startswith(f"[+{len(group)}]")
         table.move_cursor(row=at)
         await pilot.pause()
@@ -501,7 +503,7 @@ def suspicion_queue_head(path: Path, limit: int) -> list:
 def test_the_length_line() -> None:
     from types import SimpleNamespace
 
-    from unspecific_tui.screens.queue import length_line
+    from unspecific_tui.screens.queue_rows import length_line
 
     def rows(*filed: int) -> list:
         return [SimpleNamespace(evidence=SimpleNamespace(same_phrase=(None,) * n)) for n in filed]

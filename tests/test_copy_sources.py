@@ -216,7 +216,7 @@ async def test_instructions_and_the_flag_menu_give_the_other_count_its_own_name(
     from tests.support.app import goto, settle
     from unspecific_tui.app import UnspecificApp
     from unspecific_tui.screens.instructions import FLAGS
-    from unspecific_tui.screens.queue import OPTIONAL
+    from unspecific_tui.screens.queue_rows import OPTIONAL
     from unspecific_tui.widgets.constraint_list import FLAG_SHORT
     from unspecific_tui.widgets.flag_picker import FlagPicker
 

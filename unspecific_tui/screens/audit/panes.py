@@ -102,6 +102,12 @@ class PanesPart(AuditBase):
         self.set_class(self.source_view, "-source")
         self.refresh_constraint()
 
+    def _drawn_panes(self) -> tuple[str, ...]:
+        """The panes a refresh draws: at 80 columns the one shown (the others when `t` brings them: a
+        third of a move's cost), the response left to the source view when it is on."""
+        panes = (PANES[self.pane],) if self._narrow() else PANES
+        return tuple(p for p in panes if not (self.source_view and p == "response"))
+
     def _render_pane(self, pane: str, texts: dict[str, str], con: Constraint, data: InstructionData,
                      verdicts: list[Verdict], row: ListRow | None, ratio: float) -> None:
         body, subtitle, first = self._pane_content(pane, texts, con, data, verdicts, row, self.shown)

@@ -249,12 +249,6 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         return {"ref-a": data.article_a, "ref-b": data.article_b,
                 "response": response.text if response else "", "summary": summary.text if summary else ""}
 
-    def _drawn_panes(self) -> tuple[str, ...]:
-        """The panes a refresh draws: at 80 columns the one shown (the others when `t` brings them: a
-        third of a move's cost), the response left to the source view when it is on."""
-        panes = (PANES[self.pane],) if self._narrow() else PANES
-        return tuple(p for p in panes if not (self.source_view and p == "response"))
-
     def refresh_constraint(self) -> None:
         self.app.collect_after_paint()
         if not self.order:
