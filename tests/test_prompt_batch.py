@@ -70,7 +70,7 @@ def test_scored_together_as_one_call_each(llama_judge) -> None:  # noqa: ANN001
     assert together == pytest.approx(alone, abs=0.05)
     assert [p >= 0.5 for p in together] == [p >= 0.5 for p in alone]  # type: ignore[operator]
     # The text (every prompt's shared prefix) counted once: the other prompts read it from the cache.
-    assert cached >= (len(CONSTRAINTS) - 1) * 100 and body["usage"]["prompt_tokens"] == total
+    assert cached >= (len(CONSTRAINTS) - 1) * 80 and body["usage"]["prompt_tokens"] == total
 
 
 @pytest.fixture(scope="module")

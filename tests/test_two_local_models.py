@@ -76,6 +76,9 @@ def test_the_demo_names_both_shipped_models_and_keeps_a_configs_own():
     assert config.endpoint(EMBEDDED_NAME).model == MODEL_ALIAS  # the embedded model's cache is shared
     assert config.endpoint(SMALL_NAME).model == shipped_model(SMALL_NAME).alias
     assert all(config.endpoint(n).is_local for n in config.roles.models_under_test)
+    # The small model loops when greedy: its requests carry its own repeat penalty; the embedded one's do not.
+    assert config.endpoint(SMALL_NAME).extra_body == {"repeat_penalty": shipped_model(SMALL_NAME).repeat_penalty}
+    assert config.endpoint(EMBEDDED_NAME).extra_body == {}
     assert config.roles.judges == (LOCAL,) and config.roles.summarizer == LOCAL
     own = parse_config({"endpoints": {"other": {"base_url": "http://127.0.0.1:1/v1", "model": "m"}},
                         "roles": {"models_under_test": ["other"]}})

@@ -89,8 +89,12 @@ def demo_config(config: Config) -> Config:
         if name not in endpoints:
             shipped = shipped_model(name)
             # The embedded endpoint's settings; the embedded model's calls keep its cache key (model, "local").
-            endpoints[name] = replace(config.endpoint(LOCAL), name=name, model=shipped.alias,
-                                      chat_format=shipped.chat_format)
+            base = config.endpoint(LOCAL)
+            # llama.cpp's server repeats with a penalty of 1.1 unless told otherwise.
+            extra = {**base.extra_body, **({"repeat_penalty": shipped.repeat_penalty}
+                                           if shipped.repeat_penalty != 1.1 else {})}
+            endpoints[name] = replace(base, name=name, model=shipped.alias, chat_format=shipped.chat_format,
+                                      extra_body=extra)
     return replace(config, endpoints=endpoints, roles=replace(config.roles, models_under_test=(EMBEDDED_NAME, SMALL_NAME)))
 
 
