@@ -235,5 +235,6 @@ def test_the_sentence_when_the_tests_disagree_or_nothing_was_shared() -> None:
         " significant after Holm, m1 has higher Core in 2 of 2 tests, while m2 has less copy-paste in 1 of 2"
         " tests.")
     none = _pair({}, {}, instructions=0)
-    said = "m1 and m2 answered no instruction in common: this report cannot compare them."
+    said = ("m1 and m2 have no instruction judged for both, on the response and its summary: "
+            "this report cannot compare them yet.")
     assert verdict_sentence(none) == said

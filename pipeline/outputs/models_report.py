@@ -73,7 +73,9 @@ def verdict_sentence(pair: ModelPair) -> str:
     benchmark's size can tell: one sentence."""
     a, b, n = pair.a, pair.b, pair.instructions
     if pair.verdict == "none":
-        return f"{a} and {b} answered no instruction in common: this report cannot compare them."
+        # Both may have answered: a pair needs each response's verdicts on it and on its summary.
+        return (f"{a} and {b} have no instruction judged for both, on the response and its summary: "
+                "this report cannot compare them yet.")
     fewest, most = pair.per_test
     each = f"{most} in each test" if fewest == most else f"{fewest} to {most} in a test"
     both = f"the {_instructions(n)} both answered ({each})"
