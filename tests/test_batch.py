@@ -430,7 +430,8 @@ def test_the_command_line_round_trip(server, tmp_path, capsys):
     assert {b["state"] for b in info["batches"]} == {"completed"} and all(b["collected_at"] for b in info["batches"])
     assert main([*base, "report", "--no-copy", "--resamples", "20"]) == 0
     out = capsys.readouterr().out
-    assert "paid for the cached LLM calls" in out and "batch $" in out and "online $" in out
+    flat = " ".join(out.split())  # piped text wraps between words at COLUMNS (issue 47)
+    assert "paid for the cached LLM calls" in flat and "batch $" in flat and "online $" in flat
     store = open_store(tmp_path / "cli.sqlite")
     assert store.scalar("SELECT count(*) FROM verdicts") > 0
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE via = 'batch'") == len(server.batch_calls)
