@@ -40,13 +40,9 @@ def test_install_refuses_another_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> N
 
 @pytest.fixture(scope="module")
 def llama():  # noqa: ANN201
-    from llama_cpp import Llama
+    from tests.support.llama import in_process_llama
 
-    from pipeline.llm.local_model import N_THREADS
-    from pipeline.llm.model_file import model_path
-
-    model = Llama(model_path=str(model_path()), n_ctx=1024, n_threads=N_THREADS, n_threads_batch=N_THREADS,
-                  logits_all=True, verbose=False, chat_format="chatml")
+    model = in_process_llama(n_ctx=1024)
     yield model
     model.close()
 
