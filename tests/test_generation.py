@@ -7,7 +7,7 @@ import pytest
 from pipeline.core.errors import ParseError, StageError
 from pipeline.core.text import count_words
 from pipeline.llm.client import LLMClient
-from pipeline.stages.generation import respond, summarize
+from pipeline.stages.generation import cut_at_last_sentence, respond, response_budget, summarize
 from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
 from tests.fakes.prose import prose
@@ -113,6 +113,31 @@ async def test_edit_mode_borrows_the_pair_base_article(store):
         await respond(store, client, 2, "m", "edit", words=200)
         await client.aclose()
         assert BASE in last_user_message(server.requests[0])
+
+
+async def test_a_response_stopped_by_its_budget_ends_at_its_last_full_sentence(store):
+    """A reply that used its whole token budget stopped mid-sentence: stored up to its last sentence end.
+    A reply within the budget is kept as written, even without a final full stop."""
+    setup_instruction(store)
+    looping = prose(60) + " The market was up and the"  # the fake counts a token per 4 characters
+    with FakeOpenAIServer(_writer) as server:
+        server.push(looping, "A short reply with no full stop at its end")
+        client = LLMClient(generation_config(server), store)
+        cut, _ = await respond(store, client, 1, "m", "direct", words=20)
+        kept, _ = await respond(store, client, 1, "m", "edit", words=20)
+        await client.aclose()
+    assert server.requests[0]["max_tokens"] == response_budget(20) < len(looping) // 4
+    assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [cut])) == prose(60)
+    assert store.scalar("SELECT words FROM generations WHERE id = ?", [cut]) == 60
+    assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [kept])).endswith("its end")
+
+
+def test_cut_at_last_sentence_keeps_decimals_quotes_and_texts_with_no_end():
+    assert cut_at_last_sentence("Sales rose. Costs fell! The") == "Sales rose. Costs fell!"
+    assert cut_at_last_sentence('He said "go." Then he') == 'He said "go."'
+    assert cut_at_last_sentence("Pi is 3.14 and so") == "Pi is 3.14 and so"
+    assert cut_at_last_sentence("Short. Then a long run of words with no end at all for ever") == \
+        "Short. Then a long run of words with no end at all for ever"  # the end is in its first half
 
 
 def test_count_words():
