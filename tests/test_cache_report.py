@@ -141,13 +141,7 @@ def test_the_servers_chat_route_keeps_the_field_as_the_bootstrap_orders_the_patc
     import subprocess
     import sys
 
-    from pipeline.llm.local_model import (
-        _BOOTSTRAP,
-        _CACHE_REPORT_FILE,
-        _FAST_LOGPROBS_FILE,
-        _GRAMMAR_SAMPLING_FILE,
-        _PROMPT_BATCH_FILE,
-    )
+    from pipeline.llm.local_model import _BOOTSTRAP, PATCH_FILES
 
     check = """
 import asyncio
@@ -161,8 +155,7 @@ print(asyncio.run(serialize_response(field=route.response_field, response_conten
 """
     run_server = 'runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)'
     code = _BOOTSTRAP.replace(run_server, check)
-    files = [str(f) for f in (_GRAMMAR_SAMPLING_FILE, _FAST_LOGPROBS_FILE, _CACHE_REPORT_FILE,
-                              _PROMPT_BATCH_FILE)]
+    files = [str(f) for f in PATCH_FILES]
     result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), *files], capture_output=True,
                             text=True, timeout=120)
     said = result.stderr.splitlines()

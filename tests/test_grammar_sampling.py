@@ -226,20 +226,13 @@ def test_the_server_bootstrap_logs_why_it_keeps_llama_cpps_sampler(tmp_path):
     import subprocess
     import sys
 
-    from pipeline.llm.local_model import (
-        _BOOTSTRAP,
-        _CACHE_REPORT_FILE,
-        _FAST_LOGPROBS_FILE,
-        _GRAMMAR_SAMPLING_FILE,
-        _PROMPT_BATCH_FILE,
-    )
+    from pipeline.llm.local_model import _BOOTSTRAP, PATCH_FILES
 
     code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)',
                               'print("server started", file=sys.stderr)')
     env = {**os.environ, "UNSPECIFIC_GRAMMAR_SAMPLING": "0", "UNSPECIFIC_FAST_LOGPROBS": "off",
-           "UNSPECIFIC_CACHE_REPORT": "no", "UNSPECIFIC_PROMPT_BATCH": "0"}
-    files = [str(f) for f in (_GRAMMAR_SAMPLING_FILE, _FAST_LOGPROBS_FILE, _CACHE_REPORT_FILE,
-                              _PROMPT_BATCH_FILE)]
+           "UNSPECIFIC_CACHE_REPORT": "no", "UNSPECIFIC_LAST_LOGITS": "false", "UNSPECIFIC_PROMPT_BATCH": "0"}
+    files = [str(f) for f in PATCH_FILES]
     result = subprocess.run([sys.executable, "-c", code, str(os.getpid()), *files], capture_output=True,
                             text=True, env=env, timeout=60)
     lines = result.stderr.splitlines()
@@ -247,6 +240,8 @@ def test_the_server_bootstrap_logs_why_it_keeps_llama_cpps_sampler(tmp_path):
                      "NotInstalled: turned off by UNSPECIFIC_GRAMMAR_SAMPLING=0",
                      "fast log-probabilities not installed, llama-cpp-python's own is used: "
                      "NotInstalled: turned off by UNSPECIFIC_FAST_LOGPROBS=off",
+                     "last logits not installed, llama-cpp-python's own is used: "
+                     "NotInstalled: turned off by UNSPECIFIC_LAST_LOGITS=false",
                      "cached-token count not installed, llama-cpp-python's own is used: "
                      "NotInstalled: turned off by UNSPECIFIC_CACHE_REPORT=no",
                      "prompt lists not installed, llama-cpp-python's own is used: "

@@ -296,10 +296,9 @@ def test_child_exits_when_its_parent_dies(cache, tmp_path):
     # parent: starts a child running the bootstrap's watchdog, records its pid, then dies hard.
     parent_code = f"""
 import os, subprocess, sys, time
-from pipeline.llm.local_model import _BOOTSTRAP
+from pipeline.llm.local_model import _BOOTSTRAP, PATCH_FILES
 code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)', 'time.sleep(60)')
-names = ("grammar_sampling.py", "fast_logprobs.py", "cache_report.py", "prompt_batch.py")
-patches = ["/nonexistent/" + name for name in names]
+patches = ["/nonexistent/" + path.name for path in PATCH_FILES]
 child = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), *patches], start_new_session=True)
 open({str(marker)!r}, "w").write(str(child.pid))
 time.sleep(0.5)

@@ -69,10 +69,11 @@ def free_port() -> int:
 
 # Runs in the child: a daemon thread exits the process when its parent dies (so a killed run
 # leaves no server eating the CPU); grammar-held requests get pipeline.llm.grammar_sampling,
-# log-probabilities pipeline.llm.fast_logprobs, replies their cached prompt tokens
-# pipeline.llm.cache_report and lists of prompts pipeline.llm.prompt_batch, each loaded from its file
-# (the server's Python need not have this project installed) and skipped, with a line in the log saying
-# why, if it cannot be or declines (another llama-cpp-python, or its switch set to 0); then
+# log-probabilities pipeline.llm.fast_logprobs, prompts their last token's logits only
+# pipeline.llm.prompt_logits, replies their cached prompt tokens pipeline.llm.cache_report (whose wrapper
+# of Llama.eval must wrap prompt_logits' eval) and lists of prompts pipeline.llm.prompt_batch, each loaded
+# from its file (the server's Python need not have this project installed) and skipped, with a line in the
+# log saying why, if it cannot be or declines (another llama-cpp-python, or its switch set to 0); then
 # llama_cpp.server runs as if started with -m. cache_report comes before prompt_batch, which imports
 # the server's app: the response models built then must keep the field cache_report adds.
 _BOOTSTRAP = """
@@ -80,6 +81,7 @@ import importlib.util, os, runpy, sys, threading, time
 parent = int(sys.argv.pop(1))
 patches = [("grammar-held requests: sampled by pipeline.llm.grammar_sampling", "grammar sampling", sys.argv.pop(1)),
            ("log-probabilities: read by pipeline.llm.fast_logprobs", "fast log-probabilities", sys.argv.pop(1)),
+           ("prompt logits: the last token's only, by pipeline.llm.prompt_logits", "last logits", sys.argv.pop(1)),
            ("cached prompt tokens: said by pipeline.llm.cache_report", "cached-token count", sys.argv.pop(1)),
            ("lists of prompts: scored by pipeline.llm.prompt_batch", "prompt lists", sys.argv.pop(1))]
 def watch():
@@ -103,7 +105,10 @@ runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 _GRAMMAR_SAMPLING_FILE = Path(__file__).with_name("grammar_sampling.py")
 _FAST_LOGPROBS_FILE = Path(__file__).with_name("fast_logprobs.py")
 _CACHE_REPORT_FILE = Path(__file__).with_name("cache_report.py")
+_PROMPT_LOGITS_FILE = Path(__file__).with_name("prompt_logits.py")
 _PROMPT_BATCH_FILE = Path(__file__).with_name("prompt_batch.py")
+# The bootstrap's patches, in the order it takes them (its list of names is in the same order).
+PATCH_FILES = (_GRAMMAR_SAMPLING_FILE, _FAST_LOGPROBS_FILE, _PROMPT_LOGITS_FILE, _CACHE_REPORT_FILE, _PROMPT_BATCH_FILE)
 
 
 @dataclass(frozen=True)
@@ -146,8 +151,7 @@ class LocalServer:
         return f"http://{self.host}:{self.port}/v1"
 
     def command(self) -> list[str]:
-        boot = [self.python, "-c", _BOOTSTRAP, str(os.getpid()), str(_GRAMMAR_SAMPLING_FILE), str(_FAST_LOGPROBS_FILE),
-                str(_CACHE_REPORT_FILE), str(_PROMPT_BATCH_FILE)]
+        boot = [self.python, "-c", _BOOTSTRAP, str(os.getpid()), *(str(f) for f in PATCH_FILES)]
         if self.others:
             return [*boot, "--config_file", str(self._config_file())]
         cmd = [

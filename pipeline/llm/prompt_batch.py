@@ -66,24 +66,11 @@ def top_alternatives(logits: np.ndarray, k: int) -> list[tuple[int, float]]:
     return [(int(t), float(shifted[t] - log_total)) for t in best]
 
 
-def eval_last(llama: Any, tokens: Sequence[int]) -> np.ndarray | None:
-    """``Llama.eval`` of ``tokens`` after the cached ones, asking the model for the last token's
-    logits only (returned; None for no tokens). The server's Llama keeps every position's logits
-    (logits_all, for log-probabilities): for a judge's prompt that is the output layer over every
-    token read, and a 600 KB copy per token, for one row that is used."""
-    llama._ctx.kv_cache_seq_rm(-1, llama.n_tokens, -1)
-    for start in range(0, len(tokens), llama.n_batch):
-        batch = list(tokens[start:start + llama.n_batch])
-        n_past = llama.n_tokens
-        llama._batch.set_batch(batch=batch, n_past=n_past, logits_all=False)
-        llama._ctx.decode(llama._batch)
-        llama.input_ids[n_past:n_past + len(batch)] = batch
-        llama.n_tokens += len(batch)
-    if not tokens:
-        return None
-    row = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1), shape=(llama._n_vocab,))
-    llama.scores[llama.n_tokens - 1, :] = row  # as eval leaves it for whoever reads the last row
-    return np.array(row, dtype=np.float32)
+def next_token_logits(llama: Any, tokens: Sequence[int]) -> np.ndarray:
+    """``tokens`` evaluated after the cached ones; the logits of the last one. ``Llama.eval`` computes
+    only that row where pipeline.llm.prompt_logits is installed (every row otherwise)."""
+    llama.eval(list(tokens))
+    return np.array(llama.scores[llama.n_tokens - 1, :], dtype=np.float32)
 
 
 def score_prompts(llama: Any, prompts: Sequence[str], top: int) -> tuple[list[list[tuple[int, float]]], int, int]:
@@ -97,13 +84,12 @@ def score_prompts(llama: Any, prompts: Sequence[str], top: int) -> tuple[list[li
     shared = min(common_prefix(tokens), min(len(t) for t in tokens) - 1)
     held = llama.longest_token_prefix(llama._input_ids[: llama.n_tokens], tokens[0][:shared])
     llama.n_tokens = held
-    eval_last(llama, tokens[0][held:shared])
+    llama.eval(tokens[0][held:shared])
     out = []
     for t in tokens:
         llama.n_tokens = shared
-        logits = eval_last(llama, t[shared:])
-        assert logits is not None  # every prompt keeps at least one token past the shared prefix
-        out.append(top_alternatives(logits, top))
+        # every prompt keeps at least one token past the shared prefix: its logits are the answer
+        out.append(top_alternatives(next_token_logits(llama, t[shared:]), top))
     total = sum(len(t) for t in tokens)
     cached = held + shared * (len(tokens) - 1)
     return out, total, cached
