@@ -11,6 +11,7 @@ from pipeline.store.view import Writer
 from tests.support.app import C2, C3, goto, make_known_store, settle, synthetic_app, text_of
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.following import Following, Stop
+from unspecific_tui.widgets.audit.listing import AuditList
 from unspecific_tui.widgets.constraint_list import ConstraintList
 
 M1, M2 = Writer("m1", "direct"), Writer("m2", "direct")
@@ -365,8 +366,9 @@ async def test_following_reads_the_next_item_ahead(tmp_path, monkeypatch):
         screen = app.screen
         table = screen.query_one(ConstraintList)
         work: list[str] = []
-        read_rows, row_segments = screen._read_rows, table._row_segments
-        monkeypatch.setattr(screen, "_read_rows", lambda *a: work.append("rows") or read_rows(*a))
+        listing = screen.query_one(AuditList)  # the part that reads an instruction's rows
+        read_rows, row_segments = listing._read_rows, table._row_segments
+        monkeypatch.setattr(listing, "_read_rows", lambda *a: work.append("rows") or read_rows(*a))
         monkeypatch.setattr(table, "_row_segments", lambda *a: work.append("row") or row_segments(*a))
         wrapped = text_pane.wrap_lines.cache_info().misses
         screen.action_follow(1)  # `n`, up to the paint: the screen's refresh and the list's lines

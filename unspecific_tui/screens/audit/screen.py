@@ -1,36 +1,40 @@
-"""The Audit screen: its layout, its state, moving through the constraints (up/down, [ ], model,
-ratio) and ``refresh_constraint``, which draws the shown constraint through the parts."""
+"""The Audit screen: it composes its parts (unspecific_tui/widgets/audit/), keeps where the auditor
+is (the benchmark's order, the shown constraint, response and ratio), moves through the constraints
+(up/down, [ ], model, ratio, n / p) and draws the shown one through the parts (``refresh_constraint``).
+The parts own their state; the list tells the screen by a message when its cursor moved or enter
+picked a row; the keys' bindings are the screen's, each handing the key to the part it acts on."""
 
 from __future__ import annotations
 
 import bisect
-from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from functools import cached_property
 
-from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, Horizontal, Vertical
-from textual.widgets import Header, Static
+from textual.containers import Horizontal
+from textual.widgets import Header
 
 from pipeline.core.definitions import next_ratio
 from pipeline.store.view import InstructionData, Writer
 from unspecific_tui.app import Context
-from unspecific_tui.screens.audit.following import FollowingPart
-from unspecific_tui.screens.audit.head import HeadPart
-from unspecific_tui.screens.audit.listing import ListPart
-from unspecific_tui.screens.audit.panes import PanesPart
-from unspecific_tui.screens.audit.state import NARROW, PANE_TITLES, PANES, SOURCE_PANE, Rows, Shown
-from unspecific_tui.widgets.constraint_list import FILTERS, SORTS, ConstraintList, ListRow
+from unspecific_tui.following import Stop
+from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.audit.detail import AuditDetail
+from unspecific_tui.widgets.audit.follower import AuditFollower
+from unspecific_tui.widgets.audit.head import AuditHead, TaskLine
+from unspecific_tui.widgets.audit.listing import AuditList
+from unspecific_tui.widgets.audit.state import NARROW, Item, Shown
+from unspecific_tui.widgets.constraint_list import ListRow
+from unspecific_tui.widgets.flag_picker import QUEUE, STOP, FlagPicker
 from unspecific_tui.widgets.footer import KeyFooter
-from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
 READ_AHEAD_S = 0.03  # after the paint, before the next stop is read ahead (an auditor reads for seconds)
 
 
-class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
-    """Audit: the list (listing.py), the detail panes (panes.py), the head (head.py) and what n / p
-    follow (following.py), composed here with the screen's state, its moves and its one refresh."""
+class AuditScreen(AppScreen):
+    """Audit: the head, the constraint list, the detail and the follower, composed and wired here."""
 
     CSS_PATH = "audit.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-medium"), (200, "-wide")]
@@ -66,44 +70,38 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         self.order: list[tuple[int, int]] = []
         self._pos: dict[int, int] = {}  # constraint id -> index in order
         self.index = 0
-        self.copy_mode = "constraint"  # constraint | references
-        self.pane = 0
-        self.sort = SORTS[0]
-        self.filter = FILTERS[0]
-        self.ratio: float | None = None
+        self.ratio: float | None = None  # the ratio `r` chose (None: the app's)
         self.writer: Writer | None = None
         self.shown = Shown()
-        self._flagged: dict[int, set[str]] | None = None
-        self._judge_thresholds: dict[tuple[str, str], float] | None = None
-        self._rows: OrderedDict[tuple[int, Writer | None, float], Rows] = OrderedDict()
-        self._verdict_lines = 0
-        self._last: dict[str, Any] = {}  # what each Static shows (``_put``)
-        self.source_view = False  # `o`: the response beside the copied words' source
-        # The list's rows as sorted and filtered (the list widget holds them only while shown).
-        self._rows_shown: list[ListRow] = []
-        self._list_key: object = None
+        self.head = AuditHead(id="audit-head")
+        self.listing = AuditList(id="audit-side")
+        self.detail = AuditDetail(id="audit-detail")
+
+    @cached_property
+    def follower(self) -> AuditFollower:
+        return AuditFollower(self.app)
+
+    @property
+    def sort(self) -> str:
+        return self.listing.sort
+
+    @property
+    def filter(self) -> str:
+        return self.listing.filter
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="audit-task")
-        yield TextLines(id="audit-head")
+        yield TaskLine(id="audit-task")
+        yield self.head
         with Horizontal(id="audit-body"):
-            with Vertical(id="audit-side"):
-                yield Static(id="audit-list-head")
-                yield ConstraintList(id="audit-list")
-            with Vertical(id="audit-detail"):
-                yield Static(id="audit-legend")
-                with Container(id="panes"):
-                    for i, pane in enumerate(PANES):
-                        yield TextPane(PANE_TITLES[pane], id=pane, classes="-current" if i == 0 else "")
-                    yield TextPane("Source", id=SOURCE_PANE)
-                yield TextLines(id="audit-verdicts")
+            yield self.listing
+            yield self.detail
         yield KeyFooter()
 
     def on_mount(self) -> None:
         if self.ratio is None:
             self.ratio = self.app.ratio
-        self.query_one(ConstraintList).focus()
+        self.listing.table.focus()
 
     def on_screen_resume(self) -> None:
         self._show_target()
@@ -113,13 +111,12 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         shown = self.shown
         if shown.instruction_id is None:
             return None
-        return Context(shown.instruction_id, shown.writer, self._ratio(None), shown.constraint_id)
+        return Context(shown.instruction_id, shown.writer, self._ratio(), shown.constraint_id)
 
-    def _set_order(self, order: list[tuple[int, int]]) -> None:
-        self.order = order
-        self._pos = {cid: i for i, (cid, _) in enumerate(order)}
-        self._rows.clear()  # the store changed: rows are read again
-        self._flagged = None
+    def _say(self, message: str) -> None:
+        """What the last key changed, as a notice: the app shows notices in the header's row
+        (app.tcss), where they cover no pane, verdict or legend, at every width."""
+        self.notify(message, timeout=3)
 
     def _show_target(self) -> None:
         """Show the constraint another screen asked for, or stay where we were."""
@@ -128,8 +125,10 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         if target is None and order is self.order and self.shown.constraint_id is not None:
             return  # nothing changed while we were away
         current = self.order[self.index][0] if self.order else None
-        if order is not self.order:
-            self._set_order(order)
+        if order is not self.order:  # the store changed: rows and flags are read again
+            self.order, self._pos = order, {cid: i for i, (cid, _) in enumerate(order)}
+            self.listing.forget()
+            self.follower.forget()
             if current is not None:
                 self.index = self._pos.get(current, 0)
         if target is not None:
@@ -144,17 +143,17 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
                 self.index = pos if pos < len(order) else 0
             else:
                 self.index = self._pos.get(cid, 0)
-                self._sync_following(cid, iid, writer)
+                self.follower.sync(cid, iid, writer)
         self.refresh_constraint()
 
+    # -- moving -------------------------------------------------------------------------------
     def action_move(self, step: int) -> None:
         """The next (previous) row of the list as sorted and filtered; past its end, the next
         (previous) instruction's first (last) row."""
         if not self.order:
             return
-        rows = self._rows_shown
-        cid, iid = self.order[self.index]
-        ids = [r.constraint_id for r in rows]
+        cid, _ = self.order[self.index]
+        ids = [r.constraint_id for r in self.listing.rows_shown]
         at = ids.index(cid) if cid in ids else -1
         if at >= 0 and 0 <= at + step < len(ids):
             self.index = self._pos.get(ids[at + step], self.index)
@@ -186,12 +185,29 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
                 return
             start = bisect.bisect_left(order, order[first - 1][1], key=_instruction)
         self.index = start
-        iid = order[start][1]
+        data = self.app.view.instruction(order[start][1])
         # The row the list shows first (or last) there, as sorted and filtered.
-        rows = self._visible(self._instruction_rows(self.app.view.instruction(iid)).rows)
+        rows = self.listing.visible(self.listing.rows(data, self._writer_of(data), self._ratio()).rows)
         if rows:
             self.index = self._pos.get(rows[-1 if last else 0].constraint_id, start)
         self.refresh_constraint()
+
+    def _seek(self, test: Callable[[int, int], bool], what: str) -> None:
+        n = len(self.order)
+        for k in range(1, n):
+            i = (self.index + k) % n
+            if test(*self.order[i]):
+                self.index = i
+                self.refresh_constraint()
+                return
+        self._say(f"no {what} constraint")
+
+    def action_next_flagged(self) -> None:
+        """The next constraint with any flag, in the benchmark's order (no key: `f` picks a flag)."""
+        self._seek(self.follower.is_flagged(), "flagged")
+
+    def action_next_flipped(self) -> None:
+        self._seek(self.follower.is_flipped(self.writer, self._ratio()), "flipped")
 
     def action_cycle_model(self) -> None:
         """The next response of this instruction: every (model, mode) in turn."""
@@ -219,20 +235,207 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
             self._say(f"{shown} for this instruction: no other ratio to switch to; "
                       "`unspecific evaluate --ratios 0.5,0.25` adds more")
             return
-        self.ratio = next_ratio(ratios, self._ratio(None))
+        self.ratio = next_ratio(ratios, self._ratio())
         self.refresh_constraint()
 
+    # -- what is followed (widgets/audit/follower.py) --------------------------------------------
+    def action_follow(self, step: int) -> None:
+        """n / p: the next stop of what is followed (a flag, the suspicion queue), else the next row."""
+        if self.follower.following is None:
+            self.action_move(step)
+            return
+        stop, say = self.follower.step(step)
+        if stop is not None:
+            self._go(stop)
+        if say:
+            self._say(say)
+
+    def _go(self, stop: Stop) -> None:
+        if stop.writer is not None:
+            self.writer = stop.writer
+        self.index = self._pos.get(stop.constraint_id, self.index)
+        self.refresh_constraint()
+
+    def action_stop_following(self) -> None:
+        if self.follower.stop():
+            self._redraw()
+            self._say("stopped following: n/p move through the list")
+
+    def action_pick_follow(self) -> None:
+        """f: choose a flag (or the suspicion queue) to follow with n / p."""
+        counts = self.follower.flag_counts(self.order)
+        picker = FlagPicker(sorted(counts.items()), queue=True, following=self.follower.following is not None)
+        self.app.push_screen(picker, self._picked)
+
+    def _picked(self, choice: str | None) -> None:
+        if choice is None:
+            return
+        if choice == STOP:
+            self.action_stop_following()
+        elif choice == QUEUE:
+            self._say("ranking the suspicion queue…")
+            self._load_queue(self._ratio())
+        else:
+            self.follow_flag(choice)
+
+    def follow_flag(self, flag: str) -> None:
+        """Follow the constraints carrying ``flag``, from the first at or after the shown one."""
+        stop = self.follower.follow_flag(flag, self.order, self._pos, self.index)
+        if stop is None:
+            self._say(f"no constraint carries the flag {flag}")
+        else:
+            self._go(stop)
+
+    @work(thread=True, exclusive=True, group="audit-queue", exit_on_error=False)
+    def _load_queue(self, ratio: float) -> None:
+        stops = AuditFollower.rank_queue(self.app.view.path, ratio)
+        self.app.call_from_thread(self._follow_queue, stops)
+
+    def _follow_queue(self, stops: list[Stop]) -> None:
+        stop = self.follower.follow_queue(stops)
+        if stop is None:
+            self._say("the suspicion queue is empty")
+        else:
+            self._go(stop)
+
+    def action_mark(self, mark: str) -> None:
+        """y / d: mark the item shown, the one the head names (the same key again clears it); on the
+        suspicion queue's current item, go on to its next (widgets/audit/follower.py)."""
+        shown = self.shown
+        if shown.response_id is None or shown.constraint_id is None:
+            self._say("nothing to mark: no response shown")
+            return
+        marked = self.follower.mark(shown.response_id, shown.constraint_id, mark)
+        if marked is None:
+            return
+        new, go_on = marked
+        if go_on:
+            self.action_follow(1)
+            self._say(f"{mark} the previous item · {self.follower.done()}")
+            return
+        self.refresh_constraint()
+        where = " (not in the queue)" if self.follower.left else ""
+        self._say(f"{new or 'mark cleared'}{where} · {self.follower.done()}")
+
+    # -- the list (widgets/audit/listing.py) ----------------------------------------------------
+    def action_cycle_sort(self) -> None:
+        self.listing.cycle_sort()
+        self.refresh_constraint()
+        self._say(f"list sorted by {self.sort}")
+
+    def action_cycle_filter(self) -> None:
+        """The next filter; when it hides the shown constraint, the list's first row is shown."""
+        self.listing.cycle_filter()
+        self.refresh_constraint()
+        rows = self.listing.rows_shown
+        if rows and all(r.constraint_id != self.shown.constraint_id for r in rows):
+            self.index = self._pos.get(rows[0].constraint_id, self.index)
+            self.refresh_constraint()
+        self._say(f"list shows: {self.filter}")
+
+    def _list_visible(self) -> bool:
+        return self.has_class("-list") if self._narrow() else not self.listing.has_class("-hidden")
+
+    def action_toggle_list(self) -> None:
+        """Wide: hide (show) the list, more room for the texts. Narrow: the list in place of the
+        text pane, and back (enter on a row comes back too)."""
+        if self._narrow():
+            self.toggle_class("-list")
+            if self.has_class("-list"):
+                self.listing.sync()
+                self.listing.table.focus()
+            self._redraw()  # over the list the head holds the whole constraint
+            return
+        self.listing.toggle_class("-hidden")
+        if self._list_visible():
+            self.listing.sync()
+
+    def action_escape(self) -> None:
+        """escape: at 80 columns, from the list back to the text; else stop following (n / p then
+        move through the list); with neither, says so."""
+        if self._narrow() and self.has_class("-list"):
+            self.action_toggle_list()
+        elif self.follower.following is not None:
+            self.action_stop_following()
+        else:
+            self._say("nothing followed to stop: f picks a flag or the suspicion queue")
+
+    def action_enter(self) -> None:
+        """enter with no row to pick (the list out of sight at 80 columns, or empty): says why."""
+        self._say("enter picks a row of the list: l shows it" if not self._list_visible()
+                  else "the list has no row to pick")
+
+    @on(AuditList.Picked)
+    def _picked_row(self, event: AuditList.Picked) -> None:
+        """The list's cursor moved (up/down, a click): its constraint's detail follows."""
+        cid = event.constraint_id
+        if cid == self.listing.cursor_constraint() and cid != self.shown.constraint_id and cid in self._pos:
+            self.index = self._pos[cid]
+            self.refresh_constraint()
+
+    @on(AuditList.Chosen)
+    def _chosen_row(self) -> None:
+        """Enter on the list: at 80 columns, back to the text of the row chosen."""
+        if self.has_class("-list"):
+            self.remove_class("-list")
+            self._redraw()
+        elif self._narrow():  # the list is out of sight (it keeps the focus): enter has no row to pick
+            self._say("enter picks a row of the list: l shows it")
+
+    # -- the detail (widgets/audit/detail.py) ---------------------------------------------------
+    def _to_text(self) -> None:
+        """At 80 columns over the list (`l`): back to the text, for the keys that act on a pane (t,
+        PgUp/PgDn, o), which would change a pane out of sight."""
+        if self._narrow() and self.has_class("-list"):
+            self.action_toggle_list()
+
+    def action_toggle_copy(self) -> None:
+        say = self.detail.toggle_copy()
+        self.refresh_constraint()
+        self._say(say)
+
+    def action_next_pane(self) -> None:
+        """Narrow: show the next pane. Wider: mark it current; PageUp/PageDown scroll it. From the
+        source view (o), back to the four texts."""
+        self._to_text()
+        if self.detail.source_view:
+            self.action_toggle_source()
+            self._say("back to the four texts (o: the source view again)")
+            return
+        self.detail.next_pane()
+        if self._narrow():
+            self._redraw()  # the pane now shown was not drawn while hidden
+
+    def action_scroll_pane(self, step: int) -> None:
+        self._to_text()
+        say = self.detail.scroll(step)
+        if say:
+            self._say(say)
+
+    def action_next_copy(self) -> None:
+        self._say(self.detail.next_copy())
+
+    def action_toggle_source(self) -> None:
+        self._to_text()
+        self.detail.toggle_source()
+        self.refresh_constraint()
+
+    # -- drawing -------------------------------------------------------------------------------
     def on_resize(self) -> None:
         # Across the 80-column breakpoint the list and the hidden panes come into view: draw them.
-        if self.shown.constraint_id is not None:
-            self._render_head_only()
+        self._redraw()
+
+    def _redraw(self) -> None:
+        if self.order and self.shown.constraint_id is not None:
+            self.refresh_constraint()
 
     def _narrow(self) -> bool:
         return self.app.size.width < NARROW
 
-    def _ratio(self, data: InstructionData | None) -> float:
-        """The ratio `r` chose here, else the app's (app.view_ratio: the rule every view follows)."""
-        return self.ratio if self.ratio is not None else self.app.view_ratio()
+    def _ratio(self) -> float:
+        """The ratio shown: app.view_ratio of the one `r` chose here (else the app's): the rule every
+        view follows (pipeline.core.definitions.view_ratio)."""
+        return self.app.view_ratio(self.ratio)
 
     def _writer_of(self, data: InstructionData, preferred: Writer | None = None) -> Writer | None:
         """The response shown for ``data``: ``preferred`` (by default the one shown now) when the
@@ -242,57 +445,44 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
             return wanted
         return self.app.writer if self.app.writer in data.responses else (data.writers[0] if data.writers else None)
 
-    def _texts(self, data: InstructionData, writer: Writer | None, ratio: float) -> dict[str, str]:
-        """Each pane's text: the two references, the writer's response and its summary at ``ratio``."""
+    def _item(self, cid: int, data: InstructionData, writer: Writer | None, ratio: float) -> tuple[Item, list[ListRow]]:
+        """Constraint ``cid`` of ``data`` on ``writer``'s response at ``ratio``, and its instruction's rows."""
+        rows = self.listing.rows(data, writer, ratio)
         response = data.responses.get(writer) if writer else None
         summary = data.summary(writer, ratio) if writer else None
-        return {"ref-a": data.article_a, "ref-b": data.article_b,
-                "response": response.text if response else "", "summary": summary.text if summary else ""}
+        texts = {"ref-a": data.article_a, "ref-b": data.article_b,
+                 "response": response.text if response else "", "summary": summary.text if summary else ""}
+        row = next((r for r in rows.rows if r.constraint_id == cid), None)
+        item = Item(data, data.constraints[cid], writer, ratio, texts, row, rows.verdicts.get(cid, []),
+                    rows.flags.get(cid, {}))
+        return item, rows.rows
 
     def refresh_constraint(self) -> None:
         self.app.collect_after_paint()
         if not self.order:
-            empty = Text("No constraints in this store yet. Build a run (1), then come back.")
-            width = max(20, self.app.size.width - 2)
-            self.query_one("#audit-head", TextLines).show(list(empty.wrap(self.app.console, width)))
+            self.head.show_empty("No constraints in this store yet. Build a run (1), then come back.")
             return
-        view = self.app.view
         cid, iid = self.order[self.index]
-        data = view.instruction(iid)
-        con = data.constraints[cid]
-        self.writer = self._writer_of(data)
-        ratio = self._ratio(data)
-        response = data.responses.get(self.writer) if self.writer else None
-        summary = data.summary(self.writer, ratio) if self.writer else None
-        rows = self._instruction_rows(data)
-        row = next((r for r in rows.rows if r.constraint_id == cid), None)
-        verdicts = rows.verdicts.get(cid, [])
-        texts = self._texts(data, self.writer, ratio)
-        arrived = (self.shown.constraint_id, self.shown.instruction_id, self.shown.writer) != (cid, iid, self.writer)
-        shown = Shown(cid, iid, self.writer, response.id if response else None,
-                      summary.id if summary else None, bool(response and response.refusal))
-        shown.row = row
-        self.shown = shown
-        if self.app.following is not None:  # the head names the item shown, in what is followed or not
-            self.app.following.track(cid, iid, self.writer)
-        self._open_on_copy(arrived, row)
-
-        visible = self._visible(rows.rows)
-        self._rows_shown = visible
-        self._list_key = (iid, self.writer, ratio, self.sort, self.filter, id(self.order))
-        if self._list_visible():
-            self._sync_list()
-        self._render_list_head(data, rows.rows, visible)
-        for pane in self._drawn_panes():
-            self._render_pane(pane, texts, con, data, verdicts, row, ratio)
-        if self.source_view:  # it draws the response
-            self._render_source(texts, con, data, row, ratio)
-        shown.state = row.outcome if row else "not judged"
-        self._render_head(data, con, rows.flags.get(cid, {}), row, verdicts, ratio)
-        self._render_legend(row)
-        self._render_verdicts(verdicts)
-        self._render_titles()
-        if self.app.following is not None:
+        data = self.app.view.instruction(iid)
+        self.writer = writer = self._writer_of(data)
+        item, rows = self._item(cid, data, writer, self._ratio())
+        response = data.responses.get(writer) if writer else None
+        summary = data.summary(writer, item.ratio) if writer else None
+        arrived = (self.shown.constraint_id, self.shown.instruction_id, self.shown.writer) != (cid, iid, writer)
+        self.shown = shown = Shown(cid, iid, writer, response.id if response else None,
+                                   summary.id if summary else None, bool(response and response.refusal))
+        shown.row = item.row
+        shown.state = item.row.outcome if item.row else "not judged"
+        self.follower.track(cid, iid, writer)  # the head names the item shown, in what is followed or not
+        if arrived and self.follower.following is not None:
+            self.detail.open_on_copy(item.row)
+        self.listing.show(data, rows, writer, item.ratio, cid, draw=self._list_visible())
+        self.query_one(TaskLine).show_task(data.main_task)
+        self.detail.draw(item, shown)
+        self.head.draw(item, refusal=shown.refusal, copy_mode=self.detail.copy_mode,
+                       place=(self.index, len(self.order)), whole=self.has_class("-list"),
+                       follow=self.follower.line(shown.response_id, cid))
+        if self.follower.following is not None:
             self.app.after_paint(self._read_ahead, READ_AHEAD_S)
 
     def _read_ahead(self) -> None:
@@ -302,7 +492,7 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         otherwise reads and draws all of it between the key and the paint (at 160x48 the list's ~37
         rows and four panes: most of a move). Nothing here is shown; a stop it did not guess (`p`,
         another key) is drawn as before."""
-        following = self.app.following
+        following = self.follower.following
         if following is None or following.left or following.index + 1 >= len(following.stops) \
                 or not self.is_current:
             return
@@ -310,19 +500,13 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         if stop.constraint_id not in self._pos:
             return
         data = self.app.view.instruction(stop.instruction_id)
-        con = data.constraints.get(stop.constraint_id)
         writer = self._writer_of(data, stop.writer)
-        if con is None or writer is None:
+        if stop.constraint_id not in data.constraints or writer is None:
             return
-        rows = self._instruction_rows(data, writer)
+        item, rows = self._item(stop.constraint_id, data, writer, self._ratio())
         if self._list_visible():
-            self.query_one(ConstraintList).draw_ahead(self._visible(rows.rows), con.id)
-        texts = self._texts(data, writer, self._ratio(data))
-        row = next((r for r in rows.rows if r.constraint_id == con.id), None)
-        scratch = Shown()  # what the panes found: recorded again when the move shows them
-        for pane in self._drawn_panes():
-            self._pane_content(pane, texts, con, data, rows.verdicts.get(con.id, []), row, scratch)
-            self.query_one(f"#{pane}", TextPane).wrap_ahead(texts[pane])
+            self.listing.draw_ahead(rows, stop.constraint_id)
+        self.detail.read_ahead(item)
 
 
 def _instruction(entry: tuple[int, int]) -> int:
