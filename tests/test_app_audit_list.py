@@ -92,13 +92,13 @@ async def test_sort_and_filter_change_the_rows(tmp_path):
         assert ids() == [known.c1, known.c2, known.c3]
         await pilot.press("s")  # suspicion: C1 (copied, unquoted) before C2 (lost, unquoted) before C3
         await pilot.pause()
-        assert screen.sort == "suspicion" and ids() == [known.c1, known.c2, known.c3]
+        assert screen.listing.sort == "suspicion" and ids() == [known.c1, known.c2, known.c3]
         await pilot.press("s", "s")  # outcome: the flipped one first
         await pilot.pause()
-        assert screen.sort == "outcome" and ids()[0] == known.c2
+        assert screen.listing.sort == "outcome" and ids()[0] == known.c2
         await pilot.press("s", "slash")  # back to position; show only flipped
         await pilot.pause()
-        assert screen.filter == "flipped" and ids() == [known.c2]
+        assert screen.listing.filter == "flipped" and ids() == [known.c2]
         assert screen.shown.constraint_id == known.c2  # the filter hid C1: the first row it shows
         await pilot.press("slash")  # split: nothing splits on m1
         await pilot.pause()
@@ -107,7 +107,7 @@ async def test_sort_and_filter_change_the_rows(tmp_path):
         assert screen.shown.constraint_id == known.c2  # nothing to show instead: stays
         await pilot.press("slash", "slash")  # flagged: C1 (duplicate) and C3 (duplicate, proper noun)
         await pilot.pause()
-        assert screen.filter == "flagged" and ids() == [known.c1, known.c3]
+        assert screen.listing.filter == "flagged" and ids() == [known.c1, known.c3]
 
 
 async def test_f_picks_a_flag_and_n_follows_it(tmp_path):

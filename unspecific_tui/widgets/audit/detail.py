@@ -121,8 +121,8 @@ class AuditDetail(Vertical):
         """Show ``item``; what the panes found recorded in ``shown``."""
         self._shown = shown
         for pane in self.drawn_panes():
-            body, subtitle, first = pane_content(pane, item.texts, item.con, item.data, item.verdicts, item.row,
-                                                 shown, self.copy_mode)
+            body, subtitle, first = pane_content(pane, item.texts, item.con, item.data, item.verdicts,
+                                                 item.row, shown, self.copy_mode)
             widget = self._pane(pane)
             widget.show(body, key=(item.data.id, pane, item.writer, item.ratio), subtitle=subtitle)
             if first is not None:
@@ -138,7 +138,8 @@ class AuditDetail(Vertical):
         drawn (the screen reads the next stop ahead while the auditor reads this one)."""
         scratch = Shown()  # what the panes found: recorded again when the move shows them
         for pane in self.drawn_panes():
-            pane_content(pane, item.texts, item.con, item.data, item.verdicts, item.row, scratch, self.copy_mode)
+            pane_content(pane, item.texts, item.con, item.data, item.verdicts, item.row, scratch,
+                         self.copy_mode)
             self._pane(pane).wrap_ahead(item.texts[pane])
 
     def draw_titles(self) -> None:
@@ -218,7 +219,8 @@ class AuditDetail(Vertical):
                       no_wrap=True, overflow="ellipsis")]
         thresholds = self._judge_thresholds()
         for v in verdicts:
-            found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"), LOCATED: ("located", "cyan"),
+            found, style = {"exact": ("found", "green"), "fuzzy": ("fuzzy", "magenta"),
+                            LOCATED: ("located", "cyan"),
                             "missing": ("MISSING", "bold red")}.get(v.quote_found or "", ("-", "dim"))
             if not v.verdict:
                 found, style = "-", "dim"  # a No has no quote to find
@@ -240,4 +242,5 @@ class AuditDetail(Vertical):
         # Padded to the most lines shown so far: a move that shows fewer verdicts keeps the height,
         # so it does not lay out (and re-wrap) the panes again, and the panes do not jump.
         self._verdict_lines = max(self._verdict_lines, len(lines))
-        self.query_one("#audit-verdicts", TextLines).show(lines + [Text()] * (self._verdict_lines - len(lines)))
+        padding = [Text()] * (self._verdict_lines - len(lines))
+        self.query_one("#audit-verdicts", TextLines).show(lines + padding)

@@ -20,7 +20,8 @@ from pipeline.analysis.specificity import after_prefix, shared_prefix
 from pipeline.analysis.suspicion import Evidence, instruction_evidence
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData, Writer
-from unspecific_tui.widgets.audit.state import Rows
+from unspecific_tui.widgets.audit.pane_text import pane_texts
+from unspecific_tui.widgets.audit.state import Item, Rows
 from unspecific_tui.widgets.constraint_list import (
     FILTERS,
     SORTS,
@@ -85,7 +86,7 @@ class AuditList(Vertical):
     def cycle_filter(self) -> None:
         self.filter = FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)]
 
-    def visible(self, rows: list[ListRow]) -> list[ListRow]:
+    def arranged(self, rows: list[ListRow]) -> list[ListRow]:
         return filter_rows(sort_rows(rows, self.sort), self.filter)
 
     def rows(self, data: InstructionData, writer: Writer | None, ratio: float) -> Rows:
@@ -99,11 +100,21 @@ class AuditList(Vertical):
         self._rows.move_to_end(key)
         return hit
 
+    def item(self, data: InstructionData, constraint_id: int, writer: Writer | None,
+             ratio: float) -> tuple[Item, list[ListRow]]:
+        """Constraint ``constraint_id`` of ``data`` on ``writer``'s response at ``ratio`` with its row,
+        verdicts and flags, and its instruction's rows."""
+        rows = self.rows(data, writer, ratio)
+        row = next((r for r in rows.rows if r.constraint_id == constraint_id), None)
+        item = Item(data, data.constraints[constraint_id], writer, ratio, pane_texts(data, writer, ratio),
+                    row, rows.verdicts.get(constraint_id, []), rows.flags.get(constraint_id, {}))
+        return item, rows.rows
+
     def show(self, data: InstructionData, rows: list[ListRow], writer: Writer | None, ratio: float,
              constraint_id: int, *, draw: bool) -> None:
         """The list of ``data``'s rows, its cursor on ``constraint_id``: drawn when ``draw`` (the
         list in sight), else kept until ``sync``; the head line always."""
-        self.rows_shown = visible = self.visible(rows)
+        self.rows_shown = visible = self.arranged(rows)
         self._key = (data.id, writer, ratio, self.sort, self.filter, self._stamp)
         self._constraint = constraint_id
         if draw:
@@ -111,7 +122,8 @@ class AuditList(Vertical):
         label = similarity_label(rows)
         shown = f"{len(visible)}/{len(rows)}" if len(visible) != len(rows) else f"{len(rows)}"
         line = Text.assemble(
-            (f"{shown} constraints", "bold"), f" · sort: {self.sort} (s) · show: {self.filter} (/) · sim: {label}",
+            (f"{shown} constraints", "bold"),
+            f" · sort: {self.sort} (s) · show: {self.filter} (/) · sim: {label}",
             (" · resp/summ: judges yes-no, * a Yes whose quote is MISSING", "dim"),
             no_wrap=True, overflow="ellipsis")
         if line != self._head:  # an update repaints: most moves leave the head line as it was
@@ -125,7 +137,7 @@ class AuditList(Vertical):
         table.select(self._constraint)
 
     def draw_ahead(self, rows: list[ListRow], constraint_id: int) -> None:
-        self.table.draw_ahead(self.visible(rows), constraint_id)
+        self.table.draw_ahead(self.arranged(rows), constraint_id)
 
     def cursor_constraint(self) -> int | None:
         table = self.table

@@ -9,14 +9,14 @@ from functools import lru_cache
 
 from rich.text import Text
 
-from pipeline.analysis.copy_count import CopyCount, copy_count
 from pipeline.analysis.copy_count import NONE as NO_COPY
+from pipeline.analysis.copy_count import CopyCount, copy_count
 from pipeline.analysis.similarity import LEXICAL
 from pipeline.analysis.specificity import template_words
 from pipeline.core.definitions import COPY_EVIDENCE_NGRAM
 from pipeline.core.text import count_words
 from pipeline.store.verdicts import Verdict
-from pipeline.store.view import Constraint, InstructionData
+from pipeline.store.view import Constraint, InstructionData, Writer
 from unspecific_tui.widgets.audit.state import Shown
 from unspecific_tui.widgets.constraint_list import ListRow
 from unspecific_tui.widgets.highlight import (
@@ -35,8 +35,9 @@ CONSTRAINT_N = COPY_EVIDENCE_NGRAM  # a constraint is short: a few shared words 
 REFERENCE_N = 5  # between long texts, the paper's 5-gram
 
 
-def pane_content(pane: str, texts: dict[str, str], con: Constraint, data: InstructionData, verdicts: list[Verdict],
-                 row: ListRow | None, shown: Shown, copy_mode: str) -> tuple[Text, str, int | None]:
+def pane_content(pane: str, texts: dict[str, str], con: Constraint, data: InstructionData,
+                 verdicts: list[Verdict], row: ListRow | None, shown: Shown,
+                 copy_mode: str) -> tuple[Text, str, int | None]:
     """One pane's text with its copied spans and the judges' quotes highlighted, its subtitle, and
     the offset to scroll to (the first highlight); what it found recorded in ``shown``. Reading
     ahead passes a Shown of its own: the spans and counts land in their caches, nothing is drawn."""
@@ -126,3 +127,11 @@ def styled(text: str, spans: tuple[Span, ...], style: str) -> Text:
 def _words(text: str) -> int:
     """The pane subtitles' word count: the same four texts on every move within an instruction."""
     return count_words(text)
+
+
+def pane_texts(data: InstructionData, writer: Writer | None, ratio: float) -> dict[str, str]:
+    """Each pane's text: the two references, ``writer``'s response and its summary at ``ratio``."""
+    response = data.responses.get(writer) if writer else None
+    summary = data.summary(writer, ratio) if writer else None
+    return {"ref-a": data.article_a, "ref-b": data.article_b,
+            "response": response.text if response else "", "summary": summary.text if summary else ""}
