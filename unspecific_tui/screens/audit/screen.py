@@ -72,7 +72,7 @@ class AuditScreen(AppScreen):
         self.ratio: float | None = None  # the ratio `r` chose (None: the app's)
         self.writer: Writer | None = None
         self.shown = Shown()
-        self.head = AuditHead(id="audit-head")
+        self.task_line, self.head = TaskLine(id="audit-task"), AuditHead(id="audit-head")
         self.body = AuditBody(id="audit-body")
         self.listing, self.detail = self.body.listing, self.body.detail
 
@@ -82,7 +82,7 @@ class AuditScreen(AppScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield TaskLine(id="audit-task")
+        yield self.task_line
         yield self.head
         yield self.body
         yield KeyFooter()
@@ -335,7 +335,7 @@ class AuditScreen(AppScreen):
         if arrived and self.follower.following is not None:
             self.detail.open_on_copy(item.row)
         self.listing.show(data, rows, writer, item.ratio, cid, draw=self.body.list_visible())
-        self.query_one(TaskLine).show_task(data.main_task)
+        self.task_line.show_task(data.main_task)
         self.detail.draw(item, shown)
         self.head.draw(item, refusal=shown.refusal, copy_mode=self.detail.copy_mode,
                        place=(self.place.index, len(self.place.order)), whole=self.body.over_list,
