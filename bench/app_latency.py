@@ -69,7 +69,7 @@ async def measure(store: Path, moves: int, size: tuple[int, int] = (160, 48)) ->
         await pilot.press("3")
         await pilot.pause()
         out["open_audit_s"] = time.perf_counter() - t
-        screen: Any = app.screen  # the Audit screen (its index, order, refresh_constraint)
+        screen: Any = app.screen  # the Audit screen (its place: index and order; refresh_constraint)
 
         painted = paint_event(app)  # a move is timed to the paint that follows it
         press_ms: list[float] = []
@@ -98,7 +98,7 @@ async def measure(store: Path, moves: int, size: tuple[int, int] = (160, 48)) ->
         # Far jumps: the instruction cache misses every time.
         far_ms: list[float] = []
         for i in range(min(moves, 100)):
-            screen.index = (i * 7919) % len(screen.order)
+            screen.place.index = (i * 7919) % len(screen.place.order)
             painted.clear()
             t = time.perf_counter()
             screen.refresh_constraint()
@@ -112,7 +112,7 @@ async def measure(store: Path, moves: int, size: tuple[int, int] = (160, 48)) ->
         out["move_press_p95_ms"] = pct(press_ms, 0.95)
         out["move_handler_median_ms"] = statistics.median(handler_ms)
         out["move_handler_p95_ms"] = pct(handler_ms, 0.95)
-        out["constraints"] = len(screen.order)
+        out["constraints"] = len(screen.place.order)
         print("measuring the Audit list moves", file=sys.stderr)
         out.update(await list_moves(app, painted, moves))
         print("measuring the suspicion queue", file=sys.stderr)

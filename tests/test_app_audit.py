@@ -162,13 +162,13 @@ async def test_instruction_jumps(tmp_path):
         await pilot.press("3", "j", "right_square_bracket")
         await pilot.pause()
         screen = app.screen
-        assert screen.shown.instruction_id == 2 and screen.index == 5
+        assert screen.shown.instruction_id == 2 and screen.place.index == 5
         await pilot.press("right_square_bracket", "right_square_bracket")  # stays on the last
         await pilot.pause()
-        assert screen.shown.instruction_id == 3 and screen.index == 10
+        assert screen.shown.instruction_id == 3 and screen.place.index == 10
         await pilot.press("j", "j", "left_square_bracket")
         await pilot.pause()
-        assert screen.shown.instruction_id == 2 and screen.index == 5
+        assert screen.shown.instruction_id == 2 and screen.place.index == 5
 
 
 async def test_80x24_is_one_pane_of_ten_lines_and_the_list_behind_l(tmp_path):

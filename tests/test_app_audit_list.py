@@ -11,6 +11,7 @@ from pipeline.store.view import Writer
 from tests.support.app import C2, C3, goto, make_known_store, settle, synthetic_app, text_of
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.following import Following, Stop
+from unspecific_tui.widgets.audit.listing import AuditList
 from unspecific_tui.widgets.constraint_list import ConstraintList
 
 M1, M2 = Writer("m1", "direct"), Writer("m2", "direct")
@@ -91,13 +92,13 @@ async def test_sort_and_filter_change_the_rows(tmp_path):
         assert ids() == [known.c1, known.c2, known.c3]
         await pilot.press("s")  # suspicion: C1 (copied, unquoted) before C2 (lost, unquoted) before C3
         await pilot.pause()
-        assert screen.sort == "suspicion" and ids() == [known.c1, known.c2, known.c3]
+        assert screen.listing.sort == "suspicion" and ids() == [known.c1, known.c2, known.c3]
         await pilot.press("s", "s")  # outcome: the flipped one first
         await pilot.pause()
-        assert screen.sort == "outcome" and ids()[0] == known.c2
+        assert screen.listing.sort == "outcome" and ids()[0] == known.c2
         await pilot.press("s", "slash")  # back to position; show only flipped
         await pilot.pause()
-        assert screen.filter == "flipped" and ids() == [known.c2]
+        assert screen.listing.filter == "flipped" and ids() == [known.c2]
         assert screen.shown.constraint_id == known.c2  # the filter hid C1: the first row it shows
         await pilot.press("slash")  # split: nothing splits on m1
         await pilot.pause()
@@ -106,7 +107,7 @@ async def test_sort_and_filter_change_the_rows(tmp_path):
         assert screen.shown.constraint_id == known.c2  # nothing to show instead: stays
         await pilot.press("slash", "slash")  # flagged: C1 (duplicate) and C3 (duplicate, proper noun)
         await pilot.pause()
-        assert screen.filter == "flagged" and ids() == [known.c1, known.c3]
+        assert screen.listing.filter == "flagged" and ids() == [known.c1, known.c3]
 
 
 async def test_f_picks_a_flag_and_n_follows_it(tmp_path):
@@ -365,8 +366,9 @@ async def test_following_reads_the_next_item_ahead(tmp_path, monkeypatch):
         screen = app.screen
         table = screen.query_one(ConstraintList)
         work: list[str] = []
-        read_rows, row_segments = screen._read_rows, table._row_segments
-        monkeypatch.setattr(screen, "_read_rows", lambda *a: work.append("rows") or read_rows(*a))
+        listing = screen.query_one(AuditList)  # the part that reads an instruction's rows
+        read_rows, row_segments = listing._read_rows, table._row_segments
+        monkeypatch.setattr(listing, "_read_rows", lambda *a: work.append("rows") or read_rows(*a))
         monkeypatch.setattr(table, "_row_segments", lambda *a: work.append("row") or row_segments(*a))
         wrapped = text_pane.wrap_lines.cache_info().misses
         screen.action_follow(1)  # `n`, up to the paint: the screen's refresh and the list's lines

@@ -20,19 +20,20 @@ and flags are read once per (instruction, response, ratio) and cached; the widge
 and updated in place; the list's rows are replaced only when the instruction, response, sort or
 filter changes.
 
-The screen is split by concern: ``screen.py`` (AuditScreen: layout, state, moves and the one
-refresh) composes ``listing.py`` (the constraint list and its rows), ``panes.py`` (the text panes,
-highlights, the source view and the verdict lines), ``head.py`` (the head, the panes' titles and the legend)
-and ``following.py`` (n / p, the flag picker, the suspicion queue and its marks); ``state.py`` holds
-what they share. Its style is ``audit.tcss`` beside them.
+The screen (``screen.py``: AuditScreen) composes its parts, each in unspecific_tui/widgets/audit/
+and each owning its state: the head (head.py), the constraint list (listing.py, which posts
+``AuditList.Picked`` / ``Chosen`` when its cursor moves or enter picks a row), the detail (detail.py:
+the panes, the source view, the legend and the verdicts) and the follower (follower.py: n / p, the
+flag picker's choices, the suspicion queue and its marks). The screen keeps where the auditor is and
+draws it through them. Its style is ``audit.tcss`` beside it.
 """
 
-from unspecific_tui.screens.audit.following import MARK_KEYS
-from unspecific_tui.screens.audit.head import HEAD, NARROW_HEAD
-from unspecific_tui.screens.audit.listing import CACHE
-from unspecific_tui.screens.audit.panes import CONSTRAINT_N, REFERENCE_N
 from unspecific_tui.screens.audit.screen import AuditScreen
-from unspecific_tui.screens.audit.state import NARROW, PANE_TITLES, PANES, SOURCE_PANE, Rows, Shown
+from unspecific_tui.widgets.audit.follower import MARK_KEYS
+from unspecific_tui.widgets.audit.head import HEAD, NARROW_HEAD
+from unspecific_tui.widgets.audit.listing import CACHE
+from unspecific_tui.widgets.audit.pane_text import CONSTRAINT_N, REFERENCE_N
+from unspecific_tui.widgets.audit.state import NARROW, PANE_TITLES, PANES, SOURCE_PANE, Rows, Shown
 
 __all__ = ["CACHE", "CONSTRAINT_N", "HEAD", "MARK_KEYS", "NARROW", "NARROW_HEAD", "PANES", "PANE_TITLES",
            "REFERENCE_N", "SOURCE_PANE", "AuditScreen", "Rows", "Shown"]

@@ -1,109 +1,96 @@
-"""The Audit screen: its layout, its state, moving through the constraints (up/down, [ ], model,
-ratio) and ``refresh_constraint``, which draws the shown constraint through the parts."""
+"""The Audit screen: it composes its parts (unspecific_tui/widgets/audit/), keeps where the auditor
+is (the benchmark's order, the shown constraint, response and ratio), moves through the constraints
+(up/down, [ ], model, ratio, n / p) and draws the shown one through the parts (``refresh_constraint``).
+The parts own their state; the list tells the screen by a message when its cursor moved or enter
+picked a row; the keys' bindings are the screen's, each handing the key to the part it acts on."""
 
 from __future__ import annotations
 
-import bisect
-from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from functools import cached_property
+from typing import ClassVar
 
-from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Container, Horizontal, Vertical
-from textual.widgets import Header, Static
+from textual.binding import Binding, BindingType
+from textual.widgets import Header
 
-from pipeline.core.definitions import next_ratio
-from pipeline.store.view import InstructionData, Writer
+from pipeline.store.view import Writer
 from unspecific_tui.app import Context
-from unspecific_tui.screens.audit.following import FollowingPart
-from unspecific_tui.screens.audit.head import HeadPart
-from unspecific_tui.screens.audit.listing import ListPart
-from unspecific_tui.screens.audit.panes import PanesPart
-from unspecific_tui.screens.audit.state import NARROW, PANE_TITLES, PANES, SOURCE_PANE, Rows, Shown
-from unspecific_tui.widgets.constraint_list import FILTERS, SORTS, ConstraintList, ListRow
+from unspecific_tui.following import Stop
+from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.audit.body import AuditBody
+from unspecific_tui.widgets.audit.follower import AuditFollower
+from unspecific_tui.widgets.audit.head import AuditHead, TaskLine
+from unspecific_tui.widgets.audit.listing import AuditList
+from unspecific_tui.widgets.audit.place import AuditPlace, other_ratio, other_writer, writer_for
+from unspecific_tui.widgets.audit.state import NARROW, Shown
 from unspecific_tui.widgets.footer import KeyFooter
-from unspecific_tui.widgets.text_pane import TextLines, TextPane
 
+NOTHING_TO_SWITCH = "no constraints in this store yet: nothing to switch"
 READ_AHEAD_S = 0.03  # after the paint, before the next stop is read ahead (an auditor reads for seconds)
 
+# The screen's keys; each hands its key to the part it acts on.
+KEYS: list[BindingType] = [
+    Binding("down,j", "move(1)", "Down", show=False),
+    Binding("up,k", "move(-1)", "Up", show=False),
+    Binding("n", "follow(1)", "Next"),
+    Binding("p", "follow(-1)", "Prev"),
+    # The audit loop's keys, early: the footer shows keys in this order while they fit.
+    Binding("y", "mark('confirmed')", "Confirm"),
+    Binding("d", "mark('dismissed')", "Dismiss"),
+    Binding("o", "toggle_source", "Source"),
+    Binding("g", "next_copy", "Next copy"),
+    Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
+    Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
+    Binding("f", "pick_follow", "Flagged…"),
+    Binding("escape", "escape", "Stop following", show=False),
+    Binding("enter", "enter", show=False),  # the list's own enter picks its row while it has the focus
+    Binding("x", "next_flipped", "Flipped"),
+    Binding("s", "cycle_sort", "Sort"),
+    Binding("slash", "cycle_filter", "Filter", key_display="/"),
+    Binding("m", "cycle_model", "Model/mode"),
+    Binding("c", "toggle_copy", "Copy mode"),
+    Binding("t", "next_pane", "Pane (PgUp/PgDn scroll it)"),
+    Binding("pageup", "scroll_pane(-1)", "Scroll pane up", show=False),
+    Binding("pagedown", "scroll_pane(1)", "Scroll pane down", show=False),
+    Binding("l", "toggle_list", "List"),
+    Binding("r", "cycle_ratio", "Ratio", show=False),
+]
 
-class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
-    """Audit: the list (listing.py), the detail panes (panes.py), the head (head.py) and what n / p
-    follow (following.py), composed here with the screen's state, its moves and its one refresh."""
+
+class AuditScreen(AppScreen):
+    """Audit: the head, the constraint list, the detail and the follower, composed and wired here."""
 
     CSS_PATH = "audit.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-medium"), (200, "-wide")]
-    BINDINGS = [
-        Binding("down,j", "move(1)", "Down", show=False),
-        Binding("up,k", "move(-1)", "Up", show=False),
-        Binding("n", "follow(1)", "Next"),
-        Binding("p", "follow(-1)", "Prev"),
-        # The audit loop's keys, early: the footer shows keys in this order while they fit.
-        Binding("y", "mark('confirmed')", "Confirm"),
-        Binding("d", "mark('dismissed')", "Dismiss"),
-        Binding("o", "toggle_source", "Source"),
-        Binding("g", "next_copy", "Next copy"),
-        Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
-        Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
-        Binding("f", "pick_follow", "Flagged…"),
-        Binding("escape", "escape", "Stop following", show=False),
-        Binding("enter", "enter", show=False),  # the list's own enter picks its row while it has the focus
-        Binding("x", "next_flipped", "Flipped"),
-        Binding("s", "cycle_sort", "Sort"),
-        Binding("slash", "cycle_filter", "Filter", key_display="/"),
-        Binding("m", "cycle_model", "Model/mode"),
-        Binding("c", "toggle_copy", "Copy mode"),
-        Binding("t", "next_pane", "Pane (PgUp/PgDn scroll it)"),
-        Binding("pageup", "scroll_pane(-1)", "Scroll pane up", show=False),
-        Binding("pagedown", "scroll_pane(1)", "Scroll pane down", show=False),
-        Binding("l", "toggle_list", "List"),
-        Binding("r", "cycle_ratio", "Ratio", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = KEYS
 
     def __init__(self) -> None:
         super().__init__()
-        self.order: list[tuple[int, int]] = []
-        self._pos: dict[int, int] = {}  # constraint id -> index in order
-        self.index = 0
-        self.copy_mode = "constraint"  # constraint | references
-        self.pane = 0
-        self.sort = SORTS[0]
-        self.filter = FILTERS[0]
-        self.ratio: float | None = None
+        self.place = AuditPlace()
+        self.ratio: float | None = None  # the ratio `r` chose (None: the app's)
         self.writer: Writer | None = None
         self.shown = Shown()
-        self._flagged: dict[int, set[str]] | None = None
-        self._judge_thresholds: dict[tuple[str, str], float] | None = None
-        self._rows: OrderedDict[tuple[int, Writer | None, float], Rows] = OrderedDict()
-        self._verdict_lines = 0
-        self._last: dict[str, Any] = {}  # what each Static shows (``_put``)
-        self.source_view = False  # `o`: the response beside the copied words' source
-        # The list's rows as sorted and filtered (the list widget holds them only while shown).
-        self._rows_shown: list[ListRow] = []
-        self._list_key: object = None
+        self.task_line, self.head = TaskLine(id="audit-task"), AuditHead(id="audit-head")
+        self.body = AuditBody(id="audit-body")
+        self.listing, self.detail = self.body.listing, self.body.detail
+
+    @cached_property
+    def follower(self) -> AuditFollower:
+        return AuditFollower(self.app, self)
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="audit-task")
-        yield TextLines(id="audit-head")
-        with Horizontal(id="audit-body"):
-            with Vertical(id="audit-side"):
-                yield Static(id="audit-list-head")
-                yield ConstraintList(id="audit-list")
-            with Vertical(id="audit-detail"):
-                yield Static(id="audit-legend")
-                with Container(id="panes"):
-                    for i, pane in enumerate(PANES):
-                        yield TextPane(PANE_TITLES[pane], id=pane, classes="-current" if i == 0 else "")
-                    yield TextPane("Source", id=SOURCE_PANE)
-                yield TextLines(id="audit-verdicts")
+        yield self.task_line
+        yield self.head
+        yield self.body
         yield KeyFooter()
 
     def on_mount(self) -> None:
         if self.ratio is None:
             self.ratio = self.app.ratio
-        self.query_one(ConstraintList).focus()
+        self.listing.table.focus()
 
     def on_screen_resume(self) -> None:
         self._show_target()
@@ -113,25 +100,22 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
         shown = self.shown
         if shown.instruction_id is None:
             return None
-        return Context(shown.instruction_id, shown.writer, self._ratio(None), shown.constraint_id)
+        return Context(shown.instruction_id, shown.writer, self._ratio(), shown.constraint_id)
 
-    def _set_order(self, order: list[tuple[int, int]]) -> None:
-        self.order = order
-        self._pos = {cid: i for i, (cid, _) in enumerate(order)}
-        self._rows.clear()  # the store changed: rows are read again
-        self._flagged = None
+    def say(self, message: str) -> None:
+        """What the last key changed, as a notice: the app shows notices in the header's row
+        (app.tcss), where they cover no pane, verdict or legend, at every width."""
+        self.notify(message, timeout=3)
 
     def _show_target(self) -> None:
         """Show the constraint another screen asked for, or stay where we were."""
         order = self.app.view.constraint_order()  # cached; re-read after a stage wrote
         target = self.app.target
-        if target is None and order is self.order and self.shown.constraint_id is not None:
+        if target is None and order is self.place.order and self.shown.constraint_id is not None:
             return  # nothing changed while we were away
-        current = self.order[self.index][0] if self.order else None
-        if order is not self.order:
-            self._set_order(order)
-            if current is not None:
-                self.index = self._pos.get(current, 0)
+        if self.place.set_order(order):  # the store changed: rows and flags are read again
+            self.listing.forget()
+            self.follower.forget()
         if target is not None:
             self.app.target = None
             if self.app.context.ratio is not None:
@@ -140,190 +124,238 @@ class AuditScreen(ListPart, PanesPart, HeadPart, FollowingPart):
             if writer:
                 self.writer = writer
             if cid is None:
-                pos = bisect.bisect_left(order, iid, key=_instruction)
-                self.index = pos if pos < len(order) else 0
+                self.place.go_instruction(iid)
             else:
-                self.index = self._pos.get(cid, 0)
-                self._sync_following(cid, iid, writer)
+                self.place.index = self.place.pos.get(cid, 0)
+                self.follower.sync(cid, iid, writer)
         self.refresh_constraint()
 
+    # -- moving -------------------------------------------------------------------------------
     def action_move(self, step: int) -> None:
         """The next (previous) row of the list as sorted and filtered; past its end, the next
         (previous) instruction's first (last) row."""
-        if not self.order:
+        if not self.place.order:
             return
-        rows = self._rows_shown
-        cid, iid = self.order[self.index]
-        ids = [r.constraint_id for r in rows]
-        at = ids.index(cid) if cid in ids else -1
-        if at >= 0 and 0 <= at + step < len(ids):
-            self.index = self._pos.get(ids[at + step], self.index)
-        elif at < 0 and ids:
-            self.index = self._pos.get(ids[0 if step > 0 else -1], self.index)
+        if self.place.step_row([r.constraint_id for r in self.listing.rows_shown], step):
+            self.refresh_constraint()
         else:
             self._instruction_step(step, last=step < 0)
-            return
-        self.refresh_constraint()
 
     def action_instruction(self, step: int) -> None:
         """First constraint of the next (or previous) instruction."""
         self._instruction_step(step, last=False)
 
     def _instruction_step(self, step: int, *, last: bool) -> None:
-        if not self.order:
+        if not self.place.order:
             return
-        order = self.order
-        current = order[self.index][1]
-        if step > 0:
-            start = bisect.bisect_right(order, current, key=_instruction)
-            if start >= len(order):
-                self._say(f"#{current} is the last instruction")  # it stays
-                return
-        else:
-            first = bisect.bisect_left(order, current, key=_instruction)
-            if first == 0:
-                self._say(f"#{current} is the first instruction")
-                return
-            start = bisect.bisect_left(order, order[first - 1][1], key=_instruction)
-        self.index = start
-        iid = order[start][1]
+        say = self.place.step_instruction(step)
+        if say is not None:
+            self.say(say)
+            return
+        data = self.app.view.instruction(self.place.instruction)
         # The row the list shows first (or last) there, as sorted and filtered.
-        rows = self._visible(self._instruction_rows(self.app.view.instruction(iid)).rows)
+        writer = writer_for(data, self.writer, self.app.writer)
+        rows = self.listing.arranged(self.listing.rows(data, writer, self._ratio()).rows)
         if rows:
-            self.index = self._pos.get(rows[-1 if last else 0].constraint_id, start)
+            self.place.go(rows[-1 if last else 0].constraint_id)
         self.refresh_constraint()
+
+    def _seek(self, test: Callable[[int, int], bool], what: str) -> None:
+        if self.place.seek(test):
+            self.refresh_constraint()
+        else:
+            self.say(f"no {what} constraint")
+
+    def action_next_flagged(self) -> None:
+        """The next constraint with any flag, in the benchmark's order (no key: `f` picks a flag)."""
+        self._seek(self.follower.is_flagged(), "flagged")
+
+    def action_next_flipped(self) -> None:
+        self._seek(self.follower.is_flipped(self.writer, self._ratio()), "flipped")
 
     def action_cycle_model(self) -> None:
         """The next response of this instruction: every (model, mode) in turn."""
-        if not self.order:
-            self._say("no constraints in this store yet: nothing to switch")
-            return
-        writers = self.app.view.instruction(self.order[self.index][1]).writers
-        if len(writers) < 2:
-            shown = f"one response ({writers[0].label})" if writers else "no response"
-            other = "direct" if writers and writers[0].mode == "edit" else "edit"
-            self._say(f"{shown} to this instruction: no other model or mode to switch to; a second model "
-                      f"(`unspecific evaluate --models NAME`) or mode (`--mode {other}`) adds one")
-            return
-        i = writers.index(self.writer) if self.writer in writers else -1
-        self.writer = writers[(i + 1) % len(writers)]
-        self.refresh_constraint()
+        data = self.app.view.instruction(self.place.instruction) if self.place.order else None
+        writer, say = other_writer(data.writers, self.writer) if data else (None, NOTHING_TO_SWITCH)
+        if writer is None:
+            self.say(say)
+        else:
+            self.writer = writer
+            self.refresh_constraint()
 
     def action_cycle_ratio(self) -> None:
-        if not self.order:
-            self._say("no constraints in this store yet: nothing to switch")
-            return
-        ratios = self.app.view.instruction(self.order[self.index][1]).ratios
-        if len(ratios) < 2:
-            shown = f"summaries at one ratio only ({ratios[0]:g})" if ratios else "no summary"
-            self._say(f"{shown} for this instruction: no other ratio to switch to; "
-                      "`unspecific evaluate --ratios 0.5,0.25` adds more")
-            return
-        self.ratio = next_ratio(ratios, self._ratio(None))
+        data = self.app.view.instruction(self.place.instruction) if self.place.order else None
+        ratio, say = other_ratio(data.ratios, self._ratio()) if data else (None, NOTHING_TO_SWITCH)
+        if ratio is None:
+            self.say(say)
+        else:
+            self.ratio = ratio
+            self.refresh_constraint()
+
+    # -- what is followed (widgets/audit/follower.py, which reaches the screen as its FollowerHost) --
+    def action_follow(self, step: int) -> None:
+        """n / p: the next stop of what is followed (a flag, the suspicion queue), else the next row."""
+        if not self.follower.follow(step):
+            self.action_move(step)
+
+    def go(self, stop: Stop) -> None:
+        if stop.writer is not None:
+            self.writer = stop.writer
+        self.place.go(stop.constraint_id)
         self.refresh_constraint()
 
+    def action_stop_following(self) -> None:
+        self.follower.stop()
+
+    def action_pick_follow(self) -> None:
+        self.follower.pick(self.place, self._ratio())
+
+    def action_mark(self, mark: str) -> None:
+        self.follower.mark(self.shown, mark)
+
+    # -- the list (widgets/audit/listing.py) ----------------------------------------------------
+    def action_cycle_sort(self) -> None:
+        self.listing.cycle_sort()
+        self.refresh_constraint()
+        self.say(f"list sorted by {self.listing.sort}")
+
+    def action_cycle_filter(self) -> None:
+        """The next filter; when it hides the shown constraint, the list's first row is shown."""
+        self.listing.cycle_filter()
+        self.refresh_constraint()
+        rows = self.listing.rows_shown
+        if rows and all(r.constraint_id != self.shown.constraint_id for r in rows):
+            self.place.go(rows[0].constraint_id)
+            self.refresh_constraint()
+        self.say(f"list shows: {self.listing.filter}")
+
+    def action_toggle_list(self) -> None:
+        if self.body.toggle_list():
+            self.redraw()
+
+    def action_escape(self) -> None:
+        """escape: at 80 columns, from the list back to the text; else stop following (n / p then
+        move through the list); with neither, says so."""
+        if self.body.to_text():
+            self.redraw()
+        elif self.follower.following is not None:
+            self.follower.stop()
+        else:
+            self.say("nothing followed to stop: f picks a flag or the suspicion queue")
+
+    def action_enter(self) -> None:
+        """enter with no row to pick (the list out of sight at 80 columns, or empty): says why."""
+        self.say("enter picks a row of the list: l shows it" if not self.body.list_visible()
+                 else "the list has no row to pick")
+
+    @on(AuditList.Picked)
+    def _picked_row(self, event: AuditList.Picked) -> None:
+        """The list's cursor moved (up/down, a click): its constraint's detail follows."""
+        cid = event.constraint_id
+        if cid == self.listing.cursor_constraint() and cid != self.shown.constraint_id \
+                and cid in self.place.pos:
+            self.place.go(cid)
+            self.refresh_constraint()
+
+    @on(AuditBody.Swapped)
+    def _swapped(self) -> None:
+        self.redraw()
+
+    # -- the detail (widgets/audit/detail.py) ---------------------------------------------------
+    def _to_text(self) -> None:
+        if self.body.to_text():
+            self.redraw()
+
+    def action_toggle_copy(self) -> None:
+        say = self.detail.toggle_copy()
+        self.refresh_constraint()
+        self.say(say)
+
+    def action_next_pane(self) -> None:
+        """Narrow: show the next pane. Wider: mark it current; PageUp/PageDown scroll it. From the
+        source view (o), back to the four texts."""
+        self._to_text()
+        if self.detail.source_view:
+            self.action_toggle_source()
+            self.say("back to the four texts (o: the source view again)")
+            return
+        self.detail.next_pane()
+        if self._narrow():
+            self.redraw()  # the pane now shown was not drawn while hidden
+
+    def action_scroll_pane(self, step: int) -> None:
+        self._to_text()
+        say = self.detail.scroll(step)
+        if say:
+            self.say(say)
+
+    def action_next_copy(self) -> None:
+        self.say(self.detail.next_copy())
+
+    def action_toggle_source(self) -> None:
+        self._to_text()
+        self.detail.toggle_source()
+        self.refresh_constraint()
+
+    # -- drawing -------------------------------------------------------------------------------
     def on_resize(self) -> None:
         # Across the 80-column breakpoint the list and the hidden panes come into view: draw them.
-        if self.shown.constraint_id is not None:
-            self._render_head_only()
+        self.redraw()
+
+    def redraw(self) -> None:
+        if self.place.order and self.shown.constraint_id is not None:
+            self.refresh_constraint()
 
     def _narrow(self) -> bool:
         return self.app.size.width < NARROW
 
-    def _ratio(self, data: InstructionData | None) -> float:
-        """The ratio `r` chose here, else the app's (app.view_ratio: the rule every view follows)."""
-        return self.ratio if self.ratio is not None else self.app.view_ratio()
-
-    def _writer_of(self, data: InstructionData, preferred: Writer | None = None) -> Writer | None:
-        """The response shown for ``data``: ``preferred`` (by default the one shown now) when the
-        instruction has it, else the app's, else its first."""
-        wanted = self.writer if preferred is None else preferred
-        if wanted in data.responses:
-            return wanted
-        return self.app.writer if self.app.writer in data.responses else (data.writers[0] if data.writers else None)
-
-    def _texts(self, data: InstructionData, writer: Writer | None, ratio: float) -> dict[str, str]:
-        """Each pane's text: the two references, the writer's response and its summary at ``ratio``."""
-        response = data.responses.get(writer) if writer else None
-        summary = data.summary(writer, ratio) if writer else None
-        return {"ref-a": data.article_a, "ref-b": data.article_b,
-                "response": response.text if response else "", "summary": summary.text if summary else ""}
+    def _ratio(self) -> float:
+        """The ratio shown: app.view_ratio of the one `r` chose here (else the app's): the rule every
+        view follows (pipeline.core.definitions.view_ratio)."""
+        return self.app.view_ratio(self.ratio)
 
     def refresh_constraint(self) -> None:
         self.app.collect_after_paint()
-        if not self.order:
-            empty = Text("No constraints in this store yet. Build a run (1), then come back.")
-            width = max(20, self.app.size.width - 2)
-            self.query_one("#audit-head", TextLines).show(list(empty.wrap(self.app.console, width)))
+        if not self.place.order:
+            self.head.show_empty("No constraints in this store yet. Build a run (1), then come back.")
             return
-        view = self.app.view
-        cid, iid = self.order[self.index]
-        data = view.instruction(iid)
-        con = data.constraints[cid]
-        self.writer = self._writer_of(data)
-        ratio = self._ratio(data)
-        response = data.responses.get(self.writer) if self.writer else None
-        summary = data.summary(self.writer, ratio) if self.writer else None
-        rows = self._instruction_rows(data)
-        row = next((r for r in rows.rows if r.constraint_id == cid), None)
-        verdicts = rows.verdicts.get(cid, [])
-        texts = self._texts(data, self.writer, ratio)
-        arrived = (self.shown.constraint_id, self.shown.instruction_id, self.shown.writer) != (cid, iid, self.writer)
-        shown = Shown(cid, iid, self.writer, response.id if response else None,
-                      summary.id if summary else None, bool(response and response.refusal))
-        shown.row = row
-        self.shown = shown
-        if self.app.following is not None:  # the head names the item shown, in what is followed or not
-            self.app.following.track(cid, iid, self.writer)
-        self._open_on_copy(arrived, row)
-
-        visible = self._visible(rows.rows)
-        self._rows_shown = visible
-        self._list_key = (iid, self.writer, ratio, self.sort, self.filter, id(self.order))
-        if self._list_visible():
-            self._sync_list()
-        self._render_list_head(data, rows.rows, visible)
-        for pane in self._drawn_panes():
-            self._render_pane(pane, texts, con, data, verdicts, row, ratio)
-        if self.source_view:  # it draws the response
-            self._render_source(texts, con, data, row, ratio)
-        shown.state = row.outcome if row else "not judged"
-        self._render_head(data, con, rows.flags.get(cid, {}), row, verdicts, ratio)
-        self._render_legend(row)
-        self._render_verdicts(verdicts)
-        self._render_titles()
-        if self.app.following is not None:
+        cid, iid = self.place.order[self.place.index]
+        data = self.app.view.instruction(iid)
+        self.writer = writer = writer_for(data, self.writer, self.app.writer)
+        item, rows = self.listing.item(data, cid, writer, self._ratio())
+        response = data.responses.get(writer) if writer else None
+        summary = data.summary(writer, item.ratio) if writer else None
+        before = self.shown
+        arrived = (before.constraint_id, before.instruction_id, before.writer) != (cid, iid, writer)
+        self.shown = shown = Shown(cid, iid, writer, response.id if response else None,
+                                   summary.id if summary else None, bool(response and response.refusal))
+        shown.row = item.row
+        shown.state = item.row.outcome if item.row else "not judged"
+        self.follower.track(cid, iid, writer)  # the head names the item shown, in what is followed or not
+        if arrived and self.follower.following is not None:
+            self.detail.open_on_copy(item.row)
+        self.listing.show(data, rows, writer, item.ratio, cid, draw=self.body.list_visible())
+        self.task_line.show_task(data.main_task)
+        self.detail.draw(item, shown)
+        self.head.draw(item, refusal=shown.refusal, copy_mode=self.detail.copy_mode,
+                       place=(self.place.index, len(self.place.order)), whole=self.body.over_list,
+                       follow=self.follower.line(shown.response_id, cid))
+        if self.follower.following is not None:
             self.app.after_paint(self._read_ahead, READ_AHEAD_S)
 
     def _read_ahead(self) -> None:
-        """Run once this item is painted, as the auditor reads it: the next stop of what n / p
-        follow is read (its rows, from the store), its list lines drawn and its panes' spans, quotes,
-        counts and wraps computed, into the caches its move will find. Moving to another instruction
-        otherwise reads and draws all of it between the key and the paint (at 160x48 the list's ~37
-        rows and four panes: most of a move). Nothing here is shown; a stop it did not guess (`p`,
-        another key) is drawn as before."""
-        following = self.app.following
-        if following is None or following.left or following.index + 1 >= len(following.stops) \
-                or not self.is_current:
-            return
-        stop = following.stops[following.index + 1]
-        if stop.constraint_id not in self._pos:
+        """Once this item is painted, as the auditor reads it: the next stop of what n / p follow read
+        and drawn into the caches its move will find (its rows, list lines, panes' spans, quotes,
+        counts and wraps; else most of a move at 160x48). Nothing is shown; another key draws as before."""
+        stop = self.follower.next_stop()
+        if stop is None or not self.is_current or stop.constraint_id not in self.place.pos:
             return
         data = self.app.view.instruction(stop.instruction_id)
-        con = data.constraints.get(stop.constraint_id)
-        writer = self._writer_of(data, stop.writer)
-        if con is None or writer is None:
+        writer = writer_for(data, stop.writer, self.app.writer)
+        if stop.constraint_id not in data.constraints or writer is None:
             return
-        rows = self._instruction_rows(data, writer)
-        if self._list_visible():
-            self.query_one(ConstraintList).draw_ahead(self._visible(rows.rows), con.id)
-        texts = self._texts(data, writer, self._ratio(data))
-        row = next((r for r in rows.rows if r.constraint_id == con.id), None)
-        scratch = Shown()  # what the panes found: recorded again when the move shows them
-        for pane in self._drawn_panes():
-            self._pane_content(pane, texts, con, data, rows.verdicts.get(con.id, []), row, scratch)
-            self.query_one(f"#{pane}", TextPane).wrap_ahead(texts[pane])
+        item, rows = self.listing.item(data, stop.constraint_id, writer, self._ratio())
+        if self.body.list_visible():
+            self.listing.draw_ahead(rows, stop.constraint_id)
+        self.detail.read_ahead(item)
 
-
-def _instruction(entry: tuple[int, int]) -> int:
-    return entry[1]

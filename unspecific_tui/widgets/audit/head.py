@@ -1,0 +1,185 @@
+"""Audit's top lines: the task (``TaskLine``) and the head (``AuditHead``): where the auditor is, the
+constraint, its outcome, lineage, duplicates and evidence in a fixed number of lines, under the line
+of what is followed. They own only what they last showed; the screen hands them the item to draw.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.widgets import Static
+
+from pipeline.analysis.similarity import LEXICAL
+from pipeline.analysis.trust import Trust
+from pipeline.store.verdicts import Verdict
+from pipeline.store.view import Constraint, InstructionData
+from unspecific_tui.widgets.audit.state import NARROW, Item
+from unspecific_tui.widgets.bar import bar
+from unspecific_tui.widgets.constraint_list import ListRow, outcome_cell
+from unspecific_tui.widgets.refusal import refusal_mark
+from unspecific_tui.widgets.text_pane import TextLines
+
+if TYPE_CHECKING:
+    from unspecific_tui.app import UnspecificApp
+
+HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height)
+
+
+class TaskLine(Static):
+    """The shown instruction's task."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown_task: str | None = None
+
+    def show_task(self, task: str) -> None:
+        """Updated only when the task changed: an update repaints, and most moves stay in an instruction."""
+        if task == self._shown_task:
+            return
+        self._shown_task = task
+        self.update(Text.assemble(("task: ", "bold"), task.replace("\n", " ") or "(no task stored)"))
+
+
+class AuditHead(TextLines):
+    """The head: a fixed number of lines (a move never lays the screen out again)."""
+
+    if TYPE_CHECKING:  # at run time Textual's own ``app``: the one running, an UnspecificApp
+        app: UnspecificApp
+
+    def show_empty(self, message: str) -> None:
+        width = max(20, self.app.size.width - 2)
+        self.show(list(Text(message).wrap(self.app.console, width)))
+
+    def draw(self, item: Item, *, refusal: bool, copy_mode: str, place: tuple[int, int], whole: bool,
+             follow: Text | None) -> None:
+        """``item`` at ``place`` (its index and the count of constraints); ``whole``: the constraint in
+        full even where the head is narrow (over the list at 80 columns, whose column cuts it);
+        ``follow``: the line of what n / p follow, on top."""
+        data, con = item.data, item.con
+        active = sum(1 for c in data.constraints.values() if c.active)
+        where = Text.assemble(
+            (f"#{data.id}", "bold"), f" {data.domain} · {data.condition} · constraint {con.position}/{active} · ",
+            (item.writer.label if item.writer else "-", "bold"),
+            refusal_mark() if refusal else "",
+            f" · summary {item.ratio:g} · copy: {copy_mode}",
+            f" ({place[0] + 1}/{place[1]})", no_wrap=True, overflow="ellipsis")
+        narrow = self.app.size.width < NARROW  # the breakpoint class may not be set yet on the first show
+        # Narrow, the constraint is one line over a text pane; over the list (`l`), whose column cuts
+        # it, the head gives it the lines it needs: the whole constraint stands above its row.
+        one_line = narrow and not whole
+        text = Text(con.text, style="bold", no_wrap=one_line, overflow="ellipsis")
+        console, width = self.app.console, max(20, self.app.size.width - 2)
+        # The head's height is fixed (a move never lays the screen out again): the lines that fit,
+        # by importance; the list shows each row's similarity and copies when the last lines go.
+        height = NARROW_HEAD if narrow else HEAD
+        budget = height - 1 - (1 if one_line else len(text.wrap(console, width)))
+        rest = [_outcome_line(item.row, item.verdicts), _lineage(data, con), _duplicates(data, item.flags),
+                _evidence_line(item.row, item.flags)]
+        if follow is not None:
+            budget -= 1
+        lines = ([follow] if follow is not None else []) + [where, text] + \
+            [line for line in rest if line is not None][:max(0, budget)]
+        # Wrapped here as a Static would wrap them, padded to the fixed height (never a layout).
+        # A one-line no_wrap line is its own row: TextLines cuts it at the width as wrap would.
+        rows = [piece for line in lines
+                for piece in ([line] if _one_row(line) else line.wrap(console, width))][:height]
+        self.show(rows + [Text()] * (height - len(rows)))
+
+
+def _outcome_line(row: ListRow | None, verdicts: list[Verdict]) -> Text:
+    """The outcome and how far it can be trusted: agreement and missing quotes on each text."""
+    line = Text(no_wrap=True, overflow="ellipsis")
+    if row is None:
+        return line.append("not judged", style="dim")
+    line.append_text(outcome_cell(row))
+    for name, trust in (("response", row.response_trust), ("summary", row.summary_trust)):
+        line.append(f" · {name}: ")
+        line.append_text(_trust_phrase(trust, [v for v in verdicts if v.kind == name]))
+    if row.outcome == "FLIPPED" and row.response_trust is not None and row.response_trust.unquoted:
+        line.append(" · rests on a Yes whose quote is MISSING", style="bold red")
+    elif row.outcome in ("pass both", "FLIPPED") and row.split:
+        line.append(" · the judges split: not a clear call", style="bold yellow")
+    return line
+
+def _evidence_line(row: ListRow | None, flags: dict[str, str]) -> Text:
+    line = Text(no_wrap=True, overflow="ellipsis")
+    if row is not None:
+        sim = row.similarity
+        method = sim.method if sim else LEXICAL
+        line.append(f"similarity ({method}{'' if row.similarity_stored else ', none stored'}): ", style="dim")
+        line.append("A ")
+        line.append_text(bar(sim.to_a if sim else None))
+        line.append(" B ")
+        line.append_text(bar(sim.to_b if sim else None))
+        line.append(" · ")
+        count = row.copy  # the one count (pipeline.analysis.copy_count), named by its source
+        if count.words:
+            phrases = ", ".join(f"'{p}'" for p in count.phrases)
+            line.append(f"{count.sentence()}: {phrases}",
+                        style="bold #e5c07b" if count.from_reference else "#e5c07b")
+        else:
+            line.append("nothing copied", style="dim")
+        line.append(" · ")
+    for flag in sorted(flags):
+        line.append(f" {flag} ", style="black on yellow")
+        line.append(" ")
+    if not flags:
+        line.append("no flags", style="dim")
+    return line
+
+def _duplicates(data: InstructionData, flags: dict[str, str]) -> Text | None:
+    """What a duplicate flag duplicates: each other constraint's position, text and score, on one line."""
+    raw = flags.get("duplicate")
+    if not raw:
+        return None
+    try:
+        near = json.loads(raw).get("with", [])
+    except (ValueError, AttributeError):
+        return None
+    line = Text("duplicates ", style="dim", no_wrap=True, overflow="ellipsis")
+    for i, d in enumerate(near):
+        other = data.constraints.get(d.get("constraint_id"))
+        if other is None:
+            continue
+        if i:
+            line.append(" · ")
+        line.append(f"#{other.position} ", style="bold")
+        line.append(other.text)
+        line.append(f"  (score {d.get('score', 0):g})", style="dim")
+    return line
+
+def _lineage(data: InstructionData, con: Constraint) -> Text | None:
+    if con.replaces_id and con.replaces_id in data.constraints:
+        old = data.constraints[con.replaces_id]
+        # pipeline.stages.revision keeps the reason on the new row (older stores: on the old one).
+        reason = con.replaced_reason or old.replaced_reason or "?"
+        return Text.assemble((f"replaced #{old.id}: ", "dim"), old.text, ("  because ", "dim"), reason,
+                             no_wrap=True, overflow="ellipsis")
+    if con.origin:
+        base = "-" if con.base_verdict is None else "yes" if con.base_verdict else "no"
+        return Text(f"{con.origin}; base article verdict: {base}", style="dim", no_wrap=True, overflow="ellipsis")
+    return None
+
+
+
+def _trust_phrase(trust: Trust | None, verdicts: list[Verdict]) -> Text:
+    if trust is None:
+        return Text("not judged", style="dim")
+    out = Text()
+    if trust.split:
+        out.append(f"judges split {trust.yes}-{trust.no}", style="bold yellow")
+    elif trust.judged:
+        out.append(f"{trust.yes or trust.no} {'yes' if trust.yes else 'no'}, agreed",
+                   style="green" if trust.yes else "yellow")
+    if trust.missing:
+        out.append(f" ({trust.missing} gave none)", style="dim")
+    unquoted = [v.judge for v in verdicts if v.verdict and v.quote_found == "missing"]
+    if unquoted:
+        out.append(f"; quote MISSING ({', '.join(unquoted)})", style="bold red")
+    return out
+
+
+def _one_row(line: Text) -> bool:
+    return line.no_wrap is True and "\n" not in line.plain and "\t" not in line.plain
