@@ -4,7 +4,7 @@ command reads them from here."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 # A constraint passes a text when its judges' mean verdict is at least this (two judges split
 # 1-1 pass). The store's SQL reads it when it builds its statements (pipeline.store.scores.passes_sql).
@@ -15,7 +15,8 @@ DEFAULT_RATIO = 0.25
 DEFAULT_RATIOS = (DEFAULT_RATIO,)
 # Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
 RATIO_TOLERANCE = 1e-9
-# A ratio as a grouping key, to the tolerance's digits (ratio_key).
+# A ratio as a grouping key, to the tolerance's digits: ratio_key in Python, and the store's SQL rounds
+# to these same digits where it groups by ratio (pipeline.store.metrics).
 RATIO_DIGITS = 9
 
 
@@ -39,10 +40,15 @@ def shown_ratio(stored: Iterable[float], asked: float | None = None) -> float | 
     return min(ratios, key=lambda r: abs(r - target))  # min keeps the first (larger) on a tie
 
 
-def ratio_key(ratio: float) -> float:
-    """A ratio as a dict key: rounded to the digits of RATIO_TOLERANCE, so ratios same_ratio calls the
-    same one group together."""
-    return round(float(ratio), RATIO_DIGITS)
+@overload
+def ratio_key(ratio: float) -> float: ...
+@overload
+def ratio_key(ratio: None) -> None: ...
+def ratio_key(ratio: float | None) -> float | None:
+    """A ratio as a dict key (None, a response's, stays None): rounded to RATIO_DIGITS, the digits of
+    RATIO_TOLERANCE, so ratios same_ratio calls the same one group together. The one rounding of a
+    ratio: Python's keys are this, the store's SQL rounds to the same RATIO_DIGITS."""
+    return None if ratio is None else round(float(ratio), RATIO_DIGITS)
 
 
 def view_ratio(stored: Iterable[float], asked: float | None = None) -> float:
