@@ -503,8 +503,8 @@ def test_the_queue_shows_the_stored_ratio_nearest_the_asked_one(store: Store) ->
     assert {_key(e) for e in queue if "lost" in e.reasons()} == at_default != set()
 
 
-def test_a_changed_weight_moves_the_queue_the_export_and_every_report(store: Store, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_weight_moves_the_queue_the_export_and_every_report(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """pipeline.core.definitions.SUSPICION_WEIGHTS is the one table of weights: weigh "lost" above a
     paste and the store's ranking (the query the app's queue reads), `export --suspicious`, the
     report's suspicion list in each of its formats and the HTML report all follow, unchanged elsewhere."""

@@ -478,7 +478,8 @@ def _meets_sql(fact: str, test: bool | float, name: str) -> tuple[str, dict[str,
 
 
 def echo_counts_sql() -> tuple[str, dict[str, float]]:
-    """pipeline.core.definitions.echo_counts as an SQL condition over ``e`` and ``x``, built from ECHO_RULE."""
+    """pipeline.core.definitions.echo_counts as an SQL condition over ``e`` and ``x``, built from
+    ECHO_RULE."""
     parts, args = [], {}
     for k, (fact, test) in enumerate(ECHO_RULE.items()):
         sql, bound = _meets_sql(_ECHO_FACTS[fact], test, f"echo_rule_{k}")
@@ -509,7 +510,8 @@ def _score_sql(ranking: Ranking, fired: Fired, copy: bool, sim: bool) -> tuple[s
         if reason not in ranking.enabled or found is None:
             continue
         condition, measure = found
-        parts.append(f"(CASE WHEN {condition} THEN :fixed_{reason} + :per_unit_{reason} * {measure} ELSE 0.0 END)")
+        parts.append(f"(CASE WHEN {condition} THEN :fixed_{reason} + :per_unit_{reason} * {measure}"
+                     " ELSE 0.0 END)")
         args.update({f"fixed_{reason}": weight.fixed, f"per_unit_{reason}": weight.per_unit})
     args.update(high=HIGH_SIMILARITY, lexical=HIGH_LEXICAL_SIMILARITY)
     return f"round({' + '.join(['0.0', *parts])}, {SCORE_DIGITS})", args

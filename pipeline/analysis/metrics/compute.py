@@ -104,7 +104,8 @@ def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]
     for t in selection.summary_totals(store, len(keys)):
         sat_by = tuple(math.nan if v is None else v for v in t.satisfied_by)
         flip_by = tuple(math.nan if v is None else v for v in t.flipped_by)
-        at_ratio[t.response_id].append((ratio_key(t.ratio), t.raters, t.core, t.satisfied, t.flipped, sat_by, flip_by))
+        at_ratio[t.response_id].append((ratio_key(t.ratio), t.raters, t.core, t.satisfied, t.flipped, sat_by,
+                                        flip_by))
     counts = _kappa_counts(store)
     achieved: dict[tuple[int, float | None], list[float]] = defaultdict(list)
     for rid, ratio, value in selection.achieved_ratios(store):
