@@ -197,9 +197,9 @@ def meets(value: bool | float | None, test: bool | float) -> bool:
 
 def echo_counts(echoed: bool, echo: float | None, copied: bool = False) -> bool:
     """Whether a text's repeating the constraint's words counts (the "echo" reason, and the words
-    every view's copied count shows): ECHO_RULE on these facts."""
-    facts = {"echoed": echoed, "copied": copied, "echo": echo}
-    return all(meets(facts[fact], test) for fact, test in ECHO_RULE.items())
+    every view's copied count shows): ECHO_RULE on these facts (a view asks it per item: no dict built)."""
+    return (meets(echoed, ECHO_RULE["echoed"]) and meets(copied, ECHO_RULE["copied"])
+            and meets(echo, ECHO_RULE["echo"]))
 
 
 class ReasonWeight(NamedTuple):
