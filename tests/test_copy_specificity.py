@@ -170,6 +170,32 @@ def test_the_echo_reason_and_the_copy_only_view_agree_with_the_copied_column(sto
             assert listed == (counted or "similar" in e.reasons()), e.text
 
 
+
+def test_the_echo_rule_is_one_for_python_and_sql(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pipeline.core.definitions.ECHO_RULE decides the "echo" reason in Evidence (and the copied
+    column's count) and in the store's ranking alike: a raised bar drops the item from both."""
+    from pipeline.core.definitions import ECHO_RULE
+
+    compute_copy_evidence(store)
+    eight = _by_position(store)[8]
+    store.conn.execute("INSERT INTO constraint_echo VALUES (?, ?, 'hash', 0.9, 0, 5)",
+                       (eight.response_id, eight.constraint_id))
+    store.commit()
+
+    def ranked() -> bool:
+        return any(e.constraint_id == eight.constraint_id for e in suspicion_queue(store, enabled=("echo",)))
+
+    assert "echo" in _by_position(store)[8].reasons() and ranked()
+    monkeypatch.setitem(ECHO_RULE, "echo", 0.95)
+    above = _by_position(store)[8]
+    assert "echo" not in above.reasons() and above.copy_count.words == 0 and not ranked()
+    monkeypatch.setitem(ECHO_RULE, "copied", True)  # only what a reference also holds: not this item
+    monkeypatch.setitem(ECHO_RULE, "echo", 0.5)
+    assert "echo" not in _by_position(store)[8].reasons() and not ranked()
+    monkeypatch.setitem(ECHO_RULE, "copied", False)
+    assert "echo" in _by_position(store)[8].reasons() and ranked()
+
+
 def test_the_report_gives_the_methods_copy_numbers(store: Store, tmp_path: Path) -> None:
     from rich.console import Console
 

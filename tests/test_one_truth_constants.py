@@ -66,6 +66,11 @@ HOMES = {
     "BUNDLED": "pipeline/core/formats.py",
     "JUDGING_MODES": "pipeline/core/definitions.py",
     "DEFAULT_YES_THRESHOLD": "pipeline/core/definitions.py",
+    # The suspicion score's weights, the echo rule and the ratio keys' rounding (issue 50).
+    "SUSPICION_WEIGHTS": "pipeline/core/definitions.py",
+    "ECHO_RULE": "pipeline/core/definitions.py",
+    "RATIO_DIGITS": "pipeline/core/definitions.py",
+    "SCORE_DIGITS": "pipeline/core/definitions.py",
 }
 
 

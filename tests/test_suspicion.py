@@ -501,3 +501,64 @@ def test_the_queue_shows_the_stored_ratio_nearest_the_asked_one(store: Store) ->
     queue = suspicion_queue(store)
     assert queue and all(e.ratio == 0.5 for e in queue)
     assert {_key(e) for e in queue if "lost" in e.reasons()} == at_default != set()
+
+
+def test_a_changed_weight_moves_the_queue_the_export_and_every_report(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pipeline.core.definitions.SUSPICION_WEIGHTS is the one table of weights: weigh "lost" above a
+    paste and the store's ranking (the query the app's queue reads), `export --suspicious`, the
+    report's suspicion list in each of its formats and the HTML report all follow, unchanged elsewhere."""
+    import io
+
+    from pipeline.core.definitions import SUSPICION_WEIGHTS, ReasonWeight
+    from pipeline.outputs.report import ReportOptions, build_report
+    from pipeline.outputs.report_text import write_format
+    from pipeline.outputs.suspicion import report_lines, suspicion_rows
+    from pipeline.store.suspicion import Ranking, evidence_rows
+
+    compute_copy_evidence(store)
+
+    def everywhere() -> dict[str, list[tuple[int, float]]]:
+        """((constraint, mode), score) of the top three, as each view lists them (the store's rows
+        unscored, ungrouped)."""
+        rows, _ = evidence_rows(store, ratio=0.25, ranking=Ranking(REASONS, limit=3))
+        assert [(r.constraint_id, r.mode) for r in rows] == \
+            [_key(e) for e in suspicion_queue(store, limit=3, grouped=False)]
+        queue = suspicion_queue(store, limit=3)
+        exported, _ = suspicion_rows(store, limit=3)
+        report = build_report(store, ReportOptions(n_resamples=20, suspicious=3))
+        assert report.suspicious is not None
+        listed = {}
+        for fmt in ("markdown", "csv", "json"):
+            out = io.StringIO()
+            write_format(report, fmt, out)
+            listed[fmt] = out.getvalue()
+        items = json.loads(listed["json"])["suspicious"]
+        html = _html_suspicion(store, tmp_path / f"html{len(list(tmp_path.iterdir()))}")["items"]
+        text = "\n".join(report_lines(report.suspicious))
+        table = [r for r in csv.DictReader(io.StringIO(listed["csv"])) if r["table"] == "suspicious"]
+        assert [(int(r["constraint_id"]), float(r["score"])) for r in table] == \
+            [(i["constraint_id"], i["score"]) for i in items]
+        for item in items:  # the same items and scores in markdown and the text report
+            assert f"**{item['score']:.2f}** instruction 1 #{item['position']}" in listed["markdown"]
+            assert f"{item['rank']:>3}. {item['score']:5.2f}  instruction 1 #{item['position']}" in text
+        return {
+            "store": [((r.constraint_id, r.mode), 0.0) for r in rows],
+            "queue": [(_key(e), e.score()) for e in queue],
+            "export": [((r["constraint_id"], r["mode"]), r["score"]) for r in exported],
+            "report": [((i["constraint_id"], i["mode"]), i["score"]) for i in items],
+            # The page, of the writers the report counted (here the direct one), sums each item's
+            # scores by reason.
+            "html": [((i[1], i[4]), round(sum(i[6]), 2)) for i in html[:3]],
+            "direct": [(_key(e), e.score()) for e in suspicion_queue(store) if e.writer == DIRECT][:3],
+        }
+
+    before = everywhere()
+    assert before["queue"][0] == ((1, "direct"), 3.32)  # the paste leads
+    assert before["export"] == before["queue"] == before["report"] and before["html"] == before["direct"]
+    monkeypatch.setitem(SUSPICION_WEIGHTS, "lost", ReasonWeight(10.0))
+    after = everywhere()
+    # c4 lost + unquoted (10 + 0.25), c6 lost (10), then the paste.
+    ranked = [((4, "direct"), 10.25), ((6, "direct"), 10.0), ((1, "direct"), 3.32)]
+    assert after["queue"] == after["export"] == after["report"] == after["html"] == after["direct"] == ranked
+    assert [k for k, _ in after["store"]] == [k for k, _ in ranked]

@@ -143,7 +143,6 @@ class UnspecificApp(AnalysisPart, PaintPart):
         stages: Registry | None = None,
         display_path: str | None = None,
         readonly: bool = False,
-        ratio: float | None = None,
         sample_seed: int = 0,
         demo_command: list[str] | None = None,
     ) -> None:
@@ -160,14 +159,16 @@ class UnspecificApp(AnalysisPart, PaintPart):
         self._config = config
         self.annotator = annotator or os.environ.get("USER") or "annotator"
         self.stage_registry = stages
-        self.ratio = ratio
+        # No ratio is chosen app-wide: a screen asks view_ratio with its own choice, else none (Audit
+        # still reads this).
+        self.ratio: float | None = None
         self.sample_seed = sample_seed
         self.display_path = display_path or str(self.store_path)
         self.title = f"unspecific — {self.display_path}"
         # Where Audit/Compare open next: (instruction id, writer, constraint id or None).
         self.target: tuple[int, Writer | None, int | None] | None = None
         # Where the auditor was last: carried from screen to screen by switch_mode.
-        self.context = Context(ratio=ratio)
+        self.context = Context()
         # What Audit's next/prev follow when set: the suspicion queue or one flag (following.py).
         self.following: Following | None = None
         # The auditor's marks on suspects (confirmed / dismissed) by (response, constraint): read
@@ -200,13 +201,13 @@ class UnspecificApp(AnalysisPart, PaintPart):
 
     def view_ratio(self, asked: float | None = None) -> float:
         """The summary ratio a screen shows (pipeline.core.definitions.view_ratio: the store's summaries
-        and the choice, ``asked`` else the app's ``ratio``): the rule `report`, export and the ranking
+        and the screen's choice ``asked``, None for none): the rule `report`, export and the ranking
         follow, with no fallback of a screen's own."""
         from pipeline.core.definitions import view_ratio
 
         # The store-wide ratios the analysis read (no query on every Audit move), else the store's own.
         stored = self.analysis.ratios if self.analysis is not None else self.view.summary_ratios()
-        return view_ratio(stored, self.ratio if asked is None else asked)
+        return view_ratio(stored, asked)
 
 
     # -- lifecycle ---------------------------------------------------------------------

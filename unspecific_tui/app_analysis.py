@@ -36,7 +36,7 @@ class AnalysisPart(AppState):
             self.store_writer.refresh_scores()
         view = StoreView.open(self.store_path)
         try:
-            analysis = compute_analysis(view, ratio=self.ratio)
+            analysis = compute_analysis(view)
         finally:
             view.close()
         self.post_message(AnalysisReady(analysis))

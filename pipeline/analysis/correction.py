@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.analysis.judge_validation import load_judge_plan, people_verdict
-from pipeline.analysis.metrics.base import Filters, Metrics, Row, _ratio_key, rater_names
+from pipeline.analysis.metrics.base import Filters, Metrics, Row, rater_names
 from pipeline.analysis.metrics.groups import _pair_units
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval
+from pipeline.core.definitions import ratio_key
 from pipeline.store import metrics as selection
 from pipeline.store.judge_checks import CheckItem, JudgeCheck, check_counts, judge_check
 from pipeline.store.validation import text_labels
@@ -278,7 +279,7 @@ class Correction:
     groups: dict[GroupKey, CorrectedGroup] = field(default_factory=dict)
 
     def group(self, key: GroupKey) -> CorrectedGroup | None:
-        return self.groups.get((*key[:4], _ratio_key(key[4])))
+        return self.groups.get((*key[:4], ratio_key(key[4])))
 
     def warnings(self) -> list[str]:
         return [s.line() for s in self.judges if s.validated and not s.informative]
@@ -308,7 +309,7 @@ def corrected_metrics(reader: StoreReader, metrics: Metrics, filters: Filters | 
     per_text = _per_text(totals, len(names))
     buckets: dict[GroupKey, list[Row]] = defaultdict(list)
     for row in metrics.rows:
-        buckets[(row.domain, row.condition, row.model, row.mode, _ratio_key(row.ratio))].append(row)
+        buckets[(row.domain, row.condition, row.model, row.mode, ratio_key(row.ratio))].append(row)
     for key, members in buckets.items():
         if reason:
             out.groups[key] = CorrectedGroup(key, None, reason, used)
@@ -347,7 +348,7 @@ def _per_text(totals: list[selection.RaterTextTotals], n_raters: int) -> _PerTex
             continue
         if not t.both:
             continue
-        key = (t.response_id, _ratio_key(t.ratio))
+        key = (t.response_id, ratio_key(t.ratio))
         shares[key][t.k].append((t.core_yes or 0) / t.both)
         both_yes = (t.full_yes or 0) - (t.flipped or 0)
         summary_only = (t.core_yes or 0) - both_yes

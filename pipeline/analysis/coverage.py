@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.core.definitions import ratio_key
 from pipeline.store.coverage import judged_per_text, text_groups
 from pipeline.store.database import Store
 
@@ -46,10 +47,6 @@ class Coverage:
 
     def __add__(self, other: Coverage) -> Coverage:
         return Coverage(self.judged + other.judged, self.expected + other.expected)
-
-
-def ratio_key(ratio: float | None) -> float | None:
-    return None if ratio is None else round(float(ratio), 6)
 
 
 def group_coverage(store: Store, texts: str, raters: Sequence[tuple[str, str]]) -> dict[GroupKey, Coverage]:

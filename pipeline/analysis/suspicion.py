@@ -32,14 +32,15 @@ Missing verdicts are never a No (Trust counts them apart). ``response_passed`` a
 are the item outcome's (the raters who judged both texts); with no judged summary,
 ``response_passed`` is the response's own raters' mean (>= PASS_THRESHOLD).
 
-The score is a weighted sum over the enabled reasons that fire:
+The score is a weighted sum over the enabled reasons that fire, by the one table of weights,
+pipeline.core.definitions.SUSPICION_WEIGHTS (suspicion_score there): today
 
   similar   2 x the highest similarity (so 1.0 to 2 at the default thresholds)
   copied    1 + 4 x the item's specificity (1 for the topic's words, up to 5 for a long, rare, named paste)
   echo      1 + the echo (1.75 to 2 from ECHO_HIGH; 1 on the words alone, with no echo computed)
   lost      0.5
-  unquoted  0.25
   split     0.15
+  unquoted  0.25
   uncertain 0.05
 
 Copying leads: the copy reasons (similar, copied, echo) are the direct evidence of copy-paste, and the
@@ -50,9 +51,9 @@ judge doubt least, and of it one judge's near-threshold P(Yes) least of all: a Y
 not in the response, or two judges disagreeing outright, say more than a verdict that nearly went
 the other way. ``reason_sentences`` says each reason in words (the one place that does). Ties go by
 instruction, position, writer. ``suspicion_queue`` ranks in the store
-(pipeline.store.suspicion.evidence_rows computes this same score in SQL from WEIGHTS and the COPY_*
-numbers below and the stored specificity, so only the kept rows reach Python; a test checks the two
-agree item for item);
+(pipeline.store.suspicion.evidence_rows computes this same score in SQL, its expression built from
+SUSPICION_WEIGHTS and ECHO_RULE, so only the kept rows reach Python; a test checks the two agree
+item for item, and that a changed weight moves the queue, the export and the HTML report alike);
 ``copy_evidence_missing`` on its result says whether the copy-evidence stage has not run everywhere
 (screens then say "run `unspecific evaluate`" or "`unspecific build`"), and ``total`` how many items
 scored before ``limit``.
@@ -86,14 +87,14 @@ from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.specificity import PhraseFacts, dump_facts, lead, load_facts, phrase_key
 from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import (
-    DEFAULT_RATIO,
-    ECHO_HIGH,
     HIGH_LEXICAL_SIMILARITY,
     HIGH_SIMILARITY,
+    SUSPICION_WEIGHTS,
     echo_counts,
     passes,
-    shown_ratio,
+    suspicion_score,
     uncertain,
+    view_ratio,
 )
 from pipeline.core.errors import UnspecificError
 from pipeline.store.database import Store
@@ -111,7 +112,8 @@ from pipeline.store.suspicion import (
 )
 from pipeline.store.view import StoreReader, Writer, store_of
 
-REASONS: tuple[str, ...] = ("similar", "copied", "echo", "lost", "split", "unquoted", "uncertain")
+# The reasons, in the order they are listed and summed: SUSPICION_WEIGHTS's.
+REASONS: tuple[str, ...] = tuple(SUSPICION_WEIGHTS)
 # The one command that computes the stored evidence a store built before it lacks (similarity, copy
 # evidence): named by every screen and report that finds it missing.
 EVIDENCE_COMMAND = "unspecific evidence"
@@ -126,10 +128,6 @@ REASON_TEXT: dict[str, str] = {
 }
 COPY_REASONS: tuple[str, ...] = ("similar", "copied", "echo")  # the "copy only" view
 SECONDARY_REASONS: tuple[str, ...] = ("lost", "split", "unquoted", "uncertain")
-WEIGHTS: dict[str, float] = {"similar": 2.0, "copied": 1.0, "echo": 1.0, "lost": 0.5, "unquoted": 0.25,
-                             "split": 0.15, "uncertain": 0.05}
-COPY_SPECIFIC = 4.0  # added to "copied" per unit of the item's specificity
-ECHO_COSINE = 1.0  # added to "echo" per unit of the echo (0 when none was computed)
 
 
 def similarity_threshold(method: str) -> float:
@@ -223,21 +221,20 @@ class Evidence:
         }
         return tuple(r for r in REASONS if fired[r])
 
+    def measure(self, reason: str) -> float:
+        """The reason's measure, which its per-unit weight multiplies (SUSPICION_WEIGHTS): the highest
+        similarity, the item's specificity, the echo (0 when none was computed); 0 for the others."""
+        if reason == "similar":
+            return self.similarity.highest if self.similarity is not None else 0.0
+        if reason == "copied":
+            return self.specificity
+        if reason == "echo":
+            return self.echo or 0.0
+        return 0.0
+
     def score(self, enabled: Sequence[str] = REASONS) -> float:
-        """The weighted sum of the enabled reasons that fire (module docstring)."""
-        total = 0.0
-        for reason in self.reasons():
-            if reason not in enabled:
-                continue
-            if reason == "similar" and self.similarity is not None:
-                total += WEIGHTS["similar"] * self.similarity.highest
-            elif reason == "copied":
-                total += WEIGHTS["copied"] + COPY_SPECIFIC * self.specificity
-            elif reason == "echo":
-                total += WEIGHTS["echo"] + ECHO_COSINE * (self.echo or 0.0)
-            else:
-                total += WEIGHTS[reason]
-        return round(total, 6)
+        """The weighted sum of the enabled reasons that fire (pipeline.core.definitions.suspicion_score)."""
+        return suspicion_score((r, self.measure(r)) for r in self.reasons() if r in enabled)
 
 
 def reason_sentences(e: Evidence, enabled: Sequence[str] = REASONS) -> list[str]:
@@ -424,12 +421,10 @@ def suspicion_queue(reader: StoreReader, *, ratio: float | None = None, enabled:
     ``grouped``: items on the same phrase as a higher one filed under it (group_by_phrase).
     ``.copy_evidence_missing`` on the result: the copy-evidence stage has not covered the selection."""
     store = store_of(reader)
-    # The ratio the views show (pipeline.core.definitions.shown_ratio): the asked one where summaries
+    # The ratio the views show (pipeline.core.definitions.view_ratio): the asked one where summaries
     # are at it, else the stored one nearest; the default only where nothing is summarised.
-    ratio = shown_ratio(summary_ratios(store, run_id), ratio) or DEFAULT_RATIO
-    enabled = tuple(r for r in REASONS if r in enabled)
-    ranking = Ranking(weights={r: WEIGHTS[r] for r in enabled}, high=HIGH_SIMILARITY, lexical=HIGH_LEXICAL_SIMILARITY,
-                      copy_specific=COPY_SPECIFIC, echo_cosine=ECHO_COSINE, echo_high=ECHO_HIGH, limit=limit)
+    ratio = view_ratio(summary_ratios(store, run_id), ratio)
+    ranking = Ranking(enabled=tuple(r for r in REASONS if r in enabled), limit=limit)
     rows, total = evidence_rows(store, ratio=ratio, run_id=run_id, ranking=ranking)
     # Few rows: their flags by id; many: every flag at once.
     flags = constraint_flags(store, [r.constraint_id for r in rows]) if len(rows) <= 2000 else constraint_flags(store)

@@ -53,7 +53,7 @@ from pipeline.analysis.validation_plan import (
     require_plan,
     stratum_of,
 )
-from pipeline.core.definitions import DEFAULT_RATIO, passes, same_ratio
+from pipeline.core.definitions import DEFAULT_RATIO, passes, ratio_key, same_ratio
 from pipeline.store.annotations import labels_by_item
 from pipeline.store.validation import instruction_domains, summary_flips
 from pipeline.store.view import store_of
@@ -457,7 +457,7 @@ def flipped_totals(store: Store, run: str | None) -> dict[float, int]:
     its first summary's, as the metric's items do."""
     first: dict[tuple[int, float], tuple[int, int]] = {}  # (response, ratio) -> (summary id, flipped)
     for row in summary_flips(store, run):
-        key = (row.response_id, round(row.ratio, 9))
+        key = (row.response_id, ratio_key(row.ratio))
         if key not in first or row.summary_id < first[key][0]:
             first[key] = (row.summary_id, row.flipped)
     out: dict[float, int] = defaultdict(int)

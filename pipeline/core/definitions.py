@@ -4,6 +4,7 @@ command reads them from here."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple, overload
 
 # A constraint passes a text when its judges' mean verdict is at least this (two judges split
 # 1-1 pass). The store's SQL reads it when it builds its statements (pipeline.store.scores.passes_sql).
@@ -14,7 +15,8 @@ DEFAULT_RATIO = 0.25
 DEFAULT_RATIOS = (DEFAULT_RATIO,)
 # Ratios are compared with a tolerance: 0.1 read back from SQLite is 0.1, but a user's 0.10 is too.
 RATIO_TOLERANCE = 1e-9
-# A ratio as a grouping key, to the tolerance's digits (ratio_key).
+# A ratio as a grouping key, to the tolerance's digits: ratio_key in Python, and the store's SQL rounds
+# to these same digits where it groups by ratio (pipeline.store.metrics).
 RATIO_DIGITS = 9
 
 
@@ -38,10 +40,15 @@ def shown_ratio(stored: Iterable[float], asked: float | None = None) -> float | 
     return min(ratios, key=lambda r: abs(r - target))  # min keeps the first (larger) on a tie
 
 
-def ratio_key(ratio: float) -> float:
-    """A ratio as a dict key: rounded to the digits of RATIO_TOLERANCE, so ratios same_ratio calls the
-    same one group together."""
-    return round(float(ratio), RATIO_DIGITS)
+@overload
+def ratio_key(ratio: float) -> float: ...
+@overload
+def ratio_key(ratio: None) -> None: ...
+def ratio_key(ratio: float | None) -> float | None:
+    """A ratio as a dict key (None, a response's, stays None): rounded to RATIO_DIGITS, the digits of
+    RATIO_TOLERANCE, so ratios same_ratio calls the same one group together. The one rounding of a
+    ratio: Python's keys are this, the store's SQL rounds to the same RATIO_DIGITS."""
+    return None if ratio is None else round(float(ratio), RATIO_DIGITS)
 
 
 def view_ratio(stored: Iterable[float], asked: float | None = None) -> float:
@@ -171,11 +178,65 @@ TEMPLATE_MIN = 4
 ECHO_HIGH = 0.75
 
 
+# The echo rule, written once: Python reads it (echo_counts) and the store's SQL is built from it
+# (pipeline.store.suspicion). Each fact of a (constraint, text) meets its test: True, it holds; False,
+# it does not; a number, the fact reaches it or was not computed.
+ECHO_RULE: dict[str, bool | float] = {
+    "echoed": True,  # some of the constraint's own words repeated (not its template's, in no reference)
+    "copied": False,  # nothing copied from a reference: a paste says more, and is what is counted
+    "echo": ECHO_HIGH,  # an echo at ECHO_HIGH, or none computed (no embedder): the words alone then
+}
+
+
+def meets(value: bool | float | None, test: bool | float) -> bool:
+    """Whether a fact meets its test in ECHO_RULE."""
+    if isinstance(test, bool):
+        return bool(value) is test
+    return value is None or value >= test
+
+
 def echo_counts(echoed: bool, echo: float | None, copied: bool = False) -> bool:
     """Whether a text's repeating the constraint's words counts (the "echo" reason, and the words
-    every view's copied count shows): some words repeated, an echo at ECHO_HIGH or none computed, and
-    nothing ``copied`` from a reference (a paste from a reference says more, and is what is counted)."""
-    return echoed and not copied and (echo is None or echo >= ECHO_HIGH)
+    every view's copied count shows): ECHO_RULE on these facts (a view asks it per item: no dict built)."""
+    return (meets(echoed, ECHO_RULE["echoed"]) and meets(copied, ECHO_RULE["copied"])
+            and meets(echo, ECHO_RULE["echo"]))
+
+
+class ReasonWeight(NamedTuple):
+    """A suspicion reason's weight: ``fixed`` when it fires, plus ``per_unit`` times its measure."""
+
+    fixed: float
+    per_unit: float = 0.0
+
+
+# The suspicion score (pipeline.analysis.suspicion, docs/counting.md), written once: the sum over the
+# enabled reasons that fire of their weights, a reason's measure being the highest similarity
+# (similar), the item's specificity (copied), the echo, 0 when none was computed (echo); the others
+# have none. Evidence.score reads this table and the store's SQL is built from it
+# (pipeline.store.suspicion), summed in the same order. Copying leads: the secondary reasons
+# together (0.95) weigh less than the weakest copy reason alone (1.0: a lexical similarity at its
+# threshold), so every item with copy evidence ranks above every item without.
+SUSPICION_WEIGHTS: dict[str, ReasonWeight] = {
+    "similar": ReasonWeight(0.0, 2.0),  # 1.0 to 2 at the default thresholds
+    "copied": ReasonWeight(1.0, 4.0),  # 1 for the topic's words, up to 5 for a long, rare, named paste
+    "echo": ReasonWeight(1.0, 1.0),  # 1.75 to 2 from ECHO_HIGH; 1 on the words alone
+    "lost": ReasonWeight(0.5),  # alone, what the benchmark measures, not a suspicion
+    "split": ReasonWeight(0.15),
+    "unquoted": ReasonWeight(0.25),
+    "uncertain": ReasonWeight(0.05),  # one judge's verdict that nearly went the other way: least
+}
+# A score's digits (Python and SQL alike): equal scores tie, and rank by instruction, position, writer.
+SCORE_DIGITS = 6
+
+
+def suspicion_score(fired: Iterable[tuple[str, float]]) -> float:
+    """The suspicion score of these (reason, measure) pairs, the enabled reasons that fire, summed in
+    their order (SUSPICION_WEIGHTS)."""
+    total = 0.0
+    for reason, measure in fired:
+        weight = SUSPICION_WEIGHTS[reason]
+        total += weight.fixed + weight.per_unit * measure
+    return round(total, SCORE_DIGITS)
 
 
 # What stored copy evidence was computed by: the numbers above, and the rules' own version (bumped when

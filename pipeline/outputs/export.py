@@ -46,12 +46,6 @@ PUBLIC_CONDITIONS = {"single": "single", "none": "common+none", "direct": "commo
 FINISHED = "done"
 
 
-def public_condition(condition: str) -> str | None:
-    """The public name, or None for a condition that is not part of the benchmark (the
-    internal "common" holder of a shared synthesis)."""
-    return PUBLIC_CONDITIONS.get(condition)
-
-
 def _detail(raw: str | None) -> Any:
     """A flag's detail as stored (JSON, from pipeline.analysis.flags) decoded; plain text stays text."""
     if raw is None:

@@ -184,20 +184,6 @@ def parse_batched_reply(text: str, n: int, *, quote_cap: int | None = None) -> d
     return items
 
 
-def parse_single_reply(text: str) -> dict[str, Any]:
-    try:
-        data = parse_json_lenient(text)
-    except ReplyError:
-        m = re.match(r"^\s*(yes|no)\b\s*[-:,]?\s*(.*)$", text.strip(), re.IGNORECASE | re.DOTALL)
-        if not m:
-            raise
-        rest = m.group(2).strip()
-        return _item(m.group(1), rest if m.group(1).lower() == "yes" else "", rest)
-    if not isinstance(data, dict) or str(data.get("verdict", "")).strip().lower() not in ("yes", "no"):
-        raise ReplyError('expected {"verdict": "yes" or "no", ...}', reply=text)
-    return _item(str(data["verdict"]), str(data.get("quote") or ""), str(data.get("reason") or ""))
-
-
 # -- judging a text ----------------------------------------------------------------------------
 
 

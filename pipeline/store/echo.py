@@ -81,14 +81,6 @@ def put_echoes(store: Store, rows: Sequence[EchoRow]) -> None:
             " sentence_end) VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
-def echo_of(store: Store, generation_id: int, constraint_id: int) -> EchoRow | None:
-    """The stored echo of one constraint on one text, or None."""
-    row = store.conn.execute("SELECT generation_id, constraint_id, method, echo, sentence_start, sentence_end"
-                             " FROM constraint_echo WHERE generation_id = ? AND constraint_id = ?",
-                             (generation_id, constraint_id)).fetchone()
-    return EchoRow(*row) if row else None
-
-
 def echoes_of(store: Store, generation_ids: Sequence[int], method: str | None = None) -> dict[tuple[int, int], float]:
     """(text, constraint) -> the stored echo, for these texts (by this embedder only, when given)."""
     rows = store.conn.execute("SELECT generation_id, constraint_id, echo FROM constraint_echo WHERE generation_id IN"

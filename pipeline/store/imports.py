@@ -136,15 +136,6 @@ def insert_imported_generation(store: Store, *, import_run: str, kind: str, inst
     return int(cur.lastrowid or 0)
 
 
-def first_summary_id(store: Store, parent_id: int | None, ratio: float) -> int | None:
-    """The first summary of the response at this ratio, whoever wrote it (an evaluation file's
-    results judge the summary imported with its response)."""
-    row = store.conn.execute(
-        f"SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND abs(ratio - ?) < {RATIO_TOLERANCE}"
-        " ORDER BY id LIMIT 1", (parent_id, ratio)).fetchone()
-    return None if row is None else int(row[0])
-
-
 def imported_models(store: Store) -> list[str]:
     """Models whose responses were imported (written elsewhere: no endpoint writes them)."""
     return [r[0] for r in store.conn.execute(

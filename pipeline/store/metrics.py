@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pipeline.core.definitions import DEFAULT_RATIO, RATIO_TOLERANCE
+from pipeline.core.definitions import DEFAULT_RATIO, RATIO_DIGITS, RATIO_TOLERANCE
 from pipeline.store.database import Store
 from pipeline.store.scores import current_text_scores, drop_temp_scores, item_outcome_sql, pivot
 
@@ -227,7 +227,7 @@ def summary_totals(store: Store, n_raters: int) -> list[SummaryTotals]:
             for rid, ratio, n, core, satisfied, flipped, *by in store.conn.execute(
                 "SELECT g.rid, min(g.ratio), count(DISTINCT r.k), avg(s.core_yes * 1.0 / s.both), avg(s.full_yes),"
                 f" avg(s.flipped){per_rater} FROM m_gen g JOIN text_scores s ON s.gid = g.gid {_RATER_JOIN}"
-                " WHERE g.kind = 'summary' AND s.both > 0 GROUP BY g.rid, round(g.ratio, 6)")]
+                f" WHERE g.kind = 'summary' AND s.both > 0 GROUP BY g.rid, round(g.ratio, {RATIO_DIGITS})")]
 
 
 def agreement_cells(store: Store) -> list[tuple[int, int, Any, int, int, int, int, int, int]]:

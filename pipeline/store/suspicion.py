@@ -26,7 +26,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pipeline.core.definitions import RATIO_TOLERANCE, copy_evidence_version
+from pipeline.core.definitions import (
+    ECHO_RULE,
+    HIGH_LEXICAL_SIMILARITY,
+    HIGH_SIMILARITY,
+    RATIO_TOLERANCE,
+    SCORE_DIGITS,
+    SUSPICION_WEIGHTS,
+    copy_evidence_version,
+)
 from pipeline.store.database import Store
 from pipeline.store.metrics import LOCK
 from pipeline.store.scores import (
@@ -214,16 +222,12 @@ class EvidenceRow(NamedTuple):
 
 @dataclass(frozen=True)
 class Ranking:
-    """The suspicion score, computed in SQL to rank without reading every row into Python. The
-    formula and its numbers are pipeline.analysis.suspicion's (Evidence.score); they come in here as
-    parameters, and tests/test_suspicion.py checks the two agree on every item."""
+    """The suspicion score, computed in SQL to rank without reading every row into Python: the
+    expression is built from the one table of weights and the echo rule of pipeline.core.definitions
+    (SUSPICION_WEIGHTS, ECHO_RULE) that Evidence.score reads; tests/test_suspicion.py checks the two
+    agree on every item."""
 
-    weights: dict[str, float]  # enabled reason -> weight; a reason switched off is absent
-    high: float  # HIGH_SIMILARITY
-    lexical: float  # HIGH_LEXICAL_SIMILARITY
-    copy_specific: float  # added per unit of the copied phrases' specificity
-    echo_cosine: float  # added per unit of the echo
-    echo_high: float  # ECHO_HIGH
+    enabled: tuple[str, ...]  # the reasons switched on, in SUSPICION_WEIGHTS's order
     limit: int | None = None
 
 
@@ -460,32 +464,57 @@ def _rank(conn: sqlite3.Connection, ranking: Ranking, fired: Fired, joins: str, 
     return int(conn.execute("SELECT count(*) FROM q_top").fetchone()[0])
 
 
+# Each reason's facts over one row of the ranking's joins (Fired, below, adds the verdicts'): the
+# copy evidence ``e``, the echo ``x`` and the similarity ``m``.
+_HIGHEST = "(CASE WHEN m.to_b IS NULL THEN m.to_a ELSE max(m.to_a, m.to_b) END)"
+_ECHO_FACTS = {"echoed": "e.echoed != '[]'", "copied": "e.copied_from != ''", "echo": "x.echo"}
+
+
+def _meets_sql(fact: str, test: bool | float, name: str) -> tuple[str, dict[str, float]]:
+    """pipeline.core.definitions.meets in SQL: a test of ECHO_RULE, its number bound as ``name``."""
+    if isinstance(test, bool):
+        return (fact if test else f"NOT ({fact})"), {}
+    return f"({fact} IS NULL OR {fact} >= :{name})", {name: float(test)}
+
+
+def echo_counts_sql() -> tuple[str, dict[str, float]]:
+    """pipeline.core.definitions.echo_counts as an SQL condition over ``e`` and ``x``, built from
+    ECHO_RULE."""
+    parts, args = [], {}
+    for k, (fact, test) in enumerate(ECHO_RULE.items()):
+        sql, bound = _meets_sql(_ECHO_FACTS[fact], test, f"echo_rule_{k}")
+        parts.append(sql)
+        args.update(bound)
+    return "(" + " AND ".join(parts) + ")", args
+
+
 def _score_sql(ranking: Ranking, fired: Fired, copy: bool, sim: bool) -> tuple[str, dict[str, Any]]:
-    """Evidence.score as one SQL expression, summed in REASONS order (the same float operations)."""
-    w = ranking.weights
-    highest = "(CASE WHEN m.to_b IS NULL THEN m.to_a ELSE max(m.to_a, m.to_b) END)"
+    """pipeline.core.definitions.suspicion_score as one SQL expression, built from SUSPICION_WEIGHTS:
+    per enabled reason, its weight where it fires, summed in the table's order (the same float
+    operations as Python's, rounded to the same SCORE_DIGITS)."""
+    echo_rule, args = echo_counts_sql()
+    # Each reason's condition and measure; None where the store lacks the table it reads.
+    reasons: dict[str, tuple[str, str] | None] = {
+        "similar": (f"m.method IS NOT NULL AND {_HIGHEST} >= (CASE WHEN m.method = 'lexical' THEN :lexical"
+                    " ELSE :high END)", _HIGHEST) if sim else None,
+        "copied": ("e.copied_from != ''", "e.specificity") if copy else None,
+        "echo": (echo_rule, "coalesce(x.echo, 0.0)") if copy else None,
+        "lost": (fired.flipped, "0.0"),
+        "split": (fired.split, "0.0"),
+        "unquoted": (fired.unquoted, "0.0"),
+        "uncertain": (fired.uncertain, "0.0"),
+    }
     parts = []
-    if "similar" in w and sim:
-        parts.append(f"(CASE WHEN m.method IS NOT NULL AND {highest} >= (CASE WHEN m.method = 'lexical'"
-                     f" THEN :lexical ELSE :high END) THEN :w_similar * {highest} ELSE 0.0 END)")
-    if "copied" in w and copy:
-        parts.append("(CASE WHEN e.copied_from != '' THEN :w_copied + :copy_specific * e.specificity ELSE 0.0 END)")
-    if "echo" in w and copy:
-        # pipeline.core.definitions.echo_counts: words repeated, nothing copied, an echo at the bar or none.
-        parts.append("(CASE WHEN e.echoed != '[]' AND e.copied_from = '' AND (x.echo IS NULL OR x.echo >= :echo_high)"
-                     " THEN :w_echo + :echo_cosine * coalesce(x.echo, 0.0) ELSE 0.0 END)")
-    if "lost" in w:
-        parts.append(f"(CASE WHEN {fired.flipped} THEN :w_lost ELSE 0.0 END)")
-    if "split" in w:
-        parts.append(f"(CASE WHEN {fired.split} THEN :w_split ELSE 0.0 END)")
-    if "unquoted" in w:
-        parts.append(f"(CASE WHEN {fired.unquoted} THEN :w_unquoted ELSE 0.0 END)")
-    if "uncertain" in w:
-        parts.append(f"(CASE WHEN {fired.uncertain} THEN :w_uncertain ELSE 0.0 END)")
-    args: dict[str, Any] = {f"w_{k}": v for k, v in w.items()}
-    args.update(high=ranking.high, lexical=ranking.lexical, copy_specific=ranking.copy_specific,
-                echo_cosine=ranking.echo_cosine, echo_high=ranking.echo_high)
-    return f"round({' + '.join(['0.0', *parts])}, 6)", args
+    for reason, weight in SUSPICION_WEIGHTS.items():
+        found = reasons[reason]
+        if reason not in ranking.enabled or found is None:
+            continue
+        condition, measure = found
+        parts.append(f"(CASE WHEN {condition} THEN :fixed_{reason} + :per_unit_{reason} * {measure}"
+                     " ELSE 0.0 END)")
+        args.update({f"fixed_{reason}": weight.fixed, f"per_unit_{reason}": weight.per_unit})
+    args.update(high=HIGH_SIMILARITY, lexical=HIGH_LEXICAL_SIMILARITY)
+    return f"round({' + '.join(['0.0', *parts])}, {SCORE_DIGITS})", args
 
 
 def _evidence_row(row: tuple, judges: Sequence[tuple[str, float | None]]) -> EvidenceRow:

@@ -139,8 +139,7 @@ class AnnotateScreen(JudgeCheckPart):
             return None
         item = self.items[self.index]
         summary = self.app.view.instruction(item.instruction_id).generations.get(item.summary_id)
-        ratio = summary.ratio if summary is not None and summary.ratio is not None else self._ratio
-        return Context(item.instruction_id, item.writer, ratio, item.constraint_id)
+        return Context(item.instruction_id, item.writer, self._item_ratio(summary), item.constraint_id)
 
     def on_screen_resume(self) -> None:
         if self._follow():

@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.widgets import Input, Static
 
 from pipeline.store.annotations import Label
-from pipeline.store.view import Writer
+from pipeline.store.view import Generation, Writer
 from unspecific_tui.app import Context
 from unspecific_tui.messages import AnnotationSaved
 from unspecific_tui.screens.base import AppScreen
@@ -62,6 +62,12 @@ class AnnotateState(AppScreen):
         self.judge_plan: str | None = None
         self._followed: Context | None = None  # the app's context last opened on (once each)
 
+    def _item_ratio(self, summary: Generation | None) -> float:
+        """The ratio an item is shown at: app.view_ratio (the rule every view follows) of the ratio of
+        the summary the item names (a plan's items are at the plan's), else of the items' ratio."""
+        return self.app.view_ratio(summary.ratio if summary is not None and summary.ratio is not None
+                                   else self._ratio)
+
     def _labels(self) -> dict[tuple[int, int], dict[str, Label]]:
         return self.app.view.labels()
 
@@ -105,7 +111,7 @@ class AnnotateState(AppScreen):
         # Exactly the two texts the item names, by id: the label is stored against this response.
         resp = data.generations.get(item.generation_id)
         summ = data.generations.get(item.summary_id)
-        ratio = summ.ratio if summ is not None and summ.ratio is not None else self.app.view_ratio(self._ratio)
+        ratio = self._item_ratio(summ)
         mine = self._labels().get((item.constraint_id, item.generation_id), {}).get(self.app.annotator)
         label = f"[b]{mine.label}[/]" + (f" — {_esc(mine.note)}" if mine.note else "") if mine else "[dim]unlabelled[/]"
         self.shown = (item.generation_id, item.summary_id)

@@ -91,7 +91,7 @@ class CompareScreen(CompareTexts):
         self.instruction_ids: list[int] = []
         self.pos = 0
         self.writers: list[Writer | None] = [None, None]
-        self.ratio: float | None = None  # None: the analysis' ratio
+        self.ratio: float | None = None  # the choice here (`r`, the context's); None: none made
         self.only_differ = False
         self.data: InstructionData | None = None
         self.row_cids: list[int] = []  # the constraints of the rows shown, in order
@@ -129,7 +129,7 @@ class CompareScreen(CompareTexts):
     def _on_analysis(self) -> None:
         """The metrics arrived (or were recomputed): the totals follow."""
         if self.data is not None:
-            self._render_totals(self._ratio(self.data))
+            self._render_totals(self._ratio())
 
     def _take_target(self) -> None:
         """Open on the target another screen set (its instruction, response and ratio)."""
@@ -150,7 +150,7 @@ class CompareScreen(CompareTexts):
         """What this screen shows: the instruction, side A's response, the ratio, the row's constraint."""
         if self.data is None:
             return None
-        return Context(self.data.id, self.writers[0], self._ratio(self.data), self._cursor_cid())
+        return Context(self.data.id, self.writers[0], self._ratio(), self._cursor_cid())
 
     def _cursor_cid(self) -> int | None:
         row = self.query_one("#compare-table", DataTable).cursor_row
@@ -192,7 +192,7 @@ class CompareScreen(CompareTexts):
             self.notify(f"summaries at one ratio only ({self.data.ratios[0]:g}): nothing to switch to; "
                         "`unspecific evaluate --ratios 0.5,0.25` adds more")
             return
-        self.ratio = next_ratio(self.data.ratios, self._ratio(self.data))
+        self.ratio = next_ratio(self.data.ratios, self._ratio())
         self.load(self._cursor_cid())
 
     def action_toggle_differ(self) -> None:
@@ -209,12 +209,10 @@ class CompareScreen(CompareTexts):
             self.app.open_audit(self.data.id, self.writers[0], cid)
 
     # -- loading -------------------------------------------------------------------------
-    def _ratio(self, data: InstructionData) -> float:
-        """The ratio shown: the one `r` chose here when this instruction has summaries at it, else the
-        app's (the rule every view follows: app.view_ratio)."""
-        if self.ratio is not None and any(same_ratio(self.ratio, r) for r in data.ratios):
-            return self.ratio
-        return self.app.view_ratio()
+    def _ratio(self) -> float:
+        """The ratio shown: app.view_ratio (the rule every view follows) of the choice made here (`r`,
+        or the context's), the same on every instruction; one without summaries at it shows none."""
+        return self.app.view_ratio(self.ratio)
 
     def _pick_writers(self, writers: list[Writer]) -> None:
         if self.writers[0] not in writers:
@@ -235,7 +233,7 @@ class CompareScreen(CompareTexts):
         data = self.app.view.instruction(self.instruction_ids[self.pos])
         self.data = data
         self._pick_writers(data.writers)
-        ratio = self._ratio(data)
+        ratio = self._ratio()
         self._texts = [(data.responses.get(w), data.summary(w, ratio)) if w else (None, None) for w in self.writers]
         outcomes = [self.app.view.outcomes(data.id, w, ratio) if w and w in data.responses else {}
                     for w in self.writers]

@@ -28,7 +28,7 @@ class CompareTexts(AppScreen):
     highlighted: dict[str, list[tuple[int, int]]]
     _texts: list[tuple[Generation | None, Generation | None]]  # each side's response and summary
 
-    def _ratio(self, data: InstructionData) -> float:
+    def _ratio(self) -> float:
         raise NotImplementedError("_ratio: CompareScreen's")
 
     # -- highlighting --------------------------------------------------------------------
@@ -41,7 +41,7 @@ class CompareTexts(AppScreen):
         if data is None:
             return
         cid = self.row_cids[row] if 0 <= row < len(self.row_cids) else None
-        ratio = self._ratio(data)
+        ratio = self._ratio()
         for slot, side in enumerate(SIDES):
             writer = self.writers[slot]
             response, summary = self._texts[slot]

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pipeline.analysis.stats import NAN_INTERVAL, Interval
-from pipeline.core.definitions import ratio_key, same_ratio
+from pipeline.core.definitions import same_ratio
 from pipeline.store.metrics import Filters as Filters  # the selection is a query: it lives in the store
 
 CONDITION_ORDER = ("single", "none", "direct", "eval", "human")
@@ -176,11 +176,6 @@ def _same_ratio(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return same_ratio(a, b)
-
-
-def _ratio_key(ratio: float | None) -> float | None:
-    """pipeline.core.definitions.ratio_key (the tolerance's digits); None for Org's rows."""
-    return None if ratio is None else ratio_key(ratio)
 
 
 # stratum (domain, within) -> unit -> side -> (position of the side's first row, [(org, core,

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.analysis.coverage import Coverage, GroupKey, group_coverage
-from pipeline.analysis.metrics.base import Filters, Group, Metrics, Row, _ratio_key, rater_names, superficial_share
+from pipeline.analysis.metrics.base import Filters, Group, Metrics, Row, rater_names, superficial_share
 from pipeline.analysis.metrics.groups import _agreement, _group_sort_key, _groups, _KappaCounts
 from pipeline.analysis.metrics.text_columns import _add_copying, _add_similarity
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL
+from pipeline.core.definitions import ratio_key
 from pipeline.store import metrics as selection
 from pipeline.store.coverage import expected_raters
 from pipeline.store.view import store_of
@@ -74,7 +75,7 @@ def _add_refusals(store: Store, rows: list[Row]) -> None:
 def _with_coverage(groups: list[Group], coverage: dict[GroupKey, Coverage]) -> list[Group]:
     """Each group with its coverage; a group of texts none of whose verdicts were given (all
     missing) has no rates but is kept, with its coverage of 0, so that it cannot pass unseen."""
-    by_key = {(*g.key[:4], _ratio_key(g.ratio)): g for g in groups}
+    by_key = {(*g.key[:4], ratio_key(g.ratio)): g for g in groups}
     for key, c in coverage.items():
         g = by_key.get(key)
         if g is None:
@@ -103,11 +104,12 @@ def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]
     for t in selection.summary_totals(store, len(keys)):
         sat_by = tuple(math.nan if v is None else v for v in t.satisfied_by)
         flip_by = tuple(math.nan if v is None else v for v in t.flipped_by)
-        at_ratio[t.response_id].append((_ratio_key(t.ratio), t.raters, t.core, t.satisfied, t.flipped, sat_by, flip_by))
+        at_ratio[t.response_id].append((ratio_key(t.ratio), t.raters, t.core, t.satisfied, t.flipped, sat_by,
+                                        flip_by))
     counts = _kappa_counts(store)
     achieved: dict[tuple[int, float | None], list[float]] = defaultdict(list)
     for rid, ratio, value in selection.achieved_ratios(store):
-        achieved[(rid, _ratio_key(ratio))].append(value)
+        achieved[(rid, ratio_key(ratio))].append(value)
 
     rows: list[Row] = []
     for rid, iid, run_id, domain, condition, art_a, art_b, model, mode, n_active in meta:
@@ -140,7 +142,7 @@ def _kappa_counts(store: Store) -> _KappaCounts:
         return _KappaCounts.empty()
     table = np.array(rows, dtype=float)
     ratios, where = np.unique(table[:, 2], return_inverse=True)
-    keyed = np.array([math.nan if math.isnan(r) else _ratio_key(r) for r in ratios])  # as the rows' ratios
+    keyed = np.array([math.nan if math.isnan(r) else ratio_key(r) for r in ratios])  # as the rows' ratios
     return _KappaCounts(rid=table[:, 0].astype(np.int64), summary=table[:, 1].astype(bool), ratio=keyed[where],
                         pair=table[:, 3:5].astype(np.int64), cells=table[:, 5:])
 

@@ -64,7 +64,8 @@ def _groups(rows: list[Row], counts: _KappaCounts, *, n_resamples: int, seed: in
                 n_resamples=n_resamples, seed=seed)
             reached = [r.achieved_ratio for r in members if r.achieved_ratio is not None]
             g.achieved_ratio = float(np.mean(reached)) if reached else math.nan
-        # Judge agreement: cells of the group's responses, plus their summaries at its ratio.
+        # Judge agreement: cells of the group's responses, plus their summaries at its ratio (both sides
+        # ratio_key's, the one rounding: equal keys are the same ratio).
         texts = ~counts.summary if ratio is None else ~counts.summary | (counts.ratio == ratio)
         tables = counts.tables(np.isin(counts.rid, [r.response_id for r in members]) & texts)
         if tables:
