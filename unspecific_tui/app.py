@@ -159,9 +159,6 @@ class UnspecificApp(AnalysisPart, PaintPart):
         self._config = config
         self.annotator = annotator or os.environ.get("USER") or "annotator"
         self.stage_registry = stages
-        # No ratio is chosen app-wide: a screen asks view_ratio with its own choice, else none (Audit
-        # still reads this).
-        self.ratio: float | None = None
         self.sample_seed = sample_seed
         self.display_path = display_path or str(self.store_path)
         self.title = f"unspecific — {self.display_path}"

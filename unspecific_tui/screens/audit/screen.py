@@ -88,8 +88,6 @@ class AuditScreen(AppScreen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        if self.ratio is None:
-            self.ratio = self.app.ratio
         self.listing.table.focus()
 
     def on_screen_resume(self) -> None:
