@@ -17,7 +17,8 @@ from pipeline.store.view import Writer
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from tests.support.app import goto, settle
 from tests.support.snapshot_app import make_app
-from unspecific_tui.app import Context, UnspecificApp
+from unspecific_tui.app import UnspecificApp
+from unspecific_tui.context import Context
 
 # The events `unspecific demo --events` wrote for its first pair on the fake server (pairs=2, two
 # conditions): the demo's own progress (instructions ready of 4), then each stage's, per pair.

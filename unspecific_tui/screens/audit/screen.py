@@ -15,7 +15,7 @@ from textual.widgets import Header, Static
 
 from pipeline.core.definitions import next_ratio
 from pipeline.store.view import InstructionData, Writer
-from unspecific_tui.app import Context
+from unspecific_tui.context import Context
 from unspecific_tui.screens.audit.following import FollowingPart
 from unspecific_tui.screens.audit.head import HeadPart
 from unspecific_tui.screens.audit.listing import ListPart
