@@ -34,7 +34,13 @@ from pathlib import Path
 
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer
-from tests.fakes.responders import ScriptedModel, audit_rows, make_store, multi_config_toml, result_fingerprint
+from tests.fakes.responders import (
+    ScriptedModel,
+    audit_rows,
+    make_store,
+    multi_config_toml,
+    result_fingerprint,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,8 @@ gives the 1.5M of a single judge) with executemany inserts of numpy-drawn verdic
 - keeping the totals current after one more instruction is judged (what evaluate does);
 - `unspecific report` and `unspecific report --out` as a user runs them, in fresh processes.
 
-    .venv/bin/python -m bench.report_scale [--instructions 10000] [--judges 2] [--no-copy] [--keep PATH [--reuse]]
+    .venv/bin/python -m bench.report_scale [--instructions 10000] [--judges 2] [--no-copy]
+        [--keep PATH [--reuse]]
 """
 
 from __future__ import annotations

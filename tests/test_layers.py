@@ -338,7 +338,8 @@ def _runtime_imports(path: Path, package: str | None = None) -> set[str]:
     every form ``_imports`` reads, a relative import resolved against ``package`` (the file's)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     typing_only = _typing_only(tree)
-    typing_lines = {n.lineno for n in ast.walk(tree) if id(n) in typing_only and isinstance(n, (ast.Import, ast.ImportFrom))}
+    typing_lines = {n.lineno for n in ast.walk(tree)
+                    if id(n) in typing_only and isinstance(n, (ast.Import, ast.ImportFrom))}
     modules = {_app_module(p) for p in APP}
     found = {n for line, _, names in _imports(path, package) if line not in typing_lines for n in names
              if n in modules}
@@ -358,7 +359,8 @@ def _computed_imports(path: Path) -> list[int]:
         if isinstance(node, ast.Call):
             func = node.func
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if called in ("import_module", "__import__") and not (node.args and isinstance(node.args[0], ast.Constant)):
+            literal = bool(node.args) and isinstance(node.args[0], ast.Constant)
+            if called in ("import_module", "__import__") and not literal:
                 lines.append(node.lineno)
     return sorted(lines)
 
@@ -416,8 +418,8 @@ def test_the_app_imports_by_no_computed_name(path: Path) -> None:
     if name in COMPUTED_IMPORTS:
         assert lines, f"{name} no longer imports by a computed name: take it off COMPUTED_IMPORTS"
     else:
-        assert lines == [], f"{name} imports by a computed name (lines {lines}), which the cycle check cannot " \
-                            "follow: import it plainly (the screens: screens/registry.py)"
+        assert lines == [], (f"{name} imports by a computed name (lines {lines}), which the cycle check "
+                             "cannot follow: import it plainly (the screens: screens/registry.py)")
 
 
 def test_the_computed_import_check_sees_one(tmp_path) -> None:

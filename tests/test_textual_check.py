@@ -88,8 +88,8 @@ def test_every_private_name_the_app_uses_is_listed() -> None:
 def test_tests_and_benches_reach_private_textual_modules_through_the_guard() -> None:
     """A test or bench that queries a private Textual class gets it through check.private_import
     (tests/support/app.py's textual_private), so a Textual that moves it says so in one place."""
-    direct = {f"{path.relative_to(ROOT)}: {m}" for folder in ("tests", "bench") for path in (ROOT / folder).rglob("*.py")
-              for m in re.findall(r"^\s*(?:from|import) (textual\.\S*\._\w+)", path.read_text(), re.M)}
+    direct = {f"{path.relative_to(ROOT)}: {m}" for folder in ("tests", "bench")
+              for path in (ROOT / folder).rglob("*.py") for m in re.findall(r"^\s*(?:from|import) (textual\.\S*\._\w+)", path.read_text(), re.M)}
     assert direct == set(), f"private Textual modules imported directly: {direct}"
 
 

@@ -353,7 +353,8 @@ class UnspecificApp(AnalysisPart, PaintPart):
             yield SystemCommand(f"Screen: {name.capitalize()}", f"switch to the {name} screen",
                                 lambda name=name: self.switch_mode(name))
         yield SystemCommand("Reload store", "re-read the store (after a build wrote to it)", self.action_refresh_store)
-        yield SystemCommand("Suspects", "the suspicion queue: constraints ranked by copy-paste evidence", lambda: self.push_screen(screen_class("queue")()))
+        yield SystemCommand("Suspects", "the suspicion queue: constraints ranked by copy-paste evidence",
+                            lambda: self.push_screen(screen_class("queue")()))
         yield SystemCommand("Keys of this screen", "show the keys of the current screen", self.action_help)
         for binding in getattr(screen, "BINDINGS", []):
             if isinstance(binding, Binding) and binding.description:
