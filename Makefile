@@ -70,8 +70,10 @@ test-fast: $(STAMP) browser
 demo: $(STAMP)
 	$(VENV)/bin/unspecific demo
 
+# Each bench is a module of the bench package, run from the repo root: $(PY) -m bench.NAME.
 bench: $(STAMP)
-	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	for b in bench/*.py; do n=$$(basename $$b .py); [ $$n = __init__ ] && continue; \
+		echo "== $$b"; $(PY) -m bench.$$n || exit 1; done
 
 clean-venv:
 	rm -rf $(VENV)

@@ -16,7 +16,7 @@ headless with ``run_test`` and measures:
 
 Targets (issue 26, item 9): first screen < 1 s, a move < 16 ms median (and < 50 ms at the 95th
 percentile), the queue ready < 2 s. Usage:
-    python bench/app_latency.py [--instructions 2000] [--store PATH] [--moves 200]
+    python -m bench.app_latency [--instructions 2000] [--store PATH] [--moves 200]
 """
 
 from __future__ import annotations
@@ -31,10 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from app_timing import paint_event, wait_for_first_screen  # noqa: E402
+from bench.app_timing import paint_event, wait_for_first_screen
 
 FIRST_SCREEN_TARGET_S = 1.0
 MOVE_MEDIAN_TARGET_MS = 16.0

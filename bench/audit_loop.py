@@ -11,7 +11,7 @@ and given its copy evidence there when missing) and measures, headless (``run_te
   (confirm, and on to the next): the keys pressed, and keys per item.
 
 The marks it gives are cleared at the end (the store is left as it was). Usage:
-    python bench/audit_loop.py [--instructions 2000] [--store PATH] [--size 80x24]
+    python -m bench.audit_loop [--instructions 2000] [--store PATH] [--size 80x24]
 """
 
 from __future__ import annotations
@@ -24,11 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from app_latency import GAP_S, QUEUE_TARGET_S, bench_store, pct, queue_ready, send_key  # noqa: E402
-from app_timing import paint_event, wait_for_first_screen  # noqa: E402
+from bench.app_latency import GAP_S, QUEUE_TARGET_S, bench_store, pct, queue_ready, send_key
+from bench.app_timing import paint_event, wait_for_first_screen
 
 NEXT_TARGET_MS = 50.0  # the 95th percentile
 ITEMS = 100  # next-item moves timed

@@ -15,7 +15,7 @@ Then a scripted auditor (Pilot, 80x24) opens the queue, switches to copy evidenc
 the first item and marks items with one key each: `y` when the response holds words copied from
 a reference (the queue's count names the source), `d` otherwise. The screens it saw are written
 to ``--screens`` (plain text) to read them as the auditor did. Usage:
-    python bench/audit_walk.py [--store PATH] [--items 25] [--screens walk.txt]
+    python -m bench.audit_walk [--store PATH] [--items 25] [--screens walk.txt]
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 STAMP = "2026-01-01T00:00:00"
 GENERIC = [

@@ -17,12 +17,9 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 VERDICTS = "\n".join(f'{i}. Yes - "quote {i}"' for i in range(1, 21))
 

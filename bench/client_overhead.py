@@ -8,7 +8,7 @@ server runs in a process of its own, so its work does not compete for our GIL. B
 `concurrency` calls open the connection pool (a one-time cost of any run, not a per-call one;
 `--cold` includes it). The run is repeated (`--repeat`) and the median ratio is the result: on a
 shared machine single runs are noisy. The load average is printed because a busy machine
-inflates the ratio; `chrt -f 20 python bench/client_overhead.py` (root) measures without the
+inflates the ratio; `chrt -f 20 python -m bench.client_overhead` (root) measures without the
 neighbours.
 """
 
@@ -24,8 +24,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 TARGET = 1.15
 

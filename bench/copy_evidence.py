@@ -16,7 +16,7 @@ side by side in one run:
    phrases, uses the frequent ones, around sentences of an unrelated article. The precision of the top 20
    for the planted pastes (target >= 0.9).
 
-Usage: python bench/copy_evidence.py [--demo store.sqlite] [--instructions 10] [--embedder minilm]
+Usage: python -m bench.copy_evidence [--demo store.sqlite] [--instructions 10] [--embedder minilm]
 """
 
 from __future__ import annotations
@@ -25,21 +25,19 @@ import argparse
 import os
 import random
 import shutil
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from pipeline.analysis.copy_evidence import copied_phrases, word_ngrams  # noqa: E402
-from pipeline.analysis.copying import STOPWORDS, WORD  # noqa: E402
-from pipeline.analysis.suspicion import Evidence, instruction_evidence, suspicion_queue  # noqa: E402
-from pipeline.core.definitions import SPECIFIC_ENOUGH  # noqa: E402
-from pipeline.store.database import Store, open_store  # noqa: E402
-from pipeline.store.view import Writer  # noqa: E402
+from pipeline.analysis.copy_evidence import copied_phrases, word_ngrams
+from pipeline.analysis.copying import STOPWORDS, WORD
+from pipeline.analysis.suspicion import Evidence, instruction_evidence, suspicion_queue
+from pipeline.core.definitions import SPECIFIC_ENOUGH
+from pipeline.store.database import Store, open_store
+from pipeline.store.view import Writer
 
 TOP = 20
 TARGET = 0.9

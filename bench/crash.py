@@ -15,7 +15,7 @@ finish. Checked at the end:
   when the process was killed. Repeats of the calls in flight at a kill are allowed (at most
   the endpoints' concurrency per kill).
 
-    .venv/bin/python bench/crash.py [--pairs 6] [--constraints 39] [--kills 6] [--seed 0]
+    .venv/bin/python -m bench.crash [--pairs 6] [--constraints 39] [--kills 6] [--seed 0]
 """
 
 from __future__ import annotations
@@ -32,12 +32,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from pipeline.store.database import open_store
+from tests.fakes.fake_server import FakeOpenAIServer
+from tests.fakes.responders import (
+    ScriptedModel,
+    audit_rows,
+    make_store,
+    multi_config_toml,
+    result_fingerprint,
+)
 
-from pipeline.store.database import open_store  # noqa: E402
-from tests.fakes.fake_server import FakeOpenAIServer  # noqa: E402
-from tests.fakes.responders import ScriptedModel, audit_rows, make_store, multi_config_toml, result_fingerprint  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CLI = "import sys; from pipeline.cli import main; sys.exit(main())"
 CONDITIONS = ("single", "none", "direct", "eval")

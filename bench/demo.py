@@ -10,8 +10,8 @@ speed); the judge's steps together in one line; the whole run and each model aga
 their ideals, each model at its own raw speeds where the bench finds its file; and the demo's wall
 time against the whole ideal.
 
-    .venv/bin/python bench/demo.py                      # the default demo (2 pairs x 39)
-    .venv/bin/python bench/demo.py --pairs 1 --constraints 10 --articles 40   # a quick look
+    .venv/bin/python -m bench.demo                      # the default demo (2 pairs x 39)
+    .venv/bin/python -m bench.demo --pairs 1 --constraints 10 --articles 40   # a quick look
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 REFUSAL = re.compile(r"\b(I'm sorry|I am sorry|I can(?:no|')t (?:assist|help|comply)|I'm unable to)\b", re.I)
 

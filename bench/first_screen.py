@@ -16,7 +16,7 @@ the load average. The runs keep compiled bytecode (in a cache under the temp dir
 the repository) as an installed `unspecific` does, even where PYTHONDONTWRITEBYTECODE is set:
 compiling the project's modules at every start costs some 25 ms no user pays.
 ``--no-bytecode-cache`` measures without it.
-Usage: python bench/first_screen.py [--store PATH] [--instructions 2000] [--runs 5] [--size 160x48]
+Usage: python -m bench.first_screen [--store PATH] [--instructions 2000] [--runs 5] [--size 160x48]
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 TARGET_S = 1.0
 
@@ -120,7 +119,7 @@ async def in_process_once(store: Path, size: tuple[int, int], pause: bool) -> tu
     app._display = hook  # type: ignore[method-assign]
     async with app.run_test(size=size) as pilot:
         if pause:
-            from app_timing import wait_for_first_screen
+            from bench.app_timing import wait_for_first_screen
 
             await pilot.pause()
             await wait_for_first_screen(app)
@@ -138,8 +137,8 @@ async def in_process_once(store: Path, size: tuple[int, int], pause: bool) -> tu
 
 def in_process(store: Path, size: tuple[int, int], pause: bool, env: dict[str, str]) -> tuple[float, float]:
     """One run in a fresh process (so no run warms the next one's caches), imports excluded."""
-    code = (f"import asyncio, sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'bench')!r}]\n"
-            "from first_screen import in_process_once\n"
+    code = ("import asyncio\n"
+            "from bench.first_screen import in_process_once\n"
             f"print(*asyncio.run(in_process_once(__import__('pathlib').Path({str(store)!r}), {size!r}, {pause!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     if out.returncode != 0:

@@ -11,20 +11,16 @@ The prompt is read in a call of its own first, so the measured reply is generati
 order alternates over ``--repeats``. For each it prints tokens, seconds, generation speed, how many
 steps checked the whole vocabulary, whether the replies are identical, and the speed ratio.
 
-    .venv/bin/python bench/grammar_sampling.py
-    .venv/bin/python bench/grammar_sampling.py --repeats 2
+    .venv/bin/python -m bench.grammar_sampling
+    .venv/bin/python -m bench.grammar_sampling --repeats 2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 def requests() -> dict[str, dict]:
     from llama_cpp.llama_grammar import json_schema_to_gbnf

@@ -7,7 +7,7 @@ and the time to open one instruction (unpack its block and texts, draw its const
 Audit content). Then `unspecific serve` on the 200-instruction store: the time from asking for
 the page to the app's first screen in the browser.
 
-    python bench/html_report.py [--sizes 200,2000] [--keep DIR]
+    python -m bench.html_report [--sizes 200,2000] [--keep DIR]
 
 Needs /usr/bin/chromium (Debian's chromium) and playwright from the dev extras.
 """
@@ -24,14 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from pipeline.outputs.html_report import write_html
+from pipeline.outputs.report import ReportOptions, build_report
+from pipeline.store.database import open_store
+from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.browser import chromium
 
-from pipeline.outputs.html_report import write_html  # noqa: E402
-from pipeline.outputs.report import ReportOptions, build_report  # noqa: E402
-from pipeline.store.database import open_store  # noqa: E402
-from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store  # noqa: E402
-from tests.support.browser import chromium  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 MB = 1e6
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")

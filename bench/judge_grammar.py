@@ -14,8 +14,8 @@ it): llama.cpp reuses the longest cached prefix of the previous prompt, so witho
 condition would read its prompt for free and look faster than it is. The order alternates over
 ``--repeats``. Each judging gets a fresh store, so nothing comes from the cache.
 
-    .venv/bin/python bench/judge_grammar.py                 # one repeat, free then grammar
-    .venv/bin/python bench/judge_grammar.py --repeats 2 --show
+    .venv/bin/python -m bench.judge_grammar                 # one repeat, free then grammar
+    .venv/bin/python -m bench.judge_grammar --repeats 2 --show
 """
 
 from __future__ import annotations
@@ -23,15 +23,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 # About 250 words: a local news report. Constraints 1-10 hold in it, 11-20 do not.
 RESPONSE = (

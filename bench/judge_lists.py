@@ -7,7 +7,7 @@ before each text leaves the server holding nothing of it, as when the demo moves
 Prints per way: seconds a constraint (best of two alternating rounds, beside the raw speeds measured
 in the same run), and on how many constraints the two ways' verdicts agree.
 
-    .venv/bin/python bench/judge_lists.py [--texts 2] [--constraints 20] [--words 250]
+    .venv/bin/python -m bench.judge_lists [--texts 2] [--constraints 20] [--words 250]
 """
 
 from __future__ import annotations
@@ -15,20 +15,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.demo import raw_speed  # noqa: E402
-from pipeline.core.bundled import bbc_news_dir  # noqa: E402
-from pipeline.core.config import LOCAL, default_config  # noqa: E402
-from pipeline.llm.client import LLMClient, Params  # noqa: E402
-from pipeline.stages.judging import judge_text  # noqa: E402
-from pipeline.store.database import open_store  # noqa: E402
+from bench.demo import raw_speed
+from pipeline.core.bundled import bbc_news_dir
+from pipeline.core.config import LOCAL, default_config
+from pipeline.llm.client import LLMClient, Params
+from pipeline.stages.judging import judge_text
+from pipeline.store.database import open_store
 
 CONSTRAINTS = [
     "Name the company at the centre of the story.", "Give a figure for the company's profits or losses.",

@@ -18,7 +18,7 @@ The check's texts are short (about 115 words, 10 constraints each); a benchmark'
 corpus, each with 39 constraints made from sentences (20 of its own, 19 of another article's); its
 accuracy is of constructed items and only indicative.
 
-Run: .venv/bin/python bench/judge_modes.py [--quick | --shape article] [--modes batched,yes_no] [--framings]
+Run: .venv/bin/python -m bench.judge_modes [--quick | --shape article] [--modes batched,yes_no] [--framings]
 (UNSPECIFIC_LOCAL_URL=http://127.0.0.1:PORT reuses a running server; else one is started.)
 """
 
@@ -29,16 +29,13 @@ import asyncio
 import importlib.util
 import json
 import math
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pipeline.analysis.calibration import Scored, auc, best_threshold, held_out_accuracy  # noqa: E402
-from pipeline.analysis.judge_check import (  # noqa: E402
+from pipeline.analysis.calibration import Scored, auc, best_threshold, held_out_accuracy
+from pipeline.analysis.judge_check import (
     KINDS,
     SOURCE,
     CheckEntry,
@@ -46,12 +43,12 @@ from pipeline.analysis.judge_check import (  # noqa: E402
     load_check_file,
     selected_texts,
 )
-from pipeline.analysis.support import sentence_spans  # noqa: E402
-from pipeline.core.config import parse_config  # noqa: E402
-from pipeline.stages.judge_check import run_judge_check, text_of  # noqa: E402
-from pipeline.stages.runs import open_client  # noqa: E402
-from pipeline.store.database import open_store  # noqa: E402
-from pipeline.store.judge_checks import CheckItem, all_checks, calibrations  # noqa: E402
+from pipeline.analysis.support import sentence_spans
+from pipeline.core.config import parse_config
+from pipeline.stages.judge_check import run_judge_check, text_of
+from pipeline.stages.runs import open_client
+from pipeline.store.database import open_store
+from pipeline.store.judge_checks import CheckItem, all_checks, calibrations
 
 SECOND_FRAMING = "judge_yes_no_evidence"
 SECOND_LABEL = "yes_no, evidence"

@@ -7,7 +7,7 @@ completion token (decoding). Defaults are a fast remote endpoint scaled down 10x
 runs in well under a minute: 20 ms + 0.05 ms/prompt token + 1 ms/completion token; the
 endpoint takes 8 requests at once.
 
-Run: .venv/bin/python bench/judging.py [--instructions 25] [--constraints 39] [--concurrency 8]
+Run: .venv/bin/python -m bench.judging [--instructions 25] [--constraints 39] [--concurrency 8]
 """
 
 from __future__ import annotations
@@ -23,13 +23,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pipeline.core.config import parse_config  # noqa: E402
-from pipeline.llm.client import LLMClient  # noqa: E402
-from pipeline.stages.evaluate import EvaluateOptions, run_judge  # noqa: E402
-from pipeline.store.database import Store, now, open_store  # noqa: E402
-from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message  # noqa: E402
+from pipeline.core.config import parse_config
+from pipeline.llm.client import LLMClient
+from pipeline.stages.evaluate import EvaluateOptions, run_judge
+from pipeline.store.database import Store, now, open_store
+from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 
 VOCAB = ("council budget residents library harbour ferry storm bridge market school teachers parents "
          "funding vote meeting officials report hospital housing taxes park transport jobs workers").split()

@@ -10,7 +10,7 @@
 2. Articles embedded per second by mpnet and MiniLM on ~50 real BBC articles (300-1000
    words), the model loaded beforehand, no cache.
 
-    .venv/bin/python bench/pairing.py [--n 20000] [--dim 768] [--articles 50] [--skip-embed] [--skip-pairing]
+    .venv/bin/python -m bench.pairing [--n 20000] [--dim 768] [--articles 50] [--skip-embed] [--skip-pairing]
 """
 
 from __future__ import annotations
@@ -19,13 +19,10 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pipeline.stages.pairing import choose_paper, neighbours_brute, neighbours_index  # noqa: E402
+from pipeline.stages.pairing import choose_paper, neighbours_brute, neighbours_index
 
 MIN_AGREEMENT = 0.99
 

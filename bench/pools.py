@@ -10,12 +10,9 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 CALLS = 400
 LATENCY = 0.05

@@ -11,7 +11,8 @@ gives the 1.5M of a single judge) with executemany inserts of numpy-drawn verdic
 - keeping the totals current after one more instruction is judged (what evaluate does);
 - `unspecific report` and `unspecific report --out` as a user runs them, in fresh processes.
 
-    .venv/bin/python bench/report_scale.py [--instructions 10000] [--judges 2] [--no-copy] [--keep PATH [--reuse]]
+    .venv/bin/python -m bench.report_scale [--instructions 10000] [--judges 2] [--no-copy]
+        [--keep PATH [--reuse]]
 """
 
 from __future__ import annotations
@@ -27,9 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pipeline.store.database import open_store, text_hash  # noqa: E402
+from pipeline.store.database import open_store, text_hash
 
 DOMAINS = ("news", "story", "blog")
 CONDITIONS = ("single", "none", "direct", "eval")

@@ -9,7 +9,7 @@ constraints; 2 models under test with one 25% summary each = 40,000 generations;
 - the app, headless (``run_test``): time to the first screen with its runs table filled, the
   background analysis, opening Audit, and moving in it (bench/app_latency.py's measure).
 
-    .venv/bin/python bench/scale.py [--instructions 10000] [--store PATH] [--moves 30]
+    .venv/bin/python -m bench.scale [--instructions 10000] [--store PATH] [--moves 30]
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+from bench.app_timing import paint_event, wait_for_first_screen
 
-from app_timing import paint_event, wait_for_first_screen  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 INTERACTIVE_S = 3.0  # "a few seconds": the most a user should wait for a command's answer or a screen
 
@@ -109,8 +107,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from report_scale import build_scale_store
-
+    from bench.report_scale import build_scale_store
     from pipeline.store.database import open_store
 
     path = Path(args.store or Path(tempfile.gettempdir()) / f"unspecific-scale-{args.instructions}.sqlite")

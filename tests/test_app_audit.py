@@ -15,6 +15,7 @@ from tests.support.app import (
     settle,
     synthetic_app,
     text_of,
+    textual_private,
 )
 from unspecific_tui.app import UnspecificApp
 
@@ -212,7 +213,7 @@ async def test_80x24_is_one_pane_of_ten_lines_and_the_list_behind_l(tmp_path):
 async def test_a_key_says_what_it_changed_on_the_header_row(tmp_path):
     """Sort, filter and copy mode say so in a notice on the header's row: over no pane, verdict or
     list, and the legend keeps its caption whole (the message pushed it off the line before)."""
-    from textual.widgets._toast import Toast
+    Toast = textual_private("textual.widgets._toast", "Toast")
 
     known, app = await open_audit(tmp_path)
     async with app.run_test(size=(160, 48), notifications=True) as pilot:

@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Footer, Static
-from textual.widgets._footer import FooterKey
 
+from tests.support.app import textual_private
 from tests.support.snapshot_app import make_app
 from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
+
+FooterKey = textual_private("textual.widgets._footer", "FooterKey")
 
 
 def _sizes() -> list[tuple[int, int]]:

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from textual.widgets._toast import Toast
 
 from pipeline.store.database import open_store
 from pipeline.store.judge_checks import put_check_items
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-from tests.support.app import goto, screen_text, settle, synthetic_app, text_of
+from tests.support.app import goto, screen_text, settle, synthetic_app, text_of, textual_private
 from tests.support.judge_checks import known_check
 from tests.support.snapshot_app import lengthen_constraints
 from unspecific_tui.app import UnspecificApp
@@ -23,6 +22,7 @@ from unspecific_tui.screens.help import HelpScreen
 from unspecific_tui.widgets.constraint_list import ConstraintList
 
 SIZES = [(80, 24), (160, 48)]
+Toast = textual_private("textual.widgets._toast", "Toast")
 
 
 async def open_list(app, pilot, size):  # noqa: ANN001, ANN201

@@ -15,9 +15,10 @@ from textual.widgets import DataTable, ProgressBar
 
 from pipeline.store.view import Writer
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-from tests.support.app import goto, settle
+from tests.support.app import goto, settle, textual_private
 from tests.support.snapshot_app import make_app
-from unspecific_tui.app import Context, UnspecificApp
+from unspecific_tui.app import UnspecificApp
+from unspecific_tui.context import Context
 
 # The events `unspecific demo --events` wrote for its first pair on the fake server (pairs=2, two
 # conditions): the demo's own progress (instructions ready of 4), then each stage's, per pair.
@@ -174,7 +175,7 @@ async def test_compare_shows_each_constraints_similarity_as_a_number_with_a_bar(
 
 @pytest.mark.parametrize("key", ["1", "2", "4", "5"])  # Build, Instructions, Compare, Annotate
 async def test_keys_the_footer_leaves_out_at_80_columns_are_listed_by_help(key, tmp_path):
-    from textual.widgets._footer import FooterKey
+    FooterKey = textual_private("textual.widgets._footer", "FooterKey")
 
     from unspecific_tui.screens.help import bindings_table
 
@@ -194,7 +195,7 @@ async def test_keys_the_footer_leaves_out_at_80_columns_are_listed_by_help(key, 
 
 
 async def test_the_footer_lays_its_keys_out_again_when_the_terminal_narrows(tmp_path):
-    from textual.widgets._footer import FooterKey
+    FooterKey = textual_private("textual.widgets._footer", "FooterKey")
 
     app = make_app(tmp_path, long_names=True)
     async with app.run_test(size=(160, 48)) as pilot:

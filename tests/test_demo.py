@@ -255,13 +255,9 @@ def test_a_unit_that_failed_is_not_asked_again_in_the_same_demo_run(tmp_path):
 def test_the_demo_bench_reads_refusals_and_tokens_from_a_store(tmp_path, monkeypatch) -> None:
     """bench/demo.py runs for 45 minutes before it reads the store: a broken reader there costs a
     whole run (it once called a store method that no longer existed)."""
-    import importlib
-    from pathlib import Path
 
+    from bench import demo as bench
     from pipeline.store.database import now, open_store
-
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "bench"))
-    bench = importlib.import_module("demo")
     path = tmp_path / "s.sqlite"
     store = open_store(path)
     for i, body in enumerate(["I'm sorry, I can't help with that.", "A plain answer about the town."]):
@@ -283,13 +279,10 @@ def test_the_demo_bench_says_per_step_where_the_time_goes(tmp_path, monkeypatch)
     it read from its one-slot prompt cache: per step, the tokens evaluated anew are the prompt's less those;
     the judge's line, in its exact form, sums the judge steps; the whole run and each model under test
     are set against the sum of their ideals, a model whose raw speeds were not measured said so."""
-    import importlib
     import re
 
+    from bench import demo as bench
     from tests.fakes.responders import multi_config_toml
-
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    bench = importlib.import_module("demo")
     path = tmp_path / "demo.sqlite"
     with FakeOpenAIServer(ScriptedModel(), prompt_cache=True) as server:
         config_path = tmp_path / "unspecific.toml"
@@ -345,12 +338,9 @@ def test_the_demo_bench_says_per_step_where_the_time_goes(tmp_path, monkeypatch)
 def test_the_demo_bench_measures_a_shipped_models_own_speed_when_it_finds_its_file(monkeypatch) -> None:
     """The other local models the demo called get their own raw speeds where the bench finds their files:
     the embedded model's always; none for a model this checkout does not ship."""
-    import importlib
 
+    from bench import demo as bench
     from pipeline.llm import model_file
-
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))
-    bench = importlib.import_module("demo")
     monkeypatch.setattr(model_file, "model_path", lambda *a, **k: Path("/models/embedded.gguf"))
     assert bench.model_file_of(model_file.MODEL_ALIAS) == (Path("/models/embedded.gguf"), "chatml")
     assert bench.model_file_of("gpt-4o-mini") is None

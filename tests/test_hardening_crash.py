@@ -6,15 +6,10 @@ whose answer was already stored is sent again."""
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import crash  # noqa: E402
-
-from tests.fakes.fake_server import FakeOpenAIServer  # noqa: E402
-from tests.fakes.responders import ScriptedModel  # noqa: E402
+from bench import crash
+from tests.fakes.fake_server import FakeOpenAIServer
+from tests.fakes.responders import ScriptedModel
 
 
 def test_sigkill_build_and_evaluate_lose_nothing_and_repeat_no_stored_call(tmp_path) -> None:

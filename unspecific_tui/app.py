@@ -1,6 +1,7 @@
 """The app: one store, six screens (Textual modes), work in workers, errors as modals.
 
-Screens live in ``screens/``; the events they exchange in ``messages.py``; they read the store
+Screens live in ``screens/``, named in ``screens/registry.py``; what they share with the app (the
+``Context``) in ``context.py``; the events they exchange in ``messages.py``; they read the store
 through its read-only view (pipeline.store.view, with the app's caches in ``data.py``) and
 never hold a connection; the stages the Build screen runs are in ``stages.py``.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,8 +26,10 @@ from textual.widget import AwaitMount
 from pipeline.store.view import Writer
 from unspecific_tui.app_analysis import AnalysisPart
 from unspecific_tui.app_paint import PaintPart
+from unspecific_tui.context import Context, context_of
 from unspecific_tui.data import AppView
 from unspecific_tui.following import Following
+from unspecific_tui.screens.registry import MODES, make_screen, screen_class
 from unspecific_tui.stages import Registry
 from unspecific_tui.textual_check import app_names_ok, private_api_problem
 from unspecific_tui.widgets.footer import SCREENS_GROUP
@@ -36,39 +39,12 @@ if TYPE_CHECKING:
     from pipeline.store.app_writer import AppWriter
     from unspecific_tui.demo_child import DemoChild
 
-SCREENS_ORDER = ("build", "instructions", "audit", "compare", "annotate", "report")
+SCREENS_ORDER = MODES  # the six screens, named in screens/registry.py
 # The screens that open on the context as a target (app.target: instruction, writer, constraint).
 # Instructions and Annotate follow ``app.context`` themselves when they are shown again (a row,
 # an item); Build and Report keep their own place.
 OPEN_ON_CONTEXT = ("audit", "compare")
 HERE = Path(__file__).parent
-
-
-@dataclass(frozen=True)
-class Context:
-    """Where the auditor is: the instruction, the response (its writer: model and mode), the
-    summary ratio and the constraint. A screen that shows one offers it as ``context()``; the app
-    keeps the last one offered, and Audit, Compare, Instructions and Annotate open on it."""
-
-    instruction_id: int | None = None
-    writer: Writer | None = None
-    ratio: float | None = None
-    constraint_id: int | None = None
-
-    def target(self) -> tuple[int, Writer | None, int | None] | None:
-        """Where Audit and Compare open next (``UnspecificApp.target``); None when nowhere yet."""
-        if self.instruction_id is None:
-            return None
-        return (self.instruction_id, self.writer, self.constraint_id)
-
-
-def context_of(screen: Screen) -> Context | None:
-    """What ``screen`` shows now (its ``context()``), or None when it shows no instruction."""
-    offered = getattr(screen, "context", None)
-    if callable(offered):
-        found = offered()
-        return found if isinstance(found, Context) else None
-    return None
 
 
 def help_name(screen: Screen, stack: list[Screen], mode: str) -> str:
@@ -97,22 +73,10 @@ def shown_runs(per_run: Mapping[str, int], build_run: str | None) -> str:
     return shown
 
 
-def _mode(name: str):
-    """A lazy factory: each screen module is imported the first time its mode opens."""
-
-    def make() -> Screen:
-        import importlib
-
-        module = importlib.import_module(f"unspecific_tui.screens.{name}")
-        return getattr(module, f"{name.capitalize()}Screen")()
-
-    return make
-
-
 class UnspecificApp(AnalysisPart, PaintPart):
     CSS_PATH = "app.tcss"
     TITLE = "unspecific"
-    MODES = {name: _mode(name) for name in SCREENS_ORDER}
+    MODES = {name: make_screen(name) for name in SCREENS_ORDER}
     DEFAULT_MODE = "build"
     # Screens get -narrow / -medium / -wide classes; app.tcss lays them out per width.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-medium"), (200, "-wide")]
@@ -387,7 +351,8 @@ class UnspecificApp(AnalysisPart, PaintPart):
             yield SystemCommand(f"Screen: {name.capitalize()}", f"switch to the {name} screen",
                                 lambda name=name: self.switch_mode(name))
         yield SystemCommand("Reload store", "re-read the store (after a build wrote to it)", self.action_refresh_store)
-        yield SystemCommand("Suspects", "the suspicion queue: constraints ranked by copy-paste evidence", lambda: self.push_screen(_mode("queue")()))
+        yield SystemCommand("Suspects", "the suspicion queue: constraints ranked by copy-paste evidence",
+                            lambda: self.push_screen(screen_class("queue")()))
         yield SystemCommand("Keys of this screen", "show the keys of the current screen", self.action_help)
         for binding in getattr(screen, "BINDINGS", []):
             if isinstance(binding, Binding) and binding.description:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.store.database import open_store
+from unspecific_tui.textual_check import private_import
 
 STAMP = "2026-01-01T00:00:00+00:00"
 
@@ -235,3 +236,12 @@ def screen_text(app) -> str:  # noqa: ANN001
         text = text.replace("&#160;", " ").replace("&amp;", "&")
         out.append(text.replace("&lt;", "<").replace("&gt;", ">"))
     return "\n".join(out)
+
+
+def textual_private(module: str, name: str) -> type:
+    """A class from a private Textual module (``textual.widgets._footer``'s FooterKey, ``_toast``'s
+    Toast) for a test to query, reached as the app reaches one: through its guard
+    (unspecific_tui/textual_check.py's ``private_import``), never imported directly."""
+    found = private_import(module, name)
+    assert isinstance(found, type), f"{module}.{name} moved in this Textual (unspecific_tui/textual_check.py)"
+    return found

@@ -31,7 +31,7 @@ from textual.widgets import Header, Input, Static
 
 from pipeline.core.definitions import same_ratio
 from pipeline.store.view import StoreView
-from unspecific_tui.app import Context
+from unspecific_tui.context import Context
 from unspecific_tui.data import Analysis
 from unspecific_tui.screens.annotate_judges import JudgeCheckPart
 from unspecific_tui.screens.annotate_labels import Item

@@ -14,7 +14,7 @@ from textual.widgets import Input, Static
 
 from pipeline.store.annotations import Label
 from pipeline.store.view import Generation, Writer
-from unspecific_tui.app import Context
+from unspecific_tui.context import Context
 from unspecific_tui.messages import AnnotationSaved
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.text_pane import TextPane

@@ -27,7 +27,7 @@ from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.trust import Trust
 from pipeline.core.definitions import next_ratio, passes, same_ratio
 from pipeline.store.view import Generation, InstructionData, Writer
-from unspecific_tui.app import Context
+from unspecific_tui.context import Context
 from unspecific_tui.screens.compare_texts import (
     SIDES,
     CompareTexts,

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Header, Select, Static
 
 from pipeline.core.definitions import COPIED_NGRAM_SHORT
 from pipeline.store.view import Writer
-from unspecific_tui.app import Context
+from unspecific_tui.context import Context
 from unspecific_tui.data import Analysis, InstructionRow
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.fit import clip, distinct_clip, natural_width, table_width, widths

@@ -33,7 +33,7 @@ from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.suspicion import COPY_REASONS, EVIDENCE_COMMAND, REASONS, Evidence
 from pipeline.store.view import StoreView
-from unspecific_tui.app import Context
+from unspecific_tui.context import Context
 from unspecific_tui.following import Following, Stop
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.screens.queue_rows import (

@@ -16,7 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Header
 
 from pipeline.store.view import Writer
-from unspecific_tui.app import Context
+from unspecific_tui.context import Context
 from unspecific_tui.following import Stop
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.audit.body import AuditBody
