@@ -148,6 +148,17 @@ def test_a_tiny_store_is_too_small_to_tell(tmp_path: Path) -> None:
             and "this benchmark is too small to tell which model follows more deeply." in flat)
 
 
+def test_with_one_instruction_a_condition_no_family_of_zero_tests_is_named(tmp_path: Path) -> None:
+    """The demo's store with two models on one pair: one instruction in each condition, nothing to test."""
+    store = _store(tmp_path / "one.sqlite", n_instructions=1, conditions=("eval", "single"),
+                   model_skill={"model-a": DEEP, "model-b": SHALLOW})
+    report = build_report(store, ReportOptions(n_resamples=200))
+    store.close()
+    flat = _flat(_text(report))
+    assert report.models.family == 0 and "family of 0" not in flat
+    assert "p: no paired test yet: too few instructions both models answered in any condition" in flat
+
+
 def test_refusals_are_counted_per_model_in_text_html_and_json(deeper, tmp_path: Path) -> None:  # noqa: ANN001
     store, report = deeper
     counts = {r.model: (r.refused, r.responses) for r in report.models.refusals}

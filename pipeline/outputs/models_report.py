@@ -101,6 +101,8 @@ def verdict_sentence(pair: ModelPair) -> str:
 
 
 def family_note(duel: ModelDuel) -> str:
+    if not duel.family:
+        return "p: no paired test yet: too few instructions both models answered in any condition"
     return (f"p Holm: adjusted over the report's whole family of {duel.family} paired tests (every model"
             " pair within a condition: Org, Core, superficial, gap, copy-paste; every condition pair within a"
             " model; direct vs edit); the copying section's single-vs-common tests are a family of their own."
