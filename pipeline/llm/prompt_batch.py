@@ -65,7 +65,7 @@ def score_prompts(llama: Any, prompts: Sequence[str], top: int) -> tuple[list[li
     Each prompt is evaluated from where it parts from what the model holds (the previous prompt, or
     the previous request's tokens for the first), as a request of its own would be: the same tokens in
     the same batches, so its logits are those of one call each, not merely close to them. Evaluated
-    once for all and then each tail, P(Yes) moved by up to 0.035 and the 205-item check's kappa by
+    once for all and then each tail, P(Yes) moved by up to 0.047 and the 205-item check's kappa by
     0.03 (docs/measurements.md)."""
     bos = [llama.token_bos()] if llama._model.add_bos_token() and llama.token_bos() >= 0 else []
     tokens = [bos + llama.tokenize(p.encode("utf-8"), add_bos=False, special=True) for p in prompts]
