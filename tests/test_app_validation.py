@@ -6,7 +6,7 @@ from pipeline.analysis.validation import validation_report
 from pipeline.analysis.validation_plan import draw_plan, load_plan, save_plan
 from pipeline.store.database import open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-from tests.support.app import goto, settle, text_of
+from tests.support.app import goto, on_screen, settle, text_of
 from unspecific_tui.app import UnspecificApp
 
 
@@ -18,9 +18,7 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
     plan = load_plan(store)
     store.close()
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (140, 40)) as pilot:
         screen = app.screen
         # Exactly the plan, in its order: not the screen's own sample of every flipped item.
         assert [(i.constraint_id, i.generation_id, i.summary_id) for i in screen.items] == \
@@ -57,9 +55,7 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
     path = tmp_path / "s.sqlite"
     build_synthetic_store(path, SyntheticSpec(n_instructions=6, seed=3))
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (140, 40)) as pilot:
         await pilot.press("v")  # no judge plan yet: stays in labelling
         await pilot.pause()
         assert not app.screen.judge_check
@@ -68,9 +64,7 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
     n = len(load_plan_items(store))
     store.close()
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (140, 40)) as pilot:
         await pilot.press("v")
         await pilot.pause()
         screen = app.screen

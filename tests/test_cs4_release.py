@@ -18,7 +18,7 @@ from pipeline.importing.reading import read_released_list
 from pipeline.importing.writer import ImportWriter
 from pipeline.store import imports
 from pipeline.store.families import family_member, family_members
-from tests.support.app import goto
+from tests.support.app import on_screen
 from tests.support.import_files import CS4_HEADER, write_csv
 
 CS4_LEVELS = (7, 15, 23, 31, 39)
@@ -213,7 +213,6 @@ async def test_the_report_screen_shows_the_family_table(store_path, tmp_path):
     """The app's Report screen shows the same family rows `report` prints (level x model, Org and
     Core), and hides the table on a store without families."""
     from pipeline.store.database import open_store
-    from tests.support.app import settle
     from unspecific_tui.app import UnspecificApp
 
     store = open_store(store_path)
@@ -222,9 +221,7 @@ async def test_the_report_screen_shows_the_family_table(store_path, tmp_path):
     _judge(store, "import-cs4", CS4_LEVELS)
     store.close()
     app = UnspecificApp(store_path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "6")
+    async with on_screen(app, "6", (160, 48)):
         table = app.screen.query_one("#family-table")
         assert table.display
         rows = {(str(r[0]), str(r[1])): r for r in (table.get_row_at(i) for i in range(table.row_count))}
