@@ -9,21 +9,11 @@ from pipeline.cli import main
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import ScriptedModel, config_toml, make_store
-from tests.support.evaluate_world import make_instructions, world
+from tests.support.evaluate_world import config_file, make_instructions, world
 
 
 def _flat(text: str) -> str:
     return " ".join(text.replace("│", " ").split())  # rich panels: borders out, wrapped lines joined
-
-
-def _config(tmp_path, server) -> str:
-    cfg = tmp_path / "unspecific.toml"
-    cfg.write_text(
-        "\n".join(f'[endpoints.{n}]\nbase_url = "{server.base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
-                  for n in ("ma", "ja", "summ"))
-        + '[roles]\nmodels_under_test = ["ma"]\njudges = ["ja"]\nsummarizer = "summ"\n'
-        + "[evaluate]\nresponse_words = 60\n")
-    return str(cfg)
 
 
 def _snapshot(path) -> tuple[int, int, int]:
@@ -51,7 +41,8 @@ def test_evaluate_filters_matching_nothing_exit_2_and_add_no_run(store_path, tmp
     s.close()
     before = _snapshot(store_path)
     with FakeOpenAIServer(world) as server:
-        code = main(["--store", str(store_path), "--config", _config(tmp_path, server), "evaluate", *args])
+        cfg = config_file(tmp_path, server.base_url)
+        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate", *args])
         assert server.calls == 0
     err = _flat(capsys.readouterr().err)
     assert code == 2, err
@@ -64,7 +55,8 @@ def test_the_message_lists_what_there_is(store_path, tmp_path, capsys):
     make_instructions(s, n=1, k=2)
     s.close()
     with FakeOpenAIServer(world) as server:
-        main(["--store", str(store_path), "--config", _config(tmp_path, server), "evaluate", "--conditions", "bogus"])
+        cfg = config_file(tmp_path, server.base_url)
+        main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--conditions", "bogus"])
     assert "(conditions here: eval)" in _flat(capsys.readouterr().err)
 
 

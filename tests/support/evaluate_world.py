@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
 
 from pipeline.core.config import parse_config
 from pipeline.llm.client import LLMClient
@@ -104,6 +106,19 @@ def make_config(server: FakeOpenAIServer, *, models=("ma", "mb"), judges=("ja", 
     return parse_config({"endpoints": endpoints,
                          "roles": {"models_under_test": list(models), "judges": list(judges), "summarizer": "summ"},
                          "evaluate": {"response_words": 60, **(extra or {})}})
+
+
+def config_file(tmp_path: Path, base_url: str, *, endpoints: Sequence[str] = ("ma", "ja", "summ"),
+                judges: Sequence[str] = ("ja",), each: str = "", response_words: int | None = 60) -> Path:
+    """``make_config``'s world as the CLI reads it: unspecific.toml in ``tmp_path``, ``endpoints`` on
+    ``base_url`` without retries (``each``: more lines for every one), ma under test, summ summarizing."""
+    cfg = tmp_path / "unspecific.toml"
+    roles = f'[roles]\nmodels_under_test = ["ma"]\njudges = {json.dumps(list(judges))}\nsummarizer = "summ"\n'
+    cfg.write_text(
+        "\n".join(f'[endpoints.{n}]\nbase_url = "{base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n{each}'
+                  for n in endpoints)
+        + roles + ("" if response_words is None else f"[evaluate]\nresponse_words = {response_words}\n"))
+    return cfg
 
 
 def roles_called(server: FakeOpenAIServer) -> Counter:
