@@ -21,7 +21,8 @@ from tests.fakes.fake_server import FakeOpenAIServer
 from tests.support.evaluate_world import (
     KEYWORDS,
     between,
-    config_file,
+    evaluate_cli,
+    instructions_at,
     make_config,
     make_instructions,
     role_of,
@@ -124,14 +125,8 @@ async def test_a_judge_answering_junk_is_stopped_showing_its_reply_and_stores_on
 
 
 def test_cli_evaluate_exits_non_zero_under_the_minimum_coverage(store_path, tmp_path, capsys):
-    from pipeline.cli import main
-
-    s = open_store(store_path)
-    make_instructions(s, n=2, k=4)
-    s.close()
-    with FakeOpenAIServer(partial_judge) as server:
-        cfg = config_file(tmp_path, server.base_url)
-        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate"])
+    instructions_at(store_path, n=2, k=4)
+    code, _ = evaluate_cli(store_path, tmp_path, partial_judge)
     out = flat_text(capsys.readouterr().out)
     assert code == 1, out
     assert "judging coverage under 95% in" in out and "news / eval / ma (direct), responses: 3 of 8" in out
@@ -141,14 +136,8 @@ def test_cli_evaluate_exits_non_zero_under_the_minimum_coverage(store_path, tmp_
 
 
 def test_cli_evaluate_with_a_junk_judge_exits_2_with_the_raw_reply(store_path, tmp_path, capsys):
-    from pipeline.cli import main
-
-    s = open_store(store_path)
-    make_instructions(s, n=3, k=2)
-    s.close()
-    with FakeOpenAIServer(junk_judge) as server:
-        cfg = config_file(tmp_path, server.base_url)
-        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate"])
+    instructions_at(store_path, n=3, k=2)
+    code, _ = evaluate_cli(store_path, tmp_path, junk_judge)
     err = flat_text(capsys.readouterr().err)
     assert code == 2
     assert "no usable verdict on 3 texts in a row" in err and "%%%garbage%%%" in err

@@ -9,7 +9,7 @@ from pipeline.cli import main
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import ScriptedModel, config_toml, make_store
-from tests.support.evaluate_world import config_file, make_instructions, world
+from tests.support.evaluate_world import evaluate_cli, instructions_at, make_instructions, world
 
 
 def _flat(text: str) -> str:
@@ -40,10 +40,8 @@ def test_evaluate_filters_matching_nothing_exit_2_and_add_no_run(store_path, tmp
     make_instructions(s, n=1, k=2, condition="single", run_id="build-2")
     s.close()
     before = _snapshot(store_path)
-    with FakeOpenAIServer(world) as server:
-        cfg = config_file(tmp_path, server.base_url)
-        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate", *args])
-        assert server.calls == 0
+    code, server = evaluate_cli(store_path, tmp_path, world, *args)
+    assert server.calls == 0
     err = _flat(capsys.readouterr().err)
     assert code == 2, err
     assert message in err and "nothing was run" in err
@@ -51,12 +49,8 @@ def test_evaluate_filters_matching_nothing_exit_2_and_add_no_run(store_path, tmp
 
 
 def test_the_message_lists_what_there_is(store_path, tmp_path, capsys):
-    s = open_store(store_path)
-    make_instructions(s, n=1, k=2)
-    s.close()
-    with FakeOpenAIServer(world) as server:
-        cfg = config_file(tmp_path, server.base_url)
-        main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--conditions", "bogus"])
+    instructions_at(store_path, n=1, k=2)
+    evaluate_cli(store_path, tmp_path, world, "--conditions", "bogus")
     assert "(conditions here: eval)" in _flat(capsys.readouterr().err)
 
 
