@@ -9,6 +9,7 @@ the items puts judge-a's accuracy at 0.8 exactly, inside its interval.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,10 @@ from pipeline.analysis.validation import ADJUDICATOR
 from pipeline.analysis.validation_plan import ValidationError
 from pipeline.cli import main
 from pipeline.outputs.report import ReportOptions, build_report, render
-from pipeline.store.database import Store, open_store
+from pipeline.store.database import Store
 from pipeline.store.validation import save_text_label
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.store_copy import open_copy
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +40,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def store(base: Path, tmp_path: Path) -> Store:
-    path = tmp_path / "store.sqlite"
-    path.write_bytes(base.read_bytes())
-    s = open_store(path)
-    yield s
-    s.close()
+def store(base: Path, tmp_path: Path) -> Iterator[Store]:
+    yield from open_copy(base, tmp_path)
 
 
 def verdicts_of(store: Store, judge: str) -> dict[tuple[int, int], int]:
