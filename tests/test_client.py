@@ -210,11 +210,9 @@ async def test_timeout_is_retried_then_reported(store):
 
 
 async def test_a_refused_connection_says_refused_with_the_url(store):
-    import socket
+    from tests.fakes.fake_server import dead_url
 
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    url = dead_url()
     client = make_client(make_config(url, max_retries=2), store)
     with pytest.raises(EndpointError) as err:
         await client.chat("fake", user("anyone there?"))

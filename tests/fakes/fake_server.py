@@ -33,6 +33,7 @@ import dataclasses
 import json
 import os
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -88,6 +89,14 @@ def last_user_message(request: dict[str, Any]) -> str:
         if message.get("role") == "user":
             return str(message.get("content", ""))
     return ""
+
+
+def dead_url() -> str:
+    """An endpoint's base URL on a local port nothing listens on (it was free a moment ago)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def echo_responder(request: dict[str, Any]) -> Reply:
