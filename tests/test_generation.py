@@ -11,7 +11,7 @@ from pipeline.stages.generation import cut_at_last_sentence, respond, response_b
 from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
 from tests.fakes.prose import prose
-from tests.support.generation import BASE, generation_config, setup_instruction
+from tests.support.generation import BASE, generation_config, no_summary, setup_instruction
 
 
 def _writer(request: dict) -> str:
@@ -293,13 +293,6 @@ async def test_a_short_text_handed_back_whole_is_asked_to_be_shortened(store):
 
 
 async def test_a_short_text_handed_back_whole_every_time_stores_no_summary(store):
-    from pipeline.core.errors import ParseError
-
     setup_instruction(store)
-    with FakeOpenAIServer(_copying_writer(shortens=False)) as server:
-        client = LLMClient(generation_config(server), store)
-        gid, _ = await respond(store, client, 1, "m", "direct", words=150)
-        with pytest.raises(ParseError, match="prompt summarize_shorten: .* has 150 words"):
-            await summarize(store, client, gid, 0.25, "s")
-        await client.aclose()
-    assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 0
+    await no_summary(store, _copying_writer(shortens=False), words=150, ratio=0.25,
+                     match="prompt summarize_shorten: .* has 150 words")
