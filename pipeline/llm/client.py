@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from pipeline.core.config import Config, Endpoint
@@ -35,14 +36,20 @@ from pipeline.llm.cache import cache_get, cache_key, cache_put
 from pipeline.llm.call import Completion, Params
 from pipeline.llm.pricing import Accounts, Usage, usage_scope
 from pipeline.llm.prompts import Template
-from pipeline.llm.structured import ReplyError, parse_json_lenient, repair_message, structured_format
+from pipeline.llm.structured import (
+    ReplyError,
+    accept_json,
+    parse_json_lenient,
+    repair_message,
+    structured_format,
+)
 from pipeline.llm.transport import Transport
 from pipeline.store.database import Store
 
 # The client's public names, wherever they are defined: callers import them from here.
 __all__ = [
-    "Completion", "EventHook", "LLMClient", "Params", "ReplyError", "Usage", "cache_key", "gather_limited",
-    "parse_json_lenient", "repair_message", "structured_format", "usage_scope",
+    "Completion", "EventHook", "LLMClient", "Params", "ReplyError", "Usage", "accept_json", "cache_key",
+    "gather_limited", "parse_json_lenient", "repair_message", "structured_format", "usage_scope",
 ]
 
 T = TypeVar("T")
@@ -209,14 +216,7 @@ class LLMClient:
         ep = self.config.endpoint(endpoint) if isinstance(endpoint, str) else endpoint
         fmt = structured_format(ep, schema)
 
-        def accept(text: str) -> T:
-            try:
-                return validate(parse_json_lenient(text))
-            except ReplyError:
-                raise
-            except ValueError as exc:
-                raise ReplyError(str(exc), reply=text) from None
-
+        accept = partial(accept_json, validate=validate)
         return await self.chat_repaired(ep, messages, accept=accept, schema=schema, template=template,
                                         params=params, response_format=fmt, repair_rounds=repair_rounds)
 
