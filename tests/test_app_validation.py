@@ -89,6 +89,9 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         second = screen.judge_items[1]
         assert app.view.text_labels()[(second.constraint_id, second.generation_id)] == {"alice": 1}
         assert f"alice: 2/{n} answered" in text_of(screen.query_one("#ann-stats"))
+        await pilot.press("k", "u")  # from the first item: the next one without an answer
+        await pilot.pause()
+        assert screen.judge_index == 2
         await pilot.press("v")  # back to labelling: n moves again
         await pilot.pause()
         assert not screen.judge_check
@@ -111,3 +114,16 @@ async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):
         judges = " ".join(text_of(app.screen.query_one("#report-judges")).split())
         assert "judge-a unvalidated" in judges and "judge-b unvalidated" in judges
         assert "unspecific validate judges" in judges  # the one command that validates them
+
+
+def test_the_next_unlabelled_item_is_found_round_the_list() -> None:
+    from types import SimpleNamespace
+
+    from unspecific_tui.screens.annotate_judges import _next_undone
+
+    items = [SimpleNamespace(constraint_id=c, generation_id=10) for c in (1, 2, 3)]
+    done = {(2, 10): {"alice": 1}, (3, 10): {"bob": 0}}
+    assert _next_undone(items, 0, done, "alice") == 2  # item 1 has alice's label: passed over
+    assert _next_undone(items, 2, done, "alice") == 0  # round the list
+    assert _next_undone(items, 1, {**done, (1, 10): {"alice": 0}}, "alice") == 2
+    assert _next_undone(items, 0, {(c, 10): {"alice": 1} for c in (1, 2, 3)}, "alice") is None

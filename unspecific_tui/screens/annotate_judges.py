@@ -4,6 +4,7 @@ the other pane show what each judge said, so the answer is never anchored on a v
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
@@ -129,25 +130,19 @@ class JudgeCheckPart(AnnotateState):
 
     def action_next_unlabelled(self) -> None:
         if self.judge_check:
-            answered = self._answers()
-            for k in range(1, len(self.judge_items) + 1):
-                i = (self.judge_index + k) % len(self.judge_items)
-                it = self.judge_items[i]
-                if self.app.annotator not in answered.get((it.constraint_id, it.generation_id), {}):
-                    self.judge_index = i
-                    self.show_judge_item()
-                    return
-            self.notify("every item has your answer")
+            at = _next_undone(self.judge_items, self.judge_index, self._answers(), self.app.annotator)
+            if at is None:
+                self.notify("every item has your answer")
+            else:
+                self.judge_index = at
+                self.show_judge_item()
             return
-        labels = self._labels()
-        for k in range(1, len(self.items) + 1):
-            i = (self.index + k) % len(self.items)
-            it = self.items[i]
-            if self.app.annotator not in labels.get((it.constraint_id, it.generation_id), {}):
-                self.index = i
-                self.show()
-                return
-        self.notify("every item has your label")
+        at = _next_undone(self.items, self.index, self._labels(), self.app.annotator)
+        if at is None:
+            self.notify("every item has your label")
+        else:
+            self.index = at
+            self.show()
 
     def action_label(self, key: str) -> None:
         if self.judge_check:
@@ -155,3 +150,14 @@ class JudgeCheckPart(AnnotateState):
             return
         self.save(LABELS[key])
         self.action_move(1)
+
+
+def _next_undone(items: Sequence[Any], index: int, done: Mapping[tuple[int, int], Mapping[str, Any]],
+                 annotator: str) -> int | None:
+    """The first item after ``index``, round the list (``index`` last), that ``annotator`` has not
+    labelled or answered in ``done`` ((constraint, text) -> annotator -> label); None when none."""
+    for k in range(1, len(items) + 1):
+        i = (index + k) % len(items)
+        if annotator not in done.get((items[i].constraint_id, items[i].generation_id), {}):
+            return i
+    return None
