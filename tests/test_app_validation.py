@@ -99,6 +99,9 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         await pilot.press("n")
         await pilot.pause()
         assert screen.index == index + 1
+        await pilot.press("u")  # alice has labelled nothing: the next item
+        await pilot.pause()
+        assert screen.index == (index + 2) % len(screen.items)
 
 
 async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):

@@ -129,17 +129,16 @@ class JudgeCheckPart(AnnotateState):
             self.show()
 
     def action_next_unlabelled(self) -> None:
+        who = self.app.annotator
         if self.judge_check:
-            at = _next_undone(self.judge_items, self.judge_index, self._answers(), self.app.annotator)
-            if at is None:
-                self.notify("every item has your answer")
-            else:
-                self.judge_index = at
-                self.show_judge_item()
-            return
-        at = _next_undone(self.items, self.index, self._labels(), self.app.annotator)
+            at, what = _next_undone(self.judge_items, self.judge_index, self._answers(), who), "answer"
+        else:
+            at, what = _next_undone(self.items, self.index, self._labels(), who), "label"
         if at is None:
-            self.notify("every item has your label")
+            self.notify(f"every item has your {what}")
+        elif self.judge_check:
+            self.judge_index = at
+            self.show_judge_item()
         else:
             self.index = at
             self.show()
