@@ -128,13 +128,13 @@ def make_known_store(path: Path) -> Known:
     return Known(path, 1, 1, 3, 2, 4, 1, 2, 3, 4)
 
 
-async def settle(app, pilot) -> None:  # noqa: ANN001
-    """Wait for workers (analysis, counts) and the messages they post."""
+async def settle(app, pilot, rounds: int = 2) -> None:  # noqa: ANN001
+    """Wait for workers (analysis, counts) and the messages they post, ``rounds`` times over (the
+    second round: what the first one's messages started)."""
     await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(rounds):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
 
 
 async def goto(app, pilot, key: str):  # noqa: ANN001, ANN201
