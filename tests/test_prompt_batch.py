@@ -14,6 +14,7 @@ import pytest
 from pipeline.llm import prompt_batch
 from pipeline.llm.prompts import chatml, load_template
 from pipeline.stages.judging import yes_probability
+from tests.support.llama import refuses_to_install
 
 TEXT = ("The council voted 7 to 4 on Tuesday to close the old bridge to cars from March. The mayor said repairs "
         "would cost more than a new crossing, while shop owners warned that trade would fall.")
@@ -34,13 +35,7 @@ def test_the_best_alternatives() -> None:
 
 
 def test_install_refuses_another_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
-    import llama_cpp
-
-    with pytest.raises(prompt_batch.NotInstalled, match="turned off"):
-        prompt_batch.install({prompt_batch.SWITCH: "off"})
-    monkeypatch.setattr(llama_cpp, "__version__", "0.4.0")
-    with pytest.raises(prompt_batch.NotInstalled, match="0.4.0"):
-        prompt_batch.install({})
+    refuses_to_install(prompt_batch, "off", monkeypatch)
 
 
 def test_chatml_is_the_chat_formats_own_prompt() -> None:
