@@ -193,7 +193,7 @@ class LLMClient:
         except ValueError:
             # A batch reply that breaks the format stays with its batch request (never cached):
             # the repair round asks with the reply quoted, as online, in the next batch.
-            self.accounts.rejected(ep.name)
+            self.accounts.count(ep.name, "rejected")
             raise
         if self.use_cache:
             completion.call_id = cache_put(self.store, key, ep, template, messages, p, completion, self.run_id)
@@ -316,7 +316,7 @@ class LLMClient:
         --failed rebatch|online)."""
         from pipeline.core.errors import BatchPending
 
-        self.accounts.deferred(ep.name)
+        self.accounts.count(ep.name, "deferred")
         if queued in ("pending", "submitted", "failed"):
             raise BatchPending(ep.name, failed=queued == "failed")
         if self._deferred.add(key, ep, template, messages, params, self.run_id):

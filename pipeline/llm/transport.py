@@ -120,7 +120,7 @@ class Transport:
                     reason = f"{member.name}: {reason}"
             except (EndpointError, LocalServerDied) as exc:
                 if not (ep.is_pool and isinstance(exc, EndpointError) and exc.member_fault):
-                    self.accounts.failed(ep.name)
+                    self.accounts.count(ep.name, "failures")
                     raise
                 self.pools.member_refused(ep, member, exc)
                 continue
@@ -132,7 +132,7 @@ class Transport:
                 return completion
             attempt += 1
             if attempt > ep.max_retries:
-                self.accounts.failed(ep.name)
+                self.accounts.count(ep.name, "failures")
                 where = "" if ep.is_pool else f" ({_safe_url(ep, self.local_base_url)}, model {ep.model})"
                 raise EndpointError(
                     f"endpoint '{ep.name}'{where}: gave up after {attempt} attempt(s); last error: {reason}"
@@ -143,7 +143,7 @@ class Transport:
                 delay = max(delay, min(retry_after, self.backoff_cap_s))
             if ep.is_pool and self.pools.state(ep).has_live_member(ep.members, member.name):
                 delay = 0.0  # another member can take it now; the failed one keeps its own pace
-            self.accounts.retried(ep.name)
+            self.accounts.count(ep.name, "retries")
             self._emit("retry", f"{ep.name}: {reason}; retry {attempt}/{ep.max_retries} in {delay:.1f}s")
             if delay:
                 await asyncio.sleep(delay)
