@@ -112,31 +112,6 @@ class LLMClient:
     def local_base_url(self, value: str | None) -> None:
         self.transport.local_base_url = value
 
-    @property
-    def local_death(self) -> Callable[[], str | None] | None:
-        """Asked on a connection error to the local endpoint: a report when its server died."""
-        return self.transport.local_death
-
-    @local_death.setter
-    def local_death(self, value: Callable[[], str | None] | None) -> None:
-        self.transport.local_death = value
-
-    @property
-    def backoff_base_s(self) -> float:
-        return self.transport.backoff_base_s
-
-    @backoff_base_s.setter
-    def backoff_base_s(self, value: float) -> None:
-        self.transport.backoff_base_s = value
-
-    @property
-    def backoff_cap_s(self) -> float:
-        return self.transport.backoff_cap_s
-
-    @backoff_cap_s.setter
-    def backoff_cap_s(self, value: float) -> None:
-        self.transport.backoff_cap_s = value
-
     # -- public API ---------------------------------------------------------------
     async def chat(
         self,
