@@ -35,7 +35,7 @@ import numpy as np
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, Interval
 from pipeline.analysis.validation import ADJUDICATOR
 from pipeline.analysis.validation_plan import ValidationError
-from pipeline.analysis.validation_sheets import ImportResult, RowError, SheetRowError, read_sheets, row_owner
+from pipeline.analysis.validation_sheets import ImportResult, SheetRowError, answered_rows, row_ids, row_owner
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.store.validation import (
     JudgedText,
@@ -321,37 +321,28 @@ def import_judge_sheets(store: Store, paths: Sequence[str | Path], *, annotator:
     result = ImportResult()
     pending: dict[tuple[int, int, str], tuple[int, str, str]] = {}
     columns = {"item", "constraint_id", "text_id", "answer"}
-    for sheet, line, row in read_sheets(paths, columns, "judge sheet", "`unspecific validate export --judges`"):
-        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
-            result.errors.append(RowError(sheet, line, message))
-
-        raw = (row.get("answer") or "").strip().lower()
-        if not raw:
-            result.blank += 1
-            continue
+    command = "`unspecific validate export --judges`"
+    for raw, row, at in answered_rows(paths, columns, "judge sheet", command, "answer", result):
         if raw not in _ANSWERS:
-            fail(f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
+            result.fail(at, f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
             continue
         try:
             who, target = row_owner(row, annotator, plan, plans, lambda name: load_judge_plan(store, name),
                                     DEFAULT_PLAN, "judge plan")
+            position, cid, gid = row_ids(row, "text_id")
         except SheetRowError as exc:
-            fail(str(exc))
-            continue
-        try:
-            position, cid, gid = int(row["item"]), int(row["constraint_id"]), int(row["text_id"])
-        except (TypeError, ValueError):
-            fail("item, constraint_id and text_id must be whole numbers")
+            result.fail(at, str(exc))
             continue
         item = next((i for i in target.items if i.position == position), None)
         if item is None or (item.constraint_id, item.generation_id) != (cid, gid):
-            fail(f"item {position} (constraint {cid}, text {gid}) is not in judge plan {target.name!r}")
+            result.fail(at, f"item {position} (constraint {cid}, text {gid}) is not in judge plan "
+                            f"{target.name!r}")
             continue
         key = (cid, gid, who)
         if key in pending and pending[key][0] != _ANSWERS[raw]:
-            fail(f"{who} answers item {position} both yes and no ({pending[key][2]})")
+            result.fail(at, f"{who} answers item {position} both yes and no ({pending[key][2]})")
             continue
-        pending[key] = (_ANSWERS[raw], (row.get("note") or "").strip(), f"{sheet}:{line}")
+        pending[key] = (_ANSWERS[raw], (row.get("note") or "").strip(), f"{at.sheet}:{at.line}")
         result.annotators.add(who)
     if result.errors:
         return result

@@ -83,6 +83,10 @@ class ImportResult:
     errors: list[RowError] = field(default_factory=list)
     annotators: set[str] = field(default_factory=set)
 
+    def fail(self, at: RowError, message: str) -> None:
+        """An error on the row ``at`` names."""
+        self.errors.append(RowError(at.sheet, at.line, message))
+
 
 def read_sheets(paths: Sequence[str | Path], columns: set[str], kind: str,
                 command: str) -> Iterator[tuple[str, int, dict[str, str]]]:
@@ -103,8 +107,29 @@ def read_sheets(paths: Sequence[str | Path], columns: set[str], kind: str,
                 yield Path(path).name, line, row
 
 
+def answered_rows(paths: Sequence[str | Path], columns: set[str], kind: str, command: str, answer: str,
+                  result: ImportResult) -> Iterator[tuple[str, dict[str, str], RowError]]:
+    """(the answer, lower-cased; the row; where it is, with no message) of each row of the sheets
+    (read_sheets) whose ``answer`` column is filled in; the others are counted in ``result.blank``."""
+    for sheet, line, row in read_sheets(paths, columns, kind, command):
+        raw = (row.get(answer) or "").strip().lower()
+        if raw:
+            yield raw, row, RowError(sheet, line, "")
+        else:
+            result.blank += 1
+
+
 class SheetRowError(ValueError):
     """One row of an answered sheet is wrong; the message says what (its sheet and line are added)."""
+
+
+def row_ids(row: dict[str, str], text_column: str) -> tuple[int, int, int]:
+    """The row's item position, constraint id and text id (in ``text_column``); SheetRowError when
+    one is not a whole number."""
+    try:
+        return int(row["item"]), int(row["constraint_id"]), int(row[text_column])
+    except (TypeError, ValueError):
+        raise SheetRowError(f"item, constraint_id and {text_column} must be whole numbers") from None
 
 
 P = TypeVar("P")
@@ -142,40 +167,32 @@ def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str |
     result = ImportResult()
     pending: dict[tuple[int, int, str], tuple[str, str, RowError]] = {}
     columns = {"item", "constraint_id", "response_id", "label"}
-    for sheet, line, row in read_sheets(paths, columns, "validation sheet", "`unspecific validate export`"):
-        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
-            result.errors.append(RowError(sheet, line, message))
-
-        raw = (row.get("label") or "").strip().lower()
-        if not raw:
-            result.blank += 1
-            continue
+    command = "`unspecific validate export`"
+    for raw, row, at in answered_rows(paths, columns, "validation sheet", command, "label", result):
         label = LABEL_ALIASES.get(raw)
         if label is None:
-            fail(f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous (or i, s, a)")
+            result.fail(at, f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous "
+                            "(or i, s, a)")
             continue
         try:
             who, target = row_owner(row, annotator, plan, plans, lambda name: load_plan(store, name), DEFAULT_PLAN,
                                     "plan")
+            position, cid, rid = row_ids(row, "response_id")
         except SheetRowError as exc:
-            fail(str(exc))
+            result.fail(at, str(exc))
             continue
-        positions = by_position if plan else {p.position: p for p in target.items}
-        try:
-            position, cid, rid = int(row["item"]), int(row["constraint_id"]), int(row["response_id"])
-        except (TypeError, ValueError):
-            fail("item, constraint_id and response_id must be whole numbers")
-            continue
-        item = positions.get(position)
+        item = (by_position if plan else {p.position: p for p in target.items}).get(position)
         if item is None or (item.constraint_id, item.response_id) != (cid, rid):
-            fail(f"item {position} (constraint {cid}, response {rid}) is not in plan {target.name!r}")
+            result.fail(at, f"item {position} (constraint {cid}, response {rid}) is not in plan "
+                            f"{target.name!r}")
             continue
         key = (cid, rid, who)
         note = (row.get("note") or "").strip()
         if key in pending and pending[key][0] != label:
-            fail(f"{who} labels item {position} {label}, but {pending[key][2]} says {pending[key][0]}")
+            result.fail(at, f"{who} labels item {position} {label}, but {pending[key][2]} says "
+                            f"{pending[key][0]}")
             continue
-        pending[key] = (label, note, RowError(sheet, line, ""))
+        pending[key] = (label, note, at)
         result.annotators.add(who)
     if result.errors:
         return result
