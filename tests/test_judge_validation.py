@@ -234,8 +234,8 @@ def test_bad_judge_sheet_rows_are_named_and_nothing_is_saved(store: Store, tmp_p
     assert [str(e) for e in result.errors] == [
         "bad.csv:2: answer 'maybe' is not yes or no (or y, n, 1, 0)",
         "bad.csv:3: no annotator: fill the annotator column or pass --annotator",
-        f"bad.csv:4: item {third.position} (constraint {third.constraint_id}, text 999999) is not in judge plan "
-        f"{plan.name!r}",
+        f"bad.csv:4: item {third.position} (constraint {third.constraint_id}, text 999999) is not in judge "
+        f"plan {plan.name!r}",
         "bad.csv:5: item, constraint_id and text_id must be whole numbers",
         f"bad.csv:{len(rows) + 1}: ann answers item {plan.items[4].position} both yes and no (bad.csv:6)",
     ]
