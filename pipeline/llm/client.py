@@ -84,7 +84,7 @@ class LLMClient:
         # Per endpoint: whether its replies carry the log-probabilities asked for (None: not known yet).
         self._logprobs: dict[str, bool] = {}
         self._lists_refused: set[str] = set()  # endpoints that refused a list of prompts (note_refused_lists)
-        self.transport = Transport(config, self.accounts, self._emit, local_base_url=local_base_url,
+        self.transport = Transport(config, self.accounts, self.emit, local_base_url=local_base_url,
                                    local_death=local_death, backoff_base_s=backoff_base_s,
                                    backoff_cap_s=backoff_cap_s)
 
@@ -249,7 +249,7 @@ class LLMClient:
             except ValueError as exc:
                 last_error = str(exc)
                 reply = getattr(exc, "reply", None)
-                self._emit("repair", f"{ep.name}: reply refused ({last_error}); repair round {attempt + 1}")
+                self.emit("repair", f"{ep.name}: reply refused ({last_error}); repair round {attempt + 1}")
                 convo = list(messages) + [
                     {"role": "assistant", "content": reply if reply is not None else "(unusable reply)"},
                     {"role": "user", "content": repair(last_error) if repair else repair_message(last_error, schema)},
@@ -270,7 +270,7 @@ class LLMClient:
             return
         self._logprobs[endpoint.name] = given
         if not given:
-            self._emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
+            self.emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
                                  "read the word it writes (no P(Yes), no calibration)")
 
     def refused_lists(self, endpoint: Endpoint) -> bool:
@@ -282,7 +282,7 @@ class LLMClient:
         constraint from now on."""
         if endpoint.name not in self._lists_refused:
             self._lists_refused.add(endpoint.name)
-            self._emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; its yes_no judge asks "
+            self.emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; its yes_no judge asks "
                                  f"one call a constraint ({why})")
 
     async def check_logprobs(self, endpoint: str | Endpoint) -> bool:
@@ -328,7 +328,7 @@ class LLMClient:
         key (another process deferred it) is left alone: nothing waiting or failed is queued twice."""
         return self._deferred.flush(self.store)
 
-    def _emit(self, kind: str, detail: str) -> None:
+    def emit(self, kind: str, detail: str) -> None:
         if self.on_event is not None:
             from pipeline.core.redact import redact
 
