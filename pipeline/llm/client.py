@@ -278,12 +278,12 @@ class LLMClient:
         return endpoint.name in self._lists_refused
 
     def note_refused_lists(self, endpoint: Endpoint, why: str) -> None:
-        """A list of prompts was refused: said once, and the endpoint's judge asks one call a
-        constraint from now on."""
+        """A list of prompts was refused: said once, and the endpoint is asked one prompt a call from
+        now on (its yes_no judge one call a constraint, the "more constraints" rounds one at a time)."""
         if endpoint.name not in self._lists_refused:
             self._lists_refused.add(endpoint.name)
-            self.emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; its yes_no judge asks "
-                                 f"one call a constraint ({why})")
+            self.emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; it is asked one "
+                                 f"prompt a call from now on ({why})")
 
     async def check_logprobs(self, endpoint: str | Endpoint) -> bool:
         """Ask the endpoint once (one token, cached like any call) whether it returns log-probabilities,
