@@ -105,6 +105,10 @@ class Endpoint:
     # ChatML prompts (the embedded server, pipeline.llm.prompt_batch; vLLM takes lists too, for a
     # ChatML model): one evaluation of the text, no per-call cost. Off: one call a constraint.
     judge_batch: bool = False
+    # Independent asks of one prompt's continuation (the "more constraints" rounds) sent as one
+    # completions request with a list of ChatML prompts, written together (the embedded server,
+    # pipeline.llm.prompt_batch). Off: one call a round.
+    batch_generation: bool = False
 
     @property
     def is_local(self) -> bool:
@@ -177,6 +181,7 @@ def local_endpoint() -> Endpoint:
         # the batched lines judge was at chance (kappa -0.10 on the quick set); docs/measurements.md.
         judging="yes_no",
         judge_batch=True,
+        batch_generation=True,
         # Asked for 39, it wrote 6 and 15 distinct items, then repeated them to 39 (615 and 865 tokens).
         list_items=15,
     )
@@ -364,6 +369,7 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         values.setdefault("list_items", defaults.list_items)
         values.setdefault("judging", defaults.judging)
         values.setdefault("judge_batch", defaults.judge_batch)
+        values.setdefault("batch_generation", defaults.batch_generation)
     return Endpoint(**values)
 
 
@@ -376,6 +382,7 @@ _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
 # Its fields that are true or false: what each decides.
 _FLAGS = {
     "judge_batch": "whether a yes_no judge sends a text's constraints as one list of prompts",
+    "batch_generation": "whether independent rounds are written together as one list of prompts",
     "gbnf": "whether the server takes a GBNF `grammar` field",
 }
 

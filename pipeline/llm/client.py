@@ -91,7 +91,7 @@ class LLMClient:
         # Per endpoint: whether its replies carry the log-probabilities asked for (None: not known yet).
         self._logprobs: dict[str, bool] = {}
         self._lists_refused: set[str] = set()  # endpoints that refused a list of prompts (note_refused_lists)
-        self.transport = Transport(config, self.accounts, self._emit, local_base_url=local_base_url,
+        self.transport = Transport(config, self.accounts, self.emit, local_base_url=local_base_url,
                                    local_death=local_death, backoff_base_s=backoff_base_s,
                                    backoff_cap_s=backoff_cap_s)
 
@@ -224,7 +224,7 @@ class LLMClient:
             except ValueError as exc:
                 last_error = str(exc)
                 reply = getattr(exc, "reply", None)
-                self._emit("repair", f"{ep.name}: reply refused ({last_error}); repair round {attempt + 1}")
+                self.emit("repair", f"{ep.name}: reply refused ({last_error}); repair round {attempt + 1}")
                 convo = list(messages) + [
                     {"role": "assistant", "content": reply if reply is not None else "(unusable reply)"},
                     {"role": "user", "content": repair(last_error) if repair else repair_message(last_error, schema)},
@@ -245,7 +245,7 @@ class LLMClient:
             return
         self._logprobs[endpoint.name] = given
         if not given:
-            self._emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
+            self.emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
                                  "read the word it writes (no P(Yes), no calibration)")
 
     def refused_lists(self, endpoint: Endpoint) -> bool:
@@ -253,12 +253,12 @@ class LLMClient:
         return endpoint.name in self._lists_refused
 
     def note_refused_lists(self, endpoint: Endpoint, why: str) -> None:
-        """A list of prompts was refused: said once, and the endpoint's judge asks one call a
-        constraint from now on."""
+        """A list of prompts was refused: said once, and the endpoint is asked one prompt a call from
+        now on (its yes_no judge one call a constraint, the "more constraints" rounds one at a time)."""
         if endpoint.name not in self._lists_refused:
             self._lists_refused.add(endpoint.name)
-            self._emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; its yes_no judge asks "
-                                 f"one call a constraint ({why})")
+            self.emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; it is asked one "
+                                 f"prompt a call from now on ({why})")
 
     async def check_logprobs(self, endpoint: str | Endpoint) -> bool:
         """Ask the endpoint once (one token, cached like any call) whether it returns log-probabilities,
@@ -303,7 +303,7 @@ class LLMClient:
         key (another process deferred it) is left alone: nothing waiting or failed is queued twice."""
         return self._deferred.flush(self.store)
 
-    def _emit(self, kind: str, detail: str) -> None:
+    def emit(self, kind: str, detail: str) -> None:
         if self.on_event is not None:
             from pipeline.core.redact import redact
 
