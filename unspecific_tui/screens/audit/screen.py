@@ -248,14 +248,9 @@ class AuditScreen(AppScreen):
                  else "the list has no row to pick")
 
     @on(AuditList.Picked)
-    def _picked_row(self, event: AuditList.Picked) -> None:
-        """The list's cursor moved (up/down, a click): its constraint's detail follows."""
-        if event.constraint_id == self.listing.cursor_constraint():
-            self._catch_up()
-
     def _catch_up(self) -> None:
-        """The list's cursor moved (a click) and its message is still on its way: show its row now,
-        so a key pressed meanwhile acts on the row the cursor is on, which the head then names."""
+        """The list's cursor moved (up/down, a click): its row is shown; also called by a key whose
+        message may still be on its way (a mark right after a click marks the clicked row)."""
         cid = self.listing.cursor_constraint() if self.body.list_visible() else None
         if cid is not None and cid != self.shown.constraint_id and cid in self.place.pos:
             self.place.go(cid)
