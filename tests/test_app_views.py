@@ -71,16 +71,16 @@ async def test_the_demo_bar_counts_instructions_ready_and_stages_do_not_reset_it
         screen = app.screen
         bar = screen.query_one("#stage-bar", ProgressBar)
         # Past the first instruction, into the second one's stages.
-        while screen.last_instruction != 1 or screen.progress.get("base") != (0, 1):
+        while screen.written.last_instruction != 1 or screen.stages.progress.get("base") != (0, 1):
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
         await pilot.pause()
         assert (bar.progress, bar.total) == (1, 4)  # one instruction of four: 25%, not a stage's 0%
         assert "1 of 4 instruction(s) ready" in str(screen.query_one("#stage-status").render())
-        assert screen.progress["synthesize"] == (0, 1)  # each stage's own progress is in its row
+        assert screen.stages.progress["synthesize"] == (0, 1)  # each stage's own progress is in its row
         go.touch()
         await settle(app, pilot)
-        while screen.running is not None:
+        while screen.runner.running is not None:
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
         assert (bar.progress, bar.total) == (4, 4)
