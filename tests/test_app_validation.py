@@ -23,17 +23,18 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
         await goto(app, pilot, "5")
         screen = app.screen
         # Exactly the plan, in its order: not the screen's own sample of every flipped item.
-        assert [(i.constraint_id, i.generation_id, i.summary_id) for i in screen.items] == \
+        assert [(i.constraint_id, i.generation_id, i.summary_id) for i in screen.queue.items] == \
             [(p.constraint_id, p.response_id, p.summary_id) for p in plan.items]
-        assert screen.plan == "pilot" and f"plan pilot · item 1/{len(plan.items)}" in text_of(screen.query_one("#ann-head"))
+        head = text_of(screen.query_one("#ann-head"))
+        assert screen.queue.plan == "pilot" and f"plan pilot · item 1/{len(plan.items)}" in head
         # The metric's call stays off the screen: the head names no stratum.
         assert "flipped" not in text_of(screen.query_one("#ann-head")).lower()
-        for _ in range(len(screen.items)):
-            item = screen.items[screen.index]
+        for _ in range(len(screen.queue.items)):
+            item = screen.queue.items[screen.queue.index]
             await pilot.press("s" if item.flipped else "i")
             await pilot.pause()
         # The panel scores by `validate report`'s rule (pipeline.analysis.validation.annotate_scores).
-        shown = screen.scores["alice"]
+        shown = screen.stats.scores["alice"]
         assert (shown.precision.value, shown.recall.value, shown.integrated.value) == (1.0, 1.0, 0.0)
     store = open_store(path)
     try:
@@ -62,7 +63,7 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         await goto(app, pilot, "5")
         await pilot.press("v")  # no judge plan yet: stays in labelling
         await pilot.pause()
-        assert not app.screen.judge_check
+        assert not app.screen.judges.on
     store = open_store(path)
     save_judge_plan(store, draw_judge_plan(store, per_stratum=2, seed=1))
     n = len(load_plan_items(store))
@@ -74,8 +75,8 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         await pilot.press("v")
         await pilot.pause()
         screen = app.screen
-        assert screen.judge_check and len(screen.judge_items) == n > 2
-        item = screen.judge_items[0]
+        assert screen.judges.on and len(screen.judges.items) == n > 2
+        item = screen.judges.items[0]
         head = text_of(screen.query_one("#ann-head"))
         assert "judge check" in head and f"{item.text_kind} #{item.generation_id}" in head
         verdicts = screen.query_one("#ann-summary")._text.plain
@@ -85,23 +86,23 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         assert shown == app.view.instruction(item.instruction_id).generations[item.generation_id].text
         await pilot.press("n")  # No, in the judge check: saved, not a move
         await pilot.pause()
-        assert screen.judge_index == 0
+        assert screen.judges.index == 0
         assert app.view.text_labels()[(item.constraint_id, item.generation_id)] == {"alice": 0}
         verdicts = screen.query_one("#ann-summary")._text.plain
         assert "judge-a" in verdicts and "judge-b" in verdicts and "Hidden" not in verdicts
         assert "your answer: No" in text_of(screen.query_one("#ann-head"))
         await pilot.press("j", "y")
         await pilot.pause()
-        second = screen.judge_items[1]
+        second = screen.judges.items[1]
         assert app.view.text_labels()[(second.constraint_id, second.generation_id)] == {"alice": 1}
         assert f"alice: 2/{n} answered" in text_of(screen.query_one("#ann-stats"))
         await pilot.press("v")  # back to labelling: n moves again
         await pilot.pause()
-        assert not screen.judge_check
-        index = screen.index
+        assert not screen.judges.on
+        index = screen.queue.index
         await pilot.press("n")
         await pilot.pause()
-        assert screen.index == index + 1
+        assert screen.queue.index == index + 1
 
 
 async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):

@@ -127,13 +127,13 @@ async def test_annotate_opens_on_the_item_of_the_context_or_says_it_has_none(tmp
         await settle(app, pilot)
         await goto(app, pilot, "5")
         annotate = app.screen
-        items = annotate.items
+        items = annotate.queue.items
         assert len(items) > 3
         wanted = items[-2]  # not the item it starts on
         app.open_audit(wanted.instruction_id, wanted.writer, wanted.constraint_id)
         await settle(app, pilot)
         await goto(app, pilot, "5")
-        assert annotate.items[annotate.index] == wanted
+        assert annotate.queue.items[annotate.queue.index] == wanted
         assert annotate.context() == Context(wanted.instruction_id, wanted.writer, annotate.context().ratio,
                                              wanted.constraint_id)
         # An instruction with no item here: the item stays, and the screen says so.
@@ -143,7 +143,7 @@ async def test_annotate_opens_on_the_item_of_the_context_or_says_it_has_none(tmp
         app.context = Context(missing, wanted.writer)
         annotate.on_screen_resume()
         await pilot.pause()
-        assert annotate.items[annotate.index] == wanted
+        assert annotate.queue.items[annotate.queue.index] == wanted
         assert any(f"instruction #{missing} has no item" in str(n.message) for n in app._notifications)
 
 
