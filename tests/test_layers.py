@@ -458,7 +458,8 @@ def test_no_module_over_600_lines(path: Path) -> None:
 # Classes a reader can hold: none in the app over 300 lines. A class that grows past it is split by
 # concern: a screen into parts that own their state and speak by messages (Audit: the head, the list,
 # the detail and the follower in widgets/audit/; Build: the runs, the stage table, the progress line,
-# what was written and the runner in widgets/build/), not into mixins sharing the screen's state.
+# what was written and the runner in widgets/build/; Annotate: the items, the judge check and the side
+# panel in widgets/annotate/), not into mixins sharing the screen's state.
 MAX_CLASS_LINES = 300
 
 
@@ -478,7 +479,7 @@ def test_no_app_class_over_300_lines() -> None:
 # instead). The screens still built so (issue 50) are named here: the lists only shrink.
 MAX_SCREEN_LINES = 400
 LONG_SCREENS: set[str] = set()
-MIXED_SCREENS = {"AnnotateScreen", "CompareScreen"}
+MIXED_SCREENS = {"CompareScreen"}
 SCREEN_BASE = "AppScreen"
 
 
