@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.app_timing import paint_event, wait_for_first_screen
+from bench.app_timing import analysis_then_audit, paint_event, wait_for_first_screen
 
 FIRST_SCREEN_TARGET_S = 1.0
 MOVE_MEDIAN_TARGET_MS = 16.0
@@ -59,13 +59,7 @@ async def measure(store: Path, moves: int, size: tuple[int, int] = (160, 48)) ->
         await wait_for_first_screen(app)
         out["first_screen_s"] = time.perf_counter() - t0
         out["first_screen_cpu_s"] = time.process_time() - c0
-        await app.workers.wait_for_complete()
-        out["analysis_ready_s"] = time.perf_counter() - t0
-
-        t = time.perf_counter()
-        await pilot.press("3")
-        await pilot.pause()
-        out["open_audit_s"] = time.perf_counter() - t
+        out.update(await analysis_then_audit(app, pilot, t0, audit_workers=False))
         screen: Any = app.screen  # the Audit screen (its place: index and order; refresh_constraint)
 
         painted = paint_event(app)  # a move is timed to the paint that follows it

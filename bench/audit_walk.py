@@ -191,21 +191,8 @@ def _judge(conn, rng: random.Random, gen: int, active, sents: list[str], pasted:
                              " 0, '', 'not addressed', NULL, ?)", (gen, c, judge, STAMP))
 
 
-def screen_text(app) -> str:  # noqa: ANN001
-    """The screen as plain text (from the SVG Textual exports)."""
-    svg = app.export_screenshot()
-    lines: dict[str, list[tuple[float, str]]] = {}
-    for x, y, body in re.findall(r'<text[^>]*x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg):
-        lines.setdefault(y, []).append((float(x), body))
-    out = []
-    for y in sorted(lines, key=float):
-        text = "".join(b for _, b in sorted(lines[y]))
-        out.append(text.replace("&#160;", " ").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
-                   .replace("&#x27;", "'"))
-    return "\n".join(out)
-
-
 async def walk(path: Path, items: int, screens: Path) -> dict[str, object]:
+    from tests.support.app import screen_text
     from unspecific_tui.app import UnspecificApp
     from unspecific_tui.screens.audit import AuditScreen
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing as mp
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -17,14 +16,6 @@ from pathlib import Path
 CALLS = 400
 LATENCY = 0.05
 CONCURRENCY = 4
-
-
-def dead_url() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}/v1"
 
 
 async def run(urls: list[str], label: str, ideal: float) -> None:
@@ -71,6 +62,8 @@ def start(slow: bool = False) -> tuple[str, object, mp.Process]:
 
 
 async def main() -> None:
+    from tests.fakes.fake_server import dead_url
+
     servers = [start() for _ in range(4)]
     slow = start(slow=True)
     urls = [u for u, _, _ in servers]

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.app_timing import paint_event, wait_for_first_screen
+from bench.app_timing import analysis_then_audit, paint_event, wait_for_first_screen
 
 HERE = Path(__file__).resolve().parent
 
@@ -60,13 +60,7 @@ async def measure_app(store: Path, moves: int) -> dict[str, float]:
         while app.analysis is None:  # the per-instruction counts: the Instructions table fills
             await asyncio.sleep(0.005)
         out["tables_ready_s"] = time.perf_counter() - t0
-        await app.workers.wait_for_complete()
-        out["analysis_ready_s"] = time.perf_counter() - t0
-        t = time.perf_counter()
-        await pilot.press("3")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        out["open_audit_s"] = time.perf_counter() - t
+        out.update(await analysis_then_audit(app, pilot, t0, audit_workers=True))
         screen = app.screen
         painted = paint_event(app)  # a move is timed to the paint that follows it
         times: list[float] = []

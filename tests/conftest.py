@@ -77,6 +77,14 @@ def seeded_copy(seeded: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def model_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The cache of shipped models (UNSPECIFIC_CACHE) in the test's own folder."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("UNSPECIFIC_CACHE", str(root))
+    return root
+
+
+@pytest.fixture
 def fake_server():
     from tests.fakes.fake_server import FakeOpenAIServer
 

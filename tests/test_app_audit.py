@@ -10,8 +10,8 @@ from tests.support.app import (
     SUMMARY,
     A,
     B,
-    goto,
     make_known_store,
+    on_screen,
     settle,
     synthetic_app,
     text_of,
@@ -33,9 +33,7 @@ async def open_audit(tmp_path, size=(160, 48)):
 
 async def test_copied_ngrams_and_quotes_highlighted(tmp_path):
     known, app = await open_audit(tmp_path)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "3")
+    async with on_screen(app, "3", (160, 48)):
         screen = app.screen
         shown = screen.shown
         assert shown.constraint_id == known.c1 and shown.writer == ("m1", "direct")
@@ -76,10 +74,7 @@ async def test_reference_copy_mode(tmp_path):
 
 async def test_keys_move_flag_flip_and_lineage(tmp_path):
     known, app = await open_audit(tmp_path)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await pilot.press("3")
-        await pilot.pause()
+    async with on_screen(app, "3", (160, 48)) as pilot:
         screen = app.screen
         await pilot.press("j")
         await pilot.pause()
@@ -116,10 +111,7 @@ async def test_flipped_before_analysis_is_ready(tmp_path):
 
 async def test_narrow_terminal_shows_one_pane_and_cycles(tmp_path):
     known, app = await open_audit(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
-        await pilot.press("3")
-        await pilot.pause()
+    async with on_screen(app, "3", (80, 24)) as pilot:
         screen = app.screen
         assert screen.has_class("-narrow")
         visible = [p.id for p in screen.query("TextPane") if p.display and p.styles.display != "none"]
@@ -140,10 +132,7 @@ async def test_similarity_is_the_stored_one_else_lexical_labelled(tmp_path):
     put_similarities(store, [SimilarityRow(known.c1, known.instruction, "mpnet", 0.73, 0.41)])
     store.commit()
     store.close()
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await pilot.press("3")
-        await pilot.pause()
+    async with on_screen(app, "3", (160, 48)) as pilot:
         screen = app.screen
         assert screen.shown.similarities == {"ref-a": ("mpnet", 0.73), "ref-b": ("mpnet", 0.41)}
         assert "sim 0.73 (mpnet)" in screen.query_one("#ref-a").border_subtitle
@@ -244,9 +233,7 @@ async def test_a_yes_no_verdict_shows_p_yes_uncertain_near_its_threshold_and_a_l
     put_calibration(store, Calibration("judge-a", "yes_no", "builtin", 0.6, "youden", 205, 0.9, 0.85))
     store.close()
     app = UnspecificApp(known.path, stages={}, annotator="ann")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "3")
+    async with on_screen(app, "3", (160, 48)):
         lines = text_of(app.screen.query_one("#audit-verdicts")).splitlines()
     mine = [line for line in lines if line.startswith("judge-a")]
     said_yes = [line for line in mine if " yes? " in line]

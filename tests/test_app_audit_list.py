@@ -8,7 +8,17 @@ import re
 import sqlite3
 
 from pipeline.store.view import Writer
-from tests.support.app import C2, C3, goto, make_known_store, settle, synthetic_app, text_of
+from tests.support.app import (
+    C2,
+    C3,
+    goto,
+    make_known_store,
+    on_screen,
+    screen_text,
+    settle,
+    synthetic_app,
+    text_of,
+)
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.following import Following, Stop
 from unspecific_tui.widgets.audit.listing import AuditList
@@ -48,9 +58,7 @@ def rows_of(screen) -> list[tuple[int, str]]:
 
 async def test_list_shows_every_constraint_with_outcome_and_trust(tmp_path):
     known, app = await open_on(tmp_path)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "3")
+    async with on_screen(app, "3", (160, 48)) as pilot:
         screen = app.screen
         assert screen.shown.writer == M1
         assert "task: Write a news article about a town fighting over a flood plan." in text_of(
@@ -84,9 +92,7 @@ async def test_list_shows_every_constraint_with_outcome_and_trust(tmp_path):
 
 async def test_sort_and_filter_change_the_rows(tmp_path):
     known, app = await open_on(tmp_path)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "3")
+    async with on_screen(app, "3", (160, 48)) as pilot:
         screen = app.screen
         ids = lambda: [c for c, _ in rows_of(screen)]  # noqa: E731
         assert ids() == [known.c1, known.c2, known.c3]
@@ -181,19 +187,6 @@ async def test_context_round_trip_with_compare(tmp_path):
         assert audit.shown.instruction_id == 1 and audit.shown.writer == M2
 
 
-def _screen_text(app) -> str:
-    """The screen as plain text lines (from the SVG Textual exports: one <text> per run)."""
-    svg = app.export_screenshot()
-    lines: dict[str, list[tuple[float, str]]] = {}
-    for x, y, body in re.findall(r'<text[^>]*x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg):
-        lines.setdefault(y, []).append((float(x), body))
-    out = []
-    for y in sorted(lines, key=float):
-        text = "".join(b for _, b in sorted(lines[y]))
-        out.append(text.replace("&#160;", " ").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
-    return "\n".join(out)
-
-
 async def _check_size(tmp_path, size) -> None:
     known, app = await open_on(tmp_path)
     async with app.run_test(size=size) as pilot:
@@ -204,7 +197,7 @@ async def _check_size(tmp_path, size) -> None:
         verdicts = screen.query_one("#audit-verdicts")
         # A header and four verdicts, one line each: none wrapped, none cut off.
         assert verdicts.content_region.height == 5
-        plain = _screen_text(app)
+        plain = screen_text(app)
         for judge, where, said in (("judge-a", "full", "yes"), ("judge-b", "full", "yes"),
                                    ("judge-a", "summary 0.25", "no"), ("judge-b", "summary 0.25", "no")):
             assert re.search(rf"{judge}\s+{where}\s+{said}", plain), (judge, where, plain)
@@ -256,9 +249,7 @@ async def test_f_can_follow_the_suspicion_queue(tmp_path):
     store = open_store(known.path, readonly=True)
     ranked = suspicion_queue(store, ratio=0.25)
     store.close()
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "3")
+    async with on_screen(app, "3", (160, 48)) as pilot:
         screen = app.screen
         await pilot.press("f", "down", "down", "enter")  # past the two flags: the queue
         await settle(app, pilot)
@@ -278,9 +269,7 @@ async def test_list_cells_render_as_datatable_renders_them(tmp_path):
     from textual.widgets import DataTable
 
     known, app = await open_on(tmp_path)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "3")
+    async with on_screen(app, "3", (160, 48)) as pilot:
         table = app.screen.query_one(ConstraintList)
         assert table.row_count >= 3
         text_width = table.ordered_columns[-1].get_render_width(table) - 2 * table.cell_padding
@@ -328,9 +317,7 @@ async def test_list_cells_render_as_datatable_renders_them(tmp_path):
 async def test_the_cursor_stays_in_view_down_a_list_longer_than_the_screen(tmp_path):
     """At 80x24 the list shows a few rows of 39: moving down (and back up) keeps the cursor's row in view."""
     app = synthetic_app(tmp_path, n_instructions=1, n_constraints=39)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "3")
+    async with on_screen(app, "3", (80, 24)) as pilot:
         await pilot.press("l")  # 80 columns: the list in place of the text pane
         await settle(app, pilot)
         table = app.screen.query_one(ConstraintList)

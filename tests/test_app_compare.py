@@ -4,7 +4,7 @@ filter for the rows where the sides differ, and the cursor kept when a side chan
 from __future__ import annotations
 
 from pipeline.store.view import Writer
-from tests.support.app import SUMMARY, SUMMARY_2, goto, make_known_store, make_two_mode_store, settle, text_of
+from tests.support.app import SUMMARY, SUMMARY_2, make_known_store, make_two_mode_store, on_screen, text_of
 from unspecific_tui.app import UnspecificApp
 
 DIRECT, EDIT, M2 = Writer("m1", "direct"), Writer("m1", "edit"), Writer("m2", "direct")
@@ -18,9 +18,7 @@ def span(text: str, part: str) -> tuple[int, int]:
 async def test_both_summaries_sit_under_the_responses_with_their_quotes(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
     app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "4")
+    async with on_screen(app, "4", (140, 40)):
         screen = app.screen
         a_sum, b_sum = screen.query_one("#cmp-a-summary"), screen.query_one("#cmp-b-summary")
         assert (a_sum._text.plain, b_sum._text.plain) == (SUMMARY, SUMMARY_2)
@@ -34,9 +32,7 @@ async def test_both_summaries_sit_under_the_responses_with_their_quotes(tmp_path
 async def test_each_side_shows_the_reports_org_and_core(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
     app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "4")
+    async with on_screen(app, "4", (140, 40)):
         screen = app.screen
         metrics = app.analysis.metrics
         assert metrics is not None
@@ -51,9 +47,7 @@ async def test_each_side_shows_the_reports_org_and_core(tmp_path):
 async def test_rows_that_differ_filter_keeps_the_cursor_on_its_constraint(tmp_path):
     known, _, _ = make_two_mode_store(tmp_path / "s.sqlite")
     app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "4")
+    async with on_screen(app, "4", (140, 40)) as pilot:
         screen = app.screen
         await pilot.press("M")  # B: m1's edit response (C1 and C2 flip the other way round there)
         await pilot.pause()
@@ -75,9 +69,7 @@ async def test_rows_that_differ_filter_keeps_the_cursor_on_its_constraint(tmp_pa
 async def test_changing_a_side_keeps_the_cursor_row(tmp_path):
     known, _, _ = make_two_mode_store(tmp_path / "s.sqlite")
     app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "4")
+    async with on_screen(app, "4", (140, 40)) as pilot:
         screen = app.screen
         table = screen.query_one("#compare-table")
         await pilot.press("down", "down")

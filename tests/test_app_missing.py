@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tests.support.app import goto, make_known_store, settle, text_of
+from tests.support.app import goto, make_known_store, on_screen, text_of
 from unspecific_tui.app import UnspecificApp
 
 
@@ -20,9 +20,7 @@ async def test_report_screen_shows_coverage_and_marks_low_groups(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
     _judge_b_never_answered_on_m1(known.path)
     app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(200, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "6")
+    async with on_screen(app, "6", (200, 40)) as pilot:
         table = app.screen.query_one("#report-table")
         rows = {str(table.get_row_at(i)[2]): table.get_row_at(i) for i in range(table.row_count)}
         assert str(rows["m1"][-1]) == "50.0 !" and str(rows["m2"][-1]) == "100.0"
@@ -42,9 +40,7 @@ async def test_audit_shows_a_missing_verdict_as_missing(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
     _judge_b_never_answered_on_m1(known.path)
     app = UnspecificApp(known.path, stages={}, annotator="ann")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "3")
+    async with on_screen(app, "3", (160, 48)):
         lines = text_of(app.screen.query_one("#audit-verdicts")).splitlines()
         judge_b = [line for line in lines if line.startswith("judge-b")]
         # The verdict column reads "missing" (padded as "no     " would be), never No.

@@ -11,6 +11,7 @@ from tests.support.app import (
     SUMMARY,
     goto,
     make_two_mode_store,
+    on_screen,
     settle,
     store_rows,
     text_of,
@@ -23,9 +24,7 @@ DIRECT, EDIT = Writer("m1", "direct"), Writer("m1", "edit")
 async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
     known, edit, edit_summary = make_two_mode_store(tmp_path / "s.sqlite")
     app = UnspecificApp(known.path, stages={}, annotator="ann")
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "2")
+    async with on_screen(app, "2", (160, 48)) as pilot:
         rows = app.screen.rows
         assert sorted((r.model, r.mode, r.response_id) for r in rows) == [
             ("m1", "direct", known.response), ("m1", "edit", edit), ("m2", "direct", known.response_2)]
@@ -74,9 +73,7 @@ async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
     known, edit, edit_summary = make_two_mode_store(tmp_path / "s.sqlite")
     texts = {known.response: RESPONSE, known.summary: SUMMARY, edit: EDIT_RESPONSE, edit_summary: EDIT_SUMMARY}
     app = UnspecificApp(known.path, stages={}, annotator="ann", sample_seed=0)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (160, 48)) as pilot:
         screen = app.screen
         flipped = {(i.constraint_id, i.generation_id) for i in screen.queue.items if i.flipped}
         assert flipped == {(known.c2, known.response), (known.c1, edit), (known.c2, known.response_2)}
@@ -98,9 +95,7 @@ async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
 async def test_report_screen_names_the_mode(tmp_path):
     known, _, _ = make_two_mode_store(tmp_path / "s.sqlite")
     app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "6")
+    async with on_screen(app, "6", (160, 48)):
         cells = app.screen.cells
         assert sorted((c.model, c.mode) for c in cells) == [("m1", "direct"), ("m1", "edit"), ("m2", "direct")]
         table = app.screen.query_one("#report-table")

@@ -14,7 +14,7 @@ import pytest
 from pipeline.store.database import open_store
 from pipeline.store.judge_checks import put_check_items
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-from tests.support.app import goto, screen_text, settle, synthetic_app, text_of, textual_private
+from tests.support.app import goto, on_screen, screen_text, settle, synthetic_app, text_of, textual_private
 from tests.support.judge_checks import known_check
 from tests.support.snapshot_app import lengthen_constraints
 from unspecific_tui.app import UnspecificApp
@@ -111,9 +111,7 @@ async def test_the_reasons_bar_keeps_every_reason_and_marks_on_and_off(tmp_path,
     from unspecific_tui.screens.queue_rows import REASON_KEYS, REASON_OFF, REASON_ON
 
     app = synthetic_app(tmp_path, n_instructions=4, seed=7)
-    async with app.run_test(size=size) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "2")
+    async with on_screen(app, "2", size) as pilot:
         queue = await goto(app, pilot, "exclamation_mark")
         bar = queue.query_one("#queue-reasons")
         shown = screen_text(app)

@@ -3,15 +3,18 @@ queue, the messages of an empty or older store, and an 80x24 terminal."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from pipeline.analysis.suspicion import REASONS, suspicion_queue
 from pipeline.store.database import open_store
 from pipeline.store.view import StoreView
-from tests.support.app import add_similarities, goto, make_known_store, settle, text_of
+from tests.support.app import Known, add_similarities, goto, make_known_store, settle, text_of
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.queue import LABEL, QueueScreen
 from unspecific_tui.screens.queue_rows import REASON_KEYS, column_width, layout, shorten
@@ -34,19 +37,34 @@ async def open_queue(app, pilot) -> QueueScreen:  # noqa: ANN001
     return screen
 
 
+QueueOn = tuple[UnspecificApp, Pilot, QueueScreen]
+
+
+@asynccontextmanager
+async def queue_on(path: Path, size: tuple[int, int]) -> AsyncIterator[QueueOn]:
+    """The app on ``path`` at ``size``, its queue open: (app, pilot, the queue screen)."""
+    app = UnspecificApp(path, stages={})
+    async with app.run_test(size=size) as pilot:
+        yield app, pilot, await open_queue(app, pilot)
+
+
+def known_store(tmp_path: Path) -> Known:
+    """The known store with its constraint-reference similarities: the queue's every reason."""
+    known = make_known_store(tmp_path / "s.sqlite")
+    add_similarities(known.path)
+    return known
+
+
 def table_rows(screen: QueueScreen) -> list[list[str]]:
     table = screen.query_one("#queue-table", DataTable)
     return [[str(getattr(cell, "plain", cell)) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 
 async def test_queue_lists_ranked_items(tmp_path):
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
+    known = known_store(tmp_path)
     expected = expected_queue(known.path)
     assert expected, "the known store has suspects (a flipped constraint, a missing quote, copied n-grams)"
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = await open_queue(app, pilot)
+    async with queue_on(known.path, (160, 48)) as (app, pilot, screen):
         assert not any("similarity" in m for m in screen.missing)
         rows = table_rows(screen)
         assert len(rows) == len(expected)
@@ -69,11 +87,8 @@ async def test_queue_lists_ranked_items(tmp_path):
 
 
 async def test_toggling_a_reason_reranks(tmp_path):
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = await open_queue(app, pilot)
+    known = known_store(tmp_path)
+    async with queue_on(known.path, (160, 48)) as (app, pilot, screen):
         before = [(r.score, r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked]
         screen.action_reason("lost")  # "l": lost off; the store ranks again, the table loads meanwhile
         assert "lost" not in screen.enabled
@@ -103,11 +118,8 @@ async def test_toggling_a_reason_reranks(tmp_path):
 
 async def test_a_reason_switched_while_ranking_waits_for_its_own_query(tmp_path):
     """Two toggles in a row: only the ranking under the reasons switched on at the end shows."""
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = await open_queue(app, pilot)
+    known = known_store(tmp_path)
+    async with queue_on(known.path, (160, 48)) as (app, pilot, screen):
         await pilot.press("s", "l")
         await settle(app, pilot)
         enabled = tuple(r for r in REASONS if r not in ("similar", "lost"))
@@ -122,15 +134,12 @@ async def test_the_head_of_a_long_queue_and_more(tmp_path, monkeypatch):
     from unspecific_tui.screens import queue as queue_screen
     from unspecific_tui.screens import queue_table
 
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
+    known = known_store(tmp_path)
     everything = expected_queue(known.path)
     assert len(everything) >= 3
     monkeypatch.setattr(queue_screen, "TOP", 2)
     monkeypatch.setattr(queue_table, "PAGE", 2)
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = await open_queue(app, pilot)
+    async with queue_on(known.path, (160, 48)) as (app, pilot, screen):
         assert screen.total == len(everything) and len(screen.ranked) == 2 == len(table_rows(screen))
         assert f"the top 2 of {len(everything)} suspects" in text_of(screen.query_one("#queue-status"))
         await pilot.press("down")  # on the last row read: the next two are read
@@ -146,11 +155,8 @@ async def test_the_head_of_a_long_queue_and_more(tmp_path, monkeypatch):
 
 
 async def test_enter_opens_audit_following_the_queue(tmp_path):
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = await open_queue(app, pilot)
+    known = known_store(tmp_path)
+    async with queue_on(known.path, (160, 48)) as (app, pilot, screen):
         assert len(screen.ranked) >= 2
         await pilot.press("down", "enter")
         await settle(app, pilot)
@@ -167,9 +173,7 @@ async def test_enter_opens_audit_following_the_queue(tmp_path):
 
 async def test_older_store_says_how_to_compute_evidence(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")  # no similarities stored
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = await open_queue(app, pilot)
+    async with queue_on(known.path, (160, 48)) as (app, pilot, screen):
         assert len(screen.missing) == 2  # no copied n-grams, no similarity
         note = text_of(screen.query_one("#queue-note"))
         assert screen.query_one("#queue-note").display
@@ -181,9 +185,7 @@ async def test_older_store_says_how_to_compute_evidence(tmp_path):
 async def test_empty_store_says_so(tmp_path):
     path = tmp_path / "empty.sqlite"
     open_store(path).close()
-    app = UnspecificApp(path, stages={})
-    async with app.run_test(size=(100, 30)) as pilot:
-        screen = await open_queue(app, pilot)
+    async with queue_on(path, (100, 30)) as (app, pilot, screen):
         assert not screen.ranked
         assert "No suspects" in text_of(screen.query_one("#queue-empty"))
         await pilot.press("enter")  # nothing to open
@@ -193,11 +195,8 @@ async def test_empty_store_says_so(tmp_path):
 
 
 async def test_readable_at_80x24(tmp_path):
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_queue(app, pilot)
+    known = known_store(tmp_path)
+    async with queue_on(known.path, (80, 24)) as (app, pilot, screen):
         keys = [c.key for c in screen.table.layout_columns]
         # The copy count at 80 columns too (the detail line names the instruction).
         assert {"rank", "score", "constraint", "writer", "reasons", "copied"} <= set(keys)
@@ -246,11 +245,8 @@ async def test_auditing_the_queue_is_a_loop(tmp_path):
     from pipeline.outputs.suspicion import suspicion_rows
     from pipeline.store.marks import marks
 
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_queue(app, pilot)
+    known = known_store(tmp_path)
+    async with queue_on(known.path, (80, 24)) as (app, pilot, screen):
         n = len(screen.ranked)
         assert n >= 3
         await pilot.press("enter")
@@ -291,11 +287,8 @@ async def test_auditing_the_queue_is_a_loop(tmp_path):
 
 
 async def test_copy_only_view_and_reasons_in_words(tmp_path):
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = await open_queue(app, pilot)
+    known = known_store(tmp_path)
+    async with queue_on(known.path, (160, 48)) as (app, pilot, screen):
         everything = len(screen.ranked)
         await pilot.press("o")
         await settle(app, pilot)
@@ -346,9 +339,7 @@ async def test_an_uncertain_verdict_is_a_reason_in_words_and_switches_off(tmp_pa
         store.commit()
     finally:
         store.close()
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        screen = await open_queue(app, pilot)
+    async with queue_on(known.path, (160, 48)) as (app, pilot, screen):
         row = next(i for i, r in enumerate(screen.ranked) if r.evidence.constraint_id == 4
                    and r.evidence.writer == ("m2", "direct"))
         assert screen.ranked[row].evidence.reasons() == ("uncertain",) and screen.ranked[row].score == 0.05
@@ -369,14 +360,11 @@ async def test_at_80x24_a_copy_suspect_opens_on_the_response(tmp_path):
     item. Without following, the pane stays where the auditor put it."""
     from pipeline.stages.copy_evidence import compute_copy_evidence
 
-    known = make_known_store(tmp_path / "s.sqlite")
-    add_similarities(known.path)
+    known = known_store(tmp_path)
     store = open_store(known.path)
     compute_copy_evidence(store)
     store.close()
-    app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_queue(app, pilot)
+    async with queue_on(known.path, (80, 24)) as (app, pilot, screen):
         copies = [i for i, r in enumerate(screen.ranked) if r.evidence.copy_count.words]
         assert copies, "the known store has copy suspects"
         table = screen.query_one("#queue-table", DataTable)
@@ -418,9 +406,7 @@ async def test_the_queue_says_its_length_one_way_and_plus_shows_a_group(tmp_path
     expected = expected_queue(path)
     filed = sum(len(e.same_phrase) for e in expected)
     assert filed and all(f.lead_key == e.lead_key for e in expected for f in e.same_phrase)
-    app = UnspecificApp(path, stages={})
-    async with app.run_test(size=size) as pilot:
-        screen = await open_queue(app, pilot)
+    async with queue_on(path, size) as (app, pilot, screen):
         status = text_of(screen.query_one("#queue-status"))
         assert status.startswith(f"{len(expected)} leaders, {filed} more filed under them ·")
         assert "showing" not in status and " of " not in status.split("·")[0]
@@ -475,9 +461,7 @@ async def test_a_grouped_head_reads_further_as_the_cursor_reaches_its_end(tmp_pa
     expected = expected_queue(path)
     total = len(expected) + sum(len(e.same_phrase) for e in expected)
     monkeypatch.setattr(queue_screen, "TOP", 3)
-    app = UnspecificApp(path, stages={})
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_queue(app, pilot)
+    async with queue_on(path, (80, 24)) as (app, pilot, screen):
         status = text_of(screen.query_one("#queue-status"))
         assert status.startswith(f"3 suspects · 3 of {total} read ·") and len(status) <= 78
         table = screen.query_one("#queue-table", DataTable)

@@ -9,6 +9,7 @@ from pathlib import Path
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.stages.similarity import compute_similarities
 from pipeline.store.database import open_store
+from tests.support.app import settle
 from tests.support.snapshot_app import make_app
 
 
@@ -26,9 +27,7 @@ def queue_app(folder: Path):  # noqa: ANN201
 async def _open_queue(pilot) -> None:  # noqa: ANN001
     for keys in ((), ("2",), ("exclamation_mark",), ("down", "down")):
         await pilot.press(*keys)
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot.app, pilot, rounds=1)
 
 
 def test_queue_snapshot(snap_compare, tmp_path):
@@ -45,9 +44,7 @@ def _audit_following(*keys: str):  # noqa: ANN202
         await _open_queue(pilot)
         for key in ("enter", *keys):
             await pilot.press(key)
-            await pilot.pause()
-            await pilot.app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(pilot.app, pilot, rounds=1)
     return before
 
 

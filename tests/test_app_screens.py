@@ -9,7 +9,16 @@ import pytest
 
 from pipeline.store.view import StoreView
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-from tests.support.app import RESPONSE, RESPONSE_2, goto, make_known_store, settle, store_rows, text_of
+from tests.support.app import (
+    RESPONSE,
+    RESPONSE_2,
+    goto,
+    make_known_store,
+    on_screen,
+    settle,
+    store_rows,
+    text_of,
+)
 from unspecific_tui.app import SCREENS_ORDER, UnspecificApp
 from unspecific_tui.data import compute_analysis
 from unspecific_tui.screens.help import HelpScreen
@@ -80,9 +89,7 @@ async def test_instructions_filters_and_sort(synthetic):
     expected = compute_analysis(view)
     view.close()
     app = UnspecificApp(synthetic, stages={})
-    async with app.run_test(size=(160, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "2")
+    async with on_screen(app, "2", (160, 40)) as pilot:
         screen = app.screen
         table = screen.query_one("#instr-table")
         assert table.row_count == len(expected.rows) == 24 * 2
@@ -124,9 +131,7 @@ async def test_instructions_filters_and_sort(synthetic):
 async def test_compare_highlights_evidence_in_both(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
     app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "4")
+    async with on_screen(app, "4", (140, 40)) as pilot:
         screen = app.screen
         table = screen.query_one("#compare-table")
         assert table.row_count == 3 and screen.writers == [("m1", "direct"), ("m2", "direct")]
@@ -157,9 +162,7 @@ async def test_compare_shows_a_rejudged_verdict_not_the_one_it_replaced(tmp_path
             " FROM verdicts WHERE constraint_id = ?", (known.c1,))
     conn.close()
     app = UnspecificApp(known.path, stages={})
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "4")
+    async with on_screen(app, "4", (140, 40)):
         table = app.screen.query_one("#compare-table")
         assert [str(c) for c in table.get_row_at(0)[1:5]] == ["no", "no", "no", "no"]
         assert all(len(v) == 2 for (cid, _), v in app.screen.verdicts.items() if cid == known.c1)  # two judges
@@ -168,9 +171,7 @@ async def test_compare_shows_a_rejudged_verdict_not_the_one_it_replaced(tmp_path
 async def test_annotation_saved_and_scores_update(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
     app = UnspecificApp(known.path, stages={}, annotator="alice", sample_seed=0)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (140, 40)) as pilot:
         screen = app.screen
         # Flipped: C2 for m1 and m2; pass-both sampled: C1 for m1 and m2.
         assert {(i.constraint_id, i.model, i.flipped) for i in screen.queue.items} == {
@@ -209,9 +210,7 @@ async def test_kappa_between_annotators(tmp_path):
     conn.commit()
     conn.close()
     app = UnspecificApp(known.path, stages={}, annotator="alice")
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (140, 40)) as pilot:
         screen = app.screen
         assert ("alice", "bob") not in screen.stats.kappas  # alice has no label yet
         bob = {(c, g): lab for c, g, _, lab in rows}
@@ -234,9 +233,7 @@ async def test_report_shows_metrics_groups_with_intervals(synthetic):
     want = {(g.domain, g.condition, g.model, f"{100 * g.org.value:.1f} [{100 * g.org.low:.1f}, {100 * g.org.high:.1f}]",
              f"{100 * g.core.value:.1f} [{100 * g.core.low:.1f}, {100 * g.core.high:.1f}]") for g in groups}
     app = UnspecificApp(synthetic, stages={})
-    async with app.run_test(size=(160, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "6")
+    async with on_screen(app, "6", (160, 40)) as pilot:
         table = app.screen.query_one("#report-table")
         rows = [table.get_row_at(i) for i in range(table.row_count)]
         assert {(str(r[0]), str(r[1]), str(r[2]), r[5], r[6]) for r in rows} == want
@@ -255,9 +252,7 @@ async def test_instructions_pages_of_rows(tmp_path, monkeypatch):
     build_synthetic_store(path, SyntheticSpec(n_instructions=12, seed=4))
     monkeypatch.setattr(instructions, "PAGE", 10)
     app = UnspecificApp(path, stages={})
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "2")
+    async with on_screen(app, "2", (120, 30)) as pilot:
         screen = app.screen
         table = screen.query_one("#instr-table")
         assert len(screen.rows) == 24 and table.row_count == 10

@@ -4,37 +4,34 @@ title, no clock, no cursor blink; workers awaited before the picture)."""
 
 from __future__ import annotations
 
+from tests.support.app import settle
 from tests.support.snapshot_app import make_app
 
 
 async def _ready(pilot) -> None:  # noqa: ANN001
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle(pilot.app, pilot)
 
 
 def test_build_snapshot(snap_compare, tmp_path):
     assert snap_compare(make_app(tmp_path), terminal_size=(120, 36), run_before=_ready)
 
 
-def test_audit_snapshot(snap_compare, tmp_path):
+def _on(keys: tuple[str, ...]):  # noqa: ANN202
+    """Settled, ``keys`` pressed, settled again: the picture of the screen they lead to."""
     async def before(pilot) -> None:  # noqa: ANN001
         await _ready(pilot)
-        await pilot.press("3", "j", "j")
+        await pilot.press(*keys)
         await _ready(pilot)
 
-    assert snap_compare(make_app(tmp_path), terminal_size=(140, 44), run_before=before)
+    return before
+
+
+def test_audit_snapshot(snap_compare, tmp_path):
+    assert snap_compare(make_app(tmp_path), terminal_size=(140, 44), run_before=_on(("3", "j", "j")))
 
 
 def test_audit_narrow_snapshot(snap_compare, tmp_path):
-    async def before(pilot) -> None:  # noqa: ANN001
-        await _ready(pilot)
-        await pilot.press("3", "t", "t")
-        await _ready(pilot)
-
-    assert snap_compare(make_app(tmp_path), terminal_size=(80, 24), run_before=before)
+    assert snap_compare(make_app(tmp_path), terminal_size=(80, 24), run_before=_on(("3", "t", "t")))
 
 
 def test_compare_snapshot(snap_compare, tmp_path):
@@ -46,15 +43,6 @@ def test_compare_snapshot(snap_compare, tmp_path):
         await pilot.pause()
 
     assert snap_compare(make_app(tmp_path), terminal_size=(140, 44), run_before=before)
-
-
-def _on(keys: tuple[str, ...]):
-    async def before(pilot) -> None:  # noqa: ANN001
-        await _ready(pilot)
-        await pilot.press(*keys)
-        await _ready(pilot)
-
-    return before
 
 
 def test_instructions_both_modes_snapshot(snap_compare, tmp_path):

@@ -6,7 +6,7 @@ from pipeline.analysis.validation import validation_report
 from pipeline.analysis.validation_plan import draw_plan, load_plan, save_plan
 from pipeline.store.database import open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-from tests.support.app import goto, settle, text_of
+from tests.support.app import goto, on_screen, settle, text_of
 from unspecific_tui.app import UnspecificApp
 
 
@@ -18,9 +18,7 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
     plan = load_plan(store)
     store.close()
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (140, 40)) as pilot:
         screen = app.screen
         # Exactly the plan, in its order: not the screen's own sample of every flipped item.
         assert [(i.constraint_id, i.generation_id, i.summary_id) for i in screen.queue.items] == \
@@ -58,9 +56,7 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
     path = tmp_path / "s.sqlite"
     build_synthetic_store(path, SyntheticSpec(n_instructions=6, seed=3))
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (140, 40)) as pilot:
         await pilot.press("v")  # no judge plan yet: stays in labelling
         await pilot.pause()
         assert not app.screen.judges.on
@@ -69,9 +65,7 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
     n = len(load_plan_items(store))
     store.close()
     app = UnspecificApp(path, stages={}, annotator="alice", sample_seed=0)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (140, 40)) as pilot:
         await pilot.press("v")
         await pilot.pause()
         screen = app.screen
@@ -96,6 +90,9 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         second = screen.judges.items[1]
         assert app.view.text_labels()[(second.constraint_id, second.generation_id)] == {"alice": 1}
         assert f"alice: 2/{n} answered" in text_of(screen.query_one("#ann-stats"))
+        await pilot.press("k", "u")  # from the first item: the next one without an answer
+        await pilot.pause()
+        assert screen.judges.index == 2
         await pilot.press("v")  # back to labelling: n moves again
         await pilot.pause()
         assert not screen.judges.on
@@ -103,6 +100,9 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         await pilot.press("n")
         await pilot.pause()
         assert screen.queue.index == index + 1
+        await pilot.press("u")  # alice has labelled nothing: the next item
+        await pilot.pause()
+        assert screen.queue.index == (index + 2) % len(screen.queue.items)
 
 
 async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):
@@ -118,3 +118,16 @@ async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):
         judges = " ".join(text_of(app.screen.query_one("#report-judges")).split())
         assert "judge-a unvalidated" in judges and "judge-b unvalidated" in judges
         assert "unspecific validate judges" in judges  # the one command that validates them
+
+
+def test_the_next_unlabelled_item_is_found_round_the_list() -> None:
+    from types import SimpleNamespace
+
+    from unspecific_tui.widgets.annotate.items import next_undone
+
+    items = [SimpleNamespace(constraint_id=c, generation_id=10) for c in (1, 2, 3)]
+    done = {(2, 10): {"alice": 1}, (3, 10): {"bob": 0}}
+    assert next_undone(items, 0, done, "alice") == 2  # item 1 has alice's label: passed over
+    assert next_undone(items, 2, done, "alice") == 0  # round the list
+    assert next_undone(items, 1, {**done, (1, 10): {"alice": 0}}, "alice") == 2
+    assert next_undone(items, 0, {(c, 10): {"alice": 1} for c in (1, 2, 3)}, "alice") is None

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, ProgressBar
 
 from pipeline.store.view import Writer
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
-from tests.support.app import goto, settle, textual_private
+from tests.support.app import goto, on_screen, settle, textual_private
 from tests.support.snapshot_app import make_app
 from unspecific_tui.app import UnspecificApp
 from unspecific_tui.context import Context
@@ -123,9 +123,7 @@ async def test_instructions_opens_on_the_instruction_and_response_audit_shows(tm
 
 async def test_annotate_opens_on_the_item_of_the_context_or_says_it_has_none(tmp_path):
     app = UnspecificApp(_store(tmp_path), stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "5")
+    async with on_screen(app, "5", (160, 48)) as pilot:
         annotate = app.screen
         items = annotate.queue.items
         assert len(items) > 3
@@ -158,9 +156,7 @@ async def test_compare_shows_each_constraints_similarity_as_a_number_with_a_bar(
     finally:
         store.close()
     assert sims
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "4")
+    async with on_screen(app, "4", (80, 24)):
         compare = app.screen
         table = compare.query_one("#compare-table", DataTable)
         for row, cid in enumerate(compare.row_cids[:5]):
@@ -198,9 +194,7 @@ async def test_the_footer_lays_its_keys_out_again_when_the_terminal_narrows(tmp_
     FooterKey = textual_private("textual.widgets._footer", "FooterKey")
 
     app = make_app(tmp_path, long_names=True)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "2")
+    async with on_screen(app, "2", (160, 48)) as pilot:
         wide = [k.key_display for k in app.screen.query(FooterKey)]
         await pilot.resize_terminal(80, 24)
         await settle(app, pilot)

@@ -107,3 +107,34 @@ async def test_off_the_queue_n_goes_back_to_the_item_left(tmp_path):
         assert not following.left and left is not None
         assert left.is_at(shown.constraint_id, shown.instruction_id, shown.writer)
         assert f"suspicion queue item {following.index + 1} of" in text_of(audit.query_one("#audit-head"))
+
+
+@pytest.mark.parametrize("following", [False, True])
+async def test_a_mark_right_after_a_click_lands_on_the_clicked_row(tmp_path, following):
+    """A click moves the list's cursor and tells the screen by a message; `y` pressed before that
+    message is read marks the clicked row (the one the head then names), not the row shown before."""
+    app = synthetic_app(tmp_path, n_instructions=2, n_constraints=6)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        if following:  # from the suspicion queue: the key leaves it, as any move does
+            await pilot.press("2", "exclamation_mark")
+            await settle(app, pilot)
+            await pilot.press("enter")
+        else:
+            await pilot.press("3")
+        await settle(app, pilot)
+        audit = app.screen
+        assert isinstance(audit, AuditScreen) and audit.body.list_visible()
+        table = audit.listing.table
+        before, shown_before = stored_marks(app), audit.shown.constraint_id
+        row = next(i for i, r in enumerate(table.rows_shown) if r.constraint_id != shown_before)
+        clicked = table.rows_shown[row].constraint_id
+        # The click's cursor move, and the key handled before the list's message arrives.
+        table.move_cursor(row=row, animate=False)
+        audit.action_mark("confirmed")
+        await settle(app, pilot)
+        after = stored_marks(app)
+        changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+        head = text_of(audit.query_one("#audit-head"))
+        assert changed == {named_item(app, head)} and audit.shown.constraint_id == clicked
+        assert next(iter(changed))[1] == clicked and after[next(iter(changed))] == "confirmed"

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from pipeline.core.config import parse_config
+from pipeline.core.config import Config, parse_config
 from pipeline.core.errors import BatchPending, ConfigError
 from pipeline.llm import batch as B
 from pipeline.llm.client import LLMClient
 from pipeline.stages.build import BuildOptions, run_build
 from pipeline.stages.evaluate import EvaluateOptions, evaluate
-from pipeline.store.database import open_store
+from pipeline.store.database import Store, open_store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import ScriptedModel, make_store, result_fingerprint
 
@@ -49,6 +49,14 @@ async def built_store(path: Path, config, n_pairs: int = 2):
     await run_build(store, config, client, options)
     await client.aclose()
     return store
+
+
+async def sent_in_batches(server: FakeOpenAIServer, path: Path, n_pairs: int = 2) -> tuple[Config, Store]:
+    """A built store whose evaluation sent its first step's calls in a batch; its config."""
+    config = config_for(server.base_url)
+    store = await built_store(path, config, n_pairs)
+    await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
+    return config, store
 
 
 async def until_collected(store, config, rounds: int = 8, **kw: Any) -> B.Collected:
@@ -115,9 +123,7 @@ async def test_a_batch_evaluation_stores_what_an_online_one_does_at_half_the_pri
 
 async def test_state_transitions_are_recorded(server, tmp_path):
     server.batch_polls = 2
-    config = config_for(server.base_url)
-    store = await built_store(tmp_path / "s.sqlite", config, n_pairs=1)
-    await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
+    config, store = await sent_in_batches(server, tmp_path / "s.sqlite", n_pairs=1)
     seen = [B.status(store)["batches"][0]["state"]]
     for _ in range(6):
         await B.refresh(store, config)
@@ -130,9 +136,7 @@ async def test_state_transitions_are_recorded(server, tmp_path):
 
 async def test_partial_failures_wait_for_the_users_choice(server, tmp_path):
     server.batch_fail_every = 2
-    config = config_for(server.base_url)
-    store = await built_store(tmp_path / "p.sqlite", config)
-    await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
+    config, store = await sent_in_batches(server, tmp_path / "p.sqlite")
     got = await until_collected(store, config)
     assert (got.ingested.done, got.ingested.failed) == (2, 2)  # every second request in the error file
     failed = store.query("SELECT error FROM batch_requests WHERE status = 'failed'")
@@ -155,9 +159,7 @@ async def test_partial_failures_wait_for_the_users_choice(server, tmp_path):
 
 async def test_failed_items_sent_online_by_the_next_run(server, tmp_path):
     server.batch_expire = True  # half the requests answered, the rest expired
-    config = config_for(server.base_url)
-    store = await built_store(tmp_path / "e.sqlite", config)
-    await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
+    config, store = await sent_in_batches(server, tmp_path / "e.sqlite")
     got = await until_collected(store, config, failed="online")
     assert got.batches and set(got.batches.values()) == {"expired"}
     assert (got.ingested.done, got.ingested.failed) == (2, 2)
@@ -201,9 +203,7 @@ async def test_a_kill_between_creating_a_batch_and_recording_it_never_submits_tw
 
 async def test_a_kill_during_collect_resumes_without_filing_twice(server, tmp_path, monkeypatch):
     server.batch_duplicate = True
-    config = config_for(server.base_url)
-    store = await built_store(tmp_path / "c.sqlite", config)
-    await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
+    config, store = await sent_in_batches(server, tmp_path / "c.sqlite")
     for _ in range(3):
         await B.refresh(store, config)
     real = B.ingest_lines
@@ -230,9 +230,7 @@ async def test_a_kill_during_collect_resumes_without_filing_twice(server, tmp_pa
 
 async def test_malformed_lines_and_lines_of_another_store(server, tmp_path):
     server.batch_malformed = 2
-    config = config_for(server.base_url)
-    store = await built_store(tmp_path / "m.sqlite", config)
-    await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
+    config, store = await sent_in_batches(server, tmp_path / "m.sqlite")
     got = await until_collected(store, config)
     assert got.ingested.malformed == 2 and got.ingested.done == 4
     foreign = json.dumps({"custom_id": "1-000000000000", "response": {"status_code": 200, "body": {}}})

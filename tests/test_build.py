@@ -4,12 +4,16 @@ failures, usage per condition, step mode, and the CLI report."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
+from pipeline.core.config import Config
 from pipeline.core.progress import StopFlag
 from pipeline.llm.client import LLMClient
 from pipeline.stages.build import BuildOptions, run_base, run_build, run_revise, run_synthesize, start_build_run
+from pipeline.store.database import Store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import DUPLICATE, LEAKY, NEAR_DUPLICATE, ScriptedModel, config_toml, fake_config, make_store
 
@@ -28,6 +32,21 @@ async def _build(tmp_path, model, *, n_pairs=2, conditions=("single", "none", "d
         await client.aclose()
         server.stop()
     return store, server, summary
+
+
+Served = tuple[FakeOpenAIServer, Config, LLMClient]
+
+
+@asynccontextmanager
+async def _served(store: Store, model: ScriptedModel) -> AsyncIterator[Served]:
+    """``model`` behind a fake server, a config of it, and a client on ``store`` (closed after)."""
+    with FakeOpenAIServer(model) as server:
+        config = fake_config(server.base_url)
+        client = LLMClient(config, store)
+        try:
+            yield server, config, client
+        finally:
+            await client.aclose()
 
 
 def _instructions(store, condition):
@@ -143,16 +162,13 @@ async def test_eval_on_an_endpoint_with_list_items_lists_that_many_too_easy_ids_
 
     store = make_store(tmp_path / "s.sqlite", 1)
     model = ScriptedModel(easy_every=2)
-    with FakeOpenAIServer(model) as server:
-        config = fake_config(server.base_url)
-        client = LLMClient(config, store)
+    async with _served(store, model) as (server, config, client):
         options = start_build_run(store, config, BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=N))
         await run_synthesize(store, config, client, options)
         await run_base(store, config, client, options)
         # from here on the generator lists at most 2 items an ask
         config.endpoints["fake"] = replace(config.endpoint("fake"), list_items=2)
         await run_revise(store, config, client, options)
-        await client.aclose()
     inst = _instructions(store, "eval")[0]
     easy = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized' AND active = 0", [inst["id"]])
     assert len(easy) >= 3
@@ -202,12 +218,9 @@ async def test_contradictions_stored_and_flagged(tmp_path) -> None:
 async def test_37_of_39_repaired_inside_a_build(tmp_path) -> None:
     model = ScriptedModel(short_by=2)
     store = make_store(tmp_path / "s.sqlite", 1)
-    with FakeOpenAIServer(model) as server:
-        config = fake_config(server.base_url)
-        client = LLMClient(config, store)
+    async with _served(store, model) as (server, config, client):
         options = BuildOptions.from_config(config, n=1, conditions=("single", "none"), n_constraints=39)
         await run_build(store, config, client, options)
-        await client.aclose()
     assert model.kinds["constraints_more"] == 2  # one per synthesis (single and common)
     asks = [r["messages"][-1]["content"] for r in server.requests if "more constraints" in r["messages"][-1]["content"]]
     assert all("Write EXACTLY 2 more" in a for a in asks)
@@ -255,9 +268,7 @@ async def test_short_revision_asks_only_missing_ids_then_fails(tmp_path) -> None
 async def test_stages_one_at_a_time_with_max_units_and_stop(tmp_path) -> None:
     store = make_store(tmp_path / "s.sqlite", 3)
     model = ScriptedModel()
-    with FakeOpenAIServer(model) as server:
-        config = fake_config(server.base_url)
-        client = LLMClient(config, store)
+    async with _served(store, model) as (server, config, client):
         options = start_build_run(store, config, BuildOptions.from_config(config, n=3, conditions=("eval",), n_constraints=N))
         s1 = await run_synthesize(store, config, client, options, max_units=2)
         assert (s1.processed, s1.remaining) == (2, 1)
@@ -273,7 +284,6 @@ async def test_stages_one_at_a_time_with_max_units_and_stop(tmp_path) -> None:
         r = await run_revise(store, config, client, options)
         assert r.processed == 3
         again = await run_build(store, config, client, options)  # nothing left: no new call
-        await client.aclose()
     assert again.complete and sum(s.processed for s in again.stages) == 0
     assert model.kinds["synthesize_common"] == 3 and model.kinds["base_article"] == 3
 
@@ -413,16 +423,13 @@ async def test_an_identical_build_resumes_its_run_instead_of_duplicating_it(tmp_
     # The same command twice: one run, the same instructions, and no second call for any of them.
     store = make_store(tmp_path / "s.sqlite", 2)
     model = ScriptedModel()
-    with FakeOpenAIServer(model) as server:
-        config = fake_config(server.base_url)
-        client = LLMClient(config, store)
+    async with _served(store, model) as (server, config, client):
         first = await run_build(store, config, client, BuildOptions.from_config(config, n=2, n_constraints=N))
         calls = dict(model.kinds)
         second = await run_build(store, config, client, BuildOptions.from_config(config, n=2, n_constraints=N))
         assert dict(model.kinds) == calls  # the second command asked the model nothing
         # A different build (another size) is another run.
         other = await run_build(store, config, client, BuildOptions.from_config(config, n=1, n_constraints=N))
-        await client.aclose()
     assert first.run_id == second.run_id != other.run_id
     assert first.run_id.startswith("build-news-")
     assert store.scalar("SELECT count(*) FROM runs WHERE id = ?", [first.run_id]) == 1

@@ -210,11 +210,9 @@ async def test_timeout_is_retried_then_reported(store):
 
 
 async def test_a_refused_connection_says_refused_with_the_url(store):
-    import socket
+    from tests.fakes.fake_server import dead_url
 
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    url = dead_url()
     client = make_client(make_config(url, max_retries=2), store)
     with pytest.raises(EndpointError) as err:
         await client.chat("fake", user("anyone there?"))
@@ -255,26 +253,21 @@ async def test_chat_json_openai_form(fake_server, store):
     assert rf["type"] == "json_schema" and rf["json_schema"]["schema"] == SCHEMA
 
 
-async def test_malformed_json_is_repaired(fake_server, store):
+@pytest.mark.parametrize(("bad", "said"), [
+    ("Sure! The answer is seven.", ("could not be used", '"answer"')),  # no JSON at all
+    ('{"answer": "seven"}', ("integer 'answer'",)),  # JSON of the wrong shape
+], ids=["malformed", "invalid shape"])
+async def test_a_reply_that_breaks_the_json_contract_is_repaired(fake_server, store, bad, said):
     client = make_client(make_config(fake_server.base_url), store)
-    fake_server.push("Sure! The answer is seven.", '{"answer": 7}')
-    value, c = await client.chat_json("fake", user("7?"), schema=SCHEMA, validate=validate_answer)
+    fake_server.push(bad, '{"answer": 7}')
+    value, _ = await client.chat_json("fake", user("7?"), schema=SCHEMA, validate=validate_answer)
     await client.aclose()
     assert value == 7
     assert fake_server.calls == 2
     repair = fake_server.requests[1]["messages"]
-    assert repair[1] == {"role": "assistant", "content": "Sure! The answer is seven."}
-    assert "could not be used" in repair[2]["content"] and '"answer"' in repair[2]["content"]
+    assert repair[1] == {"role": "assistant", "content": bad}
+    assert all(part in repair[-1]["content"] for part in said) and len(repair) == 3
     assert cached_rows(store) == 1  # only the accepted reply
-
-
-async def test_invalid_json_shape_is_repaired(fake_server, store):
-    client = make_client(make_config(fake_server.base_url), store)
-    fake_server.push('{"answer": "seven"}', '{"answer": 7}')
-    value, _ = await client.chat_json("fake", user("7?"), schema=SCHEMA, validate=validate_answer)
-    await client.aclose()
-    assert value == 7
-    assert "integer 'answer'" in fake_server.requests[1]["messages"][-1]["content"]
 
 
 async def test_unrepairable_json_is_reported(fake_server, store):

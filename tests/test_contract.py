@@ -59,8 +59,9 @@ async def _response(store, server):
     return client, gid
 
 
-@pytest.mark.parametrize("bad", [prose(5, 3), prose(90, 1)], ids=["5 words for 50", "90 words for 50"])
-async def test_a_summary_of_the_wrong_length_is_asked_again_as_shorten_and_never_cached(store, bad):
+async def _summary_asked_again(store, bad: str) -> list[dict[str, str]]:  # noqa: ANN001
+    """The summarizer answers ``bad``, then a good summary: the good one is stored, ``bad`` never
+    cached. The messages of the second summary request."""
     setup_instruction(store)
     good = prose(48, 3)
     with FakeOpenAIServer() as server:
@@ -68,28 +69,24 @@ async def test_a_summary_of_the_wrong_length_is_asked_again_as_shorten_and_never
         server.push(bad, good)
         sid, _ = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
-        again = server.requests[2]["messages"]
-    assert "Shorten it to 50 words" in again[-1]["content"] and bad not in [m["content"] for m in again]
     assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [sid])) == good
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [bad]) == 0
+    return server.requests[2]["messages"]
+
+
+@pytest.mark.parametrize("bad", [prose(5, 3), prose(90, 1)], ids=["5 words for 50", "90 words for 50"])
+async def test_a_summary_of_the_wrong_length_is_asked_again_as_shorten_and_never_cached(store, bad):
+    again = await _summary_asked_again(store, bad)
+    assert "Shorten it to 50 words" in again[-1]["content"] and bad not in [m["content"] for m in again]
 
 
 @pytest.mark.parametrize("bad", [JUNK, REFUSAL], ids=["junk", "refusal"])
 async def test_a_junk_summary_is_asked_again_with_the_reply_quoted_and_never_cached(store, bad):
     """Junk is an endpoint in trouble, not a length the model cannot keep: the same prompt again,
     the reply quoted (a repair round), not the next prompt of the chain."""
-    setup_instruction(store)
-    good = prose(48, 3)
-    with FakeOpenAIServer() as server:
-        client, gid = await _response(store, server)
-        server.push(bad, good)
-        sid, _ = await summarize(store, client, gid, 0.25, "s")
-        await client.aclose()
-        again = server.requests[2]["messages"]
+    again = await _summary_asked_again(store, bad)
     assert "Summarise it in about 50 words" in again[1]["content"] and again[-2] == {"role": "assistant", "content": bad}
     assert "cannot be used" in again[-1]["content"]
-    assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [sid])) == good
-    assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [bad]) == 0
 
 
 async def test_a_summary_bad_twice_fails_and_leaves_nothing_behind(store):

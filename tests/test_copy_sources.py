@@ -35,9 +35,8 @@ from pipeline.outputs.suspicion import suspicion_rows
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.store.database import open_store
 from pipeline.store.view import Writer
+from tests.support.sea_wall import REF_A, REF_B, put_instruction, put_texts
 
-REF_A = "The harbour council approved a new sea wall after the spring floods. Residents gathered at the old market."
-REF_B = "Farmers in the valley worried about the drought. The river ran low all summer."
 CONSTRAINTS = [
     "Mention that the council approved a new sea wall.",
     "Say that farmers in the valley worried about the drought.",
@@ -55,19 +54,10 @@ EXPECTED = {1: (6, "A"), 2: (8, "B"), 3: (3, "constraint"), 4: (0, "")}
 def path(tmp_path: Path) -> Path:
     p = tmp_path / "copy.sqlite"
     store = open_store(p)
+    put_instruction(store, "eval", "Write about the town.", CONSTRAINTS)
+    put_texts(store, {10: ("response", "m1", "direct", None, None, RESPONSE),
+                      11: ("summary", "s", "", 0.25, 10, SUMMARY)})
     c = store.conn
-    a, b = store.put_text(REF_A), store.put_text(REF_B)
-    c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status) VALUES"
-              " (1, 't', 'news', 'a', 'A', ?, 20, 'kept'), (2, 't', 'news', 'b', 'B', ?, 14, 'kept')", (a, b))
-    c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task, n_constraints,"
-              " status) VALUES (1, 'r1', 'news', 'eval', 1, 2, 'Write about the town.', 4, 'done')")
-    for position, text in enumerate(CONSTRAINTS, 1):
-        c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active) VALUES (?, 1, ?, ?,"
-                  " 'synthesized', 1)", (position, position, text))
-    for gid, kind, model, mode, ratio, parent, body in ((10, "response", "m1", "direct", None, None, RESPONSE),
-                                                         (11, "summary", "s", "", 0.25, 10, SUMMARY)):
-        c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash)"
-                  " VALUES (?, ?, 1, ?, ?, ?, ?, ?)", (gid, kind, model, mode, ratio, parent, store.put_text(body)))
     # Every constraint passes on the response; c3 and c4 are lost in the summary.
     rows = [(10, cid, "J1", "batched", "p", 1, "exact") for cid in (1, 2, 3, 4)]
     rows += [(11, cid, "J1", "batched", "p", 1 if cid < 3 else 0, "exact" if cid < 3 else None) for cid in (1, 2, 3, 4)]

@@ -18,7 +18,16 @@ from pipeline.stages.evaluate import EvaluateOptions, evaluate
 from pipeline.stages.judging import UNANSWERED
 from pipeline.store.database import SCHEMA_VERSION, open_store
 from tests.fakes.fake_server import FakeOpenAIServer
-from tests.support.evaluate_world import KEYWORDS, between, make_config, make_instructions, role_of, world
+from tests.support.evaluate_world import (
+    KEYWORDS,
+    between,
+    evaluate_cli,
+    instructions_at,
+    make_config,
+    make_instructions,
+    role_of,
+    world,
+)
 from tests.support.judges import JUNK, flat_text
 
 
@@ -115,24 +124,9 @@ async def test_a_judge_answering_junk_is_stopped_showing_its_reply_and_stores_on
     assert all(g.n == 0 and math.isnan(g.org.value) and g.coverage == 0 for g in metrics.groups)
 
 
-def _cli_config(tmp_path, server) -> str:
-    cfg = tmp_path / "unspecific.toml"
-    cfg.write_text(
-        "\n".join(f'[endpoints.{n}]\nbase_url = "{server.base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
-                  for n in ("ma", "ja", "summ"))
-        + '[roles]\nmodels_under_test = ["ma"]\njudges = ["ja"]\nsummarizer = "summ"\n'
-        + "[evaluate]\nresponse_words = 60\n")
-    return str(cfg)
-
-
 def test_cli_evaluate_exits_non_zero_under_the_minimum_coverage(store_path, tmp_path, capsys):
-    from pipeline.cli import main
-
-    s = open_store(store_path)
-    make_instructions(s, n=2, k=4)
-    s.close()
-    with FakeOpenAIServer(partial_judge) as server:
-        code = main(["--store", str(store_path), "--config", _cli_config(tmp_path, server), "evaluate"])
+    instructions_at(store_path, n=2, k=4)
+    code, _ = evaluate_cli(store_path, tmp_path, partial_judge)
     out = flat_text(capsys.readouterr().out)
     assert code == 1, out
     assert "judging coverage under 95% in" in out and "news / eval / ma (direct), responses: 3 of 8" in out
@@ -142,13 +136,8 @@ def test_cli_evaluate_exits_non_zero_under_the_minimum_coverage(store_path, tmp_
 
 
 def test_cli_evaluate_with_a_junk_judge_exits_2_with_the_raw_reply(store_path, tmp_path, capsys):
-    from pipeline.cli import main
-
-    s = open_store(store_path)
-    make_instructions(s, n=3, k=2)
-    s.close()
-    with FakeOpenAIServer(junk_judge) as server:
-        code = main(["--store", str(store_path), "--config", _cli_config(tmp_path, server), "evaluate"])
+    instructions_at(store_path, n=3, k=2)
+    code, _ = evaluate_cli(store_path, tmp_path, junk_judge)
     err = flat_text(capsys.readouterr().err)
     assert code == 2
     assert "no usable verdict on 3 texts in a row" in err and "%%%garbage%%%" in err

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.importing.common import ImportFailed, ImportOptions, ImportSummary, Problems
+from pipeline.importing.common import ImportOptions, ImportSummary, Problems
 from pipeline.importing.importer import import_file
 from pipeline.importing.reading import read_released_list
 from pipeline.importing.writer import ImportWriter
 from pipeline.store import imports
 from pipeline.store.families import family_member, family_members
-from tests.support.app import goto
-from tests.support.import_files import CS4_HEADER, write_csv
+from tests.support.app import on_screen
+from tests.support.import_files import CS4_HEADER, refused, row_lines, write_csv
 
 CS4_LEVELS = (7, 15, 23, 31, 39)
 
@@ -68,12 +68,8 @@ def test_a_repeated_number_and_level_names_both_lines_and_writes_nothing(store, 
     rows = released_rows(2)
     rows.append(list(rows[1]))  # task 1 at 15 constraints, again
     path = write_csv(tmp_path / "cs4.csv", CS4_HEADER, rows)
-    with pytest.raises(ImportFailed) as err:
-        import_file(store, ImportOptions("cs4", path))
-    msg = str(err.value)
-    starts = [2]
-    for r in rows[:-1]:
-        starts.append(starts[-1] + r[3].count("\n") + 1)
+    msg = refused(store, ImportOptions("cs4", path))
+    starts = row_lines(rows)
     assert (f"{path}:{starts[-1]}, column 1 ('Instruction Number'): instruction number 1 with 15 constraints repeats "
             f"line {starts[1]}") in msg
     assert "1 problem(s)" in msg
@@ -93,9 +89,7 @@ def test_what_is_off_but_usable_imports_with_warnings_naming_the_line(store, tmp
     path = write_csv(tmp_path / "cs4.csv", CS4_HEADER, rows)
     summary = import_file(store, ImportOptions("cs4", path, name="odd"))
     assert summary.added["instructions"] == 10 and summary.added["families"] == 2
-    starts = [2]
-    for r in rows[:-1]:
-        starts.append(starts[-1] + r[3].count("\n") + 1)
+    starts = row_lines(rows)
     assert summary.warnings == [
         f"{path}:{starts[2]}: the numbering is off (item 3 is numbered 4); read in list order",
         f"{path}:{starts[3]}: 'Number of Constraints' says 31, the list holds 30; imported as listed, at level 31",
@@ -213,7 +207,6 @@ async def test_the_report_screen_shows_the_family_table(store_path, tmp_path):
     """The app's Report screen shows the same family rows `report` prints (level x model, Org and
     Core), and hides the table on a store without families."""
     from pipeline.store.database import open_store
-    from tests.support.app import settle
     from unspecific_tui.app import UnspecificApp
 
     store = open_store(store_path)
@@ -222,9 +215,7 @@ async def test_the_report_screen_shows_the_family_table(store_path, tmp_path):
     _judge(store, "import-cs4", CS4_LEVELS)
     store.close()
     app = UnspecificApp(store_path, stages={})
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
-        await goto(app, pilot, "6")
+    async with on_screen(app, "6", (160, 48)):
         table = app.screen.query_one("#family-table")
         assert table.display
         rows = {(str(r[0]), str(r[1])): r for r in (table.get_row_at(i) for i in range(table.row_count))}

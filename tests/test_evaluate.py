@@ -13,6 +13,7 @@ from pipeline.core.progress import StopFlag
 from pipeline.stages.evaluate import EvaluateOptions, evaluate, resolve
 from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
 from tests.support.evaluate_world import (
+    config_file,
     evaluate_with,
     make_config,
     make_instructions,
@@ -225,13 +226,7 @@ def test_clievaluate_with(store_path, tmp_path, capsys):
     make_instructions(s, n=2, k=3)
     s.close()
     with FakeOpenAIServer(world) as server:
-        cfg = tmp_path / "unspecific.toml"
-        cfg.write_text(
-            "\n".join(f'[endpoints.{n}]\nbase_url = "{server.base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
-                      for n in ("ma", "ja", "jb", "summ"))
-            + '[roles]\nmodels_under_test = ["ma"]\njudges = ["ja"]\nsummarizer = "summ"\n'
-            + "[evaluate]\nresponse_words = 60\n"
-        )
+        cfg = config_file(tmp_path, server.base_url, endpoints=("ma", "ja", "jb", "summ"))
         code = main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--ratios", "0.5,0.25"])
         out = capsys.readouterr().out
         assert code == 0, out

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pipeline.llm import fast_logprobs
+from tests.support.llama import refuses_to_install
 
 
 def test_rows_read_lazily_give_the_librarys_best_alternatives() -> None:
@@ -29,13 +30,7 @@ def test_rows_read_lazily_give_the_librarys_best_alternatives() -> None:
 
 
 def test_install_refuses_another_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
-    import llama_cpp
-
-    monkeypatch.setattr(llama_cpp, "__version__", "0.4.0")
-    with pytest.raises(fast_logprobs.NotInstalled, match="0.4.0"):
-        fast_logprobs.install({})
-    with pytest.raises(fast_logprobs.NotInstalled, match="turned off"):
-        fast_logprobs.install({fast_logprobs.SWITCH: "0"})
+    refuses_to_install(fast_logprobs, "0", monkeypatch)
 
 
 @pytest.fixture(scope="module")

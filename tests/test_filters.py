@@ -9,21 +9,11 @@ from pipeline.cli import main
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import ScriptedModel, config_toml, make_store
-from tests.support.evaluate_world import make_instructions, world
+from tests.support.evaluate_world import evaluate_cli, instructions_at, make_instructions, world
 
 
 def _flat(text: str) -> str:
     return " ".join(text.replace("│", " ").split())  # rich panels: borders out, wrapped lines joined
-
-
-def _config(tmp_path, server) -> str:
-    cfg = tmp_path / "unspecific.toml"
-    cfg.write_text(
-        "\n".join(f'[endpoints.{n}]\nbase_url = "{server.base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
-                  for n in ("ma", "ja", "summ"))
-        + '[roles]\nmodels_under_test = ["ma"]\njudges = ["ja"]\nsummarizer = "summ"\n'
-        + "[evaluate]\nresponse_words = 60\n")
-    return str(cfg)
 
 
 def _snapshot(path) -> tuple[int, int, int]:
@@ -50,9 +40,8 @@ def test_evaluate_filters_matching_nothing_exit_2_and_add_no_run(store_path, tmp
     make_instructions(s, n=1, k=2, condition="single", run_id="build-2")
     s.close()
     before = _snapshot(store_path)
-    with FakeOpenAIServer(world) as server:
-        code = main(["--store", str(store_path), "--config", _config(tmp_path, server), "evaluate", *args])
-        assert server.calls == 0
+    code, server = evaluate_cli(store_path, tmp_path, world, *args)
+    assert server.calls == 0
     err = _flat(capsys.readouterr().err)
     assert code == 2, err
     assert message in err and "nothing was run" in err
@@ -60,11 +49,8 @@ def test_evaluate_filters_matching_nothing_exit_2_and_add_no_run(store_path, tmp
 
 
 def test_the_message_lists_what_there_is(store_path, tmp_path, capsys):
-    s = open_store(store_path)
-    make_instructions(s, n=1, k=2)
-    s.close()
-    with FakeOpenAIServer(world) as server:
-        main(["--store", str(store_path), "--config", _config(tmp_path, server), "evaluate", "--conditions", "bogus"])
+    instructions_at(store_path, n=1, k=2)
+    evaluate_cli(store_path, tmp_path, world, "--conditions", "bogus")
     assert "(conditions here: eval)" in _flat(capsys.readouterr().err)
 
 

@@ -11,7 +11,7 @@ from pipeline.stages.generation import cut_at_last_sentence, respond, response_b
 from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
 from tests.fakes.prose import prose
-from tests.support.generation import BASE, generation_config, setup_instruction
+from tests.support.generation import BASE, generation_config, no_summary, setup_instruction
 
 
 def _writer(request: dict) -> str:
@@ -293,13 +293,44 @@ async def test_a_short_text_handed_back_whole_is_asked_to_be_shortened(store):
 
 
 async def test_a_short_text_handed_back_whole_every_time_stores_no_summary(store):
-    from pipeline.core.errors import ParseError
-
     setup_instruction(store)
-    with FakeOpenAIServer(_copying_writer(shortens=False)) as server:
-        client = LLMClient(generation_config(server), store)
-        gid, _ = await respond(store, client, 1, "m", "direct", words=150)
-        with pytest.raises(ParseError, match="prompt summarize_shorten: .* has 150 words"):
-            await summarize(store, client, gid, 0.25, "s")
+    await no_summary(store, _copying_writer(shortens=False), words=150, ratio=0.25,
+                     match="prompt summarize_shorten: .* has 150 words")
+
+
+def _overshooting_writer(summary_words: int):  # noqa: ANN202
+    """SmolLM2's 77-word response in one sentence (no sections to summarise one by one), and a
+    summarizer that writes ``summary_words`` whatever it is asked, to summarise or to shorten."""
+    def reply(request: dict) -> str:
+        prompt = last_user_message(request)
+        if "Summarise it in about" in prompt or "Shorten it to" in prompt:
+            return prose(summary_words, 3)
+        return prose(77, one_sentence=True)
+    return reply
+
+
+@pytest.mark.parametrize(("summary_words", "kept"), [(30, True), (27, True), (45, False)])
+async def test_a_one_section_text_keeps_the_nearest_summary_near_its_band(store, summary_words, kept):
+    """Target 19 words (band 9 to 29): 30 words is kept, as the demo needed (its run stopped there);
+    45 is past the band again (up to 39) and nothing is stored. A kept summary is said, not silent."""
+    setup_instruction(store)
+    events: list[tuple[str, str]] = []
+    with FakeOpenAIServer(_overshooting_writer(summary_words)) as server:
+        client = LLMClient(generation_config(server), store, on_event=lambda k, d: events.append((k, d)))
+        gid, _ = await respond(store, client, 1, "m", "direct", words=77)
+        if not kept:
+            with pytest.raises(ParseError, match="prompt summarize_shorten: .* has 45 words"):
+                await summarize(store, client, gid, 0.25, "s")
+        else:
+            sid, created = await summarize(store, client, gid, 0.25, "s")
+            assert created
         await client.aclose()
-    assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 0
+    rows = store.query("SELECT words, achieved_ratio FROM generations WHERE kind = 'summary'")
+    notices = [d for k, d in events if k == "notice" and "kept the nearest summary" in d]
+    if kept and summary_words > 29:
+        assert [(r["words"], r["achieved_ratio"]) for r in rows] == [(30, pytest.approx(30 / 77, abs=1e-4))]
+        assert len(notices) == 1 and "30 words" in notices[0]
+    elif kept:  # within the band: accepted at once, no notice
+        assert [r["words"] for r in rows] == [27] and not notices
+    else:
+        assert rows == [] and not notices

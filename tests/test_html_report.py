@@ -22,6 +22,7 @@ import pytest
 from pipeline.analysis import copying
 from pipeline.analysis.metrics import constraint_items
 from pipeline.cli import main
+from pipeline.outputs.html_highlights import merge_spans
 from pipeline.outputs.html_report import PACKED, write_html
 from pipeline.outputs.report import ReportOptions, build_report, main_groups
 from pipeline.store.database import open_store
@@ -76,15 +77,10 @@ def _open(page, iid: int, response_index: int, cid: int, copy_mode: str = "const
 
 
 def _mark_ranges(page, selector: str) -> list[tuple[int, int]]:
-    """The highlighted character ranges, adjacent pieces joined (a quote inside a copied span cuts it)."""
+    """The highlighted character ranges, adjacent pieces joined (a quote inside a copied span cuts it),
+    by the page's own merge: what a test expects it computes without it."""
     pieces = page.eval_on_selector_all(selector, "els => els.map(e => [+e.dataset.start, +e.dataset.end])")
-    out: list[list[int]] = []
-    for start, end in sorted(pieces):
-        if out and start <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], end)
-        else:
-            out.append([start, end])
-    return [tuple(x) for x in out]
+    return [(start, end) for start, end in merge_spans([tuple(p) for p in pieces])]
 
 
 def test_page_is_self_contained_and_packed_per_instruction(built) -> None:

@@ -17,7 +17,16 @@ from pipeline.importing.importer import import_file
 from pipeline.importing.reading import parse_numbered
 from pipeline.store.imports import imported_models
 from tests.support.app import goto
-from tests.support.import_files import CS4_HEADER, LONG, cs4_rows, numbered, write_csv, write_jsonl
+from tests.support.import_files import (
+    CS4_HEADER,
+    LONG,
+    cs4_rows,
+    numbered,
+    refused,
+    row_lines,
+    write_csv,
+    write_jsonl,
+)
 
 
 def run_cli(store_path: Path, *args: str) -> int:
@@ -60,13 +69,9 @@ def test_cs4_bad_rows_name_file_line_and_column_and_write_nothing(store, tmp_pat
     rows[2][2] = "twelve"
     rows[3][3] = "Constraints to follow."  # no numbered item at all
     path = write_csv(tmp_path / "cs4.csv", CS4_HEADER, rows)
-    with pytest.raises(ImportFailed) as err:
-        import_file(store, ImportOptions("cs4", path))
-    msg = str(err.value)
+    msg = refused(store, ImportOptions("cs4", path))
     # Rows 1 and 2 take lines 2-8 and 9-16 (their cells span lines); row 3 starts on line 17.
-    starts = [2]
-    for r in rows[:-1]:
-        starts.append(starts[-1] + r[3].count("\n") + 1)
+    starts = row_lines(rows)
     assert f"{path}:{starts[2]}, column 3 ('Number of Constraints'): a whole number is expected, got 'twelve'" in msg
     assert f"{path}:{starts[3]}, column 4 ('Constraints'): no numbered constraints" in msg
     assert "2 problem(s)" in msg and "nothing was imported" in msg
@@ -207,17 +212,13 @@ def test_jsonl_instructions_with_references_and_line_numbered_errors(store, tmp_
     changed = write_jsonl(tmp_path / "bench2.jsonl", [{**good[1], "constraints": ["Mention salt."]}, "", "{not json",
                                                       [1, 2], {"id": 3, "instruction": "x", "constraints": []},
                                                       {"id": 4, "instruction": "x", "constraints": ["y"], "condition": "odd"}])
-    with pytest.raises(ImportFailed) as err:
-        import_file(store, ImportOptions("jsonl", changed, name="bench"))
-    msg = str(err.value)
+    msg = refused(store, ImportOptions("jsonl", changed, name="bench"))
     assert f"{changed}:3: not JSON" in msg and f"{changed}:4: a JSON object is expected, got list" in msg
     # Line 1 is only read once lines 3-4 parse; fix those and the row problems show.
     fixed = write_jsonl(tmp_path / "bench2.jsonl", [{**good[1], "constraints": ["Mention salt."]},
                                                     {"id": 3, "instruction": "x", "constraints": []},
                                                     {"id": 4, "instruction": "x", "constraints": ["y"], "condition": "odd"}])
-    with pytest.raises(ImportFailed) as err:
-        import_file(store, ImportOptions("jsonl", fixed, name="bench"))
-    msg = str(err.value)
+    msg = refused(store, ImportOptions("jsonl", fixed, name="bench"))
     assert f"{fixed}:1, field 'id': instruction 2 was imported into import-bench before with another task" in msg
     assert f"{fixed}:2, field 'constraints': the list is empty" in msg
     assert f"{fixed}:3, field 'condition': unknown condition 'odd'" in msg
@@ -289,9 +290,7 @@ def test_responses_errors_name_line_and_field(store, tmp_path):
                                              {"instruction": "q0", "model": "", "text": "t"},
                                              {"instruction": "q0", "model": "m", "mode": "sideways", "text": "t"},
                                              {"instruction": "q0", "model": "m", "text": "ok"}])
-    with pytest.raises(ImportFailed) as err:
-        import_file(store, ImportOptions("responses", bad, run="mine"))
-    msg = str(err.value)
+    msg = refused(store, ImportOptions("responses", bad, run="mine"))
     assert f"{bad}:1, field 'instruction': no instruction 'q9' in run import-mine" in msg
     assert f"{bad}:2, field 'model'" in msg and f"{bad}:3, field 'mode'" in msg
     assert store.scalar("SELECT count(*) FROM generations") == 0

@@ -15,7 +15,7 @@ from pipeline.core.config import parse_config
 from pipeline.stages.runs import create_run
 from pipeline.store.database import mark_interrupted, open_store
 from tests.fakes.fake_server import FakeOpenAIServer
-from tests.support.evaluate_world import make_instructions, world
+from tests.support.evaluate_world import config_file, make_instructions, world
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,12 +53,7 @@ def test_a_sigkilled_evaluate_is_interrupted_for_the_next_command(store_path, tm
     make_instructions(s, n=3, k=2)
     s.close()
     with FakeOpenAIServer(world, latency_s=0.3) as server:
-        cfg = tmp_path / "unspecific.toml"
-        cfg.write_text(
-            "\n".join(f'[endpoints.{n}]\nbase_url = "{server.base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
-                      f"concurrency = 1\n" for n in ("ma", "ja", "summ"))
-            + '[roles]\nmodels_under_test = ["ma"]\njudges = ["ja"]\nsummarizer = "summ"\n'
-            + "[evaluate]\nresponse_words = 60\n")
+        cfg = config_file(tmp_path, server.base_url, each="concurrency = 1\n")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         argv = [sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main())",
                 "--store", str(store_path), "--config", str(cfg)]

@@ -11,7 +11,7 @@ from pipeline.core.config import parse_config
 from pipeline.stages.evaluate import MAX_UNUSABLE_IN_A_ROW, EvaluateOptions, JudgeStopped, evaluate
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer, Reply
-from tests.support.evaluate_world import make_instructions, role_of, world
+from tests.support.evaluate_world import config_file, make_instructions, role_of, world
 from tests.support.judges import JUNK, flat_text
 
 N_INSTRUCTIONS, K = 6, 3  # 6 responses + 6 summaries: 12 texts for each judge, all different
@@ -93,12 +93,8 @@ async def test_a_judge_that_answered_well_then_turns_to_junk_stops_after_three_i
 
 
 def _cli_config(tmp_path, server, concurrency: int) -> str:
-    cfg = tmp_path / "unspecific.toml"
-    cfg.write_text(
-        "\n".join(f'[endpoints.{n}]\nbase_url = "{server.base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
-                  f"concurrency = {concurrency}\n" for n in ("ma", "ja", "jx", "summ"))
-        + '[roles]\nmodels_under_test = ["ma"]\njudges = ["jx", "ja"]\nsummarizer = "summ"\n'
-        + "[evaluate]\nresponse_words = 60\n")
+    cfg = config_file(tmp_path, server.base_url, endpoints=("ma", "ja", "jx", "summ"), judges=("jx", "ja"),
+                      each=f"concurrency = {concurrency}\n")
     return str(cfg)
 
 

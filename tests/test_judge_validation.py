@@ -9,6 +9,7 @@ the items puts judge-a's accuracy at 0.8 exactly, inside its interval.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,10 @@ from pipeline.analysis.validation import ADJUDICATOR
 from pipeline.analysis.validation_plan import ValidationError
 from pipeline.cli import main
 from pipeline.outputs.report import ReportOptions, build_report, render
-from pipeline.store.database import Store, open_store
+from pipeline.store.database import Store
 from pipeline.store.validation import save_text_label
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.store_copy import open_copy
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +40,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def store(base: Path, tmp_path: Path) -> Store:
-    path = tmp_path / "store.sqlite"
-    path.write_bytes(base.read_bytes())
-    s = open_store(path)
-    yield s
-    s.close()
+def store(base: Path, tmp_path: Path) -> Iterator[Store]:
+    yield from open_copy(base, tmp_path)
 
 
 def verdicts_of(store: Store, judge: str) -> dict[tuple[int, int], int]:
@@ -210,3 +208,36 @@ def test_judge_sheets_round_trip(store: Store, tmp_path: Path, capsys: pytest.Ca
     assert "saved 11 answers from ann (1 rows without one skipped)" in " ".join(capsys.readouterr().out.split())
     score = overall(store, n_resamples=20)["judge-a"]
     assert score.n == 11 and score.accuracy.value == 1.0
+
+
+def test_bad_judge_sheet_rows_are_named_and_nothing_is_saved(store: Store, tmp_path: Path) -> None:
+    import csv
+
+    from pipeline.analysis.judge_validation import JUDGE_SHEET_COLUMNS, import_judge_sheets, judge_sheet_rows
+
+    save_judge_plan(store, draw_judge_plan(store, per_stratum=2, seed=1))
+    plan = load_judge_plan(store)
+    rows = judge_sheet_rows(store, plan, annotator="ann")
+    rows[0]["answer"] = "maybe"
+    rows[1].update(answer="y", annotator="")
+    rows[2].update(answer="n", text_id=999_999)
+    rows[3].update(answer="1", item="third")
+    rows[4]["answer"] = "yes"
+    rows.append({**rows[4], "answer": "no"})  # the same person, the same item, the other answer
+    sheet = tmp_path / "bad.csv"
+    with sheet.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=JUDGE_SHEET_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    result = import_judge_sheets(store, [sheet])
+    third = plan.items[2]
+    assert [str(e) for e in result.errors] == [
+        "bad.csv:2: answer 'maybe' is not yes or no (or y, n, 1, 0)",
+        "bad.csv:3: no annotator: fill the annotator column or pass --annotator",
+        f"bad.csv:4: item {third.position} (constraint {third.constraint_id}, text 999999) is not in judge "
+        f"plan {plan.name!r}",
+        "bad.csv:5: item, constraint_id and text_id must be whole numbers",
+        f"bad.csv:{len(rows) + 1}: ann answers item {plan.items[4].position} both yes and no (bad.csv:6)",
+    ]
+    assert result.saved == 0 and result.blank == len(rows) - 6
+    assert store.scalar("SELECT count(*) FROM text_labels") == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -44,44 +45,9 @@ def _probe(tmp_path: Path, code: str, pattern: re.Pattern[str]) -> list[int]:
     return [i for i, line in code_lines(probe) if pattern.search(line)]
 
 
-@pytest.mark.parametrize("path", OUTSIDE_STORE, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_STORE])
-def test_sql_runs_only_in_the_store(path: Path) -> None:
-    hits = _hits(path, SQL)
-    assert hits == [], f"{path.relative_to(ROOT)} runs SQL of its own (put it in pipeline/store/): {hits}"
-
-
-def test_the_sql_check_sees_statements_not_prose(tmp_path) -> None:
-    code = ('"""Reads the verdicts table: SELECT nothing here."""\n'
-            'x = store.conn.execute("SELECT 1")\n'
-            '# SELECT in a comment\n'
-            'rows = store.query("SELECT * FROM t")\n'
-            'label = "Select a model"\n')
-    assert _probe(tmp_path, code, SQL) == [2, 4]
-
-
 # A connection leaving the store, in any spelling: ``store.conn`` read or passed (``f(store.conn)``,
 # ``conn=view._store.conn``), a ``conn`` taken as an argument or named at all, ``getattr(x, "conn")``.
 CONNECTION = re.compile(r"""\bconn\b|["']conn["']""")
-
-
-@pytest.mark.parametrize("path", OUTSIDE_STORE, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_STORE])
-def test_no_connection_leaves_the_store(path: Path) -> None:
-    hits = _hits(path, CONNECTION)
-    assert hits == [], f"{path.relative_to(ROOT)} takes the store's connection (call a pipeline.store function): {hits}"
-
-
-def test_the_connection_check_sees_every_spelling(tmp_path) -> None:
-    code = ('"""Never passes store.conn out."""\n'
-            "refresh_text_scores(store.conn)\n"
-            "f(x, conn=view._store.conn)\n"
-            "def g(conn):\n"
-            "    pass\n"
-            "c = getattr(store, 'conn')\n"
-            "connection_count = 1  # conn in a comment\n"
-            "reconnect(store)\n")
-    assert _probe(tmp_path, code, CONNECTION) == [2, 3, 4, 6]
-
-
 # The app reads through StoreView, handing the view itself to pipeline.analysis (a StoreReader), and
 # writes through the narrow writer the store offers (pipeline.store.app_writer.AppWriter; the stages
 # open their own store): it never opens a Store, names the type, or takes the one behind a view
@@ -90,31 +56,60 @@ HOLDS_A_STORE = re.compile(r"\bopen_store\b|\bStore\b|pipeline\.store\.database\
                            r"|\banalysis_store\b|\bstore_of\b|\._store\b")
 
 
-@pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
-def test_the_app_never_holds_a_store(path: Path) -> None:
-    hits = _hits(path, HOLDS_A_STORE)
-    assert hits == [], f"{path.relative_to(ROOT)} holds a Store (read through StoreView, write through the writer): {hits}"
+class Rule(NamedTuple):
+    """What no code line of ``files`` may hold (``pattern``), and what to do instead. ``probe``:
+    code whose lines ``flagged`` break the rule, so the check proves it sees what it forbids."""
+
+    files: list[Path]
+    pattern: re.Pattern[str]
+    instead: str
+    probe: str = ""
+    flagged: tuple[int, ...] = ()
 
 
-def test_the_store_check_sees_every_spelling(tmp_path) -> None:
-    code = ('"""Holds no Store: it reads through StoreView."""\n'
-            "store = open_store(path)\n"
-            "queue = suspicion_queue(view.analysis_store)\n"
-            "def f(store: Store) -> None:\n"
-            "    pass\n"
-            "store = store_of(view)\n"
-            "rows = similarity(self.app.view._store)\n"
-            "from pipeline.store.database import now\n"
-            "view = StoreView.open(path)  # a Store in a comment\n"
-            "queue = suspicion_queue(view)\n"
-            "self.show_error(StoreError.title, 'the store is busy')\n")
-    assert _probe(tmp_path, code, HOLDS_A_STORE) == [2, 3, 4, 6, 7, 8]
+RULES = {
+    "sql": Rule(OUTSIDE_STORE, SQL, "runs SQL of its own (put it in pipeline/store/)",
+                '"""Reads the verdicts table: SELECT nothing here."""\n'
+                'x = store.conn.execute("SELECT 1")\n'
+                '# SELECT in a comment\n'
+                'rows = store.query("SELECT * FROM t")\n'
+                'label = "Select a model"\n', (2, 4)),
+    "connection": Rule(OUTSIDE_STORE, CONNECTION,
+                       "takes the store's connection (call a pipeline.store function)",
+                       '"""Never passes store.conn out."""\n'
+                       "refresh_text_scores(store.conn)\n"
+                       "f(x, conn=view._store.conn)\n"
+                       "def g(conn):\n"
+                       "    pass\n"
+                       "c = getattr(store, 'conn')\n"
+                       "connection_count = 1  # conn in a comment\n"
+                       "reconnect(store)\n", (2, 3, 4, 6)),
+    "store": Rule(APP, HOLDS_A_STORE, "holds a Store (read through StoreView, write through the writer)",
+                  '"""Holds no Store: it reads through StoreView."""\n'
+                  "store = open_store(path)\n"
+                  "queue = suspicion_queue(view.analysis_store)\n"
+                  "def f(store: Store) -> None:\n"
+                  "    pass\n"
+                  "store = store_of(view)\n"
+                  "rows = similarity(self.app.view._store)\n"
+                  "from pipeline.store.database import now\n"
+                  "view = StoreView.open(path)  # a Store in a comment\n"
+                  "queue = suspicion_queue(view)\n"
+                  "self.show_error(StoreError.title, 'the store is busy')\n", (2, 3, 4, 6, 7, 8)),
+    "sqlite": Rule(APP, re.compile(r"\bconn\b|sqlite3|sqlite_utils"), "reaches past the store's view"),
+}
+KEPT = [(name, path) for name, rule in RULES.items() for path in rule.files]
 
 
-@pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
-def test_the_app_never_holds_a_connection(path: Path) -> None:
-    hits = _hits(path, re.compile(r"\bconn\b|sqlite3|sqlite_utils"))
-    assert hits == [], f"{path.relative_to(ROOT)} reaches past the store's view: {hits}"
+@pytest.mark.parametrize(("rule", "path"), KEPT, ids=[f"{name}:{p.relative_to(ROOT)}" for name, p in KEPT])
+def test_code_keeps_to_the_rule(rule: str, path: Path) -> None:
+    hits = _hits(path, RULES[rule].pattern)
+    assert hits == [], f"{path.relative_to(ROOT)} {RULES[rule].instead}: {hits}"
+
+
+@pytest.mark.parametrize("rule", [name for name, rule in RULES.items() if rule.probe])
+def test_each_check_sees_what_it_forbids(rule: str, tmp_path: Path) -> None:
+    assert _probe(tmp_path, RULES[rule].probe, RULES[rule].pattern) == list(RULES[rule].flagged)
 
 
 def _room_of(name: str) -> str | None:
@@ -170,21 +165,27 @@ def _under(name: str, top: str) -> bool:
     return name == top or name.startswith(top + ".")
 
 
-def _app_imports(path: Path) -> list[tuple[int, bool]]:
-    """(line, at module level) of each import of unspecific_tui in ``path``, static or by name."""
-    return [(line, top) for line, top, names in _imports(path)
-            if any(_under(n, "unspecific_tui") for n in names)]
+def _imports_of(path: Path, top: str, package: str | None = None) -> list[tuple[int, bool]]:
+    """(line, at module level) of each import of ``top`` in ``path``, static or by name."""
+    return [(line, level) for line, level, names in _imports(path, package)
+            if any(_under(n, top) for n in names)]
+
+
+def _imported_only_when_used(path: Path, top: str, users: set[str], listed: str, use: str) -> None:
+    """``path`` imports ``top`` only when it is one of ``users`` (named in ``listed``, as those that
+    ``use`` it), and then inside the function that needs it, never when it loads."""
+    name = path.relative_to(ROOT).as_posix()
+    hits = _imports_of(path, top)
+    if name in users:
+        assert hits, f"{name} no longer {use}: take it off {listed}"
+        assert not [line for line, level in hits if level], f"{name} imports {top} when it loads"
+    else:
+        assert hits == [], f"{name} imports {top} (lines {[line for line, _ in hits]})"
 
 
 @pytest.mark.parametrize("path", PIPELINE, ids=[str(p.relative_to(ROOT)) for p in PIPELINE])
 def test_pipeline_never_imports_the_app(path: Path) -> None:
-    name = path.relative_to(ROOT).as_posix()
-    hits = _app_imports(path)
-    if name in OPENS_THE_APP:
-        assert hits, f"{name} no longer opens the app: take it off OPENS_THE_APP"
-        assert not [line for line, top in hits if top], f"{name} imports the app when the CLI loads"
-    else:
-        assert hits == [], f"{name} imports unspecific_tui (lines {[line for line, _ in hits]})"
+    _imported_only_when_used(path, "unspecific_tui", OPENS_THE_APP, "OPENS_THE_APP", "opens the app")
 
 
 def test_the_app_import_check_sees_every_form(tmp_path) -> None:
@@ -192,7 +193,7 @@ def test_the_app_import_check_sees_every_form(tmp_path) -> None:
     probe.write_text("import unspecific_tui\nfrom unspecific_tui.app import X\nimport importlib\n"
                      "importlib.import_module('unspecific_tui.data')\nimport unspecific_tuition\n"
                      "def f():\n    from unspecific_tui import app\n")
-    assert _app_imports(probe) == [(1, True), (2, True), (4, True), (7, False)]
+    assert _imports_of(probe, "unspecific_tui") == [(1, True), (2, True), (4, True), (7, False)]
 
 
 # The scripted fakes: tests and benches use them; a real run never loads them (the dry run's
@@ -208,13 +209,7 @@ EVERYWHERE = sorted(p for d in ("pipeline", "unspecific_tui", "tests", "bench") 
 
 @pytest.mark.parametrize("path", PRODUCTION, ids=[str(p.relative_to(ROOT)) for p in PRODUCTION])
 def test_real_runs_never_import_the_fakes(path: Path) -> None:
-    name = path.relative_to(ROOT).as_posix()
-    hits = [(line, top) for line, top, names in _imports(path) if any(_under(n, TESTING) for n in names)]
-    if name in USES_THE_FAKES:
-        assert hits, f"{name} no longer uses the fakes: take it off USES_THE_FAKES"
-        assert not [line for line, top in hits if top], f"{name} imports {TESTING} when it loads"
-    else:
-        assert hits == [], f"{name} imports {TESTING} (lines {[line for line, _ in hits]})"
+    _imported_only_when_used(path, TESTING, USES_THE_FAKES, "USES_THE_FAKES", "uses the fakes")
 
 
 def test_loading_every_pipeline_module_leaves_the_fakes_unloaded() -> None:
@@ -251,8 +246,7 @@ def test_the_fakes_import_check_sees_every_form(tmp_path) -> None:
     probe.write_text("from tests.fakes import responders\nfrom tests import fakes\nfrom pipeline.llm import X\n"
                      "import tests.fakes.fake_server\nimport testsuite\n"
                      "def f():\n    from tests.fakes.responders import ScriptedModel\n")
-    hits = [(line, top) for line, top, names in _imports(probe, "pipeline.cli") if any(_under(n, TESTING) for n in names)]
-    assert hits == [(1, True), (2, True), (4, True), (7, False)]
+    assert _imports_of(probe, TESTING, "pipeline.cli") == [(1, True), (2, True), (4, True), (7, False)]
 
 
 # One unit runner (pipeline.stages.units) for build, evaluate and naturalness: no module grows a second

@@ -22,13 +22,6 @@ from tests.support.model_parts import fake_model
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("UNSPECIFIC_CACHE", str(root))
-    return root
-
-
-@pytest.fixture
 def small_parts(tmp_path, monkeypatch) -> model_file.ShippedModel:
     """A small model of three parts in the embedded model's place (tests/support/model_parts.py;
     the model file's own tests are tests/test_model_file.py)."""
@@ -86,7 +79,7 @@ def fake_python(tmp_path) -> str:
     return str(script)
 
 
-def test_server_starts_answers_and_stops(cache, fake_python, tmp_path, monkeypatch):
+def test_server_starts_answers_and_stops(model_cache, fake_python, tmp_path, monkeypatch):
     for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
         monkeypatch.delenv(name, raising=False)
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
@@ -112,7 +105,7 @@ def test_openmp_waits_as_the_caller_says_else_a_short_spin():
     assert lm.server_environment({"GOMP_SPINCOUNT": "0"}) == {"GOMP_SPINCOUNT": "0"}
 
 
-def test_server_proves_itself_with_a_real_prompt_before_it_is_up(cache, fake_python, tmp_path):
+def test_server_proves_itself_with_a_real_prompt_before_it_is_up(model_cache, fake_python, tmp_path):
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
     server.start(timeout_s=20)
     try:
@@ -129,7 +122,8 @@ def test_proof_prompt_is_long_enough_for_a_batch():
     assert words * 4 // 3 >= server_health.PROOF_MIN_PROMPT_TOKENS
 
 
-def test_server_that_crashes_on_its_first_real_prompt_is_never_reported_up(cache, fake_python, tmp_path, monkeypatch):
+def test_server_that_crashes_on_its_first_real_prompt_is_never_reported_up(model_cache, fake_python, tmp_path,
+                                                                           monkeypatch):
     """The AMX failure: /v1/models answers, the first batched prompt kills the process."""
     monkeypatch.setenv("FAKE_LLAMA_MODE", "crash_on_prompt")
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
@@ -145,7 +139,8 @@ def test_server_that_crashes_on_its_first_real_prompt_is_never_reported_up(cache
     assert server.process is None
 
 
-def test_server_that_answers_junk_to_the_real_prompt_is_not_up(cache, fake_python, tmp_path, monkeypatch):
+def test_server_that_answers_junk_to_the_real_prompt_is_not_up(model_cache, fake_python, tmp_path,
+                                                               monkeypatch):
     monkeypatch.setenv("FAKE_LLAMA_MODE", "junk_on_prompt")
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
     with pytest.raises(LocalModelError, match="not a real prompt"):
@@ -153,7 +148,8 @@ def test_server_that_answers_junk_to_the_real_prompt_is_not_up(cache, fake_pytho
     assert server.process is None
 
 
-async def test_a_server_dying_mid_run_stops_the_client_at_once(cache, small_parts, fake_python, store, monkeypatch):
+async def test_a_server_dying_mid_run_stops_the_client_at_once(model_cache, small_parts, fake_python, store,
+                                                               monkeypatch):
     """Never a timeout after retries: the first failed call reports the death and the log."""
     from pipeline.core.config import parse_config
     from pipeline.llm.client import LLMClient
@@ -176,7 +172,7 @@ async def test_a_server_dying_mid_run_stops_the_client_at_once(cache, small_part
     assert store.scalar("SELECT count(*) FROM llm_calls") == 0
 
 
-def test_a_borrowed_server_that_is_gone_is_reported_with_its_log(cache, tmp_path):
+def test_a_borrowed_server_that_is_gone_is_reported_with_its_log(model_cache, tmp_path):
     log = tmp_path / "served.log"
     log.write_text("llama: loaded\nSegmentation fault\n")
     lease = lm.Lease(base_url="http://127.0.0.1:9/v1", borrowed={"server_pid": 2**22 + 12345, "log": str(log)})
@@ -184,7 +180,7 @@ def test_a_borrowed_server_that_is_gone_is_reported_with_its_log(cache, tmp_path
     assert report is not None and "Segmentation fault" in report and str(log) in report
 
 
-def test_server_that_dies_reports_its_log(cache, fake_python, tmp_path, monkeypatch):
+def test_server_that_dies_reports_its_log(model_cache, fake_python, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LLAMA_MODE", "die")
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
     with pytest.raises(LocalModelError, match="exited with code 3") as err:
@@ -192,7 +188,7 @@ def test_server_that_dies_reports_its_log(cache, fake_python, tmp_path, monkeypa
     assert "failed to load model" in str(err.value)
 
 
-def test_server_that_never_answers_times_out_and_is_stopped(cache, fake_python, tmp_path, monkeypatch):
+def test_server_that_never_answers_times_out_and_is_stopped(model_cache, fake_python, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LLAMA_MODE", "hang")
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
     t0 = time.monotonic()
@@ -203,7 +199,7 @@ def test_server_that_never_answers_times_out_and_is_stopped(cache, fake_python, 
     assert server.process is None
 
 
-def test_stop_kills_a_server_that_ignores_sigterm(cache, fake_python, tmp_path, monkeypatch):
+def test_stop_kills_a_server_that_ignores_sigterm(model_cache, fake_python, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LLAMA_MODE", "stubborn")
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
     server.start(timeout_s=20)
@@ -215,7 +211,7 @@ def test_stop_kills_a_server_that_ignores_sigterm(cache, fake_python, tmp_path, 
     assert time.monotonic() - t0 < 5
 
 
-def test_a_port_taken_meanwhile_is_retried_on_another(cache, fake_python, tmp_path, monkeypatch):
+def test_a_port_taken_meanwhile_is_retried_on_another(model_cache, fake_python, tmp_path, monkeypatch):
     marker = tmp_path / "first-port"
     monkeypatch.setenv("FAKE_LLAMA_MODE", "portrace")
     monkeypatch.setenv("FAKE_LLAMA_MARKER", str(marker))
@@ -228,14 +224,14 @@ def test_a_port_taken_meanwhile_is_retried_on_another(cache, fake_python, tmp_pa
         server.stop()
 
 
-def test_a_fixed_port_in_use_is_reported(cache, fake_python, tmp_path, monkeypatch):
+def test_a_fixed_port_in_use_is_reported(model_cache, fake_python, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_LLAMA_MODE", "portrace")
     monkeypatch.setenv("FAKE_LLAMA_MARKER", str(tmp_path / "first-port"))
     with pytest.raises(LocalModelError, match="address already in use"):
         lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python, port=lm.free_port()).start(timeout_s=20)
 
 
-def test_a_busy_served_server_is_still_found(cache, fake_python, tmp_path, monkeypatch):
+def test_a_busy_served_server_is_still_found(model_cache, fake_python, tmp_path, monkeypatch):
     """While the model generates, /v1/models waits; a run must still borrow the server."""
     monkeypatch.setenv("FAKE_LLAMA_MODE", "busy")
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
@@ -251,7 +247,7 @@ def test_a_busy_served_server_is_still_found(cache, fake_python, tmp_path, monke
         server.stop()
 
 
-def test_missing_llama_cpp_is_a_clear_error(cache, tmp_path):
+def test_missing_llama_cpp_is_a_clear_error(model_cache, tmp_path):
     script = tmp_path / "no-llama-python"
     script.write_text("#!/bin/sh\nexit 1\n")
     script.chmod(0o755)
@@ -267,7 +263,7 @@ def write_state(base_url: str, pid: int) -> None:
     lm.state_path().write_text(json.dumps({"owner_pid": pid, "server_pid": pid, "base_url": base_url, "port": 0}))
 
 
-def test_lease_borrows_a_served_server(cache):
+def test_lease_borrows_a_served_server(model_cache):
     with FakeOpenAIServer() as served:
         write_state(served.base_url, os.getpid())
         lease = lm.acquire_server()
@@ -276,7 +272,7 @@ def test_lease_borrows_a_served_server(cache):
         assert server_health.server_answers(served.base_url)
 
 
-def test_stale_state_starts_an_own_server_and_release_stops_it(cache, small_parts, fake_python):
+def test_stale_state_starts_an_own_server_and_release_stops_it(model_cache, small_parts, fake_python):
     write_state("http://127.0.0.1:9/v1", os.getpid())  # alive pid, but nothing answers there
     lease = lm.acquire_server(python=fake_python, timeout_s=20)
     try:
@@ -288,7 +284,7 @@ def test_stale_state_starts_an_own_server_and_release_stops_it(cache, small_part
     lease.release()  # twice is harmless
 
 
-def test_child_exits_when_its_parent_dies(cache, tmp_path):
+def test_child_exits_when_its_parent_dies(model_cache, tmp_path):
     """The bootstrap's watchdog: a server whose run was killed does not live on."""
     import subprocess
 

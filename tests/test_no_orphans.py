@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -122,12 +124,31 @@ def _assert_all_gone(pids: list[int]) -> float:
     return time.monotonic() - t0
 
 
-def _spawn(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+@contextmanager
+def _spawned(argv: list[str], env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The parent under test, killed on the way out if the test left it running."""
     # Its own session: the test plays the terminal, and the signal reaches only what it would.
     # SIGHUP back to its default: a suite started under nohup ignores it, and children inherit that.
-    return subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=open(cwd / "parent.log", "wb"), start_new_session=True,
                             preexec_fn=_default_hangup)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _run_statuses(store: Path) -> set[str]:
+    """The statuses of the runs the demo recorded in ``store``."""
+    import sqlite3
+
+    conn = sqlite3.connect(store)
+    try:
+        return {status for (status,) in conn.execute("SELECT status FROM runs")}
+    finally:
+        conn.close()
 
 
 def _default_hangup() -> None:
@@ -152,62 +173,38 @@ UnspecificApp(store, demo_command=child).run(headless=True)
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGKILL, signal.SIGTERM])
 def test_the_app_killed_leaves_no_demo_child_and_no_server(tmp_path, env, sig):
     """The reported case: the app's terminal closed while its demo child ran the local model."""
-    app = _spawn([sys.executable, "-c", APP, str(tmp_path / "demo.sqlite")], env, tmp_path)
-    try:
+    with _spawned([sys.executable, "-c", APP, str(tmp_path / "demo.sqlite")], env, tmp_path) as app:
         servers = _server_pids(env, timeout_s=120)
         _wait_busy(env, timeout_s=60)
         family = _descendants(app.pid)
         assert set(servers) <= set(family) and len(family) >= 2  # the demo child and its server
         _kill_parent(app, sig)
         _assert_all_gone(family)
-    finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait()
 
 
 def test_the_demo_child_stops_in_order_when_its_parent_is_killed(tmp_path, env):
     """SIGKILL gives the app no say: its child notices and pauses its runs as on SIGTERM."""
-    app = _spawn([sys.executable, "-c", APP, str(tmp_path / "demo.sqlite")], env, tmp_path)
-    try:
+    with _spawned([sys.executable, "-c", APP, str(tmp_path / "demo.sqlite")], env, tmp_path) as app:
         _server_pids(env, timeout_s=120)
         _wait_busy(env, timeout_s=60)
         family = _descendants(app.pid)
         _kill_parent(app, signal.SIGKILL)
         _assert_all_gone(family)
-    finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait()
-    import sqlite3
-
-    conn = sqlite3.connect(tmp_path / "demo.sqlite")
-    statuses = {status for (status,) in conn.execute("SELECT status FROM runs")}
-    conn.close()
-    assert "running" not in statuses
+    assert "running" not in _run_statuses(tmp_path / "demo.sqlite")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
 def test_the_demo_in_a_terminal_stops_in_order_with_its_server(tmp_path, env, sig):
     """`unspecific demo --no-app` whose terminal closes: runs paused, server stopped, exit 130."""
-    demo = _spawn([sys.executable, "-m", "pipeline.cli", "--store", str(tmp_path / "demo.sqlite"), "demo", "--no-app",
-                   "--pairs", "1", "--constraints", "5", "--articles", "30", "--embedder", "hash"], env, tmp_path)
-    try:
+    argv = [sys.executable, "-m", "pipeline.cli", "--store", str(tmp_path / "demo.sqlite"), "demo",
+            "--no-app", "--pairs", "1", "--constraints", "5", "--articles", "30", "--embedder", "hash"]
+    with _spawned(argv, env, tmp_path) as demo:
         servers = _server_pids(env, timeout_s=120)
         _wait_busy(env, timeout_s=60)
         _kill_parent(demo, sig)
         _assert_all_gone(servers)
         assert demo.returncode == 130, (tmp_path / "parent.log").read_text()
-    finally:
-        if demo.poll() is None:
-            demo.kill()
-            demo.wait()
-    import sqlite3
-
-    conn = sqlite3.connect(tmp_path / "demo.sqlite")
-    statuses = {status for (status,) in conn.execute("SELECT status FROM runs")}
-    conn.close()
-    assert statuses == {"paused"}
+    assert _run_statuses(tmp_path / "demo.sqlite") == {"paused"}
 
 
 STAGE = """
@@ -225,22 +222,16 @@ time.sleep(600)
 def test_a_stage_killed_leaves_no_server(tmp_path, env, sig):
     """A build or evaluate starts its server as acquire_server does here; killed any way, the
     server goes too."""
-    stage = _spawn([sys.executable, "-c", STAGE], env, tmp_path)
-    try:
+    with _spawned([sys.executable, "-c", STAGE], env, tmp_path) as stage:
         servers = _server_pids(env, timeout_s=60)
         _kill_parent(stage, sig)
         _assert_all_gone(servers)
-    finally:
-        if stage.poll() is None:
-            stage.kill()
-            stage.wait()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
 def test_local_serve_stops_its_server_in_order_on_hangup_and_terminate(tmp_path, env, sig):
-    serve = _spawn([sys.executable, "-m", "pipeline.cli", "local", "serve"], env, tmp_path)
     state = Path(env["UNSPECIFIC_CACHE"]) / lm.STATE_FILE
-    try:
+    with _spawned([sys.executable, "-m", "pipeline.cli", "local", "serve"], env, tmp_path) as serve:
         servers = _server_pids(env, timeout_s=60)
         deadline = time.monotonic() + 30
         while not state.exists():
@@ -251,10 +242,6 @@ def test_local_serve_stops_its_server_in_order_on_hangup_and_terminate(tmp_path,
         _assert_all_gone([serve.pid, *servers])
         assert serve.wait(5) == 0  # an orderly stop ...
         assert not state.exists()  # ... that removed its state file
-    finally:
-        if serve.poll() is None:
-            serve.kill()
-            serve.wait()
 
 
 def test_a_signal_that_interrupts_exits_anyway_when_the_orderly_stop_hangs(tmp_path):

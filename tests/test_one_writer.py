@@ -20,7 +20,7 @@ from pipeline.cli import main
 from pipeline.core.errors import StoreError
 from pipeline.store.database import claim_writer, open_store, writer_lock_path
 from tests.fakes.fake_server import FakeOpenAIServer
-from tests.support.evaluate_world import make_instructions, world
+from tests.support.evaluate_world import config_file, make_instructions, world
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -42,16 +42,6 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     proc.wait(10)
 
 
-def _config(tmp_path: Path, base_url: str) -> Path:
-    cfg = tmp_path / "unspecific.toml"
-    cfg.write_text(
-        "\n".join(f'[endpoints.{n}]\nbase_url = "{base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
-                  "concurrency = 1\n" for n in ("ma", "ja", "summ"))
-        + '[roles]\nmodels_under_test = ["ma"]\njudges = ["ja"]\nsummarizer = "summ"\n'
-        + "[evaluate]\nresponse_words = 60\n")
-    return cfg
-
-
 # -- one writer per store ---------------------------------------------------------------------
 
 
@@ -60,7 +50,8 @@ def test_a_second_evaluate_is_refused_at_once_and_nothing_is_paid_twice(store_pa
     make_instructions(s, n=3, k=2)
     s.close()
     with FakeOpenAIServer(world, latency_s=0.2) as server:
-        argv = ["--store", str(store_path), "--config", str(_config(tmp_path, server.base_url))]
+        cfg = config_file(tmp_path, server.base_url, each="concurrency = 1\n")
+        argv = ["--store", str(store_path), "--config", str(cfg)]
         first = subprocess.Popen([*CLI, *argv, "evaluate"], env=ENV, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)
         try:

@@ -5,7 +5,6 @@ again later; the cache key is the pool's model and prompt, so the pool never pay
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from pipeline.core.config import parse_config
 from pipeline.core.errors import ConfigError
 from pipeline.llm.client import LLMClient, cache_key
-from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
+from tests.fakes.fake_server import FakeOpenAIServer, Reply, dead_url, last_user_message
 
 
 def user(text: str) -> list[dict[str, str]]:
@@ -54,15 +53,6 @@ class InFlight:
         with self.lock:
             self.now -= 1
         return Reply(text="echo: " + last_user_message(request))
-
-
-def dead_url() -> str:
-    """A port nothing listens on."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}/v1"
 
 
 async def test_requests_spread_over_members_within_each_members_concurrency(store):

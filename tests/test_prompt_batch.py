@@ -14,6 +14,7 @@ import pytest
 from pipeline.llm import prompt_batch
 from pipeline.llm.prompts import chatml, load_template
 from pipeline.stages.judging import yes_probability
+from tests.support.llama import refuses_to_install
 
 TEXT = ("The council voted 7 to 4 on Tuesday to close the old bridge to cars from March. The mayor said repairs "
         "would cost more than a new crossing, while shop owners warned that trade would fall.")
@@ -34,13 +35,7 @@ def test_the_best_alternatives() -> None:
 
 
 def test_install_refuses_another_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
-    import llama_cpp
-
-    with pytest.raises(prompt_batch.NotInstalled, match="turned off"):
-        prompt_batch.install({prompt_batch.SWITCH: "off"})
-    monkeypatch.setattr(llama_cpp, "__version__", "0.4.0")
-    with pytest.raises(prompt_batch.NotInstalled, match="0.4.0"):
-        prompt_batch.install({})
+    refuses_to_install(prompt_batch, "off", monkeypatch)
 
 
 def test_chatml_is_the_chat_formats_own_prompt() -> None:
@@ -70,6 +65,46 @@ def test_scored_together_as_one_call_each(llama_judge) -> None:  # noqa: ANN001
     assert cached >= (len(CONSTRAINTS) - 1) * 80 and body["usage"]["prompt_tokens"] == total
 
 
+ASKS = ("say who voted.", "say what the mayor said.", "say what shop owners feared.")
+GREEDY = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "typical_p": 1.0, "temp": 0.0, "repeat_penalty": 1.0,
+          "frequency_penalty": 0.0, "presence_penalty": 0.0, "tfs_z": 1.0, "mirostat_mode": 0, "mirostat_tau": 5.0,
+          "mirostat_eta": 0.1, "penalize_nl": True, "logits_processor": None}
+WHO = {"type": "object", "properties": {"who": {"type": "string", "maxLength": 60}}, "required": ["who"]}
+
+
+def test_the_shared_prefix_leaves_each_prompt_its_last_token() -> None:
+    assert prompt_batch._shared_length([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 9]]) == 2
+    assert prompt_batch._shared_length([[1, 2, 3], [1, 2, 3, 4]]) == 2  # the shorter keeps its last token
+    assert prompt_batch._shared_length([[7, 1], [8, 1]]) == 0
+
+
+@pytest.mark.real_model
+def test_written_together_as_one_call_each(llama_judge) -> None:  # noqa: ANN001
+    """Greedy: the replies written together are the ones a call each writes, token for token. Under
+    a JSON grammar, drawn at a seed, each is the JSON it holds it to. (Greedy under the grammar, a
+    near tie between " :" and ":" went the other way in one of three: a batch of three sums its
+    products in another order than a batch of one.)"""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    llama = llama_judge
+    prompts = [chatml([{"role": "user", "content": f"{TEXT}\n\nIn one short sentence, {ask}"}]) for ask in ASKS]
+    alone = [llama.create_completion(p, max_tokens=16, temperature=0.0, repeat_penalty=1.0)["choices"][0]["text"]
+             for p in prompts]
+    replies, total, cached = prompt_batch.generate_prompts(llama, prompts, GREEDY, seed=1, max_tokens=16, grammar=None)
+    assert [text for text, _finish, _n in replies] == alone
+    # The text shared by the prompts is evaluated once: every prompt after the first reads it.
+    assert cached >= (len(prompts) - 1) * 40
+    assert total == sum(len(llama.tokenize(p.encode(), special=True)) for p in prompts)
+    grammar = LlamaGrammar.from_json_schema(json.dumps(WHO), verbose=False)
+    drawn, _, _ = prompt_batch.generate_prompts(llama, prompts, GREEDY | {"temp": 0.7}, seed=3, max_tokens=40,
+                                                grammar=grammar)
+    for text, finish, n in drawn:
+        assert finish == "stop" and 0 < n <= 40 and set(json.loads(text)) == {"who"}
+    # The server's own context is left as a request leaves it: a call after answers as before.
+    again = llama.create_completion(prompts[0], max_tokens=16, temperature=0.0, repeat_penalty=1.0)
+    assert again["choices"][0]["text"] == alone[0]
+
+
 @pytest.fixture(scope="module")
 def llama_judge():  # noqa: ANN201
     from tests.support.llama import in_process_llama
@@ -90,3 +125,17 @@ def test_the_embedded_server_serves_a_list_of_prompts(local_server_url: str) -> 
     assert [c["index"] for c in reply["choices"]] == [0, 1]
     assert all(len(c["logprobs"]["top_logprobs"][0]) == 5 for c in reply["choices"])
     assert reply["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+
+
+@pytest.mark.real_model
+def test_the_embedded_server_writes_a_list_of_prompts(local_server_url: str) -> None:
+    prompts = [chatml([{"role": "user", "content": f"{TEXT}\n\nIn one short sentence, {ask}"}]) for ask in ASKS[:2]]
+    body = json.dumps({"prompt": prompts, "max_tokens": 40, "temperature": 0.7, "seed": 5,
+                       "response_format": {"type": "json_object", "schema": WHO}}).encode()
+    request = urllib.request.Request(f"{local_server_url}/completions", data=body,
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        reply = json.loads(response.read())
+    assert [c["index"] for c in reply["choices"]] == [0, 1]
+    assert all(set(json.loads(c["text"])) == {"who"} for c in reply["choices"])
+    assert reply["usage"]["completion_tokens"] > 0 and reply["usage"]["prompt_tokens_details"]["cached_tokens"] > 0

@@ -10,19 +10,14 @@ from typing import Any
 import pytest
 
 from pipeline.llm import prompt_logits
+from tests.support.llama import refuses_to_install
 
 MESSAGES = [{"role": "system", "content": "You write short news items."},
             {"role": "user", "content": "In one sentence: the council voted 7 to 4 to close the old bridge."}]
 
 
 def test_install_refuses_another_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
-    import llama_cpp
-
-    with pytest.raises(prompt_logits.NotInstalled, match="turned off"):
-        prompt_logits.install({prompt_logits.SWITCH: "0"})
-    monkeypatch.setattr(llama_cpp, "__version__", "0.4.0")
-    with pytest.raises(prompt_logits.NotInstalled, match="0.4.0"):
-        prompt_logits.install({})
+    refuses_to_install(prompt_logits, "0", monkeypatch)
 
 
 def test_only_an_echo_with_logprobs_reads_every_prompt_row() -> None:

@@ -13,7 +13,7 @@ from pipeline.llm.client import LLMClient
 from pipeline.stages.generation import SHOWN_REPLY_CHARS, respond, summarize
 from tests.fakes.fake_server import JUNK_TEXTS, FakeOpenAIServer
 from tests.fakes.prose import prose
-from tests.support.generation import generation_config, setup_instruction
+from tests.support.generation import generation_config, no_summary, setup_instruction
 
 LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et "
          "dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip "
@@ -188,13 +188,7 @@ async def test_junk_sections_fail_the_summary_at_any_length(store):
             return JUNK_TEXTS["junk_lorem"][:60]  # a section: lorem ipsum
         return response
 
-    with FakeOpenAIServer(writer) as server:
-        client = LLMClient(generation_config(server), store)
-        gid, _ = await respond(store, client, 1, "m", "direct", words=240)
-        with pytest.raises(ParseError, match="not prose"):
-            await summarize(store, client, gid, 0.12, "s")
-        await client.aclose()
-    assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 0
+    await no_summary(store, writer, words=240, ratio=0.12, match="not prose")
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE response LIKE 'Lorem%'") == 0
 
 

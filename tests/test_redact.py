@@ -8,7 +8,7 @@ from pipeline.core.errors import EndpointError
 from pipeline.core.redact import MARK, redact, remember_env
 from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer, Reply
-from tests.support.evaluate_world import make_instructions
+from tests.support.evaluate_world import config_file, make_instructions
 
 KEY = "s3cr3t-not-shaped-like-a-key-4242"  # a known key: found by value, whatever its shape
 
@@ -54,11 +54,7 @@ def test_an_endpoint_echoing_the_key_in_a_401_never_puts_it_in_the_store_or_on_s
         return Reply.error(401, f"Incorrect API key provided: {KEY}. Also sk-live-0123456789abcdef.")
 
     with FakeOpenAIServer(echo_key) as server:
-        cfg = tmp_path / "unspecific.toml"
-        cfg.write_text(
-            "\n".join(f'[endpoints.{n}]\nbase_url = "{server.base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n'
-                      f'api_key_env = "JUDGE_CRED"\n' for n in ("ma", "ja", "summ"))
-            + '[roles]\nmodels_under_test = ["ma"]\njudges = ["ja"]\nsummarizer = "summ"\n')
+        cfg = config_file(tmp_path, server.base_url, each='api_key_env = "JUDGE_CRED"\n', response_words=None)
         code = main(["--store", str(store_path), "--config", str(cfg), "evaluate"])
         assert server.calls >= 1
     captured = capsys.readouterr()

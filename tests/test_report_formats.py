@@ -21,10 +21,8 @@ from pipeline.outputs.report import ReportOptions, build_report
 from pipeline.outputs.report_text import document, render, write_csv_tables, write_format
 from pipeline.outputs.suspicion import REPORT_TOP
 from pipeline.outputs.tables import MARKDOWN_WIDTH, Sheet
-from pipeline.stages.copy_evidence import compute_copy_evidence
-from pipeline.stages.similarity import compute_similarities
 from pipeline.store.database import open_store
-from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.hand_store import report_store
 
 # An interval written with a hyphen between its bounds ("[71.8-82.1]"): the old style.
 HYPHENATED = re.compile(r"\[-?\d+(\.\d+)?-\d")
@@ -34,16 +32,7 @@ BOUNDS = re.compile(r"\[[-+]?\d+(\.\d+)?, [-+]?\d+(\.\d+)?\]")
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two models, two judges, four conditions, three ratios, similarity and copy evidence (so the
-    suspicion ranking has copy reasons)."""
-    path = tmp_path_factory.mktemp("formats") / "s.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=24, n_constraints=8, ratios=(0.5, 0.25, 0.1),
-                                              domains=("news",)))
-    store = open_store(path)
-    compute_similarities(store, None)
-    compute_copy_evidence(store)
-    store.close()
-    return path
+    return report_store(tmp_path_factory.mktemp("formats") / "s.sqlite")
 
 
 @pytest.fixture(scope="module")

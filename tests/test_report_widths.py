@@ -16,21 +16,14 @@ from rich.console import Console
 from pipeline.outputs.report import ReportOptions, build_report
 from pipeline.outputs.report_text import Note, document, render, write_format
 from pipeline.outputs.tables import Cell, Sheet, Value
-from pipeline.stages.copy_evidence import compute_copy_evidence
-from pipeline.stages.similarity import compute_similarities
 from pipeline.store.database import open_store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.hand_store import report_store
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    """Two models, two judges, four conditions, three ratios, similarity and copying."""
-    path = tmp_path_factory.mktemp("widths") / "s.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=24, n_constraints=8, ratios=(0.5, 0.25, 0.1),
-                                              domains=("news",)))
-    store = open_store(path)
-    compute_similarities(store, None)
-    compute_copy_evidence(store)
+    store = open_store(report_store(tmp_path_factory.mktemp("widths") / "s.sqlite"))
     built = build_report(store, ReportOptions(n_resamples=50))
     store.close()
     return built

@@ -43,9 +43,8 @@ from pipeline.store.scores import refresh_text_scores, stale_count
 from pipeline.store.suspicion import YesProbability, count_missing_copy_evidence
 from pipeline.store.verdicts import apply_threshold, shown_verdicts
 from pipeline.store.view import StoreReader, StoreView, Writer, store_of
+from tests.support.sea_wall import REF_A, REF_B, put_instruction, put_texts
 
-REF_A = "The harbour council approved a new sea wall after the spring floods. Residents gathered at the old market."
-REF_B = "Farmers in the valley worried about the drought. The river ran low all summer."
 CONSTRAINTS = [
     "Mention that the council approved a new sea wall.",
     "Describe the drought in the valley.",
@@ -63,24 +62,15 @@ J1, J2 = ("J1", "batched"), ("J2", "batched")
 
 def _store(path: Path) -> Store:
     store = open_store(path)
+    put_instruction(store, "none", "Write.", CONSTRAINTS)
     c = store.conn
-    a, b = store.put_text(REF_A), store.put_text(REF_B)
-    c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status) VALUES"
-              " (1, 't', 'news', 'a', 'A', ?, 20, 'kept'), (2, 't', 'news', 'b', 'B', ?, 14, 'kept')", (a, b))
-    c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task, n_constraints,"
-              " status) VALUES (1, 'r1', 'news', 'none', 1, 2, 'Write.', 7, 'done')")
-    for position, text in enumerate(CONSTRAINTS, 1):
-        c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active) VALUES (?, 1, ?, ?,"
-                  " 'synthesized', 1)", (position, position, text))
     # An inactive constraint that copies and holds verdicts: never counted.
     c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active) VALUES (99, 1, NULL,"
               " 'The harbour council approved a new sea wall.', 'synthesized', 0)")
     texts = {10: ("response", "m1", "direct", None, None, RESPONSE), 11: ("summary", "s", "", 0.25, 10, "Short."),
              20: ("response", "m1", "edit", None, None, "Something else entirely."),
              21: ("summary", "s", "", 0.25, 20, "Else.")}
-    for gid, (kind, model, mode, ratio, parent, body) in texts.items():
-        c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash)"
-                  " VALUES (?, ?, 1, ?, ?, ?, ?, ?)", (gid, kind, model, mode, ratio, parent, store.put_text(body)))
+    put_texts(store, texts)
     verdicts = [
         # (text, constraint, rater, verdict, quote_found)
         (10, 1, J1, 1, "exact"), (10, 1, J2, 1, "exact"), (11, 1, J1, 1, "exact"), (11, 1, J2, 1, "exact"),

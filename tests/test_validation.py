@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import math
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,9 @@ from pipeline.analysis.validation import ADJUDICATOR, validation_report
 from pipeline.analysis.validation_plan import PASSED_STRATUM, ValidationError, draw_plan, load_plan, save_plan
 from pipeline.analysis.validation_sheets import SHEET_COLUMNS, disagreements, import_sheets, sheet_rows, write_sheet
 from pipeline.cli import main
-from pipeline.store.database import Store, open_store
+from pipeline.store.database import Store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.store_copy import open_copy
 
 GOOD = (0.95, 0.01)  # share truly superficial among flipped / among passed-both items
 BAD = (0.70, 0.15)
@@ -38,12 +40,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def store(base: Path, tmp_path: Path) -> Store:
-    path = tmp_path / "store.sqlite"
-    path.write_bytes(base.read_bytes())
-    s = open_store(path)
-    yield s
-    s.close()
+def store(base: Path, tmp_path: Path) -> Iterator[Store]:
+    yield from open_copy(base, tmp_path)
 
 
 def truly_superficial(key: tuple[int, int], flipped: bool, rates: tuple[float, float]) -> bool:

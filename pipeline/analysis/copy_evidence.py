@@ -27,7 +27,8 @@ from pipeline.core.definitions import BACKGROUND_ARTICLES, COPY_EVIDENCE_NGRAM, 
 from pipeline.store.articles import count_articles, domain_article_bodies
 from pipeline.store.constraints import active_constraints_of
 from pipeline.store.database import Store
-from pipeline.store.suspicion import CopyWork, missing_copy_work, text_bodies
+from pipeline.store.metrics import text_bodies
+from pipeline.store.suspicion import CopyWork, missing_copy_work
 from pipeline.store.view import StoreReader, store_of
 
 

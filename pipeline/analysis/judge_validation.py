@@ -27,6 +27,7 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,14 @@ import numpy as np
 from pipeline.analysis.stats import DEFAULT_RESAMPLES, Interval
 from pipeline.analysis.validation import ADJUDICATOR
 from pipeline.analysis.validation_plan import ValidationError
-from pipeline.analysis.validation_sheets import ImportResult, RowError, SheetRowError, read_sheets, row_owner
+from pipeline.analysis.validation_sheets import (
+    ImportResult,
+    RowError,
+    SheetKind,
+    SheetRowError,
+    read_answers,
+    row_owner,
+)
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.store.validation import (
     JudgedText,
@@ -282,6 +290,18 @@ def describe(judge: str, validated: dict[str, JudgeScore]) -> str:
 JUDGE_SHEET_COLUMNS = ("plan", "item", "constraint_id", "text_id", "text_kind", "domain", "main_task", "constraint",
                        "text", "annotator", "answer", "note")
 _ANSWERS = {"yes": 1, "y": 1, "1": 1, "no": 0, "n": 0, "0": 0}
+JUDGE_SHEET = SheetKind("judge sheet", "`unspecific validate export --judges`", "answer", "text_id", "text",
+                        "judge plan", "generation_id")
+
+
+def _answer(raw: str, row: dict[str, str]) -> int:
+    if raw not in _ANSWERS:
+        raise SheetRowError(f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
+    return _ANSWERS[raw]
+
+
+def _answered_twice(who: str, position: int, _answer: int, _first: int, where: RowError) -> str:
+    return f"{who} answers item {position} both yes and no ({where.sheet}:{where.line})"
 
 
 def judge_sheet_rows(store: Store, plan: JudgePlan, *, annotator: str = "") -> list[dict[str, Any]]:
@@ -317,47 +337,12 @@ def import_judge_sheets(store: Store, paths: Sequence[str | Path], *, annotator:
     """Answered judge sheets back into ``text_labels``; as pipeline.analysis.validation.import_sheets:
     every row checked first, errors name the sheet and row, nothing saved when any is wrong,
     rows without an answer skipped."""
-    plans: dict[str, JudgePlan] = {plan.name: plan} if plan else {}
-    result = ImportResult()
-    pending: dict[tuple[int, int, str], tuple[int, str, str]] = {}
-    columns = {"item", "constraint_id", "text_id", "answer"}
-    for sheet, line, row in read_sheets(paths, columns, "judge sheet", "`unspecific validate export --judges`"):
-        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
-            result.errors.append(RowError(sheet, line, message))
-
-        raw = (row.get("answer") or "").strip().lower()
-        if not raw:
-            result.blank += 1
-            continue
-        if raw not in _ANSWERS:
-            fail(f"answer {row.get('answer')!r} is not yes or no (or y, n, 1, 0)")
-            continue
-        try:
-            who, target = row_owner(row, annotator, plan, plans, lambda name: load_judge_plan(store, name),
-                                    DEFAULT_PLAN, "judge plan")
-        except SheetRowError as exc:
-            fail(str(exc))
-            continue
-        try:
-            position, cid, gid = int(row["item"]), int(row["constraint_id"]), int(row["text_id"])
-        except (TypeError, ValueError):
-            fail("item, constraint_id and text_id must be whole numbers")
-            continue
-        item = next((i for i in target.items if i.position == position), None)
-        if item is None or (item.constraint_id, item.generation_id) != (cid, gid):
-            fail(f"item {position} (constraint {cid}, text {gid}) is not in judge plan {target.name!r}")
-            continue
-        key = (cid, gid, who)
-        if key in pending and pending[key][0] != _ANSWERS[raw]:
-            fail(f"{who} answers item {position} both yes and no ({pending[key][2]})")
-            continue
-        pending[key] = (_ANSWERS[raw], (row.get("note") or "").strip(), f"{sheet}:{line}")
-        result.annotators.add(who)
-    if result.errors:
-        return result
     from pipeline.store.database import now
 
-    save_text_labels(store, [TextLabelRow(cid, gid, who, answer, note)
-                             for (cid, gid, who), (answer, note, _) in pending.items()], now())
-    result.saved = len(pending)
-    return result
+    owner = partial(row_owner, annotator=annotator, plan=plan, plans={plan.name: plan} if plan else {},
+                    load=lambda name: load_judge_plan(store, name), default_plan=DEFAULT_PLAN,
+                    what="judge plan")
+    result = ImportResult()
+    answers = read_answers(paths, JUDGE_SHEET, result, owner, _answer, _answered_twice)
+    rows = [TextLabelRow(cid, gid, who, answer, note) for (cid, gid, who), (answer, note) in answers.items()]
+    return result.unless_failed(lambda: save_text_labels(store, rows, now()), len(rows))

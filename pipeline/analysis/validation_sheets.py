@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -83,6 +84,18 @@ class ImportResult:
     errors: list[RowError] = field(default_factory=list)
     annotators: set[str] = field(default_factory=set)
 
+    def fail(self, at: RowError, message: str) -> None:
+        """An error on the row ``at`` names."""
+        self.errors.append(RowError(at.sheet, at.line, message))
+
+    def unless_failed(self, save: Callable[[], object], count: int) -> ImportResult:
+        """``save`` the ``count`` answers read, unless a row was wrong: then nothing, so a fixed sheet
+        can simply be imported again."""
+        if not self.errors:
+            save()
+            self.saved = count
+        return self
+
 
 def read_sheets(paths: Sequence[str | Path], columns: set[str], kind: str,
                 command: str) -> Iterator[tuple[str, int, dict[str, str]]]:
@@ -103,8 +116,29 @@ def read_sheets(paths: Sequence[str | Path], columns: set[str], kind: str,
                 yield Path(path).name, line, row
 
 
+def answered_rows(paths: Sequence[str | Path], columns: set[str], kind: str, command: str, answer: str,
+                  result: ImportResult) -> Iterator[tuple[str, dict[str, str], RowError]]:
+    """(the answer, lower-cased; the row; where it is, with no message) of each row of the sheets
+    (read_sheets) whose ``answer`` column is filled in; the others are counted in ``result.blank``."""
+    for sheet, line, row in read_sheets(paths, columns, kind, command):
+        raw = (row.get(answer) or "").strip().lower()
+        if raw:
+            yield raw, row, RowError(sheet, line, "")
+        else:
+            result.blank += 1
+
+
 class SheetRowError(ValueError):
     """One row of an answered sheet is wrong; the message says what (its sheet and line are added)."""
+
+
+def row_ids(row: dict[str, str], text_column: str) -> tuple[int, int, int]:
+    """The row's item position, constraint id and text id (in ``text_column``); SheetRowError when
+    one is not a whole number."""
+    try:
+        return int(row["item"]), int(row["constraint_id"]), int(row[text_column])
+    except (TypeError, ValueError):
+        raise SheetRowError(f"item, constraint_id and {text_column} must be whole numbers") from None
 
 
 P = TypeVar("P")
@@ -129,6 +163,72 @@ def row_owner(row: dict[str, str], annotator: str | None, plan: P | None, plans:
     return who, plans[name]
 
 
+# (constraint id, text id, annotator): one answer each.
+AnswerKey = tuple[int, int, str]
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class SheetKind:
+    """What tells one check's answered sheets apart: the Core metric's labels, the judge check's answers."""
+
+    name: str  # what an error calls a file that is not one
+    command: str  # the command that writes one
+    answer: str  # the column a person fills in
+    text: str  # the column of the text's id
+    text_noun: str  # the text, in an error
+    plan_noun: str  # the plan, in an error
+    item_text: str  # a plan item's attribute holding the text's id
+
+
+LABEL_SHEET = SheetKind("validation sheet", "`unspecific validate export`", "label", "response_id",
+                        "response", "plan", "response_id")
+
+
+def read_answers(paths: Sequence[str | Path], kind: SheetKind, result: ImportResult,
+                 owner: Callable[[dict[str, str]], tuple[str, Any]],
+                 value: Callable[[str, dict[str, str]], V],
+                 clash: Callable[[str, int, V, V, RowError], str]) -> dict[AnswerKey, tuple[V, str]]:
+    """The answered rows of the sheets, each checked first: ``value`` reads the answer, ``owner`` who
+    gave it and the plan (as row_owner), and the item must be the plan's at its position (a
+    SheetRowError otherwise); one annotator answering an item twice differently is an error worded by
+    ``clash`` (who, the item, this answer, the first one and where it is). Errors go to ``result``;
+    key -> (answer, note) is returned."""
+    pending: dict[AnswerKey, tuple[V, str, RowError]] = {}
+    columns = {"item", "constraint_id", kind.text, kind.answer}
+    for raw, row, at in answered_rows(paths, columns, kind.name, kind.command, kind.answer, result):
+        try:
+            answer = value(raw, row)
+            who, target = owner(row)
+            position, cid, tid = row_ids(row, kind.text)
+            item = next((i for i in target.items if i.position == position), None)
+            if item is None or (item.constraint_id, getattr(item, kind.item_text)) != (cid, tid):
+                raise SheetRowError(f"item {position} (constraint {cid}, {kind.text_noun} {tid}) is not in "
+                                    f"{kind.plan_noun} {target.name!r}")
+        except SheetRowError as exc:
+            result.fail(at, str(exc))
+            continue
+        first = pending.get((cid, tid, who))
+        if first is not None and first[0] != answer:
+            result.fail(at, clash(who, position, answer, first[0], first[2]))
+            continue
+        pending[(cid, tid, who)] = (answer, (row.get("note") or "").strip(), at)
+        result.annotators.add(who)
+    return {key: (answer, note) for key, (answer, note, _) in pending.items()}
+
+
+def _label(raw: str, row: dict[str, str]) -> str:
+    label = LABEL_ALIASES.get(raw)
+    if label is None:
+        raise SheetRowError(f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous "
+                            "(or i, s, a)")
+    return label
+
+
+def _labelled_twice(who: str, position: int, label: str, first: str, where: RowError) -> str:
+    return f"{who} labels item {position} {label}, but {where} says {first}"
+
+
 def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str | None = None,
                   plan: Plan | None = None) -> ImportResult:
     """Read labelled sheets back. Every row is checked first: an unknown label, an item that is
@@ -137,52 +237,12 @@ def import_sheets(store: Store, paths: Sequence[str | Path], *, annotator: str |
     label are skipped. When any row is wrong nothing is saved, so a fixed sheet can simply be
     imported again (an import replaces the same annotator's earlier label of an item)."""
 
-    by_position = {p.position: p for p in plan.items} if plan else {}
-    plans: dict[str, Plan] = {plan.name: plan} if plan else {}
+    owner = partial(row_owner, annotator=annotator, plan=plan, plans={plan.name: plan} if plan else {},
+                    load=lambda name: load_plan(store, name), default_plan=DEFAULT_PLAN, what="plan")
     result = ImportResult()
-    pending: dict[tuple[int, int, str], tuple[str, str, RowError]] = {}
-    columns = {"item", "constraint_id", "response_id", "label"}
-    for sheet, line, row in read_sheets(paths, columns, "validation sheet", "`unspecific validate export`"):
-        def fail(message: str, line: int = line, sheet: str = sheet) -> None:
-            result.errors.append(RowError(sheet, line, message))
-
-        raw = (row.get("label") or "").strip().lower()
-        if not raw:
-            result.blank += 1
-            continue
-        label = LABEL_ALIASES.get(raw)
-        if label is None:
-            fail(f"label {row.get('label')!r} is not one of integrated, superficial, ambiguous (or i, s, a)")
-            continue
-        try:
-            who, target = row_owner(row, annotator, plan, plans, lambda name: load_plan(store, name), DEFAULT_PLAN,
-                                    "plan")
-        except SheetRowError as exc:
-            fail(str(exc))
-            continue
-        positions = by_position if plan else {p.position: p for p in target.items}
-        try:
-            position, cid, rid = int(row["item"]), int(row["constraint_id"]), int(row["response_id"])
-        except (TypeError, ValueError):
-            fail("item, constraint_id and response_id must be whole numbers")
-            continue
-        item = positions.get(position)
-        if item is None or (item.constraint_id, item.response_id) != (cid, rid):
-            fail(f"item {position} (constraint {cid}, response {rid}) is not in plan {target.name!r}")
-            continue
-        key = (cid, rid, who)
-        note = (row.get("note") or "").strip()
-        if key in pending and pending[key][0] != label:
-            fail(f"{who} labels item {position} {label}, but {pending[key][2]} says {pending[key][0]}")
-            continue
-        pending[key] = (label, note, RowError(sheet, line, ""))
-        result.annotators.add(who)
-    if result.errors:
-        return result
-    save_annotations(store, [AnnotationRow(cid, rid, who, label, note)
-                             for (cid, rid, who), (label, note, _) in pending.items()], now())
-    result.saved = len(pending)
-    return result
+    labels = read_answers(paths, LABEL_SHEET, result, owner, _label, _labelled_twice)
+    rows = [AnnotationRow(cid, rid, who, label, note) for (cid, rid, who), (label, note) in labels.items()]
+    return result.unless_failed(lambda: save_annotations(store, rows, now()), len(rows))
 
 
 @dataclass(frozen=True)

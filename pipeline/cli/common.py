@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from pipeline.core.config import Config
     from pipeline.core.errors import UnspecificError
     from pipeline.store.database import Store, WriterClaim
+
+N = TypeVar("N", int, float)
 
 
 def open_store_from(args: argparse.Namespace, *, create: bool = False, readonly: bool = False,
@@ -122,24 +125,35 @@ def nonempty_csv(value: str) -> list[str]:
     return names
 
 
-def positive_int(value: str) -> int:
+def checked_number(value: str, read: Callable[[str], N], what: str, fits: Callable[[N], bool],
+                   fitting: str) -> N:
+    """``value`` read as a number (``read``: int or float), refused the way argparse shows it:
+    "expected ``what``" when it is none, "expected ``fitting``" when it does not ``fit``."""
     try:
-        number = int(value)
+        number = read(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {number}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value!r}") from None
+    if not fits(number):
+        raise argparse.ArgumentTypeError(f"expected {fitting}, got {number}")
     return number
+
+
+def positive_int(value: str) -> int:
+    return checked_number(value, int, "a whole number", lambda n: n > 0, "a positive number")
+
+
+def count(value: str) -> int:
+    return checked_number(value, int, "a whole number", lambda n: n >= 0, "zero or more")
 
 
 def ratio(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value!r}") from None
-    if not 0 < number < 1:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (exclusive), got {number}")
-    return number
+    return checked_number(value, float, "a number between 0 and 1", lambda n: 0 < n < 1,
+                          "a number between 0 and 1 (exclusive)")
+
+
+def share(value: str) -> float:
+    return checked_number(value, float, "a share between 0 and 1", lambda n: 0 <= n <= 1,
+                          "a share between 0 and 1")
 
 
 DRY_RUN_HELP = ("print what the command would send (calls, prompt and completion tokens, cache hits, cost online "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pipeline.cli.common import ratio
+    from pipeline.cli.common import ratio, share
     from pipeline.core.definitions import DEFAULT_RATIO, JUDGING_MODES
 
     p = sub.add_parser(
@@ -46,19 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-copy", action="store_true", help="skip copied n-grams between responses and references")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--min-coverage", type=_share, default=None, metavar="SHARE",
+    p.add_argument("--min-coverage", type=share, default=None, metavar="SHARE",
                    help="mark groups with fewer verdicts given than this share of those expected (default 0.95)")
     p.set_defaults(func=run)
-
-
-def _share(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {value!r}") from None
-    if not 0 <= number <= 1:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {number}")
-    return number
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pipeline.cli.common import ratio
+    from pipeline.cli.common import count, ratio
     from pipeline.core.definitions import JUDGING_MODES
 
     p = sub.add_parser(
@@ -40,8 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--name", default="default", help="plan name (default: default)")
     plan.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO,
                       help=f"summary ratio of the metric's call (default {DEFAULT_RATIO})")
-    plan.add_argument("--per-domain", type=_count, default=50, help="flipped constraints per domain (default 50)")
-    plan.add_argument("--passed", type=_count, default=50, help="constraints passed on both texts (default 50)")
+    plan.add_argument("--per-domain", type=count, default=50,
+                      help="flipped constraints per domain (default 50)")
+    plan.add_argument("--passed", type=count, default=50,
+                      help="constraints passed on both texts (default 50)")
     plan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     plan.add_argument("--run", help="only instructions of this build run")
     plan.add_argument("--domains", help="only these domains (comma-separated)")
@@ -80,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                "the judge's question on, blind to the judges (the app's judge check: 5, then v)")
     jplan.add_argument("--name", default="judges", help="plan name (default: judges)")
     jplan.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO, help=f"summaries at this ratio (default {DEFAULT_RATIO})")
-    jplan.add_argument("--per-stratum", type=_count, default=25,
+    jplan.add_argument("--per-stratum", type=count, default=25,
                        help="items per domain and text kind (response, summary); default 25")
     jplan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     jplan.add_argument("--run", help="only instructions of this build run")
@@ -106,16 +108,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="with --builtin or --items: check every judge in this mode (default: each judge's own, "
                         "as the benchmark judges; [evaluate] judging when the config sets it)")
     judges.set_defaults(func=run_judges)
-
-
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected zero or more, got {number}")
-    return number
 
 
 def run_plan(args: argparse.Namespace) -> int:

@@ -105,6 +105,10 @@ class Endpoint:
     # ChatML prompts (the embedded server, pipeline.llm.prompt_batch; vLLM takes lists too, for a
     # ChatML model): one evaluation of the text, no per-call cost. Off: one call a constraint.
     judge_batch: bool = False
+    # Independent asks of one prompt's continuation (the "more constraints" rounds) sent as one
+    # completions request with a list of ChatML prompts, written together (the embedded server,
+    # pipeline.llm.prompt_batch). Off: one call a round.
+    batch_generation: bool = False
 
     @property
     def is_local(self) -> bool:
@@ -177,6 +181,7 @@ def local_endpoint() -> Endpoint:
         # the batched lines judge was at chance (kappa -0.10 on the quick set); docs/measurements.md.
         judging="yes_no",
         judge_batch=True,
+        batch_generation=True,
         # Asked for 39, it wrote 6 and 15 distinct items, then repeated them to 39 (615 and 865 tokens).
         list_items=15,
     )
@@ -348,29 +353,8 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         if (minimum is not None and value < minimum) or value < 0 or (key in ("timeout_s", "requests_per_minute") and value <= 0):
             raise ConfigError(f"{field_at}.{key}: must be positive, got {value!r}")
         values[key] = kind(value)
-    if "structured" in spec:
-        if spec["structured"] not in STRUCTURED_MODES:
-            raise ConfigError(f"{field_at}.structured: one of {', '.join(STRUCTURED_MODES)}")
-        values["structured"] = spec["structured"]
-    if "judge_format" in spec:
-        if spec["judge_format"] not in JUDGE_FORMATS:
-            raise ConfigError(f"{field_at}.judge_format: one of {', '.join(JUDGE_FORMATS)}")
-        values["judge_format"] = spec["judge_format"]
-    if "judge_batch" in spec:
-        if not isinstance(spec["judge_batch"], bool):
-            raise ConfigError(f"{field_at}.judge_batch: true or false (whether a yes_no judge sends a text's constraints "
-                              f"as one list of prompts), got {spec['judge_batch']!r}")
-        values["judge_batch"] = spec["judge_batch"]
-    if "gbnf" in spec:
-        if not isinstance(spec["gbnf"], bool):
-            raise ConfigError(f"{field_at}.gbnf: true or false (whether the server takes a GBNF `grammar` field), "
-                              f"got {spec['gbnf']!r}")
-        values["gbnf"] = spec["gbnf"]
+    values.update(_choice_fields(spec, field_at))
     values.update(_judging_fields(spec, field_at))
-    if "batch" in spec:
-        if spec["batch"] not in BATCH_VIA:
-            raise ConfigError(f"{field_at}.batch: one of {', '.join(BATCH_VIA)} (how --batch sends its calls)")
-        values["batch"] = spec["batch"]
     if "extra_body" in spec:
         if not isinstance(spec["extra_body"], dict):
             raise ConfigError(f"{field_at}.extra_body: must be a table")
@@ -385,7 +369,38 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         values.setdefault("list_items", defaults.list_items)
         values.setdefault("judging", defaults.judging)
         values.setdefault("judge_batch", defaults.judge_batch)
+        values.setdefault("batch_generation", defaults.batch_generation)
     return Endpoint(**values)
+
+
+# An endpoint's fields that take one of a few names: the names, and what the field decides.
+_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
+    "structured": (STRUCTURED_MODES, ""),
+    "judge_format": (JUDGE_FORMATS, ""),
+    "batch": (BATCH_VIA, " (how --batch sends its calls)"),
+}
+# Its fields that are true or false: what each decides.
+_FLAGS = {
+    "judge_batch": "whether a yes_no judge sends a text's constraints as one list of prompts",
+    "batch_generation": "whether independent rounds are written together as one list of prompts",
+    "gbnf": "whether the server takes a GBNF `grammar` field",
+}
+
+
+def _choice_fields(spec: dict[str, Any], at: str) -> dict[str, Any]:
+    """The endpoint's ``_CHOICES`` and ``_FLAGS`` fields it sets, checked."""
+    out: dict[str, Any] = {}
+    for key, (names, decides) in _CHOICES.items():
+        if key in spec:
+            if spec[key] not in names:
+                raise ConfigError(f"{at}.{key}: one of {', '.join(names)}{decides}")
+            out[key] = spec[key]
+    for key, decides in _FLAGS.items():
+        if key in spec:
+            if not isinstance(spec[key], bool):
+                raise ConfigError(f"{at}.{key}: true or false ({decides}), got {spec[key]!r}")
+            out[key] = spec[key]
+    return out
 
 
 def _local_file_fields(spec: dict[str, Any], at: str, base_url: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from pipeline.importing.common import ImportFailed, Problems, Row
 
@@ -112,25 +113,46 @@ def find_column(names: Sequence[str], wanted: str) -> str | None:
 _NUMBERED = re.compile(r"^\s*(\d{1,3})\s*[.)]\s*(.*)$")
 
 
-def parse_numbered(text: str) -> list[str]:
-    """Constraints from numbered lines ("1. ...", "2) ..."); a line without a number continues
-    the one before (a wrapped constraint). Raises ValueError when the numbers do not run 1, 2, 3..."""
-    items: list[str] = []
+class _Numbered(NamedTuple):
+    items: list[str]  # each numbered line with the unnumbered lines after it
+    numbers: list[str]  # the number each item was given, as written
+    preamble: list[str]  # the lines before the first numbered one
+
+
+def _numbered_lines(text: str) -> _Numbered:
+    """The numbered lines ("1. ...", "2) ...") of ``text``, read in order whatever their numbers;
+    a line without a number continues the item before it (a wrapped constraint)."""
+    found = _Numbered([], [], [])
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
             continue
         m = _NUMBERED.match(line)
         if m:
-            number = int(m.group(1))
-            if number != len(items) + 1:
-                raise ValueError(f"constraint number {number} where {len(items) + 1} was expected")
-            items.append(m.group(2).strip())
-        elif items:
-            items[-1] = f"{items[-1]} {line}"
+            found.numbers.append(m.group(1))
+            found.items.append(m.group(2).strip())
+        elif found.items:
+            found.items[-1] = f"{found.items[-1]} {line}"
         else:
-            raise ValueError(f"text before constraint 1: {line[:60]!r}")
-    return [" ".join(i.split()) for i in items]
+            found.preamble.append(line)
+    return found
+
+
+def _misnumbered(numbers: list[str]) -> tuple[int, str] | None:
+    """The first item (its place from 1, and its number as written) whose number is not its place."""
+    return next(((k, n) for k, n in enumerate(numbers, 1) if int(n) != k), None)
+
+
+def parse_numbered(text: str) -> list[str]:
+    """Constraints from numbered lines ("1. ...", "2) ..."); a line without a number continues
+    the one before (a wrapped constraint). Raises ValueError when the numbers do not run 1, 2, 3..."""
+    found = _numbered_lines(text)
+    if found.preamble:
+        raise ValueError(f"text before constraint 1: {found.preamble[0][:60]!r}")
+    off = _misnumbered(found.numbers)
+    if off is not None:
+        raise ValueError(f"constraint number {int(off[1])} where {off[0]} was expected")
+    return [" ".join(i.split()) for i in found.items]
 
 
 @dataclass(frozen=True)
@@ -147,23 +169,8 @@ def read_released_list(text: str, expected: int) -> NumberedList:
     first, as parse_numbered; a numbering that skips or repeats, or text before item 1, is noted,
     not fatal; when the lines do not give ``expected`` items, the items numbered 1 to ``expected``
     inline ("1. a 2. b") are tried. An empty list is a ValueError."""
-    items: list[str] = []
+    items, numbers, preamble = _numbered_lines(text)
     notes: list[str] = []
-    preamble: list[str] = []
-    misnumbered = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        m = _NUMBERED.match(line)
-        if m:
-            if int(m.group(1)) != len(items) + 1 and misnumbered is None:
-                misnumbered = f"item {len(items) + 1} is numbered {m.group(1)}"
-            items.append(m.group(2).strip())
-        elif items:
-            items[-1] = f"{items[-1]} {line}"
-        else:
-            preamble.append(line)
     if len(items) != expected:
         inline = _inline_numbered(text, expected)
         if inline is not None:
@@ -172,8 +179,9 @@ def read_released_list(text: str, expected: int) -> NumberedList:
         raise ValueError("no numbered constraints")
     if preamble:
         notes.append(f"text before constraint 1 left out: {' '.join(preamble)[:60]!r}")
-    if misnumbered:
-        notes.append(f"the numbering is off ({misnumbered}); read in list order")
+    off = _misnumbered(numbers)
+    if off is not None:
+        notes.append(f"the numbering is off (item {off[0]} is numbered {off[1]}); read in list order")
     return NumberedList([" ".join(i.split()) for i in items], notes)
 
 

@@ -385,10 +385,8 @@ class _RunImport:
     def _plain(self, f: ResearchFile, row: Row, cell: _Cells, source_id: str, condition: str,
                texts: list[str]) -> int | None:
         number = _number(cell("id"))
-        task = _task(cell("instruction")) or self._stored_task(number)
-        if not task:
-            self.writer.problems.add(row, "empty (an instruction needs its main task), and no file among these "
-                                     f"gives instruction {number}'s", f.found["instruction"] or self.options.columns.instruction)
+        task = self._task_of(f, row, cell, number)
+        if task is None:
             return None
         refs = self._references(f, row, cell, number)
         iid = guard(self.writer.problems, row, f.found["id"], lambda: self.writer.instruction(
@@ -410,14 +408,23 @@ class _RunImport:
         if joined is not None:
             return joined
         # The reviser answers with its own "Main Task:" line, empty when it left it out.
-        task = _task(cell("instruction")) or self._stored_task(number)
-        if not task:
-            self.writer.problems.add(row, "empty (an instruction needs its main task), and no file among these "
-                                     f"gives instruction {number}'s", f.found["instruction"] or self.options.columns.instruction)
+        task = self._task_of(f, row, cell, number)
+        if task is None:
             return None
         refs = self._references(f, row, cell, number)
         return guard(self.writer.problems, row, f.found["revised"], lambda: self._write_revision(
             f"{number}/{self.revised_condition}", task, original, revised, refs))
+
+    def _task_of(self, f: ResearchFile, row: Row, cell: _Cells, number: str) -> str | None:
+        """The row's main task, else the one this import holds for the number; None, a problem noted
+        on the row, when neither gives one."""
+        task = _task(cell("instruction")) or self._stored_task(number)
+        if not task:
+            column = f.found["instruction"] or self.options.columns.instruction
+            self.writer.problems.add(row, "empty (an instruction needs its main task), and no file among "
+                                     f"these gives instruction {number}'s", column)
+            return None
+        return task
 
     def _stored_task(self, number: str) -> str:
         """The main task this import holds for the number (its constraints file's), or ''."""

@@ -78,15 +78,24 @@ class ImportWriter:
 
     def instruction(self, source_id: str, *, domain: str, condition: str, task: str, constraints: list[str],
                     article_a: int | None, article_b: int | None) -> int:
-        run_id = self.summary.run_id
-        known = self._imported_before(source_id, task, constraints, condition, "constraints")
+        def insert(run_id: str) -> int:
+            return imports.insert_imported_instruction(
+                self.store, run_id=run_id, source_id=source_id, domain=domain, condition=condition,
+                main_task=task, constraints=constraints, article_a=article_a, article_b=article_b,
+                stamp=self.stamp)
+
+        return self._once(source_id, task, constraints, condition, "constraints", insert)
+
+    def _once(self, source_id: str, task: str, active: list[str], condition: str, what: str,
+              insert: Callable[[str], int]) -> int:
+        """The instruction imported before as ``source_id`` (the same one: else a ValueError), or the
+        one ``insert`` writes into this import's run, counted with its ``active`` constraints."""
+        known = self._imported_before(source_id, task, active, condition, what)
         if known is not None:
             return known
-        iid = imports.insert_imported_instruction(
-            self.store, run_id=run_id, source_id=source_id, domain=domain, condition=condition, main_task=task,
-            constraints=constraints, article_a=article_a, article_b=article_b, stamp=self.stamp)
+        iid = insert(self.summary.run_id)
         self.summary.added["instructions"] += 1
-        self.summary.added["constraints"] += len(constraints)
+        self.summary.added["constraints"] += len(active)
         self.new_instructions.append(iid)
         return iid
 
@@ -159,19 +168,14 @@ class ImportWriter:
     def revised_instruction(self, source_id: str, *, domain: str, condition: str, task: str, original: list[str],
                             revised: list[str], reason: str, article_a: int | None, article_b: int | None) -> int:
         """An instruction revised elsewhere: the revised list active, the original kept as its lineage."""
-        run_id = self.summary.run_id
-        known = self._imported_before(source_id, task, revised, condition, "revised constraints")
-        if known is not None:
-            return known
-        iid = imports.insert_imported_revision(
-            self.store, run_id=run_id, source_id=source_id, domain=domain, condition=condition, main_task=task,
-            original=original, revised=revised, reason=reason, article_a=article_a, article_b=article_b,
-            stamp=self.stamp)
-        self.summary.added["instructions"] += 1
-        self.summary.added["constraints"] += len(revised)
-        self.summary.added["revised constraints"] += sum(1 for text in revised if text not in original)
-        self.new_instructions.append(iid)
-        return iid
+        def insert(run_id: str) -> int:
+            self.summary.added["revised constraints"] += sum(1 for text in revised if text not in original)
+            return imports.insert_imported_revision(
+                self.store, run_id=run_id, source_id=source_id, domain=domain, condition=condition,
+                main_task=task, original=original, revised=revised, reason=reason, article_a=article_a,
+                article_b=article_b, stamp=self.stamp)
+
+        return self._once(source_id, task, revised, condition, "revised constraints", insert)
 
     def response_with_text(self, instruction_id: int, text: str) -> int | None:
         """The stored response to the instruction with exactly this text, whoever wrote it."""

@@ -22,8 +22,10 @@ class Params:
     logprobs: bool | None = None
     top_logprobs: int | None = None
     # Each message's content is a whole prompt (chat template applied), all sent as one completions
-    # request with a list ``prompt`` and scored for their next token: the reply's ``logprobs`` hold one
-    # entry per prompt (pipeline.llm.prompt_batch serves it on the embedded server; vLLM takes it too).
+    # request with a list ``prompt``: with ``logprobs``, scored for their next token (the reply's
+    # ``logprobs`` hold one entry per prompt); without, each written, and the completion's text is the
+    # JSON list of the replies, in the prompts' order (pipeline.llm.prompt_batch serves both on the
+    # embedded server; vLLM takes lists too).
     prompt_list: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -82,6 +84,19 @@ def reply_logprobs(choice: Any) -> list[dict[str, float]] | None:
             tops.setdefault(str(entry["token"]), float(entry["logprob"]))
         out.append(tops)
     return out
+
+
+def prompt_list_texts(response: Any, n: int) -> list[str] | None:
+    """Per prompt of a completions reply to ``n`` prompts, its written text (choices put in their
+    ``index`` order); None unless every prompt has exactly one."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if not isinstance(choices, list) or len(choices) != n:
+        return None
+    by_index = {c.get("index"): c.get("text") for c in choices if isinstance(c, dict)}
+    if sorted(k for k in by_index if isinstance(k, int)) != list(range(n)):
+        return None
+    texts = [by_index[i] for i in range(n)]
+    return [str(t) for t in texts] if all(isinstance(t, str) for t in texts) else None
 
 
 def prompt_list_logprobs(response: Any, n: int) -> list[dict[str, float]] | None:

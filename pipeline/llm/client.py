@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from pipeline.core.config import Config, Endpoint
@@ -35,14 +36,20 @@ from pipeline.llm.cache import cache_get, cache_key, cache_put
 from pipeline.llm.call import Completion, Params
 from pipeline.llm.pricing import Accounts, Usage, usage_scope
 from pipeline.llm.prompts import Template
-from pipeline.llm.structured import ReplyError, parse_json_lenient, repair_message, structured_format
+from pipeline.llm.structured import (
+    ReplyError,
+    accept_json,
+    parse_json_lenient,
+    repair_message,
+    structured_format,
+)
 from pipeline.llm.transport import Transport
 from pipeline.store.database import Store
 
 # The client's public names, wherever they are defined: callers import them from here.
 __all__ = [
-    "Completion", "EventHook", "LLMClient", "Params", "ReplyError", "Usage", "cache_key", "gather_limited",
-    "parse_json_lenient", "repair_message", "structured_format", "usage_scope",
+    "Completion", "EventHook", "LLMClient", "Params", "ReplyError", "Usage", "accept_json", "cache_key",
+    "gather_limited", "parse_json_lenient", "repair_message", "structured_format", "usage_scope",
 ]
 
 T = TypeVar("T")
@@ -84,7 +91,7 @@ class LLMClient:
         # Per endpoint: whether its replies carry the log-probabilities asked for (None: not known yet).
         self._logprobs: dict[str, bool] = {}
         self._lists_refused: set[str] = set()  # endpoints that refused a list of prompts (note_refused_lists)
-        self.transport = Transport(config, self.accounts, self._emit, local_base_url=local_base_url,
+        self.transport = Transport(config, self.accounts, self.emit, local_base_url=local_base_url,
                                    local_death=local_death, backoff_base_s=backoff_base_s,
                                    backoff_cap_s=backoff_cap_s)
 
@@ -104,31 +111,6 @@ class LLMClient:
     @local_base_url.setter
     def local_base_url(self, value: str | None) -> None:
         self.transport.local_base_url = value
-
-    @property
-    def local_death(self) -> Callable[[], str | None] | None:
-        """Asked on a connection error to the local endpoint: a report when its server died."""
-        return self.transport.local_death
-
-    @local_death.setter
-    def local_death(self, value: Callable[[], str | None] | None) -> None:
-        self.transport.local_death = value
-
-    @property
-    def backoff_base_s(self) -> float:
-        return self.transport.backoff_base_s
-
-    @backoff_base_s.setter
-    def backoff_base_s(self, value: float) -> None:
-        self.transport.backoff_base_s = value
-
-    @property
-    def backoff_cap_s(self) -> float:
-        return self.transport.backoff_cap_s
-
-    @backoff_cap_s.setter
-    def backoff_cap_s(self, value: float) -> None:
-        self.transport.backoff_cap_s = value
 
     # -- public API ---------------------------------------------------------------
     async def chat(
@@ -186,7 +168,7 @@ class LLMClient:
         except ValueError:
             # A batch reply that breaks the format stays with its batch request (never cached):
             # the repair round asks with the reply quoted, as online, in the next batch.
-            self.accounts.rejected(ep.name)
+            self.accounts.count(ep.name, "rejected")
             raise
         if self.use_cache:
             completion.call_id = cache_put(self.store, key, ep, template, messages, p, completion, self.run_id)
@@ -209,14 +191,7 @@ class LLMClient:
         ep = self.config.endpoint(endpoint) if isinstance(endpoint, str) else endpoint
         fmt = structured_format(ep, schema)
 
-        def accept(text: str) -> T:
-            try:
-                return validate(parse_json_lenient(text))
-            except ReplyError:
-                raise
-            except ValueError as exc:
-                raise ReplyError(str(exc), reply=text) from None
-
+        accept = partial(accept_json, validate=validate)
         return await self.chat_repaired(ep, messages, accept=accept, schema=schema, template=template,
                                         params=params, response_format=fmt, repair_rounds=repair_rounds)
 
@@ -249,7 +224,7 @@ class LLMClient:
             except ValueError as exc:
                 last_error = str(exc)
                 reply = getattr(exc, "reply", None)
-                self._emit("repair", f"{ep.name}: reply refused ({last_error}); repair round {attempt + 1}")
+                self.emit("repair", f"{ep.name}: reply refused ({last_error}); repair round {attempt + 1}")
                 convo = list(messages) + [
                     {"role": "assistant", "content": reply if reply is not None else "(unusable reply)"},
                     {"role": "user", "content": repair(last_error) if repair else repair_message(last_error, schema)},
@@ -270,7 +245,7 @@ class LLMClient:
             return
         self._logprobs[endpoint.name] = given
         if not given:
-            self._emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
+            self.emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
                                  "read the word it writes (no P(Yes), no calibration)")
 
     def refused_lists(self, endpoint: Endpoint) -> bool:
@@ -278,12 +253,12 @@ class LLMClient:
         return endpoint.name in self._lists_refused
 
     def note_refused_lists(self, endpoint: Endpoint, why: str) -> None:
-        """A list of prompts was refused: said once, and the endpoint's judge asks one call a
-        constraint from now on."""
+        """A list of prompts was refused: said once, and the endpoint is asked one prompt a call from
+        now on (its yes_no judge one call a constraint, the "more constraints" rounds one at a time)."""
         if endpoint.name not in self._lists_refused:
             self._lists_refused.add(endpoint.name)
-            self._emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; its yes_no judge asks "
-                                 f"one call a constraint ({why})")
+            self.emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; it is asked one "
+                                 f"prompt a call from now on ({why})")
 
     async def check_logprobs(self, endpoint: str | Endpoint) -> bool:
         """Ask the endpoint once (one token, cached like any call) whether it returns log-probabilities,
@@ -316,7 +291,7 @@ class LLMClient:
         --failed rebatch|online)."""
         from pipeline.core.errors import BatchPending
 
-        self.accounts.deferred(ep.name)
+        self.accounts.count(ep.name, "deferred")
         if queued in ("pending", "submitted", "failed"):
             raise BatchPending(ep.name, failed=queued == "failed")
         if self._deferred.add(key, ep, template, messages, params, self.run_id):
@@ -328,7 +303,7 @@ class LLMClient:
         key (another process deferred it) is left alone: nothing waiting or failed is queued twice."""
         return self._deferred.flush(self.store)
 
-    def _emit(self, kind: str, detail: str) -> None:
+    def emit(self, kind: str, detail: str) -> None:
         if self.on_event is not None:
             from pipeline.core.redact import redact
 

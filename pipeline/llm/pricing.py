@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pipeline.core.config import Endpoint
 from pipeline.llm.call import Completion
@@ -82,6 +82,10 @@ class usage_scope:
         _SCOPES.reset(self._token)
 
 
+# The events Accounts.count counts: Usage fields.
+Event = Literal["failures", "retries", "rejected", "deferred"]
+
+
 @dataclass
 class Accounts:
     """A client's counts: ``total`` and one Usage per endpoint (a pool and each of its members)."""
@@ -111,21 +115,9 @@ class Accounts:
                     u.batch_calls += 1
                     u.batch_cost += c.cost
 
-    def failed(self, name: str) -> None:
-        """A call given up on."""
-        self.of(name).failures += 1
-        self.total.failures += 1
-
-    def retried(self, name: str) -> None:
-        self.of(name).retries += 1
-        self.total.retries += 1
-
-    def rejected(self, name: str) -> None:
-        """A reply that broke the format."""
-        self.of(name).rejected += 1
-        self.total.rejected += 1
-
-    def deferred(self, name: str) -> None:
-        """A call left to a batch."""
-        self.of(name).deferred += 1
-        self.total.deferred += 1
+    def count(self, name: str, event: Event) -> None:
+        """One more ``event`` in the endpoint's counts and the total: a call given up on (failures),
+        tried again (retries), a reply that broke the format (rejected), a call left to a batch
+        (deferred)."""
+        for u in (self.of(name), self.total):
+            setattr(u, event, getattr(u, event) + 1)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pipeline.core.config import Endpoint
+
+T = TypeVar("T")
 
 
 def structured_format(ep: Endpoint, schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -29,6 +32,17 @@ class ReplyError(ValueError):
     def __init__(self, msg: str, reply: str | None = None) -> None:
         super().__init__(msg)
         self.reply = reply
+
+
+def accept_json(text: str, validate: Callable[[Any], T]) -> T:
+    """``validate`` of the reply's JSON (parse_json_lenient); whatever it refuses (a ValueError) is
+    a ReplyError carrying the reply, for the repair round."""
+    try:
+        return validate(parse_json_lenient(text))
+    except ReplyError:
+        raise
+    except ValueError as exc:
+        raise ReplyError(str(exc), reply=text) from None
 
 
 def parse_json_lenient(text: str) -> Any:

@@ -18,7 +18,13 @@ from typing import Any
 
 from pipeline.core.config import LOCAL, Config, Endpoint
 from pipeline.core.errors import EndpointError, LocalServerDied
-from pipeline.llm.call import Completion, prompt_list_logprobs, reply_cached_tokens, reply_logprobs
+from pipeline.llm.call import (
+    Completion,
+    prompt_list_logprobs,
+    prompt_list_texts,
+    reply_cached_tokens,
+    reply_logprobs,
+)
 from pipeline.llm.pools import Pools
 from pipeline.llm.pricing import Accounts, online_cost
 
@@ -120,7 +126,7 @@ class Transport:
                     reason = f"{member.name}: {reason}"
             except (EndpointError, LocalServerDied) as exc:
                 if not (ep.is_pool and isinstance(exc, EndpointError) and exc.member_fault):
-                    self.accounts.failed(ep.name)
+                    self.accounts.count(ep.name, "failures")
                     raise
                 self.pools.member_refused(ep, member, exc)
                 continue
@@ -132,7 +138,7 @@ class Transport:
                 return completion
             attempt += 1
             if attempt > ep.max_retries:
-                self.accounts.failed(ep.name)
+                self.accounts.count(ep.name, "failures")
                 where = "" if ep.is_pool else f" ({_safe_url(ep, self.local_base_url)}, model {ep.model})"
                 raise EndpointError(
                     f"endpoint '{ep.name}'{where}: gave up after {attempt} attempt(s); last error: {reason}"
@@ -143,7 +149,7 @@ class Transport:
                 delay = max(delay, min(retry_after, self.backoff_cap_s))
             if ep.is_pool and self.pools.state(ep).has_live_member(ep.members, member.name):
                 delay = 0.0  # another member can take it now; the failed one keeps its own pace
-            self.accounts.retried(ep.name)
+            self.accounts.count(ep.name, "retries")
             self._emit("retry", f"{ep.name}: {reason}; retry {attempt}/{ep.max_retries} in {delay:.1f}s")
             if delay:
                 await asyncio.sleep(delay)
@@ -171,11 +177,17 @@ class Transport:
                     # Serialised here (C encoder) rather than deep-copied and encoded by openai.
                     content = json.dumps(body, ensure_ascii=False).encode("utf-8")
                     response = await client.post(path, cast_to=object, content=content)
-                    if params.get("prompt_list"):
+                    if params.get("prompt_list") and params.get("logprobs"):
                         logprobs = prompt_list_logprobs(response, len(messages))
                         if logprobs is None:
                             raise _EmptyReply(f"a reply to {len(messages)} prompts without one scored choice each")
                         text = json.dumps([max(top, key=top.__getitem__) if top else "" for top in logprobs])
+                    elif params.get("prompt_list"):
+                        logprobs = None
+                        texts = prompt_list_texts(response, len(messages))
+                        if texts is None:
+                            raise _EmptyReply(f"a reply to {len(messages)} prompts without one written choice each")
+                        text = json.dumps(texts)
                     else:
                         text = _reply_text(response)
                         logprobs = reply_logprobs(response["choices"][0]) if params.get("logprobs") else None
@@ -266,9 +278,14 @@ class _Retryable(Exception):
 
 def _request(ep: Endpoint, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The path and body of a call: a chat completion, or for ``prompt_list`` one completions request
-    whose prompts are the messages' contents, each scored for one token (legacy ``logprobs``: a count)."""
+    whose prompts are the messages' contents, each scored for one token (with ``logprobs``: legacy
+    ``logprobs``, a count) or written (without)."""
     if not params.get("prompt_list"):
         return "/chat/completions", {"model": ep.model, "messages": messages, **params, **ep.extra_body}
+    if not params.get("logprobs"):  # written: each prompt's reply, sampled as a chat call's would be
+        rest = {k: v for k, v in params.items() if k != "prompt_list"}
+        return "/completions", {"model": ep.model, "prompt": [m["content"] for m in messages], **rest,
+                                **ep.extra_body}
     rest = {k: v for k, v in params.items() if k not in ("prompt_list", "logprobs", "top_logprobs", "max_tokens")}
     body = {"model": ep.model, "prompt": [m["content"] for m in messages], "max_tokens": 1,
             "logprobs": params.get("top_logprobs") or 1, **rest, **ep.extra_body}

@@ -13,6 +13,7 @@ from pipeline.analysis.copy_numbers import SINGLE, CopyNumbers, CopyTest
 from pipeline.analysis.report_model import condition_order
 from pipeline.core.definitions import SIGNIFICANCE
 from pipeline.core.intervals import ci
+from pipeline.outputs.charts import save_chart
 
 TITLE = ("copying: copy-paste score (each constraint's highest cosine with a response sentence, the research"
          " code's) and constraint-reference similarity, means with bootstrap 95% CI over instructions")
@@ -122,9 +123,6 @@ def copying_chart(numbers: CopyNumbers | None, out: Path) -> list[Path]:
         axes[0][0].set_ylabel("mean cosine (95% CI)")
         axes[0][0].legend(fontsize=8)
         fig.suptitle(f"{domain}: copying by condition (lower is less copy-paste)")
-        fig.tight_layout()
-        path = out / f"copying_{''.join(ch if ch.isalnum() else '_' for ch in domain) or 'all'}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        name = "".join(ch if ch.isalnum() else "_" for ch in domain) or "all"
+        written.append(save_chart(fig, out / f"copying_{name}.png"))
     return written

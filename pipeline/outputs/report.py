@@ -67,6 +67,7 @@ from pipeline.analysis.report_model import (
     report_warnings,
     validation_mark,
 )
+from pipeline.outputs.charts import save_chart
 from pipeline.outputs.copy_report import copying_chart, copying_rows
 from pipeline.outputs.models_report import models_json, models_rows
 from pipeline.outputs.report_text import empty_message, render, validation_caption, writer_label
@@ -235,11 +236,7 @@ def charts(report: Report, out: Path) -> list[Path]:
         ax.set_ylabel("constraints satisfied (%)")
         ax.set_title(f"{domain}: Org vs Core{f'@{ratio:g}' if ratio is not None else ''} (95% bootstrap CI)")
         ax.legend(fontsize=8, ncol=2, loc="lower right")
-        fig.tight_layout()
-        path = out / f"org_core_{_slug(domain)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_chart(fig, out / f"org_core_{_slug(domain)}.png"))
 
         if m.ratios:
             conds = sorted({g.condition for g in m.groups if g.domain == domain and g.ratio is not None}, key=condition_order)
@@ -272,11 +269,7 @@ def charts(report: Report, out: Path) -> list[Path]:
             axes[0][0].set_ylabel("constraints satisfied (%)")
             axes[0][-1].legend(fontsize=8)
             fig.suptitle(f"{domain}: depth profile (Core across summary ratios)")
-            fig.tight_layout()
-            path = out / f"depth_{_slug(domain)}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            written.append(path)
+            written.append(save_chart(fig, out / f"depth_{_slug(domain)}.png"))
     return written
 
 

@@ -37,7 +37,7 @@ from pipeline.analysis.support import LOCATED, locate_support
 from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, JUDGING_MODES
 from pipeline.core.errors import ParseError
 from pipeline.core.text import QuoteMatch, find_quote
-from pipeline.llm.client import LLMClient, ReplyError, parse_json_lenient
+from pipeline.llm.client import LLMClient, ReplyError, accept_json, parse_json_lenient
 from pipeline.llm.prompts import defuse, load_template, numbered
 from pipeline.store.database import UNANSWERED, Store, now
 from pipeline.store.generations import generation_text
@@ -380,12 +380,7 @@ class _Recorder:
 
 
 def _accept_single(text: str) -> dict[str, Any]:
-    try:
-        return _validate_single(parse_json_lenient(text))
-    except ReplyError:
-        raise
-    except ValueError as exc:
-        raise ReplyError(str(exc), reply=text) from None
+    return accept_json(text, _validate_single)
 
 
 def _validate_single(data: Any) -> dict[str, Any]:

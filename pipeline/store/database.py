@@ -15,7 +15,7 @@ import hashlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from functools import cached_property
@@ -215,6 +215,22 @@ def _read_only_uri(path: Path) -> str:
 
 def _has_foreign_tables(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
+
+
+def and_where(**filters: object) -> tuple[str, list[object]]:
+    """`` AND column = ?`` for each filter given a value, `` AND column IN (?, ...)`` for each given
+    a list of them; a filter left empty (None, "", []) is left out. The SQL and its parameters."""
+    sql, params = "", []
+    for column, value in filters.items():
+        if not value:
+            continue
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            sql += f" AND {column} IN ({', '.join('?' * len(value))})"
+            params += list(value)
+        else:
+            sql += f" AND {column} = ?"
+            params.append(value)
+    return sql, params
 
 
 def now() -> str:

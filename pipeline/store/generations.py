@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline.core.definitions import RATIO_TOLERANCE
-from pipeline.store.database import Store, now
+from pipeline.store.database import Store, and_where, now
 
 
 @dataclass(frozen=True)
@@ -123,16 +123,10 @@ def responses_to(store: Store, instruction_ids: Sequence[int], models: Sequence[
     model and id."""
     if not instruction_ids:
         return []
-    sql = (f"SELECT id, instruction_id, model, mode, words FROM generations WHERE kind = 'response'"
-           f" AND instruction_id IN ({', '.join('?' for _ in instruction_ids)})")
-    params: list[object] = list(instruction_ids)
-    if models:
-        sql += f" AND model IN ({', '.join('?' for _ in models)})"
-        params += list(models)
-    if mode:
-        sql += " AND mode = ?"
-        params.append(mode)
-    return [StoredResponse(*row) for row in store.conn.execute(sql + " ORDER BY instruction_id, model, id", params)]
+    where, params = and_where(instruction_id=list(instruction_ids), model=models, mode=mode)
+    return [StoredResponse(*row) for row in store.conn.execute(
+        "SELECT id, instruction_id, model, mode, words FROM generations WHERE kind = 'response'" + where
+        + " ORDER BY instruction_id, model, id", params)]
 
 
 def summaries_of(store: Store, response_ids: Sequence[int]) -> list[StoredSummary]:

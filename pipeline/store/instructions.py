@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.store.database import Store
+from pipeline.store.database import Store, and_where
 
 _COLUMNS = ("id, run_id, domain, condition, pair_id, article_a, article_b, main_task, n_constraints, status, error,"
             " base_generation_id, created_at")
@@ -157,21 +157,9 @@ def get_instruction(store: Store, instruction_id: int) -> Instruction | None:
 def finished_instruction_ids(store: Store, *, run_id: str | None = None, conditions: Sequence[str] | None = None,
                              domain: str | None = None, ids: Sequence[int] | None = None) -> list[int]:
     """Done instructions matching every filter given, in id order."""
-    sql = "SELECT id FROM instructions WHERE status = 'done'"
-    params: list[object] = []
-    if run_id:
-        sql += " AND run_id = ?"
-        params.append(run_id)
-    if conditions:
-        sql += f" AND condition IN ({', '.join('?' for _ in conditions)})"
-        params += list(conditions)
-    if domain:
-        sql += " AND domain = ?"
-        params.append(domain)
-    if ids:
-        sql += f" AND id IN ({', '.join('?' for _ in ids)})"
-        params += list(ids)
-    return [r[0] for r in store.conn.execute(sql + " ORDER BY id", params)]
+    where, params = and_where(run_id=run_id, condition=conditions, domain=domain, id=ids)
+    return [r[0] for r in store.conn.execute(
+        "SELECT id FROM instructions WHERE status = 'done'" + where + " ORDER BY id", params)]
 
 
 def any_instruction_with(store: Store, column: str, value: object) -> bool:

@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pipeline.core.definitions import DEFAULT_RATIO, RATIO_DIGITS, RATIO_TOLERANCE
 from pipeline.store.database import Store
@@ -338,51 +338,33 @@ def constraint_item_outcomes(store: Store, f: Filters, ratio: float = DEFAULT_RA
 # -- texts and the copied n-gram counts ----------------------------------------------------------
 
 
-def _chunks(ids: Sequence[Any]) -> Iterator[list[Any]]:
-    items = list(ids)
+def chunked_rows(store: Store, sql: str, keys: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql`` over the distinct ``keys``, a chunk of them at a time: ``sql`` names them
+    as ``IN ({marks})``, once or more."""
+    items = sorted(set(keys))
     for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
+        chunk = items[start : start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        yield from store.conn.execute(sql.format(marks=marks), chunk * sql.count("{marks}"))
 
 
-def _marks(chunk: Sequence[Any]) -> str:
-    return ",".join("?" * len(chunk))
-
-
-def text_bodies(store: Store, hashes: Sequence[str] | set[str]) -> dict[str, str]:
+def text_bodies(store: Store, hashes: Iterable[str]) -> dict[str, str]:
     """hash -> body of the stored texts among ``hashes`` (empty ones ignored)."""
-    out: dict[str, str] = {}
-    for chunk in _chunks(sorted({h for h in hashes if h})):
-        out.update(store.conn.execute(f"SELECT hash, body FROM texts WHERE hash IN ({_marks(chunk)})", chunk).fetchall())
-    return out
+    sql = "SELECT hash, body FROM texts WHERE hash IN ({marks})"
+    return dict(chunked_rows(store, sql, (h for h in hashes if h)))
 
 
-def generation_text_hashes(store: Store, generation_ids: Sequence[int]) -> dict[int, str]:
-    """generation id -> its text's hash."""
-    out: dict[int, str] = {}
-    for chunk in _chunks(sorted(set(generation_ids))):
-        out.update(store.conn.execute(
-            f"SELECT id, text_hash FROM generations WHERE id IN ({_marks(chunk)})", chunk).fetchall())
-    return out
-
-
-def article_text_hashes(store: Store, article_ids: Sequence[int]) -> dict[int, str]:
-    """article id -> its text's hash."""
-    out: dict[int, str] = {}
-    for chunk in _chunks(sorted(set(article_ids))):
-        out.update(store.conn.execute(
-            f"SELECT id, text_hash FROM articles WHERE id IN ({_marks(chunk)})", chunk).fetchall())
-    return out
+def text_hashes(store: Store, table: Literal["generations", "articles"],
+                ids: Iterable[int]) -> dict[int, str]:
+    """id -> its text's hash, of these generations or articles."""
+    return dict(chunked_rows(store, f"SELECT id, text_hash FROM {table} WHERE id IN ({{marks}})", ids))
 
 
 def refusal_flags(store: Store, generation_ids: Sequence[int]) -> dict[int, int]:
     """generation id -> its refusal flag, for the texts that have one (stores from before the flag
     have none)."""
-    out: dict[int, int] = {}
-    for chunk in _chunks(sorted(set(generation_ids))):
-        out.update(store.conn.execute(
-            f"SELECT id, refusal FROM generations WHERE refusal IS NOT NULL AND id IN ({_marks(chunk)})",
-            chunk).fetchall())
-    return out
+    sql = "SELECT id, refusal FROM generations WHERE refusal IS NOT NULL AND id IN ({marks})"
+    return dict(chunked_rows(store, sql, generation_ids))
 
 
 # (response hash, reference hash) -> (shared n-grams, copied words, words, longest span)
@@ -471,24 +453,17 @@ class ReportGeneration(NamedTuple):
 
 
 def report_instructions(store: Store, instruction_ids: Sequence[int]) -> dict[int, ReportInstruction]:
-    out: dict[int, ReportInstruction] = {}
-    for chunk in _chunks(instruction_ids):
-        for row in store.conn.execute(
-                "SELECT i.id, i.run_id, i.domain, i.condition, i.main_task, a.text_hash, b.text_hash"
-                " FROM instructions i LEFT JOIN articles a ON a.id = i.article_a LEFT JOIN articles b ON b.id = i.article_b"
-                f" WHERE i.id IN ({_marks(chunk)})", chunk):
-            out[row[0]] = ReportInstruction(*row)
-    return out
+    rows = chunked_rows(
+        store, "SELECT i.id, i.run_id, i.domain, i.condition, i.main_task, a.text_hash, b.text_hash"
+        " FROM instructions i LEFT JOIN articles a ON a.id = i.article_a"
+        " LEFT JOIN articles b ON b.id = i.article_b WHERE i.id IN ({marks})", instruction_ids)
+    return {row[0]: ReportInstruction(*row) for row in rows}
 
 
 def responses_and_summaries(store: Store, response_ids: Sequence[int]) -> dict[int, ReportGeneration]:
     """generation id -> the responses and their summaries (the summaries by parent), in id order."""
-    out: dict[int, ReportGeneration] = {}
-    for chunk in _chunks(response_ids):
-        marks = _marks(chunk)
-        for row in store.conn.execute(
-                "SELECT id, kind, instruction_id, model, coalesce(mode, ''), ratio, parent_id, text_hash, refusal"
-                f" FROM generations WHERE id IN ({marks}) OR (kind = 'summary' AND parent_id IN ({marks})) ORDER BY id",
-                chunk + chunk):
-            out[row[0]] = ReportGeneration(*row)
-    return out
+    rows = chunked_rows(
+        store, "SELECT id, kind, instruction_id, model, coalesce(mode, ''), ratio, parent_id, text_hash,"
+        " refusal FROM generations WHERE id IN ({marks})"
+        " OR (kind = 'summary' AND parent_id IN ({marks})) ORDER BY id", response_ids)
+    return {row[0]: ReportGeneration(*row) for row in rows}

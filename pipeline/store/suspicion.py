@@ -36,7 +36,7 @@ from pipeline.core.definitions import (
     copy_evidence_version,
 )
 from pipeline.store.database import Store
-from pipeline.store.metrics import LOCK
+from pipeline.store.metrics import LOCK, chunked_rows
 from pipeline.store.scores import (
     current_text_scores,
     drop_temp_scores,
@@ -45,9 +45,6 @@ from pipeline.store.scores import (
     rater_thresholds,
     uncertain_bounds_of,
 )
-
-# SQLite caps the number of bound parameters.
-_CHUNK = 500
 
 
 def _has_table(store: Store, name: str) -> bool:
@@ -143,16 +140,6 @@ def count_missing_copy_evidence(store: Store, *, run_id: str | None = None) -> i
             " ON c.instruction_id = r.instruction_id AND c.active = 1 WHERE r.kind = 'response'" + run_sql, params)
         return int(row.fetchone()[0])
     return int(store.conn.execute("SELECT count(*)" + _PAIRS.format(current=_current()) + run_sql, params).fetchone()[0])
-
-
-def text_bodies(store: Store, hashes: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    wanted = sorted({h for h in hashes if h})
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start:start + _CHUNK]
-        out.update(store.conn.execute(f"SELECT hash, body FROM texts WHERE hash IN ({','.join('?' * len(chunk))})",
-                                      chunk).fetchall())
-    return out
 
 
 def clear_copy_evidence(store: Store) -> int:
@@ -542,13 +529,10 @@ def constraint_flags(store: Store, constraint_ids: Sequence[int] | None = None) 
         for cid, flag in rows:
             out.setdefault(cid, []).append(flag)
     else:
-        ids = sorted(set(constraint_ids))
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start:start + _CHUNK]
-            for cid, flag in store.conn.execute(
-                    f"SELECT constraint_id, flag FROM constraint_flags WHERE constraint_id IN ({','.join('?' * len(chunk))})",
-                    chunk):
-                out.setdefault(cid, []).append(flag)
+        for cid, flag in chunked_rows(
+                store, "SELECT constraint_id, flag FROM constraint_flags WHERE constraint_id IN ({marks})",
+                constraint_ids):
+            out.setdefault(cid, []).append(flag)
     return {cid: tuple(sorted(flags)) for cid, flags in out.items()}
 
 

@@ -33,6 +33,7 @@ import dataclasses
 import json
 import os
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -88,6 +89,14 @@ def last_user_message(request: dict[str, Any]) -> str:
         if message.get("role") == "user":
             return str(message.get("content", ""))
     return ""
+
+
+def dead_url() -> str:
+    """An endpoint's base URL on a local port nothing listens on (it was free a moment ago)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def echo_responder(request: dict[str, Any]) -> Reply:
@@ -279,6 +288,8 @@ class FakeOpenAIServer:
             scripted = self.script.pop(0) if self.script else None
         if scripted is not None:
             return _as_reply(scripted)
+        if not request.get("logprobs") and int(request.get("max_tokens") or 16) > 1:
+            return self._written_list(request)
         top_n = int(request.get("logprobs") or 1)
         choices = []
         for i, prompt in enumerate(request["prompt"]):
@@ -303,6 +314,25 @@ class FakeOpenAIServer:
             usage["prompt_tokens_details"] = {"cached_tokens": min(cached, prompt_tokens)}
         body = {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
                 "model": request.get("model"), "choices": choices, "usage": usage}
+        return Reply(body=json.dumps(body).encode())
+
+    def _written_list(self, request: dict[str, Any]) -> Reply:
+        """A list of prompts to write (pipeline.llm.prompt_batch's generation): each answered by the
+        responder as the same prompt sent as a chat, with the request's sampling and its index."""
+        choices = []
+        for i, prompt in enumerate(request["prompt"]):
+            chat = {k: v for k, v in request.items() if k != "prompt"} | {"messages": chatml_messages(prompt),
+                                                                         "list_index": i}
+            reply = _as_reply(self.responder(chat))
+            if reply.status != 200:
+                return reply
+            choices.append({"text": reply.text, "index": i, "finish_reason": "stop", "logprobs": None})
+        prompt_tokens = sum(len(p) // 4 for p in request["prompt"])
+        written = sum(len(c["text"]) // 4 for c in choices)
+        body = {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
+                "model": request.get("model"), "choices": choices,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": written,
+                          "total_tokens": prompt_tokens + written}}
         return Reply(body=json.dumps(body).encode())
 
     # -- the Files and Batches APIs -------------------------------------------------------

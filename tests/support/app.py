@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.store.database import open_store
 from unspecific_tui.textual_check import private_import
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 STAMP = "2026-01-01T00:00:00+00:00"
 
@@ -122,13 +128,13 @@ def make_known_store(path: Path) -> Known:
     return Known(path, 1, 1, 3, 2, 4, 1, 2, 3, 4)
 
 
-async def settle(app, pilot) -> None:  # noqa: ANN001
-    """Wait for workers (analysis, counts) and the messages they post."""
+async def settle(app, pilot, rounds: int = 2) -> None:  # noqa: ANN001
+    """Wait for workers (analysis, counts) and the messages they post, ``rounds`` times over (the
+    second round: what the first one's messages started)."""
     await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(rounds):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
 
 
 async def goto(app, pilot, key: str):  # noqa: ANN001, ANN201
@@ -137,6 +143,15 @@ async def goto(app, pilot, key: str):  # noqa: ANN001, ANN201
     await pilot.press(key)
     await settle(app, pilot)
     return app.screen
+
+
+@asynccontextmanager
+async def on_screen(app, key: str, size: tuple[int, int]) -> AsyncIterator[Pilot]:  # noqa: ANN001
+    """``app`` running at ``size``, settled, on the screen ``key`` opens (a screen's number)."""
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await goto(app, pilot, key)
+        yield pilot
 
 
 def text_of(widget) -> str:  # noqa: ANN001
@@ -234,7 +249,7 @@ def screen_text(app) -> str:  # noqa: ANN001
     for y in sorted(lines, key=float):
         text = "".join(b for _, b in sorted(lines[y]))
         text = text.replace("&#160;", " ").replace("&amp;", "&")
-        out.append(text.replace("&lt;", "<").replace("&gt;", ">"))
+        out.append(text.replace("&lt;", "<").replace("&gt;", ">").replace("&#x27;", "'"))
     return "\n".join(out)
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
 
 from pipeline.core.config import parse_config
 from pipeline.llm.client import LLMClient
 from pipeline.stages.evaluate import EvaluateOptions, run_evaluate
-from pipeline.store.database import now
-from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
+from pipeline.store.database import now, open_store
+from tests.fakes.fake_server import FakeOpenAIServer, Responder, last_user_message
 
 KEYWORDS = ["harbour", "lantern", "ferry", "market", "storm", "bridge"]
 
@@ -104,6 +106,38 @@ def make_config(server: FakeOpenAIServer, *, models=("ma", "mb"), judges=("ja", 
     return parse_config({"endpoints": endpoints,
                          "roles": {"models_under_test": list(models), "judges": list(judges), "summarizer": "summ"},
                          "evaluate": {"response_words": 60, **(extra or {})}})
+
+
+def config_file(tmp_path: Path, base_url: str, *, endpoints: Sequence[str] = ("ma", "ja", "summ"),
+                judges: Sequence[str] = ("ja",), each: str = "", response_words: int | None = 60) -> Path:
+    """``make_config``'s world as the CLI reads it: unspecific.toml in ``tmp_path``, ``endpoints`` on
+    ``base_url`` without retries (``each``: more lines for every one), ma under test, summ summarizing."""
+    cfg = tmp_path / "unspecific.toml"
+    roles = f'[roles]\nmodels_under_test = ["ma"]\njudges = {json.dumps(list(judges))}\nsummarizer = "summ"\n'
+    cfg.write_text(
+        "\n".join(f'[endpoints.{n}]\nbase_url = "{base_url}"\nmodel = "model-{n}"\nmax_retries = 0\n{each}'
+                  for n in endpoints)
+        + roles + ("" if response_words is None else f"[evaluate]\nresponse_words = {response_words}\n"))
+    return cfg
+
+
+def instructions_at(store_path: Path, n: int, k: int) -> None:
+    """``make_instructions`` in the store at ``store_path``, closed again for the CLI to open."""
+    store = open_store(store_path)
+    make_instructions(store, n=n, k=k)
+    store.close()
+
+
+def evaluate_cli(store_path: Path, tmp_path: Path, responder: Responder,
+                 *args: str) -> tuple[int, FakeOpenAIServer]:
+    """`unspecific evaluate *args` on ``config_file``'s world, every endpoint answered by ``responder``:
+    the exit code and the (stopped) server."""
+    from pipeline.cli import main
+
+    with FakeOpenAIServer(responder) as server:
+        cfg = config_file(tmp_path, server.base_url)
+        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate", *args])
+    return code, server
 
 
 def roles_called(server: FakeOpenAIServer) -> Counter:

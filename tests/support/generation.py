@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.core.config import parse_config
+from pipeline.core.errors import ParseError
 from pipeline.core.text import count_words
-from pipeline.store.database import now
-from tests.fakes.fake_server import FakeOpenAIServer
+from pipeline.llm.client import LLMClient
+from pipeline.stages.generation import respond, summarize
+from pipeline.store.database import Store, now
+from tests.fakes.fake_server import FakeOpenAIServer, Responder
 
 BASE = "A constraint-blind draft about the harbour festival and its crowded quay at dawn."
 
@@ -35,3 +40,15 @@ def generation_config(server: FakeOpenAIServer):
     ep = {"base_url": server.base_url, "concurrency": 2, "max_retries": 0}
     return parse_config({"endpoints": {"m": {**ep, "model": "writer"}, "s": {**ep, "model": "summ"}},
                          "roles": {"models_under_test": ["m"], "summarizer": "s"}})
+
+
+async def no_summary(store: Store, responder: Responder, *, words: int, ratio: float, match: str) -> None:
+    """``responder`` writes model m's response of ``words`` words to instruction 1, then a summary at
+    ``ratio`` fails with a ParseError matching ``match``: no summary is stored."""
+    with FakeOpenAIServer(responder) as server:
+        client = LLMClient(generation_config(server), store)
+        gid, _ = await respond(store, client, 1, "m", "direct", words=words)
+        with pytest.raises(ParseError, match=match):
+            await summarize(store, client, gid, ratio, "s")
+        await client.aclose()
+    assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 0

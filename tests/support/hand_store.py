@@ -71,6 +71,24 @@ def build_hand_store(path: Path) -> Store:
     return store
 
 
+def report_store(path: Path) -> Path:
+    """A synthetic store at ``path`` for the report's tables: two models, two judges, four conditions,
+    three ratios, one domain, its similarity and copy evidence computed (suspicion has copy reasons)."""
+    from pipeline.stages.copy_evidence import compute_copy_evidence
+    from pipeline.stages.similarity import compute_similarities
+    from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+
+    build_synthetic_store(path, SyntheticSpec(n_instructions=24, n_constraints=8, ratios=(0.5, 0.25, 0.1),
+                                              domains=("news",)))
+    store = open_store(path)
+    try:
+        compute_similarities(store, None)
+        compute_copy_evidence(store)
+    finally:
+        store.close()
+    return path
+
+
 def many_store(tmp_path: Path, skill: dict[str, float], n: int = 40, seed: int = 0) -> Store:
     """n instructions, one response per model, verdicts drawn with the model's skill."""
     rng = np.random.default_rng(seed)

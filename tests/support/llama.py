@@ -1,9 +1,25 @@
 """The embedded model in this process (llama_cpp.Llama), as the server loads it: for tests that compare
-the server's patched paths with the library's own on the real model."""
+the server's patched paths with the library's own on the real model; and the refusals every server
+patch (pipeline/llm/fast_logprobs.py, prompt_batch.py, prompt_logits.py...) owes."""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
+
+import pytest
+
+
+def refuses_to_install(patch: ModuleType, off: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``patch.install`` changes nothing, raising its NotInstalled, when its switch says ``off`` and
+    on a llama-cpp-python it was not written for."""
+    import llama_cpp
+
+    with pytest.raises(patch.NotInstalled, match="turned off"):
+        patch.install({patch.SWITCH: off})
+    monkeypatch.setattr(llama_cpp, "__version__", "0.4.0")
+    with pytest.raises(patch.NotInstalled, match="0.4.0"):
+        patch.install({})
 
 
 def in_process_llama(n_ctx: int) -> Any:

@@ -40,7 +40,7 @@ from unspecific_tui.data import Analysis
 from unspecific_tui.messages import AnnotationSaved
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.annotate.head import judge_head, label_head
-from unspecific_tui.widgets.annotate.items import LABELS, Item, LabelQueue, load_items, waiting_for
+from unspecific_tui.widgets.annotate.items import LABELS, Item, LabelQueue, load_items
 from unspecific_tui.widgets.annotate.judge_check import JudgeCheck, verdicts_text
 from unspecific_tui.widgets.annotate.stats import AnnotateStats
 from unspecific_tui.widgets.footer import KeyFooter
@@ -289,12 +289,13 @@ class AnnotateScreen(AppScreen):
 
     def action_next_unlabelled(self) -> None:
         """u: the next item without this annotator's label (in the judge check: answer)."""
+        who = self.app.annotator
         if self.judges.on:
-            if self.judges.next_open(waiting_for(self.app.annotator, self._answers())):
+            if self.judges.to_next_undone(self._answers(), who):
                 self.show_judge_item()
             else:
                 self.notify("every item has your answer")
-        elif self.queue.next_open(waiting_for(self.app.annotator, self.app.view.labels())):
+        elif self.queue.to_next_undone(self.app.view.labels(), who):
             self.show()
         else:
             self.notify("every item has your label")

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 
 
 def _response_and_reference_hashes(store: Store, rows: list[Row]) -> tuple[dict[int, str], dict[int, str]]:
-    resp = reads.generation_text_hashes(store, [r.response_id for r in rows])
-    arts = reads.article_text_hashes(store, [a for r in rows for a in (r.article_a, r.article_b) if a is not None])
+    resp = reads.text_hashes(store, "generations", [r.response_id for r in rows])
+    references = [a for r in rows for a in (r.article_a, r.article_b) if a is not None]
+    arts = reads.text_hashes(store, "articles", references)
     return resp, arts
 
 

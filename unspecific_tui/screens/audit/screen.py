@@ -209,6 +209,7 @@ class AuditScreen(AppScreen):
         self.follower.pick(self.place, self._ratio())
 
     def action_mark(self, mark: str) -> None:
+        self._catch_up()  # a click's row, not yet shown, is the one the auditor marks
         self.follower.mark(self.shown, mark)
 
     # -- the list (widgets/audit/listing.py) ----------------------------------------------------
@@ -249,9 +250,14 @@ class AuditScreen(AppScreen):
     @on(AuditList.Picked)
     def _picked_row(self, event: AuditList.Picked) -> None:
         """The list's cursor moved (up/down, a click): its constraint's detail follows."""
-        cid = event.constraint_id
-        if cid == self.listing.cursor_constraint() and cid != self.shown.constraint_id \
-                and cid in self.place.pos:
+        if event.constraint_id == self.listing.cursor_constraint():
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """The list's cursor moved (a click) and its message is still on its way: show its row now,
+        so a key pressed meanwhile acts on the row the cursor is on, which the head then names."""
+        cid = self.listing.cursor_constraint() if self.body.list_visible() else None
+        if cid is not None and cid != self.shown.constraint_id and cid in self.place.pos:
             self.place.go(cid)
             self.refresh_constraint()
 

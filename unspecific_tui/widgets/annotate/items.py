@@ -7,7 +7,7 @@ the one shown, the plan and ratio they were read at and the app's context it las
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 SAMPLE_SHARE = 0.25  # pass-both items mixed in, relative to the flipped ones
 SAMPLE_MIN = 10
 LABELS = {"i": "integrated", "s": "superficial", "a": "ambiguous"}
-T = TypeVar("T")
 Given = Mapping[tuple[int, int], Mapping[str, object]]  # (constraint id, text id) -> annotator -> label
 
 
@@ -39,6 +38,20 @@ class Keyed(Protocol):
 def waiting_for(annotator: str, given: Given) -> Callable[[Keyed], bool]:
     """Whether an item still waits for ``annotator``'s label (or answer), by what was ``given``."""
     return lambda item: annotator not in given.get((item.constraint_id, item.generation_id), {})
+
+
+def next_undone(items: Sequence[Keyed], index: int, done: Given, annotator: str) -> int | None:
+    """The first item after ``index``, round the list (``index`` last), that ``annotator`` has not
+    labelled or answered in ``done`` ((constraint, text) -> annotator -> label); None when none."""
+    waiting = waiting_for(annotator, done)
+    for k in range(1, len(items) + 1):
+        i = (index + k) % len(items)
+        if waiting(items[i]):
+            return i
+    return None
+
+
+T = TypeVar("T", bound=Keyed)
 
 
 @dataclass(frozen=True)
@@ -81,7 +94,7 @@ def item_for(items: list[Item], context: Context) -> int | None:
 
 
 class Stepper(Generic[T]):
-    """Items and the one shown: moved by a step (held at the ends), or to the next one open."""
+    """Items and the one shown: moved by a step (held at the ends), or to the next one not done."""
 
     def __init__(self) -> None:
         self.items: list[T] = []
@@ -98,14 +111,13 @@ class Stepper(Generic[T]):
         self.index = max(0, min(len(self.items) - 1, self.index + step))
         return True
 
-    def next_open(self, is_open: Callable[[T], bool]) -> bool:
-        """On to the next item ``is_open`` (after the shown one, round to it); False when none is."""
-        for k in range(1, len(self.items) + 1):
-            i = (self.index + k) % len(self.items)
-            if is_open(self.items[i]):
-                self.index = i
-                return True
-        return False
+    def to_next_undone(self, done: Given, annotator: str) -> bool:
+        """On to the next item ``annotator`` has not labelled (answered) in ``done``, round the list;
+        False when every item is done."""
+        at = next_undone(self.items, self.index, done, annotator)
+        if at is not None:
+            self.index = at
+        return at is not None
 
 
 class LabelQueue(Stepper[Item]):
