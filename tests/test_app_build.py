@@ -74,7 +74,7 @@ async def select_stage(pilot, app, name: str) -> None:
 
 async def wait_idle(app, pilot) -> None:
     for _ in range(200):
-        if app.screen.running is None:
+        if app.screen.runner.running is None:
             break
         await asyncio.sleep(0.02)
     await settle(app, pilot)
@@ -88,12 +88,12 @@ async def test_runs_and_counts_shown(tmp_path):
         screen = app.screen
         runs = screen.query_one("#runs")
         assert runs.row_count == 1 and runs.get_row_at(0)[0] == "r1"
-        assert screen.counts["synthesize"] == 1 and screen.counts["respond"] == 2
-        assert screen.counts["summarize"] == 2 and screen.counts["judge"] == 24
+        assert screen.stages.counts["synthesize"] == 1 and screen.stages.counts["respond"] == 2
+        assert screen.stages.counts["summarize"] == 2 and screen.stages.counts["judge"] == 24
         assert "calls 12" in text_of(screen.query_one("#run-totals"))
         assert str(app.title).endswith(str(known.path)) and "r1" in app.sub_title
         # Stages absent from the registry are marked, not hidden.
-        assert screen.states["respond"] == "missing"
+        assert screen.stages.states["respond"] == "missing"
 
 
 async def test_step_then_continue(tmp_path):
@@ -110,14 +110,14 @@ async def test_step_then_continue(tmp_path):
         await pilot.press("full_stop")
         await wait_idle(app, pilot)
         assert calls == [1] and instructions_in(app, run_id) == 1
-        assert app.screen.states["synthesize"] == "paused"
+        assert app.screen.stages.states["synthesize"] == "paused"
         step_view = text_of(app.screen.query_one("#step-view"))
         assert "instructions +1" in step_view and "fake task 0" in step_view
         await pilot.press("s")  # continue to the end
         await wait_idle(app, pilot)
         assert calls == [1, None] and instructions_in(app, run_id) == TOTAL
-        assert app.screen.states["synthesize"] == "done"
-        assert app.screen.progress["synthesize"] == (TOTAL, TOTAL)
+        assert app.screen.stages.states["synthesize"] == "done"
+        assert app.screen.stages.progress["synthesize"] == (TOTAL, TOTAL)
 
 
 async def test_pause_and_resume(tmp_path):
@@ -129,18 +129,18 @@ async def test_pause_and_resume(tmp_path):
         await select_stage(pilot, app, "synthesize")
         await pilot.press("s")
         await pilot.pause()
-        assert app.screen.states["synthesize"] == "running"
+        assert app.screen.stages.states["synthesize"] == "running"
         await pilot.press("space")  # pause requested while the unit waits on the gate
-        assert app.screen.stop_flag.stopped
+        assert app.screen.runner.stop_flag.stopped
         gate.set()
         await wait_idle(app, pilot)
-        assert app.screen.states["synthesize"] == "paused"
+        assert app.screen.stages.states["synthesize"] == "paused"
         paused_at = instructions_in(app, "r1")
         assert 1 <= paused_at < TOTAL  # the unit in flight finished, no more
         await pilot.press("s")  # resume: only what is missing
         await wait_idle(app, pilot)
         assert instructions_in(app, "r1") == TOTAL
-        assert app.screen.states["synthesize"] == "done"
+        assert app.screen.stages.states["synthesize"] == "done"
 
 
 async def test_failed_stage_shows_error_and_app_keeps_running(tmp_path):
@@ -161,12 +161,12 @@ async def test_failed_stage_shows_error_and_app_keeps_running(tmp_path):
         await pilot.press("escape")
         await pilot.pause()
         build = app.screen
-        assert build.states["judge"] == "failed" and build.running is None
+        assert build.stages.states["judge"] == "failed" and build.runner.running is None
         # The run goes on: another stage starts fine.
         await select_stage(pilot, app, "synthesize")
         await pilot.press("s")
         await wait_idle(app, pilot)
-        assert build.states["synthesize"] == "done"
+        assert build.stages.states["synthesize"] == "done"
 
 
 async def test_missing_stage_reports_instead_of_crashing(tmp_path):
@@ -192,19 +192,20 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
         app = UnspecificApp(tmp_path / "s.sqlite", config=config)
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(app, pilot)
-            assert app.screen.states["synthesize"] == "idle"  # the real module is found
+            assert app.screen.stages.states["synthesize"] == "idle"  # the real module is found
             await pilot.press("n")  # a new run: asked first
             await goto(app, pilot, "y")
             run_id = app.run_id
             await select_stage(pilot, app, "synthesize")
             await pilot.press("full_stop")  # one pair: its single and eval instructions
             await wait_idle(app, pilot)
-            assert app.screen.states["synthesize"] == "paused", app.screen.query_one("#build-log").lines
+            log = app.screen.query_one("#build-log").lines
+            assert app.screen.stages.states["synthesize"] == "paused", log
             per_pair = instructions_in(app, run_id)  # single, eval (and the shared common source)
             assert per_pair >= 2
             step_view = text_of(app.screen.query_one("#step-view"))
             assert f"instructions +{per_pair}" in step_view and "constraints +" in step_view
-            written = app.screen.last_instruction
+            written = app.screen.written.last_instruction
             assert written is not None
             await pilot.press("a")  # inspect what the step wrote
             await settle(app, pilot)
@@ -217,7 +218,7 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
                 await select_stage(pilot, app, stage)
                 await pilot.press("s")
                 await wait_idle(app, pilot)
-                assert app.screen.states[stage] == "done", app.screen.query_one("#build-log").lines
+                assert app.screen.stages.states[stage] == "done", app.screen.query_one("#build-log").lines
             calls = store_rows(app, "SELECT calls FROM runs WHERE id = ?", (run_id,))[0][0]
             assert calls > 0  # usage recorded once, by the stages themselves
             revised = store_rows(app, "SELECT count(*) FROM constraints WHERE origin = 'revised'")[0][0]
@@ -227,7 +228,7 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
                 await select_stage(pilot, app, stage)
                 await pilot.press("s")
                 await wait_idle(app, pilot)
-                assert app.screen.states[stage] == "done", app.screen.query_one("#build-log").lines
+                assert app.screen.stages.states[stage] == "done", app.screen.query_one("#build-log").lines
             judged = store_rows(app, "SELECT count(*), sum(quote_found IS NOT NULL) FROM verdicts"
                                 " WHERE generation_id IN (SELECT id FROM generations WHERE kind = 'summary')")[0]
             assert judged[0] > 0 and judged[1] > 0

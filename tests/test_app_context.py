@@ -77,7 +77,7 @@ async def test_build_opens_on_the_latest_build_run_not_a_newer_evaluate_run(tmp_
         await settle(app, pilot)
         assert app.run_id == "r1"
         screen = app.screen
-        assert screen.counts["synthesize"] == 1 and screen.counts["judge"] > 0
+        assert screen.stages.counts["synthesize"] == 1 and screen.stages.counts["judge"] > 0
         assert screen.query_one("#runs").cursor_row == 1  # r1, below the newer evaluate run
 
 
@@ -92,5 +92,6 @@ async def test_build_shows_store_totals_when_no_build_run_exists(tmp_path):
         assert app.run_id is None
         screen = app.screen
         judged = store_rows(app, "SELECT count(*) FROM verdicts")[0][0]
-        assert (screen.counts["synthesize"], screen.counts["respond"], screen.counts["judge"]) == (1, 2, judged)
+        counts = screen.stages.counts
+        assert (counts["synthesize"], counts["respond"], counts["judge"]) == (1, 2, judged)
         assert "store totals" in text_of(screen.query_one("#run-totals"))

@@ -174,7 +174,7 @@ async def test_build_a_after_a_finished_run_opens_audit(tmp_path, size):
     app = one_writer_app(tmp_path)
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
-        assert app.current_mode == "build" and app.screen.last_instruction is None
+        assert app.current_mode == "build" and app.screen.written.last_instruction is None
         await pilot.press("a")
         await settle(app, pilot)
         assert app.current_mode == "audit" and app.screen.shown.instruction_id == 1

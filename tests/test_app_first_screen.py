@@ -35,7 +35,7 @@ async def test_the_first_paint_lists_the_runs(tmp_path):
         rows, totals = seen[0]
         # Listed from the app's view before the first paint, not by the worker after it.
         assert rows == 1 and "r1" in totals and "calls 12" in totals
-        assert app.screen.counts["judge"] == 24  # the counts still come, from the worker
+        assert app.screen.stages.counts["judge"] == 24  # the counts still come, from the worker
 
 
 async def test_selecting_a_run_updates_its_totals(tmp_path):

@@ -75,10 +75,10 @@ async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
     app = UnspecificApp(known.path, stages={}, annotator="ann", sample_seed=0)
     async with on_screen(app, "5", (160, 48)) as pilot:
         screen = app.screen
-        flipped = {(i.constraint_id, i.generation_id) for i in screen.items if i.flipped}
+        flipped = {(i.constraint_id, i.generation_id) for i in screen.queue.items if i.flipped}
         assert flipped == {(known.c2, known.response), (known.c1, edit), (known.c2, known.response_2)}
-        for _ in range(len(screen.items)):
-            item = screen.items[screen.index]
+        for _ in range(len(screen.queue.items)):
+            item = screen.queue.items[screen.queue.index]
             assert screen.shown == (item.generation_id, item.summary_id)
             response_pane = screen.query_one("#ann-response")._text.plain
             if item.generation_id in texts:
@@ -89,7 +89,7 @@ async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
             await pilot.press("s")
             await pilot.pause()
         labelled = set(store_rows(app, "SELECT constraint_id, generation_id FROM annotations"))
-        assert labelled == {(i.constraint_id, i.generation_id) for i in screen.items}
+        assert labelled == {(i.constraint_id, i.generation_id) for i in screen.queue.items}
 
 
 async def test_report_screen_names_the_mode(tmp_path):

@@ -174,11 +174,11 @@ async def test_annotation_saved_and_scores_update(tmp_path):
     async with on_screen(app, "5", (140, 40)) as pilot:
         screen = app.screen
         # Flipped: C2 for m1 and m2; pass-both sampled: C1 for m1 and m2.
-        assert {(i.constraint_id, i.model, i.flipped) for i in screen.items} == {
+        assert {(i.constraint_id, i.model, i.flipped) for i in screen.queue.items} == {
             (known.c2, "m1", True), (known.c2, "m2", True), (known.c1, "m1", False), (known.c1, "m2", False)}
         labels = {}
-        for _ in range(len(screen.items)):
-            item = screen.items[screen.index]
+        for _ in range(len(screen.queue.items)):
+            item = screen.queue.items[screen.queue.index]
             key = "s" if item.flipped and item.model == "m1" else "i"
             labels[(item.constraint_id, item.generation_id)] = key
             await pilot.press(key)
@@ -186,7 +186,7 @@ async def test_annotation_saved_and_scores_update(tmp_path):
         rows = store_rows(app, "SELECT constraint_id, generation_id, annotator, label FROM annotations")
         assert len(rows) == 4 and {r[2] for r in rows} == {"alice"}
         # The metric calls both flipped items superficial; alice agrees on one: precision 1/2, recall 1/1.
-        sc = screen.scores["alice"]
+        sc = screen.stats.scores["alice"]
         assert (sc.n, sc.precision.value, sc.recall.value) == (4, 0.5, 1.0)
         stats = text_of(screen.query_one("#ann-stats"))
         assert "0.50" in stats and "1.00" in stats
@@ -194,7 +194,7 @@ async def test_annotation_saved_and_scores_update(tmp_path):
         await pilot.press("e")
         await pilot.press(*"only in a detail", "enter")
         await pilot.pause()
-        item = screen.items[screen.index]
+        item = screen.queue.items[screen.queue.index]
         note = store_rows(app, "SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
                           " AND annotator = 'alice'", (item.constraint_id, item.generation_id))[0]
         assert note[1] == "only in a detail" and note[0] in ("superficial", "integrated")
@@ -212,13 +212,13 @@ async def test_kappa_between_annotators(tmp_path):
     app = UnspecificApp(known.path, stages={}, annotator="alice")
     async with on_screen(app, "5", (140, 40)) as pilot:
         screen = app.screen
-        assert ("alice", "bob") not in screen.kappas  # alice has no label yet
+        assert ("alice", "bob") not in screen.stats.kappas  # alice has no label yet
         bob = {(c, g): lab for c, g, _, lab in rows}
-        for _ in range(len(screen.items)):
-            item = screen.items[screen.index]
+        for _ in range(len(screen.queue.items)):
+            item = screen.queue.items[screen.queue.index]
             await pilot.press("s" if bob[(item.constraint_id, item.generation_id)] == "superficial" else "i")
             await pilot.pause()
-        k, n = screen.kappas[("alice", "bob")]
+        k, n = screen.stats.kappas[("alice", "bob")]
         assert n == 4 and k == pytest.approx(1.0)
 
 

@@ -21,17 +21,18 @@ async def test_annotate_serves_the_plan_and_its_labels_reach_the_report(tmp_path
     async with on_screen(app, "5", (140, 40)) as pilot:
         screen = app.screen
         # Exactly the plan, in its order: not the screen's own sample of every flipped item.
-        assert [(i.constraint_id, i.generation_id, i.summary_id) for i in screen.items] == \
+        assert [(i.constraint_id, i.generation_id, i.summary_id) for i in screen.queue.items] == \
             [(p.constraint_id, p.response_id, p.summary_id) for p in plan.items]
-        assert screen.plan == "pilot" and f"plan pilot · item 1/{len(plan.items)}" in text_of(screen.query_one("#ann-head"))
+        head = text_of(screen.query_one("#ann-head"))
+        assert screen.queue.plan == "pilot" and f"plan pilot · item 1/{len(plan.items)}" in head
         # The metric's call stays off the screen: the head names no stratum.
         assert "flipped" not in text_of(screen.query_one("#ann-head")).lower()
-        for _ in range(len(screen.items)):
-            item = screen.items[screen.index]
+        for _ in range(len(screen.queue.items)):
+            item = screen.queue.items[screen.queue.index]
             await pilot.press("s" if item.flipped else "i")
             await pilot.pause()
         # The panel scores by `validate report`'s rule (pipeline.analysis.validation.annotate_scores).
-        shown = screen.scores["alice"]
+        shown = screen.stats.scores["alice"]
         assert (shown.precision.value, shown.recall.value, shown.integrated.value) == (1.0, 1.0, 0.0)
     store = open_store(path)
     try:
@@ -58,7 +59,7 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
     async with on_screen(app, "5", (140, 40)) as pilot:
         await pilot.press("v")  # no judge plan yet: stays in labelling
         await pilot.pause()
-        assert not app.screen.judge_check
+        assert not app.screen.judges.on
     store = open_store(path)
     save_judge_plan(store, draw_judge_plan(store, per_stratum=2, seed=1))
     n = len(load_plan_items(store))
@@ -68,8 +69,8 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         await pilot.press("v")
         await pilot.pause()
         screen = app.screen
-        assert screen.judge_check and len(screen.judge_items) == n > 2
-        item = screen.judge_items[0]
+        assert screen.judges.on and len(screen.judges.items) == n > 2
+        item = screen.judges.items[0]
         head = text_of(screen.query_one("#ann-head"))
         assert "judge check" in head and f"{item.text_kind} #{item.generation_id}" in head
         verdicts = screen.query_one("#ann-summary")._text.plain
@@ -79,29 +80,29 @@ async def test_judge_check_hides_the_verdicts_until_answered(tmp_path):
         assert shown == app.view.instruction(item.instruction_id).generations[item.generation_id].text
         await pilot.press("n")  # No, in the judge check: saved, not a move
         await pilot.pause()
-        assert screen.judge_index == 0
+        assert screen.judges.index == 0
         assert app.view.text_labels()[(item.constraint_id, item.generation_id)] == {"alice": 0}
         verdicts = screen.query_one("#ann-summary")._text.plain
         assert "judge-a" in verdicts and "judge-b" in verdicts and "Hidden" not in verdicts
         assert "your answer: No" in text_of(screen.query_one("#ann-head"))
         await pilot.press("j", "y")
         await pilot.pause()
-        second = screen.judge_items[1]
+        second = screen.judges.items[1]
         assert app.view.text_labels()[(second.constraint_id, second.generation_id)] == {"alice": 1}
         assert f"alice: 2/{n} answered" in text_of(screen.query_one("#ann-stats"))
         await pilot.press("k", "u")  # from the first item: the next one without an answer
         await pilot.pause()
-        assert screen.judge_index == 2
+        assert screen.judges.index == 2
         await pilot.press("v")  # back to labelling: n moves again
         await pilot.pause()
-        assert not screen.judge_check
-        index = screen.index
+        assert not screen.judges.on
+        index = screen.queue.index
         await pilot.press("n")
         await pilot.pause()
-        assert screen.index == index + 1
+        assert screen.queue.index == index + 1
         await pilot.press("u")  # alice has labelled nothing: the next item
         await pilot.pause()
-        assert screen.index == (index + 2) % len(screen.items)
+        assert screen.queue.index == (index + 2) % len(screen.queue.items)
 
 
 async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):
@@ -122,11 +123,11 @@ async def test_report_screen_says_which_judges_are_unvalidated(tmp_path):
 def test_the_next_unlabelled_item_is_found_round_the_list() -> None:
     from types import SimpleNamespace
 
-    from unspecific_tui.screens.annotate_judges import _next_undone
+    from unspecific_tui.widgets.annotate.items import next_undone
 
     items = [SimpleNamespace(constraint_id=c, generation_id=10) for c in (1, 2, 3)]
     done = {(2, 10): {"alice": 1}, (3, 10): {"bob": 0}}
-    assert _next_undone(items, 0, done, "alice") == 2  # item 1 has alice's label: passed over
-    assert _next_undone(items, 2, done, "alice") == 0  # round the list
-    assert _next_undone(items, 1, {**done, (1, 10): {"alice": 0}}, "alice") == 2
-    assert _next_undone(items, 0, {(c, 10): {"alice": 1} for c in (1, 2, 3)}, "alice") is None
+    assert next_undone(items, 0, done, "alice") == 2  # item 1 has alice's label: passed over
+    assert next_undone(items, 2, done, "alice") == 0  # round the list
+    assert next_undone(items, 1, {**done, (1, 10): {"alice": 0}}, "alice") == 2
+    assert next_undone(items, 0, {(c, 10): {"alice": 1} for c in (1, 2, 3)}, "alice") is None

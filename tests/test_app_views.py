@@ -71,16 +71,16 @@ async def test_the_demo_bar_counts_instructions_ready_and_stages_do_not_reset_it
         screen = app.screen
         bar = screen.query_one("#stage-bar", ProgressBar)
         # Past the first instruction, into the second one's stages.
-        while screen.last_instruction != 1 or screen.progress.get("base") != (0, 1):
+        while screen.written.last_instruction != 1 or screen.stages.progress.get("base") != (0, 1):
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
         await pilot.pause()
         assert (bar.progress, bar.total) == (1, 4)  # one instruction of four: 25%, not a stage's 0%
         assert "1 of 4 instruction(s) ready" in str(screen.query_one("#stage-status").render())
-        assert screen.progress["synthesize"] == (0, 1)  # each stage's own progress is in its row
+        assert screen.stages.progress["synthesize"] == (0, 1)  # each stage's own progress is in its row
         go.touch()
         await settle(app, pilot)
-        while screen.running is not None:
+        while screen.runner.running is not None:
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
         assert (bar.progress, bar.total) == (4, 4)
@@ -125,13 +125,13 @@ async def test_annotate_opens_on_the_item_of_the_context_or_says_it_has_none(tmp
     app = UnspecificApp(_store(tmp_path), stages={})
     async with on_screen(app, "5", (160, 48)) as pilot:
         annotate = app.screen
-        items = annotate.items
+        items = annotate.queue.items
         assert len(items) > 3
         wanted = items[-2]  # not the item it starts on
         app.open_audit(wanted.instruction_id, wanted.writer, wanted.constraint_id)
         await settle(app, pilot)
         await goto(app, pilot, "5")
-        assert annotate.items[annotate.index] == wanted
+        assert annotate.queue.items[annotate.queue.index] == wanted
         assert annotate.context() == Context(wanted.instruction_id, wanted.writer, annotate.context().ratio,
                                              wanted.constraint_id)
         # An instruction with no item here: the item stays, and the screen says so.
@@ -141,7 +141,7 @@ async def test_annotate_opens_on_the_item_of_the_context_or_says_it_has_none(tmp
         app.context = Context(missing, wanted.writer)
         annotate.on_screen_resume()
         await pilot.pause()
-        assert annotate.items[annotate.index] == wanted
+        assert annotate.queue.items[annotate.queue.index] == wanted
         assert any(f"instruction #{missing} has no item" in str(n.message) for n in app._notifications)
 
 

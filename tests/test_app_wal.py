@@ -62,7 +62,7 @@ async def test_viewing_while_a_build_writes(tmp_path, readonly):
                 await settle(app, pilot)
             if not readonly:
                 await goto(app, pilot, "5")
-                if app.screen.items:
+                if app.screen.queue.items:
                     await pilot.press("s")
                     await pilot.pause()
                     assert store_rows(app, "SELECT count(*) FROM annotations")[0][0] == 1

@@ -125,11 +125,11 @@ async def test_the_app_runs_the_demo_and_offers_the_first_instruction_to_audit(t
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         screen = app.screen
-        assert screen.running is None  # the demo finished
+        assert screen.runner.running is None  # the demo finished
         log = "\n".join(str(line.text) for line in screen.query_one("#build-log").lines)
         assert "instruction #1 is judged on its response and summary" in log
         assert "demo finished: 1 instruction(s) ready to audit" in log
-        assert screen.states["judge"] == "done"
+        assert screen.stages.states["judge"] == "done"
         await goto(app, pilot, "a")
         assert isinstance(app.screen, AuditScreen)
 
@@ -145,7 +145,7 @@ async def test_quitting_stops_a_running_demo_at_once(tmp_path, monkeypatch):
         while app.demo is None or not app.demo.running:
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
-        while app.screen.last_instruction != 1:  # its first events arrived while it runs on
+        while app.screen.written.last_instruction != 1:  # its first events arrived while it runs on
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
         child = app.demo

@@ -451,7 +451,9 @@ def test_no_module_over_600_lines(path: Path) -> None:
 
 # Classes a reader can hold: none in the app over 300 lines. A class that grows past it is split by
 # concern: a screen into parts that own their state and speak by messages (Audit: the head, the list,
-# the detail and the follower in widgets/audit/), not into mixins sharing the screen's state.
+# the detail and the follower in widgets/audit/; Build: the runs, the stage table, the progress line,
+# what was written and the runner in widgets/build/; Annotate: the items, the judge check and the side
+# panel in widgets/annotate/), not into mixins sharing the screen's state.
 MAX_CLASS_LINES = 300
 
 
@@ -470,8 +472,8 @@ def test_no_app_class_over_300_lines() -> None:
 # screen built on project classes but AppScreen (mixins sharing the screen's state; parts are composed
 # instead). The screens still built so (issue 50) are named here: the lists only shrink.
 MAX_SCREEN_LINES = 400
-LONG_SCREENS = {"BuildScreen"}
-MIXED_SCREENS = {"AnnotateScreen", "BuildScreen", "CompareScreen"}
+LONG_SCREENS: set[str] = set()
+MIXED_SCREENS = {"CompareScreen"}
 SCREEN_BASE = "AppScreen"
 
 

@@ -110,8 +110,8 @@ async def test_compare_and_annotate_ask_the_rule(tmp_path: Path) -> None:
         assert screen.query_one("#cmp-a-summary")._text.plain == "(no summary at this ratio)"
 
         screen = await goto(app, pilot, "5")
-        assert screen.items, "the synthetic store has flipped constraints to label"
-        item = screen.items[screen.index]
+        assert screen.queue.items, "the synthetic store has flipped constraints to label"
+        item = screen.queue.items[screen.queue.index]
         summary = app.view.instruction(item.instruction_id).generations[item.summary_id]
         assert summary.ratio is not None
         context = screen.context()
@@ -123,7 +123,7 @@ async def test_compare_and_annotate_ask_the_rule(tmp_path: Path) -> None:
         assert elsewhere.ratio is not None
         # A plan's item, at its plan's ratio.
         assert screen._item_ratio(elsewhere) == view_ratio(stored, elsewhere.ratio)
-        assert screen._item_ratio(None) == view_ratio(stored, screen._ratio)
+        assert screen._item_ratio(None) == view_ratio(stored, screen.queue.ratio)
 
 
 def test_ratio_keys_have_one_rounding() -> None:

@@ -332,8 +332,8 @@ class UnspecificApp(AnalysisPart, PaintPart):
         stacks = self._screen_stacks.values() if app_names_ok(self) else [self.screen_stack]
         for stack in stacks:
             for screen in stack:
-                if isinstance(screen, BuildScreen) and screen.stop_flag is not None:
-                    screen.stop_flag.stop("app closed")
+                if isinstance(screen, BuildScreen) and screen.runner.stop_flag is not None:
+                    screen.runner.stop_flag.stop("app closed")
         self.exit()
 
     def action_help(self) -> None:
