@@ -248,6 +248,11 @@ class LLMClient:
             self.emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
                                  "read the word it writes (no P(Yes), no calibration)")
 
+    def takes_prompt_lists(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint`` may be sent one request of several whole prompts (ChatML, as the
+        client writes them): it speaks ChatML and has not refused a list in this client's life."""
+        return endpoint.chat_format in (None, "chatml") and not self.refused_lists(endpoint)
+
     def refused_lists(self, endpoint: Endpoint) -> bool:
         """Whether ``endpoint`` refused a request of several prompts in this client's life."""
         return endpoint.name in self._lists_refused

@@ -321,9 +321,8 @@ async def _judge_yes_no_listed(client: LLMClient, judge: str, text: str, constra
     from pipeline.llm.prompts import chatml
 
     endpoint = client.config.endpoint(judge)
-    if len(constraints) < 2 or not endpoint.judge_batch or endpoint.chat_format not in (None, "chatml") \
-            or client.gives_logprobs(endpoint) is False \
-            or client.refused_lists(endpoint):
+    if len(constraints) < 2 or not endpoint.judge_batch or not client.takes_prompt_lists(endpoint) \
+            or client.gives_logprobs(endpoint) is False:
         return None
     template = load_template(template_name("yes_no", endpoint.judge_format, endpoint.judge_prompt))
     prompts = [chatml(template.render(text=defuse(text), constraint=defuse(c))) for c in constraints]
