@@ -253,6 +253,14 @@ class LLMClient:
         client writes them): it speaks ChatML and has not refused a list in this client's life."""
         return endpoint.chat_format in (None, "chatml") and not self.refused_lists(endpoint)
 
+    def writes_lists_together(self, endpoint: Endpoint) -> bool:
+        """Whether independent replies (the "more constraints" rounds, a summary's sections) go to
+        ``endpoint`` as one list of prompts written together: its ``batch_generation`` is on and it
+        takes lists, and this client is neither pricing a dry run nor queueing for a batch API,
+        whose answers are one request each."""
+        return (endpoint.batch_generation and self.takes_prompt_lists(endpoint) and self.pricing is None
+                and not self.batch)
+
     def refused_lists(self, endpoint: Endpoint) -> bool:
         """Whether ``endpoint`` refused a request of several prompts in this client's life."""
         return endpoint.name in self._lists_refused

@@ -382,10 +382,8 @@ MAX_WAVE = 4
 
 
 def _wave_width(client: LLMClient, ep: Any, missing: int, rounds_left: int) -> int:
-    """How many rounds to ask at once: 1 unless the endpoint writes a list of prompts together (not
-    in a dry run's estimate or a batch API's queue, whose answers are one request each)."""
-    together = ep.batch_generation and client.takes_prompt_lists(ep) and client.pricing is None and not client.batch
-    if not together:
+    """How many rounds to ask at once: 1 unless the endpoint writes a list of prompts together."""
+    if not client.writes_lists_together(ep):
         return 1
     return max(1, min(rounds_left, -(-missing // MORE_CHUNK) + 1, MAX_WAVE))
 
