@@ -382,7 +382,7 @@ _CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
 # Its fields that are true or false: what each decides.
 _FLAGS = {
     "judge_batch": "whether a yes_no judge sends a text's constraints as one list of prompts",
-    "batch_generation": "whether independent rounds are written together as one list of prompts",
+    "batch_generation": "whether independent replies (rounds, summary sections) go as one list of prompts",
     "gbnf": "whether the server takes a GBNF `grammar` field",
 }
 
