@@ -15,31 +15,30 @@ elsewhere) and offers its own back as ``context()``.
 from __future__ import annotations
 
 import bisect
-import math
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Header, Static
 
 from pipeline.analysis.similarity import constraint_similarities
 from pipeline.analysis.trust import Trust
-from pipeline.core.definitions import next_ratio, passes, same_ratio
+from pipeline.core.definitions import next_ratio, passes
 from pipeline.store.view import Generation, InstructionData, Writer
 from unspecific_tui.context import Context
-from unspecific_tui.screens.compare_texts import (
+from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.bar import bar
+from unspecific_tui.widgets.compare import (
     SIDES,
-    CompareTexts,
+    CompareSides,
+    Sides,
+    Verdicts,
     markup_escape,
     second_writer,
     writer_label,
 )
-from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.fit import clip, natural_width, table_width, widths
 from unspecific_tui.widgets.footer import KeyFooter
-from unspecific_tui.widgets.refusal import refusal_mark
-from unspecific_tui.widgets.text_pane import TextPane
 
 # The table's columns: both sides' verdicts, the constraint's similarity to the closer reference
 # (pipeline.analysis.similarity), the constraint (the flexible column: clipped to what is left).
@@ -64,18 +63,8 @@ def _core_mark(item) -> Text:  # noqa: ANN001 - pipeline.analysis.metrics.Item o
     return _mark(item.summary_score)
 
 
-def _pct(value: float | None) -> str:
-    """A share as a whole percentage; "-" where there is none (None or NaN: not judged)."""
-    return "-" if value is None or math.isnan(value) else f"{100 * value:.0f}%"
 
-
-class CompareScreen(CompareTexts):
-    DEFAULT_CSS = """
-    CompareScreen .cmp-side { width: 1fr; height: 1fr; }
-    CompareScreen .cmp-totals { height: 1; padding: 0 1; }
-    CompareScreen .cmp-response { height: 2fr; min-height: 4; }
-    CompareScreen .cmp-summary { height: 1fr; min-height: 3; }
-    """
+class CompareScreen(AppScreen):
     BINDINGS = [
         Binding("right_square_bracket", "instruction(1)", "Next instr.", key_display="]"),
         Binding("left_square_bracket", "instruction(-1)", "Prev instr.", key_display="[", show=False),
@@ -96,40 +85,36 @@ class CompareScreen(CompareTexts):
         self.data: InstructionData | None = None
         self.row_cids: list[int] = []  # the constraints of the rows shown, in order
         # (constraint, generation) -> each rater's latest (judge, verdict, quote)
-        self.verdicts: dict[tuple[int, int], list[tuple[str, int | None, str]]] = {}
+        self.verdicts: Verdicts = {}
         # What the table shows per row: [(A Org, A Core, B Org, B Core)] as plain strings, for tests.
         self.cells: list[tuple[str, ...]] = []
-        # Each side's Org and Core totals as shown (for tests): {"a": ("67%", "33%"), ...}
-        self.totals: dict[str, tuple[str, str]] = {}
-        self.highlighted: dict[str, list[tuple[int, int]]] = {}
+        # Each side's response and summary, as loaded (the sides show them).
         self._texts: list[tuple[Generation | None, Generation | None]] = [(None, None), (None, None)]
-        self._rows_of: tuple[object, dict[int, list]] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="compare-head")
-        with Horizontal(id="compare-panes"):
-            for side in SIDES:
-                with Vertical(classes="cmp-side", id=f"cmp-side-{side}"):
-                    yield Static(id=f"cmp-{side}-totals", classes="cmp-totals")
-                    yield TextPane(f"Model {side.upper()}", id=f"cmp-{side}", classes="cmp-response")
-                    yield TextPane("Summary", id=f"cmp-{side}-summary", classes="cmp-summary")
+        yield CompareSides(id="compare-panes")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#compare-table", DataTable)
-        self.watch(self.app, "analysis", self._on_analysis, init=False)
         self._take_target()
         table.focus()
 
     def on_screen_resume(self) -> None:
         self._take_target()
 
-    def _on_analysis(self) -> None:
-        """The metrics arrived (or were recomputed): the totals follow."""
-        if self.data is not None:
-            self._render_totals(self._ratio())
+    @property
+    def highlighted(self) -> dict[str, list[tuple[int, int]]]:
+        """Each text's quoted spans (the sides' own, for tests)."""
+        return self.query_one(CompareSides).highlighted
+
+    @property
+    def totals(self) -> dict[str, tuple[str, str]]:
+        """Each side's Org and Core as shown (the sides' own, for tests)."""
+        return self.query_one(CompareSides).totals
 
     def _take_target(self) -> None:
         """Open on the target another screen set (its instruction, response and ratio)."""
@@ -153,8 +138,14 @@ class CompareScreen(CompareTexts):
         return Context(self.data.id, self.writers[0], self._ratio(), self._cursor_cid())
 
     def _cursor_cid(self) -> int | None:
-        row = self.query_one("#compare-table", DataTable).cursor_row
+        return self._cid_at(self.query_one("#compare-table", DataTable).cursor_row)
+
+    def _cid_at(self, row: int) -> int | None:
         return self.row_cids[row] if 0 <= row < len(self.row_cids) else None
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        # The cursor now, not the event's: a reload's clear() reports row 0 after the cursor was put back.
+        self.query_one(CompareSides).highlight(self._cid_at(event.data_table.cursor_row))
 
     # -- actions -------------------------------------------------------------------------
     def action_instruction(self, step: int) -> None:
@@ -238,9 +229,10 @@ class CompareScreen(CompareTexts):
         outcomes = [self.app.view.outcomes(data.id, w, ratio) if w and w in data.responses else {}
                     for w in self.writers]
         shown_ids = tuple(g.id for pair in self._texts for g in pair if g is not None)
-        self.verdicts = {}
+        verdicts: Verdicts = {}
+        self.verdicts = verdicts
         for v in self.app.view.latest_verdicts(shown_ids):
-            self.verdicts.setdefault((v.constraint_id, v.generation_id), []).append((v.judge, v.verdict, v.quote))
+            verdicts.setdefault((v.constraint_id, v.generation_id), []).append((v.judge, v.verdict, v.quote))
         active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
         similar = constraint_similarities(self.app.view, instruction_id=data.id)
         table = self.query_one("#compare-table", DataTable)
@@ -252,7 +244,8 @@ class CompareScreen(CompareTexts):
             cells: list[Text] = []
             for slot, (response, _) in enumerate(self._texts):
                 # The judges' mean (pipeline.analysis.trust): missing verdicts are left out, as the metrics do.
-                vs = [v[1] for v in self.verdicts.get((c.id, response.id), []) if v[1] is not None] if response else []
+                said = verdicts.get((c.id, response.id), []) if response else []
+                vs = [v[1] for v in said if v[1] is not None]
                 cells.append(_mark(Trust(yes=sum(vs), no=len(vs) - sum(vs)).mean))
                 cells.append(_core_mark(outcomes[slot].get(c.id)))
             plain = tuple(cell.plain for cell in cells)
@@ -267,10 +260,10 @@ class CompareScreen(CompareTexts):
         table.add_rows(rows)
         row = self._row_near(keep_cid, [c.id for c in active])
         self._render_head(data, ratio, len(active))
-        self._render_totals(ratio)
         if row:
             table.move_cursor(row=row, animate=False)  # highlights through RowHighlighted
-        self.highlight(row)
+        sides = Sides(data.id, (self.writers[0], self.writers[1]), tuple(self._texts), verdicts, self.ratio)
+        self.query_one(CompareSides).show(sides, self._cid_at(row))
 
     def _lay_out(self, table: DataTable, texts: list[str]) -> int:
         """Empty the table and size its columns to its width: the constraint column takes what the
@@ -309,42 +302,3 @@ class CompareScreen(CompareTexts):
         self.query_one("#compare-head", Static).update(
             f"[b]#{data.id}[/] {data.domain} · {data.condition} · [b]A[/]={writer_label(self.writers[0])}"
             f"  [b]B[/]={b} · summary {ratio:g}{listing}\n{markup_escape(data.main_task)}")
-
-    def _render_totals(self, ratio: float) -> None:
-        """Each side's Org and Core: the report's numbers (pipeline.analysis.metrics rows) once they
-        are computed; before that the store-wide pass's, at its own ratio only."""
-        self.totals = {}
-        for side, writer, (response, _) in zip(SIDES, self.writers, self._texts):
-            org, core = self._org_core(response, writer, ratio)
-            self.totals[side] = (_pct(org), _pct(core))
-            # Short enough for half of 80 columns: the pane titles below name the writer and the ratio.
-            line = Text.from_markup(f"[b]{side.upper()}[/] Org [b]{_pct(org)}[/] · Core [b]{_pct(core)}[/]"
-                                    f" [dim]at {ratio:g}[/]")
-            if response is not None and response.refusal:
-                line.append_text(refusal_mark())
-            self.query_one(f"#cmp-{side}-totals", Static).update(line)
-
-    def _org_core(self, response: Generation | None, writer: Writer | None,
-                  ratio: float) -> tuple[float | None, float | None]:
-        analysis = self.app.analysis
-        if response is None or writer is None or analysis is None:
-            return None, None
-        if analysis.metrics is not None:
-            rows = self._metric_rows(analysis.metrics).get(response.id, [])
-            at_ratio = next((r for r in rows if r.ratio is not None and same_ratio(r.ratio, ratio)), None)
-            full = at_ratio or next(iter(rows), None)
-            return (full.org if full else None), (at_ratio.core if at_ratio else None)
-        if same_ratio(analysis.ratio, ratio):
-            row = next((r for r in analysis.rows if r.response_id == response.id), None)
-            if row is not None:
-                return row.org, row.core
-        return None, None
-
-    def _metric_rows(self, metrics) -> dict[int, list]:  # noqa: ANN001 - pipeline.analysis.metrics.Metrics
-        """The metrics' rows by response, indexed once per computation (a benchmark has ~40,000)."""
-        if self._rows_of is None or self._rows_of[0] is not metrics:
-            index: dict[int, list] = {}
-            for r in metrics.rows:
-                index.setdefault(r.response_id, []).append(r)
-            self._rows_of = (metrics, index)
-        return self._rows_of[1]
