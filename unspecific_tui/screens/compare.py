@@ -8,6 +8,10 @@ both sides' Org verdict (the judges' mean on the full response) and Core call
 flipped, as Audit, Annotate and the report count it); ``d`` keeps only the rows where the two
 sides differ. Moving the cursor highlights that constraint's evidence quotes in all four texts.
 
+The sides (the texts, their highlights and the totals) are a part that owns its state,
+unspecific_tui.widgets.compare.CompareSides: the screen keeps the keys, the head and the table, and
+hands the sides what they show.
+
 The screen opens on the app's context (the instruction, response and ratio last shown
 elsewhere) and offers its own back as ``context()``.
 """
@@ -61,7 +65,6 @@ def _core_mark(item) -> Text:  # noqa: ANN001 - pipeline.analysis.metrics.Item o
     if item.flipped:
         return Text("FLIP", style="bold red")
     return _mark(item.summary_score)
-
 
 
 class CompareScreen(AppScreen):
