@@ -234,13 +234,15 @@ class CompareScreen(CompareTexts):
         self.data = data
         self._pick_writers(data.writers)
         ratio = self._ratio()
-        self._texts = [(data.responses.get(w), data.summary(w, ratio)) if w else (None, None) for w in self.writers]
+        self._texts = [(data.responses.get(w), data.summary(w, ratio)) if w else (None, None)
+                       for w in self.writers]
         outcomes = [self.app.view.outcomes(data.id, w, ratio) if w and w in data.responses else {}
                     for w in self.writers]
         shown_ids = tuple(g.id for pair in self._texts for g in pair if g is not None)
         self.verdicts = {}
         for v in self.app.view.latest_verdicts(shown_ids):
-            self.verdicts.setdefault((v.constraint_id, v.generation_id), []).append((v.judge, v.verdict, v.quote))
+            self.verdicts.setdefault((v.constraint_id, v.generation_id),
+                                     []).append((v.judge, v.verdict, v.quote))
         active = sorted((c for c in data.constraints.values() if c.active), key=lambda c: c.position or 0)
         similar = constraint_similarities(self.app.view, instruction_id=data.id)
         table = self.query_one("#compare-table", DataTable)
@@ -251,8 +253,10 @@ class CompareScreen(CompareTexts):
         for c in active:
             cells: list[Text] = []
             for slot, (response, _) in enumerate(self._texts):
-                # The judges' mean (pipeline.analysis.trust): missing verdicts are left out, as the metrics do.
-                vs = [v[1] for v in self.verdicts.get((c.id, response.id), []) if v[1] is not None] if response else []
+                # The judges' mean (pipeline.analysis.trust): missing verdicts are left out, as the metrics
+                # do.
+                vs = [v[1] for v in self.verdicts.get((c.id, response.id), [])
+                      if v[1] is not None] if response else []
                 cells.append(_mark(Trust(yes=sum(vs), no=len(vs) - sum(vs)).mean))
                 cells.append(_core_mark(outcomes[slot].get(c.id)))
             plain = tuple(cell.plain for cell in cells)
@@ -301,7 +305,8 @@ class CompareScreen(CompareTexts):
         return later[0] if later else max(0, len(self.row_cids) - 1)
 
     def _render_head(self, data: InstructionData, ratio: float, n_active: int) -> None:
-        listing = (f" · [b]rows that differ[/]: {len(self.row_cids)} of {n_active} (d: all)" if self.only_differ
+        listing = (f" · [b]rows that differ[/]: {len(self.row_cids)} of {n_active} (d: all)"
+                   if self.only_differ
                    else f" · {n_active} constraints (d: rows that differ)")
         # One response: B says so (its pane says what would fill it).
         b = writer_label(self.writers[1]) if self.writers[1] is not None or self.writers[0] is None else \
