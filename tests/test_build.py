@@ -12,10 +12,25 @@ import pytest
 from pipeline.core.config import Config
 from pipeline.core.progress import StopFlag
 from pipeline.llm.client import LLMClient
-from pipeline.stages.build import BuildOptions, run_base, run_build, run_revise, run_synthesize, start_build_run
+from pipeline.stages.build import (
+    BuildOptions,
+    run_base,
+    run_build,
+    run_revise,
+    run_synthesize,
+    start_build_run,
+)
 from pipeline.store.database import Store
 from tests.fakes.fake_server import FakeOpenAIServer
-from tests.fakes.responders import DUPLICATE, LEAKY, NEAR_DUPLICATE, ScriptedModel, config_toml, fake_config, make_store
+from tests.fakes.responders import (
+    DUPLICATE,
+    LEAKY,
+    NEAR_DUPLICATE,
+    ScriptedModel,
+    config_toml,
+    fake_config,
+    make_store,
+)
 
 N = 10
 

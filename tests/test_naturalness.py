@@ -11,7 +11,12 @@ from pipeline.analysis.metrics import naturalness_rates
 from pipeline.core.config import parse_config
 from pipeline.core.errors import CorpusError
 from pipeline.llm.client import LLMClient
-from pipeline.stages.naturalness import NaturalnessOptions, comparison_pairs, import_human_sets, run_naturalness
+from pipeline.stages.naturalness import (
+    NaturalnessOptions,
+    comparison_pairs,
+    import_human_sets,
+    run_naturalness,
+)
 from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
 

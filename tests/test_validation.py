@@ -22,7 +22,13 @@ import pytest
 from pipeline.analysis.metrics import constraint_items
 from pipeline.analysis.validation import ADJUDICATOR, validation_report
 from pipeline.analysis.validation_plan import PASSED_STRATUM, ValidationError, draw_plan, load_plan, save_plan
-from pipeline.analysis.validation_sheets import SHEET_COLUMNS, disagreements, import_sheets, sheet_rows, write_sheet
+from pipeline.analysis.validation_sheets import (
+    SHEET_COLUMNS,
+    disagreements,
+    import_sheets,
+    sheet_rows,
+    write_sheet,
+)
 from pipeline.cli import main
 from pipeline.store.database import Store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store

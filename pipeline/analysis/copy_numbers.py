@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.analysis.stats import DEFAULT_RESAMPLES, Interval, PairedTest, bootstrap_ratio, holm, paired_test
+from pipeline.analysis.stats import (
+    DEFAULT_RESAMPLES,
+    Interval,
+    PairedTest,
+    bootstrap_ratio,
+    holm,
+    paired_test,
+)
 from pipeline.store.echo import CopyCell, copy_cells
 from pipeline.store.metrics import Filters
 from pipeline.store.view import StoreReader, store_of

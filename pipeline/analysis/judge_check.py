@@ -38,7 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, bootstrap_ratio, kappa_from_counts
+from pipeline.analysis.stats import (
+    DEFAULT_RESAMPLES,
+    NAN_INTERVAL,
+    Interval,
+    bootstrap_ratio,
+    kappa_from_counts,
+)
 from pipeline.store.judge_checks import CheckItem, JudgeCheck
 
 SOURCE = "builtin"  # the judge_checks source of this check

@@ -60,7 +60,14 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.config import load_config
     from pipeline.core.definitions import DEFAULT_RATIO
     from pipeline.core.errors import UnspecificError
-    from pipeline.outputs.report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
+    from pipeline.outputs.report import (
+        ReportOptions,
+        build_report,
+        check_filters,
+        empty_message,
+        render,
+        write_outputs,
+    )
     from pipeline.outputs.report_text import write_csv_tables, write_format
     from pipeline.outputs.suspicion import REPORT_TOP
     from pipeline.store.generations import summary_ratios

@@ -410,7 +410,13 @@ def run_builtin_check(args: argparse.Namespace) -> int:
     import asyncio
     import json
 
-    from pipeline.analysis.judge_check import OWN_SOURCE, SOURCE, check_scores, load_check_file, selected_texts
+    from pipeline.analysis.judge_check import (
+        OWN_SOURCE,
+        SOURCE,
+        check_scores,
+        load_check_file,
+        selected_texts,
+    )
     from pipeline.cli.common import console, load_config_from, open_store_from
     from pipeline.core.errors import UnspecificError
     from pipeline.llm.pricing import spent_line

@@ -32,7 +32,14 @@ from typing import Any
 from pipeline.core.config import Config
 from pipeline.core.errors import LocalModelError, LocalServerDied
 from pipeline.core.processes import process_alive
-from pipeline.llm.model_file import EMBEDDED_NAME, MODEL_ALIAS, ByteProgress, cache_root, model_path, shipped_model
+from pipeline.llm.model_file import (
+    EMBEDDED_NAME,
+    MODEL_ALIAS,
+    ByteProgress,
+    cache_root,
+    model_path,
+    shipped_model,
+)
 from pipeline.llm.server_health import (
     PROOF_MIN_PROMPT_TOKENS,
     Proof,

@@ -36,7 +36,12 @@ from pipeline.store.articles import ArticleDomain, article_domain, articles_with
 from pipeline.store.constraints import active_constraints, insert_constraints
 from pipeline.store.database import Store, now
 from pipeline.store.imports import rollback
-from pipeline.store.instructions import comparable_sets, find_instruction, get_instruction, insert_reference_set
+from pipeline.store.instructions import (
+    comparable_sets,
+    find_instruction,
+    get_instruction,
+    insert_reference_set,
+)
 from pipeline.store.naturalness import Preference, judged_orders, put_preference
 
 HUMAN = "human"
