@@ -30,7 +30,8 @@ async def wait_for_first_screen(app: Any, timeout_s: float = 60.0) -> None:
     deadline = loop.time() + timeout_s
     while not app.screen.query("#runs") or not app.screen.query_one("#runs").row_count:
         if loop.time() > deadline:
-            raise TimeoutError(f"no first screen after {timeout_s:.0f} s; the app shows {type(app.screen).__name__}")
+            raise TimeoutError(f"no first screen after {timeout_s:.0f} s; the app shows "
+                               f"{type(app.screen).__name__}")
         await asyncio.sleep(0.005)
 
 

@@ -100,16 +100,20 @@ def main() -> int:
     r = asyncio.run(measure(path, (width, height)))
     ok_queue = r["queue_ready_s"] < QUEUE_TARGET_S
     ok_next = r["next_p95_ms"] < NEXT_TARGET_MS
-    print(f"store: {path}, terminal {args.size}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"store: {path}, terminal {args.size}; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs")
     print(f"queue open        {r['queue_ready_s'] * 1000:7.0f} ms   target < {QUEUE_TARGET_S * 1000:.0f} ms"
           f"   {'OK' if ok_queue else 'SLOW'}  ({int(r['queue_rows']):,} suspects; ranking in the worker"
           f" {r['queue_worker_s'] * 1000:.0f} ms)")
-    print(f"next item (n)     median {r['next_median_ms']:5.1f} ms, p95 {r['next_p95_ms']:5.1f} ms   target p95 <"
-          f" {NEXT_TARGET_MS:.0f} ms   {'OK' if ok_next else 'SLOW'}  ({int(r['next_moves'])} moves, key to repaint,"
+    print(f"next item (n)     median {r['next_median_ms']:5.1f} ms, p95 "
+          f"{r['next_p95_ms']:5.1f} ms   target p95 <"
+          f" {NEXT_TARGET_MS:.0f} ms   {'OK' if ok_next else 'SLOW'}  ({int(r['next_moves'])} "
+          "moves, key to repaint,"
           f" each {READ_S * 1000:.0f} ms after the last paint)")
     print(f"  back to back    median {r['next_fast_median_ms']:5.1f} ms, p95 {r['next_fast_p95_ms']:5.1f} ms"
           f"   (each {GAP_S * 1000:.0f} ms after the last paint: the next item's rows not read ahead)")
-    print(f"scripted auditor  {int(r['confirmed'])} confirmed in {int(r['keys'])} keys: {r['keys_per_item']:.2f} keys"
+    print(f"scripted auditor  {int(r['confirmed'])} confirmed in {int(r['keys'])} keys: "
+          f"{r['keys_per_item']:.2f} keys"
           f" per item (enter, then y per item), {r['confirm_s']:.1f} s")
     return 0 if ok_queue and ok_next and r["confirmed"] == CONFIRM else 1
 

@@ -99,20 +99,25 @@ def build_store(path: Path, seed: int = 35) -> None:
     ids = []
     for k, (title, text) in enumerate(arts[:4], 1):
         body = text.split("\n", 2)[-1].strip()
-        conn.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status, imported_at)"
-                     " VALUES (?, 'bbc-news', 'news', ?, ?, ?, ?, 'kept', ?)",
+        conn.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, "
+                     "status, imported_at) VALUES (?, 'bbc-news', 'news', ?, ?, ?, ?, 'kept', ?)",
                      (k, f"business/{k:03d}", title, store.put_text(body), len(body.split()), STAMP))
         ids.append((k, body))
     iid = cid = gid = 0
     for p, ((a_id, a_body), (b_id, b_body)) in enumerate(((ids[0], ids[1]), (ids[2], ids[3])), 1):
-        conn.execute("INSERT INTO pairs(id, domain, rule, params, article_a, article_b, cosine, rank, candidates,"
-                     " created_at) VALUES (?, 'news', 'paper', '{}', ?, ?, 0.78, 1, '[]', ?)", (p, a_id, b_id, STAMP))
+        conn.execute("INSERT INTO pairs(id, domain, rule, params, article_a, article_b, "
+                     "cosine, rank, candidates,"
+                     " created_at) VALUES (?, 'news', 'paper', '{}', ?, ?, 0.78, 1, '[]', ?)",
+                     (p, a_id, b_id, STAMP))
         for condition in ("single", "none", "direct", "eval"):
             iid += 1
-            conn.execute("INSERT INTO instructions(id, run_id, domain, condition, pair_id, article_a, article_b,"
-                         " main_task, n_constraints, status, created_at) VALUES (?, 'walk', 'news', ?, ?, ?, ?, ?, 39,"
+            conn.execute("INSERT INTO instructions(id, run_id, domain, condition, pair_id, "
+                         "article_a, article_b,"
+                         " main_task, n_constraints, status, created_at) VALUES (?, 'walk', "
+                         "'news', ?, ?, ?, ?, ?, 39,"
                          " 'done', ?)", (iid, condition, p, a_id, None if condition == "single" else b_id,
-                                         "Write a news article about a company's results and what they mean.", STAMP))
+                                         "Write a news article about a company's results and what they mean.",
+                                         STAMP))
             sources = _sentences(a_body) + ([] if condition == "single" else _sentences(b_body))
             leak_share = {"single": 0.2, "none": 0.15, "direct": 0.08, "eval": 0.1}[condition]
             active: list[tuple[int, str, str | None]] = []  # (id, text, the reference sentence it leaks)
@@ -128,7 +133,8 @@ def build_store(path: Path, seed: int = 35) -> None:
                 else:
                     text = generic[(pos - 1) % len(generic)]
                     active.append((cid, text, None))
-                conn.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active, created_at)"
+                conn.execute("INSERT INTO constraints(id, instruction_id, position, text, "
+                             "origin, active, created_at)"
                              " VALUES (?, ?, ?, ?, 'synthesized', 1, ?)", (cid, iid, pos, text, STAMP))
             for model, paste in (("small-model", 0.85), ("large-model", 0.15)):
                 for mode in ("direct", "edit"):
@@ -139,14 +145,16 @@ def build_store(path: Path, seed: int = 35) -> None:
                             sents.insert(rng.randrange(len(sents) + 1), sentence)
                             pasted.add(c)
                         elif not sentence and rng.random() < (0.15 if model == "small-model" else 0.05):
-                            sents.insert(rng.randrange(len(sents) + 1), "This report will " + text[0].lower() + text[1:])
+                            sents.insert(rng.randrange(len(sents) + 1), "This report will "
+                                         + text[0].lower() + text[1:])
                             pasted.add(c)
                     if mode == "edit":
                         sents = sents[1:] + sents[:1]
                     body = " ".join(sents)
                     gid += 1
                     rid = gid
-                    conn.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, text_hash, words,"
+                    conn.execute("INSERT INTO generations(id, kind, instruction_id, model, "
+                                 "mode, text_hash, words,"
                                  " created_at) VALUES (?, 'response', ?, ?, ?, ?, ?, ?)",
                                  (rid, iid, model, mode, store.put_text(body), len(body.split()), STAMP))
                     kept_by: dict[float, list[str]] = {}
@@ -155,9 +163,12 @@ def build_store(path: Path, seed: int = 35) -> None:
                         kept_by[ratio] = kept
                         gid += 1
                         summary = " ".join(kept)
-                        conn.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id,"
-                                     " text_hash, words, created_at) VALUES (?, 'summary', ?, 'summarizer', '', ?, ?,"
-                                     " ?, ?, ?)", (gid, iid, ratio, rid, store.put_text(summary), len(summary.split()),
+                        conn.execute("INSERT INTO generations(id, kind, instruction_id, model, "
+                                     "mode, ratio, parent_id,"
+                                     " text_hash, words, created_at) VALUES (?, 'summary', ?, "
+                                     "'summarizer', '', ?, ?,"
+                                     " ?, ?, ?)",
+                                     (gid, iid, ratio, rid, store.put_text(summary), len(summary.split()),
                                                    STAMP))
                         _judge(conn, rng, gid, active, kept, pasted, full=False)
                     _judge(conn, rng, rid, active, sents, pasted, full=True)
@@ -168,12 +179,14 @@ def build_store(path: Path, seed: int = 35) -> None:
     store.close()
 
 
-def _judge(conn, rng: random.Random, gen: int, active, sents: list[str], pasted: set[int], *, full: bool) -> None:  # noqa: ANN001
+def _judge(conn, rng: random.Random, gen: int, active,  # noqa: ANN001
+           sents: list[str], pasted: set[int], *, full: bool) -> None:
     """Two judges: Yes when the text holds what the constraint names (a pasted sentence), or, for a
     generic constraint, by chance (more often on the full response); a split and a missing quote now
     and then."""
     for c, _text, sentence in active:
-        holds = (sentence in sents) if sentence else (c in pasted and any("This report will" in s for s in sents))
+        holds = (sentence in sents) if sentence else (c in pasted
+                                                      and any("This report will" in s for s in sents))
         yes = holds or rng.random() < (0.55 if full else 0.25)
         for judge in ("judge-a", "judge-b"):
             said = yes if rng.random() > 0.08 else not yes
@@ -182,12 +195,16 @@ def _judge(conn, rng: random.Random, gen: int, active, sents: list[str], pasted:
                 found = "missing" if rng.random() < 0.05 else "exact"
                 if found == "missing":
                     quote = "the company confirmed the figures later"
-                conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
-                             " verdict, quote, reason, quote_found, created_at) VALUES (?, ?, ?, 'batched', 'walk',"
+                conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, "
+                             "judging_mode, prompt_hash,"
+                             " verdict, quote, reason, quote_found, created_at) VALUES (?, ?, "
+                             "?, 'batched', 'walk',"
                              " 1, ?, '', ?, ?)", (gen, c, judge, " ".join(quote.split()[:10]), found, STAMP))
             else:
-                conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
-                             " verdict, quote, reason, quote_found, created_at) VALUES (?, ?, ?, 'batched', 'walk',"
+                conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, "
+                             "judging_mode, prompt_hash,"
+                             " verdict, quote, reason, quote_found, created_at) VALUES (?, ?, "
+                             "?, 'batched', 'walk',"
                              " 0, '', 'not addressed', NULL, ?)", (gen, c, judge, STAMP))
 
 
@@ -229,7 +246,8 @@ async def walk(path: Path, items: int, screens: Path) -> dict[str, object]:
         for k in range(items):
             row = audit.shown.row
             count = row.copy if row else None
-            decision = "y" if count is not None and count.from_reference and row.outcome != "fails full" else "d"
+            decision = ("y" if count is not None and count.from_reference
+                        and row.outcome != "fails full" else "d")
             decisions.append((audit.shown.instruction_id or 0, audit.shown.constraint_id or 0,
                               audit.shown.writer.label if audit.shown.writer else "-",
                               count.sentence() if count else "", decision))
@@ -259,11 +277,13 @@ def main() -> int:
     print(f"built the walk's store in {time.perf_counter() - t:.1f} s -> {path}")
     t = time.perf_counter()
     result = asyncio.run(walk(path, args.items, Path(args.screens)))
-    print(f"{result['suspects']} suspects, {result['copy_suspects']} with copy evidence; {args.items} items marked"
+    print(f"{result['suspects']} suspects, {result['copy_suspects']} with copy evidence; "
+          f"{args.items} items marked"
           f" ({result['confirmed']} confirmed, {result['dismissed']} dismissed) in {result['keys']} keys"
           f" (including the 9 to open, look around and come back), {time.perf_counter() - t:.1f} s scripted")
     for iid, cid, writer, said, decision in result["decisions"]:  # type: ignore[union-attr]
-        print(f"  #{iid} c{cid} {writer}: {'confirm' if decision == 'y' else 'dismiss'} - {said or 'nothing copied'}")
+        print(f"  #{iid} c{cid} {writer}: {'confirm' if decision == 'y' else 'dismiss'} - "
+              f"{said or 'nothing copied'}")
     print(f"screens: {args.screens}")
     return 0
 

@@ -40,7 +40,8 @@ def serve(conn) -> None:
 def prompt(i: int) -> list[dict[str, str]]:
     body = f"Text number {i}. " + ("The council met and argued about money and the library. " * 24)
     return [{"role": "system", "content": "You judge numbered constraints."},
-            {"role": "user", "content": body + "\n" + "\n".join(f"{k}. constraint {k} of {i}" for k in range(1, 21))}]
+            {"role": "user", "content": body + "\n"
+             + "\n".join(f"{k}. constraint {k} of {i}" for k in range(1, 21))}]
 
 
 async def main() -> None:
@@ -67,7 +68,8 @@ async def main() -> None:
                            "roles": {"judges": judges}})
     n = args.instructions * args.models
     calls = [(j, prompt(i)) for i in range(n) for j in judges]
-    print(f"{len(calls):,} judge calls ({args.instructions:,} instructions x {args.models} models x {args.judges} judges)")
+    print(f"{len(calls):,} judge calls ({args.instructions:,} instructions x {args.models} models x "
+          f"{args.judges} judges)")
     tmp = Path(tempfile.mkdtemp())
     path = tmp / "store.sqlite"
     store = open_store(path)
@@ -85,8 +87,8 @@ async def main() -> None:
     t = time.perf_counter()
     sent = await B.submit_stage(store, config)
     submit_s = time.perf_counter() - t
-    print(f"submitted {len(sent)} batch(es) in {submit_s:.1f}s: requests per batch {[s.requests for s in sent]}, "
-          f"MB per file {[round(s.bytes / 1e6, 1) for s in sent]}")
+    print(f"submitted {len(sent)} batch(es) in {submit_s:.1f}s: requests per batch "
+          f"{[s.requests for s in sent]}, MB per file {[round(s.bytes / 1e6, 1) for s in sent]}")
 
     # 2. Killed between submit and collect: a new process (here a new handle) collects.
     store.close()
@@ -114,7 +116,8 @@ async def main() -> None:
     B.ingest_lines = real
     got = await B.collect(store, config)
     filed = B.status(store)["requests"]
-    print(f"collect after the kill: {got.ingested.done:,} filed, {got.ingested.duplicates:,} already filed before "
+    print(f"collect after the kill: {got.ingested.done:,} filed, {got.ingested.duplicates:,} "
+          "already filed before "
           f"the kill; requests now {filed}")
     t = time.perf_counter()
     # The time to file results, measured alone on a fresh copy of the lines: undo and file again.
@@ -145,16 +148,19 @@ async def main() -> None:
     online_cost = (pt * 2.5 + ct * 10.0) / 1e6
     freed = store.scalar("PRAGMA freelist_count") * store.scalar("PRAGMA page_size")
     if os.environ.get("BENCH_DBSTAT"):
-        for row in store.conn.execute("SELECT name, sum(pgsize), sum(unused) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 8"):
+        for row in store.conn.execute("SELECT name, sum(pgsize), sum(unused) FROM dbstat GROUP BY name "
+                                      "ORDER BY 2 DESC LIMIT 8"):
             print("  ", row)
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     size = sum(os.path.getsize(p) for p in tmp.glob("store.sqlite*"))
     repeated = server["answered"] - server["distinct"] + server["online"]
     print(f"calls asked twice after the kills: {repeated} (target 0); batches created {server['creates']}")
-    print(f"store: {size / 1e6:.1f} MB for {len(calls):,} cached calls ({size / len(calls) / 1e3:.1f} kB a call; "
+    print(f"store: {size / 1e6:.1f} MB for {len(calls):,} cached calls "
+          f"({size / len(calls) / 1e3:.1f} kB a call; "
           f"{freed / 1e6:.1f} MB of it free pages the batch requests' bodies left, reused by later calls)")
-    print(f"cost: batch ${batch_cost:.2f} against online ${online_cost:.2f} = {batch_cost / online_cost:.2f}x (target 0.5x)")
+    print(f"cost: batch ${batch_cost:.2f} against online ${online_cost:.2f} = "
+          f"{batch_cost / online_cost:.2f}x (target 0.5x)")
     print(f"client CPU per call: deferring {defer_cpu / len(calls) * 1e3:.3f} ms, taking the answer "
           f"{take_cpu / len(calls) * 1e3:.3f} ms")
 

@@ -45,17 +45,20 @@ class Result:
     latencies: list[float]
 
 
-async def run_calls(base_url: str, calls: int, concurrency: int, use_cache: bool, cold: bool, store_dir: Path) -> Result:
+async def run_calls(base_url: str, calls: int, concurrency: int, use_cache: bool, cold: bool,
+                    store_dir: Path) -> Result:
     from pipeline.core.config import parse_config
     from pipeline.llm.client import LLMClient
     from pipeline.store.database import open_store
 
-    config = parse_config({"endpoints": {"fake": {"base_url": base_url, "model": "fake", "concurrency": concurrency,
+    config = parse_config({"endpoints": {"fake": {"base_url": base_url, "model": "fake",
+                                                  "concurrency": concurrency,
                                                    "max_retries": 0}}})
     store = open_store(store_dir / "bench.sqlite")
     client = LLMClient(config, store, use_cache=use_cache)
     warm = 1 if cold else concurrency
-    await asyncio.gather(*(client.chat("fake", [{"role": "user", "content": f"warm-up {i}"}]) for i in range(warm)))
+    await asyncio.gather(*(client.chat("fake", [{"role": "user", "content": f"warm-up {i}"}])
+                           for i in range(warm)))
     t0, cpu0 = time.perf_counter(), time.process_time()
     results = await asyncio.gather(
         *(client.chat("fake", [{"role": "user", "content": f"prompt number {i}"}]) for i in range(calls))
@@ -69,7 +72,8 @@ async def run_calls(base_url: str, calls: int, concurrency: int, use_cache: bool
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=16)
@@ -86,17 +90,20 @@ def main() -> int:
     ideal = args.calls * args.latency / args.concurrency
     ratios = []
     print(f"{args.calls} calls, latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, "
-          f"cache {'off' if args.no_cache else 'on (distinct prompts)'}, pool {'cold' if args.cold else 'warm'}; "
+          f"cache {'off' if args.no_cache else 'on (distinct prompts)'}, pool "
+          f"{'cold' if args.cold else 'warm'}; "
           f"ideal {ideal:.3f}s")
     try:
         for i in range(args.repeat):
             with tempfile.TemporaryDirectory() as tmp:
-                r = asyncio.run(run_calls(base_url, args.calls, args.concurrency, not args.no_cache, args.cold, Path(tmp)))
+                r = asyncio.run(run_calls(base_url, args.calls, args.concurrency, not args.no_cache,
+                                          args.cold, Path(tmp)))
             ratios.append(r.wall / ideal)
             lat = r.latencies
-            print(f"run {i + 1}: wall {r.wall:.3f}s, ratio {r.wall / ideal:.3f}; client CPU {r.cpu / args.calls * 1000:.2f} ms a call; "
-                  f"latency median {lat[len(lat) // 2] * 1000:.1f} ms, p90 {lat[len(lat) * 9 // 10] * 1000:.1f} ms, "
-                  f"max {lat[-1] * 1000:.1f} ms")
+            print(f"run {i + 1}: wall {r.wall:.3f}s, ratio {r.wall / ideal:.3f}; client CPU "
+                  f"{r.cpu / args.calls * 1000:.2f} ms a call; "
+                  f"latency median {lat[len(lat) // 2] * 1000:.1f} ms, p90 "
+                  f"{lat[len(lat) * 9 // 10] * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms")
     finally:
         parent.send("stop")
         server_cpu = parent.recv()

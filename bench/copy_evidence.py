@@ -42,7 +42,8 @@ from pipeline.store.view import Writer
 TOP = 20
 TARGET = 0.9
 WRITER = Writer("planted", "direct")
-GENERIC = ["consumers", "investors", "jobs", "prices", "exports", "the markets", "small firms", "borrowing costs",
+GENERIC = ["consumers", "investors", "jobs", "prices", "exports", "the markets", "small firms",
+           "borrowing costs",
            "the budget", "regulators", "shareholders", "growth"]
 TOPIC_TEMPLATES = ["The text should discuss {t} and what it means for {g}.",
                    "The text should explain how {t} affects {g}.",
@@ -165,8 +166,8 @@ def planted_store(path: Path, n: int, seed: int = 7) -> tuple[Store, set[int], d
     store = open_store(path)
     import_corpus(store, ImportOptions(fmt="bbc-news", domain="news", near_dup=None))
     corpus = CorpusFrequency(domain_article_bodies(store, "news"))
-    rows = store.conn.execute("SELECT a.id, a.source_id, t.body FROM articles a JOIN texts t ON t.hash = a.text_hash"
-                              " WHERE a.status = 'kept' ORDER BY a.id").fetchall()
+    rows = store.conn.execute("SELECT a.id, a.source_id, t.body FROM articles a JOIN texts t ON "
+                              "t.hash = a.text_hash WHERE a.status = 'kept' ORDER BY a.id").fetchall()
     business = [(i, body) for i, sid, body in rows if sid.lower().startswith("business/")][:160]
     sport = [body for _, sid, body in rows if sid.lower().startswith("sport")]
     grams = {i: {g for g in word_ngrams(body) if _content(g) >= 2} for i, body in business}
@@ -190,7 +191,8 @@ def planted_store(path: Path, n: int, seed: int = 7) -> tuple[Store, set[int], d
                 window = words[start:start + 7]
                 low = tuple(w.lower() for w in window)
                 marked = any(w[0].isupper() or any(ch.isdigit() for ch in w) for w in window)
-                if (marked and not any(g in b_grams for g in zip(low, low[1:], low[2:])) and corpus.df(low) == 1
+                if (marked and not any(g in b_grams for g in zip(low, low[1:], low[2:]))
+                    and corpus.df(low) == 1
                         and low[0] not in STOPWORDS and low[-1] not in STOPWORDS):
                     specific.append(" ".join(window))
                     break
@@ -205,9 +207,11 @@ def planted_store(path: Path, n: int, seed: int = 7) -> tuple[Store, set[int], d
             constraints.append((TOPIC_TEMPLATES[k % 3].format(t=topic, g=g),
                                 f"Analysts said {topic} would weigh on {g} this year.", "topic"))
         for phrase in specific:
-            constraints.append((f"The text should mention that {phrase}.", f"Reports noted that {phrase}.", "planted"))
+            constraints.append((f"The text should mention that {phrase}.",
+                                f"Reports noted that {phrase}.", "planted"))
         for phrase in frequent:
-            constraints.append((f"The text should note {phrase} in passing.", f"Officials spoke of {phrase} again.",
+            constraints.append((f"The text should note {phrase} in passing.",
+                                f"Officials spoke of {phrase} again.",
                                 "frequent"))
         while len(constraints) < 39:
             g = GENERIC[len(constraints) % len(GENERIC)]
@@ -227,7 +231,8 @@ def planted_store(path: Path, n: int, seed: int = 7) -> tuple[Store, set[int], d
             kinds[what] += 1
             if what == "planted":
                 planted.add(cid)
-        c.execute("INSERT INTO generations(kind, instruction_id, model, mode, text_hash) VALUES ('response', ?, ?,"
+        c.execute("INSERT INTO generations(kind, instruction_id, model, mode, text_hash) "
+                  "VALUES ('response', ?, ?,"
                   " ?, ?)", (iid, WRITER.model, WRITER.mode, store.put_text(response)))
         store.commit()
     return store, planted, dict(kinds)
@@ -254,7 +259,8 @@ def planted_part(n: int, embedder_name: str) -> float:
     now = sum(e.constraint_id in planted for e in head) / TOP
     old = old_top(store, TOP)
     before = sum(e.constraint_id in planted for e in old) / TOP
-    print(f"planted store: {n} instructions on real BBC News text ({store.conn.execute('SELECT count(*) FROM articles').fetchone()[0]:,}"
+    print(f"planted store: {n} instructions on real BBC News text "
+          f"({store.conn.execute('SELECT count(*) FROM articles').fetchone()[0]:,}"
           f" articles), constraints by kind {kinds}; built in {built:.1f} s, copy evidence {copy_s:.1f} s,"
           f" echo ({embedder_name}) {echo_s:.1f} s")
     print(f"  precision of the top {TOP} for the planted pastes: now {now:.2f}, before {before:.2f}"
@@ -269,7 +275,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--demo", type=Path, default=Path("store.sqlite"))
     parser.add_argument("--instructions", type=int, default=10)
-    parser.add_argument("--embedder", default="minilm", help="the echo's embedder (mpnet is the paper's; slower)")
+    parser.add_argument("--embedder", default="minilm",
+                        help="the echo's embedder (mpnet is the paper's; slower)")
     args = parser.parse_args()
     demo_part(args.demo, args.embedder)
     precision = planted_part(args.instructions, args.embedder)

@@ -131,11 +131,13 @@ def reference(folder: Path, setup: Setup) -> tuple[Path, dict[str, int]]:
             calls[name] = server.calls - before
         keys = [_canon(r["model"], r["messages"]) for r in server.requests]
         if len(set(keys)) != len(keys):
-            raise SystemExit("the reference run asked the same thing twice: the check below would be meaningless")
+            raise SystemExit("the reference run asked the same thing twice: the check below "
+                             "would be meaningless")
     return store, calls
 
 
-def crash_phase(setup: Setup, server: FakeOpenAIServer, store: Path, config: Path, name: str, reference_calls: int,
+def crash_phase(setup: Setup, server: FakeOpenAIServer, store: Path, config: Path, name: str,
+                reference_calls: int,
                 kills: int, rng: random.Random) -> PhaseResult:
     result = PhaseResult(name, reference_calls)
     start = server.calls
@@ -163,7 +165,8 @@ def crash_phase(setup: Setup, server: FakeOpenAIServer, store: Path, config: Pat
         proc = subprocess.Popen(command(setup, store, config, name), env=_env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         if point == 0:
-            time.sleep(rng.uniform(0.0, 1.5))  # somewhere in start-up: imports, opening the store, the run record
+            time.sleep(rng.uniform(0.0,
+                                   1.5))  # somewhere in start-up: imports, opening the store, the run record
         else:
             while server.calls - start < point and proc.poll() is None:
                 time.sleep(0.002)
@@ -195,7 +198,8 @@ def compare(reference_store: Path, store: Path, setup: Setup) -> dict[str, tuple
             out[kind] = (len(r), lost, extra)
         rows = audit_rows(got_s, build_run=RUN, n_pairs=setup.pairs, conditions=CONDITIONS,
                           n_constraints=setup.constraints, models=setup.models, judges=setup.judges)
-        out["rows present exactly once"] = (sum(x.expected for x in rows), sum(x.expected - min(x.present, x.expected)
+        out["rows present exactly once"] = (sum(x.expected for x in rows),
+                                            sum(x.expected - min(x.present, x.expected)
                                             for x in rows), sum(x.duplicates for x in rows))
         return out
     finally:
@@ -218,9 +222,11 @@ def report(phases: list[PhaseResult], diff: dict) -> bool:
     for p in phases:
         in_flight = p.repeats - p.stored_repeats
         print(f"{p.command}: {len(p.kills)} SIGKILLs at calls {p.kills}"
-              + (f" ({p.finished_early} restart(s) finished before the kill point)" if p.finished_early else ""))
+              + (f" ({p.finished_early} restart(s) finished before the kill point)"
+                 if p.finished_early else ""))
         print(f"  calls made {p.calls} / uninterrupted {p.reference_calls}; repeated requests {p.repeats} "
-              f"(of stored work: {p.stored_repeats}; in flight at a kill: {in_flight}); final exit code {p.exit_code}")
+              f"(of stored work: {p.stored_repeats}; in flight at a kill: {in_flight}); final "
+              f"exit code {p.exit_code}")
         ok &= p.stored_repeats == 0 and p.exit_code == 0
     print(f"{'compared with the reference':<28} {'rows':>7} {'lost':>6} {'extra/different':>16}")
     for kind, (n, lost, extra) in diff.items():
@@ -240,7 +246,8 @@ def main() -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         print(f"crash: {setup.pairs} pairs x {len(CONDITIONS)} conditions x {setup.constraints} constraints, "
-              f"{setup.models} models, {setup.judges} judges; {args.kills} SIGKILLs per command, seed {args.seed}")
+              f"{setup.models} models, {setup.judges} judges; {args.kills} SIGKILLs per "
+              f"command, seed {args.seed}")
         phases, diff = crash_test(Path(tmp), setup, args.kills, args.seed)
         ok = report(phases, diff)
     print(f"{'OK' if ok else 'FAILED'} in {time.perf_counter() - started:.0f} s")

@@ -50,7 +50,8 @@ def time_to_app(store: Path) -> float:
 
     open_store(store).close()
     t0 = time.time()
-    out = subprocess.run([sys.executable, "-c", FIRST_PAINT, str(store), repr(t0)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", FIRST_PAINT, str(store), repr(t0)],
+                         capture_output=True, text=True,
                          cwd=ROOT, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -58,7 +59,8 @@ def time_to_app(store: Path) -> float:
 def _chat(base_url: str, content: str, max_tokens: int) -> tuple[float, dict]:
     body = json.dumps({"model": "local", "messages": [{"role": "user", "content": content}],
                        "max_tokens": max_tokens, "temperature": 0.0}).encode()
-    req = urllib.request.Request(f"{base_url}/chat/completions", data=body, headers={"content-type": "application/json"})
+    req = urllib.request.Request(f"{base_url}/chat/completions", data=body,
+                                 headers={"content-type": "application/json"})
     t0 = time.monotonic()
     with urllib.request.urlopen(req, timeout=900) as resp:
         reply = json.loads(resp.read())
@@ -81,10 +83,12 @@ def raw_speed(model: Path | None = None, chat_format: str | None = None) -> tupl
     server = lm.LocalServer(model=model or model_file.model_path(), chat_format=chat_format or lm.CHAT_FORMAT)
     server.start(timeout_s=600)
     try:
-        words = " ".join(f"The council met on day {i} to weigh line {i * 7} of the budget." for i in range(90))
+        words = " ".join(f"The council met on day {i} to weigh line {i * 7} of the budget."
+                         for i in range(90))
         seconds, usage = _chat(server.base_url, words + "\nReply with one word.", 1)
         prompt_speed = _new_prompt_tokens(usage) / seconds
-        seconds, usage = _chat(server.base_url, "Write a long story about a harbour town, at least 400 words.", 256)
+        seconds, usage = _chat(server.base_url,
+                               "Write a long story about a harbour town, at least 400 words.", 256)
         # the generation time, less the (short) prompt's share at the speed just measured
         gen_speed = usage["completion_tokens"] / max(1e-6, seconds - _new_prompt_tokens(usage) / prompt_speed)
         return prompt_speed, gen_speed
@@ -114,7 +118,8 @@ def model_file_of(model: str) -> tuple[Path, str | None] | None:
 
 def run_demo(store: Path, args: argparse.Namespace) -> dict:
     argv = [sys.executable, "-m", "pipeline.cli", "--store", str(store), "demo", "--no-app", "--events",
-            "--pairs", str(args.pairs), "--constraints", str(args.constraints), "--articles", str(args.articles)]
+            "--pairs", str(args.pairs), "--constraints", str(args.constraints), "--articles",
+            str(args.articles)]
     if args.embedder:
         argv += ["--embedder", args.embedder]
     t0 = time.monotonic()
@@ -139,7 +144,8 @@ def run_demo(store: Path, args: argparse.Namespace) -> dict:
             elif event.get("stage"):
                 stages.setdefault(event["stage"], time.monotonic() - t0)
     code = proc.wait()
-    return {"code": code, "first_auditable_s": first, "total_s": time.monotonic() - t0, "stage_starts": stages,
+    return {"code": code, "first_auditable_s": first, "total_s": time.monotonic() - t0,
+            "stage_starts": stages,
             "failed": finished.get("failed", []), "events": str(events_log)}
 
 
@@ -241,7 +247,8 @@ def main() -> None:
 
     speeds: Speeds = {MODEL_ALIAS: raw_speed()}
     pp, tg = speeds[MODEL_ALIAS]
-    print(f"raw llama.cpp speed here, now: prompt {pp:.1f} tokens/s, generation {tg:.1f} tokens/s", flush=True)
+    print(f"raw llama.cpp speed here, now: prompt {pp:.1f} tokens/s, generation {tg:.1f} tokens/s",
+          flush=True)
     demo = run_demo(store, args)
     first = demo["first_auditable_s"]
     print(f"demo exit {demo['code']}; first auditable instruction at "

@@ -139,7 +139,8 @@ def in_process(store: Path, size: tuple[int, int], pause: bool, env: dict[str, s
     """One run in a fresh process (so no run warms the next one's caches), imports excluded."""
     code = ("import asyncio\n"
             "from bench.first_screen import in_process_once\n"
-            f"print(*asyncio.run(in_process_once(__import__('pathlib').Path({str(store)!r}), {size!r}, {pause!r})))")
+            f"print(*asyncio.run(in_process_once(__import__('pathlib').Path({str(store)!r}), "
+            f"{size!r}, {pause!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
@@ -161,13 +162,14 @@ def ensure_store(path: Path, instructions: int) -> None:
 def line(name: str, values: list[float], note: str) -> str:
     median = statistics.median(values)
     verdict = "OK" if median < TARGET_S else "SLOW"
-    return (f"{name:<18}{1000 * median:6.0f} ms   (min {1000 * min(values):.0f}, max {1000 * max(values):.0f})"
-            f"   target < {1000 * TARGET_S:.0f} ms   {verdict}   {note}")
+    return (f"{name:<18}{1000 * median:6.0f} ms   (min {1000 * min(values):.0f}, max "
+            f"{1000 * max(values):.0f})   target < {1000 * TARGET_S:.0f} ms   {verdict}   {note}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", default=None, help="the store (default: bench/app_latency.py's synthetic one)")
+    parser.add_argument("--store", default=None,
+                        help="the store (default: bench/app_latency.py's synthetic one)")
     parser.add_argument("--instructions", type=int, default=2000, help="instructions of the synthetic store")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--size", default="160x48", help="terminal size, WIDTHxHEIGHT")
@@ -202,16 +204,20 @@ def main() -> int:
         if not args.no_pause_line:
             paused.append(in_process(store, size, pause=True, env=env)[0])
     cache = "no bytecode cache" if args.no_bytecode_cache else "bytecode cached"
-    print(f"store: {store}; terminal {args.size}; {args.runs} runs, {cache}; load average {load_before:.1f} before, "
-          f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
-    print(line("cold start", cold, "(new process, `unspecific tui` to the paint with the runs and keys shown)"))
-    print(f"  CPU time        {1000 * statistics.median(cold_cpu):6.0f} ms   (min {1000 * min(cold_cpu):.0f}; what "
+    print(f"store: {store}; terminal {args.size}; {args.runs} runs, {cache}; load average "
+          f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
+    print(line("cold start", cold,
+               "(new process, `unspecific tui` to the paint with the runs and keys shown)"))
+    print(f"  CPU time        {1000 * statistics.median(cold_cpu):6.0f} ms   (min "
+          f"{1000 * min(cold_cpu):.0f}; what "
           "the machine's load does not inflate)")
-    print(f"  of which         {1000 * statistics.median(created):6.0f} ms   imports, the CLI's parser and the "
+    print(f"  of which         {1000 * statistics.median(created):6.0f} ms   imports, the "
+          "CLI's parser and the "
           f"app created; {1000 * (statistics.median(child) - statistics.median(created)):.0f} ms the app to "
           "its first screen")
     print(line("in process", warm, "(app created to the paint with the runs and keys shown)"))
-    print(f"  CPU time        {1000 * statistics.median(warm_cpu):6.0f} ms   (min {1000 * min(warm_cpu):.0f})")
+    print(f"  CPU time        {1000 * statistics.median(warm_cpu):6.0f} ms   (min "
+          f"{1000 * min(warm_cpu):.0f})")
     if paused:
         print(line("with pilot.pause()", paused, "(bench/app_latency.py's wait: the pause idles up to 1 s "
                                                  "while the store-wide pass runs)"))

@@ -35,8 +35,11 @@ def requests() -> dict[str, dict]:
     ask = [{"role": "user", "content": "Write 10 writing constraints for a news article about a town council "
                                        "meeting on a budget gap, each a full sentence. Reply in JSON."}]
     return {
-        "judge": {"messages": judge, "grammar": lines_grammar(len(CONSTRAINTS)), "temperature": 0.0, "max_tokens": 800},
-        "list": {"messages": ask, "grammar": json_schema_to_gbnf(json.dumps(list_schema(10, with_task=False))), "temperature": 0.7,
+        "judge": {"messages": judge, "grammar": lines_grammar(len(CONSTRAINTS)), "temperature": 0.0,
+                  "max_tokens": 800},
+        "list": {"messages": ask,
+                 "grammar": json_schema_to_gbnf(json.dumps(list_schema(10, with_task=False))),
+                 "temperature": 0.7,
                  "seed": 1, "max_tokens": 900},
     }
 
@@ -54,7 +57,8 @@ def reply(llama, request: dict) -> dict:  # noqa: ANN001
     read_s = time.perf_counter() - started
     started = time.perf_counter()
     out = llama.create_chat_completion(messages=request["messages"], max_tokens=request["max_tokens"],
-                                       repeat_penalty=1.1, grammar=grammar(), **params)  # 1.1: the server's default
+                                       repeat_penalty=1.1, grammar=grammar(),
+                                       **params)  # 1.1: the server's default
     seconds = time.perf_counter() - started
     sampler = llama._sampler
     return {
@@ -90,9 +94,11 @@ def main(argv: list[str] | None = None) -> int:
                 Llama._init_sampler = ways[way]
                 r = reply(llama, request)
                 results.setdefault((name, way), []).append(r)
-                checks = "" if r["full_checks"] is None else f", whole vocabulary checked on {r['full_checks']} of {r['steps']} steps"
+                checks = ("" if r["full_checks"] is None
+                          else f", whole vocabulary checked on {r['full_checks']} of {r['steps']} steps")
                 print(f"{name:5} {way:16} repeat {repeat + 1}: {r['tokens']} tokens in {r['seconds']:.1f} s, "
-                      f"{r['tokens'] / r['seconds']:.1f} tokens/s (prompt read before, in {r['read_s']:.1f} s){checks}",
+                      f"{r['tokens'] / r['seconds']:.1f} tokens/s (prompt read before, in "
+                      f"{r['read_s']:.1f} s){checks}",
                       flush=True)
     Llama._init_sampler = own_init
     print()
@@ -101,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         same = all(a["text"] == b["text"] for a, b in zip(own, ours))
         own_s = sum(r["seconds"] for r in own)
         ours_s = sum(r["seconds"] for r in ours)
-        print(f"{name}: replies identical: {same}; {sum(r['tokens'] for r in ours)} tokens generated each way; "
-              f"own chain {own_s:.1f} s, grammar_sampling {ours_s:.1f} s: generation {own_s / ours_s:.2f}x as fast")
+        print(f"{name}: replies identical: {same}; {sum(r['tokens'] for r in ours)} tokens "
+              "generated each way; "
+              f"own chain {own_s:.1f} s, grammar_sampling {ours_s:.1f} s: generation "
+              f"{own_s / ours_s:.2f}x as fast")
     llama.close()
     return 0
 

@@ -42,7 +42,8 @@ def first_paint(browser, path: Path) -> tuple[float, float, float]:
     page.goto(path.as_uri())
     fcp = None
     for _ in range(200):
-        fcp = page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || null")
+        fcp = page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || "
+                            "{}).startTime || null")
         if fcp:
             break
         page.wait_for_timeout(20)
@@ -123,12 +124,16 @@ def main() -> None:
             finally:
                 store.close()
             fcp, load, opened = first_paint(browser, result.path)
-            print(f"{n:>5} instructions: report.html {result.bytes / MB:.1f} MB (target 25), {result.texts} texts;"
-                  f" build_report {t_report:.1f} s, write_html {t_html:.1f} s; first contentful paint {fcp:.0f} ms"
-                  f" (target 2000), load event {load:.0f} ms; open one instruction {opened:.0f} ms", flush=True)
+            print(f"{n:>5} instructions: report.html {result.bytes / MB:.1f} MB (target 25), "
+                  f"{result.texts} texts;"
+                  f" build_report {t_report:.1f} s, write_html {t_html:.1f} s; first "
+                  f"contentful paint {fcp:.0f} ms"
+                  f" (target 2000), load event {load:.0f} ms; open one instruction {opened:.0f} ms",
+                  flush=True)
         smallest = stores[min(sizes)]
         took = served_first_screen(browser, smallest)
-        print(f"served app ({min(sizes)} instructions): first screen {took:.2f} s after the page was asked for")
+        print(f"served app ({min(sizes)} instructions): first screen {took:.2f} s after "
+              "the page was asked for")
 
 
 if __name__ == "__main__":

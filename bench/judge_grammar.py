@@ -141,7 +141,8 @@ async def judge_once(label: str, repeat: int, base_url: str, workdir: Path, *, t
         out = Outcome(label, repeat, seconds=round(time.monotonic() - started, 1))
         usage = client.usage_by_endpoint.get(label)
         if usage is not None:
-            out.calls, out.prompt_tokens, out.completion_tokens = usage.calls, usage.prompt_tokens, usage.completion_tokens
+            out.calls, out.prompt_tokens, out.completion_tokens = (usage.calls, usage.prompt_tokens,
+                                                                   usage.completion_tokens)
         out.verdicts = [j.verdict for j in judgements]
         out.quotes = [j.quote for j in judgements]
         out.lines_parsed = sum(j.verdict is not None for j in judgements)
@@ -155,7 +156,8 @@ async def judge_once(label: str, repeat: int, base_url: str, workdir: Path, *, t
                 raw = parse_batched_reply(reply, len(constraints))  # as written: no cap applied
             except ValueError:
                 continue
-            out.quotes_at_cap += sum(len(item["quote"]) >= QUOTE_CAP for item in raw.values() if item["verdict"])
+            out.quotes_at_cap += sum(len(item["quote"]) >= QUOTE_CAP for item in raw.values()
+                                     if item["verdict"])
         return out
     finally:
         store.close()
@@ -171,8 +173,10 @@ def agreement(a: Outcome, b: Outcome) -> tuple[int, int, list[int]]:
 
 def print_outcome(o: Outcome, n: int) -> None:
     rate = o.completion_tokens / o.seconds if o.seconds else 0.0
-    print(f"  {o.label:8s} repeat {o.repeat}: {o.calls} call(s), {o.prompt_tokens} prompt + {o.completion_tokens} "
-          f"completion tokens, {o.seconds:.1f} s ({rate:.1f} tok/s); lines parsed {o.lines_parsed}/{n}, Yes {o.yes}; "
+    print(f"  {o.label:8s} repeat {o.repeat}: {o.calls} call(s), {o.prompt_tokens} prompt + "
+          f"{o.completion_tokens} "
+          f"completion tokens, {o.seconds:.1f} s ({rate:.1f} tok/s); lines parsed "
+          f"{o.lines_parsed}/{n}, Yes {o.yes}; "
           f"Yes quotes exact {o.quotes_exact}, fuzzy {o.quotes_fuzzy}, missing {o.quotes_missing}; "
           f"at or over the cap {o.quotes_at_cap}")
 
@@ -188,7 +192,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     else:
         t0 = time.monotonic()
         lease = await asyncio.to_thread(lm.acquire_server, timeout_s=600)
-        print(f"server {'started' if lease.owned else 'borrowed'} at {lease.base_url} in {time.monotonic() - t0:.1f} s")
+        print(f"server {'started' if lease.owned else 'borrowed'} at {lease.base_url} in "
+              f"{time.monotonic() - t0:.1f} s")
     try:
         with tempfile.TemporaryDirectory(prefix="judge-grammar-") as tmp:
             for repeat in range(1, args.repeats + 1):
@@ -207,9 +212,10 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 free, capped = got["free"], got["grammar"]
                 print(f"  repeat {repeat}: agreement {same}/{both} answered by both"
                       + (f" (differ on {', '.join(map(str, differ))})" if differ else "")
-                      + f"; completion tokens free {free.completion_tokens} -> grammar {capped.completion_tokens} "
-                      f"({capped.completion_tokens - free.completion_tokens:+d}), seconds {free.seconds:.1f} -> "
-                      f"{capped.seconds:.1f} ({capped.seconds - free.seconds:+.1f})")
+                      + f"; completion tokens free {free.completion_tokens} -> grammar "
+                        f"{capped.completion_tokens} "
+                      f"({capped.completion_tokens - free.completion_tokens:+d}), seconds "
+                      f"{free.seconds:.1f} -> {capped.seconds:.1f} ({capped.seconds - free.seconds:+.1f})")
                 results.append({"repeat": repeat, "order": order, "agreement": [same, both], "differ": differ,
                                 **{label: asdict(o) for label, o in got.items()}})
     finally:
@@ -217,7 +223,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if len(results) > 1:
         for label in ("free", "grammar"):
             runs = [r[label] for r in results]
-            mean = {k: sum(r[k] for r in runs) / len(runs) for k in ("completion_tokens", "seconds", "yes", "quotes_exact")}
+            mean = {k: sum(r[k] for r in runs) / len(runs)
+                    for k in ("completion_tokens", "seconds", "yes", "quotes_exact")}
             print(f"  {label:8s} mean of {len(runs)}: {mean['completion_tokens']:.0f} completion tokens, "
                   f"{mean['seconds']:.1f} s, Yes {mean['yes']:.1f}, exact quotes {mean['quotes_exact']:.1f}")
     return results
@@ -226,12 +233,14 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--repeats", type=int, default=1, help="judgings per condition; the order alternates (default 1)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="judgings per condition; the order alternates (default 1)")
     parser.add_argument("--constraints", type=int, default=len(CONSTRAINTS),
                         help=f"how many of the {len(CONSTRAINTS)} fixed constraints (default all)")
     parser.add_argument("--grammar-first", action="store_true", help="start with the grammar condition")
     parser.add_argument("--cold", action="store_true",
-                        help="no warm-up call: the second condition then reads its prompt from the server's cache")
+                        help="no warm-up call: the second condition then reads its prompt "
+                             "from the server's cache")
     parser.add_argument("--base-url", help="an OpenAI-compatible llama.cpp server already running (…/v1); "
                                            "default: start the embedded one")
     parser.add_argument("--show", action="store_true", help="print each raw reply")

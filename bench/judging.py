@@ -40,7 +40,8 @@ class Latency:
     per_completion_token_s: float = 0.001
 
     def of(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return self.base_s + prompt_tokens * self.per_prompt_token_s + completion_tokens * self.per_completion_token_s
+        return (self.base_s + prompt_tokens * self.per_prompt_token_s + completion_tokens
+                * self.per_completion_token_s)
 
 
 def _between(text: str, name: str) -> str:
@@ -82,8 +83,10 @@ def build_store(path: Path, n_instructions: int, n_constraints: int, words: int 
                                                "n_constraints": n_constraints, "status": "done",
                                                "created_at": now()}).last_pk
         store.conn.executemany(
-            "INSERT INTO constraints (instruction_id, position, text, origin, active) VALUES (?, ?, ?, 'synthesized', 1)",
-            [(iid, p, f"Describe how the {rng.choice(VOCAB)} affects the {rng.choice(VOCAB)} over several sentences.")
+            "INSERT INTO constraints (instruction_id, position, text, origin, active) VALUES (?, ?, "
+            "?, 'synthesized', 1)",
+            [(iid, p,
+              f"Describe how the {rng.choice(VOCAB)} affects the {rng.choice(VOCAB)} over several sentences.")
              for p in range(1, n_constraints + 1)],
         )
         sentences, count = [], 0
@@ -92,7 +95,8 @@ def build_store(path: Path, n_instructions: int, n_constraints: int, words: int 
             sentences.append(s)
             count += len(s.split())
         body = " ".join(sentences)
-        store.db["generations"].insert({"kind": "response", "instruction_id": iid, "model": "m", "mode": "direct",
+        store.db["generations"].insert({"kind": "response", "instruction_id": iid, "model": "m",
+                                        "mode": "direct",
                                         "text_hash": store.put_text(body), "words": count})
     store.commit()
     return store
@@ -104,7 +108,8 @@ async def judge_all(mode: str, n_instructions: int, n_constraints: int, concurre
     with FakeOpenAIServer(make_responder(latency)) as server:
         config = parse_config({"endpoints": {"judge": {"base_url": server.base_url, "model": "judge",
                                                        "concurrency": concurrency}},
-                               "roles": {"judges": ["judge"], "models_under_test": ["judge"], "summarizer": "judge"}})
+                               "roles": {"judges": ["judge"], "models_under_test": ["judge"],
+                                         "summarizer": "judge"}})
         client = LLMClient(config, store)
         started = time.perf_counter()
         summary = await run_judge(store, config, client, EvaluateOptions(rejudge=True, judging=mode))
@@ -129,12 +134,14 @@ def main() -> int:
     ap.add_argument("--prompt-ms-per-token", type=float, default=0.05)
     ap.add_argument("--completion-ms-per-token", type=float, default=1.0)
     args = ap.parse_args()
-    latency = Latency(args.base_ms / 1000, args.prompt_ms_per_token / 1000, args.completion_ms_per_token / 1000)
+    latency = Latency(args.base_ms / 1000, args.prompt_ms_per_token / 1000,
+                      args.completion_ms_per_token / 1000)
     print(f"judging {args.instructions} responses x {args.constraints} constraints; endpoint concurrency "
           f"{args.concurrency}; latency {args.base_ms:g} ms + {args.prompt_ms_per_token:g} ms/prompt token + "
           f"{args.completion_ms_per_token:g} ms/completion token")
     with tempfile.TemporaryDirectory() as tmp:
-        results = [asyncio.run(judge_all(mode, args.instructions, args.constraints, args.concurrency, latency, Path(tmp)))
+        results = [asyncio.run(judge_all(mode, args.instructions, args.constraints, args.concurrency,
+                                         latency, Path(tmp)))
                    for mode in ("batched", "per_constraint")]
     print(f"{'mode':<16}{'calls':>8}{'prompt tok':>12}{'compl. tok':>12}{'wall s':>9}{'verdicts':>10}")
     for r in results:
@@ -143,7 +150,8 @@ def main() -> int:
     b, p = results
     print(f"per_constraint / batched: calls x{p['calls'] / b['calls']:.1f}, prompt tokens "
           f"x{p['prompt_tokens'] / b['prompt_tokens']:.1f}, completion tokens "
-          f"x{p['completion_tokens'] / b['completion_tokens']:.2f}, wall time x{p['wall_s'] / b['wall_s']:.2f}")
+          f"x{p['completion_tokens'] / b['completion_tokens']:.2f}, wall time "
+          f"x{p['wall_s'] / b['wall_s']:.2f}")
     return 0
 
 

@@ -66,9 +66,11 @@ def bench_pairing(label: str, vectors: np.ndarray, k: int = 32, max_cos: float =
     print(f"{label}: {n:,} vectors, {dim} dims, paper rule (cosine < {max_cos})")
     print(f"  brute force (chunked numpy): {brute_wall:8.1f} s wall {brute_cpu:8.1f} s CPU")
     print(f"  index path ({report.method:<12}): {index_wall:8.1f} s wall {index_cpu:8.1f} s CPU  [{steps} s]")
-    print(f"  ratio index / brute        : {index_wall / brute_wall:8.2f} wall {index_cpu / brute_cpu:8.2f} CPU")
+    print(f"  ratio index / brute        : {index_wall / brute_wall:8.2f} wall "
+          f"{index_cpu / brute_cpu:8.2f} CPU")
     print(f"  HNSW sampled recall@1 by expansion_search: {recalls}")
-    print(f"  pairs that agree           : {agree:8.4f}  ({'OK' if agree >= MIN_AGREEMENT else 'BELOW'} {MIN_AGREEMENT})")
+    print(f"  pairs that agree           : {agree:8.4f}  "
+          f"({'OK' if agree >= MIN_AGREEMENT else 'BELOW'} {MIN_AGREEMENT})")
     return agree
 
 
@@ -103,11 +105,13 @@ def bench_embedding(count: int) -> None:
         t0 = time.perf_counter()
         embedder.embed(texts)
         seconds = time.perf_counter() - t0
-        print(f"  {embedder.name:<20} {len(texts) / seconds:6.1f} articles/s  ({seconds:.1f} s; load+warm-up {load_s:.1f} s)")
+        print(f"  {embedder.name:<20} {len(texts) / seconds:6.1f} articles/s  ({seconds:.1f} s; "
+              f"load+warm-up {load_s:.1f} s)")
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--dim", type=int, default=768)
     parser.add_argument("--articles", type=int, default=50)

@@ -23,20 +23,22 @@ async def run(urls: list[str], label: str, ideal: float) -> None:
     from pipeline.llm.client import LLMClient
     from pipeline.store.database import open_store
 
-    endpoints = {f"m{i}": {"base_url": u, "model": "fake-model", "concurrency": CONCURRENCY, "timeout_s": 10.0}
+    endpoints = {f"m{i}": {"base_url": u, "model": "fake-model", "concurrency": CONCURRENCY,
+                           "timeout_s": 10.0}
                  for i, u in enumerate(urls)}
     endpoints["fleet"] = {"pool": list(endpoints), "drain_after": 2, "drain_s": 60}
     config = parse_config({"endpoints": endpoints, "roles": {"judges": ["fleet"]}})
     store = open_store(Path(tempfile.mkdtemp()) / "s.sqlite")
     client = LLMClient(config, store, backoff_base_s=0.01, backoff_cap_s=0.1)
     t = time.perf_counter()
-    await asyncio.gather(*(client.chat("fleet", [{"role": "user", "content": f"{label} {i}"}]) for i in range(CALLS)))
+    await asyncio.gather(*(client.chat("fleet", [{"role": "user", "content": f"{label} {i}"}])
+                           for i in range(CALLS)))
     wall = time.perf_counter() - t
     spread = {m: s["calls"] for m, s in client.pool_status("fleet").items()}
     await client.aclose()
     store.close()
-    print(f"{label:<34} {wall:6.2f}s  ideal {ideal:5.2f}s  ratio {wall / ideal:4.2f}  calls per member {spread}  "
-          f"retries {client.usage.retries}")
+    print(f"{label:<34} {wall:6.2f}s  ideal {ideal:5.2f}s  ratio {wall / ideal:4.2f}  calls "
+          f"per member {spread}  retries {client.usage.retries}")
 
 
 def _slow(request: dict) -> object:

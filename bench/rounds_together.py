@@ -28,10 +28,12 @@ from pipeline.stages.synthesis import synthesize_single
 from pipeline.store.database import open_store
 
 ROUNDS_SQL = ("SELECT count(*) AS calls, coalesce(sum(completion_tokens), 0) AS written, "
-              "coalesce(sum(latency_s), 0) AS seconds FROM llm_calls WHERE template = 'constraints_more' AND id > ?")
+              "coalesce(sum(latency_s), 0) AS seconds FROM llm_calls WHERE template = "
+              "'constraints_more' AND id > ?")
 
 
-async def rounds(base_url: str, store_path: Path, article: str, together: bool) -> tuple[int, int, float, int]:
+async def rounds(base_url: str, store_path: Path, article: str,
+                 together: bool) -> tuple[int, int, float, int]:
     """(requests, tokens written, model seconds) of one way's rounds, and the constraints it reached."""
     config = default_config()
     config = replace(config, endpoints={LOCAL: replace(config.endpoint(LOCAL), batch_generation=together)})
@@ -62,11 +64,12 @@ def main() -> None:
         for i, article in enumerate(texts(args.articles, 250)):
             store_path = Path(tempfile.mkdtemp(prefix="bench-rounds-")) / "s.sqlite"
             for together in ((False, True) if i % 2 == 0 else (True, False)):
-                calls, written, seconds, reached = asyncio.run(rounds(server.base_url, store_path, article, together))
+                calls, written, seconds, reached = asyncio.run(rounds(server.base_url, store_path,
+                                                                      article, together))
                 totals[together] += seconds
                 way = "written together" if together else "one at a time"
-                print(f"article {i + 1}, {way}: {calls} request(s), {written} tokens written, {seconds:.1f} s, "
-                      f"{reached} constraints", flush=True)
+                print(f"article {i + 1}, {way}: {calls} request(s), {written} tokens "
+                      f"written, {seconds:.1f} s, {reached} constraints", flush=True)
     finally:
         server.stop()
     print(f"rounds in all: one at a time {totals[False]:.1f} s, written together {totals[True]:.1f} s: "

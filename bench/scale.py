@@ -83,13 +83,17 @@ def timed_cli(store: Path, *argv: str) -> tuple[float, int, str]:
     env = {**os.environ, "PYTHONPATH": str(HERE.parent), "COLUMNS": "160", "HF_HUB_OFFLINE": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main())",
-                           "--store", str(store), *argv], env=env, capture_output=True, text=True, timeout=3600)
+    done = subprocess.run([sys.executable, "-c",
+                           "import sys; from pipeline.cli import main; sys.exit(main())",
+                           "--store", str(store), *argv], env=env, capture_output=True,
+                          text=True, timeout=3600)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, done.returncode, f"CPU {cpu:.1f} s, exit {done.returncode}" + ("" if done.returncode == 0 else
-                                                                             "\n" + (done.stderr or done.stdout)[-400:])
+    return wall, done.returncode, f"CPU {cpu:.1f} s, exit {done.returncode}" + (""
+                                                                                if done.returncode == 0 else
+                                                                             "\n" + (done.stderr
+                                                                                     or done.stdout)[-400:])
 
 
 def main() -> int:
@@ -110,7 +114,8 @@ def main() -> int:
         sizes = build_scale_store(path, instructions=args.instructions)
         print(f"built {path}: {sizes} in {time.perf_counter() - t:.0f} s")
     store = open_store(path)
-    sizes = {t: store.scalar(f"SELECT count(*) FROM {t}") for t in ("instructions", "constraints", "generations", "verdicts")}
+    sizes = {t: store.scalar(f"SELECT count(*) FROM {t}")
+             for t in ("instructions", "constraints", "generations", "verdicts")}
     store.close()
     print(f"store {path} ({path.stat().st_size / 1e6:.0f} MB): "
           + ", ".join(f"{n:,} {t}" for t, n in sizes.items()))
@@ -127,11 +132,13 @@ def main() -> int:
     for name, secs, note in rows:
         print(f"{name:<44} {secs:>8.2f} s  {note}", flush=True)
     app = asyncio.run(measure_app(path, args.moves))
-    rows.append(("app: first screen (runs table filled)", app["first_screen_s"], f"CPU {app['first_screen_cpu_s']:.2f} s"))
+    rows.append(("app: first screen (runs table filled)", app["first_screen_s"],
+                 f"CPU {app['first_screen_cpu_s']:.2f} s"))
     rows.append(("app: open Instructions during the analysis", app["switch_while_busy_s"],
                  "analysis was running" if app["busy"] else "analysis had finished"))
     rows.append(("app: Instructions table filled", app["tables_ready_s"], "per-instruction counts"))
-    rows.append(("app: analysis ready (background worker)", app["analysis_ready_s"], "with the metrics' intervals"))
+    rows.append(("app: analysis ready (background worker)", app["analysis_ready_s"],
+                 "with the metrics' intervals"))
     rows.append(("app: open Audit", app["open_audit_s"], ""))
     rows.append(("app: Audit move, median (action to repaint)", app["move_median_s"], ""))
     rows.append(("app: Audit move, slowest", app["move_max_s"], ""))

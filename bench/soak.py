@@ -68,13 +68,16 @@ def run(args: argparse.Namespace, folder: Path, name: str, fault_rate: float) ->
         started, cpu = time.perf_counter(), time.process_time()
         passes = asyncio.run(build_and_evaluate(
             store, parse_config(raw), n_pairs=args.pairs, n_constraints=args.constraints, words=args.words,
-            conditions=CONDITIONS, passes=args.passes, backoff_base_s=args.backoff, backoff_cap_s=args.backoff * 10,
+            conditions=CONDITIONS, passes=args.passes, backoff_base_s=args.backoff,
+            backoff_cap_s=args.backoff * 10,
             audit={"models": args.models, "judges": args.judges}))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         calls, faults = server.calls, dict(server.faults_served)
-    rows = audit_rows(store, build_run="b1", n_pairs=args.pairs, conditions=CONDITIONS, n_constraints=args.constraints,
+    rows = audit_rows(store, build_run="b1", n_pairs=args.pairs, conditions=CONDITIONS,
+                      n_constraints=args.constraints,
                       models=args.models, judges=args.judges)
-    return {"store": store, "wall": wall, "cpu": cpu, "calls": calls, "faults": faults, "rows": rows, "passes": passes}
+    return {"store": store, "wall": wall, "cpu": cpu, "calls": calls, "faults": faults, "rows": rows,
+            "passes": passes}
 
 
 def _junk_match() -> tuple[str, list[str]]:
@@ -127,8 +130,10 @@ def keys_leaked(store) -> list[str]:  # noqa: ANN001
     the store's files (freed pages keep deleted rows' bytes)."""
     found = []
     for (table,) in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
-        for column in [c[1] for c in store.conn.execute(f"PRAGMA table_info({table})") if c[2] in ("TEXT", "")]:
-            if store.scalar(f"SELECT count(*) FROM [{table}] WHERE CAST([{column}] AS TEXT) LIKE ?", [f"%{KEY}%"]):
+        for column in [c[1] for c in store.conn.execute(f"PRAGMA table_info({table})")
+                       if c[2] in ("TEXT", "")]:
+            if store.scalar(f"SELECT count(*) FROM [{table}] WHERE CAST([{column}] AS TEXT) LIKE ?",
+                            [f"%{KEY}%"]):
                 found.append(f"{table}.{column}")
     path = Path(store.path)
     found += [f.name for f in (path, Path(f"{path}-wal")) if f.exists() and KEY.encode() in f.read_bytes()]
@@ -146,7 +151,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=4, help="per endpoint")
     parser.add_argument("--retries", type=int, default=8, help="max_retries per endpoint")
-    parser.add_argument("--timeout", type=float, default=1.0, help="client timeout (s); a hang lasts twice that")
+    parser.add_argument("--timeout", type=float, default=1.0,
+                        help="client timeout (s); a hang lasts twice that")
     parser.add_argument("--backoff", type=float, default=0.02, help="first retry delay (s); the cap is 10x")
     parser.add_argument("--latency", type=float, default=0.0, help="fake server latency per request (s)")
     parser.add_argument("--passes", type=int, default=4, help="resumes allowed per stage")
@@ -159,11 +165,14 @@ def main() -> int:
         folder = Path(tmp)
         print(f"soak: {args.pairs} pairs x {len(CONDITIONS)} conditions x {args.constraints} constraints, "
               f"{args.models} models, {args.judges} judges, faults {args.fault_rate:.0%}")
-        run(argparse.Namespace(**{**vars(args), "pairs": 1, "constraints": 4}), folder, "warmup", 0.0)  # imports, caches
+        run(argparse.Namespace(**{**vars(args), "pairs": 1, "constraints": 4}), folder, "warmup",
+            0.0)  # imports, caches
         clean = run(args, folder, "clean", 0.0)
-        print(f"fault-free run: {clean['calls']} calls, {clean['wall']:.1f} s, passes (build, evaluate) {clean['passes']}")
+        print(f"fault-free run: {clean['calls']} calls, {clean['wall']:.1f} s, passes (build, "
+              f"evaluate) {clean['passes']}")
         soak = run(args, folder, "soak", args.fault_rate)
-        print(f"faulty run:     {soak['calls']} calls, {soak['wall']:.1f} s, passes (build, evaluate) {soak['passes']}")
+        print(f"faulty run:     {soak['calls']} calls, {soak['wall']:.1f} s, passes (build, "
+              f"evaluate) {soak['passes']}")
         # The CPU is shared with other work: a second fault-free run after the faulty one brackets the noise.
         again = run(args, folder, "clean2", 0.0)
         print(f"fault-free again: {again['calls']} calls, {again['wall']:.1f} s")
@@ -186,17 +195,20 @@ def main() -> int:
             "SELECT hash FROM texts WHERE body LIKE '%as a language model%' OR body = ?", [REFUSAL_TEXT])}
         diff_gen = [k for k in ref["generations"] if got["generations"].get(k) != ref["generations"][k]]
         prose_gen = [k for k in diff_gen if got["generations"].get(k) in prose]
-        followers = [k for k in diff_gen if k not in prose_gen and any(k.endswith("/" + p) for p in prose_gen)]
+        followers = [k for k in diff_gen if k not in prose_gen
+                     and any(k.endswith("/" + p) for p in prose_gen)]
         # A summary whose first asks were junk twice (the ask and its repair round) goes down the
         # chain (shorten, then section by section): a good summary, written by another prompt.
         fallback = {h for (h,) in soak["store"].conn.execute(
             "SELECT g.text_hash FROM generations g JOIN llm_calls c ON c.id = g.call_id JOIN texts t"
-            " ON t.hash = g.text_hash WHERE g.kind = 'summary' AND (c.template != 'summarize' OR c.response != t.body)")}
+            " ON t.hash = g.text_hash WHERE g.kind = 'summary' AND (c.template != 'summarize' OR "
+            "c.response != t.body)")}
         by_chain = [k for k in diff_gen if k not in prose_gen and k not in followers
                     and got["generations"].get(k) in fallback]
         unexplained = len(diff_gen) - len(prose_gen) - len(followers) - len(by_chain)
         tainted = set(prose_gen) | set(followers) | set(by_chain)
-        diff_other = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v and k.split("|")[0] not in tainted)
+        diff_other = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v
+                         and k.split("|")[0] not in tainted)
         diff_verdicts = sum(1 for k, v in ref["verdicts"].items() if got["verdicts"].get(k) != v)
         same_build = got["instructions"] == ref["instructions"] and got["constraints"] == ref["constraints"]
 
@@ -210,24 +222,31 @@ def main() -> int:
         leaked = keys_leaked(soak["store"])
 
         print()
-        print(f"completed results / expected: {present}/{expected} = {present / expected:.4f}  (duplicates {dupes})")
+        print(f"completed results / expected: {present}/{expected} = {present / expected:.4f}  "
+              f"(duplicates {dupes})")
         print(f"coverage (report):            {coverage.judged}/{coverage.expected} = {coverage.rate:.4f}")
         print(f"junk accepted:                {accepted}  (target 0: "
               + ", ".join(f"{k} {v}" for k, v in junk.items() if not k.startswith("_")) + ")")
         for example in junk_examples(soak["store"]) if accepted else []:
             print(f"  junk taken: {example}")
         print(f"refusals of models under test kept and flagged: {junk['_refusals kept and flagged']}")
-        print(f"keys leaked into the store:   {len(leaked)}  (target 0{': ' + ', '.join(leaked) if leaked else ''})")
-        print(f"calls made / calls needed:    {soak['calls']}/{clean['calls']} = {soak['calls'] / clean['calls']:.3f}")
+        print(f"keys leaked into the store:   {len(leaked)}  (target "
+              f"0{': ' + ', '.join(leaked) if leaked else ''})")
+        print(f"calls made / calls needed:    {soak['calls']}/{clean['calls']} = "
+              f"{soak['calls'] / clean['calls']:.3f}")
         print(f"wall time / ideal:            {soak['wall']:.1f}/{ideal:.1f} s = {soak['wall'] / ideal:.2f}  "
               f"(ideal: the mean of two fault-free runs, {clean['wall']:.1f} and {again['wall']:.1f} s)")
-        print(f"CPU time / ideal:             {soak['cpu']:.1f}/{ideal_cpu:.1f} s = {soak['cpu'] / ideal_cpu:.2f}  "
+        print(f"CPU time / ideal:             {soak['cpu']:.1f}/{ideal_cpu:.1f} s = "
+              f"{soak['cpu'] / ideal_cpu:.2f}  "
               f"(this process, fake server included: less sensitive to other load)")
         print(f"build identical to fault-free: {same_build}")
-        print(f"generations differing from fault-free: {len(diff_gen)} = {len(prose_gen)} prose or refusals a model "
-              f"under test answered with (its answer, kept) + {len(followers)} summaries of those + {len(by_chain)} "
+        print(f"generations differing from fault-free: {len(diff_gen)} = {len(prose_gen)} prose "
+              "or refusals a model "
+              f"under test answered with (its answer, kept) + {len(followers)} summaries of "
+              f"those + {len(by_chain)} "
               f"summaries written down the chain after junk twice + {unexplained} unexplained")
-        print(f"verdicts differing: {diff_verdicts} of {len(ref['verdicts'])}, {diff_other} of them on texts that do not differ")
+        print(f"verdicts differing: {diff_verdicts} of {len(ref['verdicts'])}, {diff_other} of them on "
+              "texts that do not differ")
         clean["store"].close()
         soak["store"].close()
     ok = present == expected and not dupes and same_build and not unexplained and not diff_other

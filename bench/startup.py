@@ -42,7 +42,8 @@ def main() -> int:
     median = statistics.median(times)
     print(f"command: {' '.join(cmd)}")
     print(f"runs: {args.runs}, min {min(times):.3f}s, median {median:.3f}s, max {max(times):.3f}s")
-    print(f"target: < {TARGET_S:.2f}s; median / target = {median / TARGET_S:.2f} ({'OK' if median < TARGET_S else 'ABOVE TARGET'})")
+    print(f"target: < {TARGET_S:.2f}s; median / target = {median / TARGET_S:.2f} "
+          f"({'OK' if median < TARGET_S else 'ABOVE TARGET'})")
     return 1 if args.check and median >= TARGET_S else 0
 
 

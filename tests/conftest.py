@@ -94,9 +94,9 @@ def fake_server():
 
 @pytest.fixture(scope="session")
 def local_server_url() -> Iterator[str]:
-    """The embedded llama.cpp server (holding the demo's second model too), started once per session (or borrowed from a running
-    `unspecific local serve`). Never skipped: without llama-cpp-python the test fails, which is
-    what CI must report, since `make test` installs it.
+    """The embedded llama.cpp server (holding the demo's second model too), started once per session (or
+    borrowed from a running `unspecific local serve`). Never skipped: without llama-cpp-python the test fails,
+    which is what CI must report, since `make test` installs it.
 
     While it is up, UNSPECIFIC_LOCAL_URL points at it, so `runs.open_client` in a test that asks
     for this fixture uses it instead of starting a server of its own."""

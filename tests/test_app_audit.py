@@ -226,9 +226,11 @@ async def test_a_yes_no_verdict_shows_p_yes_uncertain_near_its_threshold_and_a_l
 
     known = make_known_store(tmp_path / "s.sqlite")
     store = open_store(known.path)
-    store.conn.execute("UPDATE verdicts SET judging_mode = 'yes_no', p_yes = 0.66, quote_found = 'located', reason = NULL"
+    store.conn.execute("UPDATE verdicts SET judging_mode = 'yes_no', p_yes = 0.66, quote_found = "
+                       "'located', reason = NULL"
                        " WHERE judge = 'judge-a' AND verdict = 1")
-    store.conn.execute("UPDATE verdicts SET judging_mode = 'yes_no', p_yes = 0.02 WHERE judge = 'judge-a' AND verdict = 0")
+    store.conn.execute("UPDATE verdicts SET judging_mode = 'yes_no', p_yes = 0.02 WHERE judge = "
+                       "'judge-a' AND verdict = 0")
     store.commit()
     put_calibration(store, Calibration("judge-a", "yes_no", "builtin", 0.6, "youden", 205, 0.9, 0.85))
     store.close()
@@ -237,5 +239,6 @@ async def test_a_yes_no_verdict_shows_p_yes_uncertain_near_its_threshold_and_a_l
         lines = text_of(app.screen.query_one("#audit-verdicts")).splitlines()
     mine = [line for line in lines if line.startswith("judge-a")]
     said_yes = [line for line in mine if " yes? " in line]
-    assert said_yes and all("located" in line and "P(Yes) 0.66 vs 0.60, uncertain" in line for line in said_yes)
+    assert said_yes and all("located" in line and "P(Yes) 0.66 vs 0.60, uncertain" in line
+                            for line in said_yes)
     assert not any("MISSING" in line for line in mine)

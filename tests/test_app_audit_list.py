@@ -34,7 +34,8 @@ def make_doubtful_store(path):
     known = make_known_store(path)
     conn = sqlite3.connect(path)
     with conn:
-        conn.execute("UPDATE verdicts SET quote_found = 'missing', quote = 'not in the text' WHERE generation_id = ?"
+        conn.execute("UPDATE verdicts SET quote_found = 'missing', quote = 'not in the text' "
+                     "WHERE generation_id = ?"
                      " AND constraint_id = ? AND judge = 'judge-b'", (known.response, known.c2))
         conn.execute("UPDATE verdicts SET verdict = 0, quote = '', reason = 'no' WHERE generation_id = ?"
                      " AND constraint_id = ? AND judge = 'judge-b'", (known.summary_2, known.c1))
@@ -128,7 +129,8 @@ async def test_f_picks_a_flag_and_n_follows_it(tmp_path):
         picker = app.screen
         options = [str(picker.query_one("OptionList").get_option_at_index(i).prompt)
                    for i in range(picker.query_one("OptionList").option_count)]
-        assert options[0].split()[:3] == ["flag", "duplicate", "2"] and options[1].split()[:3] == ["flag", "proper_noun", "1"]
+        assert options[0].split()[:3] == ["flag", "duplicate",
+                                          "2"] and options[1].split()[:3] == ["flag", "proper_noun", "1"]
         assert any("suspicion queue" in o for o in options)
         await pilot.press("enter")  # duplicate
         await pilot.pause()
@@ -178,7 +180,8 @@ async def test_context_round_trip_with_compare(tmp_path):
         await settle(app, pilot)
         audit = app.screen
         context = audit.context()
-        assert (context.instruction_id, context.writer, context.ratio, context.constraint_id) == (1, M2, 0.25, known.c2)
+        assert (context.instruction_id, context.writer, context.ratio,
+                context.constraint_id) == (1, M2, 0.25, known.c2)
         await goto(app, pilot, "4")
         assert app.context == context
         assert app.screen.context().instruction_id == 1 and app.screen.context().writer == M2
@@ -205,7 +208,8 @@ async def _check_size(tmp_path, size) -> None:
         assert "FLIPPED" in plain and "quote / reason" in plain
         await pilot.press("t")  # t does something visible at every width
         await pilot.pause()
-        assert screen.query_one("#ref-b").has_class("-current") and not screen.query_one("#ref-a").has_class("-current")
+        assert (screen.query_one("#ref-b").has_class("-current")
+                and not screen.query_one("#ref-a").has_class("-current"))
         await pilot.press("pagedown")  # the page keys scroll the current pane, the arrows still move the list
         await pilot.press("down")
         await pilot.pause()
@@ -255,7 +259,8 @@ async def test_f_can_follow_the_suspicion_queue(tmp_path):
         await settle(app, pilot)
         following = app.following
         assert following is not None and following.label == "suspicion queue"
-        assert [(s.constraint_id, s.writer) for s in following.stops] == [(e.constraint_id, e.writer) for e in ranked]
+        assert [(s.constraint_id, s.writer) for s in following.stops] == [(e.constraint_id, e.writer)
+                                                                          for e in ranked]
         first = ranked[0]
         assert (screen.shown.constraint_id, screen.shown.writer) == (first.constraint_id, first.writer)
         assert f"suspicion queue item 1 of {len(ranked)}" in text_of(screen.query_one("#audit-head"))

@@ -15,7 +15,8 @@ from unspecific_tui.app import UnspecificApp
 from unspecific_tui.screens.help import ErrorScreen
 
 CONFIG = parse_config({"endpoints": {"fake": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
-                       "roles": {"generator": "fake", "judges": ["fake"], "summarizer": "fake", "naturalness_judge": "fake",
+                       "roles": {"generator": "fake", "judges": ["fake"], "summarizer": "fake",
+                                 "naturalness_judge": "fake",
                                  "models_under_test": ["fake"]}})
 TOTAL = 6
 
@@ -33,7 +34,8 @@ class FakeSummary:
 def make_stage(gate: threading.Event | None = None, calls: list | None = None):
     """A resumable synthesize stage: one instruction per unit, skipping those already stored."""
 
-    async def run_synthesize(store, config, client, options: FakeOptions, *, progress, stop=None, max_units=None):
+    async def run_synthesize(store, config, client, options: FakeOptions, *, progress, stop=None,
+                             max_units=None):
         assert client is not None and options.run_id  # the app opened a client and filled the run id
         if calls is not None:
             calls.append(max_units)
@@ -230,7 +232,8 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
                 await wait_idle(app, pilot)
                 assert app.screen.stages.states[stage] == "done", app.screen.query_one("#build-log").lines
             judged = store_rows(app, "SELECT count(*), sum(quote_found IS NOT NULL) FROM verdicts"
-                                " WHERE generation_id IN (SELECT id FROM generations WHERE kind = 'summary')")[0]
+                                " WHERE generation_id IN (SELECT id FROM generations "
+                                "WHERE kind = 'summary')")[0]
             assert judged[0] > 0 and judged[1] > 0
             calls_after = store_rows(app, "SELECT calls FROM runs WHERE id = ?", (run_id,))[0][0]
             assert calls_after > calls  # the evaluation stages added their usage to the run, unit by unit
@@ -240,6 +243,7 @@ async def test_real_build_stages_step_through_fake_server(tmp_path):
             assert shown.constraint_id is not None and shown.writer.model == "fake"
             assert any(span for _, span in shown.quotes["response"])  # judges' quotes found in the response
             await goto(app, pilot, "2")
-            assert app.screen.query_one("#instr-table").row_count == 2 * 2  # 2 pairs x (eval, single) x 1 model
+            # 2 pairs x (eval, single) x 1 model
+            assert app.screen.query_one("#instr-table").row_count == 2 * 2
             await goto(app, pilot, "6")
             assert app.screen.cells and {c.condition for c in app.screen.cells} == {"eval", "single"}

@@ -15,7 +15,8 @@ B_DIRECT = Writer("model-b", "direct")
 
 
 async def test_compare_opens_on_what_audit_shows_and_audit_on_what_compare_shows(tmp_path):
-    summary = build_synthetic_store(tmp_path / "s.sqlite", SyntheticSpec(n_instructions=8, ratios=(0.5, 0.25, 0.1)))
+    summary = build_synthetic_store(tmp_path / "s.sqlite",
+                                    SyntheticSpec(n_instructions=8, ratios=(0.5, 0.25, 0.1)))
     app = UnspecificApp(summary.path, stages={})
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
@@ -36,13 +37,15 @@ async def test_compare_opens_on_what_audit_shows_and_audit_on_what_compare_shows
         # Compare's summaries are at that ratio too.
         assert compare._texts[0][1].ratio == audit_ratio
 
-        await pilot.press("right_square_bracket", "down", "down", "r")  # instruction 4, its third row, next ratio
+        await pilot.press("right_square_bracket", "down", "down",
+                          "r")  # instruction 4, its third row, next ratio
         await pilot.pause()
         row_cid, compare_ratio = compare.row_cids[2], compare.context().ratio
         assert compare_ratio != audit_ratio
         await goto(app, pilot, "3")
         assert app.current_mode == "audit"
-        assert (audit.shown.instruction_id, audit.shown.writer, audit.shown.constraint_id) == (4, B_DIRECT, row_cid)
+        assert (audit.shown.instruction_id, audit.shown.writer,
+                audit.shown.constraint_id) == (4, B_DIRECT, row_cid)
         assert audit.ratio == compare_ratio and audit.shown.summary_id == compare._texts[0][1].id
         # Another screen in between (Report) keeps the context: Compare is still on instruction 4.
         await goto(app, pilot, "6")

@@ -57,7 +57,8 @@ def footer_problems(app: UnspecificApp) -> list[str]:
         return [f"{len(footers)} footers on the screen"]
     footer = footers[0]
     keys = [k for k in footer.query(FooterKey) if k.display]
-    problems = [f"footer key {k.key_display!r} {k.description!r} ends at column {k.region.right}, the footer at"
+    problems = [f"footer key {k.key_display!r} {k.description!r} ends at column "
+                f"{k.region.right}, the footer at"
                 f" {footer.region.right}: it is cut (use unspecific_tui.widgets.footer.KeyFooter)"
                 for k in keys if k.region.right > footer.region.right or k.region.width < k.get_content_width(
                     footer.size, footer.size)]
@@ -116,7 +117,8 @@ async def test_screen_fits(screen: str, size: tuple[int, int], long_store: Path,
 def test_fitting_skips_what_does_not_fit_whole() -> None:
     from unspecific_tui.widgets.footer import Item, fitting
 
-    items = [Item("1", "1-6", "screens", "a"), Item("x", "x", "a long description", "b"), Item("y", "y", "Go", "c")]
+    items = [Item("1", "1-6", "screens", "a"), Item("x", "x", "a long description", "b"),
+             Item("y", "y", "Go", "c")]
     assert [i.key for i in fitting(items, 20)] == ["1", "y"]  # 12 + 5 fit; the 21-wide one is skipped
     assert [i.key for i in fitting(items, 100)] == ["1", "x", "y"]
     assert fitting(items, 3) == []
@@ -145,8 +147,10 @@ def test_the_queue_widens_the_model_column_to_its_labels_where_there_is_room() -
     label = len("meta-llama/Llama-3.1-70B-Instruct [direct]")
     narrow, _ = layout(80, label)
     assert next(c.width for c in narrow if c.key == "writer") == WRITER.width
-    wide, text = layout(200, label)  # every optional column shown: it grows while the constraint keeps its room
-    assert WRITER.width < next(c.width for c in wide if c.key == "writer") < label and text == ROOMY_CONSTRAINT
+    wide, text = layout(200,
+                        label)  # every optional column shown: it grows while the constraint keeps its room
+    assert WRITER.width < next(c.width for c in wide
+                               if c.key == "writer") < label and text == ROOMY_CONSTRAINT
     wider, text = layout(260, label)
     assert next(c.width for c in wider if c.key == "writer") == label and text > ROOMY_CONSTRAINT
 

@@ -13,7 +13,8 @@ def _judge_b_never_answered_on_m1(path) -> None:
     stores a verdict the judge never gave)."""
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE verdicts SET verdict = NULL, quote = NULL, quote_found = NULL,"
-                     " reason = 'no verdict from the judge' WHERE judge = 'judge-b' AND generation_id IN (1, 2)")
+                     " reason = 'no verdict from the judge' WHERE judge = 'judge-b' AND "
+                     "generation_id IN (1, 2)")
 
 
 async def test_report_screen_shows_coverage_and_marks_low_groups(tmp_path):

@@ -45,7 +45,8 @@ async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
         screen.writer = EDIT
         screen.refresh_constraint()
         await pilot.pause()
-        assert (screen.shown.response_id, screen.shown.summary_id, screen.shown.state) == (edit, edit_summary, "FLIPPED")
+        assert (screen.shown.response_id, screen.shown.summary_id,
+                screen.shown.state) == (edit, edit_summary, "FLIPPED")
         assert screen.query_one("#response")._text.plain == EDIT_RESPONSE
         assert screen.query_one("#summary")._text.plain == EDIT_SUMMARY
         head = text_of(screen.query_one("#audit-head"))
@@ -71,7 +72,8 @@ async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
 
 async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):
     known, edit, edit_summary = make_two_mode_store(tmp_path / "s.sqlite")
-    texts = {known.response: RESPONSE, known.summary: SUMMARY, edit: EDIT_RESPONSE, edit_summary: EDIT_SUMMARY}
+    texts = {known.response: RESPONSE, known.summary: SUMMARY, edit: EDIT_RESPONSE,
+             edit_summary: EDIT_SUMMARY}
     app = UnspecificApp(known.path, stages={}, annotator="ann", sample_seed=0)
     async with on_screen(app, "5", (160, 48)) as pilot:
         screen = app.screen
@@ -97,7 +99,9 @@ async def test_report_screen_names_the_mode(tmp_path):
     app = UnspecificApp(known.path, stages={})
     async with on_screen(app, "6", (160, 48)):
         cells = app.screen.cells
-        assert sorted((c.model, c.mode) for c in cells) == [("m1", "direct"), ("m1", "edit"), ("m2", "direct")]
+        assert sorted((c.model, c.mode) for c in cells) == [("m1", "direct"), ("m1", "edit"),
+                                                            ("m2", "direct")]
         table = app.screen.query_one("#report-table")
-        assert sorted((str(table.get_row_at(i)[2]), str(table.get_row_at(i)[3])) for i in range(table.row_count)) == [
+        assert sorted((str(table.get_row_at(i)[2]), str(table.get_row_at(i)[3]))
+                      for i in range(table.row_count)) == [
             ("m1", "direct"), ("m1", "edit"), ("m2", "direct")]

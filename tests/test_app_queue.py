@@ -57,7 +57,8 @@ def known_store(tmp_path: Path) -> Known:
 
 def table_rows(screen: QueueScreen) -> list[list[str]]:
     table = screen.query_one("#queue-table", DataTable)
-    return [[str(getattr(cell, "plain", cell)) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+    return [[str(getattr(cell, "plain", cell)) for cell in table.get_row_at(i)]
+            for i in range(table.row_count)]
 
 
 async def test_queue_lists_ranked_items(tmp_path):
@@ -99,7 +100,8 @@ async def test_toggling_a_reason_reranks(tmp_path):
         assert after != before
         # The same order as scoring every item with Evidence.score and the queue's tie order.
         everything = expected_queue(known.path)
-        by_definition = sorted(((e.score(screen.enabled), e) for e in everything if e.score(screen.enabled) > 0),
+        by_definition = sorted(((e.score(screen.enabled), e) for e in everything
+                                if e.score(screen.enabled) > 0),
                                key=lambda t: (-t[0], t[1].instruction_id, t[1].position, t[1].writer))
         assert after == [(score, e.constraint_id, e.writer) for score, e in by_definition]
         assert screen.total == len(after) == len(expected_queue(known.path, screen.enabled))
@@ -266,7 +268,8 @@ async def test_auditing_the_queue_is_a_loop(tmp_path):
         assert any("dismissed the previous item" in n.message for n in app._notifications)
         assert not any("confirmed the previous item" in n.message for n in app._notifications)
         shown = [p for p in audit.query("#panes TextPane") if p.display]
-        assert len(shown) == 1 and "t: next)" in shown[0].border_title and "dismissed" not in shown[0].border_title
+        assert (len(shown) == 1 and "t: next)" in shown[0].border_title
+                and "dismissed" not in shown[0].border_title)
         first, second = (r.evidence for r in screen.ranked[:2])
         await pilot.press("2")  # back to the queue, over Instructions
         await settle(app, pilot)
@@ -279,7 +282,8 @@ async def test_auditing_the_queue_is_a_loop(tmp_path):
     try:
         stored = marks(store)
         assert {k: m.mark for k, m in stored.items()} == {
-            (first.response_id, first.constraint_id): "confirmed", (second.response_id, second.constraint_id): "dismissed"}
+            (first.response_id, first.constraint_id): "confirmed",
+            (second.response_id, second.constraint_id): "dismissed"}
         rows, _ = suspicion_rows(store)
         assert [r["mark"] for r in rows[:3]] == ["confirmed", "dismissed", None]
     finally:
@@ -334,7 +338,8 @@ async def test_an_uncertain_verdict_is_a_reason_in_words_and_switches_off(tmp_pa
     known = make_known_store(tmp_path / "s.sqlite")
     store = open_store(known.path)
     try:
-        store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
+        store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, "
+                           "judging_mode, prompt_hash,"
                            " verdict, p_yes) VALUES (3, 4, 'judge-y', 'yes_no', 'h', 0, 0.45)")
         store.commit()
     finally:
@@ -351,7 +356,8 @@ async def test_an_uncertain_verdict_is_a_reason_in_words_and_switches_off(tmp_pa
             screen.query_one("#queue-detail"))
         await goto(app, pilot, "t")
         assert "uncertain" not in screen.enabled
-        assert all(r.evidence.constraint_id != 4 or r.evidence.writer != ("m2", "direct") for r in screen.ranked)
+        assert all(r.evidence.constraint_id != 4 or r.evidence.writer != ("m2", "direct")
+                   for r in screen.ranked)
 
 
 async def test_at_80x24_a_copy_suspect_opens_on_the_response(tmp_path):

@@ -29,14 +29,16 @@ def _copy(scripted_store: tuple[Path, dict[str, float]], tmp_path: Path) -> Path
 
 def _validated(path: Path, sens: float = 0.9, spec: float = 0.7) -> Path:
     store = open_store(path)
-    put_check_items(store, "judge-a", "builtin", known_check(np.random.default_rng(2), sens, spec, 600, "judge-a").items)
+    put_check_items(store, "judge-a", "builtin",
+                    known_check(np.random.default_rng(2), sens, spec, 600, "judge-a").items)
     store.close()
     return path
 
 
 def _at_chance(path: Path) -> Path:
     store = open_store(path)  # sensitivity 0.5, specificity 0.4: no better than chance
-    put_check_items(store, "judge-a", "builtin", [CheckItem("news", f"p{i}", 1, int(i < 5)) for i in range(10)]
+    put_check_items(store, "judge-a", "builtin",
+                    [CheckItem("news", f"p{i}", 1, int(i < 5)) for i in range(10)]
                     + [CheckItem("news", f"n{i}", 0, int(i < 6)) for i in range(10)])
     store.close()
     return path
@@ -81,7 +83,8 @@ async def test_a_scripted_judge_shows_raw_and_corrected_side_by_side(scripted, t
         assert org_fixed.split()[0] == f"{100 * rates.org.value:.1f}" and org_fixed != org
         assert row[headers.index("sup. corr.")].split()[0] == f"{100 * rates.superficial.value:.1f}"
         judges = text_of(app.screen.query_one("#report-judges"))
-        assert "judge-a sens" in judges and "built-in" in judges and "constructed check, not human gold" in judges
+        assert ("judge-a sens" in judges and "built-in" in judges
+                and "constructed check, not human gold" in judges)
         assert "?" not in " ".join(headers)  # validated: no unvalidated mark
         detail = text_of(app.screen.query_one("#report-row"))  # the highlighted row in full
         assert f"corr. {_fmt((rates.org.value, rates.org.low, rates.org.high))}" in detail

@@ -145,7 +145,8 @@ async def test_compare_highlights_evidence_in_both(tmp_path):
         await pilot.press("down")
         await pilot.pause()
         assert screen.highlighted["cmp-a"] == sorted([
-            span(RESPONSE, "at a packed meeting"), span(RESPONSE, "residents argued about it at a packed meeting")])
+            span(RESPONSE, "at a packed meeting"),
+            span(RESPONSE, "residents argued about it at a packed meeting")])
         assert screen.highlighted["cmp-b"] == [span(RESPONSE_2, "Weather was calm that week")]
         await pilot.press("a")  # audit that constraint
         await settle(app, pilot)
@@ -157,15 +158,18 @@ async def test_compare_shows_a_rejudged_verdict_not_the_one_it_replaced(tmp_path
     conn = sqlite3.connect(known.path)
     with conn:  # every verdict on C1 judged again under a new prompt, now No
         conn.execute(
-            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote,"
-            " created_at) SELECT generation_id, constraint_id, judge, judging_mode, 'new', 0, NULL, created_at"
+            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+            "prompt_hash, verdict, quote,"
+            " created_at) SELECT generation_id, constraint_id, judge, judging_mode, "
+            "'new', 0, NULL, created_at"
             " FROM verdicts WHERE constraint_id = ?", (known.c1,))
     conn.close()
     app = UnspecificApp(known.path, stages={})
     async with on_screen(app, "4", (140, 40)):
         table = app.screen.query_one("#compare-table")
         assert [str(c) for c in table.get_row_at(0)[1:5]] == ["no", "no", "no", "no"]
-        assert all(len(v) == 2 for (cid, _), v in app.screen.verdicts.items() if cid == known.c1)  # two judges
+        assert all(len(v) == 2 for (cid, _), v in app.screen.verdicts.items()
+                   if cid == known.c1)  # two judges
 
 
 async def test_annotation_saved_and_scores_update(tmp_path):
@@ -195,7 +199,8 @@ async def test_annotation_saved_and_scores_update(tmp_path):
         await pilot.press(*"only in a detail", "enter")
         await pilot.pause()
         item = screen.queue.items[screen.queue.index]
-        note = store_rows(app, "SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
+        note = store_rows(app,
+                          "SELECT label, note FROM annotations WHERE constraint_id = ? AND generation_id = ?"
                           " AND annotator = 'alice'", (item.constraint_id, item.generation_id))[0]
         assert note[1] == "only in a detail" and note[0] in ("superficial", "integrated")
 
@@ -203,10 +208,12 @@ async def test_annotation_saved_and_scores_update(tmp_path):
 async def test_kappa_between_annotators(tmp_path):
     known = make_known_store(tmp_path / "s.sqlite")
     conn = sqlite3.connect(known.path)
-    rows = [(known.c2, known.response, "bob", "superficial"), (known.c2, known.response_2, "bob", "integrated"),
-            (known.c1, known.response, "bob", "integrated"), (known.c1, known.response_2, "bob", "superficial")]
-    conn.executemany("INSERT INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"
-                     " VALUES (?, ?, ?, ?, '', 'x')", rows)
+    rows = [(known.c2, known.response, "bob", "superficial"),
+            (known.c2, known.response_2, "bob", "integrated"),
+            (known.c1, known.response, "bob", "integrated"),
+            (known.c1, known.response_2, "bob", "superficial")]
+    conn.executemany("INSERT INTO annotations(constraint_id, generation_id, annotator, "
+                     "label, note, created_at) VALUES (?, ?, ?, ?, '', 'x')", rows)
     conn.commit()
     conn.close()
     app = UnspecificApp(known.path, stages={}, annotator="alice")
@@ -230,7 +237,8 @@ async def test_report_shows_metrics_groups_with_intervals(synthetic):
     metrics = compute_metrics(store, seed=0)
     store.close()
     groups = [g for g in metrics.groups if g.ratio == 0.25]
-    want = {(g.domain, g.condition, g.model, f"{100 * g.org.value:.1f} [{100 * g.org.low:.1f}, {100 * g.org.high:.1f}]",
+    want = {(g.domain, g.condition, g.model,
+             f"{100 * g.org.value:.1f} [{100 * g.org.low:.1f}, {100 * g.org.high:.1f}]",
              f"{100 * g.core.value:.1f} [{100 * g.core.low:.1f}, {100 * g.core.high:.1f}]") for g in groups}
     app = UnspecificApp(synthetic, stages={})
     async with on_screen(app, "6", (160, 40)) as pilot:
@@ -271,7 +279,8 @@ async def test_every_screen_on_an_empty_store(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         assert "no run yet" in text_of(app.screen.query_one("#run-totals"))
-        expected = {"audit": ("#audit-head", "No constraints"), "compare": ("#compare-head", "No instructions"),
+        expected = {"audit": ("#audit-head", "No constraints"),
+                    "compare": ("#compare-head", "No instructions"),
                     "annotate": ("#ann-head", "Nothing to annotate"), "report": ("#report-head", "No judged")}
         for key, name in zip("23456", SCREENS_ORDER[1:]):
             await pilot.press(key)

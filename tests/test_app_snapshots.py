@@ -77,7 +77,8 @@ def test_build_both_modes_snapshot(snap_compare, tmp_path):
 # the fit tests' store (tests/test_app_fit.py): real-length model names and constraints, both modes,
 # constraint-reference similarities. The Report's chart may pick other x ticks from run to run (above).
 SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
-SCREEN_KEYS = {"build": "1", "instructions": "2", "audit": "3", "compare": "4", "annotate": "5", "report": "6"}
+SCREEN_KEYS = {"build": "1", "instructions": "2", "audit": "3", "compare": "4",
+               "annotate": "5", "report": "6"}
 
 
 def _every_screen(screen: str, size: str):  # noqa: ANN202 - a pytest test
@@ -88,7 +89,8 @@ def _every_screen(screen: str, size: str):  # noqa: ANN202 - a pytest test
 
         async def before(pilot) -> None:  # noqa: ANN001
             await shown(pilot)
-            if screen == "report":  # the chart's x ticks vary from run to run (above): the table is the picture
+            # the chart's x ticks vary from run to run (above): the table is the picture
+            if screen == "report":
                 pilot.app.screen.query_one("#report-chart").display = False
                 await pilot.pause()
 

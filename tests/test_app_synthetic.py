@@ -7,7 +7,8 @@ import sqlite3
 
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
-TABLES = ("texts", "articles", "pairs", "instructions", "constraints", "constraint_flags", "generations", "verdicts",
+TABLES = ("texts", "articles", "pairs", "instructions", "constraints", "constraint_flags",
+          "generations", "verdicts",
           "annotations")
 
 
@@ -32,15 +33,19 @@ def test_same_spec_same_store_and_shape(tmp_path):
     conn = sqlite3.connect(a.path)
     one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
     assert one("SELECT count(*) FROM instructions") == 10
-    assert {r[0] for r in conn.execute("SELECT count(*) FROM constraints WHERE active = 1 GROUP BY instruction_id")} == {39}
-    assert {r[0] for r in conn.execute("SELECT condition FROM instructions")} == {"single", "none", "direct", "eval"}
+    assert {r[0]
+            for r in conn.execute("SELECT count(*) FROM constraints WHERE active = 1 "
+                                  "GROUP BY instruction_id")} == {39}
+    assert {r[0] for r in conn.execute("SELECT condition FROM instructions")} == {"single", "none",
+                                                                                  "direct", "eval"}
     # Revised constraints keep their lineage; single instructions have no reference B.
     assert one("SELECT count(*) FROM constraints c JOIN constraints o ON o.id = c.replaces_id"
                " WHERE c.origin = 'revised' AND o.active = 0 AND c.replaced_reason != ''") > 0
     assert one("SELECT count(*) FROM instructions WHERE condition = 'single' AND article_b IS NOT NULL") == 0
     # Articles of a pair share sentences.
     a_text, b_text = conn.execute("SELECT ta.body, tb.body FROM pairs p JOIN articles a ON a.id = p.article_a"
-                                  " JOIN articles b ON b.id = p.article_b JOIN texts ta ON ta.hash = a.text_hash"
+                                  " JOIN articles b ON b.id = p.article_b JOIN texts ta ON "
+                                  "ta.hash = a.text_hash"
                                   " JOIN texts tb ON tb.hash = b.text_hash LIMIT 1").fetchone()
     assert set(a_text.split(". ")) & set(b_text.split(". "))
     # Two judges on every response and summary, for every active constraint.

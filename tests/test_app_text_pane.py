@@ -37,14 +37,16 @@ def span_of(part: str) -> tuple[int, int]:
 def screen_rows(pane: TextPane) -> list[list[tuple[str, Style | None]]]:
     """The pane's text rows as the compositor gets them (through Textual's line cache), without the bar."""
     region = pane.text_region.translate(-pane.region.offset)
-    rows = pane.render_lines(Region(0, 0, pane.outer_size.width, pane.outer_size.height))[region.y:region.bottom]
+    rows = pane.render_lines(Region(0, 0, pane.outer_size.width,
+                                    pane.outer_size.height))[region.y:region.bottom]
     return [[(seg.text, seg.style) for seg in row.crop(region.x, region.right)] for row in rows]
 
 
 def highlighted(rows: list[list[tuple[str, Style | None]]]) -> list[str]:
     """The words drawn in the highlight colour, in reading order."""
     blue = Style.parse(HIGHLIGHT).bgcolor
-    return " ".join(t for row in rows for t, style in row if style is not None and style.bgcolor == blue).split()
+    return " ".join(t for row in rows for t, style in row if style is not None
+                    and style.bgcolor == blue).split()
 
 
 def plain(rows: list[list[tuple[str, Style | None]]]) -> list[str]:
@@ -126,7 +128,8 @@ def test_wrap_lines_cover_the_text_and_keep_words_whole():
     text = "alpha beta gamma\n\ndelta " + "x" * 25
     lines = wrap_lines(text, 10)
     assert "".join(text[a:b] for a, b in lines).replace("\n", "") == text.replace("\n", "")
-    assert [text[a:b].rstrip() for a, b in lines] == ["alpha beta", "gamma", "", "delta", "x" * 10, "x" * 10, "x" * 5]
+    assert [text[a:b].rstrip() for a, b in lines] == ["alpha beta", "gamma", "", "delta", "x" * 10,
+                                                      "x" * 10, "x" * 5]
 
 
 def test_the_vendored_line_breaks_are_rich_text_wraps():
@@ -135,7 +138,8 @@ def test_the_vendored_line_breaks_are_rich_text_wraps():
     from rich.console import Console
 
     console = Console(width=200)
-    samples = [TEXT[:700], "alpha  beta   gamma " + "x" * 37 + " delta", "TextualはPythonの高速アプリケーション開発フレームワークです",
+    samples = [TEXT[:700], "alpha  beta   gamma " + "x" * 37 + " delta",
+               "TextualはPythonの高速アプリケーション開発フレームワークです",
                "  leading spaces and a trailing one ", "a"]
     for sample in samples:
         for width in (2, 3, 7, 10, 16, 33, 80):  # 1: Rich crops a wide character it cannot fit

@@ -44,7 +44,8 @@ def emit(e):
         print(json.dumps({"auditable": e}), flush=True)
     else:
         stage, done, total, kind = e
-        print(json.dumps({"stage": stage, "done": done, "total": total, "message": "", "kind": kind}), flush=True)
+        print(json.dumps({"stage": stage, "done": done, "total": total, "message": "", "kind": kind}), \
+flush=True)
 first, rest, go = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
 for e in first:
     emit(e)
@@ -52,7 +53,8 @@ while not os.path.exists(go):
     time.sleep(0.02)
 for e in rest:
     emit(e)
-print(json.dumps({"finished": {"auditable": [1, 3, 4, 6], "failed": [], "seconds": {}, "first_auditable_s": 1.0}}),
+print(json.dumps({"finished": {"auditable": [1, 3, 4, 6], "failed": [], "seconds": {}, \
+"first_auditable_s": 1.0}}),
       flush=True)
 """
 
@@ -87,7 +89,8 @@ async def test_the_demo_bar_counts_instructions_ready_and_stages_do_not_reset_it
 
 
 def _store(tmp_path: Path) -> Path:
-    return build_synthetic_store(tmp_path / "s.sqlite", SyntheticSpec(n_instructions=8, annotators=("ann",))).path
+    return build_synthetic_store(tmp_path / "s.sqlite",
+                                 SyntheticSpec(n_instructions=8, annotators=("ann",))).path
 
 
 async def test_instructions_opens_on_the_instruction_and_response_audit_shows(tmp_path):
@@ -111,7 +114,8 @@ async def test_instructions_opens_on_the_instruction_and_response_audit_shows(tm
         # Back from Compare: on Compare's instruction and side A's response; a modal closing
         # does not move the cursor back to the context.
         await goto(app, pilot, "2")
-        assert (instructions._current().instruction_id, instructions._current().writer) == (7, app.screen.context().writer)
+        assert (instructions._current().instruction_id,
+                instructions._current().writer) == (7, app.screen.context().writer)
         await pilot.press("down")
         moved_to = instructions._current()
         await pilot.press("question_mark")
@@ -166,7 +170,8 @@ async def test_compare_shows_each_constraints_similarity_as_a_number_with_a_bar(
         # The constraint column is clipped to the table, with an ellipsis where a text is cut.
         texts = [str(table.get_cell_at((row, 6))) for row in range(len(compare.row_cids))]
         assert any(t.endswith("…") for t in texts)
-        assert sum(c.get_render_width(table) for c in table.ordered_columns) <= table.scrollable_content_region.width
+        assert sum(c.get_render_width(table)
+                   for c in table.ordered_columns) <= table.scrollable_content_region.width
 
 
 @pytest.mark.parametrize("key", ["1", "2", "4", "5"])  # Build, Instructions, Compare, Annotate

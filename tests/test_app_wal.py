@@ -23,9 +23,11 @@ def writer(path, stop: threading.Event, counter: list[int]) -> None:
     while not stop.is_set():
         i += 1
         run = f"w{i // 20}"
-        conn.execute("INSERT OR IGNORE INTO runs(id, kind, name, config, status, started_at) VALUES (?, 'build', ?,"
+        conn.execute("INSERT OR IGNORE INTO runs(id, kind, name, config, status, started_at) "
+                     "VALUES (?, 'build', ?,"
                      " '{}', 'running', ?)", (run, run, STAMP))
-        cur = conn.execute("INSERT INTO instructions(run_id, domain, condition, main_task, status, created_at)"
+        cur = conn.execute("INSERT INTO instructions(run_id, domain, condition, "
+                           "main_task, status, created_at)"
                            " VALUES (?, 'news', 'eval', 'task', 'synthesized', ?)", (run, STAMP))
         conn.executemany("INSERT INTO constraints(instruction_id, position, text, origin, active, created_at)"
                          " VALUES (?, ?, ?, 'synthesized', 1, ?)",
@@ -55,7 +57,8 @@ async def test_viewing_while_a_build_writes(tmp_path, readonly):
         app = UnspecificApp(path, stages={}, readonly=readonly, annotator="ann")
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(app, pilot)
-            for keys in (["2"], ["3", "j", "j", "f", "escape", "x", "k"], ["4", "right_square_bracket"], ["6"], ["1"]):
+            for keys in (["2"], ["3", "j", "j", "f", "escape", "x", "k"],
+                         ["4", "right_square_bracket"], ["6"], ["1"]):
                 await pilot.press(*keys)
                 await settle(app, pilot)
                 await pilot.press("ctrl+r")  # reload while the writer keeps going

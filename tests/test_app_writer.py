@@ -26,7 +26,8 @@ def test_labels_answers_and_marks_are_saved_at_once(tmp_path) -> None:
         label = view.labels()[(2, 100)]["alice"]
         assert (label.label, label.note) == ("superficial", "only a detail")
         assert view.text_labels()[(3, 101)] == {"alice": 0}
-        assert {key: (m.mark, m.auditor) for key, m in view.suspicion_marks().items()} == {(100, 2): ("dismissed", "bob")}
+        assert {key: (m.mark, m.auditor)
+                for key, m in view.suspicion_marks().items()} == {(100, 2): ("dismissed", "bob")}
     finally:
         view.close()
         writer.close()

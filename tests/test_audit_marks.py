@@ -21,7 +21,8 @@ NAVIGATION = ("n", "j", "down", "k", "up", "n", "right_square_bracket", "n", "p"
 
 
 def stored_marks(app) -> dict[tuple[int, int], str]:  # noqa: ANN001
-    return {(r, c): m for r, c, m in store_rows(app, "SELECT response_id, constraint_id, mark FROM suspicion_marks")}
+    return {(r, c): m
+            for r, c, m in store_rows(app, "SELECT response_id, constraint_id, mark FROM suspicion_marks")}
 
 
 def named_item(app, head: str) -> tuple[int, int]:  # noqa: ANN001

@@ -23,10 +23,12 @@ from pipeline.cli import main
 from pipeline.store.database import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = ("texts", "articles", "pairs", "runs", "instructions", "constraints", "generations", "verdicts", "llm_calls")
+TABLES = ("texts", "articles", "pairs", "runs", "instructions", "constraints", "generations",
+          "verdicts", "llm_calls")
 # An endpoint nobody answers: every case below must fail before any call.
 DEAD = ("[endpoints.f]\nbase_url = 'http://127.0.0.1:9/v1'\nmodel = 'm'\nmax_retries = 0\ntimeout_s = 1\n"
-        "[roles]\ngenerator = 'f'\njudges = ['f']\nsummarizer = 'f'\nmodels_under_test = ['f']\nnaturalness_judge = 'f'\n")
+        "[roles]\ngenerator = 'f'\njudges = ['f']\nsummarizer = 'f'\nmodels_under_test = "
+        "['f']\nnaturalness_judge = 'f'\n")
 
 
 @pytest.fixture
@@ -59,20 +61,29 @@ def cli(capsys, monkeypatch, *argv: str) -> tuple[int, str]:
 CONFIGS = {
     "toml syntax": ("[endpoints.x\nbase_url = 1\n", "build", ["not valid TOML", "line 1"]),
     "unknown section": ("[budget]\nmax = 1\n", "build", ["unknown section(s) budget"]),
-    "endpoint without base_url": ("[endpoints.x]\nmodel = 'm'\n", "build", ["endpoints.x.base_url", "required"]),
-    "number as text": ("[endpoints.x]\nbase_url = 'http://h/v1'\nmodel = 'm'\nconcurrency = 'many'\n", "build",
+    "endpoint without base_url": ("[endpoints.x]\nmodel = 'm'\n", "build",
+                                  ["endpoints.x.base_url", "required"]),
+    "number as text": ("[endpoints.x]\nbase_url = 'http://h/v1'\nmodel = 'm'\nconcurrency = 'many'\n",
+                       "build",
                        ["endpoints.x.concurrency", "'many'"]),
-    "not an http url": ("[endpoints.x]\nbase_url = 'ftp://h'\nmodel = 'm'\n", "build", ["endpoints.x.base_url", "ftp://h"]),
-    "key variable unset": ("[endpoints.x]\nbase_url = 'http://h/v1'\nmodel = 'm'\napi_key_env = 'UNSPECIFIC_NO_SUCH_KEY'\n",
+    "not an http url": ("[endpoints.x]\nbase_url = 'ftp://h'\nmodel = 'm'\n", "build",
+                        ["endpoints.x.base_url", "ftp://h"]),
+    "key variable unset": ("[endpoints.x]\nbase_url = 'http://h/v1'\nmodel = 'm'\napi_key_env = "
+                           "'UNSPECIFIC_NO_SUCH_KEY'\n",
                            "build", ["endpoints.x.api_key_env", "UNSPECIFIC_NO_SUCH_KEY"]),
     "role names no endpoint": ("[roles]\ngenerator = 'nope'\n", "build", ["roles.generator", "'nope'"]),
-    "build count as text": (DEAD + "[build]\nn_constraints = 'many'\n", "build", ["[build]", "n_constraints", "'many'"]),
-    "build conditions a number": (DEAD + "[build]\nconditions = 5\n", "build", ["[build] conditions", "got 5"]),
-    "build unknown condition": (DEAD + "[build]\nconditions = ['single', 'maybe']\n", "build", ["[build]", "maybe"]),
+    "build count as text": (DEAD + "[build]\nn_constraints = 'many'\n", "build",
+                            ["[build]", "n_constraints", "'many'"]),
+    "build conditions a number": (DEAD + "[build]\nconditions = 5\n", "build",
+                                  ["[build] conditions", "got 5"]),
+    "build unknown condition": (DEAD + "[build]\nconditions = ['single', 'maybe']\n", "build",
+                                ["[build]", "maybe"]),
     "evaluate words as text": (DEAD + "[evaluate]\nresponse_words = 'abc'\n", "evaluate",
                                ["[evaluate] response_words", "'abc'"]),
-    "evaluate ratios a number": (DEAD + "[evaluate]\nratios = 5\n", "evaluate", ["[evaluate] ratios", "got 5"]),
-    "evaluate ratio out of range": (DEAD + "[evaluate]\nratios = [2.0]\n", "evaluate", ["[evaluate] ratios", "2.0"]),
+    "evaluate ratios a number": (DEAD + "[evaluate]\nratios = 5\n", "evaluate",
+                                 ["[evaluate] ratios", "got 5"]),
+    "evaluate ratio out of range": (DEAD + "[evaluate]\nratios = [2.0]\n", "evaluate",
+                                    ["[evaluate] ratios", "2.0"]),
     "latin-1 bytes": (b"[roles]\ngenerator = 'caf\xe9'\n", "build", ["not valid TOML", "0xe9"]),
     "a folder": (None, "build", ["cannot read the config file"]),
 }
@@ -100,7 +111,8 @@ def test_malformed_config(case, store_copy, tmp_path, capsys, monkeypatch) -> No
 
 
 def test_missing_config_file(store_copy, tmp_path, capsys, monkeypatch) -> None:
-    code, message = cli(capsys, monkeypatch, "--store", str(store_copy), "--config", str(tmp_path / "nope.toml"), "build")
+    code, message = cli(capsys, monkeypatch, "--store", str(store_copy), "--config",
+                        str(tmp_path / "nope.toml"), "build")
     assert code == 2 and "nope.toml: config file not found" in message
 
 
@@ -146,15 +158,18 @@ def make_corpus(kind: str, folder: Path) -> tuple[list[str], list[str], int]:
         return [str(path)], ["long.jsonl", "no usable article", "1 over 1000 words"], 1
     if kind == "mixed encodings":
         path = folder / "mixed.jsonl"
-        good = (json.dumps({"id": "1", "text": "café " + _words(400)}, ensure_ascii=False) + "\n").encode("utf-8")
-        bad = (json.dumps({"id": "2", "text": "x"}, ensure_ascii=False).replace('"x"', '"caf\xe9 ' + _words(400) + '"')
+        good = (json.dumps({"id": "1", "text": "café " + _words(400)}, ensure_ascii=False)
+                + "\n").encode("utf-8")
+        bad = (json.dumps({"id": "2", "text": "x"}, ensure_ascii=False).replace('"x"', '"caf\xe9 '
+                                                                                + _words(400) + '"')
                + "\n").encode("latin-1")
         path.write_bytes(good + bad)
         return [str(path)], ["mixed.jsonl", "not UTF-8", "0xe9", "line 2"], 0
     if kind == "mixed encodings in a folder":
         (folder / "enc").mkdir()
         (folder / "enc" / "latin.txt").write_bytes(("Title\n\ncaf\xe9 " + _words(400)).encode("latin-1"))
-        return [str(folder / "enc"), "--format", "folder"], ["no articles imported", "latin.txt", "not UTF-8", "line 3"], 0
+        return [str(folder / "enc"), "--format", "folder"], ["no articles imported", "latin.txt",
+                                                             "not UTF-8", "line 3"], 0
     if kind == "repeated ids":
         path = _jsonl(folder / "ids.jsonl", [{"id": "same", "text": _words(400, seed=i)} for i in range(3)])
         return [str(path)], ["ids.jsonl line 2", "id 'same' repeats", "line 1"], 0
@@ -165,8 +180,10 @@ def make_corpus(kind: str, folder: Path) -> tuple[list[str], list[str], int]:
     raise AssertionError(kind)
 
 
-CORPORA = ["binary file", "binary files in a folder", "huge single line", "huge single line, valid", "0 words",
-           "no records", "200,000-word article", "mixed encodings", "mixed encodings in a folder", "repeated ids",
+CORPORA = ["binary file", "binary files in a folder", "huge single line",
+           "huge single line, valid", "0 words",
+           "no records", "200,000-word article", "mixed encodings",
+           "mixed encodings in a folder", "repeated ids",
            "repeated ids in a csv"]
 
 
@@ -174,7 +191,8 @@ CORPORA = ["binary file", "binary files in a folder", "huge single line", "huge 
 def test_bad_corpus(kind, store_copy, tmp_path, capsys, monkeypatch) -> None:
     extra, expected, may_add = make_corpus(kind, tmp_path)
     before = counts(store_copy)
-    code, message = cli(capsys, monkeypatch, "--store", str(store_copy), "corpus", "add", *extra, "--domain", "news",
+    code, message = cli(capsys, monkeypatch, "--store", str(store_copy), "corpus", "add", *extra,
+                        "--domain", "news",
                         "--near-dup", "1", "--name", "bad")
     print(f"\nBAD-INPUT corpus | {kind} | exit {code} | {message[-170:]}")
     assert code == 2, message
@@ -187,10 +205,12 @@ def test_bad_corpus(kind, store_copy, tmp_path, capsys, monkeypatch) -> None:
     store = open_store(store_copy)
     added = store.query("SELECT status FROM articles WHERE corpus = 'bad'")
     store.close()
-    assert all(r["status"] in ("too_long", "too_short", "duplicate") for r in added)  # nothing usable slipped in
+    assert all(r["status"] in ("too_long", "too_short", "duplicate")
+               for r in added)  # nothing usable slipped in
 
 
-def test_a_folder_with_one_bad_file_imports_the_rest_and_names_the_bad_one(tmp_path, capsys, monkeypatch) -> None:
+def test_a_folder_with_one_bad_file_imports_the_rest_and_names_the_bad_one(tmp_path, capsys,
+                                                                           monkeypatch) -> None:
     """A partial import is not an error (the bundled BBC set holds one Latin-1 file): the
     good files come in and the bad one is listed with its reason."""
     (tmp_path / "docs").mkdir()
@@ -263,7 +283,8 @@ def test_damaged_store(damage, command, store_copy, tmp_path, capsys, monkeypatc
     spoil(store_copy)
     digest = hashlib.sha256(store_copy.read_bytes()).hexdigest()
     argv = [a.format(tmp=tmp_path) for a in COMMANDS[command]]
-    code, message = cli(capsys, monkeypatch, "--store", str(store_copy), "--config", str(_dead(tmp_path)), *argv)
+    code, message = cli(capsys, monkeypatch, "--store", str(store_copy), "--config",
+                        str(_dead(tmp_path)), *argv)
     print(f"\nBAD-INPUT store | {damage}: {command} | exit {code} | {message[:170]}")
     assert code == 2, message
     assert "store.sqlite" in message and "Store error" in message, message
@@ -288,11 +309,13 @@ def _as_nobody(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
             pytest.skip("running as root without setpriv: cannot drop the right to write a read-only file")
         prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400", "HOME": str(cwd)}
-    return subprocess.run([*prefix, sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main())",
+    return subprocess.run([*prefix, sys.executable, "-c",
+                           "import sys; from pipeline.cli import main; sys.exit(main())",
                            *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("folder_writable", [True, False], ids=["read-only file", "read-only file and folder"])
+@pytest.mark.parametrize("folder_writable", [True, False],
+                         ids=["read-only file", "read-only file and folder"])
 def test_read_only_store(folder_writable, seeded, capsys) -> None:
     folder = Path(tempfile.mkdtemp(prefix="unspecific-ro-"))
     try:
@@ -316,11 +339,12 @@ def test_read_only_store(folder_writable, seeded, capsys) -> None:
         writers = ("build", "evaluate", "corpus add")
         readers = ("corpus list", "report", "export")
         for name, (code, message) in results.items():
-            print(f"\nBAD-INPUT store | read-only {'file' if folder_writable else 'file and folder'}: {name} | exit {code}"
-                  f" | {message[:170]}")
+            print(f"\nBAD-INPUT store | read-only {'file' if folder_writable else 'file and folder'}: "
+                  f"{name} | exit {code} | {message[:170]}")
         for name, (code, message) in results.items():
             if name in readers:
-                assert code in (0, 1), (name, message)  # reading a read-only store works, folder writable or not
+                assert code in (0, 1), (name,
+                                        message)  # reading a read-only store works, folder writable or not
                 continue
             assert name in writers and code == 2, (name, message)
             # Says read-only, in words: not "unreadable", not SQLite's "readonly".

@@ -106,7 +106,8 @@ async def test_a_batch_evaluation_stores_what_an_online_one_does_at_half_the_pri
     # Every answer went through the cache as an online one would, and was paid at batch prices.
     info = B.status(store)
     assert info["requests"] == {}  # each taken by the stage, then gone from the batch queue
-    online_paid = online.scalar("SELECT sum(cost) FROM llm_calls WHERE run_id IN (SELECT id FROM runs WHERE kind = 'evaluate')")
+    online_paid = online.scalar("SELECT sum(cost) FROM llm_calls WHERE run_id IN (SELECT id FROM runs "
+                                "WHERE kind = 'evaluate')")
     batch_paid = info["paid"]["batch"]["cost"]
     assert info["paid"]["batch"]["calls"] == online_calls
     assert batch_paid == pytest.approx(0.5 * online_paid)
@@ -168,12 +169,15 @@ async def test_failed_items_sent_online_by_the_next_run(server, tmp_path):
     result = await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)
     assert server.calls - before == 2  # exactly the expired ones went online
     assert result.stages["respond"].done == 4
-    assert store.scalar("SELECT count(*) FROM llm_calls WHERE via = 'online' AND template LIKE 'respond%'") == 2
-    assert set(B.status(store)["requests"]) == {"submitted"}  # the next step's calls; none left online or failed
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE via = 'online' AND "
+                        "template LIKE 'respond%'") == 2
+    # the next step's calls; none left online or failed
+    assert set(B.status(store)["requests"]) == {"submitted"}
     store.close()
 
 
-async def test_a_kill_between_creating_a_batch_and_recording_it_never_submits_twice(server, tmp_path, monkeypatch):
+async def test_a_kill_between_creating_a_batch_and_recording_it_never_submits_twice(server,
+                                                                                    tmp_path, monkeypatch):
     config = config_for(server.base_url)
     store = await built_store(tmp_path / "k.sqlite", config)
     real_set = B._set
@@ -312,7 +316,8 @@ async def test_vllm_export_and_ingest(server, tmp_path):
         rows = []
         for line in path.read_text().splitlines():
             req = json.loads(line)
-            assert req["method"] == "POST" and req["url"] == "/v1/chat/completions" and req["body"]["model"] == "fake-model"
+            assert (req["method"] == "POST" and req["url"] == "/v1/chat/completions"
+                    and req["body"]["model"] == "fake-model")
             text = model(req["body"]).text
             rows.append(json.dumps({"id": "vllm-1", "custom_id": req["custom_id"],
                                     "response": {"status_code": 200, "request_id": "x",
@@ -386,7 +391,8 @@ async def test_a_build_in_batches_writes_what_an_online_build_does(server, tmp_p
         await until_collected(store, config)
     assert summary.complete and rounds > 2
     assert server.calls == online_calls  # nothing went online
-    assert len(server.batch_calls) == len(set(server.batch_calls)) == store.scalar("SELECT count(*) FROM llm_calls")
+    assert len(server.batch_calls) == len(set(server.batch_calls)) == store.scalar("SELECT count(*) FROM "
+                                                                                   "llm_calls")
     assert result_fingerprint(store, "b1") == result_fingerprint(online, "b1")
     store.close()
     online.close()
@@ -401,7 +407,8 @@ def test_the_command_line_round_trip(server, tmp_path, capsys):
 
     cfg = tmp_path / "unspecific.toml"
     cfg.write_text(config_toml(server.base_url, concurrency=2).replace(
-        'model = "fake-model"', 'model = "fake-model"\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 4.0'))
+        'model = "fake-model"',
+        'model = "fake-model"\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 4.0'))
     from pipeline.core.config import load_config
 
     store = asyncio.run(built_store(tmp_path / "cli.sqlite", load_config(cfg), n_pairs=1))
@@ -425,7 +432,8 @@ def test_the_command_line_round_trip(server, tmp_path, capsys):
     assert "paid batch:" in out
     assert main([*base, "batch", "status", "--no-refresh", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert {b["state"] for b in info["batches"]} == {"completed"} and all(b["collected_at"] for b in info["batches"])
+    assert {b["state"] for b in info["batches"]} == {"completed"} and all(b["collected_at"]
+                                                                          for b in info["batches"])
     assert main([*base, "report", "--no-copy", "--resamples", "20"]) == 0
     out = capsys.readouterr().out
     flat = " ".join(out.split())  # piped text wraps between words at COLUMNS (issue 47)
@@ -467,7 +475,8 @@ async def test_a_reply_echoing_a_key_is_never_stored(server, tmp_path, monkeypat
     store.close()
 
 
-async def test_an_export_killed_before_its_file_was_written_is_written_by_the_next(server, tmp_path, monkeypatch):
+async def test_an_export_killed_before_its_file_was_written_is_written_by_the_next(server,
+                                                                                   tmp_path, monkeypatch):
     config = config_for(server.base_url, batch="files")
     store = await built_store(tmp_path / "x.sqlite", config)
     await evaluate(store, config, EvaluateOptions(build_run="b1"), batch=True)

@@ -12,10 +12,25 @@ import pytest
 from pipeline.core.config import Config
 from pipeline.core.progress import StopFlag
 from pipeline.llm.client import LLMClient
-from pipeline.stages.build import BuildOptions, run_base, run_build, run_revise, run_synthesize, start_build_run
+from pipeline.stages.build import (
+    BuildOptions,
+    run_base,
+    run_build,
+    run_revise,
+    run_synthesize,
+    start_build_run,
+)
 from pipeline.store.database import Store
 from tests.fakes.fake_server import FakeOpenAIServer
-from tests.fakes.responders import DUPLICATE, LEAKY, NEAR_DUPLICATE, ScriptedModel, config_toml, fake_config, make_store
+from tests.fakes.responders import (
+    DUPLICATE,
+    LEAKY,
+    NEAR_DUPLICATE,
+    ScriptedModel,
+    config_toml,
+    fake_config,
+    make_store,
+)
 
 N = 10
 
@@ -25,7 +40,8 @@ async def _build(tmp_path, model, *, n_pairs=2, conditions=("single", "none", "d
     server = FakeOpenAIServer(model).start()
     config = fake_config(server.base_url)
     client = LLMClient(config, store, backoff_base_s=0.01)
-    options = BuildOptions.from_config(config, n=n_pairs, conditions=conditions, n_constraints=N, words=60, **opts)
+    options = BuildOptions.from_config(config, n=n_pairs, conditions=conditions, n_constraints=N,
+                                       words=60, **opts)
     try:
         summary = await run_build(store, config, client, options)
     finally:
@@ -54,7 +70,8 @@ def _instructions(store, condition):
 
 
 def _active(store, instruction_id):
-    return store.query("SELECT * FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position", [instruction_id])
+    return store.query("SELECT * FROM constraints WHERE instruction_id = ? AND active = 1 ORDER BY position",
+                       [instruction_id])
 
 
 async def test_all_four_conditions_counts_sharing_and_calls(tmp_path) -> None:
@@ -83,7 +100,8 @@ async def test_all_four_conditions_counts_sharing_and_calls(tmp_path) -> None:
     for none, direct, ev in zip(by_pair("none"), by_pair("direct"), by_pair("eval")):
         originals = {c["id"]: c["text"] for c in _active(store, none["id"])}
         for inst in (direct, ev):
-            copies = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
+            copies = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND "
+                                 "origin = 'synthesized'", [inst["id"]])
             assert len(copies) == N
             assert all(originals[c["source_id"]] == c["text"] for c in copies)
             assert inst["main_task"] == none["main_task"]
@@ -107,7 +125,8 @@ async def test_eval_replaces_only_what_the_base_article_satisfies_with_lineage(t
     # the holder of the shared synthesis is a 'common' instruction when none is not built
     holder = store.one("SELECT * FROM instructions WHERE condition = 'common'")
     assert holder["status"] == "source"
-    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
+    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'",
+                            [inst["id"]])
     easy = [c for c in originals if "(easy)" in c["text"]]
     assert easy, "the script marks some constraints easy"
     gen = store.one("SELECT * FROM generations WHERE kind = 'base'")
@@ -118,7 +137,8 @@ async def test_eval_replaces_only_what_the_base_article_satisfies_with_lineage(t
         assert c["active"] == (0 if c in easy else 1)
         if c in easy:
             assert c["position"] is None
-    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
+    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'",
+                          [inst["id"]])
     assert len(revised) == len(easy)
     by_old = {c["id"]: c for c in easy}
     old_positions = {r["replaces_id"] for r in revised}
@@ -142,13 +162,15 @@ async def test_eval_keeps_a_base_yes_whose_quote_is_not_in_the_base_article(tmp_
     store, server, summary = await _build(tmp_path, ScriptedModel(easy_every=3, unshown_every=4), n_pairs=1,
                                           conditions=("eval",))
     inst = _instructions(store, "eval")[0]
-    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
+    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'",
+                            [inst["id"]])
     unshown = [c for c in originals if "(unshown)" in c["text"]]
     easy = [c for c in originals if "(easy)" in c["text"]]
     assert unshown and easy
     for c in unshown:  # judged Yes, quote checked and not found: kept, its verdict recorded
         assert (c["active"], c["base_verdict"]) == (1, 1)
-        assert store.scalar("SELECT quote_found FROM verdicts WHERE constraint_id = ?", [c["id"]]) == "missing"
+        assert store.scalar("SELECT quote_found FROM verdicts WHERE constraint_id = ?",
+                            [c["id"]]) == "missing"
     assert all(c["active"] == 0 for c in easy)
     assert {r.condition: r for r in summary.conditions}["eval"].replaced == len(easy)
 
@@ -163,28 +185,34 @@ async def test_eval_on_an_endpoint_with_list_items_lists_that_many_too_easy_ids_
     store = make_store(tmp_path / "s.sqlite", 1)
     model = ScriptedModel(easy_every=2)
     async with _served(store, model) as (server, config, client):
-        options = start_build_run(store, config, BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=N))
+        options = start_build_run(store, config, BuildOptions.from_config(config, n=1, conditions=("eval",),
+                                                                          n_constraints=N))
         await run_synthesize(store, config, client, options)
         await run_base(store, config, client, options)
         # from here on the generator lists at most 2 items an ask
         config.endpoints["fake"] = replace(config.endpoint("fake"), list_items=2)
         await run_revise(store, config, client, options)
     inst = _instructions(store, "eval")[0]
-    easy = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized' AND active = 0", [inst["id"]])
+    easy = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = "
+                       "'synthesized' AND active = 0", [inst["id"]])
     assert len(easy) >= 3
     revise = [r for r in server.requests if kind_of(r) == "revise_eval"]
-    assert len(revise) == 1 and len(numbered_items(block(revise[0]["messages"][-1]["content"], "TOO_EASY"))) == 2
+    assert len(revise) == 1 and len(numbered_items(block(revise[0]["messages"][-1]["content"],
+                                                         "TOO_EASY"))) == 2
     assert model.kinds["revise_missing"] == -(-(len(easy) - 2) // 2)
     assert inst["status"] == "done" and len(_active(store, inst["id"])) == N
-    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
+    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'",
+                          [inst["id"]])
     assert {r["replaces_id"] for r in revised} == {c["id"] for c in easy}
 
 
 async def test_flags_raised_on_the_planted_constraints(tmp_path) -> None:
-    store, server, summary = await _build(tmp_path, ScriptedModel(easy_every=0), n_pairs=1, conditions=("none",))
+    store, server, summary = await _build(tmp_path, ScriptedModel(easy_every=0), n_pairs=1,
+                                          conditions=("none",))
     inst = _instructions(store, "none")[0]
     rows = {c["text"]: c["id"] for c in _active(store, inst["id"])}
-    flags = {(r["constraint_id"], r["flag"]): json.loads(r["detail"]) for r in store.query("SELECT * FROM constraint_flags")}
+    flags = {(r["constraint_id"], r["flag"]): json.loads(r["detail"])
+             for r in store.query("SELECT * FROM constraint_flags")}
     leaky = rows[LEAKY]
     assert (leaky, "proper_noun") in flags
     words = {w["word"] for w in flags[(leaky, "proper_noun")]["words"]}
@@ -205,13 +233,15 @@ async def test_flags_raised_on_the_planted_constraints(tmp_path) -> None:
 
 
 async def test_contradictions_stored_and_flagged(tmp_path) -> None:
-    store, server, summary = await _build(tmp_path, ScriptedModel(contradict=(2, 5)), n_pairs=1, conditions=("none",),
+    store, server, summary = await _build(tmp_path, ScriptedModel(contradict=(2, 5)), n_pairs=1,
+                                          conditions=("none",),
                                           contradictions=True)
     inst = _instructions(store, "none")[0]
     active = _active(store, inst["id"])
     row = store.one("SELECT * FROM contradictions")
     assert (row["constraint_a"], row["constraint_b"]) == (active[1]["id"], active[4]["id"])
-    flagged = {r["constraint_id"] for r in store.query("SELECT * FROM constraint_flags WHERE flag = 'contradiction'")}
+    flagged = {r["constraint_id"]
+               for r in store.query("SELECT * FROM constraint_flags WHERE flag = 'contradiction'")}
     assert flagged == {active[1]["id"], active[4]["id"]}
 
 
@@ -222,7 +252,8 @@ async def test_37_of_39_repaired_inside_a_build(tmp_path) -> None:
         options = BuildOptions.from_config(config, n=1, conditions=("single", "none"), n_constraints=39)
         await run_build(store, config, client, options)
     assert model.kinds["constraints_more"] == 2  # one per synthesis (single and common)
-    asks = [r["messages"][-1]["content"] for r in server.requests if "more constraints" in r["messages"][-1]["content"]]
+    asks = [r["messages"][-1]["content"] for r in server.requests
+            if "more constraints" in r["messages"][-1]["content"]]
     assert all("Write EXACTLY 2 more" in a for a in asks)
     for cond in ("single", "none"):
         inst = _instructions(store, cond)[0]
@@ -269,10 +300,12 @@ async def test_stages_one_at_a_time_with_max_units_and_stop(tmp_path) -> None:
     store = make_store(tmp_path / "s.sqlite", 3)
     model = ScriptedModel()
     async with _served(store, model) as (server, config, client):
-        options = start_build_run(store, config, BuildOptions.from_config(config, n=3, conditions=("eval",), n_constraints=N))
+        options = start_build_run(store, config, BuildOptions.from_config(config, n=3, conditions=("eval",),
+                                                                          n_constraints=N))
         s1 = await run_synthesize(store, config, client, options, max_units=2)
         assert (s1.processed, s1.remaining) == (2, 1)
-        assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'eval' AND status = 'synthesized'") == 2
+        assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'eval' AND "
+                            "status = 'synthesized'") == 2
         stopped = StopFlag()
         stopped.stop("pause")
         s_stop = await run_synthesize(store, config, client, options, stop=stopped)
@@ -305,13 +338,15 @@ def test_cli_build_prints_per_condition_report(tmp_path, capsys, monkeypatch) ->
     assert "6/6 (100%)" in out  # direct: all replaced
     with FakeOpenAIServer(ScriptedModel()) as server2:
         (tmp_path / "c.toml").write_text(config_toml(server2.base_url))
-        main(["--store", str(tmp_path / "store.sqlite"), "--config", str(tmp_path / "c.toml"), "build", "--run", "r1"])
+        main(["--store", str(tmp_path / "store.sqlite"), "--config", str(tmp_path / "c.toml"),
+              "build", "--run", "r1"])
     assert server2.calls == 0  # the same run again, its options from the store: all stored
     assert "6 constraints" in capsys.readouterr().out  # not the default 39: the run's own options
 
 
 @pytest.mark.real_model
-@pytest.mark.timeout(3000)  # measured 5-7 min on 2 shared cores (5 calls, ~4.3k prompt + ~0.9k completion tokens)
+# measured 5-7 min on 2 shared cores (5 calls, ~4.3k prompt + ~0.9k completion tokens)
+@pytest.mark.timeout(3000)
 async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     """1 pair, condition eval, 10 constraints, ~150-word articles, on the embedded model; then the same
     store through evaluate and report (measured: build 306 s, evaluate 303 s on 2 shared cores)."""
@@ -319,22 +354,26 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
 
     from pipeline.core.config import parse_config
 
-    extra_a = (" The library's manager said staff had been moved to other branches for now. A local charity offered to run"
-               " a homework club in a church hall. Some councillors argued that the fees would hit the poorest families"
-               " hardest, while others said the pool was losing money every month.")
-    extra_b = (" Staff at the centre have been told their jobs are safe until spring. A youth group that met there twice a"
-               " week has moved to a school gym. Some board members said parking charges would drive shoppers away,"
-               " while others warned that bus cuts would leave villages cut off.")
+    extra_a = (" The library's manager said staff had been moved to other branches for now. A local "
+               "charity offered to run"
+               " a homework club in a church hall. Some councillors argued that the fees would hit "
+               "the poorest families hardest, while others said the pool was losing money every month.")
+    extra_b = (" Staff at the centre have been told their jobs are safe until spring. A youth group "
+               "that met there twice a"
+               " week has moved to a school gym. Some board members said parking charges would "
+               "drive shoppers away, while others warned that bus cuts would leave villages cut off.")
     store = make_store(tmp_path / "store.sqlite", 1)
     # the pair's articles, lengthened to about 150 words each
     for row, extra in zip(store.query("SELECT id, text_hash FROM articles ORDER BY id"), (extra_a, extra_b)):
         body = store.get_text(row["text_hash"]) + extra
-        store.db["articles"].update(row["id"], {"text_hash": store.put_text(body), "words": len(body.split())})
+        store.db["articles"].update(row["id"],
+                                    {"text_hash": store.put_text(body), "words": len(body.split())})
     store.commit()
     config = parse_config({})  # every role on the embedded model
     client = LLMClient(config, store, local_base_url=local_server_url)
     # repair rounds as the demo gives the 1.5B model: one round left 1 of 5 replacements missing here
-    options = BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=10, words=150, repair_rounds=4)
+    options = BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=10, words=150,
+                                       repair_rounds=4)
     started = time.monotonic()
     summary = await run_build(store, config, client, options)
     elapsed = time.monotonic() - started
@@ -342,8 +381,10 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     inst = store.one("SELECT * FROM instructions WHERE condition = 'eval'")
     report = {r.condition: r for r in summary.conditions}
     u = summary.usage
-    print(f"\nreal eval build: {elapsed:.1f}s, {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion "
-          f"tokens, status {inst['status']}, replaced {report['eval'].replaced}/{report['eval'].constraints}, "
+    print(f"\nreal eval build: {elapsed:.1f}s, {u.calls} calls, {u.prompt_tokens} prompt + "
+          f"{u.completion_tokens} completion "
+          f"tokens, status {inst['status']}, replaced "
+          f"{report['eval'].replaced}/{report['eval'].constraints}, "
           f"flags {report['eval'].flags}, error {inst['error']}")
     # No early return: a build the embedded model could not finish fails this test, with its reason,
     # instead of passing without testing the rest of the method.
@@ -353,7 +394,8 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     assert len(active) == 10 and [c["position"] for c in active] == list(range(1, 11))
     gen = store.one("SELECT * FROM generations WHERE kind = 'base' AND instruction_id = ?", [inst["id"]])
     assert gen is not None and gen["words"] >= 45
-    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'", [inst["id"]])
+    originals = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'synthesized'",
+                            [inst["id"]])
     assert len(originals) == 10 and all(c["base_verdict"] in (0, 1) for c in originals)
     assert store.scalar("SELECT count(*) FROM verdicts WHERE generation_id = ?", [gen["id"]]) == 10
     # too easy: revision's own rule on the stored verdicts (a Yes quoting elsewhere is kept)
@@ -363,14 +405,16 @@ async def test_real_local_model_eval_build(tmp_path, local_server_url) -> None:
     base = {r["constraint_id"]: BaseVerdict(r["verdict"], r["quote"], r["quote_found"])
             for r in store.query("SELECT * FROM verdicts WHERE generation_id = ?", [gen["id"]])}
     satisfied = [c for c in originals if c["base_verdict"] == 1 and too_easy(base.get(c["id"]))]
-    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst["id"]])
+    revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'",
+                          [inst["id"]])
     assert len(revised) == len(satisfied) == report["eval"].replaced
     assert all(r["replaces_id"] in {c["id"] for c in satisfied} for r in revised)
     assert store.scalar("SELECT count(*) FROM llm_calls") == u.calls
     await _evaluate_and_report_for_real(store, inst["id"], summary.run_id, local_server_url, tmp_path)
 
 
-async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str, local_server_url: str, tmp_path) -> None:
+async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str, local_server_url: str,
+                                        tmp_path) -> None:
     """The same store on through evaluate (the demo's two models under test, ratio 0.25, the embedded judge's
     own yes_no mode, a text's constraints in one request) and the report: the method end to end on both
     shipped models, nothing inserted by hand."""
@@ -394,10 +438,12 @@ async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str,
     elapsed = time.monotonic() - started
     assert result.failed == 0, result.failures
     for model in (EMBEDDED_NAME, SMALL_NAME):  # each model's response, its summary, both judged the same way
-        response = store.one("SELECT * FROM generations WHERE kind = 'response' AND instruction_id = ? AND model = ?",
+        response = store.one("SELECT * FROM generations WHERE kind = 'response' AND "
+                             "instruction_id = ? AND model = ?",
                              [instruction_id, model])
         assert response is not None and response["words"] > 40, model
-        summary = store.one("SELECT * FROM generations WHERE kind = 'summary' AND parent_id = ?", [response["id"]])
+        summary = store.one("SELECT * FROM generations WHERE kind = 'summary' AND parent_id = ?",
+                            [response["id"]])
         assert summary is not None and 0 < summary["achieved_ratio"] < 1, model
         # One token per constraint on the response and on its summary, its P(Yes) kept beside the verdict
         # (read at 0.5 before any calibration).
@@ -407,15 +453,18 @@ async def _evaluate_and_report_for_real(store, instruction_id: int, run_id: str,
         assert all(r["p_yes"] is not None and 0 <= r["p_yes"] <= 1 and r["verdict"] == (r["p_yes"] >= 0.5)
                    for r in rows)
     response = store.one("SELECT * FROM generations WHERE kind = 'response' AND model = ?", [EMBEDDED_NAME])
-    summary = store.one("SELECT * FROM generations WHERE kind = 'summary' AND parent_id = ?", [response["id"]])
+    summary = store.one("SELECT * FROM generations WHERE kind = 'summary' AND parent_id = ?",
+                        [response["id"]])
     report = build_report(store, ReportOptions(n_resamples=200))
     console = Console(record=True, width=160)
     render(report, console)
     shown = console.export_text(clear=False)
-    assert EMBEDDED_NAME in shown and SMALL_NAME in shown and "yes_no (one token, verdict from P(Yes))" in shown
+    assert (EMBEDDED_NAME in shown and SMALL_NAME in shown
+            and "yes_no (one token, verdict from P(Yes))" in shown)
     assert "Models compared" in shown
     assert write_outputs(report, tmp_path / "report")
-    print(f"\nreal evaluate: {elapsed:.1f}s, {client.usage.as_dict()}; response {response['words']} words, summary "
+    print(f"\nreal evaluate: {elapsed:.1f}s, {client.usage.as_dict()}; response "
+          f"{response['words']} words, summary "
           f"{summary['words']} (achieved {summary['achieved_ratio']:.2f})\n{console.export_text()}")
 
 
@@ -426,7 +475,8 @@ async def test_an_identical_build_resumes_its_run_instead_of_duplicating_it(tmp_
     async with _served(store, model) as (server, config, client):
         first = await run_build(store, config, client, BuildOptions.from_config(config, n=2, n_constraints=N))
         calls = dict(model.kinds)
-        second = await run_build(store, config, client, BuildOptions.from_config(config, n=2, n_constraints=N))
+        second = await run_build(store, config, client,
+                                 BuildOptions.from_config(config, n=2, n_constraints=N))
         assert dict(model.kinds) == calls  # the second command asked the model nothing
         # A different build (another size) is another run.
         other = await run_build(store, config, client, BuildOptions.from_config(config, n=1, n_constraints=N))

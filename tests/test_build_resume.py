@@ -15,14 +15,16 @@ from pipeline.store.database import open_store
 from tests.fakes.fake_server import FakeOpenAIServer
 from tests.fakes.responders import ScriptedModel, config_toml, make_store
 
-ARGS = ["build", "--n", "3", "--constraints", "8", "--words", "60", "--contradictions", "--new-run", "resume-test"]
+ARGS = ["build", "--n", "3", "--constraints", "8", "--words", "60", "--contradictions",
+        "--new-run", "resume-test"]
 CLI = "import sys; from pipeline.cli import main; sys.exit(main())"
 
 
 def _cli(tmp_path, name: str, base_url: str) -> list[str]:
     cfg = tmp_path / f"{name}.toml"
     cfg.write_text(config_toml(base_url, concurrency=1))  # one call in flight: at most one lost to the kill
-    return [sys.executable, "-c", CLI, "--store", str(tmp_path / f"{name}.sqlite"), "--config", str(cfg), *ARGS]
+    return [sys.executable, "-c", CLI, "--store", str(tmp_path / f"{name}.sqlite"), "--config",
+            str(cfg), *ARGS]
 
 
 def _env() -> dict[str, str]:
@@ -40,7 +42,8 @@ def test_sigkill_then_resume_repeats_no_stored_call(tmp_path) -> None:
     # The reference: the same build, uninterrupted, on a fresh store.
     make_store(tmp_path / "clean.sqlite", 3).close()
     with FakeOpenAIServer(ScriptedModel()) as clean:
-        done = subprocess.run(_cli(tmp_path, "clean", clean.base_url), env=_env(), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(_cli(tmp_path, "clean", clean.base_url), env=_env(), capture_output=True,
+                              text=True, timeout=120)
         assert done.returncode == 0, done.stderr + done.stdout
         reference = clean.calls
     assert reference >= 20
@@ -48,12 +51,14 @@ def test_sigkill_then_resume_repeats_no_stored_call(tmp_path) -> None:
 
     make_store(tmp_path / "killed.sqlite", 3).close()
     with FakeOpenAIServer(ScriptedModel(), latency_s=0.05) as server:
-        first = subprocess.Popen(_cli(tmp_path, "killed", server.base_url), env=_env(), stdout=subprocess.DEVNULL,
+        first = subprocess.Popen(_cli(tmp_path, "killed", server.base_url), env=_env(),
+                                 stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while server.calls < reference // 2 and time.monotonic() < deadline and first.poll() is None:
             time.sleep(0.01)
-        assert first.poll() is None, "the build finished before it could be killed: " + (first.stderr.read() if first.stderr else "")
+        assert first.poll() is None, ("the build finished before it could be killed: "
+                                      + (first.stderr.read() if first.stderr else ""))
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
         killed_at = server.calls
@@ -63,7 +68,8 @@ def test_sigkill_then_resume_repeats_no_stored_call(tmp_path) -> None:
         store.close()
         assert 0 < killed_at < reference and cached > 0
 
-        second = subprocess.run(_cli(tmp_path, "killed", server.base_url), env=_env(), capture_output=True, text=True,
+        second = subprocess.run(_cli(tmp_path, "killed", server.base_url), env=_env(),
+                                capture_output=True, text=True,
                                 timeout=120)
         assert second.returncode == 0, second.stderr + second.stdout
         total = server.calls

@@ -21,7 +21,8 @@ def add_call(store, n: int, *, endpoint="gpt", model="m1", template="judge", tem
              created_at="2026-11-29T10:00:00+00:00", pt=100, ct=10, cost=0.001) -> None:
     store.db["llm_calls"].insert({
         "cache_key": f"key-{n}", "endpoint": endpoint, "model": model, "template": template,
-        "template_hash": template_hash, "request": json.dumps({"messages": [{"role": "user", "content": f"q{n}"}]}),
+        "template_hash": template_hash,
+        "request": json.dumps({"messages": [{"role": "user", "content": f"q{n}"}]}),
         "response": f"reply {n}", "prompt_tokens": pt, "completion_tokens": ct, "cost": cost,
         "latency_s": 0.5, "run_id": "r", "created_at": created_at,
     })

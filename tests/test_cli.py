@@ -44,7 +44,8 @@ def test_every_listed_command_module_registers_its_command():
     parser = cli.build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command")
     assert set(cli.COMMANDS) <= set(subparsers.choices)  # a module may add a command of its own beside
-    modules = sorted(p.name.removesuffix("_cmd.py") for p in pathlib.Path(cli.__file__).parent.glob("*_cmd.py"))
+    modules = sorted(p.name.removesuffix("_cmd.py")
+                     for p in pathlib.Path(cli.__file__).parent.glob("*_cmd.py"))
     assert modules == sorted(cli.COMMANDS)
 
 
@@ -65,7 +66,8 @@ def test_help_does_not_import_heavy_libraries():
     code = (
         "import sys\nfrom pipeline.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'llama_cpp', 'openai', 'httpx', 'textual', 'numpy') "
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'llama_cpp', 'openai', 'httpx', "
+        "'textual', 'numpy') "
         "if m in sys.modules]\nprint(','.join(heavy), file=sys.stderr)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -89,7 +91,8 @@ def test_config_show_masks_keys(tmp_path, monkeypatch, capsys):
 
 def test_bad_config_exits_2_naming_the_field(tmp_path, capsys):
     path = tmp_path / "unspecific.toml"
-    path.write_text('[endpoints.gpt]\nbase_url = "https://api.example.com/v1"\nmodel = "m"\nconcurrency = -3\n')
+    path.write_text('[endpoints.gpt]\nbase_url = "https://api.example.com/v1"\nmodel = '
+                    '"m"\nconcurrency = -3\n')
     assert main(["--config", str(path), "config", "check"]) == 2
     err = capsys.readouterr().err
     assert "endpoints.gpt.concurrency" in err and "Configuration error" in err

@@ -50,7 +50,8 @@ def last_line(err: str) -> str:
 
 def test_corpus_add_of_a_file_format_without_a_path(tmp_path, capsys, monkeypatch) -> None:
     path = tmp_path / "store.sqlite"
-    code, err = cli(capsys, monkeypatch, "--store", str(path), "corpus", "add", "--format", "jsonl", "--domain", "x")
+    code, err = cli(capsys, monkeypatch, "--store", str(path), "corpus", "add", "--format", "jsonl",
+                    "--domain", "x")
     assert code == 2
     assert err == ("Corpus error: --format jsonl reads your own file or folder: give its PATH "
                    "(only bbc-news / news-articles need none)")
@@ -59,15 +60,18 @@ def test_corpus_add_of_a_file_format_without_a_path(tmp_path, capsys, monkeypatc
 
 @pytest.mark.parametrize("value", ["-1", "0"])
 @pytest.mark.parametrize("command", ["evaluate", "naturalness"])
-def test_evaluate_max_units_below_one_records_nothing(store_path, capsys, monkeypatch, command, value) -> None:
+def test_evaluate_max_units_below_one_records_nothing(store_path, capsys, monkeypatch,
+                                                      command, value) -> None:
     before = counts(store_path)
     code, err = cli(capsys, monkeypatch, "--store", str(store_path), command, "--max-units", value)
     assert code == 2
-    assert last_line(err) == f"unspecific {command}: error: argument --max-units: expected a positive number, got {value}"
+    assert (last_line(err) == f"unspecific {command}: error: argument --max-units: expected a "
+                              f"positive number, got {value}")
     assert counts(store_path) == before  # no paused run recorded
 
 
-def test_validate_import_of_a_bad_sheet_exits_2_and_saves_nothing(store_path, tmp_path, capsys, monkeypatch) -> None:
+def test_validate_import_of_a_bad_sheet_exits_2_and_saves_nothing(store_path, tmp_path, capsys,
+                                                                  monkeypatch) -> None:
     store = str(store_path)
     assert main(["--store", store, "validate", "plan", "--per-domain", "3", "--passed", "2"]) == 0
     sheet = tmp_path / "sheet.csv"
@@ -88,9 +92,11 @@ def test_validate_import_of_a_bad_sheet_exits_2_and_saves_nothing(store_path, tm
     assert counts(store_path) == before
 
 
-def test_export_of_an_unknown_run_names_it_and_the_runs_there_are(store_path, tmp_path, capsys, monkeypatch) -> None:
+def test_export_of_an_unknown_run_names_it_and_the_runs_there_are(store_path, tmp_path, capsys,
+                                                                  monkeypatch) -> None:
     out = tmp_path / "out.jsonl"
-    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "export", "--run", "nosuch", "--out", str(out))
+    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "export", "--run", "nosuch",
+                    "--out", str(out))
     assert code == 2
     assert err == f"Error: --run nosuch: matches no instruction in {store_path} (here: synthetic)"
     assert not out.exists()
@@ -101,7 +107,8 @@ def test_export_of_an_unknown_run_names_it_and_the_runs_there_are(store_path, tm
     (None, "config file not found"),
     ("[endpoints.x\nbase_url = 1\n", "not valid TOML"),
 ])
-def test_report_rejects_a_missing_or_malformed_config_as_evaluate_does(store_path, tmp_path, capsys, monkeypatch,
+def test_report_rejects_a_missing_or_malformed_config_as_evaluate_does(store_path, tmp_path,
+                                                                       capsys, monkeypatch,
                                                                        config, message) -> None:
     path = tmp_path / "c.toml"
     if config is not None:
@@ -112,11 +119,13 @@ def test_report_rejects_a_missing_or_malformed_config_as_evaluate_does(store_pat
         assert err.startswith(f"Configuration error: {path}: {message}") and len(err.splitlines()) == 1
 
 
-def test_report_at_a_ratio_with_no_summaries_names_the_ratios_there_are(store_path, capsys, monkeypatch) -> None:
+def test_report_at_a_ratio_with_no_summaries_names_the_ratios_there_are(store_path, capsys,
+                                                                        monkeypatch) -> None:
     argv = ["--store", str(store_path), "report", "--no-copy", "--resamples", "10"]
     code, err = cli(capsys, monkeypatch, *argv, "--ratio", "0.77")
     assert code == 2
-    assert err == f"Error: --ratio 0.77: no summaries at that ratio in {store_path} (summaries here are at 0.25)"
+    assert (err == f"Error: --ratio 0.77: no summaries at that ratio in {store_path} "
+                   "(summaries here are at 0.25)")
     assert cli(capsys, monkeypatch, *argv, "--ratio", "0.25")[0] == 0
     assert cli(capsys, monkeypatch, *argv)[0] == 0  # the default ratio
 
@@ -127,33 +136,40 @@ def test_import_help_names_each_set_of_values_once(capsys, monkeypatch) -> None:
         main(["import", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert len(re.findall(r"response\W+summary\W+(?:or\s+)?base", text)) == 1, text
-    assert len(re.findall(r"cs4\W+research\W+jsonl", text)) == 0  # the description names the formats, one by one
+    assert len(re.findall(r"cs4\W+research\W+jsonl",
+                          text)) == 0  # the description names the formats, one by one
     assert text.count("responses (one response a line") == 1
 
 
-def test_build_with_an_unknown_run_alone_lists_the_build_runs(store_path, tmp_path, capsys, monkeypatch) -> None:
+def test_build_with_an_unknown_run_alone_lists_the_build_runs(store_path, tmp_path, capsys,
+                                                              monkeypatch) -> None:
     # An endpoint nobody answers: the command must stop before any call.
     (tmp_path / "c.toml").write_text("[endpoints.f]\nbase_url = 'http://127.0.0.1:9/v1'\nmodel = 'm'\n"
                                      "[roles]\ngenerator = 'f'\njudges = ['f']\n")
     before = counts(store_path)
-    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "--config", str(tmp_path / "c.toml"), "build",
+    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "--config",
+                    str(tmp_path / "c.toml"), "build",
                     "--run", "build-typo")
     assert code == 2
-    assert err.startswith("Stage error: --run build-typo: no build run of that name (build runs here: synthetic)")
+    assert err.startswith("Stage error: --run build-typo: no build run of that name (build "
+                          "runs here: synthetic)")
     assert counts(store_path) == before
 
 
 @pytest.mark.parametrize("shaping", [["--domain", "news"], ["--n", "2", "--conditions", "eval"]])
-def test_build_with_an_unknown_run_and_build_options_is_not_a_new_run(store_path, tmp_path, capsys, monkeypatch,
+def test_build_with_an_unknown_run_and_build_options_is_not_a_new_run(store_path, tmp_path,
+                                                                      capsys, monkeypatch,
                                                                        shaping) -> None:
     """A mistyped --run with any build option lists the runs (exit 2): a new run is named with --new-run."""
     (tmp_path / "c.toml").write_text("[endpoints.f]\nbase_url = 'http://127.0.0.1:9/v1'\nmodel = 'm'\n"
                                      "[roles]\ngenerator = 'f'\njudges = ['f']\n")
     before = counts(store_path)
-    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "--config", str(tmp_path / "c.toml"), "build",
+    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "--config",
+                    str(tmp_path / "c.toml"), "build",
                     "--run", "no-such-run", *shaping)
     assert code == 2
-    assert err.startswith("Stage error: --run no-such-run: no build run of that name (build runs here: synthetic)")
+    assert err.startswith("Stage error: --run no-such-run: no build run of that name (build "
+                          "runs here: synthetic)")
     assert "--new-run no-such-run" in err
     assert counts(store_path) == before
     code, err = cli(capsys, monkeypatch, "--store", str(store_path), "build", "--run", "a", "--new-run", "b")
@@ -168,7 +184,8 @@ def test_new_run_resumes_its_own_build_and_refuses_another_under_its_name(tmp_pa
     make_store(path, 1).close()
     with FakeOpenAIServer(ScriptedModel()) as server:
         (tmp_path / "c.toml").write_text(config_toml(server.base_url))
-        base = ["--store", str(path), "--config", str(tmp_path / "c.toml"), "build", "--n", "1", "--constraints", "6",
+        base = ["--store", str(path), "--config", str(tmp_path / "c.toml"), "build", "--n", "1",
+                "--constraints", "6",
                 "--words", "50", "--conditions", "single", "--new-run", "mine"]
         assert main(base) == 0
         calls = server.calls

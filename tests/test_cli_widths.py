@@ -29,7 +29,8 @@ LONG_MODEL = "meta-llama/Llama-3.1-70B-Instruct"
 @pytest.fixture
 def terminal(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):  # noqa: ANN201
     """The CLI's console, a terminal of the test's width, recorded."""
-    console = Console(width=request.param, force_terminal=True, color_system=None, record=True, file=io.StringIO())
+    console = Console(width=request.param, force_terminal=True, color_system=None, record=True,
+                      file=io.StringIO())
     monkeypatch.setattr(common, "console", lambda: console)
     return console
 
@@ -51,7 +52,8 @@ def test_config_show(terminal: Console, tmp_path: Path, monkeypatch: pytest.Monk
     path = tmp_path / "unspecific.toml"
     path.write_text(
         '[endpoints.openrouter]\nbase_url = "https://openrouter.ai/api/v1"\n'
-        f'model = "{LONG_MODEL}"\napi_key_env = "WIDTHS_TEST_KEY"\nconcurrency = 16\nrequests_per_minute = 600\n'
+        f'model = "{LONG_MODEL}"\napi_key_env = "WIDTHS_TEST_KEY"\nconcurrency = '
+        '16\nrequests_per_minute = 600\n'
         "price_prompt_per_mtok = 0.12\nprice_completion_per_mtok = 0.3\n"
         '[roles]\ngenerator = "openrouter"\njudges = ["openrouter"]\nsummarizer = "openrouter"\n'
         'naturalness_judge = "openrouter"\nmodels_under_test = ["openrouter"]\n')
@@ -71,7 +73,8 @@ CALL = {"id": 1204, "created_at": "2026-12-03T07:31:00+00:00", "endpoint": "open
 def test_cache_list_and_stats(terminal: Console, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline.llm import cache
 
-    monkeypatch.setattr(cache, "list_calls", lambda *a, **k: [CALL, {**CALL, "id": 1203, "template": "judge_yes_no",
+    monkeypatch.setattr(cache, "list_calls",
+                        lambda *a, **k: [CALL, {**CALL, "id": 1203, "template": "judge_yes_no",
                                                                      "response": "Yes"}])
     stats = {"endpoint": "openrouter", "model": LONG_MODEL, "template": "constraints_more", "calls": 2890,
              "prompt_tokens": 5_412_893, "completion_tokens": 1_190_220, "cost": 1.0064, "bytes": 9_812_334,
@@ -81,8 +84,10 @@ def test_cache_list_and_stats(terminal: Console, tmp_path: Path, monkeypatch: py
     build_synthetic_store(path, SyntheticSpec(n_instructions=2))
     assert main(["--store", str(path), "cache", "list"]) == 0
     assert main(["--store", str(path), "cache", "stats"]) == 0
-    out = _fits(terminal, ["1204", "2026-12-03 07:31:00", LONG_MODEL, "constraints_more", "1873", "412", "0.000348",
-                           "4.213", "vote [direct] and who", "2890", "5412893", "9812334", "2026-12-01 09:12:44"])
+    out = _fits(terminal,
+                ["1204", "2026-12-03 07:31:00", LONG_MODEL, "constraints_more", "1873", "412", "0.000348",
+                           "4.213", "vote [direct] and who", "2890", "5412893", "9812334",
+                 "2026-12-01 09:12:44"])
     # The stats' endpoint and model are the same on every row: said once in the title, and the rows
     # keep a table (not stacked a value a line) at every width.
     assert "calls: 2890" not in out and "judge_yes_no" in out
@@ -107,7 +112,8 @@ def test_corpus_list_of_two_corpora_is_one_table(terminal: Console, tmp_path: Pa
     words = {"min": 300, "median": 438, "mean": 473.4, "max": 998}
     counts = {"kept": 1138, "duplicate": 133, "near_duplicate": 27, "too_short": 906, "too_long": 20}
     monkeypatch.setattr(corpus, "corpus_stats", lambda store: [
-        corpus.CorpusStats("bbc-news", "news", counts, words), corpus.CorpusStats("kaggle", "news", counts, words),
+        corpus.CorpusStats("bbc-news", "news", counts, words),
+        corpus.CorpusStats("kaggle", "news", counts, words),
         corpus.CorpusStats("*", "news", {k: 2 * v for k, v in counts.items()}, words)])
     path = tmp_path / "s.sqlite"
     build_synthetic_store(path, SyntheticSpec(n_instructions=2))
@@ -150,10 +156,12 @@ def test_naturalness_and_dry_run(terminal: Console) -> None:
     iv = Interval(0.634, 0.581, 0.688, 412)
     _print_win_rates(terminal, [WinRate("direct", "single", 412, 240, 42, 130, iv, iv, iv),
                                 WinRate("eval", "any", 1236, 700, 80, 456, iv, iv, iv)])
-    estimate = Estimate("evaluate", {"openrouter": EndpointEstimate("openrouter", 12_480, 31_204_882, 4_112_903,
+    estimate = Estimate("evaluate",
+                        {"openrouter": EndpointEstimate("openrouter", 12_480, 31_204_882, 4_112_903,
                                                                     1_024, 7.4112, 3.7056, 5_412.0)})
     print_estimate(terminal, estimate)
-    _fits(terminal, [iv.fmt(), "1236", "456", "12,480", "31,204,882", "4,112,903", "7.4112", "3.7056", "90.2 min"])
+    _fits(terminal,
+          [iv.fmt(), "1236", "456", "12,480", "31,204,882", "4,112,903", "7.4112", "3.7056", "90.2 min"])
 
 
 @pytest.mark.parametrize("terminal", [80], indirect=True)
@@ -226,8 +234,10 @@ def test_piped_tables_fit_columns_else_100(tmp_path: Path, capsys: pytest.Captur
     assert common.console().width == (columns or common.PIPED_WIDTH)
     monkeypatch.setenv("WIDTHS_TEST_KEY", "sk-not-shown-0123456789")
     path = tmp_path / "unspecific.toml"
-    path.write_text(f'[endpoints.openrouter]\nbase_url = "https://openrouter.ai/api/v1"\nmodel = "{LONG_MODEL}"\n'
-                    'api_key_env = "WIDTHS_TEST_KEY"\n[roles]\ngenerator = "openrouter"\njudges = ["openrouter"]\n')
+    path.write_text(f'[endpoints.openrouter]\nbase_url = '
+                    f'"https://openrouter.ai/api/v1"\nmodel = "{LONG_MODEL}"\n'
+                    'api_key_env = "WIDTHS_TEST_KEY"\n[roles]\ngenerator = '
+                    '"openrouter"\njudges = ["openrouter"]\n')
     assert main(["--config", str(path), "config", "show"]) == 0
     store = tmp_path / "s.sqlite"
     build_synthetic_store(store, SyntheticSpec(n_instructions=3))

@@ -19,7 +19,8 @@ SECRET = "sk-test-SECRET-value-1234567890"
 
 
 def make_config(base_url: str, **endpoint: Any):
-    spec = {"base_url": base_url, "model": "fake-model", "concurrency": 4, "max_retries": 3, "timeout_s": 10.0}
+    spec = {"base_url": base_url, "model": "fake-model", "concurrency": 4, "max_retries": 3,
+            "timeout_s": 10.0}
     spec.update(endpoint)
     return parse_config({"endpoints": {"fake": spec}, "roles": {"generator": "fake"}})
 
@@ -87,12 +88,15 @@ async def test_a_grammar_is_a_top_level_body_field_and_part_of_the_cache_key(fak
     await client.aclose()
     assert fake_server.calls == 3 and client.usage.cache_hits == 1
     plain, with_grammar, other = fake_server.requests
-    assert "grammar" not in plain and with_grammar["grammar"] == grammar and other["grammar"] == grammar + "\n"
+    assert ("grammar" not in plain and with_grammar["grammar"] == grammar
+            and other["grammar"] == grammar + "\n")
     assert with_grammar["max_tokens"] == 5 and with_grammar["model"] == "fake-model"
     assert Params(grammar=grammar).as_dict() == {"temperature": 0.0, "grammar": grammar}
     ep = config.endpoint("fake")
-    assert cache_key(ep, user("x"), Params().as_dict(), "") != cache_key(ep, user("x"), Params(grammar=grammar).as_dict(), "")
-    stored = [json.loads(r[0])["params"] for r in store.conn.execute("SELECT request FROM llm_calls ORDER BY id")]
+    assert cache_key(ep, user("x"), Params().as_dict(),
+                     "") != cache_key(ep, user("x"), Params(grammar=grammar).as_dict(), "")
+    stored = [json.loads(r[0])["params"]
+              for r in store.conn.execute("SELECT request FROM llm_calls ORDER BY id")]
     assert [p.get("grammar") for p in stored] == [None, grammar, grammar + "\n"]
 
 
@@ -331,8 +335,10 @@ async def test_tokens_and_cost_per_call_and_per_client(fake_server, store):
         pt, ct = expected_tokens(messages, text)
         assert (c.prompt_tokens, c.completion_tokens) == (pt, ct)
         assert c.cost == pytest.approx((pt * 3.0 + ct * 15.0) / 1e6)
-        row = store.one("SELECT prompt_tokens, completion_tokens, cost, run_id FROM llm_calls WHERE id = ?", [c.call_id])
-        assert row == {"prompt_tokens": pt, "completion_tokens": ct, "cost": pytest.approx(c.cost), "run_id": "run-1"}
+        row = store.one("SELECT prompt_tokens, completion_tokens, cost, run_id FROM llm_calls WHERE id = ?",
+                        [c.call_id])
+        assert row == {"prompt_tokens": pt, "completion_tokens": ct, "cost": pytest.approx(c.cost),
+                       "run_id": "run-1"}
         totals[0] += pt
         totals[1] += ct
         totals[2] += c.cost

@@ -81,7 +81,8 @@ def test_gbnf_defaults_off_is_on_for_the_local_model_and_a_pool_takes_it_from_it
     # The local endpoint configured in the file keeps the default unless it says otherwise.
     assert parse_config({"endpoints": {"local": {"base_url": "local"}}}).endpoint(LOCAL).gbnf is True
     assert parse_config({"endpoints": {"mine": {"base_url": "local"}}}).endpoint("mine").gbnf is True
-    assert parse_config({"endpoints": {"local": {"base_url": "local", "gbnf": False}}}).endpoint(LOCAL).gbnf is False
+    assert parse_config({"endpoints": {"local": {"base_url": "local",
+                                                 "gbnf": False}}}).endpoint(LOCAL).gbnf is False
     # A pool sends a grammar to whichever member answers: on only when every member takes one.
     members = {"a": {"base_url": "http://a:8080/v1", "model": "m", "gbnf": True},
                "b": {"base_url": "http://b:8080/v1", "model": "m"}}
@@ -89,7 +90,8 @@ def test_gbnf_defaults_off_is_on_for_the_local_model_and_a_pool_takes_it_from_it
     assert parse_config({"endpoints": {**members, "p": {"pool": ["a", "b"]}}}).endpoint("p").gbnf is False
     with pytest.raises(ConfigError, match=r"endpoints\.p\.gbnf: true, but member\(s\) b do not"):
         parse_config({"endpoints": {**members, "p": {"pool": ["a", "b"], "gbnf": True}}})
-    short = parse_config({"endpoints": {"s": {"base_url": ["http://a:8080/v1", "http://b:8080/v1"], "model": "m",
+    short = parse_config({"endpoints": {"s": {"base_url": ["http://a:8080/v1",
+                                                           "http://b:8080/v1"], "model": "m",
                                               "gbnf": True, "judge_format": "lines"}}})
     assert short.endpoint("s").gbnf and short.endpoint("s[1]").gbnf and short.endpoint("s[2]").gbnf
     # The public form carries it and parses back.
@@ -147,7 +149,8 @@ def test_valid_config_round_trip(tmp_path, monkeypatch):
     gpt = config.endpoint("gpt")
     assert (gpt.base_url, gpt.model, gpt.concurrency, gpt.requests_per_minute) == (
         "https://api.openai.com/v1", "gpt-4o-mini", 8, 500.0)
-    assert (gpt.price_prompt_per_mtok, gpt.price_completion_per_mtok, gpt.structured) == (0.15, 0.6, "json_schema")
+    assert (gpt.price_prompt_per_mtok, gpt.price_completion_per_mtok, gpt.structured) == (0.15,
+                                                                                          0.6, "json_schema")
     assert gpt.api_key() == "sk-value"
     assert config.endpoint("vllm").extra_body == {"top_k": 20}
     assert config.roles.judges == ("gpt", "local")
@@ -160,7 +163,8 @@ def test_valid_config_round_trip(tmp_path, monkeypatch):
     public = config.public_dict()
     assert "sk-value" not in repr(public)
     back = {
-        name: {k: v for k, v in ep.items() if k not in ("name", "api_key") and v is not None}  # TOML has no null
+        name: {k: v for k, v in ep.items() if k not in ("name", "api_key")
+               and v is not None}  # TOML has no null
         for name, ep in public["endpoints"].items() if name != LOCAL
     }
     again = parse_config({"endpoints": back, "roles": public["roles"], **public["settings"]})

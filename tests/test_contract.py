@@ -33,7 +33,8 @@ def test_refusals_are_recognised(text):
 
 @pytest.mark.parametrize("text", [
     RESPONSE,
-    "The mayor said: I'm sorry, but I can't fund the bridge. " + " ".join(["The council argued for hours."] * 30),
+    "The mayor said: I'm sorry, but I can't fund the bridge. "
+    + " ".join(["The council argued for hours."] * 30),
     "Sorry state of the harbour: the quay is crumbling and the town cannot agree on repairs.",
 ])
 def test_answers_are_not_refusals(text):
@@ -41,7 +42,8 @@ def test_answers_are_not_refusals(text):
 
 
 @pytest.mark.parametrize(("text", "problem"), [
-    (JUNK, "not prose"), ('{"summary": "the harbour"}', "JSON"), ("<html><body>502</body></html>", "markup"), ("", "empty"),
+    (JUNK, "not prose"), ('{"summary": "the harbour"}', "JSON"),
+    ("<html><body>502</body></html>", "markup"), ("", "empty"),
 ])
 def test_junk_is_not_prose(text, problem):
     assert problem in (prose_problem(text) or "")
@@ -85,7 +87,8 @@ async def test_a_junk_summary_is_asked_again_with_the_reply_quoted_and_never_cac
     """Junk is an endpoint in trouble, not a length the model cannot keep: the same prompt again,
     the reply quoted (a repair round), not the next prompt of the chain."""
     again = await _summary_asked_again(store, bad)
-    assert "Summarise it in about 50 words" in again[1]["content"] and again[-2] == {"role": "assistant", "content": bad}
+    assert "Summarise it in about 50 words" in again[1]["content"] and again[-2] == {"role": "assistant",
+                                                                                     "content": bad}
     assert "cannot be used" in again[-1]["content"]
 
 
@@ -116,7 +119,8 @@ async def test_a_refusal_from_a_model_under_test_is_kept_and_flagged(store):
         answered, _ = await respond(store, client, 1, "m", "edit", words=200)
         await client.aclose()
         assert server.calls == 2  # no repair round: the refusal is the answer
-    flags = {r["id"]: r["refusal"] for r in store.query("SELECT id, refusal FROM generations WHERE kind = 'response'")}
+    flags = {r["id"]: r["refusal"]
+             for r in store.query("SELECT id, refusal FROM generations WHERE kind = 'response'")}
     assert flags == {refused: 1, answered: 0}
 
 
@@ -170,9 +174,13 @@ def test_a_length_band_is_never_narrower_than_its_floor() -> None:
 async def test_a_short_refusal_gets_a_summary_within_ten_words_of_its_target(store):
     """Run M: the embedded model refused in 35 words; its 19-word summary (target 10) was refused
     twice under the 0.5x-1.5x band, and the instruction could not be audited."""
-    refusal = ("I'm sorry, but I cannot fulfill this request as it is not clear what specific news article you are "
-               "looking for. Please provide more details or specify the company and industry you are interested in.")
+    refusal = ("I'm sorry, but I cannot fulfill this request as it is not clear what specific "
+               "news article you are "
+               "looking for. Please provide more details or specify the company and industry "
+               "you are interested in.")
     server, _gid, created = await _summary_of_a_response(
-        store, refusal, "The text declines the request because the article wanted is unclear and asks which company is meant.", 0.25)
+        store, refusal,
+        "The text declines the request because the article wanted is unclear and asks "
+        "which company is meant.", 0.25)
     assert created and server.calls == 2  # accepted at once
     assert "about 10 words" in last_user_message(server.requests[1])

@@ -60,9 +60,10 @@ def path(tmp_path: Path) -> Path:
     c = store.conn
     # Every constraint passes on the response; c3 and c4 are lost in the summary.
     rows = [(10, cid, "J1", "batched", "p", 1, "exact") for cid in (1, 2, 3, 4)]
-    rows += [(11, cid, "J1", "batched", "p", 1 if cid < 3 else 0, "exact" if cid < 3 else None) for cid in (1, 2, 3, 4)]
-    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
-                  " quote_found) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    rows += [(11, cid, "J1", "batched", "p", 1 if cid < 3 else 0, "exact" if cid < 3 else None)
+             for cid in (1, 2, 3, 4)]
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                  "prompt_hash, verdict, quote_found) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
     store.commit()
     compute_copy_evidence(store)
     store.close()
@@ -110,16 +111,18 @@ def test_every_view_gives_the_same_count(path: Path) -> None:
         assert not missing
         assert {r["constraint_id"]: (r["copied_words"], r["copy_source"]) for r in rows} == EXPECTED
         by_id = {r["constraint_id"]: r for r in rows}
-        assert by_id[1]["reasons"] == ["6 words copied from reference A into the response: “council approved a new"
+        assert by_id[1]["reasons"] == ["6 words copied from reference A into the response: "
+                                       "“council approved a new"
                                        " sea wall” (6 words of reference A only, in 1 of 2 store articles)"]
         assert by_id[1]["reason_codes"] == ["copied"]
         assert by_id[3]["reasons"][1:] == ["satisfied in the response, lost in its 0.25 summary"]
-        assert reason_sentences(listed[2]) == ["8 words copied from reference B into the response: “farmers in the"
-                                               " valley worried about the drought” (8 words of reference B only, in 1"
-                                               " of 2 store articles)"]
+        assert reason_sentences(listed[2]) == ["8 words copied from reference B into the "
+                                               "response: “farmers in the"
+                                               " valley worried about the drought” (8 words of "
+                                               "reference B only, in 1 of 2 store articles)"]
         # The response repeats c3's own words, in no reference: the echo (no embedder here: the words alone).
-        assert reason_sentences(listed[3])[0] == ("the response repeats the constraint: 3 of its words in no reference"
-                                                  " (“rising water levels”)")
+        assert reason_sentences(listed[3])[0] == ("the response repeats the constraint: 3 of its "
+                                                  "words in no reference (“rising water levels”)")
         # The HTML report's data for the instruction: the same words and source on the response.
         report = build_report(store, ReportOptions(n_resamples=50))
         result = write_html(store, report, path.parent / "html")
@@ -147,7 +150,8 @@ async def test_audit_shows_the_count_and_the_source_beside(path: Path) -> None:
         app.open_audit(1, DIRECT, 1)
         await settle(app, pilot)
         screen = app.screen
-        listed = {r.constraint_id: (r.copy.words, r.copy.source) for r in screen.query_one(ConstraintList).rows_shown}
+        listed = {r.constraint_id: (r.copy.words, r.copy.source)
+                  for r in screen.query_one(ConstraintList).rows_shown}
         assert listed == EXPECTED
         for cid, expected in EXPECTED.items():
             if cid > 1:
@@ -213,7 +217,8 @@ async def test_instructions_and_the_flag_menu_give_the_other_count_its_own_name(
     store = open_store(flagged, create=False)
     try:
         ngram = {cid for cid, flags in constraint_flags(store).items() if "copied_ngram" in flags}
-        pasted = {cid for cid, e in instruction_evidence(store, 1, DIRECT, 0.25).items() if e.copy_count.words}
+        pasted = {cid for cid, e in instruction_evidence(store, 1, DIRECT, 0.25).items()
+                  if e.copy_count.words}
     finally:
         store.close()
     assert ngram == {1, 2} and pasted == {1, 2, 3}  # two measures: they differ, so their names must

@@ -98,7 +98,8 @@ def test_a_specific_paste_outranks_the_topic_and_common_phrases() -> None:
     assert probe.entity and probe.number and not probe.topic and probe.specific
     assert probe.sentence() == "10 words of reference A only, in 1 of 6 store articles, a name, a number"
     assert topic.topic and topic.specificity < 0.05
-    assert topic.sentence().startswith("4 words of both references (the shared topic), in 2 of 6 store articles")
+    assert topic.sentence().startswith("4 words of both references (the shared topic), in "
+                                       "2 of 6 store articles")
     assert common.specificity == 0.0  # in every article: rarity 0
     assert probe.specificity > SPECIFIC_ENOUGH > max(topic.specificity, common.specificity)
 
@@ -151,7 +152,8 @@ def test_the_echo_reason_and_the_copy_only_view_agree_with_the_copied_column(sto
     assert eight.echoed and "echo" in eight.reasons() and eight.copy_count.source == "constraint"
     # A computed echo below the bar: the words no longer count, in the reason and in the column alike.
     cid, rid = eight.constraint_id, eight.response_id
-    store.conn.execute("INSERT INTO constraint_echo VALUES (?, ?, 'hash', ?, 0, 5)", (rid, cid, ECHO_HIGH - 0.1))
+    store.conn.execute("INSERT INTO constraint_echo VALUES (?, ?, 'hash', ?, 0, 5)",
+                       (rid, cid, ECHO_HIGH - 0.1))
     store.commit()
     low = _by_position(store)[8]
     assert "echo" not in low.reasons() and low.copy_count.words == 0
@@ -161,7 +163,8 @@ def test_the_echo_reason_and_the_copy_only_view_agree_with_the_copied_column(sto
     assert "echo" in high.reasons() and high.score() == pytest.approx(1.9)
     assert any("a sentence 0.90 close to it" in s for s in _sentences(high))
     # Everywhere: a count in the copied column <=> a copy reason <=> in the copy-only view.
-    only = {(e.instruction_id, e.constraint_id) for e in suspicion_queue(store, enabled=COPY_REASONS, grouped=False)}
+    only = {(e.instruction_id, e.constraint_id)
+            for e in suspicion_queue(store, enabled=COPY_REASONS, grouped=False)}
     for iid in (1, 2):
         for e in instruction_evidence(store, iid, WRITER, 0.25).values():
             counted = e.copy_count.words > 0
@@ -210,7 +213,8 @@ def test_the_report_gives_the_methods_copy_numbers(store: Store, tmp_path: Path)
     assert all(math.isnan(g.copy_paste.value) for g in before.groups)  # nothing computed: nothing shown
     compute_echo(store, get_embedder("hash"))
     numbers = copy_numbers(store, n_resamples=50)
-    stored = store.conn.execute("SELECT avg(x.echo) FROM constraint_echo x JOIN generations g ON g.id = x.generation_id"
+    stored = store.conn.execute("SELECT avg(x.echo) FROM constraint_echo x JOIN generations g ON "
+                                "g.id = x.generation_id"
                                 " WHERE g.kind = 'response' AND g.instruction_id = 1").fetchone()[0]
     eval_group = next(g for g in numbers.groups if g.condition == "eval")
     assert eval_group.copy_paste.value == pytest.approx(stored)  # the cell mean of stored values
@@ -246,12 +250,16 @@ async def test_audit_opens_the_response_on_the_copied_span_and_steps(tmp_path: P
     filler = " ".join(f"Paragraph {k} says nothing of note about the weather." for k in range(60))
     # An early highlight that is no copy evidence ("should mention a" is the constraint's, not a reference's):
     # the pane opens on the paste, not on the first highlight.
-    long = f"Critics said they should mention a budget. {filler} Separately, a {PROBE} unsettled traders. {filler} Again the {PROBE} was news."
-    store.conn.execute("UPDATE generations SET text_hash = ? WHERE kind = 'response'", (store.put_text(long),))
+    long = (f"Critics said they should mention a budget. {filler} Separately, a {PROBE} unsettled traders. "
+            f"{filler} Again the {PROBE} was news.")
+    store.conn.execute("UPDATE generations SET text_hash = ? WHERE kind = 'response'",
+                       (store.put_text(long),))
     store.commit()
     compute_copy_evidence(store)
-    cid = store.conn.execute("SELECT id FROM constraints WHERE instruction_id = 1 AND position = 6").fetchone()[0]
-    rid = store.conn.execute("SELECT id FROM generations WHERE kind = 'response' AND instruction_id = 1").fetchone()[0]
+    cid = store.conn.execute("SELECT id FROM constraints WHERE instruction_id "
+                             "= 1 AND position = 6").fetchone()[0]
+    rid = store.conn.execute("SELECT id FROM generations WHERE kind = 'response' "
+                             "AND instruction_id = 1").fetchone()[0]
     store.conn.execute("INSERT INTO constraint_echo VALUES (?, ?, 'hash', 0.81, 0, 5)", (rid, cid))
     store.commit()
     store.close()
@@ -266,7 +274,8 @@ async def test_audit_opens_the_response_on_the_copied_span_and_steps(tmp_path: P
         pane = screen.query_one("#response", TextPane)
         first_line = pane.line_of(spans[0][0])
         assert first_line > pane.scrollable_content_region.height  # far below the top ...
-        assert pane.scroll_y <= first_line < pane.scroll_y + pane.scrollable_content_region.height  # ... in view
+        # ... in view
+        assert pane.scroll_y <= first_line < pane.scroll_y + pane.scrollable_content_region.height
         await pilot.press("g")
         await pilot.pause()
         second = pane.line_of(spans[1][0])
@@ -354,7 +363,8 @@ def test_the_rarity_always_names_the_articles_it_counts() -> None:
 def test_an_acronym_is_a_name_never_a_number() -> None:
     """"the G7 meeting" names the G7 (a name, not a number); "the US" is a name though "us" is a
     function word; "12 firms" stays a number; a word only the constraint writes in capitals is no name."""
-    ref = "Ministers met at the G7 meeting in Rome. The US economy grew. It is not over, the SEC said of 12 firms."
+    ref = ("Ministers met at the G7 meeting in Rome. The US economy grew. It is not over, the "
+           "SEC said of 12 firms.")
     context = PhraseContext(TASK, {"A": ref}, frozenset(), CorpusFrequency([ref, *OTHERS]))
     g7 = PhraseFacts.of("the G7 meeting", "A", context)
     assert g7.entity and not g7.number
@@ -372,7 +382,8 @@ def _item(position: int, phrases: dict[str, float]) -> Evidence:
                   for text, value in phrases.items())
     top = lead(facts)
     assert top is not None
-    return Evidence(position, 1, position, f"constraint {position}", WRITER, 0.25, None, tuple(phrases), ("A",),
+    return Evidence(position, 1, position, f"constraint {position}", WRITER, 0.25, None,
+                    tuple(phrases), ("A",),
                     True, True, None, None, (), facts=facts, specificity=top.specificity,
                     lead_key=phrase_key(top.text))
 
@@ -391,7 +402,8 @@ def test_a_group_holds_only_the_items_on_its_phrase_alone() -> None:
     assert same_phrase_sentence(grouped[0]) == "and 2 more constraints on “China's currency” alone"
 
 
-def test_the_background_is_read_for_a_small_domain_only(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_background_is_read_for_a_small_domain_only(store: Store,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline.analysis import copy_evidence
     from pipeline.store.suspicion import missing_copy_work
 
@@ -406,7 +418,8 @@ def test_the_background_is_read_for_a_small_domain_only(store: Store, monkeypatc
     assert all(enough._contexts[i].background is None for i in ids)
 
 
-def test_the_app_reads_ahead_what_missing_evidence_needs(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_app_reads_ahead_what_missing_evidence_needs(store: Store,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """warm_for_missing (the app's analysis worker calls it) reads the background a small store's missing
     evidence is counted against, and nothing once the evidence is stored."""
     from pipeline.analysis import copy_evidence

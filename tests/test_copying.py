@@ -11,12 +11,14 @@ from pipeline.analysis.copying import (
 )
 
 A = "The mayor said, on Monday: the flood plan will cost the town a great deal of money. Nothing else."
-B = "Yesterday THE MAYOR said on monday the flood plan will cost more. The town a great deal of money was spent."
+B = ("Yesterday THE MAYOR said on monday the flood plan will cost more. The town a great "
+     "deal of money was spent.")
 
 
 def test_spans_are_exact_in_both_texts() -> None:
     spans = copied_ngrams(A, B, n=3)
-    assert [(s.a_start, s.a_end, s.b_start, s.b_end, s.words) for s in spans] == [(0, 51, 10, 59, 10), (52, 82, 66, 96, 7)]
+    assert [(s.a_start, s.a_end, s.b_start, s.b_end, s.words) for s in spans] == [(0, 51, 10, 59, 10),
+                                                                                  (52, 82, 66, 96, 7)]
     # Case and punctuation between words are ignored; offsets cut the text as written.
     assert spans[0].in_a(A) == "The mayor said, on Monday: the flood plan will cost"
     assert spans[0].in_b(B) == "THE MAYOR said on monday the flood plan will cost"

@@ -110,7 +110,8 @@ def test_csv_with_configured_columns(store, tmp_path):
         for i in range(3):
             w.writerow([f"s{i}", f"Story {i}", make_text(10 + i)])
         w.writerow(["s9", "Empty", ""])
-    summary = import_corpus(store, opts(path, "csv", text_field="body", title_field="headline", id_field="uid",
+    summary = import_corpus(store,
+                            opts(path, "csv", text_field="body", title_field="headline", id_field="uid",
                                         domain="story"), HashEmbedder())
     assert summary.added == 3
     assert [s.reason for s in summary.skipped] == ["empty 'body'"]
@@ -134,7 +135,8 @@ def test_jsonl_line_that_is_not_json_names_the_line(store, tmp_path):
     good = write_jsonl(tmp_path / "good.jsonl", [{"id": "x", "text": make_text(1)}])
     import_corpus(store, opts(good, "jsonl"), HashEmbedder())
     path = tmp_path / "broken.jsonl"
-    path.write_text(json.dumps({"text": make_text(2)}) + "\n" + json.dumps({"text": make_text(3)}) + "\n{not json\n")
+    path.write_text(json.dumps({"text": make_text(2)}) + "\n" + json.dumps({"text": make_text(3)})
+                    + "\n{not json\n")
     with pytest.raises(CorpusError) as err:
         import_corpus(store, opts(path, "jsonl"), HashEmbedder())
     assert "broken.jsonl line 3" in str(err.value) and "not JSON" in str(err.value)
@@ -150,7 +152,8 @@ def test_jsonl_missing_text_field_names_line_and_field(store, tmp_path):
 
 def test_non_utf8_files(store, tmp_path):
     bad = tmp_path / "latin.jsonl"
-    bad.write_bytes(json.dumps({"text": "ok"}).encode() + b"\n" + '{"text": "caf\xe9"}'.encode("latin-1") + b"\n")
+    bad.write_bytes(json.dumps({"text": "ok"}).encode() + b"\n"
+                    + '{"text": "caf\xe9"}'.encode("latin-1") + b"\n")
     with pytest.raises(CorpusError, match=r"latin\.jsonl: not UTF-8: byte 0xe9 at line 2"):
         import_corpus(store, opts(bad, "jsonl"), HashEmbedder())
     folder = tmp_path / "docs"
@@ -200,8 +203,10 @@ def test_cleaned_text_is_what_gets_stored(store, tmp_path):
 
 
 def test_split_title():
-    assert split_title("Headline here\n\nBody one.\n\nBody two.") == ("Headline here", "Body one.\n\nBody two.")
-    assert split_title("No title, just a paragraph\nthat continues.") == ("", "No title, just a paragraph\nthat continues.")
+    assert split_title("Headline here\n\nBody one.\n\nBody two.") == ("Headline here",
+                                                                      "Body one.\n\nBody two.")
+    assert split_title("No title, just a paragraph\nthat continues.") == ("", "No title, just a "
+                                                                              "paragraph\nthat continues.")
 
 
 def test_pending_articles_survive_a_failed_near_dup_pass_and_resume(store, tmp_path):
@@ -275,7 +280,8 @@ def test_cli_add_and_list(tmp_path, capsys):
 def test_cli_reports_bad_input_as_an_error_panel(tmp_path, capsys):
     path = tmp_path / "x.csv"
     path.write_text("a,b\n1,2\n")
-    rc = main(["--store", str(tmp_path / "s.sqlite"), "corpus", "add", str(path), "--domain", "news", "--model", "hash"])
+    rc = main(["--store", str(tmp_path / "s.sqlite"), "corpus", "add", str(path), "--domain", "news",
+               "--model", "hash"])
     assert rc == 2
     assert "no field 'text'" in capsys.readouterr().err
 
@@ -307,7 +313,8 @@ def test_all_too_short_says_which_threshold_keeps_how_many(tmp_path, capsys):
     assert "their lengths: 170-199 words" in err
     assert "--min-words 199 keeps 1" in err and "--min-words 170 keeps 30" in err
     # Following the hint works: the stored articles are re-classified, not "already imported".
-    rc = main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash", "--min-words", "170"])
+    rc = main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash",
+               "--min-words", "170"])
     out = " ".join(capsys.readouterr().out.split())
     assert rc == 0 and "0 added, 30 already imported" in out
     assert "re-classified by the word window 170-1000: 30 too short -> pending" in out
@@ -326,14 +333,17 @@ def test_reimport_with_a_narrower_window_moves_kept_ones_out(store, tmp_path):
 def test_same_file_under_a_new_name_is_not_duplicates_of_itself(store, tmp_path, capsys):
     path = stories(tmp_path, 5)
     import_corpus(store, opts(path, "jsonl", domain="story", min_words=100), HashEmbedder())
-    again = import_corpus(store, opts(path, "jsonl", domain="story", min_words=100, name="fiction"), HashEmbedder())
+    again = import_corpus(store,
+                          opts(path, "jsonl", domain="story", min_words=100, name="fiction"), HashEmbedder())
     assert again.added == 0 and again.elsewhere == {("stories", "story"): 5}
     assert store.scalar("SELECT count(*) FROM articles WHERE status = 'duplicate'") == 0
     # Through the CLI: said plainly, exit 0, the real corpus named.
     db = str(tmp_path / "c.sqlite")
-    main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash", "--min-words", "100"])
+    main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash",
+          "--min-words", "100"])
     capsys.readouterr()
-    rc = main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash", "--min-words", "100",
+    rc = main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash",
+               "--min-words", "100",
                "--name", "fiction"])
     out = " ".join(capsys.readouterr().out.split())
     assert rc == 0 and "5 item(s) already imported as corpus stories of domain story" in out
@@ -343,7 +353,8 @@ def test_same_file_under_a_new_name_is_not_duplicates_of_itself(store, tmp_path,
 def test_messages_name_the_domain_the_rows_live_in(tmp_path, capsys):
     path = stories(tmp_path, 4)
     db = str(tmp_path / "d.sqlite")
-    main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash", "--min-words", "100"])
+    main(["--store", db, "corpus", "add", str(path), "--domain", "story", "--model", "hash",
+          "--min-words", "100"])
     capsys.readouterr()
     rc = main(["--store", db, "corpus", "add", str(path), "--domain", "fiction-csv", "--model", "hash",
                "--min-words", "100"])

@@ -84,10 +84,12 @@ def test_a_lenient_judge_inflates_org_and_the_correction_takes_it_back() -> None
 
 def test_each_judge_is_corrected_by_its_own_check_before_the_average() -> None:
     rng = np.random.default_rng(3)
-    lenient, strict = known_check(rng, 0.95, 0.6, n=2000, judge="a"), known_check(rng, 0.7, 0.9, n=2000, judge="b")
+    lenient, strict = known_check(rng, 0.95, 0.6, n=2000, judge="a"), known_check(rng, 0.7, 0.9,
+                                                                                  n=2000, judge="b")
     ra, _ = _benchmark(rng, 0.95, 0.6, units=200)
     rb, _ = _benchmark(rng, 0.7, 0.9, units=200)
-    both = UnitRates(np.hstack([ra.org, rb.org]), np.hstack([ra.core, rb.core]), np.concatenate([ra.joint, rb.joint], 1))
+    both = UnitRates(np.hstack([ra.org, rb.org]), np.hstack([ra.core, rb.core]),
+                     np.concatenate([ra.joint, rb.joint], 1))
     fixed = correct_rates(both, [lenient, strict], n_resamples=200)
     assert fixed.org.value == pytest.approx(0.5, abs=0.04)
     assert fixed.org.contains(0.5)
@@ -154,9 +156,11 @@ def test_a_scripted_judge_on_the_store_is_corrected_to_the_truth(store_of: Store
     org_group = next(g for g in metrics.groups if g.ratio is None)
     assert org_group.org.value == pytest.approx(0.5 * 0.9 + 0.5 * 0.3, abs=0.04)  # raw: inflated
     corrected = fixed.group(org_group.key)
-    assert corrected is not None and corrected.rates is not None and corrected.validation == "judge-a: builtin"
+    assert (corrected is not None and corrected.rates is not None
+            and corrected.validation == "judge-a: builtin")
     assert corrected.rates.org.value == pytest.approx(truth["org"], abs=0.04)
-    assert corrected.rates.org.contains(truth["org"]) and not corrected.rates.org.contains(org_group.org.value)
+    assert (corrected.rates.org.contains(truth["org"])
+            and not corrected.rates.org.contains(org_group.org.value))
     at_ratio = fixed.group(next(g for g in metrics.groups if g.ratio is not None).key)
     assert at_ratio is not None and at_ratio.rates is not None
     assert at_ratio.rates.core.contains(truth["core"])
@@ -169,7 +173,8 @@ def test_people_are_preferred_over_the_built_in_check(store_of: Store) -> None:
     verdicts = dict(((c, g), y) for c, g, y in store_of.conn.execute(
         "SELECT constraint_id, generation_id, verdict FROM verdicts"))
     for i in plan.items:  # ...and people who agree with the judge: people win
-        save_text_label(store_of, i.constraint_id, i.generation_id, "p", verdicts[(i.constraint_id, i.generation_id)])
+        save_text_label(store_of, i.constraint_id, i.generation_id, "p",
+                        verdicts[(i.constraint_id, i.generation_id)])
     (status,) = judge_statuses(store_of, ["judge-a"])
     assert status.check is not None and status.check.source == "people" and status.informative
     assert status.check.sensitivity == status.check.specificity == 1.0
@@ -181,11 +186,13 @@ def test_the_report_shows_raw_and_corrected_side_by_side(store_of: Store, tmp_pa
     console = Console(width=220, record=True)
     render(report, console)
     text = " ".join(console.export_text().split())  # a caption wraps
-    assert "Org corr." in text and "superficial corr." in text and "validation used: judge-a: built-in check" in text
+    assert ("Org corr." in text and "superficial corr." in text
+            and "validation used: judge-a: built-in check" in text)
     assert "constructed, not human gold" in text
     write_tables(report, tmp_path)
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert all(row["corrected_by"] == "judge-a: builtin" and row["org_corrected"] is not None for row in summary)
+    assert all(row["corrected_by"] == "judge-a: builtin" and row["org_corrected"] is not None
+               for row in summary)
     (judge,) = json.loads((tmp_path / "report.json").read_text())["judge_error"]
     assert judge["validation"] == "builtin" and judge["informative"]
     with (tmp_path / "summary.csv").open() as fh:
@@ -212,4 +219,5 @@ def test_the_report_warns_about_a_chance_level_judge(store_of: Store) -> None:
     report = build_report(store_of, ReportOptions(n_resamples=50, copy=False))
     (warning,) = [w for w in report.warnings if w.kind == "judge_at_chance"]
     assert "carry no information" in warning.message
-    assert all(g.rates is None and "no better than chance" in g.reason for g in report.correction.groups.values())
+    assert all(g.rates is None and "no better than chance" in g.reason
+               for g in report.correction.groups.values())

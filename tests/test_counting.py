@@ -22,18 +22,21 @@ def _store(path, runs: int, n_pairs: int = 12, seed: int = 0, models: tuple[str,
     for run in range(runs):
         for pair in range(n_pairs):
             iid += 1
-            c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task, status)"
-                      " VALUES (?, ?, 'news', 'eval', ?, ?, 'task', 'done')", (iid, f"r{run}", 2 * pair + 1, 2 * pair + 2))
+            c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, "
+                      "article_b, main_task, status)"
+                      " VALUES (?, ?, 'news', 'eval', ?, ?, 'task', 'done')",
+                      (iid, f"r{run}", 2 * pair + 1, 2 * pair + 2))
             for k in range(1, 11):
-                c.execute("INSERT INTO constraints(id, instruction_id, position, text, active) VALUES (?, ?, ?, 'c', 1)",
+                c.execute("INSERT INTO constraints(id, instruction_id, position, text, active) "
+                          "VALUES (?, ?, ?, 'c', 1)",
                           (iid * 100 + k, iid, k))
             for m, model in enumerate(models):
                 gid += 1
                 c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, text_hash) VALUES"
                           " (?, 'response', ?, ?, 'direct', ?)", (gid, iid, model, h))
                 for k in range(1, 11):
-                    c.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
-                              " verdict) VALUES (?, ?, 'J', 'batched', 'p', ?)",
+                    c.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, "
+                              "judging_mode, prompt_hash, verdict) VALUES (?, ?, 'J', 'batched', 'p', ?)",
                               (gid, iid * 100 + k, int(k <= 10 * skill[pair] - 2 * m)))
     store.commit()
     return store

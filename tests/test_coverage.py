@@ -33,7 +33,8 @@ from tests.support.judges import JUNK, flat_text
 
 def _asked(request: dict) -> str:
     """The judge prompt itself (in a repair round, the last user message is the repair note)."""
-    return next(m["content"] for m in request["messages"] if m["role"] == "user" and "<<<CONSTRAINTS" in m["content"])
+    return next(m["content"] for m in request["messages"] if m["role"] == "user"
+                and "<<<CONSTRAINTS" in m["content"])
 
 
 def partial_judge(request: dict) -> str:
@@ -43,7 +44,8 @@ def partial_judge(request: dict) -> str:
         return world(request)
     block = between(_asked(request), "CONSTRAINTS")
     items = re.findall(r"^(\d+)\. .*the (\w+)\.$", block, re.MULTILINE)
-    verdicts = [{"id": int(i), "verdict": "no" if w == KEYWORDS[0] else "yes", "quote": "", "reason": "checked"}
+    verdicts = [{"id": int(i), "verdict": "no" if w == KEYWORDS[0] else "yes", "quote": "",
+                 "reason": "checked"}
                 for i, w in items if w in KEYWORDS[:2]]
     return json.dumps({"verdicts": verdicts}) if verdicts else "I cannot judge these."
 
@@ -83,7 +85,8 @@ async def test_missing_verdicts_are_left_out_of_org_and_lower_the_coverage(store
 async def test_report_shows_and_marks_low_coverage_on_screen_and_in_files(store, tmp_path):
     make_instructions(store, n=2, k=4)
     with FakeOpenAIServer(partial_judge) as server:
-        await evaluate(store, make_config(server, models=("ma",), judges=("ja",)), EvaluateOptions(ratios=[0.25]))
+        await evaluate(store, make_config(server, models=("ma",), judges=("ja",)),
+                       EvaluateOptions(ratios=[0.25]))
     report = build_report(store, ReportOptions(n_resamples=50, copy=False))
     assert {w.kind for w in report.warnings} == {"low_coverage"}
     console = Console(width=200, record=True)
@@ -147,13 +150,17 @@ def test_migration_turns_stored_unanswered_nos_into_missing(store_path):
     """A store written before schema 3 held a No for every verdict the judge never gave."""
     s = open_store(store_path)
     make_instructions(s, n=1, k=2)
-    gid = s.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "ma", "mode": "direct",
-                                      "text_hash": s.put_text("the harbour and the lantern"), "words": 5}).last_pk
+    gid = s.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "ma",
+                                      "mode": "direct",
+                                      "text_hash": s.put_text("the harbour and the lantern"),
+                                      "words": 5}).last_pk
     cids = [r[0] for r in s.conn.execute("SELECT id FROM constraints WHERE instruction_id = 1 ORDER BY id")]
     s.db["verdicts"].insert_all([
-        {"generation_id": gid, "constraint_id": cids[0], "judge": "ja", "judging_mode": "batched", "prompt_hash": "p",
+        {"generation_id": gid, "constraint_id": cids[0], "judge": "ja", "judging_mode": "batched",
+         "prompt_hash": "p",
          "verdict": 1, "quote": "the harbour", "call_id": 7, "created_at": "x"},
-        {"generation_id": gid, "constraint_id": cids[1], "judge": "ja", "judging_mode": "batched", "prompt_hash": "p",
+        {"generation_id": gid, "constraint_id": cids[1], "judge": "ja", "judging_mode": "batched",
+         "prompt_hash": "p",
          "verdict": 0, "reason": UNANSWERED, "call_id": None, "created_at": "x"},
     ])
     s.commit()

@@ -29,8 +29,10 @@ def released_rows(tasks: int, levels: tuple[int, ...] = CS4_LEVELS) -> list[list
     rows = []
     for number in range(1, tasks + 1):
         for level in levels:
-            items = [f"The story should show detail {j} of task {number} with care." for j in range(1, level + 1)]
-            rows.append([str(number), f"Write a story about the lighthouse keeper number {number}.", str(level),
+            items = [f"The story should show detail {j} of task {number} with care."
+                     for j in range(1, level + 1)]
+            rows.append([str(number),
+                         f"Write a story about the lighthouse keeper number {number}.", str(level),
                          "\r\n".join(f"{j}. {t}" for j, t in enumerate(items, 1))])
     return rows
 
@@ -38,12 +40,14 @@ def released_rows(tasks: int, levels: tuple[int, ...] = CS4_LEVELS) -> list[list
 def test_both_released_files_import_whole_as_families_and_again_add_nothing(store, tmp_path):
     for name in ("Instruction-based Constraints.csv", "Story-based Constraints.csv"):
         path = write_csv(tmp_path / name, CS4_HEADER, released_rows(50))
-        assert path.read_bytes().startswith(b"\xef\xbb\xbfInstruction Number,Instruction ,Number of Constraints,")
+        assert path.read_bytes().startswith(b"\xef\xbb\xbfInstruction Number,Instruction "
+                                            b",Number of Constraints,")
         started = time.perf_counter()
         summary = import_file(store, ImportOptions("cs4", path))
         seconds = time.perf_counter() - started
         assert summary.rows == 250 and not summary.warnings
-        assert dict(summary.added) == {"instructions": 250, "constraints": 50 * sum(CS4_LEVELS), "families": 50}
+        assert dict(summary.added) == {"instructions": 250, "constraints": 50
+                                       * sum(CS4_LEVELS), "families": 50}
         again = import_file(store, ImportOptions("cs4", path))
         assert not again.added and again.skipped == {"instruction already imported": 250}
         print(f"{name}: 250 rows in {seconds:.2f} s")
@@ -70,7 +74,8 @@ def test_a_repeated_number_and_level_names_both_lines_and_writes_nothing(store, 
     path = write_csv(tmp_path / "cs4.csv", CS4_HEADER, rows)
     msg = refused(store, ImportOptions("cs4", path))
     starts = row_lines(rows)
-    assert (f"{path}:{starts[-1]}, column 1 ('Instruction Number'): instruction number 1 with 15 constraints repeats "
+    assert (f"{path}:{starts[-1]}, column 1 ('Instruction Number'): instruction number 1 with 15 "
+            "constraints repeats "
             f"line {starts[1]}") in msg
     assert "1 problem(s)" in msg
     assert store.scalar("SELECT count(*) FROM instructions") == 0
@@ -92,27 +97,32 @@ def test_what_is_off_but_usable_imports_with_warnings_naming_the_line(store, tmp
     starts = row_lines(rows)
     assert summary.warnings == [
         f"{path}:{starts[2]}: the numbering is off (item 3 is numbered 4); read in list order",
-        f"{path}:{starts[3]}: 'Number of Constraints' says 31, the list holds 30; imported as listed, at level 31",
+        f"{path}:{starts[3]}: 'Number of Constraints' says 31, the list holds 30; imported "
+        "as listed, at level 31",
         f"{path}:{starts[6]}: 'Number of Constraints' is empty; the list's 15 constraints are its level",
         f"{path}:{starts[1]}: the task is empty; the one of instruction number 1's other levels is used",
-        f"{path}: instruction number 2 words its task differently on lines {', '.join(map(str, starts[5:]))}; "
+        f"{path}: instruction number 2 words its task differently on lines "
+        f"{', '.join(map(str, starts[5:]))}; "
         "each level keeps its own",
     ]
     tasks = {r["source_id"]: (r["main_task"], r["n_constraints"]) for r in store.query(
         "SELECT source_id, main_task, n_constraints FROM instructions")}
     assert tasks["1/15"][0] == "Write a story about the lighthouse keeper number 1."
     assert tasks["2/23"][0] == "Write about keeper 2."
-    assert tasks["1/31"][1] == 30 and tasks["1/39"][1] == 39 and tasks["2/7"][1] == 7 and tasks["2/15"][1] == 15
+    assert (tasks["1/31"][1] == 30 and tasks["1/39"][1] == 39 and tasks["2/7"][1] == 7
+            and tasks["2/15"][1] == 15)
     odd = imports.imported_instruction(store, "import-odd", "1/31")
     assert odd is not None and (member := family_member(store, odd.id)) is not None and member.level == 31
 
 
 def test_read_released_list():
-    assert read_released_list("1. Open with rain\n  all day.\n2) Close.", 2).items == ["Open with rain all day.", "Close."]
+    assert read_released_list("1. Open with rain\n  all day.\n2) Close.",
+                              2).items == ["Open with rain all day.", "Close."]
     inline = read_released_list("1. Open with rain 2. Close at 3 a.m. 3. End.", 3)
     assert inline.items == ["Open with rain", "Close at 3 a.m.", "End."] and not inline.notes
     preamble = read_released_list("Constraints:\n1. x\n2. y", 2)
-    assert preamble.items == ["x", "y"] and preamble.notes == ["text before constraint 1 left out: 'Constraints:'"]
+    assert preamble.items == ["x",
+                              "y"] and preamble.notes == ["text before constraint 1 left out: 'Constraints:'"]
     with pytest.raises(ValueError, match="no numbered constraints"):
         read_released_list("nothing numbered here", 3)
 
@@ -133,7 +143,8 @@ def _judge(store, run_id: str, levels: tuple[int, ...]) -> None:
                 writer.verdicts(rid, stored.id, "judge", "\n".join(
                     f"{i}. {'Yes' if i <= yes else 'No'}" for i in range(1, level + 1)))
                 if model == "m1":
-                    sid = writer.generation("summary", stored.id, f"A summary of {text[:40]}", model="s", ratio=0.25,
+                    sid = writer.generation("summary", stored.id, f"A summary of {text[:40]}",
+                                            model="s", ratio=0.25,
                                             parent_id=rid)
                     writer.verdicts(sid, stored.id, "judge", "\n".join(
                         f"{i}. {'Yes' if i <= 2 else 'No'}" for i in range(1, level + 1)))
@@ -198,7 +209,8 @@ def test_a_store_from_before_families_gains_their_table(store_path, tmp_path):
     conn.close()
     store = open_store(store_path)
     assert store.schema_version == SCHEMA_VERSION
-    summary = import_file(store, ImportOptions("cs4", write_csv(tmp_path / "cs4.csv", CS4_HEADER, released_rows(1))))
+    summary = import_file(store,
+                          ImportOptions("cs4", write_csv(tmp_path / "cs4.csv", CS4_HEADER, released_rows(1))))
     assert summary.added["families"] == 1 and len(family_members(store)) == 5
     store.close()
 

@@ -40,12 +40,14 @@ def test_the_demo_takes_one_pair_through_every_stage_before_the_next(tmp_path):
     def on_auditable(instruction_id: int) -> None:
         events.append(instruction_id)
         conn = sqlite3.connect(store_path)
-        written_when_ready.append(conn.execute("SELECT count(*) FROM instructions WHERE run_id = 'demo'").fetchone()[0])
+        written_when_ready.append(conn.execute("SELECT count(*) FROM instructions "
+                                               "WHERE run_id = 'demo'").fetchone()[0])
         conn.close()
 
     with FakeOpenAIServer(ScriptedModel()) as server:
         config = load_config(str(_config(tmp_path, server.base_url)))
-        result = run_demo_blocking(str(store_path), config, SMALL, progress=events.append, on_auditable=on_auditable)
+        result = run_demo_blocking(str(store_path), config, SMALL, progress=events.append,
+                                   on_auditable=on_auditable)
         calls = server.calls
         assert calls > 0
 
@@ -84,7 +86,8 @@ def test_demo_events_come_as_json_lines_from_the_command(tmp_path):
     with FakeOpenAIServer(ScriptedModel()) as server:
         cfg = _config(tmp_path, server.base_url)
         proc = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", "--store", str(store_path), "--config", str(cfg), "demo", "--no-app",
+            [sys.executable, "-m", "pipeline.cli", "--store", str(store_path), "--config", str(cfg),
+             "demo", "--no-app",
              "--events", "--pairs", "1", "--constraints", "5", "--articles", "30", "--embedder", "hash"],
             capture_output=True, text=True, cwd=ROOT, timeout=300,
         )
@@ -164,7 +167,9 @@ def test_the_demo_builds_one_pair_at_a_time(tmp_path):
         run_demo_blocking(str(store_path), config, SMALL, progress=events.append)
     store = open_store(store_path)
     try:
-        built = [r[0] for r in store.conn.execute("SELECT DISTINCT pair_id FROM instructions WHERE run_id = 'demo' ORDER BY id")]
+        built = [r[0]
+                 for r in store.conn.execute("SELECT DISTINCT pair_id FROM instructions WHERE run_id "
+                                             "= 'demo' ORDER BY id")]
     finally:
         store.close()
     assert built == [1, 2]
@@ -201,7 +206,8 @@ def test_a_demo_whose_judge_answers_junk_fails_loudly_and_counts_nothing_as_no(t
     with FakeOpenAIServer(JunkJudge()) as server:
         config = load_config(str(_config(tmp_path, server.base_url)))
         result = run_demo_blocking(str(store_path), config, DemoOptions(pairs=1, constraints=5, articles=30,
-                                                                        conditions=("single",), embedder="hash"))
+                                                                        conditions=("single",),
+                                                                        embedder="hash"))
     assert result.auditable == []  # nothing was judged: nothing to audit
     assert result.failed, "a judge answering junk must not pass as a finished demo"
     store = open_store(store_path)
@@ -262,9 +268,11 @@ def test_the_demo_bench_reads_refusals_and_tokens_from_a_store(tmp_path, monkeyp
     store = open_store(path)
     for i, body in enumerate(["I'm sorry, I can't help with that.", "A plain answer about the town."]):
         iid = store.db["instructions"].insert({"run_id": "r", "domain": "news", "condition": "single",
-                                               "article_a": 100 + i, "main_task": "Write.", "n_constraints": 1,
+                                               "article_a": 100 + i, "main_task": "Write.",
+                                               "n_constraints": 1,
                                                "status": "done", "created_at": now()}).last_pk
-        store.db["generations"].insert({"kind": "response", "instruction_id": iid, "model": "m", "mode": "direct",
+        store.db["generations"].insert({"kind": "response", "instruction_id": iid, "model": "m",
+                                        "mode": "direct",
                                         "text_hash": store.put_text(body), "words": len(body.split())})
     store.db["llm_calls"].insert({"cache_key": "k", "template": "judge_lines", "prompt_tokens": 10,
                                   "completion_tokens": 5, "latency_s": 1.5, "created_at": now()})

@@ -11,7 +11,8 @@ from unspecific_tui.app import UnspecificApp
 
 
 def _args(**kw) -> argparse.Namespace:
-    base = {"store": "d.sqlite", "config": None, "pairs": 2, "constraints": 39, "articles": 60, "embedder": None,
+    base = {"store": "d.sqlite", "config": None, "pairs": 2, "constraints": 39, "articles": 60,
+            "embedder": None,
             "no_app": False, "events": False}
     return argparse.Namespace(**(base | kw))
 

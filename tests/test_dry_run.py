@@ -15,7 +15,8 @@ from tests.fakes.responders import ScriptedModel, config_toml, make_store
 def _config(tmp_path, base_url: str):
     cfg = tmp_path / "c.toml"
     text = config_toml(base_url, concurrency=2).replace(
-        'max_retries = 1\n', 'max_retries = 1\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 4.0\n', 1)
+        'max_retries = 1\n',
+        'max_retries = 1\nprice_prompt_per_mtok = 1.0\nprice_completion_per_mtok = 4.0\n', 1)
     cfg.write_text(text)
     return cfg
 
@@ -23,13 +24,15 @@ def _config(tmp_path, base_url: str):
 def _counts(path) -> tuple[int, int, int]:
     store = open_store(path)
     try:
-        return tuple(store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]  # type: ignore[return-value]
-                     for t in ("runs", "llm_calls", "instructions"))
+        return tuple(  # type: ignore[return-value]
+            store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("runs", "llm_calls", "instructions"))
     finally:
         store.close()
 
 
-def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(tmp_path, capsys, monkeypatch) -> None:
+def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(tmp_path, capsys,
+                                                                               monkeypatch) -> None:
     from pipeline.cli import main
 
     monkeypatch.setenv("COLUMNS", "200")
@@ -56,7 +59,9 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         assert "estimate before the run" in out
         store = open_store(path)
         try:
-            (row,) = store.conn.execute("SELECT config, calls, prompt_tokens, completion_tokens, cost FROM runs").fetchall()
+            (row,
+             ) = store.conn.execute("SELECT config, calls, prompt_tokens, "
+                                    "completion_tokens, cost FROM runs").fetchall()
         finally:
             store.close()
         kept = json.loads(row[0])["estimate"]
@@ -64,8 +69,10 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         sent = len(server.requests)
         assert sent == row[1]
         if True:
-            print(f"build: estimated {estimate['calls']} calls, {estimate['prompt_tokens']}+{estimate['completion_tokens']}"
-                  f" tokens ${estimate['cost']:.6f}; spent {row[1]} calls, {row[2]}+{row[3]} tokens ${row[4]:.6f}")
+            print(f"build: estimated {estimate['calls']} calls, "
+                  f"{estimate['prompt_tokens']}+{estimate['completion_tokens']}"
+                  f" tokens ${estimate['cost']:.6f}; spent {row[1]} calls, {row[2]}+{row[3]} "
+                  f"tokens ${row[4]:.6f}")
         assert 0.5 * sent <= estimate["calls"] <= 1.5 * sent
 
         # The same build under another run name asks the same calls: the cache holds every one.
@@ -84,7 +91,8 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         assert len(server.requests) == sent and _counts(path) == runs_before
         ev = next(v for k, v in json.loads((tmp_path / "store.sqlite.estimates.json").read_text()).items()
                   if k.startswith("evaluate:"))
-        assert ev["calls"] > 0 and ev["wall_s"] is not None  # the build's calls measured the endpoint's latency
+        # the build's calls measured the endpoint's latency
+        assert ev["calls"] > 0 and ev["wall_s"] is not None
         assert main([*base, "naturalness", "--dry-run"]) == 0
         capsys.readouterr()
         nat = next(v for k, v in json.loads((tmp_path / "store.sqlite.estimates.json").read_text()).items()
@@ -96,8 +104,10 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
         out = capsys.readouterr().out
         assert "estimate before the run" in out
         spent = len(server.requests) - sent
-        print(f"evaluate: estimated {ev['calls']} calls, {ev['prompt_tokens']}+{ev['completion_tokens']} tokens "
-              f"${ev['cost']:.6f}, wall {ev['wall_s']}; sent {spent}; spent: {out.split('spent:')[-1].strip()}")
+        print(f"evaluate: estimated {ev['calls']} calls, "
+              f"{ev['prompt_tokens']}+{ev['completion_tokens']} tokens "
+              f"${ev['cost']:.6f}, wall {ev['wall_s']}; sent {spent}; spent: "
+              f"{out.split('spent:')[-1].strip()}")
         assert 0.5 * spent <= ev["calls"] <= 1.5 * spent
 
     # `report` shows each run's estimate beside what it spent.
@@ -106,7 +116,8 @@ def test_dry_run_sends_nothing_writes_nothing_and_the_run_reports_its_estimate(t
     assert f"estimated {estimate['calls']:,} calls" in out and f"estimated {ev['calls']:,} calls" in out
 
 
-def test_dry_run_prices_from_the_cache_history_and_counts_what_the_cache_holds(tmp_path, capsys, monkeypatch) -> None:
+def test_dry_run_prices_from_the_cache_history_and_counts_what_the_cache_holds(tmp_path, capsys,
+                                                                               monkeypatch) -> None:
     from pipeline.cli import main
 
     monkeypatch.setenv("COLUMNS", "200")
@@ -144,7 +155,8 @@ def test_dry_run_prices_a_lines_judge_under_a_grammar(tmp_path, capsys, monkeypa
     make_store(path, 1).close()
     with FakeOpenAIServer(ScriptedModel()) as server:
         cfg = _config(tmp_path, server.base_url)
-        cfg.write_text(cfg.read_text().replace('max_retries = 1\n', 'max_retries = 1\njudge_format = "lines"\ngbnf = true\n', 1))
+        cfg.write_text(cfg.read_text().replace('max_retries = 1\n',
+                                               'max_retries = 1\njudge_format = "lines"\ngbnf = true\n', 1))
         base = ["--store", str(path), "--config", str(cfg)]
         assert main([*base, "build", "--n", "1", "--constraints", "8", "--words", "60"]) == 0
         sent = len(server.requests)
@@ -156,7 +168,10 @@ def test_dry_run_prices_a_lines_judge_under_a_grammar(tmp_path, capsys, monkeypa
                   if k.startswith("evaluate:"))
         assert ev["calls"] > 0 and ev["unparsed"] == 0
         assert main([*base, "evaluate", "--ratios", "0.5"]) == 0
-        judged = [r for r in server.requests[sent:] if "one line per constraint" in r["messages"][0]["content"]]
-        assert judged and all(r["grammar"] == lines_grammar(int(re.search(r"numbered from 1 to (\d+)", r["messages"][0]["content"]).group(1)))
-                              for r in judged)
+        judged = [r for r in server.requests[sent:]
+                  if "one line per constraint" in r["messages"][0]["content"]]
+        assert judged and all(
+            r["grammar"] == lines_grammar(int(re.search(r"numbered from 1 to (\d+)",
+                                                        r["messages"][0]["content"]).group(1)))
+            for r in judged)
         assert 0.5 * (len(server.requests) - sent) <= ev["calls"] <= 1.5 * (len(server.requests) - sent)

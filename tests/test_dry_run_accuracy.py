@@ -31,7 +31,8 @@ COMMANDS = (
 def _last_run(path: Path) -> tuple[int, float]:
     store = open_store(path)
     try:
-        calls, cost = store.conn.execute("SELECT calls, cost FROM runs ORDER BY rowid DESC LIMIT 1").fetchone()
+        calls, cost = store.conn.execute("SELECT calls, cost FROM runs ORDER "
+                                         "BY rowid DESC LIMIT 1").fetchone()
     finally:
         store.close()
     return int(calls), float(cost)
@@ -97,9 +98,11 @@ def test_prompt_tokens_count_what_the_model_reads_not_the_schema(tmp_path) -> No
     try:
         pricer = Pricer(config, store, "build")
         messages = [{"role": "system", "content": "s" * 40}, {"role": "user", "content": "u\n" * 180}]
-        schema = {"type": "json_object", "schema": {"properties": {f"field{i}": {"type": "string"} for i in range(50)}}}
+        schema = {"type": "json_object",
+                  "schema": {"properties": {f"field{i}": {"type": "string"} for i in range(50)}}}
         with pytest.raises(BatchPending):  # no placeholder for this prompt: priced, then the unit stops
-            pricer.answer("k1", config.endpoint("e"), None, messages, {"temperature": 0, "response_format": schema})
+            pricer.answer("k1", config.endpoint("e"), None, messages,
+                          {"temperature": 0, "response_format": schema})
         assert pricer.estimate.endpoints["e"].prompt_tokens == 400 // 4  # 400 characters read, at 4 a token
         assert "guessed at 4 characters a token" in pricer.estimate.method
     finally:
@@ -110,7 +113,8 @@ def test_prompt_tokens_use_the_rate_measured_in_the_cache_then_a_tokenizer(tmp_p
     config = _config()
     store = make_store(tmp_path / "s.sqlite", 1)
     try:
-        request = json.dumps({"messages": [{"role": "user", "content": "x" * 300}], "params": {"temperature": 0}})
+        request = json.dumps({"messages": [{"role": "user", "content": "x" * 300}],
+                              "params": {"temperature": 0}})
         put_call(store, NewCall("old", "e", "m", "summarize", "h", request, "reply", 100, 10, 0.0, 0.1, None,
                                 "2026-01-01T00:00:00", "online"))
         store.commit()
@@ -158,7 +162,8 @@ def test_reply_lengths_are_measured_against_the_placeholders(tmp_path) -> None:
         counter = TokenCounter(config, store)
         full = counter.text(config.endpoint("e"), placeholder_reply(old, quote_cap=80, seed="old-key") or "")
         request = json.dumps({"messages": old["messages"], "params": {"temperature": 0}})
-        put_call(store, NewCall("old-key", "e", "m", "respond_direct", "h", request, "reply", 50, full // 2, 0.0, 0.1,
+        put_call(store, NewCall("old-key", "e", "m", "respond_direct", "h", request, "reply", 50,
+                                full // 2, 0.0, 0.1,
                                 None, "2026-01-01T00:00:00", "online"))
         store.commit()
         pricer = Pricer(config, store, "evaluate")
@@ -166,7 +171,8 @@ def test_reply_lengths_are_measured_against_the_placeholders(tmp_path) -> None:
         class RespondTemplate:
             name = "respond_direct"
 
-        pricer.answer("new-key", config.endpoint("e"), RespondTemplate(), old["messages"], {})  # type: ignore[arg-type]
+        pricer.answer("new-key", config.endpoint("e"), RespondTemplate(),  # type: ignore[arg-type]
+                      old["messages"], {})
         assert abs(pricer.estimate.endpoints["e"].completion_tokens - full / 2) <= 1
         assert "respond_direct from their calls in the cache" in pricer.estimate.method
     finally:

@@ -113,7 +113,8 @@ def test_unpack_split_zip_joins_parts_in_order(tmp_path):
 
 
 def test_importing_embeddings_does_not_load_torch():
-    code = "import sys, pipeline.analysis.embeddings, pipeline.stages.corpus, pipeline.stages.pairing; print('torch' in sys.modules)"
+    code = ("import sys, pipeline.analysis.embeddings, pipeline.stages.corpus, pipeline.stages.pairing; "
+            "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

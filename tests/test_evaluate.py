@@ -39,7 +39,8 @@ async def test_full_run_and_resume_without_repeated_calls(store):
         assert again.stages["respond"].skipped == 4 and again.stages["summarize"].skipped == 8
         assert again.stages["judge"].skipped == 24 and again.stages["judge"].done == 0
     responses = store.query("SELECT * FROM generations WHERE kind = 'response' ORDER BY id")
-    assert {(r["instruction_id"], r["model"], r["mode"]) for r in responses} == {(i, m, "direct") for i in ids for m in ("ma", "mb")}
+    assert {(r["instruction_id"], r["model"], r["mode"]) for r in responses} == {(i, m, "direct") for i in ids
+                                                                                 for m in ("ma", "mb")}
     summaries = store.query("SELECT * FROM generations WHERE kind = 'summary'")
     assert sorted({s["ratio"] for s in summaries}) == [0.25, 0.5]
     for s in summaries:
@@ -51,19 +52,22 @@ async def test_full_run_and_resume_without_repeated_calls(store):
     assert store.scalar("SELECT count(*) FROM text_scores_stale") == 0
     assert store.scalar("SELECT count(DISTINCT gid) FROM text_scores") == 12
     # The response mentions every keyword: judge ja says yes to all on the full response...
-    full = store.query("SELECT v.verdict, v.quote_found FROM verdicts v JOIN generations g ON g.id = v.generation_id"
-                       " WHERE g.kind = 'response' AND v.judge = 'ja'")
+    full = store.query("SELECT v.verdict, v.quote_found FROM verdicts v JOIN generations g ON "
+                       "g.id = v.generation_id WHERE g.kind = 'response' AND v.judge = 'ja'")
     assert all(r["verdict"] == 1 and r["quote_found"] == "exact" for r in full)
     # ...and the 25% summary keeps only the first sentence: later constraints are superficial.
-    short = store.query("SELECT c.position, v.verdict FROM verdicts v JOIN generations g ON g.id = v.generation_id"
-                        " JOIN constraints c ON c.id = v.constraint_id WHERE g.kind = 'summary' AND g.ratio = 0.25"
+    short = store.query("SELECT c.position, v.verdict FROM verdicts v JOIN generations g ON "
+                        "g.id = v.generation_id"
+                        " JOIN constraints c ON c.id = v.constraint_id WHERE g.kind = "
+                        "'summary' AND g.ratio = 0.25"
                         " AND v.judge = 'ja' ORDER BY c.position")
     assert {r["position"] for r in short if r["verdict"] == 1} == {1}
     assert any(r["verdict"] == 0 for r in short)
     # The two judges disagree on the first keyword's constraint: both rows kept.
     disagree = store.scalar(
         "SELECT count(*) FROM verdicts a JOIN verdicts b ON a.generation_id = b.generation_id"
-        " AND a.constraint_id = b.constraint_id AND a.judge = 'ja' AND b.judge = 'jb' AND a.verdict != b.verdict")
+        " AND a.constraint_id = b.constraint_id AND a.judge = 'ja' AND b.judge = 'jb' AND "
+        "a.verdict != b.verdict")
     assert disagree > 0
     # The suspicion ranking's evidence came with it: copy evidence per (response, constraint), and the
     # constraint's echo per (response or summary, constraint) by the configured embedder (hash here).
@@ -84,7 +88,8 @@ async def test_step_mode_and_stop_resume_to_the_same_result(store):
         assert paused.stopped and server.calls == 3
         await evaluate_with(store, config)
         # 2 responses + 2 summaries + 4 judgings, each paid once.
-        assert server.calls == 8 and roles_called(server) == Counter(respond_direct=2, summarize=2, judge_batched=4)
+        assert server.calls == 8 and roles_called(server) == Counter(respond_direct=2, summarize=2,
+                                                                     judge_batched=4)
 
 
 async def test_rejudge_calls_only_the_judge(store):
@@ -96,14 +101,17 @@ async def test_rejudge_calls_only_the_judge(store):
         new = make_config(server, models=("ma",), judges=("ja", "jb"))
         result = await evaluate_with(store, new, EvaluateOptions(rejudge=True, judges=["jb"]))
         later = server.requests[before:]
-        assert {role_of(r) for r in later} == {"judge_batched"} and {r["model"] for r in later} == {"model-jb"}
+        assert {role_of(r) for r in later} == {"judge_batched"} and {r["model"]
+                                                                     for r in later} == {"model-jb"}
         assert len(later) == 4 and set(result.stages) == {"judge"}
         # per-constraint judging is another mode: stored texts judged again, one call per constraint.
         before = server.calls
-        await evaluate_with(store, new, EvaluateOptions(rejudge=True, judges=["ja"], judging="per_constraint"))
+        await evaluate_with(store, new,
+                            EvaluateOptions(rejudge=True, judges=["ja"], judging="per_constraint"))
         assert server.calls - before == 4 * 3
         assert {role_of(r) for r in server.requests[before:]} == {"judge_single"}
-    modes = Counter((r["judge"], r["judging_mode"]) for r in store.query("SELECT judge, judging_mode FROM verdicts"))
+    modes = Counter((r["judge"], r["judging_mode"])
+                    for r in store.query("SELECT judge, judging_mode FROM verdicts"))
     assert modes == Counter({("ja", "batched"): 12, ("jb", "batched"): 12, ("ja", "per_constraint"): 12})
 
 
@@ -122,7 +130,8 @@ async def test_changed_judge_prompt_rejudges_without_regenerating(store, tmp_pat
         (copy / "judge_batched.md").write_text((copy / "judge_batched.md").read_text() + "\nQuote exactly.\n")
         monkeypatch.setenv("UNSPECIFIC_PROMPTS", str(copy))
         result = await evaluate_with(store, config)  # a plain re-run: texts are stored, verdicts are not
-        assert {role_of(r) for r in server.requests[before:]} == {"judge_batched"} and server.calls - before == 4
+        assert {role_of(r)
+                for r in server.requests[before:]} == {"judge_batched"} and server.calls - before == 4
         assert result.stages["respond"].skipped == 2 and result.stages["summarize"].skipped == 2
     assert store.scalar("SELECT count(DISTINCT prompt_hash) FROM verdicts") == 2
 
@@ -137,7 +146,8 @@ async def test_edit_mode_and_filters(store):
         edit_prompts = [last_user_message(r) for r in server.requests if role_of(r) == "respond_edit"]
         assert all("A plain draft number" in p for p in edit_prompts)
         await evaluate_with(store, config, EvaluateOptions(build_run="build-2"))
-    rows = store.query("SELECT instruction_id, mode FROM generations WHERE kind = 'response' ORDER BY instruction_id")
+    rows = store.query("SELECT instruction_id, mode FROM generations WHERE kind = 'response' "
+                       "ORDER BY instruction_id")
     assert rows == [{"instruction_id": ids[0], "mode": "edit"}, {"instruction_id": ids[1], "mode": "edit"},
                     {"instruction_id": other[0], "mode": "direct"}]
     assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary' AND ratio = 0.1") == 2
@@ -162,7 +172,8 @@ async def test_a_failed_instruction_does_not_stop_the_run(store):
         assert store.scalar("SELECT count(*) FROM generations WHERE kind = 'summary'") == 2
         server.responder = world
         again = await evaluate_with(store, config)
-        assert again.failed == 0 and again.stages["respond"].done == 1 and again.stages["respond"].skipped == 2
+        assert (again.failed == 0 and again.stages["respond"].done == 1
+                and again.stages["respond"].skipped == 2)
 
 
 async def test_a_dead_endpoint_stops_the_step(store):
@@ -203,7 +214,8 @@ def test_resolve_checks_names_and_values(store):
     with pytest.raises(StageError, match="judging"):
         resolve(config, EvaluateOptions(judging="vibes"))
     assert resolve(config, EvaluateOptions()).summary_slack == 0.5
-    assert resolve(parse_config({"evaluate": {"summary_slack": False}}), EvaluateOptions()).summary_slack is None
+    assert resolve(parse_config({"evaluate": {"summary_slack": False}}),
+                   EvaluateOptions()).summary_slack is None
     with pytest.raises(StageError, match="summary_slack"):
         resolve(parse_config({"evaluate": {"summary_slack": "lots"}}), EvaluateOptions())
 
@@ -214,7 +226,8 @@ async def test_evaluate_records_a_run(store):
         config = make_config(server, models=("ma",), judges=("ja",))
         result = await evaluate(store, config, EvaluateOptions())
     run = store.one("SELECT * FROM runs WHERE id = ?", [result.run_id])
-    assert run["kind"] == "evaluate" and run["status"] == "done" and run["calls"] == 4 and run["error"] is None
+    assert (run["kind"] == "evaluate" and run["status"] == "done" and run["calls"] == 4
+            and run["error"] is None)
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE run_id = ?", [result.run_id]) == 4
 
 
@@ -232,11 +245,13 @@ def test_clievaluate_with(store_path, tmp_path, capsys):
         assert code == 0, out
         assert server.calls == 2 + 4 + 6
         assert "judge" in out and "calls" in out
-        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--rejudge", "--judges", "jb",
+        code = main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--rejudge",
+                     "--judges", "jb",
                      "--judging", "per_constraint"])
         assert code == 0
         assert server.calls == 12 + 6 * 3
         assert main(["--store", str(store_path), "--config", str(cfg), "evaluate", "--models", "nope"]) == 2
 
 
-# The real-model run through build -> evaluate -> report is tests/test_build.py::test_real_local_model_eval_build.
+# The real-model run through build -> evaluate -> report is
+# tests/test_build.py::test_real_local_model_eval_build.

@@ -21,7 +21,8 @@ def _tables(scripted_store, tmp_path: Path, validated: bool) -> Path:  # noqa: A
     path.write_bytes(scripted_store[0].read_bytes())
     store = open_store(path)
     if validated:
-        put_check_items(store, "judge-a", "builtin", known_check(np.random.default_rng(2), 0.9, 0.7, 600, "judge-a").items)
+        put_check_items(store, "judge-a", "builtin",
+                        known_check(np.random.default_rng(2), 0.9, 0.7, 600, "judge-a").items)
     write_tables(build_report(store, ReportOptions(n_resamples=50, copy=False)), tmp_path / "out")
     store.close()
     return tmp_path / "out"
@@ -35,12 +36,14 @@ def _csv(path: Path) -> list[dict[str, str]]:
 def test_an_unvalidated_judges_rows_say_so_with_the_command(scripted, tmp_path: Path) -> None:  # noqa: F811
     out = _tables(scripted, tmp_path, validated=False)
     rows = _csv(out / "per_instruction.csv")
-    assert rows and all(r["judges_validation"] == f"unvalidated: judge-a (`{VALIDATE_COMMAND}`)" for r in rows)
+    assert rows and all(r["judges_validation"] == f"unvalidated: judge-a (`{VALIDATE_COMMAND}`)"
+                        for r in rows)
     per_json = json.loads((out / "per_instruction.json").read_text())
     assert {r["judges_validation"] for r in per_json} == {rows[0]["judges_validation"]}
     assert json.loads((out / "report.json").read_text())["judges_validation"] == rows[0]["judges_validation"]
     summary = _csv(out / "summary.csv")
-    assert all(r["uncorrected_reason"] == rows[0]["judges_validation"] and r["org_corrected"] == "" for r in summary)
+    assert all(r["uncorrected_reason"] == rows[0]["judges_validation"] and r["org_corrected"] == ""
+               for r in summary)
 
 
 def test_a_validated_judges_rows_name_the_check(scripted, tmp_path: Path) -> None:  # noqa: F811

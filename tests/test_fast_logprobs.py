@@ -55,7 +55,8 @@ def _top(llama, top_logprobs: int) -> list[tuple[str, float, dict[str, float]]]:
 
 
 @pytest.mark.real_model
-def test_the_servers_log_probabilities_are_the_librarys_own(llama, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+def test_the_servers_log_probabilities_are_the_librarys_own(
+        llama, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     from llama_cpp import Llama
 
     own = _top(llama, 20)

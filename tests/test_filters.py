@@ -70,7 +70,8 @@ def test_build_with_an_unknown_run_alone_is_an_error_not_a_new_default_build(tmp
     before = _snapshot(path)
     with FakeOpenAIServer(ScriptedModel()) as server:
         (tmp_path / "c.toml").write_text(config_toml(server.base_url))
-        code = main(["--store", str(path), "--config", str(tmp_path / "c.toml"), "build", "--run", "build-typo"])
+        code = main(["--store", str(path), "--config", str(tmp_path / "c.toml"), "build",
+                     "--run", "build-typo"])
         assert server.calls == 0
     err = _flat(capsys.readouterr().err)
     assert code == 2
@@ -93,4 +94,5 @@ def test_report_filters_matching_nothing_exit_2(tmp_path, capsys, args, message)
     code = main(["--store", str(path), "report", "--no-copy", "--resamples", "10", *args])
     err = _flat(capsys.readouterr().err)
     assert code == 2 and message in err, err
-    assert main(["--store", str(path), "report", "--no-copy", "--resamples", "10"]) == 0  # the store is as it was
+    assert main(["--store", str(path), "report", "--no-copy", "--resamples",
+                 "10"]) == 0  # the store is as it was

@@ -24,7 +24,8 @@ SETTINGS = FlagSettings()
 
 
 def test_capitalised_words_skip_sentence_starts_and_I() -> None:
-    text = 'The mayor met Anna Berg. "Then I left," she said. After that, Oslo.\nNext line starts here with Bergen.'
+    text = ('The mayor met Anna Berg. "Then I left," she said. After that, Oslo.\nNext line '
+            'starts here with Bergen.')
     words = capitalised_words(text)
     assert set(words) == {"Anna", "Berg", "Oslo", "Bergen"}  # not: The, Then, I, After, Next
     assert text[slice(*words["Anna"][0])] == "Anna"
@@ -90,24 +91,29 @@ def test_flag_instruction_stores_and_recomputes(tmp_path) -> None:
     store = make_store(tmp_path / "s.sqlite", 1)
     pair = store.one("SELECT * FROM pairs")
     inst_id = store.db["instructions"].insert({"run_id": "r", "condition": "single", "pair_id": pair["id"],
-                                               "article_a": pair["article_a"], "article_b": None, "status": "synthesized"}).last_pk
+                                               "article_a": pair["article_a"], "article_b": None,
+                                               "status": "synthesized"}).last_pk
     texts = ["Explain what Dawson said about heating costs and the gap of two hundred thousand pounds.",
              "Describe how residents reacted.", "Describe how the residents reacted."]
     for i, t in enumerate(texts, 1):
-        store.db["constraints"].insert({"instruction_id": inst_id, "position": i, "text": t, "origin": "synthesized", "active": 1})
+        store.db["constraints"].insert({"instruction_id": inst_id, "position": i, "text": t,
+                                        "origin": "synthesized", "active": 1})
     store.commit()
     counts = flag_instruction(store, inst_id, SETTINGS, HashEmbedder())
     assert counts["proper_noun"] == 1 and counts["duplicate"] == 2 and counts["specificity_leak"] >= 1
-    leak = json.loads(store.one("SELECT detail FROM constraint_flags WHERE flag = 'specificity_leak'")["detail"])
+    leak = json.loads(store.one("SELECT detail FROM constraint_flags WHERE flag "
+                                "= 'specificity_leak'")["detail"])
     assert "embedding" in leak and leak["closer_to"] == "a"  # single: compared with the pair's partner B
-    assert store.scalar("SELECT count(*) FROM embeddings") == 2 + 3  # cached vectors: two articles, three constraints
+    # cached vectors: two articles, three constraints
+    assert store.scalar("SELECT count(*) FROM embeddings") == 2 + 3
     # recomputing replaces, never piles up
     flag_instruction(store, inst_id, SETTINGS)
     assert store.scalar("SELECT count(*) FROM constraint_flags WHERE flag = 'duplicate'") == 2
 
 
 def test_parse_contradictions_normalises_and_filters() -> None:
-    pairs = parse_contradictions({"contradictions": [{"a": 5, "b": 2, "reason": "x"}, {"a": 2, "b": 5}, {"a": 3, "b": 3},
+    pairs = parse_contradictions({"contradictions": [{"a": 5, "b": 2, "reason": "x"}, {"a": 2, "b": 5},
+                                                     {"a": 3, "b": 3},
                                                      {"a": 1, "b": 99}, {"a": "1", "b": "4"}]}, 10)
     assert pairs == [(2, 5, "x"), (1, 4, "")]
 

@@ -59,7 +59,8 @@ async def test_achieved_ratio_is_measured_not_assumed(store):
         sid, _ = await summarize(store, client, gid, 0.5, "s", slack=None)  # any length: measured as it is
         await client.aclose()
     assert "about 60 words" in last_user_message(server.requests[1])
-    assert store.scalar("SELECT achieved_ratio FROM generations WHERE id = ?", [sid]) == pytest.approx(9 / 120, abs=1e-4)
+    assert store.scalar("SELECT achieved_ratio FROM generations WHERE id = ?",
+                        [sid]) == pytest.approx(9 / 120, abs=1e-4)
 
 
 async def test_edit_mode_prompt_carries_the_base_article(store):
@@ -92,7 +93,8 @@ async def test_empty_text_reply_is_refused_and_not_stored(store):
         client = LLMClient(generation_config(server), store)
         with pytest.raises(ParseError, match="no usable response"):
             await respond(store, client, 1, "m", "direct")
-        gid, created = await respond(store, client, 1, "m", "direct")  # the next reply is fine, no cache of the bad one
+        gid, created = await respond(store, client, 1, "m",
+                                     "direct")  # the next reply is fine, no cache of the bad one
         await client.aclose()
     assert created and store.scalar("SELECT count(*) FROM generations WHERE kind = 'response'") == 1
 
@@ -102,10 +104,13 @@ async def test_edit_mode_borrows_the_pair_base_article(store):
     the same run and pair (same main task) is edited from it."""
     setup_instruction(store)
     store.conn.execute("UPDATE instructions SET article_a = 5, article_b = 6 WHERE id = 1")
-    store.db["instructions"].insert({"id": 2, "run_id": "b", "domain": "news", "condition": "direct", "article_a": 5,
-                                     "article_b": 6, "main_task": "Write a news article about a harbour festival.",
+    store.db["instructions"].insert({"id": 2, "run_id": "b", "domain": "news",
+                                     "condition": "direct", "article_a": 5,
+                                     "article_b": 6,
+                                     "main_task": "Write a news article about a harbour festival.",
                                      "n_constraints": 1, "status": "done", "created_at": now()})
-    store.db["constraints"].insert({"instruction_id": 2, "position": 1, "text": "Quote a sailor.", "origin": "revised",
+    store.db["constraints"].insert({"instruction_id": 2, "position": 1, "text": "Quote a sailor.",
+                                    "origin": "revised",
                                     "active": 1})
     store.commit()
     with FakeOpenAIServer(_writer) as server:
@@ -129,7 +134,8 @@ async def test_a_response_stopped_by_its_budget_ends_at_its_last_full_sentence(s
     assert server.requests[0]["max_tokens"] == response_budget(20) < len(looping) // 4
     assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [cut])) == prose(60)
     assert store.scalar("SELECT words FROM generations WHERE id = ?", [cut]) == 60
-    assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [kept])).endswith("its end")
+    assert store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?",
+                                       [kept])).endswith("its end")
 
 
 def test_cut_at_last_sentence_keeps_decimals_quotes_and_texts_with_no_end():
@@ -161,7 +167,8 @@ async def test_a_long_summary_is_asked_once_to_shorten_it(store):
         await client.aclose()
         assert server.calls == 5
         follow_up = server.requests[2]["messages"]
-        assert [m["role"] for m in follow_up] == ["system", "user"] and "Shorten it to 50 words" in follow_up[-1]["content"]
+        assert ([m["role"] for m in follow_up] == ["system", "user"]
+                and "Shorten it to 50 words" in follow_up[-1]["content"])
     words = {r["id"]: (r["words"], r["achieved_ratio"]) for r in store.query("SELECT * FROM generations")}
     assert words[sid] == (55, pytest.approx(0.275)) and words[sid2][0] == 70 and words[sid3][0] == 150
 
@@ -185,7 +192,8 @@ async def test_a_model_that_cannot_write_a_long_summary_summarises_section_by_se
         calls = server.calls
         again, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
-        asked = [last_user_message(r) for r in server.requests if "Summarise it in about" in last_user_message(r)]
+        asked = [last_user_message(r) for r in server.requests
+                 if "Summarise it in about" in last_user_message(r)]
     # The whole text asked for 200 words (52), asked to shorten it (the same), then 8 sections (a
     # paragraph of one 100-word sentence each: a sentence is never cut), 25 words each.
     assert sum("about 200 words" in a for a in asked) == 1 and sum("about 25 words" in a for a in asked) == 8
@@ -242,7 +250,8 @@ async def test_a_passage_said_twice_is_summarised_once(store):
     # Whole (300 words) and shortened (300) miss 61-183 words; then the five paragraphs, once each:
     # 5 x 24 words (summarised twice, 240 words would miss it too).
     assert created and len(sections_asked) == 5
-    assert [next(w for w in a.split() if w.startswith("point")) for a in sections_asked] == [f"point{p}" for p in range(5)]
+    assert [next(w for w in a.split() if w.startswith("point"))
+            for a in sections_asked] == [f"point{p}" for p in range(5)]
     assert store.scalar("SELECT words FROM generations WHERE id = ?", [sid]) == 5 * 24
 
 
@@ -287,7 +296,8 @@ async def test_a_short_text_handed_back_whole_is_asked_to_be_shortened(store):
         await client.aclose()
         asked = [last_user_message(r) for r in server.requests[1:]]
     # The summary asked (the text back whole), then one shorten request: no repair round between.
-    assert len(asked) == 2 and "Summarise it in about 38 words" in asked[0] and "Shorten it to 38 words" in asked[1]
+    assert (len(asked) == 2 and "Summarise it in about 38 words" in asked[0]
+            and "Shorten it to 38 words" in asked[1])
     row = store.one("SELECT words, achieved_ratio FROM generations WHERE id = ?", [sid])
     assert created and row["words"] == 38 and row["achieved_ratio"] == pytest.approx(38 / 150, abs=1e-3)
 

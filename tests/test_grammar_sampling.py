@@ -88,7 +88,8 @@ def fast_path(monkeypatch):
     def init_sampler(n_vocab: int = 151_936, **settings):  # noqa: ANN003, ANN202
         llama = SimpleNamespace(_n_vocab=n_vocab, last_n_tokens_size=64, _model=object(), _seed=7)
         return Llama._init_sampler(llama, **settings)
-    init_sampler.defaults = {n: p.default for n, p in inspect.signature(real).parameters.items() if n != "self"}
+    init_sampler.defaults = {n: p.default
+                             for n, p in inspect.signature(real).parameters.items() if n != "self"}
     return init_sampler
 
 
@@ -112,7 +113,8 @@ def test_the_fast_path_takes_what_it_reproduces(fast_path, settings):
     if settings["temp"] == 0.0:
         assert sampler._tail is None  # greedy
     else:  # llama-cpp-python's own chain, in its order
-        assert sampler._tail.added == ["add_top_k", "add_typical", "add_top_p", "add_min_p", "add_temp", "add_dist"]
+        assert sampler._tail.added == ["add_top_k", "add_typical", "add_top_p", "add_min_p",
+                                       "add_temp", "add_dist"]
 
 
 @pytest.mark.parametrize(("settings", "why"), [
@@ -215,7 +217,8 @@ def test_the_mirrored_version_is_the_pinned_one():
 
     root = Path(__file__).resolve().parent.parent
     assert f'"llama-cpp-python[server]=={PINNED_LLAMA_CPP}"' in (root / "pyproject.toml").read_text()
-    assert re.search(rf"^LLAMA_VERSION := {re.escape(PINNED_LLAMA_CPP)}$", (root / "Makefile").read_text(), re.M)
+    assert re.search(rf"^LLAMA_VERSION := {re.escape(PINNED_LLAMA_CPP)}$",
+                     (root / "Makefile").read_text(), re.M)
     assert llama_cpp.__version__ == PINNED_LLAMA_CPP
 
 
@@ -264,7 +267,8 @@ def test_install_refuses_a_llama_cpp_that_samples_otherwise(monkeypatch):
     from llama_cpp import Llama
 
     from pipeline.llm import grammar_sampling
-    def other_init_sampler(self, top_k=40, temp=0.8, grammar=None, dry_multiplier=0.0):  # noqa: ANN001, ANN202
+    def other_init_sampler(self, top_k=40, temp=0.8, grammar=None,  # noqa: ANN001, ANN202
+                           dry_multiplier=0.0):
         return None
 
     monkeypatch.setattr(Llama, "_init_sampler", other_init_sampler)
@@ -291,7 +295,8 @@ def _reply(llama, messages, grammar_text: str, **params) -> str:  # noqa: ANN001
 
     # A short unrelated prompt first, so both ways read the measured prompt from the same state.
     llama.create_chat_completion(messages=[{"role": "user", "content": "hi"}], max_tokens=1)
-    reply = llama.create_chat_completion(messages=messages, grammar=LlamaGrammar.from_string(grammar_text, verbose=False),
+    reply = llama.create_chat_completion(messages=messages,
+                                         grammar=LlamaGrammar.from_string(grammar_text, verbose=False),
                                          repeat_penalty=1.1, **params)  # the server's default penalty
     return reply["choices"][0]["message"]["content"]
 
@@ -329,7 +334,8 @@ def test_seeded_json_draw_is_the_chains_own(llama, monkeypatch):
     # The shape of a "more constraints" round: a seeded draw at temperature 0.7 under its schema.
     messages = [{"role": "user", "content": "Write three writing constraints for a news article about a town "
                                             "council closing its library. Reply in JSON."}]
-    own, ours, sampler = _both_ways(llama, monkeypatch, messages, json_schema_to_gbnf(json.dumps(list_schema(3, with_task=False))),
+    own, ours, sampler = _both_ways(llama, monkeypatch, messages,
+                                    json_schema_to_gbnf(json.dumps(list_schema(3, with_task=False))),
                                     temperature=0.7, seed=3, max_tokens=160)
     assert ours == own
     assert len(json.loads(ours)["constraints"]) == 3

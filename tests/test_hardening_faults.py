@@ -27,13 +27,15 @@ async def run_all(tmp_path, name: str, server: FakeOpenAIServer) -> tuple:
     store = make_store(tmp_path / f"{name}.sqlite", PAIRS)
     raw = tomllib.loads(multi_config_toml(server.base_url, models=MODELS, judges=JUDGES, timeout_s=0.5,
                                           evaluate={"response_words": 60}))
-    passes = await build_and_evaluate(store, parse_config(raw), n_pairs=PAIRS, n_constraints=N, conditions=CONDITIONS,
+    passes = await build_and_evaluate(store, parse_config(raw), n_pairs=PAIRS, n_constraints=N,
+                                      conditions=CONDITIONS,
                                       audit={"models": MODELS, "judges": JUDGES})
     return store, *passes
 
 
 def rows(store) -> list:
-    return audit_rows(store, build_run="b1", n_pairs=PAIRS, conditions=CONDITIONS, n_constraints=N, models=MODELS,
+    return audit_rows(store, build_run="b1", n_pairs=PAIRS, conditions=CONDITIONS,
+                      n_constraints=N, models=MODELS,
                       judges=JUDGES)
 
 
@@ -52,7 +54,8 @@ async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) 
         made, served = faulty.calls, dict(faulty.faults_served)
 
     table = rows(store)
-    print(f"\ncalls {made} / {needed} needed; faults served {served}; passes build {build_passes}, evaluate {eval_passes}")
+    print(f"\ncalls {made} / {needed} needed; faults served {served}; passes build {build_passes}, "
+          f"evaluate {eval_passes}")
     for r in table:
         print(f"  {r.kind:<20} {r.present}/{r.expected} present, {r.duplicates} duplicates")
     assert set(served) == set(FAULT_KINDS), served  # every kind of fault was exercised
@@ -65,7 +68,8 @@ async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) 
     ref, got = result_fingerprint(reference, "b1"), result_fingerprint(store, "b1")
     assert got["instructions"] == ref["instructions"]
     assert got["constraints"] == ref["constraints"]
-    prose = {h for (h,) in store.conn.execute("SELECT hash FROM texts WHERE body LIKE '%as a language model%'")}
+    prose = {h
+             for (h,) in store.conn.execute("SELECT hash FROM texts WHERE body LIKE '%as a language model%'")}
     tainted = {k for k, h in got["generations"].items() if h in prose}
     tainted |= {k for k in got["generations"] if any(k.endswith("/" + t) for t in tainted)}  # their summaries
     differing = {k for k in ref["generations"] if got["generations"].get(k) != ref["generations"][k]}
@@ -77,8 +81,10 @@ async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) 
     # No failed call was cached: no empty reply, and prose only where it was taken as a text.
     assert not store.scalar("SELECT count(*) FROM llm_calls WHERE trim(response) = ''")
     prose_generations = sum(1 for h in got["generations"].values() if h in prose)
-    assert store.scalar("SELECT count(*) FROM llm_calls WHERE response LIKE '%as a language model%'") == prose_generations
-    print(f"  {len(tainted)} texts were the wrong-format prose taken as an answer (set aside); the rest equal the clean run")
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE response LIKE "
+                        "'%as a language model%'") == prose_generations
+    print(f"  {len(tainted)} texts were the wrong-format prose taken as an answer (set aside); the "
+          "rest equal the clean run")
     reference.close()
     store.close()
 
@@ -88,18 +94,22 @@ async def test_a_verdict_the_judge_never_gave_is_missing_and_asked_again_by_the_
     No), and the next run asks again: the cause (a drifting model, a cut reply) is often transient."""
     from pipeline.stages.judging import UNANSWERED, judge_generation
 
-    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval", "main_task": "t",
+    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval",
+                                     "main_task": "t",
                                      "n_constraints": 2, "status": "done", "created_at": "x"})
-    constraints = [(store.db["constraints"].insert({"instruction_id": 1, "position": p, "text": t, "origin": "synthesized",
+    constraints = [(store.db["constraints"].insert({"instruction_id": 1, "position": p, "text": t,
+                                                    "origin": "synthesized",
                                                     "active": 1}).last_pk, t)
                    for p, t in enumerate(["Cover angle number 1.", "Cover angle number 2."], 1)]
     text = "This part of the story turns to angle number 1 and what it meant for the town."
-    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m", "mode": "direct",
+    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m",
+                                          "mode": "direct",
                                           "text_hash": store.put_text(text), "words": 16}).last_pk
     store.commit()
     with FakeOpenAIServer(ScriptedModel(answer_repairs=True)) as server:
         server.push("I would rather write a poem.", "Still a poem.")  # the ask and its repair round
-        config = parse_config({"endpoints": {"j": {"base_url": server.base_url, "model": "mj", "max_retries": 0}},
+        config = parse_config({"endpoints": {"j": {"base_url": server.base_url, "model": "mj",
+                                                   "max_retries": 0}},
                                "roles": {"judges": ["j"]}})
         client = LLMClient(config, store)
         first = await judge_generation(store, client, "j", gid, constraints)
@@ -111,6 +121,7 @@ async def test_a_verdict_the_judge_never_gave_is_missing_and_asked_again_by_the_
         calls = server.calls
     assert first.unanswered == 2 and [r["reason"] for r in stored] == [UNANSWERED] * 2
     assert second.judged == 2 and second.unanswered == 0
-    assert [r["verdict"] for r in store.query("SELECT verdict FROM verdicts ORDER BY constraint_id")] == [1, 0]
+    assert [r["verdict"]
+            for r in store.query("SELECT verdict FROM verdicts ORDER BY constraint_id")] == [1, 0]
     assert third.judged == 0 and third.skipped == 2 and calls == 3  # answered now: never asked again
     assert store.scalar("SELECT count(*) FROM verdicts") == 2

@@ -23,7 +23,8 @@ SCREENS = {
     "queue": "unspecific_tui.screens.queue:QueueScreen",
 }
 # How a key is written in the help beside how Textual names it.
-WRITTEN = {"pageup": "PgUp", "pagedown": "PgDn", "question_mark": "?", "slash": "/", "plus": "+", "minus": "-",
+WRITTEN = {"pageup": "PgUp", "pagedown": "PgDn", "question_mark": "?", "slash": "/",
+           "plus": "+", "minus": "-",
            "left_square_bracket": "[", "right_square_bracket": "]", "full_stop": ".", "exclamation_mark": "!",
            "escape": "escape", "space": "space", "enter": "enter", "tab": "tab"}
 NAMED = set(WRITTEN.values()) | {"up", "down", "left", "right", "esc", "ctrl+p", "ctrl+r"}
@@ -60,7 +61,8 @@ def _keys_in_help(text: str) -> tuple[set[str], set[str]]:
     writes plainly; the ones that must be a key: a lower-case letter, a digit, a sign, a named key)."""
     tokens = {part for token in KEY.findall(text) for part in (token, *token.split("/")) if part}
     tokens |= {word for word in PLAIN if re.search(rf"\b{word}\b", text, re.IGNORECASE)}
-    keys = {t for t in tokens if (len(t) == 1 and (t.islower() or t.isdigit() or t in "[]/+?!.")) or t in NAMED}
+    keys = {t for t in tokens
+            if (len(t) == 1 and (t.islower() or t.isdigit() or t in "[]/+?!.")) or t in NAMED}
     return tokens, keys
 
 
@@ -72,7 +74,8 @@ def test_help_names_the_screens_keys_and_no_others(name: str) -> None:
     app_keys = {k for b in UnspecificApp.BINDINGS if isinstance(b, Binding) for k in _written(b)}
     others = {k for other in ALSO.get(name, ()) for b in _bound(_screen_class(other)) for k in _written(b)}
     # enter selects a table's row on every screen (DataTable's own binding).
-    bound = {k for b in mine for k in _written(b)} | app_keys | others | {"esc", "up", "down", "left", "right", "enter"}
+    bound = {k for b in mine for k in _written(b)} | app_keys | others | {"esc", "up", "down", "left",
+                                                                          "right", "enter"}
     written, keys = _keys_in_help(text)
     unknown = sorted(k for k in keys if k not in bound and not k.isdigit())
     assert not unknown, f"help/{name}.md names keys {name} has not: {unknown}"

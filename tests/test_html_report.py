@@ -56,7 +56,8 @@ def _page(browser, result):
     page.on("pageerror", lambda e: problems.append(f"error: {e}"))
     page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
     # Nothing but the file itself may be requested: no CDN, no font, no beacon.
-    page.on("request", lambda r: problems.append(f"request: {r.url}") if not r.url.startswith("file://") else None)
+    page.on("request", lambda r: problems.append(f"request: {r.url}")
+            if not r.url.startswith("file://") else None)
     page.goto(result.path.as_uri())
     return page, problems
 
@@ -147,7 +148,8 @@ def _known_copy(store, report, page_text: str):
         ref_b = store.conn.execute("SELECT body FROM texts WHERE hash = ?", (chunk["b"],)).fetchone()
         for k, resp in enumerate(chunk["responses"]):
             text = store.conn.execute("SELECT body FROM texts WHERE hash = ?", (resp["r"],)).fetchone()[0]
-            spans = copying.copied_ngrams(text, ref_a, 5) + (copying.copied_ngrams(text, ref_b[0], 5) if ref_b else [])
+            spans = copying.copied_ngrams(text, ref_a, 5) + (copying.copied_ngrams(text, ref_b[0], 5)
+                                                             if ref_b else [])
             if spans:
                 cid = next(c["id"] for c in chunk["constraints"] if c["active"])
                 return iid, k, cid, resp, text, spans
@@ -188,7 +190,8 @@ def test_audit_highlights_the_judges_quotes_and_counts_flips(built, browser) -> 
     # A Yes verdict on the response whose quote judging found word for word.
     cid, quote = next(store.conn.execute(
         "SELECT v.constraint_id, v.quote FROM verdicts v JOIN constraints c ON c.id = v.constraint_id"
-        " WHERE v.generation_id = ? AND v.verdict = 1 AND v.quote_found = 'exact' AND c.active = 1 ORDER BY v.id",
+        " WHERE v.generation_id = ? AND v.verdict = 1 AND v.quote_found = 'exact' AND "
+        "c.active = 1 ORDER BY v.id",
         (resp["id"],)))
     _open(page, iid, 0, cid)
     ranges = _mark_ranges(page, "#pane-response mark.quote")
@@ -213,9 +216,11 @@ def test_nothing_leaks_into_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyP
     url = "https://llm.internal.example:8443/v1"
     log = "llama_model_load: loaded meta data with 26 key-value pairs"
     store.conn.execute("UPDATE runs SET config = ?, error = ?",
-                       (json.dumps({"endpoints": {"x": {"base_url": url, "api_key_env": "ACME_API_KEY"}}}), log))
+                       (json.dumps({"endpoints": {"x": {"base_url": url,
+                                                        "api_key_env": "ACME_API_KEY"}}}), log))
     # A model that echoed a key into its text: the page redacts it like every error text.
-    iid, cid = store.conn.execute("SELECT instruction_id, id FROM constraints WHERE active = 1 LIMIT 1").fetchone()
+    iid, cid = store.conn.execute("SELECT instruction_id, id FROM constraints "
+                                  "WHERE active = 1 LIMIT 1").fetchone()
     store.conn.execute("UPDATE constraints SET text = text || ?  WHERE id = ?", (f" (key {secret})", cid))
     store.conn.execute("UPDATE instructions SET main_task = main_task || ? WHERE id = ?",
                        (" sk-abcdefghijklmnop1234", iid))
@@ -224,7 +229,8 @@ def test_nothing_leaks_into_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyP
     result = write_html(store, report, tmp_path / "out")
     store.close()
     raw = result.path.read_text(encoding="utf-8")
-    everything = raw + "".join(json.dumps(_block(raw, b)) for b in re.findall(rf'type="{re.escape(PACKED)}" id="(\w+)"', raw))
+    everything = raw + "".join(json.dumps(_block(raw, b))
+                               for b in re.findall(rf'type="{re.escape(PACKED)}" id="(\w+)"', raw))
     for leak in (secret, url, "llm.internal", log, "llama_model_load", "sk-abcdefghijklmnop1234"):
         assert leak not in everything, leak
     assert "[REDACTED]" in everything
@@ -259,13 +265,15 @@ def test_a_missing_verdict_is_listed_missing_and_counted_nowhere(tmp_path: Path)
     iid = store.conn.execute("SELECT instruction_id FROM generations WHERE id = ?", (gid,)).fetchone()[0]
     store.close()
     chunk = _block(result.path.read_text(encoding="utf-8"), f"i{iid}")
-    meta_judges = json.loads(re.search(r'id="meta">([^<]*)<', result.path.read_text(encoding="utf-8")).group(1))["judges"]
+    meta_judges = json.loads(re.search(r'id="meta">([^<]*)<',
+                                       result.path.read_text(encoding="utf-8")).group(1))["judges"]
     per = next(c for c in chunk["constraints"] if c["id"] == cid)["per"][str(gid)]
     listed = [v for v in per["v"] if v[1] == "r" and meta_judges[v[0]][0] == judge]
     assert len(listed) == 1 and listed[0][2] is None  # shown as missing, never as No
     item = items.get((cid, gid))
     # The outcome is the one pipeline.analysis.metrics gives without that verdict.
-    assert per["state"] == (None if item is None else "flipped" if item.flipped else "both" if item.passed_both
+    assert per["state"] == (None if item is None else "flipped" if item.flipped else "both"
+                            if item.passed_both
                             else "fails")
     if item is not None:
         assert per["full"] == pytest.approx(item.full_score, abs=1e-4)
@@ -277,7 +285,8 @@ def test_a_missing_verdict_is_listed_missing_and_counted_nowhere(tmp_path: Path)
 def _in_view(page, selector: str) -> bool:
     """The element's top edge is on screen (a detail below the fold is not seen, however it is drawn)."""
     return page.eval_on_selector(selector, "el => { const r = el.getBoundingClientRect();"
-                                           " return r.top >= 0 && r.top < innerHeight - 20 && r.height > 0; }")
+                                           " return r.top >= 0 && r.top < innerHeight - "
+                                           "20 && r.height > 0; }")
 
 
 def _open_first(page, built_page: str) -> tuple[dict, list[dict]]:
@@ -405,7 +414,8 @@ def _scripted_report(scripted_store, tmp_path: Path, check=None):  # noqa: ANN00
     return report, result
 
 
-def test_the_page_shows_raw_and_corrected_side_by_side(scripted, browser, tmp_path: Path) -> None:  # noqa: F811
+def test_the_page_shows_raw_and_corrected_side_by_side(scripted, browser,
+                                                       tmp_path: Path) -> None:  # noqa: F811
     import numpy as np
 
     from tests.support.judge_checks import known_check
@@ -431,11 +441,13 @@ def test_the_page_shows_raw_and_corrected_side_by_side(scripted, browser, tmp_pa
     page.close()
 
 
-def test_a_chance_level_judge_has_a_warning_and_no_corrected_number(scripted, tmp_path: Path) -> None:  # noqa: F811
+def test_a_chance_level_judge_has_a_warning_and_no_corrected_number(scripted,
+                                                                    tmp_path: Path) -> None:  # noqa: F811
     from pipeline.store.judge_checks import CheckItem
 
     chance = ([CheckItem("news", f"p{i}", 1, int(i < 5)) for i in range(10)]
-              + [CheckItem("news", f"n{i}", 0, int(i < 6)) for i in range(10)])  # sensitivity 0.5, specificity 0.4
+              + [CheckItem("news", f"n{i}", 0, int(i < 6))
+                 for i in range(10)])  # sensitivity 0.5, specificity 0.4
     report, result = _scripted_report(scripted, tmp_path, chance)
     text = result.path.read_text(encoding="utf-8")
     assert "corr.</th>" not in text
@@ -444,7 +456,8 @@ def test_a_chance_level_judge_has_a_warning_and_no_corrected_number(scripted, tm
     assert "no corrected figure" in re.search(r'<section id="judges">(.*?)</section>', text).group(1)
 
 
-def test_an_unvalidated_judges_rates_are_marked_with_the_command(scripted, tmp_path: Path) -> None:  # noqa: F811
+def test_an_unvalidated_judges_rates_are_marked_with_the_command(scripted,
+                                                                 tmp_path: Path) -> None:  # noqa: F811
     report, result = _scripted_report(scripted, tmp_path)
     text = result.path.read_text(encoding="utf-8")
     rows = re.findall(r'<tr data-group="[^"]*">(.*?)</tr>', text)
@@ -492,7 +505,8 @@ def test_most_suspicious_re_ranks_by_the_reasons_switched_on(with_similarity, br
         for li in page.locator("#sus-list li[data-c]").all():
             score = float(li.locator(".score").inner_text())
             iid, pos = (int(x) for x in re.findall(r"\d+", li.locator("button.open").inner_text()))
-            out.append((score, by_item[(iid, pos, li.get_attribute("data-model"), li.get_attribute("data-mode"))],
+            out.append((score,
+                        by_item[(iid, pos, li.get_attribute("data-model"), li.get_attribute("data-mode"))],
                         li.locator(".why").inner_text()))
         return out
 
@@ -502,7 +516,8 @@ def test_most_suspicious_re_ranks_by_the_reasons_switched_on(with_similarity, br
     page.locator('#sus-reasons input[data-r="lost"]').uncheck()
     without = tuple(r for r in REASONS if r != "lost")
     items = shown()
-    assert items and all(score == pytest.approx(e.score(without)) and "lost" not in why for score, e, why in items)
+    assert items and all(score == pytest.approx(e.score(without)) and "lost" not in why
+                         for score, e, why in items)
     assert [s for s, _, _ in items] == sorted((s for s, _, _ in items), reverse=True)
     best = max(e.score(without) for e in queue)
     assert items[0][0] == pytest.approx(best)

@@ -39,18 +39,20 @@ def test_cs4_file_imports_once_and_exports_as_single(store, tmp_path):
     summary = import_file(store, ImportOptions("cs4", path, name="cs4-story"))
     assert summary.added["instructions"] == 3 and summary.added["constraints"] == 7 + 8 + 9
     assert (summary.domain, summary.condition) == ("story", "single")
-    rows = store.query("SELECT id, run_id, condition, status, n_constraints, source_id, main_task FROM instructions"
-                       " ORDER BY id")
+    rows = store.query("SELECT id, run_id, condition, status, n_constraints, source_id, "
+                       "main_task FROM instructions ORDER BY id")
     # A row's key is (number, count): its source id says both.
     assert [(r["condition"], r["status"], r["n_constraints"], r["source_id"]) for r in rows] == [
         ("single", "done", 7, "1/7"), ("single", "done", 8, "2/8"), ("single", "done", 9, "3/9")]
     assert rows[0]["main_task"] == "Write a story about keeper 1 and the storm."
     # Multi-line quoted cells with CRLF inside: each numbered line is one constraint, no \r left.
-    texts = [r["text"] for r in store.query("SELECT text FROM constraints WHERE instruction_id = ? ORDER BY position",
+    texts = [r["text"]
+             for r in store.query("SELECT text FROM constraints WHERE instruction_id = ? ORDER BY position",
                                               [rows[0]["id"]])]
     assert texts[0] == "The story should describe lighthouse detail number 1 in several sentences."
     assert not any("\r" in t for t in texts)
-    assert store.one("SELECT kind, status FROM runs WHERE id = 'import-cs4-story'") == {"kind": "import", "status": "done"}
+    assert store.one("SELECT kind, status FROM runs WHERE id = 'import-cs4-story'") == {"kind": "import",
+                                                                                        "status": "done"}
     # Again: nothing added, every row skipped and why.
     again = import_file(store, ImportOptions("cs4", path, name="cs4-story"))
     assert not again.added and again.skipped == {"instruction already imported": 3}
@@ -72,7 +74,8 @@ def test_cs4_bad_rows_name_file_line_and_column_and_write_nothing(store, tmp_pat
     msg = refused(store, ImportOptions("cs4", path))
     # Rows 1 and 2 take lines 2-8 and 9-16 (their cells span lines); row 3 starts on line 17.
     starts = row_lines(rows)
-    assert f"{path}:{starts[2]}, column 3 ('Number of Constraints'): a whole number is expected, got 'twelve'" in msg
+    assert (f"{path}:{starts[2]}, column 3 ('Number of Constraints'): a whole number is "
+            "expected, got 'twelve'" in msg)
     assert f"{path}:{starts[3]}, column 4 ('Constraints'): no numbered constraints" in msg
     assert "2 problem(s)" in msg and "nothing was imported" in msg
     # Rolled back whole: not even the good rows or the run record.
@@ -82,10 +85,12 @@ def test_cs4_bad_rows_name_file_line_and_column_and_write_nothing(store, tmp_pat
 
 def test_cs4_missing_columns_and_not_utf8(store, tmp_path):
     path = write_csv(tmp_path / "other.csv", ["Number", "Prompt"], [["1", "x"]])
-    with pytest.raises(ImportFailed, match=r"other.csv:1: not a CS4 constraints file: no column 'Instruction Number'"):
+    with pytest.raises(ImportFailed,
+                       match=r"other.csv:1: not a CS4 constraints file: no column 'Instruction Number'"):
         import_file(store, ImportOptions("cs4", path))
     latin = tmp_path / "latin.csv"
-    latin.write_bytes("Instruction Number,Instruction,Number of Constraints,Constraints\n1,caf\xe9,1,1. x\n".encode("latin-1"))
+    latin.write_bytes("Instruction Number,Instruction,Number of "
+                      "Constraints,Constraints\n1,caf\xe9,1,1. x\n".encode("latin-1"))
     with pytest.raises(ImportFailed, match=r"latin.csv:2: not UTF-8"):
         import_file(store, ImportOptions("cs4", latin))
 
@@ -99,7 +104,8 @@ def test_parse_numbered_joins_wrapped_lines():
 
 # -- the research code's CSVs ---------------------------------------------------------------------
 
-RESEARCH_CONSTRAINTS = ["Describe the storm's arrival over several sentences.", "Mention the harbour at night.",
+RESEARCH_CONSTRAINTS = ["Describe the storm's arrival over several sentences.",
+                        "Mention the harbour at night.",
                         "Include a character who keeps a lamp lit."]
 
 
@@ -111,17 +117,23 @@ def research_files(tmp_path: Path) -> dict[str, Path]:
     constraints = numbered(RESEARCH_CONSTRAINTS, "\n")
     common = rw.constraints_common(
         [{"Blog A": LONG, "Blog B": "Another story about a storm and a ferry at the harbour."}],
-        lambda prompt: f"Main Task: Write a story about a lighthouse.\nConstraints:\n{constraints}", "gen-model")
+        lambda prompt: f"Main Task: Write a story about a lighthouse.\nConstraints:\n{constraints}",
+        "gen-model")
     direct = rw.direct(common, lambda task: LONG, "their-model")
-    summaries = rw.summarize(direct, lambda text: "A keeper lit the lamp.", "summ-model", content_column="direct_content")
+    summaries = rw.summarize(direct, lambda text: "A keeper lit the lamp.", "summ-model",
+                             content_column="direct_content")
     # Verdicts on the response; constraint 3 is left out: missing, never No.
-    evaluation = rw.evaluate(direct, lambda c, k: '1. Yes - "the storm came in from the west"\r\n2. No - never at night',
+    evaluation = rw.evaluate(direct,
+                             lambda c, k: '1. Yes - "the storm came in from the '
+                                          'west"\r\n2. No - never at night',
                              "gpt-4o", content_column="direct_content")
     evaluation_summary = rw.evaluate(
-        summaries, lambda c, k: '1. No - no storm\n2. No - no harbour\n3. Yes - "A keeper lit the lamp"', "gpt-4o",
+        summaries,
+        lambda c, k: '1. No - no storm\n2. No - no harbour\n3. Yes - "A keeper lit the lamp"', "gpt-4o",
         content_column="summarized_content")
     files = {}
-    for key, frame in (("constraints", common), ("fitted", direct), ("summary", summaries), ("evaluation", evaluation),
+    for key, frame in (("constraints", common), ("fitted", direct), ("summary", summaries),
+                       ("evaluation", evaluation),
                        ("evaluation_summary", evaluation_summary)):
         path = rw.to_csv(frame, tmp_path / f"{key}.csv")
         path.write_text(path.read_text().replace("instruction_number", "story_id", 1))
@@ -139,16 +151,18 @@ def test_research_outputs_give_an_auditable_benchmark_without_llm_calls(store, t
         import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
                                          domain="story", columns=cols))
     inst = store.one("SELECT * FROM instructions")
-    assert (inst["condition"], inst["domain"], inst["status"], inst["run_id"]) == ("eval", "story", "done", "import-paper-run")
-    refs = store.query("SELECT a.status, t.body FROM articles a JOIN texts t ON t.hash = a.text_hash ORDER BY a.id")
+    assert (inst["condition"], inst["domain"], inst["status"], inst["run_id"]) == ("eval", "story", "done",
+                                                                                   "import-paper-run")
+    refs = store.query("SELECT a.status, t.body FROM articles a JOIN texts t ON t.hash = "
+                       "a.text_hash ORDER BY a.id")
     assert [r["status"] for r in refs] == ["reference", "reference"] and refs[0]["body"] == LONG
     assert (inst["article_a"], inst["article_b"]) == (1, 2)
     gens = {g["kind"]: g for g in store.query("SELECT * FROM generations")}
     assert gens["response"]["model"] == "their-model" and gens["response"]["import_run"] == "import-paper-run"
     assert gens["summary"]["parent_id"] == gens["response"]["id"] and gens["summary"]["ratio"] == 0.25
     verdicts = store.query("SELECT g.kind, c.position, v.judge, v.verdict, v.quote_found FROM verdicts v"
-                           " JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id"
-                           " ORDER BY g.kind, c.position")
+                           " JOIN generations g ON g.id = v.generation_id JOIN constraints c ON "
+                           "c.id = v.constraint_id ORDER BY g.kind, c.position")
     assert [(v["kind"], v["position"], v["verdict"], v["quote_found"]) for v in verdicts] == [
         ("response", 1, 1, "exact"), ("response", 2, 0, None), ("response", 3, None, None),
         ("summary", 1, 0, None), ("summary", 2, 0, None), ("summary", 3, 1, "exact")]
@@ -169,7 +183,8 @@ def test_research_outputs_give_an_auditable_benchmark_without_llm_calls(store, t
     # neither holds on the summary.
     # Importing every file again adds nothing.
     for key in ("constraints", "fitted", "summary", "evaluation", "evaluation_summary"):
-        again = import_file(store, ImportOptions("research", files[key], name="paper-run", condition="common+eval",
+        again = import_file(store,
+                            ImportOptions("research", files[key], name="paper-run", condition="common+eval",
                                                  domain="story", columns=cols))
         assert not again.added, key
     assert store.scalar("SELECT count(*) FROM verdicts") == 6
@@ -179,7 +194,8 @@ def test_research_row_for_an_unknown_id_or_without_columns_fails_whole(store, tm
     files = research_files(tmp_path)
     import_file(store, ImportOptions("research", files["constraints"], name="r", columns=RESEARCH_COLUMNS))
     # A summary of a response never imported: the summary file names only its summariser.
-    with pytest.raises(ImportFailed, match=r"summary.csv:2, column 4 \('direct_content'\): the response this row"):
+    with pytest.raises(ImportFailed,
+                       match=r"summary.csv:2, column 4 \('direct_content'\): the response this row"):
         import_file(store, ImportOptions("research", files["summary"], name="r", columns=RESEARCH_COLUMNS))
     assert store.scalar("SELECT count(*) FROM generations") == 0
     odd = write_csv(tmp_path / "odd.csv", ["story_id", "notes"], [["s1", "x"]])
@@ -195,10 +211,12 @@ def test_research_row_for_an_unknown_id_or_without_columns_fails_whole(store, tm
 
 
 def test_jsonl_instructions_with_references_and_line_numbered_errors(store, tmp_path):
-    good = [{"id": "a1", "instruction": "Write a blog post about gardening.", "constraints": ["Mention compost.",
+    good = [{"id": "a1", "instruction": "Write a blog post about gardening.",
+             "constraints": ["Mention compost.",
              "Describe a spring morning in the garden."], "condition": "common+none", "domain": "blog",
              "reference": LONG, "reference_b": "Another text."},
-            {"id": 2, "main_task": "Write a blog post about bread.", "constraints": "1. Mention flour.\n2. Mention an oven."}]
+            {"id": 2, "main_task": "Write a blog post about bread.",
+             "constraints": "1. Mention flour.\n2. Mention an oven."}]
     # A raw U+2028 inside a JSON string is legal JSON: it must not split the line.
     good[1]["main_task"] += "\u2028"
     path = tmp_path / "bench.jsonl"
@@ -206,20 +224,26 @@ def test_jsonl_instructions_with_references_and_line_numbered_errors(store, tmp_
     summary = import_file(store, ImportOptions("jsonl", path))
     assert summary.added == {"instructions": 2, "constraints": 4, "references": 2}
     rows = store.query("SELECT source_id, condition, domain, article_a FROM instructions ORDER BY id")
-    assert [(r["source_id"], r["condition"], r["domain"]) for r in rows] == [("a1", "none", "blog"), ("2", "single", "imported")]
+    assert [(r["source_id"], r["condition"], r["domain"]) for r in rows] == [("a1", "none", "blog"),
+                                                                             ("2", "single", "imported")]
     assert rows[0]["article_a"] is not None and rows[1]["article_a"] is None
     # The same ids with other constraints: an error, never an overwrite.
-    changed = write_jsonl(tmp_path / "bench2.jsonl", [{**good[1], "constraints": ["Mention salt."]}, "", "{not json",
-                                                      [1, 2], {"id": 3, "instruction": "x", "constraints": []},
-                                                      {"id": 4, "instruction": "x", "constraints": ["y"], "condition": "odd"}])
+    changed = write_jsonl(tmp_path / "bench2.jsonl",
+                          [{**good[1], "constraints": ["Mention salt."]}, "", "{not json",
+                                                      [1, 2],
+                           {"id": 3, "instruction": "x", "constraints": []},
+                                                      {"id": 4, "instruction": "x", "constraints": ["y"],
+                                                       "condition": "odd"}])
     msg = refused(store, ImportOptions("jsonl", changed, name="bench"))
     assert f"{changed}:3: not JSON" in msg and f"{changed}:4: a JSON object is expected, got list" in msg
     # Line 1 is only read once lines 3-4 parse; fix those and the row problems show.
     fixed = write_jsonl(tmp_path / "bench2.jsonl", [{**good[1], "constraints": ["Mention salt."]},
                                                     {"id": 3, "instruction": "x", "constraints": []},
-                                                    {"id": 4, "instruction": "x", "constraints": ["y"], "condition": "odd"}])
+                                                    {"id": 4, "instruction": "x", "constraints": ["y"],
+                                                     "condition": "odd"}])
     msg = refused(store, ImportOptions("jsonl", fixed, name="bench"))
-    assert f"{fixed}:1, field 'id': instruction 2 was imported into import-bench before with another task" in msg
+    assert (f"{fixed}:1, field 'id': instruction 2 was imported into import-bench "
+            "before with another task" in msg)
     assert f"{fixed}:2, field 'constraints': the list is empty" in msg
     assert f"{fixed}:3, field 'condition': unknown condition 'odd'" in msg
     assert store.scalar("SELECT count(*) FROM instructions") == 2
@@ -227,7 +251,8 @@ def test_jsonl_instructions_with_references_and_line_numbered_errors(store, tmp_
 
 def test_export_then_import_round_trip(store, tmp_path):
     path = write_jsonl(tmp_path / "src.jsonl", [{"id": "x", "instruction": "Write a note.", "reference": LONG,
-                                                 "constraints": ["Mention the storm.", "Mention the harbour."]}])
+                                                 "constraints": ["Mention the storm.",
+                                                                 "Mention the harbour."]}])
     import_file(store, ImportOptions("jsonl", path))
     from pipeline.outputs.export import export_jsonl
 
@@ -235,8 +260,8 @@ def test_export_then_import_round_trip(store, tmp_path):
     export_jsonl(store, str(out), with_references=True)
     again = import_file(store, ImportOptions("jsonl", out, name="round-trip"))
     assert again.added["instructions"] == 1 and again.added["references"] == 1
-    texts = store.query("SELECT i.run_id, c.text FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
-                        " ORDER BY i.id, c.position")
+    texts = store.query("SELECT i.run_id, c.text FROM constraints c JOIN instructions i ON "
+                        "i.id = c.instruction_id ORDER BY i.id, c.position")
     assert [t["text"] for t in texts[:2]] == [t["text"] for t in texts[2:]]
 
 
@@ -284,11 +309,13 @@ def test_responses_import_then_summarised_and_judged_like_our_own(store, tmp_pat
 
 
 def test_responses_errors_name_line_and_field(store, tmp_path):
-    bench = write_jsonl(tmp_path / "bench.jsonl", [{"id": "q0", "instruction": "Write.", "constraints": ["Mention x."]}])
+    bench = write_jsonl(tmp_path / "bench.jsonl",
+                        [{"id": "q0", "instruction": "Write.", "constraints": ["Mention x."]}])
     import_file(store, ImportOptions("jsonl", bench, name="mine"))
     bad = write_jsonl(tmp_path / "r.jsonl", [{"instruction": "q9", "model": "m", "text": "t"},
                                              {"instruction": "q0", "model": "", "text": "t"},
-                                             {"instruction": "q0", "model": "m", "mode": "sideways", "text": "t"},
+                                             {"instruction": "q0", "model": "m",
+                                              "mode": "sideways", "text": "t"},
                                              {"instruction": "q0", "model": "m", "text": "ok"}])
     msg = refused(store, ImportOptions("responses", bad, run="mine"))
     assert f"{bad}:1, field 'instruction': no instruction 'q9' in run import-mine" in msg
@@ -341,7 +368,8 @@ async def test_every_screen_opens_on_imported_work_and_audit_shows_their_verdict
         assert shown.constraint_id == constraint_1 and shown.writer == ("their-model", "direct")
         # The imported judge's quote, found in the response it judged.
         start = LONG.index("the storm came in from the west")
-        assert dict(shown.quotes["response"]) == {"gpt-4o": (start, start + len("the storm came in from the west"))}
+        assert dict(shown.quotes["response"]) == {"gpt-4o": (start, start
+                                                             + len("the storm came in from the west"))}
 
 
 def test_conditions_without_references_are_never_paired_as_one_unit(store, tmp_path):
@@ -353,8 +381,10 @@ def test_conditions_without_references_are_never_paired_as_one_unit(store, tmp_p
     for condition in ("single", "common+eval"):
         rows = [[str(k), f"Write story {k}.", numbered(RESEARCH_CONSTRAINTS, "\n"), "m", LONG, "gpt-4o",
                  "1. Yes - \"the storm came in\"\n2. No - x\n3. No - y"] for k in range(2)]
-        path = write_csv(tmp_path / f"{condition}.csv", ["instruction_number", "main_task", "constraints", "model_used",
-                                                         "direct_content", "eval_model", "satisfaction_results"], rows)
+        path = write_csv(tmp_path / f"{condition}.csv",
+                         ["instruction_number", "main_task", "constraints", "model_used",
+                                                         "direct_content", "eval_model",
+                          "satisfaction_results"], rows)
         import_file(store, ImportOptions("research", path, name=condition, condition=condition))
     metrics = compute_metrics(store)
     table, _ = _side_table(metrics, "condition", None)

@@ -57,7 +57,8 @@ def test_a_sigkilled_evaluate_is_interrupted_for_the_next_command(store_path, tm
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         argv = [sys.executable, "-c", "import sys; from pipeline.cli import main; sys.exit(main())",
                 "--store", str(store_path), "--config", str(cfg)]
-        proc = subprocess.Popen([*argv, "evaluate"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([*argv, "evaluate"], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60
             while server.calls < 2 and time.monotonic() < deadline:

@@ -88,7 +88,8 @@ def _judge(kind: str, *, silent: bool = True) -> Any:
 
 
 def _config(server: FakeOpenAIServer) -> Any:
-    return parse_config({"endpoints": {"ja": {"base_url": server.base_url, "model": "judge-a", "concurrency": 4,
+    return parse_config({"endpoints": {"ja": {"base_url": server.base_url, "model": "judge-a",
+                                              "concurrency": 4,
                                               "max_retries": 0}},
                          "roles": {"judges": ["ja"]}})
 
@@ -126,7 +127,8 @@ async def test_a_judge_with_known_errors_gets_the_expected_numbers(store: Store)
     assert len(check.items) == len(entries)
     scores = {(s.by, s.group): s for s in check_scores(check, n_resamples=200)}
     for (by, group), members in [(("all", "all"), entries),
-                                 (("domain", "news"), [e for t in check_set() if t.domain == "news" for e in t.entries])]:
+                                 (("domain", "news"),
+                                  [e for t in check_set() if t.domain == "news" for e in t.entries])]:
         s, want = scores[(by, group)], _expected(members, kind)
         assert (s.n, s.missing) == (want["n"], want["missing"])
         for name in ("accuracy", "sensitivity", "specificity", "quote_found"):
@@ -142,7 +144,8 @@ async def test_a_judge_with_known_errors_gets_the_expected_numbers(store: Store)
     assert scores[("kind", "absent")].n == 0 and math.isnan(scores[("kind", "absent")].accuracy.value)
     assert math.isnan(scores[("kind", "direct")].kappa)  # one truth within a kind: kappa means nothing there
     assert [g for by, g in scores if by == "domain"] == ["news", "story", "blog"]
-    assert all(scores[("kind", k)].specificity.value == 1.0 for k in NEGATIVE_KINDS if k not in (kind, "absent"))
+    assert all(scores[("kind", k)].specificity.value == 1.0 for k in NEGATIVE_KINDS
+               if k not in (kind, "absent"))
 
 
 async def test_a_second_run_makes_no_new_calls(store: Store) -> None:
@@ -163,7 +166,8 @@ def test_the_command_runs_the_quick_check_and_says_it_is_not_gold(tmp_path: Path
     open_store(path).close()
     with FakeOpenAIServer(_judge("changed_fact")) as server:
         config = tmp_path / "unspecific.toml"
-        config.write_text(f'[endpoints.ja]\nbase_url = "{server.base_url}"\nmodel = "judge-a"\nmax_retries = 0\n\n'
+        config.write_text(f'[endpoints.ja]\nbase_url = "{server.base_url}"\nmodel = '
+                          '"judge-a"\nmax_retries = 0\n\n'
                           '[roles]\njudges = ["ja"]\n')
         argv = ["--store", str(path), "--config", str(config), "validate", "judges", "--quick"]
         assert main([*argv, "--json", "--resamples", "50"]) == 0
@@ -173,7 +177,8 @@ def test_the_command_runs_the_quick_check_and_says_it_is_not_gold(tmp_path: Path
         rows = {(r["by"], r["group"]): r for r in json.loads(capsys.readouterr().out)}
         entries = [e for t in quick for e in t.entries]
         assert rows[("all", "all")]["n"] == _expected(entries, "changed_fact")["n"]
-        assert rows[("all", "all")]["specificity"] == pytest.approx(_expected(entries, "changed_fact")["specificity"])
+        assert rows[("all", "all")]["specificity"] == pytest.approx(_expected(entries,
+                                                                              "changed_fact")["specificity"])
         assert main(argv) == 0
         # Cached but the missing verdicts, asked again (a failure may have been transient), as judging does.
         assert server.calls == 5 * len(quick)
@@ -197,7 +202,8 @@ def test_the_demo_ends_by_offering_the_quick_check(tmp_path: Path, monkeypatch: 
     from pipeline.cli import demo_cmd
 
     args = argparse.Namespace(store="d.sqlite", config="c.toml")
-    assert demo_cmd.judge_check_argv(args) == ["--store", "d.sqlite", "--config", "c.toml", "validate", "judges",
+    assert demo_cmd.judge_check_argv(args) == ["--store", "d.sqlite", "--config", "c.toml",
+                                               "validate", "judges",
                                                "--quick"]
     assert demo_cmd.offer_judge_check(args) is False  # no terminal: named, not run
     assert "unspecific --store d.sqlite --config c.toml validate judges --quick" in capsys.readouterr().out
@@ -220,16 +226,18 @@ async def test_a_full_check_drops_items_no_longer_in_the_set(store: Store) -> No
     assert keys == {e.key for t in check_set() for e in t.entries}
 
 
-def test_a_run_wide_judging_mode_that_overrides_a_judges_own_is_said(tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_run_wide_judging_mode_that_overrides_a_judges_own_is_said(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A config from an older `unspecific init` sets [evaluate] judging = "batched": the check runs the
     judge in it, and says that it overrides the judge's own mode."""
     path = tmp_path / "store.sqlite"
     open_store(path).close()
     with FakeOpenAIServer(_judge("changed_fact", silent=False)) as server:
         config = tmp_path / "unspecific.toml"
-        config.write_text(f'[endpoints.ja]\nbase_url = "{server.base_url}"\nmodel = "judge-a"\nmax_retries = 0\n'
-                          'judging = "yes_no"\n\n[roles]\njudges = ["ja"]\n\n[evaluate]\njudging = "batched"\n')
+        config.write_text(f'[endpoints.ja]\nbase_url = "{server.base_url}"\nmodel = '
+                          '"judge-a"\nmax_retries = 0\n'
+                          'judging = "yes_no"\n\n[roles]\njudges = '
+                          '["ja"]\n\n[evaluate]\njudging = "batched"\n')
         assert main(["--store", str(path), "--config", str(config), "validate", "judges", "--quick"]) == 0
     out = capsys.readouterr().out
     assert "ja (batched)" in out and "overrides the own mode of ja (yes_no)" in " ".join(out.split())

@@ -26,16 +26,19 @@ def junk_jx(request: dict) -> Reply | str:
 
 def _judged_text(request: dict) -> str:
     """The text a judge request is about (a repair round repeats the first prompt)."""
-    prompt = next(m["content"] for m in request["messages"] if m["role"] == "user" and "<<<TEXT" in m["content"])
+    prompt = next(m["content"] for m in request["messages"] if m["role"] == "user"
+                  and "<<<TEXT" in m["content"])
     return prompt.split("<<<TEXT", 1)[1].split("TEXT>>>", 1)[0]
 
 
 def _texts_asked(server: FakeOpenAIServer, model: str) -> set[str]:
-    return {_judged_text(r) for r in server.requests if r["model"] == model and role_of(r).startswith("judge")}
+    return {_judged_text(r) for r in server.requests if r["model"] == model
+            and role_of(r).startswith("judge")}
 
 
 def _config(server: FakeOpenAIServer, concurrency: int, extra: dict | None = None):
-    endpoints = {n: {"base_url": server.base_url, "model": f"model-{n}", "concurrency": concurrency, "max_retries": 0}
+    endpoints = {n: {"base_url": server.base_url, "model": f"model-{n}", "concurrency": concurrency,
+                     "max_retries": 0}
                  for n in ("ma", "ja", "jx", "summ")}
     return parse_config({"endpoints": endpoints,
                          "roles": {"models_under_test": ["ma"], "judges": ["jx", "ja"], "summarizer": "summ"},
@@ -44,7 +47,8 @@ def _config(server: FakeOpenAIServer, concurrency: int, extra: dict | None = Non
 
 @pytest.mark.parametrize("judging", ["batched", "per_constraint"])
 @pytest.mark.parametrize("concurrency", [1, 4])
-async def test_a_junk_judge_stops_at_its_third_text_and_the_healthy_judge_finishes(store, concurrency, judging):
+async def test_a_junk_judge_stops_at_its_third_text_and_the_healthy_judge_finishes(store,
+                                                                                   concurrency, judging):
     make_instructions(store, n=N_INSTRUCTIONS, k=K)
     with FakeOpenAIServer(junk_jx) as server:
         config = _config(server, concurrency)
@@ -57,7 +61,8 @@ async def test_a_junk_judge_stops_at_its_third_text_and_the_healthy_judge_finish
     # The healthy judge gave a verdict on every constraint of every text; the junk one only missing ones.
     texts = store.scalar("SELECT count(*) FROM generations WHERE kind IN ('response', 'summary')")
     assert texts == 2 * N_INSTRUCTIONS
-    assert store.scalar("SELECT count(*) FROM verdicts WHERE judge = 'ja' AND verdict IS NOT NULL") == texts * K
+    assert store.scalar("SELECT count(*) FROM verdicts WHERE judge = 'ja' "
+                        "AND verdict IS NOT NULL") == texts * K
     assert store.scalar("SELECT count(*) FROM verdicts WHERE judge = 'jx' AND verdict IS NOT NULL") == 0
     message = str(caught.value)
     assert "judge 'jx': no usable verdict on 3 texts in a row" in message and JUNK in message
@@ -89,7 +94,8 @@ async def test_a_judge_that_answered_well_then_turns_to_junk_stops_after_three_i
     assert len(asked) == 4 + MAX_UNUSABLE_IN_A_ROW
     assert store.scalar("SELECT count(DISTINCT generation_id) FROM verdicts WHERE judge = 'jx'") == len(asked)
     assert store.scalar("SELECT count(*) FROM verdicts WHERE judge = 'jx' AND verdict IS NOT NULL") == 4 * K
-    assert store.scalar("SELECT count(*) FROM verdicts WHERE judge = 'ja' AND verdict IS NOT NULL") == 2 * N_INSTRUCTIONS * K
+    assert store.scalar("SELECT count(*) FROM verdicts WHERE judge = 'ja' "
+                        "AND verdict IS NOT NULL") == 2 * N_INSTRUCTIONS * K
 
 
 def _cli_config(tmp_path, server, concurrency: int) -> str:
@@ -99,14 +105,16 @@ def _cli_config(tmp_path, server, concurrency: int) -> str:
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
-def test_cli_prints_the_coverage_line_then_exits_2_naming_the_judge(store_path, tmp_path, capsys, concurrency):
+def test_cli_prints_the_coverage_line_then_exits_2_naming_the_judge(store_path, tmp_path,
+                                                                    capsys, concurrency):
     from pipeline.cli import main
 
     s = open_store(store_path)
     make_instructions(s, n=4, k=2)
     s.close()
     with FakeOpenAIServer(junk_jx) as server:
-        code = main(["--store", str(store_path), "--config", _cli_config(tmp_path, server, concurrency), "evaluate"])
+        code = main(["--store", str(store_path), "--config",
+                     _cli_config(tmp_path, server, concurrency), "evaluate"])
     captured = capsys.readouterr()
     out, err = flat_text(captured.out), flat_text(captured.err)
     assert code == 2, out + err

@@ -56,7 +56,8 @@ def overall(store: Store, **kw) -> dict:
 
 def test_plan_strata_by_domain_and_text_kind(store: Store) -> None:
     plan = draw_judge_plan(store, per_stratum=10, seed=2)
-    assert set(plan.strata) == {f"{d}/{k}" for d in ("news", "story", "blog") for k in ("response", "summary")}
+    assert set(plan.strata) == {f"{d}/{k}" for d in ("news", "story", "blog")
+                                for k in ("response", "summary")}
     assert all(drawn == 10 for _, drawn in plan.strata.values()) and len(plan.items) == 60
     kinds = dict(store.conn.execute("SELECT id, kind FROM generations"))
     assert all(kinds[i.generation_id] == i.text_kind for i in plan.items)
@@ -72,7 +73,8 @@ def test_a_person_copying_one_judge(store: Store) -> None:
     plan = load_judge_plan(store)
     a, b = verdicts_of(store, "judge-a"), verdicts_of(store, "judge-b")
     for i in plan.items:
-        save_text_label(store, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
+        save_text_label(store, i.constraint_id, i.generation_id, "copy",
+                        a[(i.constraint_id, i.generation_id)])
     scores = overall(store, n_resamples=300)
     sa, sb = scores["judge-a"], scores["judge-b"]
     assert sa.n == 150 and sa.accuracy.value == sa.precision.value == sa.recall.value == sa.kappa.value == 1.0
@@ -99,7 +101,8 @@ def test_a_person_wrong_on_a_fifth(store: Store) -> None:
     wrong = set(random.Random(4).sample(range(len(plan.items)), 30))  # exactly 20% of 150
     for k, i in enumerate(plan.items):
         truth = a[(i.constraint_id, i.generation_id)]
-        save_text_label(store, i.constraint_id, i.generation_id, "noisy", truth if k not in wrong else 1 - truth)
+        save_text_label(store, i.constraint_id, i.generation_id, "noisy", truth
+                        if k not in wrong else 1 - truth)
     sa = overall(store, n_resamples=1000)["judge-a"]
     assert sa.accuracy.value == pytest.approx(0.8) and sa.accuracy.contains(0.8)
     assert 0.7 < sa.accuracy.low < 0.8 < sa.accuracy.high < 0.9
@@ -115,8 +118,10 @@ def test_missing_verdicts_do_not_count_and_the_adjudicator_settles(store: Store)
         save_text_label(store, i.constraint_id, i.generation_id, "p", a[(i.constraint_id, i.generation_id)])
     # judge-a's verdict on the first item goes missing (a newer, unanswered judging): that item
     # no longer counts for judge-a, and certainly not as a No.
-    store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
-                       " VALUES (?, ?, 'judge-a', 'batched', 'newer', NULL)", (first.generation_id, first.constraint_id))
+    store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                       "prompt_hash, verdict)"
+                       " VALUES (?, ?, 'judge-a', 'batched', 'newer', NULL)",
+                       (first.generation_id, first.constraint_id))
     store.conn.execute("UPDATE verdicts SET verdict = NULL WHERE judge = 'judge-a' AND generation_id = ?"
                        " AND constraint_id = ?", (first.generation_id, first.constraint_id))
     store.commit()
@@ -131,14 +136,16 @@ def test_missing_verdicts_do_not_count_and_the_adjudicator_settles(store: Store)
         save_text_label(store, first.constraint_id, 999_999, "p", True)
 
 
-def test_report_names_validated_and_unvalidated_judges(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_names_validated_and_unvalidated_judges(store: Store,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     report = build_report(store, ReportOptions(n_resamples=100, copy=False))
     assert report.judges_validated == {}
     assert "judge-a: unvalidated" in describe("judge-a", report.judges_validated)
     save_judge_plan(store, draw_judge_plan(store, per_stratum=5, seed=1))
     a = verdicts_of(store, "judge-a")
     for i in load_judge_plan(store).items:
-        save_text_label(store, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
+        save_text_label(store, i.constraint_id, i.generation_id, "copy",
+                        a[(i.constraint_id, i.generation_id)])
     report = build_report(store, ReportOptions(n_resamples=100, copy=False))
     assert set(report.judges_validated) == {"judge-a", "judge-b"}
     from rich.console import Console
@@ -168,7 +175,8 @@ def test_cli(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
     assert "no answers yet" in capsys.readouterr().out
     a = verdicts_of(store, "judge-a")
     for i in load_judge_plan(store).items:
-        save_text_label(store, i.constraint_id, i.generation_id, "copy", a[(i.constraint_id, i.generation_id)])
+        save_text_label(store, i.constraint_id, i.generation_id, "copy",
+                        a[(i.constraint_id, i.generation_id)])
     assert main(["--store", path, "validate", "judges", "--json", "--resamples", "50"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {(r["judge"], r["n"]) for r in rows if r["by"] == "all"} == {("judge-a", 18), ("judge-b", 18)}
@@ -180,7 +188,8 @@ def test_judge_sheets_round_trip(store: Store, tmp_path: Path, capsys: pytest.Ca
     path = str(store.path)
     assert main(["--store", path, "validate", "judge-plan", "--per-stratum", "2"]) == 0
     sheet = tmp_path / "answers.csv"
-    assert main(["--store", path, "validate", "export", "--judges", "--out", str(sheet), "--annotator", "ann"]) == 0
+    assert main(["--store", path, "validate", "export", "--judges", "--out", str(sheet),
+                 "--annotator", "ann"]) == 0
     rows = list(csv.DictReader(sheet.open()))
     assert len(rows) == 12 and all(r["text"] and r["constraint"] for r in rows)
     header = sheet.read_text().splitlines()[0]
@@ -205,7 +214,8 @@ def test_judge_sheets_round_trip(store: Store, tmp_path: Path, capsys: pytest.Ca
         writer.writeheader()
         writer.writerows(rows)
     assert main(["--store", path, "validate", "import", str(sheet)]) == 0
-    assert "saved 11 answers from ann (1 rows without one skipped)" in " ".join(capsys.readouterr().out.split())
+    assert ("saved 11 answers from ann (1 rows without one skipped)"
+            in " ".join(capsys.readouterr().out.split()))
     score = overall(store, n_resamples=20)["judge-a"]
     assert score.n == 11 and score.accuracy.value == 1.0
 

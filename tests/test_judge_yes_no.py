@@ -52,24 +52,31 @@ def _responder(table: dict[str, float], *, logprobs: bool = True) -> Any:
 
 
 def _config(server: FakeOpenAIServer, **judge: Any) -> Any:
-    spec = {"base_url": server.base_url, "model": "judge-a", "concurrency": 2, "max_retries": 0, "judging": "yes_no",
+    spec = {"base_url": server.base_url, "model": "judge-a", "concurrency": 2, "max_retries": 0,
+            "judging": "yes_no",
             **judge}
     return parse_config({"endpoints": {"ja": spec}, "roles": {"judges": ["ja"]}})
 
 
 def _generation(store: Store, constraints: list[str]) -> tuple[int, list[tuple[int, str]]]:
-    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval", "main_task": "t",
-                                     "n_constraints": len(constraints), "status": "done", "created_at": now()})
-    ids = [store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text, "origin": "synthesized",
+    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval",
+                                     "main_task": "t",
+                                     "n_constraints": len(constraints), "status": "done",
+                                     "created_at": now()})
+    ids = [store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text,
+                                           "origin": "synthesized",
                                            "active": 1}).last_pk for pos, text in enumerate(constraints, 1)]
-    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m", "mode": "direct",
-                                          "text_hash": store.put_text(TEXT), "words": len(TEXT.split())}).last_pk
+    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m",
+                                          "mode": "direct",
+                                          "text_hash": store.put_text(TEXT),
+                                          "words": len(TEXT.split())}).last_pk
     store.commit()
     return gid, list(zip(ids, constraints, strict=True))
 
 
 def test_p_yes_reads_every_spelling_of_yes_and_no() -> None:
-    assert yes_probability({"Yes": math.log(0.3), " yes": math.log(0.1), "No": math.log(0.2), "NO": math.log(0.2),
+    assert yes_probability({"Yes": math.log(0.3), " yes": math.log(0.1), "No": math.log(0.2),
+                            "NO": math.log(0.2),
                             "The": math.log(0.2)}) == pytest.approx(0.4 / 0.8)
     assert yes_probability({"The": -0.1, "A": -3.0}) is None
 
@@ -93,8 +100,10 @@ async def test_one_token_per_constraint_with_p_yes_stored_and_a_located_sentence
     rows = store.query("SELECT * FROM verdicts WHERE generation_id = ? ORDER BY constraint_id", [gid])
     assert [r["judging_mode"] for r in rows] == ["yes_no"] * 3
     assert [r["p_yes"] for r in rows] == pytest.approx([0.9, 0.62, 0.05], abs=1e-3)
-    assert [r["verdict"] for r in rows] == [1, 1, 0]  # read at the default threshold, 0.5, before a calibration
-    assert rows[1]["quote_found"] == LOCATED and "treasurer" in rows[1]["quote"]  # where the Yes rests, located
+    assert [r["verdict"] for r in rows] == [1, 1,
+                                            0]  # read at the default threshold, 0.5, before a calibration
+    # where the Yes rests, located
+    assert rows[1]["quote_found"] == LOCATED and "treasurer" in rows[1]["quote"]
     assert rows[0]["prompt_hash"] == endpoint_prompt_hash(default_config().endpoint("local"), "yes_no")
     # The cache keeps each reply's log-probabilities: cleared verdicts are judged again from the cache, free.
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE logprobs IS NOT NULL") == 3
@@ -122,7 +131,8 @@ async def test_an_endpoint_without_log_probabilities_is_said_once_and_its_word_r
         gid, constraints = _generation(store, list(P_YES))
         await judge_generation(store, client, "ja", gid, constraints)
         await client.aclose()
-        assert server.calls == 1 + 3  # the probe, then one word per constraint, asked without log-probabilities
+        # the probe, then one word per constraint, asked without log-probabilities
+        assert server.calls == 1 + 3
         assert all(not r.get("logprobs") for r in server.requests[1:])
     notices = [m for k, m in events if k == "notice"]
     assert len(notices) == 1 and "no log-probabilities" in notices[0] and "ja" in notices[0]
@@ -153,7 +163,8 @@ def test_the_threshold_maximises_sensitivity_plus_specificity_midway() -> None:
     result = fit(items)
     assert (result.sensitivity, result.specificity, result.n) == (1.0, 1.0, 6)
     assert held_out_accuracy(items) is not None and held_out_accuracy(items[:2]) is None
-    assert best_threshold([Scored(0.9, True, "a"), Scored(0.2, True, "b")]) == 0.5  # one class: nothing to choose
+    assert best_threshold([Scored(0.9, True, "a"),
+                           Scored(0.2, True, "b")]) == 0.5  # one class: nothing to choose
 
 
 def test_an_uncertain_verdict_is_near_its_threshold_in_log_odds() -> None:
@@ -165,7 +176,8 @@ def _own_set() -> tuple[CheckText, ...]:
     """Two texts, items whose truth the scripted judge reads at P(Yes) 0.8 (true) or 0.65 (false)."""
     texts = []
     for k in (1, 2):
-        entries = tuple(CheckEntry(f"t{k}.{i}", f"Constraint {k}.{i} ({'TRUE' if i % 2 else 'FALSE'}).", bool(i % 2),
+        entries = tuple(CheckEntry(f"t{k}.{i}",
+                                   f"Constraint {k}.{i} ({'TRUE' if i % 2 else 'FALSE'}).", bool(i % 2),
                                    "direct" if i % 2 else "absent") for i in range(1, 7))
         texts.append(CheckText(f"t{k}", "own", TEXT, False, entries))
     return tuple(texts)
@@ -182,16 +194,19 @@ async def test_a_check_calibrates_the_judge_and_rereads_its_stored_verdicts(stor
         client = LLMClient(_config(server), store)
         gid, pairs = _generation(store, constraints)
         await judge_generation(store, client, "ja", gid, pairs)
-        assert [r["verdict"] for r in store.query("SELECT verdict FROM verdicts ORDER BY constraint_id")] == [1, 1]
+        assert [r["verdict"]
+                for r in store.query("SELECT verdict FROM verdicts ORDER BY constraint_id")] == [1, 1]
         ran = await run_judge_check(store, client, ["ja"], texts=_own_set(), source=OWN_SOURCE)
         await client.aclose()
     cal = calibrations(store)[("ja", "yes_no")]
     assert cal.threshold == pytest.approx(0.725, abs=1e-3) and cal.source == OWN_SOURCE and cal.n == 12
     assert cal.auc == 1.0 and cal.held_out_accuracy == 1.0
-    assert judge_threshold(store, "ja", "yes_no") == cal.threshold and judge_threshold(store, "ja", "batched") == 0.5
+    assert judge_threshold(store, "ja", "yes_no") == cal.threshold and judge_threshold(store, "ja",
+                                                                                       "batched") == 0.5
     assert ran.modes == {"ja": "yes_no"} and ran.rethresholded == {"ja": 1}
     # The stored benchmark verdict at P(Yes) 0.65 now reads No; nothing was asked again.
-    assert [r["verdict"] for r in store.query("SELECT verdict FROM verdicts ORDER BY constraint_id")] == [1, 0]
+    assert [r["verdict"]
+            for r in store.query("SELECT verdict FROM verdicts ORDER BY constraint_id")] == [1, 0]
     (check,) = [c for c in all_checks(store) if c.source == OWN_SOURCE]
     assert all(i.verdict == i.truth and i.p_yes is not None for i in check.items)
 
@@ -200,7 +215,8 @@ async def test_a_check_calibrates_the_judge_and_rereads_its_stored_verdicts(stor
 
 
 def _write(path: Path, lines: list[Any]) -> Path:
-    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n",
+                    encoding="utf-8")
     return path
 
 
@@ -212,8 +228,10 @@ GOOD = {"id": "mine-1", "text": TEXT, "items": [
 @pytest.mark.parametrize(("line", "message"), [
     ("{not json", "line 2: not JSON"),
     ({"id": "x", "items": GOOD["items"]}, "line 2: text must be a non-empty string"),
-    ({"id": "x", "text": "t", "items": [{"constraint": "c", "truth": "yes"}]}, "line 2: item 1: truth must be true or false"),
-    ({"id": "x", "text": "t", "items": [{"truth": True}]}, "line 2: item 1: constraint must be a non-empty string"),
+    ({"id": "x", "text": "t", "items": [{"constraint": "c", "truth": "yes"}]},
+     "line 2: item 1: truth must be true or false"),
+    ({"id": "x", "text": "t", "items": [{"truth": True}]},
+     "line 2: item 1: constraint must be a non-empty string"),
     ({"id": "a.b", "text": "t", "items": GOOD["items"]}, "line 2: id must be a text's name without dots"),
     (GOOD, "line 2: text id 'mine-1' is used twice"),
 ])
@@ -226,7 +244,8 @@ def test_a_bad_check_file_names_its_line(tmp_path: Path, line: Any, message: str
 def test_a_check_file_reads_into_texts_with_keys_and_kinds(tmp_path: Path) -> None:
     (text,) = load_check_file(str(_write(tmp_path / "mine.jsonl", [GOOD, ""])))
     assert (text.key, text.domain) == ("mine-1", "own")
-    assert [(e.key, e.truth, e.kind) for e in text.entries] == [("mine-1.1", True, "direct"), ("mine-1.b", False, "absent")]
+    assert [(e.key, e.truth, e.kind) for e in text.entries] == [("mine-1.1", True, "direct"),
+                                                                ("mine-1.b", False, "absent")]
     with pytest.raises(CheckFileError, match="no such file"):
         load_check_file(str(tmp_path / "none.jsonl"))
 
@@ -236,22 +255,27 @@ def test_validate_judges_items_scores_every_judge_and_prints_json(tmp_path: Path
     path = tmp_path / "store.sqlite"
     open_store(path).close()
     items = _write(tmp_path / "mine.jsonl", [{"id": t.key, "text": t.text, "items": [
-        {"id": e.key.split(".")[1], "constraint": e.constraint, "truth": e.truth, "kind": e.kind} for e in t.entries]}
+        {"id": e.key.split(".")[1], "constraint": e.constraint, "truth": e.truth, "kind": e.kind}
+        for e in t.entries]}
         for t in _own_set()])
     with FakeOpenAIServer(_truthful) as server:
         config = tmp_path / "unspecific.toml"
-        config.write_text(f'[endpoints.ja]\nbase_url = "{server.base_url}"\nmodel = "judge-a"\nmax_retries = 0\n'
+        config.write_text(f'[endpoints.ja]\nbase_url = "{server.base_url}"\nmodel = '
+                          '"judge-a"\nmax_retries = 0\n'
                           'judging = "yes_no"\n\n[roles]\njudges = ["ja"]\n')
         argv = ["--store", str(path), "--config", str(config), "validate", "judges", "--items", str(items)]
         assert main([*argv, "--json", "--resamples", "50"]) == 0
     rows = {(r["by"], r["group"]): r for r in json.loads(capsys.readouterr().out)}
     top = rows[("all", "all")]
     assert (top["judge"], top["judging"], top["n"]) == ("ja", "yes_no", 12)
-    assert top["accuracy"] == 1.0 and top["sensitivity"] == 1.0 and top["specificity"] == 1.0 and top["kappa"] == 1.0
-    assert top["threshold"] == pytest.approx(0.725, abs=1e-3) and top["quote_found"] is None  # located, not quoted
+    assert (top["accuracy"] == 1.0 and top["sensitivity"] == 1.0 and top["specificity"] == 1.0
+            and top["kappa"] == 1.0)
+    assert top["threshold"] == pytest.approx(0.725,
+                                             abs=1e-3) and top["quote_found"] is None  # located, not quoted
     assert {g for by, g in rows if by == "kind"} == {"direct", "absent"}
     bad = _write(tmp_path / "bad.jsonl", [GOOD, {"id": "z", "text": "t", "items": []}])
-    assert main(["--store", str(path), "--config", str(config), "validate", "judges", "--items", str(bad)]) == 2
+    assert main(["--store", str(path), "--config", str(config), "validate", "judges",
+                 "--items", str(bad)]) == 2
     assert f"{bad}, line 2: items must be a non-empty list" in capsys.readouterr().err
 
 
@@ -269,13 +293,17 @@ def test_the_supporting_sentence_is_the_one_sharing_the_rarest_words() -> None:
 def test_the_embedded_model_judges_yes_no_and_a_config_says_how_each_judge_judges() -> None:
     assert default_config().endpoint("local").judging == "yes_no"
     config = parse_config({"endpoints": {"gpt": {"base_url": "https://api.example.invalid/v1", "model": "m"},
-                                         "local_b": {"base_url": "local", "judge_prompt": "judge_yes_no_evidence"}}})
+                                         "local_b": {"base_url": "local",
+                                                     "judge_prompt": "judge_yes_no_evidence"}}})
     assert config.endpoint("gpt").judging == "batched"
-    assert (config.endpoint("local_b").judging, config.endpoint("local_b").judge_prompt) == ("yes_no", "judge_yes_no_evidence")
+    assert (config.endpoint("local_b").judging,
+            config.endpoint("local_b").judge_prompt) == ("yes_no", "judge_yes_no_evidence")
     with pytest.raises(ConfigError, match=r"endpoints\.gpt\.judging: one of batched, per_constraint, yes_no"):
-        parse_config({"endpoints": {"gpt": {"base_url": "https://x.invalid/v1", "model": "m", "judging": "vibes"}}})
+        parse_config({"endpoints": {"gpt": {"base_url": "https://x.invalid/v1", "model": "m",
+                                            "judging": "vibes"}}})
     with pytest.raises(ConfigError, match="judge_prompt"):
-        parse_config({"endpoints": {"gpt": {"base_url": "https://x.invalid/v1", "model": "m", "judge_prompt": "a/b.md"}}})
+        parse_config({"endpoints": {"gpt": {"base_url": "https://x.invalid/v1", "model": "m",
+                                            "judge_prompt": "a/b.md"}}})
 
 
 def test_a_batch_line_keeps_its_log_probabilities() -> None:
@@ -293,11 +321,13 @@ def test_the_report_says_how_each_judge_judged() -> None:
     from pipeline.store.judge_checks import Calibration
 
     cal = Calibration("local", "yes_no", "builtin", 0.584, "youden", 205, 0.897, 0.844)
-    notes = judging_notes([("gpt", "batched"), ("local", "yes_no"), ("local_b", "yes_no")], ["gpt", "local", "local_b"],
+    notes = judging_notes([("gpt", "batched"), ("local", "yes_no"), ("local_b", "yes_no")],
+                          ["gpt", "local", "local_b"],
                           {("local", "yes_no"): cal})
     assert [n.mode for n in notes] == ["batched", "yes_no", "yes_no"]
     assert "batched" in notes[0].line()
-    assert "P(Yes) >= 0.584" in notes[1].line() and "builtin check" in notes[1].line() and "AUC 0.90" in notes[1].line()
+    assert ("P(Yes) >= 0.584" in notes[1].line() and "builtin check" in notes[1].line()
+            and "AUC 0.90" in notes[1].line())
     assert "uncalibrated" in notes[2].line() and "validate judges --builtin" in notes[2].line()
 
 
@@ -307,8 +337,10 @@ def test_the_dry_run_answers_a_yes_no_prompt_with_one_word() -> None:
 
     for name in ("judge_yes_no", "judge_yes_no_evidence"):
         template = load_template(name)
-        easy = {"messages": template.render(text=defuse(TEXT), constraint="Discuss the mood from angle number 3 (easy).")}
-        hard = {"messages": template.render(text=defuse(TEXT), constraint="Discuss the mood from angle number 4.")}
+        easy = {"messages": template.render(text=defuse(TEXT),
+                                            constraint="Discuss the mood from angle number 3 (easy).")}
+        hard = {"messages": template.render(text=defuse(TEXT),
+                                            constraint="Discuss the mood from angle number 4.")}
         assert prompt_kind(easy) == "judge_yes_no"
         assert yes_no_text(easy["messages"][-1]["content"]) == TEXT
         assert (placeholder_reply(easy, quote_cap=80), placeholder_reply(hard, quote_cap=80)) == ("Yes", "No")
@@ -317,11 +349,13 @@ def test_the_dry_run_answers_a_yes_no_prompt_with_one_word() -> None:
 # -- one text's constraints in one request (judge_batch; pipeline.llm.prompt_batch on the embedded server)
 
 
-async def _verdicts(store: Store, tmp_path: Path, *, listed: bool, lists_taken: bool = True) -> tuple[list, Any]:
+async def _verdicts(store: Store, tmp_path: Path, *, listed: bool,
+                    lists_taken: bool = True) -> tuple[list, Any]:
     with FakeOpenAIServer(_responder(P_YES)) as server:
         server.prompt_lists = lists_taken
         events: list[tuple[str, str]] = []
-        client = LLMClient(_config(server, judge_batch=listed), store, on_event=lambda k, m: events.append((k, m)))
+        client = LLMClient(_config(server, judge_batch=listed), store,
+                           on_event=lambda k, m: events.append((k, m)))
         gid, constraints = _generation(store, list(P_YES))
         result = await judge_generation(store, client, "ja", gid, constraints)
         again = await judge_generation(store, client, "ja", gid, constraints)
@@ -346,12 +380,14 @@ async def test_a_texts_constraints_in_one_request_give_the_verdicts_of_one_call_
     (request,) = requests
     assert request["max_tokens"] == 1 and request["logprobs"] == 20 and len(request["prompt"]) == 3
     # Each prompt is the chat's messages in ChatML, the text first and its constraint last.
-    assert all(p.startswith("<|im_start|>system\n") and p.endswith("<|im_start|>assistant\n") for p in request["prompt"])
+    assert all(p.startswith("<|im_start|>system\n") and p.endswith("<|im_start|>assistant\n")
+               for p in request["prompt"])
     users = [p.split("<|im_start|>user\n")[1].split("<|im_end|>")[0] for p in request["prompt"]]
     assert [yes_no_constraint(u) for u in users] == list(P_YES)
 
 
-async def test_an_endpoint_refusing_lists_is_said_once_and_judged_one_call_a_constraint(tmp_path: Path) -> None:
+async def test_an_endpoint_refusing_lists_is_said_once_and_judged_one_call_a_constraint(
+        tmp_path: Path) -> None:
     store = open_store(tmp_path / "s.sqlite")
     try:
         rows, (requests, events) = await _verdicts(store, tmp_path, listed=True, lists_taken=False)

@@ -28,26 +28,31 @@ CONSTRAINTS = [
 
 
 def _config(server: FakeOpenAIServer, judges: tuple[str, ...] = ("ja",), retries: int = 0):
-    endpoints = {name: {"base_url": server.base_url, "model": f"model-{name}", "concurrency": 4, "max_retries": retries}
+    endpoints = {name: {"base_url": server.base_url, "model": f"model-{name}", "concurrency": 4,
+                        "max_retries": retries}
                  for name in judges}
     return parse_config({"endpoints": endpoints, "roles": {"judges": list(judges)}})
 
 
 def _generation(store) -> tuple[int, list[tuple[int, str]]]:
-    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval", "main_task": "t",
+    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval",
+                                     "main_task": "t",
                                      "n_constraints": 3, "status": "done", "created_at": now()})
     ids = []
     for pos, text in enumerate(CONSTRAINTS, 1):
         ids.append(store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text,
                                                   "origin": "synthesized", "active": 1}).last_pk)
-    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m", "mode": "direct",
-                                          "text_hash": store.put_text(TEXT), "words": len(TEXT.split())}).last_pk
+    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m",
+                                          "mode": "direct",
+                                          "text_hash": store.put_text(TEXT),
+                                          "words": len(TEXT.split())}).last_pk
     store.commit()
     return gid, list(zip(ids, CONSTRAINTS, strict=True))
 
 
 def _verdicts(store, gid: int, judge: str = "ja") -> list[dict]:
-    return store.query("SELECT * FROM verdicts WHERE generation_id = ? AND judge = ? ORDER BY constraint_id", [gid, judge])
+    return store.query("SELECT * FROM verdicts WHERE generation_id = ? AND judge = ? ORDER BY constraint_id",
+                       [gid, judge])
 
 
 def _n_in_prompt(request: dict) -> int:
@@ -71,11 +76,13 @@ async def test_missing_duplicate_and_hallucinated_lines(store):
         await client.aclose()
         assert server.calls == 2
         follow_up = last_user_message(server.requests[1])
-        assert _n_in_prompt(server.requests[1]) == 1 and CONSTRAINTS[1] in follow_up and CONSTRAINTS[0] not in follow_up
+        assert (_n_in_prompt(server.requests[1]) == 1 and CONSTRAINTS[1] in follow_up
+                and CONSTRAINTS[0] not in follow_up)
     assert result.judged == 3 and result.unanswered == 0
     rows = _verdicts(store, gid)
     assert [r["verdict"] for r in rows] == [1, 1, 1]
-    assert rows[0]["quote_found"] == "exact" and "Tuesday" in rows[0]["quote"]  # first line kept, not the duplicate
+    # first line kept, not the duplicate
+    assert rows[0]["quote_found"] == "exact" and "Tuesday" in rows[0]["quote"]
     assert rows[1]["quote_found"] == "exact" and "treasurer" in rows[1]["quote"]
     assert rows[2]["quote_found"] == "missing" and rows[2]["quote_score"] < 90
     assert all(r["prompt_hash"] == prompt_hash("batched") and r["judging_mode"] == "batched" for r in rows)
@@ -102,7 +109,8 @@ async def test_still_missing_after_follow_up_is_missing_not_no(store):
 
 async def test_json_reply_with_fuzzy_quote(store):
     reply = {"verdicts": [
-        {"id": 1, "verdict": "yes", "quote": "the town council met on tuesday to argue over a budget shortfal"},
+        {"id": 1, "verdict": "yes",
+         "quote": "the town council met on tuesday to argue over a budget shortfal"},
         {"id": 2, "verdict": "no", "reason": "no officer"},
         {"id": 3, "verdict": "no", "reason": "no dragon"},
     ]}
@@ -176,7 +184,8 @@ async def test_changed_prompt_rejudges(store, tmp_path, monkeypatch):
 
     from pipeline.llm.prompts import prompts_dir
 
-    with FakeOpenAIServer(lambda r: "\n".join(f"{i}. No - absent" for i in range(1, _n_in_prompt(r) + 1))) as server:
+    with FakeOpenAIServer(lambda r: "\n".join(f"{i}. No - absent"
+                                              for i in range(1, _n_in_prompt(r) + 1))) as server:
         client = LLMClient(_config(server), store)
         gid, constraints = _generation(store)
         await judge_generation(store, client, "ja", gid, constraints)
@@ -239,7 +248,8 @@ async def test_a_lines_judge_asks_for_lines_without_a_grammar_and_keeps_its_own_
     with FakeOpenAIServer() as server:
         server.push('1. Yes - "council met on Tuesday to argue over a budget shortfall"\n'
                     '2. Yes - "The treasurer warned that reserves would run out"\n3. No - no dragon\n')
-        config = parse_config({"endpoints": {"ja": {"base_url": server.base_url, "model": "m", "max_retries": 0,
+        config = parse_config({"endpoints": {"ja": {"base_url": server.base_url, "model": "m",
+                                                    "max_retries": 0,
                                                     "judge_format": "lines"}}, "roles": {"judges": ["ja"]}})
         client = LLMClient(config, store)
         gid, constraints = _generation(store)
@@ -262,7 +272,8 @@ def test_the_local_model_judges_in_lines_and_a_bad_format_is_refused():
 
     assert parse_config({}).endpoint("local").judge_format == "lines"
     with pytest.raises(ConfigError, match="judge_format: one of json, lines"):
-        parse_config({"endpoints": {"x": {"base_url": "http://127.0.0.1:1/v1", "model": "m", "judge_format": "xml"}}})
+        parse_config({"endpoints": {"x": {"base_url": "http://127.0.0.1:1/v1", "model": "m",
+                                          "judge_format": "xml"}}})
 
 
 # -- the lines grammar (an endpoint with gbnf: llama.cpp's server) ---------------------------------
@@ -352,7 +363,8 @@ def test_the_lines_grammar_for_three_constraints_is_exact_and_well_formed():
     assert not root.fullmatch(good.replace("3. ", "4. "))  # numbered 1..n, nothing else
     assert not root.fullmatch(good.replace("council met on Tuesday", "x" * (QUOTE_CAP + 1)))
     assert root.fullmatch(good.replace("council met on Tuesday", "x" * QUOTE_CAP))
-    assert not root.fullmatch(good.replace("2. No", "2. No - no officer named"))  # a No has no reason to write
+    assert not root.fullmatch(good.replace("2. No",
+                                           "2. No - no officer named"))  # a No has no reason to write
     assert not root.fullmatch(good.replace('"council met on Tuesday"', '"a "quote" inside"'))
     assert not root.fullmatch(good + "Anything else.\n")
     # The checker catches what would crash the server: an undefined rule, an open literal.
@@ -371,8 +383,8 @@ def test_the_lines_grammar_for_three_constraints_is_exact_and_well_formed():
         lines_grammar(0)
 
 
-GLUED_TEXT = ("Residents said the closure of the old mill changed our daily habits, and its impact on the town was "
-              "significant for years. Nobody mentioned a dragon.")
+GLUED_TEXT = ("Residents said the closure of the old mill changed our daily habits, and its "
+              "impact on the town was significant for years. Nobody mentioned a dragon.")
 # What the model wrote under the 80-character cap (the case seen): the token " significant", leading
 # space included, would pass the cap, so the word came out glued on.
 GLUED = "the old mill changed our daily habits, and its impact on the town wassignificant"
@@ -437,7 +449,8 @@ async def test_the_grammar_goes_only_to_a_gbnf_endpoint_judging_in_lines(store):
     as_json = json.dumps({"verdicts": [{"id": i, "verdict": "no", "reason": "none"} for i in (1, 2, 3)]})
     with FakeOpenAIServer() as server:
         server.push(plain_lines, as_json, *[json.dumps({"verdict": "no", "reason": "none"})] * 3)
-        config = _lines_config(server, lines={"judge_format": "lines"}, js={"judge_format": "json", "gbnf": True})
+        config = _lines_config(server, lines={"judge_format": "lines"},
+                               js={"judge_format": "json", "gbnf": True})
         client = LLMClient(config, store)
         assert not config.endpoint("lines").gbnf
         await judge_text(client, "lines", TEXT, CONSTRAINTS)
@@ -470,8 +483,10 @@ async def test_the_scripted_model_answers_a_lines_judge_with_a_grammar_within_it
     from pipeline.stages.judging import lines_grammar
     from tests.fakes.responders import ScriptedModel
 
-    text = ("The council met and argued about money. Then we come to angle number 1, where the long-running dispute over the "
-            "harbour walls and the fishing quotas finally reached the council chamber. It ends on angle number 3.")
+    text = ("The council met and argued about money. Then we come to angle number 1, where the "
+            "long-running dispute over the "
+            "harbour walls and the fishing quotas finally reached the council chamber. It "
+            "ends on angle number 3.")
     constraints = ["Discuss the harbour from angle number 1.", "Discuss fees from angle number 2.",
                    "Discuss the quotas from angle number 3.", "Keep it short (easy)."]
     model = ScriptedModel()
@@ -505,9 +520,11 @@ def test_the_grammar_bench_imports_shows_help_and_runs_against_a_fake_server(cap
             return Reply(text="1")  # the warm-up
         n = len(CONSTRAINTS_IN(request))
         quote = sentence[:QUOTE_CAP] if "grammar" in request else sentence
-        return Reply(text="".join(f'{i}. Yes - "{quote}"\n' if i % 2 else f"{i}. No - not there\n" for i in range(1, n + 1)))
+        return Reply(text="".join(f'{i}. Yes - "{quote}"\n' if i % 2 else f"{i}. No - not there\n"
+                                  for i in range(1, n + 1)))
 
-    CONSTRAINTS_IN = lambda request: re.findall(r"^\d+\. ", last_user_message(request).split("<<<CONSTRAINTS")[1], re.M)  # noqa: E731
+    CONSTRAINTS_IN = lambda request: re.findall(  # noqa: E731
+        r"^\d+\. ", last_user_message(request).split("<<<CONSTRAINTS")[1], re.M)
     with FakeOpenAIServer(responder) as server:
         out_json = tmp_path / "r.json"
         assert bench.main(["--base-url", server.base_url, "--constraints", "6", "--json", str(out_json)]) == 0
@@ -517,5 +534,6 @@ def test_the_grammar_bench_imports_shows_help_and_runs_against_a_fake_server(cap
     out = capsys.readouterr().out
     (result,) = json.loads(out_json.read_text())
     assert result["agreement"] == [6, 6] and result["free"]["yes"] == result["grammar"]["yes"] == 3
-    assert result["free"]["quotes_exact"] == 3 and result["grammar"]["quotes_exact"] == 3  # the cut word dropped
+    # the cut word dropped
+    assert result["free"]["quotes_exact"] == 3 and result["grammar"]["quotes_exact"] == 3
     assert result["grammar"]["quotes_at_cap"] == 3 and "agreement 6/6" in out

@@ -27,10 +27,12 @@ ROOT = Path(__file__).parent.parent
 APP = sorted((ROOT / "unspecific_tui").rglob("*.py"))
 ROOMS = ["core", "store", "llm", "analysis", "stages", "importing", "outputs", "cli"]
 # A statement, or a call that runs one. Docstrings and comments may name tables; code may not.
-SQL = re.compile(r"""(\.execute(many|script)?\(|\bstore\.(one|query|scalar)\(|\bconn\b\.|["'](SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|WITH)\s)""")
+SQL = re.compile(r"""(\.execute(many|script)?\(|\bstore\.(one|query|scalar)\(|\bconn\b\.|"""
+                 r"""["'](SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|PRAGMA|WITH)\s)""")
 
 
-OUTSIDE_STORE = [p for p in sorted((ROOT / "pipeline").rglob("*.py")) if p.relative_to(ROOT).parts[1] != "store"] + APP
+OUTSIDE_STORE = [p for p in sorted((ROOT / "pipeline").rglob("*.py"))
+                 if p.relative_to(ROOT).parts[1] != "store"] + APP
 
 
 def _hits(path: Path, pattern: re.Pattern[str]) -> list[str]:
@@ -204,7 +206,8 @@ USES_THE_FAKES: set[str] = set()
 OLD_FAKES = ("pipeline.fake_server", "pipeline.fake_responders", "build_fakes", "pipeline.testing",
              "pipeline.synthetic")
 PRODUCTION = PIPELINE
-EVERYWHERE = sorted(p for d in ("pipeline", "unspecific_tui", "tests", "bench") for p in (ROOT / d).rglob("*.py"))
+EVERYWHERE = sorted(p for d in ("pipeline", "unspecific_tui", "tests", "bench")
+                    for p in (ROOT / d).rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", PRODUCTION, ids=[str(p.relative_to(ROOT)) for p in PRODUCTION])
@@ -243,8 +246,8 @@ def test_the_fakes_old_homes_are_gone() -> None:
 
 def test_the_fakes_import_check_sees_every_form(tmp_path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("from tests.fakes import responders\nfrom tests import fakes\nfrom pipeline.llm import X\n"
-                     "import tests.fakes.fake_server\nimport testsuite\n"
+    probe.write_text("from tests.fakes import responders\nfrom tests import fakes\nfrom "
+                     "pipeline.llm import X\nimport tests.fakes.fake_server\nimport testsuite\n"
                      "def f():\n    from tests.fakes.responders import ScriptedModel\n")
     assert _imports_of(probe, TESTING, "pipeline.cli") == [(1, True), (2, True), (4, True), (7, False)]
 
@@ -277,7 +280,8 @@ def test_only_pipeline_units_defines_a_unit_runner(path: Path) -> None:
         assert found == [], f"{name} defines a unit runner of its own ({found}): use pipeline.stages.units"
 
 
-ROOMED = [p for p in sorted((ROOT / "pipeline").rglob("*.py")) if p.relative_to(ROOT) != Path("pipeline/__init__.py")]
+ROOMED = [p for p in sorted((ROOT / "pipeline").rglob("*.py"))
+          if p.relative_to(ROOT) != Path("pipeline/__init__.py")]
 
 
 def test_every_module_lives_in_a_room() -> None:

@@ -33,7 +33,8 @@ def small_parts(tmp_path, monkeypatch) -> model_file.ShippedModel:
 # AMX tile instructions, and AVX-512 (zmm registers, mask registers, AVX-512-only opcodes): a
 # VM may forbid them although its CPU lists them, and the server then dies on its first prompt.
 FORBIDDEN = re.compile(
-    r"\b(ldtilecfg|sttilecfg|tileloadd\w*|tilestored|tilezero|tilerelease|tdp\w+ps|tdpb\w+)\b|%zmm\d|\{%k[1-7]\}|\bvpternlog[dq]\b"
+    r"\b(ldtilecfg|sttilecfg|tileloadd\w*|tilestored|tilezero|tilerelease|tdp\w+ps|tdpb\w+)\b|"
+    r"%zmm\d|\{%k[1-7]\}|\bvpternlog[dq]\b"
 )
 
 
@@ -47,15 +48,18 @@ def test_installed_llama_cpp_holds_no_amx_or_avx512_code():
     assert spec is not None and spec.origin, "llama-cpp-python is not installed: run `make install`"
     objdump = shutil.which("objdump")
     assert objdump, "objdump (binutils) is needed to check the llama.cpp build"
-    libs = sorted({p.resolve() for p in Path(spec.origin).parent.rglob("lib*.so*") if p.is_file()})  # not symlinks twice
+    libs = sorted({p.resolve() for p in Path(spec.origin).parent.rglob("lib*.so*")
+                   if p.is_file()})  # not symlinks twice
     assert any("ggml" in p.name for p in libs), f"no ggml libraries under {Path(spec.origin).parent}"
     found: dict[str, list[str]] = {}
     for lib in libs:
-        proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True, check=True)
+        proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True,
+                              text=True, check=True)
         hits = [line.strip() for line in proc.stdout.splitlines() if FORBIDDEN.search(line)]
         if hits:
             found[lib.name] = hits[:3] + [f"... {len(hits)} in all"]
-    assert not found, f"AMX/AVX-512 code in the installed llama.cpp (rebuild portable: `rm -rf .wheels .venv && make install`): {found}"
+    assert not found, (f"AMX/AVX-512 code in the installed llama.cpp (rebuild portable: `rm -rf .wheels "
+                       f".venv && make install`): {found}")
 
 
 def test_the_scan_finds_what_it_looks_for():
@@ -91,7 +95,8 @@ def test_server_starts_answers_and_stops(model_cache, fake_python, tmp_path, mon
         assert "fake llama: loading" in server.log_tail()
         assert "fake llama: openmp None 1000" in server.log_tail()  # a short spin, then sleep
         cmd = server.command()
-        for flag, value in (("--n_ctx", "8192"), ("--n_threads", "2"), ("--chat_format", "chatml"), ("--host", "127.0.0.1")):
+        for flag, value in (("--n_ctx", "8192"), ("--n_threads", "2"), ("--chat_format", "chatml"),
+                            ("--host", "127.0.0.1")):
             assert cmd[cmd.index(flag) + 1] == value
     finally:
         server.stop()
@@ -109,7 +114,8 @@ def test_server_proves_itself_with_a_real_prompt_before_it_is_up(model_cache, fa
     server = lm.LocalServer(model=tmp_path / "m.gguf", python=fake_python)
     server.start(timeout_s=20)
     try:
-        assert server.proof is not None and server.proof.prompt_tokens >= server_health.PROOF_MIN_PROMPT_TOKENS
+        assert (server.proof is not None
+                and server.proof.prompt_tokens >= server_health.PROOF_MIN_PROMPT_TOKENS)
         assert "fake llama: prompt of" in server.log_tail()
     finally:
         server.stop()
@@ -156,12 +162,15 @@ async def test_a_server_dying_mid_run_stops_the_client_at_once(model_cache, smal
 
     monkeypatch.setenv("FAKE_LLAMA_MODE", "crash_later")
     lease = lm.acquire_server(python=fake_python, timeout_s=20)
-    config = parse_config({"endpoints": {"local": {"base_url": "local", "max_retries": 5, "timeout_s": 60.0}}})
-    client = LLMClient(config, store, local_base_url=lease.base_url, local_death=lease.death, backoff_base_s=1.0)
+    config = parse_config({"endpoints": {"local": {"base_url": "local", "max_retries": 5,
+                                                   "timeout_s": 60.0}}})
+    client = LLMClient(config, store, local_base_url=lease.base_url, local_death=lease.death,
+                       backoff_base_s=1.0)
     t0 = time.monotonic()
     try:
         with pytest.raises(LocalServerDied) as err:
-            await client.chat("local", [{"role": "user", "content": "write a short article about the harbour"}])
+            await client.chat("local",
+                              [{"role": "user", "content": "write a short article about the harbour"}])
     finally:
         await client.aclose()
         lease.release()
@@ -175,7 +184,8 @@ async def test_a_server_dying_mid_run_stops_the_client_at_once(model_cache, smal
 def test_a_borrowed_server_that_is_gone_is_reported_with_its_log(model_cache, tmp_path):
     log = tmp_path / "served.log"
     log.write_text("llama: loaded\nSegmentation fault\n")
-    lease = lm.Lease(base_url="http://127.0.0.1:9/v1", borrowed={"server_pid": 2**22 + 12345, "log": str(log)})
+    lease = lm.Lease(base_url="http://127.0.0.1:9/v1",
+                     borrowed={"server_pid": 2**22 + 12345, "log": str(log)})
     report = lease.death(wait_s=0.1)
     assert report is not None and "Segmentation fault" in report and str(log) in report
 
@@ -260,7 +270,8 @@ def test_missing_llama_cpp_is_a_clear_error(model_cache, tmp_path):
 
 def write_state(base_url: str, pid: int) -> None:
     lm.state_path().parent.mkdir(parents=True, exist_ok=True)
-    lm.state_path().write_text(json.dumps({"owner_pid": pid, "server_pid": pid, "base_url": base_url, "port": 0}))
+    lm.state_path().write_text(json.dumps({"owner_pid": pid, "server_pid": pid,
+                                           "base_url": base_url, "port": 0}))
 
 
 def test_lease_borrows_a_served_server(model_cache):
@@ -293,14 +304,16 @@ def test_child_exits_when_its_parent_dies(model_cache, tmp_path):
     parent_code = f"""
 import os, subprocess, sys, time
 from pipeline.llm.local_model import _BOOTSTRAP, PATCH_FILES
-code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)', 'time.sleep(60)')
+code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)', \
+'time.sleep(60)')
 patches = ["/nonexistent/" + path.name for path in PATCH_FILES]
 child = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), *patches], start_new_session=True)
 open({str(marker)!r}, "w").write(str(child.pid))
 time.sleep(0.5)
 os._exit(0)
 """
-    subprocess.run([sys.executable, "-c", parent_code], check=True, cwd=Path(__file__).parent.parent, timeout=30)
+    subprocess.run([sys.executable, "-c", parent_code], check=True,
+                   cwd=Path(__file__).parent.parent, timeout=30)
     child = int(marker.read_text())
     deadline = time.monotonic() + 10
     while process_alive(child) and time.monotonic() < deadline:
@@ -325,12 +338,14 @@ async def test_real_json_reply_through_the_client(local_server_url, store):
     }
 
     def validate(value: Any) -> dict[str, Any]:
-        if not isinstance(value, dict) or not isinstance(value.get("legs"), int) or not isinstance(value.get("colour"), str):
+        if not isinstance(value, dict) or not isinstance(value.get("legs"),
+                                                         int) or not isinstance(value.get("colour"), str):
             raise ValueError("expected {'colour': str, 'legs': int}")
         return value
 
     config = parse_config({})
-    messages = [{"role": "user", "content": "A typical zebra: its main colour and how many legs it has. Reply in JSON."}]
+    messages = [{"role": "user",
+                 "content": "A typical zebra: its main colour and how many legs it has. Reply in JSON."}]
     async with open_client(config, store) as client:
         assert client.local_base_url == local_server_url
         endpoint = config.role("generator")
@@ -343,4 +358,5 @@ async def test_real_json_reply_through_the_client(local_server_url, store):
     assert not completion.cached and again.cached
     row = store.one("SELECT endpoint, model, request FROM llm_calls")
     assert row["endpoint"] == "local"
-    assert json.loads(row["request"])["params"]["response_format"] == {"type": "json_object", "schema": schema}
+    assert json.loads(row["request"])["params"]["response_format"] == {"type": "json_object",
+                                                                       "schema": schema}

@@ -114,7 +114,8 @@ def test_human_validation(hand: Store) -> None:
     # Annotator kappa on 4 items, labels S/I/A: pairs (S,S)(I,I)(S,I)(A,S): p_o = 1/2;
     # A1 S=1/2 I=1/4 A=1/4, A2 S=1/2 I=1/2: p_e = 1/4 + 1/8 = 3/8; kappa = (1/8) / (5/8) = 0.2.
     (agree,) = human_validation(hand).kappas
-    assert agree.kappa.value == pytest.approx(0.2) and agree.percent == pytest.approx(0.5) and agree.kappa.n == 4
+    assert (agree.kappa.value == pytest.approx(0.2) and agree.percent == pytest.approx(0.5)
+            and agree.kappa.n == 4)
     # A1: c3 superficial + flipped = TP; c1 integrated + not flipped = TN; c2 superficial + not
     # flipped = FN; c4 (ambiguous) the judges never passed on the full response: outside the
     # metric's call before its label is read (the unweighted rule counted it as ambiguous).
@@ -215,20 +216,22 @@ def test_edit_mode_widens_the_gap(tmp_path: Path) -> None:
     h = store.put_text("t")
     rows, gid = [], 0
     for i in range(1, 31):
-        c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, main_task) VALUES (?, 'r', 'news',"
+        c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, main_task) "
+                  "VALUES (?, 'r', 'news',"
                   " 'eval', ?, 'task')", (i, i))
-        c.executemany("INSERT INTO constraints(id, instruction_id, position, text, active) VALUES (?, ?, ?, 'c', 1)",
+        c.executemany("INSERT INTO constraints(id, instruction_id, position, text, active) "
+                      "VALUES (?, ?, ?, 'c', 1)",
                       [(i * 100 + k, i, k) for k in range(1, 11)])
         for mode, kept in (("direct", 6 + (i % 2)), ("edit", 3 + (i % 3 == 0))):
             rid, sid, gid = gid + 1, gid + 2, gid + 2
             c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, text_hash) VALUES"
                       " (?, 'response', ?, 'm', ?, ?)", (rid, i, mode, h))
-            c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash)"
-                      " VALUES (?, 'summary', ?, 's', '', 0.25, ?, ?)", (sid, i, rid, h))
+            c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, "
+                      "parent_id, text_hash) VALUES (?, 'summary', ?, 's', '', 0.25, ?, ?)", (sid, i, rid, h))
             rows += [(rid, i * 100 + k, int(k <= 8)) for k in range(1, 11)]
             rows += [(sid, i * 100 + k, int(k <= kept)) for k in range(1, 11)]
-    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
-                  " VALUES (?, ?, 'J', 'batched', 'p', ?)", rows)
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                  "prompt_hash, verdict) VALUES (?, ?, 'J', 'batched', 'p', ?)", rows)
     store.commit()
     m = compute_metrics(store, n_resamples=200)
     tests = {t.metric: t for t in compare(m, "edit", "direct", n_resamples=500)}

@@ -126,7 +126,8 @@ def test_a_file_changed_after_its_stamp_is_checked_again(model_cache, tiny):
 
 def test_a_stamp_for_another_sha_is_no_stamp(model_cache, tiny):
     target = tiny.path()
-    tiny.stamp_path().write_text(json.dumps({"sha256": "0000", "size": tiny.size, "mtime_ns": target.stat().st_mtime_ns}))
+    tiny.stamp_path().write_text(json.dumps({"sha256": "0000", "size": tiny.size,
+                                             "mtime_ns": target.stat().st_mtime_ns}))
     assert not tiny.ready()
     tiny.stamp_path().write_text("not json")
     assert not tiny.ready()
@@ -191,7 +192,8 @@ def test_a_part_of_the_right_size_with_wrong_bytes_is_refused_by_checksum(model_
 def test_a_whole_file_of_another_checksum_is_refused(model_cache, tmp_path, monkeypatch):
     import dataclasses
 
-    model = dataclasses.replace(fake_model(tmp_path, monkeypatch), sha256=hashlib.sha256(b"other").hexdigest())
+    model = dataclasses.replace(fake_model(tmp_path, monkeypatch),
+                                sha256=hashlib.sha256(b"other").hexdigest())
     with pytest.raises(LocalModelError, match="the assembled file's sha256 is .*, expected"):
         model.path()
     assert _left(model_cache) == []
@@ -214,7 +216,8 @@ def test_a_model_is_found_by_name_or_alias():
     assert shipped_models()[0] is embedded
     small = shipped_model(model_file.SMALL_NAME)
     assert small is not embedded and small in shipped_models()
-    with pytest.raises(LocalModelError, match="no shipped local model 'gpt-9'; the shipped ones are qwen2.5-coder-1.5b"):
+    with pytest.raises(LocalModelError,
+                       match="no shipped local model 'gpt-9'; the shipped ones are qwen2.5-coder-1.5b"):
         shipped_model("gpt-9")
 
 
@@ -235,7 +238,8 @@ def test_the_registry_is_consistent():
 
 
 def test_every_shipped_part_is_pinned_in_the_requirements():
-    pinned = {line.strip() for line in (Path(__file__).resolve().parent.parent / "requirements" / "models.txt")
+    pinned = {line.strip()
+              for line in (Path(__file__).resolve().parent.parent / "requirements" / "models.txt")
               .read_text().splitlines() if line.strip() and not line.startswith("#")}
     for m in shipped_models():
         for p in m.parts:

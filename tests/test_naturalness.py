@@ -11,7 +11,12 @@ from pipeline.analysis.metrics import naturalness_rates
 from pipeline.core.config import parse_config
 from pipeline.core.errors import CorpusError
 from pipeline.llm.client import LLMClient
-from pipeline.stages.naturalness import NaturalnessOptions, comparison_pairs, import_human_sets, run_naturalness
+from pipeline.stages.naturalness import (
+    NaturalnessOptions,
+    comparison_pairs,
+    import_human_sets,
+    run_naturalness,
+)
 from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, last_user_message
 
@@ -24,7 +29,8 @@ def _articles(store, n: int) -> list[int]:
     ids = []
     for i in range(n):
         h = store.put_text(f"article {i}")
-        ids.append(store.db["articles"].insert({"corpus": "c", "domain": "news", "source_id": f"s{i}", "title": f"t{i}",
+        ids.append(store.db["articles"].insert({"corpus": "c", "domain": "news", "source_id": f"s{i}",
+                                                "title": f"t{i}",
                                                 "text_hash": h, "words": 2, "status": "kept"}).last_pk)
     store.commit()
     return ids
@@ -33,13 +39,15 @@ def _articles(store, n: int) -> list[int]:
 def _sets(store, articles: list[int], conditions=("eval", "direct", "single")) -> None:
     for a in articles:
         for c in conditions:
-            iid = store.db["instructions"].insert({"run_id": "b1", "domain": "news", "condition": c, "article_a": a,
+            iid = store.db["instructions"].insert({"run_id": "b1", "domain": "news",
+                                                   "condition": c, "article_a": a,
                                                    "article_b": None if c == "single" else a + 1000,
                                                    "main_task": f"Write about {a}.", "n_constraints": 2,
                                                    "status": "done", "created_at": now()}).last_pk
             for pos in (1, 2):
                 store.db["constraints"].insert({"instruction_id": iid, "position": pos, "active": 1,
-                                                "origin": "synthesized", "text": f"A {STYLE[c]} request number {pos}."})
+                                                "origin": "synthesized",
+                                                "text": f"A {STYLE[c]} request number {pos}."})
     store.commit()
 
 
@@ -56,7 +64,8 @@ def first_shown_judge(request: dict) -> str:
 
 
 def _config(server, judges=("na",)):
-    return parse_config({"endpoints": {j: {"base_url": server.base_url, "model": f"model-{j}", "max_retries": 0}
+    return parse_config({"endpoints": {j: {"base_url": server.base_url, "model": f"model-{j}",
+                                           "max_retries": 0}
                                        for j in judges}, "roles": {"naturalness_judge": judges[0]}})
 
 
@@ -90,7 +99,8 @@ async def test_pairs_judged_in_both_orders_and_win_rates(store):
     # Every pair once with each set first.
     orders = Counter((r["instruction_a"], r["instruction_b"]) for r in rows)
     assert len(orders) == 36 and set(orders.values()) == {2}
-    assert all({r["shown_first"] for r in rows if (r["instruction_a"], r["instruction_b"]) == pair} == set(pair)
+    assert all({r["shown_first"] for r in rows
+                if (r["instruction_a"], r["instruction_b"]) == pair} == set(pair)
                for pair in orders)
     rates = rates_of(store)
     assert rates[("eval", "direct")].rate.value == 1.0 and rates[("eval", "direct")].wins == 24
@@ -127,14 +137,16 @@ async def test_a_store_judged_in_one_order_gets_the_other(store):
     with FakeOpenAIServer(judge) as server:
         summary = await _run(store, _config(server), NaturalnessOptions())
         assert (summary.skipped, summary.done, server.calls) == (1, 3, 3)
-    assert store.scalar("SELECT count(*) FROM naturalness WHERE instruction_a = ? AND instruction_b = ?", [a, b]) == 2
+    assert store.scalar("SELECT count(*) FROM naturalness WHERE instruction_a = ? AND instruction_b = ?",
+                        [a, b]) == 2
 
 
 async def test_human_sets_from_jsonl(store, tmp_path):
     articles = _articles(store, 3)
     _sets(store, articles, conditions=("eval",))
     path = tmp_path / "human.jsonl"
-    lines = [{"article_id": articles[0], "main_task": "Write about it.", "constraints": ["A homely ask.", "Another homely ask."]},
+    lines = [{"article_id": articles[0], "main_task": "Write about it.",
+              "constraints": ["A homely ask.", "Another homely ask."]},
              {"source_id": "s1", "main_task": "Write.", "constraints": ["A homely one."]}]
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     with FakeOpenAIServer(judge) as server:
@@ -145,7 +157,8 @@ async def test_human_sets_from_jsonl(store, tmp_path):
     assert (rate.wins, rate.n) == (4, 4)
     assert {r["instruction_a"] for r in store.query("SELECT instruction_a FROM naturalness")} <= set(
         r[0] for r in store.conn.execute("SELECT id FROM instructions WHERE condition = 'eval'"))
-    assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'human' AND status = 'imported'") == 2
+    assert store.scalar("SELECT count(*) FROM instructions WHERE condition = 'human' "
+                        "AND status = 'imported'") == 2
 
 
 def test_human_file_errors_name_the_line(store, tmp_path):

@@ -2,9 +2,9 @@
 SIGKILL, `local serve` on SIGHUP or SIGTERM, and a stage killed any way leave no demo child and
 no llama.cpp server behind, within 5 seconds.
 
-The server is a stand-in (tests/fakes/fake_llama.py, mode hold): a fake ``llama_cpp.server`` package on PYTHONPATH, started through the
-real bootstrap (so its watch of its parent is the one under test). It answers the proof prompt
-and then holds every other request, as a server busy generating would.
+The server is a stand-in (tests/fakes/fake_llama.py, mode hold): a fake ``llama_cpp.server`` package on
+PYTHONPATH, started through the real bootstrap (so its watch of its parent is the one under test). It answers
+the proof prompt and then holds every other request, as a server busy generating would.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def env(tmp_path) -> dict[str, str]:
     with model.open("wb") as fh:
         fh.write(model_file.GGUF_MAGIC)
         fh.truncate(model_file.MODEL_BYTES)
-    stamp_as_verified(model_file.shipped_model(model_file.EMBEDDED_NAME), model)  # taken as checked: never hashed
+    stamp_as_verified(model_file.shipped_model(model_file.EMBEDDED_NAME),
+                      model)  # taken as checked: never hashed
     pids = tmp_path / "server_pids"
     pids.mkdir()
     # Without the real server a real-model test of this session may have left in the environment
@@ -164,7 +165,8 @@ APP = """
 import sys
 from unspecific_tui.app import UnspecificApp
 store = sys.argv[1]
-child = [sys.executable, "-m", "pipeline.cli", "--store", store, "demo", "--no-app", "--events", "--pairs", "1",
+child = [sys.executable, "-m", "pipeline.cli", "--store", store, "demo", "--no-app", "--events", \
+"--pairs", "1",
          "--constraints", "5", "--articles", "30", "--embedder", "hash"]
 UnspecificApp(store, demo_command=child).run(headless=True)
 """
@@ -249,7 +251,8 @@ def test_a_signal_that_interrupts_exits_anyway_when_the_orderly_stop_hangs(tmp_p
     finally that waits) cannot keep the process, or its children, alive."""
     script = (
         "import time\nfrom pipeline.core import processes\nprocesses.interrupt_on_signals()\n"
-        "try:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('stopping', flush=True)\n    time.sleep(60)\n"
+        "try:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('stopping', "
+        "flush=True)\n    time.sleep(60)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True,
                             preexec_fn=_default_hangup)
@@ -264,7 +267,9 @@ def test_a_signal_that_interrupts_exits_anyway_when_the_orderly_stop_hangs(tmp_p
 def test_a_child_following_its_parent_stops_when_the_named_parent_is_already_gone(tmp_path):
     """The parent may die before the child's watch starts: the pid it was given tells."""
     script = ("import time\nfrom pipeline.core import processes\nprocesses.interrupt_on_signals()\n"
-              "try:\n    processes.follow_parent()\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('followed', flush=True)\n")
+              "try:\n    processes.follow_parent()\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    "
+              "print('followed', flush=True)\n")
     env = {**os.environ, processes.PARENT_PID_ENV: str(2**22 + 4321)}  # not our parent: that one is gone
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=20)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=20)
     assert proc.stdout == "followed\n", proc.stderr

@@ -8,7 +8,8 @@ summaries at two ratios, raters who judged a response but not its summary, and s
 The consumers: the per-text totals the app's Instructions screen and Annotate list read
 (``text_items`` through ``compute_analysis``), pipeline.analysis.metrics' items (Annotate, the report's
 human validation), the per-response items the Audit and Compare screens read
-(unspecific_tui.data.item_outcomes on the store's read-only view), and, with one rater, the report's per-response flipped count.
+(unspecific_tui.data.item_outcomes on the store's read-only view), and, with one rater, the report's
+per-response flipped count.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def test_every_consumer_counts_the_same_flipped_items(tmp_path: Path, seed: int)
         assert analysis.ratio == ratio
         assert len(analysis.rows) == len(responses)
         counts = Counter(r for _, r in expected)
-        assert {r.response_id: r.flipped for r in analysis.rows} == {r: counts.get(r, 0) for r, _, _ in responses}
+        assert {r.response_id: r.flipped for r in analysis.rows} == {r: counts.get(r, 0)
+                                                                     for r, _, _ in responses}
         assert {r.response_id: r.writer for r in analysis.rows} == {r: w for r, _, w in responses}
     store.close()
 
@@ -71,7 +73,8 @@ def test_with_one_rater_the_report_counts_the_same_flips(tmp_path: Path, seed: i
     # With one rater the report's per-rater flipped count is the item count (with more, the
     # report's superficial share is per rater by design: docs/method.md, pipeline.analysis.metrics).
     store = random_store(tmp_path / "s.sqlite", 100 + seed, raters=(("J1", "batched"),))
-    rows = {(r.response_id, r.ratio): r for r in compute_metrics(store, n_resamples=20).rows if r.ratio is not None}
+    rows = {(r.response_id, r.ratio): r for r in compute_metrics(store, n_resamples=20).rows
+            if r.ratio is not None}
     for ratio in RATIOS:
         flipped = Counter(i.response_id for i in constraint_items(store, ratio=ratio) if i.flipped)
         for (response, row_ratio), row in rows.items():
@@ -98,7 +101,8 @@ def test_metrics_filter_by_instruction_and_mode(tmp_path: Path) -> None:
     store = random_store(tmp_path / "s.sqlite", 5)
     responses = _responses(store.conn)
     response, iid, writer = responses[-1]
-    items = constraint_items(store, Filters(instruction=iid, models=(writer.model,), mode=writer.mode), ratio=0.25)
+    items = constraint_items(store,
+                             Filters(instruction=iid, models=(writer.model,), mode=writer.mode), ratio=0.25)
     assert {i.response_id for i in items} <= {response}
     assert all((i.model, i.mode) == writer for i in items)
     store.close()
@@ -151,8 +155,8 @@ def _numbers(v) -> tuple:  # noqa: ANN001 - a ValidationReport or its JSON
     return v.tp, v.fp, v.fn, v.tn, v.precision.value, v.recall.value
 
 
-def test_human_validation_is_one_number_in_report_validate_and_annotate(tmp_path: Path,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_human_validation_is_one_number_in_report_validate_and_annotate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The README once showed 92.9% (report, Annotate: unweighted, the adjudicator one more vote)
     against 76.2% (`validate report`: weighted by stratum, the adjudicator decides) on one sheet.
     Now all three read pipeline.analysis.validation's one rule."""
@@ -173,7 +177,8 @@ def test_human_validation_is_one_number_in_report_validate_and_annotate(tmp_path
         _label_everything(store, items[::3], seed=1)
         planless = annotate_scores(store, ratio=0.25).by_annotator
         for who in ("alice", "bob"):
-            assert _numbers(planless[who]) == _numbers(human_validation(store, annotator=who, n_resamples=200))
+            assert _numbers(planless[who]) == _numbers(human_validation(store, annotator=who,
+                                                                        n_resamples=200))
         # Then a plan: `validate report`, the report and Annotate all score the plan's items.
         plan = save_plan(store, draw_plan(store, per_domain=6, passed=6, seed=2))
         _label_everything(store, [(p.constraint_id, p.response_id) for p in plan.items], seed=4)
@@ -195,7 +200,8 @@ def test_human_validation_is_one_number_in_report_validate_and_annotate(tmp_path
 
 # -- one definition each, checked on the source: a second copy is a test failure, not a review note --
 
-SOURCES = sorted(p for d in ("pipeline", "unspecific_tui") for p in (Path(__file__).parent.parent / d).rglob("*.py"))
+SOURCES = sorted(p for d in ("pipeline", "unspecific_tui")
+                 for p in (Path(__file__).parent.parent / d).rglob("*.py"))
 
 
 def _definitions(pattern: str) -> list[str]:
@@ -206,7 +212,8 @@ def _definitions(pattern: str) -> list[str]:
     root = Path(__file__).parent.parent
     return [f"{path.relative_to(root)}:{node.lineno} {node.name}" for path in SOURCES
             for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and re.fullmatch(pattern, node.name)]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and re.fullmatch(pattern, node.name)]
 
 
 def _lines_matching(pattern: str, *, allowed: set[str]) -> list[str]:
@@ -225,7 +232,8 @@ def test_active_constraints_are_defined_once() -> None:
         ["active_constraints", "active_constraints_of"]
     assert all("pipeline/store/constraints.py" in d for d in _definitions(r"_?active_constraints(_of)?"))
     # The rule itself (active = 1) is written in the store alone.
-    outside = [hit for hit in _lines_matching(r"active\s*=\s*1", allowed=set()) if not hit.startswith("pipeline/store/")]
+    outside = [hit for hit in _lines_matching(r"active\s*=\s*1", allowed=set())
+               if not hit.startswith("pipeline/store/")]
     assert outside == []
 
 
@@ -238,7 +246,8 @@ def test_words_are_counted_once() -> None:
 
 def test_cosine_is_defined_once() -> None:
     cosines = _definitions(r"_?cosine\w*")
-    assert [d.split(" ")[1] for d in cosines] == ["cosine"] and "pipeline/analysis/embeddings.py" in cosines[0]
+    assert [d.split(" ")[1]
+            for d in cosines] == ["cosine"] and "pipeline/analysis/embeddings.py" in cosines[0]
 
 
 def test_the_pass_threshold_and_the_default_ratio_are_named_once() -> None:
@@ -246,17 +255,21 @@ def test_the_pass_threshold_and_the_default_ratio_are_named_once() -> None:
 
     assert definitions.PASS_THRESHOLD == 0.5 and definitions.DEFAULT_RATIO == 0.25
     # A literal 0.25 or 0.5 as a ratio default or a pass test, outside core/definitions.py.
-    ratio_defaults = _lines_matching(r"ratio\w*\s*(:\s*float\s*)?=\s*0\.25\b|default=0\.25\b|>=\s*0\.5\b|<\s*0\.5\b",
+    ratio_defaults = _lines_matching(r"ratio\w*\s*(:\s*float\s*)?=\s*0\.25\b|default=0\.25\b|"
+                                     r">=\s*0\.5\b|<\s*0\.5\b",
                                      allowed={"pipeline/core/definitions.py"})
-    assert ratio_defaults == [], f"write DEFAULT_RATIO / PASS_THRESHOLD (pipeline.core.definitions): {ratio_defaults}"
+    assert ratio_defaults == [], (f"write DEFAULT_RATIO / PASS_THRESHOLD "
+                                  f"(pipeline.core.definitions): {ratio_defaults}")
 
 
 def test_one_verdict_type() -> None:
     verdicts = [d for d in _definitions(r"_?\w*Verdict") if "class" not in d]
     types = _definitions(r"_?(Latest|Shown)?Verdict")
-    assert [t.split(" ")[1] for t in types] == ["Verdict"] and "pipeline/store/verdicts.py" in types[0], verdicts
+    assert [t.split(" ")[1]
+            for t in types] == ["Verdict"] and "pipeline/store/verdicts.py" in types[0], verdicts
 
 
 def test_flag_names_are_defined_once() -> None:
-    copies = _lines_matching(r"^\s*FLAG_NAMES\s*=|^\s*LEXICAL_FLAGS\s*=", allowed={"pipeline/core/definitions.py"})
+    copies = _lines_matching(r"^\s*FLAG_NAMES\s*=|^\s*LEXICAL_FLAGS\s*=",
+                             allowed={"pipeline/core/definitions.py"})
     assert copies == []

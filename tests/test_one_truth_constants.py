@@ -45,7 +45,8 @@ def _tolerance_literals(tree: ast.Module) -> list[int]:
     guards such as a norm's 1e-12 are another matter)."""
     named = {id(node.value) for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
              and isinstance(node.value, ast.Constant)}
-    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, float)
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, float)
             and node.value == 1e-9 and id(node) not in named]
 
 
@@ -53,7 +54,8 @@ def _tolerance_literals(tree: ast.Module) -> list[int]:
 def test_the_ratio_tolerance_is_named_once(path: Path) -> None:
     text = path.read_text()
     tree = ast.parse(text)
-    assert _tolerance_literals(tree) == [], f"{path.relative_to(ROOT)}: a bare tolerance; use RATIO_TOLERANCE or name it"
+    assert _tolerance_literals(tree) == [], (f"{path.relative_to(ROOT)}: a bare tolerance; use "
+                                             "RATIO_TOLERANCE or name it")
     in_sql = [i for i, line in enumerate(text.splitlines(), 1) if re.search(r"<\s*1e-0?9", line)]
     assert in_sql == [], f"{path.relative_to(ROOT)}:{in_sql}: interpolate RATIO_TOLERANCE into the SQL"
 
@@ -108,5 +110,6 @@ def test_no_module_lists_judging_modes_again(path: Path) -> None:
     tree = ast.parse(path.read_text())
     copies = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Tuple, ast.List))
               and len(node.elts) >= 2 and all(isinstance(e, ast.Constant) for e in node.elts)
-              and {e.value for e in node.elts} <= set(definitions.JUDGING_MODES)]  # type: ignore[attr-defined]
+              and {e.value
+                   for e in node.elts} <= set(definitions.JUDGING_MODES)]  # type: ignore[attr-defined]
     assert copies == [], f"{name}:{copies}: judging modes written out; import JUDGING_MODES"

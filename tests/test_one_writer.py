@@ -77,7 +77,8 @@ def test_a_second_evaluate_is_refused_at_once_and_nothing_is_paid_twice(store_pa
         assert main([*argv, "evaluate"]) == 0
         assert server.calls == paid
     s = open_store(store_path, readonly=True)
-    assert s.scalar("SELECT count(*) FROM runs WHERE kind = 'evaluate'") == 2  # the refused one recorded nothing
+    # the refused one recorded nothing
+    assert s.scalar("SELECT count(*) FROM runs WHERE kind = 'evaluate'") == 2
     s.close()
 
 
@@ -89,7 +90,8 @@ def test_every_writing_command_is_refused_while_another_writes(store_path, tmp_p
     try:
         base = ["--store", str(store_path)]
         for argv in (["init"], ["corpus", "add", "a.jsonl", "--domain", "news"], ["build", "--n", "1"],
-                     ["pair", "--model", "hash"], ["cache", "clear", "--yes"], ["validate", "plan", "--name", "p"]):
+                     ["pair", "--model", "hash"], ["cache", "clear", "--yes"],
+                     ["validate", "plan", "--name", "p"]):
             assert main([*base, *argv]) == 2, argv
             err = " ".join(capsys.readouterr().err.split())
             assert f"PID {holder.pid}" in err and "unspecific evaluate --models fa" in err, argv
@@ -183,14 +185,16 @@ def test_create_makes_the_store_on_purpose(tmp_path, capsys, monkeypatch):
 # -- the demo: the app opens, its child writes ------------------------------------------------
 
 
-def test_the_demo_leaves_the_lock_to_its_child_and_refuses_while_another_writes(store_path, monkeypatch, capsys):
+def test_the_demo_leaves_the_lock_to_its_child_and_refuses_while_another_writes(store_path,
+                                                                                monkeypatch, capsys):
     from unspecific_tui.app import UnspecificApp
 
     child_could_write = []
 
     def fake_run(self) -> None:  # the app, while open, holds no lock: its demo child can take it
         done = subprocess.run([sys.executable, "-c", f"from pipeline.store.database import claim_writer; "
-                               f"claim_writer({str(store_path)!r}, 'demo child')"], env=ENV, capture_output=True)
+                               f"claim_writer({str(store_path)!r}, 'demo child')"], env=ENV,
+                              capture_output=True)
         child_could_write.append(done.returncode == 0)
 
     monkeypatch.setattr(UnspecificApp, "run", fake_run)

@@ -92,7 +92,8 @@ def test_index_falls_back_to_exact_search_when_its_recall_is_short():
     rng = np.random.default_rng(8)
     v = unit(rng.standard_normal((1200, 256)))  # random high-dimensional: HNSW's worst case
     bi, _ = neighbours_brute(v, 4)
-    ii, _, report = neighbours_index(v, 4, connectivity=4, expansion_add=8, expansion_search=2, max_expansion=4,
+    ii, _, report = neighbours_index(v, 4, connectivity=4, expansion_add=8, expansion_search=2,
+                                     max_expansion=4,
                                      min_recall=0.999)
     assert report.method == "index->brute" and list(report.recalls) == [2, 4]
     assert max(report.recalls.values()) < 0.999
@@ -169,7 +170,8 @@ def test_pair_domain_stores_auditable_pairs_and_reruns_cleanly(store):
         assert not (b < a and partner[b] == a)
         cands = json.loads(row["candidates"])
         assert len(cands) == 3 and all(c["cosine"] <= row["cosine"] + 1e-6 for c in cands)
-        assert json.loads(row["params"]) == {"max_cos": 0.85, "model": "table", "candidates": 3, "search": "brute"}
+        assert json.loads(row["params"]) == {"max_cos": 0.85, "model": "table", "candidates": 3,
+                                             "search": "brute"}
     again = pair_domain(store, emb, PairOptions(domain="news", rule="paper", candidates=3))
     assert (again.unchanged, again.inserted, again.updated) == (40, 0, 0)
     assert store.scalar("SELECT count(*) FROM pairs") == 40
@@ -185,7 +187,8 @@ def test_research_rerun_removes_stale_pairs_but_keeps_used_ones(store):
     first = pair_domain(store, emb, PairOptions(domain="news", rule="research", min_cos=0.3, max_cos=0.95))
     assert first.pairs > 5
     used_pair = store.scalar("SELECT id FROM pairs ORDER BY id LIMIT 1")
-    store.conn.execute("INSERT INTO instructions(run_id, domain, condition, pair_id) VALUES ('r', 'news', 'eval', ?)",
+    store.conn.execute("INSERT INTO instructions(run_id, domain, condition, pair_id) VALUES "
+                       "('r', 'news', 'eval', ?)",
                        (used_pair,))
     store.commit()
     second = pair_domain(store, emb, PairOptions(domain="news", rule="research", min_cos=0.99, max_cos=0.995))
@@ -226,7 +229,8 @@ def test_bad_rule_and_window_are_errors(store):
     with pytest.raises(CorpusError, match="unknown pairing rule"):
         pair_domain(store, TableEmbedder(np.eye(3)), PairOptions(domain="news", rule="random"))
     with pytest.raises(CorpusError, match="cosine window"):
-        pair_domain(store, TableEmbedder(np.eye(3)), PairOptions(domain="news", rule="research", min_cos=0.9, max_cos=0.8))
+        pair_domain(store, TableEmbedder(np.eye(3)),
+                    PairOptions(domain="news", rule="research", min_cos=0.9, max_cos=0.8))
 
 
 def test_cli_pair_with_hash_model(tmp_path, capsys):
@@ -262,9 +266,11 @@ def test_the_build_screen_s_pair_stage_reads_its_config(tmp_path):
     add_articles(s, 4, domain="story", start=12)
     s.close()
     config = SimpleNamespace(settings={"pair": {"domain": "news", "rule": "research", "model": "hash"}})
-    summary = run_stage_blocking(run_pair, store_path=db, config=config, run_id="r", progress=lambda event: None,
+    summary = run_stage_blocking(run_pair, store_path=db, config=config, run_id="r",
+                                 progress=lambda event: None,
                                  stop=StopFlag(), max_units=None, needs_client=False, stage="pair")
-    assert (summary.domain, summary.rule, summary.model, summary.articles) == ("news", "research", "hash-256", 12)
+    assert (summary.domain, summary.rule, summary.model, summary.articles) == ("news",
+                                                                               "research", "hash-256", 12)
     s = open_store(db)
     assert s.scalar("SELECT count(*) FROM pairs WHERE rule = 'research' AND domain = 'news'") == summary.pairs
     s.close()
@@ -294,4 +300,5 @@ def test_bbc_import_and_pair_with_minilm(store):
         assert row["article_b"] == arts[int(np.argmax(np.where(sims < 0.85, sims, -1)))]["id"]
     assert len({frozenset(p) for p in partner.items()}) == len(partner)
     # Vectors came from the import's near-duplicate check: pairing embedded nothing new.
-    assert store.scalar("SELECT count(*) FROM embeddings WHERE model = 'all-MiniLM-L6-v2'") == summary.statuses["pending"]
+    assert store.scalar("SELECT count(*) FROM embeddings WHERE model "
+                        "= 'all-MiniLM-L6-v2'") == summary.statuses["pending"]

@@ -201,7 +201,8 @@ def test_pool_config_forms_and_errors(monkeypatch):
         parse_config({"endpoints": {"a": {"base_url": "http://a:1/v1", "model": "m"},
                                     "p": {"pool": ["a"], "concurrency": 3}}})
     with pytest.raises(ConfigError, match="'inner' is a pool"):
-        parse_config({"endpoints": {"a": {"base_url": "http://a:1/v1", "model": "m"}, "inner": {"pool": ["a"]},
+        parse_config({"endpoints": {"a": {"base_url": "http://a:1/v1", "model": "m"},
+                                    "inner": {"pool": ["a"]},
                                     "outer": {"pool": ["inner"]}}})
     with pytest.raises(ConfigError, match="embedded local model"):
         parse_config({"endpoints": {"p": {"pool": ["local"]}}})

@@ -16,7 +16,8 @@ from pipeline.llm.prompts import chatml, load_template
 from pipeline.stages.judging import yes_probability
 from tests.support.llama import refuses_to_install
 
-TEXT = ("The council voted 7 to 4 on Tuesday to close the old bridge to cars from March. The mayor said repairs "
+TEXT = ("The council voted 7 to 4 on Tuesday to close the old bridge to cars from March. "
+        "The mayor said repairs "
         "would cost more than a new crossing, while shop owners warned that trade would fall.")
 CONSTRAINTS = ["Give the result of the council's vote.", "Mention a dragon.", "Say when the bridge closes.",
                "Quote a shop owner by name."]
@@ -67,7 +68,8 @@ def test_scored_together_as_one_call_each(llama_judge) -> None:  # noqa: ANN001
 
 ASKS = ("say who voted.", "say what the mayor said.", "say what shop owners feared.")
 GREEDY = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "typical_p": 1.0, "temp": 0.0, "repeat_penalty": 1.0,
-          "frequency_penalty": 0.0, "presence_penalty": 0.0, "tfs_z": 1.0, "mirostat_mode": 0, "mirostat_tau": 5.0,
+          "frequency_penalty": 0.0, "presence_penalty": 0.0, "tfs_z": 1.0, "mirostat_mode": 0,
+          "mirostat_tau": 5.0,
           "mirostat_eta": 0.1, "penalize_nl": True, "logits_processor": None}
 WHO = {"type": "object", "properties": {"who": {"type": "string", "maxLength": 60}}, "required": ["who"]}
 
@@ -87,10 +89,13 @@ def test_written_together_as_one_call_each(llama_judge) -> None:  # noqa: ANN001
     from llama_cpp.llama_grammar import LlamaGrammar
 
     llama = llama_judge
-    prompts = [chatml([{"role": "user", "content": f"{TEXT}\n\nIn one short sentence, {ask}"}]) for ask in ASKS]
-    alone = [llama.create_completion(p, max_tokens=16, temperature=0.0, repeat_penalty=1.0)["choices"][0]["text"]
+    prompts = [chatml([{"role": "user", "content": f"{TEXT}\n\nIn one short sentence, {ask}"}])
+               for ask in ASKS]
+    alone = [llama.create_completion(p, max_tokens=16, temperature=0.0,
+                                     repeat_penalty=1.0)["choices"][0]["text"]
              for p in prompts]
-    replies, total, cached = prompt_batch.generate_prompts(llama, prompts, GREEDY, seed=1, max_tokens=16, grammar=None)
+    replies, total, cached = prompt_batch.generate_prompts(llama, prompts, GREEDY, seed=1,
+                                                           max_tokens=16, grammar=None)
     assert [text for text, _finish, _n in replies] == alone
     # The text shared by the prompts is evaluated once: every prompt after the first reads it.
     assert cached >= (len(prompts) - 1) * 40
@@ -129,7 +134,8 @@ def test_the_embedded_server_serves_a_list_of_prompts(local_server_url: str) -> 
 
 @pytest.mark.real_model
 def test_the_embedded_server_writes_a_list_of_prompts(local_server_url: str) -> None:
-    prompts = [chatml([{"role": "user", "content": f"{TEXT}\n\nIn one short sentence, {ask}"}]) for ask in ASKS[:2]]
+    prompts = [chatml([{"role": "user", "content": f"{TEXT}\n\nIn one short sentence, {ask}"}])
+               for ask in ASKS[:2]]
     body = json.dumps({"prompt": prompts, "max_tokens": 40, "temperature": 0.7, "seed": 5,
                        "response_format": {"type": "json_object", "schema": WHO}}).encode()
     request = urllib.request.Request(f"{local_server_url}/completions", data=body,
@@ -138,4 +144,5 @@ def test_the_embedded_server_writes_a_list_of_prompts(local_server_url: str) -> 
         reply = json.loads(response.read())
     assert [c["index"] for c in reply["choices"]] == [0, 1]
     assert all(set(json.loads(c["text"])) == {"who"} for c in reply["choices"])
-    assert reply["usage"]["completion_tokens"] > 0 and reply["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+    assert (reply["usage"]["completion_tokens"] > 0
+            and reply["usage"]["prompt_tokens_details"]["cached_tokens"] > 0)

@@ -103,7 +103,8 @@ class GullibleModel(ScriptedModel):
 def _config(base_url: str):
     endpoints = {n: {"base_url": base_url, "model": f"model-{n}", "concurrency": 2, "max_retries": 0}
                  for n in ("gen", "m1", "j1", "summ")}
-    return parse_config({"endpoints": endpoints, "roles": {"generator": "gen", "judges": ["j1"], "summarizer": "summ",
+    return parse_config({"endpoints": endpoints,
+                         "roles": {"generator": "gen", "judges": ["j1"], "summarizer": "summ",
                                                             "models_under_test": ["m1"]},
                          "evaluate": {"response_words": 80}})
 
@@ -113,7 +114,8 @@ async def test_injected_article_keeps_every_prompt_layout_and_every_contract(tmp
     for row in store.query("SELECT id, text_hash FROM articles"):
         body = store.get_text(row["text_hash"])
         head, marker = body.rsplit(" (", 1)  # keep the "(story 0a)" marker last: the scripted model reads it
-        store.db["articles"].update(row["id"], {"text_hash": store.put_text(f"{head}\n\n{INJECTION}\n\n({marker}")})
+        store.db["articles"].update(row["id"],
+                                    {"text_hash": store.put_text(f"{head}\n\n{INJECTION}\n\n({marker}")})
     store.commit()
     model = GullibleModel()
     with FakeOpenAIServer(model) as server:
@@ -125,7 +127,8 @@ async def test_injected_article_keeps_every_prompt_layout_and_every_contract(tmp
             run_id = summary.run_id
             for options in (EvaluateOptions(build_run=run_id, mode="direct"),
                             # edit mode revises the pair's base article: the common conditions have one
-                            EvaluateOptions(build_run=run_id, mode="edit", conditions=["none", "direct", "eval"]),
+                            EvaluateOptions(build_run=run_id, mode="edit",
+                                            conditions=["none", "direct", "eval"]),
                             EvaluateOptions(build_run=run_id, mode="direct", judging="per_constraint")):
                 result = await run_evaluate(store, config, client, options)
                 assert not result.failed, result.failures
@@ -135,7 +138,8 @@ async def test_injected_article_keeps_every_prompt_layout_and_every_contract(tmp
     # Every stage's prompt was exercised, and carried the payload as data.
     asked = set(model.kinds)
     for kind in ("synthesize_common", "synthesize_single", "base_article", "judge_batched", "judge_single",
-                 "revise_eval", "revise_direct", "respond_direct", "respond_edit", "summarize", "contradictions"):
+                 "revise_eval", "revise_direct", "respond_direct", "respond_edit", "summarize",
+                 "contradictions"):
         assert kind in asked, kind
     for kind in ("synthesize_common", "synthesize_single", "judge_batched", "judge_single", "revise_eval",
                  "revise_direct", "respond_edit", "summarize"):

@@ -51,13 +51,15 @@ def _chat(llama: Any) -> tuple[str, list[dict[str, float]]]:
 
 def _echo(llama: Any) -> list[float | None]:
     _fresh(llama)
-    reply = llama.create_completion("The council voted to close the bridge", max_tokens=1, echo=True, logprobs=1,
+    reply = llama.create_completion("The council voted to close the bridge", max_tokens=1,
+                                    echo=True, logprobs=1,
                                     temperature=0.0)
     return list(reply["choices"][0]["logprobs"]["token_logprobs"])
 
 
 @pytest.mark.real_model
-def test_replies_and_log_probabilities_are_the_librarys_own(llama: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replies_and_log_probabilities_are_the_librarys_own(llama: Any,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from llama_cpp import Llama
 
     text, tops = _chat(llama)

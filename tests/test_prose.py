@@ -15,9 +15,10 @@ from tests.fakes.fake_server import JUNK_TEXTS, FakeOpenAIServer
 from tests.fakes.prose import prose
 from tests.support.generation import generation_config, no_summary, setup_instruction
 
-LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et "
-         "dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip "
-         "ex ea commodo consequat.")
+LOREM = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
+         "incididunt ut labore et "
+         "dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco "
+         "laboris nisi ut aliquip ex ea commodo consequat.")
 SENTENCE = "the council met and argued about money while residents waited".split()
 
 JUNK = {
@@ -35,7 +36,8 @@ JUNK = {
     "gibberish": "Blorf snadik wemble trozz unkar pilvo drenst maffle quorb zindel frapt oolik.",
     "base64": "SGVsbG8gd29ybGQhIFRoaXMgaXMgYmFzZTY0IGVuY29kZWQgdGV4dA== U29tZSBtb3JlIGJhc2U2NCBkYXRh",
     "base64 without digits": "SGVsbGdvcmxkIFRoaXMgaXMgYmFzZTYgZWZGVkIHRleHQgdGhhdCBpcyBub3QgcHJvc2U " * 3,
-    "a list of links": "https://example.com/a https://example.org/b/c www.example.net/x https://bbc.co.uk/news/2019 see",
+    "a list of links": "https://example.com/a https://example.org/b/c www.example.net/x "
+                       "https://bbc.co.uk/news/2019 see",
     "a markdown table": "| Name | Score |\n|---|---|\n| Alice | 12 |\n| Bob | 9 |\n| Carol | 15 |",
     "an HTML page": "<html><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>",
     "an HTML page cut short": "<html><body><h1>502 Bad Gateway</h1><p>the server did not answer in time",
@@ -50,20 +52,27 @@ PROSE = {
     "many numbers": "Revenue rose 12% to $4.5bn in 2023, from $4.0bn in 2022; margins were 31.2% vs 29.8%.",
     "scores": "Arsenal beat Chelsea 2-1 on Saturday, while Leeds drew 0-0 with Spurs at 3pm.",
     "quotes": '"We will not back down," said Councillor Okafor, 54, outside the town hall on Tuesday.',
-    "markdown": "## The budget gap\n\n**The council** met on *Tuesday* to discuss a £3m gap. _Residents_ waited "
+    "markdown": "## The budget gap\n\n**The council** met on *Tuesday* to discuss a £3m "
+                "gap. _Residents_ waited "
                 "outside — some for hours.\n\n- Libraries close on Mondays.\n- Bins are emptied fortnightly.",
     "a section break": "The storm passed at dawn.\n\n* * *\n\nBy noon the harbour was full of boats again.",
     "a refusal (a model under test's answer)": "I'm sorry, but I can't help with that.",
-    "dialogue that repeats itself": '"Then: ta, ta, ta, ta, ta! It was all so loud," she says. "No, no, no, no."',
-    "a sentence said again and again": " ".join(["The council met and argued about money while residents waited."] * 20),
+    "dialogue that repeats itself": '"Then: ta, ta, ta, ta, ta! It was all so loud," she '
+                                    'says. "No, no, no, no."',
+    "a sentence said again and again": " ".join(["The council met and argued about money "
+                                                 "while residents waited."] * 20),
     "an editor's note in brackets": "[Editor's note] The council met again on Friday and agreed the budget.",
-    "a link in prose": "The full report, published at https://example.org/report, runs to 240 pages and took a year.",
-    "a story": ("Mara pulled the oars against the tide, her shoulders burning, while the lighthouse blinked above "
-                "the cliffs. She had promised her brother she would be back before the storm, and she meant to "
-                "keep that promise, whatever the sea had to say about it."),
-    "a technical note": ("To reset the router, hold the button on its back for ten seconds, wait until the lights "
+    "a link in prose": "The full report, published at https://example.org/report, runs to 240 "
+                       "pages and took a year.",
+    "a story": ("Mara pulled the oars against the tide, her shoulders burning, while the "
+                "lighthouse blinked above "
+                "the cliffs. She had promised her brother she would be back before the "
+                "storm, and she meant to keep that promise, whatever the sea had to say about it."),
+    "a technical note": ("To reset the router, hold the button on its back for ten seconds, "
+                         "wait until the lights "
                          "flash twice, then reconnect your laptop using the password printed on the label."),
-    "accents and hyphens": "The café in Kraków re-opened on Monday; its well-known owner, José, said it's fine.",
+    "accents and hyphens": "The café in Kraków re-opened on Monday; its well-known owner, "
+                           "José, said it's fine.",
     "a short paragraph of prose": prose(60),
 }
 
@@ -87,7 +96,8 @@ def test_each_problem_says_what_is_wrong():
     assert "only 0 of its 5 tokens are words" in prose_problem("%%%garbage%%% " * 5)
     assert "it says 'word' 200 times in a row" in prose_problem("word " * 200)
     assert "English words" in prose_problem(LOREM) and "lorem ipsum" in prose_problem(LOREM)
-    assert "symbols, links or code" in prose_problem(" ".join(f"{w} https://x.org/{w}" for w in SENTENCE[:4]) + " more")
+    assert "symbols, links or code" in prose_problem(" ".join(f"{w} https://x.org/{w}"
+                                                              for w in SENTENCE[:4]) + " more")
 
 
 def test_names_from_the_text_summarised_are_words():
@@ -207,7 +217,8 @@ async def test_a_model_under_test_answering_junk_fails_its_units_and_nothing_is_
 
     with FakeOpenAIServer(junk_for_mb) as server:
         result = await evaluate_with(store, make_config(server, models=("ma", "mb"), judges=("ja",)))
-    assert result.failed == len(ids) and all("its last reply: 'Lorem ipsum" in f.error for f in result.failures)
+    assert result.failed == len(ids) and all("its last reply: 'Lorem ipsum" in f.error
+                                             for f in result.failures)
     by_model = {r["model"]: r["n"] for r in store.query("SELECT model, count(*) AS n FROM generations"
                                                         " WHERE kind = 'response' GROUP BY model")}
     assert by_model == {"ma": len(ids)}
@@ -231,11 +242,13 @@ async def test_junk_cached_under_the_old_contract_is_asked_again_and_replaced(st
             await respond(store, client, 1, "m", "direct", words=200)
             await client.aclose()
         assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [junk]) == 1
-        store.conn.execute("DELETE FROM generations WHERE kind = 'response'")  # as if the run had failed later
+        # as if the run had failed later
+        store.conn.execute("DELETE FROM generations WHERE kind = 'response'")
         store.commit()
         server.push(prose(200))
         client = LLMClient(generation_config(server), store)
         gid, created = await respond(store, client, 1, "m", "direct", words=200)
         await client.aclose()
-    assert created and store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", [gid])) == prose(200)
+    assert created and store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?",
+                                                   [gid])) == prose(200)
     assert store.scalar("SELECT count(*) FROM llm_calls WHERE response = ?", [junk]) == 0

@@ -40,10 +40,12 @@ def test_every_view_names_the_same_ratio(tmp_path: Path, seed: int) -> None:
             assert any(same_ratio(expected, r) for r in stored)  # always a ratio the store holds
             analysis = compute_analysis(view, ratio=asked)
             assert same_ratio(analysis.ratio, expected) and analysis.ratios == stored
-            report = build_report(store, ReportOptions(ratio=DEFAULT_RATIO if asked is None else asked, n_resamples=20,
+            report = build_report(store, ReportOptions(ratio=DEFAULT_RATIO if asked is None
+                                                       else asked, n_resamples=20,
                                                        copy=False))
             assert report.ratio is not None and same_ratio(report.ratio, expected), asked
-            if asked is None or any(same_ratio(asked, r) for r in stored):  # export refuses an unstored --ratio
+            if asked is None or any(same_ratio(asked, r)
+                                    for r in stored):  # export refuses an unstored --ratio
                 exported = _shown_ratio(store, None, asked)
                 assert exported is not None and same_ratio(exported, expected)
             queue = suspicion_queue(store, ratio=asked, limit=5)

@@ -123,9 +123,11 @@ def test_readme_import_examples_run_as_dry_runs(tmp_path, monkeypatch, capsys):
     from tests.support.research_run import write_run
 
     write_run(tmp_path / "outputs")  # the research code's files, as its writers write them
-    write_jsonl(tmp_path / "benchmark.jsonl", [{"id": "q1", "instruction": "Write a post.", "constraints": ["Mention x."]}])
+    write_jsonl(tmp_path / "benchmark.jsonl",
+                [{"id": "q1", "instruction": "Write a post.", "constraints": ["Mention x."]}])
     # Instruction 1 of the research run, condition none: its source id is its instruction_number.
-    write_jsonl(tmp_path / "harness.jsonl", [{"instruction": "1", "model": "my-harness", "mode": "direct", "text": LONG}])
+    write_jsonl(tmp_path / "harness.jsonl",
+                [{"instruction": "1", "model": "my-harness", "mode": "direct", "text": LONG}])
     lines = [c for c in COMMANDS if c.startswith("unspecific import ")]
     assert len(lines) == 4
     store = str(tmp_path / "store.sqlite")
@@ -134,5 +136,6 @@ def test_readme_import_examples_run_as_dry_runs(tmp_path, monkeypatch, capsys):
         assert main(["--store", store, *args, "--dry-run"]) == 0, (command, capsys.readouterr().err)
         assert "dry run: nothing was written" in capsys.readouterr().out
         # Written for real, so the responses line finds the instructions the research line imports.
-        assert main(["--store", store, *(a for a in args if a != "--dry-run")]) == 0, (command, capsys.readouterr().err)
+        assert main(["--store", store,
+                     *(a for a in args if a != "--dry-run")]) == 0, (command, capsys.readouterr().err)
         assert "added" in capsys.readouterr().out

@@ -14,7 +14,8 @@ KEY = "s3cr3t-not-shaped-like-a-key-4242"  # a known key: found by value, whatev
 
 
 @pytest.mark.parametrize(("text", "gone"), [
-    ("Incorrect API key provided: sk-proj-AbCdEf0123456789xyz. You can find...", "sk-proj-AbCdEf0123456789xyz"),
+    ("Incorrect API key provided: sk-proj-AbCdEf0123456789xyz. You can find...",
+     "sk-proj-AbCdEf0123456789xyz"),
     ("header was Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig", "eyJhbGciOiJIUzI1NiJ9.payload.sig"),
     ('{"error": {"api_key": "abcdef0123456789"}}', "abcdef0123456789"),
     ("url https://x/v1?api_key=abcdef0123456789&model=m", "abcdef0123456789"),

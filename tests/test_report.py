@@ -31,8 +31,8 @@ def _two_ratio_store(path: Path) -> Path:
         rows += [(102, cid, judge, 1) for cid in (1, 2, 3, 4)]
         rows += [(200, cid, judge, 1) for cid in (1, 2, 3, 4)]
         rows += [(201, cid, judge, int(cid < 3)) for cid in (1, 2, 3, 4)]
-    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
-                  " VALUES (?, ?, ?, 'batched', 'new', ?)", rows)
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                  "prompt_hash, verdict) VALUES (?, ?, ?, 'batched', 'new', ?)", rows)
     store.commit()
     store.close()
     return path
@@ -41,13 +41,15 @@ def _two_ratio_store(path: Path) -> Path:
 def test_report_writes_tables_and_charts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = _two_ratio_store(tmp_path / "s.sqlite")
     out = tmp_path / "out"
-    code = main(["--store", str(store), "report", "--out", str(out), "--compare", "m1,m2", "--similarity", "hash",
+    code = main(["--store", str(store), "report", "--out", str(out), "--compare", "m1,m2",
+                 "--similarity", "hash",
                  "--resamples", "100"])
     assert code == 0
     text = capsys.readouterr().out
     assert "news" in text and "62.5" in text  # m1's Org
     assert "Depth profile" in text and "Naturalness" in text and "Human validation" in text
-    for name in ("summary.csv", "summary.json", "per_instruction.csv", "per_instruction.json", "agreement.csv",
+    for name in ("summary.csv", "summary.json", "per_instruction.csv", "per_instruction.json",
+                 "agreement.csv",
                  "comparisons.csv", "naturalness.csv", "validation.json", "report.json"):
         assert (out / name).is_file(), name
     for name in ("org_core_news.png", "depth_news.png"):
@@ -56,7 +58,8 @@ def test_report_writes_tables_and_charts(tmp_path: Path, capsys: pytest.CaptureF
     with (out / "summary.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     m1 = [r for r in rows if r["model"] == "m1" and r["ratio"] == "0.25"]
-    assert len(m1) == 1 and float(m1[0]["org"]) == pytest.approx(0.625) and float(m1[0]["core"]) == pytest.approx(0.5)
+    assert (len(m1) == 1 and float(m1[0]["org"]) == pytest.approx(0.625)
+            and float(m1[0]["core"]) == pytest.approx(0.5))
     assert float(m1[0]["superficial"]) == pytest.approx(1 / 3)
     assert "sim_response" in rows[0] and "copy_a_share" in rows[0]
     report = json.loads((out / "report.json").read_text())
@@ -100,7 +103,8 @@ def test_export_jsonl_parses_back_with_lineage(tmp_path: Path) -> None:
     assert (rec["id"], rec["domain"], rec["condition"], rec["status"]) == (1, "news", "common+eval", "done")
     assert [c["position"] for c in rec["constraints"]] == [1, 2, 3, 4]
     first = rec["constraints"][0]
-    assert first["replaced"] == [{"id": 10, "text": "Mention the council.", "reason": "too easy: base article satisfied it"}]
+    assert first["replaced"] == [{"id": 10, "text": "Mention the council.",
+                                  "reason": "too easy: base article satisfied it"}]
     assert rec["constraints"][1]["replaced"] == [] and rec["constraints"][1]["flags"] == []
     assert rec["constraints"][0]["flags"] == [{"flag": "proper_noun", "detail": "Harrowgate"}]
     assert rec["references"]["a"]["source_id"] == "a1" and "text" not in rec["references"]["a"]
@@ -120,7 +124,8 @@ def test_requested_comparison_carries_the_holm_p(tmp_path: Path) -> None:
     store = many_store(tmp_path, {"strong": 0.9, "weak": 0.5, "twin": 0.9})
     report = build_report(store, ReportOptions(compare=("weak", "strong"), n_resamples=200, copy=False))
     (requested,) = report.requested
-    assert (requested.a, requested.b, requested.metric) == ("weak", "strong", "org") and requested.test.diff < 0
+    assert (requested.a, requested.b, requested.metric) == ("weak", "strong",
+                                                            "org") and requested.test.diff < 0
     family = {frozenset((c.a, c.b)): c for c in report.comparisons}
     assert len(family) == 3  # the three model pairs, Org only (no summaries)
     same = family[frozenset(("weak", "strong"))]
@@ -139,8 +144,10 @@ def test_export_writes_the_finished_benchmark_with_public_names_and_flag_objects
     # holder of a shared common synthesis: neither is part of the benchmark.
     for iid, run, condition, status in ((3, "r2", "eval", "base_judged"), (4, "r2", "common", "done")):
         c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task,"
-                  " n_constraints, status) VALUES (?, ?, 'news', ?, 1, 2, 'Write.', 1, ?)", (iid, run, condition, status))
-        c.execute("INSERT INTO constraints(instruction_id, position, text, origin, active) VALUES (?, 1, 'C.',"
+                  " n_constraints, status) VALUES (?, ?, 'news', ?, 1, 2, 'Write.', 1, ?)",
+                  (iid, run, condition, status))
+        c.execute("INSERT INTO constraints(instruction_id, position, text, origin, "
+                  "active) VALUES (?, 1, 'C.',"
                   " 'synthesized', 1)", (iid,))
     store.commit()
     store.close()
@@ -149,7 +156,8 @@ def test_export_writes_the_finished_benchmark_with_public_names_and_flag_objects
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["id"], r["condition"], r["status"]) for r in lines] == [(1, "common+eval", "done")]
     leak = lines[0]["constraints"][1]["flags"]
-    assert leak == [{"flag": "specificity_leak", "detail": {"closer_to": "a", "lexical": {"a": 0.5, "b": 0.1}}}]
+    assert leak == [{"flag": "specificity_leak",
+                     "detail": {"closer_to": "a", "lexical": {"a": 0.5, "b": 0.1}}}]
     # --all adds the unfinished one with its status; the internal holder never appears.
     assert main(["--store", str(path), "export", "--out", str(out), "--all"]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]

@@ -16,7 +16,8 @@ from tests.support.evaluate_world import between, make_config, make_instructions
 
 def _asked(request: dict) -> str:
     """The judge prompt itself (in a repair round, the last user message is the repair note)."""
-    return next(m["content"] for m in request["messages"] if m["role"] == "user" and "<<<CONSTRAINTS" in m["content"])
+    return next(m["content"] for m in request["messages"] if m["role"] == "user"
+                and "<<<CONSTRAINTS" in m["content"])
 
 
 def lenient_on_short_texts(request: dict) -> str:
@@ -65,6 +66,7 @@ async def test_core_above_org_one_instruction_and_a_constant_judge_are_flagged(s
 async def test_an_honest_store_has_no_warnings(store):
     make_instructions(store, n=3, k=4)
     with FakeOpenAIServer(world) as server:
-        await evaluate(store, make_config(server, models=("ma",), judges=("ja", "jb")), EvaluateOptions(ratios=[0.25]))
+        await evaluate(store, make_config(server, models=("ma",), judges=("ja", "jb")),
+                       EvaluateOptions(ratios=[0.25]))
     report = build_report(store, ReportOptions(n_resamples=100, copy=False))
     assert report.warnings == []

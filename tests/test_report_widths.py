@@ -129,9 +129,11 @@ def test_validate_judges_and_batch_status_fit(width: int, monkeypatch: pytest.Mo
     iv = Interval(0.834, 0.781, 0.882, 205)
     scores = [CheckScore(judge, by, group, 205, 3, iv, iv, iv, 0.67, iv)
               for judge in ("local", "gpt-4o-mini-judge")
-              for by, group in (("all", "all"), ("domain", "news"), ("kind", "changed_fact"), ("kind", "off_by_one"))]
+              for by, group in (("all", "all"), ("domain", "news"), ("kind", "changed_fact"),
+                                ("kind", "off_by_one"))]
     _print_check(scores)
-    batches = [{"id": f"b{k}", "kind": "judge", "endpoint": "openai-main", "remote_id": "batch_6750c2f1e4a8b8190",
+    batches = [{"id": f"b{k}", "kind": "judge", "endpoint": "openai-main",
+                "remote_id": "batch_6750c2f1e4a8b8190",
                 "path": None, "state": "in_progress", "requests": 20000, "completed": 12345, "failed": 3,
                 "collected_at": None} for k in range(2)]
     _print_status(console, {"batches": batches, "requests": {"pending": 7655}, "paid": {},

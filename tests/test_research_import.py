@@ -49,20 +49,24 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
         assert (a, b) == BLOGS[int(sid[0]) - 1]
     # The revised list active, the original kept as lineage.
     eval_id = insts[("1", "eval")]["id"]
-    rows = store.query("SELECT * FROM constraints WHERE instruction_id = ? ORDER BY active DESC, position", (eval_id,))
+    rows = store.query("SELECT * FROM constraints WHERE instruction_id = ? ORDER BY active DESC, position",
+                       (eval_id,))
     assert [r["text"] for r in rows if r["active"]] == REVISED
     retired = {r["id"]: r["text"] for r in rows if not r["active"]}
     assert sorted(retired.values()) == sorted([ORIGINAL[0], ORIGINAL[3]])
     new = [r for r in rows if r["origin"] == "revised"]
     assert [(r["position"], retired[r["replaces_id"]]) for r in new] == [(2, ORIGINAL[0]), (4, ORIGINAL[3])]
     # Responses credited to the models under test: fitted is an edit of the base article.
-    gens = store.query("SELECT g.*, t.body FROM generations g JOIN texts t ON t.hash = g.text_hash ORDER BY g.id")
+    gens = store.query("SELECT g.*, t.body FROM generations g JOIN texts t ON t.hash = "
+                       "g.text_hash ORDER BY g.id")
     responses = {(g["instruction_id"], g["model"], g["mode"]) for g in gens if g["kind"] == "response"}
     none_ids = [insts[(f"{s}/none", "none")]["id"] for s in ("1", "2")]
     eval_ids = [insts[(s, "eval")]["id"] for s in ("1", "2")]
-    assert responses == {*((i, "fit-model", "edit") for i in eval_ids), *((i, "direct-model", "direct") for i in none_ids)}
+    assert responses == {*((i, "fit-model", "edit") for i in eval_ids),
+                         *((i, "direct-model", "direct") for i in none_ids)}
     base_of = store.query("SELECT base_generation_id FROM instructions WHERE id IN (?, ?)", tuple(eval_ids))
-    assert all(store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?", (r["base_generation_id"],)))
+    assert all(store.get_text(store.scalar("SELECT text_hash FROM generations WHERE id = ?",
+                                           (r["base_generation_id"],)))
                == BASE for r in base_of)
     # Summaries hang on the response they summarise, written by the summariser; the failed one is skipped.
     summaries = [g for g in gens if g["kind"] == "summary"]
@@ -70,12 +74,15 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
     by_id = {g["id"]: g for g in gens}
     assert {by_id[g["parent_id"]]["model"] for g in summaries} == {"fit-model", "direct-model"}
     assert all(g["ratio"] == 0.25 for g in summaries)
-    assert summary.skipped["summaries the research run failed (its 'error' column: the text is not a summary)"] == 1
+    assert summary.skipped["summaries the research run failed (its 'error' column: the "
+                           "text is not a summary)"] == 1
     # Verdicts on the text judged, by eval_model; Yes counts match the file's num_satisfied.
-    verdicts = store.query("SELECT g.kind, g.model, g.instruction_id, v.judge, v.verdict, v.quote, v.quote_found"
+    verdicts = store.query("SELECT g.kind, g.model, g.instruction_id, v.judge, v.verdict, "
+                           "v.quote, v.quote_found"
                            " FROM verdicts v JOIN generations g ON g.id = v.generation_id")
     assert {v["judge"] for v in verdicts} == {"judge-model"}
-    fitted_yes = [v for v in verdicts if v["kind"] == "response" and v["model"] == "fit-model" and v["verdict"]]
+    fitted_yes = [v for v in verdicts if v["kind"] == "response" and v["model"] == "fit-model"
+                  and v["verdict"]]
     assert len(fitted_yes) == 2 * 5  # FITTED satisfies every revised constraint
     quoted = [v["quote"] for v in fitted_yes if "ferry" in v["quote"]]
     assert quoted == ['"We are not asking for much," said a ferry passenger.'] * 2
@@ -84,15 +91,18 @@ def test_a_research_run_in_any_order_is_one_benchmark(store, tmp_path):
     assert kinds == {("response", "fit-model"), ("response", "direct-model"), ("summary", "summ-model"),
                      ("base", "imported")}
     base_verdicts = [v for v in verdicts if v["kind"] == "base"]
-    assert {v["instruction_id"] for v in base_verdicts} == set(eval_ids)  # the revised instruction's base article
+    assert {v["instruction_id"]
+            for v in base_verdicts} == set(eval_ids)  # the revised instruction's base article
     assert sum(v["verdict"] for v in base_verdicts) == 2 * 3  # harbour master, storm, knots
     # ... judged on the list before revision, as a build judges it: the retired constraints too.
     judged = {r["text"]: r["verdict"] for r in store.query(
         "SELECT c.text, v.verdict FROM verdicts v JOIN generations g ON g.id = v.generation_id"
-        " JOIN constraints c ON c.id = v.constraint_id WHERE g.kind = 'base' AND c.instruction_id = ?", (eval_id,))}
+        " JOIN constraints c ON c.id = v.constraint_id WHERE g.kind = 'base' AND c.instruction_id = ?",
+        (eval_id,))}
     assert judged == {ORIGINAL[0]: 1, ORIGINAL[1]: 1, ORIGINAL[2]: 0, ORIGINAL[3]: 1, ORIGINAL[4]: 0}
     direct_verdicts = [v for v in verdicts if v["model"] == "direct-model"]
-    assert sum(v["verdict"] for v in direct_verdicts) == 2 * 4 and not any(v["quote"] for v in direct_verdicts)
+    assert sum(v["verdict"] for v in direct_verdicts) == 2 * 4 and not any(v["quote"]
+                                                                           for v in direct_verdicts)
     # The closing note after item 5 is dropped with a warning, never glued onto constraint 5.
     assert any("fitted_evaluated.csv:" in w and "Note: the article" in w for w in summary.warnings)
     assert not any("Note" in (v["quote"] or "") for v in verdicts)
@@ -106,10 +116,12 @@ def test_revision_without_evaluation_is_direct_unless_the_condition_says(store, 
     paths = [files["common"], files["hardened"]]
     summary = import_research_run(store, ImportOptions("research", paths[0]), paths)
     assert summary.condition == "direct"
-    summary = import_research_run(store, ImportOptions("research", paths[0], name="as-eval", condition="common+eval"),
+    summary = import_research_run(store, ImportOptions("research", paths[0], name="as-eval",
+                                                       condition="common+eval"),
                                   paths)
     assert summary.condition == "eval"
-    assert store.scalar("SELECT count(*) FROM instructions WHERE run_id = 'import-as-eval' AND condition = 'eval'") == 2
+    assert store.scalar("SELECT count(*) FROM instructions WHERE run_id = 'import-as-eval' "
+                        "AND condition = 'eval'") == 2
 
 
 def test_a_revised_list_joins_its_instruction_one_instruction_per_row(store, tmp_path):
@@ -117,7 +129,8 @@ def test_a_revised_list_joins_its_instruction_one_instruction_per_row(store, tmp
     files are as many instructions as the run has rows, each with both references and its revised
     list, the original kept as lineage; not one more per revision."""
     files = write_run(tmp_path / "run6", with_eval=False)
-    paths = [files[k] for k in ("common", "hardened", "fitted", "fitted_summaries", "fitted_eval", "summary_eval")]
+    paths = [files[k]
+             for k in ("common", "hardened", "fitted", "fitted_summaries", "fitted_eval", "summary_eval")]
     summary = import_research_run(store, ImportOptions("research", paths[0]), paths)
     insts = store.query("SELECT * FROM instructions ORDER BY source_id")
     assert [(r["source_id"], r["condition"]) for r in insts] == [("1", "direct"), ("2", "direct")]
@@ -126,13 +139,16 @@ def test_a_revised_list_joins_its_instruction_one_instruction_per_row(store, tmp
         refs = tuple(store.get_text(store.scalar("SELECT text_hash FROM articles WHERE id = ?", (inst[k],)))
                      for k in ("article_a", "article_b"))
         assert refs == blogs
-        rows = store.query("SELECT * FROM constraints WHERE instruction_id = ? ORDER BY position", (inst["id"],))
+        rows = store.query("SELECT * FROM constraints WHERE instruction_id = ? ORDER BY position",
+                           (inst["id"],))
         assert [r["text"] for r in rows if r["active"]] == REVISED
         retired = {r["id"]: r["text"] for r in rows if not r["active"]}
         assert sorted(retired.values()) == sorted([ORIGINAL[0], ORIGINAL[3]])
-        assert sorted(retired[r["replaces_id"]] for r in rows if r["origin"] == "revised") == sorted(retired.values())
+        assert sorted(retired[r["replaces_id"]] for r in rows
+                      if r["origin"] == "revised") == sorted(retired.values())
     # The response, its summary and both evaluations hang on those two instructions.
-    kinds = store.query("SELECT g.kind, count(DISTINCT g.instruction_id) AS n, count(v.id) AS verdicts FROM generations g"
+    kinds = store.query("SELECT g.kind, count(DISTINCT g.instruction_id) AS n, count(v.id) AS "
+                        "verdicts FROM generations g"
                         " LEFT JOIN verdicts v ON v.generation_id = g.id GROUP BY g.kind ORDER BY g.kind")
     assert [(k["kind"], k["n"], k["verdicts"]) for k in kinds] == [
         ("base", 2, 0), ("response", 2, 2 * 5), ("summary", 2, 2 * 5)]
@@ -144,21 +160,25 @@ def test_single_article_constraints_and_every_file_alone(store, tmp_path):
     """A constraints file from one article: condition single, the article as reference A, the main
     task from main_task. A fitted or direct file alone brings its own instruction."""
     articles = [{"Merged Blog": "The harbour master closed the port.\nThe storm passed."}]
-    single = rw.to_csv(rw.constraints_single(articles, single_model, "gen-model"), tmp_path / "constraints.csv")
+    single = rw.to_csv(rw.constraints_single(articles, single_model, "gen-model"), tmp_path
+                       / "constraints.csv")
     summary = import_research_run(store, ImportOptions("research", single), [single])
     inst = store.one("SELECT * FROM instructions")
     assert (inst["condition"], inst["main_task"], inst["article_b"]) == (
         "single", "Write a news article about the harbour.", None)
-    assert store.get_text(store.scalar("SELECT text_hash FROM articles WHERE id = ?", (inst["article_a"],))) == \
+    assert store.get_text(store.scalar("SELECT text_hash FROM articles WHERE id = ?",
+                                       (inst["article_a"],))) == \
         articles[0]["Merged Blog"]
     assert summary.added["constraints"] == 5
     files = write_run(tmp_path / "run3")
     for key in ("direct", "base"):
-        alone = import_research_run(store, ImportOptions("research", files[key], name=f"alone-{key}"), [files[key]])
+        alone = import_research_run(store,
+                                    ImportOptions("research", files[key], name=f"alone-{key}"), [files[key]])
         assert alone.added["instructions"] == 2, key
     # The reviser left out instruction 2's main task: alone, a fitted file cannot say it.
     with pytest.raises(ImportFailed, match=r"fitted_content.csv:\d+, column 2 \('main_task'\): empty"):
-        import_research_run(store, ImportOptions("research", files["fitted"], name="alone"), [files["fitted"]])
+        import_research_run(store, ImportOptions("research", files["fitted"], name="alone"),
+                            [files["fitted"]])
 
 
 def test_errors_name_file_line_and_column_and_nothing_is_written(store, tmp_path):
@@ -167,16 +187,20 @@ def test_errors_name_file_line_and_column_and_nothing_is_written(store, tmp_path
     with pytest.raises(ImportFailed) as err:
         import_research_run(store, ImportOptions("research", files["common"]),
                             [files["fitted_summaries"], files["common"], files["hardened"]])
-    assert "fitted_summaries.csv:2, column 5 ('fitted_content'): the response this row summarises" in str(err.value)
+    assert ("fitted_summaries.csv:2, column 5 ('fitted_content'): the "
+            "response this row summarises" in str(err.value))
     assert store.scalar("SELECT count(*) FROM instructions") == 0  # the good files went too
     # A list no other file gives this instruction.
-    with pytest.raises(ImportFailed, match=r"fitted_summaries.csv:2, column 3 \('constraints'\): none of the lists"):
-        import_research_run(store, ImportOptions("research", files["common"]), [files["fitted_summaries"], files["common"]])
+    with pytest.raises(ImportFailed,
+                       match=r"fitted_summaries.csv:2, column 3 \('constraints'\): none of the lists"):
+        import_research_run(store, ImportOptions("research", files["common"]),
+                            [files["fitted_summaries"], files["common"]])
     # A broken list: the line the row starts on and the column.
     text = files["direct"].read_text()
     bad = tmp_path / "bad_direct.csv"
     bad.write_text(text.replace("3. Include a quote", "7. Include a quote", 1))
-    with pytest.raises(ImportFailed, match=r"bad_direct.csv:2, column 3 \('constraints'\): constraint number 7 where 3"):
+    with pytest.raises(ImportFailed,
+                       match=r"bad_direct.csv:2, column 3 \('constraints'\): constraint number 7 where 3"):
         import_research_run(store, ImportOptions("research", bad), [bad])
     # A file no writer writes: the layouts and the columns seen.
     odd = tmp_path / "merged_blogs.csv"
@@ -195,7 +219,8 @@ def test_cli_imports_a_run_folder_in_one_command(store_path, tmp_path, capsys):
     rw.to_csv([{"Blog A": "a", "Blog B": "b"}], folder / "merged_blogs.csv")  # the run's input, left out
     assert main(["--store", str(store_path), "import", "research", str(folder), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["run_id"] == "import-run5" and out["added"]["instructions"] == 4 and out["added"]["summaries"] == 3
+    assert (out["run_id"] == "import-run5" and out["added"]["instructions"] == 4
+            and out["added"]["summaries"] == 3)
     assert any("merged_blogs.csv: left out" in w for w in out["warnings"])
     assert main(["--store", str(store_path), "import", "research", str(folder)]) == 0
     text = capsys.readouterr().out

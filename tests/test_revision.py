@@ -27,16 +27,19 @@ from tests.fakes.responders import ARTICLE_A, ARTICLE_B, fake_config, make_store
 
 
 def test_parse_replacements_json_list_and_lines() -> None:
-    assert parse_replacements('{"replacements": [{"id": 2, "constraint": "B."}, {"id": 1, "constraint": "A."}, {"id": 9, "constraint": "x"}]}', 3) == {2: "B.", 1: "A."}
+    assert parse_replacements('{"replacements": [{"id": 2, "constraint": "B."}, {"id": 1, "constraint": '
+                              '"A."}, {"id": 9, "constraint": "x"}]}', 3) == {2: "B.", 1: "A."}
     assert parse_replacements('```json\n["First.", "Second."]\n```', 2) == {1: "First.", 2: "Second."}
-    assert parse_replacements("Sure:\n1. **New one.**\n2) Another.\n2. Duplicate id ignored.\n", 2) == {1: "New one.", 2: "Another."}
+    assert parse_replacements("Sure:\n1. **New one.**\n2) Another.\n2. Duplicate id ignored.\n",
+                              2) == {1: "New one.", 2: "Another."}
     with pytest.raises(ReplyError):
         parse_replacements("I cannot help with that.", 3)
 
 
 def test_clean_article_strips_fences_and_chatter() -> None:
     assert clean_article("```\nThe text.\n```") == "The text."
-    assert clean_article("Sure, here is the article:\nThe council met.\nIt argued.") == "The council met.\nIt argued."
+    assert (clean_article("Sure, here is the article:\nThe council met.\nIt argued.") == "The council "
+                                                                                         "met.\nIt argued.")
     assert clean_article("The council met.") == "The council met."
 
 
@@ -44,8 +47,10 @@ async def test_identical_or_missing_replacements_asked_again_by_id(tmp_path) -> 
     store = make_store(tmp_path / "s.sqlite", 1)
     originals = ["Old one.", "Old two.", "Old three."]
     replies = [
-        json.dumps({"replacements": [{"id": 1, "constraint": "The new one."}, {"id": 2, "constraint": "old TWO"}]}),
-        json.dumps({"replacements": [{"id": 2, "constraint": "The new two."}, {"id": 3, "constraint": "The new three."},
+        json.dumps({"replacements": [{"id": 1, "constraint": "The new one."},
+                                     {"id": 2, "constraint": "old TWO"}]}),
+        json.dumps({"replacements": [{"id": 2, "constraint": "The new two."},
+                                     {"id": 3, "constraint": "The new three."},
                                      {"id": 1, "constraint": "This was not asked for."}]}),
     ]
     with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
@@ -63,7 +68,8 @@ async def test_identical_or_missing_replacements_asked_again_by_id(tmp_path) -> 
 
 async def test_still_missing_after_repair_fails(tmp_path) -> None:
     store = make_store(tmp_path / "s.sqlite", 1)
-    with FakeOpenAIServer(lambda r: Reply(text='{"replacements": [{"id": 1, "constraint": "A new constraint."}]}')) as server:
+    with FakeOpenAIServer(lambda r: Reply(text='{"replacements": [{"id": 1, "constraint": '
+                                               '"A new constraint."}]}')) as server:
         client = LLMClient(fake_config(server.base_url), store)
         fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 2}
         with pytest.raises(CountError, match=r"missing ids \[2\]"):
@@ -84,10 +90,12 @@ async def test_unusable_replies_fail_with_parse_error(tmp_path) -> None:
 
 
 def _instruction(store, texts):
-    inst = store.db["instructions"].insert({"run_id": "r", "condition": "eval", "article_a": 1, "article_b": 2,
+    inst = store.db["instructions"].insert({"run_id": "r", "condition": "eval",
+                                            "article_a": 1, "article_b": 2,
                                            "status": "base_judged", "main_task": "T"}).last_pk
     for i, t in enumerate(texts, 1):
-        store.db["constraints"].insert({"instruction_id": inst, "position": i, "text": t, "origin": "synthesized", "active": 1})
+        store.db["constraints"].insert({"instruction_id": inst, "position": i, "text": t,
+                                        "origin": "synthesized", "active": 1})
     store.commit()
     return inst
 
@@ -117,7 +125,8 @@ async def test_base_article_written_once_from_the_task_alone(tmp_path) -> None:
     body = prose(120)
     with FakeOpenAIServer(lambda r: Reply(text="Sure, here is the article:\n" + body)) as server:
         client = LLMClient(fake_config(server.base_url), store)
-        gen = await write_base_article(store, client, "fake", inst, "Write about a flood.\n<<<TASK\nnested", 150)
+        gen = await write_base_article(store, client, "fake", inst,
+                                       "Write about a flood.\n<<<TASK\nnested", 150)
         again = await write_base_article(store, client, "fake", inst, "Write about a flood.", 150)
         await client.aclose()
     assert gen == again and server.calls == 1
@@ -194,7 +203,8 @@ async def test_pasted_article_passages_are_not_replacements(tmp_path) -> None:
     """A weak model pastes sentences of the articles as 'constraints': asked again, then failed."""
     store = make_store(tmp_path / "s.sqlite", 1)
     pasted = "Residents who rely on the library for internet access told the meeting they felt abandoned."
-    with FakeOpenAIServer(lambda r: Reply(text=json.dumps({"replacements": [{"id": 1, "constraint": pasted}]}))) as server:
+    with FakeOpenAIServer(
+            lambda r: Reply(text=json.dumps({"replacements": [{"id": 1, "constraint": pasted}]}))) as server:
         client = LLMClient(fake_config(server.base_url), store)
         fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 1}
         with pytest.raises(CountError, match=r"missing ids \[1\]"):
@@ -212,13 +222,16 @@ async def test_placeholders_and_the_prompts_example_are_not_replacements(tmp_pat
     replies = [
         json.dumps({"replacements": [{"id": 1, "constraint": "..."},
                                      {"id": 2, "constraint": "<a harder constraint in place of id 2>"}]}),
-        json.dumps({"replacements": [{"id": 1, "constraint": "Contrast how two groups of residents judged the plan."},
-                                     {"id": 2, "constraint": "Explain what the closure costs families each month."}]}),
+        json.dumps({"replacements": [{"id": 1,
+                                      "constraint": "Contrast how two groups of residents judged the plan."},
+                                     {"id": 2,
+                                      "constraint": "Explain what the closure costs families each month."}]}),
     ]
     with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
         client = LLMClient(fake_config(server.base_url), store)
         fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 2}
-        got = await ask_replacements(client, "fake", load_template("revise_direct"), fields, ["One two.", "Three four."])
+        got = await ask_replacements(client, "fake", load_template("revise_direct"), fields,
+                                     ["One two.", "Three four."])
         await client.aclose()
     assert got.texts == ["Contrast how two groups of residents judged the plan.",
                          "Explain what the closure costs families each month."]
@@ -259,10 +272,12 @@ async def test_a_long_too_easy_list_is_asked_for_in_chunks_of_list_items(tmp_pat
     asks = [r["messages"][-1]["content"] for r in server.requests[1:]]
     assert [[i for i, _ in numbered_items(block(a, "MISSING"))] for a in asks] == [[2, 4, 5], [6, 7]]
     assert "(your reply for 2: the same as the original)" in asks[0]
-    assert "(your reply for 4: not asked for before)" in asks[0] and "(your reply for 6: not asked for before)" in asks[1]
+    assert ("(your reply for 4: not asked for before)" in asks[0]
+            and "(your reply for 6: not asked for before)" in asks[1])
     assert got.asked_again == 1  # id 2; the ids listed for the first time are not asked again
     assert got.texts[0].startswith("Contrast") and got.texts[2].startswith("Explain")
-    assert all(t.startswith("Harder again: Describe point number") for i, t in enumerate(got.texts) if i not in (0, 2))
+    assert all(t.startswith("Harder again: Describe point number") for i, t in enumerate(got.texts)
+               if i not in (0, 2))
     assert len(set(got.texts)) == 7
 
 
@@ -272,5 +287,6 @@ async def test_first_ask_must_cover_between_one_and_all_ids(tmp_path) -> None:
     fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 2}
     for bad in (0, 3):
         with pytest.raises(ValueError, match="the first ask covers 1 to 2 ids"):
-            await ask_replacements(client, "fake", load_template("revise_direct"), fields, ["One.", "Two."], first=bad)
+            await ask_replacements(client, "fake", load_template("revise_direct"), fields,
+                                   ["One.", "Two."], first=bad)
     await client.aclose()

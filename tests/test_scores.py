@@ -27,9 +27,11 @@ def _plain(m: Metrics) -> dict:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
     return {"raters": m.raters,
-            "rows": [clean(r.as_dict()) | {"by": [list(map(str, r.satisfied_by)), list(map(str, r.flipped_by))]}
+            "rows": [clean(r.as_dict())
+                     | {"by": [list(map(str, r.satisfied_by)), list(map(str, r.flipped_by))]}
                      for r in m.rows],
-            "groups": [clean(g.as_dict()) for g in m.groups], "agreement": [clean(a.as_dict()) for a in m.agreement]}
+            "groups": [clean(g.as_dict()) for g in m.groups],
+            "agreement": [clean(a.as_dict()) for a in m.agreement]}
 
 
 def _rebuilt(path: Path, tmp_path: Path, filters: Filters | None = None) -> dict:
@@ -69,10 +71,12 @@ def test_kept_totals_follow_every_kind_of_change(synthetic, tmp_path):
     assert len(first["raters"]) == 2 and first["agreement"]
 
     # A re-judge under a new prompt: the latest verdict wins over the stored one.
-    response = conn.execute("SELECT id, instruction_id FROM generations WHERE kind = 'response' ORDER BY id").fetchone()
+    response = conn.execute("SELECT id, instruction_id FROM generations WHERE kind = "
+                            "'response' ORDER BY id").fetchone()
     with conn:
         conn.execute(
-            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, created_at)"
+            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, "
+            "verdict, created_at)"
             " SELECT generation_id, constraint_id, judge, judging_mode, 'new-prompt', 1 - verdict, created_at"
             " FROM verdicts WHERE generation_id = ? AND judge = 'judge-a'", (response[0],))
     assert stale_count(store.conn) == 1
@@ -90,8 +94,10 @@ def test_kept_totals_follow_every_kind_of_change(synthetic, tmp_path):
     # A third rater (another judging mode of judge-a) on some texts.
     with conn:
         conn.execute(
-            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, created_at)"
-            " SELECT generation_id, constraint_id, judge, 'per_constraint', 'p', verdict, created_at FROM verdicts"
+            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, "
+            "verdict, created_at)"
+            " SELECT generation_id, constraint_id, judge, 'per_constraint', 'p', verdict, "
+            "created_at FROM verdicts"
             " WHERE judge = 'judge-a' AND generation_id <= 12 AND prompt_hash != 'new-prompt'")
     three = _kept(store)
     assert "judge-a [per_constraint]" in three["raters"] and three == _rebuilt(path, tmp_path)
@@ -147,13 +153,16 @@ def _schema_1_store(path: Path) -> Path:
     texts table: '_' is a LIKE wildcard, so 'text_%' alone would drop `texts` too)."""
     build_synthetic_store(path, SPEC)
     with sqlite3.connect(path) as conn:
-        for kind, name in conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger')"
-                                       " AND (name LIKE 'text\\_%' ESCAPE '\\' OR name LIKE '%_stale_%' OR name = 'copy_stats')"
+        for kind, name in conn.execute("SELECT type, name FROM sqlite_master WHERE type IN "
+                                       "('table', 'trigger')"
+                                       " AND (name LIKE 'text\\_%' ESCAPE '\\' OR name LIKE '%_stale_%' OR "
+                                       "name = 'copy_stats')"
                                        " ORDER BY type = 'table'").fetchall():
             conn.execute(f"DROP {kind} {name}")
         conn.execute("PRAGMA user_version = 1")
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'text\\_%' ESCAPE '\\'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE "
+                            "'text\\_%' ESCAPE '\\'").fetchone()[0] == 0
     return path
 
 
@@ -176,7 +185,8 @@ def test_a_store_from_before_the_totals_is_migrated_and_scored(tmp_path):
     path = _schema_1_store(tmp_path / "old.sqlite")
     store = open_store(path)
     try:
-        assert stale_count(store.conn) == store.scalar("SELECT count(DISTINCT generation_id) FROM verdicts") > 0
+        assert stale_count(store.conn) == store.scalar("SELECT count(DISTINCT generation_id) FROM "
+                                                       "verdicts") > 0
         assert _kept(store) == _rebuilt(path, tmp_path)
         assert stale_count(store.conn) == 0
     finally:
@@ -213,7 +223,8 @@ def _items_by_hand(conn: sqlite3.Connection, ratio: float) -> dict[tuple[int, st
     """The app's per-(instruction, model) counts straight from the verdicts, in Python."""
     latest: dict[tuple[int, int, str, str], tuple[int, int, str]] = {}
     for vid, gid, cid, judge, mode, verdict, found in conn.execute(
-            "SELECT id, generation_id, constraint_id, judge, judging_mode, verdict, quote_found FROM verdicts"):
+            "SELECT id, generation_id, constraint_id, judge, judging_mode, verdict, "
+            "quote_found FROM verdicts"):
         key = (gid, cid, judge, mode)
         if key not in latest or latest[key][0] < vid:
             latest[key] = (vid, verdict, found)
@@ -224,8 +235,10 @@ def _items_by_hand(conn: sqlite3.Connection, ratio: float) -> dict[tuple[int, st
             items.setdefault((gid, cid), []).append((verdict, found))
     mean = {k: sum(v for v, _ in vs) / len(vs) for k, vs in items.items()}
     out = {}
-    for gid, iid, model in conn.execute("SELECT id, instruction_id, model FROM generations WHERE kind = 'response'"):
-        summary = conn.execute("SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND ratio = ?",
+    for gid, iid, model in conn.execute("SELECT id, instruction_id, model FROM generations "
+                                        "WHERE kind = 'response'"):
+        summary = conn.execute("SELECT id FROM generations WHERE kind = 'summary' AND "
+                               "parent_id = ? AND ratio = ?",
                                (gid, ratio)).fetchone()
         mine = {cid: m for (g, cid), m in mean.items() if g == gid}
         passed = {cid for cid, m in mine.items() if m >= 0.5}
@@ -245,14 +258,16 @@ def test_the_apps_counts_match_the_verdicts_after_rejudging(synthetic):
     conn = store.conn
     with conn:  # a re-judge of some texts under a new prompt, with other verdicts and quotes
         conn.execute(
-            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote_found,"
+            "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, "
+            "verdict, quote_found,"
             " created_at) SELECT generation_id, constraint_id, judge, judging_mode, 'new', 1 - verdict,"
             " CASE WHEN quote_found = 'missing' THEN 'exact' ELSE 'missing' END, created_at FROM verdicts"
             " WHERE generation_id % 3 = 0 AND constraint_id % 2 = 0")
         conn.execute("UPDATE constraints SET active = 0 WHERE id % 7 = 0")
     analysis = compute_analysis(StoreView(store))
     by_hand = _items_by_hand(conn, analysis.ratio)
-    got = {(r.instruction_id, r.model): (r.passed, r.flipped, r.disagree, r.quote_missing) for r in analysis.rows}
+    got = {(r.instruction_id, r.model): (r.passed, r.flipped, r.disagree, r.quote_missing)
+           for r in analysis.rows}
     assert got == by_hand
     assert sum(f for _, f, _, _ in got.values()) > 0 and sum(d for _, _, d, _ in got.values()) > 0
     assert analysis.n_flipped == sum(f for _, f, _, _ in got.values())
@@ -266,7 +281,9 @@ def test_no_change_is_lost_while_a_writer_and_refreshes_interleave(synthetic, tm
 
     path, store = synthetic
     compute_metrics(store, n_resamples=20)
-    texts = [g for (g,) in store.conn.execute("SELECT id FROM generations WHERE kind IN ('response', 'summary')")]
+    texts = [g
+             for (g,
+                  ) in store.conn.execute("SELECT id FROM generations WHERE kind IN ('response', 'summary')")]
     done = threading.Event()
 
     def writer() -> None:
@@ -313,7 +330,8 @@ async def test_the_app_scores_changed_texts_into_the_store_unless_read_only(synt
     from unspecific_tui.data import compute_analysis
 
     refresh_text_scores(store.conn)
-    assert shown == {(r.instruction_id, r.model): (r.passed, r.flipped) for r in compute_analysis(StoreView(store)).rows}
+    assert shown == {(r.instruction_id, r.model): (r.passed, r.flipped)
+                     for r in compute_analysis(StoreView(store)).rows}
 
 
 def test_a_store_scored_under_the_old_flipped_rule_is_rescored(tmp_path):
@@ -323,8 +341,8 @@ def test_a_store_scored_under_the_old_flipped_rule_is_rescored(tmp_path):
     path = tmp_path / "s.sqlite"
     store = open_store(path)
     store.conn.execute("PRAGMA foreign_keys = OFF")  # a bare verdict is enough here
-    store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
-                       " VALUES (7, 1, 'J', 'batched', 'p', 1)")
+    store.conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                       "prompt_hash, verdict) VALUES (7, 1, 'J', 'batched', 'p', 1)")
     store.conn.execute("DELETE FROM text_scores_stale")
     store.conn.execute("PRAGMA user_version = 2")
     store.commit()
@@ -343,17 +361,20 @@ def test_the_stored_totals_follow_the_pass_threshold(tmp_path, monkeypatch):
     from pipeline.core import definitions
 
     path = tmp_path / "t.sqlite"
-    build_synthetic_store(path, SyntheticSpec(n_instructions=6, n_constraints=6, judges=("judge-a", "judge-b")))
+    build_synthetic_store(path,
+                          SyntheticSpec(n_instructions=6, n_constraints=6, judges=("judge-a", "judge-b")))
     store = open_store(path)
     try:
         def passed() -> int:
-            store.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT generation_id FROM verdicts")
+            store.conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT DISTINCT "
+                               "generation_id FROM verdicts")
             store.conn.commit()
             assert refresh_text_scores(store.conn)
             return store.conn.execute("SELECT total(passed) FROM text_items").fetchone()[0]
 
         split = store.conn.execute(
-            "SELECT count(*) FROM (SELECT generation_id, constraint_id FROM verdicts WHERE verdict IS NOT NULL"
+            "SELECT count(*) FROM (SELECT generation_id, constraint_id FROM verdicts "
+            "WHERE verdict IS NOT NULL"
             " GROUP BY generation_id, constraint_id HAVING count(*) = 2 AND sum(verdict) = 1)").fetchone()[0]
         assert split > 0
         at_half = passed()

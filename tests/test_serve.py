@@ -45,7 +45,8 @@ def server(tmp_path_factory):
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "--store", str(store), "serve", "--host", HOST,
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "--store", str(store),
+                             "serve", "--host", HOST,
                              "--port", str(port)], cwd=root, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     url = None
@@ -59,7 +60,8 @@ def server(tmp_path_factory):
             m = re.search(r"http://\S+\?token=\S+", line)
             url = m.group(0) if m else None
         _wait_listening(port)
-        yield {"url": url, "base": f"http://{HOST}:{port}", "proc": proc, "started": started, "printed": printed}
+        yield {"url": url, "base": f"http://{HOST}:{port}", "proc": proc, "started": started,
+               "printed": printed}
     finally:
         proc.terminate()
         try:

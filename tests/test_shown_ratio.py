@@ -21,7 +21,8 @@ def test_the_rule_prefers_the_asked_ratio_then_the_nearest_then_the_larger() -> 
     assert shown_ratio([0.5, 0.1]) == 0.1  # nearest to DEFAULT_RATIO (0.25), not the largest
     assert shown_ratio([0.5, 0.25, 0.1]) == DEFAULT_RATIO
     assert shown_ratio([0.5, 0.1], 0.5) == 0.5
-    assert shown_ratio([0.5, 0.1], 0.45) == 0.5  # the app's asked ratio, when not stored, moves to the nearest
+    assert shown_ratio([0.5, 0.1],
+                       0.45) == 0.5  # the app's asked ratio, when not stored, moves to the nearest
     assert shown_ratio([0.2, 0.3]) == 0.3  # a tie: the gentler summary
     assert shown_ratio([]) is None
     assert unknown_ratio(0.1 + 1e-12, [0.1]) is None
@@ -60,7 +61,8 @@ def test_export_writes_the_ranking_at_that_ratio(two_ratio_store: Path, tmp_path
 
 
 @pytest.mark.parametrize("command", [["report", "--no-copy"], ["export", "--suspicious", "--out", "-"]])
-def test_a_ratio_with_no_summaries_is_refused_before_any_work(two_ratio_store: Path, command: list[str], capsys,
+def test_a_ratio_with_no_summaries_is_refused_before_any_work(two_ratio_store: Path,
+                                                              command: list[str], capsys,
                                                              monkeypatch) -> None:
     import pipeline.outputs.report as report
     import pipeline.outputs.suspicion as suspicion

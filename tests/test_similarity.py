@@ -68,7 +68,8 @@ def _instructions(tmp_path, n_pairs: int = 1, *, condition: str = "direct"):
     ids = []
     for pair in store.query("SELECT id, article_a, article_b FROM pairs ORDER BY id"):
         insert_instruction(store, run_id="r", domain="news", condition=condition, pair_id=pair["id"],
-                           article_a=pair["article_a"], article_b=None if condition == "single" else pair["article_b"],
+                           article_a=pair["article_a"], article_b=None if condition == "single"
+                           else pair["article_b"],
                            n_constraints=len(CONSTRAINTS), created_at=now())
         iid = store.scalar("SELECT max(id) FROM instructions")
         write_synthesis(store, iid, "Write an article.", CONSTRAINTS, status="done", created_at=now())
@@ -83,7 +84,8 @@ def _b(s: Similarity) -> float:
 
 def _reference(store, instruction_id: int, column: str) -> str:
     return store.scalar(f"SELECT t.body FROM instructions i JOIN pairs p ON p.id = i.pair_id JOIN articles a"
-                        f" ON a.id = p.{column} JOIN texts t ON t.hash = a.text_hash WHERE i.id = ?", [instruction_id])
+                        f" ON a.id = p.{column} JOIN texts t ON t.hash = a.text_hash WHERE i.id = ?",
+                        [instruction_id])
 
 
 def test_stored_values_equal_a_direct_cosine_of_the_hash_vectors(tmp_path) -> None:
@@ -121,7 +123,8 @@ def test_without_an_embedder_similarity_is_lexical_overlap(tmp_path) -> None:
     ref_a, ref_b = _reference(store, iid, "article_a"), _reference(store, iid, "article_b")
     sims = constraint_similarities(store, instruction_id=iid)
     for c in active_constraints(store, iid):
-        assert sims[c.id] == Similarity(c.id, LEXICAL, lexical_overlap(c.text, ref_a), lexical_overlap(c.text, ref_b))
+        assert sims[c.id] == Similarity(c.id, LEXICAL, lexical_overlap(c.text, ref_a),
+                                        lexical_overlap(c.text, ref_b))
     assert store.scalar("SELECT count(*) FROM embeddings") == 0
     # another method replaces the values (stale), the same one computes nothing
     assert compute_similarities(store, None) == 0
@@ -137,7 +140,8 @@ def test_single_has_no_reference_b(tmp_path) -> None:
     for embedder in (None, get_embedder("hash")):
         compute_similarities(store, embedder)
         sims = constraint_similarities(store, instruction_id=iid)
-        assert len(sims) == len(CONSTRAINTS) and all(s.to_b is None and s.highest == s.to_a for s in sims.values())
+        assert len(sims) == len(CONSTRAINTS) and all(s.to_b is None and s.highest == s.to_a
+                                                     for s in sims.values())
 
 
 def test_two_references_compare_with_each(tmp_path) -> None:
@@ -188,7 +192,10 @@ def test_a_replaced_constraint_gets_its_own_value(tmp_path) -> None:
     embedder = get_embedder("hash")
     compute_similarities(store, embedder)
     old = active_constraints(store, iid)[0]
-    apply_revision(store, iid, [Replacement(old.id, old.position, "Describe the community centre closure and the insurance premiums.", "too easy")],
+    apply_revision(store, iid,
+                   [Replacement(old.id, old.position,
+                                "Describe the community centre closure and the insurance premiums.",
+                                "too easy")],
                    created_at=now())
     assert compute_similarities(store, embedder) == 1
     new = active_constraints(store, iid)[0]
@@ -214,7 +221,8 @@ async def _build(tmp_path, **build):
     config = fake_config(server.base_url, build=build or None)
     client = LLMClient(config, store, backoff_base_s=0.01)
     try:
-        options = BuildOptions.from_config(config, n=1, conditions=("single", "direct"), n_constraints=6, words=60)
+        options = BuildOptions.from_config(config, n=1, conditions=("single", "direct"),
+                                           n_constraints=6, words=60)
         summary = await run_build(store, config, client, options)
     finally:
         await client.aclose()
@@ -230,7 +238,9 @@ async def test_the_build_stores_similarities_by_default(tmp_path) -> None:
     sims = constraint_similarities(store)
     assert set(sims) == {r["id"] for r in active} and len(active) == 2 * 6
     assert {s.method for s in sims.values()} == {"hash-256"}  # the tests' default (conftest)
-    single = {r["id"] for r in store.query("SELECT c.id FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
+    single = {r["id"]
+              for r in store.query("SELECT c.id FROM constraints c JOIN instructions i ON "
+                                   "i.id = c.instruction_id"
                                            " WHERE i.condition = 'single'")}
     assert all((s.to_b is None) == (cid in single) for cid, s in sims.items())  # single: A alone
     # The leak flag used the same vectors: nothing was embedded twice.
@@ -272,7 +282,8 @@ def test_minilm_on_three_constraints(tmp_path) -> None:
     store, (iid,) = _instructions(tmp_path)
     embedder = get_embedder("minilm")
     assert compute_similarities(store, embedder, instruction_ids=[iid]) == len(CONSTRAINTS)
-    sims = {c.text: constraint_similarities(store, instruction_id=iid)[c.id] for c in active_constraints(store, iid)}
+    sims = {c.text: constraint_similarities(store, instruction_id=iid)[c.id]
+            for c in active_constraints(store, iid)}
     assert {s.method for s in sims.values()} == {"all-MiniLM-L6-v2"}
     assert sims[CONSTRAINTS[0]].to_a > _b(sims[CONSTRAINTS[0]])  # the library: A's story
     assert _b(sims[CONSTRAINTS[1]]) > sims[CONSTRAINTS[1]].to_a  # the community centre: B's

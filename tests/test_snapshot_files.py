@@ -48,4 +48,5 @@ def test_a_leftover_snapshot_is_found(tmp_path):
         (folder / name).write_text("<svg/>", encoding="utf-8")
     (tmp_path / "__snapshots__" / "test_gone").mkdir()
     (tmp_path / "__snapshots__" / "test_gone" / "test_x.svg").write_text("<svg/>", encoding="utf-8")
-    assert stale_snapshots(tmp_path / "__snapshots__") == ["test_gone/test_x.svg", "test_screens/test_renamed.svg"]
+    assert stale_snapshots(tmp_path / "__snapshots__") == ["test_gone/test_x.svg",
+                                                           "test_screens/test_renamed.svg"]

@@ -127,7 +127,8 @@ def test_holm() -> None:
     from pipeline.analysis.stats import holm
 
     # Sorted 0.01, 0.02, 0.04 times 3, 2, 1 -> 0.03, 0.04, 0.04 (monotone), NaN kept.
-    assert holm([0.04, 0.01, float("nan"), 0.02]) == pytest.approx([0.04, 0.03, float("nan"), 0.04], nan_ok=True)
+    assert holm([0.04, 0.01, float("nan"), 0.02]) == pytest.approx([0.04, 0.03, float("nan"),
+                                                                    0.04], nan_ok=True)
     assert holm([0.9, 0.8]) == [1.0, 1.0]
     assert holm([]) == []
 
@@ -136,7 +137,8 @@ def _same(x, y) -> bool:
     """Equal up to float rounding: cached draws sum by a matrix product, fresh ones by gathering."""
     dx, dy = asdict(x), asdict(y)
     return dx.keys() == dy.keys() and all(
-        (math.isnan(dx[k]) and math.isnan(dy[k])) or dx[k] == pytest.approx(dy[k], rel=1e-12, abs=1e-15) for k in dx)
+        (math.isnan(dx[k]) and math.isnan(dy[k]))
+        or dx[k] == pytest.approx(dy[k], rel=1e-12, abs=1e-15) for k in dx)
 
 
 def test_reused_draws_give_the_numbers_of_fresh_draws() -> None:
@@ -152,5 +154,6 @@ def test_reused_draws_give_the_numbers_of_fresh_draws() -> None:
         for _ in range(2):  # cold, then warm
             assert _same(paired_test(a, b, seed=5), paired_test(a, b, seed=np.random.default_rng(5)))
             assert _same(bootstrap_mean(a, seed=5), bootstrap_mean(a, seed=np.random.default_rng(5)))
-            assert _same(bootstrap_ratio(num, den, seed=5), bootstrap_ratio(num, den, seed=np.random.default_rng(5)))
+            assert _same(bootstrap_ratio(num, den, seed=5),
+                         bootstrap_ratio(num, den, seed=np.random.default_rng(5)))
         assert paired_test(a, b, seed=5) != paired_test(a, b, seed=6) or n == 2

@@ -15,7 +15,8 @@ from pipeline.store.database import SCHEMA_VERSION, open_store
 
 TABLES = {
     "meta", "texts", "articles", "embeddings", "pairs", "runs", "instructions", "constraints",
-    "constraint_flags", "contradictions", "generations", "verdicts", "annotations", "naturalness", "llm_calls",
+    "constraint_flags", "contradictions", "generations", "verdicts", "annotations",
+    "naturalness", "llm_calls",
 }
 
 
@@ -172,7 +173,8 @@ def _read_only(path) -> list[str] | None:  # noqa: ANN001
     path.chmod(0o444)
     if os.geteuid() != 0:
         return []
-    if shutil.which("chattr") and subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0:
+    if shutil.which("chattr") and subprocess.run(["chattr", "+i", str(path)],
+                                                 capture_output=True).returncode == 0:
         return ["chattr", "-i", str(path)]
     return None
 
@@ -182,7 +184,8 @@ def test_read_only_file_is_a_clear_error(store_path):
     undo = _read_only(store_path)
     if undo is None:
         store_path.chmod(0o644)
-        pytest.skip("running as root where the immutable attribute cannot be set: nothing here is read-only to root")
+        pytest.skip("running as root where the immutable attribute cannot be set: nothing here "
+                    "is read-only to root")
     try:
         with pytest.raises(StoreError, match="read-only"):
             open_store(store_path)

@@ -48,7 +48,8 @@ async def _summarised(tmp_path, responder, *, together: bool, lists: bool = True
     events: list[tuple[str, str]] = []
     with FakeOpenAIServer(responder) as server:
         server.prompt_lists = lists
-        client = LLMClient(_config(server.base_url, together), store, on_event=lambda k, d: events.append((k, d)))
+        client = LLMClient(_config(server.base_url, together), store,
+                           on_event=lambda k, d: events.append((k, d)))
         gid, _ = await respond(store, client, 1, "m", "direct", words=1500)  # no cut
         sid, created = await summarize(store, client, gid, 0.25, "s")
         await client.aclose()
@@ -60,7 +61,8 @@ async def _summarised(tmp_path, responder, *, together: bool, lists: bool = True
 def _section_requests(requests: list[dict]) -> list[int]:
     """How many sections each section request carried (1 for a chat)."""
     return [len(r["prompt"]) if isinstance(r.get("prompt"), list) else 1 for r in requests
-            if "about 25 words" in (r["prompt"][0] if isinstance(r.get("prompt"), list) else last_user_message(r))]
+            if "about 25 words" in (r["prompt"][0] if isinstance(r.get("prompt"), list)
+                                    else last_user_message(r))]
 
 
 async def test_sections_written_together_give_the_summary_of_a_call_a_section(tmp_path):

@@ -3,13 +3,13 @@ ranking and its switches, the copy-evidence stage (resumable), and `export --sus
 
 The handmade store (instruction 1, references A and B, writer m1 [direct] and m1 [edit]):
 
-  c1  copies "council approved a new sea wall" from A, and the direct response pastes it  -> copied (A)
-  c2  copies "in the valley" from B, the response does not                                -> nothing
-  c3  judges split 1-1 on the response and on the summary (1-1 passes: not lost)          -> split (+ similar)
-  c4  Yes on the response, one quote missing; No on the summary                           -> unquoted, lost
-  c5  Yes on the response; on the summary a Yes whose quote is missing (summary only)     -> nothing (+ similar)
-  c6  J1 missing on both texts, J2 Yes then No: missing is never a No                     -> lost
-  c7  J1 judged only the summary, J2 only the response: no rater judged both              -> nothing
+  c1 copies "council approved a new sea wall" from A, and the direct response pastes it -> copied (A)
+  c2 copies "in the valley" from B, the response does not                               -> nothing
+  c3 judges split 1-1 on the response and on the summary (1-1 passes: not lost)         -> split (+ similar)
+  c4 Yes on the response, one quote missing; No on the summary                          -> unquoted, lost
+  c5 Yes on the response; on the summary a Yes whose quote is missing (summary only)    -> nothing (+ similar)
+  c6 J1 missing on both texts, J2 Yes then No: missing is never a No                    -> lost
+  c7 J1 judged only the summary, J2 only the response: no rater judged both             -> nothing
 """
 
 from __future__ import annotations
@@ -65,9 +65,10 @@ def _store(path: Path) -> Store:
     put_instruction(store, "none", "Write.", CONSTRAINTS)
     c = store.conn
     # An inactive constraint that copies and holds verdicts: never counted.
-    c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active) VALUES (99, 1, NULL,"
-              " 'The harbour council approved a new sea wall.', 'synthesized', 0)")
-    texts = {10: ("response", "m1", "direct", None, None, RESPONSE), 11: ("summary", "s", "", 0.25, 10, "Short."),
+    c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active) "
+              "VALUES (99, 1, NULL, 'The harbour council approved a new sea wall.', 'synthesized', 0)")
+    texts = {10: ("response", "m1", "direct", None, None, RESPONSE),
+             11: ("summary", "s", "", 0.25, 10, "Short."),
              20: ("response", "m1", "edit", None, None, "Something else entirely."),
              21: ("summary", "s", "", 0.25, 20, "Else.")}
     put_texts(store, texts)
@@ -81,8 +82,8 @@ def _store(path: Path) -> Store:
         (10, 7, J2, 1, "exact"), (11, 7, J1, 0, None),
         (10, 99, J1, 1, "missing"), (10, 99, J2, 0, None),
     ]
-    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
-                  " quote_found) VALUES (?, ?, ?, ?, 'p', ?, ?)",
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                  "prompt_hash, verdict, quote_found) VALUES (?, ?, ?, ?, 'p', ?, ?)",
                   [(g, cid, r[0], r[1], v, q) for g, cid, r, v, q in verdicts])
     # Similarity as helper SIM's stage stores it: c3 by an embedder, c5 and c2 lexically (c2 below 0.5).
     c.executemany("INSERT INTO constraint_similarity(constraint_id, instruction_id, method, to_a, to_b)"
@@ -127,9 +128,11 @@ def test_trust_agrees_with_text_trust_of_the_shown_verdicts(store: Store) -> Non
     evidence = instruction_evidence(store, 1, DIRECT, 0.25)
     shown = shown_verdicts(store, [10, 11])
     for cid, e in evidence.items():
-        assert e.response_trust == text_trust(v for v in shown if v.generation_id == 10 and v.constraint_id == cid) \
+        assert e.response_trust == text_trust(v for v in shown if v.generation_id == 10
+                                              and v.constraint_id == cid) \
             or e.response_trust is None
-        assert e.summary_trust == text_trust(v for v in shown if v.generation_id == 11 and v.constraint_id == cid) \
+        assert e.summary_trust == text_trust(v for v in shown if v.generation_id == 11
+                                             and v.constraint_id == cid) \
             or e.summary_trust is None
 
 
@@ -212,12 +215,14 @@ def test_lost_is_the_one_flipped_definition(tmp_path: Path) -> None:
     for seed in range(6):
         store = random_store(tmp_path / f"r{seed}.sqlite", seed)
         for ratio in (0.25, 0.5):
-            lost = {(e.constraint_id, e.response_id) for e in suspicion_queue(store, ratio=ratio, enabled=("lost",))}
+            lost = {(e.constraint_id, e.response_id)
+                    for e in suspicion_queue(store, ratio=ratio, enabled=("lost",))}
             assert lost == flipped_by_hand(store.conn, ratio), (seed, ratio)
         store.close()
 
 
-def test_export_suspicious_through_the_cli(store: Store, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_export_suspicious_through_the_cli(store: Store, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture) -> None:
     compute_copy_evidence(store)
     path = str(store.path)
     out = tmp_path / "q.jsonl"
@@ -226,10 +231,12 @@ def test_export_suspicious_through_the_cli(store: Store, tmp_path: Path, capsys:
     assert [(r["constraint_id"], r["mode"]) for r in rows][:2] == [(1, "direct"), (3, "direct")]
     assert rows[0]["reason_codes"] == ["copied"] and rows[0]["copied_from"] == "A" and rows[0]["rank"] == 1
     # Each reason in words, beside its code (pipeline.analysis.suspicion.reason_sentences).
-    assert rows[0]["reasons"] == ["6 words copied from reference A into the response: “council approved a new sea"
+    assert rows[0]["reasons"] == ["6 words copied from reference A into the response: "
+                                  "“council approved a new sea"
                                   " wall” (6 words of reference A only, in 1 of 2 store articles)"]
     # Every phrase found, by source: the paste from A, and the constraint's own words (in no reference).
-    assert rows[0]["copied"] == [{"phrase": "council approved a new sea wall", "source": "A", "specificity": 0.58,
+    assert rows[0]["copied"] == [{"phrase": "council approved a new sea wall", "source": "A",
+                                  "specificity": 0.58,
                                   "why": "6 words of reference A only, in 1 of 2 store articles"},
                                  {"phrase": "the council approved", "source": "constraint"}]
     assert (rows[0]["copied_words"], rows[0]["copy_source"]) == (6, "A")
@@ -262,7 +269,8 @@ def test_report_lines_show_the_top_with_reasons(store: Store) -> None:
     from pipeline.outputs.suspicion import MISSING_COPY, report_lines, suspicion_rows
 
     lines = report_lines(suspicion_queue(store, limit=3))
-    assert lines[0].startswith("Most suspicious") and "6 with a reason" in lines[0]  # no copy evidence yet: c1 not in
+    # no copy evidence yet: c1 not in
+    assert lines[0].startswith("Most suspicious") and "6 with a reason" in lines[0]
     assert any(MISSING_COPY in line for line in lines)
     compute_copy_evidence(store)
     lines = report_lines(suspicion_queue(store, limit=10))
@@ -291,7 +299,8 @@ def test_report_lines_wrap_under_their_item_in_a_terminal(store: Store) -> None:
     legend = next(i for i, line in enumerate(wrapped) if line.startswith("  reasons:"))
     assert all(line.startswith(" " * 7) for line in wrapped[:legend] if line not in items)
     assert all(line.startswith(" " * 4) for line in wrapped[legend + 1:])
-    assert wrap_report_lines(["  1.  6.72  instruction 1 #31 a b"], 80) == ["  1.  6.72  instruction 1 #31 a b"]
+    assert wrap_report_lines(["  1.  6.72  instruction 1 #31 a b"],
+                             80) == ["  1.  6.72  instruction 1 #31 a b"]
 
 
 def _assert_ranking_agrees(reader: StoreReader) -> None:
@@ -305,7 +314,8 @@ def _assert_ranking_agrees(reader: StoreReader) -> None:
                   for e in instruction_evidence(reader, iid, w, 0.25).values()]
     assert any(e.copied for e in everything) and any(e.lost for e in everything)
     assert any(e.unsure for e in everything) and any(e.p_yes and not e.unsure for e in everything)
-    for enabled in (REASONS, ("similar", "copied", "echo"), ("echo",), ("split", "unquoted", "uncertain"), ("lost",),
+    for enabled in (REASONS, ("similar", "copied", "echo"), ("echo",),
+                    ("split", "unquoted", "uncertain"), ("lost",),
                     ("uncertain",)):
         by_hand = sorted((e for e in everything if e.score(enabled) > 0),
                          key=lambda e: (-e.score(enabled), e.instruction_id, e.position, e.writer))
@@ -336,7 +346,8 @@ def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
     rng = random.Random(3)
     active = store.conn.execute("SELECT id, instruction_id FROM constraints WHERE active = 1").fetchall()
     store.conn.executemany(
-        "INSERT INTO constraint_similarity(constraint_id, instruction_id, method, to_a, to_b) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO constraint_similarity(constraint_id, instruction_id, method, to_a, to_b) "
+        "VALUES (?, ?, ?, ?, ?)",
         [(cid, iid, rng.choice(("lexical", "hash")), rng.random(), rng.choice((None, rng.random())))
          for cid, iid in active])
     verdicts = store.conn.execute("SELECT id, verdict FROM verdicts WHERE judge = 'judge-b'").fetchall()
@@ -349,11 +360,11 @@ def test_the_sql_ranking_agrees_with_evidence_score(tmp_path: Path) -> None:
     assert store.conn.execute("SELECT count(*) FROM text_item_marks").fetchone()[0] > 0
     # Re-judged after the marks were kept: a newer verdict (another prompt) turns a Yes into a No
     # with its quote missing on a third of the items, unrefreshed.
-    rows = store.conn.execute("SELECT generation_id, constraint_id, judge, judging_mode, verdict FROM verdicts"
-                              " WHERE verdict IS NOT NULL").fetchall()
+    rows = store.conn.execute("SELECT generation_id, constraint_id, judge, judging_mode, "
+                              "verdict FROM verdicts WHERE verdict IS NOT NULL").fetchall()
     store.conn.executemany(
-        "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote_found)"
-        " VALUES (?, ?, ?, ?, 'rejudge', ?, ?)",
+        "INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, "
+        "verdict, quote_found) VALUES (?, ?, ?, ?, 'rejudge', ?, ?)",
         [(g, c, j, m, 1 - v, "missing" if v == 0 else None) for g, c, j, m, v in rows[::3]])
     store.commit()
     assert stale_count(store.conn) > 0
@@ -391,8 +402,10 @@ J3 = ("J3", "yes_no")
 
 def _yes_no_verdicts(store: Store, rows: list[tuple[int, int, int, float]]) -> None:
     """J3's (text, constraint, verdict, P(Yes)) as a yes_no judge stores them."""
-    store.conn.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
-                           " verdict, p_yes) VALUES (?, ?, ?, ?, 'p', ?, ?)", [(g, c, *J3, v, p) for g, c, v, p in rows])
+    store.conn.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, "
+                           "judging_mode, prompt_hash,"
+                           " verdict, p_yes) VALUES (?, ?, ?, ?, 'p', ?, ?)",
+                           [(g, c, *J3, v, p) for g, c, v, p in rows])
     store.commit()
 
 
@@ -428,7 +441,8 @@ def test_uncertain_is_a_p_yes_on_the_response_near_its_judges_current_threshold(
     assert main(["--store", str(store.path), "export", "--suspicious", "--out", str(out), "--reasons",
                  "uncertain"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["constraint_id"], r["reason_codes"], r["reason_uncertain"]) for r in rows] == [(2, ["uncertain"], True)]
+    assert [(r["constraint_id"], r["reason_codes"], r["reason_uncertain"])
+            for r in rows] == [(2, ["uncertain"], True)]
     assert rows[0]["reasons"] == ["the judge was unsure: P(Yes) 0.75 against its threshold 0.60"]
     text = "\n".join(report_lines(queue, top=20))
     assert "the judge was unsure: P(Yes) 0.75" in text and "uncertain = a judge's P(Yes)" in text
@@ -459,7 +473,8 @@ def test_a_store_from_before_uncertain_marks_is_migrated(store: Store) -> None:
     migrated = open_store(path)
     try:
         assert migrated.schema_version == SCHEMA_VERSION == 18
-        assert stale_count(migrated.conn) == migrated.scalar("SELECT count(DISTINCT generation_id) FROM verdicts")
+        assert stale_count(migrated.conn) == migrated.scalar("SELECT count(DISTINCT generation_id) FROM "
+                                                             "verdicts")
         assert [_key(e) for e in suspicion_queue(migrated, enabled=("uncertain",))] == [(2, "direct")]
         put_calibration(migrated, Calibration("J3", "yes_no", "builtin", 0.2, "test", 42, None, None))
         assert stale_count(migrated.conn) == 1

@@ -39,7 +39,8 @@ def _rounds(model: ScriptedModel, *, junk_round: int | None = None, repeat: int 
         if junk_round is not None and ASPECTS[junk_round] in ask:
             return Reply(text="I cannot think of more.")
         k = int(ASK.search(ask).group(1))
-        items = [f"Describe distinct angle number {made[0] + j} of the story at length." for j in range(k - repeat)]
+        items = [f"Describe distinct angle number {made[0] + j} of the story at length."
+                 for j in range(k - repeat)]
         items += ["Describe distinct angle number 0 of the story at length."] * repeat
         made[0] += k
         return Reply(text=json.dumps({"constraints": items}))
@@ -47,11 +48,13 @@ def _rounds(model: ScriptedModel, *, junk_round: int | None = None, repeat: int 
     return responder
 
 
-async def _synthesize(tmp_path, responder, *, together: bool, lists: bool = True, short_by: int = 25):  # noqa: ANN001, ANN202
+async def _synthesize(tmp_path, responder, *, together: bool, lists: bool = True,
+                      short_by: int = 25):  # noqa: ANN001, ANN202
     events: list[tuple[str, str]] = []
     with FakeOpenAIServer(responder) as server:
         server.prompt_lists = lists
-        client = LLMClient(_config(server.base_url, together=together), open_store(tmp_path / f"{together}.sqlite"),
+        client = LLMClient(_config(server.base_url, together=together),
+                           open_store(tmp_path / f"{together}.sqlite"),
                            backoff_base_s=0.01, on_event=lambda k, d: events.append((k, d)))
         result = await synthesize_single(client, "fake", ARTICLE_A, 39, domain="news", repair_rounds=8)
         await client.aclose()
@@ -74,7 +77,8 @@ async def test_the_rounds_a_list_needs_go_as_one_request_of_their_prompts(tmp_pa
     assert wave["response_format"]["schema"]["properties"]["constraints"]["minItems"] == MORE_CHUNK
     # Kept in the rounds' order, only as many as were missing.
     assert len(result.constraints) == 39 and len(set(result.constraints)) == 39
-    assert result.constraints[14:17] == [f"Describe distinct angle number {i} of the story at length." for i in range(3)]
+    assert result.constraints[14:17] == [f"Describe distinct angle number {i} of the story at length."
+                                         for i in range(3)]
     assert result.asked_more == MAX_WAVE * MORE_CHUNK
 
 

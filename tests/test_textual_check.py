@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_installed_textual_is_the_one_the_overrides_were_written_for() -> None:
     found = check.textual_version()
     assert check.in_tested_range(found), (
-        f"Textual {found} is outside {check.TESTED_FROM} to below {check.TESTED_BELOW}: re-test the private overrides "
-        "(tests/test_app_audit_list.py compares the Audit list with DataTable's drawing), then move the range in "
-        "unspecific_tui/textual_check.py and pyproject's bound together")
+        f"Textual {found} is outside {check.TESTED_FROM} to below {check.TESTED_BELOW}: re-test "
+        "the private overrides "
+        "(tests/test_app_audit_list.py compares the Audit list with DataTable's drawing), "
+        "then move the range in unspecific_tui/textual_check.py and pyproject's bound together")
     assert check.missing_names() == []
     assert check.private_api_problem() is None
 
@@ -30,7 +31,8 @@ def test_the_installed_textual_is_the_one_the_overrides_were_written_for() -> No
 def test_the_range_is_pyprojects_bound() -> None:
     bound = re.search(r'"textual>=([\d.]+),<([\d.]+)"', (ROOT / "pyproject.toml").read_text())
     assert bound is not None
-    assert (check.release(bound.group(1)), check.release(bound.group(2))) == (check.TESTED_FROM, check.TESTED_BELOW)
+    assert (check.release(bound.group(1)), check.release(bound.group(2))) == (check.TESTED_FROM,
+                                                                              check.TESTED_BELOW)
 
 
 def test_versions_are_read_by_their_release_numbers() -> None:
@@ -77,11 +79,13 @@ async def test_the_app_says_so_at_start_and_lists_with_the_stock_datatable(moved
 def test_every_private_name_the_app_uses_is_listed() -> None:
     """Each private Textual name in unspecific_tui/ is one the check looks for (a name read outside the
     list would break silently on a Textual that moved it)."""
-    listed = {*check.DATA_TABLE_NAMES, *check.WIDGET_NAMES, *check.WIDGET_INSTANCE_NAMES, *check.APP_HOOKS, *check.APP_NAMES, *check.FOOTER_NAMES,
+    listed = {*check.DATA_TABLE_NAMES, *check.WIDGET_NAMES, *check.WIDGET_INSTANCE_NAMES, *check.APP_HOOKS,
+              *check.APP_NAMES, *check.FOOTER_NAMES,
               *(name for _, name in check.PRIVATE_MODULES)}
     assert {"_bindings_ready", "_border_subtitle", "FooterKey"} <= listed
     private_modules = {m for path in (ROOT / "unspecific_tui").rglob("*.py")
-                       for m in re.findall(r"^\s*(?:from|import) (textual\.\S*\._\w+)", path.read_text(), re.M)}
+                       for m in re.findall(r"^\s*(?:from|import) (textual\.\S*\._\w+)",
+                                           path.read_text(), re.M)}
     assert private_modules == set(), f"private Textual modules imported directly: {private_modules}"
 
 
@@ -89,7 +93,8 @@ def test_tests_and_benches_reach_private_textual_modules_through_the_guard() -> 
     """A test or bench that queries a private Textual class gets it through check.private_import
     (tests/support/app.py's textual_private), so a Textual that moves it says so in one place."""
     direct = {f"{path.relative_to(ROOT)}: {m}" for folder in ("tests", "bench")
-              for path in (ROOT / folder).rglob("*.py") for m in re.findall(r"^\s*(?:from|import) (textual\.\S*\._\w+)", path.read_text(), re.M)}
+              for path in (ROOT / folder).rglob("*.py")
+              for m in re.findall(r"^\s*(?:from|import) (textual\.\S*\._\w+)", path.read_text(), re.M)}
     assert direct == set(), f"private Textual modules imported directly: {direct}"
 
 

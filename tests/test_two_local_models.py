@@ -77,7 +77,8 @@ def test_the_demo_names_both_shipped_models_and_keeps_a_configs_own():
     assert config.endpoint(SMALL_NAME).model == shipped_model(SMALL_NAME).alias
     assert all(config.endpoint(n).is_local for n in config.roles.models_under_test)
     # The small model loops when greedy: its requests carry its own repeat penalty; the embedded one's do not.
-    assert config.endpoint(SMALL_NAME).extra_body == {"repeat_penalty": shipped_model(SMALL_NAME).repeat_penalty}
+    assert config.endpoint(SMALL_NAME).extra_body == {
+        "repeat_penalty": shipped_model(SMALL_NAME).repeat_penalty}
     assert config.endpoint(EMBEDDED_NAME).extra_body == {}
     assert config.roles.judges == (LOCAL,) and config.roles.summarizer == LOCAL
     own = parse_config({"endpoints": {"other": {"base_url": "http://127.0.0.1:1/v1", "model": "m"}},
@@ -96,7 +97,8 @@ def test_the_demo_evaluates_both_models_on_one_local_server(tmp_path, monkeypatc
     assert asked.count(small_alias) == 2 and set(asked) == {MODEL_ALIAS, small_alias}
     conn = sqlite3.connect(tmp_path / "demo.sqlite")
     try:
-        responses = conn.execute("SELECT model, count(*) FROM generations WHERE kind = 'response' GROUP BY model")
+        responses = conn.execute("SELECT model, count(*) FROM generations WHERE kind = "
+                                 "'response' GROUP BY model")
         assert dict(responses.fetchall()) == {EMBEDDED_NAME: 2, SMALL_NAME: 2}
         judged = conn.execute(
             "SELECT r.model, count(*) FROM verdicts v JOIN generations g ON g.id = v.generation_id"

@@ -39,9 +39,11 @@ def _unit(label: str, started: list[str] | None = None, *, error: BaseException 
     return Unit(label, work)
 
 
-async def _run(units, policy=RECORD_AND_CONTINUE, parallel=1, **kwargs) -> tuple[StageSummary, list[ProgressEvent]]:
+async def _run(units, policy=RECORD_AND_CONTINUE, parallel=1,
+               **kwargs) -> tuple[StageSummary, list[ProgressEvent]]:
     events: list[ProgressEvent] = []
-    summary = await run_units(StageSummary("test"), units, policy=policy, parallel=parallel, progress=events.append,
+    summary = await run_units(StageSummary("test"), units, policy=policy, parallel=parallel,
+                              progress=events.append,
                               **kwargs)
     return summary, events
 
@@ -126,7 +128,8 @@ async def test_an_unexpected_error_stops_the_stage_under_either_policy():
 
 async def test_fail_fast_records_an_unusable_reply_and_stops_on_anything_else():
     started: list[str] = []
-    summary, events = await _run([_unit("a", started, error=ParseError("no usable list")), _unit("b", started)],
+    summary, events = await _run([_unit("a", started, error=ParseError("no usable list")),
+                                  _unit("b", started)],
                                  FAIL_FAST)
     assert started == ["a", "b"] and (summary.done, summary.failed) == (1, 1)
     assert summary.failures[0].unit == "a" and any(e.kind == "error" for e in events)
@@ -209,7 +212,8 @@ async def test_usage_reaches_the_run_as_each_unit_finishes(store, run):
         return ""
 
     units = [_unit("a", usage=usage, calls=2), Unit("look", look), _unit("b", usage=usage, calls=3),
-             _unit("bad", usage=usage, calls=1, error=EndpointError("gave up")), _unit("never", usage=usage, calls=9)]
+             _unit("bad", usage=usage, calls=1, error=EndpointError("gave up")),
+             _unit("never", usage=usage, calls=9)]
     with pytest.raises(EndpointError):
         await _run(units, FAIL_FAST, usage=RunUsage(store, run, usage))
     assert seen == [2]
@@ -226,7 +230,8 @@ async def test_usage_of_finished_units_survives_a_cancelled_stage(store, run):
         return ""
 
     units = [_unit("a", usage=usage, calls=1), _unit("b", usage=usage, calls=2), Unit("stuck", stuck)]
-    task = asyncio.create_task(_run(units, RECORD_AND_CONTINUE, parallel=3, usage=RunUsage(store, run, usage)))
+    task = asyncio.create_task(_run(units, RECORD_AND_CONTINUE, parallel=3,
+                                    usage=RunUsage(store, run, usage)))
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

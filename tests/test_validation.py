@@ -22,7 +22,13 @@ import pytest
 from pipeline.analysis.metrics import constraint_items
 from pipeline.analysis.validation import ADJUDICATOR, validation_report
 from pipeline.analysis.validation_plan import PASSED_STRATUM, ValidationError, draw_plan, load_plan, save_plan
-from pipeline.analysis.validation_sheets import SHEET_COLUMNS, disagreements, import_sheets, sheet_rows, write_sheet
+from pipeline.analysis.validation_sheets import (
+    SHEET_COLUMNS,
+    disagreements,
+    import_sheets,
+    sheet_rows,
+    write_sheet,
+)
 from pipeline.cli import main
 from pipeline.store.database import Store
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
@@ -64,7 +70,8 @@ def population_truth(store: Store, rates: tuple[float, float]) -> tuple[float, f
 
 
 def label(store: Store, annotator: str, labels: dict[tuple[int, int], str]) -> None:
-    store.conn.executemany("INSERT OR REPLACE INTO annotations(constraint_id, generation_id, annotator, label)"
+    store.conn.executemany("INSERT OR REPLACE INTO annotations(constraint_id, "
+                           "generation_id, annotator, label)"
                            " VALUES (?, ?, ?, ?)", [(c, r, annotator, lab) for (c, r), lab in labels.items()])
     store.commit()
 
@@ -98,7 +105,8 @@ def test_plan_is_stratified_seeded_and_stored(store: Store) -> None:
     items = {(i.constraint_id, i.response_id): i for i in constraint_items(store, ratio=0.25)}
     for p in plan.items:
         item = items[(p.constraint_id, p.response_id)]
-        assert (item.flipped, item.passed_both) == ((True, False) if p.stratum != PASSED_STRATUM else (False, True))
+        assert (item.flipped, item.passed_both) == ((True, False) if p.stratum != PASSED_STRATUM
+                                                    else (False, True))
         assert p.stratum == PASSED_STRATUM or p.stratum == f"flipped:{p.domain}"
     # Shuffled together: the first 50 positions are not one stratum.
     assert len({p.stratum for p in plan.items[:50]}) == 4
@@ -134,7 +142,8 @@ def test_oracle_finds_the_population_values_and_passes_a_good_metric(store: Stor
     label(store, "oracle", script(store, GOOD))
     precision, recall = population_truth(store, GOOD)
     report = validation_report(store, annotator="oracle")
-    assert report.labelled == 200 and report.ties == report.ambiguous == report.out_of_scope == report.changed == 0
+    assert (report.labelled == 200
+            and report.ties == report.ambiguous == report.out_of_scope == report.changed == 0)
     assert report.precision.contains(precision) and report.recall.contains(recall)
     assert report.integrated.contains(1 - precision)
     assert report.integrated.value == pytest.approx(1 - report.precision.value)  # labels are only S or I
@@ -228,7 +237,8 @@ def test_depth_profile(store: Store) -> None:
     profile = validation_report(store, annotator="oracle").profile
     assert [p.ratio for p in profile] == [0.5, 0.25, 0.1]
     for point in profile:
-        flipped = {(i.constraint_id, i.response_id) for i in constraint_items(store, ratio=point.ratio) if i.flipped}
+        flipped = {(i.constraint_id, i.response_id)
+                   for i in constraint_items(store, ratio=point.ratio) if i.flipped}
         assert point.flipped == len(flipped) == point.labelled > 0
         share = sum(labels[k] == "superficial" for k in flipped) / len(flipped)
         assert point.superficial.value == pytest.approx(share) and point.superficial.contains(share)
@@ -247,7 +257,8 @@ def test_sheet_hides_the_judges_and_round_trips(store: Store, tmp_path: Path) ->
     write_sheet(rows, sheet)
     text = sheet.read_text()
     # Nothing a judge said, nor the stratum that would give the metric's call away.
-    assert not any(word in text.splitlines()[0] for word in ("verdict", "quote", "flipped", "stratum", "score"))
+    assert not any(word in text.splitlines()[0]
+                   for word in ("verdict", "quote", "flipped", "stratum", "score"))
     assert "flipped:" not in text and "passed" not in text.splitlines()[0]
     filled = list(csv.DictReader(sheet.open()))
     for k, row in enumerate(filled):
@@ -278,7 +289,8 @@ def test_bad_rows_are_named_and_nothing_is_saved(store: Store, tmp_path: Path) -
     sheet = tmp_path / "bad.csv"
     write_sheet(rows, sheet)
     result = import_sheets(store, [sheet])
-    assert [(e.line, e.message.split()[0]) for e in result.errors] == [(2, "label"), (3, "no"), (4, "item"), (10, "ann")]
+    assert [(e.line, e.message.split()[0]) for e in result.errors] == [(2, "label"), (3, "no"),
+                                                                       (4, "item"), (10, "ann")]
     assert "deep" in str(result.errors[0]) and str(result.errors[0]).startswith("bad.csv:2:")
     assert store.conn.execute("SELECT count(*) FROM annotations").fetchone()[0] == 0
 
@@ -331,7 +343,8 @@ def test_cli(store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     path = str(store.path)
     assert main(["--store", path, "validate", "report"]) == 2
     assert "validate plan" in capsys.readouterr().err
-    assert main(["--store", path, "validate", "plan", "--per-domain", "10", "--passed", "5", "--seed", "4"]) == 0
+    assert main(["--store", path, "validate", "plan", "--per-domain", "10", "--passed", "5",
+                 "--seed", "4"]) == 0
     assert "flipped:news" in capsys.readouterr().out
     assert main(["--store", path, "validate", "plan"]) == 2  # exists: never redrawn by accident
     sheet = tmp_path / "s.csv"
@@ -369,10 +382,12 @@ def test_the_report_reads_at_every_width(store: Store, tmp_path: Path, width: in
     console = Console(width=width, force_terminal=True, color_system=None, record=True, file=io.StringIO())
     monkeypatch.setattr(common, "console", lambda: console)
     path = str(store.path)
-    assert main(["--store", path, "validate", "plan", "--per-domain", "10", "--passed", "5", "--seed", "4"]) == 0
+    assert main(["--store", path, "validate", "plan", "--per-domain", "10", "--passed", "5",
+                 "--seed", "4"]) == 0
     for annotator, wrong in (("oracle", 0.1), ("second-annotator", 0.2)):  # two: their agreement's table
         sheet = tmp_path / f"{annotator}.csv"
-        assert main(["--store", path, "validate", "export", "--out", str(sheet), "--annotator", annotator]) == 0
+        assert main(["--store", path, "validate", "export", "--out", str(sheet), "--annotator",
+                     annotator]) == 0
         rows = list(csv.DictReader(sheet.open()))
         labels = script(store, BAD, wrong=wrong, seed=len(annotator))
         for row in rows:

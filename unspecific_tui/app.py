@@ -137,7 +137,8 @@ class UnspecificApp(AnalysisPart, PaintPart):
         self._marks: dict[tuple[int, int], str] | None = None
         self._collection_held = False  # collect_after_paint's, with its time limit
         self._hold_limit: Timer | None = None
-        self._after_paint: list[tuple[Callable[[], object], float]] = []  # after_paint's, until the next paint
+        self._after_paint: list[tuple[Callable[[], object],
+                                      float]] = []  # after_paint's, until the next paint
         # A build run's stages, not an evaluate run's zeros; no such run: the store's totals.
         self.set_reactive(UnspecificApp.run_id, run_id or self.view.latest_build_run_id())
 
@@ -316,7 +317,8 @@ class UnspecificApp(AnalysisPart, PaintPart):
             self.target = self.context.target()
         return super().switch_mode(mode)
 
-    def open_audit(self, instruction_id: int, writer: Writer | None = None, constraint_id: int | None = None) -> None:
+    def open_audit(self, instruction_id: int, writer: Writer | None = None, constraint_id: int
+                   | None = None) -> None:
         self.target = (instruction_id, writer, constraint_id)
         self.switch_mode("audit")
 
@@ -342,7 +344,8 @@ class UnspecificApp(AnalysisPart, PaintPart):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        self.push_screen(HelpScreen(self.screen, help_name(self.screen, self.screen_stack, self.current_mode)))
+        self.push_screen(HelpScreen(self.screen,
+                                    help_name(self.screen, self.screen_stack, self.current_mode)))
 
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -350,7 +353,8 @@ class UnspecificApp(AnalysisPart, PaintPart):
         for name in SCREENS_ORDER:
             yield SystemCommand(f"Screen: {name.capitalize()}", f"switch to the {name} screen",
                                 lambda name=name: self.switch_mode(name))
-        yield SystemCommand("Reload store", "re-read the store (after a build wrote to it)", self.action_refresh_store)
+        yield SystemCommand("Reload store", "re-read the store (after a build wrote to it)",
+                            self.action_refresh_store)
         yield SystemCommand("Suspects", "the suspicion queue: constraints ranked by copy-paste evidence",
                             lambda: self.push_screen(screen_class("queue")()))
         yield SystemCommand("Keys of this screen", "show the keys of the current screen", self.action_help)

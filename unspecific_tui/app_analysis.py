@@ -94,7 +94,8 @@ class AnalysisPart(AppState):
         if isinstance(error, UnspecificError):
             self.show_error(error.title, error.msg)
         else:
-            self.show_error(f"{event.worker.group or 'background'} failed ({type(error).__name__})", str(error))
+            self.show_error(f"{event.worker.group or 'background'} failed ({type(error).__name__})",
+                            str(error))
 
     def on_store_changed(self, message: StoreChanged) -> None:
         self.view.forget()

@@ -46,8 +46,8 @@ class PaintPart(AppState):
         """No automatic garbage collection until the screen has painted what a key changed. A full
         collection walks what the app keeps since the last freeze (rows, texts, drawn lines: 30-180 ms
         on the 2,000-instruction bench store, on a busy machine) and one fell between the key and
-        the paint in about one move of seven following the queue in Audit: its slowest moves. One that is due runs after
-        the paint instead, while the auditor reads; at the latest after HOLD_AT_MOST_S (a key that
+        the paint in about one move of seven following the queue in Audit: its slowest moves. One that is due
+        runs after the paint instead, while the auditor reads; at the latest after HOLD_AT_MOST_S (a key that
         changed nothing paints nothing)."""
         if self._collection_held or not gc.isenabled() or not private_api_ok():
             return

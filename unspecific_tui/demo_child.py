@@ -31,7 +31,8 @@ class DemoChild:
         env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
         with self.log_path.open("w", encoding="utf-8") as log:
             # A session of its own: Ctrl-C in the app's terminal is the app's, not the child's.
-            self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+            self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=log,
                                             text=True, bufsize=1, start_new_session=True, env=env)
 
     def events(self) -> Iterator[dict[str, Any]]:

@@ -24,7 +24,8 @@ TESTED_FROM = (8, 0)
 TESTED_BELOW = (9,)
 # What the overrides read on a DataTable, a Widget and the App.
 DATA_TABLE_NAMES = (
-    "_update_dimensions", "_render_line", "_get_offsets", "_row_locations", "_header_row_key", "_show_hover_cursor",
+    "_update_dimensions", "_render_line", "_get_offsets", "_row_locations", "_header_row_key",
+    "_show_hover_cursor",
     "_update_count", "_pseudo_class_state", "_get_styles_to_render_cell", "_labelled_row_exists",
     "_row_label_column_width", "_total_row_height",
 )

@@ -52,7 +52,8 @@ class Fit:
 
 
 def auc(items: Sequence[Scored]) -> float | None:
-    """Mann-Whitney: the share of (true Yes, true No) pairs whose P(Yes) are in the right order (ties half)."""
+    """Mann-Whitney: the share of (true Yes, true No) pairs whose P(Yes) are in the right order (ties
+    half)."""
     pos = sorted(i.p_yes for i in items if i.truth)
     neg = sorted(i.p_yes for i in items if not i.truth)
     if not pos or not neg:
@@ -96,7 +97,8 @@ def best_threshold(items: Sequence[Scored]) -> float:
 
 
 def held_out_verdicts(items: Sequence[Scored]) -> list[bool] | None:
-    """Each item's verdict at the threshold chosen on every other text's items (None: fewer than two texts)."""
+    """Each item's verdict at the threshold chosen on every other text's items (None: fewer than two
+    texts)."""
     groups = sorted({i.group for i in items})
     if len(groups) < 2:
         return None
@@ -132,18 +134,20 @@ class JudgingNote:
     judge: str
     mode: str
     threshold: float | None  # yes_no: the threshold its verdicts are read at
-    calibrated_on: str | None  # yes_no: the check the threshold was chosen on; None: the default, uncalibrated
+    # yes_no: the check the threshold was chosen on; None: the default, uncalibrated
+    calibrated_on: str | None
     auc: float | None = None
 
     def line(self) -> str:
         if self.mode != "yes_no":
             return f"{self.rater}: {self.mode} (a verdict and a quote written by the judge)"
         if self.calibrated_on is None:
-            return (f"{self.rater}: yes_no (one token, verdict from P(Yes)), uncalibrated: Yes when P(Yes) >= "
+            return (f"{self.rater}: yes_no (one token, verdict from P(Yes)), "
+                    "uncalibrated: Yes when P(Yes) >= "
                     f"{self.threshold:.2f}; calibrate with `unspecific validate judges --builtin`")
         auc = f", AUC {self.auc:.2f}" if self.auc is not None else ""
-        return (f"{self.rater}: yes_no (one token, verdict from P(Yes)), Yes when P(Yes) >= {self.threshold:.3f}, "
-                f"chosen on its {self.calibrated_on} check{auc}")
+        return (f"{self.rater}: yes_no (one token, verdict from P(Yes)), Yes when P(Yes) >= "
+                f"{self.threshold:.3f}, chosen on its {self.calibrated_on} check{auc}")
 
 
 def judging_notes(raters: Sequence[tuple[str, str]], names: Sequence[str],

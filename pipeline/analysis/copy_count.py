@@ -3,8 +3,8 @@
 Every view that says how much a constraint's words were copied into a text (Audit's list and
 panes, the suspicion queue, `report`, `export --suspicious`, the HTML report) reads this count,
 so they cannot disagree. The words are the constraint's phrases (runs of its word n-grams, not
-all stopwords or the list's template words: pipeline.analysis.copy_evidence.copied_phrases) that occur in the text, and the
-source is:
+all stopwords or the list's template words: pipeline.analysis.copy_evidence.copied_phrases) that occur in the
+text, and the source is:
 
   "A", "B", "AB"  the phrases are also in reference A, B or both: text pasted from a reference,
                   the copy-paste the method exists to catch (they outrank an echo)
@@ -92,7 +92,8 @@ def copy_count(constraint: str, text: str, reference_a: str, reference_b: str | 
         return NONE
     grams = _grams(text)
     refs = {k: _grams(v) for k, v in (("A", reference_a), ("B", reference_b or "")) if v}
-    copied, sources = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams=refs, ignore=template)
+    copied, sources = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams=refs,
+                                     ignore=template)
     echoed: tuple[str, ...] = ()
     if not copied:
         echoed, _ = copied_phrases(constraint, {}, "", response_grams=grams, reference_grams={"C": grams},

@@ -38,7 +38,8 @@ def word_ngrams(text: str, n: int = COPY_EVIDENCE_NGRAM) -> set[tuple[str, ...]]
     return set(zip(*(words[k:] for k in range(n))))
 
 
-def phrase_runs(constraint: str, response_grams: Set[tuple[str, ...]], reference_grams: Mapping[str, Set[tuple[str, ...]]],
+def phrase_runs(constraint: str, response_grams: Set[tuple[str, ...]],
+                reference_grams: Mapping[str, Set[tuple[str, ...]]],
                 n: int = COPY_EVIDENCE_NGRAM, ignore: Set[str] = frozenset()) -> list[tuple[str, str]]:
     """The constraint's phrases (runs of its word n-grams) found both in a reference and in the response,
     as written in the constraint, each with the references holding it ("A", "B" or "AB": those holding
@@ -82,7 +83,8 @@ def copied_phrases(constraint: str, references: dict[str, str], response: str, n
     """phrase_runs' phrases, and every reference they come from ("A", "B", "AB" or ""). Pass
     precomputed n-gram sets to compare many constraints with the same texts."""
     in_response = response_grams if response_grams is not None else word_ngrams(response, n)
-    refs = reference_grams if reference_grams is not None else {k: word_ngrams(v, n) for k, v in references.items() if v}
+    refs = reference_grams if reference_grams is not None else {k: word_ngrams(v, n)
+                                                                for k, v in references.items() if v}
     runs = phrase_runs(constraint, in_response, refs, n, ignore)
     return tuple(p for p, _ in runs), run_sources(runs)
 
@@ -182,7 +184,8 @@ class CopyFinder:
         for w in work:
             if w.instruction_id in self._contexts:
                 continue
-            refs = {k: self._bodies.get(h or "", "") for k, h in (("A", w.reference_a_hash), ("B", w.reference_b_hash))}
+            refs = {k: self._bodies.get(h or "", "")
+                    for k, h in (("A", w.reference_a_hash), ("B", w.reference_b_hash))}
             corpus = self._corpus(w.domain)
             self._contexts[w.instruction_id] = PhraseContext(
                 w.main_task or "", {k: v for k, v in refs.items() if v},
@@ -206,12 +209,14 @@ class CopyFinder:
     def find(self, w: CopyWork) -> CopyFinding:
         context = self._contexts[w.instruction_id]
         response = self._of(w.response_hash)
-        refs = {k: v for k, v in (("A", self._of(w.reference_a_hash)), ("B", self._of(w.reference_b_hash))) if v}
+        refs = {k: v
+                for k, v in (("A", self._of(w.reference_a_hash)), ("B", self._of(w.reference_b_hash))) if v}
         runs = phrase_runs(w.constraint_text, response, refs, self.n, context.template)
         facts = tuple(PhraseFacts.of(phrase, source, context) for phrase, source in runs)
         # The constraint's own wording: its phrases in the response and in no reference.
         alone = response.difference(*refs.values()) if refs else response
-        echoed = tuple(p for p, _ in phrase_runs(w.constraint_text, response, {"C": alone}, self.n, context.template))
+        echoed = tuple(p for p, _ in phrase_runs(w.constraint_text, response, {"C": alone}, self.n,
+                                                 context.template))
         top = lead(facts)
         return CopyFinding(tuple(p for p, _ in runs), run_sources(runs), facts,
                            item_specificity(f.specificity for f in facts), echoed,

@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.analysis.stats import DEFAULT_RESAMPLES, Interval, PairedTest, bootstrap_ratio, holm, paired_test
+from pipeline.analysis.stats import (
+    DEFAULT_RESAMPLES,
+    Interval,
+    PairedTest,
+    bootstrap_ratio,
+    holm,
+    paired_test,
+)
 from pipeline.store.echo import CopyCell, copy_cells
 from pipeline.store.metrics import Filters
 from pipeline.store.view import StoreReader, store_of
@@ -71,7 +78,8 @@ class CopyTest:
 
     def as_dict(self) -> dict[str, Any]:
         return {"domain": self.domain, "measure": self.measure, "condition": self.condition, "vs": SINGLE,
-                "model": self.model, "mode": self.mode, **{f"test_{k}": v for k, v in self.test.as_dict().items()},
+                "model": self.model, "mode": self.mode,
+                **{f"test_{k}": v for k, v in self.test.as_dict().items()},
                 "p_holm": self.p_holm}
 
 
@@ -101,7 +109,8 @@ def _per_instruction(cells: Iterable[CopyCell], value: str) -> dict[int, tuple[f
 
 
 def _mean_interval(cells: Sequence[CopyCell], value: str, n_resamples: int, seed: int) -> Interval:
-    """The cells' mean of ``value``, resampling instructions (a pooled ratio: each constraint weighs alike)."""
+    """The cells' mean of ``value``, resampling instructions (a pooled ratio: each constraint weighs
+    alike)."""
     sums = _per_instruction(cells, value)
     if not sums:
         return Interval(math.nan, math.nan, math.nan, 0)
@@ -138,7 +147,8 @@ def copy_numbers(reader: StoreReader, filters: Filters | None = None, *, n_resam
     return CopyNumbers(out, _tests(groups, n_resamples, seed))
 
 
-def _tests(groups: dict[tuple[str, str, str, str], list[CopyCell]], n_resamples: int, seed: int) -> list[CopyTest]:
+def _tests(groups: dict[tuple[str, str, str, str], list[CopyCell]], n_resamples: int,
+           seed: int) -> list[CopyTest]:
     raw: list[tuple[str, str, str, str, str, PairedTest]] = []
     keys = sorted(groups)
     for domain, condition, model, mode in keys:
@@ -146,7 +156,8 @@ def _tests(groups: dict[tuple[str, str, str, str], list[CopyCell]], n_resamples:
             continue
         single = groups[(domain, SINGLE, model, mode)]
         other = groups[(domain, condition, model, mode)]
-        raw.append((domain, "copy-paste", condition, model, mode, _paired(other, single, "echo", n_resamples, seed)))
+        raw.append((domain, "copy-paste", condition, model, mode,
+                    _paired(other, single, "echo", n_resamples, seed)))
     # Reference similarity belongs to the constraints: one test per domain and condition, every writer's
     # cells of an article pooled (each constraint counted once per response alike on both sides).
     by_condition: dict[tuple[str, str], list[CopyCell]] = defaultdict(list)
@@ -156,16 +167,19 @@ def _tests(groups: dict[tuple[str, str, str, str], list[CopyCell]], n_resamples:
         if condition == SINGLE or (domain, SINGLE) not in by_condition:
             continue
         raw.append((domain, "reference similarity", condition, "", "",
-                    _paired(members, by_condition[(domain, SINGLE)], "reference_similarity", n_resamples, seed)))
+                    _paired(members, by_condition[(domain, SINGLE)], "reference_similarity",
+                            n_resamples, seed)))
     tested = [i for i, r in enumerate(raw) if not math.isnan(r[5].p_value)]
     adjusted = dict(zip(tested, holm([raw[i][5].p_value for i in tested]), strict=True))
     return [CopyTest(*r, adjusted.get(i, math.nan)) for i, r in enumerate(raw)]
 
 
-def _paired(a: Sequence[CopyCell], b: Sequence[CopyCell], value: str, n_resamples: int, seed: int) -> PairedTest:
+def _paired(a: Sequence[CopyCell], b: Sequence[CopyCell], value: str, n_resamples: int,
+            seed: int) -> PairedTest:
     left, right = _by_article(a, value), _by_article(b, value)
     shared = sorted(set(left) & set(right))
-    return paired_test([left[k] for k in shared], [right[k] for k in shared], n_resamples=n_resamples, seed=seed)
+    return paired_test([left[k] for k in shared], [right[k] for k in shared],
+                       n_resamples=n_resamples, seed=seed)
 
 
 __all__ = ["MEASURES", "CopyGroup", "CopyNumbers", "CopyTest", "copy_numbers"]

@@ -114,7 +114,8 @@ def _ngrams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
 
 
 @lru_cache(maxsize=512)
-def _gram_index(text: str, n: int) -> tuple[tuple[tuple[str, ...], ...], dict[tuple[str, ...], tuple[int, ...]]]:
+def _gram_index(text: str,
+                n: int) -> tuple[tuple[tuple[str, ...], ...], dict[tuple[str, ...], tuple[int, ...]]]:
     """The text's word n-grams in order and where each occurs (its keys intersect another's in
     C: most response/reference pairs share no n-gram); cached like _tokens."""
     grams = tuple(_ngrams(_words(text), n))
@@ -167,7 +168,8 @@ def _spans(a: str, b: str, n: int, shared: Set[tuple[str, ...]] | None = None) -
         # Clip the part already covered, keeping a and b aligned, so spans never overlap in a.
         skip = max(0, covered - i)
         ai, bj = i + skip, best_j + skip
-        spans.append(Span(a_starts[ai], a_ends[end - 1], b_starts[bj], b_ends[best_j + best_len - 1], end - ai))
+        spans.append(Span(a_starts[ai], a_ends[end - 1], b_starts[bj],
+                          b_ends[best_j + best_len - 1], end - ai))
         covered = end
     return spans
 

@@ -106,7 +106,8 @@ def _check_draws(check: JudgeCheck, n_resamples: int, rng: np.random.Generator) 
 def _unit_weights(n_units: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """(resamples + 1, units): how often each unit is drawn; the first row is the sample itself."""
     idx = rng.integers(0, max(n_units, 1), size=(n_resamples, n_units))
-    rows = np.repeat(np.arange(n_resamples) * n_units, n_units)  # counted by bincount: much faster than multinomial
+    rows = np.repeat(np.arange(n_resamples) * n_units,
+                     n_units)  # counted by bincount: much faster than multinomial
     drawn = np.bincount(rows + idx.ravel(), minlength=n_resamples * n_units).reshape(n_resamples, n_units)
     return np.vstack([np.ones((1, n_units)), drawn]).astype(float)
 
@@ -190,7 +191,8 @@ def people_checks(store: Store) -> dict[str, JudgeCheck]:
     if plan is None or not plan.items:
         return {}
     labels = text_labels(store)
-    truth = {(i.constraint_id, i.generation_id): people_verdict(labels.get((i.constraint_id, i.generation_id), {}))
+    truth = {(i.constraint_id,
+              i.generation_id): people_verdict(labels.get((i.constraint_id, i.generation_id), {}))
              for i in plan.items}
     domain = {(i.constraint_id, i.generation_id): i.domain for i in plan.items}
     by_rater: dict[tuple[str, str], list[CheckItem]] = defaultdict(list)
@@ -218,7 +220,8 @@ class JudgeStatus:
 
     @property
     def validated(self) -> bool:
-        return self.check is not None and self.check.sensitivity is not None and self.check.specificity is not None
+        return (self.check is not None and self.check.sensitivity is not None
+                and self.check.specificity is not None)
 
     @property
     def informative(self) -> bool:
@@ -231,14 +234,16 @@ class JudgeStatus:
             return f"{self.judge}: unvalidated: its rates are shown raw; `{VALIDATE_COMMAND}` validates it"
         if not self.validated:
             lacking = "true Yes" if c.sensitivity is None else "true No"
-            return (f"{self.judge}: its check ({c.source}) has no {lacking} item with a verdict: no sensitivity and "
+            return (f"{self.judge}: its check ({c.source}) has no {lacking} item with a "
+                    "verdict: no sensitivity and "
                     f"specificity to correct by; `{VALIDATE_COMMAND}` runs the full check")
-        source = "people's labels" if c.source == "people" else "the built-in constructed check (not human gold)"
+        source = ("people's labels" if c.source == "people"
+                  else "the built-in constructed check (not human gold)")
         rates = (f"sensitivity {c.sensitivity:.2f}, specificity {c.specificity:.2f}, "
                  f"n={c.tp + c.fn + c.tn + c.fp}, from {source}")
         if not self.informative:
-            return (f"{self.judge}: {rates}: no better than chance (sensitivity + specificity <= 1): its rates carry "
-                    "no information; no corrected figure")
+            return (f"{self.judge}: {rates}: no better than chance (sensitivity + specificity <= "
+                    "1): its rates carry no information; no corrected figure")
         return f"{self.judge}: {rates}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -265,7 +270,8 @@ class CorrectedGroup:
     validation: str = ""  # which checks were used: "judge-a: people; judge-b: builtin"
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"corrected_by": self.validation or None, "uncorrected_reason": self.reason or None}
+        out: dict[str, Any] = {"corrected_by": self.validation or None,
+                               "uncorrected_reason": self.reason or None}
         for name in ("org", "core", "superficial"):
             iv = getattr(self.rates, name) if self.rates else NAN_INTERVAL
             out.update({f"{name}_corrected": iv.value, f"{name}_corrected_low": iv.low,
@@ -316,7 +322,8 @@ def corrected_metrics(reader: StoreReader, metrics: Metrics, filters: Filters | 
             continue
         checks = [s.check for s in statuses if s.check is not None]
         rates = _unit_rates(_pair_units(members), key[4], per_text, len(names))
-        out.groups[key] = CorrectedGroup(key, correct_rates(rates, checks, n_resamples=n_resamples, seed=seed),
+        out.groups[key] = CorrectedGroup(key,
+                                         correct_rates(rates, checks, n_resamples=n_resamples, seed=seed),
                                          "", used)
     return out
 
@@ -338,7 +345,8 @@ _PerText = dict[tuple[int, float | None], tuple[np.ndarray, np.ndarray | None]]
 def _per_text(totals: list[selection.RaterTextTotals], n_raters: int) -> _PerText:
     """Per response (ratio None) and per (response, ratio): each rater's share of Yes and, for the
     summaries, its 2x2 of verdicts, averaged over the summaries at the ratio (two summarizers)."""
-    shares: dict[tuple[int, float | None], list[list[float]]] = defaultdict(lambda: [[] for _ in range(n_raters)])
+    shares: dict[tuple[int, float | None],
+                 list[list[float]]] = defaultdict(lambda: [[] for _ in range(n_raters)])
     tables: dict[tuple[int, float | None], list[list[np.ndarray]]] = defaultdict(
         lambda: [[] for _ in range(n_raters)])
     for t in totals:

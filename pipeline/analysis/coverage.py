@@ -63,12 +63,14 @@ def group_coverage(store: Store, texts: str, raters: Sequence[tuple[str, str]]) 
             judged[gid] += n
     out: dict[GroupKey, Coverage] = defaultdict(Coverage)
     for t in text_groups(store, texts):
-        key = (t.domain or "", t.condition or "", t.model or "", t.mode, ratio_key(t.ratio) if t.kind == "summary" else None)
+        key = (t.domain or "", t.condition or "", t.model or "", t.mode, ratio_key(t.ratio)
+               if t.kind == "summary" else None)
         out[key] = out[key] + Coverage(judged.get(t.gid, 0), t.n_active * len(raters))
     return dict(out)
 
 
-def low_groups(coverage: dict[GroupKey, Coverage], threshold: float = MIN_COVERAGE) -> list[tuple[GroupKey, Coverage]]:
+def low_groups(coverage: dict[GroupKey, Coverage],
+               threshold: float = MIN_COVERAGE) -> list[tuple[GroupKey, Coverage]]:
     """The groups under ``threshold``, worst first."""
     low = [(key, c) for key, c in coverage.items() if c.below(threshold)]
     return sorted(low, key=lambda kc: (kc[1].rate, _sortable(kc[0])))

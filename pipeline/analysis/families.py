@@ -32,7 +32,8 @@ class FamilyLevel:
     ratio: float | None
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"run_id": self.run_id, "level": self.level, "model": self.model, "mode": self.mode,
+        out: dict[str, Any] = {"run_id": self.run_id, "level": self.level, "model": self.model,
+                               "mode": self.mode,
                                "n": self.n, "ratio": self.ratio}
         for name in ("org", "core"):
             iv: Interval = getattr(self, name)
@@ -40,7 +41,8 @@ class FamilyLevel:
         return out
 
 
-def family_levels(reader: StoreReader, metrics: Metrics, ratio: float | None, *, n_resamples: int = DEFAULT_RESAMPLES,
+def family_levels(reader: StoreReader, metrics: Metrics, ratio: float | None, *,
+                  n_resamples: int = DEFAULT_RESAMPLES,
                   seed: int = 0) -> list[FamilyLevel]:
     """Org (and Core at ``ratio``) per (import run, level, model, mode) over the instructions that
     belong to a family; empty when the selection holds none."""
@@ -69,7 +71,8 @@ def family_levels(reader: StoreReader, metrics: Metrics, ratio: float | None, *,
     for key in sorted(org, key=lambda k: (k[0], k[2], k[3], k[1])):
         orgs = per_instruction(org[key])
         cores = per_instruction(core.get(key, {}))
-        out.append(FamilyLevel(*key, n=len(orgs), org=bootstrap_mean(orgs, n_resamples=n_resamples, seed=seed),
+        out.append(FamilyLevel(*key, n=len(orgs),
+                               org=bootstrap_mean(orgs, n_resamples=n_resamples, seed=seed),
                                core=bootstrap_mean(cores, n_resamples=n_resamples, seed=seed) if cores
                                else NAN_INTERVAL, ratio=ratio if cores else None))
     return out

@@ -82,7 +82,8 @@ def capitalised_words(text: str, *, skip_sentence_starts: bool = True) -> dict[s
     return out
 
 
-def proper_noun_flag(constraint: str, references: dict[str, str], names: dict[str, dict[str, list]] | None = None) -> Flag | None:
+def proper_noun_flag(constraint: str, references: dict[str, str], names: dict[str, dict[str, list]]
+                     | None = None) -> Flag | None:
     names = names or {label: capitalised_words(text) for label, text in references.items()}
     found = []
     for word, spans in capitalised_words(constraint).items():
@@ -96,10 +97,13 @@ def leak_flag(constraint: str, ref_a: str, ref_b: str, settings: FlagSettings,
               cosines: tuple[float, float] | None = None) -> Flag | None:
     lex_a, lex_b = lexical_overlap(constraint, ref_a), lexical_overlap(constraint, ref_b)
     words = content_words(constraint)
-    only_a, only_b = len(words & content_words(ref_a) - content_words(ref_b)), len(words & content_words(ref_b) - content_words(ref_a))
-    detail: dict[str, Any] = {"lexical": {"a": round(lex_a, 3), "b": round(lex_b, 3), "gap": round(abs(lex_a - lex_b), 3),
+    only_a, only_b = len(words & content_words(ref_a)
+                         - content_words(ref_b)), len(words & content_words(ref_b) - content_words(ref_a))
+    detail: dict[str, Any] = {"lexical": {"a": round(lex_a, 3), "b": round(lex_b, 3),
+                                          "gap": round(abs(lex_a - lex_b), 3),
                                           "only_a": only_a, "only_b": only_b}}
-    leaked = abs(lex_a - lex_b) >= settings.leak_lexical_gap and abs(only_a - only_b) >= settings.leak_min_words
+    leaked = abs(lex_a - lex_b) >= settings.leak_lexical_gap and abs(only_a
+                                                                     - only_b) >= settings.leak_min_words
     closer = "a" if lex_a >= lex_b else "b"
     if cosines is not None:
         cos_a, cos_b = cosines
@@ -117,7 +121,8 @@ def copied_flag(constraint: str, references: dict[str, str], n: int) -> Flag | N
     for label, ref in references.items():
         for s in copied_ngrams(constraint, ref, n=n):
             spans.append({
-                "reference": label, "constraint_span": [s.a_start, s.a_end], "reference_span": [s.b_start, s.b_end],
+                "reference": label, "constraint_span": [s.a_start, s.a_end],
+                "reference_span": [s.b_start, s.b_end],
                 "words": s.words, "text": s.in_a(constraint),
             })
     return Flag("copied_ngram", {"n": n, "spans": spans}) if spans else None
@@ -129,7 +134,8 @@ def duplicate_flags(constraints: Sequence[str], threshold: float) -> dict[int, F
 
     if len(constraints) < 2:
         return {}
-    scores = process.cdist(constraints, constraints, scorer=fuzz.token_sort_ratio, processor=utils.default_process)
+    scores = process.cdist(constraints, constraints, scorer=fuzz.token_sort_ratio,
+                           processor=utils.default_process)
     out: dict[int, Flag] = {}
     for i in range(len(constraints)):
         near = [{"index": j, "score": round(float(scores[i][j]), 1)}
@@ -188,14 +194,16 @@ def flag_instruction(store: Store, instruction_id: int, settings: FlagSettings =
     ref_b = _article_text(store, b_id) if b_id is not None else None
     rows = active_constraints(store, instruction_id)
     texts = [r.text for r in rows]
-    cosines = embedding_cosines(store, embedder, texts, ref_a, ref_b) if embedder is not None and ref_b else None
+    cosines = embedding_cosines(store, embedder, texts, ref_a,
+                                ref_b) if embedder is not None and ref_b else None
     flags = compute_flags(texts, ref_a, ref_b, settings, cosines=cosines)
     counts: dict[str, int] = {}
     stored: list[ConstraintFlag] = []
     for row, row_flags in zip(rows, flags, strict=True):
         for f in row_flags:
             if f.flag == "duplicate":  # indices -> constraint ids, which the app can follow
-                f.detail = {"with": [{"constraint_id": rows[d["index"]].id, "score": d["score"]} for d in f.detail["with"]]}
+                f.detail = {"with": [{"constraint_id": rows[d["index"]].id, "score": d["score"]}
+                                     for d in f.detail["with"]]}
             stored.append(ConstraintFlag(row.id, f.flag, f.detail))
             counts[f.flag] = counts.get(f.flag, 0) + 1
     replace_flags(store, instruction_id, LEXICAL_FLAGS, stored)
@@ -221,7 +229,8 @@ def parse_contradictions(data: Any, n: int) -> list[tuple[int, int, str]]:
         if not isinstance(item, dict):
             continue
         try:
-            a, b = int(item.get("a")), int(item.get("b"))  # type: ignore[arg-type]  # None: TypeError, skipped
+            # None: TypeError, skipped
+            a, b = int(item.get("a")), int(item.get("b"))  # type: ignore[arg-type]
         except (TypeError, ValueError):
             continue
         a, b = min(a, b), max(a, b)

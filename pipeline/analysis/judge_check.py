@@ -38,7 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.analysis.stats import DEFAULT_RESAMPLES, NAN_INTERVAL, Interval, bootstrap_ratio, kappa_from_counts
+from pipeline.analysis.stats import (
+    DEFAULT_RESAMPLES,
+    NAN_INTERVAL,
+    Interval,
+    bootstrap_ratio,
+    kappa_from_counts,
+)
 from pipeline.store.judge_checks import CheckItem, JudgeCheck
 
 SOURCE = "builtin"  # the judge_checks source of this check
@@ -46,8 +52,10 @@ DOMAINS = ("news", "story", "blog")
 POSITIVE_KINDS = ("direct", "peripheral")
 NEGATIVE_KINDS = ("absent", "changed_fact", "wrong_role", "off_by_one")
 KINDS = POSITIVE_KINDS + NEGATIVE_KINDS
-NOT_GOLD = ("A constructed check, not human gold: texts and constraints written for the purpose, truth known by "
-            "construction. It shows how a judge reads clear cases and planted near-misses, not the benchmark's texts.")
+NOT_GOLD = ("A constructed check, not human gold: texts and constraints written for the "
+            "purpose, truth known by "
+            "construction. It shows how a judge reads clear cases and planted near-misses, not "
+            "the benchmark's texts.")
 FOUND = ("exact", "fuzzy")  # quote_found values that mean the quote is in the text
 
 
@@ -77,8 +85,10 @@ def _parse(domain: str, line: str, where: str) -> CheckText:
     entries = tuple(CheckEntry(str(i["id"]), str(i["constraint"]), bool(i["truth"]), str(i["kind"]))
                     for i in raw["items"])
     for e in entries:
-        if e.kind not in KINDS or e.truth != (e.kind in POSITIVE_KINDS) or not e.key.startswith(f"{raw['id']}."):
-            raise CheckSetError(f"{where}: item {e.key} has kind {e.kind!r} and truth {e.truth}, or a foreign id")
+        if (e.kind not in KINDS or e.truth != (e.kind in POSITIVE_KINDS)
+            or not e.key.startswith(f"{raw['id']}.")):
+            raise CheckSetError(f"{where}: item {e.key} has kind {e.kind!r} and truth "
+                                f"{e.truth}, or a foreign id")
     return CheckText(str(raw["id"]), domain, str(raw["text"]), bool(raw.get("quick")), entries)
 
 
@@ -138,7 +148,8 @@ def load_check_file(path: str) -> tuple[CheckText, ...]:
         seen.add(text.key)
         texts.append(text)
     if not texts:
-        raise CheckFileError(f"{path}: no texts (one JSON object a line, as pipeline/analysis/judge_check_data/*.jsonl)")
+        raise CheckFileError(f"{path}: no texts (one JSON object a line, as "
+                             "pipeline/analysis/judge_check_data/*.jsonl)")
     return tuple(texts)
 
 
@@ -213,7 +224,8 @@ class CheckScore:
                 f"{self.sensitivity.fmt()}, specificity {self.specificity.fmt()}, κ {kappa}, n={self.n}")
 
 
-def _score(judge: str, by: str, group: str, items: Sequence[CheckItem], n_resamples: int, seed: int) -> CheckScore:
+def _score(judge: str, by: str, group: str, items: Sequence[CheckItem], n_resamples: int,
+           seed: int) -> CheckScore:
     answered = [i for i in items if i.verdict is not None]
     missing = len(items) - len(answered)
     if not answered:
@@ -236,7 +248,8 @@ def _score(judge: str, by: str, group: str, items: Sequence[CheckItem], n_resamp
     kappa = math.nan if by == "kind" else kappa_from_counts([[tp, pos - tp], [neg - tn, tn]]).kappa
     yes = sums[:, 7].sum()
     found = Interval(float(sums[:, 6].sum() / yes), math.nan, math.nan, int(yes)) if yes else NAN_INTERVAL
-    return CheckScore(judge, by, group, len(answered), missing, rate(0, 1), rate(2, 3), rate(4, 5), kappa, found)
+    return CheckScore(judge, by, group, len(answered), missing, rate(0, 1), rate(2, 3),
+                      rate(4, 5), kappa, found)
 
 
 def check_scores(check: JudgeCheck, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
@@ -251,7 +264,9 @@ def check_scores(check: JudgeCheck, *, n_resamples: int = DEFAULT_RESAMPLES, see
         by_domain[item.domain].append(item)
         by_kind[kinds.get(item.item_key, "unknown")].append(item)
     order = {d: k for k, d in enumerate(DOMAINS)}
-    groups += [("domain", d, by_domain[d]) for d in sorted(by_domain, key=lambda d: (order.get(d, len(order)), d))]
-    groups += [("kind", k, by_kind[k]) for k in (*KINDS, *sorted(set(by_kind) - set(KINDS) - {"unknown"}), "unknown")
+    groups += [("domain", d, by_domain[d])
+               for d in sorted(by_domain, key=lambda d: (order.get(d, len(order)), d))]
+    groups += [("kind", k, by_kind[k])
+               for k in (*KINDS, *sorted(set(by_kind) - set(KINDS) - {"unknown"}), "unknown")
                if k in by_kind]
     return [_score(check.judge, by, group, items, n_resamples, seed) for by, group, items in groups]

@@ -113,7 +113,8 @@ def save_judge_plan(store: Store, plan: JudgePlan, *, replace: bool = False) -> 
     if judge_plan_exists(store, plan.name) and not replace:
         raise ValidationError(f"a judge plan named {plan.name!r} exists; pass --replace to draw it again "
                               "(labels are kept) or --name for another plan")
-    replace_judge_plan(store, StoredJudgePlan(plan.name, plan.ratio, plan.seed, plan.run, {"strata": plan.strata},
+    replace_judge_plan(store,
+                       StoredJudgePlan(plan.name, plan.ratio, plan.seed, plan.run, {"strata": plan.strata},
                                               plan.items), now())
 
 
@@ -163,8 +164,8 @@ class JudgeScore:
 
     def line(self) -> str:
         """'accuracy 84.0 [78.0, 90.0], κ 0.66 [0.52, 0.79], n=150': for the report beside a judge."""
-        return (f"accuracy {self.accuracy.fmt()}, κ {self.kappa.fmt(2, 1.0)}, Yes precision {self.precision.fmt()},"
-                f" recall {self.recall.fmt()}, n={self.n}")
+        return (f"accuracy {self.accuracy.fmt()}, κ {self.kappa.fmt(2, 1.0)}, Yes precision "
+                f"{self.precision.fmt()}, recall {self.recall.fmt()}, n={self.n}")
 
 
 def judge_scores(reader: StoreReader, plan: JudgePlan | None = None, *, n_resamples: int = DEFAULT_RESAMPLES,
@@ -175,7 +176,8 @@ def judge_scores(reader: StoreReader, plan: JudgePlan | None = None, *, n_resamp
     if plan is None or not plan.items:
         return []
     labels = text_labels(store)
-    people = {(i.constraint_id, i.generation_id): people_verdict(labels.get((i.constraint_id, i.generation_id), {}))
+    people = {(i.constraint_id,
+               i.generation_id): people_verdict(labels.get((i.constraint_id, i.generation_id), {}))
               for i in plan.items}
     verdicts: dict[tuple[int, int], dict[tuple[str, str], int]] = defaultdict(dict)
     for v in latest_verdicts(store, sorted({i.generation_id for i in plan.items})):
@@ -211,7 +213,8 @@ def _groups(store: Store, plan: JudgePlan) -> list[tuple[str, str, list[tuple[in
     for i in plan.items:
         pos, n = place.get(i.constraint_id, (None, 0))
         if pos and n:
-            thirds[("first", "middle", "last")[min(2, (pos - 1) * 3 // n)] + " third"].append(keys[i.position])
+            thirds[("first", "middle", "last")[min(2, (pos - 1) * 3 // n)]
+                   + " third"].append(keys[i.position])
     out += [("position", g, thirds[g]) for g in ("first third", "middle third", "last third") if g in thirds]
     words = judge_plan_words(store, plan.name)
     known = sorted(w for w in words.values() if w is not None)
@@ -287,7 +290,8 @@ def describe(judge: str, validated: dict[str, JudgeScore]) -> str:
 
 # -- sheets ------------------------------------------------------------------------------------
 
-JUDGE_SHEET_COLUMNS = ("plan", "item", "constraint_id", "text_id", "text_kind", "domain", "main_task", "constraint",
+JUDGE_SHEET_COLUMNS = ("plan", "item", "constraint_id", "text_id", "text_kind", "domain",
+                       "main_task", "constraint",
                        "text", "annotator", "answer", "note")
 _ANSWERS = {"yes": 1, "y": 1, "1": 1, "no": 0, "n": 0, "0": 0}
 JUDGE_SHEET = SheetKind("judge sheet", "`unspecific validate export --judges`", "answer", "text_id", "text",
@@ -313,8 +317,10 @@ def judge_sheet_rows(store: Store, plan: JudgePlan, *, annotator: str = "") -> l
     for i in plan.items:
         texts = constraint_text(store, i.constraint_id, i.generation_id)
         if texts is None:
-            raise ValidationError(f"judge plan {plan.name!r} item {i.position}: constraint {i.constraint_id} or text "
-                                  f"{i.generation_id} is no longer in the store; draw the plan again (--replace)")
+            raise ValidationError(f"judge plan {plan.name!r} item {i.position}: constraint "
+                                  f"{i.constraint_id} or text "
+                                  f"{i.generation_id} is no longer in the store; draw the "
+                                  "plan again (--replace)")
         answer, note = mine.get((i.constraint_id, i.generation_id), ("", ""))
         rows.append({"plan": plan.name, "item": i.position, "constraint_id": i.constraint_id,
                      "text_id": i.generation_id, "text_kind": i.text_kind, "domain": i.domain,

@@ -56,7 +56,8 @@ class Analysis:
     # in it is unvalidated.
     judges_validated: dict[str, Any] = field(default_factory=dict)
     # Satisfaction against the number of constraints, per instruction family (CS4's levels of
-    # specificity: pipeline.analysis.families.family_levels, the rows `report` prints); empty without families.
+    # specificity: pipeline.analysis.families.family_levels, the rows `report` prints); empty without
+    # families.
     families: list[Any] = field(default_factory=list)
     # Org, Core and superficial corrected for each judge's measured error (pipeline.analysis.correction
     # .Correction, the rows `report` prints), with the metrics; None until then.
@@ -102,7 +103,8 @@ def compute_analysis(view: StoreView, *, run_id: str | None = None, ratio: float
     flag_counts = view.flag_counts(run_id)
     meta = view.instruction_meta(run_id)
     rows: list[InstructionRow] = []
-    for g in sorted((g for g in gens if g.kind == "response"), key=lambda g: (g.instruction_id, g.model or "", g.mode)):
+    for g in sorted((g for g in gens if g.kind == "response"),
+                    key=lambda g: (g.instruction_id, g.model or "", g.mode)):
         summary = summary_of.get(g.id)
         flipped = (summary.flipped or 0) if summary is not None else 0
         core = _mean_score(summary) if summary is not None else None
@@ -120,7 +122,8 @@ def compute_analysis(view: StoreView, *, run_id: str | None = None, ratio: float
 
 def merge_metrics(analysis: Analysis, metrics: Any) -> Analysis:
     """Take Org, Core and the superficial share from pipeline.analysis.metrics (the report's numbers)."""
-    by_response = {r.response_id: r for r in metrics.rows if r.ratio is not None and same_ratio(r.ratio, analysis.ratio)}
+    by_response = {r.response_id: r for r in metrics.rows if r.ratio is not None
+                   and same_ratio(r.ratio, analysis.ratio)}
     full_only = {r.response_id: r for r in metrics.rows if r.ratio is None}
     for row in analysis.rows:
         m = by_response.get(row.response_id)

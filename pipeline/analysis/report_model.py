@@ -73,7 +73,8 @@ class ReportWarning:
     message: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "group": describe(self.group) if self.group else None, "message": self.message}
+        return {"kind": self.kind, "group": describe(self.group) if self.group else None,
+                "message": self.message}
 
 
 # A judge with at least this many verdicts, all the same, is flagged: fewer can be chance.
@@ -94,26 +95,30 @@ def report_warnings(metrics: Metrics, options: ReportOptions) -> list[ReportWarn
         if g.expected_items and g.judged_items < options.min_coverage * g.expected_items:
             out.append(ReportWarning("low_coverage", g.key,
                                f"{describe(g.key)}: coverage {pct(g.coverage)}% ({g.judged_items} of "
-                               f"{g.expected_items} verdicts given, under {pct(options.min_coverage, 0)}%); its rates "
+                               f"{g.expected_items} verdicts given, under "
+                               f"{pct(options.min_coverage, 0)}%); its rates "
                                "leave the missing verdicts out"))
         if g.ratio is not None and _above(g.core, g.org):
             out.append(ReportWarning("core_above_org", g.key,
                                f"{describe(g.key)}: Core {ci(g.core)} is above Org {ci(g.org)}, beyond Org's "
-                               "interval; a summary cannot keep what its response lacks: suspect the judge (lenient "
-                               "on short texts) or the summaries"))
+                               "interval; a summary cannot keep what its response lacks: "
+                               "suspect the judge (lenient on short texts) or the summaries"))
         refused = g.extra.get("refusal", 0.0)
         if g.ratio is None and refused > 0:
             out.append(ReportWarning("refusals", g.key,
-                               f"{describe(g.key)}: {pct(refused)}% of the responses refuse the task (kept as the "
+                               f"{describe(g.key)}: {pct(refused)}% of the responses refuse "
+                               "the task (kept as the "
                                "model's answers and scored so; 'refusal' in per_instruction marks them)"))
         if g.n == 1 and g.ratio is None:
             out.append(ReportWarning("one_instruction", g.key,
-                               f"{describe(g.key)}: one instruction only; no interval, and no benchmark figure"))
+                               f"{describe(g.key)}: one instruction only; no interval, "
+                               "and no benchmark figure"))
     for rater, (judged, yes) in sorted(metrics.rater_totals.items()):
         if judged >= CONSTANT_JUDGE_MIN and yes in (0, judged):
             said = "Yes" if yes else "No"
             out.append(ReportWarning("constant_judge", None,
-                               f"judge {rater} said {said} to every one of its {judged} verdicts: a judge that "
+                               f"judge {rater} said {said} to every one of its {judged} "
+                               "verdicts: a judge that "
                                "never varies measures nothing (check its model and prompt)"))
     return out
 
@@ -183,7 +188,8 @@ class _CompareSettings(TypedDict):
     seed: int
 
 
-def build_report(store: Store, options: ReportOptions | None = None, *, embedder: Embedder | None = None) -> Report:
+def build_report(store: Store, options: ReportOptions | None = None, *, embedder: Embedder
+                 | None = None) -> Report:
     options = options or ReportOptions()
     metrics = compute_metrics(store, options.filters, n_resamples=options.n_resamples, seed=options.seed,
                               copy=options.copy, embedder=embedder)
@@ -196,11 +202,14 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
                                          copy_paste_comparisons(metrics, copy_units, **draws))
     report.models = model_duel(metrics, report.comparisons, copy_units, ratio, **draws)
     if options.compare:
-        family = {(c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric): c.p_holm for c in report.comparisons}
-        report.requested = [replace(c, p_holm=family.get((c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric),
+        family = {(c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric): c.p_holm
+                  for c in report.comparisons}
+        report.requested = [replace(c, p_holm=family.get((c.by, frozenset((c.a, c.b)), c.domain,
+                                                          c.within, c.metric),
                                                          math.nan))
                             for c in compare(metrics, *options.compare, **kw)]
-    report.naturalness = naturalness_rates(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
+    report.naturalness = naturalness_rates(store, options.filters, n_resamples=options.n_resamples,
+                                           seed=options.seed)
     report.judges_validated = judge_validation_by_name(
         judge_scores(store, n_resamples=options.n_resamples, seed=options.seed))
     report.correction = corrected_metrics(store, metrics, options.filters, n_resamples=options.n_resamples,
@@ -238,7 +247,8 @@ def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | Non
 
 
 def condition_order(condition: str) -> tuple[int, str]:
-    return (CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER), condition)
+    return (CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER
+            else len(CONDITION_ORDER), condition)
 
 
 def pct(x: float, digits: int = 1) -> str:
@@ -290,7 +300,8 @@ def ranking_changes(metrics: Metrics) -> list[str]:
     for g in metrics.groups:
         if g.ratio is None or math.isnan(g.core.value):
             continue
-        cells.setdefault((g.domain, g.condition), {}).setdefault(g.ratio, []).append((g.core.value, f"{g.model}/{g.mode}"))
+        cells.setdefault((g.domain, g.condition),
+                         {}).setdefault(g.ratio, []).append((g.core.value, f"{g.model}/{g.mode}"))
     for (domain, condition), by_ratio in sorted(cells.items()):
         orders = {tuple(name for _, name in sorted(v, reverse=True)) for v in by_ratio.values() if len(v) > 1}
         if len(orders) > 1:
@@ -309,8 +320,10 @@ def check_filters(store: Store, filters: Filters) -> None:
         if value is not None and not any_instruction_with(store, column, value):
             known = instruction_values(store, column)
             raise UnspecificError(f"{flag} {value}: matches no instruction in {store.path}"
-                                  + (f" (here: {', '.join(map(str, known))})" if known else " (it has none yet)"))
-    lists = (("--models", model_has_responses, filters.models), ("--judges", judge_has_verdicts, filters.judges))
+                                  + (f" (here: {', '.join(map(str, known))})" if known
+                                     else " (it has none yet)"))
+    lists = (("--models", model_has_responses, filters.models),
+             ("--judges", judge_has_verdicts, filters.judges))
     for flag, known_name, values in lists:
         unknown = [v for v in values or () if not known_name(store, v)]
         if unknown:

@@ -35,13 +35,15 @@ class Similarity:
         return self.to_a if self.to_b is None else max(self.to_a, self.to_b)
 
 
-def constraint_similarities(reader: StoreReader, *, instruction_id: int | None = None) -> dict[int, Similarity]:
+def constraint_similarities(reader: StoreReader, *, instruction_id: int
+                            | None = None) -> dict[int, Similarity]:
     """Stored similarities by constraint id: one instruction's (one indexed query), or all; {} when none."""
     return {row.constraint_id: Similarity(row.constraint_id, row.method, row.to_a, row.to_b)
             for row in similarity_rows(store_of(reader), instruction_id=instruction_id)}
 
 
-def lexical_similarity(constraint_id: int, constraint: str, reference_a: str, reference_b: str | None) -> Similarity:
+def lexical_similarity(constraint_id: int, constraint: str, reference_a: str, reference_b: str
+                       | None) -> Similarity:
     """The ``lexical`` method: the share of the constraint's content words found in each reference
     (what pipeline.stages.similarity stores without an embedder, and what Audit shows while nothing is
     stored). ``reference_b`` None: one reference only."""

@@ -10,7 +10,8 @@ pipeline.core.definitions.specificity. The copy-evidence stage stores the facts 
 constraint); the ranking (Python and SQL), the app, `report`, the export and the HTML read them.
 
     facts = PhraseFacts.of(phrase, words, "A", context)
-    facts.specificity, facts.sentence()   # 0.93, '8 words of reference A only, in 1 of 60 store articles, a name'
+    facts.specificity, facts.sentence()
+    # 0.93, '8 words of reference A only, in 1 of 60 store articles, a name'
 """
 
 from __future__ import annotations
@@ -223,7 +224,8 @@ class PhraseFacts:
         entity = bool(named) or any(w in names for w in content)
         number = any(_DIGIT.search(w) for w in written if w not in named)
         value = specificity(rarity, outside, len(source) > 1, entity, number, len(words))
-        return cls(phrase, len(words), source, round(outside, 4), df, corpus.articles, entity, number, value, corpus.name)
+        return cls(phrase, len(words), source, round(outside, 4), df, corpus.articles, entity, number,
+                   value, corpus.name)
 
     @property
     def shared(self) -> bool:
@@ -288,5 +290,6 @@ def phrase_key(phrase: str) -> str:
     return " ".join(w.lower() for w in WORD.findall(phrase))
 
 
-__all__ = ["STORE_ARTICLES", "CorpusFrequency", "PhraseContext", "PhraseFacts", "after_prefix", "dump_facts", "lead",
+__all__ = ["STORE_ARTICLES", "CorpusFrequency", "PhraseContext", "PhraseFacts", "after_prefix",
+           "dump_facts", "lead",
            "load_facts", "named_acronyms", "phrase_key", "proper_words", "shared_prefix", "template_words"]

@@ -116,7 +116,8 @@ def _fresh_draws(seed: int | np.random.Generator | None, n: int, n_resamples: in
         idx = rng.integers(0, n, size=(n_resamples, n), dtype=np.int32)
         signs = rng.integers(0, 2, size=(n_resamples, n), dtype=np.int8) * 2 - 1
         rows = np.repeat(np.arange(n_resamples, dtype=np.int64) * n, n)
-        counts = np.bincount(rows + idx.ravel(), minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
+        counts = np.bincount(rows + idx.ravel(), minlength=n_resamples * n).reshape(n_resamples,
+                                                                                    n).astype(float)
         counts.flags.writeable = signs.flags.writeable = False
         draws = _DRAWS[key] = _Draws(counts, signs)
         while sum(d.counts.size for d in _DRAWS.values()) > _CACHE_CELLS and len(_DRAWS) > 1:
@@ -281,7 +282,8 @@ def unpaired_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarr
         if abs(perm[: x.size].mean() - perm[x.size :].mean()) >= abs(observed) - tol:
             hits += 1
     p = (1 + hits) / (1 + n_resamples)
-    return PairedTest(observed, low, high, float(p), int(min(x.size, y.size)), float(x.mean()), float(y.mean()))
+    return PairedTest(observed, low, high, float(p), int(min(x.size, y.size)), float(x.mean()),
+                      float(y.mean()))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -22,9 +22,12 @@ LOCATED = "located"  # verdicts.quote_found of a sentence found by this module, 
 _STEM = 5
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 # What a constraint asks the writer to do, not what the text must hold.
-_INSTRUCTION_WORDS = frozenset({"say", "state", "mention", "describe", "explain", "include", "give", "report", "name",
-                                "have", "make", "show", "tell", "reveal", "note", "add", "list", "write", "provide",
-                                "discuss", "highlight", "refer", "cite", "quote", "end", "begin", "start", "text"})
+_INSTRUCTION_WORDS = frozenset({"say", "state", "mention", "describe", "explain", "include", "give",
+                                "report", "name",
+                                "have", "make", "show", "tell", "reveal", "note", "add", "list",
+                                "write", "provide",
+                                "discuss", "highlight", "refer", "cite", "quote", "end", "begin",
+                                "start", "text"})
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"'”’)]*|\n|$)")
 
 

@@ -211,7 +211,8 @@ class Evidence:
         """The reasons that fire, in REASONS order."""
         response, summary, similarity = self.response_trust, self.summary_trust, self.similarity
         fired = {
-            "similar": similarity is not None and similarity.highest >= similarity_threshold(similarity.method),
+            "similar": similarity is not None
+            and similarity.highest >= similarity_threshold(similarity.method),
             "copied": bool(self.copied),
             "echo": self.echoes,
             "lost": self.lost,
@@ -351,20 +352,25 @@ def _similarity(row: EvidenceRow) -> Similarity | None:
 
 def _evidence(row: EvidenceRow, ratio: float, flags: dict[int, tuple[str, ...]]) -> Evidence:
     return Evidence(
-        constraint_id=row.constraint_id, instruction_id=row.instruction_id, position=row.position, text=row.text,
-        writer=_writer(row.model, row.mode), ratio=ratio, similarity=_similarity(row), copied=row.copied or (),
+        constraint_id=row.constraint_id, instruction_id=row.instruction_id,
+        position=row.position, text=row.text,
+        writer=_writer(row.model, row.mode), ratio=ratio, similarity=_similarity(row),
+        copied=row.copied or (),
         copied_from=tuple(row.copied_from), response_passed=_passed(row.full_score, row.response),
-        summary_passed=_summary_passed(row), response_trust=_trust(row.response), summary_trust=_trust(row.summary),
+        summary_passed=_summary_passed(row), response_trust=_trust(row.response),
+        summary_trust=_trust(row.summary),
         flags=flags.get(row.constraint_id, ()), response_id=row.response_id, summary_id=row.summary_id,
         copy_known=row.copied is not None, echoed=row.echoed, p_yes=row.p_yes, facts=load_facts(row.facts),
         specificity=row.specificity, echo=row.echo, summary_echo=row.summary_echo, lead_key=row.lead)
 
 
-def instruction_evidence(reader: StoreReader, instruction_id: int, writer: Writer, ratio: float) -> dict[int, Evidence]:
+def instruction_evidence(reader: StoreReader, instruction_id: int, writer: Writer,
+                         ratio: float) -> dict[int, Evidence]:
     """Evidence for every active constraint of one instruction on one writer's response (Audit's list);
     copy evidence the stage has not stored is computed here. {} when the writer has no response."""
     store = store_of(reader)
-    rows, _ = evidence_rows(store, ratio=ratio, instruction_id=instruction_id, writer=(writer.model, writer.mode))
+    rows, _ = evidence_rows(store, ratio=ratio, instruction_id=instruction_id,
+                            writer=(writer.model, writer.mode))
     flags = constraint_flags(store, [r.constraint_id for r in rows])
     rows = _fill_copy_evidence(store, instruction_id, rows)
     return {row.constraint_id: _evidence(row, ratio, flags) for row in rows}
@@ -383,7 +389,8 @@ def _fill_copy_evidence(store: Store, instruction_id: int, rows: list[EvidenceRo
     for row in rows:
         f = found.get((row.response_id or 0, row.constraint_id)) if row.copied is None else None
         if f is not None:
-            row = row._replace(copied=f.copied, copied_from=f.copied_from, specificity=f.specificity, echoed=f.echoed,
+            row = row._replace(copied=f.copied, copied_from=f.copied_from, specificity=f.specificity,
+                               echoed=f.echoed,
                                lead=f.lead, facts=dump_facts(f.facts))
         out.append(row)
     return out
@@ -427,7 +434,8 @@ def suspicion_queue(reader: StoreReader, *, ratio: float | None = None, enabled:
     ranking = Ranking(enabled=tuple(r for r in REASONS if r in enabled), limit=limit)
     rows, total = evidence_rows(store, ratio=ratio, run_id=run_id, ranking=ranking)
     # Few rows: their flags by id; many: every flag at once.
-    flags = constraint_flags(store, [r.constraint_id for r in rows]) if len(rows) <= 2000 else constraint_flags(store)
+    flags = constraint_flags(store, [r.constraint_id
+                                     for r in rows]) if len(rows) <= 2000 else constraint_flags(store)
     items = [_evidence(row, ratio, flags) for row in rows]
     queue = Queue(group_by_phrase(items) if grouped else items)
     queue.total = total
@@ -440,5 +448,6 @@ def _copy_missing(store: Store, run_id: str | None) -> bool:
 
 
 __all__ = ["COPY_REASONS", "REASONS", "REASON_TEXT", "Evidence", "Queue", "copied_phrases", "copied_sentence",
-           "copy_evidence_missing_for", "group_by_phrase", "instruction_evidence", "parse_reasons", "reason_sentences",
+           "copy_evidence_missing_for", "group_by_phrase", "instruction_evidence", "parse_reasons",
+           "reason_sentences",
            "same_phrase_sentence", "suspicion_queue"]

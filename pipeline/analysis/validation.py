@@ -164,7 +164,8 @@ class Criterion:
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value.value, "low": self.value.low, "high": self.value.high,
-                "n": self.value.n, "threshold": self.threshold, "at_least": self.at_least, "passed": self.passed,
+                "n": self.value.n, "threshold": self.threshold, "at_least": self.at_least,
+                "passed": self.passed,
                 "certain": self.certain}
 
 
@@ -177,7 +178,8 @@ class AnnotatorKappa:
 
     def as_dict(self) -> dict[str, Any]:
         return {"annotator_a": self.annotator_a, "annotator_b": self.annotator_b, "kappa": self.kappa.value,
-                "low": self.kappa.low, "high": self.kappa.high, "overlap": self.kappa.n, "percent": self.percent}
+                "low": self.kappa.low, "high": self.kappa.high, "overlap": self.kappa.n,
+                "percent": self.percent}
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,8 @@ class DepthPoint:
 
     def as_dict(self) -> dict[str, Any]:
         return {"ratio": self.ratio, "flipped": self.flipped, "labelled": self.labelled,
-                "superficial": self.superficial.value, "low": self.superficial.low, "high": self.superficial.high}
+                "superficial": self.superficial.value, "low": self.superficial.low,
+                "high": self.superficial.high}
 
 
 @dataclass
@@ -242,7 +245,8 @@ class ValidationReport:
             "out_of_scope": self.out_of_scope, "changed_since_plan": self.changed,
             "sample": {"tp": self.tp, "fp": self.fp, "fn": self.fn, "tn": self.tn},
             "criteria": [c.as_dict() for c in self.criteria], "passed": self.passed,
-            "annotators": [k.as_dict() for k in self.kappas], "depth_profile": [p.as_dict() for p in self.profile],
+            "annotators": [k.as_dict() for k in self.kappas],
+            "depth_profile": [p.as_dict() for p in self.profile],
         }
 
 
@@ -374,7 +378,8 @@ def _weighted_ratio(strata: Sequence[str], num: np.ndarray, den: np.ndarray, n_r
     col = 0
     for s in sorted(groups):
         members = np.asarray(groups[s])
-        idx[:, col : col + members.size] = members[rng.integers(0, members.size, size=(n_resamples, members.size))]
+        idx[:, col : col + members.size] = members[rng.integers(0, members.size,
+                                                                size=(n_resamples, members.size))]
         col += members.size
     sn, sd = num[idx].sum(axis=1), den[idx].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -401,7 +406,8 @@ def annotator_kappas(keys: Sequence[tuple[int, int]], labels: dict[tuple[int, in
     out = []
     for i, a in enumerate(people):
         for b in people[i + 1 :]:
-            shared = [(labels[k][a], labels[k][b]) for k in keys if a in labels.get(k, {}) and b in labels.get(k, {})]
+            shared = [(labels[k][a], labels[k][b]) for k in keys if a in labels.get(k, {})
+                      and b in labels.get(k, {})]
             out.append(_kappa_interval(a, b, shared, n_resamples, seed))
     return out
 
@@ -420,7 +426,8 @@ def _kappa_interval(a: str, b: str, shared: list[tuple[str, str]], n_resamples: 
     idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
     # Each resample's contingency table, all at once: (resamples, m*m) counts.
     rows = np.repeat(np.arange(n_resamples) * m * m, n)
-    tables = np.bincount(rows + cells[idx].ravel(), minlength=n_resamples * m * m).reshape(n_resamples, m, m) / n
+    tables = np.bincount(rows + cells[idx].ravel(), minlength=n_resamples * m
+                         * m).reshape(n_resamples, m, m) / n
     p_o = np.trace(tables, axis1=1, axis2=2)
     p_e = np.einsum("ri,ri->r", tables.sum(axis=2), tables.sum(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -447,7 +454,8 @@ def depth_profile(store: Store, plan: Plan, labels: dict[tuple[int, int], dict[s
                   for k, i in items.items() if i.flipped and k in labelled]
         total = next((n for r, n in totals.items() if same_ratio(r, ratio)), 0)
         out.append(DepthPoint(ratio, total, len(values),
-                              bootstrap_mean(values, n_resamples=n_resamples, seed=seed) if values else NAN_INTERVAL))
+                              bootstrap_mean(values, n_resamples=n_resamples, seed=seed) if values
+                              else NAN_INTERVAL))
     return out
 
 

@@ -81,7 +81,8 @@ class Plan:
         return [s for s in self.strata if s.drawn == s.population]
 
 
-def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = DEFAULT_RATIO, per_domain: int = PER_DOMAIN,
+def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = DEFAULT_RATIO,
+              per_domain: int = PER_DOMAIN,
               passed: int = PASSED, seed: int = 0, run: str | None = None,
               domains: Sequence[str] | None = None) -> Plan:
     """Draw (not store) a plan: ``per_domain`` flipped items per domain, ``passed`` passed-both
@@ -96,8 +97,10 @@ def draw_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = DEFAULT_
             raise ValidationError(f"no judged items in domain(s) {', '.join(unknown)} at ratio {ratio:g}")
         items = {k: i for k, i in items.items() if domain_of[i.instruction_id] in domains}
     if not items:
-        raise ValidationError(f"nothing to sample: no constraint is judged on a response and on its summary at "
-                              f"ratio {ratio:g}" + (f" in run {run}" if run else "") + " (run `unspecific evaluate`)")
+        raise ValidationError(f"nothing to sample: no constraint is judged on a response "
+                              "and on its summary at "
+                              f"ratio {ratio:g}" + (f" in run {run}" if run else "")
+                              + " (run `unspecific evaluate`)")
     rng = random.Random(seed)
     by_stratum: dict[str, list[Item]] = defaultdict(list)
     for key in sorted(items):  # a fixed order before drawing: the seed alone decides the sample
@@ -189,7 +192,8 @@ def annotation_items(reader: StoreReader, plan: Plan) -> list[Item]:
         item = now_items.get((p.constraint_id, p.response_id))
         if item is None:
             model, mode = writers.get(p.response_id, ("?", ""))
-            item = Item(p.constraint_id, p.response_id, p.summary_id, p.instruction_id, model, mode, plan.ratio,
+            item = Item(p.constraint_id, p.response_id, p.summary_id, p.instruction_id, model,
+                        mode, plan.ratio,
                         math.nan, math.nan, False, False)
         elif item.summary_id != p.summary_id:
             # The summary the plan names is the one people read and the one exported.

@@ -24,10 +24,12 @@ from pipeline.store.validation import PlanItem, item_texts
 if TYPE_CHECKING:
     from pipeline.store.database import Store
 
-SHEET_COLUMNS = ("plan", "item", "constraint_id", "response_id", "domain", "main_task", "constraint", "response",
+SHEET_COLUMNS = ("plan", "item", "constraint_id", "response_id", "domain", "main_task",
+                 "constraint", "response",
                  "summary", "annotator", "label", "note")
 # What a sheet's label column may hold: the labels, or their first letters.
-LABEL_ALIASES = {**{label: label for label in LABELS}, "i": "integrated", "s": "superficial", "a": "ambiguous"}
+LABEL_ALIASES = {**{label: label for label in LABELS}, "i": "integrated", "s": "superficial",
+                 "a": "ambiguous"}
 
 
 # -- sheets ------------------------------------------------------------------------------------
@@ -42,8 +44,10 @@ def sheet_rows(store: Store, plan: Plan, *, annotator: str = "") -> list[dict[st
     for p in plan.items:
         texts = item_texts(store, p.constraint_id, p.response_id, p.summary_id)
         if texts is None:
-            raise ValidationError(f"plan {plan.name!r} item {p.position}: constraint {p.constraint_id} or response "
-                                  f"{p.response_id} is no longer in the store; draw the plan again (--replace)")
+            raise ValidationError(f"plan {plan.name!r} item {p.position}: constraint "
+                                  f"{p.constraint_id} or response "
+                                  f"{p.response_id} is no longer in the store; draw the "
+                                  "plan again (--replace)")
         given = mine.get((p.constraint_id, p.response_id))
         label, note = (given.label, given.note) if given else ("", "")
         rows.append({"plan": plan.name, "item": p.position, "constraint_id": p.constraint_id,

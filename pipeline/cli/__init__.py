@@ -13,7 +13,8 @@ import os
 import sys
 
 # Module names, in the order the help lists them.
-COMMANDS = ["init", "config", "corpus", "import", "pair", "build", "evidence", "evaluate", "report", "export", "validate",
+COMMANDS = ["init", "config", "corpus", "import", "pair", "build", "evidence", "evaluate", "report",
+            "export", "validate",
             "local", "cache", "batch", "tui", "serve", "demo"]
 
 
@@ -23,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build and audit instruction-following writing benchmarks (the UNSPECIFIC method). "
         "With no command, opens the app on the store.",
     )
-    parser.add_argument("--store", default=None, help="store file (default: store.sqlite, or $UNSPECIFIC_STORE)")
+    parser.add_argument("--store", default=None,
+                        help="store file (default: store.sqlite, or $UNSPECIFIC_STORE)")
     parser.add_argument("--config", default=None, help="config file (default: unspecific.toml if present)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -33,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         module.register(sub)
     for path in CREATE_ON_REQUEST:
         _subparser(sub, path).add_argument(
-            "--create", action="store_true", help="create the store if it is missing (without it, a missing store is "
+            "--create", action="store_true",
+            help="create the store if it is missing (without it, a missing store is "
             "an error: a mistyped --store creates nothing)")
     return parser
 
@@ -104,7 +107,8 @@ def _run(args: argparse.Namespace) -> int:
 
 # SQLite errors a user's file or disk causes (damage found past opening, a read-only or full
 # disk, another writer): shown as a store error naming the file. Any other is a bug: traceback.
-_STORE_TROUBLE = ("malformed", "not a database", "readonly", "read-only", "disk i/o", "disk is full", "locked",
+_STORE_TROUBLE = ("malformed", "not a database", "readonly", "read-only", "disk i/o",
+                  "disk is full", "locked",
                   "unable to open")
 
 
@@ -116,7 +120,8 @@ def _store_failure(exc: BaseException, args: argparse.Namespace):  # noqa: ANN20
     from pipeline.core.errors import StoreError
 
     hint = "the file is damaged: restore it from a copy" if "malformed" in str(exc).lower() else \
-        "check the file's permissions, the free disk space, and that no other program holds it; work finished " \
+        "check the file's permissions, the free disk space, and that no other program " \
+        "holds it; work finished " \
         "before this is stored"
     return StoreError(f"{store_path(args)}: {exc} ({hint})")
 

@@ -14,22 +14,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "batch",
         help="provider batch APIs and vLLM's offline run_batch: status, submit, collect, export, ingest",
-        description="A stage run with --batch (evaluate) records the calls it needs and sends them as OpenAI-format "
-        "batches. `status` shows each batch's state and counts and what was paid, online and batch; `collect` "
-        "downloads finished batches' results (then run the stage again: it goes on from them); `submit` sends "
-        "what is still pending; `export` writes pending calls as JSONL for vLLM's run_batch and `ingest` reads its "
-        "output back.",
+        description="A stage run with --batch (evaluate) records the calls it needs and sends "
+                    "them as OpenAI-format "
+        "batches. `status` shows each batch's state and counts and what was paid, online "
+        "and batch; `collect` "
+        "downloads finished batches' results (then run the stage again: it goes on from "
+        "them); `submit` sends "
+        "what is still pending; `export` writes pending calls as JSONL for vLLM's run_batch "
+        "and `ingest` reads its output back.",
     )
     p.add_argument("action", choices=["status", "submit", "collect", "export", "ingest"])
     p.add_argument("files", nargs="*", metavar="FILE", help="ingest: run_batch output files")
     p.add_argument("--failed", choices=["keep", "rebatch", "online"], default="keep",
-                   help="collect: items that failed or expired: keep them waiting (default), send them in a new "
+                   help="collect: items that failed or expired: keep them waiting "
+                        "(default), send them in a new "
                    "batch, or let the stage's next run send them online")
     p.add_argument("--endpoint", action="append", default=None, metavar="NAME",
                    help="submit, export: only this endpoint's calls (repeatable)")
-    p.add_argument("--out", default="batches", metavar="DIR", help="export: folder for the input files (default batches/)")
+    p.add_argument("--out", default="batches", metavar="DIR",
+                   help="export: folder for the input files (default batches/)")
     p.add_argument("--close", action="store_true",
-                   help="ingest: the exported batches are finished: calls with no result in the files are failed")
+                   help="ingest: the exported batches are finished: calls with no result in "
+                        "the files are failed")
     p.add_argument("--no-refresh", action="store_true", help="status: do not ask the providers (offline)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -78,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
             closed = batch.close_exported(store) if args.close else 0
             _print_ingested(out, ingested)
             if closed:
-                out.print(f"{closed:,} exported call(s) had no result and are failed (see `batch collect --failed`)")
+                out.print(f"{closed:,} exported call(s) had no result and are failed (see "
+                          "`batch collect --failed`)")
     finally:
         store.close()
     return 0
@@ -96,23 +103,27 @@ def _print_status(out: Any, info: dict[str, Any]) -> None:
                   "yes" if b["collected_at"] else "no")
     render_sheet(out, sheet)
     req = info["requests"]
-    out.print("calls: " + ", ".join(f"{k} {v:,}" for k, v in sorted(req.items())) if req else "calls: none deferred")
+    out.print("calls: " + ", ".join(f"{k} {v:,}" for k, v in sorted(req.items())) if req
+              else "calls: none deferred")
     for via in ("online", "batch"):
         p = info["paid"].get(via)
         if p:
-            out.print(f"paid {via}: {p['calls']:,} cached calls, {p['prompt_tokens']:,} in / {p['completion_tokens']:,} "
+            out.print(f"paid {via}: {p['calls']:,} cached calls, {p['prompt_tokens']:,} in / "
+                      f"{p['completion_tokens']:,} "
                       f"out tokens, ${p['cost']:.4f}")
     waiting = info["collected_not_used"]
     if waiting["calls"]:
         out.print(f"collected, not yet taken by a stage: {waiting['calls']:,} calls, ${waiting['cost']:.4f} "
                   "(run the stage again)")
     if req.get("failed"):
-        out.print(f"[yellow]{req['failed']:,} call(s) failed in batch[/]: `unspecific batch collect --failed rebatch` "
+        out.print(f"[yellow]{req['failed']:,} call(s) failed in batch[/]: `unspecific batch "
+                  "collect --failed rebatch` "
                   "sends them in a new batch, `--failed online` lets the stage's next run send them online")
 
 
 def _print_ingested(out: Any, got: Any) -> None:
-    out.print(f"results: {got.done:,} answered, {got.failed:,} failed, {got.duplicates:,} duplicate lines ignored, "
+    out.print(f"results: {got.done:,} answered, {got.failed:,} failed, {got.duplicates:,} "
+              "duplicate lines ignored, "
               f"{got.malformed:,} malformed lines, {got.unknown:,} lines of no request here, {got.missing:,} "
               "requests with no line")
 

@@ -18,34 +18,47 @@ def register(sub: argparse._SubParsersAction) -> None:
     from pipeline.cli.common import DRY_RUN_HELP, nonempty_csv, positive_int
     from pipeline.core.definitions import JUDGING_MODES
 
-    p = sub.add_parser("build", help="synthesize and revise instructions per condition (single, none, direct, eval)")
+    p = sub.add_parser("build",
+                       help="synthesize and revise instructions per condition (single, none, direct, eval)")
     p.add_argument("--domain", default=None, help="domain of the pairs to build on (default: news)")
-    p.add_argument("--n", type=positive_int, default=None, help="number of pairs, one instruction each per condition (default 25)")
-    p.add_argument("--conditions", type=nonempty_csv, default=None, help=CONDITION_HELP + " (default: all four)")
+    p.add_argument("--n", type=positive_int, default=None,
+                   help="number of pairs, one instruction each per condition (default 25)")
+    p.add_argument("--conditions", type=nonempty_csv, default=None, help=CONDITION_HELP
+                   + " (default: all four)")
     p.add_argument("--constraints", type=positive_int, default=None, dest="n_constraints",
                    help="constraints per instruction (default 39, config [build] n_constraints)")
-    p.add_argument("--words", type=positive_int, default=None, help="base article length in words (default 500)")
-    p.add_argument("--rule", choices=["paper", "research"], default=None, help="which pairing rule's pairs to use (default paper)")
+    p.add_argument("--words", type=positive_int, default=None,
+                   help="base article length in words (default 500)")
+    p.add_argument("--rule", choices=["paper", "research"], default=None,
+                   help="which pairing rule's pairs to use (default paper)")
     named = p.add_mutually_exclusive_group()
     named.add_argument("--run", default=None, dest="run_id", metavar="NAME",
-                       help="resume this build run with its stored options (an unknown NAME lists the runs, exit 2)")
+                       help="resume this build run with its stored options (an unknown NAME "
+                            "lists the runs, exit 2)")
     named.add_argument("--new-run", default=None, dest="new_run", metavar="NAME",
-                       help="start a new build run named NAME (again with the same options: resume it); default: "
+                       help="start a new build run named NAME (again with the same options: "
+                            "resume it); default: "
                        "the id of an identical build, so repeating a command resumes it")
     p.add_argument("--contradictions", action="store_true", default=None,
                    help="also ask the LLM which constraint pairs contradict each other")
-    p.add_argument("--embedder", default=None, help="embedding model for the specificity-leak flag (mpnet, minilm); default lexical only")
+    p.add_argument("--embedder", default=None,
+                   help="embedding model for the specificity-leak flag (mpnet, minilm); default lexical only")
     p.add_argument("--judging-mode", choices=JUDGING_MODES, default=None, dest="judging_mode",
-                   help="how the base article is judged (default: the base judge's own; yes_no for the embedded model)")
+                   help="how the base article is judged (default: the base judge's own; yes_no "
+                        "for the embedded model)")
     p.add_argument("--repair-rounds", type=positive_int, default=None, dest="repair_rounds",
                    help="rounds asking for the missing items of a short list (at most 10 a round) before the "
-                        "instruction is recorded as failed (default 1; a 1.5B local model needs up to 8 to reach 39)")
+                        "instruction is recorded as failed (default 1; a 1.5B local model needs "
+                        "up to 8 to reach 39)")
     p.add_argument("--batch", action="store_true",
-                   help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
+                   help="send the calls nobody answered yet as provider batches (half price, up "
+                        "to 24 h) instead of "
                    "online; run the same command again once `unspecific batch status` shows them done")
     p.add_argument("--dry-run", action="store_true", dest="dry_run", help=DRY_RUN_HELP)
-    p.add_argument("--step", action="store_true", help="run one stage at a time and show what it wrote before going on")
-    p.add_argument("--max-units", type=positive_int, default=None, help="stop after this many units of work (pairs / instructions)")
+    p.add_argument("--step", action="store_true",
+                   help="run one stage at a time and show what it wrote before going on")
+    p.add_argument("--max-units", type=positive_int, default=None,
+                   help="stop after this many units of work (pairs / instructions)")
     p.set_defaults(func=run)
 
 
@@ -110,7 +123,8 @@ def _check_same_build(run_id: str, stored: dict, options) -> None:  # noqa: ANN0
     fresh = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(options).items()}
     differ = sorted(k for k, v in stored.items() if k != "run_id" and fresh.get(k) != v)
     if differ:
-        raise StageError(f"--new-run {run_id}: a build run of that name exists with other options ({', '.join(differ)});"
+        raise StageError(f"--new-run {run_id}: a build run of that name exists with other options "
+                         f"({', '.join(differ)});"
                          f" resume it with --run {run_id}, or name the new run otherwise")
 
 
@@ -136,14 +150,18 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
     from pipeline.stages.estimate import estimate_key, spent_beside, take_estimate
     from pipeline.stages.runs import open_client, record_estimate
 
-    args.batch = args.batch or config.setting("build", "batch", False) is True  # the flag, or [build] batch = true
-    pairs = select_pairs(store, options)  # fail early, before any server starts, when there is nothing to build
+    args.batch = args.batch or config.setting("build", "batch",
+                                              False) is True  # the flag, or [build] batch = true
+    pairs = select_pairs(store,
+                         options)  # fail early, before any server starts, when there is nothing to build
     estimate = take_estimate(store, estimate_key("build", options))  # from a dry run of this command, if any
     options = start_build_run(store, config, options)
-    out.print(f"build run [bold]{options.run_id}[/]: {options.domain}, {len(pairs)} pair(s) ({options.rule} rule), conditions "
+    out.print(f"build run [bold]{options.run_id}[/]: {options.domain}, {len(pairs)} pair(s) "
+              f"({options.rule} rule), conditions "
               f"{','.join(options.conditions)}, {options.n_constraints} constraints, store {store.path}")
     if len(pairs) < options.n:
-        out.print(f"[yellow]only {len(pairs)} of the {options.n} pairs asked for exist[/]; `unspecific pair` makes more")
+        out.print(f"[yellow]only {len(pairs)} of the {options.n} pairs asked for exist[/]; "
+                  "`unspecific pair` makes more")
     stop = StopFlag()
     summaries: list[BuildSummary] = []
 
@@ -159,7 +177,8 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
                            endpoints=options.endpoints(config), batch=args.batch) as client:
         stages_to_run = [[s] for s in STAGES] if args.step else [list(STAGES)]
         for i, stages in enumerate(stages_to_run):
-            with Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            with Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(),
                           console=out, transient=False) as bars:
                 tasks: dict[str, TaskID] = {}
 
@@ -178,7 +197,8 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
             if args.step:
                 _print_stage(out, store, summary)
                 last = i == len(stages_to_run) - 1
-                if not last and not (sys.stdin.isatty() and Confirm.ask(f"continue with {STAGES[i + 1]}?", default=True)):
+                if not last and not (sys.stdin.isatty()
+                                     and Confirm.ask(f"continue with {STAGES[i + 1]}?", default=True)):
                     out.print(f"stopped after {stages[0]}; resume with --run {options.run_id}")
                     break
         if args.batch:
@@ -188,9 +208,10 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
             sent = await submit_stage(store, config, on_event)
             waiting = sum(s.deferred for summary in summaries for s in summary.stages)
             if waiting:
-                out.print(f"[yellow]{waiting} unit(s) wait on a batch[/]: {sum(b.requests for b in sent):,} call(s) "
-                          f"sent in {len(sent)} new batch(es). `unspecific batch status` follows them; run the same "
-                          "command again when they are done.")
+                out.print(f"[yellow]{waiting} unit(s) wait on a batch[/]: "
+                          f"{sum(b.requests for b in sent):,} call(s) "
+                          f"sent in {len(sent)} new batch(es). `unspecific batch status` "
+                          "follows them; run the same command again when they are done.")
     final = summaries[-1]
     _print_report(out, final)
     if estimate is not None:  # recorded now: each stage run reopens the run and rewrites its config
@@ -204,7 +225,8 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
 
 def _print_stage(out, store, summary) -> None:  # noqa: ANN001
     for s in summary.stages:
-        out.print(f"stage [bold]{s.stage}[/]: {s.processed} unit(s) done, {s.failed} failed, {s.remaining} left")
+        out.print(f"stage [bold]{s.stage}[/]: {s.processed} unit(s) done, {s.failed} "
+                  f"failed, {s.remaining} left")
 
 
 def _print_report(out, summary) -> None:  # noqa: ANN001
@@ -227,7 +249,8 @@ def _print_report(out, summary) -> None:  # noqa: ANN001
         if r.condition == "common":
             sheet.add("common (shared synthesis)", "-", "-", "-", "-", *spent(r.usage))
             continue
-        replaced = f"{r.replaced}/{r.constraints} ({r.replaced_share:.0%})" if r.condition in ("direct", "eval") else "-"
+        replaced = (f"{r.replaced}/{r.constraints} ({r.replaced_share:.0%})"
+                    if r.condition in ("direct", "eval") else "-")
         flags = ", ".join(f"{k} {v}" for k, v in sorted(r.flags.items())) or "none"
         made = f"{r.instructions}" + (f" (+{r.unfinished} unfinished)" if r.unfinished else "")
         raised = f"{sum(r.flags.values())}: {flags}"

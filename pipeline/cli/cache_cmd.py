@@ -13,15 +13,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="list, count, prune or clear the LLM call cache",
         description="The LLM call cache (table llm_calls in the store). A call is answered from it when the "
         "endpoint's base_url, the model, the messages, the sampling parameters (with the structured-output "
-        "schema) and the prompt template's hash are all the same. Errors, empty and refused replies are never "
+        "schema) and the prompt template's hash are all the same. Errors, empty and "
+        "refused replies are never "
         "cached; keys are never stored. Deleting cached calls loses no results, only the saving on a rerun.",
     )
     p.add_argument("action", choices=["list", "stats", "prune", "clear"])
     p.add_argument("--endpoint", default=None, help="only this endpoint (list, prune)")
-    p.add_argument("--template", default=None, help="only calls rendered from this prompt template (list, prune)")
-    p.add_argument("--older-than", type=float, default=None, metavar="DAYS", help="prune: calls older than DAYS days")
+    p.add_argument("--template", default=None,
+                   help="only calls rendered from this prompt template (list, prune)")
+    p.add_argument("--older-than", type=float, default=None, metavar="DAYS",
+                   help="prune: calls older than DAYS days")
     p.add_argument("--stale", action="store_true",
-                   help="prune: calls whose prompt template file has changed or gone since (they can never hit again)")
+                   help="prune: calls whose prompt template file has changed or gone since (they "
+                        "can never hit again)")
     p.add_argument("--limit", type=int, default=30, help="list: newest N calls (default 30)")
     p.add_argument("--yes", action="store_true", help="clear: confirm deleting every cached call")
     p.add_argument("--json", action="store_true", help="print JSON")

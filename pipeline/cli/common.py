@@ -121,7 +121,8 @@ def nonempty_csv(value: str) -> list[str]:
     "every condition" (and "none" is a real condition, so never say "got none")."""
     names = parse_csv(value)
     if not names:
-        raise argparse.ArgumentTypeError(f"the list is empty ({value!r}): give one or more names, comma-separated")
+        raise argparse.ArgumentTypeError(f"the list is empty ({value!r}): give one or more "
+                                         "names, comma-separated")
     return names
 
 
@@ -156,9 +157,10 @@ def share(value: str) -> float:
                           "a share between 0 and 1")
 
 
-DRY_RUN_HELP = ("print what the command would send (calls, prompt and completion tokens, cache hits, cost online "
-                "and in batch, wall time when a rate is measured) and send nothing; the run made afterwards prints "
-                "this estimate beside what it spent")
+DRY_RUN_HELP = ("print what the command would send (calls, prompt and completion tokens, "
+                "cache hits, cost online "
+                "and in batch, wall time when a rate is measured) and send nothing; the run "
+                "made afterwards prints this estimate beside what it spent")
 
 
 def print_estimate(out, est) -> None:  # noqa: ANN001 - a pipeline.stages.estimate.Estimate
@@ -172,14 +174,16 @@ def print_estimate(out, est) -> None:  # noqa: ANN001 - a pipeline.stages.estima
         return "unknown" if s is None else f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
 
     for e in est.endpoints.values():
-        sheet.add(e.endpoint, f"{e.calls:,}", f"{e.prompt_tokens:,}", f"{e.completion_tokens:,}", f"{e.cache_hits:,}",
+        sheet.add(e.endpoint, f"{e.calls:,}", f"{e.prompt_tokens:,}", f"{e.completion_tokens:,}",
+                  f"{e.cache_hits:,}",
                   f"{e.cost:.4f}", f"{e.batch_cost:.4f}", wall(e.wall_s) if e.calls else "-")
     sheet.rule()
-    sheet.add("total", f"{est.calls:,}", f"{est.total('prompt_tokens'):,}", f"{est.total('completion_tokens'):,}",
+    sheet.add("total", f"{est.calls:,}", f"{est.total('prompt_tokens'):,}",
+              f"{est.total('completion_tokens'):,}",
               f"{est.total('cache_hits'):,}", f"{est.cost:.4f}", f"{est.batch_cost:.4f}", wall(est.wall_s))
     render_sheet(out, sheet)
     out.print(f"[dim]estimated: {est.method}. Wall time: calls x the endpoint's mean measured latency / its "
               "concurrency (unknown without measured calls).[/]")
     if est.unparsed:
-        out.print(f"[yellow]{est.unparsed} unit(s) stopped at a call with no placeholder answer[/]: the calls they "
-                  "would make after it are not counted")
+        out.print(f"[yellow]{est.unparsed} unit(s) stopped at a call with no placeholder "
+                  "answer[/]: the calls they would make after it are not counted")

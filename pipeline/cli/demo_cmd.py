@@ -20,13 +20,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("demo", help="build a small real benchmark with the embedded model, inside the app")
     p.add_argument("--pairs", type=positive_int, default=2, help="pairs to build (default 2)")
-    p.add_argument("--constraints", type=positive_int, default=39, help="constraints per instruction (default 39)")
+    p.add_argument("--constraints", type=positive_int, default=39,
+                   help="constraints per instruction (default 39)")
     p.add_argument("--articles", type=positive_int, default=60,
-                   help="BBC News articles to import, in file order: the first topic is business (default 60)")
-    p.add_argument("--embedder", default=None, help="embedding model for pairing (default mpnet; minilm is faster)")
-    p.add_argument("--no-app", action="store_true", help="run in the terminal with progress bars, then print the report")
+                   help="BBC News articles to import, in file order: the first topic is "
+                        "business (default 60)")
+    p.add_argument("--embedder", default=None,
+                   help="embedding model for pairing (default mpnet; minilm is faster)")
+    p.add_argument("--no-app", action="store_true",
+                   help="run in the terminal with progress bars, then print the report")
     p.add_argument("--no-check", action="store_true",
-                   help="skip the quick built-in judge check at the end (42 items, about a minute; it calibrates the "
+                   help="skip the quick built-in judge check at the end (42 items, about a "
+                        "minute; it calibrates the "
                    "judge and gives the report corrected rates)")
     # The app runs the demo as `demo --no-app --events` and reads one JSON object a line.
     p.add_argument("--events", action="store_true", help=argparse.SUPPRESS)
@@ -36,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def demo_options(args: argparse.Namespace):  # noqa: ANN201 - DemoOptions, imported lazily
     from pipeline.stages.demo import DemoOptions
 
-    return DemoOptions(pairs=args.pairs, constraints=args.constraints, articles=args.articles, embedder=args.embedder,
+    return DemoOptions(pairs=args.pairs, constraints=args.constraints, articles=args.articles,
+                       embedder=args.embedder,
                        judge_check=not getattr(args, "no_check", False))
 
 
@@ -47,7 +53,8 @@ def child_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--store", args.store]
     if args.config:
         argv += ["--config", args.config]
-    argv += ["demo", "--no-app", "--events", "--pairs", str(args.pairs), "--constraints", str(args.constraints),
+    argv += ["demo", "--no-app", "--events", "--pairs", str(args.pairs), "--constraints",
+             str(args.constraints),
              "--articles", str(args.articles)]
     if args.embedder:
         argv += ["--embedder", args.embedder]
@@ -78,14 +85,16 @@ def _in_app(args: argparse.Namespace, path: str) -> int:
     open_store(path, writer=command_line(args)).close()
     from unspecific_tui.app import UnspecificApp
 
-    UnspecificApp(path, config_path=args.config, run_id=demo_options(args).run_id, demo_command=child_argv(args)).run()
+    UnspecificApp(path, config_path=args.config, run_id=demo_options(args).run_id,
+                  demo_command=child_argv(args)).run()
     offer_judge_check(args)
     return 0
 
 
 def judge_check_argv(args: argparse.Namespace) -> list[str]:
     """`unspecific validate judges --quick` on the demo's store and config."""
-    return ((["--store", args.store] if args.store else []) + (["--config", args.config] if args.config else [])
+    return ((["--store", args.store] if args.store else [])
+            + (["--config", args.config] if args.config else [])
             + ["validate", "judges", "--quick"])
 
 
@@ -101,9 +110,10 @@ def offer_judge_check(args: argparse.Namespace) -> bool:
     texts = selected_texts(quick=True)
     out = console()
     out.print(f"[bold]The demo's judge is unvalidated.[/] The quick built-in check measures it on "
-              f"{sum(len(t.entries) for t in texts)} constructed items in {len(texts)} calls (a few minutes on the "
-              "embedded model):")
-    out.print("  unspecific " + " ".join(judge_check_argv(args)), soft_wrap=True, highlight=False, markup=False)
+              f"{sum(len(t.entries) for t in texts)} constructed items in {len(texts)} calls "
+              "(a few minutes on the embedded model):")
+    out.print("  unspecific " + " ".join(judge_check_argv(args)), soft_wrap=True,
+              highlight=False, markup=False)
     if not sys.stdin.isatty():
         return False
     try:
@@ -190,8 +200,8 @@ def _in_terminal(args: argparse.Namespace, path: str) -> int:
         code = _headless(args, path, (hook, auditable))
     minutes = (time.monotonic() - started) / 60
     if code == 1:
-        out.print(f"[yellow]demo built in {minutes:.1f} min; some units failed (recorded in the store, shown in the "
-                  "app): `make demo` again retries them[/]")
+        out.print(f"[yellow]demo built in {minutes:.1f} min; some units failed (recorded in the "
+                  "store, shown in the app): `make demo` again retries them[/]")
     else:
         out.print(f"[green]demo built in {minutes:.1f} min[/]")
     asking = sys.stdin.isatty()

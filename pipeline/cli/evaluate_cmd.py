@@ -23,7 +23,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-units", type=positive_int, default=None, metavar="N",
                    help="stop after N units of work (step mode)")
     p.add_argument("--batch", action="store_true",
-                   help="send the calls nobody answered yet as provider batches (half price, up to 24 h) instead of "
+                   help="send the calls nobody answered yet as provider batches (half price, up "
+                        "to 24 h) instead of "
                    "online; run the same command again once `unspecific batch status` shows them done")
     p.add_argument("--dry-run", action="store_true", dest="dry_run", help=DRY_RUN_HELP)
 
@@ -33,8 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     from pipeline.core.definitions import JUDGING_MODES
 
     p = sub.add_parser("evaluate", help="responses of the models under test, summaries, and judges' verdicts",
-                       description="For each finished instruction and model under test: a response (direct or edit "
-                       "mode), a summary at each ratio, and every judge's verdict on every constraint, on the "
+                       description="For each finished instruction and model under test: a "
+                                   "response (direct or edit "
+                       "mode), a summary at each ratio, and every judge's verdict on "
+                       "every constraint, on the "
                        "response and on each summary. Stored work is skipped; run again to resume.")
     _common(p)
     p.add_argument("--models", type=parse_csv, default=None, metavar="A,B",
@@ -44,25 +47,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ratios", type=_ratios, default=None, metavar="0.5,0.25,0.1",
                    help="summary ratios (default: [evaluate] ratios, else 0.25)")
     p.add_argument("--judging", choices=JUDGING_MODES, default=None,
-                   help="for every judge (default: each judge's own; yes_no for the embedded model): batched, all "
-                   "constraints in one call; per_constraint, one call each; yes_no, one token each, read from P(Yes)")
-    p.add_argument("--words", dest="response_words", type=int, default=None, help="response length asked for (default 500)")
-    p.add_argument("--instructions", type=_ids, default=None, metavar="1,2", help="only these instruction ids")
+                   help="for every judge (default: each judge's own; yes_no for the embedded "
+                        "model): batched, all "
+                   "constraints in one call; per_constraint, one call each; yes_no, one token "
+                   "each, read from P(Yes)")
+    p.add_argument("--words", dest="response_words", type=int, default=None,
+                   help="response length asked for (default 500)")
+    p.add_argument("--instructions", type=_ids, default=None, metavar="1,2",
+                   help="only these instruction ids")
     p.add_argument("--rejudge", action="store_true",
-                   help="judge stored responses and summaries only (a new judge or judge prompt); no new texts")
+                   help="judge stored responses and summaries only (a new judge or judge "
+                        "prompt); no new texts")
     p.add_argument("--naturalness", action="store_true",
                    help="instead: pairwise naturalness of constraint sets (see `unspecific naturalness -h`)")
-    p.add_argument("--human", default=None, metavar="FILE.jsonl", help="with --naturalness: human-written sets")
+    p.add_argument("--human", default=None, metavar="FILE.jsonl",
+                   help="with --naturalness: human-written sets")
     p.set_defaults(func=run)
 
-    n = sub.add_parser("naturalness", help="which constraint set reads more like a person's request (pairwise)",
-                       description="For each reference article, each pair of constraint sets (conditions, and a "
-                       "human-written set from --human) is judged for naturalness in both orders (each set shown first "
-                       "once). Prints win rates per condition pair, the judge's position bias and the agreement "
-                       "between the two orders, with 95%% bootstrap intervals.")
+    n = sub.add_parser("naturalness",
+                       help="which constraint set reads more like a person's request (pairwise)",
+                       description="For each reference article, each pair of constraint "
+                                   "sets (conditions, and a "
+                       "human-written set from --human) is judged for naturalness in both orders "
+                       "(each set shown first "
+                       "once). Prints win rates per condition pair, the judge's position "
+                       "bias and the agreement between the two orders, with 95%% bootstrap intervals.")
     _common(n)
     n.add_argument("--human", default=None, metavar="FILE.jsonl",
-                   help='human-written sets: {"article_id": N, "main_task": "...", "constraints": [...]} per line')
+                   help='human-written sets: {"article_id": N, "main_task": "...", '
+                        '"constraints": [...]} per line')
     n.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals (default 0)")
     n.add_argument("--show", action="store_true", help="only print the win rates of stored comparisons")
     n.set_defaults(func=run_naturalness)
@@ -90,7 +103,8 @@ class _Bars:
     def __call__(self, event: Any) -> None:
         if event.kind in ("error", "log") and event.message:
             style = "red" if event.kind == "error" else "dim"
-            self.progress.console.print(f"[{style}]{event.stage}[/] {event.message}", markup=True, highlight=False)
+            self.progress.console.print(f"[{style}]{event.stage}[/] {event.message}", markup=True,
+                                        highlight=False)
         if event.kind == "log" and not event.total:
             return
         task = self.tasks.get(event.stage)
@@ -102,7 +116,8 @@ class _Bars:
 def _progress():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    return Progress(TextColumn("[bold]{task.description:<12}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(),
                     transient=False)
 
 
@@ -124,10 +139,12 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.stages.evaluate import EvaluateOptions, JudgeStopped, evaluate
 
     config = load_config_from(args)
-    batch = args.batch or config.setting("evaluate", "batch", False) is True  # the flag, or [evaluate] batch = true
+    batch = args.batch or config.setting("evaluate", "batch",
+                                         False) is True  # the flag, or [evaluate] batch = true
     options = EvaluateOptions(
         build_run=args.build_run, models=args.models, mode=args.mode, ratios=args.ratios, judges=args.judges,
-        judging=args.judging, conditions=args.conditions, domain=args.domain, instruction_ids=args.instructions,
+        judging=args.judging, conditions=args.conditions, domain=args.domain,
+        instruction_ids=args.instructions,
         rejudge=args.rejudge, response_words=args.response_words,
     )
     store = open_store_from(args)
@@ -182,7 +199,8 @@ def _print_coverage(out: Any, result: Any, low: list[Any]) -> None:
 def _print_summary(out: Any, store: Any, result: Any, estimate: Any = None) -> None:
     from pipeline.outputs.tables import Block, Sheet, render_sheet
 
-    table = Sheet(f"evaluate run {result.run_id}", ("step",), (Block("", ("to do", "done", "already stored", "failed")),))
+    table = Sheet(f"evaluate run {result.run_id}", ("step",),
+                  (Block("", ("to do", "done", "already stored", "failed")),))
     for name, s in result.stages.items():
         table.add(name, str(s.total), str(s.done), str(s.skipped), str(s.failed))
     render_sheet(out, table)
@@ -192,7 +210,8 @@ def _print_summary(out: Any, store: Any, result: Any, estimate: Any = None) -> N
     if run:
         paid = (f" (online ${run['cost'] - run['batch_cost']:.4f}, batch ${run['batch_cost']:.4f} for "
                 f"{run['batch_calls']} calls)" if run["batch_calls"] else "")
-        out.print(f"LLM calls {run['calls']}, cache hits {run['cache_hits']}, tokens {run['prompt_tokens']:,} in / "
+        out.print(f"LLM calls {run['calls']}, cache hits {run['cache_hits']}, tokens "
+                  f"{run['prompt_tokens']:,} in / "
                   f"{run['completion_tokens']:,} out, cost ${run['cost']:.4f}{paid}")
         if estimate is not None:
             from pipeline.stages.estimate import spent_beside
@@ -203,12 +222,12 @@ def _print_summary(out: Any, store: Any, result: Any, estimate: Any = None) -> N
     if result.deferred:
         sent = sum(b.requests for b in result.batches)
         out.print(f"[yellow]{result.deferred} unit(s) wait on a batch[/]: {sent:,} call(s) sent in "
-                  f"{len(result.batches)} new batch(es). `unspecific batch status` follows them; run the same command "
-                  "again when they are done.")
+                  f"{len(result.batches)} new batch(es). `unspecific batch status` follows them; "
+                  "run the same command again when they are done.")
         waiting_failed = sum(s.waiting_failed for s in result.stages.values())
         if waiting_failed:
-            out.print(f"{waiting_failed} of them wait on failed batch items: `unspecific batch collect --failed "
-                      "rebatch|online`")
+            out.print(f"{waiting_failed} of them wait on failed batch items: `unspecific "
+                      "batch collect --failed rebatch|online`")
     if result.stopped:
         out.print("[yellow]stopped before the end[/]: run the same command again to continue")
     if result.failed:
@@ -247,7 +266,8 @@ def run_naturalness(args: argparse.Namespace) -> int:
             failed = summary.failed
             if failed:
                 out.print(f"[red]{failed} comparison(s) failed[/]; run again to retry them")
-        _print_win_rates(out, naturalness_rates(store, Filters(run=args.build_run, domain=args.domain), seed=args.seed))
+        _print_win_rates(out, naturalness_rates(store, Filters(run=args.build_run, domain=args.domain),
+                                                seed=args.seed))
     finally:
         store.close()
     return 1 if failed else 0
@@ -262,7 +282,8 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
 
     judges = options.judges or [config.roles.naturalness_judge]
     estimate = take_estimate(store, estimate_key("naturalness", options))
-    run_id = create_run(store, "naturalness", config, options={k: v for k, v in options.__dict__.items() if v})
+    run_id = create_run(store, "naturalness", config,
+                        options={k: v for k, v in options.__dict__.items() if v})
     if estimate is not None:
         record_estimate(store, run_id, estimate)
     with recording(store, run_id) as end:
@@ -282,7 +303,8 @@ async def _naturalness(store: Any, config: Any, options: Any, max_units: int | N
             sent = await submit_stage(store, config, _on_event(out))
             if summary.deferred:
                 out.print(f"[yellow]{summary.deferred} comparison(s) wait on a batch[/]: "
-                          f"{sum(b.requests for b in sent):,} call(s) sent; run the same command again when they are done")
+                          f"{sum(b.requests for b in sent):,} call(s) sent; run the same command "
+                          "again when they are done")
         end.status = "paused" if summary.stopped or summary.deferred else "done"
         u = client.usage
         out.print(spent_line(u))
@@ -297,7 +319,8 @@ def _print_win_rates(out: Any, rates: list[Any]) -> None:
     if not rates:
         out.print("no naturalness comparisons stored yet")
         return
-    sheet = Sheet("naturalness: how often a condition's constraints read more like a person's request (a tie counts half)",
+    sheet = Sheet("naturalness: how often a condition's constraints read more like a person's "
+                  "request (a tie counts half)",
                   ("condition", "against"),
                   (Block("preference", ("win rate [95% CI]", "wins", "ties", "losses", "comparisons")),
                    Block("position", ("first shown won [CI]", "orders agree [CI]", "pairs"))))
@@ -305,7 +328,8 @@ def _print_win_rates(out: Any, rates: list[Any]) -> None:
         sheet.add(r.condition, r.opponent, r.rate.fmt(), str(r.wins), str(r.ties), str(r.losses), str(r.n),
                   r.first_shown.fmt(), r.order_agreement.fmt(), str(r.both_orders))
     render_sheet(out, sheet)
-    out.print("[dim]first shown won: share of decided comparisons won by the set the judge saw first (50% = no "
+    out.print("[dim]first shown won: share of decided comparisons won by the set the judge "
+              "saw first (50% = no "
               "position bias; each pair is judged in both orders, so the bias cancels in the win rates). "
               "orders agree: share of pairs whose two orders name the same winner (low = position, not "
               "preference, decides).[/]")

@@ -17,11 +17,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evidence", aliases=["similarity"],
         help="compute the copy-paste evidence a store lacks: constraint-reference similarity, copied phrases",
-        description="Embeds every active constraint and its references (vectors cached in the store) and stores "
-        "the cosine to reference A and to B, which the app, the report and the HTML show; then finds, for each "
-        "response, the constraint's phrases that occur in a reference and in the response, and each constraint's "
+        description="Embeds every active constraint and its references (vectors cached in "
+                    "the store) and stores "
+        "the cosine to reference A and to B, which the app, the report and the HTML show; "
+        "then finds, for each "
+        "response, the constraint's phrases that occur in a reference and in the response, "
+        "and each constraint's "
         "echo (its highest cosine with a sentence of each response and summary). Only what is missing "
-        "is computed. The embedder: --embedder, else [build] embedder, else mpnet (the paper's model); lexical "
+        "is computed. The embedder: --embedder, else [build] embedder, else mpnet (the "
+        "paper's model); lexical "
         "(or none) stores word overlap instead, without a model.",
     )
     p.add_argument("--embedder", default=None,
@@ -51,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         with rich_progress(out) as hook:
             stored = compute_for_run(store, embedder, run_id=args.run, progress=hook)
             copied = compute_copy_evidence(store, run_id=args.run, progress=hook)
-            echoed = compute_echo(store, embedder, run_id=args.run, progress=hook) if embedder is not None else 0
+            echoed = compute_echo(store, embedder, run_id=args.run,
+                                  progress=hook) if embedder is not None else 0
     finally:
         store.close()
     method = similarity_method(embedder)

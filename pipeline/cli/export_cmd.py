@@ -10,24 +10,32 @@ def register(sub: argparse._SubParsersAction) -> None:
         "export",
         help="write the benchmark as JSONL (instruction, constraints, lineage) for other harnesses",
     )
-    p.add_argument("--out", required=True, metavar="FILE", help="JSONL file to write ('-' for standard output)")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="JSONL file to write ('-' for standard output)")
     p.add_argument("--run", help="only instructions of this build run")
     p.add_argument("--domain", help="only this domain")
-    p.add_argument("--condition", help="only this condition (single | common+none | common+direct | common+eval;"
+    p.add_argument("--condition",
+                   help="only this condition (single | common+none | common+direct | common+eval;"
                                        " none | direct | eval also work)")
     p.add_argument("--all", action="store_true", dest="include_unfinished",
-                   help="also unfinished and failed instructions (each line has a status); default: done ones only")
+                   help="also unfinished and failed instructions (each line has a status); "
+                        "default: done ones only")
     p.add_argument("--with-references", action="store_true",
                    help="include the reference articles' texts (mind the corpus licence)")
     from pipeline.cli.common import ratio
     from pipeline.core.definitions import DEFAULT_RATIO
 
     p.add_argument("--suspicious", action="store_true",
-                   help="write the suspicion ranking instead: every (constraint, response) with a reason, most"
+                   help="write the suspicion ranking instead: every (constraint, "
+                        "response) with a reason, most"
                    " suspicious first (JSONL; CSV when --out ends in .csv)")
-    p.add_argument("--reasons", metavar="LIST", help="with --suspicious: only these reasons, comma-separated, of"
-                   " similar,copied,echo,lost,split,unquoted,uncertain (pipeline.analysis.suspicion.REASONS; default all)")
-    p.add_argument("--ratio", type=ratio, default=None, help=f"with --suspicious: the summary ratio (default {DEFAULT_RATIO:g}, else the nearest summarised)")
+    p.add_argument("--reasons", metavar="LIST",
+                   help="with --suspicious: only these reasons, comma-separated, of"
+                   " similar,copied,echo,lost,split,unquoted,uncertain "
+                   "(pipeline.analysis.suspicion.REASONS; default all)")
+    p.add_argument("--ratio", type=ratio, default=None,
+                   help=f"with --suspicious: the summary ratio (default {DEFAULT_RATIO:g}, else "
+                        "the nearest summarised)")
     p.add_argument("--limit", type=int, default=None, help="with --suspicious: at most this many rows")
     p.set_defaults(func=run)
 
@@ -39,7 +47,8 @@ def _run_suspicious(args: argparse.Namespace) -> int:
     from pipeline.outputs.report import check_filters
     from pipeline.outputs.suspicion import MISSING_COPY, write_suspicious
 
-    enabled = parse_reasons(args.reasons) if args.reasons else REASONS  # a bad name: error before the store opens
+    # a bad name: error before the store opens
+    enabled = parse_reasons(args.reasons) if args.reasons else REASONS
     store = open_store_from(args, create=False, reading=True)
     try:
         check_filters(store, Filters(run=args.run))
@@ -94,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     out = console()
     if not n:
-        out.print("Nothing to export: no finished instructions with active constraints match (check --run / --condition;"
-                  " --all adds unfinished ones).")
+        out.print("Nothing to export: no finished instructions with active constraints match (check "
+                  "--run / --condition; --all adds unfinished ones).")
         return 1
     out.print(f"wrote {n} instructions to [bold]{args.out}[/]")
     return 0

@@ -65,7 +65,8 @@ def serve(args: argparse.Namespace) -> int:
         lm.write_state(server)
         proof = server.proof
         proved = f", answered a {proof.prompt_tokens}-token prompt in {proof.seconds:.1f}s" if proof else ""
-        out.print(f"serving [bold]{server.base_url}[/] (model {model_file.MODEL_ALIAS}, started in {server.started_s:.1f}s{proved})")
+        out.print(f"serving [bold]{server.base_url}[/] (model {model_file.MODEL_ALIAS}, started in "
+                  f"{server.started_s:.1f}s{proved})")
         out.print(f"log: {server.log_path}\nruns started now use this server; Ctrl-C stops it")
         while (death := server.death(when="while serving")) is None:
             time.sleep(1.0)
@@ -108,7 +109,8 @@ def status(args: argparse.Namespace) -> int:
     elif info["model_ok"]:
         out.print(f"model: [green]OK[/] {target} ({size:,} bytes)")
     else:
-        out.print(f"model: [red]wrong size[/] {target} ({size:,} bytes, expected {model_file.MODEL_BYTES:,}); "
+        out.print(f"model: [red]wrong size[/] {target} ({size:,} bytes, expected "
+                  f"{model_file.MODEL_BYTES:,}); "
                   "delete it and it is assembled again")
     out.print("llama-cpp-python: " + ("installed" if info["llama_cpp_installed"] else
                                       "[red]not installed[/] (pip install -e '.\\[local]')"))

@@ -10,14 +10,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "pair", help="pair each article with a similar-but-different one (paper or research rule)",
-        description="paper: the most similar other article with cosine < --max-cos. research: a partner with cosine "
-        "in [--min-cos, --max-cos), each article in at most one pair (greedy, in import order). Stores the cosine, "
+        description="paper: the most similar other article with cosine < --max-cos. research: a "
+                    "partner with cosine "
+        "in [--min-cos, --max-cos), each article in at most one pair (greedy, in import "
+        "order). Stores the cosine, "
         "the partner's rank and the next candidates. Re-running a rule updates its pairs in place.",
     )
     p.add_argument("--domain", default="news", help="domain to pair (default news)")
-    p.add_argument("--rule", choices=["paper", "research"], default="paper", help="pairing rule (default paper)")
-    p.add_argument("--max-cos", type=float, default=0.85, help="partners must be below this cosine (default 0.85)")
-    p.add_argument("--min-cos", type=float, default=0.70, help="research rule: lowest partner cosine (default 0.70)")
+    p.add_argument("--rule", choices=["paper", "research"], default="paper",
+                   help="pairing rule (default paper)")
+    p.add_argument("--max-cos", type=float, default=0.85,
+                   help="partners must be below this cosine (default 0.85)")
+    p.add_argument("--min-cos", type=float, default=0.70,
+                   help="research rule: lowest partner cosine (default 0.70)")
     p.add_argument("--model", default="mpnet", help="embedding model: mpnet (default, the paper's) | minilm")
     p.add_argument("--candidates", type=int, default=5, help="next candidates stored per pair (default 5)")
     p.add_argument("--brute-force-limit", type=positive_int, default=4000,
@@ -52,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     window = f"[{args.min_cos}, {args.max_cos})" if args.rule == "research" else f"< {args.max_cos}"
     out.print(f"domain [bold]{s.domain}[/], rule [bold]{s.rule}[/] (cosine {window}), {s.model}, "
-              f"{s.search} search: {s.articles} kept articles -> {s.pairs} pairs, {len(s.unpaired)} articles in no pair")
+              f"{s.search} search: {s.articles} kept articles -> {s.pairs} pairs, "
+              f"{len(s.unpaired)} articles in no pair")
     out.print(f"  stored: {s.inserted} new, {s.updated} changed, {s.unchanged} unchanged, {s.removed} removed"
               + (f", {s.kept_in_use} old pairs kept (used by instructions)" if s.kept_in_use else ""))
     if stats and stats["n"]:
@@ -63,6 +69,6 @@ def run(args: argparse.Namespace) -> int:
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in s.seconds.items())
     out.print(f"  time: {timing}")
     if s.pending:
-        out.print(f"[yellow]{s.pending} articles still await the near-duplicate check: run `unspecific corpus add` "
-                  "again to settle them, then pair again[/]")
+        out.print(f"[yellow]{s.pending} articles still await the near-duplicate check: run "
+                  "`unspecific corpus add` again to settle them, then pair again[/]")
     return 0

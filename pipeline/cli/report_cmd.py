@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judging-mode", choices=JUDGING_MODES, help="only verdicts of this judging mode")
     # None when not given: an asked-for ratio must exist, the default may fall back to the nearest.
     p.add_argument("--ratio", type=ratio, default=None,
-                   help=f"summary ratio of the main table (default {DEFAULT_RATIO:g}, else the nearest summarised)")
+                   help=f"summary ratio of the main table (default {DEFAULT_RATIO:g}, else "
+                        "the nearest summarised)")
     p.add_argument("--out", metavar="DIR",
                    help="write CSV, JSON and PNG files here (the data: shares in [0, 1], every response's"
                    " row); with --format csv, the report's tables too, one CSV a table")
@@ -43,11 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--similarity", nargs="?", const="mpnet", metavar="EMBEDDER",
                    help="add constraint-reference and constraint-response similarity (slow on CPU; "
                    "embedder mpnet by default, or minilm)")
-    p.add_argument("--no-copy", action="store_true", help="skip copied n-grams between responses and references")
+    p.add_argument("--no-copy", action="store_true",
+                   help="skip copied n-grams between responses and references")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--min-coverage", type=share, default=None, metavar="SHARE",
-                   help="mark groups with fewer verdicts given than this share of those expected (default 0.95)")
+                   help="mark groups with fewer verdicts given than this share of those "
+                        "expected (default 0.95)")
     p.set_defaults(func=run)
 
 
@@ -57,7 +60,14 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.config import load_config
     from pipeline.core.definitions import DEFAULT_RATIO
     from pipeline.core.errors import UnspecificError
-    from pipeline.outputs.report import ReportOptions, build_report, check_filters, empty_message, render, write_outputs
+    from pipeline.outputs.report import (
+        ReportOptions,
+        build_report,
+        check_filters,
+        empty_message,
+        render,
+        write_outputs,
+    )
     from pipeline.outputs.report_text import write_csv_tables, write_format
     from pipeline.outputs.suspicion import REPORT_TOP
     from pipeline.store.generations import summary_ratios
@@ -70,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     if args.compare:
         names = parse_csv(args.compare)
         if len(names) != 2 or names[0] == names[1]:
-            raise UnspecificError(f"--compare {args.compare!r}: give two different names, like model_a,model_b")
+            raise UnspecificError(f"--compare {args.compare!r}: give two different names, "
+                                  "like model_a,model_b")
         pair = (names[0], names[1])
     filters = Filters(
         run=args.run, domain=args.domain, condition=args.condition,
@@ -148,7 +159,8 @@ def _print_paid(out, store) -> None:  # noqa: ANN001
     by_mode = paid(store)
     if not by_mode:
         return
-    parts = [f"{mode} ${p['cost']:.4f} for {p['calls']:,} calls" for mode, p in sorted(by_mode.items(), reverse=True)]
+    parts = [f"{mode} ${p['cost']:.4f} for {p['calls']:,} calls"
+             for mode, p in sorted(by_mode.items(), reverse=True)]
     out.print("[dim]paid for the cached LLM calls (every run): " + ", ".join(parts) + "[/]", highlight=False)
 
 

@@ -11,7 +11,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", dest="tui_store", default=None, help="store file (same as the global --store)")
     p.add_argument("--run", default=None, help="select this run at start")
     p.add_argument("--annotator", default=None, help="name saved with your labels (default: $USER)")
-    p.add_argument("--read-only", action="store_true", help="open the store read-only (view while a build writes)")
+    p.add_argument("--read-only", action="store_true",
+                   help="open the store read-only (view while a build writes)")
     p.set_defaults(func=run)
 
 
@@ -29,7 +30,8 @@ def make_app(args: argparse.Namespace) -> Any:
     from unspecific_tui.app import UnspecificApp
 
     return UnspecificApp(path, config_path=getattr(args, "config", None), run_id=getattr(args, "run", None),
-                         annotator=getattr(args, "annotator", None), readonly=getattr(args, "read_only", False))
+                         annotator=getattr(args, "annotator", None),
+                         readonly=getattr(args, "read_only", False))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -47,7 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     plan.add_argument("--run", help="only instructions of this build run")
     plan.add_argument("--domains", help="only these domains (comma-separated)")
-    plan.add_argument("--replace", action="store_true", help="draw a plan of this name again (labels are kept)")
+    plan.add_argument("--replace", action="store_true",
+                      help="draw a plan of this name again (labels are kept)")
     plan.set_defaults(func=run_plan)
 
     report = actions.add_parser("report", help="the metric against the labels of a plan")
@@ -61,51 +62,64 @@ def register(sub: argparse._SubParsersAction) -> None:
     export = actions.add_parser("export", help="write a plan as a CSV sheet to label (texts in, judges out)")
     export.add_argument("--out", required=True, metavar="FILE", help="CSV file ('-' for standard output)")
     export.add_argument("--plan", help="plan name (default: the newest)")
-    export.add_argument("--annotator", default="", help="fill the annotator column, and this person's labels so far")
+    export.add_argument("--annotator", default="",
+                        help="fill the annotator column, and this person's labels so far")
     export.add_argument("--judges", action="store_true",
-                        help="the judge plan instead: does this text satisfy this constraint? (answer yes / no)")
+                        help="the judge plan instead: does this text satisfy this "
+                             "constraint? (answer yes / no)")
     export.set_defaults(func=run_export)
 
     imp = actions.add_parser("import", help="read labelled sheets back (all rows checked first)")
     imp.add_argument("sheets", nargs="+", metavar="FILE",
-                     help="CSV sheets written by `validate export` (label sheets and judge sheets are told apart)")
+                     help="CSV sheets written by `validate export` (label sheets and judge "
+                          "sheets are told apart)")
     imp.add_argument("--annotator", help="the annotator of every row (default: each row's annotator column)")
     imp.add_argument("--plan", help="plan name (default: each row's plan column)")
     imp.set_defaults(func=run_import)
 
     dis = actions.add_parser("disagreements", help="items annotators labelled differently, for adjudication")
     dis.add_argument("--plan", help="plan name (default: the newest)")
-    dis.add_argument("--out", metavar="FILE", help="write them as a sheet for the adjudicator to label and import")
+    dis.add_argument("--out", metavar="FILE",
+                     help="write them as a sheet for the adjudicator to label and import")
     dis.set_defaults(func=run_disagreements)
 
-    jplan = actions.add_parser("judge-plan", help="draw and store (constraint, text) items for people to answer "
-                               "the judge's question on, blind to the judges (the app's judge check: 5, then v)")
+    jplan = actions.add_parser("judge-plan",
+                               help="draw and store (constraint, text) items for people to answer "
+                               "the judge's question on, blind to the judges (the app's "
+                               "judge check: 5, then v)")
     jplan.add_argument("--name", default="judges", help="plan name (default: judges)")
-    jplan.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO, help=f"summaries at this ratio (default {DEFAULT_RATIO})")
+    jplan.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO,
+                       help=f"summaries at this ratio (default {DEFAULT_RATIO})")
     jplan.add_argument("--per-stratum", type=count, default=25,
                        help="items per domain and text kind (response, summary); default 25")
     jplan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     jplan.add_argument("--run", help="only instructions of this build run")
-    jplan.add_argument("--replace", action="store_true", help="draw a plan of this name again (answers are kept)")
+    jplan.add_argument("--replace", action="store_true",
+                       help="draw a plan of this name again (answers are kept)")
     jplan.set_defaults(func=run_judge_plan)
 
     judges = actions.add_parser("judges", help="each judge against people's answers: accuracy, precision and "
-                                "recall of Yes, kappa, Yes bias; per domain, text kind, list position, length")
+                                "recall of Yes, kappa, Yes bias; per domain, text kind, "
+                                "list position, length")
     judges.add_argument("--plan", help="judge plan name (default: the newest)")
     judges.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     judges.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     judges.add_argument("--json", action="store_true", help="print JSON")
     judges.add_argument("--builtin", action="store_true",
-                        help="instead: run each configured judge on the shipped constructed set (about 200 items, "
+                        help="instead: run each configured judge on the shipped constructed "
+                             "set (about 200 items, "
                         "news, story, blog; truth known by construction, not human gold), store and score it")
     judges.add_argument("--quick", action="store_true",
-                        help="with --builtin (implies it): the quick subset, 42 items on 3 texts (about a minute "
+                        help="with --builtin (implies it): the quick subset, 42 items on 3 "
+                             "texts (about a minute "
                         "for the embedded model)")
     judges.add_argument("--items", metavar="FILE.jsonl",
-                        help="instead: run each configured judge on your own set, in the shipped set's format (one "
+                        help="instead: run each configured judge on your own set, in the "
+                             "shipped set's format (one "
                         "JSON object a line: id, text, items of constraint, truth, kind), store and score it")
     judges.add_argument("--judging", choices=JUDGING_MODES, default=None,
-                        help="with --builtin or --items: check every judge in this mode (default: each judge's own, "
+                        help="with --builtin or --items: check every judge in this mode "
+                             "(default: each judge's own, "
                         "as the benchmark judges; [evaluate] judging when the config sets it)")
     judges.set_defaults(func=run_judges)
 
@@ -116,8 +130,10 @@ def run_plan(args: argparse.Namespace) -> int:
 
     store = open_store_from(args, create=False)
     try:
-        plan = draw_plan(store, name=args.name, ratio=args.ratio, per_domain=args.per_domain, passed=args.passed,
-                         seed=args.seed, run=args.run, domains=parse_csv(args.domains) if args.domains else None)
+        plan = draw_plan(store, name=args.name, ratio=args.ratio, per_domain=args.per_domain,
+                         passed=args.passed,
+                         seed=args.seed, run=args.run, domains=parse_csv(args.domains)
+                         if args.domains else None)
         plan = save_plan(store, plan, replace=args.replace)
     finally:
         store.close()
@@ -169,8 +185,8 @@ def _print_report(report: ValidationReport) -> None:
     plan = report.plan
     assert plan is not None  # `validate report` always scores a plan
     who = report.annotator or "consensus (adjudicator, else majority)"
-    out.print(f"[bold]Validation of the Core metric[/], plan {plan.name} (ratio {plan.ratio:g}, seed {plan.seed}),"
-              f" labels: {who}")
+    out.print(f"[bold]Validation of the Core metric[/], plan {plan.name} (ratio "
+              f"{plan.ratio:g}, seed {plan.seed}), labels: {who}")
     out.print(f"items {report.items}, labelled {report.labelled}, ambiguous {report.ambiguous} (left out of"
               f" precision/recall), ties {report.ties}, outside the metric's call {report.out_of_scope}")
     if report.changed:
@@ -178,7 +194,8 @@ def _print_report(report: ValidationReport) -> None:
                   " changed); the report uses the current call[/]")
     out.print(f"in the sample: TP {report.tp}, FP {report.fp}, FN {report.fn}, TN {report.tn}")
     # Tables, not padded lines: a criterion's line with its verdict ran past 80 columns and wrapped.
-    criteria = Sheet("The metric against the labels (%, bootstrap 95% CI; each stratum weighted by its population)",
+    criteria = Sheet("The metric against the labels (%, bootstrap 95% CI; each stratum "
+                     "weighted by its population)",
                      ("criterion",), (Block("", ("estimate", "bar", "verdict", "n")),),
                      caption="?: the interval straddles the bar, so the verdict may change with more labels")
     for c in report.criteria:
@@ -186,7 +203,8 @@ def _print_report(report: ValidationReport) -> None:
             verdict = "FAIL (no labels)"
         else:
             verdict = ("PASS" if c.passed else "FAIL") + ("" if c.certain else "?")
-        criteria.add(c.name, ci_parts(c.value), f"{'>=' if c.at_least else '<='} {_pct(c.threshold)}", verdict,
+        criteria.add(c.name, ci_parts(c.value),
+                     f"{'>=' if c.at_least else '<='} {_pct(c.threshold)}", verdict,
                      str(c.value.n))
     if all(c.certain or math.isnan(c.value.value) for c in report.criteria):
         criteria.caption = ""
@@ -200,7 +218,8 @@ def _print_report(report: ValidationReport) -> None:
         render_sheet(out, kappas)
     else:
         out.print("κ needs two annotators on the same items")
-    profile = Sheet("Depth profile: share labelled superficial among the labelled items flipped at each ratio (%)",
+    profile = Sheet("Depth profile: share labelled superficial among the labelled items "
+                    "flipped at each ratio (%)",
                     ("ratio",), (Block("", ("superficial", "labelled", "flipped")),))
     for point in report.profile:
         profile.add(f"{point.ratio:g}", ci_parts(point.superficial), str(point.labelled), str(point.flipped))
@@ -234,8 +253,8 @@ def run_export(args: argparse.Namespace) -> int:
         write_sheet(rows, sys.stdout, columns=columns)
         return 0
     write_sheet(rows, args.out, columns=columns)
-    console().print(f"wrote {len(rows)} items of {'judge ' if args.judges else ''}plan [bold]{plan_name}[/] to "
-                    f"[bold]{args.out}[/]")
+    console().print(f"wrote {len(rows)} items of {'judge ' if args.judges else ''}plan "
+                    f"[bold]{plan_name}[/] to [bold]{args.out}[/]")
     return 0
 
 
@@ -254,7 +273,8 @@ def run_import(args: argparse.Namespace) -> int:
         results = []
         if label_sheets:
             plan = require_plan(store, args.plan) if args.plan else None
-            results.append(("labels", import_sheets(store, label_sheets, annotator=args.annotator, plan=plan)))
+            results.append(("labels",
+                            import_sheets(store, label_sheets, annotator=args.annotator, plan=plan)))
         if judge_sheets:
             jplan = load_judge_plan(store, args.plan) if args.plan else None
             if args.plan and jplan is None:
@@ -274,14 +294,16 @@ def run_import(args: argparse.Namespace) -> int:
             print(error, file=sys.stderr)
         # Label sheets and judge sheets are imported apart: one kind's errors do not hold back the other.
         for what, result in results:
-            print(f"{what}: {len(result.errors)} rows wrong, nothing saved; fix them and import again" if result.errors
+            print(f"{what}: {len(result.errors)} rows wrong, nothing saved; fix them and import again"
+                  if result.errors
                   else f"{what}: saved {result.saved}", file=sys.stderr)
         return 2  # wrong rows in the user's sheets: a user error, like every other
     for what, result in results:
         out.print(f"saved {result.saved} {what} from {', '.join(sorted(result.annotators)) or 'nobody'}"
                   f" ({result.blank} rows without one skipped)")
     if split:
-        out.print(f"{len(split)} items labelled differently by annotators: `unspecific validate disagreements`")
+        out.print(f"{len(split)} items labelled differently by annotators: `unspecific "
+                  "validate disagreements`")
     return 0
 
 
@@ -303,12 +325,13 @@ def run_disagreements(args: argparse.Namespace) -> int:
         return 0
     for d in found:
         labels = ", ".join(f"{who} {label}" for who, label in sorted(d.labels.items()))
-        out.print(f"  item {d.item.position}: constraint {d.item.constraint_id} on response {d.item.response_id}"
-                  f" ({d.item.domain}): {labels}", markup=False)
+        out.print(f"  item {d.item.position}: constraint {d.item.constraint_id} on response "
+                  f"{d.item.response_id} ({d.item.domain}): {labels}", markup=False)
     if args.out:
         write_sheet(rows, args.out, extra)
         out.print(f"wrote {len(rows)} items for the adjudicator to [bold]{args.out}[/]; label them and"
-                  " `unspecific validate import` the sheet (annotator: adjudicator, whose label settles the item)")
+                  " `unspecific validate import` the sheet (annotator: adjudicator, whose "
+                  "label settles the item)")
     return 0
 
 
@@ -338,7 +361,8 @@ def run_judges(args: argparse.Namespace) -> int:
     if args.items and (args.builtin or args.quick):
         from pipeline.core.errors import UnspecificError
 
-        raise UnspecificError("validate judges: --items runs your own set; --builtin / --quick the shipped one: give one")
+        raise UnspecificError("validate judges: --items runs your own set; --builtin / --quick the "
+                              "shipped one: give one")
     if args.builtin or args.quick or args.items:
         return run_builtin_check(args)
 
@@ -365,25 +389,34 @@ def run_judges(args: argparse.Namespace) -> int:
                   " (5 Annotate, then v)")
         return 0
     sheet = Sheet(f"The judges against people, judge plan {plan.name}", ("judge", "by", "group"),
-                  (Block("agreement", ("n", "accuracy %", "κ")), Block("Yes", ("Yes precision %", "Yes recall %",
+                  (Block("agreement", ("n", "accuracy %", "κ")),
+                   Block("Yes", ("Yes precision %", "Yes recall %",
                                                                              "Yes bias"))))
     for s in scores:
-        sheet.add(s.judge, s.by, s.group, str(s.n), _cell(s.accuracy), _cell(s.kappa, 2, 1.0), _cell(s.precision),
+        sheet.add(s.judge, s.by, s.group, str(s.n), _cell(s.accuracy), _cell(s.kappa, 2, 1.0),
+                  _cell(s.precision),
                   _cell(s.recall), "-" if math.isnan(s.yes_bias) else f"{s.yes_bias:+.2f}")
     render_sheet(out, sheet)
-    out.print("Yes bias: the judge's Yes rate minus people's (> 0 lenient). Position: the constraint's third of its"
+    out.print("Yes bias: the judge's Yes rate minus people's (> 0 lenient). Position: the "
+              "constraint's third of its"
               " list; length: the text's half by words.")
     return 0
 
 
 def run_builtin_check(args: argparse.Namespace) -> int:
-    """`validate judges --builtin [--quick]` or `--items FILE`: each configured judge on a constructed set (the
-    shipped one, or the user's own), judged as the benchmark judges (each judge's mode), stored per item (source
-    builtin or own), scored, and each yes_no judge calibrated on it."""
+    """`validate judges --builtin [--quick]` or `--items FILE`: each configured judge on a constructed set
+    (the shipped one, or the user's own), judged as the benchmark judges (each judge's mode), stored per item
+    (source builtin or own), scored, and each yes_no judge calibrated on it."""
     import asyncio
     import json
 
-    from pipeline.analysis.judge_check import OWN_SOURCE, SOURCE, check_scores, load_check_file, selected_texts
+    from pipeline.analysis.judge_check import (
+        OWN_SOURCE,
+        SOURCE,
+        check_scores,
+        load_check_file,
+        selected_texts,
+    )
     from pipeline.cli.common import console, load_config_from, open_store_from
     from pipeline.core.errors import UnspecificError
     from pipeline.llm.pricing import spent_line
@@ -413,7 +446,8 @@ def run_builtin_check(args: argparse.Namespace) -> int:
                   + ", ".join(f"{j} ({m})" for j, m in modes.items()))
         overridden = [j for j, m in modes.items() if m != config.endpoint(j).judging and not args.judging]
         if overridden:
-            out.print(f"[yellow]{config.path or 'the config'} [evaluate] judging = {mode!r} overrides the own mode of "
+            out.print(f"[yellow]{config.path or 'the config'} [evaluate] judging = {mode!r} "
+                      "overrides the own mode of "
                       + ", ".join(f"{j} ({config.endpoint(j).judging})" for j in overridden)
                       + "; remove it to judge each in its own (`unspecific init` no longer writes it)[/]")
     ran = CheckRun()
@@ -421,7 +455,8 @@ def run_builtin_check(args: argparse.Namespace) -> int:
     async def check(store: Store) -> None:
         nonlocal ran
         async with open_client(config, store, endpoints=judges) as client:
-            ran = await run_judge_check(store, client, judges, mode=mode, quick=args.quick, texts=texts, source=source)
+            ran = await run_judge_check(store, client, judges, mode=mode, quick=args.quick,
+                                        texts=texts, source=source)
             u = client.usage
             if not args.json:
                 out.print(spent_line(u))
@@ -445,7 +480,8 @@ def run_builtin_check(args: argparse.Namespace) -> int:
         for s in scores:
             cal = thresholds.get(s.judge)
             row = {**s.as_dict(), "judging": modes.get(s.judge), "threshold": cal.threshold if cal else None,
-                   "auc": cal.auc if cal else None, "held_out_accuracy": cal.held_out_accuracy if cal else None}
+                   "auc": cal.auc if cal else None, "held_out_accuracy": cal.held_out_accuracy
+                   if cal else None}
             rows.append({k: _nan_as_null(v) for k, v in row.items()})  # NaN is not JSON
         print(json.dumps(rows, indent=2, default=_nan_as_null))
         return 0
@@ -456,10 +492,12 @@ def run_builtin_check(args: argparse.Namespace) -> int:
         held = "-" if cal.held_out_accuracy is None else f"{100 * cal.held_out_accuracy:.1f}%"
         auc = "-" if cal.auc is None else f"{cal.auc:.3f}"
         changed = ran.rethresholded.get(judge, 0)
-        out.print(f"[bold]{judge}[/] (yes_no) calibrated: its verdicts read Yes when P(Yes) >= {cal.threshold:.3f} (max "
-                  f"sensitivity + specificity, on {cal.n} items of its {cal.source} check); AUC {auc}. The table reads "
-                  f"each text at the threshold chosen on the other texts (accuracy {held}), so the choice does not "
-                  "flatter it"
+        out.print(f"[bold]{judge}[/] (yes_no) calibrated: its verdicts read Yes when P(Yes) >= "
+                  f"{cal.threshold:.3f} (max "
+                  f"sensitivity + specificity, on {cal.n} items of its {cal.source} check); AUC "
+                  f"{auc}. The table reads "
+                  f"each text at the threshold chosen on the other texts (accuracy {held}), so "
+                  "the choice does not flatter it"
                   + (f"; {changed} stored benchmark verdicts read again at it" if changed else ""))
     return 0
 
@@ -473,20 +511,27 @@ def _print_check(scores: list[CheckScore], *, title: str = "the built-in constru
     missing = any(s.missing for s in scores)
     for judge in dict.fromkeys(s.judge for s in scores):
         sheet = Sheet(f"{judge} on {title} (%)", ("items",),
-                      (Block("", ("n", *(["missing"] if missing else []), "accuracy", "sensitivity", "specificity",
+                      (Block("", ("n", *(["missing"] if missing else []), "accuracy",
+                                  "sensitivity", "specificity",
                                   "κ", "quote")),))
         for s in (s for s in scores if s.judge == judge):
             group = "all" if s.by == "all" else s.group.replace("_", " ")
-            sheet.add(group if s.by != "kind" else f"  {group}", str(s.n), *([str(s.missing)] if missing else []),
+            sheet.add(group if s.by != "kind" else f"  {group}", str(s.n),
+                      *([str(s.missing)] if missing else []),
                       _whole(s.accuracy), _whole(s.sensitivity), _whole(s.specificity),
                       "-" if math.isnan(s.kappa) else f"{s.kappa:.2f}", _whole(s.quote_found))
         render_sheet(out, sheet)
     out.print(f"[yellow]{NOT_GOLD}[/]")
-    out.print("Sensitivity: of the items that satisfy their constraint, the share the judge said Yes to; specificity:"
-              " of those that do not, the share it said No to; quote: of its Yes, the share whose quote is in the text."
-              " [95% bootstrap intervals over items.] Rows: all, per domain, then per kind of item: direct and"
-              " peripheral (one passing sentence) satisfy theirs; absent, changed fact, wrong role and off by one"
-              " (planted near-misses) do not." + (" Missing: no verdict given, counted nowhere." if missing else ""),
+    out.print("Sensitivity: of the items that satisfy their constraint, the share the judge said "
+              "Yes to; specificity:"
+              " of those that do not, the share it said No to; quote: of its Yes, the share whose "
+              "quote is in the text."
+              " [95% bootstrap intervals over items.] Rows: all, per domain, then per "
+              "kind of item: direct and"
+              " peripheral (one passing sentence) satisfy theirs; absent, changed fact, "
+              "wrong role and off by one"
+              " (planted near-misses) do not."
+              + (" Missing: no verdict given, counted nowhere." if missing else ""),
               markup=False)
 
 

@@ -208,7 +208,8 @@ class Config:
             return self.endpoints[name]
         except KeyError:
             raise ConfigError(
-                f"{self.path or 'config'}: no endpoint named '{name}' (known: {', '.join(sorted(self.endpoints))})"
+                f"{self.path or 'config'}: no endpoint named '{name}' (known: "
+                f"{', '.join(sorted(self.endpoints))})"
             ) from None
 
     def role(self, role: str) -> Endpoint:
@@ -269,7 +270,8 @@ def parse_config(raw: dict[str, Any], path: Path | None = None, *, need_keys: bo
     where = str(path) if path else "config"
     unknown = set(raw) - _SECTIONS
     if unknown:
-        raise ConfigError(f"{where}: unknown section(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(_SECTIONS))})")
+        raise ConfigError(f"{where}: unknown section(s) {', '.join(sorted(unknown))} (known: "
+                          f"{', '.join(sorted(_SECTIONS))})")
     endpoints = {LOCAL: local_endpoint()}
     pools: dict[str, dict[str, Any]] = {}
     for name, spec in (raw.get("endpoints") or {}).items():
@@ -286,10 +288,12 @@ def parse_config(raw: dict[str, Any], path: Path | None = None, *, need_keys: bo
             for i, url in enumerate(urls, 1):
                 member = f"{name}[{i}]"
                 member_spec = {k: v for k, v in spec.items() if k not in _POOL_ONLY}
-                endpoints[member] = _parse_endpoint(member, {**member_spec, "base_url": url}, where, need_keys)
+                endpoints[member] = _parse_endpoint(member, {**member_spec, "base_url": url},
+                                                    where, need_keys)
                 members.append(member)
             pool_spec = {k: v for k, v in spec.items()
-                         if k in _POOL_ONLY or k in ("model", "structured", "judge_format", "gbnf", "judging", "judge_prompt")}
+                         if k in _POOL_ONLY
+                         or k in ("model", "structured", "judge_format", "gbnf", "judging", "judge_prompt")}
             pools[name] = {**pool_spec, "pool": members}
         else:
             endpoints[name] = _parse_endpoint(name, spec, where, need_keys)
@@ -310,7 +314,8 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         if key not in known:
             raise ConfigError(f"{field_at}.{key}: unknown field (known: {', '.join(sorted(known))})")
     if "api_key" in spec:  # pragma: no cover - caught above; kept for the message's sake
-        raise ConfigError(f"{field_at}.api_key: put the key in an environment variable and name it in api_key_env")
+        raise ConfigError(f"{field_at}.api_key: put the key in an environment variable and "
+                          "name it in api_key_env")
     base_url = spec.get("base_url")
     if not isinstance(base_url, str) or not base_url:
         raise ConfigError(f"{field_at}.base_url: required (an http(s) URL, or \"local\")")
@@ -348,9 +353,12 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
         if key not in spec:
             continue
         value = spec[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
-            raise ConfigError(f"{field_at}.{key}: must be a{'n integer' if kind is int else ' number'}, got {value!r}")
-        if (minimum is not None and value < minimum) or value < 0 or (key in ("timeout_s", "requests_per_minute") and value <= 0):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int
+                                                                              and not isinstance(value, int)):
+            raise ConfigError(f"{field_at}.{key}: must be a{'n integer' if kind is int else ' number'}, got "
+                              f"{value!r}")
+        if (minimum is not None
+            and value < minimum) or value < 0 or (key in ("timeout_s", "requests_per_minute") and value <= 0):
             raise ConfigError(f"{field_at}.{key}: must be positive, got {value!r}")
         values[key] = kind(value)
     values.update(_choice_fields(spec, field_at))
@@ -440,7 +448,8 @@ def _judging_fields(spec: dict[str, Any], at: str) -> dict[str, Any]:
 
 
 _POOL_ONLY = ("pool", "drain_after", "drain_s", "max_retries")
-_POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format", "gbnf", "judging",
+_POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format",
+                "gbnf", "judging",
                 "judge_prompt"}
 
 
@@ -451,7 +460,8 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
     at = f"{where}: endpoints.{name}"
     for key in spec:
         if key not in _POOL_FIELDS:
-            raise ConfigError(f"{at}.{key}: not a pool field (a pool takes {', '.join(sorted(_POOL_FIELDS))}; "
+            raise ConfigError(f"{at}.{key}: not a pool field (a pool takes "
+                              f"{', '.join(sorted(_POOL_FIELDS))}; "
                               "concurrency, rates, prices and keys belong to its members)")
     members = spec["pool"]
     if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
@@ -463,9 +473,11 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
             raise ConfigError(f"{at}.pool: '{m}' is a pool; list its members instead")
         if m not in endpoints:
             known = ", ".join(sorted(n for n, e in endpoints.items() if not e.is_pool))
-            raise ConfigError(f"{at}.pool: no endpoint named '{m}' (a member must be a plain endpoint; known: {known})")
+            raise ConfigError(f"{at}.pool: no endpoint named '{m}' (a member must be a plain "
+                              f"endpoint; known: {known})")
         if endpoints[m].is_local:
-            raise ConfigError(f"{at}.pool: '{m}' is the embedded local model, which runs one server per machine")
+            raise ConfigError(f"{at}.pool: '{m}' is the embedded local model, which runs "
+                              "one server per machine")
     first = endpoints[members[0]]
     model = spec.get("model")
     models = {endpoints[m].model for m in members}
@@ -473,7 +485,8 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
         if len(models) > 1:
             # The cache key is the pool's model: members serving differently named models must say
             # which one the pool stands for, or two models' replies would share a key.
-            raise ConfigError(f"{at}.model: the members serve {', '.join(sorted(models))}; set the pool's model "
+            raise ConfigError(f"{at}.model: the members serve {', '.join(sorted(models))}; "
+                              "set the pool's model "
                               "(the name its cached calls are kept under) if they are the same model")
         model = first.model
     if not isinstance(model, str) or not model:
@@ -496,18 +509,23 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
     # A grammar goes to whichever member answers: the pool takes one only when every member does.
     gbnf = spec.get("gbnf", all(endpoints[m].gbnf for m in members))
     if not isinstance(gbnf, bool):
-        raise ConfigError(f"{at}.gbnf: true or false (whether the server takes a GBNF `grammar` field), got {gbnf!r}")
+        raise ConfigError(f"{at}.gbnf: true or false (whether the server takes a GBNF `grammar` "
+                          f"field), got {gbnf!r}")
     if gbnf and not all(endpoints[m].gbnf for m in members):
         plain = ", ".join(m for m in members if not endpoints[m].gbnf)
-        raise ConfigError(f"{at}.gbnf: true, but member(s) {plain} do not take a GBNF grammar (set gbnf = true on them)")
+        raise ConfigError(f"{at}.gbnf: true, but member(s) {plain} do not take a GBNF grammar (set "
+                          "gbnf = true on them)")
     values["gbnf"] = gbnf
     values.update(_judging_fields(spec, at))
     for key, kind in (("drain_after", int), ("drain_s", float), ("max_retries", int)):
         if key in spec:
             value = spec[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)) \
+            if isinstance(value, bool) or not isinstance(value,
+                                                         (int, float)) or (kind is int
+                                                                           and not isinstance(value, int)) \
                     or value < (0 if key == "max_retries" else 1 if kind is int else 0):
-                raise ConfigError(f"{at}.{key}: a positive {'integer' if kind is int else 'number'}, got {value!r}")
+                raise ConfigError(f"{at}.{key}: a positive {'integer' if kind is int else 'number'}, got "
+                                  f"{value!r}")
             values[key] = kind(value)
     return Endpoint(**values)
 

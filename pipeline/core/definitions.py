@@ -250,13 +250,15 @@ def copy_evidence_version() -> str:
     """A short name of the copy-evidence definition in force (COPY_EVIDENCE_RULES and its numbers)."""
     import hashlib
 
-    numbers = (COPY_EVIDENCE_RULES, COPY_EVIDENCE_NGRAM, SPECIFIC_TOPIC, SPECIFIC_SHARED, SHAPE_BASE, SHAPE_ENTITY,
+    numbers = (COPY_EVIDENCE_RULES, COPY_EVIDENCE_NGRAM, SPECIFIC_TOPIC, SPECIFIC_SHARED,
+               SHAPE_BASE, SHAPE_ENTITY,
                SHAPE_NUMBER, SHAPE_LONG, LONG_SPAN_WORDS, SPECIFIC_OTHERS, TEMPLATE_SHARE, TEMPLATE_MIN,
                BACKGROUND_ARTICLES)
     return f"{COPY_EVIDENCE_RULES}-" + hashlib.sha256(repr(numbers).encode()).hexdigest()[:10]
 
 
-def specificity(rarity: float, outside_task: float, shared: bool, entity: bool, number: bool, words: int) -> float:
+def specificity(rarity: float, outside_task: float, shared: bool, entity: bool, number: bool,
+                words: int) -> float:
     """A copied phrase's specificity (the formula above), from its facts."""
     source = max(SPECIFIC_TOPIC, outside_task) * (SPECIFIC_SHARED if shared else 1.0)
     run = min(1.0, max(0, words - COPY_EVIDENCE_NGRAM) / max(1, LONG_SPAN_WORDS - COPY_EVIDENCE_NGRAM))

@@ -92,6 +92,7 @@ class BatchPending(Exception):
     a failed unit or a refused reply."""
 
     def __init__(self, endpoint: str, *, failed: bool = False) -> None:
-        super().__init__(f"endpoint '{endpoint}': waiting on a batch" + (" item that failed" if failed else ""))
+        super().__init__(f"endpoint '{endpoint}': waiting on a batch"
+                         + (" item that failed" if failed else ""))
         self.endpoint = endpoint
         self.failed = failed

@@ -36,7 +36,8 @@ _SHAPES = [
     re.compile(r"(?i)\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=\-]{8,}"),
 ]
 # key=value / "api_key": "value" (the value only is replaced).
-_ASSIGNED = re.compile(r"(?i)\b((?:api[_-]?key|access[_-]?token|auth[_-]?token|secret|password)[\"']?\s*[:=]\s*[\"']?)"
+_ASSIGNED = re.compile(r"(?i)\b((?:api[_-]?key|access[_-]?token|auth[_-]?token|secret|password)"
+                       r"[\"']?\s*[:=]\s*[\"']?)"
                        r"([^\s\"',;&]{8,})")
 
 

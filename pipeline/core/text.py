@@ -18,13 +18,19 @@ _LETTER = re.compile(r"[^\W\d_]")
 # A refusal opens by declining: an apology or an AI disclaimer followed by "I can't / I'd
 # rather not..." in the first sentences, or a flat "I cannot help with that". The declining must
 # be the writer's own ("I ..."): "the town cannot agree" is an answer.
-_APOLOGY = re.compile(r"^\W*(?:i'?m\s+(?:so\s+|very\s+|really\s+)?sorry|i\s+am\s+(?:so\s+|very\s+|really\s+)?sorry"
-                      r"|sorry\b|i\s+apologi[sz]e|unfortunately\b|as\s+an?\s+(?:ai|language\s+model))", re.IGNORECASE)
-_DECLINE = re.compile(r"\bi\s*(?:'m|am)?\s*(?:can(?:no|')t|cannot|unable|not\s+able|won'?t|will\s+not|would\s+rather"
-                      r"|'d\s+rather|must\s+decline|decline)|\bas\s+an?\s+(?:ai|language\s+model)", re.IGNORECASE)
+_APOLOGY = re.compile(r"^\W*(?:i'?m\s+(?:so\s+|very\s+|really\s+)?sorry|i\s+am\s+(?:so\s+|"
+                      r"very\s+|really\s+)?sorry"
+                      r"|sorry\b|i\s+apologi[sz]e|unfortunately\b|as\s+an?\s+(?:ai|language\s+model))",
+                      re.IGNORECASE)
+_DECLINE = re.compile(r"\bi\s*(?:'m|am)?\s*(?:can(?:no|')t|cannot|unable|not\s+able|won'?t|"
+                      r"will\s+not|would\s+rather"
+                      r"|'d\s+rather|must\s+decline|decline)|\bas\s+an?\s+(?:ai|language\s+model)",
+                      re.IGNORECASE)
 _FLAT_DECLINE = re.compile(
-    r"^\W*i\s*(?:can(?:no|')t|cannot|won'?t|will\s+not|am\s+unable\s+to|'m\s+unable\s+to|must\s+decline\s+to)\s+"
-    r"(?:help|assist|comply|provide|write|create|fulfil|fulfill|do\s+that|summari[sz]e|complete|produce)", re.IGNORECASE)
+    r"^\W*i\s*(?:can(?:no|')t|cannot|won'?t|will\s+not|am\s+unable\s+to|'m\s+unable\s+to|"
+    r"must\s+decline\s+to)\s+"
+    r"(?:help|assist|comply|provide|write|create|fulfil|fulfill|do\s+that|summari[sz]e|complete|produce)",
+    re.IGNORECASE)
 # A refusal is short: a long text that quotes someone saying "I'm sorry, I can't" is an answer.
 REFUSAL_MAX_WORDS = 120
 
@@ -55,7 +61,8 @@ _WORD_LIST = Path(__file__).with_name("english_words.txt")
 _EDGES = ".,;:!?\"'()[]{}«»“”‘’„‚—–-…"
 _EMPHASIS = re.compile(r"^[*_`]{1,2}(.*?)[*_`]{0,2}$")
 _WORD_CORE = re.compile(r"[^\W\d_]+(?:['’.\-][^\W\d_]+)*")  # don't, U.S, well-known, O'Brien
-_NUMBER_CORE = re.compile(r"[$€£¥]?[+\-−]?[\w.,:/%+\-−']*\d[\w.,:/%+\-−']*")  # 2019, 25%, $4.5bn, COVID-19, 10:30
+# 2019, 25%, $4.5bn, COVID-19, 10:30
+_NUMBER_CORE = re.compile(r"[$€£¥]?[+\-−]?[\w.,:/%+\-−']*\d[\w.,:/%+\-−']*")
 _WORD_PARTS = re.compile(r"[^\W\d_]+")
 # JSON or markup cut short has no closing bracket: '{"verdicts": [{"id": 1, "verdict": "ye', '<html><body>5'.
 _OPENS_AS_CODE = re.compile(r"[\[{]\s*[\"\[{]|<[A-Za-z!/?]")
@@ -127,7 +134,8 @@ def _is_known(word: str, vocabulary: frozenset[str] | set[str]) -> bool:
     if word.endswith("'s"):
         word = word[:-2]
     known = english_words()
-    return word in known or all(len(p) == 1 or p in known or p in vocabulary for p in _WORD_PARTS.findall(word))
+    return word in known or all(len(p) == 1 or p in known or p in vocabulary
+                                for p in _WORD_PARTS.findall(word))
 
 
 def _junk_run(cores: list[str]) -> tuple[str, int] | None:
@@ -176,8 +184,8 @@ def prose_problem(text: str, *, source: str = "") -> str | None:
     vocabulary = _vocabulary(source) if source else set()
     known = sum(1 for w in words if _is_known(w, vocabulary))
     if known < MIN_KNOWN * len(words):
-        return (f"the reply is not prose (only {known} of its {len(words)} words are English words or words of "
-                "the text it was written from: gibberish or lorem ipsum)")
+        return (f"the reply is not prose (only {known} of its {len(words)} words are "
+                "English words or words of the text it was written from: gibberish or lorem ipsum)")
     return None
 
 
@@ -185,7 +193,8 @@ def prose_problem(text: str, *, source: str = "") -> str | None:
 
 # A fuzzy match (rapidfuzz partial alignment) at least this good counts as the quote being found.
 FUZZY_MIN_SCORE = 90.0
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                         "\u2013": "-", "\u2014": "-"})
 
 
 @dataclass
@@ -236,7 +245,8 @@ def find_quote(quote: str, text: str) -> QuoteMatch:
     from rapidfuzz import fuzz
 
     alignment = fuzz.partial_ratio_alignment(nq, nt, score_cutoff=0)
-    if alignment is not None and alignment.score >= FUZZY_MIN_SCORE and alignment.dest_end > alignment.dest_start:
+    if (alignment is not None and alignment.score >= FUZZY_MIN_SCORE
+        and alignment.dest_end > alignment.dest_start):
         span = (idx[alignment.dest_start], idx[alignment.dest_end - 1] + 1)
         return QuoteMatch("fuzzy", round(alignment.score, 1), span)
     score = round(alignment.score, 1) if alignment is not None else 0.0

@@ -14,7 +14,8 @@ from pipeline.core.errors import UnspecificError
 
 FORMATS = ("cs4", "research", "jsonl", "responses")
 # Public condition names (export.PUBLIC_CONDITIONS) and the store's own names both work.
-CONDITION_NAMES = {"single": "single", "common+none": "none", "common+direct": "direct", "common+eval": "eval",
+CONDITION_NAMES = {"single": "single", "common+none": "none", "common+direct": "direct",
+                   "common+eval": "eval",
                    "none": "none", "direct": "direct", "eval": "eval"}
 RESPONSE_MODES = ("direct", "edit")
 MAX_ERRORS_SHOWN = 30
@@ -61,7 +62,8 @@ class ImportOptions:
     run: str | None = None  # responses: the run (import name or run id) whose instruction ids the file uses
     ratio: float = DEFAULT_RATIO  # research summaries without a ratio column
     evaluated: str = "response"  # checked by import_file; research reads ``judged``
-    judged: str | None = None  # research: the text an evaluation judged (default: the row's most derived text)
+    # research: the text an evaluation judged (default: the row's most derived text)
+    judged: str | None = None
     columns: ResearchColumns = field(default_factory=ResearchColumns)
     dry_run: bool = False
 
@@ -108,8 +110,8 @@ class Problems:
         shown = self.items[:MAX_ERRORS_SHOWN]
         more = len(self.items) - len(shown)
         raise ImportFailed(
-            f"{self.path}: {len(self.items)} problem(s) in {rows} row(s); nothing was imported (the whole import is "
-            "rolled back). Fix them and run the same command again:\n" + "\n".join(shown)
+            f"{self.path}: {len(self.items)} problem(s) in {rows} row(s); nothing was imported "
+            "(the whole import is rolled back). Fix them and run the same command again:\n" + "\n".join(shown)
             + (f"\n... and {more} more" if more > 0 else ""))
 
 
@@ -130,5 +132,6 @@ def condition_name(value: str | None, default: str) -> str:
     """The store's name of a condition given by its public or store name."""
     name = (value or default).strip().lower()
     if name not in CONDITION_NAMES:
-        raise ValueError(f"unknown condition {value!r}: one of single, common+none, common+direct, common+eval")
+        raise ValueError(f"unknown condition {value!r}: one of single, common+none, "
+                         "common+direct, common+eval")
     return CONDITION_NAMES[name]

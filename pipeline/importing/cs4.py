@@ -72,7 +72,8 @@ def _read_levels(writer: ImportWriter, rows: list[Row], columns: dict[str, str])
             continue
         if level is None:
             level = len(read.items)
-            warnings.append(f"{where}:{row.line}: 'Number of Constraints' is empty; the list's {level} constraints "
+            warnings.append(f"{where}:{row.line}: 'Number of Constraints' is empty; the list's "
+                            f"{level} constraints "
                             "are its level")
         if (number, level) in seen:
             problems.add(row, f"instruction number {number} with {level} constraints repeats line "
@@ -107,7 +108,8 @@ def _fill_tasks(writer: ImportWriter, levels: list[_Level], task_column: str) ->
                 writer.problems.add(member.row, "empty", task_column)
         if len(worded) > 1:
             lines = ", ".join(str(m.row.line) for m in members)
-            writer.summary.warnings.append(f"{where}: instruction number {number} words its task differently on "
+            writer.summary.warnings.append(f"{where}: instruction number {number} words its "
+                                           "task differently on "
                                            f"lines {lines}; each level keeps its own")
 
 
@@ -116,7 +118,8 @@ def import_cs4(writer: ImportWriter, options: ImportOptions, name: str) -> None:
     located = {c: find_column(names, c) for c in CS4_COLUMNS}
     missing = [c for c, found in located.items() if found is None]
     if missing:
-        raise ImportFailed(f"{options.path}:1: not a CS4 constraints file: no column {', '.join(map(repr, missing))} "
+        raise ImportFailed(f"{options.path}:1: not a CS4 constraints file: no column "
+                           f"{', '.join(map(repr, missing))} "
                            f"(its columns: {', '.join(map(repr, names))})")
     columns = {c: found for c, found in located.items() if found is not None}
     domain = options.domain or "story"

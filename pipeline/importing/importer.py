@@ -72,7 +72,8 @@ def describe(summary: ImportSummary) -> Iterator[str]:
     """The lines a person reads after an import."""
     verb = "would add" if summary.dry_run else "added"
     added = ", ".join(f"{n} {what}" for what, n in summary.added.items() if n) or "nothing"
-    where = f" (domain {summary.domain}, condition {summary.condition})" if summary.domain and summary.condition else ""
+    where = (f" (domain {summary.domain}, condition {summary.condition})" if summary.domain
+             and summary.condition else "")
     yield f"{summary.path}: {summary.rows} row(s) read into run {summary.run_id}{where}; {verb} {added}"
     for reason, n in summary.skipped.items():
         yield f"  skipped {n}: {reason}"

@@ -45,7 +45,8 @@ def import_jsonl(writer: ImportWriter, options: ImportOptions, name: str) -> Non
     for row in rows:
         v = row.values
         source_id = v.get("id")
-        if isinstance(source_id, bool) or not isinstance(source_id, (str, int)) or str(source_id).strip() == "":
+        if isinstance(source_id, bool) or not isinstance(source_id,
+                                                         (str, int)) or str(source_id).strip() == "":
             writer.problems.add(row, "each line needs an \"id\" (a string or a number)", "id")
             continue
         source_id = str(source_id).strip()
@@ -85,5 +86,6 @@ def import_jsonl(writer: ImportWriter, options: ImportOptions, name: str) -> Non
         if bad:
             continue
         guard(writer.problems, row, "id", lambda: writer.instruction(
-            source_id, domain=domain, condition=condition, task=" ".join(task.split()), constraints=constraints,
+            source_id, domain=domain, condition=condition, task=" ".join(task.split()),
+            constraints=constraints,
             article_a=refs["reference"], article_b=refs["reference_b"]))

@@ -26,7 +26,8 @@ def _decode(path: Path) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise ImportFailed(f"{path}:{line}: not UTF-8 text (byte {exc.start}: {exc.reason}); save the file as UTF-8") from exc
+        raise ImportFailed(f"{path}:{line}: not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                           "save the file as UTF-8") from exc
 
 
 def _key(name: str) -> str:

@@ -43,7 +43,8 @@ def parse_judge_reply(text: str, n: int) -> ParsedReply:
         raise ValueError(f"no verdicts for constraints 1..{n} could be read (the reply starts {snippet!r})")
     yes = sum(1 for item in reply.items.values() if item["verdict"])
     if reply.stated_count is not None and reply.stated_count != yes:
-        reply.warnings.append(f"the reply says {reply.stated_count} constraints are satisfied but marks {yes} Yes; "
+        reply.warnings.append(f"the reply says {reply.stated_count} constraints are satisfied "
+                              f"but marks {yes} Yes; "
                               "the Yes lines are kept")
     return reply
 

@@ -99,8 +99,8 @@ def read_research_file(path: Path, columns: ResearchColumns) -> ResearchFile:
     if detected is None:
         raise ImportFailed(
             f"{path}:1: not a file the research code writes. Its layouts, by writer: {describe_layouts()}. "
-            f"This file's columns: {', '.join(map(repr, names)) or 'none'}. A renamed column is named with its "
-            "--<role>-column option")
+            f"This file's columns: {', '.join(map(repr, names)) or 'none'}. A renamed "
+            "column is named with its --<role>-column option")
     if found["id"] is None:
         raise ImportFailed(f"{path}:1: no {columns.id!r} column, which joins the research files "
                            f"(its columns: {', '.join(map(repr, names))}); name it with --id-column")
@@ -188,10 +188,12 @@ class _RunImport:
         has_hardened = any(f.detected.rows_layout is HARDENED for f in self.files)
         judged_base = any(f.detected.layout is EVALUATION and f.detected.inner is BASE for f in self.files)
         given = condition_name(self.options.condition, "none") if self.options.condition else None
-        self.revised_condition = given if given in _REVISED_CONDITIONS else ("eval" if judged_base else "direct")
+        self.revised_condition = given if given in _REVISED_CONDITIONS else ("eval"
+                                                                             if judged_base else "direct")
         # A list found in no constraints file: the condition the person gave, unless it names the
         # revision of a hardened file that is here (then the list is an original one).
-        self.given_condition = given if given and not (has_hardened and given in _REVISED_CONDITIONS) else None
+        self.given_condition = given if given and not (has_hardened
+                                                       and given in _REVISED_CONDITIONS) else None
         self._revisions = _read_revisions(self.files)
         for f in sorted(self.files, key=lambda f: f.detected.rank):  # what a file refers to comes first
             self.writer.problems.path = f.path
@@ -247,7 +249,8 @@ class _RunImport:
             # model_used names the summariser here: the response is the one with this text.
             found = self.writer.response_with_text(iid, text)
             if found is None:
-                self.writer.problems.add(row, f"the response this row summarises is not imported for instruction "
+                self.writer.problems.add(row,
+                                         f"the response this row summarises is not imported for instruction "
                                          f"{cell('id')}: give the fitted or direct generation file with it",
                                          f.found[role])
             return found
@@ -268,14 +271,17 @@ class _RunImport:
             except ValueError:
                 ratio = -1.0
             if not 0 < ratio < 1:
-                self.writer.problems.add(row, f"a number between 0 and 1 is expected, got {cell('summary_ratio')!r}",
+                self.writer.problems.add(row,
+                                         f"a number between 0 and 1 is expected, got "
+                                         f"{cell('summary_ratio')!r}",
                                          f.found["summary_ratio"])
                 return None
         summariser = cell("model") or IMPORTED_WRITER
         return guard(self.writer.problems, row, f.found["summary"], lambda: self.writer.generation(
             "summary", iid, cell("summary"), model=summariser, ratio=ratio, parent_id=response))
 
-    def _verdicts(self, f: ResearchFile, row: Row, cell: _Cells, into: _Target, texts: dict[str, int | None]) -> None:
+    def _verdicts(self, f: ResearchFile, row: Row, cell: _Cells, into: _Target,
+                  texts: dict[str, int | None]) -> None:
         judge = cell("eval_model")
         if not judge:
             self.writer.problems.add(row, "empty (verdicts are credited to the judge model that gave them)",
@@ -295,9 +301,11 @@ class _RunImport:
         warnings = list(reply.warnings)
         yes = sum(1 for item in reply.items.values() if item["verdict"])
         if _number(cell("num_satisfied")) not in ("", str(yes)):
-            warnings.append(f"{yes} Yes read where the file's {f.found['num_satisfied']!r} says {cell('num_satisfied')}")
+            warnings.append(f"{yes} Yes read where the file's {f.found['num_satisfied']!r} says "
+                            f"{cell('num_satisfied')}")
         for warning in warnings:
-            self.writer.summary.warnings.append(f"{f.path}:{row.line}, column {row.columns.get(f.found['results'] or '')}"
+            self.writer.summary.warnings.append(f"{f.path}:{row.line}, column "
+                                                f"{row.columns.get(f.found['results'] or '')}"
                                                 f" ({f.found['results']!r}): {warning}")
 
     # -- the instruction a row belongs to ------------------------------------------------------
@@ -325,15 +333,19 @@ class _RunImport:
         plain = condition in _BASE_CONDITIONS and revision is None
         source_id = number if plain else f"{number}/{condition}"
         if imports.imported_instruction(self.writer.store, self.writer.summary.run_id, source_id) is not None:
-            self.writer.problems.add(row, f"none of the lists given for instruction {number}: give the file this list "
-                                     "comes from (the hardened constraints?) with it, or import it under another --name",
+            self.writer.problems.add(row,
+                                     f"none of the lists given for instruction {number}: "
+                                     "give the file this list "
+                                     "comes from (the hardened constraints?) with it, or import it "
+                                     "under another --name",
                                      f.found["constraints"])
             return None
         self._conditions.add(condition)
         iid = self._plain(f, row, cell, source_id, condition, texts)
         return None if iid is None else _Target(iid)
 
-    def _joined(self, f: ResearchFile, row: Row, cell: _Cells, number: str, revision: _Revision) -> _Target | None:
+    def _joined(self, f: ResearchFile, row: Row, cell: _Cells, number: str,
+                revision: _Revision) -> _Target | None:
         """The instruction a hardened row revises, from the row of its original list: the revised
         list active, the original as lineage; the row's list named by the original's constraints."""
         found = self._find(number, revision.revised)
@@ -350,7 +362,8 @@ class _RunImport:
                 return None
         ids = self._original_ids(found, revision.original)
         if ids is None:  # imported before from the revised list alone: it holds no lineage to judge on
-            self.writer.problems.add(row, f"instruction {number} was imported before without this list as its "
+            self.writer.problems.add(row,
+                                     f"instruction {number} was imported before without this list as its "
                                      "lineage; import the run's files together under another --name",
                                      f.found["constraints"])
             return None
@@ -372,7 +385,8 @@ class _RunImport:
         """The constraints of a revised instruction that make up its original list, in its order:
         the kept ones and the retired ones (a revised constraint is never one of them); None when
         the instruction does not hold that list."""
-        pool = [c for c in constraint_records_of(self.writer.store, [iid]).get(iid, []) if c.origin != "revised"]
+        pool = [c for c in constraint_records_of(self.writer.store, [iid]).get(iid, [])
+                if c.origin != "revised"]
         ids = []
         for text in original:
             match = next((c for c in pool if c.text == text), None)

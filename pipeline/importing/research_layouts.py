@@ -25,11 +25,13 @@ class Layout:
 # The writers' columns, quoted. "+ input" marks writers that copy the input file's columns first.
 CONSTRAINTS = Layout(
     "constraints (single article)", "cs4/core/constraint_generator.py:163-171 (to_csv :190)",
-    ("instruction_number", "instruction", "main_task", "constraints", "model_used", "tokens_used", "timestamp"),
+    ("instruction_number", "instruction", "main_task", "constraints", "model_used",
+     "tokens_used", "timestamp"),
     ("article", "constraints"), 0)
 COMMON = Layout(
     "common constraints", "cs4/core/common_constraint_generator.py:190-198, :275-283 (to_csv :219, :308)",
-    ("instruction_number", "blog1", "blog2", "main_task", "constraints", "model_used", "tokens_used", "timestamp"),
+    ("instruction_number", "blog1", "blog2", "main_task", "constraints", "model_used",
+     "tokens_used", "timestamp"),
     ("reference", "reference_b", "constraints"), 0)
 # base_generator merges its rows into the input (:189-194, :238-242, :358-362, :423-428): the
 # constraints file's columns, then these; a clash of model_used/tokens_used/timestamp gets pandas'
@@ -43,7 +45,8 @@ BASE = Layout(
 HARDENED = Layout(
     "hardened constraints", "cs4/core/constraint_replacer.py:166-175, :254-263 (to_csv :193, :287); "
     "cs4/core/constraint_replacer_with_eval.py:212-221 (to_csv :245)",
-    ("instruction_number", "main_task", "original_constraints", "revised_constraints", "base_content", "model_used",
+    ("instruction_number", "main_task", "original_constraints", "revised_constraints",
+     "base_content", "model_used",
      "tokens_used", "timestamp"),
     ("original", "revised"), 2)
 FITTED = Layout(
@@ -61,7 +64,8 @@ DIRECT = Layout(
 # the original text as its "summary" and says so in "error" (:165-169).
 SUMMARIES = Layout(
     "summaries", "cs4/core/content_summarizer.py:150-157, :164-169 (to_csv :175)",
-    ("+ input", "summarized_content", "summarized_length", "original_length", "compression_ratio", "model_used",
+    ("+ input", "summarized_content", "summarized_length", "original_length",
+     "compression_ratio", "model_used",
      "tokens_used", "timestamp", "error"),
     ("summary",), 4)
 # The evaluator copies its input (:220, :317, :480) and adds these; it judged one text column
@@ -70,7 +74,8 @@ SUMMARIES = Layout(
 # --evaluated says otherwise.
 EVALUATION = Layout(
     "evaluation", "cs4/core/evaluator.py:223-229, :318-324, :481-487 (to_csv :281, :402, :515)",
-    ("+ input", "satisfaction_results", "num_satisfied", "total_constraints", "satisfaction_rate", "eval_model",
+    ("+ input", "satisfaction_results", "num_satisfied", "total_constraints",
+     "satisfaction_rate", "eval_model",
      "eval_tokens", "eval_timestamp"),
     ("results", "eval_model"), 5)
 
@@ -109,4 +114,5 @@ def detect(has: Callable[[str], bool]) -> Detected | None:
 def describe_layouts() -> str:
     """Every known layout with the columns that identify it, for a file that matches none."""
     return "; ".join(f"{layout.name} ({', '.join(c for c in layout.columns if c != '+ input')})"
-                     for layout in (CONSTRAINTS, COMMON, BASE, HARDENED, FITTED, DIRECT, SUMMARIES, EVALUATION))
+                     for layout in (CONSTRAINTS, COMMON, BASE, HARDENED, FITTED, DIRECT,
+                                    SUMMARIES, EVALUATION))

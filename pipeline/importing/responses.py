@@ -27,7 +27,8 @@ def _resolve_instruction(writer: ImportWriter, run: str | None, value: Any) -> i
                 return iid
         raise ValueError(f"no instruction {value!r} in run {run_id}")
     if isinstance(value, bool) or not str(value).strip().isdigit():
-        raise ValueError(f"{value!r} is not a store instruction id; pass --run NAME to use the ids of an import")
+        raise ValueError(f"{value!r} is not a store instruction id; pass --run NAME to use "
+                         "the ids of an import")
     iid = int(str(value).strip())
     if not instruction_exists(writer.store, iid):
         raise ValueError(f"no instruction {value} in {writer.store.path}")

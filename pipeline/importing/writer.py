@@ -55,8 +55,10 @@ class ImportWriter:
             return stored.id
         from pipeline.core.text import count_words
 
-        article_id = insert_article(self.store, corpus=corpus, domain=domain, source_id=source_id, title="", text_hash=h,
-                                    words=count_words(text), status=imports.REFERENCE_STATUS, duplicate_of=None,
+        article_id = insert_article(self.store, corpus=corpus, domain=domain, source_id=source_id,
+                                    title="", text_hash=h,
+                                    words=count_words(text), status=imports.REFERENCE_STATUS,
+                                    duplicate_of=None,
                                     imported_at=self.stamp)
         self.summary.added["references"] += 1
         return article_id
@@ -105,14 +107,15 @@ class ImportWriter:
         ratio, parent); the same text again is skipped, another text is an error."""
         from pipeline.core.text import count_words, is_refusal
 
-        stored = imports.imported_generation(self.store, kind=kind, instruction_id=instruction_id, model=model,
+        stored = imports.imported_generation(self.store, kind=kind,
+                                             instruction_id=instruction_id, model=model,
                                              mode=mode, ratio=ratio, parent_id=parent_id)
         h = self.store.put_text(text)
         label = _LABELS[kind]
         if stored is not None:
             if stored.text_hash != h:
-                raise ValueError(f"another {label} by {model!r} is stored for this instruction; import the new one "
-                                 "under another model name")
+                raise ValueError(f"another {label} by {model!r} is stored for this "
+                                 "instruction; import the new one under another model name")
             self.summary.skipped[f"{label} already stored"] += 1
             return stored.id
         words = count_words(text)
@@ -148,7 +151,8 @@ class ImportWriter:
             verdict = None if item is None else int(item["verdict"])
             if cid in existing:
                 if existing[cid] != verdict:
-                    raise ValueError(f"judge {judge!r}'s verdict on constraint {position} differs from the one "
+                    raise ValueError(f"judge {judge!r}'s verdict on constraint {position} "
+                                     "differs from the one "
                                      "imported before; import the new results under another --name")
                 self.summary.skipped["verdict already imported"] += 1
                 continue
@@ -157,16 +161,20 @@ class ImportWriter:
             new.append(NewVerdict(
                 generation_id=generation_id, constraint_id=cid, judge=judge, judging_mode=IMPORT_JUDGING_MODE,
                 prompt_hash=prompt, verdict=verdict, quote=quote,
-                reason=(item or {}).get("reason") or ("not in the imported results" if item is None else None),
-                quote_found=match.found if match else None, quote_score=match.score if match else None, call_id=None,
+                reason=(item or {}).get("reason")
+                or ("not in the imported results" if item is None else None),
+                quote_found=match.found if match else None, quote_score=match.score if match
+                else None, call_id=None,
                 created_at=self.stamp))
             self.summary.added["verdicts" if verdict is not None else "missing verdicts"] += 1
         # Every constraint stored before was skipped above, so nothing here replaces a verdict.
         put_verdicts(self.store, new)
         return reply
 
-    def revised_instruction(self, source_id: str, *, domain: str, condition: str, task: str, original: list[str],
-                            revised: list[str], reason: str, article_a: int | None, article_b: int | None) -> int:
+    def revised_instruction(self, source_id: str, *, domain: str, condition: str, task: str,
+                            original: list[str],
+                            revised: list[str], reason: str, article_a: int | None,
+                            article_b: int | None) -> int:
         """An instruction revised elsewhere: the revised list active, the original kept as its lineage."""
         def insert(run_id: str) -> int:
             self.summary.added["revised constraints"] += sum(1 for text in revised if text not in original)

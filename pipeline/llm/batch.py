@@ -106,7 +106,8 @@ def collected_answer(store: Store, key: str, ep: Endpoint) -> tuple[Completion |
         return None, None
     if request.status != "done" or not request.response.strip():
         return None, request.status
-    return Completion(request.response, request.prompt_tokens, request.completion_tokens, request.cost, False, None,
+    return Completion(request.response, request.prompt_tokens, request.completion_tokens,
+                      request.cost, False, None,
                       0.0, ep.name, via="batch", logprobs=decode_logprobs(request.logprobs)), "done"
 
 
@@ -131,14 +132,16 @@ def request_line(request_id: int, key: str, ep: Endpoint, request_json: str) -> 
                       ensure_ascii=False)
 
 
-def chunks(lines: Iterable[tuple[int, str]], max_requests: int, max_bytes: int) -> Iterator[list[tuple[int, str]]]:
+def chunks(lines: Iterable[tuple[int, str]], max_requests: int,
+           max_bytes: int) -> Iterator[list[tuple[int, str]]]:
     """(request id, line) split so no file holds more than ``max_requests`` lines or ``max_bytes``."""
     chunk: list[tuple[int, str]] = []
     size = 0
     for rid, line in lines:
         n = len(line.encode("utf-8")) + 1
         if n > max_bytes:
-            raise StageError(f"batch request {rid} alone is {n:,} bytes, over the {max_bytes:,}-byte limit of a batch file")
+            raise StageError(f"batch request {rid} alone is {n:,} bytes, over the {max_bytes:,}-byte "
+                             "limit of a batch file")
         if chunk and (len(chunk) >= max_requests or size + n > max_bytes):
             yield chunk
             chunk, size = [], 0
@@ -164,12 +167,14 @@ class Submitted:
 def _batchable(config: Config, name: str) -> Endpoint:
     ep = config.endpoint(name)
     if ep.is_local:
-        raise ConfigError(f"endpoint '{name}': the embedded local model has no batch API; run the stage online, "
-                          "or use `unspecific batch export` for vLLM")
+        raise ConfigError(f"endpoint '{name}': the embedded local model has no batch API; "
+                          "run the stage online, or use `unspecific batch export` for vLLM")
     if ep.batch == "files":
-        raise ConfigError(f"endpoint '{name}' has batch = \"files\": its calls wait for `unspecific batch export`")
+        raise ConfigError(f"endpoint '{name}' has batch = \"files\": its calls wait for "
+                          "`unspecific batch export`")
     if ep.is_pool:
-        raise ConfigError(f"endpoint '{name}' is a pool; a provider's batch API belongs to one endpoint: point the "
+        raise ConfigError(f"endpoint '{name}' is a pool; a provider's batch API belongs to one "
+                          "endpoint: point the "
                           "role at one member for --batch, or use `unspecific batch export` for vLLM")
     return ep
 
@@ -200,7 +205,8 @@ def _claim(store: Store, endpoint: str, kind: str, max_requests: int, max_bytes:
     batch_id = f"ub-{uuid.uuid4().hex[:16]}"
     first = batch_table.claim_pending(store, endpoint, max_requests, batch_id, kind, pid=os.getpid(),
                                host=socket.gethostname(), path=path,
-                               first_file=lambda queued: next(chunks(_lines(ep, queued), max_requests, max_bytes)))
+                               first_file=lambda queued: next(chunks(_lines(ep, queued),
+                                                                     max_requests, max_bytes)))
     return (batch_id, first) if first is not None else None
 
 
@@ -285,13 +291,16 @@ async def submit_pending(store: Store, config: Config, *, endpoints: Iterable[st
 
                 _set(store, batch_id, error=redact(str(exc)), pid=None)
                 raise EndpointError(f"endpoint '{name}': submitting batch {batch_id} failed ({exc}); run "
-                                    "`unspecific batch submit` again: it is found or sent then, never twice") from None
-            on_event(f"batch {batch_id}: {sent.requests} requests ({sent.bytes:,} bytes) sent to {name} as {sent.remote_id}")
+                                    "`unspecific batch submit` again: it is found or "
+                                    "sent then, never twice") from None
+            on_event(f"batch {batch_id}: {sent.requests} requests ({sent.bytes:,} bytes) sent to "
+                     f"{name} as {sent.remote_id}")
             out.append(sent)
     return out
 
 
-async def submit_stage(store: Store, config: Config, on_event: Callable[[str, str], None] | None = None) -> list[Submitted]:
+async def submit_stage(store: Store, config: Config, on_event: Callable[[str, str], None]
+                       | None = None) -> list[Submitted]:
     """What a stage run with --batch does at its end: send the pending requests of every endpoint
     with a batch API. The others (the local model, pools, ``batch = "files"``) wait for
     `unspecific batch export`."""
@@ -378,7 +387,8 @@ def _answer(item: dict[str, Any]) -> tuple[str, int, int, str | None]:
     is an error, as online: it is never cached."""
     if item.get("error"):
         err = item["error"]
-        return "", 0, 0, f"{err.get('code', 'error')}: {err.get('message', '')}" if isinstance(err, dict) else str(err)
+        return ("", 0, 0, f"{err.get('code', 'error')}: {err.get('message', '')}"
+                if isinstance(err, dict) else str(err))
     response = item.get("response") or {}
     status = response.get("status_code")
     body = response.get("body") or {}
@@ -435,13 +445,15 @@ async def collect(store: Store, config: Config, *, failed: str = "keep", max_req
         finally:
             await client.close()
         errors = remote.errors.data if getattr(remote, "errors", None) and remote.errors.data else []
-        why = "; ".join(f"{e.code}: {e.message}" for e in errors) if errors else f"no result (batch {remote.status})"
+        why = "; ".join(f"{e.code}: {e.message}"
+                        for e in errors) if errors else f"no result (batch {remote.status})"
         out.ingested.missing += _close_batch(store, row.id, why)
         on_event(f"batch {row.id} ({remote.status}) collected")
     if failed == "rebatch":
         out.rebatched = requeue_failed(store, "pending")
         if out.rebatched:
-            await submit_pending(store, config, max_requests=max_requests, max_bytes=max_bytes, on_event=on_event)
+            await submit_pending(store, config, max_requests=max_requests, max_bytes=max_bytes,
+                                 on_event=on_event)
     elif failed == "online":
         out.online = requeue_failed(store, "online")
     out.seconds = time.perf_counter() - started

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from pipeline.llm.prompts import Template
 
 
-def cache_key(endpoint: Endpoint, messages: list[dict[str, str]], params: dict[str, Any], template_hash: str) -> str:
+def cache_key(endpoint: Endpoint, messages: list[dict[str, str]], params: dict[str, Any],
+              template_hash: str) -> str:
     """The documented cache key: URL, model, messages, parameters, template hash."""
     blob = json.dumps(
         {
@@ -59,7 +60,8 @@ def cache_get(store: Store, key: str) -> Completion | None:
     row = llm_calls.cached_reply(store, key)
     if row is None or not row.response.strip():
         return None
-    return Completion(row.response, row.prompt_tokens, row.completion_tokens, 0.0, True, row.id, 0.0, row.endpoint,
+    return Completion(row.response, row.prompt_tokens, row.completion_tokens, 0.0, True, row.id,
+                      0.0, row.endpoint,
                       logprobs=decode_logprobs(row.logprobs), cached_prompt_tokens=row.cached_prompt_tokens)
 
 
@@ -69,7 +71,8 @@ def cache_put(store: Store, key: str, ep: Endpoint, template: Template | None, m
     batch request: the cache holds it now."""
     call_id = llm_calls.put_call(store, llm_calls.NewCall(
         key, ep.name, ep.model, template.name if template else None, template.hash if template else None,
-        stored_request(messages, params), completion.text, completion.prompt_tokens, completion.completion_tokens,
+        stored_request(messages, params), completion.text, completion.prompt_tokens,
+        completion.completion_tokens,
         completion.cost, round(completion.latency_s, 4), run_id, now(), completion.via,
         encode_logprobs(completion.logprobs), completion.cached_prompt_tokens,
     ))
@@ -81,7 +84,8 @@ def cache_put(store: Store, key: str, ep: Endpoint, template: Template | None, m
     return call_id
 
 
-def list_calls(store: Store, *, endpoint: str | None = None, template: str | None = None, limit: int = 30) -> list[dict[str, Any]]:
+def list_calls(store: Store, *, endpoint: str | None = None, template: str | None = None,
+               limit: int = 30) -> list[dict[str, Any]]:
     return llm_calls.newest_calls(store, endpoint=endpoint, template=template, limit=limit)
 
 
@@ -120,7 +124,8 @@ def prune_cache(
     from pipeline.core.errors import UnspecificError
 
     if older_than_days is None and template is None and endpoint is None and not stale:
-        raise UnspecificError("cache prune: give --older-than, --template, --endpoint or --stale (or use `cache clear --yes`)")
+        raise UnspecificError("cache prune: give --older-than, --template, --endpoint or --stale (or use "
+                              "`cache clear --yes`)")
     if older_than_days is not None and older_than_days < 0:
         raise UnspecificError(f"cache prune: --older-than must be positive, got {older_than_days}")
     before = None

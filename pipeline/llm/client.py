@@ -145,7 +145,8 @@ class LLMClient:
                     if self.pricing is not None:
                         self.pricing.hit(ep.name)
                     return value, hit
-        completion, queued = batch_mode.collected_answer(self.store, key, ep) if self.use_cache else (None, None)
+        completion, queued = batch_mode.collected_answer(self.store, key,
+                                                         ep) if self.use_cache else (None, None)
         if completion is not None:
             self.accounts.answered(ep.name, completion, cached=False)
             if self.pricing is not None:
@@ -171,7 +172,8 @@ class LLMClient:
             self.accounts.count(ep.name, "rejected")
             raise
         if self.use_cache:
-            completion.call_id = cache_put(self.store, key, ep, template, messages, p, completion, self.run_id)
+            completion.call_id = cache_put(self.store, key, ep, template, messages, p,
+                                           completion, self.run_id)
             if queued == "online":  # a failed batch item the user sent online: answered now
                 batch_mode.answered_online(self.store, key)
         return value, completion
@@ -218,7 +220,8 @@ class LLMClient:
         for attempt in range(repair_rounds + 1):
             try:
                 value, completion = await self.chat(
-                    ep, convo, template=template, params=params, response_format=response_format, accept=accept
+                    ep, convo, template=template, params=params,
+                    response_format=response_format, accept=accept
                 )
                 return value, completion  # type: ignore[return-value]
             except ValueError as exc:
@@ -227,7 +230,8 @@ class LLMClient:
                 self.emit("repair", f"{ep.name}: reply refused ({last_error}); repair round {attempt + 1}")
                 convo = list(messages) + [
                     {"role": "assistant", "content": reply if reply is not None else "(unusable reply)"},
-                    {"role": "user", "content": repair(last_error) if repair else repair_message(last_error, schema)},
+                    {"role": "user", "content": repair(last_error) if repair
+                     else repair_message(last_error, schema)},
                 ]
         prompt = f", prompt {template.name}" if template else ""
         raise ParseError(f"endpoint '{ep.name}' ({ep.model}){prompt}: no usable {what} after {repair_rounds} "
@@ -245,7 +249,8 @@ class LLMClient:
             return
         self._logprobs[endpoint.name] = given
         if not given:
-            self.emit("notice", f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
+            self.emit("notice",
+                      f"{endpoint.name} ({endpoint.model}) returns no log-probabilities: its yes_no verdicts "
                                  "read the word it writes (no P(Yes), no calibration)")
 
     def takes_prompt_lists(self, endpoint: Endpoint) -> bool:
@@ -270,7 +275,8 @@ class LLMClient:
         now on (its yes_no judge one call a constraint, the "more constraints" rounds one at a time)."""
         if endpoint.name not in self._lists_refused:
             self._lists_refused.add(endpoint.name)
-            self.emit("notice", f"{endpoint.name} ({endpoint.model}) refused a list of prompts; it is asked one "
+            self.emit("notice",
+                      f"{endpoint.name} ({endpoint.model}) refused a list of prompts; it is asked one "
                                  f"prompt a call from now on ({why})")
 
     async def check_logprobs(self, endpoint: str | Endpoint) -> bool:
@@ -284,7 +290,8 @@ class LLMClient:
         if self.pricing is not None or self.batch:
             return True
         messages = [{"role": "user", "content": "Is water wet? Answer with one word: Yes or No."}]
-        _, completion = await self.chat(ep, messages, params=Params(max_tokens=1, logprobs=True, top_logprobs=5))
+        _, completion = await self.chat(ep, messages,
+                                        params=Params(max_tokens=1, logprobs=True, top_logprobs=5))
         self.note_logprobs(ep, bool(completion.logprobs))
         return bool(completion.logprobs)
 

@@ -45,6 +45,7 @@ def check_length(text: str, target: int, slack: float | None, *, what: str, at_l
     margin = max(target * slack, at_least)
     low, high = max(1, round(target - margin)), round(target + margin)
     if not low <= n <= high:
-        raise ReplyError(f"the {what} has {n} words; about {target} were asked for ({low} to {high} accepted)",
+        raise ReplyError(f"the {what} has {n} words; about {target} were asked for "
+                         f"({low} to {high} accepted)",
                          reply=text)
     return text

@@ -109,7 +109,8 @@ def install(environ: Mapping[str, str] = os.environ) -> None:
 
     version = getattr(llama_cpp, "__version__", "unknown")
     if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose logprobs loop this reads")
+        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose "
+                           "logprobs loop this reads")
     own_logprobs = Llama.__dict__["logits_to_logprobs"].__func__
     own_create = Llama._create_completion
     if getattr(own_create, "_fast_logprobs", False):

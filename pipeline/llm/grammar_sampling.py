@@ -54,7 +54,8 @@ _OFF = ("0", "false", "off", "no")
 SHORTLIST = 512
 
 _OWN_PARAMETERS = ["top_k", "top_p", "min_p", "typical_p", "temp", "repeat_penalty", "frequency_penalty",
-                   "presence_penalty", "tfs_z", "mirostat_mode", "mirostat_eta", "mirostat_tau", "penalize_nl",
+                   "presence_penalty", "tfs_z", "mirostat_mode", "mirostat_eta",
+                   "mirostat_tau", "penalize_nl",
                    "logits_processor", "grammar"]
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
@@ -215,14 +216,16 @@ def install(environ: Mapping[str, str] = os.environ) -> None:
 
     version = getattr(llama_cpp, "__version__", "unknown")
     if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose sampler chain this mirrors")
+        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose "
+                           "sampler chain this mirrors")
     own = Llama._init_sampler
     if getattr(own, "_grammar_sampling", False):
         return
     defaults = {name: parameter.default for name, parameter in inspect.signature(own).parameters.items()
                 if name != "self"}
     if list(defaults) != _OWN_PARAMETERS:
-        raise NotInstalled(f"llama_cpp.Llama._init_sampler takes {list(defaults)}, not the {_OWN_PARAMETERS} this mirrors")
+        raise NotInstalled(f"llama_cpp.Llama._init_sampler takes {list(defaults)}, not the "
+                           f"{_OWN_PARAMETERS} this mirrors")
 
     def init_sampler(self: Any, **given: Any) -> Any:
         settings = {**defaults, **given}
@@ -231,21 +234,24 @@ def install(environ: Mapping[str, str] = os.environ) -> None:
         try:
             return _grammar_sampler(self, settings, own_chain=lambda: own(self, **given))
         except Exception as exc:  # noqa: BLE001 - the request is served by llama.cpp's own chain instead
-            _log(f"grammar sampling could not start ({exc!r}); this request uses llama-cpp-python's own sampler")
+            _log(f"grammar sampling could not start ({exc!r}); this request uses "
+                 "llama-cpp-python's own sampler")
             return own(self, **given)
 
     init_sampler._grammar_sampling = True  # type: ignore[attr-defined]
     Llama._init_sampler = init_sampler
 
 
-def _grammar_sampler(llama: Any, settings: Mapping[str, Any], *, own_chain: Callable[[], Any]) -> GrammarSampler:
+def _grammar_sampler(llama: Any, settings: Mapping[str, Any], *,
+                     own_chain: Callable[[], Any]) -> GrammarSampler:
     """The same samplers, with the same arguments, as llama-cpp-python 0.3.36's own chain."""
     from llama_cpp import _internals as internals
 
     temp, top_k = settings["temp"], settings["top_k"]
     penalties = internals.LlamaSampler()
     penalties.add_penalties(n_vocab=llama._n_vocab, penalty_last_n=llama.last_n_tokens_size,
-                            penalty_repeat=settings["repeat_penalty"], penalty_freq=settings["frequency_penalty"],
+                            penalty_repeat=settings["repeat_penalty"],
+                            penalty_freq=settings["frequency_penalty"],
                             penalty_present=settings["presence_penalty"])
     grammar_chain = internals.LlamaSampler()
     grammar_chain.add_grammar(llama._model, settings["grammar"])

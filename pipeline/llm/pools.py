@@ -34,13 +34,15 @@ class PoolState:
 
     def has_live_member(self, members: tuple[str, ...], besides: str) -> bool:
         t = time.monotonic()
-        return any(m != besides and m not in self.dead and self.drained_until.get(m, 0.0) <= t for m in members)
+        return any(m != besides and m not in self.dead and self.drained_until.get(m, 0.0) <= t
+                   for m in members)
 
 
 class Pools:
     """The state of every pool a client has sent to."""
 
-    def __init__(self, config: Config, slots: Callable[[Endpoint], Slots], emit: Callable[[str, str], None]) -> None:
+    def __init__(self, config: Config, slots: Callable[[Endpoint], Slots],
+                 emit: Callable[[str, str], None]) -> None:
         self.config = config
         self._slots = slots
         self._emit = emit
@@ -73,7 +75,8 @@ class Pools:
             # Woken by a finished request; or, when nothing runs, by the end of the first drain.
             back = [state.drained_until[m.name] - t for m in live if m not in ready]
             try:
-                await asyncio.wait_for(waiter, timeout=max(0.0, min(back)) + 0.001 if back and not ready else None)
+                await asyncio.wait_for(waiter, timeout=max(0.0, min(back)) + 0.001 if back
+                                       and not ready else None)
             except TimeoutError:
                 pass
             finally:
@@ -99,7 +102,8 @@ class Pools:
             state.drained_until[member.name] = time.monotonic() + pool.drain_s
             state.drains[member.name] = state.drains.get(member.name, 0) + 1
             state.streak[member.name] = 0  # after the pause it gets drain_after tries again
-            self._emit("drain", f"{pool.name}: member {member.name} failed {streak} times in a row ({reason}); "
+            self._emit("drain",
+                       f"{pool.name}: member {member.name} failed {streak} times in a row ({reason}); "
                                 f"set aside for {pool.drain_s:g}s")
 
     def member_answered(self, pool: Endpoint, member: Endpoint) -> None:
@@ -112,9 +116,11 @@ class Pools:
         state.dead.add(member.name)
         self._emit("drain", f"{pool.name}: member {member.name} removed: {exc}")
         if len(state.dead) == len(pool.members):
-            raise EndpointError(f"endpoint '{pool.name}': every member of the pool failed for good; last: {exc}") from None
+            raise EndpointError(f"endpoint '{pool.name}': every member of the pool failed "
+                                f"for good; last: {exc}") from None
 
-    def status(self, name: str, calls: Callable[[str], int], outstanding: Callable[[str], int]) -> dict[str, Any]:
+    def status(self, name: str, calls: Callable[[str], int],
+               outstanding: Callable[[str], int]) -> dict[str, Any]:
         """Per member of a pool: outstanding requests, drained or dead, times drained, calls."""
         state = self._states.get(name, PoolState())
         t = time.monotonic()

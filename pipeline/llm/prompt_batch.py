@@ -64,7 +64,8 @@ def next_token_logits(llama: Any, tokens: Sequence[int]) -> np.ndarray:
     return np.array(llama.scores[llama.n_tokens - 1, :], dtype=np.float32)
 
 
-def score_prompts(llama: Any, prompts: Sequence[str], top: int) -> tuple[list[list[tuple[int, float]]], int, int]:
+def score_prompts(llama: Any, prompts: Sequence[str],
+                  top: int) -> tuple[list[list[tuple[int, float]]], int, int]:
     """Each prompt's next-token alternatives; with the prompt tokens in all and those the cache gave.
 
     Each prompt is evaluated from where it parts from what the model holds (the previous prompt, or
@@ -100,9 +101,11 @@ def completion_body(llama: Any, model: str, scored: list[list[tuple[int, float]]
             tops.setdefault(text(token), logprob)
         best, best_logprob = alternatives[0]
         choices.append({"text": text(best), "index": i, "finish_reason": "length", "logprobs": {
-            "tokens": [text(best)], "token_logprobs": [best_logprob], "top_logprobs": [tops], "text_offset": [0]}})
+            "tokens": [text(best)], "token_logprobs": [best_logprob], "top_logprobs": [tops],
+            "text_offset": [0]}})
     n = len(scored)
-    return {"id": f"cmpl-batch-{time.monotonic_ns()}", "object": "text_completion", "created": int(time.time()),
+    return {"id": f"cmpl-batch-{time.monotonic_ns()}", "object": "text_completion",
+            "created": int(time.time()),
             "model": model, "choices": choices,
             "usage": {"prompt_tokens": total, "completion_tokens": n, "total_tokens": total + n,
                       "prompt_tokens_details": {"cached_tokens": cached}}}
@@ -188,7 +191,8 @@ def generate_prompts(llama: Any, prompts: Sequence[str], sampling: Mapping[str, 
     shared = _shared_length(tokens)
     room = shared + sum(len(t) - shared + max_tokens for t in tokens)
     if room > llama.n_ctx():
-        raise ValueError(f"the prompts and their max_tokens need {room} cells of the context's {llama.n_ctx()}")
+        raise ValueError(f"the prompts and their max_tokens need {room} cells of the "
+                         f"context's {llama.n_ctx()}")
     # The prefix as a request of its own would find it: from the server's cache, the rest evaluated.
     held = llama.longest_token_prefix(llama._input_ids[: llama.n_tokens], tokens[0][:shared])
     llama.n_tokens = held
@@ -213,7 +217,8 @@ def generate_prompts(llama: Any, prompts: Sequence[str], sampling: Mapping[str, 
         llama_cpp.llama_memory_clear(memory, True)
     total = sum(len(t) for t in tokens)
     new = (shared - held) + sum(len(t) - shared for t in tokens)
-    replies = [(llama.detokenize(out).decode("utf-8", errors="ignore"), finish, len(out)) for out, finish in written]
+    replies = [(llama.detokenize(out).decode("utf-8", errors="ignore"), finish, len(out))
+               for out, finish in written]
     return replies, total, total - new
 
 
@@ -248,7 +253,8 @@ def _write(llama: Any, llama_cpp: Any, ctx: Any, batch: _Batch, tokens: list[lis
         if len(out[i]) >= max_tokens:
             finish[i] = "length"
 
-    tails = [(t, len(seq) - 1 == p, i, p) for i, seq in enumerate(tokens) for p, t in enumerate(seq) if p >= shared]
+    tails = [(t, len(seq) - 1 == p, i, p) for i, seq in enumerate(tokens)
+             for p, t in enumerate(seq) if p >= shared]
     for start in range(0, len(tails), batch.size):
         chunk = tails[start:start + batch.size]
         batch.decode(ctx, [(t, p, i, last) for t, last, i, p in chunk])
@@ -264,12 +270,14 @@ def _write(llama: Any, llama_cpp: Any, ctx: Any, batch: _Batch, tokens: list[lis
             take(i, samplers[i].sample(ctx, j))
 
 
-def generated_body(model: str, replies: list[tuple[str, str, int]], total: int, cached: int) -> dict[str, Any]:
+def generated_body(model: str, replies: list[tuple[str, str, int]], total: int,
+                   cached: int) -> dict[str, Any]:
     """The OpenAI completions reply: per prompt its text and why it ended."""
     choices = [{"text": text, "index": i, "finish_reason": finish, "logprobs": None}
                for i, (text, finish, _n) in enumerate(replies)]
     written = sum(n for _t, _f, n in replies)
-    return {"id": f"cmpl-batch-{time.monotonic_ns()}", "object": "text_completion", "created": int(time.time()),
+    return {"id": f"cmpl-batch-{time.monotonic_ns()}", "object": "text_completion",
+            "created": int(time.time()),
             "model": model, "choices": choices,
             "usage": {"prompt_tokens": total, "completion_tokens": written, "total_tokens": total + written,
                       "prompt_tokens_details": {"cached_tokens": cached}}}
@@ -288,7 +296,8 @@ def install(environ: Mapping[str, str] = os.environ) -> None:
 
     version = getattr(llama_cpp, "__version__", "unknown")
     if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose completions route this wraps")
+        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose "
+                           "completions route this wraps")
     import contextlib
 
     from fastapi import HTTPException, Request
@@ -315,7 +324,8 @@ def install(environ: Mapping[str, str] = os.environ) -> None:
         if (body.max_tokens or 0) > 1 and not body.logprobs:
             return await _generated(request, body, list(prompts))
         if body.max_tokens != 1:
-            raise HTTPException(status_code=400, detail="a list of prompts is scored for one token (max_tokens 1, "
+            raise HTTPException(status_code=400,
+                                detail="a list of prompts is scored for one token (max_tokens 1, "
                                 "logprobs) or written (max_tokens over 1, no logprobs)")
         top = int(body.logprobs or 1)
         if not 1 <= top <= MAX_TOP:
@@ -327,7 +337,8 @@ def install(environ: Mapping[str, str] = os.environ) -> None:
 
     async def _generated(request: Request, body: CreateCompletionRequest, prompts: list[str]) -> Any:
         if len(prompts) > MAX_SEQUENCES:
-            raise HTTPException(status_code=400, detail=f"at most {MAX_SEQUENCES} prompts are written together")
+            raise HTTPException(status_code=400,
+                                detail=f"at most {MAX_SEQUENCES} prompts are written together")
         from llama_cpp import llama_chat_format
         from llama_cpp.llama_grammar import LlamaGrammar
 
@@ -344,7 +355,8 @@ def install(environ: Mapping[str, str] = os.environ) -> None:
             llama = proxy(body.model)
             try:
                 replies, total, cached = await run_in_threadpool(
-                    generate_prompts, llama, prompts, sampling, seed=body.seed, max_tokens=int(body.max_tokens or 0),
+                    generate_prompts, llama, prompts, sampling, seed=body.seed,
+                    max_tokens=int(body.max_tokens or 0),
                     grammar=grammar)
             except ValueError as exc:
                 raise HTTPException(status_code=400, detail=str(exc)) from None

@@ -77,7 +77,8 @@ def install(environ: Mapping[str, str] = os.environ) -> None:
 
     version = getattr(llama_cpp, "__version__", "unknown")
     if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose Llama.eval this replaces")
+        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose "
+                           "Llama.eval this replaces")
     own_eval = Llama.eval
     if getattr(own_eval, "_last_logits", False):
         return

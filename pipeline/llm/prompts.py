@@ -78,7 +78,8 @@ def defuse(data: str) -> str:
     space before it, and a closing marker such as ``TEXT>>>`` becomes ``TEXT >>>``."""
     data = LINE_BREAKS.sub("\n", data)
     return FENCE_LIKE.sub(
-        lambda m: f"{m.group(1)} {m.group(2)}" if m.group(2) in ("<<<", ">>>") else f"{m.group(1)}{m.group(2)} ",
+        lambda m: f"{m.group(1)} {m.group(2)}" if m.group(2) in ("<<<", ">>>")
+        else f"{m.group(1)}{m.group(2)} ",
         data,
     )
 

@@ -70,7 +70,8 @@ def proof_messages() -> list[dict[str, str]]:
     notes = "\n".join(f"{i + 1}. {line}" for i, line in enumerate(lines))
     return [
         {"role": "system", "content": "You answer with one word."},
-        {"role": "user", "content": f"Notes from a town meeting:\n{notes}\n\nIn one word, what is the topic of these notes?"},
+        {"role": "user",
+         "content": f"Notes from a town meeting:\n{notes}\n\nIn one word, what is the topic of these notes?"},
     ]
 
 
@@ -87,7 +88,8 @@ def prove(base_url: str, timeout_s: float) -> Proof:
         "model": MODEL_ALIAS, "messages": proof_messages(), "max_tokens": 4, "temperature": 0.0,
     }).encode("utf-8")
     request = urllib.request.Request(
-        f"{base_url}/chat/completions", data=body, headers={"content-type": "application/json"}, method="POST",
+        f"{base_url}/chat/completions", data=body,
+        headers={"content-type": "application/json"}, method="POST",
     )
     t0 = time.monotonic()
     with urllib.request.urlopen(request, timeout=timeout_s) as resp:
@@ -104,17 +106,19 @@ def _likely_cause(returncode: int | None, tail: str) -> str:
     if "address already in use" in low:
         return "another program holds the port; pick another with --port, or stop it"
     if "failed to load model" in low or ("gguf" in low and "error" in low):
-        return "the model file could not be loaded; delete it from the cache folder and run again to reassemble it"
+        return ("the model file could not be loaded; delete it from the cache folder and run "
+                "again to reassemble it")
     if returncode is not None and returncode < 0:
         sig = -returncode
         if sig in (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS):
             return (
                 "llama.cpp ran CPU instructions this machine (or its VM) does not allow: a build with native "
-                "CPU flags holds AMX or AVX-512 code. Rebuild it portable: `rm -rf .wheels .venv && make install` "
-                "(see the Makefile's LLAMA_CMAKE_ARGS)"
+                "CPU flags holds AMX or AVX-512 code. Rebuild it portable: `rm -rf .wheels "
+                ".venv && make install` (see the Makefile's LLAMA_CMAKE_ARGS)"
             )
         if sig == signal.SIGKILL:
-            return "it was killed from outside, most often by the kernel's out-of-memory killer (the model needs about 2 GB)"
+            return ("it was killed from outside, most often by the kernel's out-of-memory killer (the "
+                    "model needs about 2 GB)")
         return "it was stopped by a signal from outside"
     return "see the log"
 

@@ -91,7 +91,8 @@ class Transport:
                     )
                 base_url = self.local_base_url
             timeout = httpx.Timeout(ep.timeout_s, connect=min(10.0, ep.timeout_s))
-            limits = httpx.Limits(max_connections=max(ep.concurrency * 2, 10), max_keepalive_connections=max(ep.concurrency, 5))
+            limits = httpx.Limits(max_connections=max(ep.concurrency * 2, 10),
+                                  max_keepalive_connections=max(ep.concurrency, 5))
             state.client = openai.AsyncOpenAI(
                 base_url=base_url,
                 api_key=ep.api_key(),
@@ -180,27 +181,31 @@ class Transport:
                     if params.get("prompt_list") and params.get("logprobs"):
                         logprobs = prompt_list_logprobs(response, len(messages))
                         if logprobs is None:
-                            raise _EmptyReply(f"a reply to {len(messages)} prompts without one scored choice each")
+                            raise _EmptyReply(f"a reply to {len(messages)} prompts without "
+                                              "one scored choice each")
                         text = json.dumps([max(top, key=top.__getitem__) if top else "" for top in logprobs])
                     elif params.get("prompt_list"):
                         logprobs = None
                         texts = prompt_list_texts(response, len(messages))
                         if texts is None:
-                            raise _EmptyReply(f"a reply to {len(messages)} prompts without one written choice each")
+                            raise _EmptyReply(f"a reply to {len(messages)} prompts without "
+                                              "one written choice each")
                         text = json.dumps(texts)
                     else:
                         text = _reply_text(response)
                         logprobs = reply_logprobs(response["choices"][0]) if params.get("logprobs") else None
                     if not text.strip():
                         raise _EmptyReply("empty reply")
-                except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
+                except (openai.AuthenticationError, openai.PermissionDeniedError,
+                        openai.NotFoundError) as exc:
                     raise EndpointError(
                         f"endpoint '{ep.name}' ({_safe_url(ep, self.local_base_url)}, model {ep.model}): "
                         f"HTTP {exc.status_code}, not retried: {_short(exc)}", member_fault=True,
                     ) from None
                 except openai.BadRequestError as exc:
                     raise EndpointError(
-                        f"endpoint '{ep.name}' (model {ep.model}): the request was refused (HTTP 400): {_short(exc)}"
+                        f"endpoint '{ep.name}' (model {ep.model}): the request was refused "
+                        f"(HTTP 400): {_short(exc)}"
                     ) from None
                 except (
                     openai.RateLimitError,
@@ -212,12 +217,14 @@ class Transport:
                     _EmptyReply,
                     json.JSONDecodeError,
                 ) as exc:
-                    if ep.is_local and self.local_death is not None and isinstance(exc, openai.APIConnectionError):
+                    if ep.is_local and self.local_death is not None and isinstance(exc,
+                                                                                   openai.APIConnectionError):
                         # A dead server is never retried into a timeout: stop the run, say why.
                         death = await asyncio.to_thread(self.local_death)
                         if death is not None:
                             raise LocalServerDied(death) from None
-                    raise _Retryable(_describe(exc, _safe_url(ep, self.local_base_url)), _retry_after(exc)) from None
+                    raise _Retryable(_describe(exc, _safe_url(ep, self.local_base_url)),
+                                     _retry_after(exc)) from None
                 latency = time.monotonic() - started
                 usage = response.get("usage") or {}
                 pt = int(usage.get("prompt_tokens") or 0)
@@ -276,7 +283,8 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-def _request(ep: Endpoint, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _request(ep: Endpoint, messages: list[dict[str, str]],
+             params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The path and body of a call: a chat completion, or for ``prompt_list`` one completions request
     whose prompts are the messages' contents, each scored for one token (with ``logprobs``: legacy
     ``logprobs``, a count) or written (without)."""
@@ -286,7 +294,8 @@ def _request(ep: Endpoint, messages: list[dict[str, str]], params: dict[str, Any
         rest = {k: v for k, v in params.items() if k != "prompt_list"}
         return "/completions", {"model": ep.model, "prompt": [m["content"] for m in messages], **rest,
                                 **ep.extra_body}
-    rest = {k: v for k, v in params.items() if k not in ("prompt_list", "logprobs", "top_logprobs", "max_tokens")}
+    rest = {k: v for k, v in params.items()
+            if k not in ("prompt_list", "logprobs", "top_logprobs", "max_tokens")}
     body = {"model": ep.model, "prompt": [m["content"] for m in messages], "max_tokens": 1,
             "logprobs": params.get("top_logprobs") or 1, **rest, **ep.extra_body}
     return "/completions", body
@@ -325,7 +334,8 @@ def _describe(exc: Exception, url: str) -> str:
     if name == "APITimeoutError":
         return f"no reply from {url} within the timeout"
     if name == "APIConnectionError":
-        return f"connection to {url} failed: {type(cause).__name__}: {cause}" if cause is not exc else f"connection to {url} failed"
+        return (f"connection to {url} failed: {type(cause).__name__}: {cause}" if cause is not exc
+                else f"connection to {url} failed")
     return name + (f": {exc}" if str(exc) else "")
 
 

@@ -25,7 +25,8 @@ def num(iv: Any, sep: str = " ") -> str:
 
 
 def test_line(t: CopyTest) -> str:
-    """'eval vs single on 12 shared articles A: copy-paste 0.55 vs 0.62 (-0.07 [-0.11, -0.03], p Holm 0.004 *)'."""
+    """'eval vs single on 12 shared articles A: copy-paste 0.55 vs 0.62 (-0.07 [-0.11, -0.03], p Holm 0.004
+    *)'."""
     x = t.test
     who = f" ({t.model}{f' [{t.mode}]' if t.mode else ''})" if t.model else ""
     if math.isnan(x.diff):
@@ -40,11 +41,11 @@ def verdict_line(numbers: CopyNumbers) -> str:
     """Whether the paper's claim (common constraints lower both measures) holds on these data."""
     tested = [t for t in numbers.tests if not math.isnan(t.test.p_value)]
     if not tested:
-        return ("the paper's claim (common constraints lower both) cannot be tested here: it needs single and a"
-                " common condition built from the same articles A")
+        return ("the paper's claim (common constraints lower both) cannot be tested here: "
+                "it needs single and a common condition built from the same articles A")
     lower = [t for t in tested if t.lower(SIGNIFICANCE)]
-    return (f"the paper's claim (common constraints lower both): {len(lower)} of {len(tested)} tests significantly"
-            f" lower than single (p Holm < {SIGNIFICANCE:g})")
+    return (f"the paper's claim (common constraints lower both): {len(lower)} of "
+            f"{len(tested)} tests significantly lower than single (p Holm < {SIGNIFICANCE:g})")
 
 
 def copying_document(numbers: CopyNumbers | None, writer: Any) -> list[Any]:
@@ -62,12 +63,13 @@ def copying_document(numbers: CopyNumbers | None, writer: Any) -> list[Any]:
                       names={"model": ("model", "mode")})
         for g in sorted((g for g in numbers.groups if g.domain == domain),
                         key=lambda g: (condition_order(g.condition), g.model, g.mode)):
-            sheet.add(g.condition, writer(g.model, g.mode), cell(g.copy_paste), cell(g.reference), str(g.instructions))
+            sheet.add(g.condition, writer(g.model, g.mode), cell(g.copy_paste), cell(g.reference),
+                      str(g.instructions))
         out.append(sheet)
         out += [Note(f"  {test_line(t)}") for t in numbers.tests if t.domain == domain]
     if numbers.missing_echo:
-        out.append(Note(f"  {numbers.missing_echo:,} (constraint, response) pairs have no copy-paste score yet:"
-                        " `unspecific evidence` computes them"))
+        out.append(Note(f"  {numbers.missing_echo:,} (constraint, response) pairs have no "
+                        "copy-paste score yet: `unspecific evidence` computes them"))
     out.append(Note(f"  {verdict_line(numbers)}"))
     return out
 
@@ -103,12 +105,14 @@ def copying_chart(numbers: CopyNumbers | None, out: Path) -> list[Path]:
         writers = sorted({(g.model, g.mode) for g in mine})
         fig, axes = plt.subplots(1, 2, figsize=(max(7, 2.2 * len(conditions) + 3), 3.8), squeeze=False)
         for ax, (attr, label) in zip(axes[0], (("copy_paste", "copy-paste score"),
-                                                ("reference", "constraint-reference similarity")), strict=True):
+                                                ("reference",
+                                                 "constraint-reference similarity")), strict=True):
             width = 0.8 / max(1, len(writers))
             for k, (model, mode) in enumerate(writers):
                 xs, ys, lo, hi = [], [], [], []
                 for c, condition in enumerate(conditions):
-                    g = next((g for g in mine if (g.condition, g.model, g.mode) == (condition, model, mode)), None)
+                    g = next((g for g in mine
+                              if (g.condition, g.model, g.mode) == (condition, model, mode)), None)
                     iv = getattr(g, attr) if g is not None else None
                     if iv is None or math.isnan(iv.value):
                         continue
@@ -116,7 +120,8 @@ def copying_chart(numbers: CopyNumbers | None, out: Path) -> list[Path]:
                     ys.append(iv.value)
                     lo.append(0 if math.isnan(iv.low) else iv.value - iv.low)
                     hi.append(0 if math.isnan(iv.high) else iv.high - iv.value)
-                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=f"{model}{f' [{mode}]' if mode else ''}")
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3,
+                       label=f"{model}{f' [{mode}]' if mode else ''}")
             ax.set_xticks(range(len(conditions)), conditions)
             ax.set_ylim(0, 1)
             ax.set_title(label)

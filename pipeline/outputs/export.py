@@ -5,7 +5,8 @@ Each line:
     {"id": 12, "run_id": "build-1a2b", "status": "done", "domain": "news", "condition": "common+eval",
      "main_task": "Write a news article about ...",
      "constraints": [{"id": 301, "position": 1, "text": "...", "origin": "revised",
-                      "replaced": [{"id": 290, "text": "...", "reason": "too easy: base article satisfied it"}],
+                      "replaced": [{"id": 290, "text": "...",
+                                    "reason": "too easy: base article satisfied it"}],
                       "flags": [{"flag": "specificity_leak", "detail": {"closer_to": "a", ...}}]},
                      ...],
      "references": {"a": {"id": 5, "corpus": "bbc", "source_id": "...", "title": "..."}, "b": {...} | null},
@@ -19,9 +20,10 @@ is never written. A flag's ``detail`` is the object the build stored, not a JSON
 
 ``constraints`` holds the active (final) list in order; ``replaced`` is the lineage, newest
 first: the constraint this one replaced, what that one replaced, and so on, each with the
-reason it went; ``flags`` are the quality flags the build raised (proper noun, copied n-gram...). ``instruction`` is the main task and the numbered constraints, ready to send
-to a model. Only benchmark content is written: no config, endpoints or keys. Reference texts
-are included only on request (``with_references``), since corpus licences vary.
+reason it went; ``flags`` are the quality flags the build raised (proper noun, copied n-gram...).
+``instruction`` is the main task and the numbered constraints, ready to send to a model. Only benchmark
+content is written: no config, endpoints or keys. Reference texts are included only on request
+(``with_references``), since corpus licences vary.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ if TYPE_CHECKING:
 
 MAX_LINEAGE = 20  # guards against a cycle in replaces_id
 # Store condition -> the name a reader of the benchmark sees (docs/method.md's table).
-PUBLIC_CONDITIONS = {"single": "single", "none": "common+none", "direct": "common+direct", "eval": "common+eval"}
+PUBLIC_CONDITIONS = {"single": "single", "none": "common+none", "direct": "common+direct",
+                     "eval": "common+eval"}
 FINISHED = "done"
 
 
@@ -62,13 +65,16 @@ def instruction_text(main_task: str, constraints: list[str]) -> str:
     return f"{main_task.strip()}\n\n{numbered}"
 
 
-def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None = None, condition: str | None = None,
-                   with_references: bool = False, include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
+def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None = None,
+                   condition: str | None = None,
+                   with_references: bool = False,
+                   include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
     """The export records, one per finished instruction (every one with ``include_unfinished``)
     that has active constraints, in id order. ``condition`` takes a store or a public name."""
     internal = {public: name for name, public in PUBLIC_CONDITIONS.items()}
     instructions = instructions_matching(store, conditions=list(PUBLIC_CONDITIONS), run_id=run, domain=domain,
-                                         condition=None if condition is None else internal.get(condition, condition),
+                                         condition=None if condition is None
+                                         else internal.get(condition, condition),
                                          status=None if include_unfinished else FINISHED)
     articles: dict[int, dict[str, Any] | None] = {}
 
@@ -80,7 +86,8 @@ def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None =
             if source is None:
                 articles[article_id] = {"id": article_id}
             else:
-                ref = {"id": source.id, "corpus": source.corpus, "source_id": source.source_id, "title": source.title}
+                ref = {"id": source.id, "corpus": source.corpus, "source_id": source.source_id,
+                       "title": source.title}
                 if with_references and source.text_hash:
                     ref["text"] = store.get_text(source.text_hash)
                 articles[article_id] = ref
@@ -99,7 +106,8 @@ def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None =
             origin = record.origin if record else None
             replaces_id, reason = (record.replaces_id, record.replaced_reason) if record else (None, None)
             constraints.append({"id": c.id, "position": c.position, "text": c.text, "origin": origin,
-                                "replaced": _lineage(store, replaces_id, reason), "flags": flags.get(c.id, [])})
+                                "replaced": _lineage(store, replaces_id, reason),
+                                "flags": flags.get(c.id, [])})
         yield {
             "id": ins.id, "run_id": ins.run_id, "status": ins.status or "", "domain": ins.domain,
             "condition": PUBLIC_CONDITIONS[ins.condition], "pair_id": ins.pair_id,

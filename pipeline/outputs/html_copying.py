@@ -34,11 +34,13 @@ def copying_html(report: Report) -> str:
             for g in mine)
         tests = "".join(f"<li>{esc(test_line(t))}</li>" for t in numbers.tests if t.domain == domain)
         parts.append(f"<section class=\"domain\"><h3>{esc(domain)}</h3><table class=\"groups\"><thead><tr>"
-                     "<th>condition</th><th>model</th><th>copy-paste</th><th>c-ref sim</th><th>n</th></tr></thead>"
+                     "<th>condition</th><th>model</th><th>copy-paste</th><th>c-ref "
+                     "sim</th><th>n</th></tr></thead>"
                      f"<tbody>{rows}</tbody></table>{_chart(mine)}"
                      + (f"<ul class=\"tests\">{tests}</ul>" if tests else "") + "</section>")
     if numbers.missing_echo:
-        parts.append(f"<p class=\"muted\">{numbers.missing_echo:,} (constraint, response) pairs have no copy-paste"
+        parts.append(f"<p class=\"muted\">{numbers.missing_echo:,} (constraint, response) "
+                     "pairs have no copy-paste"
                      " score yet: <code>unspecific evidence</code> computes them.</p>")
     parts.append(f"<p>{esc(verdict_line(numbers))}</p></section>")
     return "".join(parts)
@@ -55,7 +57,8 @@ def _chart(groups: list[CopyGroup]) -> str:
             if math.isnan(iv.value):
                 continue
             x, h = x0 + j * BAR, HEIGHT * max(0.0, min(1.0, iv.value))
-            shapes.append(f'<rect x="{x}" y="{HEIGHT - h:.1f}" width="{BAR - 2}" height="{h:.1f}" fill="{COLOURS[j]}">'
+            shapes.append(f'<rect x="{x}" y="{HEIGHT - h:.1f}" width="{BAR - 2}" height="{h:.1f}" '
+                          f'fill="{COLOURS[j]}">'
                           f"<title>{esc(g.condition)} {esc(g.model)}: {iv.value:.2f}</title></rect>")
             if not math.isnan(iv.low):
                 cx = x + (BAR - 2) / 2

@@ -18,9 +18,10 @@ pipeline.outputs.html_tables, the highlights' spans found by pipeline.outputs.ht
 - an index of instructions (the task; Org, Core, flipped per response, from ``Metrics.rows``);
 - per instruction, its constraints with each response's outcome (``pipeline.analysis.metrics.Item``:
   pipeline.store.scores.item_outcome_sql), each judge's verdict as the Audit lists it
-  (pipeline.store.verdicts.shown_verdicts: the latest Yes/No, else a missing one) with the quote found in the text, the copied n-grams
-  (pipeline.analysis.copying), lexical similarity (pipeline.analysis.copying.lexical_overlap), the stored
-  constraint-reference similarity with a bar (pipeline.analysis.similarity) and lineage.
+  (pipeline.store.verdicts.shown_verdicts: the latest Yes/No, else a missing one) with the quote found in
+  the text, the copied n-grams (pipeline.analysis.copying), lexical similarity
+  (pipeline.analysis.copying.lexical_overlap), the stored constraint-reference similarity with a bar
+  (pipeline.analysis.similarity) and lineage.
   A click on a constraint shows that detail beside the list (on a narrow page below it, scrolled
   to); j / k and the arrow keys move through the constraints.
 
@@ -112,7 +113,8 @@ def _num(x: float | None) -> float | None:
 
 def _json_block(data: Any) -> str:
     """JSON safe inside <script>: no '<' at all, so no '</script>' or '<!--' can end the block."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).replace("<", "\\u003c")
 
 
 def _packed(data: Any) -> str:
@@ -190,9 +192,11 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
     blocks: list[str] = []
     used_texts: set[str] = set()
     for k, iid in enumerate(instruction_ids):
-        chunk, entry = _instruction_chunk(iid, store_data, responses_of[iid], full_rows, ratio_rows, summary_of,
+        chunk, entry = _instruction_chunk(iid, store_data, responses_of[iid], full_rows,
+                                          ratio_rows, summary_of,
                                           outcome, verdicts_by, bodies, flips, raters, clean)
-        for c in chunk["constraints"]:  # the stored constraint-reference similarity (pipeline.analysis.similarity)
+        # the stored constraint-reference similarity (pipeline.analysis.similarity)
+        for c in chunk["constraints"]:
             sim = similarities.get(c["id"])
             if sim is not None:
                 c["sim"] = {"a": _num(sim.to_a), "b": _num(sim.to_b), "method": sim.method}
@@ -205,7 +209,8 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
         blocks.append(f'<script type="{PACKED}" id="t{h}">{_packed(bodies.get(h, ""))}</script>')
 
     meta = {"ratio": ratio, "raters": m.raters, "runs": runs_covered(m), "filters": {k: v for k, v in
-            vars(filters).items() if v}, "judges": [list(r) for r in rater_list], "constraint_n": CONSTRAINT_N, "reference_n": REFERENCE_N,
+            vars(filters).items() if v}, "judges": [list(r) for r in rater_list],
+            "constraint_n": CONSTRAINT_N, "reference_n": REFERENCE_N,
             "columns": ["id", "run", "domain", "condition", "responses", "task"]}
     suspicious = _suspicious(store, ratio, filters.run, set(instruction_ids),
                              {(r.model, r.mode) for r in full_rows.values()}, clean)
@@ -216,7 +221,8 @@ def write_html(store: Store, report: Report, out_dir: str | Path, *, progress: A
 
 
 def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], full_rows: dict[int, Any],
-                       ratio_rows: dict[int, Any], summary_of: dict[int, tuple], outcome: dict[tuple[int, int], Any],
+                       ratio_rows: dict[int, Any], summary_of: dict[int, tuple],
+                       outcome: dict[tuple[int, int], Any],
                        verdicts_by: dict[tuple[int, int], list[Verdict]], bodies: dict[str, str],
                        flips: dict[int, int], raters: dict[tuple[str, str], int], clean: Cleaner
                        ) -> tuple[dict[str, Any], list[Any]]:
@@ -238,21 +244,27 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
         r_text, s_text = bodies.get(r_hash or "", ""), bodies.get(s_hash or "", "")
         extra = (at or row).extra
         responses.append({
-            "id": rid, "model": row.model, "mode": row.mode, "label": writer_label(row.model, row.mode, set()),
+            "id": rid, "model": row.model, "mode": row.mode,
+            "label": writer_label(row.model, row.mode, set()),
             "r": r_hash, "s": s_hash, "sid": s[0] if s else None, "refusal": bool(g[8]) if g else False,
             "flipped": flips.get(rid, 0), "org": _num(row.org), "core": _num(at.core) if at else None,
-            "superficial": _num(at.superficial) if at else None, "judged": _num(row.judged), "n": row.n_active,
+            "superficial": _num(at.superficial) if at else None, "judged": _num(row.judged),
+            "n": row.n_active,
             "copy_a": _num(extra.get("copy_a_ngrams")), "copy_b": _num(extra.get("copy_b_ngrams")),
             "copy_a_share": _num(extra.get("copy_a_share")), "copy_b_share": _num(extra.get("copy_b_share")),
             # The response's passages copied from the references (the report's copied 5-grams), and
             # the summary's; references show what the response took from them.
-            "spans": {"r": merge_spans([(start, end) for start, end in copied_spans(ref_a, r_text, REFERENCE_N)
+            "spans": {"r": merge_spans([(start, end)
+                                        for start, end in copied_spans(ref_a, r_text, REFERENCE_N)
                                    + copied_spans(ref_b, r_text, REFERENCE_N)]),
-                      "s": merge_spans([(start, end) for start, end in copied_spans(ref_a, s_text, REFERENCE_N)
+                      "s": merge_spans([(start, end)
+                                        for start, end in copied_spans(ref_a, s_text, REFERENCE_N)
                                    + copied_spans(ref_b, s_text, REFERENCE_N)]),
-                      "a": copied_spans(r_text, ref_a, REFERENCE_N), "b": copied_spans(r_text, ref_b, REFERENCE_N)},
+                      "a": copied_spans(r_text, ref_a, REFERENCE_N),
+                      "b": copied_spans(r_text, ref_b, REFERENCE_N)},
         })
-        index_responses.append([row.model, row.mode, _num(row.org), _num(at.core) if at else None, flips.get(rid, 0)])
+        index_responses.append([row.model, row.mode, _num(row.org), _num(at.core) if at else None,
+                                flips.get(rid, 0)])
     cons = []
     records: list[ConstraintRecord] = data["constraints"].get(iid, [])
     template = template_words(tuple(c.text for c in records if c.active))
@@ -260,18 +272,21 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
     all_cons = {c.id: c for c in records}
     for c in records:
         cid, position, origin, active = c.id, c.position, c.origin, c.active
-        replaces_id, reason, base_verdict, base_quote = c.replaces_id, c.replaced_reason, c.base_verdict, c.base_quote
+        replaces_id, reason, base_verdict, base_quote = (c.replaces_id, c.replaced_reason,
+                                                         c.base_verdict, c.base_quote)
         text = clean(c.text)
         entry: dict[str, Any] = {"id": cid, "pos": position, "text": text, "origin": origin or "",
                                  "active": bool(active)}
         if replaces_id and replaces_id in all_cons:
             old = all_cons[replaces_id]
             # pipeline.stages.revision keeps the reason on the new row (older stores: on the old one).
-            entry["replaces"] = {"id": old.id, "text": clean(old.text), "reason": clean(reason or old.replaced_reason or "")}
+            entry["replaces"] = {"id": old.id, "text": clean(old.text),
+                                 "reason": clean(reason or old.replaced_reason or "")}
         if base_verdict is not None:
             entry["base"] = {"verdict": base_verdict, "quote": clean(base_quote)}
         if active:
-            entry["copies"] = {"a": copied_spans(text, ref_a, CONSTRAINT_N), "b": copied_spans(text, ref_b, CONSTRAINT_N)}
+            entry["copies"] = {"a": copied_spans(text, ref_a, CONSTRAINT_N),
+                               "b": copied_spans(text, ref_b, CONSTRAINT_N)}
             entry["lex"] = {"a": _num(copying.lexical_overlap(text, ref_a)) if ref_a else None,
                             "b": _num(copying.lexical_overlap(text, ref_b)) if ref_b else None}
             per = {}
@@ -287,24 +302,29 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
                         continue
                     for v in verdicts_by.get((gid, cid), ()):
                         quote = clean(v.quote)
-                        how, span = quote_span(quote, body, v.quote_found) if v.verdict and quote else (None, None)
+                        how, span = quote_span(quote, body,
+                                               v.quote_found) if v.verdict and quote else (None, None)
                         # A quote found exactly is the text at its span: the page reads it there. A yes_no
                         # judge's sentence was located, not quoted by the judge: it says so.
                         shown = LOCATED if how and v.quote_found == LOCATED else how
                         verdicts.append([raters[(v.judge, v.judging_mode)], kind, v.verdict,
                                          "" if how == "exact" else quote, shown, list(span) if span else None,
                                          None if v.p_yes is None else round(v.p_yes, 3)])
-                state = ("flipped" if item.flipped else "both" if item.passed_both else "fails") if item else None
+                state = ("flipped" if item.flipped else "both" if item.passed_both
+                         else "fails") if item else None
                 per[str(rid)] = {
                     "state": state, "full": _num(item.full_score) if item else None,
                     "summary": _num(item.summary_score) if item else None, "v": verdicts,
-                    "copies": {"r": copied_spans(text, r_text, CONSTRAINT_N), "s": copied_spans(text, s_text, CONSTRAINT_N)},
+                    "copies": {"r": copied_spans(text, r_text, CONSTRAINT_N),
+                               "s": copied_spans(text, s_text, CONSTRAINT_N)},
                     # pipeline.analysis.copy_count: the one count of copied words, named by its source.
-                    "count": {k: copy_count_cell(c.text, body, ref_a, ref_b, name, template, echoes.get((gid or 0, cid)))
+                    "count": {k: copy_count_cell(c.text, body, ref_a, ref_b, name, template,
+                                                 echoes.get((gid or 0, cid)))
                               for k, body, name, gid in (("r", r_text, "response", rid),
                                                          ("s", s_text, "summary", s[0] if s else None))},
                     # The constraint's echo (pipeline.stages.echo): its highest cosine with a sentence.
-                    "echo": {"r": _num(echoes.get((rid, cid))), "s": _num(echoes.get((s[0], cid)) if s else None)},
+                    "echo": {"r": _num(echoes.get((rid, cid))),
+                             "s": _num(echoes.get((s[0], cid)) if s else None)},
                     "lex": {"r": _num(copying.lexical_overlap(text, r_text)) if r_text else None,
                             "s": _num(copying.lexical_overlap(text, s_text)) if s_text else None},
                 }
@@ -336,7 +356,8 @@ def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructi
     marked = marks(store)
     for e in kept:
         sim = e.similarity
-        items.append([e.instruction_id, e.constraint_id, e.position, e.writer.model, e.writer.mode, clean(e.text),
+        items.append([e.instruction_id, e.constraint_id, e.position, e.writer.model,
+                      e.writer.mode, clean(e.text),
                       [e.score((r,)) for r in REASONS], _num(sim.highest) if sim else None,
                       [clean(c) for c in e.copied[:3]], "+".join(e.copied_from),
                       # Each reason in words, aligned with REASONS ("" where it does not fire).
@@ -354,19 +375,22 @@ def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: 
     warnings = "".join(f"<li>{esc(clean(w.message))}</li>" for w in report.warnings)
     runs = ", ".join(runs_covered(m))
     ratio = report.ratio
-    summary = (f"{len(index)} instructions; judges: {esc(', '.join(m.raters)) or '-'}; runs: {esc(runs) or '-'};"
+    summary = (f"{len(index)} instructions; judges: {esc(', '.join(m.raters)) or '-'}; "
+               f"runs: {esc(runs) or '-'};"
                f" summary ratio {ratio:g}" if ratio is not None else f"{len(index)} instructions")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         # No request leaves the page: the policy forbids every fetch, image and frame source.
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline';"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline';"
         " script-src 'unsafe-inline'; img-src data:\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>unspecific report</title><style>{css}</style></head><body>"
         "<header><h1>unspecific report</h1>"
-        f"<p class=\"meta\">{summary}. Org = share of constraints satisfied by the full response; Core = on its"
-        " summary; superficial = share of satisfied constraints that flipped (per judge, then averaged). Missing"
-        " verdicts are left out and counted in the coverage.</p></header>"
+        f"<p class=\"meta\">{summary}. Org = share of constraints satisfied by the full "
+        "response; Core = on its"
+        " summary; superficial = share of satisfied constraints that flipped (per judge, "
+        "then averaged). Missing verdicts are left out and counted in the coverage.</p></header>"
         f"<main><section id=\"tables\"><h2>Condition x model</h2>{tables_html(report)}{depth_html(report)}"
         + copying_html(report)
         + models_html(report)
@@ -374,7 +398,8 @@ def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: 
            if warnings else "")
         + judges_html(report)
         + "</section>"
-        + ("<section id=\"suspicious\"><h2>Most suspicious</h2><div id=\"sus-reasons\"></div><ol id=\"sus-list\">"
+        + ("<section id=\"suspicious\"><h2>Most suspicious</h2><div "
+           "id=\"sus-reasons\"></div><ol id=\"sus-list\">"
            "</ol></section>" if suspicious and suspicious["items"] else "")
         + "<section id=\"instructions\"><h2>Instructions</h2><div id=\"filter\"></div>"
         "<div id=\"index\"></div></section><section id=\"audit\" hidden></section></main>"

@@ -41,7 +41,8 @@ def _ci_html(iv: Any) -> str:
 
 
 # Beside a raw rate whose judge has no validation (pipeline.analysis.correction): the mark, and the command.
-UNVALIDATED = (f' <sup class="unvalidated" title="unvalidated judge: raw rate; `{esc(VALIDATE_COMMAND)}` validates'
+UNVALIDATED = (f' <sup class="unvalidated" title="unvalidated judge: raw rate; '
+               f'`{esc(VALIDATE_COMMAND)}` validates'
                ' it">?</sup>')
 
 
@@ -66,7 +67,8 @@ def judges_html(report: Report) -> str:
     if c is None or not c.judges:
         return ""
     items = "".join(f'<li class="{"ok" if s.informative else "warn"}">{esc(s.line())}</li>' for s in c.judges)
-    return f'<section id="judges"><h3>Judges\' measured error (the corrected rates use it)</h3><ul>{items}</ul></section>'
+    return (f'<section id="judges"><h3>Judges\' measured error (the corrected rates use '
+            f'it)</h3><ul>{items}</ul></section>')
 
 
 def tables_html(report: Report) -> str:
@@ -79,7 +81,8 @@ def tables_html(report: Report) -> str:
     caption, raw = validation_caption(report)
     parts = []
     for domain in sorted({g.domain for g in groups}):
-        mine = sorted((g for g in groups if g.domain == domain), key=lambda g: (condition_order(g.condition), g.model, g.mode))
+        mine = sorted((g for g in groups if g.domain == domain),
+                      key=lambda g: (condition_order(g.condition), g.model, g.mode))
         rate_heads = ["Org", core, "superficial"]
         if corrected:  # raw and corrected side by side
             rate_heads = [h for name in rate_heads for h in (name, f"{name} corr.")]
@@ -91,20 +94,23 @@ def tables_html(report: Report) -> str:
         rows = []
         for g in mine:
             warned = report.warned(g)
-            cells = [esc(g.condition), esc(writer_label(g.model, g.mode, set())), *_rates_html(report, g, corrected),
+            cells = [esc(g.condition), esc(writer_label(g.model, g.mode, set())),
+                     *_rates_html(report, g, corrected),
                      "-" if math.isnan(g.kappa) else f"{g.kappa:.2f}", str(g.n),
                      pct(g.coverage) + (' <b class="warn" title="see the warnings">!</b>' if warned else ""),
                      f"{g.judged_items} / {g.expected_items}"]
             e = g.extra
             if has_copy:
                 cells.append(f"{_fmt(e.get('copy_a_ngrams'), 1)} / {_fmt(e.get('copy_b_ngrams'), 1)}")
-                cells.append(f"{pct(e.get('copy_a_share', math.nan))} / {pct(e.get('copy_b_share', math.nan))}")
+                cells.append(f"{pct(e.get('copy_a_share', math.nan))} / "
+                             f"{pct(e.get('copy_b_share', math.nan))}")
             if has_sim:
                 cells.append(f"{_fmt(e.get('sim_ref_a'), 2)} / {_fmt(e.get('sim_ref_b'), 2)}")
                 cells.append(_fmt(e.get("sim_response"), 2))
             key = "|".join(str(x) for x in (g.domain, g.condition, g.model, g.mode))
             rows.append(f'<tr data-group="{esc(key)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-        parts.append(f'<section class="domain"><h3>{esc(domain)}: Org and Core (% of constraints, bootstrap 95% CI'
+        parts.append(f'<section class="domain"><h3>{esc(domain)}: Org and Core (% of '
+                     'constraints, bootstrap 95% CI'
                      f' over instructions)</h3><table class="groups"><thead><tr>'
                      + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
                      + "</tbody></table>"
@@ -132,11 +138,13 @@ def _chart(report: Report, domain: str, groups: list[Any]) -> str:
     y = lambda v: top + height * (1 - v)  # noqa: E731 - a tiny scale
     total = top + height + 30 + 16 * len(systems)  # the legend: one line per model
     width = max(width, 320)
-    out = [f'<svg class="chart" role="img" aria-label="{esc(domain)}: Org vs Core" viewBox="0 0 {width} {total}"'
+    out = [f'<svg class="chart" role="img" aria-label="{esc(domain)}: Org vs Core" '
+           f'viewBox="0 0 {width} {total}"'
            f' width="{width}" height="{total}">']
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         out.append(f'<line x1="{left}" x2="{width - 5}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
-                   f'<text x="{left - 4}" y="{y(tick) + 4:.1f}" class="tick" text-anchor="end">{int(tick * 100)}</text>')
+                   f'<text x="{left - 4}" y="{y(tick) + 4:.1f}" class="tick" '
+                   f'text-anchor="end">{int(tick * 100)}</text>')
     for c, condition in enumerate(conditions):
         x0 = left + c * (per + gap) + gap / 2
         out.append(f'<text x="{x0 + per / 2:.1f}" y="{top + height + 16}" text-anchor="middle" class="tick">'
@@ -153,11 +161,14 @@ def _chart(report: Report, domain: str, groups: list[Any]) -> str:
                 parts = ci_parts(iv)
                 value, interval = parts if isinstance(parts, tuple) else (parts, "")
                 title = f"{writer_label(*system, set())} {metric}: {value}% {interval}".rstrip()
-                out.append(f'<rect x="{x:.1f}" y="{y(iv.value):.1f}" width="{bar - 2}" height="{height * iv.value:.1f}"'
-                           f' fill="{color}" fill-opacity="{1.0 if k == 0 else 0.45}"><title>{esc(title)}</title></rect>')
+                out.append(f'<rect x="{x:.1f}" y="{y(iv.value):.1f}" width="{bar - 2}" '
+                           f'height="{height * iv.value:.1f}"'
+                           f' fill="{color}" '
+                           f'fill-opacity="{1.0 if k == 0 else 0.45}"><title>{esc(title)}</title></rect>')
                 if not math.isnan(iv.low):
                     cx = x + (bar - 2) / 2
-                    out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(iv.high):.1f}" y2="{y(iv.low):.1f}" class="whisker"/>')
+                    out.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(iv.high):.1f}" '
+                               f'y2="{y(iv.low):.1f}" class="whisker"/>')
     for s, system in enumerate(systems):
         ly = top + height + 26 + 16 * s
         out.append(f'<rect x="{left}" y="{ly}" width="10" height="10" fill="{PALETTE[s % len(PALETTE)]}"/>'
@@ -172,15 +183,18 @@ def depth_html(report: Report) -> str:
     if len(m.ratios) < 2:
         return ""
     ratios = sorted(m.ratios, reverse=True)
-    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None}, key=lambda k: (k[0], condition_order(k[1]), k[2], k[3]))
+    keys = sorted({g.key[:4] for g in m.groups if g.ratio is not None},
+                  key=lambda k: (k[0], condition_order(k[1]), k[2], k[3]))
     rows = []
     for domain, condition, model, mode in keys:
         org = m.group(domain, condition, model, mode, None)
-        cells = [esc(domain), esc(condition), esc(writer_label(model, mode, set())), pct(org.org.value) if org else "-"]
+        cells = [esc(domain), esc(condition), esc(writer_label(model, mode, set())), pct(org.org.value)
+                 if org else "-"]
         for r in ratios:
             g = m.group(domain, condition, model, mode, r)
             cells.append(pct(g.core.value) if g else "-")
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = ["domain", "condition", "model", "Org"] + [f"Core@{r:g}" for r in ratios]
     return ("<h3>Depth profile: Core across summary ratios (%)</h3><table><thead><tr>"
-            + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+            + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table>")

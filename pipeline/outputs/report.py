@@ -140,7 +140,8 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
     summary = [{**g.as_dict(), **_corrected_columns(report, g),
                 "warning": "; ".join(w.kind for w in report.warned(g)) or None} for g in m.groups]
     # Each row's raw figures name the validation they rest on (or "unvalidated: ..." and the command).
-    rows = _clean([{**r.as_dict(), "judges_validation": validation_mark(report, (r.domain, r.condition, r.model, r.mode,
+    rows = _clean([{**r.as_dict(),
+                    "judges_validation": validation_mark(report, (r.domain, r.condition, r.model, r.mode,
                                                                           r.ratio))} for r in m.rows])
     emit("summary", summary)
     _write_json(out / "summary.json", summary)
@@ -164,18 +165,21 @@ def write_tables(report: Report, out_dir: str | Path) -> list[Path]:
         emit("families", [{**f.as_dict(), "judges_validation": mark} for f in report.families])
     validation = None
     if report.validation is not None:
-        validation = {"metric": report.validation.as_dict(), "annotators": [a.as_dict() for a in report.annotators]}
+        validation = {"metric": report.validation.as_dict(),
+                      "annotators": [a.as_dict() for a in report.annotators]}
         _write_json(out / "validation.json", validation)
         written.append(out / "validation.json")
     _write_json(out / "report.json", {
-        "filters": vars(report.options.filters), "ratio": report.ratio, "raters": m.raters, "ratios": m.ratios,
+        "filters": vars(report.options.filters), "ratio": report.ratio, "raters": m.raters,
+        "ratios": m.ratios,
         "runs": runs_covered(m),
         "summary": summary, "agreement": [a.as_dict() for a in m.agreement],
         "comparisons": [c.as_dict() for c in report.comparisons], "models": models_json(report.models),
         "requested_comparison": [c.as_dict() for c in report.requested],
         "naturalness": [w.as_dict() for w in report.naturalness], "validation": validation,
         "families": [f.as_dict() for f in report.families], "copying": copying, "copy_tests": copy_tests,
-        "judge_validation": {r: (score.as_dict() if (score := validated_score(r, report.judges_validated)) else None)
+        "judge_validation": {r: (score.as_dict()
+                                 if (score := validated_score(r, report.judges_validated)) else None)
                              for r in m.raters},
         "judge_error": [s.as_dict() for s in report.correction.judges] if report.correction else [],
         "judges_validation": validation_mark(report),  # what every figure rests on (or "unvalidated: ...")
@@ -217,7 +221,8 @@ def charts(report: Report, out: Path) -> list[Path]:
             for k, (metric, hatch, alpha) in enumerate((("org", "", 1.0), ("core", "//", 0.55))):
                 xs, ys, err_lo, err_hi = [], [], [], []
                 for c, condition in enumerate(conditions):
-                    g = next((g for g in mine if g.condition == condition and (g.model, g.mode) == (model, mode)), None)
+                    g = next((g for g in mine if g.condition == condition
+                              and (g.model, g.mode) == (model, mode)), None)
                     if g is None:
                         continue
                     iv = getattr(g, metric)
@@ -239,8 +244,10 @@ def charts(report: Report, out: Path) -> list[Path]:
         written.append(save_chart(fig, out / f"org_core_{_slug(domain)}.png"))
 
         if m.ratios:
-            conds = sorted({g.condition for g in m.groups if g.domain == domain and g.ratio is not None}, key=condition_order)
-            fig, axes = plt.subplots(1, max(1, len(conds)), figsize=(3.6 * max(1, len(conds)), 3.6), squeeze=False,
+            conds = sorted({g.condition for g in m.groups if g.domain == domain and g.ratio is not None},
+                           key=condition_order)
+            fig, axes = plt.subplots(1, max(1, len(conds)),
+                                     figsize=(3.6 * max(1, len(conds)), 3.6), squeeze=False,
                                      sharey=True)
             modes = {g.mode for g in m.groups if g.domain == domain}
             for ax, condition in zip(axes[0], conds):
@@ -261,7 +268,8 @@ def charts(report: Report, out: Path) -> list[Path]:
                         ys.append(100 * g.core.value)
                         lo.append(0 if math.isnan(g.core.low) else 100 * (g.core.value - g.core.low))
                         hi.append(0 if math.isnan(g.core.high) else 100 * (g.core.high - g.core.value))
-                    ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=writer_label(model, mode, modes))
+                    ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3,
+                                label=writer_label(model, mode, modes))
                 ax.set_title(condition)
                 ax.set_xlabel("summary ratio (1.0 = full response)")
                 ax.set_xlim(1.05, 0)

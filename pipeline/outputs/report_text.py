@@ -105,9 +105,11 @@ def validation_caption(report: Report) -> tuple[str, bool]:
     if reasons:
         return "raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), True
     sources = {"people": "people", "own": "own check set", "builtin": "built-in check"}
-    used = "; ".join(f"{s.judge}: {sources.get(s.check.source, s.check.source) if s.check else 'built-in check'}"
+    used = "; ".join(f"{s.judge}: "
+                     f"{sources.get(s.check.source, s.check.source) if s.check else 'built-in check'}"
                      for s in c.judges)
-    return ("corr.: corrected for each judge's measured sensitivity and specificity (Rogan-Gladen, judge by judge; "
+    return ("corr.: corrected for each judge's measured sensitivity and specificity "
+            "(Rogan-Gladen, judge by judge; "
             f"95% CI over the instructions and the check's items); validation used: {used}"
             + ("; the built-in check is constructed, not human gold" if "built-in" in used else "")), False
 
@@ -127,14 +129,15 @@ def document(report: Report, written: Sequence[Path] = ()) -> list[Item]:
         out.append(Note(f"no summaries at ratio {report.options.ratio:g}; showing ratio {ratio:g}", "yellow"))
     runs = runs_covered(m)
     if runs:
-        out.append(Note(f"runs: {', '.join(runs)} (each pair of references counts once per condition, model and"
-                        " mode: see README, 'Counting')"))
+        out.append(Note(f"runs: {', '.join(runs)} (each pair of references counts once per "
+                        "condition, model and mode: see README, 'Counting')"))
     groups = main_groups(report)
     modes = {g.mode for g in groups}
     for domain in sorted({g.domain for g in groups}):
         out.append(_main_sheet(report, [g for g in groups if g.domain == domain], domain, modes))
     if report.warnings:
-        out.append(Note(f"! {len(report.warnings)} warning(s): figures not to trust as they stand", "bold red"))
+        out.append(Note(f"! {len(report.warnings)} warning(s): figures not to trust as they stand",
+                        "bold red"))
         out += [Note(f"  ! {w.message}") for w in report.warnings]
     out += copying_document(report.copying, lambda model, mode: _writer(model, mode, modes))
     out += _families(report)
@@ -152,8 +155,10 @@ def document(report: Report, written: Sequence[Path] = ()) -> list[Item]:
     out += _judges(report)
     out += _comparisons(report, written)
     if report.naturalness:
-        sheet = Sheet("Naturalness (pairwise preference in both orders; ties count half)", ("condition", "vs"),
-                      (Block("", ("n", "win rate % [CI]", "W/T/L", "first shown wins % [CI]", "orders agree % [CI]",
+        sheet = Sheet("Naturalness (pairwise preference in both orders; ties count half)",
+                      ("condition", "vs"),
+                      (Block("", ("n", "win rate % [CI]", "W/T/L", "first shown wins % [CI]",
+                                  "orders agree % [CI]",
                                   "pairs")),), name="win_rates", names={"W/T/L": ("wins", "ties", "losses")})
         for w in report.naturalness:
             sheet.add(w.condition, w.opponent, str(w.n), figure(w.rate),
@@ -164,8 +169,10 @@ def document(report: Report, written: Sequence[Path] = ()) -> list[Item]:
         v = report.validation
         where = f"plan {v.plan.name}, " if v.plan else ""
         out.append(Note(
-            f"Human validation ({where}ratio {v.ratio:g}; label superficial = positive, weighted by stratum as"
-            f" `validate report`; ambiguous left out: {v.ambiguous}; ties: {v.ties}; outside the metric's scope:"
+            f"Human validation ({where}ratio {v.ratio:g}; label superficial = positive, "
+            "weighted by stratum as"
+            f" `validate report`; ambiguous left out: {v.ambiguous}; ties: {v.ties}; "
+            "outside the metric's scope:"
             f" {v.out_of_scope}): precision {ci(v.precision)}, recall {ci(v.recall)} (%), n = {v.n}"))
         out += [Note(f"  annotators {pair.annotator_a} / {pair.annotator_b}: κ {_num(pair.kappa.value)}, "
                      f"agree {pct(pair.percent)}%, n = {pair.kappa.n}") for pair in report.annotators]
@@ -239,7 +246,8 @@ def _depth(report: Report) -> list[Item]:
     modes = {k[3] for k in keys}
     for domain, condition, model, mode in keys:
         org = m.group(domain, condition, model, mode, None)
-        cells = [pct(g.core.value) if (g := m.group(domain, condition, model, mode, r)) else "-" for r in ratios]
+        cells = [pct(g.core.value) if (g := m.group(domain, condition, model, mode, r)) else "-"
+                 for r in ratios]
         sheet.add(domain, condition, _writer(model, mode, modes), pct(org.org.value) if org else "-", *cells)
     changed = ranking_changes(m)
     return [sheet, Note("model ranking by Core changes with the ratio in: " + "; ".join(changed), "bold")
@@ -270,8 +278,10 @@ def _comparisons(report: Report, written: Sequence[Path]) -> list[Item]:
         listed = significant and len(significant) <= 12
         where = (f"; every test is in {file}" if file
                  else "; `report --out DIR` writes every test to comparisons.csv")
-        out.append(Note(f"{len(significant)} of {len(tested)} paired comparisons (model pairs within a condition, "
-                        f"condition pairs within a model, response modes) differ at p < {SIGNIFICANCE:g} after Holm"
+        out.append(Note(f"{len(significant)} of {len(tested)} paired comparisons (model pairs "
+                        "within a condition, "
+                        f"condition pairs within a model, response modes) differ at p < "
+                        f"{SIGNIFICANCE:g} after Holm"
                         " correction" + (":" if listed else where)))
         if significant and len(significant) <= 12:
             out += [Note(f"  {c.domain} {c.within}: {_difference(c)}, p_holm {c.p_holm:.3f})")
@@ -295,7 +305,8 @@ def _difference(c: Comparison) -> str:
 def _requested(comparisons: list[Comparison], file: Path | None) -> list[Item]:
     first = comparisons[0]
     by = "reference article" if first.by == "condition" else "instruction"
-    sheet = Sheet(f"{first.a} vs {first.b} (paired by {by}; sign-flip permutation test)", ("domain", "within", "metric"),
+    sheet = Sheet(f"{first.a} vs {first.b} (paired by {by}; sign-flip permutation test)",
+                  ("domain", "within", "metric"),
                   (Block("", (first.a, first.b, "difference [95% CI]", "p", "p Holm")),), name="compare",
                   names={first.a: "mean_a", first.b: "mean_b"})
     for c in comparisons:
@@ -325,10 +336,12 @@ def _families(report: Report) -> list[Item]:
         blocks = []
         for model, mode in writers:
             label = writer_label(model, mode, modes)
-            blocks.append(Block(label, (f"{label} Org", *([f"{label} {core_label}"] if (model, mode) in with_core
+            blocks.append(Block(label,
+                                (f"{label} Org", *([f"{label} {core_label}"] if (model, mode) in with_core
                                                          else []))))
         blocks.append(Block("instructions", ("n",)))
-        sheet = Sheet(f"{run_id}: satisfaction by number of constraints (% of constraints, bootstrap 95% CI over"
+        sheet = Sheet(f"{run_id}: satisfaction by number of constraints (% of constraints, "
+                      "bootstrap 95% CI over"
                       " instructions; one family per task)", ("constraints",), tuple(blocks),
                       name=f"families_{slug(run_id)}")
         by_cell = {(f.level, f.model, f.mode): f for f in rows}

@@ -62,7 +62,8 @@ def app_command(options: ServeOptions) -> str:
 
 
 def access_url(options: ServeOptions, token: str | None) -> str:
-    base = options.public_url or f"http://{'[' + options.host + ']' if ':' in options.host else options.host}:{options.port}"
+    base = (options.public_url
+            or f"http://{'[' + options.host + ']' if ':' in options.host else options.host}:{options.port}")
     return base.rstrip("/") + "/" + (f"?token={token}" if token else "")
 
 

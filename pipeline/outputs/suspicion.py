@@ -30,11 +30,14 @@ from pipeline.store.database import Store
 
 REPORT_TOP = 10
 # The columns of a row, in order (the CSV header).
-COLUMNS = ("rank", "score", "reasons", "reason_codes", "instruction_id", "constraint_id", "position", "model", "mode", "ratio",
+COLUMNS = ("rank", "score", "reasons", "reason_codes", "instruction_id", "constraint_id", "position", "model",
+           "mode", "ratio",
            "constraint", *(f"reason_{r}" for r in REASONS), "similarity", "similarity_method", "similarity_a",
-           "similarity_b", "copied_words", "copy_source", "copied", "copied_from", "specificity", "echo", "summary_echo",
+           "similarity_b", "copied_words", "copy_source", "copied", "copied_from", "specificity",
+           "echo", "summary_echo",
            "same_phrase", "grouped_under", "response_passed", "summary_passed", "response_yes",
-           "response_no", "response_missing", "response_unquoted", "summary_yes", "summary_no", "summary_missing",
+           "response_no", "response_missing", "response_unquoted", "summary_yes", "summary_no",
+           "summary_missing",
            "summary_unquoted", "flags", "response_id", "summary_id", "mark")
 
 
@@ -65,11 +68,14 @@ def evidence_row(rank: int, e: Evidence, enabled: Sequence[str] = REASONS, mark:
     sim = e.similarity
     count = e.copy_count
     return {
-        "rank": rank, "score": e.score(enabled), "reasons": reason_sentences(e, enabled), "reason_codes": reasons,
+        "rank": rank, "score": e.score(enabled), "reasons": reason_sentences(e, enabled),
+        "reason_codes": reasons,
         "instruction_id": e.instruction_id,
-        "constraint_id": e.constraint_id, "position": e.position, "model": e.writer.model, "mode": e.writer.mode,
+        "constraint_id": e.constraint_id, "position": e.position, "model": e.writer.model,
+        "mode": e.writer.mode,
         "ratio": e.ratio, "constraint": e.text, **{f"reason_{r}": r in reasons for r in REASONS},
-        "similarity": round(sim.highest, 4) if sim else None, "similarity_method": sim.method if sim else None,
+        "similarity": round(sim.highest, 4) if sim else None, "similarity_method": sim.method
+        if sim else None,
         "similarity_a": sim.to_a if sim else None, "similarity_b": sim.to_b if sim else None,
         "copied_words": count.words, "copy_source": count.source,
         "copied": copied_words(e), "copied_from": "".join(e.copied_from), "specificity": e.specificity,

@@ -201,7 +201,8 @@ def _packed(sheet: Sheet, fits: Callable[[list[int]], bool]) -> list[Sheet]:
             current.append(column)
     if current:
         groups.append(current)
-    return _captioned_last([sheet.part(g, f"{sheet.title} ({k} of {len(groups)})" if len(groups) > 1 else sheet.title)
+    return _captioned_last([sheet.part(g, f"{sheet.title} ({k} of {len(groups)})" if len(groups) > 1
+                                       else sheet.title)
                             for k, g in enumerate(groups, 1)])
 
 
@@ -263,7 +264,8 @@ def _hoisted(sheet: Sheet) -> Sheet | None:
     said = ", ".join(f"{sheet.keys[k]}: {text(sheet.rows[0][k])}" for k in same)
     keep = [i for i in range(len(sheet.headers)) if i not in same]
     return Sheet(f"{sheet.title} ({said})" if sheet.title else said, tuple(h for k, h in enumerate(sheet.keys)
-                 if k not in same), sheet.blocks, [[row[i] for i in keep] for row in sheet.rows], sheet.caption,
+                 if k not in same), sheet.blocks,
+                 [[row[i] for i in keep] for row in sheet.rows], sheet.caption,
                  set(sheet.ends), sheet.name, sheet.names)
 
 
@@ -316,7 +318,8 @@ def _markdown_table(sheet: Sheet) -> str:
                               enumerate(zip(cells, widths, strict=True))) + "|"
 
     rule = "|" + "|".join("-" * w if i < keys else "-" * (w - 1) + ":" for i, w in enumerate(widths)) + "|"
-    out = ([f"**{sheet.title}**", ""] if sheet.title else []) + [line(headers), rule, *(line(r) for r in rows)]
+    out = ([f"**{sheet.title}**", ""] if sheet.title else []) + [line(headers), rule,
+                                                                 *(line(r) for r in rows)]
     if sheet.caption:
         out += ["", sheet.caption]
     return "\n".join(out)

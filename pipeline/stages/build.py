@@ -75,7 +75,8 @@ class BuildOptions:
     # Constraint-reference similarity and the specificity-leak flag (pipeline.stages.similarity):
     # mpnet, minilm, hash, lexical/none (no embedding), a model folder. None: the default (mpnet).
     embedder: str | None = None
-    judging_mode: str | None = None  # how the base article is judged; None: the base judge's own (Endpoint.judging)
+    # how the base article is judged; None: the base judge's own (Endpoint.judging)
+    judging_mode: str | None = None
     # Rounds asking for exactly the missing items when a reply is short; then a recorded failure.
     # One is the method's contract; small local models need a few more to reach 39.
     repair_rounds: int = 1
@@ -88,9 +89,11 @@ class BuildOptions:
         """Defaults from the [build] section of the config, then the given overrides (None = unset)."""
         section = config.settings.get("build", {})
         values: dict[str, Any] = {}
-        for key, setting in (("n", "n_instructions"), ("n_constraints", "n_constraints"), ("words", "article_words"),
+        for key, setting in (("n", "n_instructions"), ("n_constraints", "n_constraints"),
+                             ("words", "article_words"),
                              ("rule", "rule"), ("contradictions", "contradictions"), ("embedder", "embedder"),
-                             ("judging_mode", "judging_mode"), ("generator", "generator"), ("base_judge", "base_judge"),
+                             ("judging_mode", "judging_mode"), ("generator", "generator"),
+                             ("base_judge", "base_judge"),
                              ("domain", "domain"), ("conditions", "conditions"),
                              ("repair_rounds", "repair_rounds")):
             if setting in section:
@@ -99,7 +102,8 @@ class BuildOptions:
         if isinstance(values.get("conditions"), str):
             values["conditions"] = [c.strip() for c in values["conditions"].split(",") if c.strip()]
         if "conditions" in values:
-            if not isinstance(values["conditions"], (list, tuple)) or not all(isinstance(c, str) for c in values["conditions"]):
+            if not isinstance(values["conditions"], (list, tuple)) or not all(isinstance(c, str)
+                                                                              for c in values["conditions"]):
                 raise StageError(f"{config.path or 'config'} [build] conditions: a list of condition names "
                                  f"(single, none, direct, eval), got {values['conditions']!r}")
             values["conditions"] = tuple(values["conditions"])
@@ -111,15 +115,18 @@ class BuildOptions:
         where = f"{config.path or 'config'} [build] / command line"
         unknown = [c for c in self.conditions if c not in CONDITIONS]
         if unknown or not self.conditions:
-            raise StageError(f"{where}: conditions must be some of {', '.join(CONDITIONS)}, got {', '.join(self.conditions) or 'none'}")
-        for name, value, low in (("n", self.n, 1), ("n_constraints", self.n_constraints, 1), ("words", self.words, 30),
+            raise StageError(f"{where}: conditions must be some of {', '.join(CONDITIONS)}, got "
+                             f"{', '.join(self.conditions) or 'none'}")
+        for name, value, low in (("n", self.n, 1), ("n_constraints", self.n_constraints, 1),
+                                 ("words", self.words, 30),
                                  ("repair_rounds", self.repair_rounds, 0)):
             if not isinstance(value, int) or value < low:
                 raise StageError(f"{where}: {name} must be a whole number >= {low}, got {value!r}")
         if self.rule not in RULES:
             raise StageError(f"{where}: rule must be one of {', '.join(RULES)}, got {self.rule!r}")
         if self.judging_mode is not None and self.judging_mode not in MODES:
-            raise StageError(f"{where}: judging_mode must be one of {', '.join(MODES)}, got {self.judging_mode!r}")
+            raise StageError(f"{where}: judging_mode must be one of {', '.join(MODES)}, got "
+                             f"{self.judging_mode!r}")
         config.endpoint(self.generator_name(config))
         config.endpoint(self.judge_name(config))
         check_embedder_name(self.embedder, f"{config.path or 'config'} [build] embedder / --embedder")
@@ -209,9 +216,11 @@ def build_identity(config: Config, options: BuildOptions) -> dict[str, Any]:
         opts.pop("pair_ids")  # unset, a build's identity is what it was before the field existed
     opts["conditions"] = sorted(options.conditions)
     endpoints = {}
-    for role, name in (("generator", options.generator_name(config)), ("base_judge", options.judge_name(config))):
+    for role, name in (("generator", options.generator_name(config)),
+                       ("base_judge", options.judge_name(config))):
         endpoint = config.endpoint(name)
-        endpoints[role] = {"base_url": endpoint.base_url, "model": endpoint.model, "extra_body": endpoint.extra_body}
+        endpoints[role] = {"base_url": endpoint.base_url, "model": endpoint.model,
+                           "extra_body": endpoint.extra_body}
     return {"options": opts, "endpoints": endpoints}
 
 
@@ -242,8 +251,10 @@ def get_or_create_instruction(store: Store, run_id: str, condition: str, *, doma
     row = instruction_rows.find_instruction(store, run_id, condition, article_a, article_b)
     if row is not None:
         return row
-    instruction_rows.insert_instruction(store, run_id=run_id, domain=domain, condition=condition, pair_id=pair_id,
-                                        article_a=article_a, article_b=article_b, n_constraints=n, created_at=now())
+    instruction_rows.insert_instruction(store, run_id=run_id, domain=domain, condition=condition,
+                                        pair_id=pair_id,
+                                        article_a=article_a, article_b=article_b, n_constraints=n,
+                                        created_at=now())
     store.commit()
     found = instruction_rows.find_instruction(store, run_id, condition, article_a, article_b)
     assert found is not None
@@ -281,7 +292,8 @@ def _fail(store: Store, instruction_id: int, exc: Exception) -> str:
 # -- stage 1: synthesis ---------------------------------------------------------------------------
 
 
-def _pair_instructions(store: Store, run_id: str, pair: Pair, options: BuildOptions) -> list[tuple[str, int | None]]:
+def _pair_instructions(store: Store, run_id: str, pair: Pair,
+                       options: BuildOptions) -> list[tuple[str, int | None]]:
     """(condition, article_b) of every instruction this pair needs, the shared holder included."""
     wanted: list[tuple[str, int | None]] = []
     if "single" in options.conditions:
@@ -325,19 +337,22 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
         return inst.status not in ("pending", "failed")
 
     def write_synthesis(instruction_id: int, result: Synthesis, status: str) -> None:
-        constraint_rows.write_synthesis(store, instruction_id, result.main_task, result.constraints, status=status,
+        constraint_rows.write_synthesis(store, instruction_id, result.main_task,
+                                        result.constraints, status=status,
                                         created_at=now())
 
     async def work(pair: Pair) -> str:
         failed: list[str] = []  # instructions of this pair recorded as failed
-        waiting: BatchPending | None = None  # batch mode: the single list waits; the common one is still asked
+        # batch mode: the single list waits; the common one is still asked
+        waiting: BatchPending | None = None
         if "single" in options.conditions:
             inst = instruction("single", pair, None)
             if not reopen(inst, "synthesized"):
                 with usage_scope(_usage_for(summary, "single")):
                     try:
                         result = await synthesize_single(client, generator, _text(store, pair.article_a), n,
-                                                         domain=options.domain, repair_rounds=options.repair_rounds)
+                                                         domain=options.domain,
+                                                         repair_rounds=options.repair_rounds)
                     except ParseError as exc:
                         failed.append(_fail(store, inst.id, exc))
                     except BatchPending as exc:
@@ -369,7 +384,8 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                     if reopen(inst, "synthesized"):
                         continue
                     if holder.status in _HAS_CONSTRAINTS:
-                        constraint_rows.copy_synthesis(store, holder.id, inst.id, status="synthesized", created_at=now())
+                        constraint_rows.copy_synthesis(store, holder.id, inst.id, status="synthesized",
+                                                       created_at=now())
                     else:
                         failed.append(_fail(store, inst.id,
                                             StageError(f"the common synthesis failed: {holder.error}")))
@@ -394,14 +410,17 @@ async def run_base(store: Store, config: Config, client: LLMClient, options: Bui
     """Per eval instruction: the base article (written once) and its verdicts on every constraint."""
     run_id = _run_id(options)
     summary = StageSummary("base")
-    instructions = instruction_rows.instructions_awaiting_base(store, run_id) if "eval" in options.conditions else []
+    instructions = instruction_rows.instructions_awaiting_base(store,
+                                                               run_id) if "eval" in options.conditions else []
     generator, judge = options.generator_name(config), options.judge_name(config)
 
     async def work(inst: Instruction) -> str:
         with usage_scope(_usage_for(summary, "eval")):
             try:
-                gen_id = await write_base_article(store, client, generator, inst.id, inst.main_task or "", options.words)
-                await judge_base(store, client, judge, inst.id, gen_id, judging_mode_of(config, judge, options.judging_mode))
+                gen_id = await write_base_article(store, client, generator, inst.id, inst.main_task
+                                                  or "", options.words)
+                await judge_base(store, client, judge, inst.id, gen_id,
+                                 judging_mode_of(config, judge, options.judging_mode))
             except ParseError as exc:
                 _fail(store, inst.id, exc)
                 raise
@@ -437,7 +456,8 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
             try:
                 if inst.status != "revised":
                     if condition == "direct":
-                        result = await revise_direct(store, client, generator, inst, repair_rounds=options.repair_rounds)
+                        result = await revise_direct(store, client, generator, inst,
+                                                     repair_rounds=options.repair_rounds)
                     elif condition == "eval":
                         result = await revise_eval(store, client, generator, inst, judge=judge,
                                                    mode=judging_mode_of(config, judge, options.judging_mode),
@@ -447,7 +467,8 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                     if result is not None:
                         progress(ProgressEvent("revise", 0, 0, f"instruction {inst.id} ({condition}): "
                                                f"{result.replaced} constraints replaced"
-                                               + (f"; {result.unshown} Yes on the base article kept, their quotes"
+                                               + (f"; {result.unshown} Yes on the base "
+                                                  "article kept, their quotes"
                                                   " not in it" if result.unshown else ""), kind="log"))
                 flag_instruction(store, inst.id, settings, embedder)
                 compute_similarities(store, embedder, instruction_ids=[inst.id])
@@ -485,7 +506,8 @@ async def run_build(store: Store, config: Config, client: LLMClient, options: Bu
         for name in stages:
             if (stop is not None and stop) or budget.exhausted:
                 break
-            s = await STAGE_FUNCTIONS[name](store, config, client, options, progress=progress, stop=stop, budget=budget)
+            s = await STAGE_FUNCTIONS[name](store, config, client, options, progress=progress,
+                                            stop=stop, budget=budget)
             summaries.append(s)
         if not (stop is not None and stop):
             from pipeline.stages.copy_evidence import compute_copy_evidence
@@ -527,6 +549,7 @@ def condition_reports(store: Store, run_id: str, options: BuildOptions,
         counts = made.statuses
         done, failed = counts.get("done", 0), counts.get("failed", 0)
         unfinished = sum(counts.values()) - done - failed
-        reports.append(ConditionReport(cond, done, failed, unfinished, made.constraints, made.replaced, made.flags,
+        reports.append(ConditionReport(cond, done, failed, unfinished, made.constraints,
+                                       made.replaced, made.flags,
                                        usage.get(cond, Usage())))
     return reports

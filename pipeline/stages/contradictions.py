@@ -20,7 +20,8 @@ CONTRADICTIONS_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "reason": {"type": "string"}},
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+                               "reason": {"type": "string"}},
                 "required": ["a", "b"],
             },
         }
@@ -40,10 +41,12 @@ async def check_contradictions(store: Store, client: Any, endpoint: str, instruc
     if inst is None or len(rows) < 2:
         return 0
     template = load_template("contradictions")
-    messages = template.render(main_task=defuse(inst.main_task or ""), constraints=numbered([r.text for r in rows]),
+    messages = template.render(main_task=defuse(inst.main_task or ""),
+                               constraints=numbered([r.text for r in rows]),
                                n=len(rows))
     pairs, _ = await client.chat_json(
-        endpoint, messages, schema=CONTRADICTIONS_SCHEMA, validate=lambda d: parse_contradictions(d, len(rows)),
+        endpoint, messages, schema=CONTRADICTIONS_SCHEMA,
+        validate=lambda d: parse_contradictions(d, len(rows)),
         template=template, params=Params(max_tokens=800),
     )
     found: list[Contradiction] = []
@@ -54,5 +57,6 @@ async def check_contradictions(store: Store, client: Any, endpoint: str, instruc
         by_constraint.setdefault(ca, []).append({"constraint_id": cb, "reason": reason})
         by_constraint.setdefault(cb, []).append({"constraint_id": ca, "reason": reason})
     replace_contradictions(store, instruction_id, found,
-                           [ConstraintFlag(cid, CONTRADICTION, {"with": others}) for cid, others in by_constraint.items()])
+                           [ConstraintFlag(cid, CONTRADICTION, {"with": others})
+                            for cid, others in by_constraint.items()])
     return len(pairs)

@@ -31,7 +31,8 @@ STAGE = "copy evidence"
 CHUNK = 5000
 
 
-def compute_copy_evidence(store: Store, *, instruction_ids: Sequence[int] | None = None, run_id: str | None = None,
+def compute_copy_evidence(store: Store, *, instruction_ids: Sequence[int] | None = None,
+                          run_id: str | None = None,
                           progress: ProgressHook = no_progress, stop: StopFlag | None = None,
                           chunk: int = CHUNK, n: int = COPY_EVIDENCE_NGRAM) -> int:
     """Fill copy evidence for the pairs that lack it (of these instructions, when given); return how
@@ -53,5 +54,6 @@ def compute_copy_evidence(store: Store, *, instruction_ids: Sequence[int] | None
                                         dump_facts(f.facts), f.specificity, f.echoed, f.lead))
         put_copy_evidence(store, rows)
         done += len(rows)
-        progress(ProgressEvent("copy_evidence", done, max(total, done), f"{done} (response, constraint) pairs"))
+        progress(ProgressEvent("copy_evidence", done, max(total, done),
+                               f"{done} (response, constraint) pairs"))
     return done

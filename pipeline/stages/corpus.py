@@ -153,7 +153,8 @@ def _field_names(sample: dict[str, Any], text_field: str, title_field: str | Non
                  where: str) -> tuple[str | None, str | None]:
     """Check named fields exist; pick the defaults 'title' and 'id' when present."""
     if text_field not in sample:
-        raise CorpusError(f"{where}: no field '{text_field}' (fields: {', '.join(map(str, sample)) or 'none'}); "
+        raise CorpusError(f"{where}: no field '{text_field}' (fields: "
+                          f"{', '.join(map(str, sample)) or 'none'}); "
                           "name the text field with --text-field")
     for flag, name in (("--title-field", title_field), ("--id-field", id_field)):
         if name is not None and name not in sample:
@@ -218,7 +219,8 @@ def read_csv_text(text: str, where: str, text_field: str = "text", title_field: 
     header = reader.fieldnames or []
     if not header:
         raise CorpusError(f"{where}: empty CSV (no header row)")
-    title, ident = _field_names(dict.fromkeys(header, ""), text_field, title_field, id_field, f"{where} (header)")
+    title, ident = _field_names(dict.fromkeys(header, ""), text_field, title_field, id_field,
+                                f"{where} (header)")
     try:
         # Rows count records after the header; a quoted text spans lines, so lines differ.
         for rownum, row in enumerate(reader, 1):
@@ -275,7 +277,8 @@ def _read_file(path: Path) -> bytes:
 def read_bbc_news() -> Iterator[RawArticle | Skip]:
     data = bbc_news_dir()
     for file in sorted(data.glob("*/*.txt")):
-        yield _file_article(file, f"{file.parent.name}/{file.stem}", f"bbc-news {file.parent.name}/{file.name}")
+        yield _file_article(file, f"{file.parent.name}/{file.stem}",
+                            f"bbc-news {file.parent.name}/{file.name}")
 
 
 def read_news_articles() -> Iterator[RawArticle | Skip]:
@@ -328,7 +331,8 @@ def import_corpus(
     ``embedder`` is needed for the near-duplicate check (skipped when ``options.near_dup``
     is None or >= 1)."""
     if options.min_words < 0 or options.max_words < options.min_words:
-        raise CorpusError(f"word window {options.min_words}-{options.max_words}: the minimum must be <= the maximum")
+        raise CorpusError(f"word window {options.min_words}-{options.max_words}: the minimum "
+                          "must be <= the maximum")
     if not options.domain.strip():
         raise CorpusError("a domain is needed (--domain news|story|blog|...)")
     name = corpus_name(options)
@@ -341,7 +345,8 @@ def import_corpus(
     summary.read = len(items)
     _check_unique_ids(items)
 
-    known = {sid: (a.id, a.domain, a.status, a.words) for sid, a in articles.corpus_articles(store, name).items()}
+    known = {sid: (a.id, a.domain, a.status, a.words)
+             for sid, a in articles.corpus_articles(store, name).items()}
     # Items another corpus already holds with the same id and text (the same file under a new
     # --name): skipped and named, not added as exact duplicates of themselves.
     others: dict[tuple[str, str], tuple[str, str]] = {}
@@ -439,7 +444,8 @@ def _check_unique_ids(items: list[RawArticle | Skip]) -> None:
         if isinstance(item, RawArticle):
             if item.source_id in first:
                 raise CorpusError(
-                    f"{item.where}: id '{item.source_id}' repeats ({first[item.source_id]} has it too); ids must be "
+                    f"{item.where}: id '{item.source_id}' repeats ({first[item.source_id]} has "
+                    "it too); ids must be "
                     "unique within a corpus: fix the source, or name another field with --id-field"
                 )
             first[item.source_id] = item.where
@@ -499,7 +505,8 @@ def mark_near_duplicates(
     new_vecs = vectors[len(kept) :]
     marked = 0
     total = len(pending)
-    progress(ProgressEvent("dedupe", 0, total, f"near-duplicate check (cosine > {threshold:g}) in domain {domain}"))
+    progress(ProgressEvent("dedupe", 0, total,
+                           f"near-duplicate check (cosine > {threshold:g}) in domain {domain}"))
     for start in range(0, total, chunk):
         if stop:
             break
@@ -548,7 +555,8 @@ class CorpusStats:
 def _word_stats(words: list[int]) -> dict[str, float]:
     if not words:
         return {}
-    return {"min": min(words), "median": statistics.median(words), "mean": statistics.fmean(words), "max": max(words)}
+    return {"min": min(words), "median": statistics.median(words), "mean": statistics.fmean(words),
+            "max": max(words)}
 
 
 def corpus_stats(store: Store) -> list[CorpusStats]:
@@ -559,7 +567,8 @@ def corpus_stats(store: Store) -> list[CorpusStats]:
         groups.setdefault((row.domain, row.corpus), []).append(row)
         groups.setdefault((row.domain, "*"), []).append(row)
     out: list[CorpusStats] = []
-    for (domain, corpus), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] == "*", kv[0][1])):
+    for (domain, corpus), members in sorted(groups.items(),
+                                            key=lambda kv: (kv[0][0], kv[0][1] == "*", kv[0][1])):
         if corpus == "*" and len({m.corpus for m in members}) < 2:
             continue
         counts = dict(Counter(m.status for m in members))

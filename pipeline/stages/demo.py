@@ -88,14 +88,16 @@ def demo_config(config: Config) -> Config:
     for name in (EMBEDDED_NAME, SMALL_NAME):
         if name not in endpoints:
             shipped = shipped_model(name)
-            # The embedded endpoint's settings; the embedded model's calls keep its cache key (model, "local").
+            # The embedded endpoint's settings; the embedded model's calls keep its cache key (model,
+            # "local").
             base = config.endpoint(LOCAL)
             # llama.cpp's server repeats with a penalty of 1.1 unless told otherwise.
             extra = {**base.extra_body, **({"repeat_penalty": shipped.repeat_penalty}
                                            if shipped.repeat_penalty != 1.1 else {})}
             endpoints[name] = replace(base, name=name, model=shipped.alias, chat_format=shipped.chat_format,
                                       extra_body=extra)
-    return replace(config, endpoints=endpoints, roles=replace(config.roles, models_under_test=(EMBEDDED_NAME, SMALL_NAME)))
+    return replace(config, endpoints=endpoints,
+                   roles=replace(config.roles, models_under_test=(EMBEDDED_NAME, SMALL_NAME)))
 
 
 def prepare(store: Store, options: DemoOptions, *, progress: ProgressHook = no_progress,
@@ -112,7 +114,8 @@ def prepare(store: Store, options: DemoOptions, *, progress: ProgressHook = no_p
     )
     have_pairs = count_pairs(store, options.domain, "paper")
     if summary.added or not have_pairs:
-        pair_domain(store, embedder, PairOptions(domain=options.domain, rule="paper"), progress=progress, stop=stop)
+        pair_domain(store, embedder, PairOptions(domain=options.domain, rule="paper"),
+                    progress=progress, stop=stop)
 
 
 # What a condition costs beyond synthesis: single nothing; the common ones a shared synthesis,
@@ -164,7 +167,8 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
             result.stopped = True
             break
         progress(ProgressEvent("demo", k - 1, len(pairs), f"pair {k} of {len(pairs)}: articles "
-                               f"{pair.article_a} and {pair.article_b} (cosine {pair.cosine:.3f})", kind="log"))
+                               f"{pair.article_a} and {pair.article_b} (cosine {pair.cosine:.3f})",
+                               kind="log"))
         # Cheapest condition first: *single* needs no base article and no revision, so the
         # pair's first instruction is ready minutes before its *eval* sibling.
         for conditions in cumulative(options.conditions):
@@ -176,8 +180,10 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
                                     build_options(config, options, k, conditions, pair_ids=(pair.id,)),
                                     progress=progress, stop=stop)
             _add_seconds(result, "build", t0)
-            result.failed += [f"build: {f.stage}: {f.unit}: {f.error}" for s in built.stages for f in s.failures]
-            ids = [i for i in done_instructions_of_pair(store, options.run_id, pair.id) if i not in evaluated_now]
+            result.failed += [f"build: {f.stage}: {f.unit}: {f.error}" for s in built.stages
+                              for f in s.failures]
+            ids = [i for i in done_instructions_of_pair(store, options.run_id, pair.id)
+                   if i not in evaluated_now]
             evaluated_now.update(ids)
             # One model under test after the other: the instructions can be audited on the first
             # model's response while the second writes (the first auditable sooner by a whole model).
@@ -211,13 +217,16 @@ async def _check_judges(store: Store, config: Config, client: LLMClient, result:
     t0 = time.monotonic()
     judges = list(config.roles.judges)
     items = sum(len(t.entries) for t in selected_texts(quick=True))
-    progress(ProgressEvent("demo", 0, 0, f"judge check: {', '.join(judges)} on the quick built-in set ({items} "
+    progress(ProgressEvent("demo", 0, 0,
+                           f"judge check: {', '.join(judges)} on the quick built-in set ({items} "
                            "constructed items)", kind="log"))
     # The mode the demo's evaluation judged in: [evaluate] judging when the config sets one.
-    ran = await run_judge_check(store, client, judges, quick=True, mode=config.setting("evaluate", "judging", None))
+    ran = await run_judge_check(store, client, judges, quick=True,
+                                mode=config.setting("evaluate", "judging", None))
     _add_seconds(result, "judge check", t0)
     for judge, cal in ran.calibrations.items():
-        progress(ProgressEvent("demo", 0, 0, f"judge check: {judge} calibrated, Yes when P(Yes) >= {cal.threshold:.2f}"
+        progress(ProgressEvent("demo", 0, 0,
+                               f"judge check: {judge} calibrated, Yes when P(Yes) >= {cal.threshold:.2f}"
                                f" ({ran.rethresholded.get(judge, 0)} verdicts read again)", kind="log"))
 
 
@@ -236,7 +245,8 @@ def _announce(store: Store, ids: list[int], result: DemoSummary, started: float,
 
 
 async def _evaluate(store: Store, config: Config, client: LLMClient, options: DemoOptions, ids: list[int],
-                    models: list[str], *, progress: ProgressHook, stop: StopFlag | None) -> tuple[Any, str | None]:
+                    models: list[str], *, progress: ProgressHook, stop: StopFlag
+                    | None) -> tuple[Any, str | None]:
     """The evaluation of these instructions in the demo's evaluate run; with the message naming
     the groups judged under the coverage minimum, if any."""
     run_id = create_run(store, "evaluate", config, name="demo evaluate", run_id=options.evaluate_run,
@@ -244,7 +254,8 @@ async def _evaluate(store: Store, config: Config, client: LLMClient, options: De
     client.run_id = run_id  # the units add their usage to the client's run as they finish
     with recording(store, run_id) as end:
         result = await run_evaluate(
-            store, config, client, EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids,
+            store, config, client,
+            EvaluateOptions(build_run=options.run_id, ratios=[options.ratio], instruction_ids=ids,
                                                    models=models, response_words=options.response_words,
                                                    embedder=options.embedder),
             progress=progress, stop=stop,

@@ -1,7 +1,7 @@
 """The echo stage: per response and summary, each active constraint's echo, the highest cosine between
 the constraint and a sentence of the text (pipeline.analysis.echo: the research code's copy-paste
-score, all-mpnet-base-v2 by default, any configured embedder), stored in ``constraint_echo`` with the sentence's span
-(pipeline.store.echo).
+score, all-mpnet-base-v2 by default, any configured embedder), stored in ``constraint_echo`` with the
+sentence's span (pipeline.store.echo).
 
 Run at the end of `evaluate` (and by `unspecific evidence`). Vectors are cached by text hash in the
 store, so a constraint or a sentence is embedded once; each text's echoes are committed together,
@@ -24,7 +24,8 @@ STAGE = "echo"
 
 
 def compute_echo(store: Store, embedder: Embedder, *, instruction_ids: Sequence[int] | None = None,
-                 run_id: str | None = None, progress: ProgressHook = no_progress, stop: StopFlag | None = None) -> int:
+                 run_id: str | None = None, progress: ProgressHook = no_progress, stop: StopFlag
+                 | None = None) -> int:
     """Fill the echoes responses and summaries lack by this embedder (of these instructions or this
     run when given); return how many (text, constraint) pairs were stored."""
     total = count_missing_echo(store, embedder.name, instruction_ids=instruction_ids, run_id=run_id)

@@ -96,7 +96,8 @@ class Estimate:
     @property
     def wall_s(self) -> float | None:
         times = [e.wall_s for e in self.endpoints.values() if e.calls]
-        return None if not times or any(t is None for t in times) else float(sum(times))  # type: ignore[arg-type]
+        return None if not times or any(t is None
+                                        for t in times) else float(sum(times))  # type: ignore[arg-type]
 
     @property
     def method(self) -> str:
@@ -183,7 +184,8 @@ def local_tokenizer() -> Callable[[Messages], int] | None:
         import llama_cpp
         from llama_cpp import _internals, llama_chat_format
 
-        render = getattr(llama_chat_format, f"format_{(local_model.CHAT_FORMAT or '').replace('-', '')}", None)
+        render = getattr(llama_chat_format,
+                         f"format_{(local_model.CHAT_FORMAT or '').replace('-', '')}", None)
         if render is None:
             return None
         params = llama_cpp.llama_model_default_params()
@@ -204,7 +206,8 @@ class Pricer:
     """The client's pricing mode: prices each call nobody answered and answers it with a
     placeholder (never cached). Built on the real store, whose ``llm_calls`` give the history."""
 
-    def __init__(self, config: Config, store: Store, command: str, tokens: TokenCounter | None = None) -> None:
+    def __init__(self, config: Config, store: Store, command: str, tokens: TokenCounter
+                 | None = None) -> None:
         self.config = config
         self.estimate = Estimate(command)
         self.unparsed = 0
@@ -272,7 +275,8 @@ def stand_in(messages: Messages, model: str, params: dict[str, Any], key: str) -
     """The placeholder reply to a call (seeded by its cache key), or None when its prompt has none."""
     from pipeline.stages.judging import QUOTE_CAP
 
-    request = {"messages": messages, "model": model, **{k: v for k, v in params.items() if k != "response_format"}}
+    request = {"messages": messages, "model": model,
+               **{k: v for k, v in params.items() if k != "response_format"}}
     try:
         return placeholder_reply(request, quote_cap=QUOTE_CAP, seed=key)
     except Exception:  # noqa: BLE001 - a prompt the placeholders cannot read has none
@@ -335,7 +339,8 @@ async def dry_run(store: Store, config: Config, command: str,
     return pricer.estimate
 
 
-async def estimate_build(store: Store, config: Config, options: Any, *, max_units: int | None = None) -> Estimate:
+async def estimate_build(store: Store, config: Config, options: Any, *, max_units: int
+                         | None = None) -> Estimate:
     from pipeline.llm.client import LLMClient
     from pipeline.stages.build import run_build
 
@@ -345,7 +350,8 @@ async def estimate_build(store: Store, config: Config, options: Any, *, max_unit
     return await dry_run(store, config, "build", work)
 
 
-async def estimate_evaluate(store: Store, config: Config, options: Any, *, max_units: int | None = None) -> Estimate:
+async def estimate_evaluate(store: Store, config: Config, options: Any, *, max_units: int
+                            | None = None) -> Estimate:
     from pipeline.stages.evaluate import evaluate
 
     async def work(copy: Store, pricer: Pricer) -> None:
@@ -360,7 +366,8 @@ async def estimate_naturalness(store: Store, config: Config, options: Any, *,
     from pipeline.stages.naturalness import run_naturalness
 
     async def work(copy: Store, pricer: Pricer) -> None:
-        await run_naturalness(copy, config, LLMClient(config, copy, pricing=pricer), options, max_units=max_units)
+        await run_naturalness(copy, config, LLMClient(config, copy, pricing=pricer), options,
+                              max_units=max_units)
 
     return await dry_run(store, config, "naturalness", work)
 
@@ -371,7 +378,8 @@ def spent_beside(estimate: dict[str, Any] | None, usage: Any) -> str | None:
         return None
     get = (lambda k: usage[k]) if isinstance(usage, dict) else (lambda k: getattr(usage, k))
     return (f"estimate before the run: {estimate['calls']:,} call(s), {estimate['prompt_tokens']:,} + "
-            f"{estimate['completion_tokens']:,} tokens, ${estimate['cost']:.4f} online; spent: {get('calls'):,} call(s), "
+            f"{estimate['completion_tokens']:,} tokens, ${estimate['cost']:.4f} online; spent: "
+            f"{get('calls'):,} call(s), "
             f"{get('prompt_tokens'):,} + {get('completion_tokens'):,} tokens, ${get('cost'):.4f}")
 
 
@@ -388,7 +396,8 @@ def estimate_key(command: str, options: Any) -> str:
         fields = dataclasses.asdict(options)
     else:
         fields = dict(options)
-    return command + ":" + json.dumps({k: v for k, v in fields.items() if v is not None}, sort_keys=True, default=str)
+    return command + ":" + json.dumps({k: v for k, v in fields.items() if v is not None},
+                                      sort_keys=True, default=str)
 
 
 def _estimates_file(store: Store) -> Path:

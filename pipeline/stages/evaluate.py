@@ -136,7 +136,8 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     imported = tuple(options.imported_models or ())
     # Imported responses are evaluated by default, beside the models under test: they were
     # brought in to be summarised and judged like the project's own.
-    models = options.models or (None if rejudge else list(dict.fromkeys([*config.roles.models_under_test, *imported])))
+    models = options.models or (None if rejudge
+                                else list(dict.fromkeys([*config.roles.models_under_test, *imported])))
     judges = options.judges or list(config.roles.judges)
     for name in [*(m for m in models or [] if m not in imported), *judges, config.roles.summarizer]:
         config.endpoint(name)  # ConfigError naming the unknown endpoint
@@ -146,11 +147,13 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
         raise StageError(f"{where} mode / --mode: one of {', '.join(RESPONSE_MODES)}, got {mode!r}")
     raw_ratios = config.setting(section, "ratios", list(DEFAULT_RATIOS))
     if not isinstance(raw_ratios, list):
-        raise StageError(f"{where} ratios: a list of numbers between 0 and 1 (e.g. [0.5, 0.25]), got {raw_ratios!r}")
+        raise StageError(f"{where} ratios: a list of numbers between 0 and 1 (e.g. [0.5, "
+                         f"0.25]), got {raw_ratios!r}")
     ratios = options.ratios or (None if rejudge else list(raw_ratios))
     for r in ratios or []:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
-            raise StageError(f"{where} ratios / --ratios: each summary ratio must be a number between 0 and 1, got {r!r}")
+            raise StageError(f"{where} ratios / --ratios: each summary ratio must be a number "
+                             f"between 0 and 1, got {r!r}")
     judging = options.judging or config.setting(section, "judging", None)
     if judging is not None and judging not in JUDGING_MODES:
         raise StageError(f"{where} judging / --judging: one of {', '.join(JUDGING_MODES)}, got {judging!r}")
@@ -160,12 +163,14 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     if words < 20:
         raise StageError(f"{where} response_words / --words: at least 20, got {words}")
     slack = config.setting(section, "summary_slack", SUMMARY_SLACK)
-    if slack is False or (slack is not None and (isinstance(slack, bool) or not isinstance(slack, (int, float)) or slack < 0)):
+    if slack is False or (slack is not None
+                          and (isinstance(slack, bool) or not isinstance(slack, (int, float)) or slack < 0)):
         if slack is not False:
             raise StageError(f"{where} summary_slack: a number >= 0 (or false), got {slack!r}")
         slack = None
     min_coverage = config.setting(section, "min_coverage", MIN_COVERAGE)
-    if isinstance(min_coverage, bool) or not isinstance(min_coverage, (int, float)) or not 0 <= min_coverage <= 1:
+    if isinstance(min_coverage, bool) or not isinstance(min_coverage,
+                                                        (int, float)) or not 0 <= min_coverage <= 1:
         raise StageError(f"{where} min_coverage: a share between 0 and 1 (e.g. 0.95), got {min_coverage!r}")
     names = {m for m in models or config.roles.models_under_test if m not in imported} | set(judges) \
         | {config.roles.summarizer}
@@ -201,7 +206,8 @@ class EvaluateSummary:
     usage: dict[str, Any] = field(default_factory=dict)
     halted: bool = False  # later steps were not run (stop flag or unit budget)
     min_coverage: float = MIN_COVERAGE  # the plan's, for whoever prints the result
-    batches: list[Any] = field(default_factory=list)  # batch mode: pipeline.llm.batch.Submitted, sent at the end
+    # batch mode: pipeline.llm.batch.Submitted, sent at the end
+    batches: list[Any] = field(default_factory=list)
 
     @property
     def deferred(self) -> int:
@@ -245,7 +251,8 @@ class JudgeStopped(UnusableEndpointError):
 
 def select_instructions(store: Store, plan: Plan) -> list[int]:
     """Finished instructions matching the filters, in id order."""
-    return finished_instruction_ids(store, run_id=plan.build_run, conditions=plan.conditions, domain=plan.domain,
+    return finished_instruction_ids(store, run_id=plan.build_run, conditions=plan.conditions,
+                                    domain=plan.domain,
                                     ids=plan.instruction_ids)
 
 
@@ -266,16 +273,19 @@ def check_selection(store: Store, plan: Plan) -> None:
         return
     for name, column, value in checks:
         if not any_instruction_with(store, column, value):
-            raise StageError(f"{name} matches no instruction in {store.path}{_present(store, name)}; nothing was run")
+            raise StageError(f"{name} matches no instruction in "
+                             f"{store.path}{_present(store, name)}; nothing was run")
     if not select_instructions(store, plan):
         given = ", ".join(name for name, _, _ in checks)
-        raise StageError(f"no finished instruction matches all of {given} together in {store.path} (each matches "
+        raise StageError(f"no finished instruction matches all of {given} together in "
+                         f"{store.path} (each matches "
                          "something alone; unfinished instructions are not evaluated); nothing was run")
 
 
 def _present(store: Store, name: str) -> str:
     """What the filter could have named: ' (build runs: a, b)'."""
-    column = {"--run": "run_id", "--domain": "domain", "--conditions": "condition"}.get(name.split()[0].rstrip(":"))
+    column = {"--run": "run_id", "--domain": "domain",
+              "--conditions": "condition"}.get(name.split()[0].rstrip(":"))
     if column is None:
         return ""
     values = instruction_values(store, column, limit=12)
@@ -291,7 +301,8 @@ def _stored_summaries(store: Store, plan: Plan, response_ids: Sequence[int]) -> 
     rows = summaries_of(store, response_ids)
     if plan.ratios is None:
         return rows
-    return [r for r in rows if any(same_ratio(r.ratio, x) for x in plan.ratios) and r.model == plan.summarizer]
+    return [r for r in rows if any(same_ratio(r.ratio, x) for x in plan.ratios)
+            and r.model == plan.summarizer]
 
 
 # -- the three steps --------------------------------------------------------------------------
@@ -323,8 +334,10 @@ async def run_respond(store: Store, config: Config, client: LLMClient, options: 
                 return f"instruction {iid}: {model} responded ({mode}), generation {gid}"
 
             units.append(Unit(f"instruction {iid}, model {model} ({mode})", work))
-    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
-                           stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
+    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel,
+                           progress=progress,
+                           stop=stop, budget=budget or Budget(max_units),
+                           usage=RunUsage(store, client.run_id, client.usage))
 
 
 async def run_summarize(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
@@ -346,14 +359,18 @@ async def run_summarize(store: Store, config: Config, client: LLMClient, options
                 continue
 
             async def work(resp: StoredResponse = resp, ratio: float = ratio) -> str:
-                gid, _ = await summarize(store, client, resp.id, ratio, plan.summarizer, slack=plan.summary_slack)
+                gid, _ = await summarize(store, client, resp.id, ratio, plan.summarizer,
+                                         slack=plan.summary_slack)
                 achieved = achieved_ratio(store, gid)
                 return (f"instruction {resp.instruction_id}: {resp.model}'s response summarised at {ratio:g}"
                         f" (achieved {achieved:.2f})")
 
-            units.append(Unit(f"response {resp.id} (instruction {resp.instruction_id}), ratio {ratio:g}", work))
-    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
-                           stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))
+            units.append(Unit(f"response {resp.id} (instruction {resp.instruction_id}), ratio {ratio:g}",
+                              work))
+    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel,
+                           progress=progress,
+                           stop=stop, budget=budget or Budget(max_units),
+                           usage=RunUsage(store, client.run_id, client.usage))
 
 
 async def run_judge(store: Store, config: Config, client: LLMClient, options: EvaluateOptions, *,
@@ -391,7 +408,8 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
 
             async def work(gid: int = gid, judge: str = judge, what: str = what,
                            constraints: list[tuple[int, str]] = constraints) -> str:
-                result = await judge_generation(store, client, judge, gid, constraints, mode=plan.mode_of(judge))
+                result = await judge_generation(store, client, judge, gid, constraints,
+                                                mode=plan.mode_of(judge))
                 refresh_scores(store)  # the report's totals stay current as verdicts arrive
                 _check_usable(gate, judge, result)
                 yes = yes_count(store, gid, judge, plan.mode_of(judge))
@@ -404,7 +422,8 @@ async def run_judge(store: Store, config: Config, client: LLMClient, options: Ev
             await client.check_logprobs(name)  # an endpoint without them is said now, not mid-run
     try:
         await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=plan.parallel, progress=progress,
-                        stop=stop, budget=budget or Budget(max_units), usage=RunUsage(store, client.run_id, client.usage),
+                        stop=stop, budget=budget or Budget(max_units),
+                        usage=RunUsage(store, client.run_id, client.usage),
                         gate=gate)
     except JudgeStopped as exc:
         exc.judge_summary = summary  # the other judges finished: what they did goes with the error
@@ -426,7 +445,8 @@ def _check_usable(gate: StrikeGate, judge: str, result: JudgeSummary) -> None:
     raw = (result.unusable_reply or "").strip()
     shown = raw if len(raw) <= 400 else raw[:400] + f"... ({len(raw)} characters)"
     raise JudgeStopped(
-        f"judge '{judge}': no usable verdict on {gate.strikes_in_a_row(judge)} texts in a row (each asked again "
+        f"judge '{judge}': no usable verdict on {gate.strikes_in_a_row(judge)} texts in a "
+        "row (each asked again "
         f"with a repair round), so that judge stopped and any other judge went on; its verdicts there are "
         f"stored as missing, not No. Check that endpoint's model and output format. One raw reply: {shown!r}")
 
@@ -481,7 +501,8 @@ async def run_evaluate(store: Store, config: Config, client: LLMClient, options:
     return result
 
 
-async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, progress: ProgressHook = no_progress,
+async def evaluate(store: Store, config: Config, options: EvaluateOptions, *,
+                   progress: ProgressHook = no_progress,
                    stop: StopFlag | None = None, max_units: int | None = None,
                    on_event: Callable[[str, str], None] | None = None, name: str = "",
                    batch: bool = False, pricing: Any = None) -> EvaluateSummary:
@@ -523,7 +544,8 @@ async def evaluate(store: Store, config: Config, options: EvaluateOptions, *, pr
         if result.failures:
             lines = [f"{f.stage}: {f.unit}: {f.error}" for f in result.failures[:50]]
             more = len(result.failures) - len(lines)
-            errors.append(f"{len(result.failures)} unit(s) failed (run again to retry them):\n" + "\n".join(lines)
+            errors.append(f"{len(result.failures)} unit(s) failed (run again to retry them):\n"
+                          + "\n".join(lines)
                           + (f"\n... and {more} more" if more > 0 else ""))
         low = result.low_coverage(plan.min_coverage)
         if low:
@@ -553,9 +575,12 @@ def coverage_message(low: Sequence[tuple[GroupKey, Coverage]], threshold: float)
     """The groups judged under the minimum coverage, one line each."""
     from pipeline.analysis.coverage import describe
 
-    lines = [f"  {describe(key)}: {c.judged} of {c.expected} verdicts given ({100 * c.rate:.1f}%)" for key, c in low]
-    return (f"judging coverage under {100 * threshold:g}% in {len(low)} group(s) (their missing verdicts are left "
-            "out of every rate; run again to ask the judges again, or fix the judge endpoint):\n" + "\n".join(lines))
+    lines = [f"  {describe(key)}: {c.judged} of {c.expected} verdicts given ({100 * c.rate:.1f}%)"
+             for key, c in low]
+    return (f"judging coverage under {100 * threshold:g}% in {len(low)} group(s) (their "
+            "missing verdicts are left "
+            "out of every rate; run again to ask the judges again, or fix the judge endpoint):\n"
+            + "\n".join(lines))
 
 
 def _public_options(options: EvaluateOptions) -> dict[str, Any]:

@@ -92,7 +92,8 @@ class _Nearest:
     error: str = ""
 
     def offer(self, body: str, error: str) -> None:
-        if self.body is None or abs(count_words(body) - self.target) < abs(count_words(self.body) - self.target):
+        if self.body is None or abs(count_words(body)
+                                    - self.target) < abs(count_words(self.body) - self.target):
             self.body, self.error = body, error
 
 
@@ -154,7 +155,8 @@ def base_article(store: Store, instruction: InstructionText) -> tuple[int, str]:
     if gid is None:
         gid = shared_base_article(store, instruction.id)
     if gid is None:
-        raise StageError(f"instruction {instruction.id}: no base article to edit (edit mode revises the build's "
+        raise StageError(f"instruction {instruction.id}: no base article to edit (edit mode "
+                         "revises the build's "
                          "constraint-blind base article, written for the eval condition of each pair)")
     return gid, generation_text(store, gid)
 
@@ -172,7 +174,8 @@ def _insert_generation(store: Store, generation: NewGeneration) -> int:
     return gid
 
 
-def response_messages(store: Store, instruction: InstructionText, mode: str, words: int) -> tuple[object, list[dict[str, str]]]:
+def response_messages(store: Store, instruction: InstructionText, mode: str,
+                      words: int) -> tuple[object, list[dict[str, str]]]:
     """The template and messages for a response; edit mode carries the base article."""
     if mode not in MODES:
         raise StageError(f"response mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -181,7 +184,8 @@ def response_messages(store: Store, instruction: InstructionText, mode: str, wor
     constraints = numbered([t for _, t in instruction.constraints])
     if mode == "direct":
         template = load_template("respond_direct")
-        return template, template.render(main_task=defuse(instruction.main_task), constraints=constraints, words=words)
+        return template, template.render(main_task=defuse(instruction.main_task),
+                                         constraints=constraints, words=words)
     template = load_template("respond_edit")
     _, base = base_article(store, instruction)
     return template, template.render(
@@ -231,7 +235,8 @@ async def respond(
         text, completion = await client.chat_repaired(
             model, messages, template=template, schema=None,  # type: ignore[arg-type]
             params=Params(temperature=temperature, max_tokens=budget), accept=contract,
-            what="response", repair=lambda error: f"That reply cannot be used: {error}. Write the text asked for "
+            what="response",
+            repair=lambda error: f"That reply cannot be used: {error}. Write the text asked for "
                                                    "now, and nothing else.",
         )
     except ParseError as exc:
@@ -242,7 +247,8 @@ async def respond(
     if completion.completion_tokens >= budget:
         body = cut_at_last_sentence(body)
     gid = _insert_generation(store, NewGeneration(
-        kind="response", instruction_id=instruction_id, model=model, mode=mode, text_hash=store.put_text(body),
+        kind="response", instruction_id=instruction_id, model=model, mode=mode,
+        text_hash=store.put_text(body),
         words=count_words(body), call_id=completion.call_id, refusal=int(is_refusal(body)),
     ))
     return gid, True
@@ -340,7 +346,8 @@ async def _summary_of(client: LLMClient, summarizer: str, text: str, ratio: floa
         junk, contract.junk = contract.junk, None
         summary, completion = await ask(messages + [
             {"role": "assistant", "content": junk},
-            {"role": "user", "content": f"That reply cannot be used: {contract.junk_error}. Write the summary "
+            {"role": "user",
+             "content": f"That reply cannot be used: {contract.junk_error}. Write the summary "
                                         "asked for now, and nothing else."}])
     return str(summary), completion
 
@@ -383,7 +390,8 @@ async def summarize(
             # asked to summarise, 2 more asked to shorten; the sixth came back too short both ways.
             body, completion = await _summary_of(client, summarizer, text, ratio, slack, refusal_fails,
                                                  prompt="summarize_shorten", nearest=nearest)
-            return _store_summary(store, parent, response_id, ratio, summarizer, body, words, completion.call_id)
+            return _store_summary(store, parent, response_id, ratio, summarizer, body, words,
+                                  completion.call_id)
         except ParseError as exc:
             shorten_error = exc
         parts = sections(without_repeats(text))
@@ -439,12 +447,14 @@ async def _sections_together(client: LLMClient, ep: Endpoint, parts: list[str], 
     prompts, contracts = [], []
     for part in parts:
         target = target_words(count_words(part), ratio)
-        prompts.append(chatml(template.render(text=defuse(part), words=count_words(part), target_words=target)))
+        prompts.append(chatml(template.render(text=defuse(part), words=count_words(part),
+                                              target_words=target)))
         contracts.append(_SummaryContract(target, None, refusal_fails=refusal_fails, source=part))
 
     def accept(text: str) -> list[str | None]:
         replies = json.loads(text)
-        return [_accepted_or_none(contract, reply) for contract, reply in zip(contracts, replies, strict=True)]
+        return [_accepted_or_none(contract, reply)
+                for contract, reply in zip(contracts, replies, strict=True)]
 
     budget = max(_token_budget(c.target) for c in contracts)
     try:
@@ -486,7 +496,8 @@ def _nearest_kept(client: LLMClient, nearest: _Nearest, slack: float | None) -> 
     return nearest.body
 
 
-def _store_summary(store: Store, parent: StoredResponse, response_id: int, ratio: float, summarizer: str, body: str,
+def _store_summary(store: Store, parent: StoredResponse, response_id: int, ratio: float,
+                   summarizer: str, body: str,
                    words: int, call_id: int | None) -> tuple[int, bool]:
     n = count_words(body)
     gid = _insert_generation(store, NewGeneration(

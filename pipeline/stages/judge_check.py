@@ -46,7 +46,9 @@ class CheckRun:
     missing: dict[str, int] = field(default_factory=dict)  # judge -> items without a verdict
     modes: dict[str, str] = field(default_factory=dict)  # judge -> the judging mode it was checked in
     calibrations: dict[str, Calibration] = field(default_factory=dict)  # yes_no judge -> its new calibration
-    rethresholded: dict[str, int] = field(default_factory=dict)  # judge -> benchmark verdicts the threshold changed
+    rethresholded: dict[str,
+                        # judge -> benchmark verdicts the threshold changed
+                        int] = field(default_factory=dict)
 
 
 def text_of(item_key: str) -> str:
@@ -54,7 +56,8 @@ def text_of(item_key: str) -> str:
     return item_key.rsplit(".", 1)[0]
 
 
-async def _judge_one_text(client: LLMClient, judge: str, text: CheckText, mode: str, threshold: float) -> list[CheckItem]:
+async def _judge_one_text(client: LLMClient, judge: str, text: CheckText, mode: str,
+                          threshold: float) -> list[CheckItem]:
     judgements = await judge_text(client, judge, text.text, [e.constraint for e in text.entries], mode=mode,
                                   threshold=threshold)
     return [CheckItem(text.domain, e.key, int(e.truth), None if j.verdict is None else int(j.verdict),
@@ -132,7 +135,8 @@ def calibrate(store: Store, judge: str, mode: str, source: str) -> Calibration |
 def _drop_stale(store: Store, judge: str, source: str, items: list[CheckItem]) -> None:
     """After a full check, the judge's stored items of that source are exactly ``items``."""
     keys = {i.item_key for i in items}
-    stored = {i.item_key for c in all_checks(store) if (c.judge, c.source) == (judge, source) for i in c.items}
+    stored = {i.item_key for c in all_checks(store) if (c.judge, c.source) == (judge, source)
+              for i in c.items}
     if stored != keys:
         clear_checks(store, judge, source)
         put_check_items(store, judge, source, items)

@@ -190,9 +190,12 @@ def parse_batched_reply(text: str, n: int, *, quote_cap: int | None = None) -> d
 def _judgement(index: int, item: dict[str, Any] | None, text: str, call_id: int | None,
                raw_reply: str | None = None) -> Judgement:
     if item is None:
-        return Judgement(index, None, "", UNANSWERED, None, None, None, call_id, answered=False, raw_reply=raw_reply)
-    match = find_quote(item["quote"], text) if item["verdict"] and item["quote"] else QuoteMatch(None, None, None)
-    return Judgement(index, item["verdict"], item["quote"], item["reason"], match.found, match.score, match.span, call_id)
+        return Judgement(index, None, "", UNANSWERED, None, None, None, call_id, answered=False,
+                         raw_reply=raw_reply)
+    match = find_quote(item["quote"],
+                       text) if item["verdict"] and item["quote"] else QuoteMatch(None, None, None)
+    return Judgement(index, item["verdict"], item["quote"], item["reason"], match.found, match.score,
+                     match.span, call_id)
 
 
 async def judge_text(
@@ -215,9 +218,11 @@ async def judge_text(
         listed = await _judge_yes_no_listed(client, judge, text, list(constraints), threshold)
         if listed is not None:
             return listed
-        return await _gather_all([_judge_yes_no(client, judge, text, c, i, threshold) for i, c in enumerate(constraints)])
+        return await _gather_all([_judge_yes_no(client, judge, text, c, i, threshold)
+                                  for i, c in enumerate(constraints)])
     if mode == "per_constraint":
-        return await _gather_all([_judge_one(client, judge, text, c, i, max_tokens) for i, c in enumerate(constraints)])
+        return await _gather_all([_judge_one(client, judge, text, c, i, max_tokens)
+                                  for i, c in enumerate(constraints)])
     return await _judge_batched(client, judge, text, list(constraints), max_tokens)
 
 
@@ -234,7 +239,8 @@ async def _judge_one(client: LLMClient, judge: str, text: str, constraint: str, 
     try:
         item, completion = await client.chat_repaired(
             endpoint, messages, accept=recorder, schema=SINGLE_SCHEMA, template=template,
-            params=Params(max_tokens=max_tokens or 400), response_format=structured_format(endpoint, SINGLE_SCHEMA),
+            params=Params(max_tokens=max_tokens or 400),
+            response_format=structured_format(endpoint, SINGLE_SCHEMA),
         )
     except ParseError:
         return _judgement(index, None, text, None, recorder.last)  # unusable after repair: missing
@@ -303,10 +309,12 @@ async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: st
     recorder = _Recorder(_accept_word)
     try:
         verdict, completion = await client.chat_repaired(endpoint, messages, accept=recorder, schema=None,
-                                                         template=template, params=Params(max_tokens=4), what="verdict")
+                                                         template=template,
+                                                         params=Params(max_tokens=4), what="verdict")
     except ParseError:
         return _judgement(index, None, text, None, recorder.last)
-    return _probability_judgement(index, float(verdict), threshold, text, constraint, completion.call_id, read_word=True)
+    return _probability_judgement(index, float(verdict), threshold, text, constraint,
+                                  completion.call_id, read_word=True)
 
 
 async def _judge_yes_no_listed(client: LLMClient, judge: str, text: str, constraints: list[str],
@@ -361,7 +369,8 @@ def _probability_judgement(index: int, p_yes: float, threshold: float, text: str
     verdict = p_yes >= threshold
     support = locate_support(text, constraint)
     reason = "wrote the word (no probabilities)" if read_word else f"P(Yes) {p_yes:.2f}"
-    return Judgement(index, verdict, support.sentence if support else "", reason, LOCATED if support else None,
+    return Judgement(index, verdict, support.sentence if support else "", reason, LOCATED
+                     if support else None,
                      support.score if support else None, support.span if support else None, call_id,
                      p_yes=None if read_word else round(p_yes, 4))
 
@@ -413,7 +422,8 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
         recorder = _Recorder(lambda t, n=len(subset), cap=cap: parse_batched_reply(t, n, quote_cap=cap))
         params = Params(max_tokens=budget, grammar=lines_grammar(len(subset)) if grammar else None)
         try:
-            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, schema, recorder, params)
+            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, schema,
+                                                   recorder, params)
         except ParseError:
             raw_reply = recorder.last
             break  # unusable twice (with the client's repair round): the rest are missing
@@ -479,7 +489,8 @@ def judge_generation_pending(store: Store, generation_id: int, constraint_ids: S
                              mode: str) -> list[int]:
     """Constraint ids not yet judged on this generation by this judge endpoint, mode and the prompt it
     asks with (a missing verdict counts as not judged)."""
-    done = judged_constraint_ids(store, generation_id, endpoint.name, mode, endpoint_prompt_hash(endpoint, mode))
+    done = judged_constraint_ids(store, generation_id, endpoint.name, mode,
+                                 endpoint_prompt_hash(endpoint, mode))
     return [c for c in constraint_ids if c not in done]
 
 
@@ -498,7 +509,8 @@ async def judge_generation(
     summary = JudgeSummary()
     endpoint = client.config.endpoint(judge)
     mode = mode or endpoint.judging
-    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints], endpoint, mode))
+    todo_ids = set(judge_generation_pending(store, generation_id, [c for c, _ in constraints],
+                                            endpoint, mode))
     todo = [(cid, text) for cid, text in constraints if cid in todo_ids]
     summary.skipped = len(constraints) - len(todo)
     if not todo:
@@ -513,7 +525,8 @@ async def judge_generation(
     rows = []
     for (cid, _), j in zip(todo, judgements, strict=True):
         verdict = None if j.verdict is None else int(j.verdict)  # NULL: missing, never a No
-        rows.append(NewVerdict(generation_id, cid, judge, mode, ph, verdict, j.quote or None, j.reason or None,
+        rows.append(NewVerdict(generation_id, cid, judge, mode, ph, verdict, j.quote or None,
+                               j.reason or None,
                                j.quote_found, j.quote_score, j.call_id, stamp, j.p_yes))
         summary.judged += 1
         summary.unanswered += 0 if j.answered else 1

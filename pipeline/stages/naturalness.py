@@ -36,7 +36,12 @@ from pipeline.store.articles import ArticleDomain, article_domain, articles_with
 from pipeline.store.constraints import active_constraints, insert_constraints
 from pipeline.store.database import Store, now
 from pipeline.store.imports import rollback
-from pipeline.store.instructions import comparable_sets, find_instruction, get_instruction, insert_reference_set
+from pipeline.store.instructions import (
+    comparable_sets,
+    find_instruction,
+    get_instruction,
+    insert_reference_set,
+)
 from pipeline.store.naturalness import Preference, judged_orders, put_preference
 
 HUMAN = "human"
@@ -75,7 +80,9 @@ def import_human_sets(store: Store, path: str | Path) -> tuple[int, int]:
         for _lineno, where, item in jsonl_records(path, "article_id, main_task, constraints"):
             article = _article_of(store, item, where)
             constraints = item.get("constraints")
-            if not isinstance(constraints, list) or not constraints or not all(isinstance(c, str) and c.strip() for c in constraints):
+            if not isinstance(constraints,
+                              list) or not constraints or not all(isinstance(c, str) and c.strip()
+                                                                  for c in constraints):
                 raise CorpusError(f"{where}: field 'constraints' must be a non-empty list of strings")
             main_task = item.get("main_task", "")
             if not isinstance(main_task, str):
@@ -105,7 +112,8 @@ def _article_of(store: Store, item: dict[str, Any], where: str) -> ArticleDomain
     elif "source_id" in item:
         rows = articles_with_source_id(store, str(item["source_id"]), item.get("corpus"))
         if len(rows) > 1:
-            raise CorpusError(f"{where}: source_id {item['source_id']!r} is in several corpora; add a 'corpus' field")
+            raise CorpusError(f"{where}: source_id {item['source_id']!r} is in several corpora; "
+                              "add a 'corpus' field")
         row = rows[0] if rows else None
         what = f"source_id {item['source_id']!r}"
     else:
@@ -119,14 +127,16 @@ def _article_of(store: Store, item: dict[str, Any], where: str) -> ArticleDomain
 
 
 def condition_rank(condition: str) -> tuple[int, str]:
-    return (CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER), condition)
+    return (CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER
+            else len(CONDITION_ORDER), condition)
 
 
 def comparison_pairs(store: Store, options: NaturalnessOptions) -> list[tuple[int, int]]:
     """(instruction a, instruction b) pairs to compare: per reference article, one set per
     condition (the newest), every two conditions. ``a`` holds the condition named first."""
     by_article: dict[int, dict[str, int]] = defaultdict(dict)
-    for s in comparable_sets(store, run_id=options.build_run, domain=options.domain, imported_condition=HUMAN):
+    for s in comparable_sets(store, run_id=options.build_run, domain=options.domain,
+                             imported_condition=HUMAN):
         if options.conditions and s.condition not in options.conditions:
             continue
         by_article[s.article_a][s.condition] = s.id  # ordered by id: the newest set wins
@@ -171,7 +181,8 @@ async def compare(store: Store, client: LLMClient, judge: str, a: int, b: int, *
     template = load_template("naturalness")
     messages = template.render(task_1=defuse(task_1), constraints_1=numbered(cons_1),
                                task_2=defuse(task_2), constraints_2=numbered(cons_2))
-    reply, completion = await client.chat_json(judge, messages, schema=SCHEMA, validate=_validate, template=template,
+    reply, completion = await client.chat_json(judge, messages, schema=SCHEMA, validate=_validate,
+                                               template=template,
                                                params=Params(max_tokens=300))
     winner = {1: first, 2: second, 0: None}[reply["preferred"]]
     put_preference(store, Preference(judge, a, b, first, winner, reply["reason"], completion.call_id))
@@ -211,5 +222,6 @@ async def run_naturalness(store: Store, config: Config, client: LLMClient, optio
 
                 units.append(Unit(f"instructions {a} vs {b} ({first} first), judge {judge}", work))
     parallel = options.parallel or sum(config.endpoint(j).concurrency for j in judges)
-    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=parallel, progress=progress, stop=stop,
+    return await run_units(summary, units, policy=RECORD_AND_CONTINUE, parallel=parallel,
+                           progress=progress, stop=stop,
                            budget=Budget(max_units), usage=RunUsage(store, client.run_id, client.usage))

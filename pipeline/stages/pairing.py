@@ -65,7 +65,8 @@ class PairOptions:
     brute_force_limit: int = BRUTE_FORCE_LIMIT
 
     def params(self, model: str, search: str) -> dict[str, Any]:
-        out: dict[str, Any] = {"max_cos": self.max_cos, "model": model, "candidates": self.candidates, "search": search}
+        out: dict[str, Any] = {"max_cos": self.max_cos, "model": model, "candidates": self.candidates,
+                               "search": search}
         if self.rule == "research":
             out["min_cos"] = self.min_cos
         return out
@@ -131,7 +132,8 @@ class SearchReport:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def build_index(vectors: np.ndarray, *, connectivity: int = INDEX_CONNECTIVITY, expansion_add: int = INDEX_EXPANSION_ADD):
+def build_index(vectors: np.ndarray, *, connectivity: int = INDEX_CONNECTIVITY,
+                expansion_add: int = INDEX_EXPANSION_ADD):
     """A usearch HNSW index on inner product (rows are unit length: inner product = cosine)."""
     from usearch.index import Index
 
@@ -163,7 +165,8 @@ def search_index(index: Any, queries: np.ndarray, query_ids: np.ndarray, k: int,
 
 
 def neighbours_index(
-    vectors: np.ndarray, k: int, *, connectivity: int = INDEX_CONNECTIVITY, expansion_add: int = INDEX_EXPANSION_ADD,
+    vectors: np.ndarray, k: int, *, connectivity: int = INDEX_CONNECTIVITY,
+    expansion_add: int = INDEX_EXPANSION_ADD,
     expansion_search: int = INDEX_EXPANSION_SEARCH, max_expansion: int = INDEX_MAX_EXPANSION,
     min_recall: float = INDEX_MIN_RECALL, sample: int = INDEX_CHECK_SAMPLE, fallback: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, SearchReport]:
@@ -203,7 +206,8 @@ def neighbours_index(
     return ids, sims, report
 
 
-def nearest(vectors: np.ndarray, k: int, brute_force_limit: int = BRUTE_FORCE_LIMIT) -> tuple[np.ndarray, np.ndarray, SearchReport]:
+def nearest(vectors: np.ndarray, k: int,
+            brute_force_limit: int = BRUTE_FORCE_LIMIT) -> tuple[np.ndarray, np.ndarray, SearchReport]:
     if len(vectors) <= brute_force_limit:
         t0 = time.perf_counter()
         ids, sims = neighbours_brute(vectors, k)
@@ -314,12 +318,15 @@ def pair_domain(
     pending = count_articles(store, options.domain, "pending")
     if len(articles) < 2:
         total = count_articles(store, options.domain)
-        hint = f"; {pending} await the near-duplicate check (re-run `unspecific corpus add`)" if pending else ""
+        hint = (f"; {pending} await the near-duplicate check (re-run `unspecific corpus add`)"
+                if pending else "")
         raise CorpusError(
             f"domain '{options.domain}': {len(articles)} kept article(s) of {total} imported{hint}; "
             "pairing needs at least two (import more with `unspecific corpus add --domain "
-            f"{options.domain} ...`, or run `unspecific corpus add` on the same file with a wider --min-words/"
-            "--max-words: the stored articles are re-classified; `unspecific corpus list` shows their lengths)"
+            f"{options.domain} ...`, or run `unspecific corpus add` on the same file with "
+            "a wider --min-words/"
+            "--max-words: the stored articles are re-classified; `unspecific corpus list` "
+            "shows their lengths)"
         )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

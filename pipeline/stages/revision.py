@@ -52,7 +52,8 @@ REPLACEMENTS_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"id": {"type": "integer"}, "constraint": {"type": "string", "minLength": MIN_CHARS}},
+                "properties": {"id": {"type": "integer"},
+                               "constraint": {"type": "string", "minLength": MIN_CHARS}},
                 "required": ["id", "constraint"],
             },
         }
@@ -72,14 +73,16 @@ def parse_replacements(text: str, k: int) -> dict[int, str]:
         data = None
     if isinstance(data, dict):
         lowered = {str(key).lower(): v for key, v in data.items()}
-        data = next((lowered[key] for key in ("replacements", "constraints", "items") if isinstance(lowered.get(key), list)), None)
+        data = next((lowered[key] for key in ("replacements", "constraints", "items")
+                     if isinstance(lowered.get(key), list)), None)
     if isinstance(data, list):
         body: str | None
         for pos, item in enumerate(data, 1):
             if isinstance(item, str):
                 cid, body = pos, item
             elif isinstance(item, dict):
-                body = next((item[key] for key in ("constraint", "text", "new", "replacement") if isinstance(item.get(key), str)), None)
+                body = next((item[key] for key in ("constraint", "text", "new", "replacement")
+                             if isinstance(item.get(key), str)), None)
                 try:
                     cid = int(item.get("id", pos))
                 except (TypeError, ValueError):
@@ -140,7 +143,8 @@ async def ask_replacements(
     params = Params(max_tokens=300 + 80 * first)
     # One repair round for a reply with no usable item at all.
     got, completion = await client.chat_repaired(
-        ep, messages, accept=lambda t: parse_replacements(t, first), schema=REPLACEMENTS_SCHEMA, template=template,
+        ep, messages, accept=lambda t: parse_replacements(t, first), schema=REPLACEMENTS_SCHEMA,
+        template=template,
         params=params, response_format=fmt, what="replacements",
     )
     call_ids = [completion.call_id] if completion.call_id else []
@@ -160,7 +164,8 @@ async def ask_replacements(
         shown.update(missing)
         more_template = load_template("revise_missing")
         ask = more_template.render(
-            missing="\n".join(f"{i}. {defuse(originals[i - 1])}\n   (your reply for {i}: {notes[i]})" for i in missing),
+            missing="\n".join(f"{i}. {defuse(originals[i - 1])}\n   (your reply for {i}: {notes[i]})"
+                              for i in missing),
             k=len(missing), ids=", ".join(map(str, missing)),
         )[-1]
         try:
@@ -175,12 +180,13 @@ async def ask_replacements(
             break
         if more_completion.call_id:
             call_ids.append(more_completion.call_id)
-        chosen, why = _usable({i: t for i, t in more.items() if i in missing}, originals, keep, chosen, prompt)  # type: ignore[union-attr]
+        chosen, why = _usable({i: t for i, t in more.items() if i in missing},  # type: ignore[union-attr]
+                              originals, keep, chosen, prompt)
     if len(chosen) < k:
         absent = [i for i in range(1, k + 1) if i not in chosen]
         raise CountError(
-            f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: {len(chosen)} usable replacements of the {k} "
-            f"needed after {rounds} repair round(s); missing ids {absent[:10]}"
+            f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: {len(chosen)} usable "
+            f"replacements of the {k} needed after {rounds} repair round(s); missing ids {absent[:10]}"
         )
     return Replacements([chosen[i] for i in range(1, k + 1)], call_ids, asked)
 
@@ -222,7 +228,8 @@ def clean_article(text: str) -> str:
     if fenced:
         body = fenced.group(1).strip()
     lines = body.splitlines()
-    if lines and re.match(r"^(sure|certainly|here('s| is)|of course)\b.*:\s*$", lines[0].strip(), re.IGNORECASE):
+    if lines and re.match(r"^(sure|certainly|here('s| is)|of course)\b.*:\s*$",
+                          lines[0].strip(), re.IGNORECASE):
         body = "\n".join(lines[1:]).strip()
     return body
 
@@ -241,7 +248,8 @@ def _repeats(text: str, more: str) -> bool:
     return bool(grams) and len(grams & word_ngrams(text, 5)) / len(grams) >= REPEAT_SHARE
 
 
-async def _continued(client: LLMClient, ep: Any, template: Template, messages: list[dict[str, str]], body: str,
+async def _continued(client: LLMClient, ep: Any, template: Template,
+                     messages: list[dict[str, str]], body: str,
                      words: int, minimum: int) -> str:
     """``body`` continued by the model until it reaches ``minimum`` words (CONTINUE_ROUNDS at most);
     a continuation that is junk, a refusal or a repeat of the text ends it."""
@@ -252,9 +260,11 @@ async def _continued(client: LLMClient, ep: Any, template: Template, messages: l
         if n >= minimum:
             break
         follow = [*messages, {"role": "assistant", "content": body},
-                  {"role": "user", "content": f"Go on with the text from where it stops: about {words - n} more words "
+                  {"role": "user",
+                   "content": f"Go on with the text from where it stops: about {words - n} more words "
                                               "of the same plain prose. Write only the new part."}]
-        reply, _ = await client.chat(ep, follow, template=template, params=Params(max_tokens=int((words - n) * 2.2) + 200))
+        reply, _ = await client.chat(ep, follow, template=template,
+                                     params=Params(max_tokens=int((words - n) * 2.2) + 200))
         try:
             more = check_prose(clean_article(reply), what="continuation", refusal_fails=True)
         except ValueError:
@@ -265,7 +275,8 @@ async def _continued(client: LLMClient, ep: Any, template: Template, messages: l
     return body
 
 
-async def write_base_article(store: Store, client: LLMClient, endpoint: str, instruction_id: int, main_task: str,
+async def write_base_article(store: Store, client: LLMClient, endpoint: str,
+                             instruction_id: int, main_task: str,
                              words: int) -> int:
     """The constraint-blind article for an eval instruction, written once and stored; returns its id.
     A short article is continued (STUB_SHARE, above), a stub rewritten."""
@@ -292,14 +303,17 @@ async def write_base_article(store: Store, client: LLMClient, endpoint: str, ins
     messages = template.render(main_task=defuse(main_task), words=words)
     # One repair round for an empty or stub article.
     body, completion = await client.chat_repaired(
-        ep, messages, accept=accept, schema=None, template=template, params=Params(max_tokens=int(words * 2.2) + 200),
+        ep, messages, accept=accept, schema=None, template=template,
+        params=Params(max_tokens=int(words * 2.2) + 200),
         what="base article",
-        repair=lambda error: f"That reply cannot be used: {error}. Write the whole text now, about {words} words, "
+        repair=lambda error: f"That reply cannot be used: {error}. Write the whole text now, "
+                             f"about {words} words, "
                              "and nothing else.",
     )
     body = await _continued(client, ep, template, messages, body, words, minimum)
     if count_words(body) < minimum:
-        raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable base article: it has "
+        raise ParseError(f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: no usable "
+                         "base article: it has "
                          f"{count_words(body)} words after continuing; about {words} were asked for")
     h = store.put_text(body)
     gen_id = insert_generation(store, NewGeneration(
@@ -345,7 +359,8 @@ def apply_revision(store: Store, instruction_id: int, changes: Sequence[Change],
     replacements = [Replacement(ch.old.id, ch.old.position, ch.new_text, ch.reason, ch.verdict, ch.quote)
                     for ch in changes]
     write_revision(store, instruction_id, replacements,
-                   base_verdicts={cid: (v.verdict, v.quote) for cid, v in (verdicts or {}).items()}, created_at=now())
+                   base_verdicts={cid: (v.verdict, v.quote) for cid, v in (verdicts or {}).items()},
+                   created_at=now())
 
 
 def _articles(store: Store, instruction: Instruction) -> tuple[str, str]:
@@ -379,7 +394,8 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
         raise ValueError(f"instruction {instruction.id}: no base article yet (run the base stage first)")
     rows = active_constraints(store, instruction.id)
     judge_ep = client.config.endpoint(judge)
-    verdicts = base_verdicts(store, instruction.id, gen_id, judge, mode, judge_ep.judge_format, judge_ep.judge_prompt)
+    verdicts = base_verdicts(store, instruction.id, gen_id, judge, mode, judge_ep.judge_format,
+                             judge_ep.judge_prompt)
     easy = [r for r in rows if too_easy(verdicts.get(r.id))]
     unshown = sum(1 for r in rows if (v := verdicts.get(r.id)) is not None and v.verdict == 1) - len(easy)
     changes: list[Change] = []
@@ -402,7 +418,8 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
             "article_b": defuse(article_b), "base_article": defuse(base),
             # bullets, not numbers: the ids a reply uses are the TOO EASY ones, and a small model
             # mixes up two numbered lists
-            "constraints": "\n".join(f"- {defuse(r.text)}" for r in rows), "n": len(rows), "too_easy": easy_lines,
+            "constraints": "\n".join(f"- {defuse(r.text)}" for r in rows), "n": len(rows),
+            "too_easy": easy_lines,
             "k": first,
         }
         easy_ids = {r.id for r in easy}
@@ -430,5 +447,6 @@ async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruct
     }
     got = await ask_replacements(client, endpoint, template, fields, [r.text for r in rows],
                                  sources=[article_a, article_b], repair_rounds=repair_rounds)
-    apply_revision(store, instruction.id, [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True)])
+    apply_revision(store, instruction.id,
+                   [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True)])
     return RevisionResult(len(rows), got.asked_again)

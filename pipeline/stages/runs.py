@@ -25,7 +25,8 @@ from pipeline.store.database import Store, now, open_store
 from pipeline.store.imports import run_kind
 
 
-def create_run(store: Store, kind: str, config: Config, *, name: str = "", options: dict[str, Any] | None = None,
+def create_run(store: Store, kind: str, config: Config, *, name: str = "",
+               options: dict[str, Any] | None = None,
                run_id: str | None = None) -> str:
     """Create (or reopen, when ``run_id`` exists) a run and mark it running, recording the
     process (pid, host) that runs it."""
@@ -36,7 +37,8 @@ def create_run(store: Store, kind: str, config: Config, *, name: str = "", optio
     if runs.exists_run(store, run_id):
         runs.reopen_run(store, run_id, config=cfg, pid=pid, host=host)
     else:
-        runs.insert_run(store, run_id=run_id, kind=kind, name=name or run_id, config=cfg, started_at=now(), pid=pid,
+        runs.insert_run(store, run_id=run_id, kind=kind, name=name or run_id, config=cfg,
+                        started_at=now(), pid=pid,
                         host=host)
     store.commit()
     return run_id
@@ -57,7 +59,8 @@ def new_paused_run(store_path: str | Path, config: Config) -> str:
 def add_usage(store: Store, run_id: str, usage: Usage) -> None:
     """Add a client's usage since the last call to the run's totals."""
     runs.add_run_usage(store, run_id, calls=usage.calls, cache_hits=usage.cache_hits,
-                       prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost=usage.cost,
+                       prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                       cost=usage.cost,
                        batch_calls=usage.batch_calls, batch_cost=usage.batch_cost)
     store.commit()
 
@@ -94,7 +97,8 @@ def estimated_runs(store: Store) -> list[dict[str, Any]]:
         except ValueError:
             continue
         if isinstance(est, dict):
-            out.append({"id": run.id, "kind": run.kind, "estimate": est, "calls": run.calls, "cost": run.cost})
+            out.append({"id": run.id, "kind": run.kind, "estimate": est, "calls": run.calls,
+                        "cost": run.cost})
     return out
 
 
@@ -151,8 +155,10 @@ async def open_client(
 
     local_url = os.environ.get("UNSPECIFIC_LOCAL_URL")
     lease = None
-    needs_local = config.uses_local if endpoints is None else any(config.endpoint(n).is_local for n in endpoints)
-    needs_local = needs_local and not batch and pricing is None  # batch mode sends nothing: the local model has no batch API
+    needs_local = config.uses_local if endpoints is None else any(config.endpoint(n).is_local
+                                                                  for n in endpoints)
+    # batch mode sends nothing: the local model has no batch API
+    needs_local = needs_local and not batch and pricing is None
     if needs_local and local_url:
         _check_served(config, endpoints, local_url)
     if needs_local and not local_url:
@@ -161,7 +167,8 @@ async def open_client(
         others = served_models(config, endpoints)
         if on_event:
             also = f", with {', '.join(m.alias for m in others)}" if others else ""
-            on_event("local", f"starting the embedded llama.cpp server{also} (first start assembles the model)")
+            on_event("local",
+                     f"starting the embedded llama.cpp server{also} (first start assembles the model)")
         lease = await asyncio.to_thread(acquire_server, others=others)
         local_url = lease.base_url
     client = LLMClient(config, store, run_id=run_id, local_base_url=local_url, on_event=on_event,
@@ -189,7 +196,8 @@ def _check_served(config: Config, endpoints: list[str] | None, local_url: str) -
     missing = sorted(wanted - have) if have is not None else []
     if missing:
         raise LocalModelError(f"the local server at {local_url} (UNSPECIFIC_LOCAL_URL) does not serve "
-                              f"{', '.join(missing)} (it serves {', '.join(sorted(have or ())) or 'nothing'}); "
+                              f"{', '.join(missing)} (it serves "
+                              f"{', '.join(sorted(have or ())) or 'nothing'}); "
                               "start it with every model the run needs, or unset UNSPECIFIC_LOCAL_URL")
 
 
@@ -206,5 +214,7 @@ def check_build_run(store: Store, run_id: str, *, new: bool) -> None:
     if kind is None and not new:
         known = runs.recent_runs(store, "build", 8)
         listed = f"build runs here: {', '.join(known)}" if known else "this store has no build run yet"
-        raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new run with this name, "
-                         f"say so with --new-run {run_id}; to start one with a name of its own, leave --run out.")
+        raise StageError(f"--run {run_id}: no build run of that name ({listed}). To start a new "
+                         "run with this name, "
+                         f"say so with --new-run {run_id}; to start one with a name of its "
+                         "own, leave --run out.")

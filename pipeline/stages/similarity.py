@@ -55,7 +55,8 @@ def embedder_name(name: str | None) -> str:
 
 def check_embedder_name(name: str | None, where: str) -> None:
     """Raise a StageError naming ``where`` (the setting) unless ``name`` could be an embedder
-    (pipeline.analysis.embeddings.canonical_embedder); loads nothing, so a build can check it before any work."""
+    (pipeline.analysis.embeddings.canonical_embedder); loads nothing, so a build can check it before any
+    work."""
     from pipeline.analysis.embeddings import canonical_embedder
 
     key = embedder_name(name)
@@ -65,7 +66,8 @@ def check_embedder_name(name: str | None, where: str) -> None:
         canonical_embedder(key)
     except EmbeddingError:
         raise StageError(f"{where}: unknown embedder {key!r}: use mpnet (the default), minilm, hash, "
-                         f"lexical or none (no embedding), or a folder holding a sentence-transformers model") from None
+                         f"lexical or none (no embedding), or a folder holding a "
+                         "sentence-transformers model") from None
 
 
 def resolve_embedder(name: str | None, where: str) -> Embedder | None:
@@ -108,7 +110,8 @@ def _embedded(store: Store, embedder: Embedder, instruction_id: int, constraints
     ref_vectors = embed_stored(store, embedder, [refs.a] + ([refs.b] if refs.b else []))
     vectors = embed_texts(store, embedder, [c.text for c in constraints])
     sims = vectors @ ref_vectors.T  # unit rows: cosines, as pipeline.analysis.flags.embedding_cosines
-    return [SimilarityRow(c.id, instruction_id, embedder.name, float(row[0]), float(row[1]) if refs.b else None)
+    return [SimilarityRow(c.id, instruction_id, embedder.name, float(row[0]), float(row[1])
+                          if refs.b else None)
             for c, row in zip(constraints, sims, strict=True)]
 
 
@@ -120,7 +123,8 @@ def _lexical(store: Store, instruction_id: int, constraints: Sequence[ActiveCons
     return [SimilarityRow(s.constraint_id, instruction_id, s.method, s.to_a, s.to_b) for s in sims]
 
 
-def compute_similarities(store: Store, embedder: Embedder | None, *, instruction_ids: Sequence[int] | None = None,
+def compute_similarities(store: Store, embedder: Embedder | None, *,
+                         instruction_ids: Sequence[int] | None = None,
                          progress: ProgressHook = no_progress, stop: StopFlag | None = None) -> int:
     """Compute and store the missing similarities of these instructions' active constraints (every
     instruction with constraints when None). Returns how many constraints got a value."""
@@ -128,7 +132,8 @@ def compute_similarities(store: Store, embedder: Embedder | None, *, instruction
     ids = list(instruction_ids) if instruction_ids is not None else instructions_with_constraints(store)
     lacking = constraints_lacking(store, method, ids)
     total = sum(len(v) for v in lacking.values())
-    progress(ProgressEvent("similarity", 0, total, f"{method}: {total} constraints to compare with their references"))
+    progress(ProgressEvent("similarity", 0, total,
+                           f"{method}: {total} constraints to compare with their references"))
     done = stored = 0
     for instruction_id in sorted(lacking):
         if stop:
@@ -149,5 +154,6 @@ def compute_similarities(store: Store, embedder: Embedder | None, *, instruction
 def compute_for_run(store: Store, embedder: Embedder | None, *, run_id: str | None = None,
                     progress: ProgressHook = no_progress, stop: StopFlag | None = None) -> int:
     """Every instruction of a run (or of the store) with constraints: the CLI's way to fill in a store."""
-    return compute_similarities(store, embedder, instruction_ids=instructions_with_constraints(store, run_id=run_id),
+    return compute_similarities(store, embedder,
+                                instruction_ids=instructions_with_constraints(store, run_id=run_id),
                                 progress=progress, stop=stop)

@@ -73,7 +73,8 @@ def run_stage_blocking(
     try:
         if options is None:
             options = make_options(fn, run_id, config, stored_options(store, run_id))
-        return asyncio.run(_run(fn, store, config, run_id, options, progress, stop, max_units, needs_client, stage))
+        return asyncio.run(_run(fn, store, config, run_id, options, progress, stop, max_units,
+                                needs_client, stage))
     finally:
         store.close()
 

@@ -49,7 +49,8 @@ MAX_CHARS = 400
 
 def list_schema(n: int | None, *, with_task: bool) -> dict[str, Any]:
     # minLength: under a grammar (llama.cpp), a small model cannot answer with the "..." placeholder
-    items: dict[str, Any] = {"type": "array", "items": {"type": "string", "minLength": MIN_CHARS, "maxLength": MAX_CHARS}}
+    items: dict[str, Any] = {"type": "array",
+                             "items": {"type": "string", "minLength": MIN_CHARS, "maxLength": MAX_CHARS}}
     if n is not None:
         items |= {"minItems": n, "maxItems": n}
     if not with_task:
@@ -66,7 +67,8 @@ def list_schema(n: int | None, *, with_task: bool) -> dict[str, Any]:
 _TASK_KEYS = ("main_task", "maintask", "task", "main task", "instruction")
 _LIST_KEYS = ("constraints", "items", "list", "requirements")
 _ITEM_KEYS = ("constraint", "text", "requirement", "description")
-_TASK_LINE = re.compile(r"^\s*[#*_\s]*(?:main\s+task|task)\s*[*_]*\s*[:\-\u2013]\s*[*_]*\s*(.+)$", re.IGNORECASE)
+_TASK_LINE = re.compile(r"^\s*[#*_\s]*(?:main\s+task|task)\s*[*_]*\s*[:\-\u2013]\s*[*_]*\s*(.+)$",
+                        re.IGNORECASE)
 _ITEM_LINE = re.compile(
     r"^\s*(?:[-*\u2022]\s+|\(?\d{1,3}\s*[.):\]]\s*|constraint\s*\d{1,3}\s*[:.)\-]\s*)(.+)$", re.IGNORECASE
 )
@@ -172,7 +174,8 @@ def main_task_problem(task: str, rules: str) -> str | None:
     """Why a main task is not about the texts, or None. A 1.5B model, shown a form or an example
     in the rules, tends to hand it back: a task about a factory for an article on a bank's profits."""
     if re.search(r"<[^<>]*>", task):
-        return "the main task still holds a <placeholder> from the form: name the kind of text and its subject"
+        return ("the main task still holds a <placeholder> from the form: name the kind of "
+                "text and its subject")
     if copies_prompt(task, rules, n=5):
         return "the main task copies the instructions' wording: write one about these texts"
     return None
@@ -250,7 +253,8 @@ async def ask_constraints(
     def accept(text: str) -> tuple[str | None, list[str]]:
         task, items = parse_constraint_list(text)
         if not items:
-            raise ReplyError("no constraints found: expected a JSON object with a 'constraints' list", reply=text)
+            raise ReplyError("no constraints found: expected a JSON object with a 'constraints' list",
+                             reply=text)
         return task, items
 
     # One repair round for a reply with no usable list at all (count repairs come after).
@@ -271,7 +275,8 @@ async def ask_constraints(
     assert task is not None  # a missing task is a problem above, so it was asked for again
     instructions = prompt_text(messages)
     kept = dedupe([i for i in items if usable(i, instructions)])
-    result = Synthesis(main_task=task, constraints=kept[:n], call_ids=call_ids, dropped=len(items) - len(kept[:n]))
+    result = Synthesis(main_task=task, constraints=kept[:n], call_ids=call_ids, dropped=len(items)
+                       - len(kept[:n]))
     rounds = 0
     while len(result.constraints) < n and rounds < repair_rounds:
         missing = n - len(result.constraints)
@@ -279,11 +284,13 @@ async def ask_constraints(
         width = _wave_width(client, ep, missing, repair_rounds - rounds)
         focuses = [ASPECTS[(rounds + j) % len(ASPECTS)] for j in range(width)]
         result.asked_more += ask * width
-        replies = await _ask_more_together(client, ep, convo, result.constraints, n, ask, focuses, seed=rounds + 1) \
+        replies = await _ask_more_together(client, ep, convo, result.constraints, n, ask, focuses,
+                                           seed=rounds + 1) \
             if width > 1 else None
         if replies is None:  # one round (or the endpoint refused a list: one round at a time from now)
             focuses = focuses[:1]
-            replies = [await _ask_more(client, ep, convo, result.constraints, n, ask, focuses[0], seed=rounds + 1)]
+            replies = [await _ask_more(client, ep, convo, result.constraints, n, ask, focuses[0],
+                                       seed=rounds + 1)]
         rounds += len(focuses)
         if all(reply is None for reply in replies):
             break
@@ -295,7 +302,8 @@ async def ask_constraints(
                 continue
             new_items = reply[0]
             # the round's own ask counts as prompt wording: "write about <focus>" handed back is no constraint
-            added = dedupe([i for i in new_items if usable(i, instructions + "\n" + focus)], result.constraints)
+            added = dedupe([i for i in new_items if usable(i, instructions + "\n" + focus)],
+                           result.constraints)
             kept = added[:min(ask, n - len(result.constraints))]
             result.dropped += len(new_items) - len(kept)
             result.constraints += kept
@@ -318,7 +326,8 @@ async def _ask_main_task(client: LLMClient, ep: Any, convo: list[dict[str, str]]
 
     def accept(text: str) -> str:
         line = next((ln for ln in text.splitlines() if ln.strip()), "")
-        subject = re.sub(r"^\s*[*_#]*\s*(?:main[ _]task|subject)?\s*[*_]*\s*[:\-]?\s*", "", line, flags=re.IGNORECASE)
+        subject = re.sub(r"^\s*[*_#]*\s*(?:main[ _]task|subject)?\s*[*_]*\s*[:\-]?\s*", "", line,
+                         flags=re.IGNORECASE)
         subject = subject.strip().strip('"\u201c\u201d').strip().rstrip(".").strip()
         if re.match(r"write an? ", subject, flags=re.IGNORECASE):
             task = subject  # the whole sentence after all
@@ -333,7 +342,8 @@ async def _ask_main_task(client: LLMClient, ep: Any, convo: list[dict[str, str]]
         return task + "."
 
     return await client.chat_repaired(
-        ep, convo + template.render(problem=problem, opening=opening), accept=accept, schema=None, template=template,
+        ep, convo + template.render(problem=problem, opening=opening), accept=accept, schema=None,
+        template=template,
         params=Params(max_tokens=60), what="main task",
         repair=lambda error: f"That cannot be used: {error}. Reply with the words for ___ only.",
     )
@@ -367,7 +377,8 @@ async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], hav
     try:
         items, completion = await client.chat(
             # sampled at a fixed seed: asked again at temperature 0, a model tends to repeat itself
-            ep, convo + [ask], template=template, params=Params(temperature=0.7, seed=seed, max_tokens=_max_tokens(k)),
+            ep, convo + [ask], template=template,
+            params=Params(temperature=0.7, seed=seed, max_tokens=_max_tokens(k)),
             response_format=structured_format(ep, schema), accept=accept,
         )
     except ReplyError:
@@ -389,7 +400,8 @@ def _wave_width(client: LLMClient, ep: Any, missing: int, rounds_left: int) -> i
 
 
 async def _ask_more_together(client: LLMClient, ep: Any, convo: list[dict[str, str]], have: list[str], n: int,
-                             k: int, focuses: list[str], *, seed: int) -> list[tuple[list[str], Any] | None] | None:
+                             k: int, focuses: list[str], *,
+                             seed: int) -> list[tuple[list[str], Any] | None] | None:
     """The rounds about ``focuses`` as one request: each the prompt ``_ask_more`` sends (ChatML), at
     seeds ``seed``, ``seed + 1``, ... (the server adds each prompt's index). Per round its items, or
     None where its reply held none; None when the endpoint refused the list."""

@@ -66,7 +66,8 @@ class StageSummary:
     stopped: bool = False  # the stop flag or the unit budget left units unstarted
     deferred: int = 0  # batch mode: units waiting on a batch (not failed, not done)
     waiting_failed: int = 0  # of those, units whose batch item failed (collect --failed chooses)
-    usage: dict[str, Usage] = field(default_factory=dict)  # build: by condition ("common" = the shared synthesis)
+    usage: dict[str,
+                Usage] = field(default_factory=dict)  # build: by condition ("common" = the shared synthesis)
     coverage: dict[GroupKey, Coverage] = field(default_factory=dict)  # judge: per group judged
 
     @property
@@ -251,7 +252,8 @@ async def run_units(
         nonlocal in_a_row
         summary.failed += 1
         summary.failures.append(Failure(stage, unit.label, redact(str(exc)) or ""))
-        progress(ProgressEvent(stage, finished(), summary.total, f"{unit.label}: failed: {exc}", kind="error"))
+        progress(ProgressEvent(stage, finished(), summary.total,
+                               f"{unit.label}: failed: {exc}", kind="error"))
         if gate is not None and unit.group is not None and unit.group in gate.stopped:
             if unit.group not in closed:
                 stop_group(unit.group, exc)
@@ -320,7 +322,8 @@ async def run_units(
             usage.flush()
     summary.stopped = bool(queue) and not halt
     if summary.deferred:
-        progress(ProgressEvent(stage, finished(), summary.total, f"{stage}: {summary.deferred} unit(s) wait on a batch"))
+        progress(ProgressEvent(stage, finished(), summary.total,
+                               f"{stage}: {summary.deferred} unit(s) wait on a batch"))
     if halt:
         raise halt[0]
     if group_stops:

@@ -56,7 +56,8 @@ def labels_with_notes(store: Store) -> dict[ItemKey, dict[str, Label]]:
 def annotator_labels(store: Store, annotator: str) -> dict[ItemKey, Label]:
     """One annotator's labels, by (constraint, response)."""
     return {(cid, gid): Label(label, note or "") for cid, gid, label, note in store.conn.execute(
-        "SELECT constraint_id, generation_id, label, note FROM annotations WHERE annotator = ?", (annotator,))}
+        "SELECT constraint_id, generation_id, label, note FROM annotations WHERE annotator = ?",
+        (annotator,))}
 
 
 def annotation_count(store: Store) -> int:

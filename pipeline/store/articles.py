@@ -57,7 +57,8 @@ class ArticleLength:
 
 def corpus_articles(store: Store, corpus: str) -> dict[str, CorpusArticle]:
     """The corpus's stored articles by source id."""
-    rows = store.conn.execute("SELECT source_id, id, domain, status, words FROM articles WHERE corpus = ?", (corpus,))
+    rows = store.conn.execute("SELECT source_id, id, domain, status, words FROM articles WHERE corpus = ?",
+                              (corpus,))
     return {r[0]: CorpusArticle(r[1], r[2], r[3], r[4]) for r in rows}
 
 
@@ -72,17 +73,19 @@ def articles_elsewhere(store: Store, corpus: str, domain: str) -> list[ArticleEl
 def originals_by_hash(store: Store, domain: str) -> dict[str, int]:
     """Text hash -> the first article of the domain with that text that is not an exact duplicate."""
     rows = store.conn.execute(
-        "SELECT text_hash, min(id) FROM articles WHERE domain = ? AND status != 'duplicate' GROUP BY text_hash",
+        "SELECT text_hash, min(id) FROM articles WHERE domain = ? AND status != "
+        "'duplicate' GROUP BY text_hash",
         (domain,))
     return {h: aid for h, aid in rows}
 
 
-def insert_article(store: Store, *, corpus: str, domain: str, source_id: str, title: str, text_hash: str, words: int,
+def insert_article(store: Store, *, corpus: str, domain: str, source_id: str, title: str,
+                   text_hash: str, words: int,
                    status: str, duplicate_of: int | None, imported_at: str) -> int:
     """Add one article; returns its id."""
     cur = store.conn.execute(
-        "INSERT INTO articles(corpus, domain, source_id, title, text_hash, words, status, duplicate_of, imported_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO articles(corpus, domain, source_id, title, text_hash, words, status, "
+        "duplicate_of, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (corpus, domain, source_id, title, text_hash, words, status, duplicate_of, imported_at),
     )
     return int(cur.lastrowid or 0)
@@ -99,12 +102,14 @@ def settle_articles(store: Store, settled: Sequence[tuple[str, int | None, int]]
 
 def keep_pending(store: Store, domain: str) -> None:
     """Every pending article of the domain becomes kept (no near-duplicate check)."""
-    store.conn.execute("UPDATE articles SET status = 'kept' WHERE domain = ? AND status = 'pending'", (domain,))
+    store.conn.execute("UPDATE articles SET status = 'kept' WHERE domain = ? AND status = 'pending'",
+                       (domain,))
 
 
 def articles_with_status(store: Store, domain: str, status: str) -> list[ArticleRef]:
     """The domain's articles of one status, in id order."""
-    rows = store.conn.execute("SELECT id, text_hash FROM articles WHERE domain = ? AND status = ? ORDER BY id",
+    rows = store.conn.execute("SELECT id, text_hash FROM articles WHERE domain = ? AND "
+                              "status = ? ORDER BY id",
                               (domain, status))
     return [ArticleRef(*r) for r in rows]
 
@@ -112,19 +117,22 @@ def articles_with_status(store: Store, domain: str, status: str) -> list[Article
 def kept_articles(store: Store, domain: str) -> list[KeptArticle]:
     """The domain's kept articles, in id order: what pairing pairs."""
     rows = store.conn.execute(
-        "SELECT id, text_hash, title, words FROM articles WHERE domain = ? AND status = 'kept' ORDER BY id", (domain,))
+        "SELECT id, text_hash, title, words FROM articles WHERE domain = ? AND status = 'kept' ORDER BY id",
+        (domain,))
     return [KeptArticle(*r) for r in rows]
 
 
 def lengths_outside_window(store: Store, corpus: str) -> list[int]:
     """Word counts of the corpus's articles outside the word window (too short or too long)."""
-    rows = store.conn.execute("SELECT words FROM articles WHERE corpus = ? AND status IN ('too_short', 'too_long')",
+    rows = store.conn.execute("SELECT words FROM articles WHERE corpus = ? AND status IN "
+                              "('too_short', 'too_long')",
                               (corpus,))
     return [r[0] for r in rows]
 
 
 def article_lengths(store: Store) -> list[ArticleLength]:
-    """Every corpus article (imported references excluded) with its status and length, by domain and corpus."""
+    """Every corpus article (imported references excluded) with its status and length, by domain and
+    corpus."""
     rows = store.conn.execute("SELECT corpus, domain, status, words FROM articles WHERE status != 'reference'"
                               " ORDER BY domain, corpus")
     return [ArticleLength(*r) for r in rows]
@@ -194,5 +202,6 @@ def domain_article_bodies(store: Store, domain: str) -> list[str]:
     corpus a copied phrase's document frequency is counted in (pipeline.analysis.specificity). Articles
     outside the build's word window count: they are the domain's writing all the same."""
     rows = store.conn.execute("SELECT t.body FROM texts t WHERE t.hash IN (SELECT a.text_hash FROM articles a"
-                              " WHERE a.domain = ? AND a.status NOT LIKE '%duplicate%') ORDER BY t.hash", (domain,))
+                              " WHERE a.domain = ? AND a.status NOT LIKE '%duplicate%') ORDER BY t.hash",
+                              (domain,))
     return [row[0] for row in rows]

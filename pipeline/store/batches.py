@@ -110,7 +110,8 @@ def queue_requests(store: Store, calls: list[DeferredCall]) -> None:
     store.conn.executemany(
         "INSERT OR IGNORE INTO batch_requests (cache_key, endpoint, template, template_hash, request, status,"
         " run_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?7)",
-        [(c.cache_key, c.endpoint, c.template, c.template_hash, c.request, c.run_id, c.created_at) for c in calls],
+        [(c.cache_key, c.endpoint, c.template, c.template_hash, c.request, c.run_id, c.created_at)
+         for c in calls],
     )
 
 
@@ -139,10 +140,11 @@ def claim_pending(store: Store, endpoint: str, limit: int, batch_id: str, kind: 
         first = first_file([QueuedRequest(*r) for r in rows])
         t = now()
         conn.execute(
-            "INSERT INTO batches (id, kind, endpoint, state, requests, completed, failed, pid, host, path, created_at,"
-            " updated_at) VALUES (?, ?, ?, 'preparing', ?, 0, 0, ?, ?, ?, ?, ?)",
+            "INSERT INTO batches (id, kind, endpoint, state, requests, completed, failed, pid, "
+            "host, path, created_at, updated_at) VALUES (?, ?, ?, 'preparing', ?, 0, 0, ?, ?, ?, ?, ?)",
             (batch_id, kind, endpoint, len(first), pid, host, path, t, t))
-        conn.executemany("UPDATE batch_requests SET status = 'submitted', batch_id = ?, updated_at = ? WHERE id = ?",
+        conn.executemany("UPDATE batch_requests SET status = 'submitted', batch_id = ?, "
+                         "updated_at = ? WHERE id = ?",
                          [(batch_id, t, rid) for rid, _ in first])
         conn.execute("COMMIT")
     except BaseException:
@@ -166,7 +168,8 @@ def file_answer(store: Store, request_id: int, text: str, prompt_tokens: int, co
                 cost: float, logprobs: str | None = None) -> None:
     """A submitted request answered (``logprobs``: JSON, when the line carried them). Does not commit."""
     store.conn.execute("UPDATE batch_requests SET status = 'done', response = ?, prompt_tokens = ?,"
-                       " completion_tokens = ?, cost = ?, logprobs = ?, updated_at = ? WHERE id = ? AND status = 'submitted'",
+                       " completion_tokens = ?, cost = ?, logprobs = ?, updated_at = ? WHERE id = ? AND "
+                       "status = 'submitted'",
                        (text, prompt_tokens, completion_tokens, cost, logprobs, now(), request_id))
 
 
@@ -178,20 +181,22 @@ def file_error(store: Store, request_id: int, error: str) -> None:
 
 def requeue_failed(store: Store, to: str) -> int:
     """Failed requests to ``to`` ('pending' or 'online'); returns how many. Commits."""
-    cur = store.conn.execute("UPDATE batch_requests SET status = ?, batch_id = NULL, error = NULL, updated_at = ?"
-                             " WHERE status = 'failed'", (to, now()))
+    cur = store.conn.execute("UPDATE batch_requests SET status = ?, batch_id = NULL, error = "
+                             "NULL, updated_at = ? WHERE status = 'failed'", (to, now()))
     store.commit()
     return cur.rowcount
 
 
 def request_counts(store: Store) -> dict[str, int]:
     """Requests per status."""
-    return {r[0]: r[1] for r in store.conn.execute("SELECT status, count(*) FROM batch_requests GROUP BY status")}
+    return {r[0]: r[1]
+            for r in store.conn.execute("SELECT status, count(*) FROM batch_requests GROUP BY status")}
 
 
 def collected_not_used(store: Store) -> tuple[int, float]:
     """Answers collected and not yet taken by a stage: how many, and what they cost."""
-    n, cost = store.conn.execute("SELECT count(*), sum(cost) FROM batch_requests WHERE status = 'done'").fetchone()
+    n, cost = store.conn.execute("SELECT count(*), sum(cost) FROM batch_requests "
+                                 "WHERE status = 'done'").fetchone()
     return int(n), cost or 0.0
 
 
@@ -226,21 +231,23 @@ def open_provider_batches(store: Store) -> list[BatchRow]:
 
 
 def open_export_ids(store: Store) -> list[str]:
-    return [r[0] for r in store.conn.execute("SELECT id FROM batches WHERE kind = 'export' AND collected_at IS NULL")]
+    return [r[0]
+            for r in store.conn.execute("SELECT id FROM batches WHERE kind = 'export' AND "
+                                        "collected_at IS NULL")]
 
 
 def batch_listing(store: Store) -> list[dict[str, Any]]:
     """Every batch, oldest first, with what ``batch status`` shows of it."""
-    return store.query("SELECT id, kind, endpoint, remote_id, state, requests, completed, failed, path, created_at,"
-                       " collected_at, error FROM batches ORDER BY created_at")
+    return store.query("SELECT id, kind, endpoint, remote_id, state, requests, completed, "
+                       "failed, path, created_at, collected_at, error FROM batches ORDER BY created_at")
 
 
 def close_batch(store: Store, batch_id: str, why: str) -> int:
     """A finished batch's requests still submitted (no line came for them) are failed with ``why``;
     the batch is collected. Returns how many failed. Commits."""
     t = now()
-    cur = store.conn.execute("UPDATE batch_requests SET status = 'failed', error = ?, updated_at = ? WHERE batch_id = ?"
-                             " AND status = 'submitted'", (why, t, batch_id))
+    cur = store.conn.execute("UPDATE batch_requests SET status = 'failed', error = ?, updated_at = "
+                             "? WHERE batch_id = ? AND status = 'submitted'", (why, t, batch_id))
     store.conn.execute("UPDATE batches SET collected_at = ?, updated_at = ? WHERE id = ?", (t, t, batch_id))
     store.commit()
     return cur.rowcount
@@ -251,6 +258,6 @@ def complete_filed_exports(store: Store) -> None:
     t = now()
     store.conn.execute(
         "UPDATE batches SET state = 'completed', collected_at = ?, updated_at = ? WHERE kind = 'export'"
-        " AND collected_at IS NULL AND NOT EXISTS (SELECT 1 FROM batch_requests r WHERE r.batch_id = batches.id"
-        " AND r.status = 'submitted')", (t, t))
+        " AND collected_at IS NULL AND NOT EXISTS (SELECT 1 FROM batch_requests r WHERE "
+        "r.batch_id = batches.id AND r.status = 'submitted')", (t, t))
     store.commit()

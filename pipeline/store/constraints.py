@@ -39,7 +39,8 @@ def active_constraints_of(store: Store, instruction_ids: Sequence[int]) -> dict[
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start:start + _CHUNK]
         rows = store.conn.execute(
-            f"SELECT id, instruction_id, position, text FROM constraints WHERE active = 1 AND instruction_id IN"
+            f"SELECT id, instruction_id, position, text FROM constraints WHERE active = 1 "
+            "AND instruction_id IN"
             f" ({','.join('?' * len(chunk))}) ORDER BY instruction_id, position, id", chunk).fetchall()
         for row in rows:
             out.setdefault(row[1], []).append(ActiveConstraint(*row))
@@ -62,7 +63,8 @@ class Replacement:
     quote: str | None = None
 
 
-def write_synthesis(store: Store, instruction_id: int, main_task: str | None, texts: Sequence[str], *, status: str,
+def write_synthesis(store: Store, instruction_id: int, main_task: str | None,
+                    texts: Sequence[str], *, status: str,
                     created_at: str) -> None:
     """The main task and the constraints, in one transaction with the new status (replacing any
     constraints the instruction had)."""
@@ -85,7 +87,8 @@ def copy_synthesis(store: Store, source_id: int, instruction_id: int, *, status:
     number of constraints copied."""
     source = store.conn.execute("SELECT main_task FROM instructions WHERE id = ?", (source_id,)).fetchone()
     rows = store.conn.execute(
-        "SELECT id, position, text FROM constraints WHERE instruction_id = ? AND origin = 'synthesized' ORDER BY position",
+        "SELECT id, position, text FROM constraints WHERE instruction_id = ? AND origin = "
+        "'synthesized' ORDER BY position",
         (source_id,)).fetchall()
     with store.conn:
         store.conn.execute("DELETE FROM constraints WHERE instruction_id = ?", (instruction_id,))
@@ -109,12 +112,14 @@ def has_constraints(store: Store, instruction_id: int) -> bool:
 
 def count_revised(store: Store, instruction_id: int) -> int:
     """Constraints a revision wrote for the instruction."""
-    return int(store.conn.execute("SELECT count(*) FROM constraints WHERE instruction_id = ? AND origin = 'revised'",
+    return int(store.conn.execute("SELECT count(*) FROM constraints WHERE instruction_id = ? "
+                                  "AND origin = 'revised'",
                                   (instruction_id,)).fetchone()[0])
 
 
 def apply_revision(store: Store, instruction_id: int, replacements: Sequence[Replacement], *,
-                   base_verdicts: dict[int, tuple[int | None, str | None]] | None = None, created_at: str) -> None:
+                   base_verdicts: dict[int, tuple[int | None, str | None]] | None = None,
+                   created_at: str) -> None:
     """Record the base article's (verdict, quote) on each constraint of ``base_verdicts``, write the
     replacements with their lineage, retire the replaced rows and mark the instruction revised:
     one transaction, so a killed run never leaves half a revision."""
@@ -125,11 +130,13 @@ def apply_revision(store: Store, instruction_id: int, replacements: Sequence[Rep
         for r in replacements:
             store.conn.execute("UPDATE constraints SET active = 0, position = NULL WHERE id = ?", (r.old_id,))
             store.conn.execute(
-                "INSERT INTO constraints (instruction_id, position, text, origin, active, replaces_id, replaced_reason,"
+                "INSERT INTO constraints (instruction_id, position, text, origin, active, "
+                "replaces_id, replaced_reason,"
                 " base_verdict, base_quote, created_at) VALUES (?, ?, ?, 'revised', 1, ?, ?, ?, ?, ?)",
                 (instruction_id, r.position, r.text, r.old_id, r.reason, r.verdict, r.quote, created_at),
             )
-        store.conn.execute("UPDATE instructions SET status = 'revised', error = NULL WHERE id = ?", (instruction_id,))
+        store.conn.execute("UPDATE instructions SET status = 'revised', error = NULL WHERE id = ?",
+                           (instruction_id,))
 
 
 def insert_constraints(store: Store, instruction_id: int, texts: Sequence[str], *, created_at: str,
@@ -159,12 +166,13 @@ class ConstraintRecord:
     base_quote: str | None
 
 
-_RECORD_COLUMNS = ("id, instruction_id, position, text, origin, active, replaces_id, replaced_reason, base_verdict,"
-                   " base_quote")
+_RECORD_COLUMNS = ("id, instruction_id, position, text, origin, active, replaces_id, "
+                   "replaced_reason, base_verdict, base_quote")
 
 
 def constraint_record(store: Store, constraint_id: int) -> ConstraintRecord | None:
-    row = store.conn.execute(f"SELECT {_RECORD_COLUMNS} FROM constraints WHERE id = ?", (constraint_id,)).fetchone()
+    row = store.conn.execute(f"SELECT {_RECORD_COLUMNS} FROM constraints WHERE id = ?",
+                             (constraint_id,)).fetchone()
     return ConstraintRecord(*row) if row else None
 
 
@@ -175,7 +183,8 @@ def constraint_records_of(store: Store, instruction_ids: Sequence[int]) -> dict[
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start:start + _CHUNK]
         for row in store.conn.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM constraints WHERE instruction_id IN ({','.join('?' * len(chunk))})"
+                f"SELECT {_RECORD_COLUMNS} FROM constraints WHERE instruction_id IN "
+                f"({','.join('?' * len(chunk))})"
                 " ORDER BY instruction_id, position, id", chunk):
             out.setdefault(row[1], []).append(ConstraintRecord(*row))
     return out

@@ -39,11 +39,13 @@ def expected_raters(store: Store, texts: str, vwhere: Sequence[str], vparams: Se
     scored = "".join(f" AND s.{w}" for w in vwhere)
     missing = "".join(f" AND v.{w}" for w in vwhere)
     raters = set(conn.execute(
-        f"SELECT DISTINCT s.judge, s.judging_mode FROM {texts} g JOIN text_scores s ON s.gid = g.gid WHERE 1{scored}",
+        f"SELECT DISTINCT s.judge, s.judging_mode FROM {texts} g JOIN text_scores s ON s.gid = "
+        f"g.gid WHERE 1{scored}",
         list(vparams)))
     # Missing verdicts: a small partial index (store schema 4) answers this without a scan.
     raters |= set(conn.execute(
-        f"SELECT DISTINCT v.judge, v.judging_mode FROM {texts} g CROSS JOIN verdicts v ON v.generation_id = g.gid"
+        f"SELECT DISTINCT v.judge, v.judging_mode FROM {texts} g CROSS JOIN verdicts v ON "
+        "v.generation_id = g.gid"
         f" WHERE v.verdict IS NULL{missing}", list(vparams)))
     return sorted(raters)
 
@@ -51,16 +53,18 @@ def expected_raters(store: Store, texts: str, vwhere: Sequence[str], vparams: Se
 def judged_per_text(store: Store, texts: str) -> list[tuple[int, str, str, int]]:
     """(gid, judge, judging_mode, items judged) of every rater's kept totals on the selected texts."""
     return list(store.conn.execute(
-        f"SELECT s.gid, s.judge, s.judging_mode, s.judged FROM {texts} g JOIN text_scores s ON s.gid = g.gid"))
+        f"SELECT s.gid, s.judge, s.judging_mode, s.judged FROM {texts} g JOIN "
+        "text_scores s ON s.gid = g.gid"))
 
 
 def text_groups(store: Store, texts: str) -> list[TextGroup]:
     """Each selected text with its group (its response's instruction, model and mode)."""
     return [TextGroup(*row) for row in store.conn.execute(
-        f"SELECT g.gid, g.kind, g.ratio, i.domain, i.condition, r.model, coalesce(r.mode, ''), coalesce(a.n, 0)"
+        f"SELECT g.gid, g.kind, g.ratio, i.domain, i.condition, r.model, coalesce(r.mode, "
+        "''), coalesce(a.n, 0)"
         f" FROM {texts} g JOIN generations r ON r.id = g.rid JOIN instructions i ON i.id = r.instruction_id"
-        " LEFT JOIN (SELECT instruction_id, count(*) AS n FROM constraints WHERE active = 1 GROUP BY instruction_id) a"
-        " ON a.instruction_id = r.instruction_id")]
+        " LEFT JOIN (SELECT instruction_id, count(*) AS n FROM constraints WHERE active = 1 GROUP "
+        "BY instruction_id) a ON a.instruction_id = r.instruction_id")]
 
 
 @contextmanager
@@ -69,12 +73,13 @@ def selected_texts(store: Store, generation_ids: Sequence[int]) -> Iterator[str]
     go on leaving, and only temp tables having been written, the transaction is committed."""
     conn = store.conn
     try:
-        current_text_scores(conn)  # first: refreshing needs no transaction open, and the insert below opens one
+        # first: refreshing needs no transaction open, and the insert below opens one
+        current_text_scores(conn)
         conn.execute("DROP TABLE IF EXISTS temp.e_gen")
         conn.execute("CREATE TEMP TABLE e_gen(gid INTEGER PRIMARY KEY, kind TEXT, rid INTEGER, ratio REAL)")
         conn.executemany(
-            "INSERT OR IGNORE INTO e_gen SELECT id, kind, CASE WHEN kind = 'summary' THEN parent_id ELSE id END, ratio"
-            " FROM generations WHERE id = ?", [(g,) for g in generation_ids])
+            "INSERT OR IGNORE INTO e_gen SELECT id, kind, CASE WHEN kind = 'summary' THEN "
+            "parent_id ELSE id END, ratio FROM generations WHERE id = ?", [(g,) for g in generation_ids])
         yield "e_gen"
     finally:
         drop_temp_scores(conn)

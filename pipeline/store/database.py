@@ -114,9 +114,10 @@ def open_store(path: str | Path = DEFAULT_STORE, *, create: bool = True, readonl
     if path.exists() and path.is_dir():
         raise StoreError(f"{path}: is a folder, not a store file")
     if not readonly and path.exists() and not writable_place(path):
-        raise StoreError(f"{path}: the store or its folder is read-only; commands that only read it (report, export, "
-                         "corpus list, the app with --read-only) work, but this one writes: fix the permissions, or "
-                         "copy the store somewhere writable")
+        raise StoreError(f"{path}: the store or its folder is read-only; commands that only read "
+                         "it (report, export, "
+                         "corpus list, the app with --read-only) work, but this one writes: fix "
+                         "the permissions, or copy the store somewhere writable")
     claim = claim_writer(path, writer) if writer is not None and not readonly else None
     try:
         store = _open(path, readonly=readonly)
@@ -150,9 +151,10 @@ def _open(path: Path, *, readonly: bool) -> Store:
     store = Store(path=path, conn=conn)
     if readonly:
         if version < SCHEMA_VERSION:
-            raise StoreError(f"{path}: schema {version} needs migrating to {SCHEMA_VERSION}, but the store is opened "
-                             "read-only; open it once where it can be written (any command, or the app), or copy it "
-                             "somewhere writable")
+            raise StoreError(f"{path}: schema {version} needs migrating to {SCHEMA_VERSION}, but "
+                             "the store is opened "
+                             "read-only; open it once where it can be written (any command, or "
+                             "the app), or copy it somewhere writable")
         return store
     try:
         if version == 0 and _has_foreign_tables(conn):
@@ -166,7 +168,8 @@ def _open(path: Path, *, readonly: bool) -> Store:
                 conn.execute(f"PRAGMA user_version = {step + 1}")
     except sqlite3.OperationalError as exc:
         if "readonly" in str(exc) or "read-only" in str(exc):
-            raise StoreError(f"{path}: the file is read-only; open it with readonly=True or fix its permissions") from exc
+            raise StoreError(f"{path}: the file is read-only; open it with readonly=True "
+                             "or fix its permissions") from exc
         raise StoreError(f"{path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a readable SQLite store ({exc})") from exc
@@ -188,9 +191,11 @@ def mark_interrupted(conn: sqlite3.Connection) -> list[str]:
     if gone:
         with conn:
             conn.executemany(
-                "UPDATE runs SET status = 'interrupted', finished_at = ?, error = coalesce(error || char(10), '') || ?"
+                "UPDATE runs SET status = 'interrupted', finished_at = ?, error = coalesce(error "
+                "|| char(10), '') || ?"
                 " WHERE id = ? AND status = 'running'",
-                [(now(), "interrupted: its process ended without finishing it (killed or crashed); run the same "
+                [(now(),
+                  "interrupted: its process ended without finishing it (killed or crashed); run the same "
                   "command again to resume", run_id) for run_id in gone])
     return gone
 
@@ -249,8 +254,8 @@ def copy_store(store: Store, target: Path) -> None:
 
 
 def no_store_message(path: Path) -> str:
-    return (f"{path}: no store here (create one with `unspecific init`, `unspecific corpus add` or `unspecific import`, "
-            "or give the command --create; or check --store)")
+    return (f"{path}: no store here (create one with `unspecific init`, `unspecific corpus add` or "
+            "`unspecific import`, or give the command --create; or check --store)")
 
 
 # -- one writer per store ------------------------------------------------------------------
@@ -320,7 +325,8 @@ def claim_writer(path: str | Path, command: str) -> WriterClaim:
             try:
                 fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
-                raise StoreError(f"{path}: cannot make the writer lock {lock_path} ({exc.strerror}); this command "
+                raise StoreError(f"{path}: cannot make the writer lock {lock_path} "
+                                 f"({exc.strerror}); this command "
                                  "writes, so the store's folder must be writable") from exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -351,9 +357,12 @@ def _lock_holder(fd: int) -> dict[str, Any]:
 
 def _busy_message(path: Path, holder: dict[str, Any]) -> str:
     pid = holder.get("pid")
-    who = f"`{holder.get('command') or 'unknown'}` (PID {pid}, since {holder.get('since', '?')})" if pid else \
+    who = f"`{holder.get('command') or 'unknown'}` (PID {pid}, since " \
+          f"{holder.get('since', '?')})" if pid else \
         f"another process (it holds {writer_lock_path(path)})"
     stop = f"stop it (Ctrl-C in its terminal, or `kill {pid}`)" if pid else "stop it"
-    return (f"{path}: another command is writing this store: {who}. Wait for it to finish, or {stop}: what it "
-            "finished is kept and running it again resumes. Then run this command again. Commands that only read "
+    return (f"{path}: another command is writing this store: {who}. Wait for it to "
+            f"finish, or {stop}: what it "
+            "finished is kept and running it again resumes. Then run this command again. "
+            "Commands that only read "
             "(report, export, corpus list, `unspecific tui --read-only`) work meanwhile")

@@ -47,8 +47,10 @@ def _selection(instruction_ids: Sequence[int] | None, run_id: str | None) -> tup
 
 
 _LACKING = (" FROM generations g JOIN constraints c ON c.instruction_id = g.instruction_id AND c.active = 1"
-            " LEFT JOIN constraint_echo x ON x.generation_id = g.id AND x.constraint_id = c.id AND x.method = ?"
-            " WHERE g.kind IN ('response', 'summary') AND g.text_hash IS NOT NULL AND x.generation_id IS NULL")
+            " LEFT JOIN constraint_echo x ON x.generation_id = g.id AND x.constraint_id = "
+            "c.id AND x.method = ?"
+            " WHERE g.kind IN ('response', 'summary') AND g.text_hash IS NOT NULL AND "
+            "x.generation_id IS NULL")
 
 
 def count_missing_echo(store: Store, method: str, *, instruction_ids: Sequence[int] | None = None,
@@ -64,7 +66,8 @@ def missing_echo_work(store: Store, method: str, *, instruction_ids: Sequence[in
     where, params = _selection(instruction_ids, run_id)
     rows = store.conn.execute(
         "SELECT g.id, g.instruction_id, g.text_hash, c.id, c.text" + _LACKING + where
-        + " AND g.id IN (SELECT DISTINCT g.id" + _LACKING + where + " ORDER BY g.id LIMIT ?) ORDER BY g.id, c.position, c.id",
+        + " AND g.id IN (SELECT DISTINCT g.id" + _LACKING + where
+        + " ORDER BY g.id LIMIT ?) ORDER BY g.id, c.position, c.id",
         [method, *params, method, *params, limit]).fetchall()
     out: dict[int, EchoWork] = {}
     for gid, iid, text_hash, cid, text in rows:
@@ -77,13 +80,15 @@ def put_echoes(store: Store, rows: Sequence[EchoRow]) -> None:
     """Store these rows (replacing the same pairs'); commits, one batch."""
     with store.conn:
         store.conn.executemany(
-            "INSERT OR REPLACE INTO constraint_echo(generation_id, constraint_id, method, echo, sentence_start,"
-            " sentence_end) VALUES (?, ?, ?, ?, ?, ?)", rows)
+            "INSERT OR REPLACE INTO constraint_echo(generation_id, constraint_id, method, "
+            "echo, sentence_start, sentence_end) VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
-def echoes_of(store: Store, generation_ids: Sequence[int], method: str | None = None) -> dict[tuple[int, int], float]:
+def echoes_of(store: Store, generation_ids: Sequence[int], method: str
+              | None = None) -> dict[tuple[int, int], float]:
     """(text, constraint) -> the stored echo, for these texts (by this embedder only, when given)."""
-    rows = store.conn.execute("SELECT generation_id, constraint_id, echo FROM constraint_echo WHERE generation_id IN"
+    rows = store.conn.execute("SELECT generation_id, constraint_id, echo FROM constraint_echo "
+                              "WHERE generation_id IN"
                               " (SELECT value FROM json_each(?)) AND (? IS NULL OR method = ?)",
                               (json.dumps(sorted(set(generation_ids))), method, method))
     return {(g, c): e for g, c, e in rows}
@@ -126,7 +131,8 @@ def copy_cells(store: Store, filters: Filters | None = None) -> list[CopyCell]:
     constraint-reference similarity, nothing computed."""
     where, params = _responses_where(filters)
     rows = store.conn.execute(
-        "SELECT coalesce(i.domain, ''), i.condition, i.article_a, i.id, coalesce(g.model, ''), coalesce(g.mode, ''),"
+        "SELECT coalesce(i.domain, ''), i.condition, i.article_a, i.id, coalesce(g.model, ''), "
+        "coalesce(g.mode, ''),"
         " c.id, x.echo, CASE WHEN m.to_b IS NULL THEN m.to_a ELSE max(m.to_a, m.to_b) END, m.method, x.method"
         " FROM generations g JOIN instructions i ON i.id = g.instruction_id"
         " JOIN constraints c ON c.instruction_id = g.instruction_id AND c.active = 1"

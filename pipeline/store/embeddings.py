@@ -21,7 +21,8 @@ def stored_vectors(store: Store, model: str, hashes: Sequence[str]) -> dict[str,
         chunk = unique[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
         rows = store.conn.execute(
-            f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({marks})", [model, *chunk]
+            f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({marks})",
+            [model, *chunk]
         )
         found.update({h: blob for h, blob in rows})
     return found
@@ -29,4 +30,5 @@ def stored_vectors(store: Store, model: str, hashes: Sequence[str]) -> dict[str,
 
 def put_vectors(store: Store, rows: Sequence[tuple[str, str, int, bytes]]) -> None:
     """Store (text hash, model, dim, float32 bytes) rows, replacing any vector of the same text and model."""
-    store.conn.executemany("INSERT OR REPLACE INTO embeddings(text_hash, model, dim, vector) VALUES (?, ?, ?, ?)", rows)
+    store.conn.executemany("INSERT OR REPLACE INTO embeddings(text_hash, model, dim, "
+                           "vector) VALUES (?, ?, ?, ?)", rows)

@@ -23,7 +23,8 @@ class FamilyMember:
 def family_member(store: Store, instruction_id: int) -> FamilyMember | None:
     row = store.conn.execute(
         "SELECT f.instruction_id, i.run_id, f.family, f.level FROM instruction_families f"
-        " JOIN instructions i ON i.id = f.instruction_id WHERE f.instruction_id = ?", (instruction_id,)).fetchone()
+        " JOIN instructions i ON i.id = f.instruction_id WHERE f.instruction_id = ?",
+        (instruction_id,)).fetchone()
     return None if row is None else FamilyMember(int(row[0]), row[1], row[2], int(row[3]))
 
 
@@ -33,8 +34,8 @@ def set_family(store: Store, instruction_id: int, family: str, level: int) -> bo
     stored = family_member(store, instruction_id)
     if stored is not None:
         if (stored.family, stored.level) != (family, level):
-            raise ValueError(f"instruction {instruction_id} is in family {stored.family!r} at level {stored.level},"
-                             f" not {family!r} at level {level}")
+            raise ValueError(f"instruction {instruction_id} is in family {stored.family!r} at "
+                             f"level {stored.level}, not {family!r} at level {level}")
         return False
     store.conn.execute("INSERT INTO instruction_families(instruction_id, family, level) VALUES (?, ?, ?)",
                        (instruction_id, family, level))

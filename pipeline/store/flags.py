@@ -36,8 +36,10 @@ def _put_flags(store: Store, flags: Sequence[ConstraintFlag]) -> None:
     )
 
 
-def replace_flags(store: Store, instruction_id: int, names: Sequence[str], flags: Sequence[ConstraintFlag]) -> None:
-    """Drop the instruction's flags named in ``names`` (on any of its constraints) and store ``flags``; commits."""
+def replace_flags(store: Store, instruction_id: int, names: Sequence[str],
+                  flags: Sequence[ConstraintFlag]) -> None:
+    """Drop the instruction's flags named in ``names`` (on any of its constraints) and store ``flags``;
+    commits."""
     marks = ",".join("?" * len(names))
     with store.conn:
         store.conn.execute(
@@ -58,7 +60,8 @@ def replace_contradictions(store: Store, instruction_id: int, pairs: Sequence[Co
             " (SELECT id FROM constraints WHERE instruction_id = ?)", (CONTRADICTION, instruction_id)
         )
         store.conn.executemany(
-            "INSERT OR REPLACE INTO contradictions (instruction_id, constraint_a, constraint_b, reason) VALUES (?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO contradictions (instruction_id, constraint_a, constraint_b, "
+            "reason) VALUES (?, ?, ?, ?)",
             [(instruction_id, p.constraint_a, p.constraint_b, p.reason) for p in pairs],
         )
         _put_flags(store, flags)
@@ -75,5 +78,6 @@ def flags_of_active_constraints(store: Store, instruction_id: int) -> list[Store
     """The flags of an instruction's active constraints, by constraint, then flag."""
     return [StoredFlag(*row) for row in store.conn.execute(
         "SELECT f.constraint_id, f.flag, f.detail FROM constraint_flags f JOIN constraints c"
-        " ON c.id = f.constraint_id WHERE c.instruction_id = ? AND c.active = 1 ORDER BY f.constraint_id, f.flag",
+        " ON c.id = f.constraint_id WHERE c.instruction_id = ? AND c.active = 1 ORDER BY "
+        "f.constraint_id, f.flag",
         (instruction_id,))]

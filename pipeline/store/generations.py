@@ -54,7 +54,8 @@ def insert_generation(store: Store, generation: NewGeneration) -> int:
     cur = store.conn.execute(
         "INSERT INTO generations (kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
         " achieved_ratio, call_id, refusal, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (g.kind, g.instruction_id, g.model, g.mode, g.ratio, g.parent_id, g.text_hash, g.words, g.achieved_ratio,
+        (g.kind, g.instruction_id, g.model, g.mode, g.ratio, g.parent_id, g.text_hash, g.words,
+         g.achieved_ratio,
          g.call_id, g.refusal, now()),
     )
     return int(cur.lastrowid or 0)
@@ -63,7 +64,8 @@ def insert_generation(store: Store, generation: NewGeneration) -> int:
 def generation_text(store: Store, generation_id: int) -> str | None:
     """The text of a generation; None when there is no such generation."""
     row = store.conn.execute(
-        "SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?", (generation_id,)
+        "SELECT t.body FROM generations g JOIN texts t ON t.hash = g.text_hash WHERE g.id = ?",
+        (generation_id,)
     ).fetchone()
     return None if row is None else row[0]
 
@@ -79,7 +81,8 @@ def find_response(store: Store, instruction_id: int, model: str, mode: str) -> i
 def find_summary(store: Store, response_id: int, ratio: float, summarizer: str) -> int | None:
     """The first stored summary of the response at ``ratio`` by ``summarizer``."""
     row = store.conn.execute(
-        "SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND model = ? AND abs(ratio - ?) < ?"
+        "SELECT id FROM generations WHERE kind = 'summary' AND parent_id = ? AND model = ? "
+        "AND abs(ratio - ?) < ?"
         " ORDER BY id LIMIT 1", (response_id, summarizer, ratio, RATIO_TOLERANCE)).fetchone()
     return None if row is None else row[0]
 
@@ -87,7 +90,8 @@ def find_summary(store: Store, response_id: int, ratio: float, summarizer: str) 
 def summary_ratios(store: Store, run_id: str | None = None) -> list[float]:
     """The ratios summaries are stored at (of ``run_id``'s instructions), largest first: what a
     command checks an asked-for --ratio against before any work."""
-    run_sql, args = (" AND g.instruction_id IN (SELECT id FROM instructions WHERE run_id = ?)", (run_id,)) if run_id else ("", ())
+    run_sql, args = (" AND g.instruction_id IN (SELECT id FROM instructions WHERE run_id = ?)",
+                     (run_id,)) if run_id else ("", ())
     rows = store.conn.execute("SELECT DISTINCT g.ratio FROM generations g WHERE g.kind = 'summary'"
                               " AND g.ratio IS NOT NULL" + run_sql, args).fetchall()
     return sorted((float(r[0]) for r in rows), reverse=True)
@@ -113,7 +117,8 @@ def stored_response(store: Store, response_id: int) -> StoredResponse | None:
 
 
 def achieved_ratio(store: Store, generation_id: int) -> float | None:
-    row = store.conn.execute("SELECT achieved_ratio FROM generations WHERE id = ?", (generation_id,)).fetchone()
+    row = store.conn.execute("SELECT achieved_ratio FROM generations WHERE id = ?",
+                             (generation_id,)).fetchone()
     return None if row is None else row[0]
 
 
@@ -141,7 +146,8 @@ def summaries_of(store: Store, response_ids: Sequence[int]) -> list[StoredSummar
 
 def base_generation_id(store: Store, instruction_id: int) -> int | None:
     """The instruction's own base article (the first written), or None."""
-    row = store.conn.execute("SELECT id FROM generations WHERE kind = 'base' AND instruction_id = ? ORDER BY id LIMIT 1",
+    row = store.conn.execute("SELECT id FROM generations WHERE kind = 'base' AND instruction_id = "
+                             "? ORDER BY id LIMIT 1",
                              (instruction_id,)).fetchone()
     return None if row is None else int(row[0])
 

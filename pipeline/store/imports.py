@@ -87,7 +87,8 @@ def imported_article(store: Store, corpus: str, source_id: str) -> StoredText | 
 
 def imported_instruction(store: Store, run_id: str, source_id: str) -> ImportedInstruction | None:
     """The instruction an import run holds under the id it had in its source file."""
-    row = store.conn.execute("SELECT id, main_task, condition FROM instructions WHERE run_id = ? AND source_id = ?",
+    row = store.conn.execute("SELECT id, main_task, condition FROM instructions WHERE run_id "
+                             "= ? AND source_id = ?",
                              (run_id, source_id)).fetchone()
     return None if row is None else ImportedInstruction(int(row[0]), row[1], row[2])
 
@@ -103,8 +104,10 @@ def insert_imported_instruction(store: Store, *, run_id: str, source_id: str, do
                                 article_b: int | None, stamp: str) -> int:
     """A finished instruction (status ``done``) with its constraints active and numbered 1, 2, 3..."""
     cur = store.conn.execute(
-        "INSERT INTO instructions (run_id, domain, condition, pair_id, article_a, article_b, main_task, n_constraints,"
-        " status, error, base_generation_id, created_at, source_id) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, 'done', NULL,"
+        "INSERT INTO instructions (run_id, domain, condition, pair_id, article_a, article_b, "
+        "main_task, n_constraints,"
+        " status, error, base_generation_id, created_at, source_id) VALUES (?, ?, ?, NULL, ?, "
+        "?, ?, ?, 'done', NULL,"
         " NULL, ?, ?)",
         (run_id, domain, condition, article_a, article_b, main_task, len(constraints), stamp, source_id))
     instruction_id = int(cur.lastrowid or 0)
@@ -119,19 +122,22 @@ def imported_generation(store: Store, *, kind: str, instruction_id: int, model: 
                         ratio: float | None, parent_id: int | None) -> StoredText | None:
     """A generation found again by what it is: kind, instruction, model, mode, ratio and parent."""
     row = store.conn.execute(
-        "SELECT id, text_hash FROM generations WHERE kind = ? AND instruction_id = ? AND model = ? AND mode = ?"
+        "SELECT id, text_hash FROM generations WHERE kind = ? AND instruction_id = ? AND "
+        "model = ? AND mode = ?"
         f" AND parent_id IS ? AND (ratio IS ? OR abs(ratio - ?) < {RATIO_TOLERANCE})",
         (kind, instruction_id, model, mode, parent_id, ratio, ratio if ratio is not None else 0.0)).fetchone()
     return None if row is None else StoredText(int(row[0]), row[1])
 
 
 def insert_imported_generation(store: Store, *, import_run: str, kind: str, instruction_id: int, model: str,
-                               mode: str, ratio: float | None, parent_id: int | None, text_hash: str, words: int,
+                               mode: str, ratio: float | None, parent_id: int | None,
+                               text_hash: str, words: int,
                                achieved_ratio: float | None, refusal: int | None, stamp: str) -> int:
     cur = store.conn.execute(
         "INSERT INTO generations (kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
         " achieved_ratio, call_id, refusal, created_at, import_run) VALUES (?,?,?,?,?,?,?,?,?,NULL,?,?,?)",
-        (kind, instruction_id, model, mode, ratio, parent_id, text_hash, words, achieved_ratio, refusal, stamp,
+        (kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,
+         achieved_ratio, refusal, stamp,
          import_run))
     return int(cur.lastrowid or 0)
 
@@ -139,7 +145,8 @@ def insert_imported_generation(store: Store, *, import_run: str, kind: str, inst
 def imported_models(store: Store) -> list[str]:
     """Models whose responses were imported (written elsewhere: no endpoint writes them)."""
     return [r[0] for r in store.conn.execute(
-        "SELECT DISTINCT model FROM generations WHERE kind = 'response' AND import_run IS NOT NULL ORDER BY model")]
+        "SELECT DISTINCT model FROM generations WHERE kind = 'response' AND import_run IS "
+        "NOT NULL ORDER BY model")]
 
 
 def insert_imported_revision(store: Store, *, run_id: str, source_id: str, domain: str, condition: str,
@@ -177,6 +184,7 @@ def imported_response_with_text(store: Store, instruction_id: int, text_hash: st
     """The response to the instruction whose text this is, whoever wrote it (a research summary file
     names the summariser, so the response it summarises is found by its text)."""
     row = store.conn.execute(
-        "SELECT id FROM generations WHERE kind = 'response' AND instruction_id = ? AND text_hash = ? ORDER BY id LIMIT 1",
+        "SELECT id FROM generations WHERE kind = 'response' AND instruction_id = ? AND text_hash = "
+        "? ORDER BY id LIMIT 1",
         (instruction_id, text_hash)).fetchone()
     return None if row is None else int(row[0])

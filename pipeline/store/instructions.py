@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from pipeline.store.database import Store, and_where
 
-_COLUMNS = ("id, run_id, domain, condition, pair_id, article_a, article_b, main_task, n_constraints, status, error,"
-            " base_generation_id, created_at")
+_COLUMNS = ("id, run_id, domain, condition, pair_id, article_a, article_b, main_task, "
+            "n_constraints, status, error, base_generation_id, created_at")
 
 
 @dataclass(frozen=True)
@@ -50,18 +50,22 @@ def _many(store: Store, where: str, params: Sequence[object]) -> list[Instructio
     return [Instruction(*r) for r in rows]
 
 
-def find_instruction(store: Store, run_id: str, condition: str, article_a: int, article_b: int | None) -> Instruction | None:
+def find_instruction(store: Store, run_id: str, condition: str, article_a: int, article_b: int
+                     | None) -> Instruction | None:
     found = _many(store, "run_id = ? AND condition = ? AND article_a = ? AND article_b IS ?",
                   [run_id, condition, article_a, article_b])
     return found[0] if found else None
 
 
-def insert_instruction(store: Store, *, run_id: str, domain: str, condition: str, pair_id: int, article_a: int,
+def insert_instruction(store: Store, *, run_id: str, domain: str, condition: str,
+                       pair_id: int, article_a: int,
                        article_b: int | None, n_constraints: int, created_at: str) -> None:
     """A new instruction, pending, with no main task yet."""
     store.conn.execute(
-        "INSERT INTO instructions(run_id, domain, condition, pair_id, article_a, article_b, main_task, n_constraints,"
-        " status, error, base_generation_id, created_at) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, 'pending', NULL, NULL, ?)",
+        "INSERT INTO instructions(run_id, domain, condition, pair_id, article_a, article_b, "
+        "main_task, n_constraints,"
+        " status, error, base_generation_id, created_at) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, "
+        "'pending', NULL, NULL, ?)",
         (run_id, domain, condition, pair_id, article_a, article_b, n_constraints, created_at))
 
 
@@ -69,14 +73,17 @@ def set_instruction_status(store: Store, instruction_id: int, status: str, error
                            base_generation_id: int | None = None) -> None:
     """The instruction's status and error (None clears it), and its base article when given."""
     if base_generation_id is None:
-        store.conn.execute("UPDATE instructions SET status = ?, error = ? WHERE id = ?", (status, error, instruction_id))
+        store.conn.execute("UPDATE instructions SET status = ?, error = ? WHERE id = ?",
+                           (status, error, instruction_id))
     else:
-        store.conn.execute("UPDATE instructions SET status = ?, error = ?, base_generation_id = ? WHERE id = ?",
+        store.conn.execute("UPDATE instructions SET status = ?, error = ?, "
+                           "base_generation_id = ? WHERE id = ?",
                            (status, error, base_generation_id, instruction_id))
 
 
 def set_base_generation(store: Store, instruction_id: int, generation_id: int) -> None:
-    store.conn.execute("UPDATE instructions SET base_generation_id = ? WHERE id = ?", (generation_id, instruction_id))
+    store.conn.execute("UPDATE instructions SET base_generation_id = ? WHERE id = ?",
+                       (generation_id, instruction_id))
 
 
 def instructions_awaiting_base(store: Store, run_id: str) -> list[Instruction]:
@@ -103,7 +110,8 @@ def count_finished(store: Store, run_id: str, conditions: Sequence[str]) -> int:
     """The run's instructions of these conditions that are done or failed."""
     marks = ",".join("?" * len(conditions))
     row = store.conn.execute(
-        f"SELECT count(*) FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND status IN ('done', 'failed')",
+        f"SELECT count(*) FROM instructions WHERE run_id = ? AND condition IN ({marks}) AND status "
+        "IN ('done', 'failed')",
         [run_id, *conditions]).fetchone()
     return int(row[0])
 
@@ -118,7 +126,9 @@ def done_instructions_of_pair(store: Store, run_id: str, pair_id: int) -> list[i
 
 def pair_ids_in_use(store: Store) -> set[int]:
     """Pairs some instruction was built on (re-pairing must not remove them)."""
-    return {r[0] for r in store.conn.execute("SELECT DISTINCT pair_id FROM instructions WHERE pair_id IS NOT NULL")}
+    return {r[0]
+            for r in store.conn.execute("SELECT DISTINCT pair_id FROM instructions "
+                                        "WHERE pair_id IS NOT NULL")}
 
 
 def condition_counts(store: Store, run_id: str, condition: str) -> ConditionCounts:
@@ -131,16 +141,19 @@ def condition_counts(store: Store, run_id: str, condition: str) -> ConditionCoun
         f"SELECT count(*) FROM constraints WHERE active = 1 AND instruction_id IN ({done_ids})",
         (run_id, condition)).fetchone()[0]
     replaced = store.conn.execute(
-        f"SELECT count(*) FROM constraints WHERE active = 1 AND origin = 'revised' AND instruction_id IN ({done_ids})",
+        f"SELECT count(*) FROM constraints WHERE active = 1 AND origin = 'revised' AND "
+        f"instruction_id IN ({done_ids})",
         (run_id, condition)).fetchone()[0]
     flags = dict(store.conn.execute(
         "SELECT f.flag, count(*) FROM constraint_flags f JOIN constraints c ON c.id = f.constraint_id"
-        f" WHERE c.active = 1 AND c.instruction_id IN ({done_ids}) GROUP BY f.flag", (run_id, condition)).fetchall())
+        f" WHERE c.active = 1 AND c.instruction_id IN ({done_ids}) GROUP BY f.flag",
+        (run_id, condition)).fetchall())
     return ConditionCounts(statuses, constraints or 0, replaced or 0, flags)
 
 
 def instruction_exists(store: Store, instruction_id: int) -> bool:
-    return store.conn.execute("SELECT 1 FROM instructions WHERE id = ?", (instruction_id,)).fetchone() is not None
+    return store.conn.execute("SELECT 1 FROM instructions WHERE id = ?",
+                              (instruction_id,)).fetchone() is not None
 
 
 # -- reads of the evaluation and naturalness stages --------------------------------------------
@@ -154,7 +167,8 @@ def get_instruction(store: Store, instruction_id: int) -> Instruction | None:
     return found[0] if found else None
 
 
-def finished_instruction_ids(store: Store, *, run_id: str | None = None, conditions: Sequence[str] | None = None,
+def finished_instruction_ids(store: Store, *, run_id: str | None = None,
+                             conditions: Sequence[str] | None = None,
                              domain: str | None = None, ids: Sequence[int] | None = None) -> list[int]:
     """Done instructions matching every filter given, in id order."""
     where, params = and_where(run_id=run_id, condition=conditions, domain=domain, id=ids)
@@ -163,10 +177,12 @@ def finished_instruction_ids(store: Store, *, run_id: str | None = None, conditi
 
 
 def any_instruction_with(store: Store, column: str, value: object) -> bool:
-    """Whether some instruction (of any status) has ``value`` in ``column`` (id, run_id, domain, condition)."""
+    """Whether some instruction (of any status) has ``value`` in ``column`` (id, run_id, domain,
+    condition)."""
     if column not in _FILTER_COLUMNS:
         raise ValueError(f"not an instruction filter column: {column!r}")
-    return store.conn.execute(f"SELECT 1 FROM instructions WHERE {column} = ? LIMIT 1", (value,)).fetchone() is not None
+    return store.conn.execute(f"SELECT 1 FROM instructions WHERE {column} = ? LIMIT 1",
+                              (value,)).fetchone() is not None
 
 
 def instruction_values(store: Store, column: str, limit: int = 12) -> list[str]:
@@ -174,7 +190,8 @@ def instruction_values(store: Store, column: str, limit: int = 12) -> list[str]:
     if column not in _FILTER_COLUMNS:
         raise ValueError(f"not an instruction filter column: {column!r}")
     return [r[0] for r in store.conn.execute(
-        f"SELECT DISTINCT {column} FROM instructions WHERE {column} IS NOT NULL ORDER BY {column} LIMIT ?", (limit,))]
+        f"SELECT DISTINCT {column} FROM instructions WHERE {column} IS NOT NULL ORDER BY {column} LIMIT ?",
+        (limit,))]
 
 
 @dataclass(frozen=True)
@@ -186,7 +203,8 @@ class ConstraintSet:
     article_a: int
 
 
-def comparable_sets(store: Store, *, run_id: str | None, domain: str | None, imported_condition: str) -> list[ConstraintSet]:
+def comparable_sets(store: Store, *, run_id: str | None, domain: str | None,
+                    imported_condition: str) -> list[ConstraintSet]:
     """Instructions with a reference article, in id order: the done ones (of ``run_id`` when given)
     and the imported ones of ``imported_condition`` (human-written sets), of ``domain`` when given."""
     sql = ("SELECT id, condition, article_a FROM instructions WHERE article_a IS NOT NULL AND"
@@ -200,13 +218,14 @@ def comparable_sets(store: Store, *, run_id: str | None, domain: str | None, imp
     return [ConstraintSet(*row) for row in store.conn.execute(sql + " ORDER BY id", params)]
 
 
-def insert_reference_set(store: Store, *, run_id: str, domain: str, condition: str, article_a: int, main_task: str,
+def insert_reference_set(store: Store, *, run_id: str, domain: str, condition: str,
+                         article_a: int, main_task: str,
                          n_constraints: int, created_at: str) -> int:
     """An instruction of status ``imported`` written outside the build for one reference article (a
     human-written constraint set); returns its id (not committed)."""
     cur = store.conn.execute(
-        "INSERT INTO instructions (run_id, domain, condition, article_a, main_task, n_constraints, status, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'imported', ?)",
+        "INSERT INTO instructions (run_id, domain, condition, article_a, main_task, "
+        "n_constraints, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'imported', ?)",
         (run_id, domain, condition, article_a, main_task, n_constraints, created_at))
     return int(cur.lastrowid or 0)
 
@@ -216,7 +235,8 @@ def instructions_matching(store: Store, *, conditions: Sequence[str], run_id: st
                           status: str | None = None) -> list[Instruction]:
     """Instructions of one of ``conditions`` matching every other filter given, in id order."""
     where, params = [f"condition IN ({','.join('?' * len(conditions))})"], list(conditions)
-    for column, value in (("run_id", run_id), ("domain", domain), ("condition", condition), ("status", status)):
+    for column, value in (("run_id", run_id), ("domain", domain), ("condition", condition),
+                          ("status", status)):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)

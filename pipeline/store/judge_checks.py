@@ -25,7 +25,8 @@ from pipeline.store.scores import yes_thresholds
 # In order of preference: people's verdicts on the benchmark's own texts are the better truth; then a
 # user's own constructed set (validate judges --items); then the shipped one.
 SOURCES = ("people", "own", "builtin")
-_UPSERT = ("INSERT INTO judge_checks(judge, source, domain, item_key, truth, verdict, quote_found, p_yes, checked_at)"
+_UPSERT = ("INSERT INTO judge_checks(judge, source, domain, item_key, truth, verdict, "
+           "quote_found, p_yes, checked_at)"
            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(judge, source, item_key) DO UPDATE SET"
            " domain = excluded.domain, truth = excluded.truth, verdict = excluded.verdict,"
            " quote_found = excluded.quote_found, p_yes = excluded.p_yes, checked_at = excluded.checked_at")
@@ -75,8 +76,10 @@ def judge_check(judge: str, source: str, items: Iterable[CheckItem]) -> JudgeChe
     kept = tuple(items)
     answered = [(i.truth, i.verdict) for i in kept if i.verdict is not None]
     return JudgeCheck(judge=judge, source=source, items=kept,
-                      tp=sum(1 for t, v in answered if t and v), fn=sum(1 for t, v in answered if t and not v),
-                      tn=sum(1 for t, v in answered if not t and not v), fp=sum(1 for t, v in answered if not t and v))
+                      tp=sum(1 for t, v in answered if t and v),
+                      fn=sum(1 for t, v in answered if t and not v),
+                      tn=sum(1 for t, v in answered if not t and not v),
+                      fp=sum(1 for t, v in answered if not t and v))
 
 
 def _has_table(store: Store) -> bool:
@@ -89,7 +92,8 @@ def put_check_items(store: Store, judge: str, source: str, rows: Iterable[CheckI
     if source not in SOURCES:
         raise ValueError(f"judge check source {source!r}: expected one of {', '.join(SOURCES)}")
     stamp = now()
-    values = [(judge, source, r.domain, r.item_key, int(r.truth), None if r.verdict is None else int(r.verdict),
+    values = [(judge, source, r.domain, r.item_key, int(r.truth), None if r.verdict is None
+               else int(r.verdict),
                r.quote_found, r.p_yes, stamp) for r in rows]
     with store.conn:
         store.conn.executemany(_UPSERT, values)
@@ -149,7 +153,8 @@ class Calibration:
 
 
 def _has_calibrations(store: Store) -> bool:
-    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'judge_calibrations'"
+    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                              "'judge_calibrations'"
                               ).fetchone() is not None
 
 
@@ -166,7 +171,8 @@ def calibrations(store: Store) -> dict[tuple[str, str], Calibration]:
     """(judge, judging mode) -> its calibration."""
     if not _has_calibrations(store):
         return {}
-    rows = store.conn.execute("SELECT judge, judging_mode, source, threshold, rule, n, auc, held_out_accuracy,"
+    rows = store.conn.execute("SELECT judge, judging_mode, source, threshold, rule, n, "
+                              "auc, held_out_accuracy,"
                               " calibrated_at FROM judge_calibrations ORDER BY judge, judging_mode")
     return {(r[0], r[1]): Calibration(*r) for r in rows}
 

@@ -69,20 +69,24 @@ def cached_reply(store: Store, cache_key: str) -> CachedReply | None:
 def put_call(store: Store, call: NewCall) -> int:
     """Store a call (replacing one under the same key); returns its id. Does not commit."""
     cur = store.conn.execute(
-        "INSERT OR REPLACE INTO llm_calls (cache_key, endpoint, model, template, template_hash, request, response,"
+        "INSERT OR REPLACE INTO llm_calls (cache_key, endpoint, model, template, "
+        "template_hash, request, response,"
         " prompt_tokens, completion_tokens, cost, latency_s, run_id, created_at, via, logprobs,"
         " cached_prompt_tokens)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         # Spelled out, not dataclasses.astuple: that deep-copies every field, a tenth of a
         # millisecond a call on the client's hot path.
-        (call.cache_key, call.endpoint, call.model, call.template, call.template_hash, call.request, call.response,
-         call.prompt_tokens, call.completion_tokens, call.cost, call.latency_s, call.run_id, call.created_at, call.via,
+        (call.cache_key, call.endpoint, call.model, call.template, call.template_hash,
+         call.request, call.response,
+         call.prompt_tokens, call.completion_tokens, call.cost, call.latency_s, call.run_id,
+         call.created_at, call.via,
          call.logprobs, call.cached_prompt_tokens),
     )
     return int(cur.lastrowid or 0)
 
 
-def _where(endpoint: str | None = None, template: str | None = None, before: str | None = None) -> tuple[str, list[Any]]:
+def _where(endpoint: str | None = None, template: str | None = None, before: str
+           | None = None) -> tuple[str, list[Any]]:
     clauses, params = [], []
     if endpoint is not None:
         clauses.append("endpoint = ?")
@@ -96,7 +100,8 @@ def _where(endpoint: str | None = None, template: str | None = None, before: str
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-def newest_calls(store: Store, *, endpoint: str | None, template: str | None, limit: int) -> list[dict[str, Any]]:
+def newest_calls(store: Store, *, endpoint: str | None, template: str | None,
+                 limit: int) -> list[dict[str, Any]]:
     """The newest calls, newest first, with the first 200 characters of each reply."""
     where, params = _where(endpoint, template)
     return store.query(
@@ -126,7 +131,8 @@ def templated_calls(store: Store) -> list[TemplatedCall]:
     return [TemplatedCall(int(r[0]), r[1], r[2]) for r in rows]
 
 
-def delete_calls(store: Store, *, endpoint: str | None = None, template: str | None = None, before: str | None = None,
+def delete_calls(store: Store, *, endpoint: str | None = None, template: str | None = None,
+                 before: str | None = None,
                  ids: list[int] | None = None) -> int:
     """Delete the calls matching every filter given (``ids``: only these); returns how many.
     Commits."""
@@ -156,7 +162,8 @@ def paid_by_via(store: Store) -> dict[str, dict[str, Any]]:
     return {r["via"]: {"calls": r["n"], "cost": r["cost"] or 0.0, "prompt_tokens": r["pt"] or 0,
                        "completion_tokens": r["ct"] or 0}
             for r in store.query("SELECT coalesce(via, 'online') AS via, count(*) AS n, sum(cost) AS cost,"
-                                 " sum(prompt_tokens) AS pt, sum(completion_tokens) AS ct FROM llm_calls GROUP BY 1")}
+                                 " sum(prompt_tokens) AS pt, sum(completion_tokens) AS ct FROM "
+                                 "llm_calls GROUP BY 1")}
 
 
 def template_token_rates(store: Store) -> dict[str, tuple[float, float]]:
@@ -172,7 +179,8 @@ def template_token_rates(store: Store) -> dict[str, tuple[float, float]]:
 def online_latency_by_endpoint(store: Store) -> dict[str, float]:
     """Per endpoint, the mean latency of its online calls (seconds)."""
     rows = store.conn.execute(
-        "SELECT endpoint, avg(latency_s) FROM llm_calls WHERE via = 'online' AND latency_s > 0 GROUP BY endpoint"
+        "SELECT endpoint, avg(latency_s) FROM llm_calls WHERE via = 'online' AND latency_s "
+        "> 0 GROUP BY endpoint"
     ).fetchall()
     return {r[0]: float(r[1]) for r in rows}
 

@@ -27,7 +27,8 @@ class Mark(NamedTuple):
 
 
 def _has_table(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'suspicion_marks'").fetchone() \
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                        "name = 'suspicion_marks'").fetchone() \
         is not None
 
 
@@ -46,8 +47,10 @@ def put_mark(store: Store, response_id: int, constraint_id: int, mark: str, audi
         raise ValueError(f"unknown mark {mark!r}: choose from {', '.join(MARKS)}")
     with store.conn:
         store.conn.execute(
-            "INSERT INTO suspicion_marks(response_id, constraint_id, mark, auditor, marked_at) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT(response_id, constraint_id) DO UPDATE SET mark = excluded.mark, auditor = excluded.auditor,"
+            "INSERT INTO suspicion_marks(response_id, constraint_id, mark, auditor, marked_at) "
+            "VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT(response_id, constraint_id) DO UPDATE SET mark = excluded.mark, "
+            "auditor = excluded.auditor,"
             " marked_at = excluded.marked_at", (response_id, constraint_id, mark, auditor, when))
 
 

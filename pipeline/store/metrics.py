@@ -120,7 +120,8 @@ def _select_texts(store: Store, f: Filters) -> None:
         "INSERT INTO m_gen SELECT g.id, g.kind, r.id, g.ratio FROM generations g"
         " JOIN generations r ON r.id = CASE WHEN g.kind = 'summary' THEN g.parent_id ELSE g.id END"
         " JOIN instructions i ON i.id = r.instruction_id"
-        " WHERE g.kind IN ('response', 'summary') AND r.kind = 'response'" + "".join(f" AND {w}" for w in where),
+        " WHERE g.kind IN ('response', 'summary') AND r.kind = 'response'"
+        + "".join(f" AND {w}" for w in where),
         params,
     )
 
@@ -167,7 +168,8 @@ def scored_raters(store: Store, f: Filters) -> list[tuple[str, str]]:
 def use_raters(store: Store, raters: Sequence[tuple[str, str]]) -> None:
     """Temp table m_raters: the raters the readers below count, column k = position in ``raters``."""
     conn = store.conn
-    conn.execute("CREATE TEMP TABLE m_raters(judge TEXT, judging_mode TEXT, k INTEGER, PRIMARY KEY(judge, judging_mode))")
+    conn.execute("CREATE TEMP TABLE m_raters(judge TEXT, judging_mode TEXT, k INTEGER, PRIMARY "
+                 "KEY(judge, judging_mode))")
     conn.executemany("INSERT INTO m_raters VALUES (?, ?, ?)", [(j, m, k) for k, (j, m) in enumerate(raters)])
 
 
@@ -202,7 +204,8 @@ def response_totals(store: Store, n_raters: int) -> dict[int, tuple[int, float, 
     ``n_raters`` raters, the mean over raters of each one's share of Yes). Means run in SQL: Python
     only touches one row per response."""
     return {gid: (n, judged, org) for gid, n, judged, org in store.conn.execute(
-        f"SELECT g.gid, count(*), sum(s.judged) * 1.0 / {int(n_raters)}, avg(s.yes * 1.0 / s.judged) FROM m_gen g"
+        f"SELECT g.gid, count(*), sum(s.judged) * 1.0 / {int(n_raters)}, avg(s.yes * 1.0 / "
+        "s.judged) FROM m_gen g"
         f" JOIN text_scores s ON s.gid = g.gid {_RATER_JOIN} WHERE g.kind = 'response' GROUP BY g.gid")}
 
 
@@ -221,11 +224,13 @@ class SummaryTotals(NamedTuple):
 
 def summary_totals(store: Store, n_raters: int) -> list[SummaryTotals]:
     """One row per (selected response, summary ratio), over the constraints judged on both texts."""
-    per_rater = "".join(f", avg(CASE WHEN r.k = {k} THEN s.full_yes END), avg(CASE WHEN r.k = {k} THEN s.flipped END)"
+    per_rater = "".join(f", avg(CASE WHEN r.k = {k} THEN s.full_yes END), avg(CASE WHEN r.k = "
+                        f"{k} THEN s.flipped END)"
                         for k in range(int(n_raters)))
     return [SummaryTotals(rid, ratio, n, core, satisfied, flipped, tuple(by[0::2]), tuple(by[1::2]))
             for rid, ratio, n, core, satisfied, flipped, *by in store.conn.execute(
-                "SELECT g.rid, min(g.ratio), count(DISTINCT r.k), avg(s.core_yes * 1.0 / s.both), avg(s.full_yes),"
+                "SELECT g.rid, min(g.ratio), count(DISTINCT r.k), avg(s.core_yes * 1.0 / "
+                "s.both), avg(s.full_yes),"
                 f" avg(s.flipped){per_rater} FROM m_gen g JOIN text_scores s ON s.gid = g.gid {_RATER_JOIN}"
                 f" WHERE g.kind = 'summary' AND s.both > 0 GROUP BY g.rid, round(g.ratio, {RATIO_DIGITS})")]
 
@@ -256,7 +261,8 @@ def rater_totals(store: Store) -> dict[int, tuple[int, int]]:
 
 
 class RaterTextTotals(NamedTuple):
-    """One rater's kept totals on one selected text (a summary's over the constraints judged on both texts)."""
+    """One rater's kept totals on one selected text (a summary's over the constraints judged on both
+    texts)."""
 
     response_id: int  # the text itself, or the response a summary shortens
     kind: str  # response | summary
@@ -290,7 +296,8 @@ def _pivot_selection(store: Store, f: Filters) -> int:
     vwhere, vparams = verdict_filter(f)
     vsql = "".join(f" AND v.{w}" for w in vwhere)
     selected = conn.execute("SELECT count(*) FROM m_gen").fetchone()[0]
-    total = conn.execute("SELECT count(*) FROM generations WHERE kind IN ('response', 'summary')").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM generations WHERE kind IN "
+                         "('response', 'summary')").fetchone()[0]
     wide = selected > 0.2 * total
     # Most texts selected: one sequential scan of verdicts beats an index walk with a row lookup
     # per verdict. A narrow selection (one run of many): the selected texts drive the index.
@@ -299,13 +306,16 @@ def _pivot_selection(store: Store, f: Filters) -> int:
         # Raters over all verdicts: much cheaper than checking each row's text.
         raters_from = "verdicts v WHERE 1"
     else:
-        source = raters_from = "m_gen g CROSS JOIN verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: g drives
+        # CROSS: g drives
+        source = raters_from = "m_gen g CROSS JOIN verdicts v ON v.generation_id = g.gid WHERE 1"
     # No ORDER BY and no test of the verdict here: SQLite then reads a covering index instead of
     # sorting every row (6x faster). A rater with no usable verdict is dropped after the pivot.
-    raters = sorted(conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {raters_from}{vsql}", vparams))
+    raters = sorted(conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {raters_from}{vsql}",
+                                 vparams))
     pivot(conn, "m_p", raters, source, vsql, vparams)
     if raters:
-        used = conn.execute(f"SELECT {', '.join(f'count(y{k})' for k in range(len(raters)))} FROM m_p").fetchone()
+        used = conn.execute(f"SELECT {', '.join(f'count(y{k})' for k in range(len(raters)))} FROM "
+                            "m_p").fetchone()
         if not all(used):
             raters = [r for r, n in zip(raters, used) if n]
             conn.execute("DROP TABLE temp.m_p")
@@ -327,7 +337,8 @@ def constraint_item_outcomes(store: Store, f: Filters, ratio: float = DEFAULT_RA
                 f" {sql['full_score']}, {sql['summary_score']}, {sql['flipped']}, {sql['passed_both']}"
                 " FROM m_gen g JOIN m_p s ON s.gid = g.gid JOIN m_p f ON f.gid = g.rid AND f.cid = s.cid"
                 " JOIN generations r ON r.id = g.rid"
-                f" WHERE g.kind = 'summary' AND abs(g.ratio - ?) < {RATIO_TOLERANCE} AND {sql['judged']} > 0 ORDER BY g.rid, s.cid",
+                f" WHERE g.kind = 'summary' AND abs(g.ratio - ?) < {RATIO_TOLERANCE} AND {sql['judged']} > 0 "
+                "ORDER BY g.rid, s.cid",
                 (ratio,),
             ).fetchall()
         finally:
@@ -373,7 +384,8 @@ CopyCounts = dict[tuple[str, str], tuple[int, int, int, int]]
 
 def stored_copy_stats(store: Store, ngram: int) -> CopyCounts:
     """Every copy count kept for word ``ngram``-grams."""
-    return {(r, a): (shared, copied, words, longest) for r, a, shared, copied, words, longest in store.conn.execute(
+    return {(r, a): (shared, copied, words, longest)
+            for r, a, shared, copied, words, longest in store.conn.execute(
         "SELECT text_hash, reference_hash, shared_ngrams, copied_words, words, longest FROM copy_stats"
         " WHERE ngram = ?", (ngram,))}
 
@@ -387,8 +399,8 @@ def keep_copy_stats(store: Store, ngram: int, fresh: CopyCounts) -> None:
     try:
         with conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO copy_stats(text_hash, reference_hash, ngram, shared_ngrams, copied_words,"
-                " words, longest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO copy_stats(text_hash, reference_hash, ngram, "
+                "shared_ngrams, copied_words, words, longest) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(r, a, ngram, *counts) for (r, a), counts in fresh.items()])
     except sqlite3.OperationalError as exc:
         if "readonly" not in str(exc):
@@ -421,9 +433,10 @@ def naturalness_judgments(store: Store, *, run: str | None = None, domain: str |
         where.append("ia.domain = ?")
         params.append(domain)
     return [NaturalnessJudgment(*row) for row in store.conn.execute(
-        "SELECT ia.condition, ib.condition, n.instruction_a, n.instruction_b, n.shown_first, n.winner, n.judge"
-        " FROM naturalness n JOIN instructions ia ON ia.id = n.instruction_a"
-        " JOIN instructions ib ON ib.id = n.instruction_b" + (" WHERE " + " AND ".join(where) if where else ""),
+        "SELECT ia.condition, ib.condition, n.instruction_a, n.instruction_b, "
+        "n.shown_first, n.winner, n.judge FROM naturalness n JOIN instructions ia ON ia.id = n.instruction_a"
+        " JOIN instructions ib ON ib.id = n.instruction_b"
+        + (" WHERE " + " AND ".join(where) if where else ""),
         params)]
 
 

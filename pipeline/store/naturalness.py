@@ -29,7 +29,7 @@ def judged_orders(store: Store) -> set[tuple[str, int, int, int]]:
 def put_preference(store: Store, p: Preference) -> None:
     """Store one comparison, replacing the same judge's on the same pair and order."""
     store.conn.execute(
-        "INSERT OR REPLACE INTO naturalness (judge, instruction_a, instruction_b, shown_first, winner, reason, call_id,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO naturalness (judge, instruction_a, instruction_b, shown_first, "
+        "winner, reason, call_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (p.judge, p.instruction_a, p.instruction_b, p.shown_first, p.winner, p.reason, p.call_id, now()),
     )

@@ -69,14 +69,16 @@ def pairs_of(store: Store, domain: str, rule: str, *, ids: Sequence[int] | None 
             f"SELECT {_COLUMNS} FROM pairs WHERE domain = ? AND rule = ? AND id IN ({marks}) ORDER BY id",
             [domain, rule, *ids])
     else:
-        rows = store.conn.execute(f"SELECT {_COLUMNS} FROM pairs WHERE domain = ? AND rule = ? ORDER BY id LIMIT ?",
+        rows = store.conn.execute(f"SELECT {_COLUMNS} FROM pairs WHERE domain = ? AND rule = "
+                                  "? ORDER BY id LIMIT ?",
                                   [domain, rule, -1 if limit is None else limit])
     return [Pair(*r) for r in rows]
 
 
 def stored_pairing(store: Store, domain: str, rule: str) -> dict[int, StoredPair]:
     """The stored pairs of a domain and rule, by article A."""
-    rows = store.conn.execute("SELECT id, article_a, article_b, params FROM pairs WHERE domain = ? AND rule = ?",
+    rows = store.conn.execute("SELECT id, article_a, article_b, params FROM pairs WHERE "
+                              "domain = ? AND rule = ?",
                               (domain, rule))
     return {r[1]: StoredPair(*r) for r in rows}
 
@@ -90,12 +92,13 @@ def write_pairing(store: Store, domain: str, rule: str, writes: Sequence[PairWri
             row = (w.article_b, w.cosine, w.rank, w.candidates, w.params)
             if w.id is None:
                 store.conn.execute(
-                    "INSERT INTO pairs(domain, rule, article_a, article_b, cosine, rank, candidates, params, created_at) "
+                    "INSERT INTO pairs(domain, rule, article_a, article_b, cosine, rank, candidates, "
+                    "params, created_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (domain, rule, w.article_a, *row, stamp))
             else:
                 store.conn.execute(
-                    "UPDATE pairs SET article_b = ?, cosine = ?, rank = ?, candidates = ?, params = ?, created_at = ? "
-                    "WHERE id = ?", (*row, stamp, w.id))
+                    "UPDATE pairs SET article_b = ?, cosine = ?, rank = ?, candidates = ?, params "
+                    "= ?, created_at = ? WHERE id = ?", (*row, stamp, w.id))
         for pair_id in removed:
             store.conn.execute("DELETE FROM pairs WHERE id = ?", (pair_id,))
 
@@ -103,7 +106,8 @@ def write_pairing(store: Store, domain: str, rule: str, writes: Sequence[PairWri
 def pair_stats(store: Store, domain: str, rule: str) -> PairStats:
     """The stored pairs of a domain and rule: how many, their cosine range and mean partner rank."""
     row = store.conn.execute(
-        "SELECT count(*), min(cosine), avg(cosine), max(cosine), avg(rank) FROM pairs WHERE domain = ? AND rule = ?",
+        "SELECT count(*), min(cosine), avg(cosine), max(cosine), avg(rank) FROM pairs WHERE "
+        "domain = ? AND rule = ?",
         (domain, rule)).fetchone()
     return PairStats(*row)
 

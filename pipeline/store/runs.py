@@ -28,8 +28,8 @@ def insert_run(store: Store, *, run_id: str, kind: str, name: str, config: str, 
                host: str) -> None:
     """A new run, running, with nothing spent yet."""
     store.conn.execute(
-        "INSERT INTO runs(id, kind, name, config, status, started_at, finished_at, calls, cache_hits, prompt_tokens,"
-        " completion_tokens, cost, batch_calls, batch_cost, error, pid, host)"
+        "INSERT INTO runs(id, kind, name, config, status, started_at, finished_at, calls, "
+        "cache_hits, prompt_tokens, completion_tokens, cost, batch_calls, batch_cost, error, pid, host)"
         " VALUES (?, ?, ?, ?, 'running', ?, NULL, 0, 0, 0, 0, 0.0, 0, 0.0, NULL, ?, ?)",
         (run_id, kind, name, config, started_at, pid, host))
 
@@ -37,7 +37,8 @@ def insert_run(store: Store, *, run_id: str, kind: str, name: str, config: str, 
 def reopen_run(store: Store, run_id: str, *, config: str, pid: int, host: str) -> None:
     """Mark a stored run running again, under a new config and process."""
     store.conn.execute(
-        "UPDATE runs SET status = 'running', error = NULL, finished_at = NULL, config = ?, pid = ?, host = ? WHERE id = ?",
+        "UPDATE runs SET status = 'running', error = NULL, finished_at = NULL, config = ?, pid = ?, "
+        "host = ? WHERE id = ?",
         (config, pid, host, run_id))
 
 
@@ -57,7 +58,8 @@ def run_config(store: Store, run_id: str, kind: str | None = None) -> str | None
     if kind is None:
         row = store.conn.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
     else:
-        row = store.conn.execute("SELECT config FROM runs WHERE id = ? AND kind = ?", (run_id, kind)).fetchone()
+        row = store.conn.execute("SELECT config FROM runs WHERE id = ? AND kind = ?",
+                                 (run_id, kind)).fetchone()
     return None if row is None else row[0]
 
 
@@ -71,7 +73,8 @@ def set_run_config(store: Store, run_id: str, config: str) -> None:
 
 def runs_with_estimate(store: Store) -> list[RunSpend]:
     """Runs whose config holds a dry run's estimate, oldest first."""
-    rows = store.conn.execute("SELECT id, kind, config, calls, cost FROM runs WHERE config LIKE '%\"estimate\"%'"
+    rows = store.conn.execute("SELECT id, kind, config, calls, cost FROM runs WHERE config "
+                              "LIKE '%\"estimate\"%'"
                               " ORDER BY started_at, id").fetchall()
     return [RunSpend(*r) for r in rows]
 
@@ -79,7 +82,8 @@ def runs_with_estimate(store: Store) -> list[RunSpend]:
 def run_accounting(store: Store, run_id: str) -> dict[str, Any] | None:
     """A run's calls, cache_hits, prompt_tokens, completion_tokens, cost, batch_calls and batch_cost
     (None when there is no such run)."""
-    cursor = store.conn.execute("SELECT calls, cache_hits, prompt_tokens, completion_tokens, cost, batch_calls,"
+    cursor = store.conn.execute("SELECT calls, cache_hits, prompt_tokens, "
+                                "completion_tokens, cost, batch_calls,"
                                 " batch_cost FROM runs WHERE id = ?", (run_id,))
     row = cursor.fetchone()
     return None if row is None else dict(zip([d[0] for d in cursor.description], row))
@@ -92,5 +96,6 @@ def end_run(store: Store, run_id: str, *, status: str, finished_at: str, error: 
 
 def recent_runs(store: Store, kind: str, limit: int) -> list[str]:
     """Ids of the newest runs of a kind, newest first."""
-    return [r[0] for r in store.conn.execute("SELECT id FROM runs WHERE kind = ? ORDER BY started_at DESC LIMIT ?",
+    return [r[0]
+            for r in store.conn.execute("SELECT id FROM runs WHERE kind = ? ORDER BY started_at DESC LIMIT ?",
                                              (kind, limit))]

@@ -66,7 +66,8 @@ def _v1(db: sqlite_utils.Database) -> None:
             "title": str,
             "text_hash": str,
             "words": int,
-            "status": str,  # kept | duplicate | near_duplicate | too_short | too_long | pending (near-dup check due)
+            # kept | duplicate | near_duplicate | too_short | too_long | pending (near-dup check due)
+            "status": str,
             "duplicate_of": int,
             "imported_at": str,
         },
@@ -301,8 +302,8 @@ def _v4(db: sqlite_utils.Database) -> None:
     db.conn.execute("UPDATE verdicts SET verdict = NULL WHERE call_id IS NULL AND reason = ? AND verdict = 0",
                     (UNANSWERED,))
     # Small (only missing verdicts): finds the raters a coverage figure expects without a scan.
-    db.conn.execute("CREATE INDEX IF NOT EXISTS verdicts_missing ON verdicts(generation_id, judge, judging_mode)"
-                    " WHERE verdict IS NULL")
+    db.conn.execute("CREATE INDEX IF NOT EXISTS verdicts_missing ON verdicts(generation_id, "
+                    "judge, judging_mode) WHERE verdict IS NULL")
     for column in ("pid", "host"):
         if column not in db.table("runs").columns_dict:
             db.table("runs").add_column(column, int if column == "pid" else str)
@@ -344,21 +345,28 @@ def _v6(db: sqlite_utils.Database) -> None:
     the report's weights need."""
     db.conn.execute("CREATE TABLE IF NOT EXISTS validation_plans(name TEXT PRIMARY KEY, ratio REAL NOT NULL,"
                     " seed INTEGER NOT NULL, run TEXT, params TEXT NOT NULL, created_at TEXT)")
-    db.conn.execute("CREATE TABLE IF NOT EXISTS validation_items(plan TEXT NOT NULL, position INTEGER NOT NULL,"
-                    " constraint_id INTEGER NOT NULL, response_id INTEGER NOT NULL, summary_id INTEGER NOT NULL,"
+    db.conn.execute("CREATE TABLE IF NOT EXISTS validation_items(plan TEXT NOT NULL, "
+                    "position INTEGER NOT NULL,"
+                    " constraint_id INTEGER NOT NULL, response_id INTEGER NOT NULL, "
+                    "summary_id INTEGER NOT NULL,"
                     " instruction_id INTEGER NOT NULL, domain TEXT NOT NULL, stratum TEXT NOT NULL,"
                     " PRIMARY KEY (plan, constraint_id, response_id))")
-    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS validation_items_order ON validation_items(plan, position)")
+    db.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS validation_items_order ON "
+                    "validation_items(plan, position)")
     # Judge validation (pipeline.analysis.judge_validation): a sample of (constraint, text) items, texts
     # being responses and summaries, and people's own Yes/No on them, blind to the judges.
     db.conn.execute("CREATE TABLE IF NOT EXISTS judge_plans(name TEXT PRIMARY KEY, ratio REAL NOT NULL,"
                     " seed INTEGER NOT NULL, run TEXT, params TEXT NOT NULL, created_at TEXT)")
     db.conn.execute("CREATE TABLE IF NOT EXISTS judge_items(plan TEXT NOT NULL, position INTEGER NOT NULL,"
-                    " constraint_id INTEGER NOT NULL, generation_id INTEGER NOT NULL, text_kind TEXT NOT NULL,"
-                    " instruction_id INTEGER NOT NULL, domain TEXT NOT NULL, PRIMARY KEY (plan, constraint_id, generation_id))")
-    db.conn.execute("CREATE TABLE IF NOT EXISTS text_labels(id INTEGER PRIMARY KEY, constraint_id INTEGER NOT NULL,"
+                    " constraint_id INTEGER NOT NULL, generation_id INTEGER NOT NULL, "
+                    "text_kind TEXT NOT NULL,"
+                    " instruction_id INTEGER NOT NULL, domain TEXT NOT NULL, PRIMARY KEY (plan, "
+                    "constraint_id, generation_id))")
+    db.conn.execute("CREATE TABLE IF NOT EXISTS text_labels(id INTEGER PRIMARY KEY, "
+                    "constraint_id INTEGER NOT NULL,"
                     " generation_id INTEGER NOT NULL, annotator TEXT NOT NULL, label INTEGER NOT NULL,"
-                    " note TEXT, created_at TEXT, UNIQUE (constraint_id, generation_id, annotator))")  # label: 1 yes, 0 no
+                    " note TEXT, created_at TEXT, UNIQUE (constraint_id, "
+                    "generation_id, annotator))")  # label: 1 yes, 0 no
 
 
 def _v7(db: sqlite_utils.Database) -> None:
@@ -367,7 +375,8 @@ def _v7(db: sqlite_utils.Database) -> None:
     batch sent to a provider or exported for vLLM, with its state. Cached calls record how they
     were paid (``via``: online or batch), and runs what they paid in batch."""
     db.table("batches").create(
-        {"id": str, "kind": str, "endpoint": str, "remote_id": str, "input_file_id": str, "output_file_id": str,
+        {"id": str, "kind": str, "endpoint": str, "remote_id": str, "input_file_id": str,
+         "output_file_id": str,
          "error_file_id": str, "path": str, "state": str, "requests": int, "completed": int, "failed": int,
          "error": str, "pid": int, "host": str, "created_at": str, "updated_at": str, "collected_at": str},
         pk="id", if_not_exists=True,
@@ -397,7 +406,8 @@ def _v8(db: sqlite_utils.Database) -> None:
     specificity. One row per member instruction; ``family`` is unique within the instruction's run."""
     db.conn.execute("CREATE TABLE IF NOT EXISTS instruction_families(instruction_id INTEGER PRIMARY KEY"
                     " REFERENCES instructions(id), family TEXT NOT NULL, level INTEGER NOT NULL)")
-    db.conn.execute("CREATE INDEX IF NOT EXISTS instruction_families_family ON instruction_families(family, level)")
+    db.conn.execute("CREATE INDEX IF NOT EXISTS instruction_families_family ON "
+                    "instruction_families(family, level)")
 
 
 def _v9(db: sqlite_utils.Database) -> None:
@@ -427,7 +437,8 @@ def _v11(db: sqlite_utils.Database) -> None:
     n-grams found both in a reference and in the response (``copied``, a JSON list of the constraint's
     phrases, ``[]`` when none) and which reference(s) (``copied_from``: '', 'A', 'B' or 'AB'). One row per
     pair once computed (pipeline.stages.copy_evidence), so the missing pairs are the work left."""
-    db.conn.execute("CREATE TABLE IF NOT EXISTS copy_evidence(response_id INTEGER NOT NULL, constraint_id INTEGER"
+    db.conn.execute("CREATE TABLE IF NOT EXISTS copy_evidence(response_id INTEGER NOT NULL, "
+                    "constraint_id INTEGER"
                     " NOT NULL, ngram INTEGER NOT NULL, copied TEXT NOT NULL, copied_from TEXT NOT NULL,"
                     " PRIMARY KEY (response_id, constraint_id)) WITHOUT ROWID")
 
@@ -451,17 +462,21 @@ def _v13(db: sqlite_utils.Database) -> None:
                                 ("verdicts", "p_yes", float), ("judge_checks", "p_yes", float)):
         if db[table].exists() and column not in db.table(table).columns_dict:
             db.table(table).add_column(column, kind)
-    db.conn.execute("CREATE TABLE IF NOT EXISTS judge_calibrations(judge TEXT NOT NULL, judging_mode TEXT NOT NULL,"
+    db.conn.execute("CREATE TABLE IF NOT EXISTS judge_calibrations(judge TEXT NOT NULL, "
+                    "judging_mode TEXT NOT NULL,"
                     " source TEXT NOT NULL, threshold REAL NOT NULL, rule TEXT NOT NULL, n INTEGER NOT NULL,"
-                    " auc REAL, held_out_accuracy REAL, calibrated_at TEXT, PRIMARY KEY (judge, judging_mode))")
+                    " auc REAL, held_out_accuracy REAL, calibrated_at TEXT, PRIMARY KEY "
+                    "(judge, judging_mode))")
 
 
 def _v14(db: sqlite_utils.Database) -> None:
     """The auditor's marks on the suspicion queue (pipeline.store.marks): per (response, constraint),
     ``confirmed`` (copy-paste confirmed) or ``dismissed``, who marked it and when. Apart from
     ``annotations``, whose labels validate the Core metric and must not mix with these."""
-    db.conn.execute("CREATE TABLE IF NOT EXISTS suspicion_marks(response_id INTEGER NOT NULL, constraint_id INTEGER"
-                    " NOT NULL, mark TEXT NOT NULL CHECK (mark IN ('confirmed', 'dismissed')), auditor TEXT NOT NULL,"
+    db.conn.execute("CREATE TABLE IF NOT EXISTS suspicion_marks(response_id INTEGER NOT NULL, "
+                    "constraint_id INTEGER"
+                    " NOT NULL, mark TEXT NOT NULL CHECK (mark IN ('confirmed', 'dismissed')), "
+                    "auditor TEXT NOT NULL,"
                     " marked_at TEXT NOT NULL, PRIMARY KEY (response_id, constraint_id)) WITHOUT ROWID")
 
 
@@ -490,12 +505,15 @@ def _v16(db: sqlite_utils.Database) -> None:
     text (the research code's copy-paste score), by ``method`` (the embedder), with that sentence's span."""
     db.conn.execute("DROP TABLE IF EXISTS copy_evidence")
     db.conn.execute("CREATE TABLE copy_evidence(response_id INTEGER NOT NULL, constraint_id INTEGER NOT NULL,"
-                    " ngram INTEGER NOT NULL, copied TEXT NOT NULL, copied_from TEXT NOT NULL, facts TEXT NOT NULL,"
+                    " ngram INTEGER NOT NULL, copied TEXT NOT NULL, copied_from TEXT NOT NULL, "
+                    "facts TEXT NOT NULL,"
                     " specificity REAL NOT NULL, echoed TEXT NOT NULL, lead TEXT NOT NULL,"
                     " PRIMARY KEY (response_id, constraint_id)) WITHOUT ROWID")
-    db.conn.execute("CREATE TABLE IF NOT EXISTS constraint_echo(generation_id INTEGER NOT NULL, constraint_id INTEGER"
+    db.conn.execute("CREATE TABLE IF NOT EXISTS constraint_echo(generation_id INTEGER NOT NULL, "
+                    "constraint_id INTEGER"
                     " NOT NULL, method TEXT NOT NULL, echo REAL NOT NULL, sentence_start INTEGER NOT NULL,"
-                    " sentence_end INTEGER NOT NULL, PRIMARY KEY (generation_id, constraint_id)) WITHOUT ROWID")
+                    " sentence_end INTEGER NOT NULL, PRIMARY KEY (generation_id, "
+                    "constraint_id)) WITHOUT ROWID")
 
 
 def _v17(db: sqlite_utils.Database) -> None:
@@ -515,6 +533,7 @@ def _v18(db: sqlite_utils.Database) -> None:
 
 
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10,
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6,
+                                                             _v7, _v8, _v9, _v10,
                                                              _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18]
 SCHEMA_VERSION = len(MIGRATIONS)

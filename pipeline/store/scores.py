@@ -13,8 +13,8 @@ texts whose verdicts changed since, and read as some 100,000 rows.
   text_agreement     per text and pair of raters (a < b in (judge, mode) order), the 2x2 cells
                      over the items both judged: n11, n10, n01, n00
   text_items         per text, its constraints (items) with every rater together, as the app's
-                     tables count them: ``judged``, ``passed`` (the raters' mean verdict passes: PASS_THRESHOLD),
-                     ``score_sum`` (the sum of those means), ``disagree`` (raters differ),
+                     tables count them: ``judged``, ``passed`` (the raters' mean verdict passes:
+                     PASS_THRESHOLD), ``score_sum`` (the sum of those means), ``disagree`` (raters differ),
                      ``missing`` (a latest verdict's quote is not in the text); on a summary,
                      ``flipped``: items that flipped from its response (``item_outcome_sql``)
   text_item_marks    per text, the items where the judges split (a Yes and a No), where a Yes's
@@ -58,8 +58,8 @@ LATEST_VERDICT = ("v.verdict IS NOT NULL AND v.id = (SELECT max(w.id) FROM verdi
 # What a screen lists for a rater on an item: the verdict LATEST_VERDICT counts or, when the
 # rater never gave one, its latest missing row, listed as missing and counted nowhere.
 SHOWN_VERDICT = ("v.id = (SELECT w.id FROM verdicts w WHERE w.generation_id = v.generation_id"
-                 " AND w.constraint_id = v.constraint_id AND w.judge = v.judge AND w.judging_mode = v.judging_mode"
-                 " ORDER BY w.verdict IS NULL, w.id DESC LIMIT 1)")
+                 " AND w.constraint_id = v.constraint_id AND w.judge = v.judge AND "
+                 "w.judging_mode = v.judging_mode ORDER BY w.verdict IS NULL, w.id DESC LIMIT 1)")
 
 # Texts per write transaction: short enough that a build writing beside a refresh waits well
 # under a second, long enough that the per-chunk overhead does not show.
@@ -70,17 +70,18 @@ def _tables(schema: str) -> list[str]:
     return [
         f"CREATE TABLE IF NOT EXISTS {schema}text_scores(gid INTEGER NOT NULL, judge TEXT NOT NULL,"
         " judging_mode TEXT NOT NULL, judged INTEGER NOT NULL, yes INTEGER NOT NULL, both INTEGER,"
-        " core_yes INTEGER, full_yes INTEGER, flipped INTEGER, PRIMARY KEY (gid, judge, judging_mode)) WITHOUT ROWID",
+        " core_yes INTEGER, full_yes INTEGER, flipped INTEGER, PRIMARY KEY (gid, judge, "
+        "judging_mode)) WITHOUT ROWID",
         f"CREATE TABLE IF NOT EXISTS {schema}text_agreement(gid INTEGER NOT NULL, judge_a TEXT NOT NULL,"
         " mode_a TEXT NOT NULL, judge_b TEXT NOT NULL, mode_b TEXT NOT NULL, n11 INTEGER NOT NULL,"
         " n10 INTEGER NOT NULL, n01 INTEGER NOT NULL, n00 INTEGER NOT NULL,"
         " PRIMARY KEY (gid, judge_a, mode_a, judge_b, mode_b)) WITHOUT ROWID",
         f"CREATE TABLE IF NOT EXISTS {schema}text_items(gid INTEGER PRIMARY KEY, judged INTEGER NOT NULL,"
-        " passed INTEGER NOT NULL, score_sum REAL NOT NULL, disagree INTEGER NOT NULL, missing INTEGER NOT NULL,"
-        " flipped INTEGER)",
+        " passed INTEGER NOT NULL, score_sum REAL NOT NULL, disagree INTEGER NOT NULL, "
+        "missing INTEGER NOT NULL, flipped INTEGER)",
         f"CREATE TABLE IF NOT EXISTS {schema}text_item_marks(gid INTEGER NOT NULL, cid INTEGER NOT NULL,"
-        " split INTEGER NOT NULL, unquoted INTEGER NOT NULL, flipped INTEGER NOT NULL, uncertain INTEGER NOT NULL,"
-        " PRIMARY KEY (gid, cid)) WITHOUT ROWID",
+        " split INTEGER NOT NULL, unquoted INTEGER NOT NULL, flipped INTEGER NOT NULL, "
+        "uncertain INTEGER NOT NULL, PRIMARY KEY (gid, cid)) WITHOUT ROWID",
     ]
 
 
@@ -102,7 +103,8 @@ _TRIGGERS = {
     "verdicts_stale_insert": ("AFTER INSERT ON verdicts", _mark("NEW.generation_id")),
     "verdicts_stale_update": ("AFTER UPDATE ON verdicts", _mark("OLD.generation_id", "NEW.generation_id")),
     "verdicts_stale_delete": ("AFTER DELETE ON verdicts", _mark("OLD.generation_id")),
-    "constraints_stale_active": ("AFTER UPDATE OF active ON constraints", _mark_instruction("NEW.instruction_id")),
+    "constraints_stale_active": ("AFTER UPDATE OF active ON constraints",
+                                 _mark_instruction("NEW.instruction_id")),
     "constraints_stale_delete": ("AFTER DELETE ON constraints", _mark_instruction("OLD.instruction_id")),
     "generations_stale_update": ("AFTER UPDATE OF kind, parent_id ON generations", _mark("OLD.id")),
     "generations_stale_delete": ("AFTER DELETE ON generations", _mark("OLD.id")),
@@ -166,7 +168,8 @@ def rater_thresholds(conn: sqlite3.Connection, raters: Sequence[tuple[str, str]]
     """Per rater, the threshold its P(Yes) verdicts are read at now (its calibration's, else the
     default); None for a rater that is not a yes_no judge (its verdicts carry no P(Yes) to doubt)."""
     thresholds = yes_thresholds(conn)
-    return [thresholds.get(rater, DEFAULT_YES_THRESHOLD) if rater[1] == "yes_no" else None for rater in raters]
+    return [thresholds.get(rater, DEFAULT_YES_THRESHOLD) if rater[1] == "yes_no" else None
+            for rater in raters]
 
 
 def uncertain_bounds_of(thresholds: Sequence[float | None]) -> list[tuple[float, float] | None]:
@@ -179,7 +182,8 @@ def stale_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM text_scores_stale").fetchone()[0]
 
 
-def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK, rounds: int | None = None) -> int | None:
+def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK, rounds: int
+                        | None = None) -> int | None:
     """Rescore every stale text and commit, ``chunk`` texts per transaction; return how many.
     ``rounds``: at most this many transactions (the rest stay marked for the next call).
 
@@ -199,7 +203,8 @@ def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK, rounds:
                 # A response's summaries are scored against its verdicts: they are stale with it.
                 conn.execute("INSERT OR IGNORE INTO text_scores_stale SELECT g.id FROM generations g"
                              " JOIN text_scores_stale s ON s.gid = g.parent_id WHERE g.kind = 'summary'")
-                gids = [g for (g,) in conn.execute("SELECT gid FROM text_scores_stale ORDER BY gid LIMIT ?", (chunk,))]
+                gids = [g for (g,) in conn.execute("SELECT gid FROM text_scores_stale ORDER BY gid LIMIT ?",
+                                                   (chunk,))]
                 if gids:
                     _score(conn, gids, schema="main.")
                     conn.executemany("DELETE FROM text_scores_stale WHERE gid = ?", [(g,) for g in gids])
@@ -281,11 +286,15 @@ def _score(conn: sqlite3.Connection, gids: Sequence[int], *, schema: str) -> Non
         # The verdicts needed: the texts' own, and those of each summary's response.
         conn.execute("CREATE TEMP TABLE s_need(gid INTEGER PRIMARY KEY)")
         conn.execute("INSERT OR IGNORE INTO s_need SELECT gid FROM s_gen UNION SELECT rid FROM s_gen")
-        source = "s_need g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: the texts drive
-        raters = sorted(tuple(r) for r in conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {source}"))
-        pivot(conn, "s_p", raters, source, missing=True, uncertain=uncertain_bounds_of(rater_thresholds(conn, raters)))
+        # CROSS: the texts drive
+        source = "s_need g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"
+        raters = sorted(tuple(r)
+                        for r in conn.execute(f"SELECT DISTINCT v.judge, v.judging_mode FROM {source}"))
+        pivot(conn, "s_p", raters, source, missing=True,
+              uncertain=uncertain_bounds_of(rater_thresholds(conn, raters)))
         if raters:
-            conn.executemany(f"INSERT INTO {schema}text_scores VALUES (?,?,?,?,?,?,?,?,?)", _rater_rows(conn, raters))
+            conn.executemany(f"INSERT INTO {schema}text_scores VALUES (?,?,?,?,?,?,?,?,?)",
+                             _rater_rows(conn, raters))
             conn.executemany(f"INSERT INTO {schema}text_agreement VALUES (?,?,?,?,?,?,?,?,?)",
                              _pair_rows(conn, raters))
             conn.executemany(f"INSERT INTO {schema}text_items VALUES (?,?,?,?,?,?,?)",
@@ -309,7 +318,8 @@ def pivot(conn: Any, table: str, raters: list[tuple[str, str]], source: str, vsq
     names = ([f"y{k}" for k in range(n)] + ([f"m{k}" for k in range(n)] if missing else [])
              + ([f"u{k}" for k in range(n)] if uncertain is not None else []))
     columns = "".join(f", {name} INTEGER" for name in names)
-    conn.execute(f"CREATE TEMP TABLE {table}(gid INTEGER, cid INTEGER{columns}, PRIMARY KEY(gid, cid)) WITHOUT ROWID")
+    conn.execute(f"CREATE TEMP TABLE {table}(gid INTEGER, cid INTEGER{columns}, PRIMARY "
+                 "KEY(gid, cid)) WITHOUT ROWID")
     if not raters:
         return
     # One row per verdict, its value in its rater's column, merged into the (text, constraint)
@@ -327,7 +337,8 @@ def pivot(conn: Any, table: str, raters: list[tuple[str, str]], source: str, vsq
     updates = ", ".join(f"{name} = coalesce(excluded.{name}, {name})" for name in names)
     conn.execute(
         f"INSERT INTO {table} SELECT v.generation_id, v.constraint_id, {', '.join(cases)} FROM {source}"
-        " AND v.verdict IS NOT NULL AND v.constraint_id NOT IN (SELECT id FROM main.constraints WHERE active = 0)"
+        " AND v.verdict IS NOT NULL AND v.constraint_id NOT IN (SELECT id FROM "
+        "main.constraints WHERE active = 0)"
         f"{vsql} ORDER BY v.id ON CONFLICT(gid, cid) DO UPDATE SET {updates}",
         [*case_params, *vparams],
     )
@@ -386,8 +397,10 @@ def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict
         "judged": judged, "full_yes": full_yes, "summary_yes": summary_yes,
         "full_score": f"(CASE WHEN {judged} > 0 THEN {full_yes} * 1.0 / {judged} END)",
         "summary_score": f"(CASE WHEN {judged} > 0 THEN {summary_yes} * 1.0 / {judged} END)",
-        "flipped": f"({judged} > 0 AND {passes_sql(full_yes, judged)} AND NOT {passes_sql(summary_yes, judged)})",
-        "passed_both": f"({judged} > 0 AND {passes_sql(full_yes, judged)} AND {passes_sql(summary_yes, judged)})",
+        "flipped": f"({judged} > 0 AND {passes_sql(full_yes, judged)} AND NOT "
+                   f"{passes_sql(summary_yes, judged)})",
+        "passed_both": f"({judged} > 0 AND {passes_sql(full_yes, judged)} AND "
+                       f"{passes_sql(summary_yes, judged)})",
     }
 
 
@@ -433,7 +446,8 @@ def _insert_marks(conn: sqlite3.Connection, n_raters: int, schema: str) -> None:
     unsure = " + ".join(f"coalesce(p.u{k}, 0)" for k in range(n_raters))
     flipped = item_outcome_sql(n_raters, full="f", summary="p")["flipped"]
     conn.execute(
-        f"INSERT INTO {schema}text_item_marks SELECT * FROM (SELECT p.gid, p.cid, ({yes}) > 0 AND ({no}) > 0 AS split,"
+        f"INSERT INTO {schema}text_item_marks SELECT * FROM (SELECT p.gid, p.cid, ({yes}) > 0 AND "
+        f"({no}) > 0 AS split,"
         f" ({unquoted}) > 0 AS unquoted, coalesce(g.kind = 'summary' AND {flipped}, 0) AS flipped,"
         f" ({unsure}) > 0 AS uncertain"
         " FROM s_p p JOIN s_gen g ON g.gid = p.gid LEFT JOIN s_p f ON g.kind = 'summary' AND f.gid = g.rid"
@@ -448,7 +462,8 @@ def _pair_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list[
         f"sum(y{a} * y{b}), sum(y{a} * (1 - y{b})), sum((1 - y{a}) * y{b}), sum((1 - y{a}) * (1 - y{b}))"
         for a, b in pairs)
     rows = []
-    for gid, *values in conn.execute(f"SELECT p.gid, {cells} FROM s_p p JOIN s_gen g ON g.gid = p.gid GROUP BY p.gid"):
+    for gid, *values in conn.execute(f"SELECT p.gid, {cells} FROM s_p p JOIN s_gen g ON g.gid = "
+                                     "p.gid GROUP BY p.gid"):
         for index, (a, b) in enumerate(pairs):
             cell = values[4 * index : 4 * index + 4]
             if cell[0] is not None:  # the pair judged at least one item in common

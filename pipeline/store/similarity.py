@@ -30,7 +30,8 @@ class SimilarityRow:
 
 def has_similarity_table(store: Store) -> bool:
     """False on a store opened read-only before the table's migration ran (the app's view of an old store)."""
-    row = store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'constraint_similarity'")
+    row = store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                             "'constraint_similarity'")
     return row.fetchone() is not None
 
 
@@ -55,7 +56,8 @@ def constraints_lacking(store: Store, method: str, instruction_ids: Sequence[int
         rows = store.conn.execute(
             "SELECT c.instruction_id, c.id FROM constraints c"
             " LEFT JOIN constraint_similarity s ON s.constraint_id = c.id AND s.method = ?"
-            f" WHERE c.active = 1 AND s.constraint_id IS NULL AND c.instruction_id IN ({','.join('?' * len(chunk))})",
+            f" WHERE c.active = 1 AND s.constraint_id IS NULL AND c.instruction_id IN "
+            f"({','.join('?' * len(chunk))})",
             (method, *chunk))
         for instruction_id, constraint_id in rows:
             out.setdefault(instruction_id, set()).add(constraint_id)
@@ -79,6 +81,6 @@ def put_similarities(store: Store, rows: Sequence[SimilarityRow]) -> None:
     stamp = now()
     with store.conn:
         store.conn.executemany(
-            "INSERT OR REPLACE INTO constraint_similarity(constraint_id, instruction_id, method, to_a, to_b, computed_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO constraint_similarity(constraint_id, instruction_id, method, "
+            "to_a, to_b, computed_at) VALUES (?, ?, ?, ?, ?, ?)",
             [(r.constraint_id, r.instruction_id, r.method, r.to_a, r.to_b, stamp) for r in rows])

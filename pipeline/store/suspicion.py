@@ -100,7 +100,8 @@ _PAIRS = (
     " WHERE r.kind = 'response' AND e.response_id IS NULL")
 
 
-def missing_copy_work(store: Store, *, instruction_ids: Sequence[int] | None = None, run_id: str | None = None,
+def missing_copy_work(store: Store, *, instruction_ids: Sequence[int] | None = None,
+                      run_id: str | None = None,
                       limit: int = 5000) -> list[CopyWork]:
     """The pairs without copy evidence of the first responses lacking some (about ``limit`` pairs,
     whole responses: a response's texts are read once), of these instructions or this build run when given."""
@@ -113,8 +114,8 @@ def missing_copy_work(store: Store, *, instruction_ids: Sequence[int] | None = N
         params.append(run_id)
     # Responses with fewer rows than active constraints: the count per response reads the index.
     responses = [row[0] for row in store.conn.execute(
-        "SELECT r.id FROM generations r JOIN (SELECT instruction_id, count(*) AS n FROM constraints WHERE active = 1"
-        " GROUP BY instruction_id) a ON a.instruction_id = r.instruction_id"
+        "SELECT r.id FROM generations r JOIN (SELECT instruction_id, count(*) AS n FROM "
+        "constraints WHERE active = 1 GROUP BY instruction_id) a ON a.instruction_id = r.instruction_id"
         " LEFT JOIN (SELECT response_id, count(*) AS n FROM copy_evidence e WHERE " + _current() + " GROUP BY"
         " response_id) e ON e.response_id = r.id"
         " WHERE r.kind = 'response' AND coalesce(e.n, 0) < a.n" + where + " ORDER BY r.id LIMIT ?",
@@ -122,8 +123,8 @@ def missing_copy_work(store: Store, *, instruction_ids: Sequence[int] | None = N
     if not responses:
         return []
     return [CopyWork(*row) for row in store.conn.execute(
-        "SELECT r.id, c.id, r.instruction_id, c.text, r.text_hash, a.text_hash, b.text_hash, i.domain, i.main_task"
-        " FROM generations r JOIN instructions i ON i.id = r.instruction_id"
+        "SELECT r.id, c.id, r.instruction_id, c.text, r.text_hash, a.text_hash, b.text_hash, "
+        "i.domain, i.main_task FROM generations r JOIN instructions i ON i.id = r.instruction_id"
         " JOIN constraints c ON c.instruction_id = r.instruction_id AND c.active = 1"
         " LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id AND " + _current() +
         " LEFT JOIN articles a ON a.id = i.article_a LEFT JOIN articles b ON b.id = i.article_b"
@@ -136,10 +137,13 @@ def count_missing_copy_evidence(store: Store, *, run_id: str | None = None) -> i
     run_sql, params = (" AND i.run_id = ?", (run_id,)) if run_id else ("", ())
     if not has_copy_evidence_table(store):
         row = store.conn.execute(
-            "SELECT count(*) FROM generations r JOIN instructions i ON i.id = r.instruction_id JOIN constraints c"
-            " ON c.instruction_id = r.instruction_id AND c.active = 1 WHERE r.kind = 'response'" + run_sql, params)
+            "SELECT count(*) FROM generations r JOIN instructions i ON i.id = "
+            "r.instruction_id JOIN constraints c"
+            " ON c.instruction_id = r.instruction_id AND c.active = 1 WHERE r.kind = 'response'"
+            + run_sql, params)
         return int(row.fetchone()[0])
-    return int(store.conn.execute("SELECT count(*)" + _PAIRS.format(current=_current()) + run_sql, params).fetchone()[0])
+    return int(store.conn.execute("SELECT count(*)" + _PAIRS.format(current=_current()) + run_sql,
+                                  params).fetchone()[0])
 
 
 def clear_copy_evidence(store: Store) -> int:
@@ -153,9 +157,11 @@ def put_copy_evidence(store: Store, rows: Sequence[CopyEvidenceRow]) -> None:
     version = copy_evidence_version()
     with store.conn:
         store.conn.executemany(
-            "INSERT OR REPLACE INTO copy_evidence(response_id, constraint_id, ngram, copied, copied_from, facts,"
+            "INSERT OR REPLACE INTO copy_evidence(response_id, constraint_id, ngram, "
+            "copied, copied_from, facts,"
             " specificity, echoed, lead, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(r.response_id, r.constraint_id, r.ngram, json.dumps(list(r.copied), ensure_ascii=False), r.copied_from,
+            [(r.response_id, r.constraint_id, r.ngram,
+              json.dumps(list(r.copied), ensure_ascii=False), r.copied_from,
               r.facts, r.specificity, json.dumps(list(r.echoed), ensure_ascii=False), r.lead, version)
              for r in rows])
 
@@ -256,15 +262,18 @@ def _pivot(conn: sqlite3.Connection, raters: list[tuple[str, str]], source: str,
              + [rater.format(f"{latest} coalesce(v.p_yes > ? AND v.p_yes < ?, 0)" if b else f"{latest} 0")
                 for b in bounds])
     params = ([x for judge, mode in raters for x in (judge, mode)] * 4
-              + [x for (judge, mode), b in zip(raters, bounds, strict=True) for x in (judge, mode, *(b or ()))])
+              + [x for (judge, mode), b in zip(raters, bounds, strict=True)
+                 for x in (judge, mode, *(b or ()))])
     updates = ", ".join([f"y{k} = coalesce(excluded.y{k}, y{k})" for k in range(n)]
-                        + [f"{c}{k} = CASE WHEN excluded.y{k} IS NOT NULL THEN excluded.{c}{k} ELSE {c}{k} END"
+                        + [f"{c}{k} = CASE WHEN excluded.y{k} IS NOT NULL THEN "
+                           f"excluded.{c}{k} ELSE {c}{k} END"
                            for c in "qpu" for k in range(n)]
                         + [f"s{k} = coalesce(excluded.s{k}, s{k})" for k in range(n)])
     # Rows in id order, upserted: the latest verdict of each rater wins (as pipeline.store.scores.pivot).
     conn.execute(
         f"INSERT INTO q_p SELECT v.generation_id, v.constraint_id, {', '.join(cases)} FROM {source}"
-        + (" AND NOT EXISTS (SELECT 1 FROM main.constraints x WHERE x.id = v.constraint_id AND x.active = 0)" if few
+        + (" AND NOT EXISTS (SELECT 1 FROM main.constraints x WHERE x.id = v.constraint_id AND x.active = 0)"
+           if few
            else " AND v.constraint_id NOT IN (SELECT id FROM main.constraints WHERE active = 0)") +
         f" ORDER BY v.id ON CONFLICT(gid, cid) DO UPDATE SET {updates}", params)
 
@@ -273,7 +282,8 @@ def _counts_sql(p: str, n: int) -> list[str]:
     """SQL of TextCounts' fields over pivot row ``p`` (NULL fields when the row is absent)."""
     def total(cond: str) -> str:
         return "(" + " + ".join(f"coalesce({cond.format(k=k)}, 0)" for k in range(n)) + ")" if n else "0"
-    return [total(f"{p}.y{{k}} = 1"), total(f"{p}.y{{k}} = 0"), total(f"{p}.s{{k}} = 1 AND {p}.y{{k}} IS NULL"),
+    return [total(f"{p}.y{{k}} = 1"), total(f"{p}.y{{k}} = 0"),
+            total(f"{p}.s{{k}} = 1 AND {p}.y{{k}} IS NULL"),
             total(f"{p}.y{{k}} = 1 AND {p}.q{{k}} = 1"), total(f"{p}.y{{k}} = 1 AND {p}.q{{k}} = 2")]
 
 
@@ -322,8 +332,8 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
     ``ranking`` None: every row, in list order (Audit's list); else the rows scoring above 0, highest
     first, at most ``ranking.limit`` of them, and how many scored above 0 (the queue).
 
-    The queue ranks on the kept per-item marks (split, unquoted, flipped, uncertain) and pivots the verdicts of
-    the kept rows only; a store without the marks pivots every selected text's verdicts first."""
+    The queue ranks on the kept per-item marks (split, unquoted, flipped, uncertain) and pivots the verdicts
+    of the kept rows only; a store without the marks pivots every selected text's verdicts first."""
     conn = store.conn
     where: list[str] = ["r.kind = 'response'"]
     params: list[Any] = []
@@ -342,19 +352,23 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
         # instruction: its summaries by key (the view's way: a summary is filed under its response's
         # instruction); else every summary grouped once.
         first_summary = (
-            "(SELECT min(s.id) FROM generations s WHERE s.kind = 'summary' AND s.instruction_id = r.instruction_id"
+            "(SELECT min(s.id) FROM generations s WHERE s.kind = 'summary' AND "
+            "s.instruction_id = r.instruction_id"
             f" AND s.parent_id = r.id AND abs(s.ratio - ?) < {RATIO_TOLERANCE}) FROM generations r"
             " JOIN instructions i ON i.id = r.instruction_id WHERE " if instruction_id is not None else
             "s.sid FROM generations r JOIN instructions i ON i.id = r.instruction_id"
             " LEFT JOIN (SELECT parent_id, min(id) AS sid FROM generations WHERE kind = 'summary'"
             f" AND abs(ratio - ?) < {RATIO_TOLERANCE} GROUP BY parent_id) s ON s.parent_id = r.id WHERE ")
-        conn.execute("INSERT INTO q_gen SELECT r.id, r.id, " + first_summary + " AND ".join(where), [ratio, *params])
+        conn.execute("INSERT INTO q_gen SELECT r.id, r.id, " + first_summary + " AND ".join(where),
+                     [ratio, *params])
         conn.execute("INSERT INTO q_gen SELECT sid, rid, NULL FROM q_gen WHERE sid IS NOT NULL")
-        copy_join, copy_cols = (" LEFT JOIN copy_evidence e ON e.response_id = r.id AND e.constraint_id = c.id"
+        copy_join, copy_cols = (" LEFT JOIN copy_evidence e ON e.response_id = r.id AND "
+                                "e.constraint_id = c.id"
                                 f" AND {_current()}",
                                 "e.copied, coalesce(e.copied_from, '')") if has_copy_evidence_table(store) \
             else ("", "NULL, ''")
-        sim_join, sim_cols = (" LEFT JOIN constraint_similarity m ON m.constraint_id = c.id", "m.method, m.to_a, m.to_b") \
+        sim_join, sim_cols = (" LEFT JOIN constraint_similarity m ON m.constraint_id = c.id",
+                              "m.method, m.to_a, m.to_b") \
             if _has_table(store, "constraint_similarity") else ("", "NULL, NULL, NULL")
         if copy_join:
             copy_cols += ", e.facts, coalesce(e.specificity, 0.0), e.echoed, coalesce(e.lead, '')"
@@ -366,7 +380,8 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
         pairs = (" FROM q_gen q JOIN generations r ON r.id = q.gid AND q.rid = q.gid"
                  " JOIN constraints c ON c.instruction_id = r.instruction_id AND c.active = 1")
         extras = f"{copy_join}{sim_join}"
-        on_pivot = " LEFT JOIN q_p f ON f.gid = r.id AND f.cid = c.id LEFT JOIN q_p s ON s.gid = q.sid AND s.cid = c.id"
+        on_pivot = (" LEFT JOIN q_p f ON f.gid = r.id AND f.cid = c.id LEFT JOIN q_p s ON s.gid = "
+                    "q.sid AND s.cid = c.id")
         ranked = ranking is not None and on_marks
         wide = False
         if ranked and ranking is not None:
@@ -374,30 +389,36 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             on_marks_sql = (" LEFT JOIN text_item_marks f ON f.gid = r.id AND f.cid = c.id"
                             " LEFT JOIN text_item_marks s ON s.gid = q.sid AND s.cid = c.id")
             total = _rank(conn, ranking, Fired(split="(coalesce(f.split, 0) OR coalesce(s.split, 0))",
-                                               unquoted="coalesce(f.unquoted, 0)", flipped="coalesce(s.flipped, 0)",
+                                               unquoted="coalesce(f.unquoted, 0)",
+                                               flipped="coalesce(s.flipped, 0)",
                                                uncertain="coalesce(f.uncertain, 0)"),
                           pairs + on_marks_sql + extras, bool(copy_join), bool(sim_join))
             limit = total if ranking.limit is None else ranking.limit
-            conn.execute("CREATE TEMP TABLE q_need(gid INTEGER, cid INTEGER, PRIMARY KEY(gid, cid)) WITHOUT ROWID")
+            conn.execute("CREATE TEMP TABLE q_need(gid INTEGER, cid INTEGER, PRIMARY "
+                         "KEY(gid, cid)) WITHOUT ROWID")
             conn.execute("INSERT OR IGNORE INTO q_need SELECT t.rid, t.cid FROM q_top t WHERE t.rank <= ?1"
                          " UNION ALL SELECT q.sid, t.cid FROM q_top t JOIN q_gen q ON q.gid = t.rid"
                          " WHERE t.rank <= ?1 AND q.sid IS NOT NULL", (limit,))
-            source = "q_need n CROSS JOIN main.verdicts v ON v.generation_id = n.gid AND v.constraint_id = n.cid WHERE 1"
+            source = ("q_need n CROSS JOIN main.verdicts v ON v.generation_id = n.gid AND "
+                      "v.constraint_id = n.cid WHERE 1")
             raters = _raters(conn, source, wide=False)
         else:
             selected = conn.execute("SELECT count(*) FROM q_gen").fetchone()[0]
-            texts = conn.execute("SELECT count(*) FROM generations WHERE kind IN ('response', 'summary')").fetchone()[0]
+            texts = conn.execute("SELECT count(*) FROM generations WHERE kind IN "
+                                 "('response', 'summary')").fetchone()[0]
             wide = selected > 0.2 * texts
             if wide:
                 # Most texts: one scan of the verdicts beats an index walk (as pipeline.store.metrics).
                 source = "main.verdicts v NOT INDEXED WHERE v.generation_id IN (SELECT gid FROM q_gen)"
             else:
-                source = "q_gen g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"  # CROSS: the texts drive
+                # CROSS: the texts drive
+                source = "q_gen g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"
             raters = _raters(conn, source, wide=wide and _has_table(store, "text_scores"))
         thresholds = rater_thresholds(conn, raters)
         _pivot(conn, raters, source, uncertain_bounds_of(thresholds), few=not wide)
         n = len(raters)
-        outcome = item_outcome_sql(n) if n else {"full_score": "NULL", "summary_score": "NULL", "flipped": "0"}
+        outcome = item_outcome_sql(n) if n else {"full_score": "NULL",
+                                                 "summary_score": "NULL", "flipped": "0"}
         f_counts, s_counts = _counts_sql("f", n), _counts_sql("s", n)
         joins = pairs + on_pivot + extras
         columns = (
@@ -407,20 +428,24 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             f" {', '.join(f_counts)}, {', '.join(s_counts)},"
             f" {outcome['full_score']}, {outcome['summary_score']}, {outcome['flipped']} AS flipped,"
             f" {copy_cols}, {sim_cols},"
-            + (" (SELECT xs.echo FROM constraint_echo xs WHERE xs.generation_id = q.sid AND xs.constraint_id = c.id)"
+            + (" (SELECT xs.echo FROM constraint_echo xs WHERE xs.generation_id = q.sid AND "
+               "xs.constraint_id = c.id)"
                if copy_join else " NULL")
             + f"{''.join(f', f.p{k}' for k in range(n))}")
         judges = [(judge, t) for (judge, _), t in zip(raters, thresholds, strict=True)]
         if ranking is None:
-            rows = conn.execute(columns + joins + " ORDER BY c.instruction_id, c.position, r.model, r.mode").fetchall()
+            rows = conn.execute(columns + joins
+                                + " ORDER BY c.instruction_id, c.position, r.model, r.mode").fetchall()
             return [_evidence_row(row, judges) for row in rows], len(rows)
         if not ranked:
             total = _rank(conn, ranking, Fired(
-                split=f"(({f_counts[0]} > 0 AND {f_counts[1]} > 0) OR ({s_counts[0]} > 0 AND {s_counts[1]} > 0))",
+                split=f"(({f_counts[0]} > 0 AND {f_counts[1]} > 0) OR ({s_counts[0]} > 0 "
+                      f"AND {s_counts[1]} > 0))",
                 unquoted=f"{f_counts[3]} > 0", flipped=outcome["flipped"],
                 uncertain="(" + " OR ".join(["0", *(f"coalesce(f.u{k}, 0)" for k in range(n))]) + ")"),
                 joins, bool(copy_join), bool(sim_join))
-        rows = conn.execute(columns + joins.replace(" FROM q_gen q", " FROM q_top t JOIN q_gen q ON q.gid = t.rid", 1)
+        rows = conn.execute(columns
+                            + joins.replace(" FROM q_gen q", " FROM q_top t JOIN q_gen q ON q.gid = t.rid", 1)
                             .replace(" c.active = 1", " c.active = 1 AND c.id = t.cid", 1)
                             + " WHERE t.rank <= :limit ORDER BY t.rank",
                             {"limit": total if ranking.limit is None else ranking.limit}).fetchall()
@@ -509,8 +534,8 @@ def _evidence_row(row: tuple, judges: Sequence[tuple[str, float | None]]) -> Evi
     order of the row's P(Yes) columns."""
     cid, iid, position, text, model, mode, rid, sid, has_f, has_s, *rest = row
     f_counts, s_counts = TextCounts(*rest[0:5]), TextCounts(*rest[5:10])
-    full_score, summary_score, flipped, copied, copied_from, facts, specificity, echoed, lead, method, to_a, to_b, \
-        echo, summary_echo = rest[10:24]
+    full_score, summary_score, flipped, copied, copied_from, facts, specificity, echoed, lead, method, \
+        to_a, to_b, echo, summary_echo = rest[10:24]
     return EvidenceRow(
         cid, iid, position if position is not None else 0, text, model, mode, rid, sid,
         f_counts if has_f else None, s_counts if has_s else None, full_score, summary_score, bool(flipped),
@@ -518,7 +543,8 @@ def _evidence_row(row: tuple, judges: Sequence[tuple[str, float | None]]) -> Evi
         (method, to_a, to_b) if method is not None else None,
         tuple(YesProbability(judge, p, t) for (judge, t), p in zip(judges, rest[24:], strict=True)
               if t is not None and p is not None),
-        facts, float(specificity or 0.0), tuple(json.loads(echoed)) if echoed else (), lead or "", echo, summary_echo)
+        facts, float(specificity or 0.0), tuple(json.loads(echoed)) if echoed else (), lead or "",
+        echo, summary_echo)
 
 
 def constraint_flags(store: Store, constraint_ids: Sequence[int] | None = None) -> dict[int, tuple[str, ...]]:
@@ -544,5 +570,6 @@ def copy_evidence_missing_for(store: Store, response_ids: Sequence[int]) -> bool
         return True
     ids = json.dumps(sorted(set(response_ids)))
     return store.conn.execute(
-        "SELECT 1" + _PAIRS.format(current=_current()) + " AND r.id IN (SELECT value FROM json_each(?)) LIMIT 1",
+        "SELECT 1" + _PAIRS.format(current=_current())
+        + " AND r.id IN (SELECT value FROM json_each(?)) LIMIT 1",
         (ids,)).fetchone() is not None

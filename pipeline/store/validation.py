@@ -77,8 +77,8 @@ def replace_plan(store: Store, plan: StoredPlan) -> None:
                      " VALUES (?, ?, ?, ?, ?, ?)",
                      (plan.name, plan.ratio, plan.seed, plan.run, json.dumps(plan.params), plan.created_at))
         conn.executemany(
-            "INSERT INTO validation_items(plan, position, constraint_id, response_id, summary_id, instruction_id,"
-            " domain, stratum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO validation_items(plan, position, constraint_id, response_id, "
+            "summary_id, instruction_id, domain, stratum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(plan.name, i.position, i.constraint_id, i.response_id, i.summary_id, i.instruction_id, i.domain,
               i.stratum) for i in plan.items])
 
@@ -92,7 +92,8 @@ def stored_plan(store: Store, name: str | None = None) -> StoredPlan | None:
         row = conn.execute("SELECT name, ratio, seed, run, params, created_at FROM validation_plans"
                            " ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
     else:
-        row = conn.execute("SELECT name, ratio, seed, run, params, created_at FROM validation_plans WHERE name = ?",
+        row = conn.execute("SELECT name, ratio, seed, run, params, created_at FROM "
+                           "validation_plans WHERE name = ?",
                            (name,)).fetchone()
     if row is None:
         return None
@@ -106,8 +107,8 @@ def stored_plan(store: Store, name: str | None = None) -> StoredPlan | None:
 def plan_response_writers(store: Store, plan: str) -> dict[int, tuple[str, str]]:
     """Response id -> (model, mode) for the responses a plan names."""
     return {gid: (model, mode) for gid, model, mode in store.conn.execute(
-        "SELECT id, model, coalesce(mode, '') FROM generations WHERE id IN (SELECT response_id FROM validation_items"
-        " WHERE plan = ?)", (plan,))}
+        "SELECT id, model, coalesce(mode, '') FROM generations WHERE id IN (SELECT response_id "
+        "FROM validation_items WHERE plan = ?)", (plan,))}
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,8 @@ class ItemTexts:
 def item_texts(store: Store, constraint_id: int, response_id: int, summary_id: int) -> ItemTexts | None:
     """None when the constraint or the response is no longer in the store."""
     row = store.conn.execute(
-        "SELECT c.text, i.main_task, tr.body, ts.body FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
-        " JOIN generations r ON r.id = ? JOIN texts tr ON tr.hash = r.text_hash"
+        "SELECT c.text, i.main_task, tr.body, ts.body FROM constraints c JOIN instructions i ON "
+        "i.id = c.instruction_id JOIN generations r ON r.id = ? JOIN texts tr ON tr.hash = r.text_hash"
         " LEFT JOIN generations s ON s.id = ? LEFT JOIN texts ts ON ts.hash = s.text_hash WHERE c.id = ?",
         (response_id, summary_id, constraint_id)).fetchone()
     return None if row is None else ItemTexts(row[0], row[1], row[2], row[3] or "")
@@ -137,7 +138,8 @@ def instruction_domains(store: Store, instruction_ids: Iterable[int]) -> dict[in
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         out.update(store.conn.execute(
-            f"SELECT id, domain FROM instructions WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+            f"SELECT id, domain FROM instructions WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk).fetchall())
     return out
 
 
@@ -156,9 +158,11 @@ def summary_flips(store: Store, run: str | None) -> list[SummaryFlips]:
     current_text_scores(conn)
     try:
         rows = conn.execute(
-            "SELECT s.id, s.parent_id, s.ratio, t.flipped FROM generations s LEFT JOIN text_items t ON t.gid = s.id"
+            "SELECT s.id, s.parent_id, s.ratio, t.flipped FROM generations s LEFT JOIN "
+            "text_items t ON t.gid = s.id"
             " JOIN generations r ON r.id = s.parent_id JOIN instructions i ON i.id = r.instruction_id"
-            " WHERE s.kind = 'summary'" + (" AND i.run_id = ?" if run else ""), (run,) if run else ()).fetchall()
+            " WHERE s.kind = 'summary'" + (" AND i.run_id = ?" if run else ""), (run,) if run
+            else ()).fetchall()
     finally:
         drop_temp_scores(conn)
     return [SummaryFlips(sid, parent, float(ratio), flipped or 0) for sid, parent, ratio, flipped in rows]
@@ -208,7 +212,8 @@ def judged_texts(store: Store, ratio: float, run: str | None) -> list[JudgedText
         params.append(run)
     return [JudgedText(*row) for row in store.conn.execute(
         "SELECT DISTINCT v.constraint_id, v.generation_id, g.kind, i.id, i.domain FROM verdicts v"
-        " JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id AND c.active = 1"
+        " JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = "
+        "v.constraint_id AND c.active = 1"
         " JOIN instructions i ON i.id = g.instruction_id WHERE v.verdict IS NOT NULL"
         f" AND (g.kind = 'response' OR (g.kind = 'summary' AND abs(g.ratio - ?) < {RATIO_TOLERANCE}))" + where
         + " ORDER BY v.constraint_id, v.generation_id", params)]
@@ -224,11 +229,13 @@ def replace_judge_plan(store: Store, plan: StoredJudgePlan, created_at: str) -> 
     with conn:
         conn.execute("DELETE FROM judge_items WHERE plan = ?", (plan.name,))
         conn.execute("DELETE FROM judge_plans WHERE name = ?", (plan.name,))
-        conn.execute("INSERT INTO judge_plans(name, ratio, seed, run, params, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        conn.execute("INSERT INTO judge_plans(name, ratio, seed, run, params, created_at) "
+                     "VALUES (?, ?, ?, ?, ?, ?)",
                      (plan.name, plan.ratio, plan.seed, plan.run, json.dumps(plan.params), created_at))
         conn.executemany("INSERT INTO judge_items(plan, position, constraint_id, generation_id, text_kind,"
                          " instruction_id, domain) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         [(plan.name, i.position, i.constraint_id, i.generation_id, i.text_kind, i.instruction_id,
+                         [(plan.name, i.position, i.constraint_id, i.generation_id, i.text_kind,
+                           i.instruction_id,
                            i.domain) for i in plan.items])
 
 
@@ -252,7 +259,8 @@ def constraint_places(store: Store, judge_plan: str) -> dict[int, tuple[int, int
     """Constraint id -> (its position, the active constraints of its instruction) for a judge
     plan's constraints."""
     return {cid: (pos, n) for cid, pos, n in store.conn.execute(
-        "SELECT c.id, c.position, (SELECT count(*) FROM constraints d WHERE d.instruction_id = c.instruction_id"
+        "SELECT c.id, c.position, (SELECT count(*) FROM constraints d WHERE "
+        "d.instruction_id = c.instruction_id"
         " AND d.active = 1) FROM constraints c JOIN judge_items j ON j.constraint_id = c.id WHERE j.plan = ?",
         (judge_plan,))}
 
@@ -275,7 +283,8 @@ class ConstraintText:
 def constraint_text(store: Store, constraint_id: int, generation_id: int) -> ConstraintText | None:
     """None when the constraint or the text is no longer in the store."""
     row = store.conn.execute(
-        "SELECT c.text, ins.main_task, t.body FROM constraints c JOIN instructions ins ON ins.id = c.instruction_id"
+        "SELECT c.text, ins.main_task, t.body FROM constraints c JOIN instructions ins ON "
+        "ins.id = c.instruction_id"
         " JOIN generations g ON g.id = ? JOIN texts t ON t.hash = g.text_hash WHERE c.id = ?",
         (generation_id, constraint_id)).fetchone()
     return None if row is None else ConstraintText(*row)
@@ -312,7 +321,8 @@ def text_labels(store: Store) -> dict[ItemKey, dict[str, int]]:
 
 def annotator_text_labels(store: Store, annotator: str) -> dict[ItemKey, TextLabel]:
     return {(c, g): TextLabel(int(label), note or "") for c, g, label, note in store.conn.execute(
-        "SELECT constraint_id, generation_id, label, note FROM text_labels WHERE annotator = ?", (annotator,))}
+        "SELECT constraint_id, generation_id, label, note FROM text_labels WHERE annotator = ?",
+        (annotator,))}
 
 
 def save_text_label(store: Store, constraint_id: int, generation_id: int, annotator: str, yes: bool,
@@ -323,12 +333,14 @@ def save_text_label(store: Store, constraint_id: int, generation_id: int, annota
     kind = conn.execute("SELECT kind FROM generations WHERE id = ?", (generation_id,)).fetchone()
     if kind is None or kind[0] not in TEXT_KINDS:
         raise ValueError(f"generation {generation_id} is not a response or a summary")
-    conn.execute(_TEXT_LABEL_UPSERT, (constraint_id, generation_id, annotator, int(bool(yes)), note, when or now()))
+    conn.execute(_TEXT_LABEL_UPSERT,
+                 (constraint_id, generation_id, annotator, int(bool(yes)), note, when or now()))
     conn.commit()
 
 
 def save_text_labels(store: Store, rows: Iterable[TextLabelRow], when: str) -> None:
     """Many answers in one transaction: all of them or none."""
     with store.conn:
-        store.conn.executemany(_TEXT_LABEL_UPSERT, [(r.constraint_id, r.generation_id, r.annotator, r.answer, r.note,
+        store.conn.executemany(_TEXT_LABEL_UPSERT,
+                               [(r.constraint_id, r.generation_id, r.annotator, r.answer, r.note,
                                                      when) for r in rows])

@@ -40,8 +40,8 @@ class Verdict:
 _VERDICT_COLUMNS = (
     "SELECT v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.verdict, coalesce(v.quote, ''),"
     " coalesce(v.reason, ''), v.quote_found, v.quote_score, g.kind, coalesce(coalesce(r.model, g.model), ''),"
-    " coalesce(coalesce(r.mode, g.mode), ''), g.ratio, v.p_yes FROM verdicts v JOIN generations g ON g.id = v.generation_id"
-    " LEFT JOIN generations r ON r.id = g.parent_id AND g.kind = 'summary'")
+    " coalesce(coalesce(r.mode, g.mode), ''), g.ratio, v.p_yes FROM verdicts v JOIN generations g ON "
+    "g.id = v.generation_id LEFT JOIN generations r ON r.id = g.parent_id AND g.kind = 'summary'")
 
 
 def _verdicts_of_texts(store: Store, generation_ids: Sequence[int], rule: str) -> list[Verdict]:
@@ -50,7 +50,8 @@ def _verdicts_of_texts(store: Store, generation_ids: Sequence[int], rule: str) -
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         out += [Verdict(*row) for row in store.conn.execute(
-            f"{_VERDICT_COLUMNS} WHERE v.generation_id IN ({','.join('?' * len(chunk))}) AND {rule} ORDER BY v.id",
+            f"{_VERDICT_COLUMNS} WHERE v.generation_id IN ({','.join('?' * len(chunk))}) AND "
+            f"{rule} ORDER BY v.id",
             chunk)]
     return out
 
@@ -70,7 +71,8 @@ def shown_verdicts(store: Store, generation_ids: Sequence[int]) -> list[Verdict]
 def shown_verdicts_on_constraint(store: Store, constraint_id: int) -> list[Verdict]:
     """SHOWN_VERDICT rows of one constraint on every text (base, responses, summaries), by judge."""
     return [Verdict(*row) for row in store.conn.execute(
-        f"{_VERDICT_COLUMNS} WHERE v.constraint_id = ? AND {SHOWN_VERDICT} ORDER BY v.judge", (constraint_id,))]
+        f"{_VERDICT_COLUMNS} WHERE v.constraint_id = ? AND {SHOWN_VERDICT} ORDER BY v.judge",
+        (constraint_id,))]
 
 
 # -- writing verdicts (pipeline.stages.judging) -------------------------------------------------
@@ -96,11 +98,15 @@ class NewVerdict:
 
 
 def put_verdicts(store: Store, verdicts: Sequence[NewVerdict]) -> None:
-    """Write verdicts, replacing those of the same text, constraint, judge, mode and prompt (not committed)."""
+    """Write verdicts, replacing those of the same text, constraint, judge, mode and prompt (not
+    committed)."""
     store.conn.executemany(
-        "INSERT OR REPLACE INTO verdicts (generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
-        " quote, reason, quote_found, quote_score, call_id, created_at, p_yes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [(v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.prompt_hash, v.verdict, v.quote, v.reason,
+        "INSERT OR REPLACE INTO verdicts (generation_id, constraint_id, judge, judging_mode, "
+        "prompt_hash, verdict,"
+        " quote, reason, quote_found, quote_score, call_id, created_at, p_yes) VALUES "
+        "(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [(v.generation_id, v.constraint_id, v.judge, v.judging_mode, v.prompt_hash, v.verdict,
+          v.quote, v.reason,
           v.quote_found, v.quote_score, v.call_id, v.created_at, v.p_yes) for v in verdicts],
     )
 
@@ -111,16 +117,18 @@ def apply_threshold(store: Store, judge: str, judging_mode: str, threshold: floa
     Commits."""
     with store.conn:
         cur = store.conn.execute(
-            "UPDATE verdicts SET verdict = (p_yes >= ?1) WHERE judge = ?2 AND judging_mode = ?3 AND p_yes IS NOT NULL AND verdict IS NOT (p_yes >= ?1)",
+            "UPDATE verdicts SET verdict = (p_yes >= ?1) WHERE judge = ?2 AND judging_mode = ?3 AND p_yes IS "
+            "NOT NULL AND verdict IS NOT (p_yes >= ?1)",
             (threshold, judge, judging_mode))
     return cur.rowcount
 
 
-def judged_constraint_ids(store: Store, generation_id: int, judge: str, judging_mode: str, prompt_hash: str) -> set[int]:
+def judged_constraint_ids(store: Store, generation_id: int, judge: str, judging_mode: str,
+                          prompt_hash: str) -> set[int]:
     """Constraints this judge, mode and prompt gave a usable (non-missing) verdict on, on this text."""
     return {row[0] for row in store.conn.execute(
-        "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ? AND prompt_hash = ?"
-        " AND verdict IS NOT NULL", (generation_id, judge, judging_mode, prompt_hash))}
+        "SELECT constraint_id FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = "
+        "? AND prompt_hash = ? AND verdict IS NOT NULL", (generation_id, judge, judging_mode, prompt_hash))}
 
 
 def yes_count(store: Store, generation_id: int, judge: str, judging_mode: str) -> int:
@@ -135,8 +143,8 @@ def verdicts_by_constraint(store: Store, generation_id: int, judge: str, judging
                            prompt_hash: str) -> dict[int, int | None]:
     """Constraint id -> verdict (None: missing) this judge, mode and prompt stored on this text."""
     return {row[0]: row[1] for row in store.conn.execute(
-        "SELECT constraint_id, verdict FROM verdicts WHERE generation_id = ? AND judge = ? AND judging_mode = ?"
-        " AND prompt_hash = ?", (generation_id, judge, judging_mode, prompt_hash))}
+        "SELECT constraint_id, verdict FROM verdicts WHERE generation_id = ? AND judge = ? "
+        "AND judging_mode = ? AND prompt_hash = ?", (generation_id, judge, judging_mode, prompt_hash))}
 
 
 @dataclass(frozen=True)
@@ -161,4 +169,5 @@ def base_verdicts(store: Store, instruction_id: int, generation_id: int, judge: 
 
 def judge_has_verdicts(store: Store, judge: str) -> bool:
     """Whether ``judge`` gave any verdict (a judge named in a filter)."""
-    return store.conn.execute("SELECT 1 FROM verdicts WHERE judge = ? LIMIT 1", (judge,)).fetchone() is not None
+    return store.conn.execute("SELECT 1 FROM verdicts WHERE judge = ? LIMIT 1",
+                              (judge,)).fetchone() is not None

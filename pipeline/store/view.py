@@ -128,7 +128,8 @@ class InstructionData:
         """The writer's summary at ``ratio`` (compared by same_ratio, never float equality)."""
         found = self.summaries.get((writer, ratio))
         if found is None:
-            found = next((g for (w, r), g in self.summaries.items() if w == writer and same_ratio(r, ratio)), None)
+            found = next((g for (w, r), g in self.summaries.items() if w == writer
+                          and same_ratio(r, ratio)), None)
         return found
 
 
@@ -284,17 +285,19 @@ class StoreView:
     def runs(self) -> list[RunRow]:
         """Every run, newest first."""
         return [RunRow(*row) for row in self._store.conn.execute(
-            "SELECT id, kind, status, started_at, calls, cache_hits, prompt_tokens, completion_tokens, cost, error"
-            " FROM runs ORDER BY started_at DESC, id")]
+            "SELECT id, kind, status, started_at, calls, cache_hits, prompt_tokens, "
+            "completion_tokens, cost, error FROM runs ORDER BY started_at DESC, id")]
 
     def instructions_per_run(self) -> dict[str, int]:
-        return dict(self._store.conn.execute("SELECT run_id, count(*) FROM instructions GROUP BY run_id").fetchall())
+        return dict(self._store.conn.execute("SELECT run_id, count(*) FROM instructions GROUP BY "
+                                             "run_id").fetchall())
 
     def instruction_ids(self) -> list[int]:
         return [row[0] for row in self._store.conn.execute("SELECT id FROM instructions ORDER BY id")]
 
     def summary_ratios(self, run_id: str | None = None) -> list[float]:
-        """The ratios the store's summaries are at, largest first (pipeline.store.generations.summary_ratios)."""
+        """The ratios the store's summaries are at, largest first
+        (pipeline.store.generations.summary_ratios)."""
         from pipeline.store.generations import summary_ratios
 
         return summary_ratios(self._store, run_id)
@@ -308,10 +311,11 @@ class StoreView:
     def constraint_order(self, run_id: str | None = None) -> list[tuple[int, int]]:
         """Active constraints as (constraint id, instruction id), in instruction then list order."""
         if self._order is None:
-            sql = ("SELECT c.id, c.instruction_id FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
-                   " WHERE c.active = 1" + (" AND i.run_id = ?" if run_id else "") +
+            sql = ("SELECT c.id, c.instruction_id FROM constraints c JOIN instructions i ON "
+                   "i.id = c.instruction_id WHERE c.active = 1" + (" AND i.run_id = ?" if run_id else "") +
                    " ORDER BY c.instruction_id, c.position")
-            self._order = self._store.conn.execute(sql, (run_id,) if run_id else ()).fetchall()  # (id, instruction) rows
+            self._order = self._store.conn.execute(sql, (run_id,) if run_id
+                                                   else ()).fetchall()  # (id, instruction) rows
         return self._order
 
     def flagged_ids(self) -> dict[int, set[str]]:
@@ -342,8 +346,8 @@ class StoreView:
     def _load_instruction(self, iid: int) -> InstructionData:
         row = self._one(
             "SELECT i.id, i.run_id, i.domain, i.condition, i.main_task, a.text_hash, b.text_hash"
-            " FROM instructions i LEFT JOIN articles a ON a.id = i.article_a LEFT JOIN articles b ON b.id = i.article_b"
-            " WHERE i.id = ?", (iid,))
+            " FROM instructions i LEFT JOIN articles a ON a.id = i.article_a LEFT JOIN articles b "
+            "ON b.id = i.article_b WHERE i.id = ?", (iid,))
         if row is None:
             raise KeyError(iid)
         gens = [Generation(r["id"], r["kind"], r["model"] or "", r["mode"] or "", r["ratio"], r["parent_id"],
@@ -365,7 +369,8 @@ class StoreView:
                                 r["replaces_id"], r["replaced_reason"], r["base_verdict"], r["base_quote"])
             for r in self._rows("SELECT * FROM constraints WHERE instruction_id = ?", (iid,))
         }
-        return InstructionData(row[0], row[1] or "", row[2] or "", row[3] or "", row[4] or "", self.text(row[5]),
+        return InstructionData(row[0], row[1] or "", row[2] or "", row[3] or "", row[4] or "",
+                               self.text(row[5]),
                                self.text(row[6]), base, responses, summaries, constraints, by_id)
 
     # -- verdicts, flags, embeddings, labels ----------------------------------------------
@@ -382,7 +387,8 @@ class StoreView:
             "SELECT flag, detail FROM constraint_flags WHERE constraint_id = ?", (cid,))}
 
     def shown_verdicts(self, generation_ids: Sequence[int]) -> list[Verdict]:
-        """SHOWN_VERDICT rows of every constraint on the given texts (Audit's list: one query per response)."""
+        """SHOWN_VERDICT rows of every constraint on the given texts (Audit's list: one query per
+        response)."""
         return verdicts_table.shown_verdicts(self._store, generation_ids)
 
     def instruction_flags(self, iid: int) -> dict[int, dict[str, str]]:
@@ -446,7 +452,8 @@ class StoreView:
         """Instruction -> how many active constraints it has."""
         run_sql, run_args = (" AND i.run_id = ?", (run_id,)) if run_id else ("", ())
         return dict(self._store.conn.execute(
-            "SELECT c.instruction_id, count(*) FROM constraints c JOIN instructions i ON i.id = c.instruction_id"
+            "SELECT c.instruction_id, count(*) FROM constraints c JOIN instructions i ON "
+            "i.id = c.instruction_id"
             " WHERE c.active = 1" + run_sql + " GROUP BY c.instruction_id", run_args).fetchall())
 
     def flag_counts(self, run_id: str | None = None) -> dict[int, dict[str, int]]:
@@ -460,10 +467,12 @@ class StoreView:
             out.setdefault(iid, {})[flag] = count
         return out
 
-    def instruction_meta(self, run_id: str | None = None) -> dict[int, tuple[str | None, str | None, str | None]]:
+    def instruction_meta(self, run_id: str
+                         | None = None) -> dict[int, tuple[str | None, str | None, str | None]]:
         """Instruction -> (run, domain, condition)."""
         return {r[0]: r[1:] for r in self._store.conn.execute(
-            "SELECT id, run_id, domain, condition FROM instructions" + (" WHERE run_id = ?" if run_id else ""),
+            "SELECT id, run_id, domain, condition FROM instructions"
+            + (" WHERE run_id = ?" if run_id else ""),
             (run_id,) if run_id else ())}
 
     # -- what a step wrote (the Build screen) ----------------------------------------------
@@ -474,7 +483,8 @@ class StoreView:
 
     def newest_rows(self, table: str, after: int, limit: int = 3) -> list[dict[str, object]]:
         """The newest rows of ``table`` written after rowid ``after``, newest first."""
-        cur = self._store.conn.execute(f"SELECT * FROM {_table(table)} WHERE rowid > ? ORDER BY rowid DESC LIMIT ?",
+        cur = self._store.conn.execute(f"SELECT * FROM {_table(table)} WHERE rowid > ? ORDER "
+                                       "BY rowid DESC LIMIT ?",
                                        (after, limit))
         names = [d[0] for d in cur.description]
         return [dict(zip(names, values)) for values in cur.fetchall()]
@@ -483,7 +493,8 @@ class StoreView:
         """The instruction of the newest instruction, constraint or generation written since ``before``."""
         for table, column in (("instructions", "id"), ("constraints", "instruction_id"),
                               ("generations", "instruction_id")):
-            row = self._one(f"SELECT {column} FROM {_table(table)} WHERE rowid > ? ORDER BY rowid DESC LIMIT 1",
+            row = self._one(f"SELECT {column} FROM {_table(table)} WHERE rowid > ? ORDER "
+                            "BY rowid DESC LIMIT 1",
                             (before.get(table, 0),))
             if row and row[0] is not None:
                 return int(row[0])

@@ -33,7 +33,8 @@ def main(args: list[str]) -> None:
         sys.exit(0)
     mode = os.environ.get("FAKE_LLAMA_MODE", "ok")
     pids = os.environ.get("FAKE_LLAMA_PIDS")
-    if "--config_file" in args:  # several models (pipeline.llm.local_model.ServedModel): llama-cpp-python's form
+    # several models (pipeline.llm.local_model.ServedModel): llama-cpp-python's form
+    if "--config_file" in args:
         with open(_arg(args, "--config_file"), encoding="utf-8") as fh:
             settings = json.load(fh)
         port, model = int(settings["port"]), settings["models"][0]["model"]
@@ -43,13 +44,15 @@ def main(args: list[str]) -> None:
     if pids:
         open(os.path.join(pids, str(os.getpid())), "w").close()
     print("fake llama: loading", model, "as", ", ".join(aliases), flush=True)
-    print("fake llama: openmp", os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT"), flush=True)
+    print("fake llama: openmp", os.environ.get("OMP_WAIT_POLICY"),
+          os.environ.get("GOMP_SPINCOUNT"), flush=True)
     if mode == "die":
         print("error: failed to load model", flush=True)
         sys.exit(3)
     if mode == "portrace" and not os.path.exists(os.environ["FAKE_LLAMA_MARKER"]):
         open(os.environ["FAKE_LLAMA_MARKER"], "w").write(str(port))
-        print("ERROR: [Errno 98] error while attempting to bind on address: address already in use", flush=True)
+        print("ERROR: [Errno 98] error while attempting to bind on address: address already in use",
+              flush=True)
         sys.exit(1)
     if mode == "hang":
         time.sleep(60)
@@ -89,7 +92,8 @@ def main(args: list[str]) -> None:
                 reply = {"id": "x", "object": "chat.completion", "model": "fake",
                          "choices": [{"index": 0, "message": {"role": "assistant", "content": "meeting"},
                                       "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}}
+                         "usage": {"prompt_tokens": tokens, "completion_tokens": 1,
+                                   "total_tokens": tokens + 1}}
             data = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")

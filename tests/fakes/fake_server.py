@@ -48,16 +48,22 @@ ALL_FAULT_KINDS = FAULT_KINDS + JUNK_KINDS
 JUNK_TEXT = "%%%garbage%%% <html><body>502 Bad Gateway</body></html>"
 # Junk that nearly reads as words: each one wrapped in symbols, one word said over and over, and
 # lorem ipsum. Each opens with a marker a result taken from it would hold.
-JUNK_WRAPPED_TEXT = " ".join(f"%%{w}%%" for w in "the council met and argued about money while the residents waited".split())
+JUNK_WRAPPED_TEXT = " ".join(f"%%{w}%%"
+                             for w in "the council met and argued about money while "
+                                      "the residents waited".split())
 JUNK_REPEATED_TEXT = " ".join(["budget"] * 60)
-JUNK_LOREM_TEXT = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et "
-                   "dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut "
-                   "aliquip ex ea commodo consequat. Duis aute irure dolor in reprehenderit in voluptate velit esse.")
+JUNK_LOREM_TEXT = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
+                   "incididunt ut labore et "
+                   "dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation "
+                   "ullamco laboris nisi ut "
+                   "aliquip ex ea commodo consequat. Duis aute irure dolor in reprehenderit in "
+                   "voluptate velit esse.")
 JUNK_TEXTS = {"junk": JUNK_TEXT, "junk_wrapped": JUNK_WRAPPED_TEXT, "junk_repeated": JUNK_REPEATED_TEXT,
               "junk_lorem": JUNK_LOREM_TEXT}
 TRUNCATED_JSON = '{"verdicts": [{"id": 1, "verdict": "ye'
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
-ECHO_KEY_TEXT = "Incorrect API key provided: {key}. You can find your API key at https://example.invalid/keys."
+ECHO_KEY_TEXT = ("Incorrect API key provided: {key}. You can find your API key at "
+                 "https://example.invalid/keys.")
 
 
 @dataclass
@@ -187,7 +193,8 @@ class FakeOpenAIServer:
                     self._send(400, b'{"error": {"message": "bad json"}}', {})
                     return
                 request["_headers"] = {"authorization": self.headers.get("authorization", "")}
-                listed = isinstance(request.get("prompt"), list) and not self.path.endswith("/chat/completions")
+                listed = isinstance(request.get("prompt"),
+                                    list) and not self.path.endswith("/chat/completions")
                 reply = server._list_reply(request) if listed else server._next_reply(request)
                 delay = server.latency_s + reply.delay_s
                 if reply.hang:
@@ -217,7 +224,8 @@ class FakeOpenAIServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.request_queue_size = 128
         # A short poll interval: stop() waits up to one interval, and tests stop many servers.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -344,7 +352,8 @@ class FakeOpenAIServer:
                     return 400, b'{"error": {"message": "expected a multipart upload with a file"}}'
                 file_id = f"file-{len(self.files) + 1}"
                 self.files[file_id] = content
-                return 200, json.dumps({"id": file_id, "object": "file", "bytes": len(content), "purpose": "batch",
+                return 200, json.dumps({"id": file_id, "object": "file", "bytes": len(content),
+                                        "purpose": "batch",
                                         "filename": "input.jsonl", "created_at": int(time.time()),
                                         "status": "processed"}).encode()
             if path.rstrip("/") == "/v1/batches":
@@ -356,7 +365,8 @@ class FakeOpenAIServer:
                 lines = self.files[req["input_file_id"]].decode().splitlines()
                 self.batches[batch_id] = {
                     "id": batch_id, "object": "batch", "endpoint": req.get("endpoint"), "errors": None,
-                    "input_file_id": req["input_file_id"], "completion_window": req.get("completion_window", "24h"),
+                    "input_file_id": req["input_file_id"],
+                    "completion_window": req.get("completion_window", "24h"),
                     "status": "validating", "output_file_id": None, "error_file_id": None,
                     "created_at": int(time.time()), "metadata": req.get("metadata"),
                     "request_counts": {"total": len(lines), "completed": 0, "failed": 0}, "_polls": 0,
@@ -392,12 +402,14 @@ class FakeOpenAIServer:
         batch["_polls"] += 1
         polls = batch["_polls"]
         if batch["status"] == "validating":
-            lines = [json.loads(x) for x in self.files[batch["input_file_id"]].decode().splitlines() if x.strip()]
+            lines = [json.loads(x)
+                     for x in self.files[batch["input_file_id"]].decode().splitlines() if x.strip()]
             ids = [x["custom_id"] for x in lines]
             if len(set(ids)) != len(ids):
                 batch["status"] = "failed"
                 batch["errors"] = {"object": "list", "data": [
-                    {"code": "duplicate_custom_id", "message": "The custom_id values must be unique", "line": None}]}
+                    {"code": "duplicate_custom_id",
+                     "message": "The custom_id values must be unique", "line": None}]}
                 return
             batch["status"] = "in_progress"
         elif batch["status"] == "in_progress" and polls > self.batch_polls:
@@ -413,17 +425,20 @@ class FakeOpenAIServer:
             cid = line["custom_id"]
             if i >= answered:
                 err.append({"id": f"req_{i}", "custom_id": cid, "response": None,
-                            "error": {"code": "batch_expired", "message": "This request could not be executed before "
+                            "error": {"code": "batch_expired",
+                                      "message": "This request could not be executed before "
                                       "the completion window expired."}})
                 continue
             if self.batch_fail_every and (i + 1) % self.batch_fail_every == 0:
                 err.append({"id": f"req_{i}", "custom_id": cid, "error": None, "response": {
-                    "status_code": 500, "request_id": f"r{i}", "body": {"error": {"message": "scripted error"}}}})
+                    "status_code": 500, "request_id": f"r{i}",
+                    "body": {"error": {"message": "scripted error"}}}})
                 continue
             self.batch_calls.append(cid)
             reply = _as_reply(self.responder(line["body"]))
             out.append({"id": f"req_{i}", "custom_id": cid, "error": None, "response": {
-                "status_code": 200, "request_id": f"r{i}", "body": _envelope(line["body"], reply.text, reply.logprobs)}})
+                "status_code": 200, "request_id": f"r{i}",
+                "body": _envelope(line["body"], reply.text, reply.logprobs)}})
         text = [json.dumps(x) for x in out]
         if self.batch_duplicate and text:
             text.append(text[0])
@@ -446,7 +461,8 @@ def _multipart_file(content_type: str, raw: bytes) -> bytes | None:
     from email.parser import BytesParser
     from email.policy import HTTP
 
-    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode()
+                                                  + b"\r\n\r\n" + raw)
     for part in message.iter_parts():
         if part.get_param("name", header="content-disposition") == "file":
             return part.get_payload(decode=True)
@@ -518,6 +534,7 @@ def _envelope(request: dict[str, Any], text: str, logprobs: list[dict[str, float
             ranked = sorted(tops.items(), key=lambda kv: -kv[1])
             token, logprob = ranked[0]
             content.append({"token": token, "logprob": logprob, "bytes": None,
-                            "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in ranked[:top_n]]})
+                            "top_logprobs": [{"token": t, "logprob": lp, "bytes": None}
+                                             for t, lp in ranked[:top_n]]})
         envelope["choices"][0]["logprobs"] = {"content": content, "refusal": None}  # type: ignore[index]
     return envelope

@@ -42,7 +42,8 @@ ARTICLE_A = (
     "The town council of Smithfield met on Tuesday evening to argue over a budget shortfall that has left "
     "the public library closed for three weeks. Councillor Mary Dawson said the gap of two hundred thousand "
     "pounds came from rising heating costs. Residents who rely on the library for internet access told the "
-    "meeting they felt abandoned. Several parents said their children had nowhere quiet to study. The council "
+    "meeting they felt abandoned. Several parents said their children had nowhere quiet "
+    "to study. The council "
     "will vote next month on whether to raise local fees or cut opening hours at the swimming pool."
 )
 ARTICLE_B = (
@@ -72,7 +73,8 @@ def make_store(path: Path, n_pairs: int = 1, *, domain: str = "news", rule: str 
             h = store.put_text(text)
             ids.append(store.db["articles"].insert({
                 "corpus": "test", "domain": domain, "source_id": f"{i}{label}", "title": f"story {i}{label}",
-                "text_hash": h, "words": len(text.split()), "status": "kept", "duplicate_of": None, "imported_at": now(),
+                "text_hash": h, "words": len(text.split()), "status": "kept", "duplicate_of": None,
+                "imported_at": now(),
             }).last_pk)
         store.db["pairs"].insert({
             "domain": domain, "rule": rule, "params": "{}", "article_a": ids[0], "article_b": ids[1],
@@ -111,15 +113,19 @@ models_under_test = ["fake"]
 """
 
 
-def multi_config_toml(base_url: str, *, models: int = 2, judges: int = 2, concurrency: int = 2, max_retries: int = 8,
-                      timeout_s: float = 30.0, evaluate: dict[str, Any] | None = None, key_env: str | None = None) -> str:
+def multi_config_toml(base_url: str, *, models: int = 2, judges: int = 2, concurrency: int = 2,
+                      max_retries: int = 8,
+                      timeout_s: float = 30.0, evaluate: dict[str, Any] | None = None, key_env: str
+                      | None = None) -> str:
     """Every role on the fake server, with ``models`` models under test and ``judges`` judges,
     each its own endpoint (and model name): what the soak and crash benches run. ``key_env``:
     every endpoint sends the key in that environment variable."""
-    names = ["gen", "summ"] + [f"m{i}" for i in range(1, models + 1)] + [f"j{i}" for i in range(1, judges + 1)]
+    names = ["gen", "summ"] + [f"m{i}" for i in range(1, models + 1)] + [f"j{i}"
+                                                                         for i in range(1, judges + 1)]
     lines = []
     for n in names:
-        lines += [f"[endpoints.{n}]", f'base_url = "{base_url}"', f'model = "model-{n}"', f"concurrency = {concurrency}",
+        lines += [f"[endpoints.{n}]", f'base_url = "{base_url}"', f'model = "model-{n}"',
+                  f"concurrency = {concurrency}",
                   f"max_retries = {max_retries}", f"timeout_s = {timeout_s}"]
         lines += [f'api_key_env = "{key_env}"', ""] if key_env else [""]
     lines += ["[roles]", 'generator = "gen"', 'summarizer = "summ"', 'naturalness_judge = "j1"',
@@ -168,7 +174,8 @@ def write_response(requirements: list[tuple[int, str]], words: int, opening: str
     for i, text in requirements:
         angle = constraint_angle(text)
         if angle is not None and i % 2 == 1:
-            sentences.append(f"This part of the story turns to angle number {angle} and what it meant for the town.")
+            sentences.append(f"This part of the story turns to angle number {angle} and what "
+                             "it meant for the town.")
     filler = "People in the town kept talking about what would happen next."
     while len(" ".join(sentences).split()) < words:
         sentences.append(filler)
@@ -217,28 +224,33 @@ class ScriptedModel:
             n = int(re.search(r"exactly (\d+) constraints", first).group(1))
             items = self.constraints(n, common=kind == "synthesize_common")[: n - self.short_by]
             story = re.search(r"\(story (\d+)a\)", first)  # one main task per pair, so base articles differ
-            task = f"Write a news article about a local authority arguing over a budget gap ({story.group(1) if story else '?'})."
+            task = (f"Write a news article about a local authority arguing over a budget gap "
+                    f"({story.group(1) if story else '?'}).")
             return Reply(text=json.dumps({"main_task": task, "constraints": items}))
         if kind == "constraints_more":
             if self.always_bad:
                 return Reply(text="Still no list, sorry.")
             k = int(re.search(r"Write EXACTLY (\d+) more", last).group(1))
-            return Reply(text=json.dumps({"constraints": [f"Add further point {j} about the wider region." for j in range(1, k + 1 - self.more_short_by)]}))
+            return Reply(text=json.dumps({"constraints": [f"Add further point {j} about the wider region."
+                                                          for j in range(1, k + 1 - self.more_short_by)]}))
         if kind == "format_repair":
             return Reply(text="No.")
         if kind == "base_article":
             words = int(re.search(r"about (\d+) words", last).group(1))
-            body = " ".join(["The council met and argued about money while residents waited."] * max(1, words // 10))
+            body = " ".join(["The council met and argued about money while residents waited."]
+                            * max(1, words // 10))
             return Reply(text=body)
         if kind == "judge_batched":
             text = block(first, "TEXT")
             items = numbered_items(block(first, "CONSTRAINTS"))
-            system = " ".join(str(m.get("content", "")) for m in request.get("messages", []) if m.get("role") == "system")
+            system = " ".join(str(m.get("content", "")) for m in request.get("messages", [])
+                              if m.get("role") == "system")
             if "one line per constraint" in system:  # the lines format (judge_format = "lines")
                 capped = bool(request.get("grammar"))  # a gbnf endpoint: what lines_grammar lets through
                 lines = [_verdict_line(i, judge_verdict(c, text), capped=capped) + "\n" for i, c in items]
                 return Reply(text="".join(lines) if capped else "".join(lines).rstrip("\n"))
-            return Reply(text=json.dumps({"verdicts": [{"id": i, **judge_verdict(c, text)} for i, c in items]}))
+            return Reply(text=json.dumps({"verdicts": [{"id": i, **judge_verdict(c, text)}
+                                                       for i, c in items]}))
         if kind == "judge_single":
             return Reply(text=json.dumps(judge_verdict(block(first, "CONSTRAINT"), block(first, "TEXT"))))
         if kind in ("respond_direct", "respond_edit"):
@@ -258,22 +270,28 @@ class ScriptedModel:
         if kind == "revise_eval":
             items = numbered_items(block(first, "TOO_EASY"))
             return Reply(text=json.dumps({"replacements": [
-                {"id": i, "constraint": "Harder: " + text.replace("(easy)", "with a contrast between two groups")}
+                {"id": i, "constraint": "Harder: "
+                 + text.replace("(easy)", "with a contrast between two groups")}
                 for i, text in items]}))
         if kind == "revise_direct":
             items = numbered_items(block(first, "CONSTRAINTS"))
-            return Reply(text=json.dumps({"replacements": [{"id": i, "constraint": "Harder: " + text} for i, text in items]}))
+            return Reply(text=json.dumps({"replacements": [{"id": i, "constraint": "Harder: " + text}
+                                                           for i, text in items]}))
         if kind == "revise_missing":
             items = numbered_items(block(last, "MISSING"))
-            return Reply(text=json.dumps({"replacements": [{"id": i, "constraint": "Harder again: " + t} for i, t in items]}))
+            return Reply(text=json.dumps({"replacements": [{"id": i, "constraint": "Harder again: " + t}
+                                                           for i, t in items]}))
         if kind == "contradictions":
-            pairs = [] if self.contradict is None else [{"a": self.contradict[0], "b": self.contradict[1], "reason": "opposite endings"}]
+            pairs = [] if self.contradict is None else [{"a": self.contradict[0], "b": self.contradict[1],
+                                                         "reason": "opposite endings"}]
             return Reply(text=json.dumps({"contradictions": pairs}))
         return Reply(text="unknown prompt")
 
     def constraints(self, n: int, *, common: bool) -> list[str]:
-        topics = ["the causes of the shortfall", "the people affected", "the options on the table", "the mood of the meeting",
-                  "the timeline of events", "the role of volunteers", "the views of officials", "what happens next"]
+        topics = ["the causes of the shortfall", "the people affected", "the options on the table",
+                  "the mood of the meeting",
+                  "the timeline of events", "the role of volunteers", "the views of officials",
+                  "what happens next"]
         items = []
         for i in range(1, n + 1):
             easy = " (easy)" if self.easy_every and i % self.easy_every == 0 else ""
@@ -323,38 +341,45 @@ def audit_rows(store: Store, *, build_run: str, n_pairs: int, conditions: tuple[
         "active constraints", n_inst * n_constraints,
         q(f"SELECT count(*) FROM (SELECT DISTINCT instruction_id, position FROM constraints WHERE active = 1"
           f" AND instruction_id IN ({inst}))", params),
-        q(f"SELECT count(*) - count(DISTINCT instruction_id || '/' || position) FROM constraints WHERE active = 1"
+        q(f"SELECT count(*) - count(DISTINCT instruction_id || '/' || position) FROM "
+          "constraints WHERE active = 1"
           f" AND instruction_id IN ({inst})", params),
     ))
     if "eval" in conditions:
         out.append(RowCount(
             "base articles", n_pairs,
-            q("SELECT count(DISTINCT g.instruction_id) FROM generations g JOIN instructions i ON i.id = g.instruction_id"
-              " WHERE g.kind = 'base' AND i.run_id = ?", [build_run]),
+            q("SELECT count(DISTINCT g.instruction_id) FROM generations g JOIN instructions i ON "
+              "i.id = g.instruction_id WHERE g.kind = 'base' AND i.run_id = ?", [build_run]),
             q("SELECT count(*) - count(DISTINCT g.instruction_id) FROM generations g JOIN instructions i"
               " ON i.id = g.instruction_id WHERE g.kind = 'base' AND i.run_id = ?", [build_run]),
         ))
     gen = (f"FROM generations WHERE instruction_id IN ({inst})")
     out.append(RowCount(
         "responses", n_inst * models,
-        q(f"SELECT count(*) FROM (SELECT DISTINCT instruction_id, model, mode {gen} AND kind = 'response')", params),
-        q(f"SELECT count(*) - count(DISTINCT instruction_id || '/' || model || '/' || mode) {gen} AND kind = 'response'",
+        q(f"SELECT count(*) FROM (SELECT DISTINCT instruction_id, model, mode {gen} AND kind = 'response')",
+          params),
+        q(f"SELECT count(*) - count(DISTINCT instruction_id || '/' || model || '/' || mode) {gen} "
+          "AND kind = 'response'",
           params),
     ))
     out.append(RowCount(
         "summaries", n_inst * models * ratios,
-        q(f"SELECT count(*) FROM (SELECT DISTINCT parent_id, ratio, model {gen} AND kind = 'summary')", params),
-        q(f"SELECT count(*) - count(DISTINCT parent_id || '/' || ratio || '/' || model) {gen} AND kind = 'summary'",
+        q(f"SELECT count(*) FROM (SELECT DISTINCT parent_id, ratio, model {gen} AND kind = 'summary')",
+          params),
+        q(f"SELECT count(*) - count(DISTINCT parent_id || '/' || ratio || '/' || model) {gen} "
+          "AND kind = 'summary'",
           params),
     ))
-    judged = (f"FROM verdicts v JOIN generations g ON g.id = v.generation_id JOIN constraints c ON c.id = v.constraint_id"
+    judged = (f"FROM verdicts v JOIN generations g ON g.id = v.generation_id JOIN constraints c ON "
+              "c.id = v.constraint_id"
               f" WHERE g.kind IN ('response', 'summary') AND c.active = 1 AND g.instruction_id IN ({inst})")
     key = "v.generation_id || '/' || v.constraint_id || '/' || v.judge || '/' || v.judging_mode"
     # A verdict counts when the judge gave it (it carries its call and a value): a missing one
     # (NULL: the judge never answered) is asked again by the next run.
     out.append(RowCount(
         "verdicts", n_inst * models * (1 + ratios) * n_constraints * judges,
-        q(f"SELECT count(DISTINCT {key}) {judged} AND v.call_id IS NOT NULL AND v.verdict IS NOT NULL", params),
+        q(f"SELECT count(DISTINCT {key}) {judged} AND v.call_id IS NOT NULL AND v.verdict IS NOT NULL",
+          params),
         q(f"SELECT count(*) - count(DISTINCT {key}) {judged}", params),
     ))
     return out
@@ -376,7 +401,8 @@ def result_fingerprint(store: Store, build_run: str) -> dict[str, Any]:
         cons_key[r["id"]] = k
         out["constraints"][k] = (r["text"], r["origin"], r["active"])
     gen_key: dict[int, str] = {}
-    rows = store.query("SELECT id, kind, instruction_id, model, mode, ratio, parent_id, text_hash FROM generations ORDER BY id")
+    rows = store.query("SELECT id, kind, instruction_id, model, mode, ratio, parent_id, text_hash FROM "
+                       "generations ORDER BY id")
     for r in rows:
         if r["instruction_id"] not in inst_key:
             continue
@@ -384,15 +410,19 @@ def result_fingerprint(store: Store, build_run: str) -> dict[str, Any]:
         k = f"{r['kind']}/{inst_key[r['instruction_id']]}/{r['model']}/{r['mode']}/{r['ratio']}/{parent}"
         gen_key[r["id"]] = k
         out["generations"][k] = r["text_hash"]
-    for r in store.query("SELECT generation_id, constraint_id, judge, judging_mode, verdict, quote FROM verdicts"):
+    for r in store.query("SELECT generation_id, constraint_id, judge, judging_mode, "
+                         "verdict, quote FROM verdicts"):
         if r["generation_id"] in gen_key and r["constraint_id"] in cons_key:
-            k = f"{gen_key[r['generation_id']]}|{cons_key[r['constraint_id']]}|{r['judge']}|{r['judging_mode']}"
+            k = (f"{gen_key[r['generation_id']]}|{cons_key[r['constraint_id']]}|"
+                 f"{r['judge']}|{r['judging_mode']}")
             out["verdicts"][k] = (r["verdict"], r["quote"])
     return out
 
 
-async def build_and_evaluate(store: Store, config: Config, *, n_pairs: int, n_constraints: int, words: int = 60,
-                             conditions: tuple[str, ...] = ("single", "none", "direct", "eval"), run_id: str = "b1",
+async def build_and_evaluate(store: Store, config: Config, *, n_pairs: int, n_constraints: int,
+                             words: int = 60,
+                             conditions: tuple[str, ...] = ("single", "none", "direct", "eval"),
+                             run_id: str = "b1",
                              passes: int = 4, backoff_base_s: float = 0.005, backoff_cap_s: float = 0.05,
                              audit: dict[str, int] | None = None) -> tuple[int, int]:
     """Build, then evaluate, each run again while anything is unfinished or failed: the
@@ -403,7 +433,8 @@ async def build_and_evaluate(store: Store, config: Config, *, n_pairs: int, n_co
     from pipeline.stages.evaluate import EvaluateOptions, run_evaluate
 
     client = LLMClient(config, store, backoff_base_s=backoff_base_s, backoff_cap_s=backoff_cap_s)
-    options = BuildOptions.from_config(config, n=n_pairs, n_constraints=n_constraints, words=words, run_id=run_id,
+    options = BuildOptions.from_config(config, n=n_pairs, n_constraints=n_constraints,
+                                       words=words, run_id=run_id,
                                        conditions=conditions)
     build_passes = eval_passes = 0
     try:
@@ -414,7 +445,8 @@ async def build_and_evaluate(store: Store, config: Config, *, n_pairs: int, n_co
         for eval_passes in range(1, passes + 1):
             result = await run_evaluate(store, config, client, EvaluateOptions(build_run=run_id))
             done = audit is None or all(r.complete for r in audit_rows(
-                store, build_run=run_id, n_pairs=n_pairs, conditions=conditions, n_constraints=n_constraints, **audit))
+                store, build_run=run_id, n_pairs=n_pairs, conditions=conditions,
+                n_constraints=n_constraints, **audit))
             if not result.failed and done:
                 break
     finally:

@@ -141,12 +141,14 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
         ids = []
         for label, sents in (("a", a_sents), ("b", b_sents)):
             body = " ".join(sents)
-            articles.append((next_article, "synthetic", domain, f"{p}-{label}", f"Article {p}{label}", put(body),
+            articles.append((next_article, "synthetic", domain, f"{p}-{label}",
+                             f"Article {p}{label}", put(body),
                              len(body.split()), "kept", None, STAMP))
             ids.append(next_article)
             next_article += 1
         pair_id = p + 1
-        pairs.append((pair_id, domain, "paper", "{}", ids[0], ids[1], round(rng.uniform(0.7, 0.85), 4), 1, "[]", STAMP))
+        pairs.append((pair_id, domain, "paper", "{}", ids[0], ids[1], round(rng.uniform(0.7, 0.85), 4),
+                      1, "[]", STAMP))
         for condition in spec.conditions:
             if made >= spec.n_instructions:
                 break
@@ -162,7 +164,8 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
                                     len(base_body.split()), None, None, STAMP))
                 next_gen += 1
             instructions.append((iid, spec.run_id, domain, condition, pair_id, ids[0],
-                                 ids[1] if condition != "single" else None, task, spec.n_constraints, "done", None,
+                                 ids[1] if condition != "single" else None, task,
+                                 spec.n_constraints, "done", None,
                                  base_id, STAMP))
             active: list[tuple[int, str]] = []
             for pos in range(1, spec.n_constraints + 1):
@@ -193,7 +196,8 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
                                         1 if condition == "eval" else None, None, STAMP))
                     old_id = next_constraint
                     next_constraint += 1
-                    constraints.append((next_constraint, iid, pos, text, "revised", 1, old_id, reason, None, None,
+                    constraints.append((next_constraint, iid, pos, text, "revised", 1, old_id,
+                                        reason, None, None,
                                         STAMP))
                 else:
                     constraints.append((next_constraint, iid, pos, text, "synthesized", 1, None, None,
@@ -207,7 +211,8 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
                 sents = [_sentence(rng, words) for _ in range(rng.randint(22, 30))]
                 # A response echoes some constraints' wording and some article sentences.
                 for cid, ctext in rng.sample(active, 4):
-                    sents.insert(rng.randrange(len(sents) + 1), ctext.rstrip(".").replace("Describe how", "Here") + ".")
+                    sents.insert(rng.randrange(len(sents) + 1),
+                                 ctext.rstrip(".").replace("Describe how", "Here") + ".")
                 sents.insert(rng.randrange(len(sents) + 1), rng.choice(a_sents))
                 body = " ".join(sents)
                 resp_id = next_gen
@@ -229,7 +234,8 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
                     summ = " ".join(summ_sents)
                     sid = next_gen
                     generations.append((sid, "summary", iid, model, "", ratio, resp_id, put(summ),
-                                        len(summ.split()), round(len(summ.split()) / len(body.split()), 3), None,
+                                        len(summ.split()),
+                                        round(len(summ.split()) / len(body.split()), 3), None,
                                         STAMP))
                     next_gen += 1
                     keep_p = min(1.0, p_keep / max(ratio / 0.25, 0.4))
@@ -251,25 +257,32 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute("PRAGMA cache_size = -200000")
     conn.executemany("INSERT OR IGNORE INTO texts(hash, body) VALUES (?, ?)", list(texts.items()))
-    conn.executemany("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status, duplicate_of,"
-                     " imported_at) VALUES (?,?,?,?,?,?,?,?,?,?)", articles)
-    conn.executemany("INSERT INTO pairs(id, domain, rule, params, article_a, article_b, cosine, rank, candidates, created_at)"
-                     " VALUES (?,?,?,?,?,?,?,?,?,?)", pairs)
+    conn.executemany("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, "
+                     "status, duplicate_of, imported_at) VALUES (?,?,?,?,?,?,?,?,?,?)", articles)
+    conn.executemany("INSERT INTO pairs(id, domain, rule, params, article_a, article_b, cosine, rank, "
+                     "candidates, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", pairs)
     conn.execute(
-        "INSERT INTO runs(id, kind, name, config, status, started_at, finished_at, calls, cache_hits, prompt_tokens,"
+        "INSERT INTO runs(id, kind, name, config, status, started_at, finished_at, calls, "
+        "cache_hits, prompt_tokens,"
         " completion_tokens, cost, error) VALUES (?, 'build', ?, '{}', 'done', ?, ?, ?, ?, ?, ?, ?, NULL)",
         (spec.run_id, spec.run_id, STAMP, STAMP, len(generations) + made, made // 3, 1000 * made, 400 * made,
          round(0.002 * made, 4)),
     )
-    conn.executemany("INSERT INTO instructions(id, run_id, domain, condition, pair_id, article_a, article_b, main_task,"
-                     " n_constraints, status, error, base_generation_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", instructions)
-    conn.executemany("INSERT INTO constraints(id, instruction_id, position, text, origin, active, replaces_id, replaced_reason,"
+    conn.executemany("INSERT INTO instructions(id, run_id, domain, condition, pair_id, article_a, "
+                     "article_b, main_task,"
+                     " n_constraints, status, error, base_generation_id, created_at) VALUES "
+                     "(?,?,?,?,?,?,?,?,?,?,?,?,?)", instructions)
+    conn.executemany("INSERT INTO constraints(id, instruction_id, position, text, origin, active, "
+                     "replaces_id, replaced_reason,"
                      " base_verdict, base_quote, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)", constraints)
     conn.executemany("INSERT INTO constraint_flags(constraint_id, flag, detail) VALUES (?,?,?)", flags)
-    conn.executemany("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash, words,"
+    conn.executemany("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, "
+                     "parent_id, text_hash, words,"
                      " achieved_ratio, call_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", generations)
-    conn.executemany("INSERT INTO verdicts(id, generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote,"
-                     " reason, quote_found, quote_score, call_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", verdicts)
+    conn.executemany("INSERT INTO verdicts(id, generation_id, constraint_id, judge, judging_mode, "
+                     "prompt_hash, verdict, quote,"
+                     " reason, quote_found, quote_score, call_id, created_at) VALUES "
+                     "(?,?,?,?,?,?,?,?,?,?,?,?,?)", verdicts)
     conn.executemany(
         "INSERT OR IGNORE INTO annotations(constraint_id, generation_id, annotator, label, note, created_at)"
         " VALUES (?,?,?,?,?,?)", annotations)
@@ -282,7 +295,8 @@ def _fill(store: Store, spec: SyntheticSpec) -> tuple[int, int, int, int]:
 def _verdict(rng: random.Random, vid: int, gen_id: int, cid: int, judge: str, yes: bool,
              words_of: list[list[str]]) -> tuple:
     if not yes:
-        return (vid, gen_id, cid, judge, "batched", "synthetic", 0, "", "not addressed", None, None, None, STAMP)
+        return (vid, gen_id, cid, judge, "batched", "synthetic", 0, "", "not addressed", None,
+                None, None, STAMP)
     r = rng.random
     words = words_of[int(r() * len(words_of))]
     if r() < 0.06:  # a hallucinated quote: words that are nowhere in the text
@@ -298,7 +312,8 @@ def main() -> None:  # pragma: no cover - a convenience: python -m tests.fakes.s
     import time
 
     t = time.perf_counter()
-    out = build_synthetic_store(sys.argv[1], SyntheticSpec(n_instructions=int(sys.argv[2]) if len(sys.argv) > 2 else 40))
+    out = build_synthetic_store(sys.argv[1],
+                                SyntheticSpec(n_instructions=int(sys.argv[2]) if len(sys.argv) > 2 else 40))
     print(out, f"{time.perf_counter() - t:.2f}s")
 
 

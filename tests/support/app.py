@@ -70,15 +70,19 @@ def make_known_store(path: Path) -> Known:
     store = open_store(path)
     put = store.put_text
     c = store.conn
-    c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, status, imported_at)"
-              " VALUES (1, 't', 'news', 'a', 'A', ?, 20, 'kept', ?), (2, 't', 'news', 'b', 'B', ?, 18, 'kept', ?)",
+    c.execute("INSERT INTO articles(id, corpus, domain, source_id, title, text_hash, words, "
+              "status, imported_at)"
+              " VALUES (1, 't', 'news', 'a', 'A', ?, 20, 'kept', ?), (2, 't', 'news', 'b', "
+              "'B', ?, 18, 'kept', ?)",
               (put(A), STAMP, put(B), STAMP))
-    c.execute("INSERT INTO pairs(id, domain, rule, params, article_a, article_b, cosine, rank, candidates, created_at)"
-              " VALUES (1, 'news', 'paper', '{}', 1, 2, 0.8, 1, '[]', ?)", (STAMP,))
+    c.execute("INSERT INTO pairs(id, domain, rule, params, article_a, article_b, cosine, rank, "
+              "candidates, created_at) VALUES (1, 'news', 'paper', '{}', 1, 2, 0.8, 1, '[]', ?)", (STAMP,))
     c.execute("INSERT INTO runs(id, kind, name, config, status, started_at, calls, cache_hits, prompt_tokens,"
-              " completion_tokens, cost) VALUES ('r1', 'build', 'r1', '{}', 'done', ?, 12, 3, 4000, 900, 0.0123)",
+              " completion_tokens, cost) VALUES ('r1', 'build', 'r1', '{}', 'done', ?, 12, "
+              "3, 4000, 900, 0.0123)",
               (STAMP,))
-    c.execute("INSERT INTO instructions(id, run_id, domain, condition, pair_id, article_a, article_b, main_task,"
+    c.execute("INSERT INTO instructions(id, run_id, domain, condition, pair_id, article_a, "
+              "article_b, main_task,"
               " n_constraints, status, created_at) VALUES (1, 'r1', 'news', 'eval', 1, 1, 2,"
               " 'Write a news article about a town fighting over a flood plan.', 3, 'done', ?)", (STAMP,))
     rows = [
@@ -88,7 +92,8 @@ def make_known_store(path: Path) -> Known:
         (4, 1, 3, C3, "synthesized", 1, None, None, 0),
     ]
     c.executemany("INSERT INTO constraints(id, instruction_id, position, text, origin, active, replaces_id,"
-                  " replaced_reason, base_verdict, created_at) VALUES (?,?,?,?,?,?,?,?,?,'" + STAMP + "')", rows)
+                  " replaced_reason, base_verdict, created_at) VALUES (?,?,?,?,?,?,?,?,?,'"
+                  + STAMP + "')", rows)
     c.execute("INSERT INTO constraint_flags VALUES (4, 'proper_noun', 'Harrowgate')")
     gens = [
         (1, "response", "m1", "direct", None, None, put(RESPONSE)),
@@ -97,8 +102,8 @@ def make_known_store(path: Path) -> Known:
         (3, "response", "m2", "direct", None, None, put(RESPONSE_2)),
         (4, "summary", "summarizer", "", 0.25, 3, put(SUMMARY_2)),
     ]
-    c.executemany("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash,"
-                  " created_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, '" + STAMP + "')", gens)
+    c.executemany("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, "
+                  "parent_id, text_hash, created_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, '" + STAMP + "')", gens)
     v = []
 
     def verdict(gen: int, con: int, judge: str, yes: int, quote: str = "", found: str | None = None) -> None:
@@ -121,7 +126,8 @@ def make_known_store(path: Path) -> Known:
         verdict(4, 3, judge, 0)
         verdict(3, 4, judge, 0)
         verdict(4, 4, judge, 0)
-    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict,"
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                  "prompt_hash, verdict,"
                   " quote, reason, quote_found, created_at) VALUES (?,?,?,?,?,?,?,?,?,'" + STAMP + "')", v)
     store.commit()
     store.close()
@@ -183,16 +189,22 @@ def make_two_mode_store(path: Path) -> tuple[Known, int, int]:
     known = make_known_store(path)
     store = open_store(path)
     c = store.conn
-    c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash, created_at)"
-              " VALUES (5, 'response', 1, 'm1', 'edit', NULL, NULL, ?, ?)", (store.put_text(EDIT_RESPONSE), STAMP))
-    c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash, created_at)"
-              " VALUES (6, 'summary', 1, 'summarizer', '', 0.25, 5, ?, ?)", (store.put_text(EDIT_SUMMARY), STAMP))
+    c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, "
+              "text_hash, created_at)"
+              " VALUES (5, 'response', 1, 'm1', 'edit', NULL, NULL, ?, ?)",
+              (store.put_text(EDIT_RESPONSE), STAMP))
+    c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, "
+              "text_hash, created_at)"
+              " VALUES (6, 'summary', 1, 'summarizer', '', 0.25, 5, ?, ?)",
+              (store.put_text(EDIT_SUMMARY), STAMP))
     rows = []
     for judge in ("judge-a", "judge-b"):
         rows += [(5, known.c1, judge, 1, "the flood defence plan was opposed"), (6, known.c1, judge, 0, ""),
-                 (5, known.c2, judge, 1, "Weather was stormy"), (6, known.c2, judge, 1, "the weather was stormy"),
+                 (5, known.c2, judge, 1, "Weather was stormy"),
+                 (6, known.c2, judge, 1, "the weather was stormy"),
                  (5, known.c3, judge, 0, ""), (6, known.c3, judge, 0, "")]
-    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict, quote,"
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                  "prompt_hash, verdict, quote,"
                   " created_at) VALUES (?, ?, ?, 'batched', 'h', ?, ?, '" + STAMP + "')", rows)
     store.commit()
     store.close()

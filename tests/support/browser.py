@@ -14,14 +14,15 @@ from pathlib import Path
 CHROMIUM = Path("/usr/bin/chromium")
 # As root in a container Chromium needs --no-sandbox; the network flags stop its background
 # connections, which this machine's closed network refuses (and which a test must not make).
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
 
 
 def require_chromium() -> Path:
     if not CHROMIUM.exists():
-        raise AssertionError(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install chromium);"
-                             " `make browser` (a step of `make test`) installs it")
+        raise AssertionError(f"{CHROMIUM} is missing: install Debian's chromium package "
+                             "(apt-get install chromium); `make browser` (a step of `make test`) installs it")
     return CHROMIUM
 
 

@@ -13,6 +13,9 @@ def code_lines(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if isinstance(first, ast.Expr) and isinstance(first.value,
+                                                          ast.Constant) and isinstance(first.value.value,
+                                                                                       str):
                 docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    return [(i, line.split("#")[0]) for i, line in enumerate(path.read_text().splitlines(), 1) if i not in docstrings]
+    return [(i, line.split("#")[0]) for i, line in enumerate(path.read_text().splitlines(), 1)
+            if i not in docstrings]

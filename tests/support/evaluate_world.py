@@ -67,7 +67,8 @@ def world(request: dict) -> str:
         yes = hit is not None
         if request["model"] == "model-jb" and word == KEYWORDS[0]:
             yes = not yes
-        return {"verdict": "yes" if yes else "no", "quote": (hit or "an invented line about nothing") if yes else "",
+        return {"verdict": "yes" if yes else "no",
+                "quote": (hit or "an invented line about nothing") if yes else "",
                 "reason": "" if yes else "absent"}
 
     if role == "judge_single":
@@ -77,34 +78,46 @@ def world(request: dict) -> str:
     return json.dumps({"verdicts": [{"id": int(i), **verdict(c)} for i, c in items]})
 
 
-def make_instructions(store, n: int = 2, k: int = 4, *, condition: str = "eval", run_id: str = "build-1") -> list[int]:
+def make_instructions(store, n: int = 2, k: int = 4, *, condition: str = "eval",
+                      run_id: str = "build-1") -> list[int]:
     ids = []
     for i in range(n):
         iid = store.db["instructions"].insert({"run_id": run_id, "domain": "news", "condition": condition,
-                                               "article_a": 100 + i, "main_task": f"Write a news article number {i}.",
-                                               "n_constraints": k, "status": "done", "created_at": now()}).last_pk
+                                               "article_a": 100 + i,
+                                               "main_task": f"Write a news article number {i}.",
+                                               "n_constraints": k, "status": "done",
+                                               "created_at": now()}).last_pk
         base = f"A plain draft number {i} about a town, with no particular details."
-        gid = store.db["generations"].insert({"kind": "base", "instruction_id": iid, "model": "gen", "mode": "",
-                                              "text_hash": store.put_text(base), "words": len(base.split())}).last_pk
+        gid = store.db["generations"].insert({"kind": "base", "instruction_id": iid,
+                                              "model": "gen", "mode": "",
+                                              "text_hash": store.put_text(base),
+                                              "words": len(base.split())}).last_pk
         store.db["instructions"].update(iid, {"base_generation_id": gid})
         for pos in range(1, k + 1):
             store.db["constraints"].insert({"instruction_id": iid, "position": pos, "origin": "synthesized",
-                                            "active": 1, "text": f"Mention the {KEYWORDS[(pos - 1 + i) % len(KEYWORDS)]}."})
+                                            "active": 1,
+                                            "text": f"Mention the "
+                                                    f"{KEYWORDS[(pos - 1 + i) % len(KEYWORDS)]}."})
         ids.append(iid)
     # An unfinished instruction: never evaluated.
-    store.db["instructions"].insert({"run_id": run_id, "domain": "news", "condition": condition, "article_a": 999,
-                                     "main_task": "x", "n_constraints": 0, "status": "synthesized", "created_at": now()})
+    store.db["instructions"].insert({"run_id": run_id, "domain": "news", "condition": condition,
+                                     "article_a": 999,
+                                     "main_task": "x", "n_constraints": 0, "status": "synthesized",
+                                     "created_at": now()})
     store.commit()
     return ids
 
 
-def make_config(server: FakeOpenAIServer, *, models=("ma", "mb"), judges=("ja", "jb"), extra: dict | None = None,
+def make_config(server: FakeOpenAIServer, *, models=("ma", "mb"), judges=("ja", "jb"),
+                extra: dict | None = None,
                 retries: int = 0):
     names = set(models) | set(judges) | {"summ"}
-    endpoints = {n: {"base_url": server.base_url, "model": f"model-{n}", "concurrency": 3, "max_retries": retries}
+    endpoints = {n: {"base_url": server.base_url, "model": f"model-{n}", "concurrency": 3,
+                     "max_retries": retries}
                  for n in names}
     return parse_config({"endpoints": endpoints,
-                         "roles": {"models_under_test": list(models), "judges": list(judges), "summarizer": "summ"},
+                         "roles": {"models_under_test": list(models), "judges": list(judges),
+                                   "summarizer": "summ"},
                          "evaluate": {"response_words": 60, **(extra or {})}})
 
 

@@ -23,11 +23,14 @@ def setup_instruction(store, *, with_base: bool = True) -> int:
                                      "main_task": "Write a news article about a harbour festival.",
                                      "n_constraints": 3, "status": "done", "created_at": now()})
     if with_base:
-        base_id = store.db["generations"].insert({"kind": "base", "instruction_id": 1, "model": "gen", "mode": "",
-                                                  "text_hash": store.put_text(BASE), "words": count_words(BASE)}).last_pk
+        base_id = store.db["generations"].insert({"kind": "base", "instruction_id": 1,
+                                                  "model": "gen", "mode": "",
+                                                  "text_hash": store.put_text(BASE),
+                                                  "words": count_words(BASE)}).last_pk
         store.db["instructions"].update(1, {"base_generation_id": base_id})
     for pos, text in enumerate(CONSTRAINTS, 1):
-        store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text, "origin": "synthesized",
+        store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text,
+                                        "origin": "synthesized",
                                         "active": 1})
     # A replaced constraint: never shown to the model under test.
     store.db["constraints"].insert({"instruction_id": 1, "position": None, "text": "Mention the mayor.",

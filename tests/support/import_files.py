@@ -17,7 +17,8 @@ LONG = ("The old keeper climbed the stairs each night and lit the lamp while the
         "Ships passed in the dark and the storm came in from the west, bending the grass on the cliffs.")
 
 
-def write_csv(path: Path, header: list[str], rows: list[list[str]], *, bom: bool = True, crlf: bool = True) -> Path:
+def write_csv(path: Path, header: list[str], rows: list[list[str]], *, bom: bool = True,
+              crlf: bool = True) -> Path:
     buf = io.StringIO(newline="")
     csv.writer(buf, lineterminator="\r\n" if crlf else "\n").writerows([header, *rows])
     path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + buf.getvalue().encode("utf-8"))
@@ -32,7 +33,8 @@ def cs4_rows(n: int = 3, first: int = 7) -> list[list[str]]:
     rows = []
     for i in range(1, n + 1):
         k = first + i - 1
-        items = [f"The story should describe lighthouse detail number {j} in several sentences." for j in range(1, k + 1)]
+        items = [f"The story should describe lighthouse detail number {j} in several sentences."
+                 for j in range(1, k + 1)]
         rows.append([str(i), f"Write a story about keeper {i} and the storm.", str(k), numbered(items)])
     return rows
 

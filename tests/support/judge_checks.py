@@ -12,7 +12,8 @@ from pipeline.store.judge_checks import CheckItem, JudgeCheck, judge_check
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 
 
-def known_check(rng: np.random.Generator, sens: float, spec: float, n: int = 400, judge: str = "j") -> JudgeCheck:
+def known_check(rng: np.random.Generator, sens: float, spec: float, n: int = 400,
+                judge: str = "j") -> JudgeCheck:
     """A judge's check: ``n`` items, half true, verdicts drawn with the judge's error rates."""
     truth = rng.random(n) < 0.5
     verdict = np.where(truth, rng.random(n) < sens, rng.random(n) >= spec)
@@ -40,6 +41,7 @@ def scripted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
         store.conn.executemany("UPDATE verdicts SET verdict = ? WHERE id = ?",
                                [(int(v), vid) for v, (vid, _, _) in zip(scripted_verdicts, rows)])
     kinds = np.array([k for _, _, k in rows])
-    truths = {"org": float(truth[kinds == "response"].mean()), "core": float(truth[kinds == "summary"].mean())}
+    truths = {"org": float(truth[kinds == "response"].mean()),
+              "core": float(truth[kinds == "summary"].mean())}
     store.close()
     return path, truths

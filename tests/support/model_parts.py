@@ -58,4 +58,5 @@ def stamp_as_verified(model: model_file.ShippedModel, path: Path) -> None:
 
     st = path.stat()
     path.with_name(path.name + model_file.STAMP_SUFFIX).write_text(
-        json.dumps({"sha256": model.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}), encoding="utf-8")
+        json.dumps({"sha256": model.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}),
+        encoding="utf-8")

@@ -1,4 +1,5 @@
-"""Random small stores that mix everything consumers of an outcome used to disagree on, and the flipped items counted by hand."""
+"""Random small stores that mix everything consumers of an outcome used to disagree on, and the flipped items
+counted by hand."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def random_store(path: Path, seed: int, *, raters: tuple[tuple[str, str], ...] =
         # One instruction per condition and run; the runs share the pair (1, 2).
         for k, condition in enumerate(rng.sample(("single", "none", "direct", "eval"), rng.randint(1, 3))):
             iid = 10 * run + k + 1
-            c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, article_b, main_task,"
+            c.execute("INSERT INTO instructions(id, run_id, domain, condition, article_a, "
+                      "article_b, main_task,"
                       " n_constraints, status) VALUES (?, ?, 'news', ?, 1, 2, 'Write.', 4, 'done')",
                       (iid, f"r{run}", condition))
             constraints = []
@@ -42,9 +44,10 @@ def random_store(path: Path, seed: int, *, raters: tuple[tuple[str, str], ...] =
                               " VALUES (?, ?, NULL, 'old', 'synthesized', 0)", (cid, iid))
                     constraints.append((cid, False))
                     cid += 1
-                c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, active, replaces_id)"
-                          " VALUES (?, ?, ?, 'C', ?, 1, ?)",
-                          (cid, iid, position, "revised" if replaced else "synthesized", cid - 1 if replaced else None))
+                c.execute("INSERT INTO constraints(id, instruction_id, position, text, origin, "
+                          "active, replaces_id) VALUES (?, ?, ?, 'C', ?, 1, ?)",
+                          (cid, iid, position, "revised" if replaced else "synthesized", cid - 1
+                           if replaced else None))
                 constraints.append((cid, True))
             for model in MODELS:
                 for mode in MODES:
@@ -59,7 +62,8 @@ def random_store(path: Path, seed: int, *, raters: tuple[tuple[str, str], ...] =
                     for ratio in RATIOS:
                         if rng.random() < 0.85:
                             gid += 1
-                            c.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id,"
+                            c.execute("INSERT INTO generations(id, kind, instruction_id, model, "
+                                      "mode, ratio, parent_id,"
                                       " text_hash) VALUES (?, 'summary', ?, 'summ', '', ?, ?, ?)",
                                       (gid, iid, ratio, response, store.put_text(f"summary {gid}")))
                             texts.append(gid)
@@ -69,13 +73,14 @@ def random_store(path: Path, seed: int, *, raters: tuple[tuple[str, str], ...] =
                                 if rng.random() < 0.15:
                                     continue  # this rater has not judged it
                                 verdicts.append((text, con, judge, judging_mode, "p1", rng.random() < 0.6))
-                                if rng.random() < 0.2:  # re-judged under a new prompt, or left without a Yes/No
+                                # re-judged under a new prompt, or left without a Yes/No
+                                if rng.random() < 0.2:
                                     again = None if rng.random() < 0.2 else rng.random() < 0.5
                                     verdicts.append((text, con, judge, judging_mode, "p2", again))
     rng.shuffle(verdicts)  # ids in any order across texts, but a re-judge always after its first
     verdicts.sort(key=lambda v: v[4])
-    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash, verdict)"
-                  " VALUES (?, ?, ?, ?, ?, ?)",
+    c.executemany("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, "
+                  "prompt_hash, verdict) VALUES (?, ?, ?, ?, ?, ?)",
                   [(*v[:5], None if v[5] is None else int(v[5])) for v in verdicts])
     store.commit()
     return store
@@ -99,10 +104,13 @@ def flipped_by_hand(conn: sqlite3.Connection, ratio: float) -> set[tuple[int, in
     latest = _latest_by_hand(conn)
     flipped = set()
     for summary, response in conn.execute(
-            "SELECT id, parent_id FROM generations WHERE kind = 'summary' AND abs(ratio - ?) < 1e-9", (ratio,)):
+            "SELECT id, parent_id FROM generations WHERE kind = 'summary' AND abs(ratio - ?) < 1e-9",
+            (ratio,)):
         for cid in {k[1] for k in latest if k[0] == summary}:
             pairs = [(latest[(response, cid, j, m)], latest[(summary, cid, j, m)]) for j, m in RATERS
                      if (response, cid, j, m) in latest and (summary, cid, j, m) in latest]
-            if pairs and 2 * sum(f for f, _ in pairs) >= len(pairs) and 2 * sum(s for _, s in pairs) < len(pairs):
+            if pairs and 2 * sum(f
+                                 for f, _ in pairs) >= len(pairs) and 2 * sum(s
+                                                                              for _, s in pairs) < len(pairs):
                 flipped.add((cid, response))
     return flipped

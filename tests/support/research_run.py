@@ -1,4 +1,5 @@
-"""One research run's files, stage by stage, as its scripts chain the writers (tests/support/research_writers.py)."""
+"""One research run's files, stage by stage, as its scripts chain the writers
+(tests/support/research_writers.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ ORIGINAL = ["Mention the harbour master by role.", "Describe the storm's arrival
             "Include a quote from a ferry passenger.", "State the wind speed in knots.",
             "End with the reopening of the port."]
 
-REVISED = ["Describe the storm's arrival over several sentences.", "Name the lighthouse keeper who raised the alarm.",
+REVISED = ["Describe the storm's arrival over several sentences.",
+           "Name the lighthouse keeper who raised the alarm.",
            "Include a quote from a ferry passenger.", "Give the exact time the port closed.",
            "End with the reopening of the port."]
 
@@ -19,8 +21,10 @@ REVISED = ["Describe the storm's arrival over several sentences.", "Name the lig
 KEYS = {ORIGINAL[0]: "harbour master", ORIGINAL[1]: "storm", ORIGINAL[2]: "We are not asking",
         ORIGINAL[3]: "knots", ORIGINAL[4]: "reopened", REVISED[1]: "Keeper", REVISED[3]: "o'clock"}
 
-BLOGS = [("The storm hit the harbour at night.\nFerries stayed in port.", "A gale closed the port.\nWind reached 60 knots."),
-         ("Fishermen waited out the gale.\nThe harbour master spoke.", "Boats were lost in the storm.\nThe port reopened.")]
+BLOGS = [("The storm hit the harbour at night.\nFerries stayed in port.",
+          "A gale closed the port.\nWind reached 60 knots."),
+         ("Fishermen waited out the gale.\nThe harbour master spoke.",
+          "Boats were lost in the storm.\nThe port reopened.")]
 
 BASE = ("The storm came in from the west before dawn.\nThe harbour master closed the quay.\n"
         "Winds reached 55 knots by noon.")
@@ -39,7 +43,8 @@ def _numbered(items: list[str]) -> str:
 
 def common_model(prompt: str) -> str:
     n = 1 if "The storm hit" in prompt else 2
-    return f"**Main Task:** Write a news article about harbour storm {n}.\n**Constraints:**\n{_numbered(ORIGINAL)}"
+    return (f"**Main Task:** Write a news article about harbour storm "
+            f"{n}.\n**Constraints:**\n{_numbered(ORIGINAL)}")
 
 
 def revise_model(prompt: str) -> str:
@@ -57,7 +62,8 @@ def judge(content: str, constraints: str, *, terse: bool = False, note: bool = F
         if terse:
             lines.append(f"{m.group(1)}. {'Yes' if hit else 'No'}")
         else:
-            lines.append(f'{m.group(1)}. Yes - "{hit}"' if hit else f"{m.group(1)}. No - nothing on it (see [2]).")
+            lines.append(f'{m.group(1)}. Yes - "{hit}"' if hit
+                         else f"{m.group(1)}. No - nothing on it (see [2]).")
     lines.append(f"Number of constraints satisfied: {yes}")
     if note:
         lines.append("\nNote: the article is short, so several constraints could not fit.")
@@ -75,7 +81,8 @@ def write_run(folder: Path, *, with_eval: bool = True) -> dict[str, Path]:
     fitted = rw.fit(hardened, base, lambda b: FITTED, "fit-model", constraint_column="revised_constraints")
     direct = rw.direct(common, lambda task: DIRECT, "direct-model")
     fitted_summaries = rw.summarize(fitted, lambda t: "The storm came.\nThe port reopened.", "summ-model")
-    direct_summaries = rw.summarize(direct, lambda t: "The port reopened.", "summ-model", content_column="direct_content",
+    direct_summaries = rw.summarize(direct, lambda t: "The port reopened.", "summ-model",
+                                    content_column="direct_content",
                                     fail={2})
     files = {
         "common": rw.to_csv(common, folder / "common_constraints.csv"),
@@ -88,9 +95,11 @@ def write_run(folder: Path, *, with_eval: bool = True) -> dict[str, Path]:
         "fitted_eval": rw.to_csv(rw.evaluate(fitted, lambda c, k: judge(c, k, note=True), "judge-model"),
                                  folder / "fitted_evaluated.csv"),
         "summary_eval": rw.to_csv(rw.evaluate(fitted_summaries, judge, "judge-model",
-                                              content_column="summarized_content"), folder / "summary_evaluated.csv"),
+                                              content_column="summarized_content"), folder
+                                  / "summary_evaluated.csv"),
         "direct_eval": rw.to_csv(rw.evaluate(direct, lambda c, k: judge(c, k, terse=True), "judge-model",
-                                             content_column="direct_content"), folder / "direct_evaluated.csv"),
+                                             content_column="direct_content"), folder
+                                 / "direct_evaluated.csv"),
     }
     if with_eval:
         files["base_eval"] = rw.to_csv(base_eval, folder / "base_evaluated.csv")

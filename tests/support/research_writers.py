@@ -30,7 +30,8 @@ def to_csv(frame: Frame, path: Path) -> Path:
     return path
 
 
-def merge(left: Frame, right: Frame, on: str, how: str = "inner", suffixes: tuple[str, str] = ("_x", "_y")) -> Frame:
+def merge(left: Frame, right: Frame, on: str, how: str = "inner",
+          suffixes: tuple[str, str] = ("_x", "_y")) -> Frame:
     """pd.merge: the left columns, then the right's; a name in both (other than ``on``) gets the suffixes."""
     left_cols = list(dict.fromkeys(c for r in left for c in r))
     right_cols = list(dict.fromkeys(c for r in right for c in r))
@@ -79,7 +80,8 @@ def constraints_single(df: Frame, model: Model, name: str, content_column: str =
     return out
 
 
-def constraints_common(df: Frame, model: Model, name: str, blog1: str = "Blog A", blog2: str = "Blog B") -> Frame:
+def constraints_common(df: Frame, model: Model, name: str, blog1: str = "Blog A",
+                       blog2: str = "Blog B") -> Frame:
     """common_constraint_generator.py:178-198 (its parser: lines stripped of '*', 'main task' anywhere)."""
     out = []
     for idx, row in enumerate(df):
@@ -94,7 +96,8 @@ def constraints_common(df: Frame, model: Model, name: str, blog1: str = "Blog A"
             elif inside and clean:
                 lines.append(clean)
         out.append({"instruction_number": row.get("instruction_number", idx + 1), "blog1": row[blog1],
-                    "blog2": row[blog2], "main_task": main_task, "constraints": "\n".join(lines), "model_used": name,
+                    "blog2": row[blog2], "main_task": main_task, "constraints": "\n".join(lines),
+                    "model_used": name,
                     "tokens_used": 100, "timestamp": STAMP})
     return out
 
@@ -107,13 +110,16 @@ def base_parallel(df: Frame, model: Model, name: str) -> Frame:
     for r in rows:
         r["content_length"] = len(r["base_content"])
     rows.sort(key=lambda r: r["instruction_number"])
-    return merge(df, select(rows, ["instruction_number", "base_content", "content_length", "model_used", "tokens_used",
+    return merge(df, select(rows, ["instruction_number", "base_content", "content_length",
+                                   "model_used", "tokens_used",
                                    "timestamp"]), on="instruction_number", how="left")
 
 
-def revise(constraints_df: Frame, base_df: Frame, model: Model, name: str, eval_df: Frame | None = None) -> Frame:
+def revise(constraints_df: Frame, base_df: Frame, model: Model, name: str, eval_df: Frame
+           | None = None) -> Frame:
     """constraint_replacer.py:140-175 and constraint_replacer_with_eval.py:165-221."""
-    merged = merge(constraints_df, select(base_df, ["instruction_number", "base_content"]), on="instruction_number",
+    merged = merge(constraints_df, select(base_df, ["instruction_number", "base_content"]),
+                   on="instruction_number",
                    how="left")
     if eval_df is not None:
         merged = merge(merged, select(eval_df, ["instruction_number", "satisfaction_results"]),
@@ -124,23 +130,28 @@ def revise(constraints_df: Frame, base_df: Frame, model: Model, name: str, eval_
         task, revised = _parse_task(model(prompt), ("Constraints:", "Revised Constraints:"))
         out.append({"instruction_number": row["instruction_number"], "main_task": task,
                     "original_constraints": row["constraints"], "revised_constraints": revised,
-                    "base_content": row["base_content"], "model_used": name, "tokens_used": 80, "timestamp": STAMP})
+                    "base_content": row["base_content"], "model_used": name, "tokens_used": 80,
+                    "timestamp": STAMP})
     return sorted(out, key=lambda r: r["instruction_number"])
 
 
-def fit(constraints_df: Frame, base_df: Frame, model: Model, name: str, constraint_column: str = "constraints") -> Frame:
+def fit(constraints_df: Frame, base_df: Frame, model: Model, name: str,
+        constraint_column: str = "constraints") -> Frame:
     """constraint_fitter.py:145-210: an inner merge suffixed _constraint/_base."""
     merged = merge(constraints_df, base_df, on="instruction_number", suffixes=("_constraint", "_base"))
     out = []
     for row in merged:
         task = row.get("main_task_constraint", row.get("main_task", ""))
-        constraints = next(row[c] for c in (constraint_column, f"{constraint_column}_constraint", "constraints",
+        constraints = next(row[c]
+                           for c in (constraint_column, f"{constraint_column}_constraint", "constraints",
                                              "constraints_constraint") if c in row)
         base = next(row[c] for c in ("base_content", "base_content_base") if c in row)
         fitted = model(base)
-        out.append({"instruction_number": row["instruction_number"], "main_task": task, "constraints": constraints,
+        out.append({"instruction_number": row["instruction_number"], "main_task": task,
+                    "constraints": constraints,
                     "base_content": base, "fitted_content": fitted, "fitted_length": len(fitted),
-                    "num_constraints": _count(constraints), "model_used": name, "tokens_used": 90, "timestamp": STAMP})
+                    "num_constraints": _count(constraints), "model_used": name, "tokens_used": 90,
+                    "timestamp": STAMP})
     return out
 
 
@@ -150,7 +161,8 @@ def direct(df: Frame, model: Model, name: str, constraint_column: str = "constra
     for row in df:
         text = model(row["main_task"])
         out.append({"instruction_number": row["instruction_number"], "main_task": row["main_task"],
-                    "constraints": row[constraint_column], "direct_content": text, "content_length": len(text),
+                    "constraints": row[constraint_column], "direct_content": text,
+                    "content_length": len(text),
                     "num_constraints": _count(row[constraint_column]), "model_used": name, "tokens_used": 90,
                     "timestamp": STAMP})
     return out

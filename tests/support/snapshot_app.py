@@ -20,8 +20,8 @@ SPEC = SyntheticSpec(n_instructions=8, seed=7)
 # The fit tests' store: model names as long as real ones, and constraints as long as real ones.
 LONG_MODELS = ("meta-llama/Llama-3.1-70B-Instruct", "gpt-4o-mini")
 LONG_SPEC = SyntheticSpec(n_instructions=8, seed=7, models=LONG_MODELS)
-LONG_TAIL = (", making sure that the reader understands who decided it, when it was decided, and what each of the"
-             " people affected by the decision said about it afterwards")
+LONG_TAIL = (", making sure that the reader understands who decided it, when it was decided, "
+             "and what each of the people affected by the decision said about it afterwards")
 
 
 def make_app(folder: Path, *, both_modes: bool = False, long_names: bool = False) -> UnspecificApp:
@@ -40,7 +40,8 @@ def lengthen_constraints(path: Path) -> None:
     """Every third constraint runs to ~200 characters, as generated ones often do."""
     conn = sqlite3.connect(path)
     with conn:
-        conn.execute("UPDATE constraints SET text = rtrim(text, '.') || ? WHERE id % 3 = 1", (LONG_TAIL + ".",))
+        conn.execute("UPDATE constraints SET text = rtrim(text, '.') || ? WHERE id % 3 = 1",
+                     (LONG_TAIL + ".",))
     conn.close()
 
 
@@ -58,20 +59,26 @@ def add_edit_responses(path: Path, model: str = "model-a") -> None:
             edit_id = top + 1 + 2 * k
             edit_body = "Edited. " + " ".join(reversed(body.split(". ")))
             for gid, kind, parent, text in ((edit_id, "response", None, edit_body),
-                                            (edit_id + 1, "summary", edit_id, "Edited summary. " + edit_body[:200])):
+                                            (edit_id + 1, "summary", edit_id, "Edited summary. "
+                                             + edit_body[:200])):
                 h = hashlib.sha256(text.encode()).hexdigest()
                 conn.execute("INSERT OR IGNORE INTO texts(hash, body) VALUES (?, ?)", (h, text))
-                conn.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, parent_id, text_hash,"
-                             " words) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                conn.execute("INSERT INTO generations(id, kind, instruction_id, model, mode, ratio, "
+                             "parent_id, text_hash, words) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                              (gid, kind, iid, model if kind == "response" else "summarizer",
                               "edit" if kind == "response" else "", 0.25 if parent else None, parent, h,
                               len(text.split())))
-            summary = conn.execute("SELECT id FROM generations WHERE parent_id = ? AND ratio = 0.25", (rid,)).fetchone()[0]
+            summary = conn.execute("SELECT id FROM generations WHERE parent_id = ? AND ratio = 0.25",
+                                   (rid,)).fetchone()[0]
             for source, target in ((rid, edit_id), (summary, edit_id + 1)):
-                conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, judging_mode, prompt_hash,"
-                             " verdict, quote, reason, quote_found) SELECT ?, constraint_id, judge, judging_mode,"
-                             " prompt_hash, CASE WHEN constraint_id % 3 = 0 THEN 1 - verdict ELSE verdict END, quote,"
-                             " reason, NULL FROM verdicts WHERE generation_id = ? ORDER BY id", (target, source))
+                conn.execute("INSERT INTO verdicts(generation_id, constraint_id, judge, "
+                             "judging_mode, prompt_hash,"
+                             " verdict, quote, reason, quote_found) SELECT ?, constraint_id, "
+                             "judge, judging_mode,"
+                             " prompt_hash, CASE WHEN constraint_id % 3 = 0 THEN 1 - verdict "
+                             "ELSE verdict END, quote,"
+                             " reason, NULL FROM verdicts WHERE generation_id = ? ORDER BY id",
+                             (target, source))
     conn.close()
 
 

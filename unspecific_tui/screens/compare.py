@@ -228,7 +228,8 @@ class CompareScreen(AppScreen):
         self.data = data
         self._pick_writers(data.writers)
         ratio = self._ratio()
-        self._texts = [(data.responses.get(w), data.summary(w, ratio)) if w else (None, None) for w in self.writers]
+        self._texts = [(data.responses.get(w), data.summary(w, ratio)) if w else (None, None)
+                       for w in self.writers]
         outcomes = [self.app.view.outcomes(data.id, w, ratio) if w and w in data.responses else {}
                     for w in self.writers]
         shown_ids = tuple(g.id for pair in self._texts for g in pair if g is not None)
@@ -246,7 +247,8 @@ class CompareScreen(AppScreen):
         for c in active:
             cells: list[Text] = []
             for slot, (response, _) in enumerate(self._texts):
-                # The judges' mean (pipeline.analysis.trust): missing verdicts are left out, as the metrics do.
+                # The judges' mean (pipeline.analysis.trust): missing verdicts are left out, as the
+                # metrics do.
                 said = verdicts.get((c.id, response.id), []) if response else []
                 vs = [v[1] for v in said if v[1] is not None]
                 cells.append(_mark(Trust(yes=sum(vs), no=len(vs) - sum(vs)).mean))
@@ -297,8 +299,8 @@ class CompareScreen(AppScreen):
         return later[0] if later else max(0, len(self.row_cids) - 1)
 
     def _render_head(self, data: InstructionData, ratio: float, n_active: int) -> None:
-        listing = (f" · [b]rows that differ[/]: {len(self.row_cids)} of {n_active} (d: all)" if self.only_differ
-                   else f" · {n_active} constraints (d: rows that differ)")
+        listing = (f" · [b]rows that differ[/]: {len(self.row_cids)} of {n_active} (d: all)"
+                   if self.only_differ else f" · {n_active} constraints (d: rows that differ)")
         # One response: B says so (its pane says what would fill it).
         b = writer_label(self.writers[1]) if self.writers[1] is not None or self.writers[0] is None else \
             "[b yellow]none: one response to compare[/]"

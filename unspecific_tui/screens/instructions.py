@@ -100,7 +100,8 @@ class InstructionsScreen(AppScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.filters: dict[str, str] = {"domain": ANY, "condition": ANY, "model": ANY, "mode": ANY, "flag": ANY}
+        self.filters: dict[str, str] = {"domain": ANY, "condition": ANY, "model": ANY,
+                                        "mode": ANY, "flag": ANY}
         self.sort_key: str = "id"
         self.sort_reverse = False
         self.rows: list[InstructionRow] = []  # what the table shows now, in order
@@ -117,7 +118,8 @@ class InstructionsScreen(AppScreen):
             yield Select([], prompt="condition", id="f-condition", allow_blank=True, compact=True)
             yield Select([], prompt="model", id="f-model", allow_blank=True, compact=True)
             yield Select([], prompt="mode", id="f-mode", allow_blank=True, compact=True)
-            yield Select([(label, key) for key, (label, _) in FLAGS.items()], prompt="flag", id="f-flag", compact=True,
+            yield Select([(label, key) for key, (label, _) in FLAGS.items()], prompt="flag",
+                         id="f-flag", compact=True,
                          allow_blank=True)
         yield Static(id="instr-status")
         yield DataTable(id="instr-table", cursor_type="row", zebra_stripes=True)
@@ -222,8 +224,10 @@ class InstructionsScreen(AppScreen):
 
     def sort_by(self, key: str, reverse: bool | None = None) -> None:
         if reverse is None:
-            reverse = not self.sort_reverse if key == self.sort_key else key not in ("id", "domain", "condition",
-                                                                                     "model", "mode", "writer")
+            reverse = not self.sort_reverse if key == self.sort_key else key not in ("id",
+                                                                                     "domain", "condition",
+                                                                                     "model",
+                                                                                     "mode", "writer")
         self.sort_key, self.sort_reverse = key, reverse
         self.apply()
 

@@ -70,7 +70,8 @@ class QueueReady(Message):
     def __init__(self, query: Query, evidence: list[Evidence], total: int, missing: tuple[str, ...],
                  seconds: float) -> None:
         super().__init__()
-        self.query, self.evidence, self.total, self.missing, self.seconds = query, evidence, total, missing, seconds
+        self.query, self.evidence, self.total, self.missing, self.seconds = (query, evidence, total,
+                                                                             missing, seconds)
 
 
 class QueueScreen(AppScreen):
@@ -80,14 +81,16 @@ class QueueScreen(AppScreen):
         Binding("enter", "audit", "Audit", show=True),
         Binding("escape", "back", "Back", show=True),
         Binding("o", "copy_only", "Copy only", show=True),
-        *(Binding(key, f"reason('{reason}')", f"Reason: {reason}", show=False) for reason, key in REASON_KEYS.items()),
+        *(Binding(key, f"reason('{reason}')", f"Reason: {reason}", show=False)
+          for reason, key in REASON_KEYS.items()),
         Binding("plus", "expand", "Show filed", key_display="+"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.enabled: tuple[str, ...] = REASONS
-        self.evidence: list[Evidence] | None = None  # the loaded head of the queue; None until the worker reports
+        # the loaded head of the queue; None until the worker reports
+        self.evidence: list[Evidence] | None = None
         self.total = 0  # suspects in all under ``enabled`` (the loaded ones are the first)
         self.limit = TOP  # how many the last query asked for
         self.missing: tuple[str, ...] = ()  # evidence never computed for this store, and how to
@@ -160,7 +163,8 @@ class QueueScreen(AppScreen):
                                " computes it)")
         finally:
             view.close()
-        self.post_message(QueueReady(query, list(queue), queue.total, tuple(missing), time.perf_counter() - t))
+        self.post_message(QueueReady(query, list(queue), queue.total, tuple(missing),
+                                     time.perf_counter() - t))
 
     def on_queue_ready(self, message: QueueReady) -> None:
         if message.query.enabled != self.enabled:
@@ -168,7 +172,8 @@ class QueueScreen(AppScreen):
         self.evidence, self.total, self.limit = message.evidence, message.total, message.query.limit
         self.missing, self.seconds = message.missing, message.seconds
         note = self.query_one("#queue-note", Static)
-        note.update("This store predates some evidence: " + "; ".join(self.missing) + "." if self.missing else "")
+        note.update("This store predates some evidence: " + "; ".join(self.missing) + "."
+                    if self.missing else "")
         note.display = bool(self.missing)
         self.rerank()
         self.table.loading = False
@@ -235,7 +240,8 @@ class QueueScreen(AppScreen):
         row = self.table.current()
         e = row.evidence if row is not None else None
         self.query_one("#queue-detail", Static).update(
-            "" if e is None else detail_text(e, self.enabled, self._mark(e), key_of(e) in self.table.expanded))
+            "" if e is None
+            else detail_text(e, self.enabled, self._mark(e), key_of(e) in self.table.expanded))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail()

@@ -20,7 +20,8 @@ from unspecific_tui.widgets.fit import distinct_clip
 # One key per reason (digits switch screens); its short tag in the table.
 REASON_KEYS = {"similar": "s", "copied": "c", "echo": "e", "lost": "l", "split": "d", "unquoted": "u",
                "uncertain": "t"}
-REASON_TAGS = {"similar": "sim", "copied": "copy", "echo": "echo", "lost": "lost", "split": "split", "unquoted": "unq",
+REASON_TAGS = {"similar": "sim", "copied": "copy", "echo": "echo", "lost": "lost", "split": "split",
+               "unquoted": "unq",
                "uncertain": "unsure"}
 REASON_STYLES = {"similar": "cyan", "copied": "magenta", "echo": "magenta", "lost": "yellow", "split": "red",
                  "unquoted": "red", "uncertain": "red"}
@@ -190,10 +191,12 @@ WRITER = Column("writer", "model/mode", 15)
 CORE = (Column("mark", "✓", 1), Column("rank", "#", 6), Column("score", "score", 5),
         Column("constraint", "constraint", 0), WRITER)
 OPTIONAL = (Column("reasons", "reasons", 22), Column("copied", "copied", 8), Column("instr", "instr.", 6),
-            Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11), Column("trust", "trust", 18),
+            Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11),
+            Column("trust", "trust", 18),
             Column("echo", "echo", 4), Column("flags", "flags", 14))
 # Left to right, whichever are shown.
-ORDER = ("mark", "rank", "score", "instr", "constraint", "writer", "reasons", "outcome", "similarity", "copied",
+ORDER = ("mark", "rank", "score", "instr", "constraint", "writer", "reasons", "outcome",
+         "similarity", "copied",
          "echo", "trust", "flags")
 SHORT_REASONS = Column("reasons", "why", len(REASON_KEYS))  # when the full tags do not fit: the toggle keys
 CELL_PADDING = 2  # a DataTable cell's padding, left and right

@@ -55,7 +55,8 @@ class QueueTable(DataTable):
         self.leaders: list[Ranked] = []  # the queue's rows, each leading the items filed under it
         self.expanded: set[Key] = set()  # the leaders whose filed items are shown under them (``+``)
         self.ranked: list[Ranked] = []  # the table's rows: the leaders and the filed items shown
-        self.prefix = ""  # the words most loaded constraints open with: the constraint column shows what follows
+        # the words most loaded constraints open with: the constraint column shows what follows
+        self.prefix = ""
         self.models: list[str] = []  # the models of the rows, clipped apart (writer_cell)
         self.layout_columns: list[Column] = []  # the columns shown (``columns`` is the DataTable's own)
         self.text_width = 0  # the constraint column's
@@ -134,7 +135,8 @@ class QueueTable(DataTable):
             "instr": str(e.instruction_id),
             "constraint": Text(shorten(f"{lead}{e.position}. {after_prefix(e.text, self.prefix)}",
                                        self.text_width), style="" if r.rank else "dim"),
-            "writer": Text(writer_cell(e.writer.model, e.writer.mode, column_width(columns, "writer"), self.models)),
+            "writer": Text(writer_cell(e.writer.model, e.writer.mode,
+                                       column_width(columns, "writer"), self.models)),
             "reasons": reason_tags(e, self.enabled, short=any(c is SHORT_REASONS for c in columns)),
             "outcome": outcome(e),
             "similarity": bar(e.similarity.highest if e.similarity else None),

@@ -83,7 +83,8 @@ def report_cells(analysis: Analysis) -> list[Cell]:
         cells.append(Cell(g.domain, g.condition, g.model, g.mode, g.n, _triple(g.org), _triple(g.core),
                           _triple(g.superficial), g.kappa, g.coverage,
                           g.expected_items > 0 and g.judged_items < MIN_COVERAGE * g.expected_items,
-                          (_triple(rates.org), _triple(rates.core), _triple(rates.superficial)) if rates else None))
+                          (_triple(rates.org), _triple(rates.core), _triple(rates.superficial))
+                          if rates else None))
     return cells
 
 
@@ -197,7 +198,8 @@ def table_columns(cells: list[Cell], layout: Layout, *, marked: bool) -> list[Co
             Column("mode", "mode", lambda c: Text(c.mode)),
             Column("n", "n", lambda c: str(c.n))]
     if layout.drop_constant:
-        cols = [col for col in cols if col.key not in ("domain", "mode") or len({str(col.cell(c)) for c in cells}) > 1]
+        cols = [col for col in cols if col.key not in ("domain", "mode")
+                or len({str(col.cell(c)) for c in cells}) > 1]
 
     def raw(k: int) -> Callable[[Cell], str]:
         return lambda c: _fmt((c.org, c.core, c.superficial)[k], layout.style)
@@ -209,7 +211,8 @@ def table_columns(cells: list[Cell], layout: Layout, *, marked: bool) -> list[Co
         cols.append(Column(f"{label}{'' if short else ' %'}{mark}", key, raw(k)))
         if corrected:  # the corrected rate right of its raw one ("corr." alone where the figures are short)
             cols.append(Column("corr." if short else f"{label} corr.", f"{key}_corr", fixed(k)))
-    cols.append(Column("κ" if short else "κ judges", "kappa", lambda c: "-" if math.isnan(c.kappa) else f"{c.kappa:.2f}"))
+    cols.append(Column("κ" if short else "κ judges", "kappa", lambda c: "-" if math.isnan(c.kappa)
+                       else f"{c.kappa:.2f}"))
     cols.append(Column("cov%" if short else "coverage %", "coverage", _coverage))
     return [col for col in cols if col.key not in layout.drop]
 
@@ -224,7 +227,8 @@ def columns_width(cols: list[Column], cells: list[Cell]) -> int:
     return sum(column_width(col, cells) + 2 for col in cols)
 
 
-def choose_layout(cells: list[Cell], width: int, *, marked: bool, intervals: bool = False) -> tuple[Layout, bool]:
+def choose_layout(cells: list[Cell], width: int, *, marked: bool,
+                  intervals: bool = False) -> tuple[Layout, bool]:
     """The first layout whose columns fit ``width`` (the last one when none does); and whether it fits.
     ``intervals`` keeps the full intervals whatever the width (the table then scrolls)."""
     candidates = LAYOUTS[:1] if intervals else LAYOUTS
@@ -324,7 +328,8 @@ class ReportScreen(AppScreen):
 
     def _on_analysis(self, analysis: Analysis | None) -> None:
         if analysis is not None and not analysis.rows:
-            self.query_one("#report-head", Static).update("No judged responses yet: run the evaluation stages (1).")
+            self.query_one("#report-head",
+                           Static).update("No judged responses yet: run the evaluation stages (1).")
             return
         if analysis is None or analysis.metrics is None:
             self.query_one("#report-head", Static).update("computing the metrics…")
@@ -342,7 +347,8 @@ class ReportScreen(AppScreen):
         self.cells = cells
         self.warnings = warning_lines(analysis)
         self.query_one("#report-head", Static).update(Text(
-            f"{len(cells)} groups · summary ratio {analysis.ratio:g} · 95% bootstrap intervals over instructions"))
+            f"{len(cells)} groups · summary ratio {analysis.ratio:g} · 95% bootstrap "
+            "intervals over instructions"))
         self.query_one("#report-judges", Static).update(judges_summary(analysis))
         self._show_warnings()
         self._fill_table()
@@ -419,7 +425,8 @@ class ReportScreen(AppScreen):
         table.clear()
         table.display = bool(levels)
         table.add_rows([(str(f.level), Text(f.model), Text(f.mode), str(f.n),
-                         _fmt((f.org.value, f.org.low, f.org.high)), _fmt((f.core.value, f.core.low, f.core.high)))
+                         _fmt((f.org.value, f.org.low, f.org.high)),
+                         _fmt((f.core.value, f.core.low, f.core.high)))
                         for f in levels])
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

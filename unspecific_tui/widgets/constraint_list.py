@@ -88,7 +88,8 @@ def sort_rows(rows: Sequence[ListRow], how: str) -> list[ListRow]:
     if how == "similarity":
         return sorted(rows, key=lambda r: (-(r.similarity.highest if r.similarity else -1.0), r.position))
     if how == "outcome":
-        return sorted(rows, key=lambda r: (OUTCOME_ORDER.index(r.outcome) if r.outcome in OUTCOME_ORDER else 9,
+        return sorted(rows,
+                      key=lambda r: (OUTCOME_ORDER.index(r.outcome) if r.outcome in OUTCOME_ORDER else 9,
                                            not r.doubtful, r.position))
     return sorted(rows, key=lambda r: r.position)
 
@@ -265,7 +266,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
             if strip is not None:
                 return strip
         # The header (its look follows the columns, not the rows) and rows the list does not draw itself.
-        key = (row_key, offset, scroll_x, self.size.width, cursor, self._show_hover_cursor and row == self.hover_row,
+        key = (row_key, offset, scroll_x, self.size.width, cursor, self._show_hover_cursor
+               and row == self.hover_row,
                self.cursor_type, self.show_cursor,
                None if self.cursor_type == "row" else (self.cursor_coordinate, self.hover_coordinate),
                self._text_width if row < 0 else self._update_count, self._pseudo_class_state)
@@ -273,7 +275,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
         if strip is None:
             if self.fixed_rows:
                 strip = super().render_line(y)
-            else:  # DataTable.render_line's call, with the widget's style kept: rich_style walks the ancestors
+            # DataTable.render_line's call, with the widget's style kept: rich_style walks the ancestors
+            else:
                 strip = self._render_line(line, scroll_x, scroll_x + self.size.width, self._base_style())
             self._strips[key] = strip
         return strip
@@ -294,14 +297,16 @@ class ConstraintList(DataTable, inherit_bindings=False):
         """Whether rows are drawn here (``_row_segments``): a row cursor, no labels, no fixed rows or
         columns, no zebra stripes, as Audit's list is (each row one line: ``show_rows`` adds them so);
         otherwise DataTable draws them."""
-        return (self.cursor_type == "row" and not self.fixed_columns and not self.fixed_rows and not self.zebra_stripes
+        return (self.cursor_type == "row" and not self.fixed_columns and not self.fixed_rows
+                and not self.zebra_stripes
                 and not (self._labelled_row_exists and self.show_row_labels))
 
     def _row_line(self, content: ListRow, row: int, cursor: bool, hover: bool, scroll_x: int) -> Strip | None:
         """The kept line of ``content`` shown at ``row`` (drawn now when missing); None when a cell
         is not one plain line (DataTable draws that row)."""
         width = self.size.width
-        key = (content, self.show_echo, self.bars, row, scroll_x, width, self._text_width, self.cell_padding, cursor,
+        key = (content, self.show_echo, self.bars, row, scroll_x, width, self._text_width,
+               self.cell_padding, cursor,
                hover and self._show_hover_cursor, self.show_cursor, self._pseudo_class_state)
         strip = self._strips.get(key)
         if strip is None:
@@ -335,7 +340,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
         row = [list(Segment.apply_style(plain, base_style + self._cell_meta(row_index, i) + component, post))
                for i, plain in enumerate(plains)]
         # The row's style carried to the widget's right edge, as DataTable extends it.
-        extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, show_cursor, show_hover,
+        extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor,
+                                                    show_cursor, show_hover,
                                                     False, False)
         extend = base_style + extend + self._cell_meta(row_index, -1)
         remaining = max(0, self.size.width - sum(widths) - self._row_label_column_width)
@@ -356,11 +362,14 @@ class ConstraintList(DataTable, inherit_bindings=False):
         virtual size as DataTable sets it. A new instruction's rows come in on every jump."""
         keys = list(new_rows)
         if (not private_api_ok() or any(column.auto_width for column in self.columns.values())
-                or any(self.rows[key].label is not None or self.rows[key].auto_height for key in keys if key in self.rows)):
+                or any(self.rows[key].label is not None or self.rows[key].auto_height for key in keys
+                       if key in self.rows)):
             super()._update_dimensions(keys)
             return
-        width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
-        self.virtual_size = Size(width, self._total_row_height + (self.header_height if self.show_header else 0))
+        width = sum(column.get_render_width(self)
+                    for column in self.columns.values()) + self._row_label_column_width
+        self.virtual_size = Size(width, self._total_row_height
+                                 + (self.header_height if self.show_header else 0))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -402,7 +411,8 @@ class ConstraintList(DataTable, inherit_bindings=False):
         # the width (a third of the time), then Padding's fill and sides.
         text = cell.copy()
         text.truncate(inner, overflow=cell.overflow or options.overflow or "fold")
-        if text.style:  # as join makes it: the line's style a span under the others (render skips a bare style)
+        # as join makes it: the line's style a span under the others (render skips a bare style)
+        if text.style:
             text.spans.insert(0, Span(0, len(text), text.style))
             text.style = ""
         segments = [Segment(" " * pad)] if pad else []

@@ -70,7 +70,8 @@ class KeyFooter(Footer):
             if binding.group is SCREENS_GROUP:
                 if screens_key is None:  # one item for the six: pressing it shows where 1-6 go
                     screens_key = Item(binding.key, "1-6", SCREENS_GROUP.description, "app.help",
-                                       tooltip="1 Build · 2 Instructions · 3 Audit · 4 Compare · 5 Annotate · 6 Report")
+                                       tooltip="1 Build · 2 Instructions · 3 Audit · 4 Compare · "
+                                               "5 Annotate · 6 Report")
                 continue
             item = Item(binding.key, self.app.get_key_display(binding), binding.description, binding.action,
                         enabled, tooltip)

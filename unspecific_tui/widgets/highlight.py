@@ -92,7 +92,8 @@ def intersect(a: Sequence[Span], b: Sequence[Span]) -> list[Span]:
     return out
 
 
-def render_sources(text: str, sources: Mapping[str, Sequence[Span]], quotes: Sequence[tuple[Span, str]] = ()) -> Text:
+def render_sources(text: str, sources: Mapping[str, Sequence[Span]],
+                   quotes: Sequence[tuple[Span, str]] = ()) -> Text:
     """A Rich Text with the passages copied from reference A, from B, and from both styled apart
     (``SOURCE_STYLES``), quotes drawn over them."""
     out = Text(text)

@@ -136,7 +136,8 @@ class TextPane(ScrollView, can_focus=True):
         if not self._width or not private_api_ok():  # the public setter repaints the whole pane
             self.border_subtitle = subtitle
             return
-        self._border_subtitle = self.render_str(subtitle).expand_tabs(4).split()[0]  # as the descriptor stores it
+        # as the descriptor stores it
+        self._border_subtitle = self.render_str(subtitle).expand_tabs(4).split()[0]
         offset, outer = self.content_offset, self.outer_size
         self.refresh(Region(-offset.x, outer.height - 1 - offset.y, outer.width, 1))
 
@@ -246,7 +247,8 @@ class TextPane(ScrollView, can_focus=True):
         # its own): what Textual's line renderer gives a ScrollBar widget's cells. Without the meta
         # (ScrollBar's mouse actions): a click is on_mouse_down's.
         pane = self._style()
-        self._bar = [Segment(s.text, pane + Style(color=s.style.color, bgcolor=s.style.bgcolor, reverse=s.style.reverse))
+        self._bar = [Segment(s.text, pane
+                             + Style(color=s.style.color, bgcolor=s.style.bgcolor, reverse=s.style.reverse))
                      if s.style else Segment(s.text, pane) for s in bar.segments]
         return self._bar
 
@@ -263,7 +265,8 @@ class TextPane(ScrollView, can_focus=True):
         if not (self._width <= x < self._width + BAR and 0 <= y < view.height) or self.max_scroll_y <= 0:
             return
         event.stop()
-        self.scroll_to(y=round(self.max_scroll_y * y / max(1, view.height - 1)), animate=False, immediate=True)
+        self.scroll_to(y=round(self.max_scroll_y * y / max(1, view.height - 1)),
+                       animate=False, immediate=True)
 
     def _line_text(self, start: int, end: int) -> Text:
         """One wrapped line with the spans that touch it, clipped (in order: later ones draw over).
@@ -339,6 +342,7 @@ class TextLines(Widget):
                 line.truncate(width, overflow=source.overflow or "ellipsis")
             # Not padded: what is left of the line is the widget's background, as under a Static.
             segments = [s for s in line.render(self.app.console, end="") if s.text]
-            strip = Strip(segments).apply_style(style) if segments else Strip.blank(width, self.visual_style.rich_style)
+            strip = (Strip(segments).apply_style(style) if segments
+                     else Strip.blank(width, self.visual_style.rich_style))
             self._strips[y] = strip
         return strip

@@ -3,7 +3,8 @@ Rich's private ``rich._wrap`` (whose name and signature may change in any releas
 
 ``divide_line`` and ``_words`` are copied from Rich 15.0.0, ``rich/_wrap.py`` (``words`` there),
 and ``_loop_last`` from ``rich/_loop.py`` (``loop_last``), changed only in names, typing and the
-nesting of one if/else. They measure with ``rich.cells``, which is public. Rich's licence, which covers these lines:
+nesting of one if/else. They measure with ``rich.cells``, which is public. Rich's licence, which covers these
+lines:
 
     Copyright (c) 2020 Will McGugan
 

@@ -60,7 +60,8 @@ class Row:
         return out
 
 
-_ROW_COLUMNS = [f.name for f in fields(Row) if f.name not in ("extra", "satisfied_by", "flipped_by", "superficial")]
+_ROW_COLUMNS = [f.name for f in fields(Row)
+                if f.name not in ("extra", "satisfied_by", "flipped_by", "superficial")]
 
 
 def rater_names(raters: Sequence[tuple[str, str]]) -> list[str]:
@@ -120,8 +121,10 @@ class Group:
             iv: Interval = getattr(self, name)
             out[name], out[f"{name}_low"], out[f"{name}_high"] = iv.value, iv.low, iv.high
         out["gap"] = self.org.value - self.core.value  # Org - Core over the same responses
-        out.update({"kappa": self.kappa, "agreement": self.agreement, "agreement_items": self.agreement_items})
-        out.update({"coverage": self.coverage, "judged_items": self.judged_items, "expected_items": self.expected_items})
+        out.update({"kappa": self.kappa, "agreement": self.agreement,
+                    "agreement_items": self.agreement_items})
+        out.update({"coverage": self.coverage, "judged_items": self.judged_items,
+                    "expected_items": self.expected_items})
         out.update(self.extra)
         return out
 

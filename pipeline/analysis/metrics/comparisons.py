@@ -91,7 +91,8 @@ def _side_table(metrics: Metrics, by: str, ratio: float | None) -> tuple[_SideTa
     for position, row in enumerate(rows):
         mode = f"/{row.mode}" if several_modes and row.mode else ""
         # A pair of references built by several runs is one unit, as in the groups (_pair_units).
-        pair = (row.article_a, row.article_b) if row.article_a is not None else ("instruction", row.instruction_id)
+        pair = (row.article_a, row.article_b) if row.article_a is not None else ("instruction",
+                                                                                 row.instruction_id)
         if by == "model":
             side, stratum, unit = row.model, (row.domain, f"{row.condition}{mode}"), pair
         elif by == "mode":

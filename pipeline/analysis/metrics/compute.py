@@ -58,7 +58,8 @@ def compute_metrics(
     groups = _with_coverage(_groups(rows, kappa_counts, n_resamples=n_resamples, seed=seed), coverage)
     agreement = _agreement(raters, kappa_counts)
     ratios = sorted({r.ratio for r in rows if r.ratio is not None})
-    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios, rater_totals=totals,
+    return Metrics(raters=raters, rows=rows, groups=groups, agreement=agreement, ratios=ratios,
+                   rater_totals=totals,
                    rater_keys=keys)
 
 
@@ -120,7 +121,8 @@ def _rows(store: Store, f: Filters) -> tuple[list[str], list[Row], _KappaCounts]
         # The fields a response shares with its rows at each ratio (a dict: Row(**...) is much
         # cheaper than dataclasses.replace, which shows at 40,000 rows).
         shared: dict[str, Any] = {
-            "instruction_id": iid, "run_id": run_id or "", "domain": domain or "", "condition": condition or "",
+            "instruction_id": iid, "run_id": run_id or "", "domain": domain or "",
+            "condition": condition or "",
             "article_a": art_a, "article_b": art_b, "model": model or "", "mode": mode, "response_id": rid,
             "n_active": n_active, "judged": mean_judged, "org": org,
         }
@@ -143,7 +145,8 @@ def _kappa_counts(store: Store) -> _KappaCounts:
     table = np.array(rows, dtype=float)
     ratios, where = np.unique(table[:, 2], return_inverse=True)
     keyed = np.array([math.nan if math.isnan(r) else ratio_key(r) for r in ratios])  # as the rows' ratios
-    return _KappaCounts(rid=table[:, 0].astype(np.int64), summary=table[:, 1].astype(bool), ratio=keyed[where],
+    return _KappaCounts(rid=table[:, 0].astype(np.int64), summary=table[:, 1].astype(bool),
+                        ratio=keyed[where],
                         pair=table[:, 3:5].astype(np.int64), cells=table[:, 5:])
 
 

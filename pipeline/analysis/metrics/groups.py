@@ -53,14 +53,17 @@ def _groups(rows: list[Row], counts: _KappaCounts, *, n_resamples: int, seed: in
         members = buckets[key]
         domain, condition, model, mode, ratio = key
         units = _pair_units(members)
-        org = bootstrap_mean([_nanmean([r.org for r in u]) for u in units], n_resamples=n_resamples, seed=seed)
+        org = bootstrap_mean([_nanmean([r.org for r in u]) for u in units],
+                             n_resamples=n_resamples, seed=seed)
         g = Group(domain, condition, model, mode, ratio, n=len(units), org=org)
         if ratio is not None:
-            g.core = bootstrap_mean([_nanmean([r.core for r in u]) for u in units], n_resamples=n_resamples, seed=seed)
+            g.core = bootstrap_mean([_nanmean([r.core for r in u]) for u in units],
+                                    n_resamples=n_resamples, seed=seed)
             # Units x raters; a rater who did not judge a response adds nothing to either sum.
             g.superficial = bootstrap_ratio(
                 np.array([_unit_counts(u, "flipped_by") for u in units], dtype=float).reshape(len(units), -1),
-                np.array([_unit_counts(u, "satisfied_by") for u in units], dtype=float).reshape(len(units), -1),
+                np.array([_unit_counts(u, "satisfied_by") for u in units],
+                         dtype=float).reshape(len(units), -1),
                 n_resamples=n_resamples, seed=seed)
             reached = [r.achieved_ratio for r in members if r.achieved_ratio is not None]
             g.achieved_ratio = float(np.mean(reached)) if reached else math.nan
@@ -92,7 +95,8 @@ def _pair_units(rows: list[Row]) -> list[list[Row]]:
     reference articles (hand-made instructions) are units of their own."""
     units: dict[Any, list[Row]] = {}
     for row in rows:
-        key = (row.article_a, row.article_b) if row.article_a is not None else ("instruction", row.instruction_id)
+        key = (row.article_a, row.article_b) if row.article_a is not None else ("instruction",
+                                                                                row.instruction_id)
         units.setdefault(key, []).append(row)
     return list(units.values())
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from pipeline.store.view import StoreReader
 
 
-def constraint_items(reader: StoreReader, filters: Filters | None = None, *, ratio: float = DEFAULT_RATIO) -> list[Item]:
+def constraint_items(reader: StoreReader, filters: Filters | None = None, *,
+                     ratio: float = DEFAULT_RATIO) -> list[Item]:
     """Every (constraint, response) judged on the full response and on its summary at ``ratio``
     by at least one rater; scores are the mean verdict over the raters who judged both."""
     return constraint_item_outcomes(store_of(reader), filters or Filters(), ratio)

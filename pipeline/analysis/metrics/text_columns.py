@@ -33,7 +33,8 @@ def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
     texts are read and compared."""
     resp, arts = _response_and_reference_hashes(store, rows)
     known = reads.stored_copy_stats(store, ngram)
-    needed = {(resp.get(r.response_id), arts.get(article)) for r in rows for article in (r.article_a, r.article_b)
+    needed = {(resp.get(r.response_id), arts.get(article)) for r in rows
+              for article in (r.article_a, r.article_b)
               if article is not None}
     missing = sorted((r, a) for r, a in needed if r and a and (r, a) not in known)
     if missing:
@@ -54,7 +55,8 @@ def _add_copying(store: Store, rows: list[Row], ngram: int) -> None:
         values = per_response.get(row.response_id)
         if values is None:
             values = per_response[row.response_id] = _copy_values(
-                known, resp.get(row.response_id), (("a", reference_hash(row.article_a)), ("b", reference_hash(row.article_b))))
+                known, resp.get(row.response_id),
+                (("a", reference_hash(row.article_a)), ("b", reference_hash(row.article_b))))
         row.extra.update(values)
 
 
@@ -120,7 +122,8 @@ def _add_similarity(store: Store, rows: list[Row], embedder: Embedder) -> None:
     index = {t: i for i, t in enumerate(all_texts)}
 
     def vecs(texts: Sequence[str]) -> np.ndarray:
-        return vectors[[index[t] for t in texts]] if texts else np.zeros((0, vectors.shape[1]), dtype=np.float32)
+        return vectors[[index[t] for t in texts]] if texts else np.zeros((0, vectors.shape[1]),
+                                                                         dtype=np.float32)
 
     per_instruction: dict[int, dict[str, float]] = {}
     per_response: dict[int, float] = {}

@@ -45,7 +45,8 @@ class WinRate:
                 "ties": self.ties, "losses": self.losses, "rate": self.rate.value, "rate_low": self.rate.low,
                 "rate_high": self.rate.high, "first_shown_wins": self.first_shown.value,
                 "first_shown_low": self.first_shown.low, "first_shown_high": self.first_shown.high,
-                "order_agreement": self.order_agreement.value, "order_agreement_low": self.order_agreement.low,
+                "order_agreement": self.order_agreement.value,
+                "order_agreement_low": self.order_agreement.low,
                 "order_agreement_high": self.order_agreement.high, "both_orders": self.both_orders}
 
 
@@ -71,7 +72,8 @@ def naturalness_rates(store: Store, filters: Filters | None = None, *, n_resampl
                 if shown_first is not None:
                     orders[key].setdefault((judge, ia, ib), {})[shown_first] = winner
     out = []
-    for (cond, opp), values in sorted(scores.items(), key=lambda kv: (_cond_order(kv[0][0]), kv[0][1] != "any", kv[0][1])):
+    for (cond, opp), values in sorted(scores.items(),
+                                      key=lambda kv: (_cond_order(kv[0][0]), kv[0][1] != "any", kv[0][1])):
         arr = np.asarray(values)
         agree = [float(len(set(by.values())) == 1) for by in orders[(cond, opp)].values() if len(by) == 2]
         out.append(WinRate(

@@ -60,7 +60,8 @@ class AuditHead(TextLines):
         data, con = item.data, item.con
         active = sum(1 for c in data.constraints.values() if c.active)
         where = Text.assemble(
-            (f"#{data.id}", "bold"), f" {data.domain} · {data.condition} · constraint {con.position}/{active} · ",
+            (f"#{data.id}", "bold"),
+            f" {data.domain} · {data.condition} · constraint {con.position}/{active} · ",
             (item.writer.label if item.writer else "-", "bold"),
             refusal_mark() if refusal else "",
             f" · summary {item.ratio:g} · copy: {copy_mode}",
@@ -159,7 +160,8 @@ def _lineage(data: InstructionData, con: Constraint) -> Text | None:
                              no_wrap=True, overflow="ellipsis")
     if con.origin:
         base = "-" if con.base_verdict is None else "yes" if con.base_verdict else "no"
-        return Text(f"{con.origin}; base article verdict: {base}", style="dim", no_wrap=True, overflow="ellipsis")
+        return Text(f"{con.origin}; base article verdict: {base}", style="dim", no_wrap=True,
+                    overflow="ellipsis")
     return None
 
 

@@ -76,7 +76,8 @@ def pane_content(pane: str, texts: dict[str, str], con: Constraint, data: Instru
         method = sim.method if sim else LEXICAL
         shown.similarities[pane] = (method, value)
         if value is not None:
-            subtitle += f" · sim {value:.2f} ({method}{'' if row and row.similarity_stored else ', not stored'})"
+            subtitle += (f" · sim {value:.2f} "
+                         f"({method}{'' if row and row.similarity_stored else ', not stored'})")
     if sources:
         both = intersect(list(sources["A"]), list(sources["B"]))
         subtitle += (f" · from A {len(sources['A'])} · from B {len(sources['B'])}"
@@ -103,7 +104,8 @@ def pane_content(pane: str, texts: dict[str, str], con: Constraint, data: Instru
 
 
 @lru_cache(maxsize=1024)
-def _copy_count(constraint: str, text: str, reference_a: str, reference_b: str | None, template: frozenset[str],
+def _copy_count(constraint: str, text: str, reference_a: str, reference_b: str | None,
+                template: frozenset[str],
                 echo: float | None) -> CopyCount:
     """pipeline.analysis.copy_count, cached: moving back to a constraint costs nothing."""
     return copy_count(constraint, text, reference_a, reference_b, template, echo)

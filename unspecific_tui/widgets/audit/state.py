@@ -34,9 +34,11 @@ class Shown:
     # References mode: the response's and summary's copied spans by source ("A", "B").
     sources: dict[str, dict[str, tuple[tuple[int, int], ...]]] = field(default_factory=dict)
     quotes: dict[str, list[tuple[str, tuple[int, int] | None]]] = field(default_factory=dict)
-    similarities: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # ref pane -> (method, value)
+    similarities: dict[str,
+                       tuple[str, float | None]] = field(default_factory=dict)  # ref pane -> (method, value)
     row: ListRow | None = None
-    counts: dict[str, CopyCount] = field(default_factory=dict)  # response / summary -> copied words and source
+    counts: dict[str,
+                 CopyCount] = field(default_factory=dict)  # response / summary -> copied words and source
     # The source view: (source, spans in the response, the same words' spans in the source).
     source: tuple[str, tuple[Span, ...], tuple[Span, ...]] | None = None
     # The response's copied words as the list counts them (row.copy's phrases), in text order: the
