@@ -6,7 +6,10 @@ a call (the fake server answers each prompt of a list as the same chat)."""
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.core.config import parse_config
+from pipeline.core.errors import ParseError
 from pipeline.llm.client import LLMClient
 from pipeline.stages.generation import respond, summarize
 from pipeline.store.database import open_store
@@ -86,3 +89,46 @@ async def test_an_endpoint_that_refuses_lists_is_asked_a_section_a_call(tmp_path
     assert _section_requests(asked) == [8] + [1] * PARAGRAPHS  # refused once, then never a list again
     assert refused == alone
     assert sum("list" in detail for kind, detail in events if kind == "notice") == 1
+
+
+def _long_sections_writer(section_words: int, shortened_words: int):  # noqa: ANN202
+    """SmolLM2's 280-word response in 5 paragraphs (target 70 words, band 35 to 105), summarised by a
+    model that hands the whole back (whole and shortened), writes ``section_words`` a section, and
+    shortens the sections' joined summary to ``shortened_words``."""
+    def reply(request: dict) -> str:
+        prompt = last_user_message(request)
+        if "Summarise it in about 70 words" in prompt or "has 280 words. Shorten" in prompt:
+            return prose(277, 3)
+        if "Summarise it in about" in prompt:
+            return prose(section_words, 4)
+        if "Shorten it to 70 words" in prompt:
+            return prose(shortened_words, 5)
+        return "\n\n".join(f"point{p} " + prose(55, p, one_sentence=True) for p in range(5))
+    return reply
+
+
+@pytest.mark.parametrize(("section_words", "shortened_words", "stored"),
+                         [(27, 60, 60), (27, 130, 130), (40, 150, None)])
+async def test_the_sections_joined_too_long_are_shortened_or_the_nearest_kept(tmp_path, section_words,
+                                                                              shortened_words, stored):
+    """Joined, the sections' summaries (5 x 27 = 135 words) miss the band: shortened as a whole to 60
+    they are kept; to 130 (within the band again, up to 140) that nearest one is kept and said; 5 x 40
+    = 200 shortened to 150, the nearest misses by more: nothing is stored."""
+    store = open_store(tmp_path / "s.sqlite")
+    setup_instruction(store)
+    events: list[tuple[str, str]] = []
+    with FakeOpenAIServer(_long_sections_writer(section_words, shortened_words)) as server:
+        client = LLMClient(_config(server.base_url, True), store, on_event=lambda k, d: events.append((k, d)))
+        gid, _ = await respond(store, client, 1, "m", "direct", words=280)
+        if stored is None:
+            with pytest.raises(ParseError, match="no usable summary, whole or by section: .* 200 words"):
+                await summarize(store, client, gid, 0.25, "s")
+        else:
+            await summarize(store, client, gid, 0.25, "s")
+        await client.aclose()
+    asked = [last_user_message(r) for r in server.requests if not isinstance(r.get("prompt"), list)]
+    assert sum(f"has {5 * section_words} words. Shorten it to 70 words" in a for a in asked) == 1
+    words = [r["words"] for r in store.query("SELECT words FROM generations WHERE kind = 'summary'")]
+    assert words == ([stored] if stored else [])
+    notices = [d for k, d in events if k == "notice" and "kept the nearest summary" in d]
+    assert len(notices) == (1 if stored == 130 else 0)
