@@ -92,8 +92,8 @@ class _Nearest:
     error: str = ""
 
     def offer(self, body: str, error: str) -> None:
-        if self.body is None or abs(count_words(body)
-                                    - self.target) < abs(count_words(self.body) - self.target):
+        distance = abs(count_words(body) - self.target)
+        if self.body is None or distance < abs(count_words(self.body) - self.target):
             self.body, self.error = body, error
 
 
