@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
 from pipeline.core.config import Config, Endpoint
-from pipeline.core.errors import ParseError
+from pipeline.core.errors import EndpointError, ParseError
 from pipeline.llm import batch as batch_mode
 from pipeline.llm.cache import cache_get, cache_key, cache_put
 from pipeline.llm.call import Completion, Params
@@ -257,6 +258,25 @@ class LLMClient:
         """Whether ``endpoint`` may be sent one request of several whole prompts (ChatML, as the
         client writes them): it speaks ChatML and has not refused a list in this client's life."""
         return endpoint.chat_format in (None, "chatml") and not self.refused_lists(endpoint)
+
+    async def write_together(
+        self, endpoint: Endpoint, prompts: list[str], *, template: Template, params: Params,
+        accept: Callable[[str], list[T | None]], response_format: dict[str, Any] | None = None,
+    ) -> tuple[list[T | None], Completion | None] | None:
+        """Whole ``prompts`` (ChatML) written together as one list request: ``accept`` reads the JSON
+        list of replies into one value or None each. A reply it refuses whole gives None for every
+        prompt (each may be asked alone); an endpoint that refuses the list is noted (said once, and
+        never sent a list again) and gives None."""
+        try:
+            values, completion = await self.chat(
+                endpoint, [{"role": "user", "content": p} for p in prompts], template=template,
+                params=replace(params, prompt_list=True), response_format=response_format, accept=accept)
+        except ReplyError:
+            return [None] * len(prompts), None
+        except EndpointError as exc:
+            self.note_refused_lists(endpoint, str(exc))
+            return None
+        return values, completion  # type: ignore[return-value]  # accept's own value
 
     def writes_lists_together(self, endpoint: Endpoint) -> bool:
         """Whether independent replies (the "more constraints" rounds, a summary's sections) go to

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from pipeline.core.config import Endpoint
-from pipeline.core.errors import EndpointError, ParseError, StageError
+from pipeline.core.errors import ParseError, StageError
 from pipeline.core.text import count_words, is_refusal
 from pipeline.llm.client import LLMClient, Params, ReplyError
 from pipeline.llm.contract import check_length, check_prose
@@ -478,16 +478,8 @@ async def _sections_together(client: LLMClient, ep: Endpoint, parts: list[str], 
                 for contract, reply in zip(contracts, replies, strict=True)]
 
     budget = max(_token_budget(c.target) for c in contracts)
-    try:
-        written, completion = await client.chat(
-            ep, [{"role": "user", "content": p} for p in prompts], template=template, accept=accept,
-            params=Params(temperature=0.0, max_tokens=budget, prompt_list=True))
-    except ReplyError:  # no list of replies at all: each section is asked alone
-        return [None] * len(parts), None
-    except EndpointError as exc:
-        client.note_refused_lists(ep, str(exc))
-        return None
-    return written, completion
+    return await client.write_together(ep, prompts, template=template, accept=accept,
+                                       params=Params(temperature=0.0, max_tokens=budget))
 
 
 def _accepted_or_none(contract: _SummaryContract, reply: str) -> str | None:

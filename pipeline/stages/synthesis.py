@@ -405,8 +405,6 @@ async def _ask_more_together(client: LLMClient, ep: Any, convo: list[dict[str, s
     """The rounds about ``focuses`` as one request: each the prompt ``_ask_more`` sends (ChatML), at
     seeds ``seed``, ``seed + 1``, ... (the server adds each prompt's index). Per round its items, or
     None where its reply held none; None when the endpoint refused the list."""
-    from pipeline.core.errors import EndpointError
-
     template = load_template("constraints_more")
     prompts = [chatml(convo + [template.render(have=len(have), n=n, k=k, focus=f)[-1]]) for f in focuses]
 
@@ -417,18 +415,13 @@ async def _ask_more_together(client: LLMClient, ep: Any, convo: list[dict[str, s
             raise ReplyError("no constraints found in any round's reply", reply=text)
         return parsed
 
-    try:
-        parsed, completion = await client.chat(
-            ep, [{"role": "user", "content": p} for p in prompts], template=template,
-            params=Params(temperature=0.7, seed=seed, max_tokens=_max_tokens(k), prompt_list=True),
-            response_format=structured_format(ep, list_schema(k, with_task=False)), accept=accept,
-        )
-    except ReplyError:
-        return [None] * len(focuses)
-    except EndpointError as exc:
-        client.note_refused_lists(ep, str(exc))
+    written = await client.write_together(
+        ep, prompts, template=template, accept=accept,
+        params=Params(temperature=0.7, seed=seed, max_tokens=_max_tokens(k)),
+        response_format=structured_format(ep, list_schema(k, with_task=False)))
+    if written is None:
         return None
-    rounds: list[list[str] | None] = parsed  # type: ignore[assignment]  # accept's own value
+    rounds, completion = written
     return [(items, completion) if items else None for items in rounds]
 
 
