@@ -139,7 +139,9 @@ def _constraints(n: int) -> list[str]:
             for i in range(1, n + 1)]
 
 
-def _response(requirements: list[tuple[int, str]], words: int, opening: str) -> str:
+def write_response(requirements: list[tuple[int, str]], words: int, opening: str = "") -> str:
+    """Mentions the angle of each odd-numbered requirement in its own sentence, in order, then
+    pads to about ``words`` words (the tests' scripted model writes the same)."""
     sentences = [opening] if opening else []
     for i, text in requirements:
         angle = constraint_angle(text)
@@ -213,7 +215,7 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
                    f"for the task: {task}.")
         if kind == "respond_edit":
             opening += " " + block(first, "DRAFT").split(".")[0] + "."
-        return _response(numbered_items(block(first, "REQUIREMENTS")), words, opening)
+        return write_response(numbered_items(block(first, "REQUIREMENTS")), words, opening)
     if kind == "summarize":
         target = _number(r"Summarise it in about (\d+) words", first)
         return " ".join(block(first, "TEXT").split()[:target])

@@ -29,10 +29,10 @@ from typing import Any
 from pipeline.core.config import Config, parse_config
 from pipeline.llm.placeholders import (
     block,
-    constraint_angle,
     numbered_items,
     placeholder_verdict,
     user_messages,
+    write_response,
 )
 from pipeline.llm.placeholders import prompt_kind as kind_of
 from pipeline.store.database import Store, now, open_store
@@ -165,21 +165,6 @@ def _verdict_line(i: int, v: dict[str, Any], *, capped: bool = False) -> str:
     if v["verdict"] != "yes":
         return f"{i}. No" if capped else f"{i}. No - {v['reason'] or 'not there'}"
     return f'{i}. Yes - "{v["quote"][:QUOTE_CAP] if capped else v["quote"]}"'
-
-
-def write_response(requirements: list[tuple[int, str]], words: int, opening: str = "") -> str:
-    """Mentions the angle of each odd-numbered requirement in its own sentence, in order, then
-    pads to about ``words`` words."""
-    sentences = [opening] if opening else []
-    for i, text in requirements:
-        angle = constraint_angle(text)
-        if angle is not None and i % 2 == 1:
-            sentences.append(f"This part of the story turns to angle number {angle} and what "
-                             "it meant for the town.")
-    filler = "People in the town kept talking about what would happen next."
-    while len(" ".join(sentences).split()) < words:
-        sentences.append(filler)
-    return " ".join(sentences)
 
 
 @dataclass
