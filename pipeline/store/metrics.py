@@ -287,6 +287,15 @@ def rater_text_totals(store: Store) -> list[RaterTextTotals]:
 # -- per-item outcomes (the verdicts pivoted) ------------------------------------------------------
 
 
+def selects_most_texts(conn: sqlite3.Connection, selection: str) -> bool:
+    """Whether the temp table ``selection`` holds more than a fifth of the store's responses and
+    summaries: the point past which a scan of every verdict beats an index walk per text."""
+    selected = conn.execute(f"SELECT count(*) FROM {selection}").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM generations WHERE kind IN "
+                         "('response', 'summary')").fetchone()[0]
+    return bool(selected > 0.2 * total)
+
+
 def _pivot_selection(store: Store, f: Filters) -> int:
     """Fill m_gen and m_p (one row per text and active constraint, one verdict column y0, y1, ...
     per rater, NULL where that rater has not judged); return the number of raters."""
@@ -295,12 +304,9 @@ def _pivot_selection(store: Store, f: Filters) -> int:
     _select_texts(store, f)
     vwhere, vparams = verdict_filter(f)
     vsql = "".join(f" AND v.{w}" for w in vwhere)
-    selected = conn.execute("SELECT count(*) FROM m_gen").fetchone()[0]
-    total = conn.execute("SELECT count(*) FROM generations WHERE kind IN "
-                         "('response', 'summary')").fetchone()[0]
-    wide = selected > 0.2 * total
     # Most texts selected: one sequential scan of verdicts beats an index walk with a row lookup
     # per verdict. A narrow selection (one run of many): the selected texts drive the index.
+    wide = selects_most_texts(conn, "m_gen")
     if wide:
         source = "verdicts v NOT INDEXED WHERE v.generation_id IN (SELECT gid FROM m_gen)"
         # Raters over all verdicts: much cheaper than checking each row's text.

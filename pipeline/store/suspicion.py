@@ -36,7 +36,7 @@ from pipeline.core.definitions import (
     copy_evidence_version,
 )
 from pipeline.store.database import Store
-from pipeline.store.metrics import LOCK, chunked_rows
+from pipeline.store.metrics import LOCK, chunked_rows, selects_most_texts
 from pipeline.store.scores import (
     current_text_scores,
     drop_temp_scores,
@@ -403,10 +403,7 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
                       "v.constraint_id = n.cid WHERE 1")
             raters = _raters(conn, source, wide=False)
         else:
-            selected = conn.execute("SELECT count(*) FROM q_gen").fetchone()[0]
-            texts = conn.execute("SELECT count(*) FROM generations WHERE kind IN "
-                                 "('response', 'summary')").fetchone()[0]
-            wide = selected > 0.2 * texts
+            wide = selects_most_texts(conn, "q_gen")
             if wide:
                 # Most texts: one scan of the verdicts beats an index walk (as pipeline.store.metrics).
                 source = "main.verdicts v NOT INDEXED WHERE v.generation_id IN (SELECT gid FROM q_gen)"

@@ -13,6 +13,7 @@ readers then return nothing rather than fail.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -67,20 +68,29 @@ def plan_exists(store: Store, name: str) -> bool:
     return store.conn.execute("SELECT 1 FROM validation_plans WHERE name = ?", (name,)).fetchone() is not None
 
 
+def _replace_plan_rows(conn: sqlite3.Connection, plans: str, items: str, plan_row: tuple[Any, ...],
+                       item_columns: tuple[str, ...], item_rows: list[tuple[Any, ...]]) -> None:
+    """Both kinds of plan are stored alike: a row (name, ratio, seed, run, params, created_at) in
+    ``plans`` and its items in ``items``, in place of any plan of that name, in one transaction."""
+    name = plan_row[0]
+    with conn:
+        conn.execute(f"DELETE FROM {items} WHERE plan = ?", (name,))
+        conn.execute(f"DELETE FROM {plans} WHERE name = ?", (name,))
+        conn.execute(f"INSERT INTO {plans}(name, ratio, seed, run, params, created_at)"
+                     " VALUES (?, ?, ?, ?, ?, ?)", plan_row)
+        conn.executemany(f"INSERT INTO {items}({', '.join(item_columns)})"
+                         f" VALUES ({', '.join('?' * len(item_columns))})", item_rows)
+
+
 def replace_plan(store: Store, plan: StoredPlan) -> None:
     """Write a plan and its items in place of any of that name, in one transaction."""
-    conn = store.conn
-    with conn:
-        conn.execute("DELETE FROM validation_items WHERE plan = ?", (plan.name,))
-        conn.execute("DELETE FROM validation_plans WHERE name = ?", (plan.name,))
-        conn.execute("INSERT INTO validation_plans(name, ratio, seed, run, params, created_at)"
-                     " VALUES (?, ?, ?, ?, ?, ?)",
-                     (plan.name, plan.ratio, plan.seed, plan.run, json.dumps(plan.params), plan.created_at))
-        conn.executemany(
-            "INSERT INTO validation_items(plan, position, constraint_id, response_id, "
-            "summary_id, instruction_id, domain, stratum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(plan.name, i.position, i.constraint_id, i.response_id, i.summary_id, i.instruction_id, i.domain,
-              i.stratum) for i in plan.items])
+    _replace_plan_rows(
+        store.conn, "validation_plans", "validation_items",
+        (plan.name, plan.ratio, plan.seed, plan.run, json.dumps(plan.params), plan.created_at),
+        ("plan", "position", "constraint_id", "response_id", "summary_id", "instruction_id", "domain",
+         "stratum"),
+        [(plan.name, i.position, i.constraint_id, i.response_id, i.summary_id, i.instruction_id, i.domain,
+          i.stratum) for i in plan.items])
 
 
 def stored_plan(store: Store, name: str | None = None) -> StoredPlan | None:
@@ -225,18 +235,12 @@ def judge_plan_exists(store: Store, name: str) -> bool:
 
 def replace_judge_plan(store: Store, plan: StoredJudgePlan, created_at: str) -> None:
     """Write a judge plan and its items in place of any of that name, in one transaction."""
-    conn = store.conn
-    with conn:
-        conn.execute("DELETE FROM judge_items WHERE plan = ?", (plan.name,))
-        conn.execute("DELETE FROM judge_plans WHERE name = ?", (plan.name,))
-        conn.execute("INSERT INTO judge_plans(name, ratio, seed, run, params, created_at) "
-                     "VALUES (?, ?, ?, ?, ?, ?)",
-                     (plan.name, plan.ratio, plan.seed, plan.run, json.dumps(plan.params), created_at))
-        conn.executemany("INSERT INTO judge_items(plan, position, constraint_id, generation_id, text_kind,"
-                         " instruction_id, domain) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         [(plan.name, i.position, i.constraint_id, i.generation_id, i.text_kind,
-                           i.instruction_id,
-                           i.domain) for i in plan.items])
+    _replace_plan_rows(
+        store.conn, "judge_plans", "judge_items",
+        (plan.name, plan.ratio, plan.seed, plan.run, json.dumps(plan.params), created_at),
+        ("plan", "position", "constraint_id", "generation_id", "text_kind", "instruction_id", "domain"),
+        [(plan.name, i.position, i.constraint_id, i.generation_id, i.text_kind, i.instruction_id, i.domain)
+         for i in plan.items])
 
 
 def stored_judge_plan(store: Store, name: str | None = None) -> StoredJudgePlan | None:
