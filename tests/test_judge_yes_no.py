@@ -23,9 +23,10 @@ from pipeline.llm.client import LLMClient
 from pipeline.llm.placeholders import yes_no_constraint, yes_no_text
 from pipeline.stages.judge_check import run_judge_check
 from pipeline.stages.judging import endpoint_prompt_hash, judge_generation, yes_probability
-from pipeline.store.database import Store, now, open_store
+from pipeline.store.database import Store, open_store
 from pipeline.store.judge_checks import all_checks, calibrations, judge_threshold
 from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
+from tests.fakes.responders import store_response
 
 TEXT = ("The town council met on Tuesday to argue over a budget shortfall. Residents crowded the hall. "
         "The treasurer warned that reserves would run out by spring.")
@@ -59,19 +60,7 @@ def _config(server: FakeOpenAIServer, **judge: Any) -> Any:
 
 
 def _generation(store: Store, constraints: list[str]) -> tuple[int, list[tuple[int, str]]]:
-    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval",
-                                     "main_task": "t",
-                                     "n_constraints": len(constraints), "status": "done",
-                                     "created_at": now()})
-    ids = [store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text,
-                                           "origin": "synthesized",
-                                           "active": 1}).last_pk for pos, text in enumerate(constraints, 1)]
-    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m",
-                                          "mode": "direct",
-                                          "text_hash": store.put_text(TEXT),
-                                          "words": len(TEXT.split())}).last_pk
-    store.commit()
-    return gid, list(zip(ids, constraints, strict=True))
+    return store_response(store, TEXT, constraints)
 
 
 def test_p_yes_reads_every_spelling_of_yes_and_no() -> None:

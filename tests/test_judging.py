@@ -12,8 +12,8 @@ from pipeline.core.config import parse_config
 from pipeline.core.text import find_quote
 from pipeline.llm.client import LLMClient
 from pipeline.stages.judging import judge_generation, judge_text, parse_batched_reply, prompt_hash
-from pipeline.store.database import now
 from tests.fakes.fake_server import FakeOpenAIServer, Reply, last_user_message
+from tests.fakes.responders import store_response
 
 TEXT = (
     "The town council met on Tuesday to argue over a budget shortfall. Residents crowded the hall, "
@@ -35,19 +35,7 @@ def _config(server: FakeOpenAIServer, judges: tuple[str, ...] = ("ja",), retries
 
 
 def _generation(store) -> tuple[int, list[tuple[int, str]]]:
-    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval",
-                                     "main_task": "t",
-                                     "n_constraints": 3, "status": "done", "created_at": now()})
-    ids = []
-    for pos, text in enumerate(CONSTRAINTS, 1):
-        ids.append(store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": text,
-                                                  "origin": "synthesized", "active": 1}).last_pk)
-    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m",
-                                          "mode": "direct",
-                                          "text_hash": store.put_text(TEXT),
-                                          "words": len(TEXT.split())}).last_pk
-    store.commit()
-    return gid, list(zip(ids, CONSTRAINTS, strict=True))
+    return store_response(store, TEXT, CONSTRAINTS)
 
 
 def _verdicts(store, gid: int, judge: str = "ja") -> list[dict]:

@@ -84,6 +84,22 @@ def make_store(path: Path, n_pairs: int = 1, *, domain: str = "news", rule: str 
     return store
 
 
+def store_response(store: Store, text: str, constraints: list[str]) -> tuple[int, list[tuple[int, str]]]:
+    """One eval instruction (id 1) with ``constraints`` and a response ``text``, for judging tests:
+    the response's id and each constraint's (id, text)."""
+    store.db["instructions"].insert({"id": 1, "run_id": "b", "domain": "news", "condition": "eval",
+                                     "main_task": "t", "n_constraints": len(constraints), "status": "done",
+                                     "created_at": now()})
+    ids = [store.db["constraints"].insert({"instruction_id": 1, "position": pos, "text": constraint,
+                                           "origin": "synthesized", "active": 1}).last_pk
+           for pos, constraint in enumerate(constraints, 1)]
+    gid = store.db["generations"].insert({"kind": "response", "instruction_id": 1, "model": "m",
+                                          "mode": "direct", "text_hash": store.put_text(text),
+                                          "words": len(text.split())}).last_pk
+    store.commit()
+    return gid, list(zip(ids, constraints, strict=True))
+
+
 def fake_config(base_url: str, *, concurrency: int = 2, build: dict[str, Any] | None = None) -> Config:
     raw: dict[str, Any] = {
         "endpoints": {"fake": {"base_url": base_url, "model": "fake-model", "concurrency": concurrency,
