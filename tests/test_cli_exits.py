@@ -141,26 +141,12 @@ def test_import_help_names_each_set_of_values_once(capsys, monkeypatch) -> None:
     assert text.count("responses (one response a line") == 1
 
 
-def test_build_with_an_unknown_run_alone_lists_the_build_runs(store_path, tmp_path, capsys,
-                                                              monkeypatch) -> None:
+@pytest.mark.parametrize("shaping", [[], ["--domain", "news"], ["--n", "2", "--conditions", "eval"]])
+def test_build_with_an_unknown_run_lists_the_build_runs_and_is_not_a_new_run(store_path, tmp_path, capsys,
+                                                                              monkeypatch, shaping) -> None:
+    """A mistyped --run, alone or with any build option, lists the runs (exit 2) before any call: a
+    new run is named with --new-run."""
     # An endpoint nobody answers: the command must stop before any call.
-    (tmp_path / "c.toml").write_text("[endpoints.f]\nbase_url = 'http://127.0.0.1:9/v1'\nmodel = 'm'\n"
-                                     "[roles]\ngenerator = 'f'\njudges = ['f']\n")
-    before = counts(store_path)
-    code, err = cli(capsys, monkeypatch, "--store", str(store_path), "--config",
-                    str(tmp_path / "c.toml"), "build",
-                    "--run", "build-typo")
-    assert code == 2
-    assert err.startswith("Stage error: --run build-typo: no build run of that name (build "
-                          "runs here: synthetic)")
-    assert counts(store_path) == before
-
-
-@pytest.mark.parametrize("shaping", [["--domain", "news"], ["--n", "2", "--conditions", "eval"]])
-def test_build_with_an_unknown_run_and_build_options_is_not_a_new_run(store_path, tmp_path,
-                                                                      capsys, monkeypatch,
-                                                                       shaping) -> None:
-    """A mistyped --run with any build option lists the runs (exit 2): a new run is named with --new-run."""
     (tmp_path / "c.toml").write_text("[endpoints.f]\nbase_url = 'http://127.0.0.1:9/v1'\nmodel = 'm'\n"
                                      "[roles]\ngenerator = 'f'\njudges = ['f']\n")
     before = counts(store_path)
@@ -172,6 +158,9 @@ def test_build_with_an_unknown_run_and_build_options_is_not_a_new_run(store_path
                           "runs here: synthetic)")
     assert "--new-run no-such-run" in err
     assert counts(store_path) == before
+
+
+def test_build_refuses_run_and_new_run_together(store_path, capsys, monkeypatch) -> None:
     code, err = cli(capsys, monkeypatch, "--store", str(store_path), "build", "--run", "a", "--new-run", "b")
     assert code == 2 and "not allowed with argument" in err
 
