@@ -157,6 +157,12 @@ def share(value: str) -> float:
                           "a share between 0 and 1")
 
 
+def add_bootstrap_arguments(p: argparse.ArgumentParser) -> None:
+    """--resamples and --seed of the bootstrap intervals, alike in every command that reports them."""
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+
 DRY_RUN_HELP = ("print what the command would send (calls, prompt and completion tokens, "
                 "cache hits, cost online "
                 "and in batch, wall time when a rate is measured) and send nothing; the run "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pipeline.cli.common import ratio, share
+    from pipeline.cli.common import add_bootstrap_arguments, ratio, share
     from pipeline.core.definitions import DEFAULT_RATIO, JUDGING_MODES
 
     p = sub.add_parser(
@@ -46,8 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "embedder mpnet by default, or minilm)")
     p.add_argument("--no-copy", action="store_true",
                    help="skip copied n-grams between responses and references")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_bootstrap_arguments(p)
     p.add_argument("--min-coverage", type=share, default=None, metavar="SHARE",
                    help="mark groups with fewer verdicts given than this share of those "
                         "expected (default 0.95)")

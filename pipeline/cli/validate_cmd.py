@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pipeline.cli.common import count, ratio
+    from pipeline.cli.common import add_bootstrap_arguments, count, ratio
     from pipeline.core.definitions import JUDGING_MODES
 
     p = sub.add_parser(
@@ -54,8 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     report = actions.add_parser("report", help="the metric against the labels of a plan")
     report.add_argument("--plan", help="plan name (default: the newest)")
     report.add_argument("--annotator", help="one annotator's labels (default: the consensus)")
-    report.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_bootstrap_arguments(report)
     report.add_argument("--json", action="store_true", help="print JSON")
     report.set_defaults(func=run_report)
 
@@ -102,8 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                 "recall of Yes, kappa, Yes bias; per domain, text kind, "
                                 "list position, length")
     judges.add_argument("--plan", help="judge plan name (default: the newest)")
-    judges.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    judges.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_bootstrap_arguments(judges)
     judges.add_argument("--json", action="store_true", help="print JSON")
     judges.add_argument("--builtin", action="store_true",
                         help="instead: run each configured judge on the shipped constructed "
