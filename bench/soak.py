@@ -28,10 +28,8 @@ import os
 import sys
 import tempfile
 import time
-import tomllib
 from pathlib import Path
 
-from pipeline.core.config import parse_config
 from tests.fakes.fake_server import (
     ALL_FAULT_KINDS,
     ECHO_KEY_TEXT,
@@ -41,14 +39,7 @@ from tests.fakes.fake_server import (
     TRUNCATED_JSON,
     FakeOpenAIServer,
 )
-from tests.fakes.responders import (
-    ScriptedModel,
-    audit_rows,
-    build_and_evaluate,
-    make_store,
-    multi_config_toml,
-    result_fingerprint,
-)
+from tests.fakes.responders import ScriptedModel, Workload, make_store, result_fingerprint
 
 CONDITIONS = ("single", "none", "direct", "eval")
 KEY_ENV = "UNSPECIFIC_SOAK_KEY"
@@ -57,27 +48,21 @@ KEY = "sk-soak-0123456789abcdefSECRET"  # sent with every request; the echo_key 
 
 def run(args: argparse.Namespace, folder: Path, name: str, fault_rate: float) -> dict:
     kinds = ALL_FAULT_KINDS if args.junk else FAULT_KINDS
+    work = Workload(pairs=args.pairs, constraints=args.constraints, models=args.models, judges=args.judges,
+                    conditions=CONDITIONS)
     server = FakeOpenAIServer(ScriptedModel(answer_repairs=True), fault_rate=fault_rate, seed=args.seed,
                               hang_s=args.timeout * 2, latency_s=args.latency, fault_kinds=kinds)
     with server:
         store = make_store(folder / f"{name}.sqlite", args.pairs)
-        raw = tomllib.loads(multi_config_toml(server.base_url, models=args.models, judges=args.judges,
-                                              concurrency=args.concurrency, max_retries=args.retries,
-                                              timeout_s=args.timeout, evaluate={"response_words": args.words},
-                                              key_env=KEY_ENV))
+        config = work.config(server.base_url, concurrency=args.concurrency, max_retries=args.retries,
+                             timeout_s=args.timeout, evaluate={"response_words": args.words}, key_env=KEY_ENV)
         started, cpu = time.perf_counter(), time.process_time()
-        passes = asyncio.run(build_and_evaluate(
-            store, parse_config(raw), n_pairs=args.pairs, n_constraints=args.constraints, words=args.words,
-            conditions=CONDITIONS, passes=args.passes, backoff_base_s=args.backoff,
-            backoff_cap_s=args.backoff * 10,
-            audit={"models": args.models, "judges": args.judges}))
+        passes = asyncio.run(work.run(store, config, words=args.words, passes=args.passes,
+                                      backoff_base_s=args.backoff, backoff_cap_s=args.backoff * 10))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         calls, faults = server.calls, dict(server.faults_served)
-    rows = audit_rows(store, build_run="b1", n_pairs=args.pairs, conditions=CONDITIONS,
-                      n_constraints=args.constraints,
-                      models=args.models, judges=args.judges)
-    return {"store": store, "wall": wall, "cpu": cpu, "calls": calls, "faults": faults, "rows": rows,
-            "passes": passes}
+    return {"store": store, "wall": wall, "cpu": cpu, "calls": calls, "faults": faults,
+            "rows": work.rows(store), "passes": passes}
 
 
 def _junk_match() -> tuple[str, list[str]]:

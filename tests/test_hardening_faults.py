@@ -5,55 +5,36 @@ exactly once, and (faults being transient) the verdicts must equal a fault-free 
 
 from __future__ import annotations
 
-import tomllib
-
 from pipeline.core.config import parse_config
 from pipeline.llm.client import LLMClient
 from tests.fakes.fake_server import FAULT_KINDS, FakeOpenAIServer
-from tests.fakes.responders import (
-    ScriptedModel,
-    audit_rows,
-    build_and_evaluate,
-    make_store,
-    multi_config_toml,
-    result_fingerprint,
-)
+from tests.fakes.responders import ScriptedModel, Workload, make_store, result_fingerprint
 
-PAIRS, N, MODELS, JUDGES = 3, 8, 2, 2
-CONDITIONS = ("single", "none", "direct", "eval")
+WORK = Workload(pairs=3, constraints=8, models=2, judges=2)
 
 
 async def run_all(tmp_path, name: str, server: FakeOpenAIServer) -> tuple:
-    store = make_store(tmp_path / f"{name}.sqlite", PAIRS)
-    raw = tomllib.loads(multi_config_toml(server.base_url, models=MODELS, judges=JUDGES, timeout_s=0.5,
-                                          evaluate={"response_words": 60}))
-    passes = await build_and_evaluate(store, parse_config(raw), n_pairs=PAIRS, n_constraints=N,
-                                      conditions=CONDITIONS,
-                                      audit={"models": MODELS, "judges": JUDGES})
+    store = make_store(tmp_path / f"{name}.sqlite", WORK.pairs)
+    config = WORK.config(server.base_url, timeout_s=0.5, evaluate={"response_words": 60})
+    passes = await WORK.run(store, config)
     return store, *passes
 
 
-def rows(store) -> list:
-    return audit_rows(store, build_run="b1", n_pairs=PAIRS, conditions=CONDITIONS,
-                      n_constraints=N, models=MODELS,
-                      judges=JUDGES)
-
-
 def complete(store) -> bool:
-    return all(r.complete for r in rows(store))
+    return all(r.complete for r in WORK.rows(store))
 
 
 async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) -> None:
     with FakeOpenAIServer(ScriptedModel(answer_repairs=True)) as clean:
         reference, _, _ = await run_all(tmp_path, "clean", clean)
         needed = clean.calls
-    assert complete(reference), rows(reference)
+    assert complete(reference), WORK.rows(reference)
 
     with FakeOpenAIServer(ScriptedModel(answer_repairs=True), fault_rate=0.2, seed=7, hang_s=1.0) as faulty:
         store, build_passes, eval_passes = await run_all(tmp_path, "faulty", faulty)
         made, served = faulty.calls, dict(faulty.faults_served)
 
-    table = rows(store)
+    table = WORK.rows(store)
     print(f"\ncalls {made} / {needed} needed; faults served {served}; passes build {build_passes}, "
           f"evaluate {eval_passes}")
     for r in table:
@@ -77,7 +58,7 @@ async def test_twenty_percent_faults_every_row_once_and_same_verdicts(tmp_path) 
     assert len(tainted) <= served.get("wrong_format", 0) * 2
     same = {k: v for k, v in got["verdicts"].items() if k.split("|")[0] not in tainted}
     assert same == {k: v for k, v in ref["verdicts"].items() if k.split("|")[0] not in tainted}
-    assert len(same) >= len(ref["verdicts"]) - len(tainted) * N * JUDGES
+    assert len(same) >= len(ref["verdicts"]) - len(tainted) * WORK.constraints * WORK.judges
     # No failed call was cached: no empty reply, and prose only where it was taken as a text.
     assert not store.scalar("SELECT count(*) FROM llm_calls WHERE trim(response) = ''")
     prose_generations = sum(1 for h in got["generations"].values() if h in prose)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -453,3 +454,30 @@ async def build_and_evaluate(store: Store, config: Config, *, n_pairs: int, n_co
     finally:
         await client.aclose()
     return build_passes, eval_passes
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The size of a whole build + evaluate on the fake server (the fault test and bench/soak.py): one
+    place that says what to run, with which roles, and which result rows a complete run leaves."""
+
+    pairs: int
+    constraints: int
+    models: int
+    judges: int
+    conditions: tuple[str, ...] = ("single", "none", "direct", "eval")
+
+    def config(self, base_url: str, **knobs: Any) -> Config:
+        """``multi_config_toml``'s roles for this many models and judges; ``knobs``: its other options."""
+        return parse_config(tomllib.loads(multi_config_toml(base_url, models=self.models, judges=self.judges,
+                                                            **knobs)))
+
+    async def run(self, store: Store, config: Config, **resume: Any) -> tuple[int, int]:
+        """``build_and_evaluate`` of this workload, resumed until ``rows`` are all there."""
+        return await build_and_evaluate(store, config, n_pairs=self.pairs, n_constraints=self.constraints,
+                                        conditions=self.conditions,
+                                        audit={"models": self.models, "judges": self.judges}, **resume)
+
+    def rows(self, store: Store) -> list[RowCount]:
+        return audit_rows(store, build_run="b1", n_pairs=self.pairs, conditions=self.conditions,
+                          n_constraints=self.constraints, models=self.models, judges=self.judges)
