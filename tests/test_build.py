@@ -197,8 +197,10 @@ async def test_eval_on_an_endpoint_with_list_items_lists_that_many_too_easy_ids_
                        "'synthesized' AND active = 0", [inst["id"]])
     assert len(easy) >= 3
     revise = [r for r in server.requests if kind_of(r) == "revise_eval"]
-    assert len(revise) == 1 and len(numbered_items(block(revise[0]["messages"][-1]["content"],
-                                                         "TOO_EASY"))) == 2
+    too_easy = block(revise[0]["messages"][-1]["content"], "TOO_EASY")
+    assert len(revise) == 1 and len(numbered_items(too_easy)) == 2
+    # the ids alone: shown the base article's words, a small model pastes them into its replacements
+    assert "base article" not in too_easy.lower() and len(too_easy.splitlines()) == 2
     assert model.kinds["revise_missing"] == -(-(len(easy) - 2) // 2)
     assert inst["status"] == "done" and len(_active(store, inst["id"])) == N
     revised = store.query("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'",

@@ -214,6 +214,35 @@ async def test_pasted_article_passages_are_not_replacements(tmp_path) -> None:
     assert server.calls == 2
 
 
+@pytest.mark.parametrize(("reply", "kept"), [
+    # the new constraint, then the base article's words pasted after it: the new one kept alone
+    ("Weigh what the closure means for students against its savings. Residents who rely on the library for "
+     "internet access told the meeting they felt abandoned.",
+     "Weigh what the closure means for students against its savings."),
+    # the original, then the pasted words: what is left is the original, refused as such
+    ("One two three four. Residents who rely on the library for internet access told the meeting "
+     "they felt abandoned.", None),
+    # two sentences of its own: kept whole
+    ("Weigh what the closure means for students against its savings. Say which view the council heeded.",
+     "Weigh what the closure means for students against its savings. Say which view the council heeded."),
+])
+async def test_a_passage_pasted_after_a_new_constraint_is_dropped(tmp_path, reply, kept) -> None:
+    store = make_store(tmp_path / "s.sqlite", 1)
+    good = "Explain what the closure costs families each month."
+    replies = [json.dumps({"replacements": [{"id": 1, "constraint": reply}]}),
+               json.dumps({"replacements": [{"id": 1, "constraint": good}]})]
+    with FakeOpenAIServer(lambda r: Reply(text=replies.pop(0))) as server:
+        client = LLMClient(fake_config(server.base_url), store)
+        fields = {"main_task": "T", "article_a": "A", "article_b": "B", "constraints": "", "n": 1}
+        got = await ask_replacements(client, "fake", load_template("revise_direct"), fields,
+                                     ["One two three four."], sources=[ARTICLE_A, ARTICLE_B])
+        await client.aclose()
+    assert got.texts == [kept or good]
+    assert server.calls == (1 if kept else 2)
+    if not kept:
+        assert "(your reply for 1: the same as the original)" in server.requests[1]["messages"][-1]["content"]
+
+
 async def test_placeholders_and_the_prompts_example_are_not_replacements(tmp_path) -> None:
     """A 1.5B model answered every id with "..." (the form's placeholder) eight rounds running:
     the schema now asks for a minimum length, the repair names the placeholder, and a copy of
@@ -259,7 +288,7 @@ async def test_a_long_too_easy_list_is_asked_for_in_chunks_of_list_items(tmp_pat
                 {"id": 3, "constraint": "Explain what point three costs the families involved."}]}))
         return scripted(request)
 
-    lines = "\n".join(f"{i}. {t}\n   base article: \"a quote\"" for i, t in enumerate(originals[:3], 1))
+    lines = "\n".join(f"{i}. {t}" for i, t in enumerate(originals[:3], 1))
     fields = {"main_task": "T", "article_a": "A", "article_b": "B", "base_article": "The base.",
               "constraints": "\n".join(f"- {t}" for t in originals), "n": 7, "too_easy": lines, "k": 3}
     with FakeOpenAIServer(model) as server:
