@@ -8,7 +8,9 @@ calls' own durations) and the ideal (those tokens at the raw llama.cpp speeds me
 run on the same machine: one long prompt for the prompt speed, one long reply for the generation
 speed); the judge's steps together in one line; the whole run and each model against the sum of
 their ideals, each model at its own raw speeds where the bench finds its file; and the demo's wall
-time against the whole ideal.
+time against the whole ideal. And the CPU seconds the demo's processes used (the demo and its model
+server): a host that lends its cores to others stretches the wall clock, not the work done, so two
+runs on different hours compare by these.
 
     .venv/bin/python -m bench.demo                      # the default demo (2 pairs x 39)
     .venv/bin/python -m bench.demo --pairs 1 --constraints 10 --articles 40   # a quick look
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -127,6 +130,7 @@ def run_demo(store: Path, args: argparse.Namespace) -> dict:
     finished: dict = {}
     stages: dict[str, float] = {}
     events_log = store.with_suffix(".events.jsonl")  # every event, timed, to read after the run
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
     with events_log.open("w", encoding="utf-8") as log:
@@ -144,7 +148,10 @@ def run_demo(store: Path, args: argparse.Namespace) -> dict:
             elif event.get("stage"):
                 stages.setdefault(event["stage"], time.monotonic() - t0)
     code = proc.wait()
-    return {"code": code, "first_auditable_s": first, "total_s": time.monotonic() - t0,
+    # The demo waits for its server, so the server's CPU time is counted in the demo's children.
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"code": code, "first_auditable_s": first, "total_s": time.monotonic() - t0, "cpu_s": cpu_s,
             "stage_starts": stages,
             "failed": finished.get("failed", []), "events": str(events_log)}
 
@@ -254,6 +261,8 @@ def main() -> None:
     print(f"demo exit {demo['code']}; first auditable instruction at "
           f"{'never' if first is None else f'{first / 60:.1f} min'} (target 10 min); "
           f"total {demo['total_s'] / 60:.1f} min (target 30 min)")
+    print(f"CPU time of the demo and its model server: {demo['cpu_s']:.0f} s "
+          f"({demo['cpu_s'] / max(demo['total_s'], 1e-9):.2f} cores busy on average)")
     print("stage first seen at: " + ", ".join(f"{k} {v:.0f}s" for k, v in demo["stage_starts"].items()))
     for failure in demo["failed"]:
         print(f"failed: {failure[:300]}")
