@@ -321,6 +321,25 @@ os._exit(0)
     assert not process_alive(child)
 
 
+def test_the_patches_find_what_they_share_in_a_python_without_this_project(tmp_path):
+    """The bootstrap loads each patch from its file, and the project's folder goes on the path for
+    pipeline.llm.server_patch: a Python with nothing installed (here: no site-packages at all,
+    from another folder) gets as far as wanting llama_cpp, not this project."""
+    import subprocess
+
+    from pipeline.llm.local_model import _BOOTSTRAP, PATCH_FILES
+
+    code = _BOOTSTRAP.replace('runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)',
+                              'print("server started")')
+    result = subprocess.run([sys.executable, "-S", "-c", code, str(os.getpid()), *map(str, PATCH_FILES)],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    said = result.stderr.splitlines()
+    assert ("cached-token count not installed, llama-cpp-python's own is used: "
+            "ModuleNotFoundError: No module named 'llama_cpp'") in said, result.stderr
+    assert "No module named 'pipeline'" not in result.stderr
+    assert result.stdout.strip() == "server started"
+
+
 # -- the real thing ----------------------------------------------------------------------------
 
 

@@ -32,35 +32,25 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-PINNED_LLAMA_CPP = "0.3.36"  # as pipeline.llm.grammar_sampling, the pin of pyproject.toml and the Makefile
+from pipeline.llm import server_patch
+from pipeline.llm.server_patch import PINNED_LLAMA_CPP, NotInstalled  # noqa: F401  (the tests' names)
+
 SWITCH = "UNSPECIFIC_CACHE_REPORT"
-_OFF = ("0", "false", "off", "no")
 MARK = "_unspecific_cache_report"
 
 # Per server thread (a request runs on one): whether the next eval is a prompt's, and what it kept.
 _state = threading.local()
 
 
-class NotInstalled(Exception):
-    """The patch was not installed; replies say nothing of cached prompt tokens."""
-
-
-def switched_off(environ: Mapping[str, str]) -> bool:
-    return environ.get(SWITCH, "").strip().lower() in _OFF
+def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
+    return server_patch.switched_off(SWITCH, environ)
 
 
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Make the embedded server's replies say how many prompt tokens it reused from its KV cache. Raises
     NotInstalled, changing nothing, when switched off or on a llama-cpp-python it was not written for."""
-    if switched_off(environ):
-        raise NotInstalled(f"turned off by {SWITCH}={environ[SWITCH]}")
-    import llama_cpp
+    server_patch.pinned_llama_cpp(SWITCH, environ, "whose KV-cache reuse this reads")
     from llama_cpp import Llama, llama_types
-
-    version = getattr(llama_cpp, "__version__", "unknown")
-    if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose KV-cache reuse this "
-                           "reads")
     for name, first in (("generate", "tokens"), ("eval", "tokens"), ("create_completion", "prompt"),
                         ("create_chat_completion", "messages")):
         own = getattr(Llama, name, None)

@@ -30,16 +30,13 @@ from typing import Any
 
 import numpy as np
 
-PINNED_LLAMA_CPP = "0.3.36"  # as pipeline.llm.grammar_sampling, the pin of pyproject.toml and the Makefile
+from pipeline.llm import server_patch
+from pipeline.llm.server_patch import PINNED_LLAMA_CPP, NotInstalled  # noqa: F401  (the tests' names)
+
 SWITCH = "UNSPECIFIC_FAST_LOGPROBS"
-_OFF = ("0", "false", "off", "no")
 TOP = 64  # alternatives kept exact per row: OpenAI's API allows 20
 
 _asked = threading.local()  # the current request's top_logprobs, per server thread
-
-
-class NotInstalled(Exception):
-    """The patch was not installed; llama-cpp-python's own code serves every request."""
 
 
 def log_softmax(row: np.ndarray) -> np.ndarray:
@@ -95,22 +92,15 @@ class LazyRows:
             yield TopRow(log_softmax(self.scores[r]))
 
 
-def switched_off(environ: Mapping[str, str]) -> bool:
-    return environ.get(SWITCH, "").strip().lower() in _OFF
+def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
+    return server_patch.switched_off(SWITCH, environ)
 
 
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Make the embedded server's non-streamed log-probabilities cheap. Raises NotInstalled, changing
     nothing, when switched off or on a llama-cpp-python it was not written for."""
-    if switched_off(environ):
-        raise NotInstalled(f"turned off by {SWITCH}={environ[SWITCH]}")
-    import llama_cpp
+    server_patch.pinned_llama_cpp(SWITCH, environ, "whose logprobs loop this reads")
     from llama_cpp import Llama
-
-    version = getattr(llama_cpp, "__version__", "unknown")
-    if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose "
-                           "logprobs loop this reads")
     own_logprobs = Llama.__dict__["logits_to_logprobs"].__func__
     own_create = Llama._create_completion
     if getattr(own_create, "_fast_logprobs", False):

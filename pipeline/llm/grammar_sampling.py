@@ -43,11 +43,10 @@ from typing import Any
 
 import numpy as np
 
-# The llama-cpp-python whose _init_sampler this mirrors: pyproject.toml's [local] pin and the
-# Makefile's LLAMA_VERSION (tests/test_grammar_sampling.py checks they agree).
-PINNED_LLAMA_CPP = "0.3.36"
+from pipeline.llm import server_patch
+from pipeline.llm.server_patch import PINNED_LLAMA_CPP, NotInstalled  # noqa: F401  (the tests' names)
+
 SWITCH = "UNSPECIFIC_GRAMMAR_SAMPLING"
-_OFF = ("0", "false", "off", "no")
 
 # How many of the best tokens overall are checked against the grammar before the whole
 # vocabulary is: enough for top_k = 40 with most of them refused.
@@ -179,12 +178,8 @@ class GrammarSampler:
         return self._full.selected_id()
 
 
-class NotInstalled(RuntimeError):
-    """Why ``install`` left llama-cpp-python's own sampler in place (one line for the log)."""
-
-
 def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
-    return environ.get(SWITCH, "").strip().lower() in _OFF
+    return server_patch.switched_off(SWITCH, environ)
 
 
 def declines(settings: Mapping[str, Any], n_vocab: int) -> str | None:
@@ -209,15 +204,8 @@ def declines(settings: Mapping[str, Any], n_vocab: int) -> str | None:
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Make ``llama_cpp.Llama`` sample grammar-held requests with GrammarSampler. Raises
     NotInstalled, changing nothing, when switched off or on a llama-cpp-python it does not mirror."""
-    if switched_off(environ):
-        raise NotInstalled(f"turned off by {SWITCH}={environ[SWITCH]}")
-    import llama_cpp
+    server_patch.pinned_llama_cpp(SWITCH, environ, "whose sampler chain this mirrors")
     from llama_cpp import Llama
-
-    version = getattr(llama_cpp, "__version__", "unknown")
-    if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose "
-                           "sampler chain this mirrors")
     own = Llama._init_sampler
     if getattr(own, "_grammar_sampling", False):
         return

@@ -79,8 +79,9 @@ def free_port() -> int:
 # log-probabilities pipeline.llm.fast_logprobs, prompts their last token's logits only
 # pipeline.llm.prompt_logits, replies their cached prompt tokens pipeline.llm.cache_report (whose wrapper
 # of Llama.eval must wrap prompt_logits' eval) and lists of prompts pipeline.llm.prompt_batch, each loaded
-# from its file (the server's Python need not have this project installed) and skipped, with a line in the
-# log saying why, if it cannot be or declines (another llama-cpp-python, or its switch set to 0); then
+# from its file (the server's Python need not have this project installed: the project's folder goes on
+# the path for pipeline.llm.server_patch, which they share) and skipped, with a line in the log saying
+# why, if it cannot be or declines (another llama-cpp-python, or its switch set to 0); then
 # llama_cpp.server runs as if started with -m. cache_report comes before prompt_batch, which imports
 # the server's app: the response models built then must keep the field cache_report adds.
 _BOOTSTRAP = """
@@ -99,6 +100,7 @@ def watch():
         time.sleep(1.0)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(patches[0][2])))))
 for done, name, path in patches:
     try:
         spec = importlib.util.spec_from_file_location("unspecific_" + os.path.basename(path)[:-3], path)

@@ -31,19 +31,16 @@ from typing import Any
 
 import numpy as np
 
-PINNED_LLAMA_CPP = "0.3.36"  # as pipeline.llm.fast_logprobs
+from pipeline.llm import server_patch
+from pipeline.llm.server_patch import PINNED_LLAMA_CPP, NotInstalled  # noqa: F401  (the tests' names)
+
 SWITCH = "UNSPECIFIC_PROMPT_BATCH"
-_OFF = ("0", "false", "off", "no")
 ROUTE = "/v1/completions"
 MAX_TOP = 20  # OpenAI's completions API allows 5, chat 20: more is refused
 
 
 MAX_SEQUENCES = 8  # prompts written together: the batch context's sequences
 BATCH_CONTEXT = "_unspecific_batch_context"
-
-
-class NotInstalled(Exception):
-    """The patch was not installed; llama-cpp-python's own route serves every request."""
 
 
 def top_alternatives(logits: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -283,21 +280,14 @@ def generated_body(model: str, replies: list[tuple[str, str, int]], total: int,
                       "prompt_tokens_details": {"cached_tokens": cached}}}
 
 
-def switched_off(environ: Mapping[str, str]) -> bool:
-    return environ.get(SWITCH, "").strip().lower() in _OFF
+def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
+    return server_patch.switched_off(SWITCH, environ)
 
 
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Serve lists of prompts on the server's completions route. Raises NotInstalled, changing
     nothing, when switched off or on a llama-cpp-python it was not written for."""
-    if switched_off(environ):
-        raise NotInstalled(f"turned off by {SWITCH}={environ[SWITCH]}")
-    import llama_cpp
-
-    version = getattr(llama_cpp, "__version__", "unknown")
-    if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose "
-                           "completions route this wraps")
+    server_patch.pinned_llama_cpp(SWITCH, environ, "whose completions route this wraps")
     import contextlib
 
     from fastapi import HTTPException, Request

@@ -31,15 +31,12 @@ from typing import Any
 
 import numpy as np
 
-PINNED_LLAMA_CPP = "0.3.36"  # as pipeline.llm.prompt_batch
+from pipeline.llm import server_patch
+from pipeline.llm.server_patch import PINNED_LLAMA_CPP, NotInstalled  # noqa: F401  (the tests' names)
+
 SWITCH = "UNSPECIFIC_LAST_LOGITS"
-_OFF = ("0", "false", "off", "no")
 
 _every_row = threading.local()  # set while a request that reads every prompt row runs, per server thread
-
-
-class NotInstalled(Exception):
-    """The patch was not installed; llama-cpp-python's own eval serves every request."""
 
 
 def eval_last(llama: Any, tokens: Sequence[int]) -> None:
@@ -63,22 +60,15 @@ def reads_every_row(request: Mapping[str, Any]) -> bool:
     return bool(request.get("echo")) and request.get("logprobs") is not None
 
 
-def switched_off(environ: Mapping[str, str]) -> bool:
-    return environ.get(SWITCH, "").strip().lower() in _OFF
+def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
+    return server_patch.switched_off(SWITCH, environ)
 
 
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Swap ``Llama.eval`` (and mark the requests that read every prompt row). Raises NotInstalled,
     changing nothing, when switched off or on a llama-cpp-python it was not written for."""
-    if switched_off(environ):
-        raise NotInstalled(f"turned off by {SWITCH}={environ[SWITCH]}")
-    import llama_cpp
+    server_patch.pinned_llama_cpp(SWITCH, environ, "whose Llama.eval this replaces")
     from llama_cpp import Llama
-
-    version = getattr(llama_cpp, "__version__", "unknown")
-    if version != PINNED_LLAMA_CPP:
-        raise NotInstalled(f"llama-cpp-python {version} is not {PINNED_LLAMA_CPP}, whose "
-                           "Llama.eval this replaces")
     own_eval = Llama.eval
     if getattr(own_eval, "_last_logits", False):
         return
