@@ -42,10 +42,6 @@ MARK = "_unspecific_cache_report"
 _state = threading.local()
 
 
-def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
-    return server_patch.switched_off(SWITCH, environ)
-
-
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Make the embedded server's replies say how many prompt tokens it reused from its KV cache. Raises
     NotInstalled, changing nothing, when switched off or on a llama-cpp-python it was not written for."""

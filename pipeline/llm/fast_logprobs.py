@@ -92,10 +92,6 @@ class LazyRows:
             yield TopRow(log_softmax(self.scores[r]))
 
 
-def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
-    return server_patch.switched_off(SWITCH, environ)
-
-
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Make the embedded server's non-streamed log-probabilities cheap. Raises NotInstalled, changing
     nothing, when switched off or on a llama-cpp-python it was not written for."""

@@ -178,10 +178,6 @@ class GrammarSampler:
         return self._full.selected_id()
 
 
-def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
-    return server_patch.switched_off(SWITCH, environ)
-
-
 def declines(settings: Mapping[str, Any], n_vocab: int) -> str | None:
     """Why a request's sampler settings are left to llama-cpp-python's own chain, or None when
     GrammarSampler reproduces that chain exactly."""

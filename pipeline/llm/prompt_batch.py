@@ -280,10 +280,6 @@ def generated_body(model: str, replies: list[tuple[str, str, int]], total: int,
                       "prompt_tokens_details": {"cached_tokens": cached}}}
 
 
-def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
-    return server_patch.switched_off(SWITCH, environ)
-
-
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Serve lists of prompts on the server's completions route. Raises NotInstalled, changing
     nothing, when switched off or on a llama-cpp-python it was not written for."""

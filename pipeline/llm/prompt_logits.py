@@ -60,10 +60,6 @@ def reads_every_row(request: Mapping[str, Any]) -> bool:
     return bool(request.get("echo")) and request.get("logprobs") is not None
 
 
-def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
-    return server_patch.switched_off(SWITCH, environ)
-
-
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Swap ``Llama.eval`` (and mark the requests that read every prompt row). Raises NotInstalled,
     changing nothing, when switched off or on a llama-cpp-python it was not written for."""
