@@ -5,19 +5,14 @@ worker on a view of its own; a store change (a build writing, ctrl+r) runs it ag
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING
 
 from textual import work
 from textual.worker import Worker, WorkerState
 
 from pipeline.store.view import StoreView
+from unspecific_tui.app_state import AppState
 from unspecific_tui.data import compute_analysis, merge_metrics
 from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
-
-if TYPE_CHECKING:
-    pass
-
-from unspecific_tui.app_state import AppState
 
 
 class AnalysisPart(AppState):
@@ -73,12 +68,18 @@ class AnalysisPart(AppState):
             view.close()
 
     def on_analysis_ready(self, message: AnalysisReady) -> None:
+        # A worker's message queued as the app shuts down is handled after the app's view closed
+        # (Textual reads its queue to the end): dropped unread.
+        if self.view.closed:
+            return
         if self.writer is None and message.analysis.writers:
             self.writer = message.analysis.writers[0]
         self.analysis = message.analysis
         gc.freeze()
 
     def on_metrics_ready(self, message: MetricsReady) -> None:
+        if self.view.closed:
+            return
         self.analysis = message.analysis
         # The analysis, the store's caches and the imported libraries live as long as the app:
         # out of the collector's sight, a full collection no longer stalls a keypress (~100 ms).
@@ -98,6 +99,8 @@ class AnalysisPart(AppState):
                             str(error))
 
     def on_store_changed(self, message: StoreChanged) -> None:
+        if self.view.closed:
+            return
         self.view.forget()
         self._marks = None
         self.refresh_analysis()

@@ -220,6 +220,7 @@ class StoreView:
         self._cache_size = cache_size
         self._order: list[tuple[int, int]] | None = None
         self._refusal_sql: str | None = None
+        self._closed = False
 
     @classmethod
     def open(cls, path: str | Path, *, cache_size: int = 64) -> Self:
@@ -249,7 +250,13 @@ class StoreView:
         return self._store.path
 
     def close(self) -> None:
+        self._closed = True
         self._store.close()
+
+    @property
+    def closed(self) -> bool:
+        """Closed: nothing may be read from it again (the app quit; a worker's late message is dropped)."""
+        return self._closed
 
     def forget(self) -> None:
         """Drop the caches: the store changed under us (a stage wrote)."""
