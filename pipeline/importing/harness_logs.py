@@ -213,7 +213,8 @@ def import_lm_eval(writer: ImportWriter, options: ImportOptions, name: str) -> N
         resps = row.values.get("filtered_resps") or row.values.get("resps") or []
         while isinstance(resps, list) and resps:
             resps = resps[0]
-        samples.append(LoggedSample(doc["id"], resps if isinstance(resps, str) else None,
+        # lm-eval keeps a completion's leading newlines (the prompt's end); the text starts after them.
+        samples.append(LoggedSample(doc["id"], resps.strip() if isinstance(resps, str) else None,
                                     list(doc["constraint_ids"])))
     model = options.model or _lm_eval_model(options.path)
     if model is None:

@@ -200,7 +200,7 @@ def export_lm_eval(store: Store, folder: str | Path, *, words: int = DEFAULT_WOR
     docs = [{"id": r["id"], "prompt": lm_eval_prompt(r["messages"]), "main_task": r["main_task"],
              "constraints": [c["text"] for c in r["constraints"]],
              "constraint_ids": [c["id"] for c in r["constraints"]], "condition": r["condition"],
-             "domain": r["domain"], "store": str(store.path)} for r in records]
+             "domain": r["domain"]} for r in records]
     _write(path / LM_EVAL_DOCS, _jsonl(docs))
     yaml = _LM_EVAL_YAML.format(task=LM_EVAL_TASK, docs=json.dumps(str(path / LM_EVAL_DOCS)),
                                 max_tokens=response_budget(words), version=EXPORT_VERSION)

@@ -119,7 +119,7 @@ def role_model(role: str) -> Model:
         if role not in _warned:
             _warned.add(role)
             log.warning("no --model-role %s=...: the model under evaluation is its own %s (a model "
-                        "judging its own text favours it; give another model)", role, role)
+                        "favours its own text; give another model)", role, role)
         return get_model()
     return get_model(role=role)
 
