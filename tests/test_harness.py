@@ -56,7 +56,8 @@ def bench(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     return path, ids
 
 
-def run_inspect(task_dir: Path, log_dir: Path, *, roles: bool = True, task: Any = None) -> Any:
+def run_inspect(task_dir: Path, log_dir: Path, *, roles: bool = True, task: Any = None,
+                task_args: dict[str, Any] | None = None) -> Any:
     """inspect_ai's eval (what `inspect eval` runs) on the exported task.py, mockllm/model scripted as
     the model under test, the summarizer and the grader. Run from the task's folder: inspect globs a
     task path relative to the working directory."""
@@ -71,7 +72,7 @@ def run_inspect(task_dir: Path, log_dir: Path, *, roles: bool = True, task: Any 
     os.chdir(task_dir)
     try:
         logs = inspect_eval(task or "task.py", model=mock(), model_roles=model_roles, log_dir=str(log_dir),
-                            display="none")
+                            display="none", task_args=task_args or {})
     finally:
         os.chdir(here)
     assert logs[0].status == "success", logs[0].error
@@ -137,6 +138,27 @@ def test_inspect_round_trip_scores_with_the_projects_rule_and_imports_the_verdic
     before = counts(path)
     assert cli(path, "import", "inspect", str(log_file)) == 0  # again: nothing added
     assert counts(path) == before
+
+
+@pytest.mark.parametrize("mode", ["per_constraint", "yes_no"])
+def test_every_judging_mode_scores_and_imports_alike(bench, tmp_path, mode):
+    path, ids = bench
+    assert cli(path, "export", "--format", "inspect", "--out", str(tmp_path / "task")) == 0
+    log = run_inspect(tmp_path / "task", tmp_path / "logs", task_args={"judging_mode": mode})
+    by_id = {s.id: s.scores["core_satisfaction"] for s in log.samples}
+    for key, expected in EXPECTED.items():
+        assert by_id[ids[key]].value == pytest.approx(expected)
+    copper = by_id[ids["q1"]].metadata["constraints"][0]["response"]
+    # yes_no reads P(Yes) from the answer token and locates the supporting sentence (no judge quote).
+    expected = (0.9, "located") if mode == "yes_no" else (None, "exact")
+    assert (copper["p_yes"], copper["quote_found"]) == expected
+    assert cli(path, "import", "inspect", log.location) == 0
+    store = open_store(path)
+    try:
+        modes = store.query("SELECT DISTINCT judging_mode, p_yes IS NOT NULL AS has_p FROM verdicts")
+    finally:
+        store.close()
+    assert [(r["judging_mode"], r["has_p"]) for r in modes] == [(mode, int(mode == "yes_no"))]
 
 
 def test_a_grader_not_given_is_the_model_under_test_said_as_a_warning(bench, tmp_path, caplog, monkeypatch):

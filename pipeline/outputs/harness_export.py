@@ -33,7 +33,7 @@ from pipeline.analysis.harness import (
     SCORER_NAME,
     TASK_NAME,
 )
-from pipeline.core.definitions import DEFAULT_RATIO
+from pipeline.core.definitions import DEFAULT_RATIO, DEFAULT_YES_THRESHOLD
 from pipeline.outputs.export import iter_benchmark
 from pipeline.stages.evaluate import DEFAULT_WORDS
 from pipeline.stages.generation import direct_messages, response_budget
@@ -99,7 +99,7 @@ from pipeline.outputs.inspect_task import unspecific_task  # noqa: E402
 
 @task
 def {name}(judging_mode: str = "batched", judge_format: str = "lines", ratio: float = {ratio!r},
-           threshold: float = 0.5) -> Task:
+           threshold: float = {threshold!r}) -> Task:
     return unspecific_task(Path(__file__).parent, judging_mode=judging_mode, judge_format=judge_format,
                            ratio=ratio, threshold=threshold)
 '''
@@ -179,7 +179,7 @@ def export_inspect(store: Store, folder: str | Path, *, words: int = DEFAULT_WOR
                for r in records]
     _write(path / DATASET_FILE, _jsonl(samples))
     _write(path / "benchmark.json", json.dumps(spec, indent=2) + "\n")
-    _write(path / "task.py", _TASK_PY.format(name=TASK_NAME, ratio=ratio))
+    _write(path / "task.py", _TASK_PY.format(name=TASK_NAME, ratio=ratio, threshold=DEFAULT_YES_THRESHOLD))
     _write(path / "README.md", _INSPECT_README.format(name=spec["name"], n=len(records), store=store.path,
                                                       spec=INSPECT_SPEC, folder=path, ratio=ratio))
     return HarnessExport(path, len(records), [DATASET_FILE, "benchmark.json", "task.py", "README.md"])

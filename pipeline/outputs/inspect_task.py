@@ -58,7 +58,7 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState, generate
 
 from pipeline.analysis.harness import DATASET_FILE, HARNESS_KEY, SCORER_NAME, pooled_share, sample_scores
-from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, JUDGING_MODES
+from pipeline.core.definitions import DEFAULT_RATIO, DEFAULT_YES_THRESHOLD, JUDGING_MODES
 from pipeline.core.text import count_words
 from pipeline.llm.prompts import Template
 from pipeline.llm.structured import ReplyError, repair_message
@@ -157,8 +157,8 @@ def _pooled(scores: list[SampleScore]) -> tuple[float, float]:
 
 @scorer(metrics={"org": [mean(), stderr()], "core": [mean(), stderr()],
                  "superficial": [pooled(), pooled_stderr()]})
-def core_satisfaction(judging_mode: str = "batched", judge_format: str = "lines", ratio: float = 0.25,
-                      threshold: float = DEFAULT_YES_THRESHOLD) -> Scorer:
+def core_satisfaction(judging_mode: str = "batched", judge_format: str = "lines",
+                      ratio: float = DEFAULT_RATIO, threshold: float = DEFAULT_YES_THRESHOLD) -> Scorer:
     """Org, Core and superficial of each response, each constraint's verdicts in the metadata."""
 
     async def score(state: TaskState, target: Target) -> Score:

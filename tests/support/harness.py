@@ -4,8 +4,10 @@ inspect_ai's ``mockllm/model`` that plays the model under test, the summarizer a
 The benchmark: two instructions imported from JSONL (so they are finished, with active constraints),
 each constraint asking for one marker word (``copper``, ``lantern``, ``meadow``). The scripted model
 answers by the prompt it gets: the summarizer's (this project's ``summarize`` prompt) with SUMMARY,
-the judge's (``judge_lines``) with one line a constraint, Yes with a quote when the TEXT holds the
-constraint's marker word and No otherwise, and anything else (the instruction) with RESPONSE. So the
+the judge's with Yes (and the sentence holding it) when the TEXT holds the constraint's marker word and
+No otherwise, in each judging mode's form (``judge_lines``: one line a constraint; ``judge_single``:
+JSON; ``judge_yes_no``: one word, with its token's log-probabilities, P(Yes) 0.9 or 0.2), and anything
+else (the instruction) with RESPONSE. So the
 verdicts, and Org, Core and superficial, follow from which words each text holds:
   q1 (copper, lantern, meadow): the response holds all three, its summary copper alone:
      Org 1, Core 1/3, superficial 2/3.
@@ -15,6 +17,8 @@ verdicts, and Org, Core and superficial, follow from which words each text holds
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -67,8 +71,32 @@ def _block(prompt: str, name: str) -> str:
     return found.group(1) if found else ""
 
 
+def _word(constraint: str) -> str:
+    found = re.search(r"Mention the word (\w+)", constraint)
+    return found.group(1) if found else ""
+
+
+def _sentence_with(text: str, word: str) -> str | None:
+    return next((s for s in re.split(r"(?<=\.)\s+", text) if word and word in s), None)
+
+
+def yes_no_answer(prompt: str) -> bool | None:
+    """The yes_no judge's answer (``judge_yes_no``: TEXT first, INSTRUCTION last), None for another prompt."""
+    if "Answer with one word: Yes or No" not in prompt:
+        return None
+    text = prompt.split("TEXT:\n", 1)[1].split("\n\nDoes the TEXT", 1)[0]
+    return _sentence_with(text, _word(prompt.rsplit("INSTRUCTION: ", 1)[1])) is not None
+
+
 def scripted_reply(prompt: str) -> str:
     """The reply to one prompt (its messages' contents joined), as the module docstring says."""
+    answer = yes_no_answer(prompt)
+    if answer is not None:
+        return "Yes" if answer else "No"
+    if "whether the TEXT satisfies one CONSTRAINT" in prompt:  # judge_single: JSON
+        sentence = _sentence_with(_block(prompt, "TEXT"), _word(_block(prompt, "CONSTRAINT")))
+        return json.dumps({"verdict": "yes", "quote": sentence, "reason": ""} if sentence
+                          else {"verdict": "no", "quote": "", "reason": "not mentioned"})
     if "You summarise texts" in prompt:
         text = _block(prompt, "TEXT")
         key = "q1" if "lantern" in text else "q2"
@@ -77,7 +105,7 @@ def scripted_reply(prompt: str) -> str:
         text = _block(prompt, "TEXT")
         lines = []
         for number, word in _CONSTRAINT.findall(_block(prompt, "CONSTRAINTS")):
-            sentence = next((s for s in re.split(r"(?<=\.)\s+", text) if word in s), None)
+            sentence = _sentence_with(text, word)
             lines.append(f'{number}. Yes - "{sentence}"' if sentence else f"{number}. No - not mentioned")
         return "\n".join(lines)
     key = "q1" if "about q1" in prompt else "q2"
@@ -86,10 +114,17 @@ def scripted_reply(prompt: str) -> str:
 
 def mock_outputs(messages: list[Any], tools: Any, tool_choice: Any, config: Any) -> Any:
     """mockllm/model's ``custom_outputs`` callable: the scripted reply as a ModelOutput."""
-    from inspect_ai.model import ModelOutput, ModelUsage
+    from inspect_ai.model import Logprob, Logprobs, ModelOutput, ModelUsage, TopLogprob
 
     prompt = "\n".join(m.text for m in messages)
     output = ModelOutput.from_content(model="mockllm/model", content=scripted_reply(prompt))
+    answer = yes_no_answer(prompt)
+    if answer is not None and config.logprobs:  # the answer token's alternatives: P(Yes) 0.9 or 0.2
+        p_yes = 0.9 if answer else 0.2
+        top = [TopLogprob(token="Yes", logprob=math.log(p_yes)),
+               TopLogprob(token="No", logprob=math.log(1 - p_yes))]
+        output.choices[0].logprobs = Logprobs(content=[Logprob(token=output.completion, logprob=math.log(
+            p_yes if answer else 1 - p_yes), top_logprobs=top)])
     # Usage given: else mockllm counts tokens with tiktoken, whose encoding is downloaded (no network here).
     tokens_in, tokens_out = len(prompt.split()), len(output.completion.split())
     output.usage = ModelUsage(input_tokens=tokens_in, output_tokens=tokens_out,
