@@ -140,6 +140,41 @@ def test_inspect_round_trip_scores_with_the_projects_rule_and_imports_the_verdic
     assert counts(path) == before
 
 
+def test_the_inspect_command_line_runs_the_exported_task_with_model_roles(bench, tmp_path, monkeypatch):
+    """`inspect eval task.py --model mockllm/model --model-role grader=... -T ...`, as a person types
+    it, through inspect's own command line (click, in this process): mockllm is given the scripted
+    outputs by default, as the command line cannot hand it a function."""
+    from click.testing import CliRunner
+    from inspect_ai._cli.main import inspect as inspect_cli
+    from inspect_ai.model._providers.mockllm import MockLLM
+
+    real_init = MockLLM.__init__
+
+    def scripted_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("custom_outputs", mock_outputs)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(MockLLM, "__init__", scripted_init)
+    path, ids = bench
+    assert cli(path, "export", "--format", "inspect", "--out", str(tmp_path / "task")) == 0
+    monkeypatch.chdir(tmp_path / "task")
+    result = CliRunner().invoke(inspect_cli, [
+        "eval", "task.py", "--model", "mockllm/model", "--model-role", "grader=mockllm/model",
+        "--model-role", "summarizer=mockllm/model", "-T", "judging_mode=per_constraint",
+        "--log-dir", str(tmp_path / "logs"), "--display", "none"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    [log_file] = list((tmp_path / "logs").glob("*.eval"))
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(log_file))
+    assert log.eval.task_args["judging_mode"] == "per_constraint"
+    assert sorted(log.eval.model_roles) == ["grader", "summarizer"]
+    assert {s.id: s.scores["core_satisfaction"].value["org"] for s in log.samples} == {
+        ids[k]: v["org"] for k, v in EXPECTED.items()}
+    assert cli(path, "import", "inspect", str(log_file)) == 0
+    assert counts(path)["verdicts"] == 5 + 5  # each of the 5 constraints on a response and on its summary
+
+
 @pytest.mark.parametrize("mode", ["per_constraint", "yes_no"])
 def test_every_judging_mode_scores_and_imports_alike(bench, tmp_path, mode):
     path, ids = bench
