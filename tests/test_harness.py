@@ -324,3 +324,32 @@ def test_lm_evals_own_samples_file_imports_as_responses(bench, tmp_path, capsys)
     out = capsys.readouterr()
     assert "not a sample of the 'unspecific' task" in out.out + out.err
     assert counts(path) == before
+
+
+@pytest.fixture
+def two_models_imported(bench, tmp_path) -> tuple[Path, int, dict[str, float]]:
+    """One inspect log imported under two model names (run before the app's event loop: inspect's
+    eval runs its own); the store, q1's id and q1's score in the log."""
+    path, ids = bench
+    assert cli(path, "export", "--format", "inspect", "--out", str(tmp_path / "task")) == 0
+    log = run_inspect(tmp_path / "task", tmp_path / "logs")
+    for model in ("model-a", "model-b"):
+        assert cli(path, "import", "inspect", log.location, "--model", model) == 0
+    q1 = next(s.scores["core_satisfaction"].value for s in log.samples if s.id == ids["q1"])
+    return path, ids["q1"], q1
+
+
+async def test_an_imported_log_opens_in_compare_with_inspects_org_and_core(two_models_imported):
+    """Done when the log inspect writes opens in Compare: two models' imported runs side by side,
+    each side's Org and Core those inspect's scorer gave."""
+    from tests.support.app import on_screen
+    from unspecific_tui.app import UnspecificApp
+
+    path, q1_id, q1 = two_models_imported
+    app = UnspecificApp(path, stages={})
+    async with on_screen(app, "4", (140, 40)):
+        screen = app.screen
+        assert [w.model for w in screen.writers if w] == ["model-a", "model-b"]
+        assert screen.data.id == q1_id
+        expected = (f"{100 * q1['org']:.0f}%", f"{100 * q1['core']:.0f}%")
+        assert screen.totals["a"] == screen.totals["b"] == expected

@@ -179,7 +179,6 @@ def import_inspect(writer: ImportWriter, options: ImportOptions, name: str) -> N
         ids = [c["id"] for c in constraints] if isinstance(constraints, list) else None
         samples.append(LoggedSample(s.id, text, ids, _score_of(s) if text else None))
     writer.summary.rows = len(samples)
-    writer.summary.domain = None
     _add_samples(writer, options.path, samples, model, roles)
 
 
