@@ -57,7 +57,7 @@ def bench(tmp_path: Path) -> tuple[Path, dict[str, int]]:
 
 
 def run_inspect(task_dir: Path, log_dir: Path, *, roles: bool = True, task: Any = None,
-                task_args: dict[str, Any] | None = None) -> Any:
+                task_args: dict[str, Any] | None = None, log_format: str = "eval") -> Any:
     """inspect_ai's eval (what `inspect eval` runs) on the exported task.py, mockllm/model scripted as
     the model under test, the summarizer and the grader. Run from the task's folder: inspect globs a
     task path relative to the working directory."""
@@ -72,7 +72,7 @@ def run_inspect(task_dir: Path, log_dir: Path, *, roles: bool = True, task: Any 
     os.chdir(task_dir)
     try:
         logs = inspect_eval(task or "task.py", model=mock(), model_roles=model_roles, log_dir=str(log_dir),
-                            display="none", task_args=task_args or {})
+                            display="none", task_args=task_args or {}, log_format=log_format)
     finally:
         os.chdir(here)
     assert logs[0].status == "success", logs[0].error
@@ -202,7 +202,8 @@ def test_a_grader_not_given_is_the_model_under_test_said_as_a_warning(bench, tmp
     monkeypatch.setattr(inspect_task, "_warned", set())  # said once a process: this test's process too
     path, _ = bench
     assert cli(path, "export", "--format", "inspect", "--out", str(tmp_path / "task")) == 0
-    log = run_inspect(tmp_path / "task", tmp_path / "logs", roles=False)
+    log = run_inspect(tmp_path / "task", tmp_path / "logs", roles=False, log_format="json")
+    assert log.location.endswith(".json")  # inspect's other log format: read by the same reader
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"
                 and r.name == inspect_task.__name__]
     assert len(warnings) == 2, warnings  # once for each role, not once a sample
@@ -249,6 +250,24 @@ def test_samples_matching_no_instruction_exit_2_and_write_nothing(bench, tmp_pat
     line = next(x for x in (out.out + out.err).splitlines() if "match no instruction" in x)
     assert "1 of 2 samples" in line and "(ids 2)" in line and "nothing was imported" in line
     assert counts(other_path) == before
+
+
+def test_an_instruction_revised_since_the_export_exits_2_and_writes_nothing(bench, tmp_path, capsys):
+    path, ids = bench
+    assert cli(path, "export", "--format", "inspect", "--out", str(tmp_path / "task")) == 0
+    log = run_inspect(tmp_path / "task", tmp_path / "logs")
+    store = open_store(path)
+    try:  # q2's second constraint retired after the export (as a revision retires one)
+        store.conn.execute("UPDATE constraints SET active = 0 WHERE instruction_id = ? AND position = 2",
+                           (ids["q2"],))
+        store.commit()
+    finally:
+        store.close()
+    before = counts(path)
+    assert cli(path, "import", "inspect", log.location) == 2
+    out = capsys.readouterr()
+    assert f"instruction {ids['q2']}'s constraints" in out.out + out.err
+    assert counts(path) == before
 
 
 def test_an_unsupported_inspect_version_gets_one_line_naming_it(bench, tmp_path, monkeypatch, capsys):
