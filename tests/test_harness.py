@@ -288,6 +288,14 @@ def test_an_unsupported_inspect_version_gets_one_line_naming_it(bench, tmp_path,
     assert cli(path, "import", "inspect", str(log)) == 2
     out = capsys.readouterr()
     assert "inspect_ai 0.2.9 is not supported" in out.out + out.err
+    # The exported task.py says the same when inspect loads it.
+    import runpy
+
+    from pipeline.analysis.harness import HarnessError
+
+    assert cli(path, "export", "--format", "inspect", "--out", str(tmp_path / "task")) == 0
+    with pytest.raises(HarnessError, match=r"^inspect_ai 0\.2\.9 is not supported: this tool works with "):
+        runpy.run_path(str(tmp_path / "task" / "task.py"))
 
 
 def test_sample_scores_count_missing_verdicts_nowhere_and_pool_the_superficial_share():
