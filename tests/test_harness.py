@@ -383,3 +383,36 @@ async def test_an_imported_log_opens_in_compare_with_inspects_org_and_core(two_m
         assert screen.data.id == q1_id
         expected = (f"{100 * q1['org']:.0f}%", f"{100 * q1['core']:.0f}%")
         assert screen.totals["a"] == screen.totals["b"] == expected
+
+
+def _outputs(*texts: str) -> Any:
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    outs = []
+    for text in texts:
+        out = ModelOutput.from_content(model="mockllm/model", content=text)
+        out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        outs.append(out)
+    return outs
+
+
+@pytest.mark.parametrize(("replies", "kept"), [
+    # Junk twice: no summary (so no Core), never the junk.
+    (("%%% <html>502</html> %%%", "%%%garbage%%% <html><body>502 Bad Gateway</body></html>"), None),
+    # Too long both times (band 12 to 32 words for 22 asked), the second within the band again: kept.
+    ((" ".join(["The smith polished copper while children watched."] * 10),
+      " ".join(["The smith polished copper while children watched."] * 6)), 6),
+    # Too long both times, past the band again: none.
+    ((" ".join(["The smith polished copper while children watched."] * 12),) * 2, None),
+])
+async def test_the_scorers_summary_keeps_evaluates_contract(replies, kept):
+    from inspect_ai.model import get_model
+
+    from pipeline.outputs.inspect_task import summarize
+
+    model = get_model("mockllm/model", custom_outputs=_outputs(*replies), memoize=False)
+    summary = await summarize(model, RESPONSE["q1"], 0.25)  # 88 words: 22 asked
+    if kept is None:
+        assert summary is None
+    else:
+        assert summary == " ".join(["The smith polished copper while children watched."] * kept)

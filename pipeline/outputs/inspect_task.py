@@ -10,7 +10,7 @@ wrong length; the summary contract of pipeline.stages.generation), the judging m
 pipeline.stages.judging (their prompts, reply parsers and follow-up rounds) on the response and on the
 summary, and the pass rule of pipeline.analysis.harness.sample_scores. The section-by-section summary
 ``evaluate`` falls back on for a small local model is not done here: a summary still the wrong length
-after both prompts is kept when it is the nearest, as ``evaluate`` keeps one near its band.
+after both prompts is kept when it is near enough, as ``evaluate`` keeps one (nearest_within).
 
 The judge and the summarizer are inspect model roles, ``grader`` and ``summarizer``
 (``--model-role grader=openai/gpt-4o``); a role not given is the model under evaluation, said once as
@@ -59,11 +59,12 @@ from inspect_ai.solver import TaskState, generate
 
 from pipeline.analysis.harness import DATASET_FILE, HARNESS_KEY, SCORER_NAME, pooled_share, sample_scores
 from pipeline.core.definitions import DEFAULT_RATIO, DEFAULT_YES_THRESHOLD, JUDGING_MODES
-from pipeline.core.text import count_words
 from pipeline.llm.prompts import Template
 from pipeline.llm.structured import ReplyError, repair_message
 from pipeline.stages import judging
 from pipeline.stages.generation import (
+    NearestSummary,
+    nearest_within,
     response_budget,
     summary_budget,
     summary_check,
@@ -194,20 +195,20 @@ def _verdict(j: judging.Judgement) -> dict[str, Any]:
 
 async def summarize(model: Model, text: str, ratio: float) -> str | None:
     """The summary of ``text`` at ``ratio`` by this project's prompts and contract: ``summarize``, then
-    ``summarize_shorten``; the first kept, else the nearest to its length, else None (junk twice)."""
-    nearest: tuple[int, str] | None = None
+    ``summarize_shorten``; the first kept, else the nearest refused for its length alone when it misses
+    the band by no more than the band again (as ``evaluate`` keeps one), else None: no summary, so no
+    Core for the sample (junk or a refusal is never a summary)."""
+    nearest: NearestSummary | None = None
     for prompt in ("summarize", "summarize_shorten"):
         _, messages, target = summary_messages(text, ratio, prompt)
+        nearest = nearest or NearestSummary(target)
         output = await model.generate(chat(messages), config=GenerateConfig(
             temperature=0.0, max_tokens=summary_budget(target)))
-        check = summary_check(text, target)
         try:
-            return check(output.completion)
+            return summary_check(text, target, nearest)(output.completion)
         except ReplyError:
-            body = output.completion.strip()
-            if body and (nearest is None or abs(count_words(body) - target) < nearest[0]):
-                nearest = (abs(count_words(body) - target), body)
-    return nearest[1] if nearest else None
+            continue
+    return nearest_within(nearest) if nearest else None
 
 
 class _Judge:

@@ -85,7 +85,7 @@ def shown_reply(text: str) -> str:
 
 
 @dataclass
-class _Nearest:
+class NearestSummary:
     """Of the whole-text summaries refused for their length alone, the one nearest its target."""
 
     target: int
@@ -111,7 +111,7 @@ class _SummaryContract:
     source: str = ""
     junk: str | None = None
     junk_error: str = ""
-    nearest: _Nearest | None = None
+    nearest: NearestSummary | None = None
 
     def __call__(self, text: str) -> str:
         try:
@@ -341,15 +341,17 @@ def summary_budget(target: int) -> int:
     return _token_budget(target)
 
 
-def summary_check(text: str, target: int) -> Callable[[str], str]:
+def summary_check(text: str, target: int, nearest: NearestSummary | None = None) -> Callable[[str], str]:
     """The contract a summary of ``text`` keeps (prose, no refusal unless ``text`` is one, within
-    SUMMARY_SLACK or SUMMARY_MIN_MARGIN of ``target`` words): the reply cleaned, or ReplyError."""
-    return _SummaryContract(target, SUMMARY_SLACK, refusal_fails=not is_refusal(text), source=text)
+    SUMMARY_SLACK or SUMMARY_MIN_MARGIN of ``target`` words): the reply cleaned, or ReplyError. A
+    prose reply refused for its length alone is offered to ``nearest`` (nearest_within)."""
+    return _SummaryContract(target, SUMMARY_SLACK, refusal_fails=not is_refusal(text), source=text,
+                            nearest=nearest)
 
 
 async def _summary_of(client: LLMClient, summarizer: str, text: str, ratio: float, slack: float | None,
                       refusal_fails: bool, prompt: str = "summarize",
-                      nearest: _Nearest | None = None, target: int | None = None):  # noqa: ANN202
+                      nearest: NearestSummary | None = None, target: int | None = None):  # noqa: ANN202
     """(summary, Completion) of ``text`` at ``ratio`` of its words, or at ``target`` words."""
     template, messages, target = summary_messages(text, ratio, prompt, target)
     contract = _SummaryContract(target, slack, refusal_fails=refusal_fails, source=text, nearest=nearest)
@@ -407,7 +409,7 @@ async def summarize(
     words = parent.words or count_words(text)
     target = target_words(words, ratio)
     refusal_fails = not is_refusal(text)
-    nearest = _Nearest(target)
+    nearest = NearestSummary(target)
     try:
         body, completion = await _summary_of(client, summarizer, text, ratio, slack, refusal_fails,
                                              nearest=nearest)
@@ -523,7 +525,9 @@ def _accepted_or_none(contract: _SummaryContract, reply: str) -> str | None:
 NEAREST_SLACK_FACTOR = 2
 
 
-def _nearest_kept(client: LLMClient, nearest: _Nearest, slack: float | None, why: str) -> str | None:
+def nearest_within(nearest: NearestSummary, slack: float | None = SUMMARY_SLACK) -> str | None:
+    """The nearest prose summary refused for its length, when it misses the band by no more than the
+    band again (NEAREST_SLACK_FACTOR); None otherwise (junk is never offered)."""
     if nearest.body is None or slack is None:
         return None
     try:
@@ -531,8 +535,14 @@ def _nearest_kept(client: LLMClient, nearest: _Nearest, slack: float | None, why
                      at_least=SUMMARY_MIN_MARGIN * NEAREST_SLACK_FACTOR)
     except ReplyError:
         return None
-    client.emit("notice", f"kept the nearest summary: {nearest.error}; {why}")
     return nearest.body
+
+
+def _nearest_kept(client: LLMClient, nearest: NearestSummary, slack: float | None, why: str) -> str | None:
+    kept = nearest_within(nearest, slack)
+    if kept is not None:
+        client.emit("notice", f"kept the nearest summary: {nearest.error}; {why}")
+    return kept
 
 
 def _store_summary(store: Store, parent: StoredResponse, response_id: int, ratio: float,
