@@ -302,7 +302,7 @@ async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: st
         word = written_verdict(str(reply))
         if word is not None:
             return probability_judgement(index, float(word), threshold, text, constraint, completion.call_id,
-                                          read_word=True)
+                                         read_word=True)
     # The word, asked without log-probabilities: a few tokens, refused (and repaired once) unless it
     # starts with Yes or No.
     recorder = _Recorder(_accept_word)
@@ -313,7 +313,7 @@ async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: st
     except ParseError:
         return judgement(index, None, text, None, recorder.last)
     return probability_judgement(index, float(verdict), threshold, text, constraint,
-                                  completion.call_id, read_word=True)
+                                 completion.call_id, read_word=True)
 
 
 async def _judge_yes_no_listed(client: LLMClient, judge: str, text: str, constraints: list[str],
@@ -363,7 +363,7 @@ def _accept_word(text: str) -> bool:
 
 
 def probability_judgement(index: int, p_yes: float, threshold: float, text: str, constraint: str,
-                           call_id: int | None, *, read_word: bool = False) -> Judgement:
+                          call_id: int | None, *, read_word: bool = False) -> Judgement:
     """A yes_no verdict: Yes when P(Yes) reaches the threshold; the located sentence as its quote
     (kept for a No too, so a new threshold that turns it Yes needs no call)."""
     verdict = p_yes >= threshold
@@ -388,6 +388,7 @@ class _Recorder:
 
 
 def parse_single_reply(text: str) -> dict[str, Any]:
+    """A per_constraint reply ({verdict, quote, reason}, lenient JSON); ReplyError when unusable."""
     return accept_json(text, _validate_single)
 
 
