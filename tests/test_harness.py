@@ -252,6 +252,24 @@ def test_samples_matching_no_instruction_exit_2_and_write_nothing(bench, tmp_pat
     assert counts(other_path) == before
 
 
+def test_another_run_of_the_same_model_is_refused_not_overwritten(bench, tmp_path, monkeypatch, capsys):
+    from tests.support import harness
+
+    path, ids = bench
+    assert cli(path, "export", "--format", "inspect", "--out", str(tmp_path / "task")) == 0
+    first = run_inspect(tmp_path / "task", tmp_path / "logs")
+    assert cli(path, "import", "inspect", first.location) == 0
+    monkeypatch.setitem(harness.RESPONSE, "q1", harness.RESPONSE["q1"].replace("workshop", "forge"))
+    second = run_inspect(tmp_path / "task", tmp_path / "logs2")
+    before = counts(path)
+    assert cli(path, "import", "inspect", second.location) == 2
+    out = capsys.readouterr()
+    assert f"sample {ids['q1']}: another response by 'mockllm/model' is stored" in out.out + out.err
+    assert counts(path) == before
+    # Under another model name it is another run, side by side.
+    assert cli(path, "import", "inspect", second.location, "--model", "mockllm/model-again") == 0
+
+
 def test_an_instruction_revised_since_the_export_exits_2_and_writes_nothing(bench, tmp_path, capsys):
     path, ids = bench
     assert cli(path, "export", "--format", "inspect", "--out", str(tmp_path / "task")) == 0

@@ -91,9 +91,12 @@ def _add_samples(writer: ImportWriter, path: Path, samples: list[LoggedSample], 
             continue
         seen.add(iid)
         text = sample.text.replace("\r\n", "\n")
-        gid = writer.generation("response", iid, text, model=model, mode="direct")
-        if sample.score is not None:
-            _add_score(writer, iid, gid, sample.score, roles)
+        try:
+            gid = writer.generation("response", iid, text, model=model, mode="direct")
+            if sample.score is not None:
+                _add_score(writer, iid, gid, sample.score, roles)
+        except ValueError as exc:  # stored before with other content: never overwritten
+            raise ImportFailed(f"{path}: sample {sample.id}: {exc}; nothing was imported") from None
 
 
 def _items(constraints: list[dict[str, Any]], text: str) -> dict[int, dict[str, Any]]:
