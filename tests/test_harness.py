@@ -362,6 +362,11 @@ def test_lm_evals_own_samples_file_imports_as_responses(bench, tmp_path, capsys)
             line["filtered_resps"][0].strip() for line in lines]
     finally:
         store.close()
+    # lm-eval's results file given for its samples: one line naming the file to give.
+    [results] = FIXTURE.glob("results_*.json")
+    assert cli(path, "import", "lm-eval", str(results)) == 2
+    out = capsys.readouterr()
+    assert "lm-eval's results file, not its samples" in out.out + out.err
     # A samples file of another task: one line, exit 2, nothing written.
     other = tmp_path / "samples_other_2026.jsonl"
     other.write_text(json.dumps({"doc_id": 0, "doc": {"question": "2+2?"}, "resps": [["4"]],

@@ -202,7 +202,19 @@ def _lm_eval_model(path: Path) -> str | None:
     return None
 
 
+def _results_file(path: Path) -> bool:
+    """Whether ``path`` is lm-eval's results file (one JSON object with ``results`` and ``config``)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "results" in data and "config" in data
+
+
 def import_lm_eval(writer: ImportWriter, options: ImportOptions, name: str) -> None:
+    if _results_file(options.path):
+        raise ImportFailed(f"{options.path}: lm-eval's results file, not its samples: import the "
+                           f"samples_{LM_EVAL_TASK}_*.jsonl that --log_samples wrote beside it")
     rows = read_jsonl(options.path)
     writer.summary.rows = len(rows)
     samples = []
