@@ -1,4 +1,5 @@
-"""`unspecific export`: the benchmark as JSONL, one instruction per line."""
+"""`unspecific export`: the benchmark as JSONL, one instruction per line, or as a task folder of
+another harness (``--format inspect`` for inspect_ai, ``--format lm-eval`` for lm-evaluation-harness)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write the benchmark as JSONL (instruction, constraints, lineage) for other harnesses",
     )
     p.add_argument("--out", required=True, metavar="FILE",
-                   help="JSONL file to write ('-' for standard output)")
+                   help="JSONL file to write ('-' for standard output); inspect, lm-eval: the folder")
+    p.add_argument("--format", choices=("jsonl", "inspect", "lm-eval"), default="jsonl", metavar="FORMAT",
+                   help="jsonl (default); inspect: an inspect_ai task folder (task.py, samples, the Core "
+                        "scorer); lm-eval: an lm-evaluation-harness task folder (YAML + JSONL)")
+    p.add_argument("--words", type=int, default=None,
+                   help="inspect, lm-eval: the response length the instruction asks for (default 500, "
+                        "evaluate's)")
     p.add_argument("--run", help="only instructions of this build run")
     p.add_argument("--domain", help="only this domain")
     p.add_argument("--condition",
@@ -35,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(pipeline.analysis.suspicion.REASONS; default all)")
     p.add_argument("--ratio", type=ratio, default=None,
                    help=f"with --suspicious: the summary ratio (default {DEFAULT_RATIO:g}, else "
-                        "the nearest summarised)")
+                        "the nearest summarised); inspect: the scorer's summary ratio")
     p.add_argument("--limit", type=int, default=None, help="with --suspicious: at most this many rows")
     p.set_defaults(func=run)
 
@@ -88,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.suspicious:
         return _run_suspicious(args)
+    if args.format != "jsonl":
+        return _run_harness(args)
     store = open_store_from(args, create=False, reading=True)
     try:
         # A --run or --domain the store does not hold is a typo: exit 2 naming it and what is there,
@@ -107,4 +116,47 @@ def run(args: argparse.Namespace) -> int:
                   "--run / --condition; --all adds unfinished ones).")
         return 1
     out.print(f"wrote {n} instructions to [bold]{args.out}[/]")
+    return 0
+
+
+def _run_harness(args: argparse.Namespace) -> int:
+    """A task folder of inspect_ai or lm-evaluation-harness (pipeline.outputs.harness_export)."""
+    from pipeline.analysis.metrics import Filters
+    from pipeline.cli.common import console, open_store_from
+    from pipeline.core.definitions import DEFAULT_RATIO
+    from pipeline.core.errors import UnspecificError
+    from pipeline.outputs.harness_export import export_inspect, export_lm_eval
+    from pipeline.outputs.report import check_filters
+    from pipeline.stages.evaluate import DEFAULT_WORDS
+
+    if args.out == "-":
+        raise UnspecificError(f"--format {args.format} writes a folder: give --out DIR")
+    words = DEFAULT_WORDS if args.words is None else args.words
+    if words < 20:
+        raise UnspecificError(f"--words: at least 20, got {words}")
+    filters = {"run": args.run, "domain": args.domain, "condition": args.condition,
+               "include_unfinished": args.include_unfinished}
+    store = open_store_from(args, create=False, reading=True)
+    try:
+        check_filters(store, Filters(run=args.run, domain=args.domain))
+        try:
+            if args.format == "inspect":
+                done = export_inspect(store, args.out, words=words,
+                                      ratio=DEFAULT_RATIO if args.ratio is None else args.ratio, **filters)
+            else:
+                done = export_lm_eval(store, args.out, words=words, **filters)
+        except FileExistsError as exc:
+            raise UnspecificError(str(exc)) from None
+    finally:
+        store.close()
+    out = console()
+    if not done.instructions:
+        out.print("Nothing to export: no finished instructions with active constraints match (check "
+                  "--run / --condition; --all adds unfinished ones).")
+        return 1
+    out.print(f"wrote {done.instructions} instructions as an {args.format} task to [bold]{done.folder}[/] "
+              f"({', '.join(done.files)})", soft_wrap=True)
+    if args.format == "inspect":
+        out.print(f"run it: inspect eval {done.folder}/task.py --model MODEL --model-role grader=JUDGE",
+                  markup=False, soft_wrap=True)
     return 0

@@ -36,7 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "as its writers write them: give a run's files or its folder together, in any order), jsonl (one "
         "instruction a line: id, instruction, "
         "constraints, optional condition, domain, reference, reference_b), responses (one response a line: "
-        "instruction, model, mode, text). An import is one transaction: a bad row rolls it all "
+        "instruction, model, mode, text), inspect (an inspect_ai log, .eval or .json, of a benchmark "
+        "`export --format inspect` wrote: its responses, summaries and verdicts), lm-eval "
+        "(lm-evaluation-harness's --log_samples file of an `export --format lm-eval` task: its responses). "
+        "An import is one transaction: a bad row rolls it all "
         "back; importing the same file again adds nothing.",
     )
     # Metavars, not the choices argparse would print in the usage and again in the list: each
@@ -63,6 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="research: the text an evaluation file judged (its --content-column): "
                         "response, summary or "
                    "base (default: the row's most derived text, in that order)")
+    p.add_argument("--model", help="inspect, lm-eval: the name the responses' model is stored under "
+                                   "(default: the log's model; lm-eval: the results file's model_name)")
     p.add_argument("--dry-run", action="store_true", help="check and count everything, write nothing")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     columns = p.add_argument_group("research-code column names")
@@ -85,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     paths, found_in_folder = _paths(args.format, args.files)
     options = ImportOptions(format=args.format, path=paths[0], name=args.name, domain=args.domain,
                             condition=args.condition, run=args.run, ratio=args.ratio, judged=args.evaluated,
-                            columns=columns, dry_run=args.dry_run)
+                            columns=columns, dry_run=args.dry_run, model=args.model)
     store = open_store_from(args, create=True)
     try:
         summary = (import_research_run(store, options, paths, found_in_folder) if args.format == "research"

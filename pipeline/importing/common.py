@@ -12,7 +12,9 @@ from typing import Any, TypeVar
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.core.errors import UnspecificError
 
-FORMATS = ("cs4", "research", "jsonl", "responses")
+FORMATS = ("cs4", "research", "jsonl", "responses", "inspect", "lm-eval")
+# Formats whose file is a harness log of an exported benchmark (pipeline.importing.harness_logs).
+LOG_FORMATS = ("inspect", "lm-eval")
 # Public condition names (export.PUBLIC_CONDITIONS) and the store's own names both work.
 CONDITION_NAMES = {"single": "single", "common+none": "none", "common+direct": "direct",
                    "common+eval": "eval",
@@ -66,6 +68,7 @@ class ImportOptions:
     judged: str | None = None
     columns: ResearchColumns = field(default_factory=ResearchColumns)
     dry_run: bool = False
+    model: str | None = None  # inspect, lm-eval: the model whose responses these are (default: the log's)
 
 
 @dataclass

@@ -8,9 +8,10 @@ and every screen work on it; imported responses, summaries and base articles are
 so the Audit screen opens on someone else's results without a single LLM call.
 
 Formats (``FORMATS``), each read by its own module: ``cs4`` (CS4's released CSVs), ``research``
-(the research code's CSV outputs, one stage file at a time), ``jsonl`` (one instruction a line)
-and ``responses`` (one response a line, written by another harness). ``common`` holds what they
-share, ``reading`` the file readers, ``writer`` the rows they store; the SQL is in
+(the research code's CSV outputs, one stage file at a time), ``jsonl`` (one instruction a line),
+``responses`` (one response a line, written by another harness), ``inspect`` and ``lm-eval`` (the
+logs of an exported benchmark run by inspect_ai or lm-evaluation-harness: harness_logs).
+``common`` holds what they share, ``reading`` the file readers, ``writer`` the rows they store; the SQL is in
 ``pipeline.store.imports`` and the modules of the shared tables. This module is the entry point
 the CLI and the tests call.
 
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterator
 
 from pipeline.importing.common import (
     FORMATS,
+    LOG_FORMATS,
     ImportFailed,
     ImportOptions,
     ImportSummary,
@@ -35,6 +37,7 @@ from pipeline.importing.common import (
     import_run_id,
 )
 from pipeline.importing.cs4 import import_cs4
+from pipeline.importing.harness_logs import import_inspect, import_lm_eval
 from pipeline.importing.jsonl import import_jsonl
 from pipeline.importing.research import import_research
 from pipeline.importing.responses import import_responses
@@ -42,7 +45,8 @@ from pipeline.importing.writer import ImportWriter, write_import
 from pipeline.store.database import Store
 
 _IMPORTERS: dict[str, Callable[[ImportWriter, ImportOptions, str], None]] = {
-    "cs4": import_cs4, "research": import_research, "jsonl": import_jsonl, "responses": import_responses}
+    "cs4": import_cs4, "research": import_research, "jsonl": import_jsonl, "responses": import_responses,
+    "inspect": import_inspect, "lm-eval": import_lm_eval}
 
 
 def import_file(store: Store, options: ImportOptions) -> ImportSummary:
@@ -59,8 +63,8 @@ def import_file(store: Store, options: ImportOptions) -> ImportSummary:
     if options.evaluated not in ("response", "summary", "base"):
         raise ImportFailed(f"--evaluated: one of response, summary, base, got {options.evaluated!r}")
     name = options.name or options.path.stem
-    if options.format == "responses":
-        name = options.name or f"responses-{options.path.stem}"
+    if options.format in ("responses", *LOG_FORMATS):
+        name = options.name or f"{options.format}-{options.path.stem}"
     summary = ImportSummary(import_run_id(name), options.path, options.domain, None, dry_run=options.dry_run)
     problems = Problems(options.path)
     return write_import(store, summary, problems, options, name,

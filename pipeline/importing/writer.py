@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.analysis.support import LOCATED
 from pipeline.importing.common import ImportFailed, ImportOptions, ImportSummary, Problems
 from pipeline.importing.replies import ParsedReply, parse_judge_reply
 from pipeline.store import imports
@@ -137,14 +138,22 @@ class ImportWriter:
         """A research judge's reply (pipeline.importing.replies) as verdicts on ``constraint_ids`` in
         order (by default the instruction's active list); returns it as read. A constraint the reply
         does not mention is stored as missing (NULL), never as No, so coverage shows the gap."""
-        from pipeline.core.text import find_quote
-
         constraints = constraint_ids or [c.id for c in active_constraints(self.store, instruction_id)]
         reply = parse_judge_reply(results, len(constraints))
-        items = reply.items
+        self.verdict_items(generation_id, judge, constraints, reply.items)
+        return reply
+
+    def verdict_items(self, generation_id: int, judge: str, constraints: list[int],
+                      items: dict[int, dict[str, Any]], *, mode: str = IMPORT_JUDGING_MODE,
+                      prompt: str | None = None, missing: str = "not in the imported results") -> None:
+        """Verdicts given elsewhere on ``constraints`` (ids, in order): ``items`` maps a 1-based position
+        to {verdict: bool, quote, reason}; a position without one is stored as missing (reason
+        ``missing``). Judged by ``judge`` in ``mode`` with ``prompt`` (default: this import's)."""
+        from pipeline.core.text import find_quote
+
         text = generation_text(self.store, generation_id) or ""
-        prompt = f"import:{self.summary.run_id}"
-        existing = verdicts_by_constraint(self.store, generation_id, judge, IMPORT_JUDGING_MODE, prompt)
+        prompt = prompt or f"import:{self.summary.run_id}"
+        existing = verdicts_by_constraint(self.store, generation_id, judge, mode, prompt)
         new: list[NewVerdict] = []
         for position, cid in enumerate(constraints, 1):
             item = items.get(position)
@@ -157,19 +166,19 @@ class ImportWriter:
                 self.summary.skipped["verdict already imported"] += 1
                 continue
             quote = (item or {}).get("quote") or None
-            match = find_quote(quote, text) if quote and verdict else None
+            # A yes_no judge's quote is the sentence located for it (kept as such), not its own words.
+            located = (item or {}).get("quote_found") == LOCATED
+            match = find_quote(quote, text) if quote and verdict and not located else None
             new.append(NewVerdict(
-                generation_id=generation_id, constraint_id=cid, judge=judge, judging_mode=IMPORT_JUDGING_MODE,
+                generation_id=generation_id, constraint_id=cid, judge=judge, judging_mode=mode,
                 prompt_hash=prompt, verdict=verdict, quote=quote,
-                reason=(item or {}).get("reason")
-                or ("not in the imported results" if item is None else None),
-                quote_found=match.found if match else None, quote_score=match.score if match
-                else None, call_id=None,
-                created_at=self.stamp))
+                reason=(item or {}).get("reason") or (missing if item is None else None),
+                quote_found=LOCATED if located else match.found if match else None,
+                quote_score=match.score if match else None, call_id=None,
+                created_at=self.stamp, p_yes=(item or {}).get("p_yes")))
             self.summary.added["verdicts" if verdict is not None else "missing verdicts"] += 1
         # Every constraint stored before was skipped above, so nothing here replaces a verdict.
         put_verdicts(self.store, new)
-        return reply
 
     def revised_instruction(self, source_id: str, *, domain: str, condition: str, task: str,
                             original: list[str],

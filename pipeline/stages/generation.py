@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline.core.config import Endpoint
@@ -30,7 +31,7 @@ from pipeline.core.text import count_words, is_refusal
 from pipeline.llm.client import LLMClient, Params, ReplyError
 from pipeline.llm.contract import check_length, check_prose
 from pipeline.llm.prompt_batch import MAX_SEQUENCES
-from pipeline.llm.prompts import chatml, defuse, load_template, numbered
+from pipeline.llm.prompts import Template, chatml, defuse, load_template, numbered
 from pipeline.stages.revision import clean_article
 from pipeline.store.constraints import active_constraints
 from pipeline.store.database import Store
@@ -84,7 +85,7 @@ def shown_reply(text: str) -> str:
 
 
 @dataclass
-class _Nearest:
+class NearestSummary:
     """Of the whole-text summaries refused for their length alone, the one nearest its target."""
 
     target: int
@@ -110,7 +111,7 @@ class _SummaryContract:
     source: str = ""
     junk: str | None = None
     junk_error: str = ""
-    nearest: _Nearest | None = None
+    nearest: NearestSummary | None = None
 
     def __call__(self, text: str) -> str:
         try:
@@ -181,16 +182,23 @@ def response_messages(store: Store, instruction: InstructionText, mode: str,
         raise StageError(f"response mode must be one of {', '.join(MODES)}, got {mode!r}")
     if not instruction.constraints:
         raise StageError(f"instruction {instruction.id}: no active constraints")
-    constraints = numbered([t for _, t in instruction.constraints])
     if mode == "direct":
-        template = load_template("respond_direct")
-        return template, template.render(main_task=defuse(instruction.main_task),
-                                         constraints=constraints, words=words)
+        return direct_messages(instruction.main_task, [t for _, t in instruction.constraints], words)
+    constraints = numbered([t for _, t in instruction.constraints])
     template = load_template("respond_edit")
     _, base = base_article(store, instruction)
     return template, template.render(
         main_task=defuse(instruction.main_task), base=defuse(base), constraints=constraints, words=words
     )
+
+
+def direct_messages(main_task: str, constraints: list[str],
+                    words: int) -> tuple[Template, list[dict[str, str]]]:
+    """The instruction as a model under test sees it in direct mode: the main task and the numbered
+    constraints (the prompt ``evaluate`` sends, and the input of an exported inspect_ai sample)."""
+    template = load_template("respond_direct")
+    return template, template.render(main_task=defuse(main_task), constraints=numbered(constraints),
+                                     words=words)
 
 
 def _token_budget(words: int) -> int:
@@ -319,13 +327,33 @@ def without_repeats(text: str) -> str:
     return "\n\n".join(paragraphs)
 
 
-async def _summary_of(client: LLMClient, summarizer: str, text: str, ratio: float, slack: float | None,
-                      refusal_fails: bool, prompt: str = "summarize",
-                      nearest: _Nearest | None = None, target: int | None = None):  # noqa: ANN202
-    """(summary, Completion) of ``text`` at ``ratio`` of its words, or at ``target`` words."""
+def summary_messages(text: str, ratio: float, prompt: str = "summarize",
+                     target: int | None = None) -> tuple[Template, list[dict[str, str]], int]:
+    """The summarizer's prompt for ``text`` at ``ratio`` of its words (or ``target`` words), and that
+    target: ``summarize``, or ``summarize_shorten`` when the first came back the wrong length."""
     target = target if target is not None else target_words(count_words(text), ratio)
     template = load_template(prompt)
-    messages = template.render(text=defuse(text), words=count_words(text), target_words=target)
+    return template, template.render(text=defuse(text), words=count_words(text), target_words=target), target
+
+
+def summary_budget(target: int) -> int:
+    """The tokens a summary of ``target`` words may take."""
+    return _token_budget(target)
+
+
+def summary_check(text: str, target: int, nearest: NearestSummary | None = None) -> Callable[[str], str]:
+    """The contract a summary of ``text`` keeps (prose, no refusal unless ``text`` is one, within
+    SUMMARY_SLACK or SUMMARY_MIN_MARGIN of ``target`` words): the reply cleaned, or ReplyError. A
+    prose reply refused for its length alone is offered to ``nearest`` (nearest_within)."""
+    return _SummaryContract(target, SUMMARY_SLACK, refusal_fails=not is_refusal(text), source=text,
+                            nearest=nearest)
+
+
+async def _summary_of(client: LLMClient, summarizer: str, text: str, ratio: float, slack: float | None,
+                      refusal_fails: bool, prompt: str = "summarize",
+                      nearest: NearestSummary | None = None, target: int | None = None):  # noqa: ANN202
+    """(summary, Completion) of ``text`` at ``ratio`` of its words, or at ``target`` words."""
+    template, messages, target = summary_messages(text, ratio, prompt, target)
     contract = _SummaryContract(target, slack, refusal_fails=refusal_fails, source=text, nearest=nearest)
 
     async def ask(convo: list[dict[str, str]]):  # noqa: ANN202
@@ -381,7 +409,7 @@ async def summarize(
     words = parent.words or count_words(text)
     target = target_words(words, ratio)
     refusal_fails = not is_refusal(text)
-    nearest = _Nearest(target)
+    nearest = NearestSummary(target)
     try:
         body, completion = await _summary_of(client, summarizer, text, ratio, slack, refusal_fails,
                                              nearest=nearest)
@@ -497,7 +525,9 @@ def _accepted_or_none(contract: _SummaryContract, reply: str) -> str | None:
 NEAREST_SLACK_FACTOR = 2
 
 
-def _nearest_kept(client: LLMClient, nearest: _Nearest, slack: float | None, why: str) -> str | None:
+def nearest_within(nearest: NearestSummary, slack: float | None = SUMMARY_SLACK) -> str | None:
+    """The nearest prose summary refused for its length, when it misses the band by no more than the
+    band again (NEAREST_SLACK_FACTOR); None otherwise (junk is never offered)."""
     if nearest.body is None or slack is None:
         return None
     try:
@@ -505,8 +535,14 @@ def _nearest_kept(client: LLMClient, nearest: _Nearest, slack: float | None, why
                      at_least=SUMMARY_MIN_MARGIN * NEAREST_SLACK_FACTOR)
     except ReplyError:
         return None
-    client.emit("notice", f"kept the nearest summary: {nearest.error}; {why}")
     return nearest.body
+
+
+def _nearest_kept(client: LLMClient, nearest: NearestSummary, slack: float | None, why: str) -> str | None:
+    kept = nearest_within(nearest, slack)
+    if kept is not None:
+        client.emit("notice", f"kept the nearest summary: {nearest.error}; {why}")
+    return kept
 
 
 def _store_summary(store: Store, parent: StoredResponse, response_id: int, ratio: float,

@@ -29,7 +29,7 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, JUDGING_MODES
 from pipeline.core.errors import ParseError
 from pipeline.core.text import QuoteMatch, find_quote
 from pipeline.llm.client import LLMClient, ReplyError, accept_json, parse_json_lenient
-from pipeline.llm.prompts import defuse, load_template, numbered
+from pipeline.llm.prompts import Template, defuse, load_template, numbered
 from pipeline.store.database import UNANSWERED, Store, now
 from pipeline.store.generations import generation_text
 from pipeline.store.judge_checks import judge_threshold
@@ -187,8 +187,9 @@ def parse_batched_reply(text: str, n: int, *, quote_cap: int | None = None) -> d
 # -- judging a text ----------------------------------------------------------------------------
 
 
-def _judgement(index: int, item: dict[str, Any] | None, text: str, call_id: int | None,
-               raw_reply: str | None = None) -> Judgement:
+def judgement(index: int, item: dict[str, Any] | None, text: str, call_id: int | None = None,
+              raw_reply: str | None = None) -> Judgement:
+    """The Judgement of one parsed item (None: missing), its Yes quote found in ``text``."""
     if item is None:
         return Judgement(index, None, "", UNANSWERED, None, None, None, call_id, answered=False,
                          raw_reply=raw_reply)
@@ -230,12 +231,11 @@ async def _judge_one(client: LLMClient, judge: str, text: str, constraint: str, 
                      max_tokens: int | None) -> Judgement:
     from pipeline.llm.client import Params, structured_format
 
-    template = load_template("judge_single")
-    messages = template.render(text=defuse(text), constraint=defuse(constraint))
+    template, messages = single_messages(text, constraint)
     endpoint = client.config.endpoint(judge)
     # chat_json's contract (lenient JSON, then the schema), through a recorder that keeps the raw
     # reply: a judge stopped for unusable replies is shown one of them.
-    recorder = _Recorder(_accept_single)
+    recorder = _Recorder(parse_single_reply)
     try:
         item, completion = await client.chat_repaired(
             endpoint, messages, accept=recorder, schema=SINGLE_SCHEMA, template=template,
@@ -243,8 +243,8 @@ async def _judge_one(client: LLMClient, judge: str, text: str, constraint: str, 
             response_format=structured_format(endpoint, SINGLE_SCHEMA),
         )
     except ParseError:
-        return _judgement(index, None, text, None, recorder.last)  # unusable after repair: missing
-    return _judgement(index, item, text, completion.call_id)
+        return judgement(index, None, text, None, recorder.last)  # unusable after repair: missing
+    return judgement(index, item, text, completion.call_id)
 
 
 async def _gather_all(calls: list[Any]) -> list[Judgement]:
@@ -286,8 +286,7 @@ async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: st
     from pipeline.llm.client import Params
 
     endpoint = client.config.endpoint(judge)
-    template = load_template(template_name("yes_no", endpoint.judge_format, endpoint.judge_prompt))
-    messages = template.render(text=defuse(text), constraint=defuse(constraint))
+    template, messages = yes_no_messages(text, constraint, endpoint.judge_format, endpoint.judge_prompt)
     if client.gives_logprobs(endpoint) is not False:
         params = Params(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
         reply, completion = await client.chat(endpoint, messages, template=template, params=params)
@@ -296,14 +295,14 @@ async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: st
             client.note_logprobs(endpoint, True)
             p_yes = yes_probability(top)
             if p_yes is None:  # neither Yes nor No among its best tokens: no verdict
-                return _judgement(index, None, text, completion.call_id, str(reply))
-            return _probability_judgement(index, p_yes, threshold, text, constraint, completion.call_id)
+                return judgement(index, None, text, completion.call_id, str(reply))
+            return probability_judgement(index, p_yes, threshold, text, constraint, completion.call_id)
         if client.pricing is None:  # a dry run's placeholder carries none; a real reply without them tells
             client.note_logprobs(endpoint, False)
         word = written_verdict(str(reply))
         if word is not None:
-            return _probability_judgement(index, float(word), threshold, text, constraint, completion.call_id,
-                                          read_word=True)
+            return probability_judgement(index, float(word), threshold, text, constraint, completion.call_id,
+                                         read_word=True)
     # The word, asked without log-probabilities: a few tokens, refused (and repaired once) unless it
     # starts with Yes or No.
     recorder = _Recorder(_accept_word)
@@ -312,9 +311,9 @@ async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: st
                                                          template=template,
                                                          params=Params(max_tokens=4), what="verdict")
     except ParseError:
-        return _judgement(index, None, text, None, recorder.last)
-    return _probability_judgement(index, float(verdict), threshold, text, constraint,
-                                  completion.call_id, read_word=True)
+        return judgement(index, None, text, None, recorder.last)
+    return probability_judgement(index, float(verdict), threshold, text, constraint,
+                                 completion.call_id, read_word=True)
 
 
 async def _judge_yes_no_listed(client: LLMClient, judge: str, text: str, constraints: list[str],
@@ -333,7 +332,8 @@ async def _judge_yes_no_listed(client: LLMClient, judge: str, text: str, constra
             or client.gives_logprobs(endpoint) is False:
         return None
     template = load_template(template_name("yes_no", endpoint.judge_format, endpoint.judge_prompt))
-    prompts = [chatml(template.render(text=defuse(text), constraint=defuse(c))) for c in constraints]
+    prompts = [chatml(yes_no_messages(text, c, endpoint.judge_format, endpoint.judge_prompt)[1])
+               for c in constraints]
     params = Params(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS, prompt_list=True)
     try:
         _, completion = await client.chat(endpoint, [{"role": "user", "content": p} for p in prompts],
@@ -349,9 +349,9 @@ async def _judge_yes_no_listed(client: LLMClient, judge: str, text: str, constra
     for i, (constraint, top) in enumerate(zip(constraints, tops, strict=True)):
         p_yes = yes_probability(top)
         if p_yes is None:  # neither Yes nor No among its best tokens: no verdict
-            out.append(_judgement(i, None, text, completion.call_id, json.dumps(top)))
+            out.append(judgement(i, None, text, completion.call_id, json.dumps(top)))
         else:
-            out.append(_probability_judgement(i, p_yes, threshold, text, constraint, completion.call_id))
+            out.append(probability_judgement(i, p_yes, threshold, text, constraint, completion.call_id))
     return out
 
 
@@ -362,8 +362,8 @@ def _accept_word(text: str) -> bool:
     return verdict
 
 
-def _probability_judgement(index: int, p_yes: float, threshold: float, text: str, constraint: str,
-                           call_id: int | None, *, read_word: bool = False) -> Judgement:
+def probability_judgement(index: int, p_yes: float, threshold: float, text: str, constraint: str,
+                          call_id: int | None, *, read_word: bool = False) -> Judgement:
     """A yes_no verdict: Yes when P(Yes) reaches the threshold; the located sentence as its quote
     (kept for a No too, so a new threshold that turns it Yes needs no call)."""
     verdict = p_yes >= threshold
@@ -387,7 +387,8 @@ class _Recorder:
         return self.accept(text)
 
 
-def _accept_single(text: str) -> dict[str, Any]:
+def parse_single_reply(text: str) -> dict[str, Any]:
+    """A per_constraint reply ({verdict, quote, reason}, lenient JSON); ReplyError when unusable."""
     return accept_json(text, _validate_single)
 
 
@@ -403,37 +404,93 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
 
     endpoint = client.config.endpoint(judge)
     lines = endpoint.judge_format == "lines"
-    template = load_template(template_name("batched", endpoint.judge_format))
     # Lines: no JSON keys to write for every constraint. Free text, or on a server that takes
     # GBNF, held by lines_grammar to one capped line per constraint (fewer tokens written).
     grammar = lines and endpoint.gbnf
     cap = QUOTE_CAP if grammar else None
     fmt = None if lines else structured_format(endpoint, BATCH_SCHEMA)
     schema = None if lines else BATCH_SCHEMA
+
+    async def ask(messages: list[dict[str, str]], template: Template, n: int) -> BatchAnswer:
+        recorder = _Recorder(lambda t: parse_batched_reply(t, n, quote_cap=cap))
+        params = Params(max_tokens=max_tokens or batched_budget(n, endpoint.judge_format),
+                        grammar=lines_grammar(n) if grammar else None)
+        try:
+            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, schema,
+                                                   recorder, params)
+        except ParseError:
+            return BatchAnswer(None, None, recorder.last)
+        return BatchAnswer(items, completion.call_id, None)
+
+    return await judge_batched_rounds(text, constraints, endpoint.judge_format, ask)
+
+
+@dataclass(frozen=True)
+class BatchAnswer:
+    """What one batched ask brought: the parsed items (None: unusable, after its repair round), the
+    call that gave them, and the unusable reply."""
+
+    items: dict[int, dict[str, Any]] | None
+    call_id: int | None
+    raw_reply: str | None
+
+
+BatchAsk = Callable[[list[dict[str, str]], Template, int], Awaitable[BatchAnswer]]
+
+
+async def judge_batched_rounds(text: str, constraints: Sequence[str], judge_format: str,
+                               ask: BatchAsk) -> list[Judgement]:
+    """The batched mode, whoever sends the calls (this project's client, or an inspect_ai scorer): every
+    constraint in one ask (``batched_messages``), then one follow-up ask for those the judge left out;
+    those still without a verdict are missing. ``ask(messages, template, n)`` sends one prompt on ``n``
+    constraints and parses the reply (parse_batched_reply)."""
     results: dict[int, Judgement] = {}
     pending = list(range(len(constraints)))  # 0-based indices still without a verdict
     raw_reply: str | None = None  # the last unusable reply, if the asking ended on one
     for _round in range(2):  # the first ask, then one follow-up for what was left out
         if not pending:
             break
-        subset = [constraints[i] for i in pending]
-        messages = template.render(text=defuse(text), constraints=numbered(subset), n=len(subset))
-        budget = max_tokens or min(8000, (60 + 50 * len(subset)) if lines else (120 + 90 * len(subset)))
-        recorder = _Recorder(lambda t, n=len(subset), cap=cap: parse_batched_reply(t, n, quote_cap=cap))
-        params = Params(max_tokens=budget, grammar=lines_grammar(len(subset)) if grammar else None)
-        try:
-            items, completion = await _ask_batched(client, endpoint, messages, template, fmt, schema,
-                                                   recorder, params)
-        except ParseError:
-            raw_reply = recorder.last
-            break  # unusable twice (with the client's repair round): the rest are missing
-        for local_id, item in items.items():
+        template, messages = batched_messages(text, [constraints[i] for i in pending], judge_format)
+        answer = await ask(messages, template, len(pending))
+        if answer.items is None:
+            raw_reply = answer.raw_reply
+            break  # unusable twice (with the repair round): the rest are missing
+        for local_id, item in answer.items.items():
             index = pending[local_id - 1]
-            results[index] = _judgement(index, item, text, completion.call_id)
+            results[index] = judgement(index, item, text, answer.call_id)
         pending = [i for i in pending if i not in results]
     for index in pending:
-        results[index] = _judgement(index, None, text, None, raw_reply)
+        results[index] = judgement(index, None, text, None, raw_reply)
     return [results[i] for i in range(len(constraints))]
+
+
+# -- the prompts of each mode, for any sender -----------------------------------------------------
+
+
+def batched_messages(text: str, constraints: Sequence[str],
+                     judge_format: str = "json") -> tuple[Template, list[dict[str, str]]]:
+    """The batched judge's prompt on ``constraints`` (numbered 1..n): JSON or lines (``judge_format``)."""
+    template = load_template(template_name("batched", judge_format))
+    return template, template.render(text=defuse(text), constraints=numbered(list(constraints)),
+                                     n=len(constraints))
+
+
+def batched_budget(n: int, judge_format: str = "json") -> int:
+    """The tokens a batched reply on ``n`` constraints may take."""
+    return min(8000, (60 + 50 * n) if judge_format == "lines" else (120 + 90 * n))
+
+
+def single_messages(text: str, constraint: str) -> tuple[Template, list[dict[str, str]]]:
+    """The per_constraint judge's prompt (a JSON reply: parse_single_reply)."""
+    template = load_template("judge_single")
+    return template, template.render(text=defuse(text), constraint=defuse(constraint))
+
+
+def yes_no_messages(text: str, constraint: str, judge_format: str = "json",
+                    judge_prompt: str | None = None) -> tuple[Template, list[dict[str, str]]]:
+    """The yes_no judge's prompt: the text first, the constraint last, one token answering."""
+    template = load_template(template_name("yes_no", judge_format, judge_prompt))
+    return template, template.render(text=defuse(text), constraint=defuse(constraint))
 
 
 async def _ask_batched(client: LLMClient, endpoint: Any, messages: list[dict[str, str]], template: Any,
