@@ -32,18 +32,19 @@ from pipeline.analysis.suspicion import (
     reason_sentences,
     suspicion_queue,
 )
-from pipeline.analysis.trust import text_trust
 from pipeline.cli import main
 from pipeline.core.errors import UnspecificError
 from pipeline.core.progress import StopFlag
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.store.database import Store, open_store
 from pipeline.store.judge_checks import Calibration, put_calibration
-from pipeline.store.scores import refresh_text_scores, stale_count
+from pipeline.store.scores import refresh_text_scores
 from pipeline.store.suspicion import YesProbability, count_missing_copy_evidence
 from pipeline.store.verdicts import apply_threshold, shown_verdicts
 from pipeline.store.view import StoreReader, StoreView, Writer, store_of
 from tests.support.sea_wall import REF_A, REF_B, put_instruction, put_texts
+from tests.support.store_probes import stale_count
+from tests.support.trust import text_trust
 
 CONSTRAINTS = [
     "Mention that the council approved a new sea wall.",

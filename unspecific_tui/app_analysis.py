@@ -5,19 +5,14 @@ worker on a view of its own; a store change (a build writing, ctrl+r) runs it ag
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING
 
 from textual import work
 from textual.worker import Worker, WorkerState
 
 from pipeline.store.view import StoreView
+from unspecific_tui.app_state import AppState
 from unspecific_tui.data import compute_analysis, merge_metrics
 from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
-
-if TYPE_CHECKING:
-    pass
-
-from unspecific_tui.app_state import AppState
 
 
 class AnalysisPart(AppState):

@@ -35,10 +35,6 @@ from pipeline.store.pairs import count_pairs
 
 AuditableHook = Callable[[int], None]
 
-# The order a person sees the stages in, on the Build screen and in the CLI.
-DEMO_STAGES = ("corpus", "pair", "synthesize", "base", "revise", "respond", "summarize", "judge")
-
-
 @dataclass(frozen=True)
 class DemoOptions:
     pairs: int = 2

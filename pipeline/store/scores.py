@@ -178,10 +178,6 @@ def uncertain_bounds_of(thresholds: Sequence[float | None]) -> list[tuple[float,
     return [uncertain_bounds(t) if t is not None else None for t in thresholds]
 
 
-def stale_count(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT count(*) FROM text_scores_stale").fetchone()[0]
-
-
 def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK, rounds: int
                         | None = None) -> int | None:
     """Rescore every stale text and commit, ``chunk`` texts per transaction; return how many.

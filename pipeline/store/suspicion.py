@@ -146,12 +146,6 @@ def count_missing_copy_evidence(store: Store, *, run_id: str | None = None) -> i
                                   params).fetchone()[0])
 
 
-def clear_copy_evidence(store: Store) -> int:
-    """Forget every stored copy evidence row (derived values: the stage computes them again); commits."""
-    with store.conn:
-        return store.conn.execute("DELETE FROM copy_evidence").rowcount
-
-
 def put_copy_evidence(store: Store, rows: Sequence[CopyEvidenceRow]) -> None:
     """Store these rows (replacing the same pairs'), named by the definition in force; commits, one batch."""
     version = copy_evidence_version()
