@@ -17,14 +17,16 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 from pipeline.core import definitions, formats
 from pipeline.importing import common
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = sorted(p for d in ("pipeline", "unspecific_tui") for p in (ROOT / d).rglob("*.py"))
-IDS = [str(p.relative_to(ROOT)) for p in CODE]
+
+
+def _offenders(found: dict[str, object]) -> str:
+    """One line per offending module, for a rule's one assertion."""
+    return "\n".join(f"  {name}: {what}" for name, what in found.items())
 
 
 def _assignments(tree: ast.AST) -> dict[str, list[ast.expr]]:
@@ -50,14 +52,17 @@ def _tolerance_literals(tree: ast.Module) -> list[int]:
             and node.value == 1e-9 and id(node) not in named]
 
 
-@pytest.mark.parametrize("path", CODE, ids=IDS)
-def test_the_ratio_tolerance_is_named_once(path: Path) -> None:
+def _bare_tolerances(path: Path) -> list[str]:
     text = path.read_text()
-    tree = ast.parse(text)
-    assert _tolerance_literals(tree) == [], (f"{path.relative_to(ROOT)}: a bare tolerance; use "
-                                             "RATIO_TOLERANCE or name it")
-    in_sql = [i for i, line in enumerate(text.splitlines(), 1) if re.search(r"<\s*1e-0?9", line)]
-    assert in_sql == [], f"{path.relative_to(ROOT)}:{in_sql}: interpolate RATIO_TOLERANCE into the SQL"
+    bare = [f"line {i}: a bare tolerance; use RATIO_TOLERANCE or name it"
+            for i in _tolerance_literals(ast.parse(text))]
+    return bare + [f"line {i}: interpolate RATIO_TOLERANCE into the SQL"
+                   for i, line in enumerate(text.splitlines(), 1) if re.search(r"<\s*1e-0?9", line)]
+
+
+def test_the_ratio_tolerance_is_named_once() -> None:
+    found = {str(p.relative_to(ROOT)): hits for p in CODE if (hits := _bare_tolerances(p))}
+    assert found == {}, _offenders(found)
 
 
 # Names with one home each: (name, the module that defines it).
@@ -76,12 +81,16 @@ HOMES = {
 }
 
 
-@pytest.mark.parametrize("path", CODE, ids=IDS)
-def test_each_constant_is_defined_in_its_home_only(path: Path) -> None:
+def _strays(path: Path) -> list[str]:
     name = path.relative_to(ROOT).as_posix()
     defined = _assignments(ast.parse(path.read_text()))
-    strays = [n for n, home in HOMES.items() if n in defined and name != home]
-    assert strays == [], f"{name} defines {strays} again: import them from {[HOMES[n] for n in strays]}"
+    return [f"{n} again (import it from {home})" for n, home in HOMES.items()
+            if n in defined and name != home]
+
+
+def test_each_constant_is_defined_in_its_home_only() -> None:
+    found = {str(p.relative_to(ROOT)): strays for p in CODE if (strays := _strays(p))}
+    assert found == {}, _offenders(found)
 
 
 def test_the_default_ratios_start_from_the_default_ratio() -> None:
@@ -89,27 +98,33 @@ def test_the_default_ratios_start_from_the_default_ratio() -> None:
     assert definitions.same_ratio(0.1, 0.1 + definitions.RATIO_TOLERANCE / 2)
 
 
-@pytest.mark.parametrize("path", CODE, ids=IDS)
-def test_no_module_writes_a_formats_tuple_out_again(path: Path) -> None:
+def _formats_copies(path: Path) -> list[int]:
     name = path.relative_to(ROOT).as_posix()
     homes = {"pipeline/core/formats.py": formats.FORMATS, "pipeline/importing/common.py": common.FORMATS}
-    tree = ast.parse(path.read_text())
     copies = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts):
             values = tuple(e.value for e in node.elts)  # type: ignore[attr-defined]
             copies += [node.lineno for home, tup in homes.items() if values == tup and name != home]
-    assert copies == [], f"{name}:{copies}: a copy of a FORMATS tuple; import it"
+    return copies
 
 
-@pytest.mark.parametrize("path", CODE, ids=IDS)
-def test_no_module_lists_judging_modes_again(path: Path) -> None:
-    name = path.relative_to(ROOT).as_posix()
-    if name == "pipeline/core/definitions.py":
-        return
-    tree = ast.parse(path.read_text())
-    copies = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Tuple, ast.List))
-              and len(node.elts) >= 2 and all(isinstance(e, ast.Constant) for e in node.elts)
-              and {e.value
-                   for e in node.elts} <= set(definitions.JUDGING_MODES)]  # type: ignore[attr-defined]
-    assert copies == [], f"{name}:{copies}: judging modes written out; import JUDGING_MODES"
+def test_no_module_writes_a_formats_tuple_out_again() -> None:
+    found = {str(p.relative_to(ROOT)): f"lines {lines}: a copy of a FORMATS tuple; import it"
+             for p in CODE if (lines := _formats_copies(p))}
+    assert found == {}, _offenders(found)
+
+
+def _judging_modes_copies(path: Path) -> list[int]:
+    if path.relative_to(ROOT).as_posix() == "pipeline/core/definitions.py":
+        return []
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) >= 2
+            and all(isinstance(e, ast.Constant) for e in node.elts)
+            and {e.value for e in node.elts} <= set(definitions.JUDGING_MODES)]  # type: ignore[attr-defined]
+
+
+def test_no_module_lists_judging_modes_again() -> None:
+    found = {str(p.relative_to(ROOT)): f"lines {lines}: judging modes written out; import JUDGING_MODES"
+             for p in CODE if (lines := _judging_modes_copies(p))}
+    assert found == {}, _offenders(found)
