@@ -3,7 +3,9 @@ command reads them from here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import NamedTuple, overload
 
 # A constraint passes a text when its judges' mean verdict is at least this (two judges split
@@ -80,6 +82,54 @@ def unknown_ratio(asked: float, stored: Iterable[float], where: object = "this s
 def passes(score: float | None) -> bool:
     """Whether a judges' mean verdict passes; a missing score (no verdict) never does."""
     return score is not None and score >= PASS_THRESHOLD
+
+
+class Outcome(StrEnum):
+    """A constraint's outcome on a response and its summary at a ratio: the one vocabulary Audit's
+    list, the suspicion queue, `report`, `export --suspicious` and the HTML page show. The value is
+    the label; ``short`` fits a narrow column, ``key`` names it where a label cannot (a page's style)."""
+
+    FLIPPED = "FLIPPED"  # passes on the response, not on its summary: the "superficial" call
+    PASSED_BOTH = "pass both"
+    PASSES_RESPONSE = "passes full"  # passes on the response; no rater has judged both texts yet
+    FAILS_RESPONSE = "fails full"
+    NOT_JUDGED = "not judged"
+
+    @property
+    def short(self) -> str:
+        return _OUTCOME_SHORT[self]
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+_OUTCOME_SHORT = {Outcome.FLIPPED: "FLIPPED", Outcome.PASSED_BOTH: "pass both",
+                  Outcome.PASSES_RESPONSE: "pass full", Outcome.FAILS_RESPONSE: "fails",
+                  Outcome.NOT_JUDGED: "-"}
+
+
+def item_outcome(response_passed: bool | None, summary_passed: bool | None) -> Outcome:
+    """The one rule for a constraint's outcome. ``response_passed``: the raters' mean verdict on the
+    response passes (None: none judged it); ``summary_passed``: on the summary, over the raters who
+    judged both texts (None: none did, so the summary cannot make the item look flipped).
+    pipeline.store.scores.item_outcome_sql is the same rule in SQL, for counting millions of items in
+    the store; tests/test_outcome.py keeps the two equal."""
+    if response_passed is None:
+        return Outcome.NOT_JUDGED
+    if not response_passed:
+        return Outcome.FAILS_RESPONSE
+    if summary_passed is None:
+        return Outcome.PASSES_RESPONSE
+    return Outcome.PASSED_BOTH if summary_passed else Outcome.FLIPPED
+
+
+def score_outcome(full_score: float | None, summary_score: float | None) -> Outcome:
+    """``item_outcome`` of the raters' mean verdicts on both texts (None or NaN: not judged)."""
+    def passed(score: float | None) -> bool | None:
+        return None if score is None or math.isnan(score) else passes(score)
+
+    return item_outcome(passed(full_score), passed(summary_score))
 
 
 # The lexical quality flags a build stores per constraint (pipeline.analysis.flags computes them;

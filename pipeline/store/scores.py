@@ -373,7 +373,8 @@ def _rater_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list
 
 
 def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict[str, str]:
-    """SQL for the one definition of a constraint's outcome on a response and its summary.
+    """The one rule of a constraint's outcome (pipeline.core.definitions.item_outcome) in SQL, to count
+    it over many items in the store (tests/test_outcome.py keeps the two equal).
 
     ``full`` and ``summary`` name pivot rows (columns y0..y{n-1}) of the same constraint on the
     response and on one of its summaries. Only the raters who judged the constraint on both texts
@@ -381,10 +382,10 @@ def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict
       ``judged``   raters who judged both texts
       ``full_yes`` / ``summary_yes``  of those, Yes on the response / on the summary
       ``full_score`` / ``summary_score``  the raters' mean verdicts (NULL when none judged both)
-      ``flipped``  full_score passes and summary_score does not (the "superficial" call)
-      ``passed_both``  both scores pass (PASS_THRESHOLD, passes_sql)
-    Every consumer (text_items, pipeline.analysis.metrics.constraint_items and through them the app's
-    screens, the report and the export) uses these expressions."""
+      ``flipped``  full_score passes and summary_score does not: Outcome.FLIPPED
+      ``passed_both``  both scores pass (PASS_THRESHOLD, passes_sql): Outcome.PASSED_BOTH
+    The per-text totals (text_items, text_item_marks), the metrics' counts and the suspicion ranking
+    count with these expressions; one item's outcome is read from its scores (score_outcome)."""
     both = [both_judged(f"{summary}.y{k}", f"{full}.y{k}") for k in range(n_raters)]
     judged = "(" + " + ".join(f"coalesce({b}, 0)" for b in both) + ")"
     full_yes = "(" + " + ".join(f"coalesce({full}.y{k} * {b}, 0)" for k, b in enumerate(both)) + ")"
