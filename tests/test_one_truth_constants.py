@@ -128,3 +128,24 @@ def test_no_module_lists_judging_modes_again() -> None:
     found = {str(p.relative_to(ROOT)): f"lines {lines}: judging modes written out; import JUDGING_MODES"
              for p in CODE if (lines := _judging_modes_copies(p))}
     assert found == {}, _offenders(found)
+
+
+def _flag_name_lists(path: Path) -> list[int]:
+    """Lines of ``path`` where a tuple, list, set or dict literal names two or more quality flags: the
+    names are listed in pipeline.core.definitions.FLAG_KINDS only (issue 59: they were listed four times)."""
+    if path.relative_to(ROOT).as_posix() == "pipeline/core/definitions.py":
+        return []
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        elements = (node.keys if isinstance(node, ast.Dict)
+                    else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [])
+        named = [e for e in elements if isinstance(e, ast.Constant) and e.value in definitions.FLAG_KINDS]
+        if len(named) >= 2:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_lists_flag_names_again() -> None:
+    found = {str(p.relative_to(ROOT)): f"lines {lines}: flag names written out; read FLAG_KINDS"
+             for p in CODE if (lines := _flag_name_lists(p))}
+    assert found == {}, _offenders(found)

@@ -132,22 +132,34 @@ def score_outcome(full_score: float | None, summary_score: float | None) -> Outc
     return item_outcome(passed(full_score), passed(summary_score))
 
 
-# The lexical quality flags a build stores per constraint (pipeline.analysis.flags computes them;
-# screens and reports list them): named here so a reader of flags needs no text analysis loaded.
-LEXICAL_FLAGS = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")
-# What each flag means, where a screen lists flags (Audit's `f` menu): one line each. copied_ngram is
-# the constraint's own text holding a reference's words; the words pasted into the response are
-# another count (pipeline.analysis.copy_count, the queue's `copied`), under another name.
-FLAG_TEXT = {
-    "proper_noun": "a name taken from a reference",
-    "specificity_leak": "much closer to one reference than to the other",
-    "copied_ngram": "a reference's n-grams copied into the constraint",
-    "duplicate": "a near-duplicate of another constraint",
-    "contradiction": "no text could satisfy it with another constraint",
-}
-# The flag's short name where a column has few cells (Instructions, Audit's list): not "copy", which
-# the queue's count of words pasted into the response goes by.
-COPIED_NGRAM_SHORT = "ngram"
+class FlagKind(NamedTuple):
+    """A quality flag a constraint can carry, and every name it goes by (the one registry: FLAG_KINDS)."""
+
+    name: str  # as stored (constraint_flags.flag)
+    meaning: str  # one line, where a screen lists flags (Audit's `f` menu)
+    label: str  # Instructions' filter
+    tag: str  # where a column has few cells (Audit's list)
+    head: str | None  # its count's column in Instructions (None: no column)
+    lexical: bool  # found in the texts by pipeline.analysis.flags at build; else a model's call
+
+
+# copied_ngram is the constraint's own text holding a reference's words; the words pasted into the
+# response are another count (pipeline.analysis.copy_count, the queue's `copied`), so its short name is
+# "ngram", never "copy".
+FLAG_KINDS = {kind.name: kind for kind in (
+    FlagKind("proper_noun", "a name taken from a reference", "proper noun", "name", "PN", True),
+    FlagKind("specificity_leak", "much closer to one reference than to the other", "specificity leak", "leak",
+             "leak", True),
+    FlagKind("copied_ngram", "a reference's n-grams copied into the constraint", "n-grams in the constraint",
+             "ngram", "ngram", True),
+    FlagKind("duplicate", "a near-duplicate of another constraint", "duplicate constraint", "dup", "dup",
+             True),
+    FlagKind("contradiction", "no text could satisfy it with another constraint", "contradiction", "cont",
+             None, False),
+)}
+# The flags a build stores per constraint from the texts alone (pipeline.analysis.flags computes them),
+# named here so a reader of flags needs no text analysis loaded.
+LEXICAL_FLAGS = tuple(name for name, kind in FLAG_KINDS.items() if kind.lexical)
 
 
 # The suspicion ranking (pipeline.analysis.suspicion, docs/counting.md): a constraint is "close to its

@@ -29,7 +29,7 @@ from textual.widgets.data_table import RowKey
 from pipeline.analysis.copy_count import NONE, CopyCount
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
-from pipeline.core.definitions import COPIED_NGRAM_SHORT, ECHO_HIGH, Outcome
+from pipeline.core.definitions import ECHO_HIGH, FLAG_KINDS, Outcome
 from unspecific_tui.textual_check import private_api_ok
 from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.outcome import outcome_text
@@ -38,10 +38,6 @@ SORTS = ("position", "suspicion", "similarity", "outcome")
 FILTERS = ("all", "flipped", "split", "unquoted", "flagged")
 # Outcomes in the order the "outcome" sort shows them, Outcome's: what most needs a look first.
 OUTCOME_ORDER = tuple(Outcome)
-# copied_ngram: the constraint holds a reference's n-grams ("ngram"); "copy" would read as the count
-# of words pasted into the response, which the copied column gives.
-FLAG_SHORT = {"proper_noun": "name", "specificity_leak": "leak", "copied_ngram": COPIED_NGRAM_SHORT,
-              "duplicate": "dup"}
 
 
 @dataclass(frozen=True)
@@ -440,7 +436,7 @@ def _cells(r: ListRow, echo: bool, bars: bool = True) -> tuple[Text, ...]:
     count = r.copy
     copied = Text(count.short() if count.words else "-",
                   style="bold #e5c07b" if count.from_reference else "#e5c07b" if count.words else "dim")
-    flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
+    flags = Text(" ".join(FLAG_KINDS[f].tag if f in FLAG_KINDS else f[:4] for f in r.flags) or "-",
                  style="black on yellow" if r.flags else "dim")
     text = Text((r.shown_text or r.text).replace("\n", " "), no_wrap=True, overflow="ellipsis")
     judges = trust_cell(r.response_trust)
