@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pipeline.core import definitions, formats
 from pipeline.importing import common
+from tests.support.code import code_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = sorted(p for d in ("pipeline", "unspecific_tui") for p in (ROOT / d).rglob("*.py"))
@@ -148,4 +149,17 @@ def _flag_name_lists(path: Path) -> list[int]:
 def test_no_module_lists_flag_names_again() -> None:
     found = {str(p.relative_to(ROOT)): f"lines {lines}: flag names written out; read FLAG_KINDS"
              for p in CODE if (lines := _flag_name_lists(p))}
+    assert found == {}, _offenders(found)
+
+
+# Whether a table (or a column) exists is asked in one place, pipeline.store.database.has_table and
+# table_columns (issue 59: six modules wrote the query out). Migrations ask through sqlite_utils.
+SCHEMA_READS = re.compile(r"sqlite_master|table_info")
+SCHEMA_HOME = "pipeline/store/database.py"
+
+
+def test_whether_a_table_exists_is_asked_in_one_place() -> None:
+    found = {str(p.relative_to(ROOT)): [i for i, line in code_lines(p) if SCHEMA_READS.search(line)]
+             for p in CODE if p.relative_to(ROOT).as_posix() != SCHEMA_HOME}
+    found = {name: f"lines {lines}: use has_table / table_columns" for name, lines in found.items() if lines}
     assert found == {}, _offenders(found)

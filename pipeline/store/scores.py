@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.core import definitions
 from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, uncertain_bounds
+from pipeline.store.database import has_table, table_columns
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
@@ -145,20 +146,16 @@ def create_calibration_triggers(conn: sqlite3.Connection) -> None:
     _create_triggers(conn, _CALIBRATION_TRIGGERS)
 
 
-def _columns(conn: sqlite3.Connection, schema: str, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f"PRAGMA {schema}.table_info({table})")]
-
-
 def has_current_marks(conn: sqlite3.Connection) -> bool:
     """Whether the store keeps text_item_marks in their current shape (not a store opened read-only
     before migration _v12 added them, or _v15 added ``uncertain``)."""
-    return MARKS_LATEST_COLUMN in _columns(conn, "main", "text_item_marks")
+    return MARKS_LATEST_COLUMN in table_columns(conn, "text_item_marks")
 
 
 def yes_thresholds(conn: sqlite3.Connection) -> dict[tuple[str, str], float]:
     """(judge, judging mode) -> the threshold its check chose (pipeline.store.judge_checks); {} on a
     store from before the calibrations."""
-    if not _columns(conn, "main", "judge_calibrations"):
+    if not has_table(conn, "judge_calibrations"):
         return {}
     return {(judge, mode): float(t) for judge, mode, t in
             conn.execute("SELECT judge, judging_mode, threshold FROM main.judge_calibrations")}
@@ -254,7 +251,7 @@ def _score_into_temp(conn: sqlite3.Connection) -> int:
     for table in TABLES:
         # A store opened read-only before a migration added a table, or a column: its totals are all
         # new here (and the marks' readers check has_current_marks).
-        if _columns(conn, "main", table) == _columns(conn, "temp", table):
+        if table_columns(conn, table) == table_columns(conn, table, "temp"):
             conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} WHERE gid NOT IN {stale}")
     gids = [g for (g,) in conn.execute(f"SELECT gid FROM {stale} ORDER BY gid")]
     for start in range(0, len(gids), CHUNK):
