@@ -200,3 +200,36 @@ def test_example_in_init_template_is_valid(tmp_path):
     path.write_text(TEMPLATE)
     config = load_config(path)
     assert config.role("generator").is_local
+
+
+def test_the_docs_settings_table_is_the_declarations() -> None:
+    """docs/configuration.md's table is written from the declarations (pipeline.core.config.Endpoint,
+    Roles): a setting added, or a default or bound changed, without the docs fails here."""
+    from pipeline.core.config_docs import settings_table
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    begin, end = "<!-- settings table: begin -->\n", "<!-- settings table: end -->"
+    shown = docs[docs.index(begin) + len(begin):docs.index(end)]
+    assert shown == settings_table(), "write the table again: settings_table() (the docs say how)"
+    table = settings_table()
+    for key in ("concurrency", "timeout_s", "judge_batch", "drain_after", "models_under_test"):
+        assert f"| `{key}` |" in table
+    assert "| `concurrency` | whole number | `4` | `1` | >= 1 |" in table  # default, local model's, bound
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("concurrency", "4", "a whole number (requests in flight at once), got '4'"),
+    ("timeout_s", 0, "more than 0 (seconds one call may take), got 0"),
+    ("judge_format", "xml", "one of json, lines"),
+    ("batch_discount", True, "a number"),
+    ("extra_body", [1], "a table"),
+])
+def test_a_refusal_says_what_the_setting_takes_and_decides(field, value, said):
+    with pytest.raises(ConfigError) as err:
+        parse_config(endpoint(**{field: value}))
+    assert str(err.value).startswith(f"config: endpoints.ex.{field}: ") and said in str(err.value)
+
+
+def test_a_key_in_the_file_says_where_keys_go():
+    with pytest.raises(ConfigError, match=r"endpoints\.ex\.api_key: put the key in an environment variable"):
+        parse_config(endpoint(api_key="sk-in-the-file"))
