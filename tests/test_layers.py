@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.support.code import code_lines
+from tests.support.code import code_lines, offenders
 
 ROOT = Path(__file__).parent.parent
 APP = sorted((ROOT / "unspecific_tui").rglob("*.py"))
@@ -102,24 +102,19 @@ RULES = {
 }
 
 
-def _offenders(found: dict[str, object]) -> str:
-    """One line per offending file (its name and what it does), for a rule's one assertion."""
-    return "\n".join(f"  {name}: {what}" for name, what in found.items())
-
-
 def _name(path: Path) -> str:
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
 
 
-def _rule_offenders(rule: Rule) -> dict[str, object]:
+def _ruleoffenders(rule: Rule) -> dict[str, object]:
     """Every file of the rule that breaks it, with its lines that do."""
     return {_name(p): hits for p in rule.files if (hits := _hits(p, rule.pattern))}
 
 
 @pytest.mark.parametrize("rule", RULES)
 def test_code_keeps_to_the_rule(rule: str) -> None:
-    found = _rule_offenders(RULES[rule])
-    assert found == {}, f"{len(found)} file(s) {RULES[rule].instead}:\n{_offenders(found)}"
+    found = _ruleoffenders(RULES[rule])
+    assert found == {}, f"{len(found)} file(s) {RULES[rule].instead}:\n{offenders(found)}"
 
 
 def test_a_rule_lists_every_offender_at_once(tmp_path: Path) -> None:
@@ -128,7 +123,7 @@ def test_a_rule_lists_every_offender_at_once(tmp_path: Path) -> None:
                        ("c.py", 'rows = store.query("SELECT * FROM t")\n')):
         (tmp_path / name).write_text(code)
         files.append(tmp_path / name)
-    found = _rule_offenders(RULES["sql"]._replace(files=files))
+    found = _ruleoffenders(RULES["sql"]._replace(files=files))
     assert sorted(found) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]
 
 
@@ -210,7 +205,7 @@ def _imported_only_when_used(paths: list[Path], top: str, users: set[str], liste
             found[name] = f"imports {top} when it loads"
         elif name not in users and hits:
             found[name] = f"imports {top} (lines {[line for line, _ in hits]})"
-    assert found == {}, f"{len(found)} file(s):\n{_offenders(found)}"
+    assert found == {}, f"{len(found)} file(s):\n{offenders(found)}"
 
 
 def test_pipeline_never_imports_the_app() -> None:
@@ -302,7 +297,7 @@ def test_only_pipeline_units_defines_a_unit_runner() -> None:
     found = {p.relative_to(ROOT).as_posix(): hits for p in PIPELINE
              if p.relative_to(ROOT).as_posix() != RUNNER and (hits := _runner_definitions(p))}
     assert found == {}, f"{len(found)} file(s) define a unit runner of their own (use {RUNNER}):\n" \
-                        f"{_offenders(found)}"
+                        f"{offenders(found)}"
 
 
 ROOMED = [p for p in sorted((ROOT / "pipeline").rglob("*.py"))
@@ -322,7 +317,7 @@ def test_each_room_says_what_it_may_import() -> None:
             found[f"pipeline/{room}/__init__.py"] = "say what lives there and what it may import"
         elif room != "core" and "import" not in doc:
             found[f"pipeline/{room}/__init__.py"] = "say what it may import"
-    assert found == {}, _offenders(found)
+    assert found == {}, offenders(found)
 
 
 def _upward_imports(path: Path) -> list[str]:
@@ -336,7 +331,7 @@ def _upward_imports(path: Path) -> list[str]:
 
 def test_rooms_import_only_rooms_below() -> None:
     found = {p.relative_to(ROOT).as_posix(): hits for p in ROOMED if (hits := _upward_imports(p))}
-    assert found == {}, f"{len(found)} module(s) import a room above their own:\n{_offenders(found)}"
+    assert found == {}, f"{len(found)} module(s) import a room above their own:\n{offenders(found)}"
 
 
 def test_the_room_check_sees_upward_imports(tmp_path) -> None:
@@ -450,7 +445,7 @@ def test_the_app_imports_by_no_computed_name() -> None:
         elif name not in COMPUTED_IMPORTS and lines:
             found[name] = (f"imports by a computed name (lines {lines}), which the cycle check cannot "
                            "follow: import it plainly (the screens: screens/registry.py)")
-    assert found == {}, _offenders(found)
+    assert found == {}, offenders(found)
 
 
 def test_the_computed_import_check_sees_one(tmp_path) -> None:
@@ -483,7 +478,7 @@ KEPT_SMALL = PIPELINE + APP
 def test_no_module_over_600_lines() -> None:
     found = {str(p.relative_to(ROOT)): f"{n} lines" for p in KEPT_SMALL
              if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert found == {}, f"modules over {MAX_LINES} lines (split them by concern):\n{_offenders(found)}"
+    assert found == {}, f"modules over {MAX_LINES} lines (split them by concern):\n{offenders(found)}"
 
 
 # Classes a reader can hold: none in the app over 300 lines. A class that grows past it is split by

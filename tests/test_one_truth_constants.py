@@ -19,15 +19,10 @@ from pathlib import Path
 
 from pipeline.core import definitions, formats
 from pipeline.importing import common
-from tests.support.code import code_lines
+from tests.support.code import code_lines, offenders
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = sorted(p for d in ("pipeline", "unspecific_tui") for p in (ROOT / d).rglob("*.py"))
-
-
-def _offenders(found: dict[str, object]) -> str:
-    """One line per offending module, for a rule's one assertion."""
-    return "\n".join(f"  {name}: {what}" for name, what in found.items())
 
 
 def _assignments(tree: ast.AST) -> dict[str, list[ast.expr]]:
@@ -63,7 +58,7 @@ def _bare_tolerances(path: Path) -> list[str]:
 
 def test_the_ratio_tolerance_is_named_once() -> None:
     found = {str(p.relative_to(ROOT)): hits for p in CODE if (hits := _bare_tolerances(p))}
-    assert found == {}, _offenders(found)
+    assert found == {}, offenders(found)
 
 
 # Names with one home each: (name, the module that defines it).
@@ -91,7 +86,7 @@ def _strays(path: Path) -> list[str]:
 
 def test_each_constant_is_defined_in_its_home_only() -> None:
     found = {str(p.relative_to(ROOT)): strays for p in CODE if (strays := _strays(p))}
-    assert found == {}, _offenders(found)
+    assert found == {}, offenders(found)
 
 
 def test_the_default_ratios_start_from_the_default_ratio() -> None:
@@ -113,7 +108,7 @@ def _formats_copies(path: Path) -> list[int]:
 def test_no_module_writes_a_formats_tuple_out_again() -> None:
     found = {str(p.relative_to(ROOT)): f"lines {lines}: a copy of a FORMATS tuple; import it"
              for p in CODE if (lines := _formats_copies(p))}
-    assert found == {}, _offenders(found)
+    assert found == {}, offenders(found)
 
 
 def _judging_modes_copies(path: Path) -> list[int]:
@@ -128,7 +123,7 @@ def _judging_modes_copies(path: Path) -> list[int]:
 def test_no_module_lists_judging_modes_again() -> None:
     found = {str(p.relative_to(ROOT)): f"lines {lines}: judging modes written out; import JUDGING_MODES"
              for p in CODE if (lines := _judging_modes_copies(p))}
-    assert found == {}, _offenders(found)
+    assert found == {}, offenders(found)
 
 
 def _flag_name_lists(path: Path) -> list[int]:
@@ -149,7 +144,7 @@ def _flag_name_lists(path: Path) -> list[int]:
 def test_no_module_lists_flag_names_again() -> None:
     found = {str(p.relative_to(ROOT)): f"lines {lines}: flag names written out; read FLAG_KINDS"
              for p in CODE if (lines := _flag_name_lists(p))}
-    assert found == {}, _offenders(found)
+    assert found == {}, offenders(found)
 
 
 # Whether a table (or a column) exists is asked in one place, pipeline.store.database.has_table and
@@ -162,4 +157,4 @@ def test_whether_a_table_exists_is_asked_in_one_place() -> None:
     found = {str(p.relative_to(ROOT)): [i for i, line in code_lines(p) if SCHEMA_READS.search(line)]
              for p in CODE if p.relative_to(ROOT).as_posix() != SCHEMA_HOME}
     found = {name: f"lines {lines}: use has_table / table_columns" for name, lines in found.items() if lines}
-    assert found == {}, _offenders(found)
+    assert found == {}, offenders(found)
