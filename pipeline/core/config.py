@@ -24,7 +24,7 @@ Example::
 Each setting of an endpoint is declared once, as a field of ``Endpoint`` (a pydantic dataclass): its
 type, default, bounds and what it decides. The file is checked against those declarations (a refusal
 is a ConfigError naming the file, the key and the value), and docs/configuration.md's table of
-settings is written from them (pipeline.core.config_docs; tests/test_config.py keeps the two equal).
+settings is written from them (pipeline.outputs.config_docs; tests/test_config.py keeps the two equal).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from pydantic.dataclasses import dataclass
 from pydantic.fields import FieldInfo
 
 from pipeline.core.definitions import JUDGING_MODES
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, UnspecificError
 
 DEFAULT_CONFIG = Path("unspecific.toml")
 LOCAL = "local"  # base_url meaning "the embedded llama.cpp server"
@@ -264,9 +264,6 @@ class Config:
     def role(self, role: str) -> Endpoint:
         return self.endpoint(getattr(self.roles, role))
 
-    def setting(self, section: str, key: str, default: Any) -> Any:
-        return self.settings.get(section, {}).get(key, default)
-
     @property
     def uses_local(self) -> bool:
         names = {self.roles.generator, self.roles.summarizer, self.roles.naturalness_judge}
@@ -312,7 +309,9 @@ def load_config(path: str | Path | None = None, *, need_keys: bool = True) -> Co
     return parse_config(raw, path, need_keys=need_keys)
 
 
-_SECTIONS = {"endpoints", "roles", "build", "evaluate", "corpus", "pair", "report"}
+# The file's tables: endpoints and roles (declared here), and the stages' sections (declared with the
+# stages, pipeline.stages.settings, which check them when a stage reads its own).
+_SECTIONS = {"endpoints", "roles", "build", "evaluate", "pair"}
 # What an [endpoints.NAME] table may set: a plain endpoint's settings, or a pool's.
 _NOT_IN_FILE = ("name", "members", "drain_after", "drain_s")
 PLAIN_FIELDS = tuple(f.name for f in fields(Endpoint) if f.name not in _NOT_IN_FILE)
@@ -380,22 +379,25 @@ def _expected(info: FieldInfo, error: dict[str, Any]) -> str:
         return "one of " + ", ".join(str(v) for v in choices(info))
     if kind in ("greater_than_equal", "greater_than"):
         return f"at least {ctx['ge']:g}" if kind == "greater_than_equal" else f"more than {ctx['gt']:g}"
+    if kind in ("less_than_equal", "less_than"):
+        return f"at most {ctx['le']:g}" if kind == "less_than_equal" else f"less than {ctx['lt']:g}"
     return {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false",
             "string_type": "a string", "string_too_short": "a non-empty string", "dict_type": "a table",
             "tuple_type": "a list"}.get(kind, error["msg"])
 
 
-def _refusal(at: str, cls: type, exc: ValidationError) -> ConfigError:
-    """The first refused value of a table as a ConfigError naming the key, what it takes (and what it
-    decides), and the value given."""
-    error: dict[str, Any] = dict(exc.errors()[0])
-    key = str(error["loc"][0]) if error["loc"] else "?"
+def refusal(at: str, cls: type, exc: ValidationError, *, sep: str = ".",
+            error: type[UnspecificError] = ConfigError) -> UnspecificError:
+    """The first refused value of a table as an error naming the key (after ``at`` and ``sep``), what
+    it takes (and what it decides), and the value given."""
+    first: dict[str, Any] = dict(exc.errors()[0])
+    key = str(first["loc"][0]) if first["loc"] else "?"
     info = declared(cls)[key]
-    if error["type"] in ("missing", "missing_argument"):
-        return ConfigError(f"{at}.{key}: required ({info.description})")
-    if error["type"] == "value_error":  # a validator's own words, which name the value
-        return ConfigError(f"{at}.{key}: {error.get('ctx', {}).get('error', error['msg'])}")
-    return ConfigError(f"{at}.{key}: {_expected(info, error)} ({info.description}), got {error['input']!r}")
+    if first["type"] in ("missing", "missing_argument"):
+        return error(f"{at}{sep}{key}: required ({info.description})")
+    if first["type"] == "value_error":  # a validator's own words, which name the value
+        return error(f"{at}{sep}{key}: {first.get('ctx', {}).get('error', first['msg'])}")
+    return error(f"{at}{sep}{key}: {_expected(info, first)} ({info.description}), got {first['input']!r}")
 
 
 def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool = True) -> Endpoint:
@@ -417,7 +419,7 @@ def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool
     try:
         endpoint = Endpoint(name=name, **values)
     except ValidationError as exc:
-        raise _refusal(at, Endpoint, exc) from None
+        raise refusal(at, Endpoint, exc) from None
     if endpoint.api_key_env is not None:
         if need_keys and not os.environ.get(endpoint.api_key_env):
             raise ConfigError(f"{at}.api_key_env: environment variable {endpoint.api_key_env} is not set")
@@ -480,7 +482,7 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
     try:
         pool = Endpoint(name=name, **values)
     except ValidationError as exc:
-        raise _refusal(at, Endpoint, exc) from None
+        raise refusal(at, Endpoint, exc) from None
     if pool.gbnf and not all(endpoints[m].gbnf for m in members):
         plain = ", ".join(m for m in members if not endpoints[m].gbnf)
         raise ConfigError(f"{at}.gbnf: true, but member(s) {plain} do not take a GBNF grammar (set "

@@ -1,12 +1,12 @@
-"""docs/configuration.md's table of settings, written from their declarations in pipeline.core.config
-(``Endpoint``, ``Roles``): the docs never say another default or bound than the code holds
-(tests/test_config.py keeps the two equal)."""
+"""docs/configuration.md's table of settings, written from their declarations (pipeline.core.config's
+``Endpoint`` and ``Roles``, pipeline.stages.settings' sections): the docs never say another default
+or bound than the code holds (tests/test_config.py keeps the two equal)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from annotated_types import Ge, Gt, MinLen
+from annotated_types import Ge, Gt, Le, Lt, MinLen
 from pydantic.fields import FieldInfo
 
 from pipeline.core.config import (
@@ -15,22 +15,30 @@ from pipeline.core.config import (
     POOL_FIELDS,
     Endpoint,
     Roles,
-    choices,
     declared,
     local_endpoint,
 )
+from pipeline.stages.settings import SECTIONS
+
+
+def _words(annotation: Any) -> str:
+    """A declared type in words: "whole number", "list of numbers", "`a` \\| `b`"."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return " \\| ".join(f"`{a}`" for a in args)
+    if origin is Annotated:
+        return _words(args[0])
+    if origin is tuple:
+        inner = _words(args[0])
+        return "list of " + {"text": "names", "number": "numbers"}.get(inner, inner)
+    if args:  # a union with None: the type it takes when set
+        return _words(next(a for a in args if a is not type(None)))
+    return {dict: "table", bool: "true/false", int: "whole number", float: "number", str: "text"}.get(
+        annotation, origin.__name__ if origin else str(annotation))
 
 
 def _type_words(info: FieldInfo) -> str:
-    names = choices(info)
-    if names:
-        return " \\| ".join(f"`{c}`" for c in names)
-    text = str(info.annotation)
-    for name, words in (("dict", "table"), ("tuple", "list of names"), ("bool", "true/false"),
-                        ("int", "whole number"), ("float", "number"), ("str", "text")):
-        if name in text:
-            return words
-    return text
+    return _words(info.annotation)
 
 
 def _value_words(value: Any) -> str:
@@ -41,7 +49,7 @@ def _value_words(value: Any) -> str:
     if isinstance(value, str):
         return f'`"{value}"`'
     if isinstance(value, tuple):
-        return "`[" + ", ".join(f'"{v}"' for v in value) + "]`"
+        return "`[" + ", ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in value) + "]`"
     if isinstance(value, dict):
         return "`{}`"
     return f"`{value}`"
@@ -54,6 +62,10 @@ def _bounds_words(info: FieldInfo) -> str:
             words.append(f">= {m.ge}")
         elif isinstance(m, Gt):
             words.append(f"> {m.gt}")
+        elif isinstance(m, Le):
+            words.append(f"<= {m.le}")
+        elif isinstance(m, Lt):
+            words.append(f"< {m.lt}")
         elif isinstance(m, MinLen) and m.min_length == 1:
             words.append("not empty")
     return ", ".join(words)
@@ -93,4 +105,7 @@ def settings_table() -> str:
         row("a pool", key, info, from_members.get(key, "the first member's"))
     for key, info in declared(Roles).items():
         row("`[roles]`", key, info, "`local`")
+    for name, cls in SECTIONS.items():
+        for key, info in declared(cls).items():
+            row(f"`[{name}]`", key, info, _value_words(_default_of(info)))
     return "\n".join(rows) + "\n"
