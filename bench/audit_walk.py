@@ -209,6 +209,7 @@ def _judge(conn, rng: random.Random, gen: int, active,  # noqa: ANN001
 
 
 async def walk(path: Path, items: int, screens: Path) -> dict[str, object]:
+    from pipeline.core.definitions import Outcome
     from tests.support.app import screen_text
     from unspecific_tui.app import UnspecificApp
     from unspecific_tui.screens.audit import AuditScreen
@@ -247,7 +248,7 @@ async def walk(path: Path, items: int, screens: Path) -> dict[str, object]:
             row = audit.shown.row
             count = row.copy if row else None
             decision = ("y" if count is not None and count.from_reference
-                        and row.outcome != "fails full" else "d")
+                        and row.outcome is not Outcome.FAILS_RESPONSE else "d")
             decisions.append((audit.shown.instruction_id or 0, audit.shown.constraint_id or 0,
                               audit.shown.writer.label if audit.shown.writer else "-",
                               count.sentence() if count else "", decision))

@@ -109,7 +109,7 @@ def demo_part(path: Path, embedder_name: str) -> None:
     from pipeline.stages.copy_evidence import compute_copy_evidence
     from pipeline.stages.echo import compute_echo
     from pipeline.stages.similarity import resolve_embedder
-    from pipeline.store.suspicion import clear_copy_evidence
+    from tests.support.store_probes import clear_copy_evidence
 
     if not path.exists():
         print(f"demo store: {path} is missing (make demo builds it; --demo PATH names another): skipped")

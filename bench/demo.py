@@ -157,9 +157,9 @@ def run_demo(store: Path, args: argparse.Namespace) -> dict:
 
 
 def call_totals_of(store: Path) -> list[Any]:
-    """Per template and model, the calls' tokens and time (pipeline.store.llm_calls.CallTotals)."""
+    """Per template and model, the calls' tokens and time (tests.support.store_probes.CallTotals)."""
     from pipeline.store.database import open_store
-    from pipeline.store.llm_calls import call_totals
+    from tests.support.store_probes import call_totals
 
     s = open_store(store, readonly=True)
     try:

@@ -159,7 +159,8 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     from pipeline.analysis.metrics import _add_copying, compute_metrics
     from pipeline.outputs.report import Report, ReportOptions, all_comparisons, charts, write_tables
-    from pipeline.store.scores import refresh_text_scores, stale_count
+    from pipeline.store.scores import refresh_text_scores
+    from tests.support.store_probes import stale_count
 
     def step(label: str, fn, *fn_args, **fn_kwargs):
         t, c = time.perf_counter(), time.process_time()

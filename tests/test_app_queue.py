@@ -12,6 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from pipeline.analysis.suspicion import REASONS, suspicion_queue
+from pipeline.core.definitions import Outcome
 from pipeline.store.database import open_store
 from pipeline.store.view import StoreView
 from tests.support.app import Known, add_similarities, goto, make_known_store, settle, text_of
@@ -74,11 +75,12 @@ async def test_queue_lists_ranked_items(tmp_path):
         assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
         assert [(r.evidence.constraint_id, r.evidence.writer) for r in screen.ranked] == \
             [(e.constraint_id, e.writer) for e in sorted(expected, key=lambda e: -e.score())]
-        # C2 satisfied by m1's direct response and lost in its summary: a "lost" suspect, Y→N.
+        # C2 satisfied by m1's direct response and lost in its summary: a "lost" suspect, FLIPPED as
+        # Audit's list says it (one vocabulary: pipeline.core.definitions.Outcome).
         lost = [i for i, r in enumerate(screen.ranked)
                 if r.evidence.constraint_id == known.c2 and r.evidence.writer == ("m1", "direct")]
         assert lost and "lost" in screen.ranked[lost[0]].evidence.reasons()
-        assert rows[lost[0]][keys.index("outcome")] == "Y→N"
+        assert rows[lost[0]][keys.index("outcome")] == Outcome.FLIPPED.short
         assert rows[lost[0]][keys.index("instr")] == str(known.instruction)
         # At 160 columns every column but the flags fits (they are in the detail below), the
         # header line names every reason.

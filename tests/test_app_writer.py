@@ -57,8 +57,8 @@ def test_the_writer_refreshes_the_score_totals_a_round_at_a_time(tmp_path) -> No
     import threading
 
     from pipeline.store.database import open_store
-    from pipeline.store.scores import stale_count
     from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+    from tests.support.store_probes import stale_count
 
     path = tmp_path / "syn.sqlite"
     build_synthetic_store(path, SyntheticSpec(n_instructions=6, n_constraints=4))

@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.core.config import LOCAL, default_config, load_config, parse_config
 from pipeline.core.errors import ConfigError
+from pipeline.stages.settings import section
 
 
 def endpoint(**fields):
@@ -157,7 +158,7 @@ def test_valid_config_round_trip(tmp_path, monkeypatch):
     assert config.roles.models_under_test == ("vllm",)
     assert config.roles.naturalness_judge == LOCAL  # unset roles fall back to the local model
     assert config.role("summarizer").name == "vllm"
-    assert config.setting("build", "n_constraints", 0) == 39
+    assert section(config, "build").n_constraints == 39 and section(config, "build").n_instructions == 25
     assert config.uses_local
     # The public form carries everything but the key, and parses back to the same endpoints.
     public = config.public_dict()
@@ -200,3 +201,57 @@ def test_example_in_init_template_is_valid(tmp_path):
     path.write_text(TEMPLATE)
     config = load_config(path)
     assert config.role("generator").is_local
+
+
+def test_the_docs_settings_table_is_the_declarations() -> None:
+    """docs/configuration.md's table is written from the declarations (pipeline.core.config.Endpoint,
+    Roles): a setting added, or a default or bound changed, without the docs fails here."""
+    from pipeline.outputs.config_docs import settings_table
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    begin, end = "<!-- settings table: begin -->\n", "<!-- settings table: end -->"
+    shown = docs[docs.index(begin) + len(begin):docs.index(end)]
+    assert shown == settings_table(), "write the table again: settings_table() (the docs say how)"
+    table = settings_table()
+    for key in ("concurrency", "timeout_s", "judge_batch", "drain_after", "models_under_test",
+                "n_constraints", "response_words", "ratios"):
+        assert f"| `{key}` |" in table
+    assert "| `concurrency` | whole number | `4` | `1` | >= 1 |" in table  # default, local model's, bound
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("concurrency", "4", "a whole number (requests in flight at once), got '4'"),
+    ("timeout_s", 0, "more than 0 (seconds one call may take), got 0"),
+    ("judge_format", "xml", "one of json, lines"),
+    ("batch_discount", True, "a number"),
+    ("extra_body", [1], "a table"),
+])
+def test_a_refusal_says_what_the_setting_takes_and_decides(field, value, said):
+    with pytest.raises(ConfigError) as err:
+        parse_config(endpoint(**{field: value}))
+    assert str(err.value).startswith(f"config: endpoints.ex.{field}: ") and said in str(err.value)
+
+
+def test_a_key_in_the_file_says_where_keys_go():
+    with pytest.raises(ConfigError, match=r"endpoints\.ex\.api_key: put the key in an environment variable"):
+        parse_config(endpoint(api_key="sk-in-the-file"))
+
+
+def test_a_stage_section_is_checked_against_its_declarations(tmp_path):
+    """[build], [evaluate] and [pair] (pipeline.stages.settings): a key no section declares, or a value
+    outside its bounds, names the file, the section, the key and the value; the command line's values
+    meet the same declarations; a section nothing reads is no section."""
+    from pipeline.core.errors import StageError
+    from pipeline.stages.build import BuildOptions
+
+    path = tmp_path / "unspecific.toml"
+    with pytest.raises(StageError, match=r"unspecific\.toml \[evaluate\] min_coverage: at most 1 .*got 1\.5"):
+        section(parse_config({"evaluate": {"min_coverage": 1.5}}, path), "evaluate")
+    with pytest.raises(StageError, match=r"\[build\] n_constraint: unknown setting \(known: n_instructions"):
+        section(parse_config({"build": {"n_constraint": 39}}, path), "build")
+    with pytest.raises(StageError, match=r"\[build\] / command line article_words: at least 30 .*got 10"):
+        BuildOptions.from_config(parse_config({}, path), words=10)
+    listed = parse_config({"build": {"conditions": "single, eval"}}, path)
+    assert BuildOptions.from_config(listed).conditions == ("single", "eval")
+    with pytest.raises(ConfigError, match="unknown section"):
+        parse_config({"report": {"top": 3}}, path)

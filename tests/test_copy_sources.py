@@ -205,13 +205,12 @@ async def test_instructions_and_the_flag_menu_give_the_other_count_its_own_name(
     (c1, c2), as "ngram" / "n-grams copied into the constraint", and nothing there is called "copy"."""
     from textual.widgets import DataTable, OptionList
 
-    from pipeline.core.definitions import FLAG_TEXT
+    from pipeline.core.definitions import FLAG_KINDS
     from pipeline.store.suspicion import constraint_flags
     from tests.support.app import goto, settle
     from unspecific_tui.app import UnspecificApp
     from unspecific_tui.screens.instructions import FLAGS
     from unspecific_tui.screens.queue_rows import OPTIONAL
-    from unspecific_tui.widgets.constraint_list import FLAG_SHORT
     from unspecific_tui.widgets.flag_picker import FlagPicker
 
     store = open_store(flagged, create=False)
@@ -224,7 +223,8 @@ async def test_instructions_and_the_flag_menu_give_the_other_count_its_own_name(
     assert ngram == {1, 2} and pasted == {1, 2, 3}  # two measures: they differ, so their names must
     queue_name = next(c.label for c in OPTIONAL if c.key == "copied")
     assert queue_name == "copied"
-    flag_names = {FLAGS["copied_ngram"][0], FLAG_SHORT["copied_ngram"], FLAG_TEXT["copied_ngram"]}
+    kind = FLAG_KINDS["copied_ngram"]
+    flag_names = {FLAGS["copied_ngram"][0], kind.tag, kind.head, kind.meaning}
     assert all("constraint" in name or name == "ngram" for name in flag_names)
     assert not {"copy", queue_name} & flag_names
     app = UnspecificApp(flagged, stages={})
@@ -249,4 +249,4 @@ async def test_instructions_and_the_flag_menu_give_the_other_count_its_own_name(
         option = picker.query_one(OptionList).get_option("copied_ngram").prompt
         prompt = option.plain if hasattr(option, "plain") else str(option)
         assert prompt.split()[:4] == ["flag", "copied_ngram", str(len(ngram)), "constraints"]
-        assert FLAG_TEXT["copied_ngram"] in prompt and "response" not in prompt
+        assert kind.meaning in prompt and "response" not in prompt

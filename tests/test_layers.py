@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.support.code import code_lines
+from tests.support.code import code_lines, offenders
 
 ROOT = Path(__file__).parent.parent
 APP = sorted((ROOT / "unspecific_tui").rglob("*.py"))
@@ -100,13 +100,31 @@ RULES = {
                   "self.show_error(StoreError.title, 'the store is busy')\n", (2, 3, 4, 6, 7, 8)),
     "sqlite": Rule(APP, re.compile(r"\bconn\b|sqlite3|sqlite_utils"), "reaches past the store's view"),
 }
-KEPT = [(name, path) for name, rule in RULES.items() for path in rule.files]
 
 
-@pytest.mark.parametrize(("rule", "path"), KEPT, ids=[f"{name}:{p.relative_to(ROOT)}" for name, p in KEPT])
-def test_code_keeps_to_the_rule(rule: str, path: Path) -> None:
-    hits = _hits(path, RULES[rule].pattern)
-    assert hits == [], f"{path.relative_to(ROOT)} {RULES[rule].instead}: {hits}"
+def _name(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def _ruleoffenders(rule: Rule) -> dict[str, object]:
+    """Every file of the rule that breaks it, with its lines that do."""
+    return {_name(p): hits for p in rule.files if (hits := _hits(p, rule.pattern))}
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_code_keeps_to_the_rule(rule: str) -> None:
+    found = _ruleoffenders(RULES[rule])
+    assert found == {}, f"{len(found)} file(s) {RULES[rule].instead}:\n{offenders(found)}"
+
+
+def test_a_rule_lists_every_offender_at_once(tmp_path: Path) -> None:
+    files = []
+    for name, code in (("a.py", 'x = store.conn.execute("SELECT 1")\n'), ("b.py", "y = 1\n"),
+                       ("c.py", 'rows = store.query("SELECT * FROM t")\n')):
+        (tmp_path / name).write_text(code)
+        files.append(tmp_path / name)
+    found = _ruleoffenders(RULES["sql"]._replace(files=files))
+    assert sorted(found) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]
 
 
 @pytest.mark.parametrize("rule", [name for name, rule in RULES.items() if rule.probe])
@@ -173,21 +191,25 @@ def _imports_of(path: Path, top: str, package: str | None = None) -> list[tuple[
             if any(_under(n, top) for n in names)]
 
 
-def _imported_only_when_used(path: Path, top: str, users: set[str], listed: str, use: str) -> None:
-    """``path`` imports ``top`` only when it is one of ``users`` (named in ``listed``, as those that
-    ``use`` it), and then inside the function that needs it, never when it loads."""
-    name = path.relative_to(ROOT).as_posix()
-    hits = _imports_of(path, top)
-    if name in users:
-        assert hits, f"{name} no longer {use}: take it off {listed}"
-        assert not [line for line, level in hits if level], f"{name} imports {top} when it loads"
-    else:
-        assert hits == [], f"{name} imports {top} (lines {[line for line, _ in hits]})"
+def _imported_only_when_used(paths: list[Path], top: str, users: set[str], listed: str, use: str) -> None:
+    """Each of ``paths`` imports ``top`` only when it is one of ``users`` (named in ``listed``, as those
+    that ``use`` it), and then inside the function that needs it, never when it loads: every file that
+    does otherwise, listed in one assertion."""
+    found: dict[str, str] = {}
+    for path in paths:
+        name = path.relative_to(ROOT).as_posix()
+        hits = _imports_of(path, top)
+        if name in users and not hits:
+            found[name] = f"no longer {use}: take it off {listed}"
+        elif name in users and [line for line, level in hits if level]:
+            found[name] = f"imports {top} when it loads"
+        elif name not in users and hits:
+            found[name] = f"imports {top} (lines {[line for line, _ in hits]})"
+    assert found == {}, f"{len(found)} file(s):\n{offenders(found)}"
 
 
-@pytest.mark.parametrize("path", PIPELINE, ids=[str(p.relative_to(ROOT)) for p in PIPELINE])
-def test_pipeline_never_imports_the_app(path: Path) -> None:
-    _imported_only_when_used(path, "unspecific_tui", OPENS_THE_APP, "OPENS_THE_APP", "opens the app")
+def test_pipeline_never_imports_the_app() -> None:
+    _imported_only_when_used(PIPELINE, "unspecific_tui", OPENS_THE_APP, "OPENS_THE_APP", "opens the app")
 
 
 def test_the_app_import_check_sees_every_form(tmp_path) -> None:
@@ -210,9 +232,8 @@ EVERYWHERE = sorted(p for d in ("pipeline", "unspecific_tui", "tests", "bench")
                     for p in (ROOT / d).rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", PRODUCTION, ids=[str(p.relative_to(ROOT)) for p in PRODUCTION])
-def test_real_runs_never_import_the_fakes(path: Path) -> None:
-    _imported_only_when_used(path, TESTING, USES_THE_FAKES, "USES_THE_FAKES", "uses the fakes")
+def test_real_runs_never_import_the_fakes() -> None:
+    _imported_only_when_used(PRODUCTION, TESTING, USES_THE_FAKES, "USES_THE_FAKES", "uses the fakes")
 
 
 def test_loading_every_pipeline_module_leaves_the_fakes_unloaded() -> None:
@@ -270,14 +291,13 @@ def _runner_definitions(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", PIPELINE, ids=[str(p.relative_to(ROOT)) for p in PIPELINE])
-def test_only_pipeline_units_defines_a_unit_runner(path: Path) -> None:
-    name = path.relative_to(ROOT).as_posix()
-    found = _runner_definitions(path)
-    if name == RUNNER:
-        assert "def run_units" in " ".join(found) and "class StageSummary" in " ".join(found)
-    else:
-        assert found == [], f"{name} defines a unit runner of its own ({found}): use pipeline.stages.units"
+def test_only_pipeline_units_defines_a_unit_runner() -> None:
+    runner = " ".join(_runner_definitions(ROOT / RUNNER))
+    assert "def run_units" in runner and "class StageSummary" in runner
+    found = {p.relative_to(ROOT).as_posix(): hits for p in PIPELINE
+             if p.relative_to(ROOT).as_posix() != RUNNER and (hits := _runner_definitions(p))}
+    assert found == {}, f"{len(found)} file(s) define a unit runner of their own (use {RUNNER}):\n" \
+                        f"{offenders(found)}"
 
 
 ROOMED = [p for p in sorted((ROOT / "pipeline").rglob("*.py"))
@@ -289,23 +309,29 @@ def test_every_module_lives_in_a_room() -> None:
     assert loose == [], f"modules outside the rooms {ROOMS}: {loose}"
 
 
-@pytest.mark.parametrize("room", ROOMS)
-def test_each_room_says_what_it_may_import(room: str) -> None:
-    init = ROOT / "pipeline" / room / "__init__.py"
-    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
-    assert len(doc) > 60, f"pipeline/{room}/__init__.py: say what lives there and what it may import"
-    if room != "core":
-        assert "import" in doc, f"pipeline/{room}/__init__.py: say what it may import"
+def test_each_room_says_what_it_may_import() -> None:
+    found = {}
+    for room in ROOMS:
+        doc = ast.get_docstring(ast.parse((ROOT / "pipeline" / room / "__init__.py").read_text())) or ""
+        if len(doc) <= 60:
+            found[f"pipeline/{room}/__init__.py"] = "say what lives there and what it may import"
+        elif room != "core" and "import" not in doc:
+            found[f"pipeline/{room}/__init__.py"] = "say what it may import"
+    assert found == {}, offenders(found)
 
 
-@pytest.mark.parametrize("path", ROOMED, ids=[str(p.relative_to(ROOT)) for p in ROOMED])
-def test_rooms_import_only_rooms_below(path: Path) -> None:
+def _upward_imports(path: Path) -> list[str]:
+    """The imports of ``path`` (a module in a room) of a room above its own."""
     mine = path.relative_to(ROOT).parts[1]
     if mine not in ROOMS:
-        pytest.skip("not in a room (test_every_module_lives_in_a_room says so)")
-    upward = sorted({f"line {line}: {n}" for line, _, names in _imports(path) for n in names
-                     if (room := _room_of(n)) is not None and ROOMS.index(room) > ROOMS.index(mine)})
-    assert upward == [], f"{path.relative_to(ROOT)} ({mine}) imports a room above it: {upward}"
+        return []  # not in a room: test_every_module_lives_in_a_room says so
+    return sorted({f"line {line}: {n}" for line, _, names in _imports(path) for n in names
+                   if (room := _room_of(n)) is not None and ROOMS.index(room) > ROOMS.index(mine)})
+
+
+def test_rooms_import_only_rooms_below() -> None:
+    found = {p.relative_to(ROOT).as_posix(): hits for p in ROOMED if (hits := _upward_imports(p))}
+    assert found == {}, f"{len(found)} module(s) import a room above their own:\n{offenders(found)}"
 
 
 def test_the_room_check_sees_upward_imports(tmp_path) -> None:
@@ -409,15 +435,17 @@ def test_the_cycle_check_sees_every_import(tmp_path) -> None:
         "unspecific_tui.context", "unspecific_tui.stages"}
 
 
-@pytest.mark.parametrize("path", APP, ids=[str(p.relative_to(ROOT)) for p in APP])
-def test_the_app_imports_by_no_computed_name(path: Path) -> None:
-    name = path.relative_to(ROOT).as_posix()
-    lines = _computed_imports(path)
-    if name in COMPUTED_IMPORTS:
-        assert lines, f"{name} no longer imports by a computed name: take it off COMPUTED_IMPORTS"
-    else:
-        assert lines == [], (f"{name} imports by a computed name (lines {lines}), which the cycle check "
-                             "cannot follow: import it plainly (the screens: screens/registry.py)")
+def test_the_app_imports_by_no_computed_name() -> None:
+    found: dict[str, str] = {}
+    for path in APP:
+        name = path.relative_to(ROOT).as_posix()
+        lines = _computed_imports(path)
+        if name in COMPUTED_IMPORTS and not lines:
+            found[name] = "no longer imports by a computed name: take it off COMPUTED_IMPORTS"
+        elif name not in COMPUTED_IMPORTS and lines:
+            found[name] = (f"imports by a computed name (lines {lines}), which the cycle check cannot "
+                           "follow: import it plainly (the screens: screens/registry.py)")
+    assert found == {}, offenders(found)
 
 
 def test_the_computed_import_check_sees_one(tmp_path) -> None:
@@ -447,10 +475,10 @@ MAX_LINES = 600
 KEPT_SMALL = PIPELINE + APP
 
 
-@pytest.mark.parametrize("path", KEPT_SMALL, ids=[str(p.relative_to(ROOT)) for p in KEPT_SMALL])
-def test_no_module_over_600_lines(path: Path) -> None:
-    lines = len(path.read_text().splitlines())
-    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines: split it by concern"
+def test_no_module_over_600_lines() -> None:
+    found = {str(p.relative_to(ROOT)): f"{n} lines" for p in KEPT_SMALL
+             if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert found == {}, f"modules over {MAX_LINES} lines (split them by concern):\n{offenders(found)}"
 
 
 # Classes a reader can hold: none in the app over 300 lines. A class that grows past it is split by

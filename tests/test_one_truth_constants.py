@@ -17,14 +17,12 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 from pipeline.core import definitions, formats
 from pipeline.importing import common
+from tests.support.code import code_lines, offenders
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = sorted(p for d in ("pipeline", "unspecific_tui") for p in (ROOT / d).rglob("*.py"))
-IDS = [str(p.relative_to(ROOT)) for p in CODE]
 
 
 def _assignments(tree: ast.AST) -> dict[str, list[ast.expr]]:
@@ -50,14 +48,17 @@ def _tolerance_literals(tree: ast.Module) -> list[int]:
             and node.value == 1e-9 and id(node) not in named]
 
 
-@pytest.mark.parametrize("path", CODE, ids=IDS)
-def test_the_ratio_tolerance_is_named_once(path: Path) -> None:
+def _bare_tolerances(path: Path) -> list[str]:
     text = path.read_text()
-    tree = ast.parse(text)
-    assert _tolerance_literals(tree) == [], (f"{path.relative_to(ROOT)}: a bare tolerance; use "
-                                             "RATIO_TOLERANCE or name it")
-    in_sql = [i for i, line in enumerate(text.splitlines(), 1) if re.search(r"<\s*1e-0?9", line)]
-    assert in_sql == [], f"{path.relative_to(ROOT)}:{in_sql}: interpolate RATIO_TOLERANCE into the SQL"
+    bare = [f"line {i}: a bare tolerance; use RATIO_TOLERANCE or name it"
+            for i in _tolerance_literals(ast.parse(text))]
+    return bare + [f"line {i}: interpolate RATIO_TOLERANCE into the SQL"
+                   for i, line in enumerate(text.splitlines(), 1) if re.search(r"<\s*1e-0?9", line)]
+
+
+def test_the_ratio_tolerance_is_named_once() -> None:
+    found = {str(p.relative_to(ROOT)): hits for p in CODE if (hits := _bare_tolerances(p))}
+    assert found == {}, offenders(found)
 
 
 # Names with one home each: (name, the module that defines it).
@@ -76,12 +77,16 @@ HOMES = {
 }
 
 
-@pytest.mark.parametrize("path", CODE, ids=IDS)
-def test_each_constant_is_defined_in_its_home_only(path: Path) -> None:
+def _strays(path: Path) -> list[str]:
     name = path.relative_to(ROOT).as_posix()
     defined = _assignments(ast.parse(path.read_text()))
-    strays = [n for n, home in HOMES.items() if n in defined and name != home]
-    assert strays == [], f"{name} defines {strays} again: import them from {[HOMES[n] for n in strays]}"
+    return [f"{n} again (import it from {home})" for n, home in HOMES.items()
+            if n in defined and name != home]
+
+
+def test_each_constant_is_defined_in_its_home_only() -> None:
+    found = {str(p.relative_to(ROOT)): strays for p in CODE if (strays := _strays(p))}
+    assert found == {}, offenders(found)
 
 
 def test_the_default_ratios_start_from_the_default_ratio() -> None:
@@ -89,27 +94,67 @@ def test_the_default_ratios_start_from_the_default_ratio() -> None:
     assert definitions.same_ratio(0.1, 0.1 + definitions.RATIO_TOLERANCE / 2)
 
 
-@pytest.mark.parametrize("path", CODE, ids=IDS)
-def test_no_module_writes_a_formats_tuple_out_again(path: Path) -> None:
+def _formats_copies(path: Path) -> list[int]:
     name = path.relative_to(ROOT).as_posix()
     homes = {"pipeline/core/formats.py": formats.FORMATS, "pipeline/importing/common.py": common.FORMATS}
-    tree = ast.parse(path.read_text())
     copies = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts):
             values = tuple(e.value for e in node.elts)  # type: ignore[attr-defined]
             copies += [node.lineno for home, tup in homes.items() if values == tup and name != home]
-    assert copies == [], f"{name}:{copies}: a copy of a FORMATS tuple; import it"
+    return copies
 
 
-@pytest.mark.parametrize("path", CODE, ids=IDS)
-def test_no_module_lists_judging_modes_again(path: Path) -> None:
-    name = path.relative_to(ROOT).as_posix()
-    if name == "pipeline/core/definitions.py":
-        return
-    tree = ast.parse(path.read_text())
-    copies = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Tuple, ast.List))
-              and len(node.elts) >= 2 and all(isinstance(e, ast.Constant) for e in node.elts)
-              and {e.value
-                   for e in node.elts} <= set(definitions.JUDGING_MODES)]  # type: ignore[attr-defined]
-    assert copies == [], f"{name}:{copies}: judging modes written out; import JUDGING_MODES"
+def test_no_module_writes_a_formats_tuple_out_again() -> None:
+    found = {str(p.relative_to(ROOT)): f"lines {lines}: a copy of a FORMATS tuple; import it"
+             for p in CODE if (lines := _formats_copies(p))}
+    assert found == {}, offenders(found)
+
+
+def _judging_modes_copies(path: Path) -> list[int]:
+    if path.relative_to(ROOT).as_posix() == "pipeline/core/definitions.py":
+        return []
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) >= 2
+            and all(isinstance(e, ast.Constant) for e in node.elts)
+            and {e.value for e in node.elts} <= set(definitions.JUDGING_MODES)]  # type: ignore[attr-defined]
+
+
+def test_no_module_lists_judging_modes_again() -> None:
+    found = {str(p.relative_to(ROOT)): f"lines {lines}: judging modes written out; import JUDGING_MODES"
+             for p in CODE if (lines := _judging_modes_copies(p))}
+    assert found == {}, offenders(found)
+
+
+def _flag_name_lists(path: Path) -> list[int]:
+    """Lines of ``path`` where a tuple, list, set or dict literal names two or more quality flags: the
+    names are listed in pipeline.core.definitions.FLAG_KINDS only (issue 59: they were listed four times)."""
+    if path.relative_to(ROOT).as_posix() == "pipeline/core/definitions.py":
+        return []
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        elements = (node.keys if isinstance(node, ast.Dict)
+                    else node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [])
+        named = [e for e in elements if isinstance(e, ast.Constant) and e.value in definitions.FLAG_KINDS]
+        if len(named) >= 2:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_lists_flag_names_again() -> None:
+    found = {str(p.relative_to(ROOT)): f"lines {lines}: flag names written out; read FLAG_KINDS"
+             for p in CODE if (lines := _flag_name_lists(p))}
+    assert found == {}, offenders(found)
+
+
+# Whether a table (or a column) exists is asked in one place, pipeline.store.database.has_table and
+# table_columns (issue 59: six modules wrote the query out). Migrations ask through sqlite_utils.
+SCHEMA_READS = re.compile(r"sqlite_master|table_info")
+SCHEMA_HOME = "pipeline/store/database.py"
+
+
+def test_whether_a_table_exists_is_asked_in_one_place() -> None:
+    found = {str(p.relative_to(ROOT)): [i for i, line in code_lines(p) if SCHEMA_READS.search(line)]
+             for p in CODE if p.relative_to(ROOT).as_posix() != SCHEMA_HOME}
+    found = {name: f"lines {lines}: use has_table / table_columns" for name, lines in found.items() if lines}
+    assert found == {}, offenders(found)

@@ -16,8 +16,9 @@ import pytest
 from pipeline.analysis import copying
 from pipeline.analysis.metrics import Filters, Metrics, compute_metrics
 from pipeline.store.database import Store, open_store
-from pipeline.store.scores import refresh_text_scores, stale_count
+from pipeline.store.scores import refresh_text_scores
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
+from tests.support.store_probes import stale_count
 
 SPEC = SyntheticSpec(n_instructions=16, n_constraints=6, ratios=(0.25, 0.5))
 

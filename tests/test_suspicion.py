@@ -32,18 +32,19 @@ from pipeline.analysis.suspicion import (
     reason_sentences,
     suspicion_queue,
 )
-from pipeline.analysis.trust import text_trust
 from pipeline.cli import main
 from pipeline.core.errors import UnspecificError
 from pipeline.core.progress import StopFlag
 from pipeline.stages.copy_evidence import compute_copy_evidence
 from pipeline.store.database import Store, open_store
 from pipeline.store.judge_checks import Calibration, put_calibration
-from pipeline.store.scores import refresh_text_scores, stale_count
+from pipeline.store.scores import refresh_text_scores
 from pipeline.store.suspicion import YesProbability, count_missing_copy_evidence
 from pipeline.store.verdicts import apply_threshold, shown_verdicts
 from pipeline.store.view import StoreReader, StoreView, Writer, store_of
 from tests.support.sea_wall import REF_A, REF_B, put_instruction, put_texts
+from tests.support.store_probes import stale_count
+from tests.support.trust import text_trust
 
 CONSTRAINTS = [
     "Mention that the council approved a new sea wall.",
@@ -449,7 +450,7 @@ def test_uncertain_is_a_p_yes_on_the_response_near_its_judges_current_threshold(
     html = _html_suspicion(store, tmp_path / "html")
     uncertain_at = html["reasons"].index("uncertain")
     item = next(i for i in html["items"] if (i[1], i[4]) == (2, "direct"))
-    assert item[6][uncertain_at] == 0.05
+    assert item[6][uncertain_at] == 1 and item[15] == 0.05  # fires; the page shows the pipeline's score
     assert item[10][uncertain_at] == "the judge was unsure: P(Yes) 0.75 against its threshold 0.60"
     # Recalibrated back to 0.5: the mark goes again.
     put_calibration(store, Calibration("J3", "yes_no", "builtin", 0.5, "test", 42, None, None))
@@ -552,9 +553,9 @@ def test_a_changed_weight_moves_the_queue_the_export_and_every_report(
             "queue": [(_key(e), e.score()) for e in queue],
             "export": [((r["constraint_id"], r["mode"]), r["score"]) for r in exported],
             "report": [((i["constraint_id"], i["mode"]), i["score"]) for i in items],
-            # The page, of the writers the report counted (here the direct one), sums each item's
-            # scores by reason.
-            "html": [((i[1], i[4]), round(sum(i[6]), 2)) for i in html[:3]],
+            # The page, of the writers the report counted (here the direct one): the pipeline's order
+            # and scores, written out (it never sums them).
+            "html": [((i[1], i[4]), round(i[15], 2)) for i in html[:3]],
             "direct": [(_key(e), e.score()) for e in suspicion_queue(store) if e.writer == DIRECT][:3],
         }
 

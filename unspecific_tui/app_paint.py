@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from textual.screen import Screen
 
-from unspecific_tui.textual_check import private_api_ok
-
-if TYPE_CHECKING:
-    pass
-
 from unspecific_tui.app_state import AppState
+from unspecific_tui.textual_check import private_api_ok
 
 AFTER_PAINT_S = 0.02  # after_paint's wait: the terminal is written, a key already typed goes first
 HOLD_AT_MOST_S = 1.0  # collect_after_paint's longest hold

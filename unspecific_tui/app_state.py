@@ -31,7 +31,6 @@ class AppState(App[None]):
 
     store_path: Path
     readonly: bool
-    ratio: float | None
     sample_seed: int
     view: AppView
     demo: DemoChild | None

@@ -47,16 +47,6 @@ class FlagSettings:
     leak_embedding_gap: float = 0.1
     duplicate_score: float = 85.0
 
-    @classmethod
-    def from_config(cls, settings: dict[str, Any]) -> FlagSettings:
-        return cls(
-            ngram_n=int(settings.get("flag_ngram_n", cls.ngram_n)),
-            leak_lexical_gap=float(settings.get("leak_lexical_gap", cls.leak_lexical_gap)),
-            leak_min_words=int(settings.get("leak_min_words", cls.leak_min_words)),
-            leak_embedding_gap=float(settings.get("leak_embedding_gap", cls.leak_embedding_gap)),
-            duplicate_score=float(settings.get("duplicate_score", cls.duplicate_score)),
-        )
-
 
 @dataclass
 class Flag:

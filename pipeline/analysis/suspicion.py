@@ -16,8 +16,8 @@ The reasons (each can be switched off; an item with no enabled reason is not in 
             never count), and the constraint's echo (the research code's copy-paste score: its highest
             cosine with a sentence of the response, pipeline.stages.echo) reaches ECHO_HIGH; with no
             echo computed, the words alone (pipeline.core.definitions.echo_counts)
-  lost      satisfied in the response, lost in the summary: the item flipped
-            (pipeline.store.scores.item_outcome_sql, the raters who judged both texts)
+  lost      satisfied in the response, lost in the summary: the item's outcome is FLIPPED
+            (pipeline.core.definitions.item_outcome, the raters who judged both texts)
   split     the judges split (some Yes, some No) on the response or on the summary (Trust.split)
   unquoted  a Yes on the response whose quote is not in the response (Trust.unquoted); a Yes on the
             summary does not count: it keeps the constraint, the opposite of what is suspected
@@ -90,7 +90,9 @@ from pipeline.core.definitions import (
     HIGH_LEXICAL_SIMILARITY,
     HIGH_SIMILARITY,
     SUSPICION_WEIGHTS,
+    Outcome,
     echo_counts,
+    item_outcome,
     passes,
     suspicion_score,
     uncertain,
@@ -204,8 +206,14 @@ class Evidence:
         return next((p for p in self.copy_count.phrases if phrase_key(p) == self.lead_key), self.lead_key)
 
     @property
+    def outcome(self) -> Outcome:
+        """The constraint's outcome on the response and its summary (definitions.item_outcome)."""
+        return item_outcome(self.response_passed, self.summary_passed)
+
+    @property
     def lost(self) -> bool:
-        return self.response_passed is True and self.summary_passed is False
+        """The "lost" reason: the item flipped."""
+        return self.outcome is Outcome.FLIPPED
 
     def reasons(self) -> tuple[str, ...]:
         """The reasons that fire, in REASONS order."""

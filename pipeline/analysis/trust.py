@@ -9,10 +9,7 @@ One definition, shared by the app's Audit list and verdict table, the suspicion 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-
-from pipeline.store.verdicts import Verdict
 
 
 @dataclass(frozen=True)
@@ -53,21 +50,3 @@ class Trust:
         if self.unquoted:
             parts.append("unquoted" if self.unquoted == 1 else f"{self.unquoted} unquoted")
         return " · ".join(parts)
-
-
-def text_trust(verdicts: Iterable[Verdict]) -> Trust:
-    """Trust of the verdicts given, which should be the latest (or shown) verdict of each rater on
-    one (text, constraint): pipeline.store.verdicts.shown_verdicts rows of that pair."""
-    yes = no = missing = unquoted = fuzzy = 0
-    for v in verdicts:
-        if v.verdict is None:
-            missing += 1
-        elif v.verdict:
-            yes += 1
-            if v.quote_found == "missing":
-                unquoted += 1
-            elif v.quote_found == "fuzzy":
-                fuzzy += 1
-        else:
-            no += 1
-    return Trust(yes, no, missing, unquoted, fuzzy)

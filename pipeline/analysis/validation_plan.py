@@ -194,7 +194,7 @@ def annotation_items(reader: StoreReader, plan: Plan) -> list[Item]:
             model, mode = writers.get(p.response_id, ("?", ""))
             item = Item(p.constraint_id, p.response_id, p.summary_id, p.instruction_id, model,
                         mode, plan.ratio,
-                        math.nan, math.nan, False, False)
+                        math.nan, math.nan)
         elif item.summary_id != p.summary_id:
             # The summary the plan names is the one people read and the one exported.
             item = replace(item, summary_id=p.summary_id)

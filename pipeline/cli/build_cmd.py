@@ -149,9 +149,9 @@ async def _build(store, config, options, args, out) -> int:  # noqa: ANN001 - CL
     from pipeline.stages.build import STAGES, BuildSummary, run_build, select_pairs, start_build_run
     from pipeline.stages.estimate import estimate_key, spent_beside, take_estimate
     from pipeline.stages.runs import open_client, record_estimate
+    from pipeline.stages.settings import section
 
-    args.batch = args.batch or config.setting("build", "batch",
-                                              False) is True  # the flag, or [build] batch = true
+    args.batch = args.batch or section(config, "build").batch  # the flag, or [build] batch = true
     pairs = select_pairs(store,
                          options)  # fail early, before any server starts, when there is nothing to build
     estimate = take_estimate(store, estimate_key("build", options))  # from a dry run of this command, if any

@@ -137,10 +137,10 @@ def run(args: argparse.Namespace) -> int:
 
     from pipeline.cli.common import console, load_config_from, open_store_from
     from pipeline.stages.evaluate import EvaluateOptions, JudgeStopped, evaluate
+    from pipeline.stages.settings import section
 
     config = load_config_from(args)
-    batch = args.batch or config.setting("evaluate", "batch",
-                                         False) is True  # the flag, or [evaluate] batch = true
+    batch = args.batch or section(config, "evaluate").batch  # the flag, or [evaluate] batch = true
     options = EvaluateOptions(
         build_run=args.build_run, models=args.models, mode=args.mode, ratios=args.ratios, judges=args.judges,
         judging=args.judging, conditions=args.conditions, domain=args.domain,
@@ -261,7 +261,9 @@ def run_naturalness(args: argparse.Namespace) -> int:
             save_estimate(store, estimate_key("naturalness", options), est)
             return 0
         if not args.show:
-            batch = args.batch or config.setting("evaluate", "batch", False) is True
+            from pipeline.stages.settings import section
+
+            batch = args.batch or section(config, "evaluate").batch
             summary = asyncio.run(_naturalness(store, config, options, args.max_units, out, batch=batch))
             failed = summary.failed
             if failed:

@@ -43,10 +43,11 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.config import load_config
     from pipeline.stages.copy_evidence import compute_copy_evidence
     from pipeline.stages.echo import compute_echo
+    from pipeline.stages.settings import section
     from pipeline.stages.similarity import compute_for_run, resolve_embedder, similarity_method
 
     config = load_config(args.config, need_keys=False)  # calls no endpoint: no key needed
-    name = args.embedder or config.setting("build", "embedder", None)
+    name = args.embedder or section(config, "build").embedder
     where = "--embedder" if args.embedder else f"{config.path or 'config'} [build] embedder"
     embedder = resolve_embedder(name, where)
     store = open_store_from(args, create=False)

@@ -421,11 +421,12 @@ def run_builtin_check(args: argparse.Namespace) -> int:
     from pipeline.stages.judge_check import CheckRun, run_judge_check
     from pipeline.stages.judging import judging_mode_of
     from pipeline.stages.runs import open_client
+    from pipeline.stages.settings import section
     from pipeline.store.judge_checks import all_checks, calibrations
 
     config = load_config_from(args)
     judges = list(config.roles.judges)
-    mode = args.judging or config.setting("evaluate", "judging", None)
+    mode = args.judging or section(config, "evaluate").judging
     if args.items:
         from pipeline.analysis.judge_check import CheckFileError
 

@@ -20,95 +20,131 @@ Example::
     judges = ["gpt", "local"]
     summarizer = "gpt"
     models_under_test = ["local", "gpt"]
+
+Each setting of an endpoint is declared once, as a field of ``Endpoint`` (a pydantic dataclass): its
+type, default, bounds and what it decides. The file is checked against those declarations (a refusal
+is a ConfigError naming the file, the key and the value), and docs/configuration.md's table of
+settings is written from them (pipeline.outputs.config_docs; tests/test_config.py keeps the two equal).
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass as plain_dataclass
+from dataclasses import field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlparse
 
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic.dataclasses import dataclass
+from pydantic.fields import FieldInfo
+
 from pipeline.core.definitions import JUDGING_MODES
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, UnspecificError
 
 DEFAULT_CONFIG = Path("unspecific.toml")
 LOCAL = "local"  # base_url meaning "the embedded llama.cpp server"
 POOL = "pool"  # a pool endpoint's base_url: it has no server of its own
 
-ROLES_SINGLE = ("generator", "summarizer", "naturalness_judge")
-ROLES_MANY = ("judges", "models_under_test")
-STRUCTURED_MODES = ("json_object_schema", "json_schema", "json_object", "none")
-JUDGE_FORMATS = ("json", "lines")
-BATCH_VIA = ("api", "files")
+StructuredMode = Literal["json_object_schema", "json_schema", "json_object", "none"]
+JudgeFormat = Literal["json", "lines"]
+BatchVia = Literal["api", "files"]
+JudgingMode = Literal[JUDGING_MODES]  # type: ignore[valid-type]
+STRUCTURED_MODES: tuple[str, ...] = get_args(StructuredMode)
+JUDGE_FORMATS: tuple[str, ...] = get_args(JudgeFormat)
+BATCH_VIA: tuple[str, ...] = get_args(BatchVia)
+# A value of the file is taken as written: no "4" for 4, no 1 for true, no 2.5 for a count.
+STRICT = ConfigDict(strict=True, extra="forbid")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=STRICT)
 class Endpoint:
+    """Where calls go and how: one [endpoints.NAME] table of unspecific.toml, each setting declared
+    once here with its type, default, bounds and what it decides (``description``)."""
+
     name: str
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    concurrency: int = 4
-    requests_per_minute: float | None = None
-    price_prompt_per_mtok: float = 0.0
-    price_completion_per_mtok: float = 0.0
-    # What a prompt token the endpoint read from its prompt cache costs (OpenAI's and others' cached
-    # input price; the reply says how many: usage.prompt_tokens_details.cached_tokens). None: the
-    # prompt price, as if it had no cache.
-    price_cached_prompt_per_mtok: float | None = None
-    timeout_s: float = 300.0
-    max_retries: int = 5
-    # How the endpoint takes structured output: llama.cpp's server wants
-    # {"type": "json_object", "schema": ...}; OpenAI wants {"type": "json_schema", ...}.
-    structured: str = "json_object_schema"
-    # How a batched judge replies: "json" (a verdicts object, under the structured format above)
-    # or "lines" (the research code's `3. Yes - "quote"` lines: fewer tokens, what a small local
-    # model writes fastest; free text, or held to capped lines by a grammar where ``gbnf``).
-    judge_format: str = "json"
-    # The server takes a GBNF `grammar` field in the request body (llama.cpp's server, and so the
-    # embedded local model): a lines judge is then held to one capped line per constraint.
-    gbnf: bool = False
-    # How this endpoint judges unless the run says otherwise ([evaluate] judging, --judging): one of
-    # core.definitions.JUDGING_MODES. ``yes_no`` for the embedded model, whose batched verdicts measured
-    # at chance on the built-in check; ``batched`` (the cheap way) for a strong remote judge.
-    judging: str = "batched"
-    # The prompt template a yes_no judge asks with (prompts/<name>.md): another framing makes a second
-    # judge from the same model. None: judge_yes_no.
-    judge_prompt: str | None = None
-    # The most list items (constraints, or an eval revision's replacements) the model is asked
-    # for in one reply; a longer list is completed in rounds that ask for the missing ones.
-    # None: the whole list at once. A small model held to 39 items by a grammar runs out of
-    # ideas and repeats itself to the end.
-    list_items: int | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    # Batch prices: explicit per-million prices for batch calls, else the online prices times
-    # ``batch_discount`` (providers' batch APIs charge half).
-    # How --batch sends this endpoint's calls: "api" (the provider's Files and Batches API) or
-    # "files" (left for `unspecific batch export`, e.g. vLLM's offline run_batch).
-    batch: str = "api"
-    batch_discount: float = 0.5
-    batch_price_prompt_per_mtok: float | None = None
-    batch_price_completion_per_mtok: float | None = None
-    # A pool: the names of the member endpoints requests are spread over (least outstanding
-    # requests, each member with its own concurrency and rate). Empty for a plain endpoint.
-    members: tuple[str, ...] = ()
-    drain_after: int = 3  # a member failing this many times in a row is set aside ...
-    drain_s: float = 30.0  # ... for this long, then tried again
-    # A local model under test beyond the embedded one (base_url "local"): its GGUF file, served by
-    # the same llama.cpp server under ``model`` as its alias, and the chat format it speaks.
-    gguf: str | None = None
-    chat_format: str | None = None
-    # A yes_no judge sends all of one text's constraints as one completions request with a list of
-    # ChatML prompts (the embedded server, pipeline.llm.prompt_batch; vLLM takes lists too, for a
-    # ChatML model): one evaluation of the text, no per-call cost. Off: one call a constraint.
-    judge_batch: bool = False
-    # Independent asks of one prompt's continuation (the "more constraints" rounds) sent as one
-    # completions request with a list of ChatML prompts, written together (the embedded server,
-    # pipeline.llm.prompt_batch). Off: one call a round.
-    batch_generation: bool = False
+    base_url: Annotated[str, Field(description='an http(s) URL of an OpenAI-compatible server, or "local" '
+        "(the embedded llama.cpp server, started by the run)")]
+    model: Annotated[str, Field(min_length=1, description="the model's name at the server (a local "
+        "endpoint: the embedded model unless set)")]
+    api_key_env: Annotated[str | None, Field(min_length=1, description="the environment variable holding "
+        "the key, read when a call is made (a key is never in the file)")] = None
+    concurrency: Annotated[int, Field(ge=1, description="requests in flight at once")] = 4
+    requests_per_minute: Annotated[float | None, Field(gt=0, description="the most requests a minute "
+        "(unset: no limit)")] = None
+    price_prompt_per_mtok: Annotated[float, Field(ge=0, description="dollars per million prompt "
+        "tokens")] = 0.0
+    price_completion_per_mtok: Annotated[float, Field(ge=0, description="dollars per million completion "
+        "tokens")] = 0.0
+    # OpenAI"s and others" cached input price; the reply says how many (usage.prompt_tokens_details).
+    price_cached_prompt_per_mtok: Annotated[float | None, Field(ge=0, description="dollars per million "
+        "prompt tokens read from the endpoint's prompt cache (unset: the prompt price)")] = None
+    timeout_s: Annotated[float, Field(gt=0, description="seconds one call may take")] = 300.0
+    max_retries: Annotated[int, Field(ge=0, description="attempts after a failed call (a pool: over all "
+        "its members)")] = 5
+    # llama.cpp's server wants {"type": "json_object", "schema": ...}; OpenAI {"type": "json_schema", ...}.
+    structured: Annotated[StructuredMode, Field(description="how the server takes structured output")] = \
+        "json_object_schema"
+    # "lines": the research code's `3. Yes - "quote"` lines, fewer tokens, what a small local model
+    # writes fastest (held to capped lines by a grammar where ``gbnf``).
+    judge_format: Annotated[JudgeFormat, Field(description="how a batched judge replies: a JSON verdicts "
+        'object, or lines (`3. Yes - "quote"`)')] = "json"
+    gbnf: Annotated[bool, Field(description="whether the server takes a GBNF `grammar` field (llama.cpp's "
+        "server does)")] = False
+    # yes_no for the embedded model, whose batched verdicts measured at chance on the built-in check.
+    judging: Annotated[JudgingMode, Field(description="how it judges when the run names no mode "
+        "([evaluate] judging, --judging)")] = "batched"
+    judge_prompt: Annotated[str | None, Field(min_length=1, description="the prompt template in prompts/ a "
+        "yes_no judge asks with (unset: judge_yes_no): another framing, a second judge from the same "
+        "model")] = None
+    # A small model held to 39 items by a grammar runs out of ideas and repeats itself to the end.
+    list_items: Annotated[int | None, Field(ge=1, description="the most list items (constraints, an eval "
+        "revision's replacements) one reply is asked for, the rest in rounds (unset: all at once)")] = None
+    extra_body: Annotated[dict[str, Any], Field(description="fields added to every request's body")] = \
+        field(default_factory=dict)
+    batch: Annotated[BatchVia, Field(description="how --batch sends its calls: the provider's Batch API, "
+        "or files left for `unspecific batch export`")] = "api"
+    batch_discount: Annotated[float, Field(ge=0, description="batch prices as a share of the online ones "
+        "(providers' batch APIs charge half)")] = 0.5
+    batch_price_prompt_per_mtok: Annotated[float | None, Field(ge=0, description="dollars per million "
+        "prompt tokens in a batch (unset: the discount)")] = None
+    batch_price_completion_per_mtok: Annotated[float | None, Field(ge=0, description="dollars per million "
+        "completion tokens in a batch (unset: the discount)")] = None
+    # A pool's: least outstanding requests first, each member with its own concurrency and rate.
+    members: Annotated[tuple[str, ...], Field(description="a pool's member endpoints (plain ones), which "
+        "its requests are spread over")] = ()
+    drain_after: Annotated[int, Field(ge=1, description="a pool member failing this many times in a row is "
+        "set aside ...")] = 3
+    drain_s: Annotated[float, Field(ge=0, description="... for this many seconds, then tried again")] = 30.0
+    # A local model under test beyond the embedded one, served by the same llama.cpp server.
+    gguf: Annotated[str | None, Field(min_length=1, description="a local model's GGUF file (must exist), "
+        "held under ``model`` as its alias")] = None
+    chat_format: Annotated[str | None, Field(min_length=1, description="a local model's chat format "
+        "(llama-cpp-python's name for its chat template)")] = None
+    judge_batch: Annotated[bool, Field(description="whether a yes_no judge sends a text's constraints as "
+        "one list of prompts (the embedded server, vLLM)")] = False
+    batch_generation: Annotated[bool, Field(description="whether independent replies (rounds, summary "
+        "sections) go as one list of prompts, written together")] = False
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if value in (LOCAL, POOL):
+            return value
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"'{value}' is not an http(s) URL")
+        return value
+
+    @field_validator("judge_prompt")
+    @classmethod
+    def _template_name(cls, value: str | None) -> str | None:
+        if value is not None and ("/" in value or value.endswith(".md")):
+            raise ValueError('the name of a prompt template in prompts/ (e.g. "judge_yes_no_evidence"), '
+                             f"got {value!r}")
+        return value
 
     @property
     def is_local(self) -> bool:
@@ -187,16 +223,29 @@ def local_endpoint() -> Endpoint:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=STRICT)
 class Roles:
-    generator: str = LOCAL
-    judges: tuple[str, ...] = (LOCAL,)
-    summarizer: str = LOCAL
-    naturalness_judge: str = LOCAL
-    models_under_test: tuple[str, ...] = (LOCAL,)
+    """Which endpoint does what: the [roles] table, each role declared once."""
+
+    generator: Annotated[str, Field(description="writes the constraints and the revisions")] = LOCAL
+    judges: Annotated[tuple[str, ...], Field(description="judge every text; their verdicts are averaged")] = \
+        (LOCAL,)
+    summarizer: Annotated[str, Field(description="summarises the responses")] = LOCAL
+    naturalness_judge: Annotated[str, Field(description="rates how natural an instruction reads")] = LOCAL
+    models_under_test: Annotated[tuple[str, ...], Field(description="write the responses")] = (LOCAL,)
 
 
-@dataclass(frozen=True)
+def declared(cls: type) -> dict[str, FieldInfo]:
+    """The settings a pydantic dataclass declares (Endpoint, Roles), by name, in order."""
+    return cls.__pydantic_fields__  # type: ignore[attr-defined]
+
+
+# Roles naming one endpoint, and roles naming several (a name alone is a list of one).
+ROLES_SINGLE = tuple(name for name, info in declared(Roles).items() if info.annotation is str)
+ROLES_MANY = tuple(f.name for f in fields(Roles) if f.name not in ROLES_SINGLE)
+
+
+@plain_dataclass(frozen=True)
 class Config:
     endpoints: dict[str, Endpoint]
     roles: Roles
@@ -214,9 +263,6 @@ class Config:
 
     def role(self, role: str) -> Endpoint:
         return self.endpoint(getattr(self.roles, role))
-
-    def setting(self, section: str, key: str, default: Any) -> Any:
-        return self.settings.get(section, {}).get(key, default)
 
     @property
     def uses_local(self) -> bool:
@@ -263,7 +309,19 @@ def load_config(path: str | Path | None = None, *, need_keys: bool = True) -> Co
     return parse_config(raw, path, need_keys=need_keys)
 
 
-_SECTIONS = {"endpoints", "roles", "build", "evaluate", "corpus", "pair", "report"}
+# The file's tables: endpoints and roles (declared here), and the stages' sections (declared with the
+# stages, pipeline.stages.settings, which check them when a stage reads its own).
+_SECTIONS = {"endpoints", "roles", "build", "evaluate", "pair"}
+# What an [endpoints.NAME] table may set: a plain endpoint's settings, or a pool's.
+_NOT_IN_FILE = ("name", "members", "drain_after", "drain_s")
+PLAIN_FIELDS = tuple(f.name for f in fields(Endpoint) if f.name not in _NOT_IN_FILE)
+POOL_FIELDS = ("pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format", "gbnf",
+               "judging", "judge_prompt")
+# The settings a pool's short form (a list of base URLs) keeps for the pool, not its members.
+_POOL_ONLY = ("pool", "drain_after", "drain_s", "max_retries")
+# A local endpoint's settings that take the embedded model's values unless the file sets them.
+LOCAL_DEFAULTS = ("model", "concurrency", "timeout_s", "judge_format", "gbnf", "list_items", "judging",
+                   "judge_batch", "batch_generation")
 
 
 def parse_config(raw: dict[str, Any], path: Path | None = None, *, need_keys: bool = True) -> Config:
@@ -291,9 +349,7 @@ def parse_config(raw: dict[str, Any], path: Path | None = None, *, need_keys: bo
                 endpoints[member] = _parse_endpoint(member, {**member_spec, "base_url": url},
                                                     where, need_keys)
                 members.append(member)
-            pool_spec = {k: v for k, v in spec.items()
-                         if k in _POOL_ONLY
-                         or k in ("model", "structured", "judge_format", "gbnf", "judging", "judge_prompt")}
+            pool_spec = {k: v for k, v in spec.items() if k in POOL_FIELDS}
             pools[name] = {**pool_spec, "pool": members}
         else:
             endpoints[name] = _parse_endpoint(name, spec, where, need_keys)
@@ -307,150 +363,75 @@ def parse_config(raw: dict[str, Any], path: Path | None = None, *, need_keys: bo
     return Config(endpoints=endpoints, roles=roles, settings=settings, path=path)
 
 
+def choices(info: FieldInfo) -> tuple[Any, ...]:
+    """A setting's allowed names when it takes one of a few (a Literal), else ()."""
+    for arg in (info.annotation, *get_args(info.annotation)):
+        if getattr(arg, "__origin__", None) is Literal or str(arg).startswith("typing.Literal"):
+            return get_args(arg)
+    return ()
+
+
+def _expected(info: FieldInfo, error: dict[str, Any]) -> str:
+    """What a setting takes, in words, from the pydantic error on its value and its declaration."""
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind == "literal_error":
+        return "one of " + ", ".join(str(v) for v in choices(info))
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"at least {ctx['ge']:g}" if kind == "greater_than_equal" else f"more than {ctx['gt']:g}"
+    if kind in ("less_than_equal", "less_than"):
+        return f"at most {ctx['le']:g}" if kind == "less_than_equal" else f"less than {ctx['lt']:g}"
+    return {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false",
+            "string_type": "a string", "string_too_short": "a non-empty string", "dict_type": "a table",
+            "tuple_type": "a list"}.get(kind, error["msg"])
+
+
+def refusal(at: str, cls: type, exc: ValidationError, *, sep: str = ".",
+            error: type[UnspecificError] = ConfigError) -> UnspecificError:
+    """The first refused value of a table as an error naming the key (after ``at`` and ``sep``), what
+    it takes (and what it decides), and the value given."""
+    first: dict[str, Any] = dict(exc.errors()[0])
+    key = str(first["loc"][0]) if first["loc"] else "?"
+    info = declared(cls)[key]
+    if first["type"] in ("missing", "missing_argument"):
+        return error(f"{at}{sep}{key}: required ({info.description})")
+    if first["type"] == "value_error":  # a validator's own words, which name the value
+        return error(f"{at}{sep}{key}: {first.get('ctx', {}).get('error', first['msg'])}")
+    return error(f"{at}{sep}{key}: {_expected(info, first)} ({info.description}), got {first['input']!r}")
+
+
 def _parse_endpoint(name: str, spec: dict[str, Any], where: str, need_keys: bool = True) -> Endpoint:
-    known = {f.name for f in fields(Endpoint)} - {"name", "members", "drain_after", "drain_s"}
-    field_at = f"{where}: endpoints.{name}"
+    at = f"{where}: endpoints.{name}"
     for key in spec:
-        if key not in known:
-            raise ConfigError(f"{field_at}.{key}: unknown field (known: {', '.join(sorted(known))})")
-    if "api_key" in spec:  # pragma: no cover - caught above; kept for the message's sake
-        raise ConfigError(f"{field_at}.api_key: put the key in an environment variable and "
-                          "name it in api_key_env")
-    base_url = spec.get("base_url")
-    if not isinstance(base_url, str) or not base_url:
-        raise ConfigError(f"{field_at}.base_url: required (an http(s) URL, or \"local\")")
-    if base_url != LOCAL:
-        parsed = urlparse(base_url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ConfigError(f"{field_at}.base_url: '{base_url}' is not an http(s) URL")
-    model = spec.get("model", local_endpoint().model if base_url == LOCAL else None)
-    if not isinstance(model, str) or not model:
-        raise ConfigError(f"{field_at}.model: required")
-    key_env = spec.get("api_key_env")
-    if key_env is not None:
-        if not isinstance(key_env, str) or not key_env:
-            raise ConfigError(f"{field_at}.api_key_env: must name an environment variable")
-        if need_keys and not os.environ.get(key_env):
-            raise ConfigError(f"{field_at}.api_key_env: environment variable {key_env} is not set")
+        if key == "api_key":
+            raise ConfigError(f"{at}.api_key: put the key in an environment variable and name it in "
+                              "api_key_env")
+        if key not in PLAIN_FIELDS:
+            raise ConfigError(f"{at}.{key}: unknown field (known: {', '.join(sorted(PLAIN_FIELDS))})")
+    values = dict(spec)
+    local = spec.get("base_url") == LOCAL
+    if local:
+        defaults = local_endpoint()
+        values = {**{k: getattr(defaults, k) for k in LOCAL_DEFAULTS}, **values}
+    for key in ("gguf", "chat_format"):
+        if key in spec and not local:
+            raise ConfigError(f"{at}.{key}: only for a local model (base_url = \"local\")")
+    try:
+        endpoint = Endpoint(name=name, **values)
+    except ValidationError as exc:
+        raise refusal(at, Endpoint, exc) from None
+    if endpoint.api_key_env is not None:
+        if need_keys and not os.environ.get(endpoint.api_key_env):
+            raise ConfigError(f"{at}.api_key_env: environment variable {endpoint.api_key_env} is not set")
         from pipeline.core.redact import remember_env
 
-        remember_env(key_env)  # its value is never shown in an error
-    values: dict[str, Any] = {"name": name, "base_url": base_url, "model": model, "api_key_env": key_env}
-    numeric = {
-        "concurrency": (int, 1),
-        "requests_per_minute": (float, None),
-        "price_prompt_per_mtok": (float, 0.0),
-        "price_completion_per_mtok": (float, 0.0),
-        "price_cached_prompt_per_mtok": (float, 0.0),
-        "timeout_s": (float, None),
-        "max_retries": (int, 0),
-        "list_items": (int, 1),
-        "batch_discount": (float, 0.0),
-        "batch_price_prompt_per_mtok": (float, 0.0),
-        "batch_price_completion_per_mtok": (float, 0.0),
-    }
-    for key, (kind, minimum) in numeric.items():
-        if key not in spec:
-            continue
-        value = spec[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int
-                                                                              and not isinstance(value, int)):
-            raise ConfigError(f"{field_at}.{key}: must be a{'n integer' if kind is int else ' number'}, got "
-                              f"{value!r}")
-        if (minimum is not None
-            and value < minimum) or value < 0 or (key in ("timeout_s", "requests_per_minute") and value <= 0):
-            raise ConfigError(f"{field_at}.{key}: must be positive, got {value!r}")
-        values[key] = kind(value)
-    values.update(_choice_fields(spec, field_at))
-    values.update(_judging_fields(spec, field_at))
-    if "extra_body" in spec:
-        if not isinstance(spec["extra_body"], dict):
-            raise ConfigError(f"{field_at}.extra_body: must be a table")
-        values["extra_body"] = spec["extra_body"]
-    values.update(_local_file_fields(spec, field_at, base_url))
-    if base_url == LOCAL:
-        defaults = local_endpoint()
-        values.setdefault("concurrency", defaults.concurrency)
-        values.setdefault("timeout_s", defaults.timeout_s)
-        values.setdefault("judge_format", defaults.judge_format)
-        values.setdefault("gbnf", defaults.gbnf)
-        values.setdefault("list_items", defaults.list_items)
-        values.setdefault("judging", defaults.judging)
-        values.setdefault("judge_batch", defaults.judge_batch)
-        values.setdefault("batch_generation", defaults.batch_generation)
-    return Endpoint(**values)
-
-
-# An endpoint's fields that take one of a few names: the names, and what the field decides.
-_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
-    "structured": (STRUCTURED_MODES, ""),
-    "judge_format": (JUDGE_FORMATS, ""),
-    "batch": (BATCH_VIA, " (how --batch sends its calls)"),
-}
-# Its fields that are true or false: what each decides.
-_FLAGS = {
-    "judge_batch": "whether a yes_no judge sends a text's constraints as one list of prompts",
-    "batch_generation": "whether independent replies (rounds, summary sections) go as one list of prompts",
-    "gbnf": "whether the server takes a GBNF `grammar` field",
-}
-
-
-def _choice_fields(spec: dict[str, Any], at: str) -> dict[str, Any]:
-    """The endpoint's ``_CHOICES`` and ``_FLAGS`` fields it sets, checked."""
-    out: dict[str, Any] = {}
-    for key, (names, decides) in _CHOICES.items():
-        if key in spec:
-            if spec[key] not in names:
-                raise ConfigError(f"{at}.{key}: one of {', '.join(names)}{decides}")
-            out[key] = spec[key]
-    for key, decides in _FLAGS.items():
-        if key in spec:
-            if not isinstance(spec[key], bool):
-                raise ConfigError(f"{at}.{key}: true or false ({decides}), got {spec[key]!r}")
-            out[key] = spec[key]
-    return out
-
-
-def _local_file_fields(spec: dict[str, Any], at: str, base_url: str) -> dict[str, Any]:
-    """``gguf`` (a GGUF file that must exist) and ``chat_format``, for a local model only."""
-    out: dict[str, Any] = {}
-    for key in ("gguf", "chat_format"):
-        if key not in spec:
-            continue
-        value = spec[key]
-        if base_url != LOCAL:
-            raise ConfigError(f"{at}.{key}: only for a local model (base_url = \"local\")")
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{at}.{key}: must be a non-empty string, got {value!r}")
-        out[key] = value
-    if "gguf" in out:
-        path = Path(out["gguf"]).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"{at}.gguf: no such file: {path}")
-        out["gguf"] = str(path.resolve())
-    return out
-
-
-def _judging_fields(spec: dict[str, Any], at: str) -> dict[str, Any]:
-    """``judging`` and ``judge_prompt`` of an endpoint or pool, checked."""
-    out: dict[str, Any] = {}
-    if "judging" in spec:
-        if spec["judging"] not in JUDGING_MODES:
-            raise ConfigError(f"{at}.judging: one of {', '.join(JUDGING_MODES)}, got {spec['judging']!r}")
-        out["judging"] = spec["judging"]
-    if "judge_prompt" in spec:
-        name = spec["judge_prompt"]
-        if not isinstance(name, str) or not name or "/" in name or name.endswith(".md"):
-            raise ConfigError(f"{at}.judge_prompt: the name of a prompt template in prompts/ (e.g. "
-                              f"\"judge_yes_no_evidence\"), got {name!r}")
-        out["judge_prompt"] = name
-    return out
-
-
-_POOL_ONLY = ("pool", "drain_after", "drain_s", "max_retries")
-_POOL_FIELDS = {"pool", "model", "drain_after", "drain_s", "max_retries", "structured", "judge_format",
-                "gbnf", "judging",
-                "judge_prompt"}
+        remember_env(endpoint.api_key_env)  # its value is never shown in an error
+    if endpoint.gguf is not None:
+        gguf = Path(endpoint.gguf).expanduser()
+        if not gguf.is_file():
+            raise ConfigError(f"{at}.gguf: no such file: {gguf}")
+        endpoint = replace(endpoint, gguf=str(gguf.resolve()))
+    return endpoint
 
 
 def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint], where: str,
@@ -459,9 +440,9 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
     the fewest outstanding requests for its concurrency; each member keeps its own limits."""
     at = f"{where}: endpoints.{name}"
     for key in spec:
-        if key not in _POOL_FIELDS:
+        if key not in POOL_FIELDS:
             raise ConfigError(f"{at}.{key}: not a pool field (a pool takes "
-                              f"{', '.join(sorted(_POOL_FIELDS))}; "
+                              f"{', '.join(sorted(POOL_FIELDS))}; "
                               "concurrency, rates, prices and keys belong to its members)")
     members = spec["pool"]
     if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
@@ -479,55 +460,34 @@ def _parse_pool(name: str, spec: dict[str, Any], endpoints: dict[str, Endpoint],
             raise ConfigError(f"{at}.pool: '{m}' is the embedded local model, which runs "
                               "one server per machine")
     first = endpoints[members[0]]
-    model = spec.get("model")
     models = {endpoints[m].model for m in members}
-    if model is None:
-        if len(models) > 1:
-            # The cache key is the pool's model: members serving differently named models must say
-            # which one the pool stands for, or two models' replies would share a key.
-            raise ConfigError(f"{at}.model: the members serve {', '.join(sorted(models))}; "
-                              "set the pool's model "
-                              "(the name its cached calls are kept under) if they are the same model")
-        model = first.model
-    if not isinstance(model, str) or not model:
-        raise ConfigError(f"{at}.model: a model name")
+    if "model" not in spec and len(models) > 1:
+        # The cache key is the pool's model: members serving differently named models must say
+        # which one the pool stands for, or two models' replies would share a key.
+        raise ConfigError(f"{at}.model: the members serve {', '.join(sorted(models))}; "
+                          "set the pool's model "
+                          "(the name its cached calls are kept under) if they are the same model")
     values: dict[str, Any] = {
-        "name": name, "base_url": POOL, "model": model, "members": tuple(members),
+        "base_url": POOL, "model": first.model, "members": tuple(members),
         "concurrency": sum(endpoints[m].concurrency for m in members),
-        "structured": spec.get("structured", first.structured),
-        "judge_format": spec.get("judge_format", first.judge_format),
-        "judging": first.judging,
+        "structured": first.structured, "judge_format": first.judge_format, "judging": first.judging,
         "judge_prompt": first.judge_prompt,
         # Attempts over the whole pool: enough to try every member a few times.
-        "max_retries": spec.get("max_retries", max(first.max_retries, 2 * len(members))),
+        "max_retries": max(first.max_retries, 2 * len(members)),
         "timeout_s": max(endpoints[m].timeout_s for m in members),
+        # A grammar goes to whichever member answers: the pool takes one only when every member does.
+        "gbnf": all(endpoints[m].gbnf for m in members),
+        **{k: v for k, v in spec.items() if k != "pool"},
     }
-    if values["structured"] not in STRUCTURED_MODES:
-        raise ConfigError(f"{at}.structured: one of {', '.join(STRUCTURED_MODES)}")
-    if values["judge_format"] not in JUDGE_FORMATS:
-        raise ConfigError(f"{at}.judge_format: one of {', '.join(JUDGE_FORMATS)}")
-    # A grammar goes to whichever member answers: the pool takes one only when every member does.
-    gbnf = spec.get("gbnf", all(endpoints[m].gbnf for m in members))
-    if not isinstance(gbnf, bool):
-        raise ConfigError(f"{at}.gbnf: true or false (whether the server takes a GBNF `grammar` "
-                          f"field), got {gbnf!r}")
-    if gbnf and not all(endpoints[m].gbnf for m in members):
+    try:
+        pool = Endpoint(name=name, **values)
+    except ValidationError as exc:
+        raise refusal(at, Endpoint, exc) from None
+    if pool.gbnf and not all(endpoints[m].gbnf for m in members):
         plain = ", ".join(m for m in members if not endpoints[m].gbnf)
         raise ConfigError(f"{at}.gbnf: true, but member(s) {plain} do not take a GBNF grammar (set "
                           "gbnf = true on them)")
-    values["gbnf"] = gbnf
-    values.update(_judging_fields(spec, at))
-    for key, kind in (("drain_after", int), ("drain_s", float), ("max_retries", int)):
-        if key in spec:
-            value = spec[key]
-            if isinstance(value, bool) or not isinstance(value,
-                                                         (int, float)) or (kind is int
-                                                                           and not isinstance(value, int)) \
-                    or value < (0 if key == "max_retries" else 1 if kind is int else 0):
-                raise ConfigError(f"{at}.{key}: a positive {'integer' if kind is int else 'number'}, got "
-                                  f"{value!r}")
-            values[key] = kind(value)
-    return Endpoint(**values)
+    return pool
 
 
 def _parse_roles(spec: dict[str, Any], endpoints: dict[str, Endpoint], where: str) -> Roles:

@@ -3,7 +3,9 @@ command reads them from here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import NamedTuple, overload
 
 # A constraint passes a text when its judges' mean verdict is at least this (two judges split
@@ -82,22 +84,82 @@ def passes(score: float | None) -> bool:
     return score is not None and score >= PASS_THRESHOLD
 
 
-# The lexical quality flags a build stores per constraint (pipeline.analysis.flags computes them;
-# screens and reports list them): named here so a reader of flags needs no text analysis loaded.
-LEXICAL_FLAGS = ("proper_noun", "specificity_leak", "copied_ngram", "duplicate")
-# What each flag means, where a screen lists flags (Audit's `f` menu): one line each. copied_ngram is
-# the constraint's own text holding a reference's words; the words pasted into the response are
-# another count (pipeline.analysis.copy_count, the queue's `copied`), under another name.
-FLAG_TEXT = {
-    "proper_noun": "a name taken from a reference",
-    "specificity_leak": "much closer to one reference than to the other",
-    "copied_ngram": "a reference's n-grams copied into the constraint",
-    "duplicate": "a near-duplicate of another constraint",
-    "contradiction": "no text could satisfy it with another constraint",
-}
-# The flag's short name where a column has few cells (Instructions, Audit's list): not "copy", which
-# the queue's count of words pasted into the response goes by.
-COPIED_NGRAM_SHORT = "ngram"
+class Outcome(StrEnum):
+    """A constraint's outcome on a response and its summary at a ratio: the one vocabulary Audit's
+    list, the suspicion queue, `report`, `export --suspicious` and the HTML page show. The value is
+    the label; ``short`` fits a narrow column, ``key`` names it where a label cannot (a page's style)."""
+
+    FLIPPED = "FLIPPED"  # passes on the response, not on its summary: the "superficial" call
+    PASSED_BOTH = "pass both"
+    PASSES_RESPONSE = "passes full"  # passes on the response; no rater has judged both texts yet
+    FAILS_RESPONSE = "fails full"
+    NOT_JUDGED = "not judged"
+
+    @property
+    def short(self) -> str:
+        return _OUTCOME_SHORT[self]
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+_OUTCOME_SHORT = {Outcome.FLIPPED: "FLIPPED", Outcome.PASSED_BOTH: "pass both",
+                  Outcome.PASSES_RESPONSE: "pass full", Outcome.FAILS_RESPONSE: "fails",
+                  Outcome.NOT_JUDGED: "-"}
+
+
+def item_outcome(response_passed: bool | None, summary_passed: bool | None) -> Outcome:
+    """The one rule for a constraint's outcome. ``response_passed``: the raters' mean verdict on the
+    response passes (None: none judged it); ``summary_passed``: on the summary, over the raters who
+    judged both texts (None: none did, so the summary cannot make the item look flipped).
+    pipeline.store.scores.item_outcome_sql is the same rule in SQL, for counting millions of items in
+    the store; tests/test_outcome.py keeps the two equal."""
+    if response_passed is None:
+        return Outcome.NOT_JUDGED
+    if not response_passed:
+        return Outcome.FAILS_RESPONSE
+    if summary_passed is None:
+        return Outcome.PASSES_RESPONSE
+    return Outcome.PASSED_BOTH if summary_passed else Outcome.FLIPPED
+
+
+def score_outcome(full_score: float | None, summary_score: float | None) -> Outcome:
+    """``item_outcome`` of the raters' mean verdicts on both texts (None or NaN: not judged)."""
+    def passed(score: float | None) -> bool | None:
+        return None if score is None or math.isnan(score) else passes(score)
+
+    return item_outcome(passed(full_score), passed(summary_score))
+
+
+class FlagKind(NamedTuple):
+    """A quality flag a constraint can carry, and every name it goes by (the one registry: FLAG_KINDS)."""
+
+    name: str  # as stored (constraint_flags.flag)
+    meaning: str  # one line, where a screen lists flags (Audit's `f` menu)
+    label: str  # Instructions' filter
+    tag: str  # where a column has few cells (Audit's list)
+    head: str | None  # its count's column in Instructions (None: no column)
+    lexical: bool  # found in the texts by pipeline.analysis.flags at build; else a model's call
+
+
+# copied_ngram is the constraint's own text holding a reference's words; the words pasted into the
+# response are another count (pipeline.analysis.copy_count, the queue's `copied`), so its short name is
+# "ngram", never "copy".
+FLAG_KINDS = {kind.name: kind for kind in (
+    FlagKind("proper_noun", "a name taken from a reference", "proper noun", "name", "PN", True),
+    FlagKind("specificity_leak", "much closer to one reference than to the other", "specificity leak", "leak",
+             "leak", True),
+    FlagKind("copied_ngram", "a reference's n-grams copied into the constraint", "n-grams in the constraint",
+             "ngram", "ngram", True),
+    FlagKind("duplicate", "a near-duplicate of another constraint", "duplicate constraint", "dup", "dup",
+             True),
+    FlagKind("contradiction", "no text could satisfy it with another constraint", "contradiction", "cont",
+             None, False),
+)}
+# The flags a build stores per constraint from the texts alone (pipeline.analysis.flags computes them),
+# named here so a reader of flags needs no text analysis loaded.
+LEXICAL_FLAGS = tuple(name for name, kind in FLAG_KINDS.items() if kind.lexical)
 
 
 # The suspicion ranking (pipeline.analysis.suspicion, docs/counting.md): a constraint is "close to its

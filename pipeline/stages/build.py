@@ -30,20 +30,20 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any
 
-from pipeline.analysis.flags import FlagSettings, flag_instruction
+from pipeline.analysis.flags import flag_instruction
 from pipeline.core.config import Config
 from pipeline.core.errors import BatchPending, ParseError, StageError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient, Usage, usage_scope
 from pipeline.stages.contradictions import check_contradictions
-from pipeline.stages.judging import MODES, judging_mode_of
+from pipeline.stages.judging import judging_mode_of
 from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
 from pipeline.stages.runs import create_run, recording
+from pipeline.stages.settings import BuildSettings, checked, section
 from pipeline.stages.similarity import check_embedder_name, compute_similarities, resolve_embedder
 from pipeline.stages.synthesis import (
     COMMON_CONDITIONS,
     COMMON_SOURCE,
-    CONDITIONS,
     Synthesis,
     synthesize_common,
     synthesize_single,
@@ -56,22 +56,29 @@ from pipeline.store.database import Store, now
 from pipeline.store.instructions import Instruction
 from pipeline.store.pairs import Pair, pairs_of
 
-RULES = ("paper", "research")
 STAGES = ("synthesize", "base", "revise")
 # Statuses of an instruction whose constraints are in place.
 _HAS_CONSTRAINTS = ("synthesized", "base_judged", "revised", "done", "source")
 
 
+# The [build] settings BuildOptions takes, by its names (its n and words are n_instructions and
+# article_words there), and their declared defaults (pipeline.stages.settings).
+_TAKEN = ("domain", "n", "conditions", "n_constraints", "words", "rule", "contradictions", "embedder",
+          "judging_mode", "repair_rounds", "generator", "base_judge")
+_SETTING = {"n": "n_instructions", "words": "article_words"}
+_DEFAULT = BuildSettings()
+
+
 @dataclass
 class BuildOptions:
-    domain: str = "news"
-    n: int = 25  # pairs (one instruction per pair and condition)
-    conditions: tuple[str, ...] = CONDITIONS
-    n_constraints: int = 39
-    words: int = 500  # base article length
-    rule: str = "paper"  # which pairing to build on
+    domain: str = _DEFAULT.domain
+    n: int = _DEFAULT.n_instructions  # pairs (one instruction per pair and condition)
+    conditions: tuple[str, ...] = _DEFAULT.conditions
+    n_constraints: int = _DEFAULT.n_constraints
+    words: int = _DEFAULT.article_words  # base article length
+    rule: str = _DEFAULT.rule  # which pairing to build on
     run_id: str | None = None
-    contradictions: bool = False
+    contradictions: bool = _DEFAULT.contradictions
     # Constraint-reference similarity and the specificity-leak flag (pipeline.stages.similarity):
     # mpnet, minilm, hash, lexical/none (no embedding), a model folder. None: the default (mpnet).
     embedder: str | None = None
@@ -79,7 +86,7 @@ class BuildOptions:
     judging_mode: str | None = None
     # Rounds asking for exactly the missing items when a reply is short; then a recorded failure.
     # One is the method's contract; small local models need a few more to reach 39.
-    repair_rounds: int = 1
+    repair_rounds: int = _DEFAULT.repair_rounds
     generator: str | None = None  # endpoint name (default: roles.generator)
     base_judge: str | None = None  # endpoint name (default: the first of roles.judges)
     pair_ids: tuple[int, ...] | None = None  # these pairs only (the demo's, one at a time); None: the first n
@@ -87,46 +94,20 @@ class BuildOptions:
     @classmethod
     def from_config(cls, config: Config, **overrides: Any) -> BuildOptions:
         """Defaults from the [build] section of the config, then the given overrides (None = unset)."""
-        section = config.settings.get("build", {})
-        values: dict[str, Any] = {}
-        for key, setting in (("n", "n_instructions"), ("n_constraints", "n_constraints"),
-                             ("words", "article_words"),
-                             ("rule", "rule"), ("contradictions", "contradictions"), ("embedder", "embedder"),
-                             ("judging_mode", "judging_mode"), ("generator", "generator"),
-                             ("base_judge", "base_judge"),
-                             ("domain", "domain"), ("conditions", "conditions"),
-                             ("repair_rounds", "repair_rounds")):
-            if setting in section:
-                values[key] = section[setting]
+        file = section(config, "build")
+        values: dict[str, Any] = {key: getattr(file, _SETTING.get(key, key)) for key in _TAKEN}
         values.update({k: v for k, v in overrides.items() if v is not None})
-        if isinstance(values.get("conditions"), str):
-            values["conditions"] = [c.strip() for c in values["conditions"].split(",") if c.strip()]
-        if "conditions" in values:
-            if not isinstance(values["conditions"], (list, tuple)) or not all(isinstance(c, str)
-                                                                              for c in values["conditions"]):
-                raise StageError(f"{config.path or 'config'} [build] conditions: a list of condition names "
-                                 f"(single, none, direct, eval), got {values['conditions']!r}")
-            values["conditions"] = tuple(values["conditions"])
         options = cls(**values)
         options.validate(config)
         return options
 
     def validate(self, config: Config) -> None:
+        """The options against the [build] settings' declarations (pipeline.stages.settings), the
+        command line's values as the file's."""
         where = f"{config.path or 'config'} [build] / command line"
-        unknown = [c for c in self.conditions if c not in CONDITIONS]
-        if unknown or not self.conditions:
-            raise StageError(f"{where}: conditions must be some of {', '.join(CONDITIONS)}, got "
-                             f"{', '.join(self.conditions) or 'none'}")
-        for name, value, low in (("n", self.n, 1), ("n_constraints", self.n_constraints, 1),
-                                 ("words", self.words, 30),
-                                 ("repair_rounds", self.repair_rounds, 0)):
-            if not isinstance(value, int) or value < low:
-                raise StageError(f"{where}: {name} must be a whole number >= {low}, got {value!r}")
-        if self.rule not in RULES:
-            raise StageError(f"{where}: rule must be one of {', '.join(RULES)}, got {self.rule!r}")
-        if self.judging_mode is not None and self.judging_mode not in MODES:
-            raise StageError(f"{where}: judging_mode must be one of {', '.join(MODES)}, got "
-                             f"{self.judging_mode!r}")
+        given = {_SETTING.get(key, key): getattr(self, key) for key in _TAKEN}
+        settings = checked(BuildSettings, given, where)
+        self.conditions = settings.conditions  # names with commas, a list: the declared tuple
         config.endpoint(self.generator_name(config))
         config.endpoint(self.judge_name(config))
         check_embedder_name(self.embedder, f"{config.path or 'config'} [build] embedder / --embedder")
@@ -446,7 +427,7 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
     conditions = list(options.conditions)
     instructions = instruction_rows.instructions_to_revise(store, run_id, conditions)
     generator, judge = options.generator_name(config), options.judge_name(config)
-    settings = FlagSettings.from_config(config.settings.get("build", {}))
+    settings = section(config, "build").flags()
     # Loaded once and shared: the leak flag embeds, similarity reads the same cached vectors.
     embedder = resolve_embedder(options.embedder, f"{config.path or 'config'} [build] embedder / --embedder")
 

@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
     from pipeline.store.database import Store
 
-STATUSES = ("kept", "duplicate", "near_duplicate", "too_short", "too_long", "pending")
 BATCH = 200  # articles per commit
 FOLDER_SUFFIXES = (".txt", ".md")
 

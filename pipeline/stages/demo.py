@@ -28,16 +28,13 @@ from pipeline.llm.client import LLMClient
 from pipeline.stages.build import BuildOptions, run_build, select_pairs
 from pipeline.stages.evaluate import EvaluateOptions, coverage_message, run_evaluate
 from pipeline.stages.runs import create_run, recording
+from pipeline.stages.settings import section
 from pipeline.store.database import Store
 from pipeline.store.generations import judged_on_response_and_summary
 from pipeline.store.instructions import done_instructions_of_pair
 from pipeline.store.pairs import count_pairs
 
 AuditableHook = Callable[[int], None]
-
-# The order a person sees the stages in, on the Build screen and in the CLI.
-DEMO_STAGES = ("corpus", "pair", "synthesize", "base", "revise", "respond", "summarize", "judge")
-
 
 @dataclass(frozen=True)
 class DemoOptions:
@@ -222,7 +219,7 @@ async def _check_judges(store: Store, config: Config, client: LLMClient, result:
                            "constructed items)", kind="log"))
     # The mode the demo's evaluation judged in: [evaluate] judging when the config sets one.
     ran = await run_judge_check(store, client, judges, quick=True,
-                                mode=config.setting("evaluate", "judging", None))
+                                mode=section(config, "evaluate").judging)
     _add_seconds(result, "judge check", t0)
     for judge, cal in ran.calibrations.items():
         progress(ProgressEvent("demo", 0, 0,

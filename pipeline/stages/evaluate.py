@@ -38,14 +38,13 @@ from typing import Any
 
 from pipeline.analysis.coverage import MIN_COVERAGE, Coverage, GroupKey, group_coverage, low_groups
 from pipeline.core.config import Config
-from pipeline.core.definitions import DEFAULT_RATIOS, same_ratio
+from pipeline.core.definitions import same_ratio
 from pipeline.core.errors import StageError, UnusableEndpointError
 from pipeline.core.progress import ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient
-from pipeline.stages.generation import MODES as RESPONSE_MODES
-from pipeline.stages.generation import SUMMARY_SLACK, respond, summarize
-from pipeline.stages.judging import MODES as JUDGING_MODES
+from pipeline.stages.generation import respond, summarize
 from pipeline.stages.judging import JudgeSummary, judge_generation, judge_generation_pending, judging_mode_of
+from pipeline.stages.settings import EvaluateSettings, checked, section
 from pipeline.stages.units import (
     RECORD_AND_CONTINUE,
     Budget,
@@ -71,7 +70,6 @@ from pipeline.store.instructions import any_instruction_with, finished_instructi
 from pipeline.store.scores import refresh_scores
 from pipeline.store.verdicts import yes_count
 
-DEFAULT_WORDS = 500
 # Texts in a row on which a judge gave no usable verdict at all: then its replies are junk (a
 # wrong model, a proxy's error page with 200 OK) and that judge stops. Three: one bad text is
 # chance, three in a row with repair rounds between is the endpoint.
@@ -131,7 +129,6 @@ class Plan:
 
 def resolve(config: Config, options: EvaluateOptions) -> Plan:
     """Fill defaults from the config and check every name, mode and ratio."""
-    section = "evaluate"
     rejudge = options.rejudge
     imported = tuple(options.imported_models or ())
     # Imported responses are evaluated by default, beside the models under test: they were
@@ -141,37 +138,16 @@ def resolve(config: Config, options: EvaluateOptions) -> Plan:
     judges = options.judges or list(config.roles.judges)
     for name in [*(m for m in models or [] if m not in imported), *judges, config.roles.summarizer]:
         config.endpoint(name)  # ConfigError naming the unknown endpoint
-    where = f"{config.path or 'config'} [evaluate]"
-    mode = options.mode or (None if rejudge else config.setting(section, "mode", "direct"))
-    if mode is not None and mode not in RESPONSE_MODES:
-        raise StageError(f"{where} mode / --mode: one of {', '.join(RESPONSE_MODES)}, got {mode!r}")
-    raw_ratios = config.setting(section, "ratios", list(DEFAULT_RATIOS))
-    if not isinstance(raw_ratios, list):
-        raise StageError(f"{where} ratios: a list of numbers between 0 and 1 (e.g. [0.5, "
-                         f"0.25]), got {raw_ratios!r}")
-    ratios = options.ratios or (None if rejudge else list(raw_ratios))
-    for r in ratios or []:
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
-            raise StageError(f"{where} ratios / --ratios: each summary ratio must be a number "
-                             f"between 0 and 1, got {r!r}")
-    judging = options.judging or config.setting(section, "judging", None)
-    if judging is not None and judging not in JUDGING_MODES:
-        raise StageError(f"{where} judging / --judging: one of {', '.join(JUDGING_MODES)}, got {judging!r}")
-    words = options.response_words or config.setting(section, "response_words", DEFAULT_WORDS)
-    if isinstance(words, bool) or not isinstance(words, int):
-        raise StageError(f"{where} response_words: a whole number of words, got {words!r}")
-    if words < 20:
-        raise StageError(f"{where} response_words / --words: at least 20, got {words}")
-    slack = config.setting(section, "summary_slack", SUMMARY_SLACK)
-    if slack is False or (slack is not None
-                          and (isinstance(slack, bool) or not isinstance(slack, (int, float)) or slack < 0)):
-        if slack is not False:
-            raise StageError(f"{where} summary_slack: a number >= 0 (or false), got {slack!r}")
-        slack = None
-    min_coverage = config.setting(section, "min_coverage", MIN_COVERAGE)
-    if isinstance(min_coverage, bool) or not isinstance(min_coverage,
-                                                        (int, float)) or not 0 <= min_coverage <= 1:
-        raise StageError(f"{where} min_coverage: a share between 0 and 1 (e.g. 0.95), got {min_coverage!r}")
+    file = section(config, "evaluate")
+    mode = options.mode or (None if rejudge else file.mode)
+    ratios = options.ratios or (None if rejudge else list(file.ratios))
+    judging = options.judging or file.judging
+    words = options.response_words or file.response_words
+    slack, min_coverage = file.summary_slack, file.min_coverage
+    # The command line's values against the same declarations as the file's (pipeline.stages.settings).
+    given = {"mode": mode, "ratios": ratios, "judging": judging, "response_words": words}
+    checked(EvaluateSettings, {k: v for k, v in given.items() if v is not None},
+            f"{config.path or 'config'} [evaluate] / command line")
     names = {m for m in models or config.roles.models_under_test if m not in imported} | set(judges) \
         | {config.roles.summarizer}
     parallel = options.parallel or min(MAX_PARALLEL, sum(config.endpoint(n).concurrency for n in names))
@@ -561,7 +537,7 @@ def echo_embedder(config: Config, options: EvaluateOptions) -> Any:
     from pipeline.stages.similarity import resolve_embedder
 
     where = "--embedder" if options.embedder else f"{config.path or 'config'} [build] embedder"
-    return resolve_embedder(options.embedder or config.setting("build", "embedder", None), where)
+    return resolve_embedder(options.embedder or section(config, "build").embedder, where)
 
 
 def with_imported_models(store: Store, options: EvaluateOptions) -> EvaluateOptions:

@@ -31,6 +31,7 @@ import numpy as np
 from pipeline.analysis.embeddings import get_embedder
 from pipeline.core.errors import CorpusError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
+from pipeline.stages.settings import RULES, section
 from pipeline.store.articles import count_articles, kept_articles
 from pipeline.store.database import now
 from pipeline.store.instructions import pair_ids_in_use
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from pipeline.core.config import Config
     from pipeline.store.database import Store
 
-RULES = ("paper", "research")
 BRUTE_FORCE_LIMIT = 4000
 # HNSW settings. Real sentence embeddings have a low intrinsic dimension, where a small
 # graph is accurate (bench/pairing.py: >= 0.99 agreement with brute force at expansion 64).
@@ -373,9 +373,9 @@ async def run_pair(store: Store, config: Config | None, client: None, options: A
                    stop: StopFlag | None = None, max_units: int | None = None) -> PairSummary:
     """Pairing behind the stage convention (pipeline.stages.step), as the app's Build screen runs it:
     one domain is one unit, the domain, rule and embedding model from the config's [pair]."""
-    section = config.settings.get("pair", {}) if config is not None else {}
-    embedder = await asyncio.to_thread(get_embedder, section.get("model"))
-    opts = PairOptions(domain=section.get("domain", "news"), rule=section.get("rule", "paper"))
+    settings = section(config, "pair")
+    embedder = await asyncio.to_thread(get_embedder, settings.model)
+    opts = PairOptions(domain=settings.domain, rule=settings.rule)
     return await asyncio.to_thread(pair_domain, store, embedder, opts, progress=progress, stop=stop)
 
 

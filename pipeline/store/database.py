@@ -218,6 +218,18 @@ def _read_only_uri(path: Path) -> str:
     return uri
 
 
+def has_table(conn: sqlite3.Connection, name: str, schema: str = "main") -> bool:
+    """Whether the store holds table ``name``: a store opened read-only before the migration that adds
+    it lacks it, and its readers then read nothing (the one check; every reader of such a table asks it)."""
+    return conn.execute(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?",
+                        (name,)).fetchone() is not None
+
+
+def table_columns(conn: sqlite3.Connection, table: str, schema: str = "main") -> list[str]:
+    """The columns of ``table`` in order ([] when there is no such table)."""
+    return [row[1] for row in conn.execute(f"PRAGMA {schema}.table_info({table})")]
+
+
 def _has_foreign_tables(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pipeline.store.database import Store, now
+from pipeline.store.database import Store, has_table, now, table_columns
 from pipeline.store.scores import yes_thresholds
 
 # In order of preference: people's verdicts on the benchmark's own texts are the better truth; then a
@@ -82,11 +82,6 @@ def judge_check(judge: str, source: str, items: Iterable[CheckItem]) -> JudgeChe
                       fp=sum(1 for t, v in answered if not t and v))
 
 
-def _has_table(store: Store) -> bool:
-    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'judge_checks'"
-                              ).fetchone() is not None
-
-
 def put_check_items(store: Store, judge: str, source: str, rows: Iterable[CheckItem]) -> int:
     """Record (or update) a judge's checked items from one source, in one transaction; returns how many."""
     if source not in SOURCES:
@@ -102,17 +97,17 @@ def put_check_items(store: Store, judge: str, source: str, rows: Iterable[CheckI
 
 def clear_checks(store: Store, judge: str, source: str) -> None:
     """Forget a judge's check from one source (before recording a new full one)."""
-    if _has_table(store):
+    if has_table(store.conn, "judge_checks"):
         with store.conn:
             store.conn.execute("DELETE FROM judge_checks WHERE judge = ? AND source = ?", (judge, source))
 
 
 def all_checks(store: Store) -> list[JudgeCheck]:
     """Every (judge, source) check in the store, ordered by judge then source."""
-    if not _has_table(store):
+    if not has_table(store.conn, "judge_checks"):
         return []
     grouped: dict[tuple[str, str], list[CheckItem]] = {}
-    p_yes = "p_yes" if _has_column(store, "judge_checks", "p_yes") else "NULL"
+    p_yes = "p_yes" if "p_yes" in table_columns(store.conn, "judge_checks") else "NULL"
     for judge, source, domain, key, truth, verdict, quote, p in store.conn.execute(
             f"SELECT judge, source, domain, item_key, truth, verdict, quote_found, {p_yes} FROM judge_checks"
             " ORDER BY judge, source, item_key"):
@@ -128,10 +123,6 @@ def check_counts(store: Store) -> dict[str, JudgeCheck]:
         if held is None or SOURCES.index(check.source) < SOURCES.index(held.source):
             out[check.judge] = check
     return out
-
-
-def _has_column(store: Store, table: str, column: str) -> bool:
-    return any(row[1] == column for row in store.conn.execute(f"PRAGMA table_info({table})"))
 
 
 # -- calibrations ------------------------------------------------------------------------------
@@ -152,12 +143,6 @@ class Calibration:
     calibrated_at: str | None = None
 
 
-def _has_calibrations(store: Store) -> bool:
-    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
-                              "'judge_calibrations'"
-                              ).fetchone() is not None
-
-
 def put_calibration(store: Store, c: Calibration) -> None:
     """Record (or replace) a judge's calibration, in one transaction."""
     with store.conn:
@@ -169,7 +154,7 @@ def put_calibration(store: Store, c: Calibration) -> None:
 
 def calibrations(store: Store) -> dict[tuple[str, str], Calibration]:
     """(judge, judging mode) -> its calibration."""
-    if not _has_calibrations(store):
+    if not has_table(store.conn, "judge_calibrations"):
         return {}
     rows = store.conn.execute("SELECT judge, judging_mode, source, threshold, rule, n, "
                               "auc, held_out_accuracy,"

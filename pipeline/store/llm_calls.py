@@ -217,30 +217,3 @@ def newest_answered_calls(store: Store, *, per_template: int) -> list[AnsweredCa
         (per_template,),
     ).fetchall()
     return [AnsweredCall(r[0], r[1], r[2] or "", r[3], r[4] or "", int(r[5])) for r in rows]
-
-
-@dataclass(frozen=True)
-class CallTotals:
-    """The calls of one prompt template to one model, summed."""
-
-    template: str | None
-    model: str
-    calls: int
-    prompt_tokens: int
-    cached_prompt_tokens: int | None  # what the endpoint said it read from its prompt cache; None: never said
-    new_prompt_tokens: int  # the prompt tokens it evaluated anew: all of a call's when it did not say
-    completion_tokens: int
-    model_s: float  # the calls' own durations
-
-
-def call_totals(store: Store) -> list[CallTotals]:
-    """Per prompt template and model (as each call recorded it), its calls' tokens and time: what the
-    demo bench weighs against the same tokens at raw speed."""
-    rows = store.conn.execute(
-        "SELECT template, coalesce(model, ''), count(*), coalesce(sum(prompt_tokens), 0),"
-        " sum(cached_prompt_tokens), coalesce(sum(prompt_tokens - coalesce(cached_prompt_tokens, 0)), 0),"
-        " coalesce(sum(completion_tokens), 0), coalesce(sum(latency_s), 0)"
-        " FROM llm_calls GROUP BY template, model ORDER BY template, model"
-    ).fetchall()
-    return [CallTotals(r[0], r[1], int(r[2]), int(r[3]), None if r[4] is None else int(r[4]), int(r[5]),
-                       int(r[6]), float(r[7])) for r in rows]

@@ -11,10 +11,9 @@ May import: pipeline.core, pipeline.store.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import NamedTuple
 
-from pipeline.store.database import Store
+from pipeline.store.database import Store, has_table
 
 MARKS = ("confirmed", "dismissed")
 ItemKey = tuple[int, int]  # (response id, constraint id)
@@ -26,16 +25,10 @@ class Mark(NamedTuple):
     marked_at: str
 
 
-def _has_table(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-                        "name = 'suspicion_marks'").fetchone() \
-        is not None
-
-
 def marks(store: Store) -> dict[ItemKey, Mark]:
     """Every mark by (response, constraint); {} on a store from before the table."""
     conn = store.conn
-    if not _has_table(conn):
+    if not has_table(conn, "suspicion_marks"):
         return {}
     return {(rid, cid): Mark(mark, who, when) for rid, cid, mark, who, when in conn.execute(
         "SELECT response_id, constraint_id, mark, auditor, marked_at FROM suspicion_marks")}

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from pipeline.core.definitions import DEFAULT_RATIO, RATIO_DIGITS, RATIO_TOLERANCE
+from pipeline.core.definitions import DEFAULT_RATIO, RATIO_DIGITS, RATIO_TOLERANCE, Outcome, score_outcome
 from pipeline.store.database import Store
 from pipeline.store.scores import current_text_scores, drop_temp_scores, item_outcome_sql, pivot
 
@@ -56,8 +56,8 @@ class Filters:
 @dataclass(frozen=True)
 class Item:
     """One constraint on one response (model and mode) and its summary at a ratio, with the
-    mean verdicts of the raters who judged it on both texts (pipeline.store.scores.item_outcome_sql,
-    the one definition every screen, report and export counts by)."""
+    mean verdicts of the raters who judged it on both texts (pipeline.store.scores.item_outcome_sql)
+    and its outcome by the one rule (pipeline.core.definitions.score_outcome)."""
 
     constraint_id: int
     response_id: int
@@ -68,8 +68,18 @@ class Item:
     ratio: float
     full_score: float
     summary_score: float
-    flipped: bool
-    passed_both: bool
+
+    @property
+    def outcome(self) -> Outcome:
+        return score_outcome(self.full_score, self.summary_score)
+
+    @property
+    def flipped(self) -> bool:
+        return self.outcome is Outcome.FLIPPED
+
+    @property
+    def passed_both(self) -> bool:
+        return self.outcome is Outcome.PASSED_BOTH
 
 
 # -- the temp tables -----------------------------------------------------------------------------
@@ -340,7 +350,7 @@ def constraint_item_outcomes(store: Store, f: Filters, ratio: float = DEFAULT_RA
             sql = item_outcome_sql(n)
             rows = store.conn.execute(
                 f"SELECT s.cid, g.rid, g.gid, r.instruction_id, r.model, coalesce(r.mode, ''), g.ratio,"
-                f" {sql['full_score']}, {sql['summary_score']}, {sql['flipped']}, {sql['passed_both']}"
+                f" {sql['full_score']}, {sql['summary_score']}"
                 " FROM m_gen g JOIN m_p s ON s.gid = g.gid JOIN m_p f ON f.gid = g.rid AND f.cid = s.cid"
                 " JOIN generations r ON r.id = g.rid"
                 f" WHERE g.kind = 'summary' AND abs(g.ratio - ?) < {RATIO_TOLERANCE} AND {sql['judged']} > 0 "
@@ -349,7 +359,7 @@ def constraint_item_outcomes(store: Store, f: Filters, ratio: float = DEFAULT_RA
             ).fetchall()
         finally:
             _cleanup(store)
-    return [Item(*row[:9], *map(bool, row[9:11])) for row in rows]  # flipped, passed_both: 0/1 in SQL
+    return [Item(*row) for row in rows]
 
 
 # -- texts and the copied n-gram counts ----------------------------------------------------------

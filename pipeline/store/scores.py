@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.core import definitions
 from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, uncertain_bounds
+from pipeline.store.database import has_table, table_columns
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
@@ -145,20 +146,16 @@ def create_calibration_triggers(conn: sqlite3.Connection) -> None:
     _create_triggers(conn, _CALIBRATION_TRIGGERS)
 
 
-def _columns(conn: sqlite3.Connection, schema: str, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f"PRAGMA {schema}.table_info({table})")]
-
-
 def has_current_marks(conn: sqlite3.Connection) -> bool:
     """Whether the store keeps text_item_marks in their current shape (not a store opened read-only
     before migration _v12 added them, or _v15 added ``uncertain``)."""
-    return MARKS_LATEST_COLUMN in _columns(conn, "main", "text_item_marks")
+    return MARKS_LATEST_COLUMN in table_columns(conn, "text_item_marks")
 
 
 def yes_thresholds(conn: sqlite3.Connection) -> dict[tuple[str, str], float]:
     """(judge, judging mode) -> the threshold its check chose (pipeline.store.judge_checks); {} on a
     store from before the calibrations."""
-    if not _columns(conn, "main", "judge_calibrations"):
+    if not has_table(conn, "judge_calibrations"):
         return {}
     return {(judge, mode): float(t) for judge, mode, t in
             conn.execute("SELECT judge, judging_mode, threshold FROM main.judge_calibrations")}
@@ -176,10 +173,6 @@ def uncertain_bounds_of(thresholds: Sequence[float | None]) -> list[tuple[float,
     """``rater_thresholds`` as the P(Yes) intervals where a verdict is uncertain
     (pipeline.core.definitions.uncertain_bounds)."""
     return [uncertain_bounds(t) if t is not None else None for t in thresholds]
-
-
-def stale_count(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT count(*) FROM text_scores_stale").fetchone()[0]
 
 
 def refresh_text_scores(conn: sqlite3.Connection, *, chunk: int = CHUNK, rounds: int
@@ -258,7 +251,7 @@ def _score_into_temp(conn: sqlite3.Connection) -> int:
     for table in TABLES:
         # A store opened read-only before a migration added a table, or a column: its totals are all
         # new here (and the marks' readers check has_current_marks).
-        if _columns(conn, "main", table) == _columns(conn, "temp", table):
+        if table_columns(conn, table) == table_columns(conn, table, "temp"):
             conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} WHERE gid NOT IN {stale}")
     gids = [g for (g,) in conn.execute(f"SELECT gid FROM {stale} ORDER BY gid")]
     for start in range(0, len(gids), CHUNK):
@@ -377,7 +370,8 @@ def _rater_rows(conn: sqlite3.Connection, raters: list[tuple[str, str]]) -> list
 
 
 def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict[str, str]:
-    """SQL for the one definition of a constraint's outcome on a response and its summary.
+    """The one rule of a constraint's outcome (pipeline.core.definitions.item_outcome) in SQL, to count
+    it over many items in the store (tests/test_outcome.py keeps the two equal).
 
     ``full`` and ``summary`` name pivot rows (columns y0..y{n-1}) of the same constraint on the
     response and on one of its summaries. Only the raters who judged the constraint on both texts
@@ -385,10 +379,10 @@ def item_outcome_sql(n_raters: int, full: str = "f", summary: str = "s") -> dict
       ``judged``   raters who judged both texts
       ``full_yes`` / ``summary_yes``  of those, Yes on the response / on the summary
       ``full_score`` / ``summary_score``  the raters' mean verdicts (NULL when none judged both)
-      ``flipped``  full_score passes and summary_score does not (the "superficial" call)
-      ``passed_both``  both scores pass (PASS_THRESHOLD, passes_sql)
-    Every consumer (text_items, pipeline.analysis.metrics.constraint_items and through them the app's
-    screens, the report and the export) uses these expressions."""
+      ``flipped``  full_score passes and summary_score does not: Outcome.FLIPPED
+      ``passed_both``  both scores pass (PASS_THRESHOLD, passes_sql): Outcome.PASSED_BOTH
+    The per-text totals (text_items, text_item_marks), the metrics' counts and the suspicion ranking
+    count with these expressions; one item's outcome is read from its scores (score_outcome)."""
     both = [both_judged(f"{summary}.y{k}", f"{full}.y{k}") for k in range(n_raters)]
     judged = "(" + " + ".join(f"coalesce({b}, 0)" for b in both) + ")"
     full_yes = "(" + " + ".join(f"coalesce({full}.y{k} * {b}, 0)" for k, b in enumerate(both)) + ")"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipeline.store.database import Store, now
+from pipeline.store.database import Store, has_table, now
 
 # SQLite caps the number of bound parameters.
 _CHUNK = 500
@@ -30,9 +30,7 @@ class SimilarityRow:
 
 def has_similarity_table(store: Store) -> bool:
     """False on a store opened read-only before the table's migration ran (the app's view of an old store)."""
-    row = store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
-                             "'constraint_similarity'")
-    return row.fetchone() is not None
+    return has_table(store.conn, "constraint_similarity")
 
 
 def similarity_rows(store: Store, *, instruction_id: int | None = None) -> list[SimilarityRow]:

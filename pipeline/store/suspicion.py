@@ -35,7 +35,7 @@ from pipeline.core.definitions import (
     SUSPICION_WEIGHTS,
     copy_evidence_version,
 )
-from pipeline.store.database import Store
+from pipeline.store.database import Store, has_table
 from pipeline.store.metrics import LOCK, chunked_rows, selects_most_texts
 from pipeline.store.scores import (
     current_text_scores,
@@ -47,14 +47,9 @@ from pipeline.store.scores import (
 )
 
 
-def _has_table(store: Store, name: str) -> bool:
-    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                              (name,)).fetchone() is not None
-
-
 def has_copy_evidence_table(store: Store) -> bool:
     """False on a store opened read-only before migration _v11 ran (the app's view of an old store)."""
-    return _has_table(store, "copy_evidence")
+    return has_table(store.conn, "copy_evidence")
 
 
 # -- the copy-evidence stage ----------------------------------------------------------------------
@@ -144,12 +139,6 @@ def count_missing_copy_evidence(store: Store, *, run_id: str | None = None) -> i
         return int(row.fetchone()[0])
     return int(store.conn.execute("SELECT count(*)" + _PAIRS.format(current=_current()) + run_sql,
                                   params).fetchone()[0])
-
-
-def clear_copy_evidence(store: Store) -> int:
-    """Forget every stored copy evidence row (derived values: the stage computes them again); commits."""
-    with store.conn:
-        return store.conn.execute("DELETE FROM copy_evidence").rowcount
 
 
 def put_copy_evidence(store: Store, rows: Sequence[CopyEvidenceRow]) -> None:
@@ -369,7 +358,7 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             else ("", "NULL, ''")
         sim_join, sim_cols = (" LEFT JOIN constraint_similarity m ON m.constraint_id = c.id",
                               "m.method, m.to_a, m.to_b") \
-            if _has_table(store, "constraint_similarity") else ("", "NULL, NULL, NULL")
+            if has_table(store.conn, "constraint_similarity") else ("", "NULL, NULL, NULL")
         if copy_join:
             copy_cols += ", e.facts, coalesce(e.specificity, 0.0), e.echoed, coalesce(e.lead, '')"
             sim_cols += ", x.echo"
@@ -410,7 +399,7 @@ def evidence_rows(store: Store, *, ratio: float, run_id: str | None = None, inst
             else:
                 # CROSS: the texts drive
                 source = "q_gen g CROSS JOIN main.verdicts v ON v.generation_id = g.gid WHERE 1"
-            raters = _raters(conn, source, wide=wide and _has_table(store, "text_scores"))
+            raters = _raters(conn, source, wide=wide and has_table(store.conn, "text_scores"))
         thresholds = rater_thresholds(conn, raters)
         _pivot(conn, raters, source, uncertain_bounds_of(thresholds), few=not wide)
         n = len(raters)

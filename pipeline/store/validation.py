@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.definitions import RATIO_TOLERANCE
-from pipeline.store.database import Store, now
+from pipeline.store.database import Store, has_table, now
 from pipeline.store.scores import current_text_scores, drop_temp_scores
 
 ItemKey = tuple[int, int]  # (constraint id, text id)
@@ -30,11 +30,6 @@ _TEXT_LABEL_UPSERT = (
     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(constraint_id, generation_id, annotator)"
     " DO UPDATE SET label = excluded.label, note = excluded.note, created_at = excluded.created_at")
 TEXT_KINDS = ("response", "summary")
-
-
-def _has_table(store: Store, name: str) -> bool:
-    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                              (name,)).fetchone() is not None
 
 
 # -- validation plans --------------------------------------------------------------------------
@@ -95,7 +90,7 @@ def replace_plan(store: Store, plan: StoredPlan) -> None:
 
 def stored_plan(store: Store, name: str | None = None) -> StoredPlan | None:
     """A plan by name; with no name, the newest. None when there is none."""
-    if not _has_table(store, "validation_plans"):
+    if not has_table(store.conn, "validation_plans"):
         return None
     conn = store.conn
     if name is None:
@@ -245,7 +240,7 @@ def replace_judge_plan(store: Store, plan: StoredJudgePlan, created_at: str) -> 
 
 def stored_judge_plan(store: Store, name: str | None = None) -> StoredJudgePlan | None:
     """A judge plan by name, or the newest; None when there is none."""
-    if not _has_table(store, "judge_plans"):
+    if not has_table(store.conn, "judge_plans"):
         return None
     conn = store.conn
     row = conn.execute("SELECT name, ratio, seed, run, params FROM judge_plans"
@@ -315,7 +310,7 @@ class TextLabelRow:
 def text_labels(store: Store) -> dict[ItemKey, dict[str, int]]:
     """(constraint, text) -> annotator -> 1 (yes) / 0 (no)."""
     out: dict[ItemKey, dict[str, int]] = {}
-    if not _has_table(store, "text_labels"):
+    if not has_table(store.conn, "text_labels"):
         return out
     for cid, gid, who, label in store.conn.execute(
             "SELECT constraint_id, generation_id, annotator, label FROM text_labels"):

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self, TypeAlias
 
 from pipeline.core.definitions import same_ratio
-from pipeline.store.database import Store, open_store
+from pipeline.store.database import Store, open_store, table_columns
 from pipeline.store.imports import RUN_KIND as IMPORT_RUN_KIND
 from pipeline.store.scores import current_text_scores, drop_temp_scores
 
@@ -275,8 +275,7 @@ class StoreView:
         """The SQL of a generation's refusal flag: the column, or 0 on a store from before it (the app
         paints its first screen before the store is migrated: asked again until the column is there)."""
         if self._refusal_sql is None:
-            names = {row[1] for row in self._store.conn.execute("PRAGMA table_info(generations)")}
-            if "refusal" not in names:
+            if "refusal" not in table_columns(self._store.conn, "generations"):
                 return "0"
             self._refusal_sql = "coalesce({}refusal, 0)"
         return self._refusal_sql.format(f"{alias}." if alias else "")

@@ -19,3 +19,8 @@ def code_lines(path: Path) -> list[tuple[int, str]]:
                 docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
     return [(i, line.split("#")[0]) for i, line in enumerate(path.read_text().splitlines(), 1)
             if i not in docstrings]
+
+
+def offenders(found: dict[str, object]) -> str:
+    """One line per offending file (its name and what it does): a static rule's one assertion message."""
+    return "\n".join(f"  {name}: {what}" for name, what in found.items())

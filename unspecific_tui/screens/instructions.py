@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Select, Static
 
-from pipeline.core.definitions import COPIED_NGRAM_SHORT
+from pipeline.core.definitions import FLAG_KINDS, FlagKind
 from pipeline.store.view import Writer
 from unspecific_tui.context import Context
 from unspecific_tui.data import Analysis, InstructionRow
@@ -27,12 +27,21 @@ from unspecific_tui.widgets.refusal import refusal_mark
 
 ANY = "__any__"
 PAGE = 300
+# The quality flags with a column here, in the registry's order (pipeline.core.definitions.FLAG_KINDS).
+COUNTED_FLAGS = tuple(kind for kind in FLAG_KINDS.values() if kind.head)
+
+
+def _flag_count(kind: FlagKind) -> Callable[[InstructionRow], int]:
+    return lambda r: r.flags.get(kind.name, 0)
+
+
+def _flagged(kind: FlagKind) -> Callable[[InstructionRow], bool]:
+    return lambda r: r.flags.get(kind.name, 0) > 0
+
+
 # flag filter -> test on a row
 FLAGS: dict[str, tuple[str, Callable[[InstructionRow], bool]]] = {
-    "proper_noun": ("proper noun", lambda r: r.flags.get("proper_noun", 0) > 0),
-    "specificity_leak": ("specificity leak", lambda r: r.flags.get("specificity_leak", 0) > 0),
-    "copied_ngram": ("n-grams in the constraint", lambda r: r.flags.get("copied_ngram", 0) > 0),
-    "duplicate": ("duplicate constraint", lambda r: r.flags.get("duplicate", 0) > 0),
+    **{kind.name: (kind.label, _flagged(kind)) for kind in COUNTED_FLAGS},
     "flipped": ("flipped Org->Core", lambda r: r.flipped > 0),
     "disagree": ("judges disagree", lambda r: r.disagree > 0),
     "quote_missing": ("quote not found", lambda r: r.quote_missing > 0),
@@ -63,11 +72,7 @@ COLUMNS = (
     Column("core", "Core%", lambda r: r.core, _pct),
     Column("superficial", "sup.%", lambda r: r.superficial, _pct),
     Column("flipped", "flip", lambda r: r.flipped),
-    Column("proper_noun", "PN", lambda r: r.flags.get("proper_noun", 0)),
-    Column("specificity_leak", "leak", lambda r: r.flags.get("specificity_leak", 0)),
-    # Constraints holding a reference's n-grams (the flag), not the queue's words pasted into the response.
-    Column("copied_ngram", COPIED_NGRAM_SHORT, lambda r: r.flags.get("copied_ngram", 0)),
-    Column("duplicate", "dup", lambda r: r.flags.get("duplicate", 0)),
+    *(Column(kind.name, kind.head or kind.tag, _flag_count(kind)) for kind in COUNTED_FLAGS),
     Column("disagree", "disag.", lambda r: r.disagree),
     Column("quote_missing", "q.miss", lambda r: r.quote_missing),
 )

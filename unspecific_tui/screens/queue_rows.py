@@ -16,6 +16,7 @@ from pipeline.analysis.suspicion import REASONS, Evidence, reason_sentences, sam
 from pipeline.core.definitions import ECHO_HIGH
 from pipeline.store.view import Writer
 from unspecific_tui.widgets.fit import distinct_clip
+from unspecific_tui.widgets.outcome import outcome_text
 
 # One key per reason (digits switch screens); its short tag in the table.
 REASON_KEYS = {"similar": "s", "copied": "c", "echo": "e", "lost": "l", "split": "d", "unquoted": "u",
@@ -96,15 +97,9 @@ def writer_cell(model: str, mode: str, width: int, models: Sequence[str] = ()) -
     return distinct_clip(model, models, max(1, width - len(tail))) + tail
 
 
-def _verdict(passed: bool | None) -> Text:
-    if passed is None:
-        return Text("-", style="dim")
-    return Text("Y", style="green") if passed else Text("N", style="red")
-
-
 def outcome(e: Evidence) -> Text:
-    """Response then summary: "Y→N" is satisfied in the response and lost in the summary."""
-    return Text.assemble(_verdict(e.response_passed), "→", _verdict(e.summary_passed))
+    """The item's outcome, as Audit's list says it (pipeline.core.definitions.Outcome)."""
+    return outcome_text(e.outcome)
 
 
 def same_phrase_tag(e: Evidence, expanded: bool = False) -> str:
@@ -191,7 +186,7 @@ WRITER = Column("writer", "model/mode", 15)
 CORE = (Column("mark", "✓", 1), Column("rank", "#", 6), Column("score", "score", 5),
         Column("constraint", "constraint", 0), WRITER)
 OPTIONAL = (Column("reasons", "reasons", 22), Column("copied", "copied", 8), Column("instr", "instr.", 6),
-            Column("outcome", "resp→sum", 8), Column("similarity", "similarity", 11),
+            Column("outcome", "outcome", 9), Column("similarity", "similarity", 11),
             Column("trust", "trust", 18),
             Column("echo", "echo", 4), Column("flags", "flags", 14))
 # Left to right, whichever are shown.

@@ -29,20 +29,15 @@ from textual.widgets.data_table import RowKey
 from pipeline.analysis.copy_count import NONE, CopyCount
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.trust import Trust
-from pipeline.core.definitions import COPIED_NGRAM_SHORT, ECHO_HIGH
+from pipeline.core.definitions import ECHO_HIGH, FLAG_KINDS, Outcome
 from unspecific_tui.textual_check import private_api_ok
 from unspecific_tui.widgets.bar import bar
+from unspecific_tui.widgets.outcome import outcome_text
 
 SORTS = ("position", "suspicion", "similarity", "outcome")
 FILTERS = ("all", "flipped", "split", "unquoted", "flagged")
-# Outcomes in the order the "outcome" sort shows them: what most needs a look first.
-OUTCOME_ORDER = ("FLIPPED", "pass both", "passes full", "fails full", "not judged")
-OUTCOME_SHORT = {"FLIPPED": "FLIPPED", "pass both": "pass both", "passes full": "pass full",
-                 "fails full": "fails", "not judged": "-"}
-# copied_ngram: the constraint holds a reference's n-grams ("ngram"); "copy" would read as the count
-# of words pasted into the response, which the copied column gives.
-FLAG_SHORT = {"proper_noun": "name", "specificity_leak": "leak", "copied_ngram": COPIED_NGRAM_SHORT,
-              "duplicate": "dup"}
+# Outcomes in the order the "outcome" sort shows them, Outcome's: what most needs a look first.
+OUTCOME_ORDER = tuple(Outcome)
 
 
 @dataclass(frozen=True)
@@ -52,7 +47,7 @@ class ListRow:
     constraint_id: int
     position: int
     text: str
-    outcome: str  # FLIPPED | pass both | passes full | fails full | not judged (pipeline.analysis.metrics)
+    outcome: Outcome  # pipeline.core.definitions.item_outcome
     response_trust: Trust | None  # None: not judged on that text
     summary_trust: Trust | None
     similarity: Similarity | None  # None: nothing to compare with
@@ -89,13 +84,12 @@ def sort_rows(rows: Sequence[ListRow], how: str) -> list[ListRow]:
         return sorted(rows, key=lambda r: (-(r.similarity.highest if r.similarity else -1.0), r.position))
     if how == "outcome":
         return sorted(rows,
-                      key=lambda r: (OUTCOME_ORDER.index(r.outcome) if r.outcome in OUTCOME_ORDER else 9,
-                                           not r.doubtful, r.position))
+                      key=lambda r: (OUTCOME_ORDER.index(r.outcome), not r.doubtful, r.position))
     return sorted(rows, key=lambda r: r.position)
 
 
 def filter_rows(rows: Sequence[ListRow], how: str) -> list[ListRow]:
-    test = {"flipped": lambda r: r.outcome == "FLIPPED", "split": lambda r: r.split,
+    test = {"flipped": lambda r: r.outcome is Outcome.FLIPPED, "split": lambda r: r.split,
             "unquoted": lambda r: r.unquoted, "flagged": lambda r: bool(r.flags)}.get(how)
     return [r for r in rows if test(r)] if test else list(rows)
 
@@ -110,11 +104,7 @@ def trust_cell(trust: Trust | None) -> Text:
 
 def outcome_cell(row: ListRow) -> Text:
     """The outcome; a doubtful one (split judges, an unquoted Yes) ends in '?' and is never plain green."""
-    short = OUTCOME_SHORT.get(row.outcome, row.outcome)
-    if row.doubtful and row.outcome != "not judged":
-        return Text(short + "?", style="bold yellow")
-    style = {"FLIPPED": "bold red", "pass both": "green", "passes full": "green", "fails full": "yellow"}
-    return Text(short, style=style.get(row.outcome, "dim"))
+    return outcome_text(row.outcome, row.doubtful)
 
 
 def similarity_cells(sim: Similarity | None, stored: bool, bars: bool = True) -> tuple[Text, Text]:
@@ -446,7 +436,7 @@ def _cells(r: ListRow, echo: bool, bars: bool = True) -> tuple[Text, ...]:
     count = r.copy
     copied = Text(count.short() if count.words else "-",
                   style="bold #e5c07b" if count.from_reference else "#e5c07b" if count.words else "dim")
-    flags = Text(" ".join(FLAG_SHORT.get(f, f[:4]) for f in r.flags) or "-",
+    flags = Text(" ".join(FLAG_KINDS[f].tag if f in FLAG_KINDS else f[:4] for f in r.flags) or "-",
                  style="black on yellow" if r.flags else "dim")
     text = Text((r.shown_text or r.text).replace("\n", " "), no_wrap=True, overflow="ellipsis")
     judges = trust_cell(r.response_trust)

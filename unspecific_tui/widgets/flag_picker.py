@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from pipeline.core.definitions import FLAG_TEXT
+from pipeline.core.definitions import FLAG_KINDS
 
 QUEUE = "suspicion queue"
 STOP = "stop following"
@@ -24,8 +24,8 @@ STOP = "stop following"
 def flag_prompt(name: str, count: int) -> Text:
     """"flag copied_ngram   33 constraints" and, under it, what the flag means."""
     prompt = Text(f"flag {name:<18} {count:>7,} constraint{'' if count == 1 else 's'}")
-    if name in FLAG_TEXT:
-        prompt.append(f"\n  {FLAG_TEXT[name]}", style="dim")
+    if name in FLAG_KINDS:
+        prompt.append(f"\n  {FLAG_KINDS[name].meaning}", style="dim")
     return prompt
 
 

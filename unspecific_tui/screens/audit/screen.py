@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Header
 
+from pipeline.core.definitions import Outcome
 from pipeline.store.view import Writer
 from unspecific_tui.context import Context
 from unspecific_tui.following import Stop
@@ -329,7 +330,7 @@ class AuditScreen(AppScreen):
         self.shown = shown = Shown(cid, iid, writer, response.id if response else None,
                                    summary.id if summary else None, bool(response and response.refusal))
         shown.row = item.row
-        shown.state = item.row.outcome if item.row else "not judged"
+        shown.state = item.row.outcome if item.row else Outcome.NOT_JUDGED
         self.follower.track(cid, iid, writer)  # the head names the item shown, in what is followed or not
         if arrived and self.follower.following is not None:
             self.detail.open_on_copy(item.row)

@@ -13,11 +13,13 @@ from textual.widgets import Static
 
 from pipeline.analysis.similarity import LEXICAL
 from pipeline.analysis.trust import Trust
+from pipeline.core.definitions import Outcome
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData
 from unspecific_tui.widgets.audit.state import NARROW, Item
 from unspecific_tui.widgets.bar import bar
 from unspecific_tui.widgets.constraint_list import ListRow, outcome_cell
+from unspecific_tui.widgets.outcome import outcome_text
 from unspecific_tui.widgets.refusal import refusal_mark
 from unspecific_tui.widgets.text_pane import TextLines
 
@@ -93,14 +95,14 @@ def _outcome_line(row: ListRow | None, verdicts: list[Verdict]) -> Text:
     """The outcome and how far it can be trusted: agreement and missing quotes on each text."""
     line = Text(no_wrap=True, overflow="ellipsis")
     if row is None:
-        return line.append("not judged", style="dim")
+        return line.append_text(outcome_text(Outcome.NOT_JUDGED))
     line.append_text(outcome_cell(row))
     for name, trust in (("response", row.response_trust), ("summary", row.summary_trust)):
         line.append(f" · {name}: ")
         line.append_text(_trust_phrase(trust, [v for v in verdicts if v.kind == name]))
-    if row.outcome == "FLIPPED" and row.response_trust is not None and row.response_trust.unquoted:
+    if row.outcome is Outcome.FLIPPED and row.response_trust is not None and row.response_trust.unquoted:
         line.append(" · rests on a Yes whose quote is MISSING", style="bold red")
-    elif row.outcome in ("pass both", "FLIPPED") and row.split:
+    elif row.outcome in (Outcome.PASSED_BOTH, Outcome.FLIPPED) and row.split:
         line.append(" · the judges split: not a clear call", style="bold yellow")
     return line
 

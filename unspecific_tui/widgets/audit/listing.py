@@ -17,7 +17,8 @@ from textual.widgets import DataTable, Static
 
 from pipeline.analysis.similarity import Similarity, lexical_similarity
 from pipeline.analysis.specificity import after_prefix, shared_prefix
-from pipeline.analysis.suspicion import Evidence, instruction_evidence
+from pipeline.analysis.suspicion import instruction_evidence
+from pipeline.core.definitions import Outcome
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData, Writer
 from unspecific_tui.widgets.audit.pane_text import pane_texts
@@ -174,28 +175,16 @@ class AuditList(Vertical):
             e = evidence.get(con.id)
             shown = after_prefix(con.text, prefix)
             if e is None:  # no response by this writer: nothing judged, nothing copied
-                rows.append(ListRow(con.id, con.position or 0, con.text, "not judged", None, None,
+                rows.append(ListRow(con.id, con.position or 0, con.text, Outcome.NOT_JUDGED, None, None,
                                     _lexical_similarity(con, data), False, (), (),
                                     tuple(sorted(flags.get(con.id, {}))), 0.0, shown_text=shown))
                 continue
             sim = e.similarity or _lexical_similarity(con, data)
-            rows.append(ListRow(con.id, con.position or 0, con.text, _outcome(e), e.response_trust,
+            rows.append(ListRow(con.id, con.position or 0, con.text, e.outcome, e.response_trust,
                                 e.summary_trust, sim, e.similarity is not None, tuple(e.copied),
                                 tuple(e.copied_from), tuple(e.flags), e.score(), e.copy_count, shown, e.echo,
                                 e.summary_echo))
         return Rows(rows, verdicts, flags)
-
-
-def _outcome(e: Evidence) -> str:
-    """The constraint's outcome on the shown response, as pipeline.analysis.metrics counts it (the
-    item outcome of the raters who judged both texts; without a judged summary, the response's own)."""
-    if e.response_passed is None:
-        return "not judged"
-    if e.summary_passed is None:
-        return "passes full" if e.response_passed else "fails full"
-    if e.response_passed:
-        return "pass both" if e.summary_passed else "FLIPPED"
-    return "fails full"
 
 
 def _lexical_similarity(con: Constraint, data: InstructionData) -> Similarity | None:

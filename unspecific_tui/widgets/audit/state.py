@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.analysis.copy_count import CopyCount
+from pipeline.core.definitions import Outcome
 from pipeline.store.verdicts import Verdict
 from pipeline.store.view import Constraint, InstructionData, Writer
 from unspecific_tui.widgets.constraint_list import ListRow
@@ -29,7 +30,7 @@ class Shown:
     response_id: int | None = None  # the texts in the panes, by id
     summary_id: int | None = None
     refusal: bool = False  # the response refuses the task (marked in the head and the pane's title)
-    state: str = ""  # FLIPPED | pass both | fails full | not judged (pipeline.analysis.metrics.Item)
+    state: Outcome | None = None  # pipeline.core.definitions.item_outcome
     copies: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # References mode: the response's and summary's copied spans by source ("A", "B").
     sources: dict[str, dict[str, tuple[tuple[int, int], ...]]] = field(default_factory=dict)
