@@ -127,7 +127,7 @@ def _run_harness(args: argparse.Namespace) -> int:
     from pipeline.core.errors import UnspecificError
     from pipeline.outputs.harness_export import export_inspect, export_lm_eval
     from pipeline.outputs.report import check_filters
-    from pipeline.stages.evaluate import DEFAULT_WORDS
+    from pipeline.stages.settings import DEFAULT_WORDS
 
     if args.out == "-":
         raise UnspecificError(f"--format {args.format} writes a folder: give --out DIR")

@@ -35,8 +35,8 @@ from pipeline.analysis.harness import (
 )
 from pipeline.core.definitions import DEFAULT_RATIO, DEFAULT_YES_THRESHOLD
 from pipeline.outputs.export import iter_benchmark
-from pipeline.stages.evaluate import DEFAULT_WORDS
 from pipeline.stages.generation import direct_messages, response_budget
+from pipeline.stages.settings import DEFAULT_WORDS
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store

@@ -27,6 +27,7 @@ ResponseMode = Literal["direct", "edit"]
 Condition = Literal[CONDITIONS]  # type: ignore[valid-type]
 # A list from the file (TOML has no tuple) is taken as the list it is.
 AS_LIST = Field(strict=False)
+DEFAULT_WORDS = 500  # a response's length asked for; the exported harness tasks ask the same
 
 
 @dataclass(frozen=True, config=STRICT)
@@ -98,7 +99,7 @@ class EvaluateSettings:
     judging: Annotated[JudgingMode | None, Field(description="one judging mode for every judge (unset: "
                                                              "each judge's own); --judging")] = None
     response_words: Annotated[int, Field(ge=20, description="a response's length in words; "
-                                                            "--words")] = 500
+                                                            "--words")] = DEFAULT_WORDS
     summary_slack: Annotated[float | None, Field(ge=0, description="a summary is accepted within this "
                                                                    "share of its target length (false: "
                                                                    "any length)")] = SUMMARY_SLACK
