@@ -125,7 +125,7 @@ def keys_leaked(store) -> list[str]:  # noqa: ANN001
     return found
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=25)
     parser.add_argument("--constraints", type=int, default=39)
@@ -143,7 +143,7 @@ def main() -> int:
     parser.add_argument("--passes", type=int, default=4, help="resumes allowed per stage")
     parser.add_argument("--no-junk", dest="junk", action="store_false",
                         help="only the transport faults, no 200 OK junk, refusals or echoed keys")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     os.environ[KEY_ENV] = KEY
 
     with tempfile.TemporaryDirectory() as tmp:

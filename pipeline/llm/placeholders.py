@@ -37,6 +37,8 @@ _BASE_SENTENCE = "The council met and argued about money while residents waited.
 BASE_QUOTE = "The council met and argued about money"
 _FILLER = "People in the town kept talking about what would happen next."
 _ANGLE = re.compile(r"angle number (\d+)\b")
+# prompts/summarize_shorten.md's ask: the words it wants.
+SHORTEN = re.compile(r"Shorten it to (\d+) words")
 
 
 def fenced(text: str, name: str) -> bool:
@@ -82,6 +84,8 @@ def prompt_kind(request: dict[str, Any]) -> str:
         ("judge_single", fenced(first, "TEXT") and fenced(first, "CONSTRAINT")),
         ("judge_yes_no", yes_no_constraint(first) is not None),
         ("summarize", fenced(first, "TEXT") and "Summarise it in about" in first),
+        # Before synthesize_single, which any other prompt with a TEXT fence would fall into.
+        ("summarize_shorten", fenced(first, "TEXT") and SHORTEN.search(first) is not None),
         ("synthesize_single", fenced(first, "TEXT")),
         ("base_article", fenced(first, "TASK")),
         ("contradictions", "contradict" in first),
@@ -153,6 +157,13 @@ def write_response(requirements: list[tuple[int, str]], words: int, opening: str
     return " ".join(sentences)
 
 
+def summary_of(prompt: str) -> str:
+    """A summarize or summarize_shorten prompt answered: its TEXT's first words, as many as asked."""
+    m = SHORTEN.search(prompt)
+    target = int(m.group(1)) if m else _number(r"Summarise it in about (\d+) words", prompt)
+    return " ".join(block(prompt, "TEXT").split()[:target])
+
+
 def _number(pattern: str, text: str) -> int:
     m = re.search(pattern, text)
     if m is None:
@@ -216,9 +227,8 @@ def placeholder_reply(request: dict[str, Any], *, quote_cap: int, seed: str = ""
         if kind == "respond_edit":
             opening += " " + block(first, "DRAFT").split(".")[0] + "."
         return write_response(numbered_items(block(first, "REQUIREMENTS")), words, opening)
-    if kind == "summarize":
-        target = _number(r"Summarise it in about (\d+) words", first)
-        return " ".join(block(first, "TEXT").split()[:target])
+    if kind in ("summarize", "summarize_shorten"):
+        return summary_of(first)
     if kind == "naturalness":
         return json.dumps({"preferred": 1, "reason": "the first reads more naturally"})
     if kind == "revise_eval":

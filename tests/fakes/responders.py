@@ -32,6 +32,7 @@ from pipeline.llm.placeholders import (
     block,
     numbered_items,
     placeholder_verdict,
+    summary_of,
     user_messages,
     write_response,
 )
@@ -264,9 +265,8 @@ class ScriptedModel:
             if kind == "respond_edit":
                 opening += " " + block(first, "DRAFT").split(".")[0] + "."
             return Reply(text=write_response(numbered_items(block(first, "REQUIREMENTS")), words, opening))
-        if kind == "summarize":
-            target = int(re.search(r"Summarise it in about (\d+) words", first).group(1))
-            return Reply(text=" ".join(block(first, "TEXT").split()[:target]))
+        if kind in ("summarize", "summarize_shorten"):
+            return Reply(text=summary_of(first))
         if kind == "naturalness":
             return Reply(text=json.dumps({"preferred": 1, "reason": "the first reads more naturally"}))
         if kind == "revise_eval":
