@@ -219,14 +219,18 @@ class AuditScreen(AppScreen):
         self.say(f"list sorted by {self.listing.sort}")
 
     def action_cycle_filter(self) -> None:
-        """The next filter; when it hides the shown constraint, the list's first row is shown."""
+        """The next filter; when it hides the shown constraint, the list's first row is shown, but for
+        a stop of what n / p follow: that one stays, its row shown with the filter lifted for it."""
         self.listing.cycle_filter()
         self.refresh_constraint()
-        rows = self.listing.rows_shown
-        if rows and all(r.constraint_id != self.shown.constraint_id for r in rows):
+        following = self.follower.following
+        on_stop = following is not None and not following.left
+        rows = [r for r in self.listing.rows_shown if r.constraint_id != self.listing.lifted]
+        if self.listing.lifted is not None and rows and not on_stop:
             self.place.go(rows[0].constraint_id)
             self.refresh_constraint()
-        self.say(f"list shows: {self.listing.filter}")
+        lifted = " (lifted for the item followed)" if self.listing.lifted is not None else ""
+        self.say(f"list shows: {self.listing.filter}{lifted}")
 
     def action_toggle_list(self) -> None:
         if self.body.toggle_list():
