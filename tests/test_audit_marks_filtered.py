@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from tests.support.app import settle, store_rows, synthetic_app, text_of
-from tests.test_audit_marks import NAVIGATION, named_item, stored_marks
+from tests.support.app import settle, synthetic_app, text_of
+from tests.support.marks import NAVIGATION, named_item, stored_marks
 from unspecific_tui.screens.audit import AuditScreen
 from unspecific_tui.widgets.constraint_list import FILTERS, SORTS, filter_rows
 

@@ -23,7 +23,7 @@ from unspecific_tui.widgets.audit.body import AuditBody
 from unspecific_tui.widgets.audit.follower import AuditFollower
 from unspecific_tui.widgets.audit.head import AuditHead, TaskLine
 from unspecific_tui.widgets.audit.listing import AuditList
-from unspecific_tui.widgets.audit.place import AuditPlace, other_ratio, other_writer, writer_for
+from unspecific_tui.widgets.audit.place import AuditPlace, answered, other_ratio, other_writer, writer_for
 from unspecific_tui.widgets.audit.state import NARROW, Shown
 from unspecific_tui.widgets.footer import KeyFooter
 
@@ -146,7 +146,7 @@ class AuditScreen(AppScreen):
     def _instruction_step(self, step: int, *, last: bool) -> None:
         if not self.place.order:
             return
-        say = self.place.step_instruction(step)
+        say = self.place.step_instruction(step, answered(self.app.analysis))
         if say is not None:
             self.say(say)
             return
@@ -219,18 +219,15 @@ class AuditScreen(AppScreen):
         self.say(f"list sorted by {self.listing.sort}")
 
     def action_cycle_filter(self) -> None:
-        """The next filter; when it hides the shown constraint, the list's first row is shown, but for
-        a stop of what n / p follow: that one stays, its row shown with the filter lifted for it."""
+        """The next filter; the list's first row when it hides the one shown, but a stop n/p follow."""
         self.listing.cycle_filter()
         self.refresh_constraint()
-        following = self.follower.following
-        on_stop = following is not None and not following.left
-        rows = [r for r in self.listing.rows_shown if r.constraint_id != self.listing.lifted]
-        if self.listing.lifted is not None and rows and not on_stop:
-            self.place.go(rows[0].constraint_id)
+        following, first = self.follower.following, self.listing.first_passing()
+        if first is not None and (following is None or following.left):
+            self.place.go(first)
             self.refresh_constraint()
-        lifted = " (lifted for the item followed)" if self.listing.lifted is not None else ""
-        self.say(f"list shows: {self.listing.filter}{lifted}")
+        self.say(f"list shows: {self.listing.filter}"
+                 + (" (lifted for the item followed)" if self.listing.lifted is not None else ""))
 
     def action_toggle_list(self) -> None:
         if self.body.toggle_list():
@@ -340,6 +337,7 @@ class AuditScreen(AppScreen):
         self.listing.show(data, rows, writer, item.ratio, cid, draw=self.body.list_visible())
         self.task_line.show_task(data.main_task)
         self.detail.draw(item, shown)
+        self.set_class(self.follower.following is not None, "-following")  # narrow: the head a line more
         self.head.draw(item, refusal=shown.refusal, copy_mode=self.detail.copy_mode,
                        place=(self.place.index, len(self.place.order)), whole=self.body.over_list,
                        follow=self.follower.line(shown.response_id, cid))

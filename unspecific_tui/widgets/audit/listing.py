@@ -92,7 +92,14 @@ class AuditList(Vertical):
         """The rows sorted and filtered; ``keep``'s row stays where the sort puts it although the
         filter hides it (the constraint the head names: a mark lands on the row the list shows)."""
         passing = {r.constraint_id for r in filter_rows(rows, self.filter)}
-        return [r for r in sort_rows(rows, self.sort) if r.constraint_id in passing or r.constraint_id == keep]
+        return [r for r in sort_rows(rows, self.sort)
+                if r.constraint_id in passing or r.constraint_id == keep]
+
+    def first_passing(self) -> int | None:
+        """While the filter is lifted for the shown row, the first row it lets through (None: none)."""
+        if self.lifted is None:
+            return None
+        return next((r.constraint_id for r in self.rows_shown if r.constraint_id != self.lifted), None)
 
     def rows(self, data: InstructionData, writer: Writer | None, ratio: float) -> Rows:
         """The rows on ``writer``'s response at ``ratio``, read once."""
@@ -121,7 +128,8 @@ class AuditList(Vertical):
         list in sight), else kept until ``sync``; the head line always."""
         passing = filter_rows(rows, self.filter)
         ids = {r.constraint_id for r in passing}
-        lifted = next((r for r in rows if r.constraint_id == constraint_id and r.constraint_id not in ids), None)
+        lifted = next((r for r in rows if r.constraint_id == constraint_id and r.constraint_id not in ids),
+                      None)
         self.lifted = lifted.constraint_id if lifted is not None else None
         self.rows_shown = self.arranged(rows, keep=constraint_id)
         self._key = (data.id, writer, ratio, self.sort, self.filter, self.lifted, self._stamp)
