@@ -34,13 +34,12 @@ from textual.widgets import DataTable, Header, Static
 from pipeline.analysis.suspicion import COPY_REASONS, EVIDENCE_COMMAND, REASONS, Evidence
 from pipeline.store.view import StoreView
 from unspecific_tui.context import Context
-from unspecific_tui.following import Following, Stop
+from unspecific_tui.following import Following, MarkKey, Stop, marks_line
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.screens.queue_rows import (
     REASON_KEYS,
     Ranked,
     detail_text,
-    done_line,
     key_of,
     length_line,
     reasons_bar,
@@ -200,6 +199,11 @@ class QueueScreen(AppScreen):
         table.display = not empty
         self._detail()
 
+    def items(self) -> frozenset[MarkKey]:
+        """Every item read, the leaders and the items filed under them, as marks are keyed."""
+        return frozenset((e.response_id or 0, e.constraint_id)
+                         for r in self.leaders for e in (r.evidence, *r.evidence.same_phrase))
+
     def _mark(self, e: Evidence) -> str | None:
         return self.app.marks.get((e.response_id or 0, e.constraint_id))
 
@@ -225,7 +229,7 @@ class QueueScreen(AppScreen):
             return
         ratio = self.evidence[0].ratio if self.evidence else self._ratio()
         view = "copy evidence only" if self.enabled == COPY_REASONS else ""
-        done = done_line([self._mark(e) for r in self.leaders for e in (r.evidence, *r.evidence.same_phrase)])
+        done = marks_line(self.app.marks, self.items())
         wide = self.size.width >= 100
         head = length_line(self.leaders, self.total, wide=wide) + (f" · {view}" if view else "")
         if not wide and len(f"{head} · {done}") > self.size.width - 2:  # one line: the count done alone
@@ -326,7 +330,8 @@ class QueueScreen(AppScreen):
             return
         index = self.table.cursor_row
         self.app.following = Following(LABEL, [Stop(r.evidence.constraint_id, r.evidence.instruction_id,
-                                                    r.evidence.writer) for r in self.ranked], index=index)
+                                                    r.evidence.writer) for r in self.ranked], index=index,
+                                       items=self.items())
         e = row.evidence
         self.app.open_audit(e.instruction_id, e.writer, e.constraint_id)
 

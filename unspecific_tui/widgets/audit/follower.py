@@ -16,7 +16,7 @@ from rich.text import Text
 from pipeline.analysis.suspicion import suspicion_queue
 from pipeline.core.definitions import same_ratio
 from pipeline.store.view import StoreView, Writer
-from unspecific_tui.following import Following, Stop
+from unspecific_tui.following import Following, MarkKey, Stop, marks_line
 from unspecific_tui.widgets.audit.place import AuditPlace
 from unspecific_tui.widgets.audit.state import Shown
 from unspecific_tui.widgets.flag_picker import QUEUE, STOP, FlagPicker
@@ -159,13 +159,14 @@ class AuditFollower:
         finally:
             view.close()
         stops = [Stop(e.constraint_id, e.instruction_id, e.writer) for e in ranked]
-        self.app.call_from_thread(self._follow_queue, stops)
+        items = frozenset((f.response_id or 0, f.constraint_id) for e in ranked for f in (e, *e.same_phrase))
+        self.app.call_from_thread(self._follow_queue, stops, items)
 
-    def _follow_queue(self, stops: list[Stop]) -> None:
+    def _follow_queue(self, stops: list[Stop], items: frozenset[MarkKey]) -> None:
         if not stops:
             self.host.say("the suspicion queue is empty")
             return
-        self.app.following = Following(QUEUE, stops)
+        self.app.following = Following(QUEUE, stops, items=items)
         self.host.go(stops[0])
 
     def is_flagged(self) -> Callable[[int, int], bool]:
@@ -196,7 +197,8 @@ class AuditFollower:
             self.host.say("nothing to mark: no response shown")
             return
         key = (shown.response_id, shown.constraint_id)
-        new = None if self.app.marks.get(key) == mark else mark
+        old = self.app.marks.get(key)
+        new = None if old == mark else mark
         if not self.app.mark(*key, new):
             return
         following = self.app.following
@@ -208,12 +210,15 @@ class AuditFollower:
             return
         self.host.redraw()
         where = " (not in the queue)" if following is not None and following.left else ""
-        self.host.say(f"{new or 'mark cleared'}{where} · {self.done()}")
+        said = new or f"{old} mark cleared ({MARK_KEYS[mark]} again marks it {mark})"
+        self.host.say(f"{said}{where} · {self.done()}")
 
     def done(self) -> str:
-        marks = list(self.app.marks.values())
-        confirmed, dismissed = marks.count("confirmed"), marks.count("dismissed")
-        return f"{len(marks)} done ({confirmed} confirmed, {dismissed} dismissed)"
+        """The marks counted as the queue screen counts them (following.marks_line): on the queue's
+        items while it is followed, else every mark, under another name."""
+        following = self.app.following
+        on_queue = following is not None and following.label == QUEUE
+        return marks_line(self.app.marks, following.items if on_queue and following else None)
 
     def line(self, response_id: int | None, constraint_id: int | None) -> Text | None:
         """The head's line while n/p follow a list: "suspicion queue item k of N", the item's mark, the
