@@ -5,14 +5,14 @@ worker on a view of its own; a store change (a build writing, ctrl+r) runs it ag
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.worker import Worker, WorkerState
 
 from pipeline.store.view import StoreView
 from unspecific_tui.data import compute_analysis, merge_metrics
-from unspecific_tui.messages import AnalysisReady, MetricsReady, StoreChanged
+from unspecific_tui.messages import AnalysisReady, MetricsReady, ModelsCompared, StoreChanged
 
 if TYPE_CHECKING:
     pass
@@ -79,10 +79,37 @@ class AnalysisPart(AppState):
         gc.freeze()
 
     def on_metrics_ready(self, message: MetricsReady) -> None:
+        self.models_compared = None  # compared on the metrics before: asked again (compare_models)
         self.analysis = message.analysis
         # The analysis, the store's caches and the imported libraries live as long as the app:
         # out of the collector's sight, a full collection no longer stalls a keypress (~100 ms).
         gc.freeze()
+
+    def compare_models(self) -> None:
+        """What `report` concludes, the models compared on its paired tests, computed once per metrics
+        when a screen asks (the Report screen: the tests cost seconds on a large store)."""
+        analysis = self.analysis
+        if analysis is None or analysis.metrics is None or self.models_compared is not None:
+            return
+        self._models_worker(analysis.metrics)
+
+    @work(thread=True, exclusive=True, group="models", exit_on_error=False)
+    def _models_worker(self, metrics: Any) -> None:
+        from pipeline.analysis.report_model import ReportOptions, compare_models
+        from pipeline.core.definitions import shown_ratio
+
+        options = ReportOptions(seed=self.sample_seed)  # `report`'s defaults: the same tests, the same p
+        view = StoreView.open(self.store_path)
+        try:
+            _, duel = compare_models(view, metrics, options, shown_ratio(metrics.ratios, options.ratio))
+        finally:
+            view.close()
+        self.post_message(ModelsCompared(metrics, duel))
+
+    def on_models_compared(self, message: ModelsCompared) -> None:
+        analysis = self.analysis
+        if analysis is not None and analysis.metrics is message.metrics:  # else new metrics came since
+            self.models_compared = message.duel
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A background job that failed shows why; the app keeps running."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.reactive import reactive
@@ -26,6 +26,8 @@ class AppState(App[None]):
 
     run_id: reactive[str | None] = reactive(None)
     analysis: reactive[Analysis | None] = reactive(None, always_update=True)
+    # The models compared on the report's paired tests (a ModelDuel), once the tests ran; None before.
+    models_compared: reactive[Any] = reactive(None, always_update=True)
     # The response the screens start on: (model under test, response mode).
     writer: reactive[Writer | None] = reactive(None)
 
