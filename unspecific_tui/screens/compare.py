@@ -94,6 +94,8 @@ class CompareScreen(AppScreen):
         self.ratio: float | None = None  # the choice here (`r`, the context's); None: none made
         self.only_differ = False
         self.chosen = False  # the sides set by m / M; until then A and B go by name
+        # The response the auditor came with or last set (a side's): what Audit opens on from here.
+        self.focus: Writer | None = None
         self.data: InstructionData | None = None
         self.row_cids: list[int] = []  # the constraints of the rows shown, in order
         # (constraint, generation) -> each rater's latest (judge, verdict, quote)
@@ -137,17 +139,23 @@ class CompareScreen(AppScreen):
             self.app.target = None
             iid, writer, keep = target
             self.pos = max(0, bisect.bisect_left(self.instruction_ids, iid))
-            if writer is not None and writer not in self.writers:
-                self.writers[0] = writer  # on a side; the sides' order stays by name (or as chosen)
+            if writer is not None:
+                self.focus = writer
+                if writer not in self.writers:
+                    self.writers[0] = writer  # on a side; the sides' order stays by name (or as chosen)
             if self.app.context.ratio is not None:
                 self.ratio = self.app.context.ratio
         self.load(keep)
 
     def context(self) -> Context | None:
-        """What this screen shows: the instruction, side A's response, the ratio, the row's constraint."""
+        """What this screen shows: the instruction, the response the auditor came with (else side A's),
+        the ratio, the row's constraint."""
         if self.data is None:
             return None
-        return Context(self.data.id, self.writers[0], self._ratio(), self._cursor_cid())
+        return Context(self.data.id, self._focused(), self._ratio(), self._cursor_cid())
+
+    def _focused(self) -> Writer | None:
+        return self.focus if self.focus is not None and self.focus in self.writers else self.writers[0]
 
     def _cursor_cid(self) -> int | None:
         return self._cid_at(self.query_one("#compare-table", DataTable).cursor_row)
@@ -197,6 +205,7 @@ class CompareScreen(AppScreen):
         later = [w for w in writers if cur is not None and w > cur]
         self.writers[which] = later[0] if later else writers[0]
         self.chosen = True  # the sides as the auditor set them, no longer by name
+        self.focus = self.writers[which]
         self.load(self._cursor_cid())  # the same constraint, now on the other response
 
     def action_cycle_ratio(self) -> None:
@@ -226,7 +235,7 @@ class CompareScreen(AppScreen):
     def action_audit(self) -> None:
         cid = self._cursor_cid()
         if self.data and cid is not None:
-            self.app.open_audit(self.data.id, self.writers[0], cid)
+            self.app.open_audit(self.data.id, self._focused(), cid)
 
     # -- loading -------------------------------------------------------------------------
     def _ratio(self) -> float:
