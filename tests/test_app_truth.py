@@ -62,7 +62,7 @@ async def test_the_queue_and_audit_count_the_same_marks_under_the_same_words(tmp
     app = synthetic_app(tmp_path, n_instructions=3, n_constraints=6)
     async with app.run_test(size=(160, 48)) as pilot:
         queue, audit = await _queue_then_audit(app, pilot)
-        items = app.following.items
+        items = app.nav.following.items
         # A response's constraint the queue does not hold, marked (as Audit off the queue would).
         data = app.view.instruction(1)
         off = next((data.responses[w].id, cid) for w in data.writers for cid in data.constraints

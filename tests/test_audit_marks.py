@@ -28,8 +28,8 @@ async def test_every_key_while_following_marks_the_item_the_head_names(tmp_path,
         await pilot.press("enter")
         await settle(app, pilot)
         audit = app.screen
-        assert isinstance(audit, AuditScreen) and app.following is not None
-        stops = app.following.stops
+        assert isinstance(audit, AuditScreen) and app.nav.following is not None
+        stops = app.nav.following.stops
         left_seen = followed_seen = 0
         for key in NAVIGATION:
             before = stored_marks(app)
@@ -65,7 +65,7 @@ async def test_off_the_queue_n_goes_back_to_the_item_left(tmp_path):
         await settle(app, pilot)
         await pilot.press("enter")
         await settle(app, pilot)
-        audit, following = app.screen, app.following
+        audit, following = app.screen, app.nav.following
         assert following is not None
         left = following.current
         for _ in range(20):  # down the list until the view leaves the queue (it may pass other stops)

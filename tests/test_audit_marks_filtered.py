@@ -22,7 +22,7 @@ async def _audit_on_queue(app, pilot):  # noqa: ANN001, ANN202
     await pilot.press("enter")
     await settle(app, pilot)
     audit = app.screen
-    assert isinstance(audit, AuditScreen) and app.following is not None
+    assert isinstance(audit, AuditScreen) and app.nav.following is not None
     return audit
 
 
@@ -46,14 +46,14 @@ async def test_a_followed_item_the_filter_hides_is_the_one_marked(tmp_path, size
         assert audit.listing.filter == "flipped"
         steps = 0
         while not _hidden(audit):  # n along the queue to an item whose constraint the filter hides
-            index = app.following.index
+            index = app.nav.following.index
             await pilot.press("n")
             await settle(app, pilot)
             steps += 1
-            assert app.following.index == index + 1, "n stepped the queue by one"
-            assert steps < len(app.following.stops)
+            assert app.nav.following.index == index + 1, "n stepped the queue by one"
+            assert steps < len(app.nav.following.stops)
         head = text_of(audit.query_one("#audit-head"))
-        assert f"suspicion queue item {app.following.index + 1} of" in head
+        assert f"suspicion queue item {app.nav.following.index + 1} of" in head
         item = named_item(app, head)
         # The list shows the item's row, and says the filter was lifted for it.
         assert audit.listing.cursor_constraint() == item[1] or not audit.body.list_visible()
@@ -88,17 +88,17 @@ async def test_every_key_under_every_filter_and_sort_marks_the_item_the_head_nam
         audit = await _audit_on_queue(app, pilot)
         await _set(pilot, app, audit, "slash", "filter", filter_)
         await _set(pilot, app, audit, "s", "sort", sort)
-        stops = app.following.stops
+        stops = app.nav.following.stops
         for key in NAVIGATION:
             before = stored_marks(app)
-            index, left = app.following.index, app.following.left
+            index, left = app.nav.following.index, app.nav.following.left
             await pilot.press(key)
             await settle(app, pilot)
             assert stored_marks(app) == before, f"{key} wrote a mark"
-            if key in ("n", "p") and not left and app.following is not None:
+            if key in ("n", "p") and not left and app.nav.following is not None:
                 # n / p step the queue by one (clamped at its ends), whatever the list shows
                 expected = max(0, min(len(stops) - 1, index + (1 if key == "n" else -1)))
-                assert app.following.index == expected, (key, index, app.following.index)
+                assert app.nav.following.index == expected, (key, index, app.nav.following.index)
             head = text_of(audit.query_one("#audit-head"))
             item = named_item(app, head)
             at = re.search(r"suspicion queue item ([\d,]+) of", head)

@@ -1,5 +1,6 @@
 """What Audit's "next" follows when the auditor came from a list: the suspicion queue, or the
-constraints carrying one flag. The queue screen (or the flag picker) sets ``app.following``;
+constraints carrying one flag. The queue screen (or the flag picker) has the app's navigator follow
+it (``app.nav.follow``);
 Audit's next/prev keys step through it instead of the benchmark's order while it is set."""
 
 from __future__ import annotations

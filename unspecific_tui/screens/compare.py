@@ -95,7 +95,7 @@ class CompareScreen(AppScreen):
         self.only_differ = False
         self.chosen = False  # the sides set by m / M; until then A and B go by name
         # The response the auditor came with or last set (a side's): what Audit opens on from here.
-        self.focus: Writer | None = None
+        self.came_with: Writer | None = None
         self.data: InstructionData | None = None
         self.row_cids: list[int] = []  # the constraints of the rows shown, in order
         # (constraint, generation) -> each rater's latest (judge, verdict, quote)
@@ -133,18 +133,17 @@ class CompareScreen(AppScreen):
     def _take_target(self) -> None:
         """Open on the target another screen set (its instruction, response and ratio)."""
         self.instruction_ids = self.app.view.instruction_ids()
-        target = self.app.target
+        target = self.app.nav.take_target()
         keep: int | None = None
         if target is not None:
-            self.app.target = None
             iid, writer, keep = target
             self.pos = max(0, bisect.bisect_left(self.instruction_ids, iid))
             if writer is not None:
-                self.focus = writer
+                self.came_with = writer
                 if writer not in self.writers:
                     self.writers[0] = writer  # on a side; the sides' order stays by name (or as chosen)
-            if self.app.context.ratio is not None:
-                self.ratio = self.app.context.ratio
+            if self.app.nav.context.ratio is not None:
+                self.ratio = self.app.nav.context.ratio
         self.load(keep)
 
     def context(self) -> Context | None:
@@ -155,7 +154,7 @@ class CompareScreen(AppScreen):
         return Context(self.data.id, self._focused(), self._ratio(), self._cursor_cid())
 
     def _focused(self) -> Writer | None:
-        return self.focus if self.focus is not None and self.focus in self.writers else self.writers[0]
+        return self.came_with if self.came_with in self.writers else self.writers[0]
 
     def _cursor_cid(self) -> int | None:
         return self._cid_at(self.query_one("#compare-table", DataTable).cursor_row)
@@ -205,7 +204,7 @@ class CompareScreen(AppScreen):
         later = [w for w in writers if cur is not None and w > cur]
         self.writers[which] = later[0] if later else writers[0]
         self.chosen = True  # the sides as the auditor set them, no longer by name
-        self.focus = self.writers[which]
+        self.came_with = self.writers[which]
         self.load(self._cursor_cid())  # the same constraint, now on the other response
 
     def action_cycle_ratio(self) -> None:

@@ -10,7 +10,7 @@ rows under it (again: hides them). Rows come a page at a time, the next page whe
 reaches the last row, read from the store once the loaded ones are shown. Switching a reason off
 or on asks the store again (the table shows it is loading meanwhile). Enter opens Audit on the
 row, and Audit's next/prev then follow the rows
-(``app.following``); there `y` / `d` mark the item confirmed / dismissed and go on to the next.
+(``app.nav``: what n / p follow); there `y` / `d` mark the item confirmed / dismissed and go on to the next.
 The marks show here (the first column), with how many are done. `o` shows copy evidence only
 (similar, copied), the reasons that lead the ranking.
 
@@ -134,7 +134,7 @@ class QueueScreen(AppScreen):
     def _ratio(self) -> float:
         """The ratio the queue ranks at: the one the auditor was looking at, by the rule every view
         follows (app.view_ratio)."""
-        return self.app.view_ratio(self.app.context.ratio)
+        return self.app.view_ratio(self.app.nav.context.ratio)
 
     def _ask(self, limit: int, status: str, *, animate: bool = True) -> None:
         """Rank again in the worker under the reasons switched on; the table loads meanwhile."""
@@ -272,7 +272,7 @@ class QueueScreen(AppScreen):
         if self.evidence is None:
             return
         table = self.table
-        following = self.app.following
+        following = self.app.nav.following
         row = following.index if following is not None and following.label == LABEL else table.cursor_row
         self._fill()
         if row < len(self.ranked):
@@ -329,9 +329,9 @@ class QueueScreen(AppScreen):
         if row is None:
             return
         index = self.table.cursor_row
-        self.app.following = Following(LABEL, [Stop(r.evidence.constraint_id, r.evidence.instruction_id,
-                                                    r.evidence.writer) for r in self.ranked], index=index,
-                                       items=self.items())
+        self.app.nav.follow(Following(LABEL, [Stop(r.evidence.constraint_id, r.evidence.instruction_id,
+                                                   r.evidence.writer) for r in self.ranked], index=index,
+                                      items=self.items()))
         e = row.evidence
         self.app.open_audit(e.instruction_id, e.writer, e.constraint_id)
 

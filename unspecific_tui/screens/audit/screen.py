@@ -108,16 +108,15 @@ class AuditScreen(AppScreen):
     def _show_target(self) -> None:
         """Show the constraint another screen asked for, or stay where we were."""
         order = self.app.view.constraint_order()  # cached; re-read after a stage wrote
-        target = self.app.target
+        target = self.app.nav.take_target()
         if target is None and order is self.place.order and self.shown.constraint_id is not None:
             return  # nothing changed while we were away
         if self.place.set_order(order):  # the store changed: rows and flags are read again
             self.listing.forget()
             self.follower.forget()
         if target is not None:
-            self.app.target = None
-            if self.app.context.ratio is not None:
-                self.ratio = self.app.context.ratio
+            if self.app.nav.context.ratio is not None:
+                self.ratio = self.app.nav.context.ratio
             iid, writer, cid = target
             if writer:
                 self.writer = writer
@@ -315,7 +314,7 @@ class AuditScreen(AppScreen):
         return self.app.view_ratio(self.ratio)
 
     def refresh_constraint(self) -> None:
-        self.app.collect_after_paint()
+        self.app.paint.collect_after_paint()
         if not self.place.order:
             self.head.show_empty("No constraints in this store yet. Build a run (1), then come back.")
             return
@@ -342,7 +341,7 @@ class AuditScreen(AppScreen):
                        place=(self.place.index, len(self.place.order)), whole=self.body.over_list,
                        follow=self.follower.line(shown.response_id, cid))
         if self.follower.following is not None:
-            self.app.after_paint(self._read_ahead, READ_AHEAD_S)
+            self.app.paint.after_paint(self._read_ahead, READ_AHEAD_S)
 
     def _read_ahead(self) -> None:
         """Once this item is painted, as the auditor reads it: the next stop of what n / p follow read

@@ -1,8 +1,8 @@
 """What Audit's n / p follow, and the audit loop's marks: a plain object the screen owns (it draws
 nothing but the head's line about it). It keeps the flagged constraints it read, and reads and sets
-``app.following`` (unspecific_tui/following.py: a flag, or the suspicion queue the queue screen or
-the flag picker chose). It reaches the screen only through ``FollowerHost``: show a stop, say what a
-key changed, draw again, run the queue's ranking in a worker.
+what the app's navigator follows (``app.nav``; unspecific_tui/following.py: a flag, or the suspicion
+queue the queue screen or the flag picker chose). It reaches the screen only through
+``FollowerHost``: show a stop, say what a key changed, draw again, run the queue's ranking in a worker.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class AuditFollower:
 
     @property
     def following(self) -> Following | None:
-        return self.app.following
+        return self.app.nav.following
 
     def forget(self) -> None:
         """The store changed: the flags are read again."""
@@ -64,7 +64,7 @@ class AuditFollower:
 
     def sync(self, cid: int, iid: int, writer: Writer | None) -> None:
         """Opened on a stop of what is followed (the queue screen's enter): follow from there."""
-        following = self.app.following
+        following = self.app.nav.following
         if following is None:
             return
         for i, stop in enumerate(following.stops):
@@ -74,13 +74,13 @@ class AuditFollower:
 
     def track(self, cid: int, iid: int, writer: Writer | None) -> None:
         """The view shows this item: what is followed knows whether it is one of its stops."""
-        if self.app.following is not None:
-            self.app.following.track(cid, iid, writer)
+        if self.app.nav.following is not None:
+            self.app.nav.following.track(cid, iid, writer)
 
     def follow(self, step: int) -> bool:
         """n / p: the next stop of what is followed (a flag, the suspicion queue); False while
         nothing is followed (the screen then moves through the list)."""
-        following = self.app.following
+        following = self.app.nav.following
         if following is None:
             return False
         before, back = following.index, following.left
@@ -97,21 +97,21 @@ class AuditFollower:
 
     def next_stop(self) -> Stop | None:
         """The stop after the current one, while the view is on it (the one to read ahead)."""
-        following = self.app.following
+        following = self.app.nav.following
         if following is None or following.left or following.index + 1 >= len(following.stops):
             return None
         return following.stops[following.index + 1]
 
     def stop(self) -> None:
-        if self.app.following is not None:
-            self.app.following = None
+        if self.app.nav.following is not None:
+            self.app.nav.stop_following()
             self.host.redraw()
             self.host.say("stopped following: n/p move through the list")
 
     def pick(self, place: AuditPlace, ratio: float) -> None:
         """f: choose a flag (or the suspicion queue, ranked at ``ratio``) to follow with n / p."""
         counts = self.flag_counts(place.order)
-        picker = FlagPicker(sorted(counts.items()), queue=True, following=self.app.following is not None)
+        picker = FlagPicker(sorted(counts.items()), queue=True, following=self.app.nav.following is not None)
         self.app.push_screen(picker, partial(self._picked, place, ratio))
 
     def _picked(self, place: AuditPlace, ratio: float, choice: str | None) -> None:
@@ -147,7 +147,7 @@ class AuditFollower:
             self.host.say(f"no constraint carries the flag {flag}")
             return
         start = next((i for i, s in enumerate(stops) if place.pos.get(s.constraint_id, -1) >= place.index), 0)
-        self.app.following = Following(f"flag {flag}", stops, index=start)
+        self.app.nav.follow(Following(f"flag {flag}", stops, index=start))
         self.host.go(stops[start])
 
     def _load_queue(self, path: Path, ratio: float) -> None:
@@ -166,7 +166,7 @@ class AuditFollower:
         if not stops:
             self.host.say("the suspicion queue is empty")
             return
-        self.app.following = Following(QUEUE, stops, items=items)
+        self.app.nav.follow(Following(QUEUE, stops, items=items))
         self.host.go(stops[0])
 
     def is_flagged(self) -> Callable[[int, int], bool]:
@@ -201,7 +201,7 @@ class AuditFollower:
         new = None if old == mark else mark
         if not self.app.mark(*key, new):
             return
-        following = self.app.following
+        following = self.app.nav.following
         on_queue = following is not None and following.label == QUEUE and not following.left
         if new is not None and on_queue and following is not None \
                 and following.index < len(following.stops) - 1:
@@ -216,7 +216,7 @@ class AuditFollower:
     def done(self) -> str:
         """The marks counted as the queue screen counts them (following.marks_line): on the queue's
         items while it is followed, else every mark, under another name."""
-        following = self.app.following
+        following = self.app.nav.following
         on_queue = following is not None and following.label == QUEUE
         return marks_line(self.app.marks, following.items if on_queue and following else None)
 
@@ -224,7 +224,7 @@ class AuditFollower:
         """The head's line while n/p follow a list: "suspicion queue item k of N", the item's mark, the
         count done; after a key left the list, that the item shown is not in it (and which item n/p
         go back to). None while nothing is followed."""
-        following = self.app.following
+        following = self.app.nav.following
         if following is None:
             return None
         line = Text(no_wrap=True, overflow="ellipsis")
