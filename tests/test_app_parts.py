@@ -54,3 +54,10 @@ def test_the_navigator_opens_once_and_follows() -> None:
     nav.arrive("compare", "audit")  # arriving without a target: the context's place
     assert nav.take_target() == nav.context.target()
     assert nav.following is None
+
+
+def test_the_follower_reaches_only_what_it_is_handed() -> None:
+    """Audit's follower (the part with the most reads of the app) is handed ``Auditing``: it never
+    reaches for ``self.app``."""
+    source = (ROOT / "unspecific_tui/widgets/audit/follower.py").read_text()
+    assert "self.app" not in source and "class Auditing(Protocol)" in source
