@@ -304,7 +304,7 @@ async def test_copy_only_view_and_reasons_in_words(tmp_path):
                    for r in screen.ranked)
         assert "copy evidence only" in text_of(screen.query_one("#queue-status"))
         detail = text_of(screen.query_one("#queue-detail"))
-        assert "similar to reference" in detail or "copied from reference" in detail
+        assert "similar to reference" in detail or "→ constraint → response" in detail
         await pilot.press("o")
         await settle(app, pilot)
         assert screen.enabled == REASONS and len(screen.ranked) == everything
