@@ -114,3 +114,47 @@ async def test_every_key_under_every_filter_and_sort_marks_the_item_the_head_nam
             after = stored_marks(app)
             changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
             assert changed == {item}, (key, head, changed)
+
+
+async def test_the_issues_walk_by_f_with_the_list_hidden_marks_the_head_s_item(tmp_path):
+    """The issue's second walk at 160x48: the list filtered, `f` -> the suspicion queue, `l` (the list
+    hidden) and `l` (back), `d` on an item the filter hides: the dismissed item is the one the head
+    names."""
+    from textual.widgets import OptionList
+
+    from unspecific_tui.widgets.flag_picker import QUEUE
+
+    app = synthetic_app(tmp_path, n_instructions=3, n_constraints=6)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3", "slash")
+        await settle(app, pilot)
+        audit = app.screen
+        assert isinstance(audit, AuditScreen) and audit.listing.filter == "flipped"
+        await pilot.press("f")
+        await settle(app, pilot)
+        options = app.screen.query_one("#picker-options", OptionList)
+        options.highlighted = next(i for i in range(options.option_count)
+                                   if options.get_option_at_index(i).id == QUEUE)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.screen is audit and app.nav.following is not None
+        await pilot.press("l")
+        await settle(app, pilot)
+        assert not audit.body.list_visible()
+        await pilot.press("l")
+        await settle(app, pilot)
+        for _ in range(len(app.nav.following.stops)):
+            if _hidden(audit):
+                break
+            await pilot.press("n")
+            await settle(app, pilot)
+        assert _hidden(audit)
+        head = text_of(audit.query_one("#audit-head"))
+        item = named_item(app, head)
+        before = stored_marks(app)
+        await pilot.press("d")
+        await settle(app, pilot)
+        after = stored_marks(app)
+        changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+        assert changed == {item} and after[item] == "dismissed", (head, changed)
