@@ -109,9 +109,10 @@ async def test_sort_and_filter_change_the_rows(tmp_path):
         assert screen.shown.constraint_id == known.c2  # the filter hid C1: the first row it shows
         await pilot.press("slash")  # split: nothing splits on m1
         await pilot.pause()
-        assert ids() == []
-        assert "0/3 constraints" in text_of(screen.query_one("#audit-list-head"))
-        assert screen.shown.constraint_id == known.c2  # nothing to show instead: stays
+        # Nothing to show instead: C2 stays, its row shown with the filter lifted for it (and said).
+        assert ids() == [known.c2]
+        assert "0/3 constraints + #2: filter lifted" in text_of(screen.query_one("#audit-list-head"))
+        assert screen.shown.constraint_id == known.c2
         await pilot.press("slash", "slash")  # flagged: C1 (duplicate) and C3 (duplicate, proper noun)
         await pilot.pause()
         assert screen.listing.filter == "flagged" and ids() == [known.c1, known.c3]
@@ -135,7 +136,7 @@ async def test_f_picks_a_flag_and_n_follows_it(tmp_path):
         await pilot.press("enter")  # duplicate
         await pilot.pause()
         assert app.screen is screen
-        following = app.following
+        following = app.nav.following
         assert following is not None and following.label == "flag duplicate"
         assert [s.constraint_id for s in following.stops] == [known.c1, known.c3]
         # From the shown constraint (C2) on: the first duplicate at or after it is C3.
@@ -149,7 +150,7 @@ async def test_f_picks_a_flag_and_n_follows_it(tmp_path):
         assert "flag duplicate item 1 of 2" in text_of(screen.query_one("#audit-head"))
         await pilot.press("escape")
         await pilot.pause()
-        assert app.following is None
+        assert app.nav.following is None
         await pilot.press("n")  # no longer following: the next row
         await pilot.pause()
         assert screen.shown.constraint_id == known.c2
@@ -159,13 +160,13 @@ async def test_audit_honours_the_queue_it_was_opened_on(tmp_path):
     known, app = await open_on(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(app, pilot)
-        app.following = Following("suspicion queue", [Stop(known.c1, 1, M1), Stop(known.c3, 1, M2),
-                                                      Stop(known.c2, 1, M1)])
+        app.nav.follow(Following("suspicion queue", [Stop(known.c1, 1, M1), Stop(known.c3, 1, M2),
+                                                      Stop(known.c2, 1, M1)]))
         app.open_audit(1, M2, known.c3)  # what the queue screen's enter does
         await settle(app, pilot)
         screen = app.screen
         assert screen.shown.constraint_id == known.c3 and screen.shown.writer == M2
-        assert app.following.index == 1
+        assert app.nav.following.index == 1
         await pilot.press("n")
         await pilot.pause()
         assert screen.shown.constraint_id == known.c2 and screen.shown.writer == M1
@@ -183,7 +184,7 @@ async def test_context_round_trip_with_compare(tmp_path):
         assert (context.instruction_id, context.writer, context.ratio,
                 context.constraint_id) == (1, M2, 0.25, known.c2)
         await goto(app, pilot, "4")
-        assert app.context == context
+        assert app.nav.context == context
         assert app.screen.context().instruction_id == 1 and app.screen.context().writer == M2
         await goto(app, pilot, "3")
         assert app.screen is audit
@@ -257,7 +258,7 @@ async def test_f_can_follow_the_suspicion_queue(tmp_path):
         screen = app.screen
         await pilot.press("f", "down", "down", "enter")  # past the two flags: the queue
         await settle(app, pilot)
-        following = app.following
+        following = app.nav.following
         assert following is not None and following.label == "suspicion queue"
         assert [(s.constraint_id, s.writer) for s in following.stops] == [(e.constraint_id, e.writer)
                                                                           for e in ranked]
@@ -351,7 +352,7 @@ async def test_following_reads_the_next_item_ahead(tmp_path, monkeypatch):
             data = app.view.instruction(iid)
             active = sorted((c.position or 0, c.id) for c in data.constraints.values() if c.active)
             stops.append(Stop(active[2][1], iid, data.writers[-1]))
-        app.following = Following("suspicion queue", stops)
+        app.nav.follow(Following("suspicion queue", stops))
         app.open_audit(stops[0].instruction_id, stops[0].writer, stops[0].constraint_id)
         await settle(app, pilot)
         await pilot.pause(0.2)  # painted; the next stop read ahead

@@ -31,11 +31,13 @@ async def test_compare_opens_on_what_audit_shows_and_audit_on_what_compare_shows
         await goto(app, pilot, "4")
         compare = app.screen
         assert compare.data.id == 3  # not instruction 1
-        assert compare.writers[0] == B_DIRECT
+        # Both responses side by side, by name (B's on side B), and B's the one Audit opens on again.
+        assert compare.writers == sorted(compare.writers) and B_DIRECT in compare.writers
+        assert compare.context().writer == B_DIRECT
         assert compare.context().ratio == audit_ratio
         assert f"summary {audit_ratio:g}" in text_of(compare.query_one("#compare-head"))
         # Compare's summaries are at that ratio too.
-        assert compare._texts[0][1].ratio == audit_ratio
+        assert all(summary.ratio == audit_ratio for _, summary in compare._texts)
 
         await pilot.press("right_square_bracket", "down", "down",
                           "r")  # instruction 4, its third row, next ratio
@@ -46,11 +48,12 @@ async def test_compare_opens_on_what_audit_shows_and_audit_on_what_compare_shows
         assert app.current_mode == "audit"
         assert (audit.shown.instruction_id, audit.shown.writer,
                 audit.shown.constraint_id) == (4, B_DIRECT, row_cid)
-        assert audit.ratio == compare_ratio and audit.shown.summary_id == compare._texts[0][1].id
+        side = compare.writers.index(B_DIRECT)
+        assert audit.ratio == compare_ratio and audit.shown.summary_id == compare._texts[side][1].id
         # Another screen in between (Report) keeps the context: Compare is still on instruction 4.
         await goto(app, pilot, "6")
         await goto(app, pilot, "4")
-        assert (compare.data.id, compare.writers[0], compare._cursor_cid()) == (4, B_DIRECT, row_cid)
+        assert (compare.data.id, compare.context().writer, compare._cursor_cid()) == (4, B_DIRECT, row_cid)
         # Compare's `a` (audit this row) carries the ratio too.
         await pilot.press("r")
         await pilot.pause()
@@ -66,7 +69,9 @@ async def test_instructions_row_opens_compare_on_its_response(tmp_path):
         await settle(app, pilot)
         app.open_compare(5, B_DIRECT)
         await settle(app, pilot)
-        assert (app.screen.data.id, app.screen.writers[0]) == (5, B_DIRECT)
+        # On a side (the sides by name), the one Audit opens on from there.
+        assert (app.screen.data.id, app.screen.context().writer) == (5, B_DIRECT)
+        assert B_DIRECT in app.screen.writers
 
 
 async def test_build_opens_on_the_latest_build_run_not_a_newer_evaluate_run(tmp_path):

@@ -58,16 +58,16 @@ async def test_instructions_audit_and_compare_keep_the_modes_apart(tmp_path):
 
         await goto(app, pilot, "4")
         compare = app.screen
-        # A: the response Audit showed (m1's edit one); B: no other model answered in edit mode, so
-        # the other mode.
-        assert compare.writers == [EDIT, DIRECT]
+        # The response Audit showed (m1's edit one) and, as no other model answered in edit mode, the
+        # other mode: the sides by name (direct before edit), the edit one what Audit opens on again.
+        assert compare.writers == [DIRECT, EDIT] and compare.context().writer == EDIT
         # C1 passes both direct texts, flips on the edit ones; C2 the other way round.
-        assert compare.cells[0] == ("yes", "FLIP", "yes", "yes")
-        assert compare.cells[1] == ("yes", "yes", "yes", "FLIP")
+        assert compare.cells[0] == ("yes", "yes", "yes", "FLIP")
+        assert compare.cells[1] == ("yes", "FLIP", "yes", "yes")
         assert "m1 [edit]" in text_of(compare.query_one("#compare-head"))
         await pilot.press("m")  # A: the next response that is not B's: m2's
         await pilot.pause()
-        assert compare.writers == [Writer("m2", "direct"), DIRECT]
+        assert compare.writers == [Writer("m2", "direct"), EDIT]
 
 
 async def test_annotate_shows_exactly_the_response_it_labels(tmp_path):

@@ -166,7 +166,7 @@ async def test_enter_opens_audit_following_the_queue(tmp_path):
         await settle(app, pilot)
         target = screen.ranked[1].evidence
         assert app.current_mode == "audit"
-        following = app.following
+        following = app.nav.following
         assert following is not None and following.label == LABEL and following.index == 1
         assert [(s.constraint_id, s.instruction_id, s.writer) for s in following.stops] == \
             [(r.evidence.constraint_id, r.evidence.instruction_id, r.evidence.writer) for r in screen.ranked]
@@ -260,12 +260,12 @@ async def test_auditing_the_queue_is_a_loop(tmp_path):
         assert f"suspicion queue item 1 of {n}" in head and "0 done" in head
         await pilot.press("y")  # confirmed, and on to item 2
         await pilot.pause()
-        assert app.following.index == 1
+        assert app.nav.following.index == 1
         head = text_of(audit.query_one("#audit-head"))
         assert f"suspicion queue item 2 of {n}" in head and "1 done (1 confirmed, 0 dismissed)" in head
         await pilot.press("d")
         await pilot.pause()
-        assert app.following.index == 2
+        assert app.nav.following.index == 2
         # The notice on the header's row (one at a time: the newest); the pane keeps its caption.
         assert any("dismissed the previous item" in n.message for n in app._notifications)
         assert not any("confirmed the previous item" in n.message for n in app._notifications)
@@ -306,7 +306,7 @@ async def test_copy_only_view_and_reasons_in_words(tmp_path):
                    for r in screen.ranked)
         assert "copy evidence only" in text_of(screen.query_one("#queue-status"))
         detail = text_of(screen.query_one("#queue-detail"))
-        assert "similar to reference" in detail or "copied from reference" in detail
+        assert "similar to reference" in detail or "→ constraint → response" in detail
         await pilot.press("o")
         await settle(app, pilot)
         assert screen.enabled == REASONS and len(screen.ranked) == everything
@@ -439,7 +439,7 @@ async def test_the_queue_says_its_length_one_way_and_plus_shows_a_group(tmp_path
         # Enter on the first filed row: Audit on it, following every row shown.
         await pilot.press("down", "enter")
         await settle(app, pilot)
-        following = app.following
+        following = app.nav.following
         assert following is not None and following.index == at + 1
         assert len(following.stops) == len(expected) + len(group)
         assert app.screen.shown.constraint_id == group[0].constraint_id

@@ -142,7 +142,7 @@ async def test_annotate_opens_on_the_item_of_the_context_or_says_it_has_none(tmp
         listed = {it.instruction_id for it in items}
         missing = max(app.view.instruction_ids()) + 1  # every instruction here has flipped constraints
         assert missing not in listed
-        app.context = Context(missing, wanted.writer)
+        app.nav.context = Context(missing, wanted.writer)
         annotate.on_screen_resume()
         await pilot.pause()
         assert annotate.queue.items[annotate.queue.index] == wanted

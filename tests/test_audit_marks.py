@@ -10,35 +10,10 @@ import re
 
 import pytest
 
-from pipeline.store.view import StoreView
-from tests.support.app import settle, store_rows, synthetic_app, text_of
+from tests.support.app import settle, synthetic_app, text_of
+from tests.support.marks import NAVIGATION, named_item, stored_marks
 from unspecific_tui.screens.audit import AuditScreen
 from unspecific_tui.screens.queue import QueueScreen
-
-# Every key of Audit's that changes what is shown, each pressed while following the queue.
-NAVIGATION = ("n", "j", "down", "k", "up", "n", "right_square_bracket", "n", "p", "x", "left_square_bracket",
-              "slash", "n", "s", "m", "p", "r", "t", "g", "o", "o", "c", "l", "l", "x", "n", "n")
-
-
-def stored_marks(app) -> dict[tuple[int, int], str]:  # noqa: ANN001
-    return {(r, c): m
-            for r, c, m in store_rows(app, "SELECT response_id, constraint_id, mark FROM suspicion_marks")}
-
-
-def named_item(app, head: str) -> tuple[int, int]:  # noqa: ANN001
-    """(response id, constraint id) of the item the head's where-line names: "#iid ... constraint
-    p/n · model [mode] ·", read through the store as a reader would, not from the screen's state."""
-    where = re.search(r"#(\d+) .*? constraint (\d+)/\d+ · (.+?) · summary", head)
-    assert where, head
-    iid, position, label = int(where[1]), int(where[2]), where[3]
-    view = StoreView.open(app.store_path)
-    try:
-        data = view.instruction(iid)
-        writer = next(w for w in data.writers if w.label == label)
-        con = next(c for c in data.constraints.values() if c.active and c.position == position)
-        return data.responses[writer].id, con.id
-    finally:
-        view.close()
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
@@ -53,8 +28,8 @@ async def test_every_key_while_following_marks_the_item_the_head_names(tmp_path,
         await pilot.press("enter")
         await settle(app, pilot)
         audit = app.screen
-        assert isinstance(audit, AuditScreen) and app.following is not None
-        stops = app.following.stops
+        assert isinstance(audit, AuditScreen) and app.nav.following is not None
+        stops = app.nav.following.stops
         left_seen = followed_seen = 0
         for key in NAVIGATION:
             before = stored_marks(app)
@@ -90,7 +65,7 @@ async def test_off_the_queue_n_goes_back_to_the_item_left(tmp_path):
         await settle(app, pilot)
         await pilot.press("enter")
         await settle(app, pilot)
-        audit, following = app.screen, app.following
+        audit, following = app.screen, app.nav.following
         assert following is not None
         left = following.current
         for _ in range(20):  # down the list until the view leaves the queue (it may pass other stops)

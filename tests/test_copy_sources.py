@@ -90,7 +90,7 @@ def _counts(items) -> dict[int, tuple[int, str]]:  # noqa: ANN001
 def test_the_definition_on_the_texts() -> None:
     got = {cid: copy_count(text, RESPONSE, REF_A, REF_B) for cid, text in enumerate(CONSTRAINTS, 1)}
     assert _counts(got.items()) == EXPECTED
-    assert got[1].sentence() == "6 words copied from reference A into the response"
+    assert got[1].sentence() == "6 words reference A → constraint → response"
     assert got[3].sentence() == "3 words of the constraint repeated in the response (in no reference)"
     assert got[4].sentence() == "" and got[4].short() == "-"
 
@@ -111,13 +111,13 @@ def test_every_view_gives_the_same_count(path: Path) -> None:
         assert not missing
         assert {r["constraint_id"]: (r["copied_words"], r["copy_source"]) for r in rows} == EXPECTED
         by_id = {r["constraint_id"]: r for r in rows}
-        assert by_id[1]["reasons"] == ["6 words copied from reference A into the response: "
-                                       "“council approved a new"
-                                       " sea wall” (6 words of reference A only, in 1 of 2 store articles)"]
+        assert by_id[1]["reasons"] == ["6 words reference A → constraint → response: “council approved a new"
+                                       " sea wall” (6 words of reference A only, in 1 of 2 store articles);"
+                                       " word for word in reference A and in the response"]
         assert by_id[1]["reason_codes"] == ["copied"]
         assert by_id[3]["reasons"][1:] == ["satisfied in the response, lost in its 0.25 summary"]
-        assert reason_sentences(listed[2]) == ["8 words copied from reference B into the "
-                                               "response: “farmers in the"
+        # Audit's list reads no texts for the words: the count, the path and the phrase's facts.
+        assert reason_sentences(listed[2]) == ["8 words reference B → constraint → response: “farmers in the"
                                                " valley worried about the drought” (8 words of "
                                                "reference B only, in 1 of 2 store articles)"]
         # The response repeats c3's own words, in no reference: the echo (no embedder here: the words alone).
@@ -186,15 +186,15 @@ def test_the_html_page_says_the_count_on_the_response(path: Path) -> None:
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(result.path.as_uri())
-        for cid, expected in (("1", "6 words copied from reference A into the response"),
-                              ("2", "8 words copied from reference B into the response"),
+        for cid, expected in (("1", "6 words reference A → constraint → response"),
+                              ("2", "8 words reference B → constraint → response"),
                               ("3", "3 words of the constraint repeated in the response (in no reference)")):
             page.evaluate("async () => await window.unspecificReport.open(1)")
             page.locator(f'.cons tr[data-c="{cid}"]').click()
             page.wait_for_selector("#detail h3")
             assert expected in page.locator("#pane-response h4").inner_text()
         sus = page.locator("#sus-list").inner_text()
-        assert "6 words copied from reference A into the response" in sus
+        assert "6 words reference A → constraint → response" in sus
         assert "satisfied in the response, lost in its 0.25 summary" in sus
 
 

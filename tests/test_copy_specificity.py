@@ -109,7 +109,8 @@ def test_the_queue_leads_with_the_paste_and_groups_the_topic(store: Store) -> No
     by_pos = _by_position(store)
     probe = by_pos[6]
     assert probe.copied and probe.lead is not None and probe.lead.text.endswith("12 firms")
-    assert "in 1 of 6 store articles, a name, a number" in next(s for s in _sentences(probe) if "copied" in s)
+    copied = next(s for s in _sentences(probe) if "→ constraint →" in s)
+    assert "in 1 of 6 store articles, a name, a number" in copied
     # The template ("The text should discuss the ...") is never copied: c8's words are its own.
     assert all("text should" not in p.lower() for e in by_pos.values() for p in (*e.copied, *e.echoed))
     queue = suspicion_queue(store)

@@ -232,9 +232,9 @@ def test_export_suspicious_through_the_cli(store: Store, tmp_path: Path,
     assert [(r["constraint_id"], r["mode"]) for r in rows][:2] == [(1, "direct"), (3, "direct")]
     assert rows[0]["reason_codes"] == ["copied"] and rows[0]["copied_from"] == "A" and rows[0]["rank"] == 1
     # Each reason in words, beside its code (pipeline.analysis.suspicion.reason_sentences).
-    assert rows[0]["reasons"] == ["6 words copied from reference A into the response: "
-                                  "“council approved a new sea"
-                                  " wall” (6 words of reference A only, in 1 of 2 store articles)"]
+    assert rows[0]["reasons"] == ["6 words reference A → constraint → response: “council approved a new sea"
+                                  " wall” (6 words of reference A only, in 1 of 2 store articles); word for"
+                                  " word in reference A and in the response"]
     # Every phrase found, by source: the paste from A, and the constraint's own words (in no reference).
     assert rows[0]["copied"] == [{"phrase": "council approved a new sea wall", "source": "A",
                                   "specificity": 0.58,
@@ -276,8 +276,9 @@ def test_report_lines_show_the_top_with_reasons(store: Store) -> None:
     compute_copy_evidence(store)
     lines = report_lines(suspicion_queue(store, limit=10))
     text = "\n".join(lines)
-    assert ('6 words copied from reference A into the response: “council approved a new sea wall” (6 words of'
-            ' reference A only, in 1 of 2 store articles)') in text
+    assert ('6 words reference A → constraint → response: “council approved a new sea wall” (6 words of'
+            ' reference A only, in 1 of 2 store articles); word for word in reference A and in the response'
+            ) in " ".join(text.split())
     assert "constraint 0.72 similar to reference B" in text
     rows, missing = suspicion_rows(store)
     assert not missing and all(set(r) >= {f"reason_{x}" for x in REASONS} for r in rows)

@@ -10,25 +10,27 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import RenderableType
 from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.notifications import Notify, SeverityLevel
 from textual.screen import ModalScreen, Screen
-from textual.timer import Timer
 from textual.widget import AwaitMount
+from textual.worker import Worker, WorkerState
 
 from pipeline.store.view import Writer
-from unspecific_tui.app_analysis import AnalysisPart
-from unspecific_tui.app_paint import PaintPart
-from unspecific_tui.context import Context, context_of
+from unspecific_tui.app_analysis import Analyses
+from unspecific_tui.app_paint import Painter
+from unspecific_tui.app_state import AppState
+from unspecific_tui.context import context_of
 from unspecific_tui.data import AppView
-from unspecific_tui.following import Following
+from unspecific_tui.messages import AnalysisReady, MetricsReady, ModelsCompared, StoreChanged
+from unspecific_tui.navigator import Navigator
 from unspecific_tui.screens.registry import MODES, make_screen, screen_class
 from unspecific_tui.stages import Registry
 from unspecific_tui.textual_check import app_names_ok, private_api_problem
@@ -40,10 +42,6 @@ if TYPE_CHECKING:
     from unspecific_tui.demo_child import DemoChild
 
 SCREENS_ORDER = MODES  # the six screens, named in screens/registry.py
-# The screens that open on the context as a target (app.target: instruction, writer, constraint).
-# Instructions and Annotate follow ``app.context`` themselves when they are shown again (a row,
-# an item); Build and Report keep their own place.
-OPEN_ON_CONTEXT = ("audit", "compare")
 HERE = Path(__file__).parent
 
 
@@ -73,7 +71,11 @@ def shown_runs(per_run: Mapping[str, int], build_run: str | None) -> str:
     return shown
 
 
-class UnspecificApp(AnalysisPart, PaintPart):
+class UnspecificApp(AppState):
+    """The app: its state (AppState) and its parts, composed: the navigator (``nav``: the context,
+    the target, what is followed), the store-wide analysis (``analyses``) and what waits for the
+    paint (``paint``)."""
+
     CSS_PATH = "app.tcss"
     TITLE = "unspecific"
     MODES = {name: make_screen(name) for name in SCREENS_ORDER}
@@ -94,7 +96,6 @@ class UnspecificApp(AnalysisPart, PaintPart):
         Binding("ctrl+r", "refresh_store", "Reload", show=False),
         Binding("q", "quit", "Quit", show=False),
     ]
-
 
     def __init__(
         self,
@@ -126,19 +127,12 @@ class UnspecificApp(AnalysisPart, PaintPart):
         self.sample_seed = sample_seed
         self.display_path = display_path or str(self.store_path)
         self.title = f"unspecific — {self.display_path}"
-        # Where Audit/Compare open next: (instruction id, writer, constraint id or None).
-        self.target: tuple[int, Writer | None, int | None] | None = None
-        # Where the auditor was last: carried from screen to screen by switch_mode.
-        self.context = Context()
-        # What Audit's next/prev follow when set: the suspicion queue or one flag (following.py).
-        self.following: Following | None = None
+        self.nav = Navigator()  # where the auditor is and goes; what Audit's n / p follow
+        self.analyses = Analyses(self)
+        self.paint = Painter(self)
         # The auditor's marks on suspects (confirmed / dismissed) by (response, constraint): read
         # once from the view, kept current by ``mark``; written through the store's narrow writer.
         self._marks: dict[tuple[int, int], str] | None = None
-        self._collection_held = False  # collect_after_paint's, with its time limit
-        self._hold_limit: Timer | None = None
-        self._after_paint: list[tuple[Callable[[], object],
-                                      float]] = []  # after_paint's, until the next paint
         # A build run's stages, not an evaluate run's zeros; no such run: the store's totals.
         self.set_reactive(UnspecificApp.run_id, run_id or self.view.latest_build_run_id())
 
@@ -171,7 +165,6 @@ class UnspecificApp(AnalysisPart, PaintPart):
         stored = self.analysis.ratios if self.analysis is not None else self.view.summary_ratios()
         return view_ratio(stored, asked)
 
-
     # -- lifecycle ---------------------------------------------------------------------
     def on_mount(self) -> None:
         self._update_subtitle()
@@ -199,42 +192,54 @@ class UnspecificApp(AnalysisPart, PaintPart):
             return
         self.call_from_thread(self.refresh_analysis)
 
-    # -- the auditor's marks ---------------------------------------------------------------
-    @property
-    def marks(self) -> dict[tuple[int, int], str]:
-        """(response id, constraint id) -> confirmed | dismissed."""
-        if self._marks is None:
-            self._marks = {key: m.mark for key, m in self.view.suspicion_marks().items()}
-        return self._marks
+    # -- the analysis (app_analysis.Analyses), its messages handed back to it ---------------------
+    def refresh_analysis(self) -> None:
+        self.analyses.refresh()
 
-    def mark(self, response_id: int, constraint_id: int, mark: str | None) -> bool:
-        """Store the auditor's mark on a suspect (None clears it); False (and why, shown) when it
-        cannot be stored."""
-        if self.readonly:
-            self.show_error("Read-only", "The store is open read-only; marks cannot be saved.")
-            return False
+    def compare_models(self) -> None:
+        self.analyses.compare_models()
+
+    def on_analysis_ready(self, message: AnalysisReady) -> None:
+        self.analyses.ready(message)
+
+    def on_metrics_ready(self, message: MetricsReady) -> None:
+        self.analyses.metrics(message)
+
+    def on_models_compared(self, message: ModelsCompared) -> None:
+        self.analyses.compared(message)
+
+    def on_store_changed(self, message: StoreChanged) -> None:
+        if self.view.closed:  # queued as the app shut down (Analyses.ready)
+            return
+        self.view.forget()
+        self._marks = None
+        self.refresh_analysis()
+
+    def action_refresh_store(self) -> None:
+        self.post_message(StoreChanged())
+        self.notify("reloading the store")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A background job that failed shows why; the app keeps running."""
+        if event.state != WorkerState.ERROR:
+            return
         from pipeline.core.errors import UnspecificError
 
-        try:
-            if mark is None:
-                self.store_writer.clear_mark(response_id, constraint_id)
-            else:
-                self.store_writer.put_mark(response_id, constraint_id, mark, self.annotator)
-        except UnspecificError as exc:
-            self.show_error(exc.title, exc.msg)
-            return False
-        if mark is None:
-            self.marks.pop((response_id, constraint_id), None)
+        error = event.worker.error
+        if isinstance(error, UnspecificError):
+            self.show_error(error.title, error.msg)
         else:
-            self.marks[(response_id, constraint_id)] = mark
-        return True
+            self.show_error(f"{event.worker.group or 'background'} failed ({type(error).__name__})",
+                            str(error))
 
-
-
-
+    # -- the paint (app_paint.Painter) ------------------------------------------------------------
+    def _display(self, screen: Screen, renderable: RenderableType | None) -> None:
+        """Textual's paint (behind textual_check), then what waits for it."""
+        super()._display(screen, renderable)
+        self.paint.painted()
 
     def on_unmount(self) -> None:
-        self._release_collection()  # never left off: a paint it waited for may not come
+        self.paint.release()  # never left off: a paint it waited for may not come
         if self.demo is not None:
             self.demo.stop()  # quitting keeps everything: each unit was committed as it finished
         if self._store_writer is not None:
@@ -261,13 +266,6 @@ class UnspecificApp(AnalysisPart, PaintPart):
 
             self._config = load_config(self.config_path)
         return self._config
-
-
-
-
-
-
-
 
     # -- notices ---------------------------------------------------------------------------
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
@@ -296,34 +294,24 @@ class UnspecificApp(AnalysisPart, PaintPart):
         if not pushed:
             self.notify(f"this is the {mode.capitalize()} screen")
             return
-        found = context_of(self.screen)
-        if found is not None:
-            self.context = found
+        self.nav.left(context_of(self.screen))
         while len(self.screen_stack) > 1 and not isinstance(self.screen, ModalScreen):
             self.pop_screen()
 
     def switch_mode(self, mode: str) -> AwaitMount:
         """Every screen change carries the context: what the screen left shows (its instruction,
         response, ratio, constraint) is where Audit and Compare open, unless a target was set."""
-        found = context_of(self.screen)
-        if found is not None:
-            self.context = found
-        arriving = mode in OPEN_ON_CONTEXT and mode != self.current_mode
-        if self.target is not None:  # open_audit / open_compare: that place, with the context's ratio
-            iid, writer, cid = self.target
-            self.context = replace(self.context, instruction_id=iid, writer=writer or self.context.writer,
-                                   constraint_id=cid)
-        elif arriving:
-            self.target = self.context.target()
+        self.nav.left(context_of(self.screen))
+        self.nav.arrive(mode, self.current_mode)
         return super().switch_mode(mode)
 
     def open_audit(self, instruction_id: int, writer: Writer | None = None, constraint_id: int
                    | None = None) -> None:
-        self.target = (instruction_id, writer, constraint_id)
+        self.nav.open(instruction_id, writer, constraint_id)
         self.switch_mode("audit")
 
     def open_compare(self, instruction_id: int, writer: Writer | None = None) -> None:
-        self.target = (instruction_id, writer, None)
+        self.nav.open(instruction_id, writer)
         self.switch_mode("compare")
 
     async def action_quit(self) -> None:
@@ -346,7 +334,6 @@ class UnspecificApp(AnalysisPart, PaintPart):
             return
         self.push_screen(HelpScreen(self.screen,
                                     help_name(self.screen, self.screen_stack, self.current_mode)))
-
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

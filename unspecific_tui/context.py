@@ -25,7 +25,7 @@ class Context:
     constraint_id: int | None = None
 
     def target(self) -> tuple[int, Writer | None, int | None] | None:
-        """Where Audit and Compare open next (``UnspecificApp.target``); None when nowhere yet."""
+        """Where Audit and Compare open next (the navigator's target); None when nowhere yet."""
         if self.instruction_id is None:
             return None
         return (self.instruction_id, self.writer, self.constraint_id)

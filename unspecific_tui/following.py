@@ -1,12 +1,16 @@
 """What Audit's "next" follows when the auditor came from a list: the suspicion queue, or the
-constraints carrying one flag. The queue screen (or the flag picker) sets ``app.following``;
+constraints carrying one flag. The queue screen (or the flag picker) has the app's navigator follow
+it (``app.nav.follow``);
 Audit's next/prev keys step through it instead of the benchmark's order while it is set."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 
 from pipeline.store.view import Writer
+
+MarkKey = tuple[int, int]  # a mark's item: (response id, constraint id)
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class Following:
     # True while the view shows an item that is not one of the stops (a key such as `x` or `]` moved
     # away): the head then says so, and a mark goes on the item shown, never on the stop left.
     left: bool = False
+    # Every item of the list as (response id, constraint id): the suspicion queue's, its filed items
+    # too, so Audit counts the marks the queue counts (``marks_line``).
+    items: frozenset[MarkKey] = field(default_factory=frozenset)
 
     @property
     def current(self) -> Stop | None:
@@ -59,3 +66,19 @@ class Following:
                 self.index, self.left = i, False
                 return
         self.left = True
+
+
+def marks_line(marks: Mapping[MarkKey, str], items: Collection[MarkKey] | None) -> str:
+    """The one count of marks, said alike by the queue and Audit: on the queue's ``items``,
+    "7 done (3 confirmed, 4 dismissed)", then the marks on items off the queue under a name of their
+    own ("3 marked off the queue"); with no queue (``items`` None), every mark: "10 marked (...)"."""
+    if items is None:
+        return _counted("marked", list(marks.values()))
+    done = _counted("done", [mark for key, mark in marks.items() if key in items])
+    off = sum(1 for key in marks if key not in items)
+    return f"{done} · {off:,} marked off the queue" if off else done
+
+
+def _counted(word: str, marks: list[str]) -> str:
+    confirmed, dismissed = marks.count("confirmed"), marks.count("dismissed")
+    return f"{confirmed + dismissed:,} {word} ({confirmed:,} confirmed, {dismissed:,} dismissed)"

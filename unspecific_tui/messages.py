@@ -63,6 +63,15 @@ class MetricsReady(Message):
         self.analysis = analysis
 
 
+class ModelsCompared(Message):
+    """The models compared on the report's paired tests (pipeline.analysis.report_model.compare_models)
+    of ``metrics``: ``duel`` is its ModelDuel, what `report`'s "Models compared" concludes from."""
+
+    def __init__(self, metrics: Any, duel: Any) -> None:
+        super().__init__()
+        self.metrics, self.duel = metrics, duel
+
+
 class RunSelected(Message):
     """The user picked (or created) the current run on the Build screen."""
 

@@ -12,7 +12,8 @@ text, and the source is:
   ""              nothing copied
 
 The count is of the constraint's words in those phrases (the phrases as the constraint writes
-them), so "12 words copied from reference A" means 12 words of the constraint.
+them, counted as a reader counts words), so "12 words reference A → constraint → response" means 12
+words of the constraint, which holds them from reference A: the model never sees the references.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pipeline.analysis.copying import WORD
+from pipeline.analysis.copy_path import path
 from pipeline.core.definitions import echo_counts
+from pipeline.core.text import count_words
 
 REFERENCE_SOURCES = ("A", "B", "AB")
 CONSTRAINT = "constraint"
@@ -43,12 +45,14 @@ class CopyCount:
         return source_name(self.source)
 
     def sentence(self, text: str = "response") -> str:
-        """"12 words copied from reference A" (into ``text``); "" when nothing was copied."""
+        """"12 words reference A → constraint → response" (the way to ``text``); "" when nothing was
+        copied."""
         if not self.words:
             return ""
         if self.source == CONSTRAINT:
             return f"{self.words} words of the constraint repeated in the {text} (in no reference)"
-        return f"{self.words} words copied from {self.source_name()} into the {text}"
+        # The model never sees the references: their words came through the constraint.
+        return f"{self.words} words {path(self.source, text)}"
 
     def short(self) -> str:
         """A table cell: "12w A", "5w con", "-"."""
@@ -66,8 +70,9 @@ def source_name(source: str) -> str:
 
 
 def phrase_words(phrases: Sequence[str]) -> int:
-    """Words in the phrases, as pipeline.analysis.copying counts words."""
-    return sum(len(WORD.findall(p)) for p in phrases)
+    """Words in the phrases as a reader counts them (pipeline.core.text.count_words: "Reserve's" is one
+    word, two of the n-grams' tokens)."""
+    return sum(count_words(p) for p in phrases)
 
 
 def count_of(copied: Sequence[str], copied_from: str, echoed: Sequence[str] = (), echo: float | None = None

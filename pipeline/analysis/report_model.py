@@ -46,6 +46,7 @@ from pipeline.store.generations import model_has_responses
 from pipeline.store.instructions import any_instruction_with, instruction_values
 from pipeline.store.judge_checks import calibrations
 from pipeline.store.verdicts import judge_has_verdicts
+from pipeline.store.view import StoreReader
 
 if TYPE_CHECKING:
     from pipeline.analysis.embeddings import Embedder
@@ -196,11 +197,7 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report = Report(options, metrics, [], [], [], [], None, report_warnings(metrics, options))
     ratio = report.ratio
     kw: _CompareSettings = {"ratio": ratio, "n_resamples": options.n_resamples, "seed": options.seed}
-    copy_units = copy_paste_units(store, metrics, options.filters)
-    draws = {"n_resamples": options.n_resamples, "seed": options.seed}
-    report.comparisons = all_comparisons(metrics, options, ratio,
-                                         copy_paste_comparisons(metrics, copy_units, **draws))
-    report.models = model_duel(metrics, report.comparisons, copy_units, ratio, **draws)
+    report.comparisons, report.models = compare_models(store, metrics, options, ratio)
     if options.compare:
         family = {(c.by, frozenset((c.a, c.b)), c.domain, c.within, c.metric): c.p_holm
                   for c in report.comparisons}
@@ -226,6 +223,17 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
         report.suspicious = suspicion_queue(store, ratio=ratio or options.ratio, run_id=options.filters.run,
                                             limit=options.suspicious)
     return report
+
+
+def compare_models(reader: StoreReader, metrics: Metrics, options: ReportOptions,
+                   ratio: float | None) -> tuple[list[Comparison], ModelDuel]:
+    """Every paired test of the report (all_comparisons, copy-paste's among them) and the models
+    compared on them (model_duel): what `report` and the app's Report screen conclude from."""
+    copy_units = copy_paste_units(reader, metrics, options.filters)
+    draws = {"n_resamples": options.n_resamples, "seed": options.seed}
+    copy_paste = copy_paste_comparisons(metrics, copy_units, **draws)
+    comparisons = all_comparisons(metrics, options, ratio, copy_paste)
+    return comparisons, model_duel(metrics, comparisons, copy_units, ratio, **draws)
 
 
 def all_comparisons(metrics: Metrics, options: ReportOptions, ratio: float | None,

@@ -25,6 +25,7 @@ from functools import lru_cache
 
 from pipeline.analysis.copying import STOPWORDS, WORD
 from pipeline.core.definitions import SPECIFIC_ENOUGH, TEMPLATE_MIN, TEMPLATE_SHARE, specificity
+from pipeline.core.text import count_words
 
 # A capitalised word after a sentence's end is no sign of a name: only mid-sentence ones count.
 _SENTENCE_START = re.compile(r"(?:^|[.!?]['\"\u201d\u2019)\]]*\s+|\n\s*)$")
@@ -250,7 +251,7 @@ class PhraseFacts:
         rarity always names the articles it counts (a store's stored before they were named: "store
         articles")."""
         where = "both references (the shared topic)" if self.shared else f"reference {self.source} only"
-        parts = [f"{self.words} words of {where}"]
+        parts = [f"{count_words(self.text)} words of {where}"]  # as a reader counts (``words``: tokens)
         if self.df is not None:
             counted_in = STORE_ARTICLES if self.counted_in == "articles" else self.counted_in
             parts.append(f"in {self.df:,} of {self.articles:,} {counted_in}")

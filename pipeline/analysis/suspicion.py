@@ -78,11 +78,12 @@ item that copied another phrase as well is its own row: a group never hides a di
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from pipeline.analysis.copy_count import CopyCount, count_of, source_name
 from pipeline.analysis.copy_evidence import CopyFinder, copied_phrases
+from pipeline.analysis.copy_path import Standing, said, standings
 from pipeline.analysis.similarity import LEXICAL, Similarity
 from pipeline.analysis.specificity import PhraseFacts, dump_facts, lead, load_facts, phrase_key
 from pipeline.analysis.trust import Trust
@@ -111,6 +112,7 @@ from pipeline.store.suspicion import (
     count_missing_copy_evidence,
     evidence_rows,
     missing_copy_work,
+    response_texts,
 )
 from pipeline.store.view import StoreReader, Writer, store_of
 
@@ -121,7 +123,7 @@ REASONS: tuple[str, ...] = tuple(SUSPICION_WEIGHTS)
 EVIDENCE_COMMAND = "unspecific evidence"
 REASON_TEXT: dict[str, str] = {
     "similar": "constraint close to a reference (high similarity)",
-    "copied": "constraint words copied from a reference into the response",
+    "copied": "a reference's words in the constraint, repeated in the response",
     "echo": "the response repeats the constraint (a sentence close to it, its own words)",
     "lost": "satisfied in the response, lost in the summary",
     "split": "judges split on the response or the summary",
@@ -176,6 +178,8 @@ class Evidence:
     summary_echo: float | None = None
     lead_key: str = ""  # the phrase the item is about (pipeline.analysis.specificity.phrase_key)
     same_phrase: tuple[Evidence, ...] = ()  # later items of the instruction and writer on the same phrase
+    # The lead phrase as each text it names has it (its references', the response's): copy_path.stands.
+    standings: tuple[Standing, ...] = field(default=(), compare=False)  # read for the words, not the item
 
     @property
     def unsure(self) -> tuple[YesProbability, ...]:
@@ -278,16 +282,20 @@ def reason_sentences(e: Evidence, enabled: Sequence[str] = REASONS) -> list[str]
 
 
 def copied_sentence(e: Evidence) -> str:
-    """How many words were copied and from where, then the most specific phrase and why it is (or is
-    not) specific: '8 words copied from reference A into the response: “probe by the US Securities
-    Exchange Commission” (8 words of reference A only, in 1 of 2,224 BBC News articles, a name)'."""
+    """How many of the constraint's words a reference holds and the way they reached the response,
+    then the most specific phrase, why it is (or is not) specific, and how each text has it
+    (``standings``, when read): '8 words reference A → constraint → response: “probe by the US
+    Securities Exchange Commission” (8 words of reference A only, in 1 of 2,224 BBC News articles, a
+    name); reference A has “probe by the US Securities and Exchange Commission”, word for word in the
+    response'."""
     count = e.copy_count.sentence()
+    stands = "; " + said(e.standings) if e.standings else ""
     top = e.lead
     if top is None:  # no facts for the phrases: the count alone
-        return count
+        return count + stands
     others = len(e.facts) - 1
     more = f", and {others} more phrase{'' if others == 1 else 's'}" if others else ""
-    return f"{count}: “{top.text}” ({top.sentence()}){more}"
+    return f"{count}: “{top.text}” ({top.sentence()}){more}{stands}"
 
 
 def same_phrase_sentence(e: Evidence) -> str:
@@ -444,11 +452,29 @@ def suspicion_queue(reader: StoreReader, *, ratio: float | None = None, enabled:
     # Few rows: their flags by id; many: every flag at once.
     flags = constraint_flags(store, [r.constraint_id
                                      for r in rows]) if len(rows) <= 2000 else constraint_flags(store)
-    items = [_evidence(row, ratio, flags) for row in rows]
+    items = with_standings(store, [_evidence(row, ratio, flags) for row in rows])
     queue = Queue(group_by_phrase(items) if grouped else items)
     queue.total = total
     queue.copy_evidence_missing = _copy_missing(store, run_id)
     return queue
+
+
+def with_standings(store: Store, items: list[Evidence]) -> list[Evidence]:
+    """The items, each that copied a phrase with its lead phrase as its references and response have
+    it (copy_path.standings; the texts read once a response)."""
+    copied = [e for e in items if e.copied and e.response_id is not None]
+    if not copied:
+        return items
+    texts = response_texts(store, sorted({e.response_id or 0 for e in copied}))
+    out = []
+    for e in items:
+        found = texts.get(e.response_id or 0) if e.copied else None
+        if found is not None:
+            phrase = e.lead.text if e.lead is not None else e.copied[0]
+            by_label = {"A": found.reference_a, "B": found.reference_b, "response": found.response}
+            e = replace(e, standings=standings(phrase, "".join(e.copied_from), by_label))
+        out.append(e)
+    return out
 
 
 def _copy_missing(store: Store, run_id: str | None) -> bool:

@@ -36,7 +36,7 @@ from pipeline.core.definitions import (
     copy_evidence_version,
 )
 from pipeline.store.database import Store, has_table
-from pipeline.store.metrics import LOCK, chunked_rows, selects_most_texts
+from pipeline.store.metrics import LOCK, chunked_rows, selects_most_texts, text_bodies
 from pipeline.store.scores import (
     current_text_scores,
     drop_temp_scores,
@@ -559,3 +559,21 @@ def copy_evidence_missing_for(store: Store, response_ids: Sequence[int]) -> bool
         "SELECT 1" + _PAIRS.format(current=_current())
         + " AND r.id IN (SELECT value FROM json_each(?)) LIMIT 1",
         (ids,)).fetchone() is not None
+
+
+class ResponseTexts(NamedTuple):
+    """A response and its instruction's two references, as stored ("" where there is none)."""
+
+    response: str
+    reference_a: str
+    reference_b: str
+
+
+def response_texts(store: Store, response_ids: Sequence[int]) -> dict[int, ResponseTexts]:
+    """response id -> its text and its instruction's references (what a copy reason quotes)."""
+    rows = list(chunked_rows(
+        store, "SELECT r.id, r.text_hash, a.text_hash, b.text_hash FROM generations r"
+        " JOIN instructions i ON i.id = r.instruction_id LEFT JOIN articles a ON a.id = i.article_a"
+        " LEFT JOIN articles b ON b.id = i.article_b WHERE r.id IN ({marks})", response_ids))
+    bodies = text_bodies(store, {h for row in rows for h in row[1:] if h})
+    return {row[0]: ResponseTexts(*(bodies.get(h or "", "") for h in row[1:])) for row in rows}

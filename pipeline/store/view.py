@@ -189,6 +189,30 @@ STAGE_UNITS = {
 }
 
 
+# How far each Build stage has come, as (units done, units it has to do), where the store knows the
+# second: a stage is finished when they are equal (the Build screen's bars). Revision replaces only the
+# constraints a check found too easy: no count says how many it will write, so it has none.
+_TEXTS = f"kind IN ('response', 'summary') AND instruction_id IN ({_RUN})"
+STAGE_COVERAGE = {
+    "corpus": "SELECT count(*), count(*) FROM articles WHERE status = 'kept'",
+    "pair": "SELECT count(*), count(*) FROM pairs",
+    "synthesize": "SELECT coalesce(sum(status NOT IN ('pending', 'failed')), 0), count(*)"
+                  " FROM instructions WHERE :run IS NULL OR run_id = :run",
+    # One base article per pair of the eval condition (the common conditions share it).
+    "base": "SELECT count(DISTINCT CASE WHEN EXISTS (SELECT 1 FROM generations g WHERE g.kind = 'base'"
+            " AND g.instruction_id = i.id) THEN i.pair_id END), count(DISTINCT i.pair_id)"
+            " FROM instructions i WHERE i.condition = 'eval' AND (:run IS NULL OR i.run_id = :run)",
+    "respond": "SELECT count(DISTINCT g.instruction_id), (SELECT count(*) FROM instructions WHERE"
+               " (:run IS NULL OR run_id = :run) AND status NOT IN ('pending', 'failed'))"
+               f" FROM generations g WHERE g.kind = 'response' AND g.instruction_id IN ({_RUN})",
+    "summarize": "SELECT count(DISTINCT s.parent_id), (SELECT count(*) FROM generations WHERE"
+                 f" kind = 'response' AND instruction_id IN ({_RUN})) FROM generations s"
+                 f" WHERE s.kind = 'summary' AND s.instruction_id IN ({_RUN})",
+    "judge": "SELECT count(DISTINCT v.generation_id), (SELECT count(*) FROM generations WHERE " + _TEXTS + ")"
+             " FROM verdicts v WHERE v.generation_id IN (SELECT id FROM generations WHERE " + _TEXTS + ")",
+}
+
+
 def _table(name: str) -> str:
     if name not in WRITTEN_TABLES:
         raise ValueError(f"not a table a step writes: {name!r}")
@@ -312,6 +336,13 @@ class StoreView:
         """How many units of a Build stage (``STAGE_UNITS``) the store holds for ``run_id``."""
         row = self._one(STAGE_UNITS[stage], {"run": run_id})
         return int(row[0]) if row else 0
+
+    def stage_coverage(self, stage: str, run_id: str | None) -> tuple[int, int] | None:
+        """(units done, units to do) of a Build stage (``STAGE_COVERAGE``) for ``run_id``; None where
+        the store cannot say how many it has to do."""
+        sql = STAGE_COVERAGE.get(stage)
+        row = self._one(sql, {"run": run_id}) if sql else None
+        return (int(row[0] or 0), int(row[1] or 0)) if row else None
 
     # -- ordering ------------------------------------------------------------------------
     def constraint_order(self, run_id: str | None = None) -> list[tuple[int, int]]:

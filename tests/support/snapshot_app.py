@@ -36,6 +36,17 @@ def make_app(folder: Path, *, both_modes: bool = False, long_names: bool = False
     return UnspecificApp(path, stages={}, display_path="store.sqlite", annotator="snapshot", config_path=None)
 
 
+# A store the Report can chart at 80x24: one domain, two conditions, two models (four bars).
+SMALL_SPEC = SyntheticSpec(n_instructions=4, seed=7, domains=("news",), conditions=("single", "eval"))
+
+
+def make_small_app(folder: Path) -> UnspecificApp:
+    path = Path(folder) / "small.sqlite"
+    if not path.exists():
+        build_synthetic_store(path, SMALL_SPEC)
+    return UnspecificApp(path, stages={}, display_path="small.sqlite", annotator="snapshot", config_path=None)
+
+
 def lengthen_constraints(path: Path) -> None:
     """Every third constraint runs to ~200 characters, as generated ones often do."""
     conn = sqlite3.connect(path)

@@ -139,7 +139,7 @@ class AnnotateScreen(AppScreen):
 
     def _follow(self) -> bool:
         """Open on the context's item (items.py's ``LabelQueue.follow``); True when the item changed."""
-        moved, note = self.queue.follow(self.app.context)
+        moved, note = self.queue.follow(self.app.nav.context)
         if note is not None:
             self.notify(note)
         return moved

@@ -31,6 +31,7 @@ from unspecific_tui.messages import (
 )
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.stages import SPECS, STAGES, StageSpec
+from unspecific_tui.widgets.build.orient import StoreSummary
 from unspecific_tui.widgets.build.runner import StageRunner, demo_outcome, describe
 from unspecific_tui.widgets.build.runs import RunsPanel, run_rows
 from unspecific_tui.widgets.build.stage_bar import StageBar
@@ -44,7 +45,8 @@ KEYS: list[BindingType] = [
     Binding("space", "pause", "Pause"),
     Binding("c", "start", "Continue", show=False),
     Binding("n", "new_run", "New run"),
-    Binding("d", "demo", "Demo", show=False),
+    # Shift-d: `d` dismisses in Audit, and the demo is too heavy to start by a slip of habit.
+    Binding("D", "demo", "Demo", show=False),
     Binding("a", "audit_written", "Audit output"),
     Binding("tab", "switch_table", "Switch table", show=False),
     Binding("r", "reload", "Refresh", show=False),
@@ -64,6 +66,7 @@ class BuildScreen(AppScreen):
     def __init__(self) -> None:
         super().__init__()
         registry = self.app.stage_registry
+        self.orient = StoreSummary(id="build-orient")
         self.runs = RunsPanel(id="build-top")
         self.stages = StageTable(registry, id="stages")
         self.bar = StageBar(id="build-progress")
@@ -73,6 +76,7 @@ class BuildScreen(AppScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        yield self.orient
         yield self.runs
         yield self.stages
         yield self.bar
@@ -87,6 +91,7 @@ class BuildScreen(AppScreen):
         # The runs are a few rows of a small table: listed before the first paint, from the app's
         # view; the per-stage counts (whole tables on a big store) follow from load_runs' worker.
         self.runs.show_runs(run_rows(self.app.view))
+        self.watch(self.app, "analysis", self._analysis_changed)
         if self.app.demo_command and self.app.demo is None:
             self.call_after_refresh(self.action_demo)  # the screen paints first, then the demo starts
 
@@ -108,14 +113,21 @@ class BuildScreen(AppScreen):
             run_id = self.app.run_id
             counts = {spec.name: view.stage_units(spec.name, run_id) for spec in STAGES
                       if spec.name in STAGE_UNITS}
+            coverage = {spec.name: view.stage_coverage(spec.name, run_id) for spec in STAGES}
             per_run = view.instructions_per_run()
         finally:
             view.close()
-        self.app.call_from_thread(self._show_counts, counts, per_run)
+        self.app.call_from_thread(self._show_counts, counts, coverage, per_run)
 
-    def _show_counts(self, counts: dict[str, int], per_run: dict[str, int]) -> None:
+    def _analysis_changed(self, analysis: object) -> None:
+        """The answers, models and judges the first lines say (the instructions: the runs table's)."""
+        self.orient.show(analysis, self.stages.finished(), self.runs.instructions)
+
+    def _show_counts(self, counts: dict[str, int], coverage: dict[str, tuple[int, int] | None],
+                     per_run: dict[str, int]) -> None:
         self.runs.show_instructions(per_run)
-        self.stages.show_counts(counts)
+        self.stages.show_counts(counts, coverage)
+        self.orient.show(self.app.analysis, self.stages.finished(), self.runs.instructions)
 
     def on_run_selected(self, message: RunSelected) -> None:
         """Enter on a run (runs.py): the current run, its totals and counts."""
@@ -257,7 +269,7 @@ class BuildScreen(AppScreen):
         self.stages.demo_ended(message.code)
         line, failed = demo_outcome(message)
         if failed:
-            self.app.show_error("Demo stopped", f"{message.tail}\n\n(log: {message.log}; d resumes)")
+            self.app.show_error("Demo stopped", f"{message.tail}\n\n(log: {message.log}; D resumes)")
         self.log_line(line)
         self.bar.stop(line)
         self.load_runs()

@@ -76,6 +76,14 @@ class CompareScreen(AppScreen):
         Binding("d", "toggle_differ", "Rows that differ"),
         Binding("r", "cycle_ratio", "Ratio", show=False),
         Binding("a", "audit", "Audit row"),
+        # The panes are a few lines high at 80x24: these scroll both sides together (before the
+        # table's own paging: its rows are few, and up/down move through them).
+        Binding("pagedown", "scroll(1)", "Scroll responses", key_display="PgDn", priority=True),
+        Binding("pageup", "scroll(-1)", "Scroll responses up", key_display="PgUp", show=False, priority=True),
+        Binding("ctrl+pagedown", "scroll(1, True)", "Scroll summaries", key_display="ctrl+PgDn", show=False,
+                priority=True),
+        Binding("ctrl+pageup", "scroll(-1, True)", "Scroll summaries up", key_display="ctrl+PgUp", show=False,
+                priority=True),
     ]
 
     def __init__(self) -> None:
@@ -85,6 +93,9 @@ class CompareScreen(AppScreen):
         self.writers: list[Writer | None] = [None, None]
         self.ratio: float | None = None  # the choice here (`r`, the context's); None: none made
         self.only_differ = False
+        self.chosen = False  # the sides set by m / M; until then A and B go by name
+        # The response the auditor came with or last set (a side's): what Audit opens on from here.
+        self.came_with: Writer | None = None
         self.data: InstructionData | None = None
         self.row_cids: list[int] = []  # the constraints of the rows shown, in order
         # (constraint, generation) -> each rater's latest (judge, verdict, quote)
@@ -122,23 +133,28 @@ class CompareScreen(AppScreen):
     def _take_target(self) -> None:
         """Open on the target another screen set (its instruction, response and ratio)."""
         self.instruction_ids = self.app.view.instruction_ids()
-        target = self.app.target
+        target = self.app.nav.take_target()
         keep: int | None = None
         if target is not None:
-            self.app.target = None
             iid, writer, keep = target
             self.pos = max(0, bisect.bisect_left(self.instruction_ids, iid))
             if writer is not None:
-                self.writers[0] = writer
-            if self.app.context.ratio is not None:
-                self.ratio = self.app.context.ratio
+                self.came_with = writer
+                if writer not in self.writers:
+                    self.writers[0] = writer  # on a side; the sides' order stays by name (or as chosen)
+            if self.app.nav.context.ratio is not None:
+                self.ratio = self.app.nav.context.ratio
         self.load(keep)
 
     def context(self) -> Context | None:
-        """What this screen shows: the instruction, side A's response, the ratio, the row's constraint."""
+        """What this screen shows: the instruction, the response the auditor came with (else side A's),
+        the ratio, the row's constraint."""
         if self.data is None:
             return None
-        return Context(self.data.id, self.writers[0], self._ratio(), self._cursor_cid())
+        return Context(self.data.id, self._focused(), self._ratio(), self._cursor_cid())
+
+    def _focused(self) -> Writer | None:
+        return self.came_with if self.came_with in self.writers else self.writers[0]
 
     def _cursor_cid(self) -> int | None:
         return self._cid_at(self.query_one("#compare-table", DataTable).cursor_row)
@@ -152,9 +168,20 @@ class CompareScreen(AppScreen):
 
     # -- actions -------------------------------------------------------------------------
     def action_instruction(self, step: int) -> None:
-        if self.instruction_ids:
-            self.pos = (self.pos + step) % len(self.instruction_ids)
-            self.load()
+        """The next (previous) instruction with a response, round the end (a common condition's list
+        shares its synthesis and may have none: nothing to compare there)."""
+        ids = self.instruction_ids
+        if not ids:
+            return
+        analysis = self.app.analysis
+        answered = {r.instruction_id for r in analysis.rows} if analysis is not None else set(ids)
+        for k in range(1, len(ids) + 1):
+            pos = (self.pos + step * k) % len(ids)
+            if ids[pos] in answered:
+                self.pos = pos
+                self.load()
+                return
+        self.notify("no instruction in this store has a response yet: nothing to compare")
 
     def action_cycle(self, which: int) -> None:
         if not self.data or not self.data.writers:
@@ -176,6 +203,8 @@ class CompareScreen(AppScreen):
             return
         later = [w for w in writers if cur is not None and w > cur]
         self.writers[which] = later[0] if later else writers[0]
+        self.chosen = True  # the sides as the auditor set them, no longer by name
+        self.came_with = self.writers[which]
         self.load(self._cursor_cid())  # the same constraint, now on the other response
 
     def action_cycle_ratio(self) -> None:
@@ -197,10 +226,15 @@ class CompareScreen(AppScreen):
         self.only_differ = not self.only_differ
         self.load(self._cursor_cid())
 
+    def action_scroll(self, step: int, summaries: bool = False) -> None:
+        say = self.query_one(CompareSides).scroll(step, summaries)
+        if say:
+            self.notify(say, timeout=3)
+
     def action_audit(self) -> None:
         cid = self._cursor_cid()
         if self.data and cid is not None:
-            self.app.open_audit(self.data.id, self.writers[0], cid)
+            self.app.open_audit(self.data.id, self._focused(), cid)
 
     # -- loading -------------------------------------------------------------------------
     def _ratio(self) -> float:
@@ -217,6 +251,9 @@ class CompareScreen(AppScreen):
             others = sorted((w for w in writers if w != self.writers[0]), key=lambda w: (w.mode != mode_a, w))
             # One response only: side B stays empty and says what would fill it, never A's text again.
             self.writers[1] = others[0] if others else None
+        a, b = self.writers
+        if not self.chosen and a is not None and b is not None and b < a:
+            self.writers = [b, a]  # by name (model, then mode), whichever screen opened Compare
 
     def load(self, keep_cid: int | None = None) -> None:
         """Show the current instruction; the cursor stays on ``keep_cid`` when it is still listed."""

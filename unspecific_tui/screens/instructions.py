@@ -302,7 +302,7 @@ class InstructionsScreen(AppScreen):
         row = self._current()
         if row is None:
             return None
-        came = self.app.context
+        came = self.app.nav.context
         constraint = came.constraint_id if came.instruction_id == row.instruction_id else None
         return Context(row.instruction_id, row.writer, came.ratio, constraint)
 
@@ -312,7 +312,7 @@ class InstructionsScreen(AppScreen):
     def _follow(self) -> None:
         """Put the cursor on the context's row (its instruction; its response when listed), once
         per context: moving the cursor here is not undone when a modal closes."""
-        context = self.app.context
+        context = self.app.nav.context
         if context.instruction_id is None or context == self._followed or not self.rows:
             return
         self._followed = context

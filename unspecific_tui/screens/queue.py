@@ -10,7 +10,7 @@ rows under it (again: hides them). Rows come a page at a time, the next page whe
 reaches the last row, read from the store once the loaded ones are shown. Switching a reason off
 or on asks the store again (the table shows it is loading meanwhile). Enter opens Audit on the
 row, and Audit's next/prev then follow the rows
-(``app.following``); there `y` / `d` mark the item confirmed / dismissed and go on to the next.
+(``app.nav``: what n / p follow); there `y` / `d` mark the item confirmed / dismissed and go on to the next.
 The marks show here (the first column), with how many are done. `o` shows copy evidence only
 (similar, copied), the reasons that lead the ranking.
 
@@ -34,13 +34,12 @@ from textual.widgets import DataTable, Header, Static
 from pipeline.analysis.suspicion import COPY_REASONS, EVIDENCE_COMMAND, REASONS, Evidence
 from pipeline.store.view import StoreView
 from unspecific_tui.context import Context
-from unspecific_tui.following import Following, Stop
+from unspecific_tui.following import Following, MarkKey, Stop, marks_line
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.screens.queue_rows import (
     REASON_KEYS,
     Ranked,
     detail_text,
-    done_line,
     key_of,
     length_line,
     reasons_bar,
@@ -135,7 +134,7 @@ class QueueScreen(AppScreen):
     def _ratio(self) -> float:
         """The ratio the queue ranks at: the one the auditor was looking at, by the rule every view
         follows (app.view_ratio)."""
-        return self.app.view_ratio(self.app.context.ratio)
+        return self.app.view_ratio(self.app.nav.context.ratio)
 
     def _ask(self, limit: int, status: str, *, animate: bool = True) -> None:
         """Rank again in the worker under the reasons switched on; the table loads meanwhile."""
@@ -200,6 +199,11 @@ class QueueScreen(AppScreen):
         table.display = not empty
         self._detail()
 
+    def items(self) -> frozenset[MarkKey]:
+        """Every item read, the leaders and the items filed under them, as marks are keyed."""
+        return frozenset((e.response_id or 0, e.constraint_id)
+                         for r in self.leaders for e in (r.evidence, *r.evidence.same_phrase))
+
     def _mark(self, e: Evidence) -> str | None:
         return self.app.marks.get((e.response_id or 0, e.constraint_id))
 
@@ -225,7 +229,7 @@ class QueueScreen(AppScreen):
             return
         ratio = self.evidence[0].ratio if self.evidence else self._ratio()
         view = "copy evidence only" if self.enabled == COPY_REASONS else ""
-        done = done_line([self._mark(e) for r in self.leaders for e in (r.evidence, *r.evidence.same_phrase)])
+        done = marks_line(self.app.marks, self.items())
         wide = self.size.width >= 100
         head = length_line(self.leaders, self.total, wide=wide) + (f" · {view}" if view else "")
         if not wide and len(f"{head} · {done}") > self.size.width - 2:  # one line: the count done alone
@@ -268,7 +272,7 @@ class QueueScreen(AppScreen):
         if self.evidence is None:
             return
         table = self.table
-        following = self.app.following
+        following = self.app.nav.following
         row = following.index if following is not None and following.label == LABEL else table.cursor_row
         self._fill()
         if row < len(self.ranked):
@@ -325,8 +329,9 @@ class QueueScreen(AppScreen):
         if row is None:
             return
         index = self.table.cursor_row
-        self.app.following = Following(LABEL, [Stop(r.evidence.constraint_id, r.evidence.instruction_id,
-                                                    r.evidence.writer) for r in self.ranked], index=index)
+        self.app.nav.follow(Following(LABEL, [Stop(r.evidence.constraint_id, r.evidence.instruction_id,
+                                                   r.evidence.writer) for r in self.ranked], index=index,
+                                      items=self.items()))
         e = row.evidence
         self.app.open_audit(e.instruction_id, e.writer, e.constraint_id)
 

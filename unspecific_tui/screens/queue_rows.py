@@ -120,12 +120,6 @@ def mark_cell(mark: str | None) -> Text:
     return MARK_CELLS.get(mark or "", Text(" "))
 
 
-def done_line(marks: Sequence[str | None]) -> str:
-    """How many of the loaded items are marked: "3 done (2 confirmed, 1 dismissed)"."""
-    confirmed, dismissed = marks.count("confirmed"), marks.count("dismissed")
-    return f"{confirmed + dismissed} done ({confirmed} confirmed, {dismissed} dismissed)"
-
-
 def trust_marks(e: Evidence) -> str:
     marks = [f"{name[0]}: {t.marks}" for name, t in (("resp", e.response_trust), ("sum", e.summary_trust))
              if t is not None and t.marks]

@@ -86,3 +86,37 @@ def make_screen(name: str) -> Callable[[], AppScreen]:
         return screen_class(name)()
 
     return make
+
+
+# Keys that do different things on different screens, each with its reason (tests/test_app_truth.py:
+# a key bound to two actions must be here, and nothing here is stale). A key that starts costly work
+# or writes stays off the letters another screen uses for a lighter thing unless said here: the demo
+# is shift-d on Build, as `d` dismisses in Audit.
+KEY_REASONS: dict[str, str] = {
+    "a": "to Audit: from Build (what a step wrote) and Compare (its row); Annotate's label 'ambiguous'"
+         " (its labels are their initials)",
+    "c": "Build continues its stage (as s); Instructions opens Compare; Audit's copy mode; the queue's"
+         " reason 'copied' (each reason by its initial)",
+    "d": "Audit dismisses a suspect; Compare shows the rows that differ; the queue's reason 'split'"
+         " (judges disagree); the demo is D on Build",
+    "e": "Annotate's note (explain); the queue's reason 'echo'",
+    "enter": "the highlighted row: Build runs its stage, Instructions and the queue audit it",
+    "escape": "leaves what the screen is in: Instructions' filters, Audit's following, the queue",
+    "g": "Audit's next copied span (go); Report's chart (graph)",
+    "i": "Annotate's label 'integrated'; Report's intervals",
+    "l": "Audit's list; the queue's reason 'lost'",
+    "m": "the response shown (model and mode): Audit's, Compare's side A",
+    "n": "next in Audit and Annotate (in Annotate's judge check: No); Build's new run, asked first",
+    "o": "Audit's source view; the queue's copy-only view (only the copy reasons)",
+    "p": "previous: Audit's stop of what it follows, Annotate's item",
+    "pagedown": "scrolls the text: Audit's current pane, Compare's two responses",
+    "pageup": "scrolls the text: Audit's current pane, Compare's two responses",
+    "plus": "more rows: Instructions' next page, the items filed under a queue's leader",
+    "r": "Build reads its counts again; Audit and Compare switch the summary ratio",
+    "s": "Build starts the stage (its verb from the first version); Instructions and Audit sort;"
+         " Annotate's label 'superficial'; the queue's reason 'similar'",
+    "slash": "the filters: Instructions' fields, Audit's list",
+    "t": "Audit's next pane (text); the queue's reason 'uncertain'",
+    "u": "Annotate's next unlabelled; the queue's reason 'unquoted'",
+    "y": "yes: Audit confirms a suspect, Annotate answers the judge check Yes",
+}

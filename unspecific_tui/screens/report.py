@@ -32,6 +32,7 @@ from pipeline.core.definitions import same_ratio
 from pipeline.core.intervals import ci
 from unspecific_tui.data import Analysis
 from unspecific_tui.screens.base import AppScreen
+from unspecific_tui.widgets.chart import Bar, bar_chart
 from unspecific_tui.widgets.fit import distinct_clip
 from unspecific_tui.widgets.footer import KeyFooter
 
@@ -98,6 +99,21 @@ def warning_lines(analysis: Analysis) -> list[str]:
     lines = [w.message for w in report_warnings(analysis.metrics, ReportOptions())]
     correction = analysis.correction
     return lines + (correction.warnings() if correction is not None else [])
+
+
+def conclusion(duel: Any) -> Text:
+    """What `report` concludes, in its words: each model pair's one sentence with its paired tests
+    (pipeline.outputs.models_report.verdict_sentence); while the tests run, that they do."""
+    from pipeline.outputs.models_report import HEADING, verdict_sentence
+
+    head = (f"{HEADING}: ", "bold")
+    if duel is None:
+        return Text.assemble(head, ("running the report's paired tests…", "dim"))
+    if not duel.pairs:
+        models = ", ".join(r.model for r in duel.refusals) or "none"
+        return Text.assemble(head, f"one model under test ({models}): nothing to compare; a second "
+                             "(`unspecific evaluate --models NAME`) adds the paired tests")
+    return Text.assemble(head, " ".join(verdict_sentence(pair) for pair in duel.pairs))
 
 
 def judge_lines(analysis: Analysis) -> list[str]:
@@ -298,19 +314,19 @@ class ReportScreen(AppScreen):
         self.fits = True
         self._analysis: Analysis | None = None
         self._row_text = Text()  # the highlighted row's line under the table
+        self._chart_needed = CHART_MIN_LINES  # the lines the chart needs at this width (_lay_out_body)
 
     def compose(self) -> ComposeResult:
-        from textual_plotext import PlotextPlot
-
         yield Header()
         yield Static(id="report-head")
+        yield Static(id="report-conclusion")
         yield Static(id="report-judges")
         yield Static(id="report-warnings")
         with Horizontal(id="report-body"):
             with Vertical(id="report-left"):
                 yield DataTable(id="report-table", cursor_type="row", zebra_stripes=True)
                 yield Static(id="report-row")
-            yield PlotextPlot(id="report-chart")
+            yield Static(id="report-chart")
         # CS4's own analysis, when the store holds instruction families: satisfaction against the
         # number of constraints (hidden otherwise).
         yield DataTable(id="family-table", cursor_type="row", zebra_stripes=True)
@@ -325,6 +341,7 @@ class ReportScreen(AppScreen):
         families.display = False
         self.query_one("#report-warnings", Static).display = False
         self.watch(self.app, "analysis", self._on_analysis)
+        self.watch(self.app, "models_compared", self._on_models)
 
     def _on_analysis(self, analysis: Analysis | None) -> None:
         if analysis is not None and not analysis.rows:
@@ -335,6 +352,14 @@ class ReportScreen(AppScreen):
             self.query_one("#report-head", Static).update("computing the metrics…")
             return
         self._show(analysis, report_cells(analysis))
+        self.app.compare_models()  # the conclusion: the paired tests run once per metrics
+
+    def _on_models(self, duel: Any) -> None:
+        analysis = self.app.analysis
+        ready = analysis is not None and analysis.metrics is not None and bool(analysis.rows)
+        self.query_one("#report-conclusion", Static).update(conclusion(duel) if ready else "")
+        if ready:
+            self.call_after_refresh(self._lay_out_body)  # the conclusion's lines are the table's no more
 
     @property
     def marked(self) -> bool:
@@ -409,16 +434,21 @@ class ReportScreen(AppScreen):
         if self.has_class("-wide") or not self.cells:
             table.styles.height = left.styles.height = "1fr"
             chart.display = self.has_class("-wide")
+            self._plot()
             return
         body = self.query_one("#report-body").size.height
         # The row's line as it wraps at this width (its padding aside).
         width = max(1, (self.size.width or self.app.size.width) - 2)
         detail = len(self._row_text.wrap(self.app.console, width)) if self._row_text.plain else 0
         rows = table.row_count + 1 + (1 if not self.fits else 0)  # the header; a horizontal scrollbar
-        room = body - rows - detail >= CHART_MIN_LINES
+        # The chart only whole: each of its bars, its axis and ticks (never a bar cut off).
+        needed = max(CHART_MIN_LINES, len(self._chart(self._chart_width()).wrap(self.app.console, width)))
+        self._chart_needed = needed
+        room = body - rows - detail >= needed
         table.styles.height = rows if room else "1fr"
         left.styles.height = "auto" if room else "1fr"
         chart.display = room
+        self._plot()
 
     def _show_families(self, levels: list) -> None:  # pipeline.analysis.families.FamilyLevel
         table = self.query_one("#family-table", DataTable)
@@ -432,7 +462,7 @@ class ReportScreen(AppScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if self.cells and event.data_table.id == "report-table":
             self._show_row()
-            self._plot()
+            self._lay_out_body()  # the row's domain is charted: its bars may need other lines
 
     def on_click(self, event: events.Click) -> None:
         if event.widget is not None and event.widget.id == "report-warnings":
@@ -460,33 +490,36 @@ class ReportScreen(AppScreen):
         self._plot()
         what = "Org vs Core" if self.chart == "org_core" else "the superficial rate"
         if not self.query_one("#report-chart").display:
-            self.notify(f"the chart ({what}) needs {CHART_MIN_LINES} free lines under the table: a taller "
-                        "terminal shows it")
+            self.notify(f"the chart ({what}) needs {self._chart_needed} free lines under the table (a line"
+                        " a bar, its title, legend and axis): a taller terminal shows it")
         elif not self.cells:
             self.notify("no figures yet: nothing to chart")
 
     def _plot(self) -> None:
-        from textual_plotext import PlotextPlot
-
-        widget = self.query_one("#report-chart", PlotextPlot)
-        plt = widget.plt
-        plt.clear_data()
-        plt.clear_figure()
+        """The highlighted row's domain (one at a time: conditions x models stay readable), as a bar
+        chart of text (widgets/chart.py): every label whole, each bar true to its value."""
+        widget = self.query_one("#report-chart", Static)
         if not self.cells:
-            widget.refresh()
+            widget.update("")
             return
-        # One domain at a time (the highlighted row's): 4 conditions x models stay readable.
+        widget.update(self._chart(self._chart_width()))
+
+    def _chart_width(self) -> int:
+        width = self.size.width or self.app.size.width
+        return max(30, (width * 2 // 5 if self.has_class("-wide") else width) - 2)
+
+    def _chart_bars(self) -> tuple[str, list[Bar], tuple[str, ...]]:
         table = self.query_one("#report-table", DataTable)
         row = min(max(table.cursor_row, 0), len(self.cells) - 1)
         domain = self.cells[row].domain
         cells = [c for c in self.cells if c.domain == domain]
-        labels = [f"{c.condition[:4]}/{c.model[-7:]}" + (f"/{c.mode[:4]}" if c.mode else "") for c in cells]
+        labels = [f"{c.condition} · {c.model}" + (f" [{c.mode}]" if c.mode else "") for c in cells]
         if self.chart == "org_core":
-            plt.multiple_bar(labels, [[100 * c.org[0] for c in cells], [100 * c.core[0] for c in cells]],
-                             labels=["Org", "Core"])
-            plt.title(f"{domain}: Org vs Core (%)")
-        else:
-            plt.bar(labels, [100 * (0 if math.isnan(c.superficial[0]) else c.superficial[0]) for c in cells])
-            plt.title(f"{domain}: superficial (% of satisfied)")
-        plt.ylim(0, 100)
-        widget.refresh()
+            bars = [Bar(label, (100 * c.org[0], 100 * c.core[0])) for label, c in zip(labels, cells)]
+            return f"{domain}: Org vs Core (%)", bars, ("Org", "Core")
+        bars = [Bar(label, (100 * c.superficial[0],)) for label, c in zip(labels, cells)]
+        return f"{domain}: superficial (% of satisfied)", bars, ("superficial",)
+
+    def _chart(self, width: int) -> Text:
+        title, bars, series = self._chart_bars()
+        return bar_chart(title, bars, series, width)

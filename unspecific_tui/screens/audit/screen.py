@@ -24,7 +24,7 @@ from unspecific_tui.widgets.audit.body import AuditBody
 from unspecific_tui.widgets.audit.follower import AuditFollower
 from unspecific_tui.widgets.audit.head import AuditHead, TaskLine
 from unspecific_tui.widgets.audit.listing import AuditList
-from unspecific_tui.widgets.audit.place import AuditPlace, other_ratio, other_writer, writer_for
+from unspecific_tui.widgets.audit.place import AuditPlace, answered, other_ratio, other_writer, writer_for
 from unspecific_tui.widgets.audit.state import NARROW, Shown
 from unspecific_tui.widgets.footer import KeyFooter
 
@@ -109,16 +109,15 @@ class AuditScreen(AppScreen):
     def _show_target(self) -> None:
         """Show the constraint another screen asked for, or stay where we were."""
         order = self.app.view.constraint_order()  # cached; re-read after a stage wrote
-        target = self.app.target
+        target = self.app.nav.take_target()
         if target is None and order is self.place.order and self.shown.constraint_id is not None:
             return  # nothing changed while we were away
         if self.place.set_order(order):  # the store changed: rows and flags are read again
             self.listing.forget()
             self.follower.forget()
         if target is not None:
-            self.app.target = None
-            if self.app.context.ratio is not None:
-                self.ratio = self.app.context.ratio
+            if self.app.nav.context.ratio is not None:
+                self.ratio = self.app.nav.context.ratio
             iid, writer, cid = target
             if writer:
                 self.writer = writer
@@ -147,7 +146,7 @@ class AuditScreen(AppScreen):
     def _instruction_step(self, step: int, *, last: bool) -> None:
         if not self.place.order:
             return
-        say = self.place.step_instruction(step)
+        say = self.place.step_instruction(step, answered(self.app.analysis))
         if say is not None:
             self.say(say)
             return
@@ -220,14 +219,15 @@ class AuditScreen(AppScreen):
         self.say(f"list sorted by {self.listing.sort}")
 
     def action_cycle_filter(self) -> None:
-        """The next filter; when it hides the shown constraint, the list's first row is shown."""
+        """The next filter; the list's first row when it hides the one shown, but a stop n/p follow."""
         self.listing.cycle_filter()
         self.refresh_constraint()
-        rows = self.listing.rows_shown
-        if rows and all(r.constraint_id != self.shown.constraint_id for r in rows):
-            self.place.go(rows[0].constraint_id)
+        following, first = self.follower.following, self.listing.first_passing()
+        if first is not None and (following is None or following.left):
+            self.place.go(first)
             self.refresh_constraint()
-        self.say(f"list shows: {self.listing.filter}")
+        self.say(f"list shows: {self.listing.filter}"
+                 + (" (lifted for the item followed)" if self.listing.lifted is not None else ""))
 
     def action_toggle_list(self) -> None:
         if self.body.toggle_list():
@@ -315,7 +315,7 @@ class AuditScreen(AppScreen):
         return self.app.view_ratio(self.ratio)
 
     def refresh_constraint(self) -> None:
-        self.app.collect_after_paint()
+        self.app.paint.collect_after_paint()
         if not self.place.order:
             self.head.show_empty("No constraints in this store yet. Build a run (1), then come back.")
             return
@@ -337,11 +337,12 @@ class AuditScreen(AppScreen):
         self.listing.show(data, rows, writer, item.ratio, cid, draw=self.body.list_visible())
         self.task_line.show_task(data.main_task)
         self.detail.draw(item, shown)
+        self.set_class(self.follower.following is not None, "-following")  # narrow: the head a line more
         self.head.draw(item, refusal=shown.refusal, copy_mode=self.detail.copy_mode,
                        place=(self.place.index, len(self.place.order)), whole=self.body.over_list,
                        follow=self.follower.line(shown.response_id, cid))
         if self.follower.following is not None:
-            self.app.after_paint(self._read_ahead, READ_AHEAD_S)
+            self.app.paint.after_paint(self._read_ahead, READ_AHEAD_S)
 
     def _read_ahead(self) -> None:
         """Once this item is painted, as the auditor reads it: the next stop of what n / p follow read

@@ -189,15 +189,18 @@ class AuditDetail(Vertical):
             legend.append(f" {count.sentence() if count and count.words else 'nothing copied'}"
                           " · the same words in the source on the right (o: back)")
         elif self.copy_mode == "references":
-            legend.append("copied 5-grams in response/summary, from ")
+            # Any 5-gram a text shares with a reference, through the constraint or not (the model
+            # never saw the references: reference → response without the constraint is the task's
+            # words or chance).
+            legend.append("5-grams in response/summary shared with ")
             for name, label in (("A", "A"), ("B", "B"), ("both", "both")):
                 legend.append(f" {label} ", style=SOURCE_STYLES[name])
                 legend.append(" ")
-            legend.append("· in references: from the response", style="dim")
+            legend.append("· through the constraint or not · in references: from the response", style="dim")
         else:
             legend.append(" constraint 3-grams ", style=SOURCE_STYLES["A"])
             where = " and ".join(row.copied_from) if row and row.copied_from else ""
-            legend.append(f" in each text · copied into the response from {where}" if where
+            legend.append(f" in each text · reference {where} → constraint → response" if where
                           else " in each text · none both in a reference and the response")
         legend.append("  ")
         legend.append(" quote ", style=QUOTE_STYLE)

@@ -1,8 +1,9 @@
 """What Audit's n / p follow, and the audit loop's marks: a plain object the screen owns (it draws
 nothing but the head's line about it). It keeps the flagged constraints it read, and reads and sets
-``app.following`` (unspecific_tui/following.py: a flag, or the suspicion queue the queue screen or
-the flag picker chose). It reaches the screen only through ``FollowerHost``: show a stop, say what a
-key changed, draw again, run the queue's ranking in a worker.
+what the app's navigator follows (``app.nav``; unspecific_tui/following.py: a flag, or the suspicion
+queue the queue screen or the flag picker chose). It reaches the screen only through
+``FollowerHost``: show a stop, say what a key changed, draw again, run the queue's ranking in a worker;
+and the app only as ``Auditing``: the navigator, the view, the analysis, the marks, two calls.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from rich.text import Text
 from pipeline.analysis.suspicion import suspicion_queue
 from pipeline.core.definitions import same_ratio
 from pipeline.store.view import StoreView, Writer
-from unspecific_tui.following import Following, Stop
+from unspecific_tui.following import Following, MarkKey, Stop, marks_line
 from unspecific_tui.widgets.audit.place import AuditPlace
 from unspecific_tui.widgets.audit.state import Shown
 from unspecific_tui.widgets.flag_picker import QUEUE, STOP, FlagPicker
@@ -24,7 +25,8 @@ from unspecific_tui.widgets.flag_picker import QUEUE, STOP, FlagPicker
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from unspecific_tui.app import UnspecificApp
+    from unspecific_tui.data import Analysis, AppView
+    from unspecific_tui.navigator import Navigator
 
 MARK_KEYS = {"confirmed": "y", "dismissed": "d"}
 
@@ -46,17 +48,36 @@ class FollowerHost(Protocol):
         """Run ``work`` in a worker of the screen's."""
 
 
+class Auditing(Protocol):
+    """What the follower is handed (the app, seen only so): the navigator, the store's view and the
+    analysis it reads, the marks it keeps, and the two calls it makes (a picker over the screen, a
+    worker's result back on the UI thread)."""
+
+    nav: Navigator
+    view: AppView
+    analysis: Analysis | None
+
+    @property
+    def marks(self) -> dict[tuple[int, int], str]: ...
+
+    def mark(self, response_id: int, constraint_id: int, mark: str | None) -> bool: ...
+
+    def push_screen(self, screen: Any, callback: Callable[[Any], None]) -> Any: ...
+
+    def call_from_thread(self, callback: Callable[..., Any], *args: Any) -> Any: ...
+
+
 class AuditFollower:
     """n / p through what is followed, the flags to pick from, and the marks."""
 
-    def __init__(self, app: UnspecificApp, host: FollowerHost) -> None:
-        self.app = app
+    def __init__(self, auditing: Auditing, host: FollowerHost) -> None:
+        self.auditing = auditing  # only what Auditing declares: never the app as a whole
         self.host = host
         self._flagged: dict[int, set[str]] | None = None  # constraint -> its flags, read once
 
     @property
     def following(self) -> Following | None:
-        return self.app.following
+        return self.auditing.nav.following
 
     def forget(self) -> None:
         """The store changed: the flags are read again."""
@@ -64,7 +85,7 @@ class AuditFollower:
 
     def sync(self, cid: int, iid: int, writer: Writer | None) -> None:
         """Opened on a stop of what is followed (the queue screen's enter): follow from there."""
-        following = self.app.following
+        following = self.auditing.nav.following
         if following is None:
             return
         for i, stop in enumerate(following.stops):
@@ -74,13 +95,13 @@ class AuditFollower:
 
     def track(self, cid: int, iid: int, writer: Writer | None) -> None:
         """The view shows this item: what is followed knows whether it is one of its stops."""
-        if self.app.following is not None:
-            self.app.following.track(cid, iid, writer)
+        if self.auditing.nav.following is not None:
+            self.auditing.nav.following.track(cid, iid, writer)
 
     def follow(self, step: int) -> bool:
         """n / p: the next stop of what is followed (a flag, the suspicion queue); False while
         nothing is followed (the screen then moves through the list)."""
-        following = self.app.following
+        following = self.auditing.nav.following
         if following is None:
             return False
         before, back = following.index, following.left
@@ -97,22 +118,22 @@ class AuditFollower:
 
     def next_stop(self) -> Stop | None:
         """The stop after the current one, while the view is on it (the one to read ahead)."""
-        following = self.app.following
+        following = self.auditing.nav.following
         if following is None or following.left or following.index + 1 >= len(following.stops):
             return None
         return following.stops[following.index + 1]
 
     def stop(self) -> None:
-        if self.app.following is not None:
-            self.app.following = None
+        if self.auditing.nav.following is not None:
+            self.auditing.nav.stop_following()
             self.host.redraw()
             self.host.say("stopped following: n/p move through the list")
 
     def pick(self, place: AuditPlace, ratio: float) -> None:
         """f: choose a flag (or the suspicion queue, ranked at ``ratio``) to follow with n / p."""
         counts = self.flag_counts(place.order)
-        picker = FlagPicker(sorted(counts.items()), queue=True, following=self.app.following is not None)
-        self.app.push_screen(picker, partial(self._picked, place, ratio))
+        picker = FlagPicker(sorted(counts.items()), queue=True, following=self.following is not None)
+        self.auditing.push_screen(picker, partial(self._picked, place, ratio))
 
     def _picked(self, place: AuditPlace, ratio: float, choice: str | None) -> None:
         if choice is None:
@@ -121,14 +142,14 @@ class AuditFollower:
             self.stop()
         elif choice == QUEUE:
             self.host.say("ranking the suspicion queue…")
-            self.host.run_worker(partial(self._load_queue, self.app.view.path, ratio), thread=True,
+            self.host.run_worker(partial(self._load_queue, self.auditing.view.path, ratio), thread=True,
                                  exclusive=True, group="audit-queue", exit_on_error=False)
         else:
             self.follow_flag(choice, place)
 
     def flagged_ids(self) -> dict[int, set[str]]:
         if self._flagged is None:
-            self._flagged = self.app.view.flagged_ids()
+            self._flagged = self.auditing.view.flagged_ids()
         return self._flagged
 
     def flag_counts(self, order: list[tuple[int, int]]) -> dict[str, int]:
@@ -147,7 +168,7 @@ class AuditFollower:
             self.host.say(f"no constraint carries the flag {flag}")
             return
         start = next((i for i, s in enumerate(stops) if place.pos.get(s.constraint_id, -1) >= place.index), 0)
-        self.app.following = Following(f"flag {flag}", stops, index=start)
+        self.auditing.nav.follow(Following(f"flag {flag}", stops, index=start))
         self.host.go(stops[start])
 
     def _load_queue(self, path: Path, ratio: float) -> None:
@@ -159,13 +180,14 @@ class AuditFollower:
         finally:
             view.close()
         stops = [Stop(e.constraint_id, e.instruction_id, e.writer) for e in ranked]
-        self.app.call_from_thread(self._follow_queue, stops)
+        items = frozenset((f.response_id or 0, f.constraint_id) for e in ranked for f in (e, *e.same_phrase))
+        self.auditing.call_from_thread(self._follow_queue, stops, items)
 
-    def _follow_queue(self, stops: list[Stop]) -> None:
+    def _follow_queue(self, stops: list[Stop], items: frozenset[MarkKey]) -> None:
         if not stops:
             self.host.say("the suspicion queue is empty")
             return
-        self.app.following = Following(QUEUE, stops)
+        self.auditing.nav.follow(Following(QUEUE, stops, items=items))
         self.host.go(stops[0])
 
     def is_flagged(self) -> Callable[[int, int], bool]:
@@ -179,10 +201,10 @@ class AuditFollower:
         def flipped(cid: int, iid: int) -> bool:  # pipeline.analysis.metrics' call on the constraint
             if writer is None:
                 return False
-            item = self.app.view.outcomes(iid, writer, ratio).get(cid)
+            item = self.auditing.view.outcomes(iid, writer, ratio).get(cid)
             return item is not None and item.flipped
 
-        analysis = self.app.analysis
+        analysis = self.auditing.analysis
         if analysis is not None and same_ratio(analysis.ratio, ratio):
             candidates = analysis.flipped_instructions(writer)
             return lambda cid, iid: iid in candidates and flipped(cid, iid)
@@ -196,10 +218,11 @@ class AuditFollower:
             self.host.say("nothing to mark: no response shown")
             return
         key = (shown.response_id, shown.constraint_id)
-        new = None if self.app.marks.get(key) == mark else mark
-        if not self.app.mark(*key, new):
+        old = self.auditing.marks.get(key)
+        new = None if old == mark else mark
+        if not self.auditing.mark(*key, new):
             return
-        following = self.app.following
+        following = self.auditing.nav.following
         on_queue = following is not None and following.label == QUEUE and not following.left
         if new is not None and on_queue and following is not None \
                 and following.index < len(following.stops) - 1:
@@ -208,18 +231,21 @@ class AuditFollower:
             return
         self.host.redraw()
         where = " (not in the queue)" if following is not None and following.left else ""
-        self.host.say(f"{new or 'mark cleared'}{where} · {self.done()}")
+        said = new or f"{old} mark cleared ({MARK_KEYS[mark]} again marks it {mark})"
+        self.host.say(f"{said}{where} · {self.done()}")
 
     def done(self) -> str:
-        marks = list(self.app.marks.values())
-        confirmed, dismissed = marks.count("confirmed"), marks.count("dismissed")
-        return f"{len(marks)} done ({confirmed} confirmed, {dismissed} dismissed)"
+        """The marks counted as the queue screen counts them (following.marks_line): on the queue's
+        items while it is followed, else every mark, under another name."""
+        following = self.auditing.nav.following
+        on_queue = following is not None and following.label == QUEUE
+        return marks_line(self.auditing.marks, following.items if on_queue and following else None)
 
     def line(self, response_id: int | None, constraint_id: int | None) -> Text | None:
         """The head's line while n/p follow a list: "suspicion queue item k of N", the item's mark, the
         count done; after a key left the list, that the item shown is not in it (and which item n/p
         go back to). None while nothing is followed."""
-        following = self.app.following
+        following = self.auditing.nav.following
         if following is None:
             return None
         line = Text(no_wrap=True, overflow="ellipsis")
@@ -230,7 +256,7 @@ class AuditFollower:
         else:
             line.append(f"{following.label} {position}", style="bold magenta")
         if following.label == QUEUE:
-            mark = self.app.marks.get((response_id or 0, constraint_id or 0))
+            mark = self.auditing.marks.get((response_id or 0, constraint_id or 0))
             line.append(f" · {mark}" if mark else " · not marked",
                         style="bold green" if mark == "confirmed" else "dim")
             line.append(" · y confirm · d dismiss", style="magenta")

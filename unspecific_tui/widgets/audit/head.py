@@ -24,9 +24,11 @@ from unspecific_tui.widgets.refusal import refusal_mark
 from unspecific_tui.widgets.text_pane import TextLines
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from unspecific_tui.app import UnspecificApp
 
-HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height)
+HEAD, NARROW_HEAD = 7, 4  # the head's lines (audit.tcss gives it this height; narrow, one more following)
 
 
 class TaskLine(Static):
@@ -61,28 +63,30 @@ class AuditHead(TextLines):
         ``follow``: the line of what n / p follow, on top."""
         data, con = item.data, item.con
         active = sum(1 for c in data.constraints.values() if c.active)
+        narrow = self.app.size.width < NARROW  # the breakpoint class may not be set yet on the first show
+        # Narrow, the outcome opens the where-line: the constraint's lines may take the outcome line's.
+        outcome = (Text.assemble(outcome_cell(item.row), " · ") if item.row is not None
+                   else Text("not judged · ", style="dim")) if narrow else Text()
         where = Text.assemble(
-            (f"#{data.id}", "bold"),
+            outcome, (f"#{data.id}", "bold"),
             f" {data.domain} · {data.condition} · constraint {con.position}/{active} · ",
             (item.writer.label if item.writer else "-", "bold"),
             refusal_mark() if refusal else "",
             f" · summary {item.ratio:g} · copy: {copy_mode}",
             f" ({place[0] + 1}/{place[1]})", no_wrap=True, overflow="ellipsis")
-        narrow = self.app.size.width < NARROW  # the breakpoint class may not be set yet on the first show
-        # Narrow, the constraint is one line over a text pane; over the list (`l`), whose column cuts
-        # it, the head gives it the lines it needs: the whole constraint stands above its row.
-        one_line = narrow and not whole
-        text = Text(con.text, style="bold", no_wrap=one_line, overflow="ellipsis")
         console, width = self.app.console, max(20, self.app.size.width - 2)
-        # The head's height is fixed (a move never lays the screen out again): the lines that fit,
-        # by importance; the list shows each row's similarity and copies when the last lines go.
-        height = NARROW_HEAD if narrow else HEAD
-        budget = height - 1 - (1 if one_line else len(text.wrap(console, width)))
+        # The head's height is fixed while nothing changes what is followed (a move never lays the
+        # screen out again): narrow, NARROW_HEAD lines and one more for the line of what n/p follow.
+        height = NARROW_HEAD + (follow is not None) if narrow else HEAD
+        # The whole constraint, wrapped: narrow it has every line but the where-line's and the follow
+        # line's (over the list, `l`, too, whose column cuts it); only a longer one ends in "…".
+        text = _lines(Text(con.text, style="bold"), console, width,
+                      height - 1 - (follow is not None) if narrow and not whole else height)
+        # The lines left, by importance; the list shows each row's similarity and copies when the last go.
+        budget = height - 1 - len(text) - (follow is not None)
         rest = [_outcome_line(item.row, item.verdicts), _lineage(data, con), _duplicates(data, item.flags),
                 _evidence_line(item.row, item.flags)]
-        if follow is not None:
-            budget -= 1
-        lines = ([follow] if follow is not None else []) + [where, text] + \
+        lines = ([follow] if follow is not None else []) + [where, *text] + \
             [line for line in rest if line is not None][:max(0, budget)]
         # Wrapped here as a Static would wrap them, padded to the fixed height (never a layout).
         # A one-line no_wrap line is its own row: TextLines cuts it at the width as wrap would.
@@ -183,6 +187,19 @@ def _trust_phrase(trust: Trust | None, verdicts: list[Verdict]) -> Text:
     if unquoted:
         out.append(f"; quote MISSING ({', '.join(unquoted)})", style="bold red")
     return out
+
+
+def _lines(text: Text, console: Console, width: int, most: int) -> list[Text]:
+    """``text`` wrapped at ``width``, in at most ``most`` lines (the last cut with "…" when it goes on)."""
+    lines = list(text.wrap(console, width))
+    if len(lines) > most >= 1:
+        last = lines[most - 1]
+        last.append(" …")
+        last.truncate(width, overflow="ellipsis")
+        lines = lines[:most]
+    for line in lines:
+        line.no_wrap, line.overflow = True, "ellipsis"
+    return lines
 
 
 def _one_row(line: Text) -> bool:

@@ -66,6 +66,8 @@ class AuditList(Vertical):
         self.rows_shown: list[ListRow] = []
         self._key: object = None
         self._constraint: int | None = None
+        # The constraint shown although the filter hides it (its row stays in the list), or None.
+        self.lifted: int | None = None
         self._head: Text | None = None
 
     def compose(self) -> ComposeResult:
@@ -87,8 +89,18 @@ class AuditList(Vertical):
     def cycle_filter(self) -> None:
         self.filter = FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)]
 
-    def arranged(self, rows: list[ListRow]) -> list[ListRow]:
-        return filter_rows(sort_rows(rows, self.sort), self.filter)
+    def arranged(self, rows: list[ListRow], keep: int | None = None) -> list[ListRow]:
+        """The rows sorted and filtered; ``keep``'s row stays where the sort puts it although the
+        filter hides it (the constraint the head names: a mark lands on the row the list shows)."""
+        passing = {r.constraint_id for r in filter_rows(rows, self.filter)}
+        return [r for r in sort_rows(rows, self.sort)
+                if r.constraint_id in passing or r.constraint_id == keep]
+
+    def first_passing(self) -> int | None:
+        """While the filter is lifted for the shown row, the first row it lets through (None: none)."""
+        if self.lifted is None:
+            return None
+        return next((r.constraint_id for r in self.rows_shown if r.constraint_id != self.lifted), None)
 
     def rows(self, data: InstructionData, writer: Writer | None, ratio: float) -> Rows:
         """The rows on ``writer``'s response at ``ratio``, read once."""
@@ -115,15 +127,21 @@ class AuditList(Vertical):
              constraint_id: int, *, draw: bool) -> None:
         """The list of ``data``'s rows, its cursor on ``constraint_id``: drawn when ``draw`` (the
         list in sight), else kept until ``sync``; the head line always."""
-        self.rows_shown = visible = self.arranged(rows)
-        self._key = (data.id, writer, ratio, self.sort, self.filter, self._stamp)
+        passing = filter_rows(rows, self.filter)
+        ids = {r.constraint_id for r in passing}
+        lifted = next((r for r in rows if r.constraint_id == constraint_id and r.constraint_id not in ids),
+                      None)
+        self.lifted = lifted.constraint_id if lifted is not None else None
+        self.rows_shown = self.arranged(rows, keep=constraint_id)
+        self._key = (data.id, writer, ratio, self.sort, self.filter, self.lifted, self._stamp)
         self._constraint = constraint_id
         if draw:
             self.sync()
         label = similarity_label(rows)
-        shown = f"{len(visible)}/{len(rows)}" if len(visible) != len(rows) else f"{len(rows)}"
+        shown = f"{len(passing)}/{len(rows)}" if len(passing) != len(rows) else f"{len(rows)}"
         line = Text.assemble(
             (f"{shown} constraints", "bold"),
+            (f" + #{lifted.position}: filter lifted for the item shown", "bold yellow") if lifted else "",
             f" · sort: {self.sort} (s) · show: {self.filter} (/) · sim: {label}",
             (" · resp/summ: judges yes-no, * a Yes whose quote is MISSING", "dim"),
             no_wrap=True, overflow="ellipsis")

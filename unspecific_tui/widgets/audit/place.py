@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 
+from pipeline.analysis.overview import Analysis
 from pipeline.core.definitions import next_ratio
 from pipeline.store.view import InstructionData, Writer
 
@@ -57,21 +58,26 @@ class AuditPlace:
             return False
         return True
 
-    def step_instruction(self, step: int) -> str | None:
-        """On the first constraint of the next (previous) instruction; what to say when there is none."""
+    def step_instruction(self, step: int, answered: Callable[[int], bool] = lambda _: True) -> str | None:
+        """On the first constraint of the next (previous) instruction that ``answered`` (one with a
+        response: a common condition's list shares its synthesis and may have none); what to say when
+        there is none."""
         order = self.order
-        current = order[self.index][1]
-        if step > 0:
-            start = bisect.bisect_right(order, current, key=_instruction)
-            if start >= len(order):
-                return f"#{current} is the last instruction"  # it stays
-        else:
-            first = bisect.bisect_left(order, current, key=_instruction)
-            if first == 0:
-                return f"#{current} is the first instruction"
-            start = bisect.bisect_left(order, order[first - 1][1], key=_instruction)
-        self.index = start
-        return None
+        current = at = order[self.index][1]
+        while True:
+            if step > 0:
+                start = bisect.bisect_right(order, at, key=_instruction)
+                if start >= len(order):
+                    return f"#{current} is the last instruction with a response"  # it stays
+            else:
+                first = bisect.bisect_left(order, at, key=_instruction)
+                if first == 0:
+                    return f"#{current} is the first instruction with a response"
+                start = bisect.bisect_left(order, order[first - 1][1], key=_instruction)
+            at = order[start][1]
+            if answered(at):
+                self.index = start
+                return None
 
     def seek(self, test: Callable[[int, int], bool]) -> bool:
         """On the next constraint (round the end) that passes ``test(constraint, instruction)``."""
@@ -82,6 +88,14 @@ class AuditPlace:
                 self.index = i
                 return True
         return False
+
+
+def answered(analysis: Analysis | None) -> Callable[[int], bool]:
+    """Whether an instruction has a response ([ ] pass over those without: nothing to audit there);
+    before the analysis is read, every instruction."""
+    if analysis is None:
+        return lambda _: True
+    return {r.instruction_id for r in analysis.rows}.__contains__
 
 
 def writer_for(data: InstructionData, wanted: Writer | None, app_writer: Writer | None) -> Writer | None:

@@ -175,7 +175,7 @@ class StageRunner:
         if self.running == DEMO and self.app.demo is not None:
             self.host.run_worker(self.app.demo.stop, thread=True, exclusive=False, group="demo-stop",
                                  exit_on_error=True)
-            return "stopping the demo; finished units are stored (d resumes)…"
+            return "stopping the demo; finished units are stored (D resumes)…"
         if self.running and self.stop_flag is not None:
             self.stop_flag.stop("paused from the app")
             return f"pausing {self.running} after the current unit…"
@@ -205,5 +205,5 @@ def demo_outcome(message: DemoFinished) -> tuple[str, bool]:
         return (f"[yellow]demo finished with failed units ({ready} instruction(s) ready); they are recorded, "
                 "d retries them[/]"), False
     if message.code in (-15, 130, -9):
-        return "[cyan]demo stopped; everything finished is stored: d resumes[/]", False
+        return "[cyan]demo stopped; everything finished is stored: D resumes[/]", False
     return f"[b red]demo stopped (exit {message.code})[/]; its log: {message.log}", True

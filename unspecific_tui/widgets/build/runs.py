@@ -38,6 +38,7 @@ class RunsPanel(Horizontal):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: tuple[list[RunTuple], str | None] | None = None  # the runs listed, the run selected
+        self.instructions = 0  # in the store, every run's (show_instructions)
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
@@ -68,6 +69,7 @@ class RunsPanel(Horizontal):
 
     def show_instructions(self, per_run: dict[str, int]) -> None:
         """Each run's count of instructions (read after the runs: whole tables on a big store)."""
+        self.instructions = sum(per_run.values())
         table = self.table
         for key in list(table.rows):
             if key.value is None:  # never: show_runs keys every row by its run id

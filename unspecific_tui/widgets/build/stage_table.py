@@ -38,6 +38,9 @@ class StageTable(DataTable):
         self.states: dict[str, str] = {s.name: "idle" for s in STAGES}
         self.progress: dict[str, tuple[int, int]] = {}
         self.counts: dict[str, int] = {}
+        # (done, to do) in the store by stage (pipeline.store.view.STAGE_COVERAGE): the bar of a stage
+        # that has not run here; a stage with both equal is finished.
+        self.coverage: dict[str, tuple[int, int] | None] = {}
         self._last_refresh = 0.0
         # Tests inject stage callables; otherwise each stage's module is imported when it first runs.
         for spec in STAGES:
@@ -56,10 +59,19 @@ class StageTable(DataTable):
     def selected(self) -> StageSpec:
         return STAGES[max(0, self.cursor_row)]
 
-    def show_counts(self, counts: dict[str, int]) -> None:
-        """Each stage's units in the store (for the current run, else every run's)."""
+    def show_counts(self, counts: dict[str, int],
+                    coverage: dict[str, tuple[int, int] | None] | None = None) -> None:
+        """Each stage's units in the store (for the current run, else every run's), and how far each
+        has come where the store knows."""
         self.counts = counts
+        if coverage is not None:
+            self.coverage = coverage
         self.draw()
+
+    def finished(self) -> list[str]:
+        """The stages whose every unit the store holds (none running here)."""
+        return [spec.name for spec in STAGES if self.states[spec.name] != "running"
+                and _complete(self.coverage.get(spec.name))]
 
     def begin(self, name: str) -> None:
         """Stage ``name`` started: running, from no progress."""
@@ -89,7 +101,7 @@ class StageTable(DataTable):
         return began
 
     def demo_ended(self, code: int) -> None:
-        """The demo's child exited with ``code``: its running stage is done, or paused (d resumes)."""
+        """The demo's child exited with ``code``: its running stage is done, or paused (D resumes)."""
         for name, state in self.states.items():
             if state == "running":
                 self.states[name] = "done" if code in (0, 1) else "paused"
@@ -106,9 +118,18 @@ class StageTable(DataTable):
         for spec in STAGES:
             state = self.states[spec.name]
             done, total = self.progress.get(spec.name, (0, 0))
+            covered = self.coverage.get(spec.name)
+            if not total and state not in ("running", "paused") and covered is not None and covered[1]:
+                done, total = covered  # not run here: how far the store has it
+                if state == "idle" and done >= total:
+                    state = "done"
             style = STYLES.get(state, "")
             self.update_cell(spec.name, "state", f"{style}{state}[/]" if style else state, update_width=True)
             self.update_cell(spec.name, "store", f"{self.counts.get(spec.name, 0):,}", update_width=True)
             self.update_cell(spec.name, "bar", text_bar(done, total))
             self.update_cell(spec.name, "count", f"{done}/{total}" if total else (str(done) if done else ""),
                              update_width=True)
+
+
+def _complete(covered: tuple[int, int] | None) -> bool:
+    return covered is not None and covered[1] > 0 and covered[0] >= covered[1]

@@ -135,6 +135,24 @@ class CompareSides(Horizontal):
         if quotes:
             pane.reveal(min(s[0] for s, _ in quotes))
 
+    def scroll(self, step: int, summaries: bool = False) -> str | None:
+        """PageUp/PageDown: both responses (``summaries``: both summaries) a page on, side by side;
+        what to say when neither moved."""
+        names = [f"cmp-{side}-summary" if summaries else f"cmp-{side}" for side in SIDES]
+        moved = False
+        for name in names:
+            pane = self.query_one(f"#{name}", TextPane)
+            before = pane.scroll_y
+            if step > 0:
+                pane.scroll_page_down(animate=False)
+            else:
+                pane.scroll_page_up(animate=False)
+            moved = moved or pane.scroll_y != before
+        if moved:
+            return None
+        what = "summaries" if summaries else "responses"
+        return f"both {what}: at their {'end' if step > 0 else 'start'}"
+
     # -- the totals ----------------------------------------------------------------------
     def _on_analysis(self) -> None:
         """The metrics arrived (or were recomputed): the totals follow."""
