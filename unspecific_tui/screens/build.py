@@ -90,7 +90,7 @@ class BuildScreen(AppScreen):
         self.stages.focus()
         # The runs are a few rows of a small table: listed before the first paint, from the app's
         # view; the per-stage counts (whole tables on a big store) follow from load_runs' worker.
-        self.runs.show_runs(run_rows(self.app.view))
+        self.runs.show_runs(run_rows(self.app.view), self.app.run_id)
         self.watch(self.app, "analysis", self._analysis_changed)
         if self.app.demo_command and self.app.demo is None:
             self.call_after_refresh(self.action_demo)  # the screen paints first, then the demo starts
@@ -109,7 +109,7 @@ class BuildScreen(AppScreen):
         """Runs first, then per-stage counts (big stores take a moment), on a view of its own."""
         view = StoreView.open(self.app.store_path)
         try:
-            self.app.call_from_thread(self.runs.show_runs, run_rows(view))
+            self.app.call_from_thread(self.runs.show_runs, run_rows(view), self.app.run_id)
             run_id = self.app.run_id
             counts = {spec.name: view.stage_units(spec.name, run_id) for spec in STAGES
                       if spec.name in STAGE_UNITS}

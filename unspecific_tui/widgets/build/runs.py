@@ -5,7 +5,7 @@ what it last listed (an unchanged list is never drawn again); enter on a run pos
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.markup import escape
 from textual.app import ComposeResult
@@ -14,9 +14,6 @@ from textual.widgets import DataTable, Static
 
 from pipeline.store.view import StoreView
 from unspecific_tui.messages import RunSelected
-
-if TYPE_CHECKING:
-    from unspecific_tui.app import UnspecificApp
 
 # A RunRow's fields in order: id, kind, status, started, calls, cache hits, tokens in and out, cost, error.
 RunTuple = tuple[Any, ...]
@@ -31,9 +28,6 @@ def run_rows(view: StoreView) -> list[RunTuple]:
 
 class RunsPanel(Horizontal):
     """The runs table and the totals of the current run (``app.run_id``)."""
-
-    if TYPE_CHECKING:  # at run time Textual's own ``app``: the one running, an UnspecificApp
-        app: UnspecificApp
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -52,9 +46,9 @@ class RunsPanel(Horizontal):
     def table(self) -> DataTable:
         return self.query_one("#runs", DataTable)
 
-    def show_runs(self, runs: list[RunTuple]) -> None:
-        """List ``runs`` with the cursor on the current run, and that run's totals."""
-        shown = (runs, self.app.run_id)
+    def show_runs(self, runs: list[RunTuple], current_run: str | None) -> None:
+        """List ``runs`` with the cursor on ``current_run``, and that run's totals."""
+        shown = (runs, current_run)
         if shown == self._shown:  # unchanged (the first fill, then the worker's): no repaint
             return
         self._shown = shown
@@ -62,7 +56,7 @@ class RunsPanel(Horizontal):
         table.clear()
         for r in runs:
             table.add_row(r[0], r[1], r[2], "", (r[3] or "")[:16].replace("T", " "), key=r[0])
-        current = next((r for r in runs if r[0] == self.app.run_id), None)
+        current = next((r for r in runs if r[0] == current_run), None)
         if current:
             table.move_cursor(row=table.get_row_index(current[0]), animate=False)
         self.query_one("#run-totals", Static).update(_totals(current, bool(runs)))
