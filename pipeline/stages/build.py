@@ -32,10 +32,12 @@ from typing import Any
 
 from pipeline.analysis.flags import FlagSettings, flag_instruction
 from pipeline.core.config import Config
+from pipeline.core.definitions import GATE_ROUNDS
 from pipeline.core.errors import BatchPending, ParseError, StageError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient, Usage, usage_scope
 from pipeline.stages.contradictions import check_contradictions
+from pipeline.stages.gate import GateFactory
 from pipeline.stages.judging import MODES, judging_mode_of
 from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
 from pipeline.stages.runs import create_run, recording
@@ -54,6 +56,7 @@ from pipeline.store import instructions as instruction_rows
 from pipeline.store.articles import article_text_hash
 from pipeline.store.database import Store, now
 from pipeline.store.instructions import Instruction
+from pipeline.store.ledgers import copy_ledger, put_ledger
 from pipeline.store.pairs import Pair, pairs_of
 
 RULES = ("paper", "research")
@@ -83,6 +86,11 @@ class BuildOptions:
     generator: str | None = None  # endpoint name (default: roles.generator)
     base_judge: str | None = None  # endpoint name (default: the first of roles.judges)
     pair_ids: tuple[int, ...] | None = None  # these pairs only (the demo's, one at a time); None: the first n
+    # The constraint gate (pipeline.stages.gate): every candidate checked atomic and distinct, a common
+    # one also unspecific and held by the judge on both references; off: kept as the model wrote them.
+    gate: bool = True
+    # Pairs whose cosine is below the floor ([pair] floor, PAIR_FLOOR) are not built unless allowed.
+    allow_dissimilar: bool = False
 
     @classmethod
     def from_config(cls, config: Config, **overrides: Any) -> BuildOptions:
@@ -95,7 +103,8 @@ class BuildOptions:
                              ("judging_mode", "judging_mode"), ("generator", "generator"),
                              ("base_judge", "base_judge"),
                              ("domain", "domain"), ("conditions", "conditions"),
-                             ("repair_rounds", "repair_rounds")):
+                             ("repair_rounds", "repair_rounds"), ("gate", "gate"),
+                             ("allow_dissimilar", "allow_dissimilar")):
             if setting in section:
                 values[key] = section[setting]
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -140,7 +149,7 @@ class BuildOptions:
     def endpoints(self, config: Config) -> list[str]:
         """The endpoints a build calls (so only those decide whether the local server starts)."""
         names = [self.generator_name(config)]
-        if "eval" in self.conditions:
+        if "eval" in self.conditions or (self.gate and self.common):
             names.append(self.judge_name(config))
         return names
 
@@ -181,7 +190,9 @@ class BuildSummary:
 # -- pairs and runs ------------------------------------------------------------------------------
 
 
-def select_pairs(store: Store, options: BuildOptions) -> list[Pair]:
+def select_pairs(store: Store, options: BuildOptions, floor: float | None = None) -> list[Pair]:
+    """The pairs the build makes instructions for. ``floor``: with common conditions, pairs less similar
+    than it are refused (a StageError naming them) unless ``allow_dissimilar``; None: no check."""
     if options.pair_ids is not None:
         pairs = pairs_of(store, options.domain, options.rule, ids=options.pair_ids)
     else:
@@ -191,7 +202,27 @@ def select_pairs(store: Store, options: BuildOptions) -> list[Pair]:
             f"{store.path}: no pairs for domain '{options.domain}' with rule '{options.rule}'; "
             f"run `unspecific pair --domain {options.domain}` first"
         )
+    if floor is not None and options.common and not options.allow_dissimilar:
+        low = [p for p in pairs if p.cosine < floor]
+        if low:
+            named = ", ".join(f"pair {p.id} (articles {p.article_a} and {p.article_b}, cosine {p.cosine:.2f})"
+                              for p in low[:5])
+            raise StageError(
+                f"{store.path}: {len(low)} of the {len(pairs)} pairs are less similar than the floor "
+                f"{floor:.2f}: {named}{' ...' if len(low) > 5 else ''}. Common constraints need similar "
+                "articles: import more articles of the domain and pair again, or build them anyway with "
+                "--allow-dissimilar ([build] allow_dissimilar = true)")
     return pairs
+
+
+def pair_floor(config: Config) -> float:
+    """The cosine under which a pair is not similar: [pair] floor, else PAIR_FLOOR."""
+    from pipeline.core.definitions import PAIR_FLOOR
+
+    value = config.setting("pair", "floor", PAIR_FLOOR)
+    if not isinstance(value, (int, float)) or not -1 <= value <= 1:
+        raise StageError(f"{config.path or 'config'} [pair] floor: a cosine in [-1, 1], got {value!r}")
+    return float(value)
 
 
 def start_build_run(store: Store, config: Config, options: BuildOptions) -> BuildOptions:
@@ -321,7 +352,10 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
     summary = StageSummary("synthesize")
     generator = options.generator_name(config)
     n = options.n_constraints
-    pairs = [p for p in select_pairs(store, options) if _needs_synthesis(store, run_id, p, options)]
+    pairs = [p for p in select_pairs(store, options, pair_floor(config))
+             if _needs_synthesis(store, run_id, p, options)]
+    gates = GateFactory(store, config, client, options) if options.gate else None
+    rounds = max(options.repair_rounds, GATE_ROUNDS) if options.gate else options.repair_rounds
 
     def instruction(condition: str, pair: Pair, b: int | None) -> Instruction:
         return get_or_create_instruction(store, run_id, condition, domain=options.domain, pair_id=pair.id,
@@ -340,6 +374,11 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
         constraint_rows.write_synthesis(store, instruction_id, result.main_task,
                                         result.constraints, status=status,
                                         created_at=now())
+        if result.ledger is not None:
+            put_ledger(store, instruction_id, "synthesis", result.ledger.as_json(), now())
+            store.commit()
+            progress(ProgressEvent("synthesize", 0, 0, f"instruction {instruction_id}: gate "
+                                   f"{result.ledger.line()}", kind="log"))
 
     async def work(pair: Pair) -> str:
         failed: list[str] = []  # instructions of this pair recorded as failed
@@ -351,8 +390,8 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                 with usage_scope(_usage_for(summary, "single")):
                     try:
                         result = await synthesize_single(client, generator, _text(store, pair.article_a), n,
-                                                         domain=options.domain,
-                                                         repair_rounds=options.repair_rounds)
+                                                         domain=options.domain, repair_rounds=rounds,
+                                                         gate=gates.single() if gates else None)
                     except ParseError as exc:
                         failed.append(_fail(store, inst.id, exc))
                     except BatchPending as exc:
@@ -366,10 +405,11 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
             if not reopen(holder, holder_status):
                 with usage_scope(_usage_for(summary, "common")):
                     try:
+                        text_a, text_b = _text(store, pair.article_a), _text(store, b)
                         result = await synthesize_common(
-                            client, generator, _text(store, pair.article_a), _text(store, b), n,
+                            client, generator, text_a, text_b, n,
                             domain=options.domain, seed=f"{pair.article_a}-{b}",
-                            repair_rounds=options.repair_rounds,
+                            repair_rounds=rounds, gate=gates.common(text_a, text_b) if gates else None,
                         )
                     except ParseError as exc:
                         failed.append(_fail(store, holder.id, exc))
@@ -386,6 +426,8 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                     if holder.status in _HAS_CONSTRAINTS:
                         constraint_rows.copy_synthesis(store, holder.id, inst.id, status="synthesized",
                                                        created_at=now())
+                        copy_ledger(store, holder.id, inst.id, "synthesis", now())
+                        store.commit()
                     else:
                         failed.append(_fail(store, inst.id,
                                             StageError(f"the common synthesis failed: {holder.error}")))
@@ -449,6 +491,8 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
     settings = FlagSettings.from_config(config.settings.get("build", {}))
     # Loaded once and shared: the leak flag embeds, similarity reads the same cached vectors.
     embedder = resolve_embedder(options.embedder, f"{config.path or 'config'} [build] embedder / --embedder")
+    gates = GateFactory(store, config, client, options) if options.gate else None
+    rounds = max(options.repair_rounds, GATE_ROUNDS) if options.gate else options.repair_rounds
 
     async def work(inst: Instruction) -> str:
         condition = inst.condition
@@ -457,11 +501,11 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                 if inst.status != "revised":
                     if condition == "direct":
                         result = await revise_direct(store, client, generator, inst,
-                                                     repair_rounds=options.repair_rounds)
+                                                     repair_rounds=rounds, gates=gates)
                     elif condition == "eval":
                         result = await revise_eval(store, client, generator, inst, judge=judge,
                                                    mode=judging_mode_of(config, judge, options.judging_mode),
-                                                   repair_rounds=options.repair_rounds)
+                                                   repair_rounds=rounds, gates=gates)
                     else:
                         result = None
                     if result is not None:
@@ -469,7 +513,9 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                                                f"{result.replaced} constraints replaced"
                                                + (f"; {result.unshown} Yes on the base "
                                                   "article kept, their quotes"
-                                                  " not in it" if result.unshown else ""), kind="log"))
+                                                  " not in it" if result.unshown else "")
+                                               + (f"; gate {result.ledger.line()}" if result.ledger else ""),
+                                               kind="log"))
                 flag_instruction(store, inst.id, settings, embedder)
                 compute_similarities(store, embedder, instruction_ids=[inst.id])
                 if options.contradictions:

@@ -25,13 +25,13 @@ from pipeline.core.config import Config
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient
-from pipeline.stages.build import BuildOptions, run_build, select_pairs
+from pipeline.stages.build import BuildOptions, pair_floor, run_build, select_pairs
 from pipeline.stages.evaluate import EvaluateOptions, coverage_message, run_evaluate
 from pipeline.stages.runs import create_run, recording
 from pipeline.store.database import Store
 from pipeline.store.generations import judged_on_response_and_summary
 from pipeline.store.instructions import done_instructions_of_pair
-from pipeline.store.pairs import count_pairs
+from pipeline.store.pairs import Pair, count_pairs
 
 AuditableHook = Callable[[int], None]
 
@@ -132,12 +132,28 @@ def cumulative(conditions: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 
 def build_options(config: Config, options: DemoOptions, n: int, conditions: tuple[str, ...] | None = None,
-                  pair_ids: tuple[int, ...] | None = None) -> BuildOptions:
+                  pair_ids: tuple[int, ...] | None = None, *, allow_dissimilar: bool = False) -> BuildOptions:
     return BuildOptions.from_config(
         config, domain=options.domain, n=n, conditions=tuple(conditions or options.conditions),
         n_constraints=options.constraints, run_id=options.run_id, repair_rounds=options.repair_rounds,
         pair_ids=pair_ids, embedder=options.embedder,  # the pairing's model (loaded once) for similarity too
+        allow_dissimilar=allow_dissimilar or None,
     )
+
+
+def demo_pairs(store: Store, config: Config, options: DemoOptions) -> list[Pair]:
+    """The demo's pairs: those in the research band [floor, max_cos) in the build's order, and when
+    fewer are there, the most similar of the rest (the best there is; each shows its cosine)."""
+    from pipeline.stages.build import pair_floor
+    from pipeline.store.pairs import pairs_of
+
+    floor = pair_floor(config)
+    every = pairs_of(store, options.domain, "paper")
+    if not every:  # no pairs at all: the build's own error
+        return select_pairs(store, build_options(config, options, options.pairs))
+    similar = [p for p in every if p.cosine >= floor]
+    rest = sorted((p for p in every if p.cosine < floor), key=lambda p: -p.cosine)
+    return (similar + rest)[: options.pairs]
 
 
 async def run_demo(store: Store, config: Config, client: LLMClient, options: DemoOptions, *,
@@ -150,7 +166,8 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
     # *eval* main task the 1.5B model cannot write, but the new first pair's *single* response
     # (530 words) could not be summarised: the first auditable instruction slipped from 7.5 to
     # about 25 minutes. Kept in order until long summaries work.
-    pairs = select_pairs(store, build_options(config, options, options.pairs))
+    pairs = demo_pairs(store, config, options)
+    floor = pair_floor(config)
     # Evaluated once per run: asked again at temperature 0, a unit that failed fails the same way
     # (the summary of one response: 170 s of calls, twice in one run). The next run retries it.
     evaluated_now: set[int] = set()
@@ -166,8 +183,10 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
         if stop is not None and stop.stopped:
             result.stopped = True
             break
+        band = "in the band" if pair.cosine >= floor \
+            else f"below the floor {floor:.2f}, the most similar left"
         progress(ProgressEvent("demo", k - 1, len(pairs), f"pair {k} of {len(pairs)}: articles "
-                               f"{pair.article_a} and {pair.article_b} (cosine {pair.cosine:.3f})",
+                               f"{pair.article_a} and {pair.article_b} (cosine {pair.cosine:.3f}, {band})",
                                kind="log"))
         # Cheapest condition first: *single* needs no base article and no revision, so the
         # pair's first instruction is ready minutes before its *eval* sibling.
@@ -177,7 +196,8 @@ async def run_demo(store: Store, config: Config, client: LLMClient, options: Dem
             t0 = time.monotonic()
             client.run_id = options.run_id
             built = await run_build(store, config, client,
-                                    build_options(config, options, k, conditions, pair_ids=(pair.id,)),
+                                    build_options(config, options, k, conditions, pair_ids=(pair.id,),
+                                                  allow_dissimilar=pair.cosine < floor),
                                     progress=progress, stop=stop)
             _add_seconds(result, "build", t0)
             result.failed += [f"build: {f.stage}: {f.unit}: {f.error}" for s in built.stages
