@@ -3,8 +3,9 @@
 By default the app opens at once and the demo runs inside its Build screen (as a child process
 of the app, so quitting is instant and loses nothing). `--no-app` runs the same demo in the
 terminal with progress bars and prints the report. The demo imports the first BBC News
-articles, pairs them with all-MiniLM-L6-v2 (similar pairs: cosine in [0.70, 0.85)), then takes one pair at a time through synthesis,
-base article, revision, response, 25% summary and judging (pipeline/stages/demo.py). Every step
+articles, pairs them with all-MiniLM-L6-v2 (similar pairs: cosine in [0.70, 0.85)), then takes one
+pair at a time through synthesis, base article, revision, response, 25% summary and judging
+(pipeline/stages/demo.py). Every step
 resumes: running the demo again pays only for what is missing.
 """
 

@@ -1,0 +1,394 @@
+"""The constraint gate (issue 60): each check on constructed cases it must pass and fail, the rounds on
+the fake server (a generator that keeps writing duplicates stops at the bound and says its shortfall),
+the judged common and easy checks, the revision gate, the ledger in the store, report and export, the
+pair floor, and one small run of the whole gate on the embedded model."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pipeline.analysis.gate import (
+    Distinct,
+    Ledger,
+    appended_problem,
+    atomic_problem,
+    specifics,
+    summarize_ledgers,
+    token_set,
+    unspecific_problem,
+)
+from pipeline.core.definitions import DISTINCT_TOKEN_SET
+from pipeline.llm.client import LLMClient
+from pipeline.llm.placeholders import block, numbered_items, user_messages
+from pipeline.llm.placeholders import prompt_kind as kind_of
+from pipeline.llm.prompts import defuse, load_template
+from pipeline.stages.gate import ConstraintGate, Judge
+from pipeline.stages.revision import ask_replacements
+from pipeline.stages.synthesis import synthesize_common, synthesize_single
+from tests.fakes.fake_server import FakeOpenAIServer, Reply
+from tests.fakes.responders import ARTICLE_A, ARTICLE_B, fake_config, make_store
+
+# -- the text checks -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "Explain what the closure means for families. Describe how the council responded.",  # two sentences
+    "What caused the gap? Who decided? What happens next?",  # a list of questions
+    "Describe the funding gap and also the reaction of residents.",
+    "Explain why the service closed, and describe how residents reacted.",  # a second instruction
+    "Explain what happened, why it happened and how people reacted.",  # what, why, how
+    "Describe the gap; mention the vote.",
+])
+def test_atomic_refuses_compound_constraints(text: str) -> None:
+    assert atomic_problem(text) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "Describe how residents reacted to the closure of a public service.",
+    "Contrast how older and younger residents reacted to the closure.",  # "and" inside one ask
+    "Explain how and why the council cut the service.",
+    "Quote a resident.",
+    "What does the closure mean for families who rely on the service?",
+])
+def test_atomic_keeps_one_requirement(text: str) -> None:
+    assert atomic_problem(text) is None
+
+
+def test_distinct_catches_a_year_variant_and_keeps_another_subject() -> None:
+    kept = Distinct()
+    kept.add("Explain the company's market strategy in 2006.")
+    assert "token-set" in (kept.problem("Explain the company's market strategy in 2007.") or "")
+    assert token_set("Explain the company's market strategy.",
+                     "Explain the company's market strategy in 2006.") >= DISTINCT_TOKEN_SET
+    # the same template about another subject is another constraint
+    assert kept.problem("Explain the company's pricing policy.") is None
+
+
+def test_distinct_catches_a_paraphrase_by_its_cosine() -> None:
+    """Vectors stand in for an embedder here (the real one: test_real_gate_on_the_embedded_model)."""
+    kept = Distinct(cosine_threshold=0.85)
+    a = np.array([1.0, 0.0, 0.0])
+    kept.add("Describe how shareholders reacted to the results.", a)
+    close = np.array([0.95, 0.31, 0.0])  # cosine 0.95
+    far = np.array([0.5, 0.866, 0.0])  # cosine 0.5
+    assert "paraphrase" in (kept.problem("Explain the response of investors to the figures.", close) or "")
+    assert kept.problem("Explain the response of investors to the figures.", far) is None
+
+
+def test_unspecific_refuses_a_name_only_in_a_and_a_year_in_neither() -> None:
+    # Dawson and Smithfield are in reference A only; Khan in B only
+    assert "Dawson" in (unspecific_problem("Explain what Councillor Dawson said about the gap.",
+                                           ARTICLE_A, ARTICLE_B) or "")
+    assert "only reference A" in (unspecific_problem("Describe the mood in Smithfield.", ARTICLE_A, ARTICLE_B)
+                                  or "")
+    assert "only reference B" in (unspecific_problem("Report what Khan blamed.", ARTICLE_A, ARTICLE_B) or "")
+    assert "neither" in (unspecific_problem("Explain what changed in 2006.", ARTICLE_A, ARTICLE_B) or "")
+    # in general terms: nothing specific to one reference
+    assert unspecific_problem("Describe how residents reacted to the closure of a public service.",
+                              ARTICLE_A, ARTICLE_B) is None
+
+
+def test_unspecific_keeps_what_both_references_hold() -> None:
+    a = "Shares in Google rose in 2005, analysts said. The BBC reported the rise."
+    b = "In 2005 Google bought a company, the BBC said, and its shares rose."
+    assert unspecific_problem("Explain why Google's shares rose in 2005.", a, b) is None
+    found = {s.word: s.where for s in specifics("Explain what the BBC said in 2005 about AOL.", a, b)}
+    assert found == {"BBC": "both references", "2005": "both references", "AOL": "neither reference"}
+
+
+def test_appended_refuses_the_original_with_a_clause_added() -> None:
+    original = "Explain the rise in advertising revenue."
+    assert appended_problem(original, "Explain the rise in advertising revenue and its impact on the global "
+                                      "economy.") is not None
+    # harder by asking something else, with some of the same words: kept
+    assert appended_problem(original, "Contrast the rise in advertising revenue with the fall in "
+                                      "subscriptions.") is None
+    assert appended_problem(original, "Explain the rise.") is None  # shorter: never appended
+
+
+def test_ledger_says_its_shortfall_and_adds_up_per_condition() -> None:
+    ledger = Ledger("synthesis", 39, written=70, rounds=4, kept=37)
+    ledger.reject("x", "distinct", "repeats")
+    assert ledger.shortfall == "37 of 39 after 4 rounds"
+    assert Ledger("synthesis", 5, kept=5).shortfall is None
+    again = Ledger.from_json(json.loads(json.dumps(ledger.as_json())))
+    assert again.rejected == {"distinct": 1} and again.shortfall == ledger.shortfall
+    twice = [("eval", "synthesis", ledger.as_json())] * 2
+    rows = summarize_ledgers([*twice,
+                              ("eval", "revision", Ledger("revision", 10, written=12, kept=9,
+                                                          active=37).as_json())])
+    assert [(r.condition, r.stage, r.instructions) for r in rows] == [("eval", "synthesis", 2),
+                                                                      ("eval", "revision", 1)]
+    assert rows[0].share("distinct") == pytest.approx(2 / 140) and rows[0].short == 2
+    assert rows[1].replaced_share == pytest.approx(9 / 37)
+
+
+# -- the rounds on the fake server -----------------------------------------------------------------
+
+GOOD = ["Describe how residents reacted to the closure of a public service.",
+        "Explain what caused the gap in the budget.",
+        "Describe the options the elected body is weighing."]
+DUPLICATES = ["Describe how the residents reacted to the closure of the public service.",
+              "Explain what caused the gap in the budget.", "Explain what caused the gap in the budget"]
+
+
+class Writer:
+    """A generator and judge on the fake server: the first list is ``first``, every ask for more gets
+    ``more``; the judge says Yes unless a constraint names ``not_on_b`` and the text is reference B
+    (Riverton's), and on any other text (a base article) Yes only to constraints in ``easy``."""
+
+    def __init__(self, first: list[str], more: list[str], *, not_on_b: str = "\x00",
+                 easy: tuple[str, ...] = (), replacements: dict[int, str] | None = None,
+                 missing: dict[int, str] | None = None) -> None:
+        self.first, self.more, self.not_on_b, self.easy = first, more, not_on_b, easy
+        self.replacements, self.missing = replacements or {}, missing or {}
+        self.asks: list[str] = []
+        self.judged: list[tuple[str, str]] = []
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        kind = kind_of(request)
+        users = user_messages(request)
+        if kind in ("synthesize_common", "synthesize_single"):
+            return Reply(text=json.dumps({"main_task": "Write a news article about a local budget gap.",
+                                          "constraints": self.first}))
+        if kind == "constraints_more":
+            self.asks.append(users[-1])
+            return Reply(text=json.dumps({"constraints": self.more}))
+        if kind == "judge_batched":
+            text = block(users[0], "TEXT")
+            verdicts = []
+            for i, c in numbered_items(block(users[0], "CONSTRAINTS")):
+                self.judged.append((text[:10], c))
+                if "Smithfield" in text or "Riverton" in text:
+                    yes = not (self.not_on_b in c and "Riverton" in text)
+                else:
+                    yes = c in self.easy
+                verdicts.append({"id": i, "verdict": "yes" if yes else "no",
+                                 "quote": text.split(".")[0] if yes else ""})
+            return Reply(text=json.dumps({"verdicts": verdicts}))
+        if kind in ("revise_eval", "revise_direct"):
+            fence = "TOO_EASY" if kind == "revise_eval" else "CONSTRAINTS"
+            listed = dict(numbered_items(block(users[0], fence)))
+            # "{orig}": the listed original's words, padded (the appended clause a 1.5B model writes)
+            return Reply(text=json.dumps({"replacements": [
+                {"id": i, "constraint": t.replace("{orig}", listed.get(i, "").rstrip("."))}
+                for i, t in self.replacements.items()]}))
+        if kind == "revise_missing":
+            self.asks.append(users[-1])
+            ids = [i for i, _ in numbered_items(block(users[-1], "MISSING"))]
+            return Reply(text=json.dumps({"replacements": [{"id": i, "constraint": self.missing[i]}
+                                                           for i in ids if i in self.missing]}))
+        return Reply(text="unknown prompt")
+
+
+def _gate(client: LLMClient, n: int, *, common: bool = True, judged: bool = True,
+          stage: str = "synthesis") -> ConstraintGate:
+    return ConstraintGate(Ledger(stage, n), references=(ARTICLE_A, ARTICLE_B) if common else None,
+                          judge=Judge(client, "fake", "batched") if judged else None)
+
+
+async def test_a_generator_that_keeps_writing_duplicates_stops_at_the_bound_and_says_its_shortfall(
+        tmp_path) -> None:
+    store = make_store(tmp_path / "s.sqlite")
+    writer = Writer(GOOD + DUPLICATES, DUPLICATES)
+    with FakeOpenAIServer(writer) as server:
+        client = LLMClient(fake_config(server.base_url), store, backoff_base_s=0.01)
+        try:
+            gate = _gate(client, 6)
+            result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 6, domain="news", seed="s",
+                                             repair_rounds=3, gate=gate)
+        finally:
+            await client.aclose()
+    assert sorted(result.constraints) == sorted(GOOD)  # kept short, never padded with a repeat
+    ledger = result.ledger
+    assert ledger is gate.ledger and ledger.shortfall == "3 of 6 after 3 rounds"
+    assert len(writer.asks) == 3  # the bound: three rounds, then it stops
+    assert ledger.written == 6 + 3 * 3 and ledger.rejected == {"distinct": 3 + 3 * 3}
+    # each ask names what was rejected and why
+    assert all("These were not kept" in ask and "repeats a kept constraint" in ask for ask in writer.asks)
+
+
+async def test_without_a_gate_the_same_duplicates_are_still_a_count_error(tmp_path) -> None:
+    from pipeline.stages.synthesis import CountError
+
+    store = make_store(tmp_path / "s.sqlite")
+    with FakeOpenAIServer(Writer(GOOD + DUPLICATES, DUPLICATES)) as server:
+        client = LLMClient(fake_config(server.base_url), store, backoff_base_s=0.01)
+        try:
+            with pytest.raises(CountError):
+                await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 6, domain="news", seed="s",
+                                        repair_rounds=2)
+        finally:
+            await client.aclose()
+
+
+async def test_common_needs_the_judge_on_both_references_and_unspecific_refuses_a_name(tmp_path) -> None:
+    store = make_store(tmp_path / "s.sqlite")
+    only_a = "Describe what the library closure meant for students."
+    named = "Explain what Councillor Dawson said about the gap."
+    compound = "Explain what caused the gap, and describe the mood of the meeting."
+    writer = Writer([*GOOD, only_a, named, compound], ["Report how volunteers responded to the closure."],
+                    not_on_b="library")
+    with FakeOpenAIServer(writer) as server:
+        client = LLMClient(fake_config(server.base_url), store, backoff_base_s=0.01)
+        try:
+            result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 4, domain="news", seed="s",
+                                             repair_rounds=2, gate=_gate(client, 4))
+        finally:
+            await client.aclose()
+    assert sorted(result.constraints) == sorted([*GOOD, "Report how volunteers responded to the closure."])
+    ledger = result.ledger
+    assert ledger.rejected == {"common": 1, "unspecific": 1, "atomic": 1} and ledger.shortfall is None
+    why = {e["text"]: (e["check"], e["reason"]) for e in ledger.examples}
+    assert why[only_a] == ("common", "the judge found it does not hold on reference B")
+    assert why[named][0] == "unspecific" and "Dawson" in why[named][1]
+    # the judge saw each candidate on both references, never the ones the text checks refused
+    judged = [c for _, c in writer.judged]
+    assert judged.count(only_a) == 2 and named not in judged and compound not in judged
+
+
+async def test_single_keeps_its_specifics_but_not_its_repeats(tmp_path) -> None:
+    store = make_store(tmp_path / "s.sqlite")
+    named = "Explain what Councillor Dawson said about the gap."
+    writer = Writer([named, *GOOD, GOOD[0]], [])
+    with FakeOpenAIServer(writer) as server:
+        client = LLMClient(fake_config(server.base_url), store, backoff_base_s=0.01)
+        try:
+            result = await synthesize_single(client, "fake", ARTICLE_A, 4, domain="news", repair_rounds=1,
+                                             gate=_gate(client, 4, common=False, judged=False))
+        finally:
+            await client.aclose()
+    assert result.constraints == [named, *GOOD]
+    assert result.ledger.rejected == {"distinct": 1} and not writer.judged
+
+
+async def test_revision_gate_refuses_an_appended_clause_and_what_the_base_article_satisfies(tmp_path) -> None:
+    store = make_store(tmp_path / "s.sqlite")
+    originals = ["Explain what caused the gap in the budget.", "Describe how residents reacted.",
+                 "Describe the options the elected body is weighing."]
+    easy_again = "Describe what the meeting decided."
+    writer = Writer([], [], easy=(easy_again,), replacements={
+        1: "Explain what caused the gap in the budget and its impact on the global economy.",
+        2: "Contrast how two groups of residents reacted to the closure.",
+        3: easy_again,
+    }, missing={1: "Explain who will bear the cost of closing the gap.",
+                3: "Explain what the vote means for the service's future."})
+    base = "The council met and argued about money while residents waited."
+    with FakeOpenAIServer(writer) as server:
+        client = LLMClient(fake_config(server.base_url), store, backoff_base_s=0.01)
+        try:
+            gate = _gate(client, 3, stage="revision")
+            template = load_template("revise_eval")
+            fields = {"main_task": "t", "article_a": defuse(ARTICLE_A), "article_b": defuse(ARTICLE_B),
+                      "base_article": base, "constraints": "\n".join(f"- {o}" for o in originals), "n": 3,
+                      "too_easy": "\n".join(f"{i}. {o}" for i, o in enumerate(originals, 1)), "k": 3}
+            got = await ask_replacements(client, "fake", template, fields, originals, sources=[ARTICLE_A],
+                                         repair_rounds=2, gate=gate, base=base)
+        finally:
+            await client.aclose()
+    assert got.texts == ["Explain who will bear the cost of closing the gap.",
+                         "Contrast how two groups of residents reacted to the closure.",
+                         "Explain what the vote means for the service's future."]
+    assert gate.ledger.rejected == {"appended": 1, "easy": 1} and gate.ledger.kept == 3
+    # the ids asked again are told why
+    assert "words added" in writer.asks[0] and "already satisfies" in writer.asks[0]
+
+
+async def test_a_replacement_that_never_passes_keeps_its_original_and_the_ledger_says_so(tmp_path) -> None:
+    store = make_store(tmp_path / "s.sqlite")
+    original = "Explain what caused the gap in the budget."
+    padded = original[:-1] + " and its impact on the global economy."
+    writer = Writer([], [], replacements={1: padded}, missing={1: padded[:-1] + " today."})
+    with FakeOpenAIServer(writer) as server:
+        client = LLMClient(fake_config(server.base_url), store, backoff_base_s=0.01)
+        try:
+            gate = _gate(client, 1, stage="revision")
+            fields = {"main_task": "t", "article_a": "a", "article_b": "b", "base_article": "base text here",
+                      "constraints": f"- {original}", "n": 1, "too_easy": f"1. {original}", "k": 1}
+            got = await ask_replacements(client, "fake", load_template("revise_eval"), fields, [original],
+                                         repair_rounds=2, gate=gate, base="base text here")
+        finally:
+            await client.aclose()
+    assert got.texts == [None]
+    assert gate.ledger.shortfall == "0 of 1 after 2 rounds" and gate.ledger.rejected == {"appended": 3}
+
+
+# -- the build: the ledger stored, copied to each common condition, in the report and the export ----------
+
+
+async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_export(tmp_path) -> None:
+    from pipeline.outputs.export import iter_benchmark
+    from pipeline.outputs.report_text import gate_document
+    from pipeline.stages.build import BuildOptions, run_build
+    from pipeline.store.ledgers import ledger_rows, run_ledgers
+
+    store = make_store(tmp_path / "s.sqlite")
+    more = ["Report how volunteers responded to the closure.", "Describe what the vote could change.",
+            "Explain who will bear the cost of closing the gap."]
+    writer = Writer([*GOOD, GOOD[1]], more, replacements={
+        1: "Contrast the views of two groups of residents.", 2: "Explain what the elected body fears most.",
+        3: "{orig} and its impact on the global economy.",
+        4: "Explain how the shortfall compares with earlier years."},
+        missing={3: "Describe what the closure means for families."})
+    with FakeOpenAIServer(writer) as server:
+        config = fake_config(server.base_url, build={"gate": True})
+        client = LLMClient(config, store, backoff_base_s=0.01)
+        try:
+            options = BuildOptions.from_config(config, n=1, conditions=("single", "none", "direct"),
+                                               n_constraints=4, words=60, embedder="lexical")
+            summary = await run_build(store, config, client, options)
+        finally:
+            await client.aclose()
+    assert summary.complete
+    ledgers = {(cond, stage): data for _, cond, stage, data in run_ledgers(store, summary.run_id)}
+    assert set(ledgers) == {("single", "synthesis"), ("none", "synthesis"), ("direct", "synthesis"),
+                            ("direct", "revision")}
+    # the shared synthesis: one ledger, copied to each common condition
+    assert ledgers[("none", "synthesis")] == ledgers[("direct", "synthesis")]
+    assert ledgers[("none", "synthesis")]["rejected"] == {"distinct": 1}
+    revision = ledgers[("direct", "revision")]
+    assert revision["rejected"] == {"appended": 1} and revision["kept"] == 4 and revision["active"] == 4
+    records = {r["condition"]: r for r in iter_benchmark(store, run=summary.run_id)}
+    assert records["common+direct"]["gate"]["revision"]["rejected"] == {"appended": 1}
+    rows = summarize_ledgers([r for r in ledger_rows(store, run_id=summary.run_id)])
+    sheet = gate_document(rows)[0]
+    text = json.dumps([list(map(str, row)) for row in sheet.rows])
+    assert "direct" in text and "revision" in text and "4 of 4" in text
+    store.close()
+
+
+async def test_a_build_refuses_a_pair_below_the_floor_unless_allowed(tmp_path) -> None:
+    from pipeline.core.errors import StageError
+    from pipeline.stages.build import BuildOptions, pair_floor, select_pairs
+
+    store = make_store(tmp_path / "s.sqlite")
+    store.conn.execute("UPDATE pairs SET cosine = 0.39")
+    store.commit()
+    config = fake_config("http://127.0.0.1:9")
+    options = BuildOptions.from_config(config, n=1, conditions=("single", "eval"))
+    with pytest.raises(StageError, match=r"floor 0.70.*cosine 0.39.*--allow-dissimilar"):
+        select_pairs(store, options, pair_floor(config))
+    allowed = BuildOptions.from_config(config, n=1, conditions=("single", "eval"), allow_dissimilar=True)
+    assert len(select_pairs(store, allowed, pair_floor(config))) == 1
+    # single alone asks nothing of the pair's similarity
+    assert len(select_pairs(store, BuildOptions.from_config(config, n=1, conditions=("single",)), 0.7)) == 1
+    higher = fake_config("http://127.0.0.1:9")
+    higher.settings["pair"] = {"floor": 0.2}
+    assert len(select_pairs(store, options, pair_floor(higher))) == 1
+    store.close()
+
+
+def test_pairing_reports_the_pairs_below_the_floor(tmp_path) -> None:
+    from pipeline.analysis.embeddings import get_embedder
+    from pipeline.stages.pairing import PairOptions, pair_domain
+
+    store = make_store(tmp_path / "s.sqlite")
+    summary = pair_domain(store, get_embedder("hash-64"), PairOptions(domain="news", floor=1.0))
+    assert summary.pairs >= 1 and len(summary.below_floor) == summary.pairs
+    again = pair_domain(store, get_embedder("hash-64"), PairOptions(domain="news", floor=-1.0))
+    assert again.below_floor == []
+    store.close()
