@@ -363,7 +363,8 @@ async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_expo
 
 async def test_a_build_refuses_a_pair_below_the_floor_unless_allowed(tmp_path) -> None:
     from pipeline.core.errors import StageError
-    from pipeline.stages.build import BuildOptions, pair_floor, select_pairs
+    from pipeline.stages.build import BuildOptions, select_pairs
+    from pipeline.stages.pairing import pair_floor
 
     store = make_store(tmp_path / "s.sqlite")
     store.conn.execute("UPDATE pairs SET cosine = 0.39")

@@ -43,7 +43,7 @@ def _floor(args: argparse.Namespace) -> float:
         return float(args.floor)
     try:
         from pipeline.cli.common import load_config_from
-        from pipeline.stages.build import pair_floor
+        from pipeline.stages.pairing import pair_floor
 
         return pair_floor(load_config_from(args))
     except (ConfigError, AttributeError):

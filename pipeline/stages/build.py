@@ -39,6 +39,7 @@ from pipeline.llm.client import LLMClient, Usage, usage_scope
 from pipeline.stages.contradictions import check_contradictions
 from pipeline.stages.gate import GateFactory
 from pipeline.stages.judging import MODES, judging_mode_of
+from pipeline.stages.pairing import pair_floor
 from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
 from pipeline.stages.runs import create_run, recording
 from pipeline.stages.similarity import check_embedder_name, compute_similarities, resolve_embedder
@@ -214,15 +215,6 @@ def select_pairs(store: Store, options: BuildOptions, floor: float | None = None
                 "--allow-dissimilar ([build] allow_dissimilar = true)")
     return pairs
 
-
-def pair_floor(config: Config) -> float:
-    """The cosine under which a pair is not similar: [pair] floor, else PAIR_FLOOR."""
-    from pipeline.core.definitions import PAIR_FLOOR
-
-    value = config.setting("pair", "floor", PAIR_FLOOR)
-    if not isinstance(value, (int, float)) or not -1 <= value <= 1:
-        raise StageError(f"{config.path or 'config'} [pair] floor: a cosine in [-1, 1], got {value!r}")
-    return float(value)
 
 
 def start_build_run(store: Store, config: Config, options: BuildOptions) -> BuildOptions:

@@ -25,13 +25,14 @@ from pipeline.core.config import Config
 from pipeline.core.definitions import DEFAULT_RATIO
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient
-from pipeline.stages.build import BuildOptions, pair_floor, run_build, select_pairs
+from pipeline.stages.build import BuildOptions, run_build, select_pairs
 from pipeline.stages.evaluate import EvaluateOptions, coverage_message, run_evaluate
+from pipeline.stages.pairing import pair_floor
 from pipeline.stages.runs import create_run, recording
 from pipeline.store.database import Store
 from pipeline.store.generations import judged_on_response_and_summary
 from pipeline.store.instructions import done_instructions_of_pair
-from pipeline.store.pairs import Pair, count_pairs
+from pipeline.store.pairs import Pair, count_pairs, pairs_of
 
 AuditableHook = Callable[[int], None]
 
@@ -149,9 +150,6 @@ def build_options(config: Config, options: DemoOptions, n: int, conditions: tupl
 def demo_pairs(store: Store, config: Config, options: DemoOptions) -> list[Pair]:
     """The demo's pairs: those in the research band [floor, max_cos) in the build's order, and when
     fewer are there, the most similar of the rest (the best there is; each shows its cosine)."""
-    from pipeline.stages.build import pair_floor
-    from pipeline.store.pairs import pairs_of
-
     floor = pair_floor(config)
     every = pairs_of(store, options.domain, "paper")
     if not every:  # no pairs at all: the build's own error

@@ -387,8 +387,16 @@ async def run_pair(store: Store, config: Config | None, client: None, options: A
     section = config.settings.get("pair", {}) if config is not None else {}
     embedder = await asyncio.to_thread(get_embedder, section.get("model"))
     opts = PairOptions(domain=section.get("domain", "news"), rule=section.get("rule", "paper"),
-                       floor=float(section.get("floor", PAIR_FLOOR)))
+                       floor=pair_floor(config) if config is not None else PAIR_FLOOR)
     return await asyncio.to_thread(pair_domain, store, embedder, opts, progress=progress, stop=stop)
+
+
+def pair_floor(config: Config) -> float:
+    """The cosine under which a pair is not similar: [pair] floor, else PAIR_FLOOR."""
+    value = config.settings.get("pair", {}).get("floor", PAIR_FLOOR)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1:
+        raise CorpusError(f"{config.path or 'config'} [pair] floor: a cosine in [-1, 1], got {value!r}")
+    return float(value)
 
 
 def _store_pairs(store: Store, options: PairOptions, params: dict[str, Any], choices: list[Choice],
