@@ -393,3 +393,33 @@ def test_pairing_reports_the_pairs_below_the_floor(tmp_path) -> None:
     again = pair_domain(store, get_embedder("hash-64"), PairOptions(domain="news", floor=-1.0))
     assert again.below_floor == []
     store.close()
+
+
+# -- imported lists: checked, not changed ----------------------------------------------------------------
+
+
+def test_an_imported_cs4_list_is_checked_not_changed(tmp_path, capsys) -> None:
+    from pipeline.cli import main
+    from pipeline.store.database import open_store
+    from pipeline.store.ledgers import ledger_rows
+    from tests.support.import_files import CS4_HEADER, numbered, write_csv
+
+    items = ["The story should describe the storm in several sentences.",
+             "The story should describe the storm in several long sentences.",  # a near-copy
+             "The story should open at night. It should end at dawn.",  # two requirements
+             "The story should quote the keeper's log."]
+    path = write_csv(tmp_path / "cs4.csv", CS4_HEADER,
+                     [["1", "Write a story about a keeper and the storm.", "4", numbered(items)]])
+    store_path = tmp_path / "s.sqlite"
+    assert main(["--store", str(store_path), "import", "cs4", str(path), "--name", "cs4"]) == 0
+    said = capsys.readouterr().out
+    assert "gate check" in said and "of 4 constraints" in said and "2 (50%) pass every check" in said
+    store = open_store(store_path)
+    try:
+        [(_condition, stage, ledger)] = ledger_rows(store, run_id="import-cs4")
+        assert stage == "import" and ledger["rejected"] == {"distinct": 1, "atomic": 1}
+        assert ledger["kept"] == 2
+        # not changed: the four constraints are all there
+        assert store.scalar("SELECT count(*) FROM constraints WHERE active = 1") == 4
+    finally:
+        store.close()

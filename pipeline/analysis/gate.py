@@ -342,3 +342,23 @@ def summarize_ledgers(rows: Sequence[tuple[str, str, dict[str, object]]]) -> lis
     stages = {"synthesis": 0, "revision": 1, "import": 2}
     return sorted(out.values(),
                   key=lambda s: (order.get(s.condition, 9), s.condition, stages.get(s.stage, 9)))
+
+
+def check_list(constraints: Sequence[str], references: tuple[str, str] | None) -> Ledger:
+    """A finished list (an import) checked, not changed: ``rejected`` counts, for each check on its own,
+    the constraints that would fail it (atomic; distinct by token-set from every earlier one; unspecific
+    when both references are known), ``kept`` those that would pass them all."""
+    ledger = Ledger("import", len(constraints), written=len(constraints))
+    earlier = Distinct(cosine_threshold=None)
+    for text in constraints:
+        failed = False
+        problems = [("atomic", atomic_problem(text)), ("distinct", earlier.problem(text))]
+        if references is not None:
+            problems.append(("unspecific", unspecific_problem(text, *references)))
+        for check, problem in problems:
+            if problem:
+                ledger.reject(text, check, problem)
+                failed = True
+        earlier.add(text)
+        ledger.kept += not failed
+    return ledger
