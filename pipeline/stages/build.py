@@ -484,7 +484,9 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
     # Loaded once and shared: the leak flag embeds, similarity reads the same cached vectors.
     embedder = resolve_embedder(options.embedder, f"{config.path or 'config'} [build] embedder / --embedder")
     gates = GateFactory(store, config, client, options) if options.gate else None
-    rounds = max(options.repair_rounds, GATE_ROUNDS) if options.gate else options.repair_rounds
+    # Under the gate, GATE_ROUNDS rounds for the replacements refused: a replacement that never passes
+    # keeps its original (the ledger says how many), so more rounds buy little and cost a call each.
+    rounds = GATE_ROUNDS if options.gate else options.repair_rounds
 
     async def work(inst: Instruction) -> str:
         condition = inst.condition
