@@ -466,3 +466,19 @@ async def test_real_gate_on_the_embedded_model(tmp_path, local_server_url) -> No
     # every candidate written was kept or rejected with a reason (a surplus past 5 is neither)
     assert ledger.kept + sum(ledger.rejected.values()) <= ledger.written
     assert ledger.shortfall is None or ledger.rounds == 2
+
+
+def test_audit_heads_an_instruction_with_what_the_gate_kept_and_refused() -> None:
+    from unspecific_tui.widgets.audit.head import gate_line
+
+    synthesis = Ledger("synthesis", 39, written=61, rounds=4, kept=37)
+    for check, n in (("distinct", 12), ("common", 6)):
+        for _ in range(n):
+            synthesis.reject("x", check, "why")
+    revision = Ledger("revision", 18, written=25, kept=15, active=37)
+    for _ in range(3):
+        revision.reject("y", "appended", "why")
+    line = gate_line({"synthesis": synthesis.as_json(), "revision": revision.as_json()})
+    assert line == ("37 of 39 after 4 rounds, refused 12 distinct, 6 common; revision replaced 15 of 18 "
+                    "(refused 3 appended)")
+    assert gate_line({}) == ""
