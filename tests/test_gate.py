@@ -358,6 +358,12 @@ async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_expo
     sheet = gate_document(rows)[0]
     text = json.dumps([list(map(str, row)) for row in sheet.rows])
     assert "direct" in text and "revision" in text and "4 of 4" in text
+    from types import SimpleNamespace
+
+    from pipeline.outputs.html_tables import gate_html
+
+    page = gate_html(SimpleNamespace(gate=rows))  # type: ignore[arg-type]
+    assert '<section id="gate">' in page and "<td>revision</td>" in page and "appended %" in page
     store.close()
 
 
