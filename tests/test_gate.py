@@ -364,6 +364,15 @@ async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_expo
 
     page = gate_html(SimpleNamespace(gate=rows))  # type: ignore[arg-type]
     assert '<section id="gate">' in page and "<td>revision</td>" in page and "appended %" in page
+    # build --step: each refused candidate with why, after its stage
+    from rich.console import Console
+
+    from pipeline.cli.build_cmd import _print_gate
+
+    out = Console(record=True, width=300)
+    _print_gate(out, store, summary.run_id, "revision")
+    said = out.export_text()
+    assert "(direct): gate revision:" in said and "refused (appended)" in said and "global economy" in said
     store.close()
 
 

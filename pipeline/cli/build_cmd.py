@@ -234,6 +234,26 @@ def _print_stage(out, store, summary) -> None:  # noqa: ANN001
     for s in summary.stages:
         out.print(f"stage [bold]{s.stage}[/]: {s.processed} unit(s) done, {s.failed} "
                   f"failed, {s.remaining} left")
+        gate_stage = {"synthesize": "synthesis", "revise": "revision"}.get(s.stage)
+        if gate_stage:
+            _print_gate(out, store, summary.run_id, gate_stage)
+
+
+def _print_gate(out, store, run_id: str, stage: str) -> None:  # noqa: ANN001
+    """Step mode: what the constraint gate refused in this stage, each candidate with why."""
+    from rich.markup import escape
+
+    from pipeline.analysis.gate import Ledger
+    from pipeline.store.ledgers import run_ledgers
+
+    for iid, condition, kind, data in run_ledgers(store, run_id):
+        if kind != stage or condition == "common":
+            continue
+        ledger = Ledger.from_json(data)
+        out.print(f"  instruction {iid} ({condition}): gate {escape(ledger.line())}")
+        for e in ledger.examples:
+            out.print(f"    [dim]refused ({e['check']}):[/] {escape(e['text'])} "
+                      f"[dim]- {escape(e['reason'])}[/]")
 
 
 def _print_report(out, summary) -> None:  # noqa: ANN001
