@@ -340,10 +340,18 @@ async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_expo
         try:
             options = BuildOptions.from_config(config, n=1, conditions=("single", "none", "direct"),
                                                n_constraints=4, words=60, embedder="lexical")
-            summary = await run_build(store, config, client, options)
+            events: list[str] = []
+            def log(e: Any) -> None:
+                events.append(e.message) if e.kind == "log" else None
+
+            summary = await run_build(store, config, client, options, progress=log)
         finally:
             await client.aclose()
     assert summary.complete
+    # Build's log as the stages run: each list's ledger and its refused candidates with why
+    said = ": gate synthesis: 7 written, rejected 1 distinct; 4 of 4 kept after 1 round(s); 2 more not needed"
+    assert any(said in m for m in events), events
+    assert any(m.startswith("  refused (appended): ") and "global economy" in m for m in events)
     ledgers = {(cond, stage): data for _, cond, stage, data in run_ledgers(store, summary.run_id)}
     assert set(ledgers) == {("single", "synthesis"), ("none", "synthesis"), ("direct", "synthesis"),
                             ("direct", "revision")}

@@ -242,6 +242,7 @@ class Ledger:
     kept: int = 0
     examples: list[dict[str, str]] = field(default_factory=list)
     active: int | None = None  # revision: the instruction's constraints (the replaced share's denominator)
+    surplus: int = 0  # candidates that passed but were not needed (the list was full)
 
     EXAMPLES = 60  # rejected candidates kept with their reasons, per instruction and stage
 
@@ -266,17 +267,18 @@ class Ledger:
                                                                   key=lambda kv: CHECKS.index(kv[0])
                                                                   if kv[0] in CHECKS else 99))
         kept = self.shortfall or f"{self.kept} of {self.wanted} kept after {self.rounds} round(s)"
-        return f"{self.stage}: {self.written} written, rejected {rejected or 'none'}; {kept}"
+        extra = f"; {self.surplus} more not needed" if self.surplus else ""
+        return f"{self.stage}: {self.written} written, rejected {rejected or 'none'}; {kept}{extra}"
 
     def as_json(self) -> dict[str, object]:
         return {"stage": self.stage, "wanted": self.wanted, "written": self.written,
                 "rejected": dict(self.rejected), "rounds": self.rounds, "kept": self.kept,
-                "examples": list(self.examples), "active": self.active}
+                "examples": list(self.examples), "active": self.active, "surplus": self.surplus}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Ledger:
         known = {k: data[k] for k in ("stage", "wanted", "written", "rejected", "rounds", "kept", "examples",
-                                      "active") if k in data}
+                                      "active", "surplus") if k in data}
         return cls(**known)  # type: ignore[arg-type]
 
 

@@ -37,7 +37,7 @@ from pipeline.core.errors import BatchPending, ParseError, StageError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient, Usage, usage_scope
 from pipeline.stages.contradictions import check_contradictions
-from pipeline.stages.gate import GateFactory
+from pipeline.stages.gate import GateFactory, log_gate
 from pipeline.stages.judging import MODES, judging_mode_of
 from pipeline.stages.pairing import pair_floor
 from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
@@ -369,8 +369,7 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
         if result.ledger is not None:
             put_ledger(store, instruction_id, "synthesis", result.ledger.as_json(), now())
             store.commit()
-            progress(ProgressEvent("synthesize", 0, 0, f"instruction {instruction_id}: gate "
-                                   f"{result.ledger.line()}", kind="log"))
+            log_gate(progress, "synthesize", instruction_id, result.ledger)
 
     async def work(pair: Pair) -> str:
         failed: list[str] = []  # instructions of this pair recorded as failed
@@ -507,9 +506,10 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                                                f"{result.replaced} constraints replaced"
                                                + (f"; {result.unshown} Yes on the base "
                                                   "article kept, their quotes"
-                                                  " not in it" if result.unshown else "")
-                                               + (f"; gate {result.ledger.line()}" if result.ledger else ""),
+                                                  " not in it" if result.unshown else ""),
                                                kind="log"))
+                        if result.ledger is not None:
+                            log_gate(progress, "revise", inst.id, result.ledger)
                 flag_instruction(store, inst.id, settings, embedder)
                 compute_similarities(store, embedder, instruction_ids=[inst.id])
                 if options.contradictions:

@@ -106,7 +106,8 @@ class ConstraintGate:
                 continue
             batch.add(text, vector)
             survivors.append((text, vector))
-        survivors = survivors[: max(0, limit) + len(survivors) // 2]  # judge a few spares, not all
+        spare = survivors[max(0, limit) + len(survivors) // 2:]  # judge a few spares, not all
+        survivors = survivors[: max(0, limit) + len(survivors) // 2]
         if survivors and self.judge is not None and self.references is not None:
             texts = [t for t, _ in survivors]
             on_a = await self.judge.holds(self.references[0], texts)
@@ -121,6 +122,7 @@ class ConstraintGate:
                                                 f"{' or '.join(missing)}")
             survivors = held
         kept = survivors[: max(0, limit)]
+        self.ledger.surplus += len(spare) + len(survivors) - len(kept)
         for text, vector in kept:
             self.distinct.add(text, vector)
         return [t for t, _ in kept]
@@ -220,3 +222,22 @@ class GateFactory:
     def common(self, text_a: str, text_b: str) -> ConstraintGate:
         return ConstraintGate(Ledger("synthesis", self.n), references=(text_a, text_b), judge=self.judge(),
                               vectors=self.vectors(), distinct=self.distinct())
+
+
+# Refused candidates logged per instruction and stage as it runs (the ledger keeps up to Ledger.EXAMPLES).
+LOGGED = 10
+
+
+def log_gate(progress: Any, stage: str, instruction_id: int, ledger: Ledger) -> None:
+    """The ledger's line and its first refused candidates, each with why, as log events (Build's log,
+    the CLI's dim lines)."""
+    from pipeline.core.progress import ProgressEvent
+
+    progress(ProgressEvent(stage, 0, 0, f"instruction {instruction_id}: gate {ledger.line()}", kind="log"))
+    for e in ledger.examples[:LOGGED]:
+        progress(ProgressEvent(stage, 0, 0, f"  refused ({e['check']}): {e['text']} - {e['reason']}",
+                               kind="log"))
+    more = sum(ledger.rejected.values()) - min(LOGGED, len(ledger.examples))
+    if more > 0:
+        progress(ProgressEvent(stage, 0, 0, f"  ... and {more} more refused (build --step lists them)",
+                               kind="log"))
