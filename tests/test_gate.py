@@ -505,3 +505,21 @@ def test_audit_heads_an_instruction_with_what_the_gate_kept_and_refused() -> Non
     assert line == ("37 of 39 after 4 rounds, refused 12 distinct, 6 common; revision replaced 15 of 18 "
                     "(refused 3 appended)")
     assert gate_line({}) == ""
+
+
+async def test_a_dry_run_prices_the_gates_judging_and_refuses_nothing(tmp_path) -> None:
+    """Placeholder replies say nothing of what a model would write: the dry run asks (prices) the gate's
+    judge calls, 2 a common list and 1 an eval revision, and goes on through every stage."""
+    from pipeline.stages.build import BuildOptions
+    from pipeline.stages.estimate import estimate_build
+
+    store = make_store(tmp_path / "s.sqlite", 2)
+    calls = {}
+    for gate in (False, True):
+        config = fake_config("http://127.0.0.1:9", build={"gate": gate})
+        options = BuildOptions.from_config(config, n=2, n_constraints=12, words=100, embedder="lexical")
+        estimate = await estimate_build(store, config, options)
+        calls[gate] = estimate.endpoints["fake"].calls
+        assert "revise_eval" in estimate.guessed_templates  # every stage reached
+    assert calls[True] == calls[False] + 2 * (2 + 1)
+    store.close()

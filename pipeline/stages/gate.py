@@ -61,6 +61,9 @@ class ConstraintGate:
     vectors: Vectors | None = None
     distinct: Distinct = field(default_factory=Distinct)
     last_rejected: list[tuple[str, str, str]] = field(default_factory=list)
+    # A dry run (the client prices calls instead of making them): the judge's calls are asked, so they
+    # are priced, but nothing is refused: placeholder replies say nothing of what a model would write.
+    priced_only: bool = False
 
     def _embed(self, texts: list[str]) -> list[np.ndarray | None]:
         if self.vectors is None or not texts:
@@ -97,9 +100,10 @@ class ConstraintGate:
                          cosine_threshold=self.distinct.cosine_threshold)
         survivors: list[tuple[str, np.ndarray | None]] = []
         for text, vector in zip(candidates, vectors, strict=True):
-            found = self.text_problem(text)
+            found = None if self.priced_only else self.text_problem(text)
             if found is None:
-                repeat = self.distinct.problem(text, vector) or batch.problem(text, vector)
+                repeat = None if self.priced_only else (self.distinct.problem(text, vector)
+                                                        or batch.problem(text, vector))
                 found = ("distinct", repeat) if repeat else None
             if found is not None:
                 self.reject(text, *found)
@@ -114,7 +118,7 @@ class ConstraintGate:
             on_b = await self.judge.holds(self.references[1], texts)
             held = []
             for (text, vector), a, b in zip(survivors, on_a, on_b, strict=True):
-                if a and b:
+                if (a and b) or self.priced_only:
                     held.append((text, vector))
                 else:
                     missing = [label for label, v in (("A", a), ("B", b)) if not v]
@@ -133,6 +137,8 @@ class ConstraintGate:
         constraints that stay and the replacements chosen so far)."""
         from pipeline.analysis.gate import appended_problem
 
+        if self.priced_only:
+            return None
         found = self.text_problem(new)
         if found is not None:
             return found
@@ -151,7 +157,8 @@ class ConstraintGate:
         """The judge's verdict of ``text`` (the base article) on each constraint; all None without a judge."""
         if self.judge is None or not constraints:
             return [None] * len(constraints)
-        return await self.judge.holds(text, constraints)
+        found = await self.judge.holds(text, constraints)
+        return [False] * len(found) if self.priced_only else found
 
     def notes(self) -> str:
         """What the last screens rejected and why, for the next ask ('' when nothing was)."""
@@ -174,6 +181,7 @@ class GateFactory:
         self.mode = judging_mode_of(config, self.judge_name, options.judging_mode)
         self.n = options.n_constraints
         self.embedder_name = options.embedder
+        self.priced_only = client.pricing is not None  # a dry run
         self.where = f"{config.path or 'config'} [build] embedder / --embedder"
         self._embedder: Any = None
 
@@ -205,7 +213,8 @@ class GateFactory:
         replacement."""
         ledger = Ledger("revision", wanted, active=active)
         return ConstraintGate(ledger, references=(text_a, text_b), judge=self.judge() if judged else None,
-                              vectors=self.vectors(), distinct=self.distinct())
+                              vectors=self.vectors(), distinct=self.distinct(),
+                              priced_only=self.priced_only)
 
     def distinct(self) -> Distinct:
         """The distinct check at the build embedder's measured cosine (token-set alone without one)."""
@@ -217,11 +226,13 @@ class GateFactory:
 
     def single(self) -> ConstraintGate:
         """The single baseline's gate: atomic and distinct (its specifics are what it is)."""
-        return ConstraintGate(Ledger("synthesis", self.n), vectors=self.vectors(), distinct=self.distinct())
+        return ConstraintGate(Ledger("synthesis", self.n), vectors=self.vectors(), distinct=self.distinct(),
+                              priced_only=self.priced_only)
 
     def common(self, text_a: str, text_b: str) -> ConstraintGate:
         return ConstraintGate(Ledger("synthesis", self.n), references=(text_a, text_b), judge=self.judge(),
-                              vectors=self.vectors(), distinct=self.distinct())
+                              vectors=self.vectors(), distinct=self.distinct(),
+                              priced_only=self.priced_only)
 
 
 # Refused candidates logged per instruction and stage as it runs (the ledger keeps up to Ledger.EXAMPLES).
