@@ -53,6 +53,8 @@ def test_atomic_refuses_compound_constraints(text: str) -> None:
     "Explain how and why the council cut the service.",
     "Quote a resident.",
     "What does the closure mean for families who rely on the service?",
+    "Compare and contrast how the two bodies tried to close the gap.",
+    "Quote Mr. Khan's explanation of the deficit.",  # an abbreviation's period ends no sentence
 ])
 def test_atomic_keeps_one_requirement(text: str) -> None:
     assert atomic_problem(text) is None

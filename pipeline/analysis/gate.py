@@ -55,7 +55,9 @@ _SECOND_VERB = re.compile(r"(?:,|;)?\s+and\s+(?:then\s+|also\s+)?(?:" + "|".join
 _JOINERS = re.compile(r"\b(?:and also|as well as|in addition|additionally|furthermore|moreover)\b|;",
                       re.IGNORECASE)
 _WH = re.compile(r"\b(?:what|why|how|who|whom|when|where|which|whether)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z\"'\u201c(])")
+_SENTENCE_END = re.compile(r"(\w*)[.!?](?=\s+[A-Z\"'\u201c(])")
+# A period after these ends no sentence ("Mr. Smith", "U.S. Treasury").
+_ABBREVIATIONS = frozenset("mr mrs ms dr st jr sr inc co ltd corp vs no".split())
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
 _DIGIT = re.compile(r"\d")
 _MONTHS = frozenset("january february march april may june july august september october november "
@@ -65,14 +67,17 @@ _MONTHS = frozenset("january february march april may june july august september
 def atomic_problem(text: str) -> str | None:
     """Why ``text`` is more than one requirement in one sentence, or None."""
     body = text.strip()
-    if _SENTENCE_END.search(body.rstrip(".!?")):
-        return "two sentences: write one requirement in one sentence"
+    for m in _SENTENCE_END.finditer(body.rstrip(".!?")):
+        if m.group(1).lower() not in _ABBREVIATIONS and len(m.group(1)) > 1:
+            return "two sentences: write one requirement in one sentence"
     if body.count("?") > 1:
         return "a list of questions: ask for one thing"
     joiner = _JOINERS.search(body)
     if joiner:
         return f"joins two requirements ({joiner.group(0).strip() or ';'}): ask for one thing"
-    second = _SECOND_VERB.search(body)
+    # "Compare and contrast X" is one ask
+    second = next((m for m in _SECOND_VERB.finditer(body)
+                   if not re.search(r"\bcompare\s*$", body[:m.start()], re.IGNORECASE)), None)
     if second and second.start() > 0:
         return f"a second instruction joined on ('{second.group(0).strip(' ,;')}'): ask for one thing"
     if len({m.group(0).lower() for m in _WH.finditer(body)}) >= 3:
