@@ -322,7 +322,7 @@ async def test_a_replacement_that_never_passes_keeps_its_original_and_the_ledger
 # -- the build: the ledger stored, copied to each common condition, in the report and the export ----------
 
 
-async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_export(tmp_path) -> None:
+async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_export(tmp_path, capsys) -> None:
     from pipeline.outputs.export import iter_benchmark
     from pipeline.outputs.report_text import gate_document
     from pipeline.stages.build import BuildOptions, run_build
@@ -365,6 +365,11 @@ async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_expo
     records = {r["condition"]: r for r in iter_benchmark(store, run=summary.run_id)}
     assert records["common+direct"]["gate"]["revision"]["rejected"] == {"appended": 1}
     rows = summarize_ledgers([r for r in ledger_rows(store, run_id=summary.run_id)])
+    from pipeline.analysis.report_model import build_report
+
+    # `report` reads the same ledgers, per condition and stage (the shared holder's copy not twice)
+    assert [(g.condition, g.stage) for g in build_report(store).gate] == [
+        ("single", "synthesis"), ("none", "synthesis"), ("direct", "synthesis"), ("direct", "revision")]
     sheet = gate_document(rows)[0]
     text = json.dumps([list(map(str, row)) for row in sheet.rows])
     assert "direct" in text and "revision" in text and "4 of 4" in text
@@ -384,6 +389,13 @@ async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_expo
     said = out.export_text()
     assert "(direct): gate revision:" in said and "refused (appended)" in said and "global economy" in said
     store.close()
+    # `report` before any evaluation: nothing to rate yet, but what the gate did, per condition
+    from pipeline.cli import main
+
+    capsys.readouterr()
+    assert main(["--store", str(tmp_path / "s.sqlite"), "report", "--run", summary.run_id]) == 1
+    printed = capsys.readouterr().out
+    assert "Constraint gate" in " ".join(printed.split()) and "revision" in printed and "appended" in printed, printed
 
 
 async def test_a_build_refuses_a_pair_below_the_floor_unless_allowed(tmp_path) -> None:

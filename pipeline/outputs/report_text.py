@@ -122,8 +122,8 @@ def document(report: Report, written: Sequence[Path] = ()) -> list[Item]:
     """Every table and line of the report, in order; ``written``: the files the report wrote, which its
     lines may send the reader to."""
     m = report.metrics
-    if report.empty:
-        return [Note(empty_message(report.options.filters))]
+    if report.empty:  # nothing evaluated yet; what the build's gate did is known already
+        return [Note(empty_message(report.options.filters)), *gate_document(report.gate)]
     out: list[Item] = []
     ratio = report.ratio
     if ratio is not None and not same_ratio(ratio, report.options.ratio):
