@@ -395,7 +395,8 @@ async def test_a_gated_build_stores_each_instructions_ledger_for_report_and_expo
     capsys.readouterr()
     assert main(["--store", str(tmp_path / "s.sqlite"), "report", "--run", summary.run_id]) == 1
     printed = capsys.readouterr().out
-    assert "Constraint gate" in " ".join(printed.split()) and "revision" in printed and "appended" in printed, printed
+    assert "Constraint gate" in " ".join(printed.split()), printed
+    assert "revision" in printed and "appended" in printed
 
 
 async def test_a_build_refuses_a_pair_below_the_floor_unless_allowed(tmp_path) -> None:
