@@ -538,3 +538,54 @@ async def test_a_dry_run_prices_the_gates_judging_and_refuses_nothing(tmp_path) 
         assert "revise_eval" in estimate.guessed_templates  # every stage reached
     assert calls[True] == calls[False] + 2 * (2 + 1)
     store.close()
+
+
+VARIED = ["Describe how older people were affected by the closure.", "Explain what the shortfall means for staff.",
+          "Report the reactions of parents at the meeting.", "Outline the choices the elected body faces.",
+          "Explain why costs rose faster than expected.", "Describe the role volunteers are playing.",
+          "Quote someone who relies on the service.", "Explain when a decision is expected.",
+          "Describe the mood among the residents who attended.", "Explain who is blamed for the gap.",
+          "Describe what a petition asked for.", "Explain how the winter makes the loss harder.",
+          "Compare the two ways of raising money being considered.", "Describe the risks of doing nothing.",
+          "Explain how long the service has been shut.", "Report what officials said about the budget.",
+          "Describe the places people now go instead.", "Explain what the vote could change for families.",
+          "Describe how the meeting ended.", "Explain the wider pressure on local budgets."]
+
+
+async def test_rounds_written_together_are_screened_together(tmp_path) -> None:
+    """On an endpoint that writes the rounds together, one wave of rounds costs the gate two judge
+    requests (one a reference), not two a round."""
+    import re
+
+    from pipeline.core.config import parse_config
+
+    store = make_store(tmp_path / "s.sqlite")
+    fed = iter(VARIED[5:])
+
+    class Together(Writer):
+        """Each round (a prompt of the wave) gets as many new, varied constraints as it asks for."""
+
+        def __call__(self, request: dict[str, Any]) -> Reply:
+            if kind_of(request) == "constraints_more":
+                k = int(re.search(r"Write EXACTLY (\d+) more", user_messages(request)[-1]).group(1))
+                return Reply(text=json.dumps({"constraints": [next(fed) for _ in range(k)]}))
+            return super().__call__(request)
+
+    writer = Together(VARIED[:5], [])
+    with FakeOpenAIServer(writer) as server:
+        server.prompt_lists = True
+        config = parse_config({"endpoints": {"fake": {"base_url": server.base_url, "model": "fake-model",
+                                                      "max_retries": 1, "structured": "json_object_schema",
+                                                      "batch_generation": True}},
+                               "roles": {"generator": "fake", "judges": ["fake"]}})
+        client = LLMClient(config, store, backoff_base_s=0.01)
+        try:
+            result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 12, domain="news", seed="s",
+                                             repair_rounds=4, gate=_gate(client, 12))
+        finally:
+            await client.aclose()
+    kinds = [kind_of(r) for r in server.requests]
+    assert len(result.constraints) == 12 and result.ledger.shortfall is None
+    # the first list on A and on B, then the one wave (two rounds) on A and on B; a round at a time: 6
+    assert kinds.count("judge_batched") == 4
+    assert sum(1 for r in server.requests if isinstance(r.get("prompt"), list)) == 1

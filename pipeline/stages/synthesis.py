@@ -321,17 +321,26 @@ async def ask_constraints(
         for call_id in dict.fromkeys(reply[1].call_id for reply in replies if reply is not None):
             if call_id:
                 result.call_ids.append(call_id)
+        # Under a gate the rounds written together are screened together: the judge's calls (two a
+        # screen, one a reference) are made once a wave, not once a round.
+        pooled: list[str] = []
+        written = 0
         for reply, focus in zip(replies, focuses, strict=True):
             if reply is None:
                 continue
             new_items = reply[0]
             # the round's own ask counts as prompt wording: "write about <focus>" handed back is no constraint
             added = _usable_items(new_items, instructions + "\n" + focus, gate)
-            added = dedupe(added, result.constraints) if gate is None \
-                else await gate.screen(added, n - len(result.constraints))
-            kept = added[:min(ask, n - len(result.constraints))] if gate is None \
-                else added[:n - len(result.constraints)]
+            if gate is not None:
+                pooled += added
+                written += len(new_items)
+                continue
+            kept = dedupe(added, result.constraints)[:min(ask, n - len(result.constraints))]
             result.dropped += len(new_items) - len(kept)
+            result.constraints += kept
+        if gate is not None:
+            kept = await gate.screen(pooled, n - len(result.constraints))
+            result.dropped += written - len(kept)
             result.constraints += kept
     if gate is not None:
         gate.ledger.rounds, gate.ledger.kept = rounds, len(result.constraints)
