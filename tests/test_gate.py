@@ -540,7 +540,8 @@ async def test_a_dry_run_prices_the_gates_judging_and_refuses_nothing(tmp_path) 
     store.close()
 
 
-VARIED = ["Describe how older people were affected by the closure.", "Explain what the shortfall means for staff.",
+VARIED = ["Describe how older people were affected by the closure.",
+          "Explain what the shortfall means for staff.",
           "Report the reactions of parents at the meeting.", "Outline the choices the elected body faces.",
           "Explain why costs rose faster than expected.", "Describe the role volunteers are playing.",
           "Quote someone who relies on the service.", "Explain when a decision is expected.",
@@ -580,8 +581,8 @@ async def test_rounds_written_together_are_screened_together(tmp_path) -> None:
                                "roles": {"generator": "fake", "judges": ["fake"]}})
         client = LLMClient(config, store, backoff_base_s=0.01)
         try:
-            result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 12, domain="news", seed="s",
-                                             repair_rounds=4, gate=_gate(client, 12))
+            result = await synthesize_common(client, "fake", ARTICLE_A, ARTICLE_B, 12, domain="news",
+                                             seed="s", repair_rounds=4, gate=_gate(client, 12))
         finally:
             await client.aclose()
     kinds = [kind_of(r) for r in server.requests]
