@@ -115,7 +115,8 @@ def specifics(text: str, ref_a: str, ref_b: str) -> list[Specific]:
 
     A name: an acronym (G7, AOL), a word either reference treats as a name (capitalised in most of its
     uses there, mid-sentence: "Rank", though "rank" is an English word), or a capitalised word of the
-    constraint that is no English word ("Google"). A number: a word with a digit (2006, 12m)."""
+    constraint that is no English word, past its first ("Google"). A number: a word with a digit (2006,
+    12m)."""
     from pipeline.core.text import english_words
 
     known = english_words()
@@ -131,8 +132,9 @@ def specifics(text: str, ref_a: str, ref_b: str) -> list[Specific]:
             kind = "date" if re.fullmatch(r"(?:1[89]|20)\d\d", word) else "number"
         elif _ACRONYM.fullmatch(word):
             kind = "name"
-        elif word[0].isupper() and (low in names or (low not in known and i > 0) or low in _MONTHS
-                                    or (i == 0 and low not in known)):
+        # The first word is a name only when a reference treats it as one: it is the verb most of the
+        # time, and the word list lacks some ("Summarise", "Narrate").
+        elif word[0].isupper() and (low in names or (low not in known and i > 0) or low in _MONTHS):
             kind = "date" if low in _MONTHS else "name"
         elif low in names and low not in known:
             kind = "name"  # a reference's name written lower-case
