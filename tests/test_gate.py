@@ -173,6 +173,9 @@ class Writer:
                 verdicts.append({"id": i, "verdict": "yes" if yes else "no",
                                  "quote": text.split(".")[0] if yes else ""})
             return Reply(text=json.dumps({"verdicts": verdicts}))
+        if kind == "base_article":
+            body = "The council met and argued about money while residents waited."
+            return Reply(text=" ".join([body] * 8))
         if kind in ("revise_eval", "revise_direct"):
             fence = "TOO_EASY" if kind == "revise_eval" else "CONSTRAINTS"
             listed = dict(numbered_items(block(users[0], fence)))
@@ -591,3 +594,35 @@ async def test_rounds_written_together_are_screened_together(tmp_path) -> None:
     # the first list on A and on B, then the one wave (two rounds) on A and on B; a round at a time: 6
     assert kinds.count("judge_batched") == 4
     assert sum(1 for r in server.requests if isinstance(r.get("prompt"), list)) == 1
+
+
+async def test_an_eval_revision_under_the_gate_stores_the_base_articles_no_on_its_replacement(
+        tmp_path) -> None:
+    from pipeline.stages.build import BuildOptions, run_build
+    from pipeline.store.ledgers import run_ledgers
+
+    store = make_store(tmp_path / "s.sqlite")
+    easy = GOOD[0]
+    writer = Writer([*GOOD, "Report how volunteers responded to the closure."], [], easy=(easy,),
+                    replacements={1: "Contrast what parents and pensioners lose when the service shuts."})
+    with FakeOpenAIServer(writer) as server:
+        config = fake_config(server.base_url, build={"gate": True})
+        client = LLMClient(config, store, backoff_base_s=0.01)
+        try:
+            options = BuildOptions.from_config(config, n=1, conditions=("eval",), n_constraints=4,
+                                               words=60, embedder="lexical")
+            summary = await run_build(store, config, client, options)
+        finally:
+            await client.aclose()
+    assert summary.complete
+    inst = store.one("SELECT id FROM instructions WHERE condition = 'eval'")["id"]
+    new = store.one("SELECT * FROM constraints WHERE instruction_id = ? AND origin = 'revised'", [inst])
+    old = store.one("SELECT * FROM constraints WHERE id = ?", [new["replaces_id"]])
+    assert old["text"] == easy and old["base_verdict"] == 1
+    # the gate judged the base article on the replacement: its No is stored on the new row
+    assert new["text"] == "Contrast what parents and pensioners lose when the service shuts."
+    assert new["base_verdict"] == 0
+    revision = {stage: data for iid, _, stage, data in run_ledgers(store, summary.run_id) if iid == inst}
+    assert revision["revision"]["kept"] == 1 and revision["revision"]["wanted"] == 1
+    assert revision["revision"]["active"] == 4
+    store.close()
