@@ -626,3 +626,21 @@ async def test_an_eval_revision_under_the_gate_stores_the_base_articles_no_on_it
     assert revision["revision"]["kept"] == 1 and revision["revision"]["wanted"] == 1
     assert revision["revision"]["active"] == 4
     store.close()
+
+
+def test_the_demo_builds_on_pairs_in_the_band_and_else_on_the_most_similar_left(tmp_path) -> None:
+    from pipeline.stages.demo import DemoOptions, demo_pairs
+
+    store = make_store(tmp_path / "s.sqlite", 4)
+    ids = [r["id"] for r in store.query("SELECT id FROM pairs ORDER BY id")]
+    for pid, cosine in zip(ids, (0.39, 0.72, 0.5, 0.81), strict=True):
+        store.conn.execute("UPDATE pairs SET cosine = ? WHERE id = ?", (cosine, pid))
+    store.commit()
+    config = fake_config("http://127.0.0.1:9")
+    assert [p.cosine for p in demo_pairs(store, config, DemoOptions(pairs=2))] == [0.72, 0.81]
+    # fewer in the band than asked: the most similar of the rest after them
+    assert [p.cosine for p in demo_pairs(store, config, DemoOptions(pairs=3))] == [0.72, 0.81, 0.5]
+    store.close()
+    # the articles are paired with MiniLM unless the demo is given a model
+    assert DemoOptions().articles_embedder == "minilm" and DemoOptions().embedder is None
+    assert DemoOptions(embedder="hash").articles_embedder == "hash"

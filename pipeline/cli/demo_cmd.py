@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="BBC News articles to import, in file order: the first topic is "
                         "business (default 150: enough for similar pairs)")
     p.add_argument("--embedder", default=None,
-                   help="embedding model for pairing and the checks (default minilm; mpnet is the "
-                        "paper's, about 7 times slower here)")
+                   help="embedding model for pairing and the checks (default: MiniLM for the articles, "
+                        "mpnet, the paper's, for the constraints)")
     p.add_argument("--no-app", action="store_true",
                    help="run in the terminal with progress bars, then print the report")
     p.add_argument("--no-check", action="store_true",
@@ -44,7 +44,7 @@ def demo_options(args: argparse.Namespace):  # noqa: ANN201 - DemoOptions, impor
     from pipeline.stages.demo import DemoOptions
 
     return DemoOptions(pairs=args.pairs, constraints=args.constraints, articles=args.articles,
-                       embedder=args.embedder or DemoOptions.embedder,
+                       embedder=args.embedder,
                        judge_check=not getattr(args, "no_check", False))
 
 
