@@ -81,12 +81,6 @@ class ConstraintGate:
                 return "unspecific", problem
         return None
 
-    def seed(self, texts: Sequence[str]) -> None:
-        """Constraints already in the list (kept by an earlier screen, or staying through a revision):
-        a candidate must not repeat them."""
-        for text, vector in zip(texts, self._embed(list(texts)), strict=True):
-            self.distinct.add(text, vector)
-
     def reject(self, text: str, check: str, reason: str) -> None:
         self.ledger.reject(text, check, reason)
         self.last_rejected.append((text, check, reason))
@@ -110,8 +104,10 @@ class ConstraintGate:
                 continue
             batch.add(text, vector)
             survivors.append((text, vector))
-        spare = survivors[max(0, limit) + len(survivors) // 2:]  # judge a few spares, not all
-        survivors = survivors[: max(0, limit) + len(survivors) // 2]
+        # Judged: as many as the list needs and half the rest again as spares (some fail the judge); the
+        # others are surplus, never judged.
+        cut = max(0, limit) + len(survivors) // 2
+        spare, survivors = survivors[cut:], survivors[:cut]
         if survivors and self.judge is not None and self.references is not None:
             texts = [t for t, _ in survivors]
             on_a = await self.judge.holds(self.references[0], texts)
@@ -120,6 +116,9 @@ class ConstraintGate:
             for (text, vector), a, b in zip(survivors, on_a, on_b, strict=True):
                 if (a and b) or self.priced_only:
                     held.append((text, vector))
+                elif a is None or b is None:
+                    self.reject(text, "common", "the judge gave no verdict on reference "
+                                                f"{'A' if a is None else 'B'}")
                 else:
                     missing = [label for label, v in (("A", a), ("B", b)) if not v]
                     self.reject(text, "common", f"the judge found it does not hold on reference "

@@ -18,6 +18,9 @@ original, a duplicate of another constraint, or not a constraint at all: a fragm
 paragraph, a passage copied from the articles) are asked for once more, by id; still
 missing, the revision fails with a CountError. On an endpoint with ``list_items``, an eval
 revision lists at most that many too-easy constraints an ask, the others in the rounds after.
+Under the constraint gate a replacement must also be atomic, unspecific, distinct, not its original
+with words appended, and (eval) not satisfied by the base article, judged; an id with none that
+passes keeps its original, its ledger saying how many were replaced.
 """
 
 from __future__ import annotations

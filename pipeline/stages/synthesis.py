@@ -12,7 +12,10 @@ fragments, whole paragraphs, and passages mostly copied from the prompt (its rul
 articles it shows; small models do both). Too many items: the first N are kept. Too
 few: repair rounds (one by default) ask for the missing ones, at most ``MORE_CHUNK`` at a time and
 each round about another aspect of the story, in the same conversation; still short, the
-synthesis fails with a ``CountError`` (the caller records it), never a short list.
+synthesis fails with a ``CountError`` (the caller records it), never a short list. Under the
+constraint gate (pipeline.stages.gate, the build's default) every candidate is checked too, each
+round's ask names what was refused and why, and a list still short after the rounds is kept short,
+its ledger saying so.
 
 The stages are in build.py; the instructions and constraints they write, in pipeline.store.
 """
