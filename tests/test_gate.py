@@ -112,6 +112,10 @@ def test_appended_refuses_the_original_with_a_clause_added() -> None:
     assert appended_problem(original, "Contrast the rise in advertising revenue with the fall in "
                                       "subscriptions.") is None
     assert appended_problem(original, "Explain the rise.") is None  # shorter: never appended
+    # a verb swapped and a clause added (main's demo): still the original, padded
+    assert appended_problem("Report on the role of politics and foreign policy in shaping trade rules.",
+                            "Discuss the role of politics and foreign policy in shaping trade rules and "
+                            "their impact on the global economy.") is not None
 
 
 def test_ledger_says_its_shortfall_and_adds_up_per_condition() -> None:
