@@ -27,6 +27,7 @@ from pipeline.analysis.copying import WORD
 from pipeline.analysis.specificity import proper_words
 from pipeline.core.definitions import (
     APPENDED_CONTAINMENT,
+    APPENDED_JOINED,
     DISTINCT_COSINE,
     DISTINCT_TOKEN_SET,
 )
@@ -201,27 +202,42 @@ def _folded(text: str) -> list[str]:
     return [w.lower() for w in WORD.findall(text)]
 
 
-def containment(original: str, new: str) -> float:
-    """The share of the original's words that the new text holds in the same order (longest common
-    subsequence of words over the original's length): 1 when the original is inside the new one."""
-    a, b = _folded(original), _folded(new)
-    if not a:
-        return 0.0
+def _lcs_row(a: list[str], b: list[str]) -> list[int]:
+    """LCS(a, b[:j]) for every j: the longest common subsequence of words, by how much of b it reads."""
     prev = [0] * (len(b) + 1)
     for x in a:
         cur = [0] * (len(b) + 1)
         for j, y in enumerate(b, 1):
             cur[j] = prev[j - 1] + 1 if x == y else max(prev[j], cur[j - 1])
         prev = cur
-    return prev[-1] / len(a)
+    return prev
+
+
+def containment(original: str, new: str) -> float:
+    """The share of the original's words that the new text holds in the same order (longest common
+    subsequence of words over the original's length): 1 when the original is inside the new one."""
+    a, b = _folded(original), _folded(new)
+    return _lcs_row(a, b)[-1] / len(a) if a else 0.0
+
+
+# A clause joined on after the original's last word: "... and its impact on the global economy".
+_JOINED_ON = frozenset("and including especially particularly plus along".split())
 
 
 def appended_problem(original: str, new: str) -> str | None:
-    """Why ``new`` is ``original`` with words appended (harder by length, not by asking more), or None."""
-    if len(_folded(new)) <= len(_folded(original)):
+    """Why ``new`` is ``original`` with words appended (harder by length, not by asking more), or None:
+    it keeps APPENDED_CONTAINMENT of the original's words in order, or APPENDED_JOINED of them and goes
+    on past the last with a joined clause ("and its impact on ...", "and how this may affect ...")."""
+    a, b = _folded(original), _folded(new)
+    if not a or len(b) <= len(a):
         return None
-    share = containment(original, new)
-    if share >= APPENDED_CONTAINMENT:
+    row = _lcs_row(a, b)
+    share = row[-1] / len(a)
+    tail = b[row.index(row[-1]):]  # the words after the original's last one kept
+    # the clause's joining word first, or second after a word finishing the original's phrase
+    # ("... in shaping trade [policies] and their impact on ...")
+    joined = any(word in _JOINED_ON for word in tail[:2])
+    if share >= APPENDED_CONTAINMENT or (share >= APPENDED_JOINED and joined):
         return (f"the original with words added ({share:.0%} of its words kept in order): ask for something "
                 "else, not the same thing and more")
     return None
