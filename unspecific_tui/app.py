@@ -234,6 +234,7 @@ class UnspecificApp(AnalysisPart, PaintPart):
 
 
     def on_unmount(self) -> None:
+        self._unmounting = True  # a worker's message handled after this finds the view closed
         self._release_collection()  # never left off: a paint it waited for may not come
         if self.demo is not None:
             self.demo.stop()  # quitting keeps everything: each unit was committed as it finished
@@ -250,6 +251,8 @@ class UnspecificApp(AnalysisPart, PaintPart):
     def _update_subtitle(self) -> None:
         """The runs whose instructions the screens show (every run's: the screens read the whole
         store), and Build's run when it is another one (a new run, empty until a stage writes)."""
+        if getattr(self, "_unmounting", False):  # the analysis arrived as the app quit: the view is closed
+            return
         self.sub_title = shown_runs(self.view.instructions_per_run(), self.run_id) + \
             ("  [read-only]" if self.readonly else "")
 
