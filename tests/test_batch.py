@@ -30,7 +30,9 @@ def config_for(url: str, **endpoint: Any):
     spec = {"base_url": url, "model": "fake-model", "concurrency": 4, "max_retries": 1, **PRICES, **endpoint}
     return parse_config({"endpoints": {"fake": spec},
                          "roles": {"generator": "fake", "judges": ["fake"], "summarizer": "fake",
-                                   "naturalness_judge": "fake", "models_under_test": ["fake"]}})
+                                   "naturalness_judge": "fake", "models_under_test": ["fake"]},
+                         # the scripted world's flawed constraints (tests/fakes/responders.fake_config)
+                         "build": {"gate": False}})
 
 
 @pytest.fixture

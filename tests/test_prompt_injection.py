@@ -106,7 +106,8 @@ def _config(base_url: str):
     return parse_config({"endpoints": endpoints,
                          "roles": {"generator": "gen", "judges": ["j1"], "summarizer": "summ",
                                                             "models_under_test": ["m1"]},
-                         "evaluate": {"response_words": 80}})
+                         # the scripted constraints are flawed on purpose: the gate would refuse them
+                         "evaluate": {"response_words": 80}, "build": {"gate": False}})
 
 
 async def test_injected_article_keeps_every_prompt_layout_and_every_contract(tmp_path) -> None:

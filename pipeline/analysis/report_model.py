@@ -23,6 +23,7 @@ from pipeline.analysis.copy_numbers import CopyNumbers, copy_numbers
 from pipeline.analysis.correction import CorrectedGroup, Correction, corrected_metrics
 from pipeline.analysis.coverage import MIN_COVERAGE, describe
 from pipeline.analysis.families import FamilyLevel, family_levels
+from pipeline.analysis.gate import GateSummary, summarize_ledgers
 from pipeline.analysis.judge_validation import JudgeScore, judge_scores, judge_validation_by_name
 from pipeline.analysis.metrics import (
     CONDITION_ORDER,
@@ -45,6 +46,7 @@ from pipeline.store.annotations import annotation_count
 from pipeline.store.generations import model_has_responses
 from pipeline.store.instructions import any_instruction_with, instruction_values
 from pipeline.store.judge_checks import calibrations
+from pipeline.store.ledgers import ledger_rows
 from pipeline.store.verdicts import judge_has_verdicts
 from pipeline.store.view import StoreReader
 
@@ -166,6 +168,8 @@ class Report:
     # The top ``options.suspicious`` of the suspicion ranking (pipeline.analysis.suspicion), at the
     # report's ratio; None when not asked for.
     suspicious: Queue | None = None
+    # What the constraint gate rejected and kept, per condition and stage (pipeline.analysis.gate).
+    gate: list[GateSummary] = field(default_factory=list)
 
     def warned(self, group: Group) -> list[ReportWarning]:
         return [w for w in self.warnings if w.group == group.key]
@@ -219,6 +223,10 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report.families = family_levels(store, metrics, ratio, n_resamples=options.n_resamples, seed=options.seed)
     report.judging = judging_notes(metrics.rater_keys, metrics.raters, calibrations(store))
     report.copying = copy_numbers(store, options.filters, n_resamples=options.n_resamples, seed=options.seed)
+    f = options.filters
+    report.gate = summarize_ledgers([r for r in ledger_rows(store, run_id=f.run, domain=f.domain,
+                                                            condition=f.condition)
+                                     if r[0] != "common"])  # the shared synthesis: each condition's copy
     if options.suspicious:
         report.suspicious = suspicion_queue(store, ratio=ratio or options.ratio, run_id=options.filters.run,
                                             limit=options.suspicious)

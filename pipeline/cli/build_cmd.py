@@ -50,6 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rounds asking for the missing items of a short list (at most 10 a round) before the "
                         "instruction is recorded as failed (default 1; a 1.5B local model needs "
                         "up to 8 to reach 39)")
+    p.add_argument("--no-gate", action="store_false", default=None, dest="gate",
+                   help="keep the constraints as the model writes them: no check that each is atomic, "
+                        "distinct, and (common conditions) unspecific and held by the judge on both "
+                        "references ([build] gate = false)")
+    p.add_argument("--allow-dissimilar", action="store_true", default=None, dest="allow_dissimilar",
+                   help="build common constraints from pairs less similar than the floor ([pair] floor, "
+                        "0.70 by default) too")
     p.add_argument("--batch", action="store_true",
                    help="send the calls nobody answered yet as provider batches (half price, up "
                         "to 24 h) instead of "
@@ -76,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         domain=args.domain, n=args.n, conditions=args.conditions,
         n_constraints=args.n_constraints, words=args.words, rule=args.rule, run_id=run_id,
         contradictions=args.contradictions, embedder=args.embedder, judging_mode=args.judging_mode,
-        repair_rounds=args.repair_rounds,
+        repair_rounds=args.repair_rounds, gate=args.gate, allow_dissimilar=args.allow_dissimilar,
     )
     given = {k: v for k, v in given.items() if v is not None}
     try:
@@ -227,6 +234,26 @@ def _print_stage(out, store, summary) -> None:  # noqa: ANN001
     for s in summary.stages:
         out.print(f"stage [bold]{s.stage}[/]: {s.processed} unit(s) done, {s.failed} "
                   f"failed, {s.remaining} left")
+        gate_stage = {"synthesize": "synthesis", "revise": "revision"}.get(s.stage)
+        if gate_stage:
+            _print_gate(out, store, summary.run_id, gate_stage)
+
+
+def _print_gate(out, store, run_id: str, stage: str) -> None:  # noqa: ANN001
+    """Step mode: what the constraint gate refused in this stage, each candidate with why."""
+    from rich.markup import escape
+
+    from pipeline.analysis.gate import Ledger
+    from pipeline.store.ledgers import run_ledgers
+
+    for iid, condition, kind, data in run_ledgers(store, run_id):
+        if kind != stage or condition == "common":
+            continue
+        ledger = Ledger.from_json(data)
+        out.print(f"  instruction {iid} ({condition}): gate {escape(ledger.line())}")
+        for e in ledger.examples:
+            out.print(f"    [dim]refused ({e['check']}):[/] {escape(e['text'])} "
+                      f"[dim]- {escape(e['reason'])}[/]")
 
 
 def _print_report(out, summary) -> None:  # noqa: ANN001

@@ -3,8 +3,9 @@
 By default the app opens at once and the demo runs inside its Build screen (as a child process
 of the app, so quitting is instant and loses nothing). `--no-app` runs the same demo in the
 terminal with progress bars and prints the report. The demo imports the first BBC News
-articles, pairs them with all-mpnet-base-v2, then takes one pair at a time through synthesis,
-base article, revision, response, 25% summary and judging (pipeline/stages/demo.py). Every step
+articles, pairs them with all-MiniLM-L6-v2 (similar pairs: cosine in [0.70, 0.85)), then takes one
+pair at a time through synthesis, base article, revision, response, 25% summary and judging
+(pipeline/stages/demo.py). Every step
 resumes: running the demo again pays only for what is missing.
 """
 
@@ -22,11 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pairs", type=positive_int, default=2, help="pairs to build (default 2)")
     p.add_argument("--constraints", type=positive_int, default=39,
                    help="constraints per instruction (default 39)")
-    p.add_argument("--articles", type=positive_int, default=60,
+    p.add_argument("--articles", type=positive_int, default=150,
                    help="BBC News articles to import, in file order: the first topic is "
-                        "business (default 60)")
+                        "business (default 150: enough for similar pairs)")
     p.add_argument("--embedder", default=None,
-                   help="embedding model for pairing (default mpnet; minilm is faster)")
+                   help="embedding model for pairing and the checks (default: MiniLM for the articles, "
+                        "mpnet, the paper's, for the constraints)")
     p.add_argument("--no-app", action="store_true",
                    help="run in the terminal with progress bars, then print the report")
     p.add_argument("--no-check", action="store_true",

@@ -91,10 +91,13 @@ def run(args: argparse.Namespace) -> int:
     options = ImportOptions(format=args.format, path=paths[0], name=args.name, domain=args.domain,
                             condition=args.condition, run=args.run, ratio=args.ratio, judged=args.evaluated,
                             columns=columns, dry_run=args.dry_run, model=args.model)
+    from pipeline.importing.gate_check import ImportCheck, check_import
+
     store = open_store_from(args, create=True)
     try:
         summary = (import_research_run(store, options, paths, found_in_folder) if args.format == "research"
                    else import_file(store, options))
+        checked = check_import(store, summary.run_id) if not summary.dry_run else ImportCheck()
     finally:
         store.close()
     if args.json:
@@ -103,10 +106,12 @@ def run(args: argparse.Namespace) -> int:
                           "added": dict(summary.added),
                           "skipped": dict(summary.skipped), "dry_run": summary.dry_run,
                           "files": summary.files,
-                          "warnings": summary.warnings}))
+                          "warnings": summary.warnings,
+                          "gate": checked.summary.as_dict() if checked.instructions else None}))
         return 0
     out = console()
-    for line in [*summary.files, *describe(summary), *(f"  warning: {w}" for w in summary.warnings)]:
+    for line in [*summary.files, *describe(summary), *(f"  warning: {w}" for w in summary.warnings),
+                 *(f"  {line}" for line in checked.lines())]:
         out.print(line, markup=False, highlight=False, soft_wrap=True)  # paths stay whole, to copy
     return 0
 

@@ -23,12 +23,31 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="partners must be below this cosine (default 0.85)")
     p.add_argument("--min-cos", type=float, default=0.70,
                    help="research rule: lowest partner cosine (default 0.70)")
+    p.add_argument("--floor", type=float, default=None,
+                   help="report pairs less similar than this cosine; a build refuses them unless "
+                        "--allow-dissimilar (default: [pair] floor in the config, else 0.70)")
     p.add_argument("--model", default="mpnet", help="embedding model: mpnet (default, the paper's) | minilm")
     p.add_argument("--candidates", type=int, default=5, help="next candidates stored per pair (default 5)")
     p.add_argument("--brute-force-limit", type=positive_int, default=4000,
                    help="exact search up to this many articles, a usearch index beyond (default 4000)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
+
+
+def _floor(args: argparse.Namespace) -> float:
+    """--floor, else [pair] floor of the config (when one is found), else PAIR_FLOOR."""
+    from pipeline.core.definitions import PAIR_FLOOR
+    from pipeline.core.errors import ConfigError
+
+    if args.floor is not None:
+        return float(args.floor)
+    try:
+        from pipeline.cli.common import load_config_from
+        from pipeline.stages.pairing import pair_floor
+
+        return pair_floor(load_config_from(args))
+    except (ConfigError, AttributeError):
+        return PAIR_FLOOR
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.store.pairs import pair_stats
 
     options = PairOptions(domain=args.domain, rule=args.rule, max_cos=args.max_cos, min_cos=args.min_cos,
-                          candidates=max(0, args.candidates), brute_force_limit=args.brute_force_limit)
+                          candidates=max(0, args.candidates), brute_force_limit=args.brute_force_limit,
+                          floor=_floor(args))
     embedder = get_embedder(args.model)
     store = open_store_from(args, create=False)
     out = console()
@@ -66,6 +86,12 @@ def run(args: argparse.Namespace) -> int:
                   f"mean partner rank {stats['rank']:.2f}")
     if s.search_detail:
         out.print(f"  {s.search_detail}")
+    if s.below_floor:
+        shown = ", ".join(f"{a}-{b} ({c:.2f})" for a, b, c in s.below_floor[:8])
+        out.print(f"[yellow]  {len(s.below_floor)} of {s.pairs} pairs are less similar than the floor "
+                  f"{s.floor:.2f} (articles A-B, cosine): {shown}{' ...' if len(s.below_floor) > 8 else ''}. "
+                  "A build refuses them unless --allow-dissimilar; import more articles of the domain "
+                  "for closer partners.[/]")
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in s.seconds.items())
     out.print(f"  time: {timing}")
     if s.pending:

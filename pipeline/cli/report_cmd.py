@@ -107,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
         with out.status("computing metrics..."):
             report = build_report(store, options, embedder=embedder)
         if report.empty:
-            out.print(empty_message(filters))
+            if report.gate and args.format == "text":
+                render(report, out)  # the message, then what the build's gate did
+            else:
+                out.print(empty_message(filters))
             return 1
         if args.ratio is not None:
             _check_ratio(args.ratio, report.metrics.ratios, store.path)

@@ -334,3 +334,30 @@ def item_specificity(phrases: Iterable[float]) -> float:
     if not values:
         return 0.0
     return round(min(1.0, values[0] + SPECIFIC_OTHERS * sum(values[1:])), 6)
+
+
+# -- the constraint gate (pipeline.analysis.gate, pipeline.stages.gate; docs/method.md) ----------------
+# Two constraints are near-copies when rapidfuzz's token-set ratio (0-100, case and punctuation folded)
+# reaches DISTINCT_TOKEN_SET ("... market strategy" and "... market strategy in 2006" score 100), or
+# their embedding cosine reaches the embedder's DISTINCT_COSINES entry (a paraphrase in other words;
+# DISTINCT_COSINE for another model). Measured on 42 labelled pairs (bench/gate_pairs.py,
+# docs/measurements.md): token-set >= 92 catches 5 of 20 near-copies and no distinct pair (at 90, one:
+# "... on competition" / "... on prices"); mpnet at 0.85 catches 13 of 20 and rejects 1 of 22 distinct;
+# MiniLM at 0.80, 11 of 20 and 1 of 22.
+DISTINCT_TOKEN_SET = 92.0
+DISTINCT_COSINE = 0.85
+DISTINCT_COSINES = {"all-mpnet-base-v2": 0.85, "all-MiniLM-L6-v2": 0.80}
+# A revision's replacement is its original with words appended when it is longer and keeps at least
+# APPENDED_CONTAINMENT of the original's words in order, or APPENDED_JOINED of them and goes on past the
+# last with a joined clause ("and its impact on the global economy"). On main's demo (its second eval
+# list, 18 replacements, 7 padded as the issue counted, keeping 0.86-1.00; the other 11, 0.19-0.67) it
+# refuses 6, the atomic check the seventh (questions appended); "Contrast the rise in revenue with the
+# fall in sales" for "Explain the rise in revenue" (0.83, no clause joined on) it keeps.
+APPENDED_CONTAINMENT = 0.9
+APPENDED_JOINED = 0.75
+# Rounds asking the generator for more after the gate rejected candidates (each round's ask names what
+# was rejected and why); then the list is kept short and the ledger says so ("37 of 39 after 4 rounds").
+GATE_ROUNDS = 4
+# Pairing: a pair whose cosine is below this is not similar (the research code's band is [0.70, 0.85));
+# `pair` reports such pairs and a build refuses them unless allowed ([pair] floor, --allow-dissimilar).
+PAIR_FLOOR = 0.70

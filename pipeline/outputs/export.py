@@ -10,7 +10,8 @@ Each line:
                       "flags": [{"flag": "specificity_leak", "detail": {"closer_to": "a", ...}}]},
                      ...],
      "references": {"a": {"id": 5, "corpus": "bbc", "source_id": "...", "title": "..."}, "b": {...} | null},
-     "instruction": "Write a news article about ...\\n\\n1. ...\\n2. ..."}
+     "instruction": "Write a news article about ...\\n\\n1. ...\\n2. ...",
+     "gate": {"synthesis": {"wanted": 39, "written": 61, "rejected": {"distinct": 12, ...}, "kept": 39, ...}}}
 
 By default only the finished benchmark is written: instructions whose build is ``done``
 (``include_unfinished`` adds the pending, partly revised and failed ones, each line saying its
@@ -38,6 +39,7 @@ from pipeline.store.articles import article_source
 from pipeline.store.constraints import active_constraints, constraint_record
 from pipeline.store.flags import flags_of_active_constraints
 from pipeline.store.instructions import instructions_matching
+from pipeline.store.ledgers import ledgers_of
 
 if TYPE_CHECKING:
     from pipeline.store.database import Store
@@ -114,6 +116,8 @@ def iter_benchmark(store: Store, *, run: str | None = None, domain: str | None =
             "main_task": ins.main_task or "", "constraints": constraints,
             "references": {"a": reference(ins.article_a), "b": reference(ins.article_b)},
             "instruction": instruction_text(ins.main_task or "", [c["text"] for c in constraints]),
+            # What the constraint gate rejected and kept, per stage (synthesis, revision; an import's check)
+            "gate": ledgers_of(store, [ins.id]).get(ins.id, {}),
         }
 
 

@@ -73,7 +73,7 @@ from pipeline.core.text import count_words
 from pipeline.outputs.html_copying import copying_html
 from pipeline.outputs.html_highlights import copied_spans, copy_count_cell, merge_spans, quote_span
 from pipeline.outputs.html_models import models_html
-from pipeline.outputs.html_tables import depth_html, esc, judges_html, tables_html
+from pipeline.outputs.html_tables import depth_html, esc, gate_html, judges_html, tables_html
 from pipeline.outputs.report import writer_label
 from pipeline.outputs.suspicion import MISSING_COPY, mark_of
 from pipeline.store import metrics as reads
@@ -399,6 +399,7 @@ def _page(report: Report, meta: dict[str, Any], index: list[list[Any]], blocks: 
         "then averaged). Missing verdicts are left out and counted in the coverage.</p></header>"
         f"<main><section id=\"tables\"><h2>Condition x model</h2>{tables_html(report)}{depth_html(report)}"
         + copying_html(report)
+        + gate_html(report)
         + models_html(report)
         + (f"<section id=\"warnings\"><h3>{len(report.warnings)} warning(s)</h3><ul>{warnings}</ul></section>"
            if warnings else "")

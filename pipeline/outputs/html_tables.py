@@ -71,6 +71,24 @@ def judges_html(report: Report) -> str:
             f'it)</h3><ul>{items}</ul></section>')
 
 
+def gate_html(report: Report) -> str:
+    """The constraint gate per condition and stage (pipeline.outputs.report_text.gate_document's table)."""
+    from pipeline.outputs.report_text import gate_document
+    from pipeline.outputs.tables import Sheet
+
+    items = gate_document(report.gate)
+    if not items or not isinstance(items[0], Sheet):
+        return ""
+    sheet = items[0]
+    head = "".join(f"<th>{esc(h)}</th>" for h in sheet.headers)
+    body = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>"
+                   for row in sheet.rows)
+    notes = "".join(f"<p class=\"meta\">{esc(getattr(n, 'text', ''))}</p>" for n in items[1:])
+    return (f"<section id=\"gate\"><h2>Constraint gate</h2><p class=\"meta\">{esc(sheet.title)}.</p>"
+            f"<table class=\"groups\"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{notes}"
+            "</section>")
+
+
 def tables_html(report: Report) -> str:
     groups = main_groups(report)
     ratio = report.ratio

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from pipeline.analysis.gate import CHECKS, PAPER_REPLACED, GateSummary
 from pipeline.analysis.judge_validation import describe as describe_judge
 from pipeline.analysis.metrics import Comparison, Filters, Group, runs_covered
 from pipeline.analysis.model_duel import COPY_PASTE
@@ -121,8 +122,8 @@ def document(report: Report, written: Sequence[Path] = ()) -> list[Item]:
     """Every table and line of the report, in order; ``written``: the files the report wrote, which its
     lines may send the reader to."""
     m = report.metrics
-    if report.empty:
-        return [Note(empty_message(report.options.filters))]
+    if report.empty:  # nothing evaluated yet; what the build's gate did is known already
+        return [Note(empty_message(report.options.filters)), *gate_document(report.gate)]
     out: list[Item] = []
     ratio = report.ratio
     if ratio is not None and not same_ratio(ratio, report.options.ratio):
@@ -140,6 +141,7 @@ def document(report: Report, written: Sequence[Path] = ()) -> list[Item]:
                         "bold red"))
         out += [Note(f"  ! {w.message}") for w in report.warnings]
     out += copying_document(report.copying, lambda model, mode: _writer(model, mode, modes))
+    out += gate_document(report.gate)
     out += _families(report)
     out += _models_compared(report)
     if len(m.ratios) > 1:
@@ -322,6 +324,29 @@ def _requested(comparisons: list[Comparison], file: Path | None) -> list[Item]:
 def _marked(p: float, significant: bool) -> Value:
     """A p-value, starred when significant."""
     return Value(f"{p:.3f}" + (" *" if significant else ""), (p,))
+
+
+def gate_document(rows: Sequence[GateSummary]) -> list[Item]:
+    """The constraint gate per condition and stage: candidates written, the share each check rejected,
+    kept of wanted; revision's replaced share beside the paper's; an import's share that would pass."""
+    if not rows:
+        return []
+    checks = [c for c in CHECKS if any(r.rejected.get(c) for r in rows)]
+    sheet = Sheet("Constraint gate: candidates the generator wrote, the share each check rejected (%), "
+                  "kept of wanted (imports: checked, not changed)", ("condition", "stage"),
+                  (Block("", ("instructions", "written", *(f"{c} %" for c in checks), "kept", "short",
+                              "replaced %")),), name="constraint_gate")
+    for r in rows:
+        shares = [f"{100 * s:.0f}" if (s := r.share(c)) is not None else "-" for c in checks]
+        replaced = f"{100 * r.replaced_share:.0f}" if r.replaced_share is not None else "-"
+        sheet.add(r.condition, r.stage, str(r.instructions), str(r.written), *shares,
+                  f"{r.kept} of {r.wanted}", str(r.short), replaced)
+    low, high = PAPER_REPLACED
+    out: list[Item] = [sheet]
+    if any(r.stage == "revision" and r.condition == "eval" for r in rows):
+        out.append(Note(f"  replaced %: of the revised instructions' constraints; the paper's eval revision "
+                        f"replaced {100 * low:.0f}-{100 * high:.0f}% of common constraints"))
+    return out
 
 
 def _families(report: Report) -> list[Item]:

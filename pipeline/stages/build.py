@@ -32,11 +32,14 @@ from typing import Any
 
 from pipeline.analysis.flags import flag_instruction
 from pipeline.core.config import Config
+from pipeline.core.definitions import GATE_ROUNDS
 from pipeline.core.errors import BatchPending, ParseError, StageError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.llm.client import LLMClient, Usage, usage_scope
 from pipeline.stages.contradictions import check_contradictions
+from pipeline.stages.gate import GateFactory, log_gate
 from pipeline.stages.judging import judging_mode_of
+from pipeline.stages.pairing import pair_floor
 from pipeline.stages.revision import judge_base, revise_direct, revise_eval, write_base_article
 from pipeline.stages.runs import create_run, recording
 from pipeline.stages.settings import BuildSettings, checked, section
@@ -54,6 +57,7 @@ from pipeline.store import instructions as instruction_rows
 from pipeline.store.articles import article_text_hash
 from pipeline.store.database import Store, now
 from pipeline.store.instructions import Instruction
+from pipeline.store.ledgers import copy_ledger, put_ledger
 from pipeline.store.pairs import Pair, pairs_of
 
 STAGES = ("synthesize", "base", "revise")
@@ -64,7 +68,7 @@ _HAS_CONSTRAINTS = ("synthesized", "base_judged", "revised", "done", "source")
 # The [build] settings BuildOptions takes, by its names (its n and words are n_instructions and
 # article_words there), and their declared defaults (pipeline.stages.settings).
 _TAKEN = ("domain", "n", "conditions", "n_constraints", "words", "rule", "contradictions", "embedder",
-          "judging_mode", "repair_rounds", "generator", "base_judge")
+          "judging_mode", "repair_rounds", "generator", "base_judge", "gate", "allow_dissimilar")
 _SETTING = {"n": "n_instructions", "words": "article_words"}
 _DEFAULT = BuildSettings()
 
@@ -90,6 +94,11 @@ class BuildOptions:
     generator: str | None = None  # endpoint name (default: roles.generator)
     base_judge: str | None = None  # endpoint name (default: the first of roles.judges)
     pair_ids: tuple[int, ...] | None = None  # these pairs only (the demo's, one at a time); None: the first n
+    # The constraint gate (pipeline.stages.gate): every candidate checked atomic and distinct, a common
+    # one also unspecific and held by the judge on both references; off: kept as the model wrote them.
+    gate: bool = _DEFAULT.gate
+    # Pairs whose cosine is below the floor ([pair] floor, PAIR_FLOOR) are not built unless allowed.
+    allow_dissimilar: bool = _DEFAULT.allow_dissimilar
 
     @classmethod
     def from_config(cls, config: Config, **overrides: Any) -> BuildOptions:
@@ -121,7 +130,7 @@ class BuildOptions:
     def endpoints(self, config: Config) -> list[str]:
         """The endpoints a build calls (so only those decide whether the local server starts)."""
         names = [self.generator_name(config)]
-        if "eval" in self.conditions:
+        if "eval" in self.conditions or (self.gate and self.common):
             names.append(self.judge_name(config))
         return names
 
@@ -162,7 +171,9 @@ class BuildSummary:
 # -- pairs and runs ------------------------------------------------------------------------------
 
 
-def select_pairs(store: Store, options: BuildOptions) -> list[Pair]:
+def select_pairs(store: Store, options: BuildOptions, floor: float | None = None) -> list[Pair]:
+    """The pairs the build makes instructions for. ``floor``: with common conditions, pairs less similar
+    than it are refused (a StageError naming them) unless ``allow_dissimilar``; None: no check."""
     if options.pair_ids is not None:
         pairs = pairs_of(store, options.domain, options.rule, ids=options.pair_ids)
     else:
@@ -172,7 +183,18 @@ def select_pairs(store: Store, options: BuildOptions) -> list[Pair]:
             f"{store.path}: no pairs for domain '{options.domain}' with rule '{options.rule}'; "
             f"run `unspecific pair --domain {options.domain}` first"
         )
+    if floor is not None and options.common and not options.allow_dissimilar:
+        low = [p for p in pairs if p.cosine < floor]
+        if low:
+            named = ", ".join(f"pair {p.id} (articles {p.article_a} and {p.article_b}, cosine {p.cosine:.2f})"
+                              for p in low[:5])
+            raise StageError(
+                f"{store.path}: {len(low)} of the {len(pairs)} pairs are less similar than the floor "
+                f"{floor:.2f}: {named}{' ...' if len(low) > 5 else ''}. Common constraints need similar "
+                "articles: import more articles of the domain and pair again, or build them anyway with "
+                "--allow-dissimilar ([build] allow_dissimilar = true)")
     return pairs
+
 
 
 def start_build_run(store: Store, config: Config, options: BuildOptions) -> BuildOptions:
@@ -302,7 +324,10 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
     summary = StageSummary("synthesize")
     generator = options.generator_name(config)
     n = options.n_constraints
-    pairs = [p for p in select_pairs(store, options) if _needs_synthesis(store, run_id, p, options)]
+    pairs = [p for p in select_pairs(store, options, pair_floor(config))
+             if _needs_synthesis(store, run_id, p, options)]
+    gates = GateFactory(store, config, client, options) if options.gate else None
+    rounds = max(options.repair_rounds, GATE_ROUNDS) if options.gate else options.repair_rounds
 
     def instruction(condition: str, pair: Pair, b: int | None) -> Instruction:
         return get_or_create_instruction(store, run_id, condition, domain=options.domain, pair_id=pair.id,
@@ -321,6 +346,10 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
         constraint_rows.write_synthesis(store, instruction_id, result.main_task,
                                         result.constraints, status=status,
                                         created_at=now())
+        if result.ledger is not None:
+            put_ledger(store, instruction_id, "synthesis", result.ledger.as_json(), now())
+            store.commit()
+            log_gate(progress, "synthesize", instruction_id, result.ledger)
 
     async def work(pair: Pair) -> str:
         failed: list[str] = []  # instructions of this pair recorded as failed
@@ -332,8 +361,8 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                 with usage_scope(_usage_for(summary, "single")):
                     try:
                         result = await synthesize_single(client, generator, _text(store, pair.article_a), n,
-                                                         domain=options.domain,
-                                                         repair_rounds=options.repair_rounds)
+                                                         domain=options.domain, repair_rounds=rounds,
+                                                         gate=gates.single() if gates else None)
                     except ParseError as exc:
                         failed.append(_fail(store, inst.id, exc))
                     except BatchPending as exc:
@@ -347,10 +376,11 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
             if not reopen(holder, holder_status):
                 with usage_scope(_usage_for(summary, "common")):
                     try:
+                        text_a, text_b = _text(store, pair.article_a), _text(store, b)
                         result = await synthesize_common(
-                            client, generator, _text(store, pair.article_a), _text(store, b), n,
+                            client, generator, text_a, text_b, n,
                             domain=options.domain, seed=f"{pair.article_a}-{b}",
-                            repair_rounds=options.repair_rounds,
+                            repair_rounds=rounds, gate=gates.common(text_a, text_b) if gates else None,
                         )
                     except ParseError as exc:
                         failed.append(_fail(store, holder.id, exc))
@@ -367,6 +397,8 @@ async def run_synthesize(store: Store, config: Config, client: LLMClient, option
                     if holder.status in _HAS_CONSTRAINTS:
                         constraint_rows.copy_synthesis(store, holder.id, inst.id, status="synthesized",
                                                        created_at=now())
+                        copy_ledger(store, holder.id, inst.id, "synthesis", now())
+                        store.commit()
                     else:
                         failed.append(_fail(store, inst.id,
                                             StageError(f"the common synthesis failed: {holder.error}")))
@@ -430,6 +462,10 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
     settings = section(config, "build").flags()
     # Loaded once and shared: the leak flag embeds, similarity reads the same cached vectors.
     embedder = resolve_embedder(options.embedder, f"{config.path or 'config'} [build] embedder / --embedder")
+    gates = GateFactory(store, config, client, options) if options.gate else None
+    # Under the gate, GATE_ROUNDS rounds for the replacements refused: a replacement that never passes
+    # keeps its original (the ledger says how many), so more rounds buy little and cost a call each.
+    rounds = GATE_ROUNDS if options.gate else options.repair_rounds
 
     async def work(inst: Instruction) -> str:
         condition = inst.condition
@@ -438,11 +474,11 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                 if inst.status != "revised":
                     if condition == "direct":
                         result = await revise_direct(store, client, generator, inst,
-                                                     repair_rounds=options.repair_rounds)
+                                                     repair_rounds=rounds, gates=gates)
                     elif condition == "eval":
                         result = await revise_eval(store, client, generator, inst, judge=judge,
                                                    mode=judging_mode_of(config, judge, options.judging_mode),
-                                                   repair_rounds=options.repair_rounds)
+                                                   repair_rounds=rounds, gates=gates)
                     else:
                         result = None
                     if result is not None:
@@ -450,7 +486,10 @@ async def run_revise(store: Store, config: Config, client: LLMClient, options: B
                                                f"{result.replaced} constraints replaced"
                                                + (f"; {result.unshown} Yes on the base "
                                                   "article kept, their quotes"
-                                                  " not in it" if result.unshown else ""), kind="log"))
+                                                  " not in it" if result.unshown else ""),
+                                               kind="log"))
+                        if result.ledger is not None:
+                            log_gate(progress, "revise", inst.id, result.ledger)
                 flag_instruction(store, inst.id, settings, embedder)
                 compute_similarities(store, embedder, instruction_ids=[inst.id])
                 if options.contradictions:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.analysis.embeddings import get_embedder
+from pipeline.core.definitions import PAIR_FLOOR
 from pipeline.core.errors import CorpusError
 from pipeline.core.progress import ProgressEvent, ProgressHook, StopFlag, no_progress
 from pipeline.stages.settings import RULES, section
@@ -63,6 +64,7 @@ class PairOptions:
     min_cos: float = 0.70  # research rule only
     candidates: int = 5  # next candidates stored per pair
     brute_force_limit: int = BRUTE_FORCE_LIMIT
+    floor: float = PAIR_FLOOR  # pairs below this cosine are reported (a build refuses them unless allowed)
 
     def params(self, model: str, search: str) -> dict[str, Any]:
         out: dict[str, Any] = {"max_cos": self.max_cos, "model": model, "candidates": self.candidates,
@@ -99,6 +101,8 @@ class PairSummary:
     seconds: dict[str, float] = field(default_factory=dict)
     mean_cosine: float = 0.0
     search_detail: str = ""  # the index's expansion and sampled recall
+    floor: float = PAIR_FLOOR
+    below_floor: list[tuple[int, int, float]] = field(default_factory=list)  # (A, B, cosine) under the floor
 
 
 # -- neighbour search ------------------------------------------------------------------------
@@ -362,6 +366,13 @@ def pair_domain(
     paired = {c.article_a for c in choices} | {c.article_b for c in choices}
     summary.unpaired = [i for i in aid if i not in paired]
     summary.mean_cosine = float(np.mean([c.cosine for c in choices])) if choices else 0.0
+    summary.floor = options.floor
+    summary.below_floor = [(c.article_a, c.article_b, c.cosine) for c in choices if c.cosine < options.floor]
+    if summary.below_floor:
+        progress(ProgressEvent("pair", n, n, f"{len(summary.below_floor)} of {len(choices)} pairs below "
+                               f"the floor {options.floor:.2f} (not similar: a build refuses them unless "
+                               "allowed)",
+                               kind="log"))
     if report.recalls:
         tried = ", ".join(f"{es}: {r:.3f}" for es, r in report.recalls.items())
         summary.search_detail = f"index sampled recall by expansion_search {{{tried}}}"
@@ -375,8 +386,13 @@ async def run_pair(store: Store, config: Config | None, client: None, options: A
     one domain is one unit, the domain, rule and embedding model from the config's [pair]."""
     settings = section(config, "pair")
     embedder = await asyncio.to_thread(get_embedder, settings.model)
-    opts = PairOptions(domain=settings.domain, rule=settings.rule)
+    opts = PairOptions(domain=settings.domain, rule=settings.rule, floor=settings.floor)
     return await asyncio.to_thread(pair_domain, store, embedder, opts, progress=progress, stop=stop)
+
+
+def pair_floor(config: Config) -> float:
+    """The cosine under which a pair is not similar: [pair] floor, else PAIR_FLOOR."""
+    return float(section(config, "pair").floor)
 
 
 def _store_pairs(store: Store, options: PairOptions, params: dict[str, Any], choices: list[Choice],
@@ -409,4 +425,5 @@ def _store_pairs(store: Store, options: PairOptions, params: dict[str, Any], cho
 def summary_dict(summary: PairSummary) -> dict[str, Any]:
     out = asdict(summary)
     out["unpaired"] = len(summary.unpaired)
+    out["below_floor"] = len(summary.below_floor)
     return out

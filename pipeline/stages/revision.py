@@ -18,6 +18,9 @@ original, a duplicate of another constraint, or not a constraint at all: a fragm
 paragraph, a passage copied from the articles) are asked for once more, by id; still
 missing, the revision fails with a CountError. On an endpoint with ``list_items``, an eval
 revision lists at most that many too-easy constraints an ask, the others in the rounds after.
+Under the constraint gate a replacement must also be atomic, unspecific, distinct, not its original
+with words appended, and (eval) not satisfied by the base article, judged; an id with none that
+passes keeps its original, its ledger saying how many were replaced.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.analysis.copy_evidence import word_ngrams
+from pipeline.analysis.gate import Ledger
 from pipeline.analysis.support import sentence_spans
 from pipeline.core.text import count_words
 from pipeline.llm.client import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from pipeline.llm.prompts import Template, defuse, load_template, numbered
+from pipeline.stages.gate import ConstraintGate, GateFactory
 from pipeline.stages.judging import judge_generation, prompt_hash
 from pipeline.stages.synthesis import (
     MIN_CHARS,
@@ -47,6 +52,7 @@ from pipeline.store.constraints import apply_revision as write_revision
 from pipeline.store.database import Store, now
 from pipeline.store.generations import NewGeneration, base_generation_id, generation_text, insert_generation
 from pipeline.store.instructions import Instruction, set_base_generation
+from pipeline.store.ledgers import put_ledger
 from pipeline.store.verdicts import BaseVerdict
 from pipeline.store.verdicts import base_verdicts as stored_base_verdicts
 
@@ -117,7 +123,7 @@ def parse_replacements(text: str, k: int) -> dict[int, str]:
 
 @dataclass
 class Replacements:
-    texts: list[str]  # one per original, in order
+    texts: list[str | None]  # one per original, in order (None: none passed the gate; the original stays)
     call_ids: list[int]
     asked_again: int  # ids asked for again after a refused (or no) replacement
 
@@ -133,6 +139,8 @@ async def ask_replacements(
     sources: Sequence[str] = (),
     repair_rounds: int = 1,
     first: int | None = None,
+    gate: ConstraintGate | None = None,
+    base: str | None = None,
 ) -> Replacements:
     """One replacement per original (ids 1..k). ``keep``: constraints that stay in the list, which
     a replacement must not duplicate. ``sources``: texts (the articles) a replacement must not
@@ -140,7 +148,12 @@ async def ask_replacements(
 
     ``first``: the first ask covers ids 1..first only (``fields`` are rendered for those); the
     rest are asked for in the rounds after it, at most ``first`` ids a round, besides the
-    ``repair_rounds`` for ids whose replacement was refused (``Endpoint.items_per_ask``)."""
+    ``repair_rounds`` for ids whose replacement was refused (``Endpoint.items_per_ask``).
+
+    ``gate``: a replacement must also pass its checks (atomic, unspecific, distinct, not its original
+    with words appended) and, with the gate's judge and ``base`` (the base article), not be satisfied
+    by the base article. Ids still without one after the rounds keep their original (None in the
+    texts), the gate's ledger saying how many; without a gate that is a CountError."""
     ep = client.config.endpoint(endpoint)
     k = len(originals)
     first = k if first is None else first
@@ -158,7 +171,10 @@ async def ask_replacements(
     call_ids = [completion.call_id] if completion.call_id else []
     # The system prompt too: a small model copies its example instead of writing a replacement.
     prompt = "\n".join([*sources, messages[0]["content"]])
-    chosen, why = _usable(got, originals, keep, {}, prompt)  # type: ignore[arg-type]
+    chosen, why = _usable(got, originals, keep, {}, prompt, gate)  # type: ignore[arg-type]
+    judged: dict[int, str] = {}  # ids whose chosen text the base article was judged on
+    if gate is not None:
+        await _not_easy(gate, base, chosen, judged, why)
     convo = list(messages) + [{"role": "assistant", "content": completion.text}]
     asked = 0
     rounds = 0
@@ -189,7 +205,12 @@ async def ask_replacements(
         if more_completion.call_id:
             call_ids.append(more_completion.call_id)
         chosen, why = _usable({i: t for i, t in more.items() if i in missing},  # type: ignore[union-attr]
-                              originals, keep, chosen, prompt)
+                              originals, keep, chosen, prompt, gate)
+        if gate is not None:
+            await _not_easy(gate, base, chosen, judged, why)
+    if gate is not None:
+        gate.ledger.rounds, gate.ledger.kept = rounds, len(chosen)
+        return Replacements([chosen.get(i) for i in range(1, k + 1)], call_ids, asked)
     if len(chosen) < k:
         absent = [i for i in range(1, k + 1) if i not in chosen]
         raise CountError(
@@ -199,10 +220,29 @@ async def ask_replacements(
     return Replacements([chosen[i] for i in range(1, k + 1)], call_ids, asked)
 
 
+async def _not_easy(gate: ConstraintGate, base: str | None, chosen: dict[int, str], judged: dict[int, str],
+                    why: dict[int, str]) -> None:
+    """The newly chosen replacements judged on the base article: one it satisfies is too easy too, and
+    is refused (its id asked for again). ``judged``: the ids (and texts) already judged."""
+    if base is None or gate.judge is None:
+        return
+    fresh = [cid for cid in sorted(chosen) if judged.get(cid) != chosen[cid]]
+    verdicts = await gate.satisfied_by(base, [chosen[cid] for cid in fresh])
+    for cid, verdict in zip(fresh, verdicts, strict=True):
+        if verdict is False:
+            judged[cid] = chosen[cid]
+            continue
+        reason = ("the base article already satisfies it: ask for something it lacks" if verdict
+                  else "the judge gave no verdict on the base article")
+        gate.reject(chosen.pop(cid), "easy", reason)
+        why[cid] = reason
+
+
 def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], chosen: dict[int, str],
-            prompt: str) -> tuple[dict[int, str], dict[int, str]]:
+            prompt: str, gate: ConstraintGate | None = None) -> tuple[dict[int, str], dict[int, str]]:
     """Add the replacements that are new constraints: not the original, not a kept constraint,
-    not another pick, and not a fragment, paragraph or passage copied from the articles.
+    not another pick, and not a fragment, paragraph or passage copied from the articles; under a
+    ``gate`` also its checks (each refusal in its ledger).
     Returns (chosen so far, why each refused id was refused)."""
     out = dict(chosen)
     why: dict[int, str] = {}
@@ -213,17 +253,26 @@ def _usable(got: dict[int, str], originals: Sequence[str], keep: Sequence[str], 
             continue
         item = without_copied_sentences(got[cid], prompt)
         key = item_key(item)
+        check = "distinct"
         if key == item_key(originals[cid - 1]):
             why[cid] = "the same as the original"
         elif key in taken:
             why[cid] = "repeats another constraint of the list (or one being replaced)"
         else:
             reason = unusable_reason(item, prompt)
+            check = "usable"
+            if reason is None and gate is not None:
+                found = gate.replacement_problem(item, originals[cid - 1], [*keep, *out.values()])
+                check, reason = found if found is not None else (check, None)
             if reason is None:
                 out[cid] = item
                 taken.add(key)
             else:
                 why[cid] = reason
+        if gate is not None:
+            gate.ledger.written += 1
+            if cid in why:
+                gate.reject(item, check, why[cid])
     return out, why
 
 
@@ -401,6 +450,13 @@ class RevisionResult:
     replaced: int
     asked_again: int
     unshown: int = 0  # base Yes verdicts kept because their quote is not in the base article
+    ledger: Ledger | None = None  # the gate's, when the revision ran under one
+
+
+def _store_ledger(store: Store, instruction_id: int, ledger: Ledger | None) -> None:
+    if ledger is not None:
+        put_ledger(store, instruction_id, "revision", ledger.as_json(), now())
+        store.commit()
 
 
 def too_easy(verdict: BaseVerdict | None) -> bool:
@@ -412,8 +468,9 @@ def too_easy(verdict: BaseVerdict | None) -> bool:
 
 
 async def revise_eval(store: Store, client: LLMClient, endpoint: str, instruction: Instruction, *, judge: str,
-                      mode: str, repair_rounds: int = 1) -> RevisionResult:
-    """Replace the constraints the base article satisfies; keep the rest."""
+                      mode: str, repair_rounds: int = 1, gates: GateFactory | None = None) -> RevisionResult:
+    """Replace the constraints the base article satisfies; keep the rest. ``gates``: each replacement
+    passes the gate, the base article judged on it too; one with none that passes keeps its original."""
     gen_id = instruction.base_generation_id or base_generation_id(store, instruction.id)
     if gen_id is None:
         raise ValueError(f"instruction {instruction.id}: no base article yet (run the base stage first)")
@@ -425,6 +482,9 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
     unshown = sum(1 for r in rows if (v := verdicts.get(r.id)) is not None and v.verdict == 1) - len(easy)
     changes: list[Change] = []
     asked = 0
+    gate = None
+    if gates is not None:
+        gate = gates.revision(*_articles(store, instruction), len(easy), len(rows), judged=True)
     if easy:
         article_a, article_b = _articles(store, instruction)
         base = generation_text(store, gen_id) or ""
@@ -452,27 +512,33 @@ async def revise_eval(store: Store, client: LLMClient, endpoint: str, instructio
         kept = [r.text for r in rows if r.id not in easy_ids]
         got = await ask_replacements(client, endpoint, template, fields, [r.text for r in easy], keep=kept,
                                      sources=[article_a, article_b, base],
-                                     repair_rounds=repair_rounds, first=first)
+                                     repair_rounds=repair_rounds, first=first, gate=gate, base=base)
         asked = got.asked_again
-        # No verdict on the new rows: the base article was judged on the old texts only (the
-        # old rows keep their Yes and quote, written below by apply_revision).
-        changes = [Change(r, text, EASY_REASON) for r, text in zip(easy, got.texts, strict=True)]
+        # Without a gate no verdict on the new rows: the base article was judged on the old texts only
+        # (the old rows keep their Yes and quote, written below by apply_revision). The gate judged it
+        # on each replacement it kept: a No.
+        changes = [Change(r, text, EASY_REASON, verdict=0 if gate is not None and gate.judge else None)
+                   for r, text in zip(easy, got.texts, strict=True) if text is not None]
     apply_revision(store, instruction.id, changes, verdicts=verdicts)
-    return RevisionResult(len(changes), asked, unshown)
+    _store_ledger(store, instruction.id, gate.ledger if gate is not None else None)
+    return RevisionResult(len(changes), asked, unshown, gate.ledger if gate is not None else None)
 
 
 async def revise_direct(store: Store, client: LLMClient, endpoint: str, instruction: Instruction, *,
-                        repair_rounds: int = 1) -> RevisionResult:
-    """Harden every constraint."""
+                        repair_rounds: int = 1, gates: GateFactory | None = None) -> RevisionResult:
+    """Harden every constraint (under ``gates``, each replacement passes the gate's text checks; one with
+    none that passes keeps its original)."""
     rows = active_constraints(store, instruction.id)
     article_a, article_b = _articles(store, instruction)
+    gate = gates.revision(article_a, article_b, len(rows), len(rows), judged=False) if gates else None
     template = load_template("revise_direct")
     fields = {
         "main_task": defuse(instruction.main_task or ""), "article_a": defuse(article_a),
         "article_b": defuse(article_b), "constraints": numbered([r.text for r in rows]), "n": len(rows),
     }
     got = await ask_replacements(client, endpoint, template, fields, [r.text for r in rows],
-                                 sources=[article_a, article_b], repair_rounds=repair_rounds)
-    apply_revision(store, instruction.id,
-                   [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True)])
-    return RevisionResult(len(rows), got.asked_again)
+                                 sources=[article_a, article_b], repair_rounds=repair_rounds, gate=gate)
+    changes = [Change(r, t, DIRECT_REASON) for r, t in zip(rows, got.texts, strict=True) if t is not None]
+    apply_revision(store, instruction.id, changes)
+    _store_ledger(store, instruction.id, gate.ledger if gate is not None else None)
+    return RevisionResult(len(changes), got.asked_again, ledger=gate.ledger if gate is not None else None)

@@ -16,7 +16,7 @@ from pydantic.dataclasses import dataclass
 from pipeline.analysis.coverage import MIN_COVERAGE
 from pipeline.analysis.flags import FlagSettings
 from pipeline.core.config import STRICT, JudgingMode, refusal
-from pipeline.core.definitions import DEFAULT_RATIOS
+from pipeline.core.definitions import DEFAULT_RATIOS, PAIR_FLOOR
 from pipeline.core.errors import StageError
 from pipeline.stages.generation import SUMMARY_SLACK
 from pipeline.stages.synthesis import CONDITIONS
@@ -58,6 +58,11 @@ class BuildSettings:
                                                           "when a reply is short")] = 1
     batch: Annotated[bool, Field(description="whether build sends its calls through a batch API by "
                                              "default (--batch)")] = False
+    gate: Annotated[bool, Field(description="whether every constraint is checked atomic and distinct (a "
+                                            "common one also unspecific and held on both references) "
+                                            "before it is kept; --no-gate")] = True
+    allow_dissimilar: Annotated[bool, Field(description="whether pairs below [pair] floor may be built; "
+                                                        "--allow-dissimilar")] = False
     flag_ngram_n: Annotated[int, Field(ge=1, description="the copied_ngram flag's n-gram length")] = \
         FlagSettings.ngram_n
     leak_lexical_gap: Annotated[float, Field(ge=0, description="the specificity_leak flag's lexical "
@@ -122,6 +127,9 @@ class PairSettings:
     domain: Annotated[str, Field(min_length=1, description="the corpus domain paired")] = "news"
     rule: Annotated[PairRule, Field(description="the pairing rule")] = "paper"
     model: Annotated[str | None, Field(description="the embedding model (unset: the default)")] = None
+    floor: Annotated[float, Field(ge=-1, le=1, description="the cosine under which a pair is reported "
+                                                           "as not similar, and not built from unless "
+                                                           "allowed")] = PAIR_FLOOR
 
 
 SECTIONS: dict[str, type] = {"build": BuildSettings, "evaluate": EvaluateSettings, "pair": PairSettings}

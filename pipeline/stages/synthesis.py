@@ -12,7 +12,10 @@ fragments, whole paragraphs, and passages mostly copied from the prompt (its rul
 articles it shows; small models do both). Too many items: the first N are kept. Too
 few: repair rounds (one by default) ask for the missing ones, at most ``MORE_CHUNK`` at a time and
 each round about another aspect of the story, in the same conversation; still short, the
-synthesis fails with a ``CountError`` (the caller records it), never a short list.
+synthesis fails with a ``CountError`` (the caller records it), never a short list. Under the
+constraint gate (pipeline.stages.gate, the build's default) every candidate is checked too, each
+round's ask names what was refused and why, and a list still short after the rounds is kept short,
+its ledger saying so.
 
 The stages are in build.py; the instructions and constraints they write, in pipeline.store.
 """
@@ -26,10 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.analysis.gate import Ledger
 from pipeline.core.errors import ParseError
 from pipeline.core.text import count_words
 from pipeline.llm.client import LLMClient, Params, ReplyError, parse_json_lenient, structured_format
 from pipeline.llm.prompts import Template, chatml, defuse, load_template
+from pipeline.stages.gate import ConstraintGate
 
 CONDITIONS = ("single", "none", "direct", "eval")
 COMMON_CONDITIONS = ("none", "direct", "eval")
@@ -185,6 +190,19 @@ def usable(item: str, prompt: str) -> bool:
     return unusable_reason(item, prompt) is None
 
 
+def _usable_items(items: Sequence[str], prompt: str, gate: ConstraintGate | None) -> list[str]:
+    """The items that are constraints at all; under a gate each one that is not goes into its ledger."""
+    out = []
+    for item in items:
+        reason = unusable_reason(item, prompt)
+        if reason is None:
+            out.append(item)
+        elif gate is not None:
+            gate.ledger.written += 1
+            gate.reject(item, "usable", reason)
+    return out
+
+
 def prompt_text(messages: Sequence[dict[str, str]]) -> str:
     return "\n".join(m["content"] for m in messages if m["role"] in ("system", "user"))
 
@@ -210,6 +228,7 @@ class Synthesis:
     call_ids: list[int] = field(default_factory=list)
     asked_more: int = 0  # items the repair round asked for (0: the first reply had enough)
     dropped: int = 0  # items past N that were cut, plus exact duplicates
+    ledger: Ledger | None = None  # what the constraint gate rejected and kept (None: no gate)
 
 
 # A repair round asks for at most this many items, each round about other aspects of the story:
@@ -239,9 +258,14 @@ async def ask_constraints(
     *,
     params: Params | None = None,
     repair_rounds: int = 1,
+    gate: ConstraintGate | None = None,
 ) -> Synthesis:
     """Ask ``template`` for a main task and exactly ``n`` constraints, or the endpoint's
-    ``list_items`` if fewer; then ask for the missing ones in up to ``repair_rounds`` rounds."""
+    ``list_items`` if fewer; then ask for the missing ones in up to ``repair_rounds`` rounds.
+
+    ``gate``: every candidate meets its checks (pipeline.stages.gate); each round's ask names what
+    was rejected and why, and a list still short after the rounds is kept short, its ledger saying
+    so ("37 of 39 after 4 rounds"). Without a gate a short list is a CountError."""
     ep = client.config.endpoint(endpoint)
     first = ep.items_per_ask(n)
     schema = list_schema(first, with_task=True)
@@ -274,9 +298,11 @@ async def ask_constraints(
         call_ids += [again.call_id] if again.call_id else []
     assert task is not None  # a missing task is a problem above, so it was asked for again
     instructions = prompt_text(messages)
-    kept = dedupe([i for i in items if usable(i, instructions)])
+    kept = _usable_items(items, instructions, gate)
+    # Under a gate an exact repeat is a rejection (distinct) in its ledger, not silently dropped.
+    kept = dedupe(kept) if gate is None else await gate.screen(kept, n)
     result = Synthesis(main_task=task, constraints=kept[:n], call_ids=call_ids, dropped=len(items)
-                       - len(kept[:n]))
+                       - len(kept[:n]), ledger=gate.ledger if gate is not None else None)
     rounds = 0
     while len(result.constraints) < n and rounds < repair_rounds:
         missing = n - len(result.constraints)
@@ -284,30 +310,44 @@ async def ask_constraints(
         width = _wave_width(client, ep, missing, repair_rounds - rounds)
         focuses = [ASPECTS[(rounds + j) % len(ASPECTS)] for j in range(width)]
         result.asked_more += ask * width
+        notes = gate.notes() if gate is not None else ""
         replies = await _ask_more_together(client, ep, convo, result.constraints, n, ask, focuses,
-                                           seed=rounds + 1) \
+                                           seed=rounds + 1, notes=notes) \
             if width > 1 else None
         if replies is None:  # one round (or the endpoint refused a list: one round at a time from now)
             focuses = focuses[:1]
             replies = [await _ask_more(client, ep, convo, result.constraints, n, ask, focuses[0],
-                                       seed=rounds + 1)]
+                                       seed=rounds + 1, notes=notes)]
         rounds += len(focuses)
         if all(reply is None for reply in replies):
             break
         for call_id in dict.fromkeys(reply[1].call_id for reply in replies if reply is not None):
             if call_id:
                 result.call_ids.append(call_id)
+        # Under a gate the rounds written together are screened together: the judge's calls (two a
+        # screen, one a reference) are made once a wave, not once a round.
+        pooled: list[str] = []
+        written = 0
         for reply, focus in zip(replies, focuses, strict=True):
             if reply is None:
                 continue
             new_items = reply[0]
             # the round's own ask counts as prompt wording: "write about <focus>" handed back is no constraint
-            added = dedupe([i for i in new_items if usable(i, instructions + "\n" + focus)],
-                           result.constraints)
-            kept = added[:min(ask, n - len(result.constraints))]
+            added = _usable_items(new_items, instructions + "\n" + focus, gate)
+            if gate is not None:
+                pooled += added
+                written += len(new_items)
+                continue
+            kept = dedupe(added, result.constraints)[:min(ask, n - len(result.constraints))]
             result.dropped += len(new_items) - len(kept)
             result.constraints += kept
-    if len(result.constraints) < n:
+        if gate is not None:
+            kept = await gate.screen(pooled, n - len(result.constraints))
+            result.dropped += written - len(kept)
+            result.constraints += kept
+    if gate is not None:
+        gate.ledger.rounds, gate.ledger.kept = rounds, len(result.constraints)
+    if len(result.constraints) < n and (gate is None or not result.constraints):
         raise CountError(
             f"endpoint '{ep.name}' ({ep.model}), prompt {template.name}: {len(result.constraints)} usable "
             f"constraints of the {n} needed, after {rounds} repair round(s) asking for the missing ones"
@@ -356,7 +396,7 @@ def task_opening(task: str | None) -> str:
 
 
 async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], have: list[str], n: int,
-                    k: int, focus: str, *, seed: int) -> tuple[list[str], Any] | None:
+                    k: int, focus: str, *, seed: int, notes: str = "") -> tuple[list[str], Any] | None:
     """The repair round: ask for exactly ``k`` more items about ``focus``, after the first reply.
 
     Every round continues the same conversation (the prompt and the first reply), so llama.cpp
@@ -365,7 +405,7 @@ async def _ask_more(client: LLMClient, ep: Any, convo: list[dict[str, str]], hav
     every round made it loop until max_tokens. Measured on one article: 4 rounds in 88 s against
     5 rounds in 166 s."""
     template = load_template("constraints_more")
-    ask = template.render(have=len(have), n=n, k=k, focus=focus)[-1]
+    ask = template.render(have=len(have), n=n, k=k, focus=focus, notes=defuse(notes))[-1]
     schema = list_schema(k, with_task=False)
 
     def accept(text: str) -> list[str]:
@@ -401,12 +441,13 @@ def _wave_width(client: LLMClient, ep: Any, missing: int, rounds_left: int) -> i
 
 async def _ask_more_together(client: LLMClient, ep: Any, convo: list[dict[str, str]], have: list[str], n: int,
                              k: int, focuses: list[str], *,
-                             seed: int) -> list[tuple[list[str], Any] | None] | None:
+                             seed: int, notes: str = "") -> list[tuple[list[str], Any] | None] | None:
     """The rounds about ``focuses`` as one request: each the prompt ``_ask_more`` sends (ChatML), at
     seeds ``seed``, ``seed + 1``, ... (the server adds each prompt's index). Per round its items, or
     None where its reply held none; None when the endpoint refused the list."""
     template = load_template("constraints_more")
-    prompts = [chatml(convo + [template.render(have=len(have), n=n, k=k, focus=f)[-1]]) for f in focuses]
+    prompts = [chatml(convo + [template.render(have=len(have), n=n, k=k, focus=f, notes=defuse(notes))[-1]])
+               for f in focuses]
 
     def accept(text: str) -> list[list[str] | None]:
         replies = json.loads(text)
@@ -441,16 +482,19 @@ def scramble(items: Sequence[str], seed: str) -> list[str]:
 
 
 async def synthesize_single(client: LLMClient, endpoint: str, article: str, n: int, *, domain: str,
-                            repair_rounds: int = 1) -> Synthesis:
+                            repair_rounds: int = 1, gate: ConstraintGate | None = None) -> Synthesis:
     template = load_template("synthesize_single")
     fields = {"article": defuse(article), "n": n, "domain": domain}
-    return await ask_constraints(client, endpoint, template, fields, n, repair_rounds=repair_rounds)
+    return await ask_constraints(client, endpoint, template, fields, n, repair_rounds=repair_rounds,
+                                 gate=gate)
 
 
 async def synthesize_common(client: LLMClient, endpoint: str, article_a: str, article_b: str, n: int, *,
-                            domain: str, seed: str, repair_rounds: int = 1) -> Synthesis:
+                            domain: str, seed: str, repair_rounds: int = 1,
+                            gate: ConstraintGate | None = None) -> Synthesis:
     template = load_template("synthesize_common")
     fields = {"article_a": defuse(article_a), "article_b": defuse(article_b), "n": n, "domain": domain}
-    result = await ask_constraints(client, endpoint, template, fields, n, repair_rounds=repair_rounds)
+    result = await ask_constraints(client, endpoint, template, fields, n, repair_rounds=repair_rounds,
+                                   gate=gate)
     result.constraints = scramble(result.constraints, seed)
     return result

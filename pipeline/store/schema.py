@@ -39,6 +39,7 @@ Tables (see DESIGN.md):
   instruction_families  the specificity levels of one task (CS4: 7 to 39 constraints), as one family
   judge_checks   per judge and source (people | own | builtin), each checked item's truth, verdict and P(Yes)
   judge_calibrations  per judge and judging mode, the threshold on P(Yes) chosen on its check
+  constraint_ledgers  per instruction and stage, what the constraint gate wrote, rejected and kept
 
 Imported work (pipeline.importing.importer) lives in the same tables: a run of kind ``import``,
 instructions with their ``source_id``, generations with their ``import_run``.
@@ -532,8 +533,18 @@ def _v18(db: sqlite_utils.Database) -> None:
         db.table("llm_calls").add_column("cached_prompt_tokens", int)
 
 
+def _v19(db: sqlite_utils.Database) -> None:
+    """The constraint gate's ledger (pipeline.store.ledgers): per instruction and stage (``synthesis``,
+    ``revision``, ``import``), JSON saying the candidates written, how many each check rejected, the
+    rounds, how many were kept of those wanted, and some rejected candidates with why."""
+    db.conn.execute("CREATE TABLE IF NOT EXISTS constraint_ledgers(instruction_id INTEGER NOT NULL"
+                    " REFERENCES instructions(id), stage TEXT NOT NULL, ledger TEXT NOT NULL,"
+                    " written_at TEXT, PRIMARY KEY (instruction_id, stage)) WITHOUT ROWID")
+
+
 # Forward migrations: MIGRATIONS[i] brings a store from version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6,
                                                              _v7, _v8, _v9, _v10,
-                                                             _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18]
+                                                             _v11, _v12, _v13, _v14, _v15, _v16, _v17, _v18,
+                                                             _v19]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -115,6 +115,8 @@ class InstructionData:
     summaries: dict[tuple[Writer, float], Generation]  # (writer, ratio) -> summary
     constraints: dict[int, Constraint]  # every constraint, replaced ones too
     generations: dict[int, Generation]  # every text of the instruction, by id
+    # The constraint gate's ledgers by stage (synthesis, revision, import), as stored (JSON decoded).
+    gate: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def writers(self) -> list[Writer]:
@@ -406,9 +408,12 @@ class StoreView:
                                 r["replaces_id"], r["replaced_reason"], r["base_verdict"], r["base_quote"])
             for r in self._rows("SELECT * FROM constraints WHERE instruction_id = ?", (iid,))
         }
+        from pipeline.store.ledgers import ledgers_of
+
         return InstructionData(row[0], row[1] or "", row[2] or "", row[3] or "", row[4] or "",
                                self.text(row[5]),
-                               self.text(row[6]), base, responses, summaries, constraints, by_id)
+                               self.text(row[6]), base, responses, summaries, constraints, by_id,
+                               ledgers_of(self._store, [iid]).get(iid, {}))
 
     # -- verdicts, flags, embeddings, labels ----------------------------------------------
     def verdicts(self, cid: int) -> list[Verdict]:

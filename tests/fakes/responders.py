@@ -109,8 +109,9 @@ def fake_config(base_url: str, *, concurrency: int = 2, build: dict[str, Any] | 
         "roles": {"generator": "fake", "judges": ["fake"], "summarizer": "fake", "naturalness_judge": "fake",
                   "models_under_test": ["fake"]},
     }
-    if build:
-        raw["build"] = build
+    # The scripted world's constraints are deliberately flawed (a leak, near-duplicates, "angle number i"
+    # templates its judge finds in no reference): the gate would refuse them, so its tests turn it on.
+    raw["build"] = {"gate": False, **(build or {})}
     return parse_config(raw)
 
 
@@ -128,6 +129,9 @@ judges = ["fake"]
 summarizer = "fake"
 naturalness_judge = "fake"
 models_under_test = ["fake"]
+
+[build]
+gate = false
 """
 
 
@@ -148,7 +152,8 @@ def multi_config_toml(base_url: str, *, models: int = 2, judges: int = 2, concur
         lines += [f'api_key_env = "{key_env}"', ""] if key_env else [""]
     lines += ["[roles]", 'generator = "gen"', 'summarizer = "summ"', 'naturalness_judge = "j1"',
               "judges = [" + ", ".join(f'"j{i}"' for i in range(1, judges + 1)) + "]",
-              "models_under_test = [" + ", ".join(f'"m{i}"' for i in range(1, models + 1)) + "]", ""]
+              "models_under_test = [" + ", ".join(f'"m{i}"' for i in range(1, models + 1)) + "]", "",
+              "[build]", "gate = false", ""]  # the scripted world's flawed constraints (fake_config)
     if evaluate:
         lines.append("[evaluate]")
         lines += [f"{k} = {json.dumps(v)}" for k, v in evaluate.items()]

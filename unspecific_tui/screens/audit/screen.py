@@ -22,7 +22,7 @@ from unspecific_tui.following import Stop
 from unspecific_tui.screens.base import AppScreen
 from unspecific_tui.widgets.audit.body import AuditBody
 from unspecific_tui.widgets.audit.follower import AuditFollower
-from unspecific_tui.widgets.audit.head import AuditHead, TaskLine
+from unspecific_tui.widgets.audit.head import AuditHead, TaskLine, gate_line
 from unspecific_tui.widgets.audit.listing import AuditList
 from unspecific_tui.widgets.audit.place import AuditPlace, answered, other_ratio, other_writer, writer_for
 from unspecific_tui.widgets.audit.state import NARROW, Shown
@@ -335,7 +335,7 @@ class AuditScreen(AppScreen):
         if arrived and self.follower.following is not None:
             self.detail.open_on_copy(item.row)
         self.listing.show(data, rows, writer, item.ratio, cid, draw=self.body.list_visible())
-        self.task_line.show_task(data.main_task)
+        self.task_line.show_task(data.main_task, gate_line(data.gate))
         self.detail.draw(item, shown)
         self.set_class(self.follower.following is not None, "-following")  # narrow: the head a line more
         self.head.draw(item, refusal=shown.refusal, copy_mode=self.detail.copy_mode,
