@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipeline.analysis.judge_real import standing_lines
 from pipeline.analysis.judge_validation import load_judge_plan, people_verdict
 from pipeline.analysis.metrics.base import Filters, Metrics, Row, rater_names
 from pipeline.analysis.metrics.groups import _pair_units
@@ -371,6 +372,9 @@ class CorrectedGroup:
 class Correction:
     judges: list[JudgeStatus]
     groups: dict[GroupKey, CorrectedGroup] = field(default_factory=dict)
+    # The embedded judge without a real-text check: how it did on the shipped real demo text, and what
+    # to label before trusting a corrected number (pipeline.analysis.judge_real.standing_lines).
+    standing: list[str] = field(default_factory=list)
 
     def group(self, key: GroupKey) -> CorrectedGroup | None:
         return self.groups.get((*key[:4], ratio_key(key[4])))
@@ -407,6 +411,8 @@ def corrected_metrics(reader: StoreReader, metrics: Metrics, filters: Filters | 
     out = Correction(statuses)
     if not metrics.rows or not names:
         return out
+    without_real = [s.judge for s in statuses if s.check is None or s.check.source != "people"]
+    out.standing = standing_lines(without_real, 2 * 2 * len({row.model for row in metrics.rows}))
     reason = _why_uncorrected(statuses)
     used = "; ".join(f"{s.judge}: {s.check.source}" for s in statuses if s.check is not None)
     per_text = _per_text(totals, len(names))

@@ -68,7 +68,7 @@ def judges_html(report: Report) -> str:
     if c is None or not c.judges:
         return ""
     items = "".join(f'<li class="{"ok" if s.informative else "warn"}">{esc(s.line())}</li>' for s in c.judges)
-    items += "".join(f'<li class="warn">{esc(line)}</li>' for line in c.disagreements())
+    items += "".join(f'<li class="warn">{esc(line)}</li>' for line in [*c.disagreements(), *c.standing])
     return (f'<section id="judges"><h3>Judges\' measured error (the corrected rates use '
             f'it)</h3><ul>{items}</ul></section>')
 

@@ -269,6 +269,7 @@ def _judges(report: Report) -> list[Item]:
     if report.correction is not None and report.correction.judges:
         out.append(Note("Judges' measured error (the corrected rates, 'corr.', use it):"))
         out += [Note(f"  {status.line()}") for status in report.correction.judges]
+        out += [Note(f"  {line}", "yellow") for line in report.correction.standing]
     return out
 
 

@@ -105,7 +105,7 @@ def judge_lines(analysis: Analysis) -> list[str]:
     correction = analysis.correction
     if correction is None:
         return []
-    return [s.line() for s in correction.judges] + correction.disagreements()
+    return [s.line() for s in correction.judges] + correction.disagreements() + correction.standing
 
 
 def judges_summary(analysis: Analysis) -> Text:
