@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,12 +21,14 @@ from pipeline.analysis.judge_validation import (
 )
 from pipeline.analysis.metrics import compute_metrics
 from pipeline.cli import main
+from pipeline.outputs.html_tables import judges_html
 from pipeline.outputs.report import ReportOptions, build_report, render
 from pipeline.store.database import Store, open_store
 from pipeline.store.judge_checks import put_check_items
 from pipeline.store.validation import save_text_label
 from tests.fakes.synthetic import SyntheticSpec, build_synthetic_store
 from tests.support.judge_checks import known_check
+from unspecific_tui.screens.report import judge_lines, judges_summary
 
 JUDGE = ("judge-a", "batched")
 
@@ -161,6 +164,9 @@ def test_a_disagreement_between_the_checks_is_said_real_text_first(store: Store,
     report = build_report(store, ReportOptions(n_resamples=50, copy=False))
     assert sentence in _rendered(report)
     assert any(w.kind == "judge_checks_disagree" for w in report.warnings)
+    assert sentence in judges_html(report)
+    analysis = SimpleNamespace(correction=report.correction)  # the app's Report screen
+    assert sentence in judge_lines(analysis) and sentence in judges_summary(analysis).plain
 
 
 def _rendered(report) -> str:
