@@ -185,3 +185,49 @@ def test_the_plan_cli_draws_by_verdict_and_says_what_labelling_buys(
     assert plan.weighted and all(d == min(97, p) for p, d in plan.strata.values())
     assert main(["--store", str(store.path), "validate", "judge-plan", "--judge", "nobody",
                  "--replace"]) == 2
+
+
+def test_the_embedded_judge_without_a_real_text_check_shows_its_shipped_standing(tmp_path: Path) -> None:
+    from pipeline.analysis.judge_real import shipped_figures
+
+    path = tmp_path / "store.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=6, domains=("news",), conditions=("single",),
+                                              models=("model-a",), judges=("local",), seed=3))
+    store = open_store(path)
+    rng = np.random.default_rng(1)
+    put_check_items(store, "local", "builtin", known_check(rng, 0.9, 0.8, n=200, judge="local").items)
+    held = shipped_figures()["held_out"]["all"]
+    text = _rendered(build_report(store, ReportOptions(n_resamples=30, copy=False)))
+    assert f"local on real demo text ({held['n']} held-out items" in text
+    assert f"κ {held['kappa']:.2f}" in text and "validate judge-plan --within 0.15" in text
+    assert "43 items a stratum" in text and "about 172 here" in text  # one model: 2 kinds x 2 verdicts
+    save_judge_plan(store, draw_judge_plan(store, per_stratum=20, seed=1, judge=("local", "batched")))
+    for i in load_judge_plan(store).items:
+        save_text_label(store, i.constraint_id, i.generation_id, "p", 1)
+    text = _rendered(build_report(store, ReportOptions(n_resamples=30, copy=False)))
+    assert "on real demo text" not in text  # its own real-text check now speaks for it
+    store.close()
+
+
+def test_a_threshold_below_the_real_text_floor_is_raised_and_the_check_read_at_it(tmp_path: Path) -> None:
+    from pipeline.analysis.judge_real import REAL_RULE
+    from pipeline.stages.judge_check import calibrate
+    from pipeline.store.judge_checks import CheckItem, all_checks, calibrations
+
+    store = open_store(tmp_path / "store.sqlite")
+    rng = np.random.default_rng(5)
+    items = []
+    for k in range(60):  # true Yes around P(Yes) 0.8, true No around 0.3: Youden picks about 0.55
+        truth = k % 2
+        p = float(np.clip(rng.normal(0.8 if truth else 0.3, 0.12), 0.01, 0.99))
+        items.append(CheckItem("news", f"t{k % 6}.{k}", truth, int(p >= 0.5), None, p))
+    put_check_items(store, "local", "builtin", items)
+    plain = calibrate(store, "local", "yes_no", "builtin")
+    assert plain is not None and plain.threshold < 0.7 and plain.rule != REAL_RULE
+    raised = calibrate(store, "local", "yes_no", "builtin", floor=0.85)
+    assert raised is not None and raised.threshold == 0.85 and raised.rule == REAL_RULE
+    assert calibrations(store)[("local", "yes_no")].threshold == 0.85
+    (check,) = all_checks(store)
+    assert all(i.verdict == int(i.p_yes >= 0.85) for i in check.items)
+    assert calibrate(store, "local", "yes_no", "builtin", floor=0.2).threshold == plain.threshold
+    store.close()
