@@ -59,9 +59,8 @@ def draw(store_path: str, per_stratum: int, seed: int, judge: str, mode: str,
             by[verdict_stratum(row.text_kind, row.model, row.verdict)].append(row)
         instructions = sorted({row.instruction_id for row in population})
         rng = random.Random(seed)
-        shuffled = instructions[:]
-        rng.shuffle(shuffled)
-        held = set(shuffled[: len(shuffled) // 2])
+        # The later half of the instructions is held out (decided before any label was seen).
+        held = set(instructions[len(instructions) // 2:])
         items, verdicts = [], []
         for stratum in sorted(by):
             for row in rng.sample(by[stratum], min(per_stratum, len(by[stratum]))):
@@ -143,20 +142,26 @@ def table(items: list[RealItem], verdicts: dict[str, bool]) -> dict[str, dict[st
     return out
 
 
-def tune(items: list[RealItem], p_yes: dict[str, float]) -> dict[str, float]:
-    """Each kind's threshold on dev: the one with the best weighted kappa (ties: nearest the built-in)."""
+MIN_PRECISION = 0.7  # the issue's target for the judge's Yes
+
+
+def tune(items: list[RealItem], p_yes: dict[str, float], *, per_kind: bool) -> dict[str, float]:
+    """The threshold chosen on dev (one for both kinds, or each kind's): the best weighted kappa among the
+    cuts whose Yes are right at least MIN_PRECISION of the time, midway between neighbouring P(Yes)."""
+    groups = [[k] for k in KINDS] if per_kind else [list(KINDS)]
     out = {}
-    for kind in KINDS:
-        dev = [i for i in items if i.split == "dev" and i.text_kind == kind and i.id in p_yes]
-        cuts = sorted({round(p_yes[i.id], 4) for i in dev})
+    for kinds in groups:
+        dev = [i for i in items if i.split == "dev" and i.text_kind in kinds and i.id in p_yes]
+        values = sorted({p_yes[i.id] for i in dev})
+        cuts = [round((a + b) / 2, 4) for a, b in zip(values, values[1:])]
         best, best_k = BUILTIN_THRESHOLD, -math.inf
-        for c in [BUILTIN_THRESHOLD, *cuts]:
-            k = figures(dev, {i.id: p_yes[i.id] >= c for i in dev}).kappa
-            k = -math.inf if math.isnan(k) else k
-            nearer = abs(c - BUILTIN_THRESHOLD) < abs(best - BUILTIN_THRESHOLD)
-            if k > best_k + 1e-9 or (abs(k - best_k) <= 1e-9 and nearer):
-                best, best_k = c, k
-        out[kind] = best
+        for c in cuts:
+            f = figures(dev, {i.id: p_yes[i.id] >= c for i in dev})
+            if math.isnan(f.kappa) or not f.precision >= MIN_PRECISION:
+                continue
+            if f.kappa > best_k + 1e-9:
+                best, best_k = c, f.kappa
+        out.update(dict.fromkeys(kinds, best))
     return out
 
 
@@ -209,7 +214,8 @@ def main() -> int:
     s.add_argument("--dump", help="with --run: write the P(Yes) here")
     s.add_argument("--threshold", type=float, default=BUILTIN_THRESHOLD)
     s.add_argument("--thresholds", help="response=T,summary=T")
-    s.add_argument("--tune", action="store_true", help="each kind's threshold chosen on dev")
+    s.add_argument("--tune", choices=("one", "per-kind"),
+                   help="the threshold chosen on dev: one for both kinds, or each kind's")
     s.add_argument("--write", action="store_true", help="ship the items and the held-out figures")
     args = parser.parse_args()
     if args.action == "draw":
@@ -236,7 +242,7 @@ def main() -> int:
     if args.thresholds:
         thresholds.update({k: float(v) for k, v in (p.split("=") for p in args.thresholds.split(","))})
     if args.tune:
-        thresholds = tune(items, p_yes)
+        thresholds = tune(items, p_yes, per_kind=args.tune == "per-kind")
     result = table(items, verdicts_at(p_yes, items, thresholds))
     at = ", ".join(f"{k} {v:.3f}" for k, v in thresholds.items())
     show(result, f"{len(items)} labelled items; Yes when P(Yes) >= {at}")
@@ -247,6 +253,8 @@ def main() -> int:
                 fh.write(json.dumps(vars(i)) + "\n")
         payload = {split: {g: f.as_dict() for g, f in rows.items()} for split, rows in result.items()}
         payload["thresholds"] = thresholds
+        if len(set(thresholds.values())) == 1:  # one threshold: what the embedded judge is read at
+            payload["threshold"] = thresholds["response"]
         (DATA / "figures.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {DATA / 'items.jsonl'} and figures.json")
     return 0
