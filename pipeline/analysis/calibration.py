@@ -137,7 +137,6 @@ class JudgingNote:
     # yes_no: the check the threshold was chosen on; None: the default, uncalibrated
     calibrated_on: str | None
     auc: float | None = None
-    rule: str = RULE
 
     def line(self) -> str:
         if self.mode != "yes_no":
@@ -147,10 +146,6 @@ class JudgingNote:
                     "uncalibrated: Yes when P(Yes) >= "
                     f"{self.threshold:.2f}; calibrate with `unspecific validate judges --builtin`")
         auc = f", AUC {self.auc:.2f}" if self.auc is not None else ""
-        if self.rule != RULE:  # raised to the threshold real text needs (pipeline.analysis.judge_real)
-            return (f"{self.rater}: yes_no (one token, verdict from P(Yes)), Yes when P(Yes) >= "
-                    f"{self.threshold:.3f}, chosen on real demo text (the shipped labelled set's development "
-                    f"split): its {self.calibrated_on} check's own threshold was lower{auc}")
         return (f"{self.rater}: yes_no (one token, verdict from P(Yes)), Yes when P(Yes) >= "
                 f"{self.threshold:.3f}, chosen on its {self.calibrated_on} check{auc}")
 
@@ -169,5 +164,5 @@ def judging_notes(raters: Sequence[tuple[str, str]], names: Sequence[str],
         elif cal is None:
             notes.append(JudgingNote(name, judge, mode, DEFAULT_YES_THRESHOLD, None))
         else:
-            notes.append(JudgingNote(name, judge, mode, cal.threshold, cal.source, cal.auc, cal.rule))
+            notes.append(JudgingNote(name, judge, mode, cal.threshold, cal.source, cal.auc))
     return notes

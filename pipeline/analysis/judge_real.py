@@ -20,16 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipeline.analysis.stats import kappa_from_counts
 
-if TYPE_CHECKING:
-    from pipeline.core.config import Endpoint
-
 FOLDER = "judge_real_data"
-# The calibration rule of a judge whose constructed threshold was raised to the real-text one.
-REAL_RULE = "youden, raised to real text"
 SPLITS = ("dev", "held_out")
 
 
@@ -74,19 +69,6 @@ def shipped_figures() -> dict[str, Any]:
     """The embedded judge's figures on the shipped set ({} when none are shipped)."""
     path = resources.files("pipeline.analysis").joinpath(FOLDER, "figures.json")
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-
-
-def real_text_threshold(endpoint: Endpoint) -> float | None:
-    """The threshold on P(Yes) the shipped real-text set's dev split chose for the embedded judge with its
-    default prompt (None for any other judge, or when none is shipped). The constructed check's own
-    threshold reads real text far too leniently (issue 61: of the demo judge's Yes at 0.548, 8-15% were
-    right), so the embedded judge's verdicts are read at no lower than this."""
-    from pipeline.core.config import local_endpoint
-
-    if not endpoint.is_local or endpoint.judge_prompt or endpoint.model != local_endpoint().model:
-        return None
-    value = shipped_figures().get("threshold")
-    return None if value is None else float(value)
 
 
 # -- figures ---------------------------------------------------------------------------------------

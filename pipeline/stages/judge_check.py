@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from pipeline.analysis.calibration import RULE, Scored, fit, held_out_verdicts
 from pipeline.analysis.judge_check import SOURCE, CheckText, selected_texts
-from pipeline.analysis.judge_real import REAL_RULE, real_text_threshold
 from pipeline.llm.client import LLMClient
 from pipeline.stages.judging import MODES, judge_text, judging_mode_of
 from pipeline.store.database import Store
@@ -104,24 +103,18 @@ async def run_judge_check(store: Store, client: LLMClient, judges: Sequence[str]
         if not quick:
             _drop_stale(store, judge, source, done)
         if judge_mode == "yes_no":
-            floor = real_text_threshold(client.config.endpoint(judge))
-            calibration = calibrate(store, judge, judge_mode, source, floor=floor)
+            calibration = calibrate(store, judge, judge_mode, source)
             if calibration is not None:
                 result.calibrations[judge] = calibration
                 result.rethresholded[judge] = apply_threshold(store, judge, judge_mode, calibration.threshold)
     return result
 
 
-def calibrate(store: Store, judge: str, mode: str, source: str, *,
-              floor: float | None = None) -> Calibration | None:
+def calibrate(store: Store, judge: str, mode: str, source: str) -> Calibration | None:
     """Choose the judge's threshold on every item of its ``source`` check that has a P(Yes) and store it.
     The check's own items are read held out (each text at the threshold chosen on the other texts), so
     the sensitivity and specificity the corrections use are not flattered by the choice. None when no
-    item has a P(Yes) (an endpoint without log-probabilities).
-
-    ``floor``: the threshold real text needs (the embedded judge's, chosen on the shipped real-text set,
-    pipeline.analysis.judge_real). A lower choice is raised to it, and the check's items are then read at
-    it, so that their sensitivity and specificity describe the verdicts as the benchmark reads them."""
+    item has a P(Yes) (an endpoint without log-probabilities)."""
     check = next((c for c in all_checks(store) if (c.judge, c.source) == (judge, source)), None)
     if check is None:
         return None
@@ -130,13 +123,10 @@ def calibrate(store: Store, judge: str, mode: str, source: str, *,
         return None
     items = [Scored(p, bool(i.truth), text_of(i.item_key)) for i, p in scored]
     result = fit(items)
-    raised = floor is not None and floor > result.threshold
-    threshold = floor if raised and floor is not None else result.threshold
-    calibration = Calibration(judge, mode, source, threshold, REAL_RULE if raised else RULE, result.n,
-                              result.auc, result.held_out_accuracy)
+    calibration = Calibration(judge, mode, source, result.threshold, RULE, result.n, result.auc,
+                              result.held_out_accuracy)
     put_calibration(store, calibration)
-    held = None if raised else held_out_verdicts(items)
-    held = held or [p >= threshold for _, p in scored]
+    held = held_out_verdicts(items) or [p >= result.threshold for _, p in scored]
     put_check_items(store, judge, source, [CheckItem(i.domain, i.item_key, i.truth, int(v), i.quote_found, p)
                                            for (i, p), v in zip(scored, held, strict=True)])
     return calibration
