@@ -34,7 +34,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from pipeline.analysis.judge_real import SPLITS, Figures, RealItem, figures, read_items
+from pipeline.analysis.judge_real import SPLITS, Figures, RealItem, figures, grouped_lines, read_items
 
 DATA = Path(__file__).resolve().parent.parent / "pipeline" / "analysis" / "judge_real_data"
 KINDS = ("response", "summary")
@@ -248,13 +248,10 @@ def main() -> int:
     show(result, f"{len(items)} labelled items; Yes when P(Yes) >= {at}")
     if args.write:
         DATA.mkdir(exist_ok=True)
-        with (DATA / "items.jsonl").open("w", encoding="utf-8") as fh:
-            for i in items:
-                fh.write(json.dumps(vars(i)) + "\n")
+        (DATA / "items.jsonl").write_text("".join(line + "\n" for line in grouped_lines(items)),
+                                          encoding="utf-8")
         payload = {split: {g: f.as_dict() for g, f in rows.items()} for split, rows in result.items()}
         payload["thresholds"] = thresholds
-        if len(set(thresholds.values())) == 1:  # one threshold: what the embedded judge is read at
-            payload["threshold"] = thresholds["response"]
         (DATA / "figures.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {DATA / 'items.jsonl'} and figures.json")
     return 0

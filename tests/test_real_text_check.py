@@ -185,3 +185,39 @@ def test_the_plan_cli_draws_by_verdict_and_says_what_labelling_buys(
     assert plan.weighted and all(d == min(97, p) for p, d in plan.strata.values())
     assert main(["--store", str(store.path), "validate", "judge-plan", "--judge", "nobody",
                  "--replace"]) == 2
+
+
+def test_the_embedded_judge_without_a_real_text_check_shows_its_shipped_standing(tmp_path: Path) -> None:
+    from pipeline.analysis.judge_real import shipped_figures
+
+    path = tmp_path / "store.sqlite"
+    build_synthetic_store(path, SyntheticSpec(n_instructions=6, domains=("news",), conditions=("single",),
+                                              models=("model-a",), judges=("local",), seed=3))
+    store = open_store(path)
+    rng = np.random.default_rng(1)
+    put_check_items(store, "local", "builtin", known_check(rng, 0.9, 0.8, n=200, judge="local").items)
+    held = shipped_figures()["held_out"]["all"]
+    text = _rendered(build_report(store, ReportOptions(n_resamples=30, copy=False)))
+    assert f"local on real demo text ({held['n']} held-out items" in text
+    assert f"κ {held['kappa']:.2f}" in text and "validate judge-plan --within 0.15" in text
+    assert "43 items a stratum" in text and "about 172 here" in text  # one model: 2 kinds x 2 verdicts
+    save_judge_plan(store, draw_judge_plan(store, per_stratum=20, seed=1, judge=("local", "batched")))
+    for i in load_judge_plan(store).items:
+        save_text_label(store, i.constraint_id, i.generation_id, "p", 1)
+    text = _rendered(build_report(store, ReportOptions(n_resamples=30, copy=False)))
+    assert "on real demo text" not in text  # its own real-text check now speaks for it
+    store.close()
+
+
+def test_the_shipped_real_text_set_reads_back_and_scores() -> None:
+    from pipeline.analysis.judge_real import figures, shipped_figures, shipped_items
+
+    items = shipped_items()
+    assert {i.split for i in items} == {"dev", "held_out"} and all(i.label in (0, 1) for i in items)
+    # No instruction is in both splits: the judge is tuned on dev, measured on held_out.
+    assert not ({i.instruction_id for i in items if i.split == "dev"}
+                & {i.instruction_id for i in items if i.split == "held_out"})
+    held = [i for i in items if i.split == "held_out"]
+    assert shipped_figures()["held_out"]["all"]["n"] == len(held)
+    perfect = figures(held, {i.id: bool(i.label) for i in held})
+    assert perfect.kappa == 1.0 and perfect.precision == 1.0 and perfect.yes_rate == perfect.label_rate

@@ -52,7 +52,37 @@ def parse_item(raw: dict[str, Any]) -> RealItem:
 
 
 def read_items(lines: Iterable[str]) -> list[RealItem]:
-    return [parse_item(json.loads(line)) for line in lines if line.strip()]
+    """Items from JSON lines: one item a line, or (the shipped file) one text a line with its ``items``,
+    each holding what differs from item to item (id, constraint, constraint_id, stratum, population,
+    label)."""
+    out = []
+    for line in lines:
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        if "items" in raw:
+            shared = {k: v for k, v in raw.items() if k != "items"}
+            out += [parse_item({**shared, **item}) for item in raw["items"]]
+        else:
+            out.append(parse_item(raw))
+    return out
+
+
+TEXT_FIELDS = ("generation_id", "text", "text_kind", "model", "instruction_id", "split")
+
+
+def grouped_lines(items: Sequence[RealItem]) -> list[str]:
+    """The items as the shipped file holds them: one text a line (its text once), its items in it."""
+    by: dict[int, list[RealItem]] = {}
+    for i in items:
+        by.setdefault(i.generation_id, []).append(i)
+    lines = []
+    for gid in sorted(by):
+        first = vars(by[gid][0])
+        record = {k: first[k] for k in TEXT_FIELDS}
+        record["items"] = [{k: v for k, v in vars(i).items() if k not in TEXT_FIELDS} for i in by[gid]]
+        lines.append(json.dumps(record))
+    return lines
 
 
 @cache
