@@ -525,30 +525,3 @@ def test_the_grammar_bench_imports_shows_help_and_runs_against_a_fake_server(cap
     # the cut word dropped
     assert result["free"]["quotes_exact"] == 3 and result["grammar"]["quotes_exact"] == 3
     assert result["grammar"]["quotes_at_cap"] == 3 and "agreement 6/6" in out
-
-
-async def test_a_looping_response_is_judged_on_what_it_says_once(store):
-    """A response that says one paragraph three times (SmolLM2's loop, issue 61) is still judged, every
-    constraint, but the judge is shown the paragraph once; quotes are found in the stored text."""
-    looping = "\n\n".join([TEXT] * 3)
-    with FakeOpenAIServer() as server:
-        server.push('1. Yes - "council met on Tuesday"\n2. No\n3. No\n')
-        client = LLMClient(_config(server), store)
-        gid, constraints = store_response(store, looping, CONSTRAINTS)
-        result = await judge_generation(store, client, "ja", gid, constraints, mode="batched")
-        await client.aclose()
-        shown = last_user_message(server.requests[0])
-    assert result.judged == 3 and result.unanswered == 0
-    assert shown.count("The treasurer warned") == 1 and looping.count("The treasurer warned") == 3
-    rows = _verdicts(store, gid)
-    assert [r["verdict"] for r in rows] == [1, 0, 0] and rows[0]["quote_found"] == "exact"
-
-
-async def test_a_text_without_repeats_is_shown_as_it_is(store):
-    with FakeOpenAIServer() as server:
-        server.push('1. Yes - "council met on Tuesday"\n2. No\n3. No\n')
-        client = LLMClient(_config(server), store)
-        gid, constraints = _generation(store)
-        await judge_generation(store, client, "ja", gid, constraints, mode="batched")
-        await client.aclose()
-        assert TEXT in last_user_message(server.requests[0])

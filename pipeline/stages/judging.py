@@ -36,7 +36,7 @@ from typing import Any
 from pipeline.analysis.support import LOCATED, locate_support
 from pipeline.core.definitions import DEFAULT_YES_THRESHOLD, JUDGING_MODES
 from pipeline.core.errors import ParseError
-from pipeline.core.text import QuoteMatch, count_words, find_quote
+from pipeline.core.text import QuoteMatch, find_quote
 from pipeline.llm.client import LLMClient, ReplyError, accept_json, parse_json_lenient
 from pipeline.llm.prompts import defuse, load_template, numbered
 from pipeline.store.database import UNANSWERED, Store, now
@@ -187,21 +187,6 @@ def parse_batched_reply(text: str, n: int, *, quote_cap: int | None = None) -> d
 # -- judging a text ----------------------------------------------------------------------------
 
 
-def shown_text(text: str) -> str:
-    """The text as the judge is shown it: without the sentences that repeat an earlier one word for
-    word (pipeline.stages.generation.without_repeats), when there are any. A response that loops (one
-    paragraph said three times over) is still judged, on what it says once: read whole, its filler
-    was credited with constraints it never meets (issue 61). A text without repeats is shown as it
-    is, so its prompts (and their cache) do not change. Quotes are still found, and support located,
-    in the stored text."""
-    # Here, not at the top: generation imports revision, which imports this module.
-    from pipeline.stages.generation import without_repeats
-
-    once = without_repeats(text)
-    return defuse(once if count_words(once) < count_words(text) else text)
-
-
-
 def _judgement(index: int, item: dict[str, Any] | None, text: str, call_id: int | None,
                raw_reply: str | None = None) -> Judgement:
     if item is None:
@@ -246,7 +231,7 @@ async def _judge_one(client: LLMClient, judge: str, text: str, constraint: str, 
     from pipeline.llm.client import Params, structured_format
 
     template = load_template("judge_single")
-    messages = template.render(text=shown_text(text), constraint=defuse(constraint))
+    messages = template.render(text=defuse(text), constraint=defuse(constraint))
     endpoint = client.config.endpoint(judge)
     # chat_json's contract (lenient JSON, then the schema), through a recorder that keeps the raw
     # reply: a judge stopped for unusable replies is shown one of them.
@@ -302,7 +287,7 @@ async def _judge_yes_no(client: LLMClient, judge: str, text: str, constraint: st
 
     endpoint = client.config.endpoint(judge)
     template = load_template(template_name("yes_no", endpoint.judge_format, endpoint.judge_prompt))
-    messages = template.render(text=shown_text(text), constraint=defuse(constraint))
+    messages = template.render(text=defuse(text), constraint=defuse(constraint))
     if client.gives_logprobs(endpoint) is not False:
         params = Params(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
         reply, completion = await client.chat(endpoint, messages, template=template, params=params)
@@ -348,8 +333,7 @@ async def _judge_yes_no_listed(client: LLMClient, judge: str, text: str, constra
             or client.gives_logprobs(endpoint) is False:
         return None
     template = load_template(template_name("yes_no", endpoint.judge_format, endpoint.judge_prompt))
-    shown = shown_text(text)
-    prompts = [chatml(template.render(text=shown, constraint=defuse(c))) for c in constraints]
+    prompts = [chatml(template.render(text=defuse(text), constraint=defuse(c))) for c in constraints]
     params = Params(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS, prompt_list=True)
     try:
         _, completion = await client.chat(endpoint, [{"role": "user", "content": p} for p in prompts],
@@ -433,7 +417,7 @@ async def _judge_batched(client: LLMClient, judge: str, text: str, constraints: 
         if not pending:
             break
         subset = [constraints[i] for i in pending]
-        messages = template.render(text=shown_text(text), constraints=numbered(subset), n=len(subset))
+        messages = template.render(text=defuse(text), constraints=numbered(subset), n=len(subset))
         budget = max_tokens or min(8000, (60 + 50 * len(subset)) if lines else (120 + 90 * len(subset)))
         recorder = _Recorder(lambda t, n=len(subset), cap=cap: parse_batched_reply(t, n, quote_cap=cap))
         params = Params(max_tokens=budget, grammar=lines_grammar(len(subset)) if grammar else None)
