@@ -188,7 +188,7 @@ def agreement(items: list[RealItem], other: str) -> None:
     pairs = [(int(i.label or 0), b[i.id]) for i in items if i.id in b]
     if pairs:
         k = cohen_kappa([x for x, _ in pairs], [y for _, y in pairs])
-        print(f"two labellings: {len(pairs)} items, agree {100 * k.agreement:.1f}%, kappa {k.kappa:.2f}")
+        print(f"two labellings: {len(pairs)} items, agree {100 * k.percent:.1f}%, kappa {k.kappa:.2f}")
 
 
 def main() -> int:
@@ -219,10 +219,10 @@ def main() -> int:
     s.add_argument("--write", action="store_true", help="ship the items and the held-out figures")
     args = parser.parse_args()
     if args.action == "draw":
-        items, verdicts = draw(args.store, args.per_stratum, args.seed, args.judge, args.mode, args.ratio)
-        Path(args.out).write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+        drawn, verdicts = draw(args.store, args.per_stratum, args.seed, args.judge, args.mode, args.ratio)
+        Path(args.out).write_text("".join(json.dumps(i) + "\n" for i in drawn), encoding="utf-8")
         Path(args.verdicts).write_text("".join(json.dumps(v) + "\n" for v in verdicts), encoding="utf-8")
-        print(f"{len(items)} items to {args.out}; the judge's verdicts to {args.verdicts}")
+        print(f"{len(drawn)} items to {args.out}; the judge's verdicts to {args.verdicts}")
         return 0
     items = read_items(Path(args.items).read_text(encoding="utf-8").splitlines())
     if args.labels:
