@@ -84,7 +84,7 @@ async def test_a_scripted_judge_shows_raw_and_corrected_side_by_side(scripted, t
         assert row[headers.index("sup. corr.")].split()[0] == f"{100 * rates.superficial.value:.1f}"
         judges = text_of(app.screen.query_one("#report-judges"))
         assert ("judge-a sens" in judges and "built-in" in judges
-                and "constructed check, not human gold" in judges)
+                and "constructed, not drawn from these texts" in judges)
         assert "?" not in " ".join(headers)  # validated: no unvalidated mark
         detail = text_of(app.screen.query_one("#report-row"))  # the highlighted row in full
         assert f"corr. {_fmt((rates.org.value, rates.org.low, rates.org.high))}" in detail

@@ -188,7 +188,7 @@ def test_the_report_shows_raw_and_corrected_side_by_side(store_of: Store, tmp_pa
     text = " ".join(console.export_text().split())  # a caption wraps
     assert ("Org corr." in text and "superficial corr." in text
             and "validation used: judge-a: built-in check" in text)
-    assert "constructed, not human gold" in text
+    assert "constructed, not drawn from these texts" in text
     write_tables(report, tmp_path)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert all(row["corrected_by"] == "judge-a: builtin" and row["org_corrected"] is not None

@@ -436,9 +436,11 @@ def test_the_page_shows_raw_and_corrected_side_by_side(scripted, browser,
         assert cells[3].split()[0] == f"{100 * fixed.org.value:.1f}" != cells[2].split()[0]
         assert cells[7].split()[0] == f"{100 * fixed.superficial.value:.1f}"
     caption = page.locator("p.caption").first.inner_text()
-    assert "validation used: judge-a: built-in check" in caption and "constructed, not human gold" in caption
+    assert ("validation used: judge-a: built-in check" in caption
+            and "constructed, not drawn from these texts" in caption)
     (judge,) = page.locator("#judges li").all_inner_texts()
-    assert judge.startswith("judge-a: sensitivity") and "built-in constructed check (not human gold)" in judge
+    assert (judge.startswith("judge-a: sensitivity")
+            and "built-in check (constructed, not drawn from these texts)" in judge)
     assert problems == []
     page.close()
 

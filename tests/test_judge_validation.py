@@ -169,7 +169,7 @@ def test_cli(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
 
     path = str(store.path)
     assert main(["--store", path, "validate", "judges"]) == 2
-    assert main(["--store", path, "validate", "judge-plan", "--per-stratum", "3"]) == 0
+    assert main(["--store", path, "validate", "judge-plan", "--by", "domain", "--per-stratum", "3"]) == 0
     assert "news/summary" in capsys.readouterr().out
     assert main(["--store", path, "validate", "judges"]) == 0
     assert "no answers yet" in capsys.readouterr().out
@@ -186,7 +186,7 @@ def test_judge_sheets_round_trip(store: Store, tmp_path: Path, capsys: pytest.Ca
     import csv
 
     path = str(store.path)
-    assert main(["--store", path, "validate", "judge-plan", "--per-stratum", "2"]) == 0
+    assert main(["--store", path, "validate", "judge-plan", "--by", "domain", "--per-stratum", "2"]) == 0
     sheet = tmp_path / "answers.csv"
     assert main(["--store", path, "validate", "export", "--judges", "--out", str(sheet),
                  "--annotator", "ann"]) == 0

@@ -30,10 +30,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipeline.analysis.judge_real import standing_lines
 from pipeline.analysis.judge_validation import load_judge_plan, people_verdict
 from pipeline.analysis.metrics.base import Filters, Metrics, Row, rater_names
 from pipeline.analysis.metrics.groups import _pair_units
@@ -96,11 +98,38 @@ def _rates_from_cells(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _check_draws(check: JudgeCheck, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """(resamples + 1, 4): the check's cells, then its items resampled with replacement (a multinomial
-    draw over the four cells is exactly that)."""
+    draw over the four cells is exactly that). A stratified check is resampled within each stratum and
+    its cells weighted by the stratum's population over its labelled items."""
+    if check.populations:
+        return _stratified_draws(check, n_resamples, rng)
     cells = np.array([check.tp, check.fn, check.tn, check.fp], dtype=float)
     n = int(cells.sum())
     drawn = rng.multinomial(n, cells / n, size=n_resamples) if n else np.zeros((n_resamples, 4))
     return np.vstack([cells[None, :], drawn])
+
+
+def _stratified_draws(check: JudgeCheck, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    populations = check.populations or {}
+    by: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(4))
+    for i in check.answered:
+        by[i.stratum][(0 if i.verdict else 1) if i.truth else (2 if not i.verdict else 3)] += 1
+    out = np.zeros((n_resamples + 1, 4))
+    for stratum in sorted(by):
+        cells = by[stratum]
+        n = int(cells.sum())
+        weight = populations.get(stratum, 0) / n
+        out[0] += weight * cells
+        out[1:] += weight * rng.multinomial(n, cells / n, size=n_resamples)
+    return out
+
+
+def check_intervals(check: JudgeCheck, *, n_resamples: int = DEFAULT_RESAMPLES,
+                    seed: int = 0) -> tuple[Interval, Interval]:
+    """Sensitivity and specificity with 95% intervals over the check's items (within strata for a
+    stratified check), as the corrected rates resample them."""
+    draws = _check_draws(check, n_resamples, np.random.default_rng(seed))
+    sens, spec = _rates_from_cells(draws)
+    return _interval(sens, check.tp + check.fn), _interval(spec, check.tn + check.fp)
 
 
 def _unit_weights(n_units: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -195,15 +224,19 @@ def people_checks(store: Store) -> dict[str, JudgeCheck]:
               i.generation_id): people_verdict(labels.get((i.constraint_id, i.generation_id), {}))
              for i in plan.items}
     domain = {(i.constraint_id, i.generation_id): i.domain for i in plan.items}
+    # A real-text check drawn by the judge's verdict: each item stands for its stratum's population.
+    populations = {k: pop for k, (pop, _) in plan.strata.items()} if plan.weighted else None
     by_rater: dict[tuple[str, str], list[CheckItem]] = defaultdict(list)
     for v in latest_verdicts(store, sorted({i.generation_id for i in plan.items})):
         key = (v.constraint_id, v.generation_id)
         person = truth.get(key)
         if v.verdict is not None and person is not None:
             by_rater[(v.judge, v.judging_mode)].append(
-                CheckItem(domain[key], f"{key[0]}:{key[1]}", person, int(v.verdict), v.quote_found))
+                CheckItem(domain[key], f"{key[0]}:{key[1]}", person, int(v.verdict), v.quote_found,
+                          v.p_yes, plan.item_strata.get(key, "")))
     raters = sorted(by_rater)
-    return {name: judge_check(name, "people", by_rater[r]) for r, name in zip(raters, rater_names(raters))}
+    return {name: judge_check(name, "people", by_rater[r], populations)
+            for r, name in zip(raters, rater_names(raters))}
 
 
 def _lookup(judge: str, checks: dict[str, JudgeCheck]) -> JudgeCheck | None:
@@ -211,12 +244,26 @@ def _lookup(judge: str, checks: dict[str, JudgeCheck]) -> JudgeCheck | None:
     return checks.get(judge) or checks.get(judge.split(" [")[0])
 
 
+# Said wherever a corrected rate rests on a check that is not the benchmark's own texts.
+CONSTRUCTED = "constructed, not drawn from these texts"
+SOURCE_NAMES = {"people": "real-text check", "own": f"own check set ({CONSTRUCTED})",
+                "builtin": f"built-in check ({CONSTRUCTED})"}
+
+
+def source_name(source: str) -> str:
+    """A check's source as every output names it: the real-text check, or a constructed one said so."""
+    return SOURCE_NAMES.get(source, source)
+
+
 @dataclass(frozen=True)
 class JudgeStatus:
-    """A rater's validation as the report shows it beside the rates."""
+    """A rater's validation as the report shows it beside the rates. ``check`` is what corrects its
+    rates: the real-text check (people's labels of the benchmark's own verdicts) when there is one,
+    else a constructed one; ``constructed``: the constructed check also held beside a real-text one."""
 
     judge: str
     check: JudgeCheck | None
+    constructed: JudgeCheck | None = None
 
     @property
     def validated(self) -> bool:
@@ -234,29 +281,71 @@ class JudgeStatus:
             return f"{self.judge}: unvalidated: its rates are shown raw; `{VALIDATE_COMMAND}` validates it"
         if not self.validated:
             lacking = "true Yes" if c.sensitivity is None else "true No"
-            return (f"{self.judge}: its check ({c.source}) has no {lacking} item with a "
+            return (f"{self.judge}: its check ({source_name(c.source)}) has no {lacking} item with a "
                     "verdict: no sensitivity and "
                     f"specificity to correct by; `{VALIDATE_COMMAND}` runs the full check")
-        source = ("people's labels" if c.source == "people"
-                  else "the built-in constructed check (not human gold)")
+        if c.source == "people":
+            source = ("the real-text check (people's labels of these texts' verdicts, "
+                      + ("drawn by stratum, weighted)" if c.populations else "unweighted)"))
+        else:
+            source = f"the {source_name(c.source)}"
         rates = (f"sensitivity {c.sensitivity:.2f}, specificity {c.specificity:.2f}, "
-                 f"n={c.tp + c.fn + c.tn + c.fp}, from {source}")
+                 f"n={c.n}, from {source}")
         if not self.informative:
             return (f"{self.judge}: {rates}: no better than chance (sensitivity + specificity <= "
                     "1): its rates carry no information; no corrected figure")
         return f"{self.judge}: {rates}"
 
+    @cached_property
+    def disagreement(self) -> str:
+        """One sentence when the real-text check and the constructed one differ beyond their intervals
+        (sensitivity or specificity), real-text figures first; "" otherwise."""
+        real, built = self.check, self.constructed
+        if real is None or built is None or real.source != "people" or not self.validated:
+            return ""
+        r_sens, r_spec = check_intervals(real)
+        b_sens, b_spec = check_intervals(built)
+        differ = [name for name, a, b in (("sensitivity", r_sens, b_sens), ("specificity", r_spec, b_spec))
+                  if _apart(a, b)]
+        if not differ:
+            return ""
+        return (f"{self.judge} on these texts: sensitivity {_fmt(r_sens)}, specificity {_fmt(r_spec)} "
+                f"(real-text check, n={real.n}); on the {source_name(built.source)}: sensitivity "
+                f"{_fmt(b_sens)}, specificity {_fmt(b_spec)}: its {' and '.join(differ)} differ beyond "
+                "their intervals, so the constructed check does not describe this judge here (the "
+                "corrected rates use the real-text check).")
+
     def as_dict(self) -> dict[str, Any]:
         c = self.check
         return {"judge": self.judge, "validation": c.source if c else None,
                 "sensitivity": c.sensitivity if c else None, "specificity": c.specificity if c else None,
-                "n": (c.tp + c.fn + c.tn + c.fp) if c else 0, "informative": self.informative}
+                "n": c.n if c else 0, "informative": self.informative,
+                "weighted": bool(c and c.populations), "disagreement": self.disagreement or None}
+
+
+def _apart(a: Interval, b: Interval) -> bool:
+    """Two intervals that do not overlap (either without bounds: not apart)."""
+    if any(math.isnan(x) for x in (a.low, a.high, b.low, b.high)):
+        return False
+    return a.high < b.low or b.high < a.low
+
+
+def _fmt(iv: Interval) -> str:
+    if math.isnan(iv.low):
+        return f"{iv.value:.2f}"
+    return f"{iv.value:.2f} [{iv.low:.2f}, {iv.high:.2f}]"
 
 
 def judge_statuses(store: Store, raters: list[str]) -> list[JudgeStatus]:
-    """Each rater's check: people's when there is one, else the built-in one, else none."""
+    """Each rater's check: the real-text one (people's) when there is one, else a constructed one
+    (own set, then built-in), else none; beside a real-text check, the constructed one it replaced."""
     people, stored = people_checks(store), check_counts(store)
-    return [JudgeStatus(r, _lookup(r, people) or _lookup(r, stored)) for r in raters]
+    out = []
+    for r in raters:
+        real, other = _lookup(r, people), _lookup(r, stored)
+        constructed = other if other is not None and other.source != "people" else None
+        out.append(JudgeStatus(r, real or other, constructed if real is not None else None))
+    return out
 
 
 # -- per group ----------------------------------------------------------------------------------
@@ -283,12 +372,24 @@ class CorrectedGroup:
 class Correction:
     judges: list[JudgeStatus]
     groups: dict[GroupKey, CorrectedGroup] = field(default_factory=dict)
+    # The embedded judge without a real-text check: how it did on the shipped real demo text, and what
+    # to label before trusting a corrected number (pipeline.analysis.judge_real.standing_lines).
+    standing: list[str] = field(default_factory=list)
 
     def group(self, key: GroupKey) -> CorrectedGroup | None:
         return self.groups.get((*key[:4], ratio_key(key[4])))
 
     def warnings(self) -> list[str]:
         return [s.line() for s in self.judges if s.validated and not s.informative]
+
+    def disagreements(self) -> list[str]:
+        """One sentence per judge whose real-text and constructed checks differ beyond their intervals."""
+        return [s.disagreement for s in self.judges if s.disagreement]
+
+    @property
+    def constructed_only(self) -> list[str]:
+        """Judges whose corrected rates rest on a constructed check (no real-text check yet)."""
+        return [s.judge for s in self.judges if s.check is not None and s.check.source != "people"]
 
     @property
     def unvalidated(self) -> list[str]:
@@ -310,6 +411,8 @@ def corrected_metrics(reader: StoreReader, metrics: Metrics, filters: Filters | 
     out = Correction(statuses)
     if not metrics.rows or not names:
         return out
+    without_real = [s.judge for s in statuses if s.check is None or s.check.source != "people"]
+    out.standing = standing_lines(without_real, 2 * 2 * len({row.model for row in metrics.rows}))
     reason = _why_uncorrected(statuses)
     used = "; ".join(f"{s.judge}: {s.check.source}" for s in statuses if s.check is not None)
     per_text = _per_text(totals, len(names))

@@ -26,7 +26,7 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,11 +50,13 @@ from pipeline.store.validation import (
     JudgeItem,
     StoredJudgePlan,
     TextLabelRow,
+    VerdictText,
     annotator_text_labels,
     constraint_places,
     constraint_text,
     judge_plan_exists,
     judge_plan_words,
+    judge_verdict_texts,
     judged_texts,
     replace_judge_plan,
     save_text_labels,
@@ -79,14 +81,37 @@ class JudgePlan:
     ratio: float
     seed: int
     run: str | None
-    strata: dict[str, tuple[int, int]]  # "domain/kind" -> (population, drawn)
+    strata: dict[str, tuple[int, int]]  # "domain/kind" (or a real-text check's) -> (population, drawn)
     items: tuple[JudgeItem, ...]
+    # A real-text check (``by_verdict``): the judge (rater) whose verdicts it was stratified by, and each
+    # item's stratum, "kind|model|yes" or "kind|model|no". Empty: the older plan, by domain and kind.
+    judge: str | None = None
+    item_strata: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    @property
+    def weighted(self) -> bool:
+        """Drawn by the judge's verdict: its labelled items correct the judge's rates with weights."""
+        return bool(self.item_strata)
+
+
+STRATUM_SEP = "|"
+
+
+def verdict_stratum(text_kind: str, model: str, verdict: int) -> str:
+    return STRATUM_SEP.join((text_kind, model, "yes" if verdict else "no"))
 
 
 def draw_judge_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = DEFAULT_RATIO,
-                    per_stratum: int = PER_STRATUM, seed: int = 0, run: str | None = None) -> JudgePlan:
+                    per_stratum: int = PER_STRATUM, seed: int = 0, run: str | None = None,
+                    judge: tuple[str, str] | None = None) -> JudgePlan:
     """``per_stratum`` (constraint, text) items per domain and text kind, among those a judge has
-    a verdict on (nothing else can validate a judge), seeded; in one shuffled order."""
+    a verdict on (nothing else can validate a judge), seeded; in one shuffled order.
+
+    ``judge`` (judge, mode): a real-text check of that rater instead, stratified by text kind x model
+    under test x its verdict, so that its rare Yes are drawn as often as its No; each stratum keeps its
+    population, and the correction weights the labelled items by it."""
+    if judge is not None:
+        return _draw_by_verdict(store, name, ratio, per_stratum, seed, run, judge)
     population = judged_texts(store, ratio, run)
     if not population:
         raise ValidationError(f"nothing to sample: no verdict on a response or a summary at ratio {ratio:g}"
@@ -107,15 +132,50 @@ def draw_judge_plan(store: Store, *, name: str = DEFAULT_PLAN, ratio: float = DE
     return JudgePlan(name, ratio, seed, run, strata, items)
 
 
+def _draw_by_verdict(store: Store, name: str, ratio: float, per_stratum: int, seed: int, run: str | None,
+                     judge: tuple[str, str]) -> JudgePlan:
+    population = judge_verdict_texts(store, ratio, run, *judge)
+    if not population:
+        raise ValidationError(f"nothing to sample: judge {judge[0]} ({judge[1]}) has no verdict on a "
+                              f"response or a summary at ratio {ratio:g}" + (f" in run {run}" if run else ""))
+    by_stratum: dict[str, list[VerdictText]] = defaultdict(list)
+    for row in population:
+        by_stratum[verdict_stratum(row.text_kind, row.model, row.verdict)].append(row)
+    rng = random.Random(seed)
+    chosen: list[VerdictText] = []
+    strata: dict[str, tuple[int, int]] = {}
+    item_strata: dict[tuple[int, int], str] = {}
+    for stratum in sorted(by_stratum):
+        pool = by_stratum[stratum]
+        picked = rng.sample(pool, min(per_stratum, len(pool)))
+        strata[stratum] = (len(pool), len(picked))
+        chosen += picked
+        item_strata.update({(t.constraint_id, t.generation_id): stratum for t in picked})
+    rng.shuffle(chosen)  # one order: the labeller cannot tell a Yes stratum from a No one
+    items = tuple(JudgeItem(k, t.constraint_id, t.generation_id, t.text_kind, t.instruction_id, t.domain)
+                  for k, t in enumerate(chosen, 1))
+    return JudgePlan(name, ratio, seed, run, strata, items, f"{judge[0]} [{judge[1]}]", item_strata)
+
+
+def items_for_width(half_width: float, share: float = 0.5, z: float = 1.96) -> int:
+    """Labelled items a stratum needs for its share of true Yes to be known within +-``half_width``
+    (95%; ``share`` 0.5 is the worst case): z^2 p (1 - p) / h^2, rounded up."""
+    if not 0 < half_width < 1:
+        raise ValidationError(f"the wanted interval's half-width must be between 0 and 1, got {half_width:g}")
+    return math.ceil(z * z * share * (1 - share) / (half_width * half_width))
+
+
 def save_judge_plan(store: Store, plan: JudgePlan, *, replace: bool = False) -> None:
     from pipeline.store.database import now
 
     if judge_plan_exists(store, plan.name) and not replace:
         raise ValidationError(f"a judge plan named {plan.name!r} exists; pass --replace to draw it again "
                               "(labels are kept) or --name for another plan")
-    replace_judge_plan(store,
-                       StoredJudgePlan(plan.name, plan.ratio, plan.seed, plan.run, {"strata": plan.strata},
-                                              plan.items), now())
+    params: dict[str, Any] = {"strata": plan.strata}
+    if plan.weighted:
+        params.update(judge=plan.judge, item_strata=[[c, g, s] for (c, g), s in plan.item_strata.items()])
+    replace_judge_plan(store, StoredJudgePlan(plan.name, plan.ratio, plan.seed, plan.run, params, plan.items),
+                       now())
 
 
 def load_judge_plan(reader: StoreReader, name: str | None = None) -> JudgePlan | None:
@@ -125,7 +185,9 @@ def load_judge_plan(reader: StoreReader, name: str | None = None) -> JudgePlan |
     if row is None:
         return None
     strata = {k: (int(v[0]), int(v[1])) for k, v in row.params["strata"].items()}
-    return JudgePlan(row.name, row.ratio, row.seed, row.run, strata, row.items)
+    item_strata = {(int(c), int(g)): str(s) for c, g, s in row.params.get("item_strata", [])}
+    return JudgePlan(row.name, row.ratio, row.seed, row.run, strata, row.items, row.params.get("judge"),
+                     item_strata)
 
 
 # -- people's answers --------------------------------------------------------------------------

@@ -216,6 +216,8 @@ def build_report(store: Store, options: ReportOptions | None = None, *, embedder
     report.correction = corrected_metrics(store, metrics, options.filters, n_resamples=options.n_resamples,
                                           seed=options.seed)
     report.warnings += [ReportWarning("judge_at_chance", None, line) for line in report.correction.warnings()]
+    report.warnings += [ReportWarning("judge_checks_disagree", None, line)
+                        for line in report.correction.disagreements()]
     if annotation_count(store):
         report.validation = human_validation(store, ratio=ratio or options.ratio, filters=options.filters,
                                              n_resamples=options.n_resamples, seed=options.seed)

@@ -89,8 +89,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     jplan.add_argument("--name", default="judges", help="plan name (default: judges)")
     jplan.add_argument("--ratio", type=ratio, default=DEFAULT_RATIO,
                        help=f"summaries at this ratio (default {DEFAULT_RATIO})")
+    jplan.add_argument("--by", choices=("verdict", "domain"), default="verdict",
+                       help="verdict (default): a real-text check of one judge, stratified by text kind x "
+                            "model x that judge's verdict (its Yes and its No both drawn, each stratum's "
+                            "weight kept), which the report's corrected rates then use; domain: per domain "
+                            "and text kind, unweighted")
+    jplan.add_argument("--judge", help="with --by verdict: the judge whose verdicts stratify the draw "
+                                       "(default: the first judge with verdicts)")
     jplan.add_argument("--per-stratum", type=count, default=25,
-                       help="items per domain and text kind (response, summary); default 25")
+                       help="items per stratum; default 25")
+    jplan.add_argument("--within", type=float, metavar="H",
+                       help="instead of --per-stratum: enough items per stratum that its share of true Yes "
+                            "is known within +-H (95%%), e.g. 0.1")
     jplan.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     jplan.add_argument("--run", help="only instructions of this build run")
     jplan.add_argument("--replace", action="store_true",
@@ -334,23 +344,64 @@ def run_disagreements(args: argparse.Namespace) -> int:
 
 
 def run_judge_plan(args: argparse.Namespace) -> int:
-    from pipeline.analysis.judge_validation import draw_judge_plan, save_judge_plan
+    from pipeline.analysis.judge_validation import draw_judge_plan, items_for_width, save_judge_plan
     from pipeline.cli.common import console, open_store_from
 
+    per_stratum = items_for_width(args.within) if args.within is not None else args.per_stratum
     store = open_store_from(args, create=False)
     try:
-        plan = draw_judge_plan(store, name=args.name, ratio=args.ratio, per_stratum=args.per_stratum,
-                               seed=args.seed, run=args.run)
+        judge = _plan_judge(store, args.judge) if args.by == "verdict" else None
+        plan = draw_judge_plan(store, name=args.name, ratio=args.ratio, per_stratum=per_stratum,
+                               seed=args.seed, run=args.run, judge=judge)
         save_judge_plan(store, plan, replace=args.replace)
     finally:
         store.close()
     out = console()
-    out.print(f"judge plan [bold]{plan.name}[/]: {len(plan.items)} items (summaries at ratio {plan.ratio:g}),"
-              f" seed {plan.seed}")
+    from rich.markup import escape
+
+    what = f"a real-text check of {escape(plan.judge or '')}, " if plan.weighted else ""
+    out.print(f"judge plan [bold]{plan.name}[/]: {what}{len(plan.items)} items (summaries at ratio "
+              f"{plan.ratio:g}), seed {plan.seed}")
+    width = max((len(s) for s in plan.strata), default=20)
     for stratum, (population, drawn) in sorted(plan.strata.items()):
-        out.print(f"  {stratum:<20} {drawn:>4} of {population}")
+        out.print(f"  {escape(stratum):<{width}} {drawn:>4} of {population}")
+    out.print(plan_advice(per_stratum, len(plan.items)))
     out.print("Answer them in the app: 5 Annotate, then v (the judges' verdicts show once you answer).")
     return 0
+
+
+def plan_advice(per_stratum: int, n_items: int) -> str:
+    """What labelling the plan buys: each stratum's share of true Yes within +-h (95%, worst case)."""
+    if per_stratum <= 0:
+        return ""
+    half = 1.96 * math.sqrt(0.25 / per_stratum)
+    return (f"Label all {n_items} items: each stratum's share of true Yes is then known within "
+            f"+-{100 * half:.0f} points (95%, at worst); `--within H` draws the items a half-width H needs "
+            f"(+-10 points: {_needed(0.1)} a stratum, +-5: {_needed(0.05)}).")
+
+
+def _needed(h: float) -> int:
+    from pipeline.analysis.judge_validation import items_for_width
+
+    return items_for_width(h)
+
+
+def _plan_judge(store: Store, name: str | None) -> tuple[str, str]:
+    """The (judge, mode) a real-text check is stratified by: ``name`` ("judge" or "judge [mode]"), else
+    the first with verdicts."""
+    from pipeline.analysis.validation_plan import ValidationError
+    from pipeline.store.validation import judge_raters
+
+    raters = judge_raters(store)
+    if not raters:
+        raise ValidationError("nothing to sample: no judge has a verdict yet (run `unspecific evaluate`)")
+    if name is None:
+        return raters[0]
+    found = [r for r in raters if name in (r[0], f"{r[0]} [{r[1]}]")]
+    if not found:
+        raise ValidationError(f"no verdicts by judge {name!r}; judges with verdicts: "
+                              + ", ".join(f"{j} [{m}]" for j, m in raters))
+    return found[0]
 
 
 def run_judges(args: argparse.Namespace) -> int:

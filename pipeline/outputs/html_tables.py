@@ -61,12 +61,14 @@ def _rates_html(report: Report, g: Any, corrected: bool) -> list[str]:
 
 
 def judges_html(report: Report) -> str:
-    """Each judge's validation beside the numbers: its measured error (people's or the built-in
-    check's, which is constructed, not human gold), at chance, or unvalidated with the command."""
+    """Each judge's validation beside the numbers: its measured error (the real-text check's, or a
+    constructed check's, said so), at chance, or unvalidated with the command; and where the real-text
+    and the constructed checks disagree beyond their intervals, the sentence that says so."""
     c = report.correction
     if c is None or not c.judges:
         return ""
     items = "".join(f'<li class="{"ok" if s.informative else "warn"}">{esc(s.line())}</li>' for s in c.judges)
+    items += "".join(f'<li class="warn">{esc(line)}</li>' for line in [*c.disagreements(), *c.standing])
     return (f'<section id="judges"><h3>Judges\' measured error (the corrected rates use '
             f'it)</h3><ul>{items}</ul></section>')
 

@@ -105,14 +105,17 @@ def validation_caption(report: Report) -> tuple[str, bool]:
     reasons = {g.reason for g in c.groups.values() if g.reason}
     if reasons:
         return "raw rates, not corrected for the judges' error: " + "; ".join(sorted(reasons)), True
-    sources = {"people": "people", "own": "own check set", "builtin": "built-in check"}
-    used = "; ".join(f"{s.judge}: "
-                     f"{sources.get(s.check.source, s.check.source) if s.check else 'built-in check'}"
-                     for s in c.judges)
-    return ("corr.: corrected for each judge's measured sensitivity and specificity "
-            "(Rogan-Gladen, judge by judge; "
-            f"95% CI over the instructions and the check's items); validation used: {used}"
-            + ("; the built-in check is constructed, not human gold" if "built-in" in used else "")), False
+    from pipeline.analysis.correction import CONSTRUCTED, source_name
+
+    used = "; ".join(f"{s.judge}: {source_name(s.check.source) if s.check else 'none'}" for s in c.judges)
+    out = ("corr.: corrected for each judge's measured sensitivity and specificity "
+           "(Rogan-Gladen, judge by judge; "
+           f"95% CI over the instructions and the check's items); validation used: {used}")
+    if c.constructed_only:
+        out += (f"; {', '.join(c.constructed_only)}: {CONSTRUCTED}, so these corrected rates assume the "
+                "judge errs on these texts as on the constructed ones (label a real-text check: "
+                "`unspecific validate judge-plan --by-verdict`, then Annotate)")
+    return out, False
 
 
 # -- the document --------------------------------------------------------------------------------
@@ -268,6 +271,7 @@ def _judges(report: Report) -> list[Item]:
     if report.correction is not None and report.correction.judges:
         out.append(Note("Judges' measured error (the corrected rates, 'corr.', use it):"))
         out += [Note(f"  {status.line()}") for status in report.correction.judges]
+        out += [Note(f"  {line}", "yellow") for line in report.correction.standing]
     return out
 
 

@@ -42,6 +42,7 @@ class CheckItem:
     verdict: int | None  # 1 yes, 0 no, None: the judge gave none
     quote_found: str | None = None  # exact | fuzzy | missing | None (no quote), as verdicts.quote_found
     p_yes: float | None = None  # a yes_no judge's P(Yes) on the item (None: a judge that wrote its verdict)
+    stratum: str = ""  # people's check drawn by stratum (a real-text check): the item's stratum
 
 
 @dataclass(frozen=True)
@@ -55,27 +56,54 @@ class JudgeCheck:
     tn: int
     fp: int
     items: tuple[CheckItem, ...]
+    # A check drawn by stratum (a real-text check: text kind x model x the judge's verdict): each
+    # stratum's population when drawn. Its labelled items then stand for population / labelled items
+    # of their stratum, and sensitivity and specificity are read from the weighted cells.
+    populations: dict[str, int] | None = None
+
+    def weighted_cells(self) -> tuple[float, float, float, float]:
+        """tp, fn, tn, fp: plain counts, or for a stratified check each stratum's counts scaled to its
+        population (a stratum with no labelled item counts nowhere)."""
+        if not self.populations:
+            return float(self.tp), float(self.fn), float(self.tn), float(self.fp)
+        by: dict[str, list[int]] = {}
+        for i in self.answered:
+            cells = by.setdefault(i.stratum, [0, 0, 0, 0])
+            cells[(0 if i.verdict else 1) if i.truth else (2 if not i.verdict else 3)] += 1
+        out = [0.0, 0.0, 0.0, 0.0]
+        for stratum, cells in by.items():
+            weight = self.populations.get(stratum, 0) / sum(cells)
+            out = [o + weight * c for o, c in zip(out, cells, strict=True)]
+        return out[0], out[1], out[2], out[3]
 
     @property
     def sensitivity(self) -> float | None:
         """Of the true Yes, the share the judge says Yes to (None: no true Yes answered)."""
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+        tp, fn, _, _ = self.weighted_cells()
+        return tp / (tp + fn) if self.tp + self.fn and tp + fn > 0 else None
 
     @property
     def specificity(self) -> float | None:
         """Of the true No, the share the judge says No to (None: no true No answered)."""
-        return self.tn / (self.tn + self.fp) if self.tn + self.fp else None
+        _, _, tn, fp = self.weighted_cells()
+        return tn / (tn + fp) if self.tn + self.fp and tn + fp > 0 else None
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fn + self.tn + self.fp
 
     @property
     def answered(self) -> tuple[CheckItem, ...]:
         return tuple(item for item in self.items if item.verdict is not None)
 
 
-def judge_check(judge: str, source: str, items: Iterable[CheckItem]) -> JudgeCheck:
-    """Count a judge's items into a ``JudgeCheck`` (unanswered items kept, counted nowhere)."""
+def judge_check(judge: str, source: str, items: Iterable[CheckItem],
+                populations: dict[str, int] | None = None) -> JudgeCheck:
+    """Count a judge's items into a ``JudgeCheck`` (unanswered items kept, counted nowhere);
+    ``populations``: a stratified check's stratum populations (its items carry their stratum)."""
     kept = tuple(items)
     answered = [(i.truth, i.verdict) for i in kept if i.verdict is not None]
-    return JudgeCheck(judge=judge, source=source, items=kept,
+    return JudgeCheck(judge=judge, source=source, items=kept, populations=populations,
                       tp=sum(1 for t, v in answered if t and v),
                       fn=sum(1 for t, v in answered if t and not v),
                       tn=sum(1 for t, v in answered if not t and not v),

@@ -224,6 +224,49 @@ def judged_texts(store: Store, ratio: float, run: str | None) -> list[JudgedText
         + " ORDER BY v.constraint_id, v.generation_id", params)]
 
 
+@dataclass(frozen=True)
+class VerdictText:
+    """A (constraint, text) one judge has a verdict on, with the model under test (a summary's is its
+    response's writer) and that judge's latest verdict: what a real-text check is drawn from."""
+
+    constraint_id: int
+    generation_id: int
+    text_kind: str
+    instruction_id: int
+    domain: str
+    model: str
+    verdict: int
+
+
+def judge_raters(store: Store) -> list[tuple[str, str]]:
+    """Every (judge, judging mode) with a Yes/No verdict, sorted."""
+    return [(j, m) for j, m in store.conn.execute(
+        "SELECT DISTINCT judge, judging_mode FROM verdicts WHERE verdict IS NOT NULL"
+        " ORDER BY judge, judging_mode")]
+
+
+def judge_verdict_texts(store: Store, ratio: float, run: str | None, judge: str,
+                        mode: str) -> list[VerdictText]:
+    """Active constraints on responses, and on summaries at ``ratio``, with ``judge``'s latest Yes/No
+    in ``mode``; in (constraint, text) order."""
+    params: list[Any] = [judge, mode, ratio]
+    where = ""
+    if run is not None:
+        where = " AND i.run_id = ?"
+        params.append(run)
+    return [VerdictText(*row) for row in store.conn.execute(
+        "SELECT v.constraint_id, v.generation_id, g.kind, i.id, i.domain, coalesce(p.model, g.model),"
+        " v.verdict FROM verdicts v"
+        " JOIN generations g ON g.id = v.generation_id LEFT JOIN generations p ON p.id = g.parent_id"
+        " AND g.kind = 'summary' JOIN constraints c ON c.id = v.constraint_id AND c.active = 1"
+        " JOIN instructions i ON i.id = g.instruction_id"
+        " WHERE v.judge = ? AND v.judging_mode = ? AND v.verdict IS NOT NULL AND v.id = (SELECT max(w.id)"
+        " FROM verdicts w WHERE w.generation_id = v.generation_id AND w.constraint_id = v.constraint_id"
+        " AND w.judge = v.judge AND w.judging_mode = v.judging_mode AND w.verdict IS NOT NULL)"
+        f" AND (g.kind = 'response' OR (g.kind = 'summary' AND abs(g.ratio - ?) < {RATIO_TOLERANCE}))" + where
+        + " ORDER BY v.constraint_id, v.generation_id", params)]
+
+
 def judge_plan_exists(store: Store, name: str) -> bool:
     return store.conn.execute("SELECT 1 FROM judge_plans WHERE name = ?", (name,)).fetchone() is not None
 

@@ -119,13 +119,15 @@ def conclusion(duel: Any) -> Text:
 def judge_lines(analysis: Analysis) -> list[str]:
     """Each judge's validation as `report` prints it (pipeline.analysis.correction.JudgeStatus.line)."""
     correction = analysis.correction
-    return [s.line() for s in correction.judges] if correction is not None else []
+    if correction is None:
+        return []
+    return [s.line() for s in correction.judges] + correction.disagreements() + correction.standing
 
 
 def judges_summary(analysis: Analysis) -> Text:
     """One line: each judge's validation in a few words, and for unvalidated ones the mark on their
     raw rates and the one command that validates them."""
-    from pipeline.analysis.correction import VALIDATE_COMMAND
+    from pipeline.analysis.correction import CONSTRUCTED, VALIDATE_COMMAND
 
     correction = analysis.correction
     if correction is None:
@@ -141,10 +143,12 @@ def judges_summary(analysis: Analysis) -> Text:
         elif not s.informative:
             out.append(" at chance: no corrected figure", style="bold red")
         else:
-            out.append(f" sens {c.sensitivity:.2f} spec {c.specificity:.2f} "
-                       f"({'people' if c.source == 'people' else 'built-in'})")
-    if any(s.check is not None and s.check.source != "people" for s in correction.judges):
-        out.append(" · built-in: a constructed check, not human gold")
+            where = {"people": "real text", "builtin": "built-in"}.get(c.source, "own set")
+            out.append(f" sens {c.sensitivity:.2f} spec {c.specificity:.2f} ({where})")
+    if correction.constructed_only:
+        out.append(f" · corrected by a check {CONSTRUCTED}", style="yellow")
+    for line in correction.disagreements():
+        out.append(f" · {line}", style="bold yellow")
     if correction.unvalidated:
         out.append(f" · {UNVALIDATED_MARK} = raw, unvalidated: `{VALIDATE_COMMAND}`", style="bold yellow")
     return out
