@@ -21,6 +21,7 @@ VALUES: dict[str, object] = {
     "too_easy": "1. Describe the meeting.",
     "missing": "2. Explain the cause of the shortfall.", "ids": "2", "focus": "the causes",
     "opening": "Write a news article about", "problem": "it names no subject",
+    "notes": "Refused before: 1. Describe the meeting (a copy of one already kept).",
 }
 # Asked after a first reply, in the same conversation: (the template that opened it, the kind).
 FOLLOW_UPS = {"constraints_more": "constraints_more", "main_task_again": "format_repair",

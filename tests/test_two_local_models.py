@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,10 @@ def test_the_demo_evaluates_both_models_on_one_local_server(tmp_path, monkeypatc
     small_alias = shipped_model(SMALL_NAME).alias
     with FakeOpenAIServer(ScriptedModel(), models=(MODEL_ALIAS, small_alias)) as server:
         monkeypatch.setenv("UNSPECIFIC_LOCAL_URL", server.base_url)
-        result = run_demo_blocking(str(tmp_path / "demo.sqlite"), default_config(), SMALL_DEMO)
+        # The scripted world's constraints are flawed on purpose: the gate would refuse them all
+        # (tests/fakes/responders.fake_config); the gate's own demo tests are in test_gate_build.
+        config = replace(default_config(), settings={"build": {"gate": False}})
+        result = run_demo_blocking(str(tmp_path / "demo.sqlite"), config, SMALL_DEMO)
         assert result.failed == [] and len(result.auditable) == 2
         asked = [r.get("model") for r in server.requests]
     # The small model wrote only responses; the embedded model everything else.
