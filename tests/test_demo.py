@@ -352,3 +352,21 @@ def test_the_demo_bench_measures_a_shipped_models_own_speed_when_it_finds_its_fi
     monkeypatch.setattr(model_file, "model_path", lambda *a, **k: Path("/models/embedded.gguf"))
     assert bench.model_file_of(model_file.MODEL_ALIAS) == (Path("/models/embedded.gguf"), "chatml")
     assert bench.model_file_of("gpt-4o-mini") is None
+
+
+def test_builds_stage_bars_count_what_each_stage_has_to_do(tmp_path):
+    """Build's bars (StoreView.stage_coverage) on a finished demo: revision counted over the instructions
+    revised (it showed dots), answers over the instructions a model is asked (a common condition's
+    source list is never answered: it showed 4 of 6 under a full bar)."""
+    from pipeline.store.view import StoreView
+
+    store_path = tmp_path / "demo.sqlite"
+    with FakeOpenAIServer(ScriptedModel()) as server:
+        config = load_config(str(_config(tmp_path, server.base_url)))
+        run_demo_blocking(str(store_path), config, SMALL)
+    view = StoreView.open(store_path)
+    try:
+        assert view.stage_coverage("revise", None) == (2, 2)
+        assert view.stage_coverage("respond", None) == (4, 4)
+    finally:
+        view.close()

@@ -204,8 +204,12 @@ STAGE_COVERAGE = {
     "base": "SELECT count(DISTINCT CASE WHEN EXISTS (SELECT 1 FROM generations g WHERE g.kind = 'base'"
             " AND g.instruction_id = i.id) THEN i.pair_id END), count(DISTINCT i.pair_id)"
             " FROM instructions i WHERE i.condition = 'eval' AND (:run IS NULL OR i.run_id = :run)",
+    # Revised: the eval and direct instructions past their revision (the others are never revised).
+    "revise": "SELECT coalesce(sum(status IN ('revised', 'done')), 0), count(*) FROM instructions"
+              " WHERE condition IN ('eval', 'direct') AND (:run IS NULL OR run_id = :run)",
+    # Answered: of the instructions a model is asked (a common condition's source list is not).
     "respond": "SELECT count(DISTINCT g.instruction_id), (SELECT count(*) FROM instructions WHERE"
-               " (:run IS NULL OR run_id = :run) AND status NOT IN ('pending', 'failed'))"
+               " (:run IS NULL OR run_id = :run) AND status NOT IN ('pending', 'failed', 'source'))"
                f" FROM generations g WHERE g.kind = 'response' AND g.instruction_id IN ({_RUN})",
     "summarize": "SELECT count(DISTINCT s.parent_id), (SELECT count(*) FROM generations WHERE"
                  f" kind = 'response' AND instruction_id IN ({_RUN})) FROM generations s"
