@@ -192,8 +192,8 @@ STAGE_UNITS = {
 
 
 # How far each Build stage has come, as (units done, units it has to do), where the store knows the
-# second: a stage is finished when they are equal (the Build screen's bars). Revision replaces only the
-# constraints a check found too easy: no count says how many it will write, so it has none.
+# second: a stage is finished when they are equal (the Build screen's bars). Revision is counted by
+# instruction (how many constraints it replaces, no count says in advance).
 _TEXTS = f"kind IN ('response', 'summary') AND instruction_id IN ({_RUN})"
 STAGE_COVERAGE = {
     "corpus": "SELECT count(*), count(*) FROM articles WHERE status = 'kept'",
